@@ -1,0 +1,16 @@
+# Warnings are set per target (STYLE.md rule 13), never globally, so generated protobuf code
+# and third-party headers do not drown ours.
+function(gpuhook_warnings target)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX,C>:-Wall -Wextra -Wpedantic>)
+endfunction()
+
+# A GoogleTest executable registered with ctest.
+function(gpuhook_gtest name)
+  cmake_parse_arguments(T "" "" "SOURCES;LIBS" ${ARGN})
+  add_executable(${name} ${T_SOURCES})
+  target_link_libraries(${name} PRIVATE GTest::gtest_main ${T_LIBS})
+  gpuhook_warnings(${name})
+  include(GoogleTest)
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60)
+endfunction()

@@ -1,0 +1,149 @@
+// The capture reader and writer: the only code that knows the bytes of a .gpuh file.
+// Both speak gpuhook::v1::Record with absolute times (0 = unknown); delta coding, string
+// interning frames, chunking and compression are internal.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "capture.pb.h"
+
+namespace gpuhook {
+
+inline constexpr uint32_t kFormatVersion = 1;
+
+// Why a capture could not be read. Each kind gets its own message; `offset` is the byte
+// offset in the file where the problem starts.
+enum class CaptureErrorKind {
+  kIo,               // open/read failed
+  kNotACapture,      // wrong magic: not a .gpuh file
+  kTooNew,           // a format version this build does not know
+  kCorruptFrame,     // a zstd frame that does not decode
+  kChecksum,         // a frame whose content checksum does not match
+  kOversizedLength,  // a length field larger than the limits (never allocated)
+  kBadRecord,        // a record that does not parse
+  kTruncated,        // only in strict mode: the file ends inside a frame
+};
+
+const char* to_string(CaptureErrorKind kind);
+
+class CaptureError : public std::runtime_error {
+ public:
+  CaptureError(CaptureErrorKind kind, std::string file, uint64_t offset, const std::string& what);
+  CaptureErrorKind kind() const { return kind_; }
+  const std::string& file() const { return file_; }
+  uint64_t offset() const { return offset_; }
+
+ private:
+  CaptureErrorKind kind_;
+  std::string file_;
+  uint64_t offset_;
+};
+
+// What the reader found about the file's integrity, filled as it reads.
+struct Integrity {
+  uint64_t file_bytes = 0;
+  uint64_t chunks = 0;
+  uint64_t records = 0;
+  bool has_index = false;
+  bool has_footer = false;
+  bool truncated = false;           // the file ends inside a frame (e.g. the process was killed)
+  uint64_t truncated_at = 0;        // byte offset of the incomplete frame
+  uint64_t truncated_bytes = 0;     // bytes of that incomplete frame that were lost to reading
+  std::optional<CaptureError> error;  // the corruption that stopped a lenient read
+};
+
+struct ReaderOptions {
+  // Strict: corruption throws CaptureError. Lenient: the reader stops at the first
+  // corruption, records it in integrity().error and next() returns false. A truncated tail
+  // never throws in either mode; it is reported in integrity().
+  bool strict = true;
+  // Only return records of chunks that may overlap [from_ns, to_ns] (uses the index when
+  // present; header, device and string records are always returned). 0,0 = everything.
+  uint64_t from_ns = 0;
+  uint64_t to_ns = 0;
+};
+
+class CaptureReader {
+ public:
+  // Throws CaptureError (kIo, kNotACapture, kTooNew) when the file cannot be a capture.
+  explicit CaptureReader(const std::string& path, ReaderOptions options = {});
+  ~CaptureReader();
+  CaptureReader(const CaptureReader&) = delete;
+  CaptureReader& operator=(const CaptureReader&) = delete;
+
+  // The next record with absolute times, or false at the end. StringDef records are
+  // returned too (and also collected in strings()). ChunkStart records are not returned.
+  bool next(v1::Record& out);
+
+  // The interned strings seen so far; id 0 is "".
+  std::string_view string(uint32_t id) const;
+  const std::vector<std::string>& strings() const;
+
+  const Integrity& integrity() const;
+  // The index frame's contents, when the file was closed cleanly.
+  const std::optional<v1::ChunkIndex>& index() const;
+  const std::string& path() const;
+  // Byte offset of the chunk the last record came from.
+  uint64_t chunk_offset() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+struct WriterOptions {
+  int zstd_level = 3;
+  size_t chunk_bytes = 4u << 20;          // flush a chunk when it reaches this size...
+  uint64_t flush_interval_ns = 100'000'000;  // ...or when this much time passed (maybe_flush)
+};
+
+struct WriterStats {
+  uint64_t records = 0;
+  uint64_t records_by_kind[32] = {};  // indexed by Record::kind_case()
+  uint64_t chunks = 0;
+  uint64_t bytes_written = 0;  // compressed bytes on disk
+  uint64_t raw_bytes = 0;      // serialised bytes before compression
+};
+
+// Used by the hook's writer thread: one thread at a time.
+class CaptureWriter {
+ public:
+  // Creates `path` with O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, mode 0600, and writes the
+  // file magic. nullptr and *error set on failure (never overwrites an existing file).
+  static std::unique_ptr<CaptureWriter> create(const std::string& path, const WriterOptions& options,
+                                               std::string* error);
+  // Takes ownership of an open fd (tests, pipes).
+  static std::unique_ptr<CaptureWriter> from_fd(int fd, const WriterOptions& options, std::string* error);
+  ~CaptureWriter();  // closes the fd; does not write the index (call close())
+
+  // Interns `s`: returns its id and queues a StringDef the first time.
+  uint32_t intern(std::string_view s);
+
+  // Appends a record with absolute times. Returns false once the file failed (disk full,
+  // RLIMIT_FSIZE, I/O error): last_error() says why, later writes are dropped and counted.
+  bool write(const v1::Record& record);
+
+  // Ends the current chunk now (compress + write one frame). The crash-safety point.
+  bool flush();
+  // flush() if the chunk is over chunk_bytes or flush_interval_ns passed since the last.
+  bool maybe_flush(uint64_t now_ns);
+  // Flushes, appends the index frame, fsyncs and closes.
+  bool close();
+
+  const WriterStats& stats() const;
+  const std::string& last_error() const;
+  uint64_t records_lost() const;  // records dropped after a write failure
+
+ private:
+  CaptureWriter();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpuhook

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs what the build needs on Debian/Ubuntu. Idempotent: installs only what is missing.
+# Checks for the CUDA toolkit and says clearly what is missing; the CLI and the tests build
+# without a GPU, but the hook, the simulator and the examples need the toolkit's headers.
+set -euo pipefail
+
+packages=(cmake g++ make pkg-config libprotobuf-dev protobuf-compiler libzstd-dev zstd
+          libcli11-dev libgtest-dev libcairo2-dev fonts-dejavu-core libbenchmark-dev
+          libxml2-utils python3)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "setup: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+    sudo="sudo"
+  fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+  echo "setup: build dependencies present"
+fi
+
+cuda_root="${CUDA_HOME:-${CUDA_PATH:-/usr/local/cuda}}"
+if [ -x "$cuda_root/bin/nvcc" ] || command -v nvcc >/dev/null; then
+  nvcc_bin="$(command -v nvcc || echo "$cuda_root/bin/nvcc")"
+  echo "setup: CUDA toolkit: $("$nvcc_bin" --version | grep -o 'release [0-9.]*')"
+  for h in cupti.h nccl.h nvtx3/nvToolsExt.h; do
+    [ -f "$cuda_root/include/$h" ] || echo "setup: warning: $cuda_root/include/$h not found" >&2
+  done
+else
+  echo "setup: CUDA toolkit not found (looked for nvcc on PATH and in $cuda_root)." >&2
+  echo "setup: install it from NVIDIA's Debian/Ubuntu repository, or set CUDA_HOME." >&2
+  echo "setup: without it only the CLI is built (-DGPUHOOK_BUILD_HOOK=OFF -DGPUHOOK_BUILD_EXAMPLES=OFF)." >&2
+fi
+
+if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
+  echo "setup: GPU: $(nvidia-smi -L | head -n1)"
+else
+  echo "setup: no GPU found: examples will run on the CPU simulator (tests/sim)"
+fi

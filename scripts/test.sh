@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The test command: set up, configure, build (Release with assertions), run ctest.
+#   scripts/test.sh              # build/ , the normal run (CI runs exactly this)
+#   scripts/test.sh --sanitize   # build-asan/ , everything under ASan+UBSan
+#   scripts/test.sh --tsan       # build-tsan/ , everything under TSan
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build=build
+extra=()
+case "${1:-}" in
+  --sanitize) build=build-asan; extra=(-DGPUHOOK_SANITIZE=ON) ;;
+  --tsan) build=build-tsan; extra=(-DGPUHOOK_TSAN=ON) ;;
+  "") ;;
+  *) echo "usage: scripts/test.sh [--sanitize|--tsan]" >&2; exit 2 ;;
+esac
+
+scripts/setup.sh
+export PATH="$PATH:/usr/local/cuda/bin"
+# Release with assertions: -O2 but without -DNDEBUG.
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2" \
+      -DCMAKE_C_FLAGS_RELEASE="-O2" "${extra[@]}" >/dev/null
+cmake --build "$build" -j"$(nproc)"
+ctest --test-dir "$build" --output-on-failure -j"$(nproc)"
