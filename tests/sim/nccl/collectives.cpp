@@ -1,0 +1,215 @@
+// The collectives themselves. Every collective is the same loop over chunks of at most
+// kStageBytesPerRank per rank: each contributing rank copies its chunk into its staging
+// area, all meet at a barrier, each rank builds its output from the staging areas (always
+// reducing in rank order 0..n-1, so every rank gets the same bits), all meet again so the
+// staging can be reused. The first barrier also exchanges arrival times: the kernel ends
+// at max(arrival) + modelled transfer time on every rank, which is what a late rank does
+// to the others on real hardware.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "comm.h"
+#include "reduce.h"
+
+namespace simnccl {
+
+namespace {
+
+struct Shape {
+  size_t blocks = 1;            // input blocks per rank (n for reduce-scatter/all-to-all/scatter)
+  bool root_only_input = false; // only the root contributes (broadcast, scatter)
+  bool root_only_output = false;  // only the root receives (reduce, gather)
+};
+
+Shape shape_of(Kind kind, int nranks) {
+  size_t n = static_cast<size_t>(nranks);
+  switch (kind) {
+    case Kind::kReduceScatter: case Kind::kAlltoAll: return {n, false, false};
+    case Kind::kScatter: return {n, true, false};
+    case Kind::kBroadcast: return {1, true, false};
+    case Kind::kReduce: case Kind::kGather: return {1, false, true};
+    default: return {1, false, false};
+  }
+}
+
+double env_double(const char* name, double fallback) {
+  const char* s = getenv(name);
+  if (!s || !*s) return fallback;
+  char* end = nullptr;
+  double v = strtod(s, &end);
+  return (end && *end == 0 && v > 0) ? v : fallback;
+}
+
+void ring(SharedHeader* h, int rank) {
+  h->doorbell[rank].fetch_add(1, std::memory_order_acq_rel);
+  futex_wake_all(h->doorbell[rank]);
+}
+
+ncclResult_t execute_collective(const Op& op, uint64_t start_ns) {
+  ncclComm* comm = op.comm;
+  Segment* seg = comm->segment;
+  SharedHeader* h = seg->header();
+  const int n = comm->nranks, me = comm->rank;
+  const size_t es = dtype_bytes(op.dtype);
+  const Shape shape = shape_of(op.kind, n);
+  const size_t chunk_elems = kStageBytesPerRank / (shape.blocks * es);
+  const auto* in = static_cast<const unsigned char*>(op.send);
+  auto* out = static_cast<unsigned char*>(op.recv);
+
+  uint64_t max_arrival = 0;
+  size_t i0 = 0;
+  bool first = true;
+  do {
+    const size_t c = op.count - i0 < chunk_elems ? op.count - i0 : chunk_elems;
+    const size_t cb = c * es;
+    if (!shape.root_only_input || me == op.root) {
+      for (size_t b = 0; b < shape.blocks; ++b) memcpy(seg->stage(me) + b * cb, in + (b * op.count + i0) * es, cb);
+    }
+    if (first) h->arrival_ns[me] = start_ns;
+    if (!barrier_wait(h->coll, n, h->aborted)) return ncclRemoteError;
+    if (first) {
+      for (int r = 0; r < n; ++r) max_arrival = h->arrival_ns[r] > max_arrival ? h->arrival_ns[r] : max_arrival;
+      first = false;
+    }
+    const bool receives = !shape.root_only_output || me == op.root;
+    if (receives && cb > 0) {
+      unsigned char* dst = out + i0 * es;
+      switch (op.kind) {
+        case Kind::kAllReduce: case Kind::kReduce: case Kind::kReduceScatter: {
+          size_t off = op.kind == Kind::kReduceScatter ? static_cast<size_t>(me) * cb : 0;
+          memcpy(dst, seg->stage(0) + off, cb);
+          for (int r = 1; r < n; ++r)
+            if (!reduce_into(dst, seg->stage(r) + off, c, op.dtype, op.redop)) return ncclInvalidArgument;
+          if (op.redop == ncclAvg) finish_average(dst, c, op.dtype, n);
+          break;
+        }
+        case Kind::kBroadcast: memcpy(dst, seg->stage(op.root), cb); break;
+        case Kind::kScatter: memcpy(dst, seg->stage(op.root) + static_cast<size_t>(me) * cb, cb); break;
+        case Kind::kAllGather: case Kind::kGather:
+          for (int r = 0; r < n; ++r) memcpy(out + (static_cast<size_t>(r) * op.count + i0) * es, seg->stage(r), cb);
+          break;
+        case Kind::kAlltoAll:
+          for (int r = 0; r < n; ++r)
+            memcpy(out + (static_cast<size_t>(r) * op.count + i0) * es, seg->stage(r) + static_cast<size_t>(me) * cb, cb);
+          break;
+        case Kind::kSendRecv: break;
+      }
+    }
+    if (!barrier_wait(h->coll, n, h->aborted)) return ncclRemoteError;
+    // Everyone has mapped the segment once the first collective completed.
+    seg->unlink_name();
+    i0 += c;
+  } while (i0 < op.count);
+  sleep_until_raw(max_arrival + model_ns(op));
+  return ncclSuccess;
+}
+
+ncclResult_t execute_sendrecv(const Op& op, uint64_t start_ns) {
+  ncclComm* comm = op.comm;
+  Segment* seg = comm->segment;
+  SharedHeader* h = seg->header();
+  const int me = comm->rank;
+  std::vector<size_t> done(op.p2p.size(), 0);
+  const uint64_t deadline = monotonic_raw_ns() + timeout_ns();
+  for (;;) {
+    uint32_t bell = h->doorbell[me].load(std::memory_order_acquire);
+    bool all_done = true, progressed = false;
+    for (size_t k = 0; k < op.p2p.size(); ++k) {
+      const P2p& p = op.p2p[k];
+      if (done[k] >= p.bytes) continue;
+      all_done = false;
+      if (p.send) {
+        Mailbox& m = h->mailbox[me][p.peer];
+        if (m.written.load(std::memory_order_acquire) != m.consumed.load(std::memory_order_acquire)) continue;
+        size_t c = p.bytes - done[k] < kMailboxBytes ? p.bytes - done[k] : kMailboxBytes;
+        memcpy(seg->mailbox_buffer(me, p.peer), static_cast<const unsigned char*>(p.buffer) + done[k], c);
+        m.bytes = c;
+        m.written.fetch_add(1, std::memory_order_acq_rel);
+        done[k] += c;
+        ring(h, p.peer);
+      } else {
+        Mailbox& m = h->mailbox[p.peer][me];
+        if (m.written.load(std::memory_order_acquire) == m.consumed.load(std::memory_order_acquire)) continue;
+        size_t c = m.bytes;
+        if (c > p.bytes - done[k]) c = p.bytes - done[k];  // a larger send than recv: truncate
+        memcpy(static_cast<unsigned char*>(p.buffer) + done[k], seg->mailbox_buffer(p.peer, me), c);
+        m.consumed.fetch_add(1, std::memory_order_acq_rel);
+        done[k] += c;
+        ring(h, p.peer);
+      }
+      progressed = true;
+    }
+    if (all_done) break;
+    if (progressed) continue;
+    if (h->aborted.load()) return ncclRemoteError;
+    if (monotonic_raw_ns() > deadline) {
+      fprintf(stderr, "simnccl: send/recv peer did not answer within the timeout\n");
+      return ncclRemoteError;
+    }
+    futex_wait(h->doorbell[me], bell, 50'000'000);
+  }
+  sleep_until_raw(start_ns + model_ns(op));
+  return ncclSuccess;
+}
+
+}  // namespace
+
+uint64_t model_ns(const Op& op) {
+  // Bus bandwidth and latency of the modelled interconnect; NCCL's bus-bandwidth factors
+  // turn them into a time per collective (nccl-tests PERFORMANCE.md).
+  static const double busbw_bytes_per_ns = env_double("GPUHOOK_SIM_NCCL_BUSBW_GBPS", 50.0);
+  static const double latency_ns = env_double("GPUHOOK_SIM_NCCL_LATENCY_US", 8.0) * 1000.0;
+  const double n = op.comm->nranks;
+  const double es = static_cast<double>(dtype_bytes(op.dtype));
+  double bytes = 0, factor = 1;
+  switch (op.kind) {
+    case Kind::kAllReduce: bytes = static_cast<double>(op.count) * es; factor = 2 * (n - 1) / n; break;
+    case Kind::kBroadcast: case Kind::kReduce: bytes = static_cast<double>(op.count) * es; break;
+    case Kind::kAllGather: case Kind::kReduceScatter: case Kind::kAlltoAll: case Kind::kGather: case Kind::kScatter:
+      bytes = static_cast<double>(op.count) * es * n; factor = (n - 1) / n; break;
+    case Kind::kSendRecv:
+      for (const P2p& p : op.p2p) bytes += static_cast<double>(p.bytes);
+      break;
+  }
+  return static_cast<uint64_t>(latency_ns + bytes * factor / busbw_bytes_per_ns);
+}
+
+std::string kernel_name(const Op& op) {
+  auto redop = [&]() -> std::string {
+    switch (op.redop) {
+      case ncclProd: return "Prod";
+      case ncclMax: case ncclMin: return "MinMax";
+      case ncclAvg: return op.dtype == ncclFloat16 || op.dtype == ncclFloat32 || op.dtype == ncclFloat64 ||
+                                   op.dtype == ncclBfloat16 ? "PreMulSum" : "SumPostDiv";
+      default: return "Sum";
+    }
+  };
+  // Real NCCL picks LL for small messages, LL128 for medium and SIMPLE for large ones.
+  size_t bytes = op.count * dtype_bytes(op.dtype);
+  const char* proto = bytes <= (64u << 10) ? "LL" : bytes <= (4u << 20) ? "LL128" : "SIMPLE";
+  std::string base;
+  switch (op.kind) {
+    case Kind::kAllReduce: base = "AllReduce_" + redop() + "_" + dtype_suffix(op.dtype) + "_RING_" + proto; break;
+    case Kind::kReduce: base = "Reduce_" + redop() + "_" + dtype_suffix(op.dtype) + "_RING_" + proto; break;
+    case Kind::kReduceScatter: base = "ReduceScatter_" + redop() + "_" + dtype_suffix(op.dtype) + "_RING_" + proto; break;
+    case Kind::kAllGather: base = std::string("AllGather_RING_") + proto; break;
+    case Kind::kBroadcast: base = std::string("Broadcast_RING_") + proto; break;
+    // NCCL runs all-to-all, gather, scatter and grouped send/recv as point-to-point work.
+    default: base = "SendRecv"; break;
+  }
+  std::string name = "ncclDevKernel_" + base;
+  return "_Z" + std::to_string(name.size()) + name + "24ncclDevKernelArgsStorageILm4096EE";
+}
+
+ncclResult_t execute(const Op& op) {
+  const uint64_t start_ns = monotonic_raw_ns();
+  ncclResult_t r = op.kind == Kind::kSendRecv ? execute_sendrecv(op, start_ns) : execute_collective(op, start_ns);
+  if (r != ncclSuccess) {
+    int expected = ncclSuccess;
+    op.comm->async_error.compare_exchange_strong(expected, r);
+  }
+  return r;
+}
+
+}  // namespace simnccl

@@ -1,0 +1,62 @@
+// Process-local state of the simulated NCCL: communicators and the operations that run as
+// "kernels" on a stream.
+#pragma once
+
+#include <nccl.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "shm.h"
+
+struct ncclComm {
+  uint64_t key = 0;  // hash of the ncclUniqueId: names the shared segment
+  int nranks = 0;
+  int rank = 0;
+  int device = 0;
+  simnccl::Segment* segment = nullptr;
+  uint32_t splits = 0;  // ncclCommSplit calls so far: part of the child's key
+  std::atomic<int> async_error{ncclSuccess};
+  std::atomic<int> in_flight{0};  // launched, not yet finished operations
+};
+
+namespace simnccl {
+
+enum class Kind { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kAlltoAll, kGather, kScatter, kSendRecv };
+
+struct P2p {
+  bool send = false;
+  void* buffer = nullptr;  // const for sends
+  size_t bytes = 0;
+  int peer = 0;
+};
+
+struct Op {
+  Kind kind = Kind::kAllReduce;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  size_t count = 0;  // elements per block (see collectives.cpp)
+  ncclDataType_t dtype = ncclFloat32;
+  ncclRedOp_t redop = ncclSum;
+  int root = 0;
+  ncclComm* comm = nullptr;
+  std::vector<P2p> p2p;  // kSendRecv only
+};
+
+// Runs `op` to completion: waits for every rank, moves and reduces the data, then waits
+// until the modelled end time so that all ranks finish together. Called on the stream's
+// worker thread (or the caller's thread when no simulated runtime is loaded).
+ncclResult_t execute(const Op& op);
+
+// The kernel name real NCCL would launch, mangled as CUPTI reports it, e.g.
+// _Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE.
+std::string kernel_name(const Op& op);
+// Modelled transfer time: latency plus bytes over bus bandwidth with NCCL's factors.
+uint64_t model_ns(const Op& op);
+
+// Puts `op` on `stream` (takes ownership). See launch.cpp for how it reaches the stream.
+ncclResult_t launch(Op* op, cudaStream_t stream);
+
+}  // namespace simnccl

@@ -1,0 +1,364 @@
+// The exported NCCL entry points. As in the real libnccl.so.2, each nccl* symbol is a weak
+// alias of its pnccl* twin, so an interposer sees the same symbol layout.
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <dlfcn.h>
+#include <mutex>
+#include <vector>
+
+#include "comm.h"
+#include "reduce.h"
+
+#define SIMNCCL_EXPORT extern "C" __attribute__((visibility("default")))
+#define SIMNCCL_ALIAS(name) extern "C" __attribute__((visibility("default"), weak, alias("p" #name)))
+
+using simnccl::Kind;
+using simnccl::Op;
+using simnccl::P2p;
+
+namespace {
+
+constexpr char kIdMagic[] = "gpuhook-simnccl";
+
+uint64_t fnv1a(const void* data, size_t n, uint64_t h = 1469598103934665603ull) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+int current_device() {
+  using Fn = int (*)(int*);
+  auto fn = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "cudaGetDevice"));
+  int dev = 0;
+  if (fn && fn(&dev) != 0) dev = 0;
+  return dev;
+}
+
+// Operations between ncclGroupStart and ncclGroupEnd wait here, per thread, as in NCCL.
+struct Pending {
+  Op* op;
+  cudaStream_t stream;
+};
+thread_local int t_group_depth = 0;
+thread_local std::vector<Pending> t_pending;
+
+ncclResult_t init_rank(ncclComm_t* out, int nranks, uint64_t key, int rank, int device) {
+  if (!out || nranks < 1 || nranks > simnccl::kMaxRanks || rank < 0 || rank >= nranks) return ncclInvalidArgument;
+  auto* comm = new ncclComm();
+  comm->key = key;
+  comm->nranks = nranks;
+  comm->rank = rank;
+  comm->device = device;
+  comm->segment = simnccl::Segment::open(key, nranks);
+  if (!comm->segment) {
+    delete comm;
+    return ncclSystemError;
+  }
+  *out = comm;
+  return ncclSuccess;
+}
+
+// Queues or launches one operation.
+ncclResult_t submit(Op* op, cudaStream_t stream) {
+  if (t_group_depth > 0) {
+    t_pending.push_back({op, stream});
+    return ncclSuccess;
+  }
+  return simnccl::launch(op, stream);
+}
+
+ncclResult_t check_comm(ncclComm_t comm) {
+  if (!comm || !comm->segment) return ncclInvalidArgument;
+  int e = comm->async_error.load();
+  return e == ncclSuccess ? ncclSuccess : static_cast<ncclResult_t>(e);
+}
+
+ncclResult_t coll(Kind kind, const void* send, void* recv, size_t count, ncclDataType_t dtype, ncclRedOp_t redop,
+                  int root, ncclComm_t comm, cudaStream_t stream) {
+  if (ncclResult_t r = check_comm(comm); r != ncclSuccess) return r;
+  if (simnccl::dtype_bytes(dtype) == 0 || !simnccl::redop_valid(redop)) return ncclInvalidArgument;
+  if (root < 0 || root >= comm->nranks) return ncclInvalidArgument;
+  if (count > 0 && (!send || !recv)) {
+    // Reduce/gather leave recv unused off the root; broadcast/scatter leave send unused off it.
+    bool recv_optional = (kind == Kind::kReduce || kind == Kind::kGather) && comm->rank != root;
+    bool send_optional = (kind == Kind::kBroadcast || kind == Kind::kScatter) && comm->rank != root;
+    if ((!send && !send_optional) || (!recv && !recv_optional)) return ncclInvalidArgument;
+  }
+  auto* op = new Op();
+  op->kind = kind;
+  op->send = send;
+  op->recv = recv;
+  op->count = count;
+  op->dtype = dtype;
+  op->redop = redop;
+  op->root = root;
+  op->comm = comm;
+  return submit(op, stream);
+}
+
+ncclResult_t p2p(bool is_send, const void* buf, size_t count, ncclDataType_t dtype, int peer, ncclComm_t comm,
+                 cudaStream_t stream) {
+  if (ncclResult_t r = check_comm(comm); r != ncclSuccess) return r;
+  if (simnccl::dtype_bytes(dtype) == 0 || peer < 0 || peer >= comm->nranks) return ncclInvalidArgument;
+  if (count > 0 && !buf) return ncclInvalidArgument;
+  auto* op = new Op();
+  op->kind = Kind::kSendRecv;
+  op->comm = comm;
+  op->dtype = dtype;
+  op->p2p.push_back({is_send, const_cast<void*>(buf), count * simnccl::dtype_bytes(dtype), peer});
+  return submit(op, stream);
+}
+
+}  // namespace
+
+SIMNCCL_EXPORT ncclResult_t pncclGetVersion(int* version) {
+  if (!version) return ncclInvalidArgument;
+  *version = NCCL_VERSION_CODE;
+  return ncclSuccess;
+}
+
+SIMNCCL_EXPORT const char* pncclGetErrorString(ncclResult_t result) {
+  switch (result) {
+    case ncclSuccess: return "no error";
+    case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+    case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+    case ncclInternalError: return "internal error - please report this issue to the NCCL developers";
+    case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    case ncclRemoteError: return "remote process exited or there was a network error";
+    case ncclInProgress: return "NCCL operation in progress";
+    default: return "unknown result code";
+  }
+}
+
+SIMNCCL_EXPORT const char* pncclGetLastError(ncclComm_t) { return ""; }
+
+SIMNCCL_EXPORT ncclResult_t pncclGetUniqueId(ncclUniqueId* id) {
+  if (!id) return ncclInvalidArgument;
+  memset(id->internal, 0, sizeof id->internal);
+  memcpy(id->internal, kIdMagic, sizeof kIdMagic);
+  uint64_t random[4] = {};
+  if (getrandom(random, sizeof random, 0) != static_cast<ssize_t>(sizeof random)) {
+    static std::atomic<uint64_t> counter{0};
+    random[0] = static_cast<uint64_t>(getpid());
+    random[1] = simnccl::monotonic_raw_ns();
+    random[2] = counter.fetch_add(1);
+  }
+  memcpy(id->internal + 16, random, sizeof random);
+  return ncclSuccess;
+}
+
+SIMNCCL_EXPORT ncclResult_t pncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank) {
+  if (memcmp(id.internal, kIdMagic, sizeof kIdMagic) != 0) return ncclInvalidArgument;
+  return init_rank(comm, nranks, fnv1a(id.internal, sizeof id.internal), rank, current_device());
+}
+
+SIMNCCL_EXPORT ncclResult_t pncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank,
+                                                   ncclConfig_t* config) {
+  if (config && config->magic != 0xcafebeef) return ncclInvalidArgument;
+  return pncclCommInitRank(comm, nranks, id, rank);
+}
+
+SIMNCCL_EXPORT ncclResult_t pncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+  if (!comms || ndev < 1) return ncclInvalidArgument;
+  ncclUniqueId id;
+  pncclGetUniqueId(&id);
+  uint64_t key = fnv1a(id.internal, sizeof id.internal);
+  for (int i = 0; i < ndev; ++i) {
+    if (ncclResult_t r = init_rank(&comms[i], ndev, key, i, devlist ? devlist[i] : i); r != ncclSuccess) return r;
+  }
+  return ncclSuccess;
+}
+
+SIMNCCL_EXPORT ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+                                          ncclConfig_t*) {
+  if (ncclResult_t r = check_comm(comm); r != ncclSuccess) return r;
+  if (!newcomm) return ncclInvalidArgument;
+  // A host-side all-gather of (color, key) over the parent's host barrier.
+  simnccl::SharedHeader* h = comm->segment->header();
+  h->host_exchange[comm->rank][0] = color;
+  h->host_exchange[comm->rank][1] = key;
+  if (!simnccl::barrier_wait(h->host, comm->nranks, h->aborted)) return ncclRemoteError;
+  int nranks = 0, rank = 0;
+  for (int r = 0; r < comm->nranks; ++r) {
+    if (h->host_exchange[r][0] != color) continue;
+    ++nranks;
+    int64_t k = h->host_exchange[r][1];
+    if (k < key || (k == key && r < comm->rank)) ++rank;
+  }
+  if (!simnccl::barrier_wait(h->host, comm->nranks, h->aborted)) return ncclRemoteError;
+  const uint32_t split = comm->splits++;
+  if (color == NCCL_SPLIT_NOCOLOR) {
+    *newcomm = nullptr;
+    return ncclSuccess;
+  }
+  uint64_t mix[3] = {comm->key, split, static_cast<uint64_t>(static_cast<int64_t>(color))};
+  return init_rank(newcomm, nranks, fnv1a(mix, sizeof mix), rank, comm->device);
+}
+
+namespace {
+ncclResult_t release(ncclComm_t comm, bool abort) {
+  if (!comm) return ncclInvalidArgument;
+  if (abort && comm->segment) {
+    comm->segment->header()->aborted.store(1);
+    simnccl::futex_wake_all(comm->segment->header()->coll.generation);
+  }
+  // Operations still on a stream use the segment: wait for them unless aborting.
+  while (!abort && comm->in_flight.load() > 0) usleep(100);
+  if (comm->segment) {
+    if (comm->segment->header()->detached.fetch_add(1) + 1 == static_cast<uint32_t>(comm->nranks))
+      comm->segment->unlink_name();
+    delete comm->segment;
+    comm->segment = nullptr;
+  }
+  if (!abort || comm->in_flight.load() == 0) delete comm;
+  return ncclSuccess;
+}
+}  // namespace
+
+SIMNCCL_EXPORT ncclResult_t pncclCommFinalize(ncclComm_t comm) { return check_comm(comm); }
+SIMNCCL_EXPORT ncclResult_t pncclCommDestroy(ncclComm_t comm) { return release(comm, false); }
+SIMNCCL_EXPORT ncclResult_t pncclCommAbort(ncclComm_t comm) { return release(comm, true); }
+
+SIMNCCL_EXPORT ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* error) {
+  if (!comm || !error) return ncclInvalidArgument;
+  *error = static_cast<ncclResult_t>(comm->async_error.load());
+  return ncclSuccess;
+}
+
+SIMNCCL_EXPORT ncclResult_t pncclCommCount(const ncclComm_t comm, int* count) {
+  if (!comm || !count) return ncclInvalidArgument;
+  *count = comm->nranks;
+  return ncclSuccess;
+}
+
+SIMNCCL_EXPORT ncclResult_t pncclCommCuDevice(const ncclComm_t comm, int* device) {
+  if (!comm || !device) return ncclInvalidArgument;
+  *device = comm->device;
+  return ncclSuccess;
+}
+
+SIMNCCL_EXPORT ncclResult_t pncclCommUserRank(const ncclComm_t comm, int* rank) {
+  if (!comm || !rank) return ncclInvalidArgument;
+  *rank = comm->rank;
+  return ncclSuccess;
+}
+
+SIMNCCL_EXPORT ncclResult_t pncclAllReduce(const void* send, void* recv, size_t count, ncclDataType_t dtype,
+                                          ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  return coll(Kind::kAllReduce, send, recv, count, dtype, op, 0, comm, stream);
+}
+
+SIMNCCL_EXPORT ncclResult_t pncclBroadcast(const void* send, void* recv, size_t count, ncclDataType_t dtype, int root,
+                                          ncclComm_t comm, cudaStream_t stream) {
+  return coll(Kind::kBroadcast, send, recv, count, dtype, ncclSum, root, comm, stream);
+}
+
+SIMNCCL_EXPORT ncclResult_t pncclBcast(void* buff, size_t count, ncclDataType_t dtype, int root, ncclComm_t comm,
+                                      cudaStream_t stream) {
+  return coll(Kind::kBroadcast, buff, buff, count, dtype, ncclSum, root, comm, stream);
+}
+
+SIMNCCL_EXPORT ncclResult_t pncclReduce(const void* send, void* recv, size_t count, ncclDataType_t dtype,
+                                       ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
+  return coll(Kind::kReduce, send, recv, count, dtype, op, root, comm, stream);
+}
+
+SIMNCCL_EXPORT ncclResult_t pncclAllGather(const void* send, void* recv, size_t sendcount, ncclDataType_t dtype,
+                                          ncclComm_t comm, cudaStream_t stream) {
+  return coll(Kind::kAllGather, send, recv, sendcount, dtype, ncclSum, 0, comm, stream);
+}
+
+SIMNCCL_EXPORT ncclResult_t pncclReduceScatter(const void* send, void* recv, size_t recvcount, ncclDataType_t dtype,
+                                              ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  return coll(Kind::kReduceScatter, send, recv, recvcount, dtype, op, 0, comm, stream);
+}
+
+SIMNCCL_EXPORT ncclResult_t pncclAlltoAll(const void* send, void* recv, size_t count, ncclDataType_t dtype,
+                                         ncclComm_t comm, cudaStream_t stream) {
+  return coll(Kind::kAlltoAll, send, recv, count, dtype, ncclSum, 0, comm, stream);
+}
+
+SIMNCCL_EXPORT ncclResult_t pncclGather(const void* send, void* recv, size_t count, ncclDataType_t dtype, int root,
+                                       ncclComm_t comm, cudaStream_t stream) {
+  return coll(Kind::kGather, send, recv, count, dtype, ncclSum, root, comm, stream);
+}
+
+SIMNCCL_EXPORT ncclResult_t pncclScatter(const void* send, void* recv, size_t count, ncclDataType_t dtype, int root,
+                                        ncclComm_t comm, cudaStream_t stream) {
+  return coll(Kind::kScatter, send, recv, count, dtype, ncclSum, root, comm, stream);
+}
+
+SIMNCCL_EXPORT ncclResult_t pncclSend(const void* send, size_t count, ncclDataType_t dtype, int peer,
+                                     ncclComm_t comm, cudaStream_t stream) {
+  return p2p(true, send, count, dtype, peer, comm, stream);
+}
+
+SIMNCCL_EXPORT ncclResult_t pncclRecv(void* recv, size_t count, ncclDataType_t dtype, int peer, ncclComm_t comm,
+                                     cudaStream_t stream) {
+  return p2p(false, recv, count, dtype, peer, comm, stream);
+}
+
+SIMNCCL_EXPORT ncclResult_t pncclGroupStart() {
+  ++t_group_depth;
+  return ncclSuccess;
+}
+
+SIMNCCL_EXPORT ncclResult_t pncclGroupEnd() {
+  if (t_group_depth == 0) return ncclInvalidUsage;
+  if (--t_group_depth > 0) return ncclSuccess;
+  // As NCCL does, the point-to-point calls of a group on one communicator and stream become
+  // one SendRecv kernel; collectives keep their own kernels, in call order.
+  std::vector<Pending> pending;
+  pending.swap(t_pending);
+  ncclResult_t result = ncclSuccess;
+  for (size_t i = 0; i < pending.size(); ++i) {
+    Op* op = pending[i].op;
+    if (!op) continue;
+    if (op->kind == Kind::kSendRecv) {
+      for (size_t j = i + 1; j < pending.size(); ++j) {
+        Op* other = pending[j].op;
+        if (other && other->kind == Kind::kSendRecv && other->comm == op->comm && pending[j].stream == pending[i].stream) {
+          op->p2p.insert(op->p2p.end(), other->p2p.begin(), other->p2p.end());
+          delete other;
+          pending[j].op = nullptr;
+        }
+      }
+    }
+    ncclResult_t r = simnccl::launch(op, pending[i].stream);
+    if (r != ncclSuccess && result == ncclSuccess) result = r;
+  }
+  return result;
+}
+
+SIMNCCL_ALIAS(ncclGetVersion) ncclResult_t ncclGetVersion(int*);
+SIMNCCL_ALIAS(ncclGetErrorString) const char* ncclGetErrorString(ncclResult_t);
+SIMNCCL_ALIAS(ncclGetLastError) const char* ncclGetLastError(ncclComm_t);
+SIMNCCL_ALIAS(ncclGetUniqueId) ncclResult_t ncclGetUniqueId(ncclUniqueId*);
+SIMNCCL_ALIAS(ncclCommInitRank) ncclResult_t ncclCommInitRank(ncclComm_t*, int, ncclUniqueId, int);
+SIMNCCL_ALIAS(ncclCommInitRankConfig) ncclResult_t ncclCommInitRankConfig(ncclComm_t*, int, ncclUniqueId, int, ncclConfig_t*);
+SIMNCCL_ALIAS(ncclCommInitAll) ncclResult_t ncclCommInitAll(ncclComm_t*, int, const int*);
+SIMNCCL_ALIAS(ncclCommSplit) ncclResult_t ncclCommSplit(ncclComm_t, int, int, ncclComm_t*, ncclConfig_t*);
+SIMNCCL_ALIAS(ncclCommFinalize) ncclResult_t ncclCommFinalize(ncclComm_t);
+SIMNCCL_ALIAS(ncclCommDestroy) ncclResult_t ncclCommDestroy(ncclComm_t);
+SIMNCCL_ALIAS(ncclCommAbort) ncclResult_t ncclCommAbort(ncclComm_t);
+SIMNCCL_ALIAS(ncclCommGetAsyncError) ncclResult_t ncclCommGetAsyncError(ncclComm_t, ncclResult_t*);
+SIMNCCL_ALIAS(ncclCommCount) ncclResult_t ncclCommCount(const ncclComm_t, int*);
+SIMNCCL_ALIAS(ncclCommCuDevice) ncclResult_t ncclCommCuDevice(const ncclComm_t, int*);
+SIMNCCL_ALIAS(ncclCommUserRank) ncclResult_t ncclCommUserRank(const ncclComm_t, int*);
+SIMNCCL_ALIAS(ncclAllReduce) ncclResult_t ncclAllReduce(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t);
+SIMNCCL_ALIAS(ncclBroadcast) ncclResult_t ncclBroadcast(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+SIMNCCL_ALIAS(ncclBcast) ncclResult_t ncclBcast(void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+SIMNCCL_ALIAS(ncclReduce) ncclResult_t ncclReduce(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, int, ncclComm_t, cudaStream_t);
+SIMNCCL_ALIAS(ncclAllGather) ncclResult_t ncclAllGather(const void*, void*, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
+SIMNCCL_ALIAS(ncclReduceScatter) ncclResult_t ncclReduceScatter(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t);
+SIMNCCL_ALIAS(ncclAlltoAll) ncclResult_t ncclAlltoAll(const void*, void*, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
+SIMNCCL_ALIAS(ncclGather) ncclResult_t ncclGather(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+SIMNCCL_ALIAS(ncclScatter) ncclResult_t ncclScatter(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+SIMNCCL_ALIAS(ncclSend) ncclResult_t ncclSend(const void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+SIMNCCL_ALIAS(ncclRecv) ncclResult_t ncclRecv(void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+SIMNCCL_ALIAS(ncclGroupStart) ncclResult_t ncclGroupStart();
+SIMNCCL_ALIAS(ncclGroupEnd) ncclResult_t ncclGroupEnd();
