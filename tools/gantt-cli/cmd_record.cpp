@@ -1,0 +1,302 @@
+// `gantt-cli record [options] -- CMD ARGS...`: runs a program under libgpuhook.so.
+//
+// The child inherits our environment plus LD_PRELOAD and the GPUHOOK_* variables the flags
+// set; its exit status becomes ours (128+N when a signal N killed it), so `record` can wrap
+// a command in scripts and CI without changing what they see.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+
+namespace gantt_cli {
+namespace {
+
+struct RecordOptions {
+  std::string output;  // GPUHOOK_OUTPUT pattern
+  std::string api;
+  std::string range;
+  std::string on_full;
+  bool no_nvtx = false;
+  bool no_nccl = false;
+  bool no_cuda = false;
+  bool quiet = false;
+  std::string render;  // draw the capture here when the command ends
+  std::vector<std::string> command;
+};
+
+volatile sig_atomic_t g_child_pid = 0;
+
+// Forward only signals sent to us by another process (kill, a job scheduler, timeout(1)).
+// A Ctrl-C at the terminal already reached the child through the process group; sending it
+// a second SIGINT would turn one graceful stop into two (many programs abort on the second).
+void forward_signal(int sig, siginfo_t* info, void*) {
+  const pid_t child = g_child_pid;
+  if (child > 0 && info != nullptr && info->si_code <= 0) kill(child, sig);
+}
+
+std::string exe_dir() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : exe.parent_path().string();
+}
+
+bool is_file(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// GPUHOOK_LIB wins; otherwise the installed layout (bin/ next to lib/), then the build tree
+// (build/tools/gantt-cli/gantt-cli next to build/libhook/libgpuhook.so).
+std::string find_hook_library(std::string* tried) {
+  if (const char* lib = std::getenv("GPUHOOK_LIB"); lib != nullptr && *lib != '\0') {
+    *tried = lib;
+    return is_file(lib) ? std::filesystem::absolute(lib).string() : std::string();
+  }
+  const std::string dir = exe_dir();
+  const std::vector<std::string> candidates = {
+      dir + "/../lib/libgpuhook.so",   dir + "/../lib64/libgpuhook.so",
+      dir + "/../../libhook/libgpuhook.so", dir + "/libgpuhook.so",
+  };
+  for (const auto& c : candidates) {
+    if (!tried->empty()) *tried += ", ";
+    *tried += c;
+    if (is_file(c)) return std::filesystem::weakly_canonical(c).string();
+  }
+  return {};
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+// The capture's name is the hook's to choose (%p is the pid of whichever process records);
+// we find it by listing files in the pattern's directory that match the pattern with the
+// fields it can expand unknown, and that appeared while the command ran.
+struct PatternMatcher {
+  std::filesystem::path dir;
+  std::string file_pattern;
+
+  static PatternMatcher from(const std::string& pattern) {
+    std::filesystem::path p(pattern.empty() ? "gpuhook-%h-%p.gpuh" : pattern);
+    PatternMatcher m;
+    m.dir = p.has_parent_path() ? p.parent_path() : std::filesystem::path(".");
+    m.file_pattern = p.filename().string();
+    return m;
+  }
+
+  // %h = our host, %p/%r = any run of characters, %% = '%'.
+  bool matches(const std::string& name, const std::string& host) const {
+    return match(file_pattern, 0, name, 0, host);
+  }
+
+ private:
+  static bool match(const std::string& pat, size_t pi, const std::string& s, size_t si, const std::string& host) {
+    while (pi < pat.size()) {
+      if (pat[pi] == '%' && pi + 1 < pat.size()) {
+        const char f = pat[pi + 1];
+        if (f == 'h') {
+          if (s.compare(si, host.size(), host) != 0) return false;
+          si += host.size();
+          pi += 2;
+          continue;
+        }
+        if (f == 'p' || f == 'r') {
+          for (size_t k = si + 1; k <= s.size(); ++k)
+            if (match(pat, pi + 2, s, k, host)) return true;
+          return false;
+        }
+        if (f == '%') {
+          if (si >= s.size() || s[si] != '%') return false;
+          ++si;
+          pi += 2;
+          continue;
+        }
+      }
+      if (si >= s.size() || s[si] != pat[pi]) return false;
+      ++si;
+      ++pi;
+    }
+    return si == s.size();
+  }
+};
+
+std::vector<std::string> new_captures(const PatternMatcher& m, const std::string& host,
+                                      std::filesystem::file_time_type since) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(m.dir, ec)) {
+    if (!entry.is_regular_file(ec)) continue;
+    if (!m.matches(entry.path().filename().string(), host)) continue;
+    if (entry.last_write_time(ec) < since) continue;
+    out.push_back(entry.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void set_env(const char* name, const std::string& value) {
+  if (!value.empty()) setenv(name, value.c_str(), 1);
+}
+
+// The command's exit code as a shell reports it; `started` is false when exec failed.
+int run_child(const std::vector<std::string>& command, bool* started) {
+  *started = false;
+  std::vector<char*> argv;
+  for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+
+  // The exec error travels back over a close-on-exec pipe: EOF means exec succeeded.
+  int err_pipe[2];
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+    std::cerr << "gantt-cli: record: pipe: " << std::strerror(errno) << "\n";
+    return kExitError;
+  }
+  const pid_t pid = fork();
+  if (pid < 0) {
+    std::cerr << "gantt-cli: record: fork: " << std::strerror(errno) << "\n";
+    return kExitError;
+  }
+  if (pid == 0) {
+    close(err_pipe[0]);
+    execvp(argv[0], argv.data());
+    const int e = errno;
+    (void)!write(err_pipe[1], &e, sizeof e);
+    _exit(127);
+  }
+  close(err_pipe[1]);
+  g_child_pid = pid;
+  int exec_errno = 0;
+  ssize_t n;
+  do n = read(err_pipe[0], &exec_errno, sizeof exec_errno);
+  while (n < 0 && errno == EINTR);
+  close(err_pipe[0]);
+
+  int status = 0;
+  pid_t r;
+  do r = waitpid(pid, &status, 0);
+  while (r < 0 && errno == EINTR);
+  g_child_pid = 0;
+  if (n == static_cast<ssize_t>(sizeof exec_errno)) {
+    // As a shell does: 127 not found, 126 found but not runnable.
+    std::cerr << "gantt-cli: record: cannot run '" << command[0] << "': " << std::strerror(exec_errno) << "\n";
+    return exec_errno == ENOENT ? 127 : 126;
+  }
+  *started = true;
+  if (r < 0) return kExitError;
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return kExitError;
+}
+
+int record(const RecordOptions& o) {
+  if (o.command.empty()) {
+    std::cerr << "gantt-cli: record: no command given (usage: gantt-cli record [options] -- CMD ARGS...)\n";
+    return kExitError;
+  }
+  std::string tried;
+  const std::string lib = find_hook_library(&tried);
+  if (lib.empty()) {
+    std::cerr << "gantt-cli: record: libgpuhook.so not found (looked at: " << tried
+              << "); set GPUHOOK_LIB to its path\n";
+    return kExitError;
+  }
+  // Prepend, keeping whatever the user already preloads.
+  std::string preload = lib;
+  if (const char* old = std::getenv("LD_PRELOAD"); old != nullptr && *old != '\0') preload += std::string(":") + old;
+  setenv("LD_PRELOAD", preload.c_str(), 1);
+  set_env("GPUHOOK_OUTPUT", o.output);
+  set_env("GPUHOOK_API", o.api);
+  set_env("GPUHOOK_RANGE", o.range);
+  set_env("GPUHOOK_ON_FULL", o.on_full);
+  if (o.no_nvtx) setenv("GPUHOOK_NVTX", "0", 1);
+  if (o.no_nccl) setenv("GPUHOOK_NCCL", "0", 1);
+  if (o.no_cuda) setenv("GPUHOOK_CUDA", "0", 1);
+  if (o.quiet) setenv("GPUHOOK_QUIET", "1", 1);
+
+  const char* pattern_env = std::getenv("GPUHOOK_OUTPUT");
+  const PatternMatcher matcher = PatternMatcher::from(pattern_env ? pattern_env : "");
+  const std::string host = host_name();
+  // File times have coarse granularity on some filesystems: allow one second of slack.
+  const auto since = std::filesystem::file_time_type::clock::now() - std::chrono::seconds(1);
+
+  struct sigaction sa {};
+  sa.sa_sigaction = forward_signal;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  struct sigaction old_int {}, old_term {}, old_hup {};
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  sigaction(SIGHUP, &sa, &old_hup);
+  bool started = false;
+  const int code = run_child(o.command, &started);
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  sigaction(SIGHUP, &old_hup, nullptr);
+  if (!started) return code;
+
+  const auto files = new_captures(matcher, host, since);
+  if (files.empty()) {
+    std::cerr << "gantt-cli: record: no capture written (pattern " << matcher.file_pattern << " in "
+              << matcher.dir.string() << "); the command may not have used CUDA, NCCL or NVTX\n";
+  }
+  for (const auto& f : files) std::cerr << "gantt-cli: record: capture " << f << "\n";
+
+  if (!o.render.empty() && !files.empty()) {
+    // Drawing is the render subcommand's job: run it on the first capture, in a child so a
+    // bad capture cannot take the recorded command's exit code away.
+    const std::string self = exe_dir() + "/gantt-cli";
+    bool render_started = false;
+    const int rc = run_child({self, "render", files.front(), "-o", o.render}, &render_started);
+    if (rc != 0) std::cerr << "gantt-cli: record: render to " << o.render << " failed (exit " << rc << ")\n";
+    else std::cerr << "gantt-cli: record: chart " << o.render << "\n";
+  }
+  return code;
+}
+
+}  // namespace
+
+void register_record(CLI::App& app, int& exit_code) {
+  auto opts = std::make_shared<RecordOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "record",
+      "Run a command under libgpuhook.so and say where the capture went.\n"
+      "The exit code is the command's own (128+N if signal N killed it; 127/126 if it\n"
+      "could not be started; 2 for a usage error). SIGINT/SIGTERM/SIGHUP sent to gantt-cli\n"
+      "are forwarded to the command. libgpuhook.so is found through GPUHOOK_LIB, else\n"
+      "../lib/ next to gantt-cli, else the build tree.\n"
+      "\n"
+      "Example:\n"
+      "  gantt-cli record -o train-%p.gpuh --range 'nvtx:train_step@10-20' --render train.png -- python train.py\n");
+  sub->add_option("-o,--output", opts->output, "capture file pattern (%h host, %p pid, %r rank) [GPUHOOK_OUTPUT]");
+  sub->add_option("--api", opts->api, "API records: launch,sync,memcpy,alloc | all | none [GPUHOOK_API]");
+  sub->add_option("--range", opts->range,
+                  "what to capture: all | cudaProfilerApi | nvtx:NAME[@A-B] | time:D[-E] [GPUHOOK_RANGE]");
+  sub->add_option("--on-full", opts->on_full, "drop | block when a buffer is full [GPUHOOK_ON_FULL]")
+      ->check(CLI::IsMember({"drop", "block"}));
+  sub->add_flag("--no-nvtx", opts->no_nvtx, "do not record NVTX ranges");
+  sub->add_flag("--no-nccl", opts->no_nccl, "do not interpose NCCL");
+  sub->add_flag("--no-cuda", opts->no_cuda, "do not trace CUDA through CUPTI");
+  sub->add_flag("-q,--quiet", opts->quiet, "no exit summary line from the hook");
+  sub->add_option("--render", opts->render, "draw the capture to this file (.png/.svg/.pdf) afterwards");
+  // After "--" everything belongs to the command, even "-o" or "--help"; an unknown flag
+  // before it is a usage error rather than silently part of the command.
+  sub->add_option("command", opts->command, "the command and its arguments, after --")->required();
+  sub->callback([opts, &exit_code] { exit_code = record(*opts); });
+}
+
+}  // namespace gantt_cli
