@@ -1,0 +1,160 @@
+// The join of host API calls with GPU activities, names, ranges and derived stages, on
+// fabricated records whose right answers are known by construction.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "fabricate.h"
+#include "gantt/model.h"
+
+using namespace gantt_test;
+using gantt::EventKind;
+using gantt::kNone;
+
+namespace {
+
+enum : uint32_t { kLaunch = 1, kGemm = 2, kMemcpyAsync = 3, kStep = 4, kFwd = 5, kRelu = 6, kAllReduce = 7, kNcclK = 8 };
+
+gantt::Model fixture() {
+  gantt::Model m;
+  gantt::ModelBuilder b(m);
+  b.begin_capture("fixture.gpuh");
+  b.add(header());
+  b.add(a100());
+  b.add(string_def(kLaunch, "cudaLaunchKernel"));
+  b.add(string_def(kGemm, "_Z4gemmPfS_S_i"));
+  b.add(string_def(kMemcpyAsync, "cudaMemcpyAsync"));
+  b.add(string_def(kStep, "step"));
+  b.add(string_def(kFwd, "forward"));
+  b.add(string_def(kRelu, "relu_kernel"));
+  b.add(string_def(kAllReduce, "ncclAllReduce"));
+  b.add(string_def(kNcclK, "ncclDevKernel_AllReduce_Sum_f32_RING_LL"));
+  b.add(range(v1::RANGE_PUSH, kStep, 100, 1000));
+  b.add(range(v1::RANGE_PUSH, kFwd, 100, 1100));
+  b.add(api(kLaunch, 100, 1200, 1300, 7));
+  b.add(range(v1::RANGE_POP, 0, 100, 1400));
+  b.add(api(kMemcpyAsync, 100, 1500, 1550, 8));
+  b.add(range(v1::RANGE_POP, 0, 100, 9000));
+  b.add(api(kLaunch, 100, 9500, 9600, 9));  // outside every range
+  // GPU records arrive later and out of order, as activity buffers do.
+  b.add(memcpy_rec(v1::COPY_HTOD, 4096, 14, 8, 3000, 3500));
+  b.add(kernel(kGemm, 13, 7, 1250, 1280, 2000, 2600));
+  b.add(kernel(kRelu, 13, 9, 0, 0, 9700, 9800));  // latency timestamps absent
+  b.add(kernel(kRelu, 13, 99, 0, 0, 9900, 9950));  // correlation id with no API call
+  // NCCL: the hook's host record and the kernel CUPTI saw launched inside it.
+  v1::Record n;
+  n.mutable_nccl()->set_op(v1::NCCL_ALL_REDUCE);
+  n.mutable_nccl()->set_name_id(kAllReduce);
+  n.mutable_nccl()->set_bytes(1 << 20);
+  n.mutable_nccl()->set_thread_id(100);
+  n.mutable_nccl()->set_start_ns(10000);
+  n.mutable_nccl()->set_end_ns(10100);
+  b.add(n);
+  b.add(api(kLaunch, 100, 10010, 10050, 10));
+  b.add(kernel(kNcclK, 15, 10, 10060, 10070, 10200, 12000));
+  b.end_capture({});
+  return m;
+}
+
+}  // namespace
+
+TEST(ModelJoin, JoinsByCorrelationId) {
+  const gantt::Model m = fixture();
+  ASSERT_EQ(m.events.size(), 5u);
+  ASSERT_EQ(m.captures.size(), 1u);
+  // Event 0 is the memcpy (record order); its API call is the memcpy call at 1500.
+  EXPECT_EQ(m.events.kind[0], EventKind::kMemcpy);
+  EXPECT_EQ(m.launch_ns(0), 1500u);
+  EXPECT_EQ(m.display_name(0), "cudaMemcpyAsync");
+  EXPECT_EQ(m.events.bytes[0], 4096u);
+  EXPECT_STREQ(gantt::copy_kind_name(m.events.copy_kind[0]), "HtoD");
+  EXPECT_EQ(m.events.kind[1], EventKind::kKernel);
+  EXPECT_EQ(m.launch_ns(1), 1200u);
+  EXPECT_EQ(m.launch_thread_id(1), 100u);
+  EXPECT_EQ(m.launch_ns(2), 9500u);
+  EXPECT_EQ(m.events.api[3], kNone);
+  EXPECT_EQ(m.captures[0].unmatched_activities, 1u);
+}
+
+TEST(ModelJoin, DemanglesKernelNames) {
+  const gantt::Model m = fixture();
+  EXPECT_EQ(m.display_name(1), "gemm(float*, float*, float*, int)");
+  EXPECT_EQ(m.string(m.events.name[1]), "_Z4gemmPfS_S_i");
+  EXPECT_EQ(m.display_name(2), "relu_kernel");
+  EXPECT_EQ(gantt::demangle("_Znot a name"), "_Znot a name");
+}
+
+TEST(ModelJoin, AttachesInnermostRangeOfLaunchingThread) {
+  const gantt::Model m = fixture();
+  EXPECT_EQ(m.range_path(1), "step/forward");
+  EXPECT_EQ(m.range_path(0), "step");  // the memcpy was issued after forward popped
+  EXPECT_EQ(m.range_path(2), "");
+  ASSERT_EQ(m.ranges.size(), 2u);
+  EXPECT_EQ(m.ranges.end_ns[0], 9000u);
+  EXPECT_EQ(m.ranges.depth[1], 1u);
+}
+
+TEST(ModelJoin, DerivedStagesKeepUnknownUnknown) {
+  const gantt::Model m = fixture();
+  const gantt::Stages s = m.stages(1);
+  EXPECT_EQ(*s.launch_to_queued_ns, 50);
+  EXPECT_EQ(*s.queued_to_submitted_ns, 30);
+  EXPECT_EQ(*s.submitted_to_start_ns, 720);
+  EXPECT_EQ(*s.queued_to_start_ns, 750);
+  EXPECT_EQ(*s.exec_ns, 600);
+  EXPECT_EQ(*s.total_ns, 1400);
+  const gantt::Stages r = m.stages(2);
+  EXPECT_FALSE(r.launch_to_queued_ns.has_value());
+  EXPECT_FALSE(r.queued_to_start_ns.has_value());
+  EXPECT_EQ(*r.exec_ns, 100);
+  EXPECT_EQ(*r.total_ns, 300);
+  const gantt::Stages u = m.stages(3);  // no API call: no launch time
+  EXPECT_FALSE(u.total_ns.has_value());
+}
+
+TEST(ModelJoin, NcclCallClaimsTheKernelItLaunched) {
+  const gantt::Model m = fixture();
+  ASSERT_EQ(m.nccl.size(), 1u);
+  const uint32_t e = m.nccl.event[0];
+  ASSERT_NE(e, kNone);
+  EXPECT_EQ(m.events.kind[e], EventKind::kNccl);
+  EXPECT_EQ(m.events.bytes[e], 1u << 20);
+  EXPECT_EQ(m.events.stream[e], 15u);
+}
+
+TEST(ModelJoin, OccupancyComputedFromDeviceInfo) {
+  const gantt::Model m = fixture();
+  // 256 threads, 32 regs, no smem on sm_80: 8 blocks by warps = 64 warps = 100%.
+  EXPECT_FLOAT_EQ(m.events.occupancy[1], 1.0f);
+  EXPECT_EQ(m.events.occupancy_limit[1], gantt::OccupancyLimit::kWarps);
+  EXPECT_TRUE(std::isnan(m.events.occupancy[0]));  // a memcpy has none
+}
+
+TEST(ModelJoin, MissingStringIsMarkedNotGuessed) {
+  gantt::Model m;
+  gantt::ModelBuilder b(m);
+  b.begin_capture("x");
+  b.add(header());
+  b.add(kernel(77, 1, 1, 0, 0, 10, 20));
+  b.end_capture({});
+  EXPECT_EQ(m.display_name(0), "<string 77 missing>");
+}
+
+TEST(ModelJoin, TwoCapturesKeepTheirOwnStringIds) {
+  gantt::Model m;
+  gantt::ModelBuilder b(m);
+  b.begin_capture("a");
+  b.add(header());
+  b.add(string_def(1, "alpha"));
+  b.add(kernel(1, 1, 1, 0, 0, 10, 20));
+  b.end_capture({});
+  b.begin_capture("b");
+  b.add(header());
+  b.add(string_def(1, "beta"));
+  b.add(kernel(1, 1, 1, 0, 0, 10, 20));
+  b.end_capture({});
+  ASSERT_EQ(m.events.size(), 2u);
+  EXPECT_EQ(m.display_name(0), "alpha");
+  EXPECT_EQ(m.display_name(1), "beta");
+  EXPECT_EQ(m.events.capture[1], 1u);
+}

@@ -1,0 +1,230 @@
+// The libgantt model: one or more captures loaded into columnar tables.
+//
+// Why columnar: a training step produces millions of launches; a struct of vectors costs
+// ~150 bytes per GPU event with no per-event heap object, and every analysis scans only the
+// columns it needs. Row i of every column of a table is the same event.
+//
+// Conventions (shared with the capture format):
+// - Times are absolute nanoseconds in the capture's host clock domain
+//   (CLOCK_MONOTONIC_RAW). GPU times have already been mapped onto that clock by the
+//   capture's ClockAlignment (see align.h), which is kept in CaptureInfo so that every
+//   output can say what was applied. 0 means unknown and stays 0: nothing is invented.
+// - Names are ids into Model::strings (0 = ""). Kernel names are stored as recorded
+//   (mangled); display_name() gives the demangled form.
+// - kNone (UINT32_MAX) marks a missing link (no API call, no enclosing range, ...).
+//
+// API stability: fields and functions are only ever added, never changed or removed.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <gpuhook/capture.h>
+
+#include "gantt/align.h"
+#include "gantt/occupancy.h"
+
+namespace gantt {
+
+inline constexpr uint32_t kNone = UINT32_MAX;
+
+enum class EventKind : uint8_t { kKernel = 0, kMemcpy = 1, kMemset = 2, kSync = 3, kNccl = 4 };
+const char* to_string(EventKind kind);
+
+// Copy direction in CUPTI's words (v1::CopyKind values); kNone for non-copies.
+const char* copy_kind_name(uint8_t copy_kind);  // "HtoD", "DtoH", ...
+
+// Derived stages of one launch. nullopt = a timestamp it needs is unknown.
+struct Stages {
+  std::optional<int64_t> launch_to_queued_ns;     // API enter -> queued
+  std::optional<int64_t> queued_to_submitted_ns;
+  std::optional<int64_t> submitted_to_start_ns;
+  std::optional<int64_t> queued_to_start_ns;      // the seed tool's "queue" stage
+  std::optional<int64_t> exec_ns;                 // start -> end
+  std::optional<int64_t> total_ns;                // API enter -> end
+};
+
+// GPU activities joined with the host API call that launched them: the GanttEvents.
+struct EventTable {
+  std::vector<EventKind> kind;
+  std::vector<uint16_t> capture;       // index into Model::captures
+  std::vector<uint32_t> name;          // kernel (mangled), API name for copies/memsets/syncs, NCCL entry point
+  std::vector<uint32_t> device;        // device ordinal within the capture
+  std::vector<uint32_t> stream;        // CUPTI stream id
+  std::vector<int32_t> priority;       // stream priority when recorded, else 0
+  std::vector<uint8_t> copy_kind;      // v1::CopyKind for memcpy, 0 otherwise (v1::SyncType for sync)
+  std::vector<uint64_t> bytes;         // memcpy/memset/NCCL payload, 0 otherwise
+  std::vector<uint64_t> queued_ns;     // kernels only, when latency timestamps were on
+  std::vector<uint64_t> submitted_ns;
+  std::vector<uint64_t> start_ns;
+  std::vector<uint64_t> end_ns;
+  std::vector<uint32_t> correlation_id;
+  std::vector<uint32_t> api;           // row in ApiTable that launched it, or kNone
+  std::vector<uint32_t> range;         // innermost enclosing range on the launching thread, or kNone
+  std::vector<std::array<int32_t, 3>> grid;
+  std::vector<std::array<int32_t, 3>> block;
+  std::vector<uint16_t> registers_per_thread;
+  std::vector<uint32_t> static_smem_bytes;
+  std::vector<uint32_t> dynamic_smem_bytes;
+  std::vector<float> occupancy;        // theoretical, 0..1; NaN when it cannot be computed
+  std::vector<OccupancyLimit> occupancy_limit;
+
+  size_t size() const { return kind.size(); }
+};
+
+// Host API calls (runtime, driver, NCCL entry points): the spans on the host thread lanes.
+struct ApiTable {
+  std::vector<uint16_t> capture;
+  std::vector<uint8_t> domain;         // v1::ApiDomain
+  std::vector<uint16_t> cbid;
+  std::vector<uint32_t> thread;        // row in ThreadTable
+  std::vector<uint32_t> name;
+  std::vector<uint64_t> start_ns;
+  std::vector<uint64_t> end_ns;
+  std::vector<uint32_t> correlation_id;
+  std::vector<int32_t> return_value;
+
+  size_t size() const { return capture.size(); }
+};
+
+// One row per (capture, OS thread) seen in API calls, ranges or NCCL calls.
+struct ThreadTable {
+  std::vector<uint16_t> capture;
+  std::vector<uint64_t> thread_id;     // Linux tid
+  std::vector<uint32_t> name;          // from ThreadInfo, 0 when none
+
+  size_t size() const { return capture.size(); }
+};
+
+enum class RangeKind : uint8_t { kPushPop = 0, kStartEnd = 1, kMark = 2 };
+
+// NVTX / gpuhook.h ranges. Push/pop ranges nest per thread (parent, depth); start/end
+// ranges are depth 0 on the thread that started them; marks have start == end.
+struct RangeTable {
+  std::vector<uint16_t> capture;
+  std::vector<RangeKind> kind;
+  std::vector<uint32_t> thread;        // row in ThreadTable
+  std::vector<uint32_t> name;
+  std::vector<uint32_t> domain;
+  std::vector<uint64_t> start_ns;
+  std::vector<uint64_t> end_ns;        // 0 = never closed in the capture
+  std::vector<uint32_t> parent;        // kNone at the top
+  std::vector<uint16_t> depth;
+
+  size_t size() const { return capture.size(); }
+};
+
+// NCCL calls as the hook saw them (host enter/exit plus the arguments). `event` is the
+// GPU event of the NCCL kernel the call launched, when one was found (kNone otherwise).
+struct NcclTable {
+  std::vector<uint16_t> capture;
+  std::vector<uint8_t> op;             // v1::NcclOp
+  std::vector<uint32_t> name;
+  std::vector<uint32_t> thread;        // row in ThreadTable
+  std::vector<uint64_t> count;
+  std::vector<int32_t> datatype;
+  std::vector<uint64_t> bytes;
+  std::vector<int32_t> reduce_op;
+  std::vector<int32_t> root_or_peer;
+  std::vector<uint64_t> comm_id;
+  std::vector<int32_t> rank;
+  std::vector<int32_t> nranks;
+  std::vector<uint64_t> sequence;
+  std::vector<int32_t> device;
+  std::vector<uint32_t> cuda_stream_id;
+  std::vector<uint64_t> start_ns;
+  std::vector<uint64_t> end_ns;
+  std::vector<int32_t> return_value;
+  std::vector<uint32_t> event;
+
+  size_t size() const { return capture.size(); }
+};
+
+// Per-capture facts: what the header said, whether the file was intact, what was applied.
+struct CaptureInfo {
+  std::string path;
+  gpuhook::v1::Header header;
+  std::vector<gpuhook::v1::DeviceInfo> devices;  // as recorded, in file order
+  gpuhook::Integrity integrity;
+  std::optional<gpuhook::v1::Footer> footer;
+  uint64_t dropped_by_source[8] = {};            // indexed by v1::DropSource
+  ClockAlignment alignment;
+  uint64_t first_ns = 0;                         // earliest known time of any record
+  uint64_t last_ns = 0;
+  uint64_t unmatched_activities = 0;             // GPU records whose correlation id had no API call
+  uint64_t unbalanced_range_pops = 0;
+
+  // The DeviceInfo with this ordinal, or nullptr.
+  const gpuhook::v1::DeviceInfo* device(uint32_t ordinal) const;
+};
+
+class Model {
+ public:
+  std::vector<CaptureInfo> captures;
+  std::vector<std::string> strings{std::string()};  // id 0 = ""
+  EventTable events;
+  ApiTable api;
+  ThreadTable threads;
+  RangeTable ranges;
+  NcclTable nccl;
+
+  // Demangled kernel name (the recorded one when it is not a mangled C++ name).
+  std::string_view display_name(uint32_t event) const;
+  std::string_view string(uint32_t id) const { return id < strings.size() ? std::string_view(strings[id]) : std::string_view(); }
+  // Host time of the API call that launched the event, or 0.
+  uint64_t launch_ns(uint32_t event) const;
+  // OS thread id that launched the event, or 0.
+  uint64_t launch_thread_id(uint32_t event) const;
+  Stages stages(uint32_t event) const;
+  // "outer/inner" NVTX path of the event's launch, "" when none.
+  std::string range_path(uint32_t event) const;
+  // Ranges are kept in the order "outer/inner" for a range row too.
+  std::string range_path_of_range(uint32_t range) const;
+  // Earliest and latest known time over all events, API calls and ranges; 0,0 when empty.
+  uint64_t first_ns() const;
+  uint64_t last_ns() const;
+
+  // Filled by the loader: demangled_[string id] = string id of the demangled name.
+  std::vector<uint32_t> demangled;
+};
+
+// Adds the records of one capture to a model. Used by load() and by tests that fabricate
+// records without writing a file. String ids in records are the capture's own; StringDef
+// records passed to add() define them (or call define_string()).
+class ModelBuilder {
+ public:
+  explicit ModelBuilder(Model& model);
+  ~ModelBuilder();
+  ModelBuilder(const ModelBuilder&) = delete;
+  ModelBuilder& operator=(const ModelBuilder&) = delete;
+
+  // Starts a capture; returns its index in model.captures.
+  uint16_t begin_capture(const std::string& path);
+  void define_string(uint32_t capture_local_id, std::string_view value);
+  void add(const gpuhook::v1::Record& record);
+  // Joins, aligns clocks, attaches ranges, computes occupancy for the current capture.
+  void end_capture(const gpuhook::Integrity& integrity);
+
+ private:
+  struct Impl;
+  Impl* impl_;
+};
+
+struct LoadOptions {
+  bool strict = false;   // strict: corruption throws; lenient: keep what was read, report it
+  uint64_t from_ns = 0;  // reader hint (index window), 0,0 = everything
+  uint64_t to_ns = 0;
+};
+
+// Loads each capture in order (capture index = position in `paths`). Throws
+// gpuhook::CaptureError when a file is not a capture or too new, or (strict) is corrupt.
+Model load(const std::vector<std::string>& paths, const LoadOptions& options = {});
+
+// abi::__cxa_demangle, or the input when it is not a mangled name.
+std::string demangle(std::string_view mangled);
+
+}  // namespace gantt

@@ -1,0 +1,57 @@
+// Theoretical occupancy, computed offline from the launch configuration and the recorded
+// DeviceInfo, following the rules of the CUDA occupancy calculator (cuda_occupancy.h):
+// warps per block rounded up; registers allocated per warp in units of 256 and split over
+// 4 sub-partitions; shared memory rounded up to 128 bytes plus the driver's per-block
+// reservation; the per-SM block and warp limits. The smallest limit wins and is named.
+#pragma once
+
+#include <cstdint>
+
+namespace gpuhook::v1 { class DeviceInfo; }
+
+namespace gantt {
+
+enum class OccupancyLimit : uint8_t {
+  kUnknown = 0,        // not a kernel, or the device was not recorded
+  kWarps = 1,
+  kRegisters = 2,
+  kSharedMemory = 3,
+  kBlocks = 4,
+  kDoesNotFit = 5,     // one block exceeds a per-block limit: the launch cannot run
+};
+const char* to_string(OccupancyLimit limit);
+
+struct LaunchShape {
+  uint32_t threads_per_block = 0;
+  uint32_t registers_per_thread = 0;
+  uint64_t shared_memory_bytes = 0;  // static + dynamic
+};
+
+struct SmLimits {
+  uint32_t cc_major = 0;
+  uint32_t cc_minor = 0;
+  uint32_t warp_size = 32;
+  uint32_t max_warps_per_sm = 0;
+  uint32_t max_blocks_per_sm = 0;
+  uint32_t max_threads_per_block = 0;
+  uint32_t registers_per_sm = 0;
+  uint32_t registers_per_block = 0;
+  uint64_t shared_memory_per_sm_bytes = 0;
+  uint64_t shared_memory_per_block_optin_bytes = 0;
+  uint64_t reserved_shared_memory_per_block_bytes = 0;
+};
+SmLimits sm_limits(const gpuhook::v1::DeviceInfo& device);
+
+struct Occupancy {
+  double fraction = 0;        // active warps / max warps per SM
+  uint32_t active_blocks = 0; // per SM
+  uint32_t active_warps = 0;
+  uint32_t blocks_by_warps = 0, blocks_by_registers = 0, blocks_by_shared_memory = 0,
+           blocks_by_block_limit = 0;
+  OccupancyLimit limit = OccupancyLimit::kUnknown;
+};
+
+// kUnknown when the limits are not usable (zeros in DeviceInfo, empty block).
+Occupancy theoretical_occupancy(const LaunchShape& launch, const SmLimits& sm);
+
+}  // namespace gantt
