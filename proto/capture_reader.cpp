@@ -1,0 +1,456 @@
+// CaptureReader: frames -> chunks -> records, treating every byte as untrusted. Memory is
+// bounded by one decompressed chunk (framing::kMaxChunkContentBytes) plus the string table;
+// no length read from the file is allocated before it is checked against the limits.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <unordered_map>
+
+#include <zstd.h>
+#include <zstd_errors.h>
+
+#include <gpuhook/capture.h>
+
+#include "framing.h"
+#include "record_codec.h"
+
+namespace gpuhook {
+
+namespace {
+
+constexpr size_t kInputBlockBytes = 128 * 1024;
+
+std::string hex32(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08X", v);
+  return buf;
+}
+
+// Reads a varint from [p, end); false when it runs off the end or past 10 bytes.
+bool read_varint(const uint8_t*& p, const uint8_t* end, uint64_t& v) {
+  v = 0;
+  for (int shift = 0; shift < 64 && p < end; shift += 7) {
+    uint8_t b = *p++;
+    v |= static_cast<uint64_t>(b & 0x7F) << shift;
+    if ((b & 0x80) == 0) return true;
+  }
+  return false;
+}
+
+// The [min, max] of a record's known times; false when it has none.
+bool time_span(v1::Record& r, uint64_t& lo, uint64_t& hi) {
+  bool any = false;
+  framing::visit_times(r, [&](bool& has, int64_t& v) {
+    if (!has || v <= 0) return;
+    uint64_t u = static_cast<uint64_t>(v);
+    if (!any || u < lo) lo = u;
+    if (!any || u > hi) hi = u;
+    any = true;
+  });
+  return any;
+}
+
+}  // namespace
+
+struct CaptureReader::Impl {
+  std::string path;
+  ReaderOptions options;
+  int fd = -1;
+  uint64_t file_size = 0;
+  Integrity integrity;
+  std::optional<v1::ChunkIndex> index;
+  uint64_t index_frame_offset = 0;  // where the data frames end when there is an index
+
+  std::vector<std::string> strings{std::string()};
+  std::unordered_map<uint32_t, std::string> sparse_strings;  // ids out of sequence (hostile)
+
+  ZSTD_DCtx* dctx = nullptr;
+  std::vector<uint8_t> input;
+  std::string content;       // the current chunk, decompressed
+  size_t content_bytes = 0;  // valid bytes in content
+  size_t content_pos = 0;
+  bool in_chunk = false;
+  bool context_only = false;  // a windowed read outside the window: only context records
+  uint64_t chunk_offset = 0;
+  int64_t cursor_ns = 0;
+
+  uint64_t next_offset = 0;  // the next frame to look at when scanning
+  bool windowed = false;
+  size_t next_index_entry = 0;  // when reading through the index
+  bool done = false;
+
+  ~Impl() {
+    if (dctx != nullptr) ZSTD_freeDCtx(dctx);
+    if (fd >= 0) ::close(fd);
+  }
+
+  [[noreturn]] void error(CaptureErrorKind kind, uint64_t offset, const std::string& what) {
+    throw CaptureError(kind, path, offset, what);
+  }
+
+  // Reads exactly n bytes at offset; false at end of file (short read).
+  bool pread_exact(void* buf, size_t n, uint64_t offset) {
+    size_t got = 0;
+    while (got < n) {
+      ssize_t r = ::pread(fd, static_cast<char*>(buf) + got, n - got, static_cast<off_t>(offset + got));
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        error(CaptureErrorKind::kIo, offset + got, std::string("read failed: ") + std::strerror(errno));
+      }
+      if (r == 0) return false;
+      got += static_cast<size_t>(r);
+    }
+    return true;
+  }
+
+  void mark_truncated(uint64_t at) {
+    integrity.truncated = true;
+    integrity.truncated_at = at;
+    integrity.truncated_bytes = file_size - at;
+    done = true;
+  }
+
+  void open_file() {
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) error(CaptureErrorKind::kIo, 0, std::string("cannot open: ") + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) error(CaptureErrorKind::kIo, 0, std::string("cannot stat: ") + std::strerror(errno));
+    if (!S_ISREG(st.st_mode)) error(CaptureErrorKind::kIo, 0, "not a regular file");
+    file_size = static_cast<uint64_t>(st.st_size);
+    integrity.file_bytes = file_size;
+  }
+
+  void read_header_frame() {
+    uint8_t h[framing::kHeaderFrameBytes] = {};
+    size_t n = static_cast<size_t>(std::min<uint64_t>(file_size, sizeof h));
+    if (n > 0 && !pread_exact(h, n, 0)) error(CaptureErrorKind::kIo, 0, "file shrank while opening");
+    uint8_t expect[16] = {};
+    framing::put_le32(expect, framing::kHeaderFrameMagic);
+    std::memcpy(expect + 8, framing::kFileMagic, 8);
+    if (n < sizeof h) {
+      // A file cut inside its first frame (killed right after creation): a capture with
+      // nothing in it, if what is there matches the magic.
+      bool prefix_ok = true;
+      for (size_t i = 0; i < std::min<size_t>(n, 16); ++i) {
+        if (i >= 4 && i < 8) continue;  // the payload size
+        if (h[i] != expect[i]) prefix_ok = false;
+      }
+      if (!prefix_ok) error(CaptureErrorKind::kNotACapture, 0, "not a gpuhook capture (wrong magic)");
+      mark_truncated(0);
+      return;
+    }
+    if (framing::get_le32(h) != framing::kHeaderFrameMagic || std::memcmp(h + 8, framing::kFileMagic, 8) != 0) {
+      error(CaptureErrorKind::kNotACapture, 0, "not a gpuhook capture (wrong magic)");
+    }
+    uint32_t payload = framing::get_le32(h + 4);
+    if (payload < framing::kHeaderPayloadBytes) {
+      error(CaptureErrorKind::kNotACapture, 4, "not a gpuhook capture (header frame too short)");
+    }
+    if (payload > framing::kMaxSkippableBytes) {
+      error(CaptureErrorKind::kOversizedLength, 4, "header frame length " + std::to_string(payload) + " over the limit");
+    }
+    uint32_t version = framing::get_le32(h + 16);
+    if (version == 0) error(CaptureErrorKind::kNotACapture, 16, "format version 0 is not a gpuhook capture");
+    if (version > kFormatVersion) {
+      error(CaptureErrorKind::kTooNew, 16,
+            "format version " + std::to_string(version) + " is newer than this build reads (" +
+                std::to_string(kFormatVersion) + "); update gantt-cli");
+    }
+    next_offset = 8 + static_cast<uint64_t>(payload);
+    if (next_offset > file_size) mark_truncated(0);
+  }
+
+  // The index is optional and untrusted: anything odd about it means "scan instead".
+  void read_index() {
+    if (done || file_size < next_offset + 8 + framing::kIndexTrailerBytes) return;
+    uint8_t trailer[framing::kIndexTrailerBytes];
+    if (!pread_exact(trailer, sizeof trailer, file_size - sizeof trailer)) return;
+    if (std::memcmp(trailer + 4, framing::kIndexTrailerMagic, 8) != 0) return;
+    uint64_t index_bytes = framing::get_le32(trailer);
+    uint64_t frame_bytes = 8 + index_bytes + framing::kIndexTrailerBytes;
+    if (index_bytes > framing::kMaxSkippableBytes || frame_bytes > file_size - next_offset) return;
+    uint64_t frame_at = file_size - frame_bytes;
+    uint8_t head[8];
+    if (!pread_exact(head, 8, frame_at)) return;
+    if (framing::get_le32(head) != framing::kIndexFrameMagic ||
+        framing::get_le32(head + 4) != index_bytes + framing::kIndexTrailerBytes) {
+      return;
+    }
+    std::string bytes(static_cast<size_t>(index_bytes), '\0');
+    if (!pread_exact(bytes.data(), bytes.size(), frame_at + 8)) return;
+    v1::ChunkIndex parsed;
+    if (!parsed.ParseFromString(bytes)) return;
+    uint64_t prev_end = next_offset;
+    for (const auto& e : parsed.chunk()) {
+      if (e.offset() < prev_end || e.compressed_bytes() == 0 || e.compressed_bytes() > frame_at ||
+          e.offset() > frame_at - e.compressed_bytes()) {
+        return;
+      }
+      prev_end = e.offset() + e.compressed_bytes();
+    }
+    index = std::move(parsed);
+    index_frame_offset = frame_at;
+    integrity.has_index = true;
+  }
+
+  bool in_window(uint64_t lo, uint64_t hi) const {
+    uint64_t to = options.to_ns == 0 ? UINT64_MAX : options.to_ns;
+    return hi >= options.from_ns && lo <= to;
+  }
+
+  // Decompresses the zstd frame at `offset` into `content`. False when the file ends inside
+  // it (the truncation is recorded); throws on corruption.
+  bool decompress_frame(uint64_t offset) {
+    uint8_t head[18] = {};  // ZSTD_FRAMEHEADERSIZE_MAX, which zstd.h only exports to static linkers
+    size_t head_bytes = static_cast<size_t>(std::min<uint64_t>(sizeof head, file_size - offset));
+    if (!pread_exact(head, head_bytes, offset)) error(CaptureErrorKind::kIo, offset, "file shrank while reading");
+    unsigned long long declared = ZSTD_getFrameContentSize(head, head_bytes);
+    if (declared == ZSTD_CONTENTSIZE_ERROR && head_bytes == sizeof head) {
+      error(CaptureErrorKind::kCorruptFrame, offset, "corrupt zstd frame header");
+    }
+    if (declared != ZSTD_CONTENTSIZE_ERROR && declared != ZSTD_CONTENTSIZE_UNKNOWN &&
+        declared > framing::kMaxChunkContentBytes) {
+      error(CaptureErrorKind::kOversizedLength, offset,
+            "chunk declares " + std::to_string(declared) + " bytes, over the " +
+                std::to_string(framing::kMaxChunkContentBytes) + "-byte limit");
+    }
+    if (dctx == nullptr) {
+      dctx = ZSTD_createDCtx();
+      if (dctx == nullptr) error(CaptureErrorKind::kIo, offset, "cannot create a zstd context");
+      // The writer uses default windows; a larger one is a hostile file asking for memory.
+      ZSTD_DCtx_setParameter(dctx, ZSTD_d_windowLogMax, 27);
+    } else {
+      ZSTD_DCtx_reset(dctx, ZSTD_reset_session_only);
+    }
+    if (input.size() < kInputBlockBytes) input.resize(kInputBlockBytes);
+    if (declared != ZSTD_CONTENTSIZE_ERROR && declared != ZSTD_CONTENTSIZE_UNKNOWN &&
+        content.size() < declared + 1) {
+      content.resize(static_cast<size_t>(declared) + 1);
+    }
+    content_bytes = 0;
+    uint64_t read_at = offset;
+    size_t in_len = 0;
+    size_t in_pos = 0;
+    for (;;) {
+      if (in_pos == in_len) {
+        read_at += in_len;
+        if (read_at >= file_size) {
+          mark_truncated(offset);
+          return false;
+        }
+        in_len = static_cast<size_t>(std::min<uint64_t>(kInputBlockBytes, file_size - read_at));
+        if (!pread_exact(input.data(), in_len, read_at)) error(CaptureErrorKind::kIo, read_at, "file shrank while reading");
+        in_pos = 0;
+      }
+      if (content_bytes == content.size()) {
+        if (content.size() > framing::kMaxChunkContentBytes) {
+          error(CaptureErrorKind::kOversizedLength, offset,
+                "chunk decompresses to more than the " + std::to_string(framing::kMaxChunkContentBytes) +
+                    "-byte limit");
+        }
+        size_t grown = std::max<size_t>(64 * 1024, content.size() * 2);
+        content.resize(std::min<size_t>(grown, framing::kMaxChunkContentBytes + 1));
+      }
+      ZSTD_inBuffer in{input.data(), in_len, in_pos};
+      ZSTD_outBuffer out{content.data(), content.size(), content_bytes};
+      size_t ret = ZSTD_decompressStream(dctx, &out, &in);
+      in_pos = in.pos;
+      content_bytes = out.pos;
+      if (ZSTD_isError(ret)) {
+        if (ZSTD_getErrorCode(ret) == ZSTD_error_checksum_wrong) {
+          error(CaptureErrorKind::kChecksum, offset, "chunk content checksum does not match (damaged data)");
+        }
+        error(CaptureErrorKind::kCorruptFrame, offset, std::string("corrupt zstd frame: ") + ZSTD_getErrorName(ret));
+      }
+      if (ret == 0) {
+        if (content_bytes > framing::kMaxChunkContentBytes) {
+          error(CaptureErrorKind::kOversizedLength, offset, "chunk over the size limit");
+        }
+        next_offset = read_at + in_pos;
+        return true;
+      }
+    }
+  }
+
+  // Finds and opens the next chunk; false at the end of the file or at a truncated tail.
+  bool open_next_chunk() {
+    for (;;) {
+      if (done) return false;
+      uint64_t at = 0;
+      if (windowed) {
+        if (next_index_entry >= static_cast<size_t>(index->chunk_size())) {
+          done = true;
+          return false;
+        }
+        const auto& e = index->chunk(static_cast<int>(next_index_entry++));
+        bool overlaps = in_window(e.min_ns(), e.max_ns());
+        if (!overlaps && !e.has_context() && !e.has_string_defs()) continue;
+        at = e.offset();
+        context_only = !overlaps;
+      } else {
+        at = next_offset;
+        if (at >= file_size) {
+          done = true;
+          return false;
+        }
+        if (file_size - at < 4) {
+          mark_truncated(at);
+          return false;
+        }
+        uint8_t head[8];
+        size_t head_bytes = static_cast<size_t>(std::min<uint64_t>(8, file_size - at));
+        if (!pread_exact(head, head_bytes, at)) error(CaptureErrorKind::kIo, at, "file shrank while reading");
+        uint32_t magic = framing::get_le32(head);
+        if ((magic & framing::kSkippableMask) == framing::kSkippableBase) {
+          if (head_bytes < 8) {
+            mark_truncated(at);
+            return false;
+          }
+          uint32_t size = framing::get_le32(head + 4);
+          if (size > framing::kMaxSkippableBytes) {
+            error(CaptureErrorKind::kOversizedLength, at + 4,
+                  "skippable frame length " + std::to_string(size) + " over the limit");
+          }
+          if (size > file_size - at - 8) {
+            mark_truncated(at);
+            return false;
+          }
+          next_offset = at + 8 + size;  // the index, or metadata a newer writer added
+          continue;
+        }
+        if (magic != framing::kZstdFrameMagic) {
+          error(CaptureErrorKind::kCorruptFrame, at, "not a zstd frame (magic " + hex32(magic) + ")");
+        }
+        context_only = false;
+      }
+      if (!decompress_frame(at)) return false;
+      chunk_offset = at;
+      content_pos = 0;
+      in_chunk = true;
+      integrity.chunks++;
+      // The first record must be the ChunkStart: it carries the delta-coding base.
+      v1::Record first;
+      if (!parse_next(first) || first.kind_case() != v1::Record::kChunkStart) {
+        error(CaptureErrorKind::kBadRecord, at, "chunk does not start with a ChunkStart record");
+      }
+      cursor_ns = static_cast<int64_t>(first.chunk_start().base_ns());
+      return true;
+    }
+  }
+
+  // Parses the next record of the chunk as stored (deltas); false at the end of the chunk.
+  bool parse_next(v1::Record& out) {
+    if (content_pos >= content_bytes) return false;
+    const uint8_t* base = reinterpret_cast<const uint8_t*>(content.data());
+    const uint8_t* p = base + content_pos;
+    const uint8_t* end = base + content_bytes;
+    auto where = [this] {
+      return "chunk at byte " + std::to_string(chunk_offset) + ", record at content byte " +
+             std::to_string(content_pos);
+    };
+    if (*p != framing::kRecordTag) {
+      error(CaptureErrorKind::kBadRecord, chunk_offset, where() + ": unexpected tag");
+    }
+    ++p;
+    uint64_t len = 0;
+    if (!read_varint(p, end, len)) {
+      error(CaptureErrorKind::kBadRecord, chunk_offset, where() + ": bad length");
+    }
+    if (len > framing::kMaxRecordBytes) {
+      error(CaptureErrorKind::kOversizedLength, chunk_offset,
+            where() + ": record length " + std::to_string(len) + " over the limit");
+    }
+    if (len > static_cast<uint64_t>(end - p)) {
+      error(CaptureErrorKind::kBadRecord, chunk_offset,
+            where() + ": record runs past the end of its chunk");
+    }
+    if (!out.ParseFromArray(p, static_cast<int>(len))) {
+      error(CaptureErrorKind::kBadRecord, chunk_offset, where() + ": does not parse");
+    }
+    content_pos = static_cast<size_t>(p + len - base);
+    return true;
+  }
+
+  void keep_string(const v1::StringDef& def) {
+    uint32_t id = def.id();
+    if (id == 0) return;  // id 0 is "" by definition
+    if (id < strings.size()) {
+      strings[id] = def.value();
+    } else if (id == strings.size()) {
+      strings.push_back(def.value());
+    } else {
+      sparse_strings[id] = def.value();
+    }
+  }
+
+  bool next(v1::Record& out) {
+    for (;;) {
+      if (!in_chunk) {
+        if (!open_next_chunk()) return false;
+      }
+      if (!parse_next(out)) {
+        in_chunk = false;
+        continue;
+      }
+      auto kind = out.kind_case();
+      if (kind == v1::Record::kChunkStart) {
+        error(CaptureErrorKind::kBadRecord, chunk_offset, "a second ChunkStart inside one chunk");
+      }
+      codec::delta_decode(out, cursor_ns);
+      integrity.records++;
+      if (kind == v1::Record::kStringDef) keep_string(out.string_def());
+      if (kind == v1::Record::kFooter) integrity.has_footer = true;
+      if (options.from_ns != 0 || options.to_ns != 0) {
+        if (!framing::is_context_kind(kind)) {
+          if (context_only) continue;
+          uint64_t lo = 0, hi = 0;
+          if (!time_span(out, lo, hi) || !in_window(lo, hi)) continue;
+        }
+      }
+      return true;
+    }
+  }
+};
+
+CaptureReader::CaptureReader(const std::string& path, ReaderOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->path = path;
+  impl_->options = options;
+  impl_->open_file();
+  impl_->read_header_frame();
+  impl_->read_index();
+  impl_->windowed = impl_->index.has_value() && (options.from_ns != 0 || options.to_ns != 0);
+}
+
+CaptureReader::~CaptureReader() = default;
+
+bool CaptureReader::next(v1::Record& out) {
+  Impl& m = *impl_;
+  if (m.integrity.error) return false;
+  try {
+    return m.next(out);
+  } catch (const CaptureError& e) {
+    m.done = true;
+    m.in_chunk = false;
+    m.integrity.error = e;
+    if (m.options.strict) throw;
+    return false;
+  }
+}
+
+std::string_view CaptureReader::string(uint32_t id) const {
+  if (id < impl_->strings.size()) return impl_->strings[id];
+  auto it = impl_->sparse_strings.find(id);
+  return it == impl_->sparse_strings.end() ? std::string_view() : std::string_view(it->second);
+}
+
+const std::vector<std::string>& CaptureReader::strings() const { return impl_->strings; }
+const Integrity& CaptureReader::integrity() const { return impl_->integrity; }
+const std::optional<v1::ChunkIndex>& CaptureReader::index() const { return impl_->index; }
+const std::string& CaptureReader::path() const { return impl_->path; }
+uint64_t CaptureReader::chunk_offset() const { return impl_->chunk_offset; }
+
+}  // namespace gpuhook

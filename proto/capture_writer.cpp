@@ -1,0 +1,287 @@
+// CaptureWriter: records -> delta-coded, length-delimited protobuf -> one zstd frame per chunk.
+// Runs on the hook's writer thread, never on an application thread, so it may allocate; its
+// memory is bounded by one chunk buffer plus the string table and the chunk index.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <unordered_map>
+
+#include <zstd.h>
+
+#include <gpuhook/capture.h>
+
+#include "framing.h"
+#include "record_codec.h"
+
+namespace gpuhook {
+
+namespace {
+
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+}  // namespace
+
+struct CaptureWriter::Impl {
+  int fd = -1;
+  WriterOptions options;
+  ZSTD_CCtx* cctx = nullptr;
+
+  std::string raw;         // the open chunk, uncompressed
+  std::string compressed;  // reused output buffer
+  v1::Record scratch;      // the record being delta-coded (the caller's stays untouched)
+
+  // The open chunk.
+  bool chunk_open = false;
+  int64_t cursor_ns = 0;
+  uint64_t chunk_records = 0;
+  uint64_t chunk_min_ns = 0;
+  uint64_t chunk_max_ns = 0;
+  bool chunk_has_strings = false;
+  bool chunk_has_context = false;
+
+  uint64_t file_offset = 0;
+  uint64_t sequence = 0;
+  v1::ChunkIndex index;
+
+  std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> strings;
+  uint32_t next_string_id = 1;
+
+  WriterStats stats;
+  std::string last_error;
+  bool failed = false;
+  bool closed = false;
+  uint64_t lost = 0;
+  uint64_t last_flush_ns = 0;
+
+  ~Impl() {
+    if (cctx != nullptr) ZSTD_freeCCtx(cctx);
+    if (fd >= 0) ::close(fd);
+  }
+
+  void fail(const std::string& why) {
+    if (!failed) last_error = why;
+    failed = true;
+  }
+
+  bool write_all(const void* data, size_t n) {
+    const char* p = static_cast<const char*>(data);
+    while (n > 0) {
+      ssize_t w = ::write(fd, p, n);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        fail(std::string("write failed: ") + std::strerror(errno));
+        return false;
+      }
+      if (w == 0) {
+        fail("write failed: no progress");
+        return false;
+      }
+      p += w;
+      n -= static_cast<size_t>(w);
+      file_offset += static_cast<uint64_t>(w);
+      stats.bytes_written += static_cast<uint64_t>(w);
+    }
+    return true;
+  }
+
+  bool write_header_frame() {
+    uint8_t frame[framing::kHeaderFrameBytes] = {};
+    framing::put_le32(frame, framing::kHeaderFrameMagic);
+    framing::put_le32(frame + 4, framing::kHeaderPayloadBytes);
+    std::memcpy(frame + 8, framing::kFileMagic, sizeof framing::kFileMagic);
+    framing::put_le32(frame + 16, kFormatVersion);
+    framing::put_le32(frame + 20, 0);
+    return write_all(frame, sizeof frame);
+  }
+
+  void open_chunk(int64_t base_ns) {
+    chunk_open = true;
+    cursor_ns = base_ns;
+    chunk_records = 0;
+    chunk_min_ns = 0;
+    chunk_max_ns = 0;
+    chunk_has_strings = false;
+    chunk_has_context = false;
+    v1::Record start;
+    start.mutable_chunk_start()->set_sequence(sequence);
+    start.mutable_chunk_start()->set_base_ns(static_cast<uint64_t>(base_ns));
+    codec::append_record(raw, start);
+  }
+
+  void note_time(int64_t t) {
+    if (t <= 0) return;
+    uint64_t u = static_cast<uint64_t>(t);
+    if (chunk_min_ns == 0 || u < chunk_min_ns) chunk_min_ns = u;
+    if (u > chunk_max_ns) chunk_max_ns = u;
+  }
+
+  bool flush_chunk() {
+    if (!chunk_open) return !failed;
+    size_t bound = ZSTD_compressBound(raw.size());
+    if (compressed.size() < bound) compressed.resize(bound);
+    size_t n = ZSTD_compress2(cctx, compressed.data(), compressed.size(), raw.data(), raw.size());
+    uint64_t frame_offset = file_offset;
+    bool ok = true;
+    if (ZSTD_isError(n)) {
+      fail(std::string("zstd compression failed: ") + ZSTD_getErrorName(n));
+      ok = false;
+    } else {
+      ok = write_all(compressed.data(), n);
+    }
+    if (ok) {
+      auto* e = index.add_chunk();
+      e->set_offset(frame_offset);
+      e->set_compressed_bytes(n);
+      e->set_records(chunk_records);
+      e->set_min_ns(chunk_min_ns);
+      e->set_max_ns(chunk_max_ns);
+      e->set_has_string_defs(chunk_has_strings);
+      e->set_has_context(chunk_has_context);
+      stats.chunks++;
+      stats.raw_bytes += raw.size();
+      sequence++;
+    } else {
+      lost += chunk_records;
+    }
+    raw.clear();
+    chunk_open = false;
+    return ok;
+  }
+};
+
+CaptureWriter::CaptureWriter() : impl_(std::make_unique<Impl>()) {}
+CaptureWriter::~CaptureWriter() = default;
+
+std::unique_ptr<CaptureWriter> CaptureWriter::create(const std::string& path, const WriterOptions& options,
+                                                     std::string* error) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    if (error != nullptr) *error = "cannot create " + path + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  return from_fd(fd, options, error);
+}
+
+std::unique_ptr<CaptureWriter> CaptureWriter::from_fd(int fd, const WriterOptions& options, std::string* error) {
+  std::unique_ptr<CaptureWriter> w(new CaptureWriter());
+  Impl& m = *w->impl_;
+  m.fd = fd;
+  m.options = options;
+  if (m.options.chunk_bytes == 0 || m.options.chunk_bytes > framing::kMaxWriterChunkBytes) {
+    m.options.chunk_bytes = framing::kMaxWriterChunkBytes;
+  }
+  m.cctx = ZSTD_createCCtx();
+  if (m.cctx == nullptr) {
+    if (error != nullptr) *error = "cannot create a zstd context";
+    return nullptr;
+  }
+  // The checksum is what lets the reader tell a damaged chunk from a good one.
+  ZSTD_CCtx_setParameter(m.cctx, ZSTD_c_compressionLevel, options.zstd_level);
+  ZSTD_CCtx_setParameter(m.cctx, ZSTD_c_checksumFlag, 1);
+  m.raw.reserve(m.options.chunk_bytes + 4096);
+  if (!m.write_header_frame()) {
+    if (error != nullptr) *error = m.last_error;
+    return nullptr;
+  }
+  return w;
+}
+
+uint32_t CaptureWriter::intern(std::string_view s) {
+  if (s.empty()) return 0;
+  Impl& m = *impl_;
+  if (auto it = m.strings.find(s); it != m.strings.end()) return it->second;
+  uint32_t id = m.next_string_id++;
+  m.strings.emplace(std::string(s), id);
+  v1::Record def;
+  def.mutable_string_def()->set_id(id);
+  def.mutable_string_def()->set_value(std::string(s));
+  write(def);
+  return id;
+}
+
+bool CaptureWriter::write(const v1::Record& record) {
+  Impl& m = *impl_;
+  if (m.failed || m.closed) {
+    m.lost++;
+    return false;
+  }
+  if (record.kind_case() == v1::Record::kChunkStart || record.kind_case() == v1::Record::KIND_NOT_SET) {
+    return true;  // framing is the writer's job; an empty record carries nothing
+  }
+  m.scratch.CopyFrom(record);
+  if (!m.chunk_open) m.open_chunk(codec::first_time(m.scratch));
+  int64_t cursor = m.cursor_ns;
+  codec::delta_encode(m.scratch, cursor, [&m](int64_t t) { m.note_time(t); });
+  if (!codec::append_record(m.raw, m.scratch)) {
+    m.lost++;
+    if (m.last_error.empty()) m.last_error = "a record larger than the format allows was dropped";
+    return false;
+  }
+  m.cursor_ns = cursor;
+  auto kind = record.kind_case();
+  m.chunk_records++;
+  m.stats.records++;
+  if (static_cast<size_t>(kind) < std::size(m.stats.records_by_kind)) m.stats.records_by_kind[kind]++;
+  if (kind == v1::Record::kStringDef) m.chunk_has_strings = true;
+  if (framing::is_context_kind(kind)) m.chunk_has_context = true;
+  if (m.raw.size() >= m.options.chunk_bytes) return m.flush_chunk();
+  return true;
+}
+
+bool CaptureWriter::flush() {
+  if (impl_->closed) return !impl_->failed;
+  return impl_->flush_chunk();
+}
+
+bool CaptureWriter::maybe_flush(uint64_t now_ns) {
+  Impl& m = *impl_;
+  if (m.closed) return !m.failed;
+  if (m.last_flush_ns == 0) m.last_flush_ns = now_ns;
+  bool due = now_ns >= m.last_flush_ns && now_ns - m.last_flush_ns >= m.options.flush_interval_ns;
+  if (m.raw.size() >= m.options.chunk_bytes || due) {
+    m.last_flush_ns = now_ns;
+    return m.flush_chunk();
+  }
+  return !m.failed;
+}
+
+bool CaptureWriter::close() {
+  Impl& m = *impl_;
+  if (m.closed) return !m.failed;
+  m.flush_chunk();
+  if (!m.failed) {
+    std::string payload;
+    m.index.SerializeToString(&payload);
+    uint32_t index_bytes = static_cast<uint32_t>(payload.size());
+    uint8_t trailer[framing::kIndexTrailerBytes];
+    framing::put_le32(trailer, index_bytes);
+    std::memcpy(trailer + 4, framing::kIndexTrailerMagic, sizeof framing::kIndexTrailerMagic);
+    payload.append(reinterpret_cast<const char*>(trailer), sizeof trailer);
+    uint8_t head[8];
+    framing::put_le32(head, framing::kIndexFrameMagic);
+    framing::put_le32(head + 4, static_cast<uint32_t>(payload.size()));
+    if (m.write_all(head, sizeof head)) m.write_all(payload.data(), payload.size());
+  }
+  // fsync fails with EINVAL on pipes and sockets: nothing to make durable there.
+  if (m.fd >= 0 && ::fsync(m.fd) != 0 && errno != EINVAL && errno != EROFS) {
+    m.fail(std::string("fsync failed: ") + std::strerror(errno));
+  }
+  if (m.fd >= 0 && ::close(m.fd) != 0 && errno != EINTR) {
+    m.fail(std::string("close failed: ") + std::strerror(errno));
+  }
+  m.fd = -1;
+  m.closed = true;
+  return !m.failed;
+}
+
+const WriterStats& CaptureWriter::stats() const { return impl_->stats; }
+const std::string& CaptureWriter::last_error() const { return impl_->last_error; }
+uint64_t CaptureWriter::records_lost() const { return impl_->lost; }
+
+}  // namespace gpuhook

@@ -1,0 +1,148 @@
+// Round trips: what goes into CaptureWriter comes out of CaptureReader, field for field.
+#include <fcntl.h>
+#include <google/protobuf/util/message_differencer.h>
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "capture_test_util.h"
+
+namespace gpuhook {
+namespace {
+
+using google::protobuf::util::MessageDifferencer;
+using namespace gpuhook::testing;
+
+TEST(CaptureRoundTrip, EveryRecordKindEveryField) {
+  std::mt19937_64 rng(42);
+  std::vector<v1::Record> in;
+  for (const auto* kind : record_kinds()) {
+    for (int i = 0; i < 3; ++i) in.push_back(random_record(kind, rng));
+  }
+  ASSERT_GE(in.size(), 16u * 3);
+  // A StringDef written directly passes through like any record.
+  std::string path = write_capture("every-kind", in, 7);
+  ASSERT_FALSE(path.empty());
+  CaptureReader reader(path);
+  v1::Record out;
+  size_t i = 0;
+  while (reader.next(out)) {
+    ASSERT_LT(i, in.size());
+    EXPECT_TRUE(MessageDifferencer::Equals(in[i], out))
+        << "record " << i << "\nwrote: " << in[i].ShortDebugString() << "\nread:  " << out.ShortDebugString();
+    ++i;
+  }
+  EXPECT_EQ(i, in.size());
+  const Integrity& integ = reader.integrity();
+  EXPECT_TRUE(integ.has_index);
+  EXPECT_FALSE(integ.truncated);
+  EXPECT_FALSE(integ.error.has_value());
+  EXPECT_EQ(integ.chunks, (in.size() + 6) / 7);
+  EXPECT_EQ(integ.records, in.size());
+  EXPECT_TRUE(integ.has_footer);  // record_kinds() includes Footer
+}
+
+TEST(CaptureRoundTrip, UnknownTimesStayUnknownAndEqualTimesStayKnown) {
+  v1::Record a;
+  a.mutable_kernel()->set_start_ns(0);  // 0 = unknown: must come back unset, not invented
+  a.mutable_kernel()->set_end_ns(5'000);
+  v1::Record b;
+  b.mutable_kernel()->set_queued_ns(5'000);  // zero delta from the previous time: still known
+  b.mutable_kernel()->set_start_ns(5'000);
+  b.mutable_kernel()->set_end_ns(4'000);  // going backwards is stored as is
+  std::string path = write_capture("unknown", {a, b});
+  auto out = read_all(path);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_FALSE(out[0].kernel().has_queued_ns());
+  EXPECT_FALSE(out[0].kernel().has_start_ns());
+  EXPECT_EQ(out[0].kernel().end_ns(), 5'000);
+  EXPECT_TRUE(out[1].kernel().has_queued_ns());
+  EXPECT_EQ(out[1].kernel().queued_ns(), 5'000);
+  EXPECT_FALSE(out[1].kernel().has_submitted_ns());
+  EXPECT_EQ(out[1].kernel().start_ns(), 5'000);
+  EXPECT_EQ(out[1].kernel().end_ns(), 4'000);
+}
+
+TEST(CaptureRoundTrip, InternedStringsResolveAcrossChunks) {
+  std::string path = temp_path("intern");
+  std::string err;
+  auto w = CaptureWriter::create(path, WriterOptions{}, &err);
+  ASSERT_TRUE(w) << err;
+  uint32_t a = w->intern("_Z6kernelPfi");
+  EXPECT_EQ(w->intern("_Z6kernelPfi"), a);
+  EXPECT_EQ(w->intern(""), 0u);
+  w->flush();
+  uint32_t b = w->intern(std::string("bytes\0with\xff nul", 16));
+  EXPECT_NE(a, b);
+  v1::Record k;
+  k.mutable_kernel()->set_name_id(b);
+  w->write(k);
+  ASSERT_TRUE(w->close()) << w->last_error();
+  EXPECT_EQ(w->stats().records, 3u);
+  EXPECT_EQ(w->stats().records_by_kind[v1::Record::kStringDef], 2u);
+  EXPECT_EQ(w->stats().chunks, 2u);
+
+  CaptureReader reader(path);
+  v1::Record r;
+  while (reader.next(r)) {
+  }
+  EXPECT_EQ(reader.string(a), "_Z6kernelPfi");
+  EXPECT_EQ(reader.string(b), std::string_view("bytes\0with\xff nul", 16));
+  EXPECT_EQ(reader.string(0), "");
+  EXPECT_EQ(reader.string(999), "");
+  EXPECT_EQ(reader.strings().size(), 3u);
+}
+
+TEST(CaptureRoundTrip, ExistingFileIsNeverOverwritten) {
+  std::string path = write_bytes("exists", "precious");
+  std::string err;
+  EXPECT_EQ(CaptureWriter::create(path, WriterOptions{}, &err), nullptr);
+  EXPECT_NE(err.find("File exists"), std::string::npos) << err;
+  EXPECT_EQ(read_bytes(path), "precious");
+}
+
+TEST(CaptureRoundTrip, WriteFailureIsReportedAndCountedNeverThrown) {
+  int fd = ::open("/dev/full", O_WRONLY | O_CLOEXEC);
+  if (fd < 0) GTEST_SKIP() << "/dev/full not available";
+  std::string err;
+  // /dev/full fails the very first write (the file magic): create reports it.
+  EXPECT_EQ(CaptureWriter::from_fd(fd, WriterOptions{}, &err), nullptr);
+  EXPECT_NE(err.find("No space"), std::string::npos) << err;
+}
+
+TEST(CaptureRoundTrip, ChunksFlushBySize) {
+  WriterOptions o;
+  o.chunk_bytes = 4096;
+  std::string path = temp_path("by-size");
+  std::string err;
+  auto w = CaptureWriter::create(path, o, &err);
+  ASSERT_TRUE(w);
+  std::mt19937_64 rng(7);
+  const auto* kernel = v1::Record::descriptor()->FindFieldByName("kernel");
+  for (int i = 0; i < 2000; ++i) w->write(random_record(kernel, rng));
+  ASSERT_TRUE(w->close());
+  EXPECT_GT(w->stats().chunks, 10u);
+  EXPECT_EQ(read_all(path).size(), 2000u);
+}
+
+TEST(CaptureRoundTrip, MaybeFlushByTime) {
+  WriterOptions o;
+  o.flush_interval_ns = 100;
+  std::string path = temp_path("by-time");
+  std::string err;
+  auto w = CaptureWriter::create(path, o, &err);
+  ASSERT_TRUE(w);
+  v1::Record r;
+  r.mutable_range()->set_time_ns(1);
+  w->write(r);
+  EXPECT_TRUE(w->maybe_flush(1000));  // first call starts the clock
+  EXPECT_EQ(w->stats().chunks, 0u);
+  EXPECT_TRUE(w->maybe_flush(1050));
+  EXPECT_EQ(w->stats().chunks, 0u);
+  EXPECT_TRUE(w->maybe_flush(1100));
+  EXPECT_EQ(w->stats().chunks, 1u);
+  ASSERT_TRUE(w->close());
+}
+
+}  // namespace
+}  // namespace gpuhook

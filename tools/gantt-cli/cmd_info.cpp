@@ -1,0 +1,254 @@
+// gantt-cli info FILE...: what a capture holds and whether it is intact. Reads leniently so a
+// damaged file still shows everything before the damage; the damage itself is reported and
+// makes the exit code 2.
+#include <google/protobuf/descriptor.h>
+
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include <gpuhook/capture.h>
+
+#include "commands.h"
+
+namespace gantt_cli {
+
+namespace {
+
+namespace pb = google::protobuf;
+namespace v1 = gpuhook::v1;
+
+struct InfoOptions {
+  std::vector<std::string> files;
+  bool json = false;
+};
+
+// Escapes for both the text and the JSON output: ASCII only, quotes and controls escaped.
+std::string json_string(std::string_view s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c >= 0x7F) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  out += '"';
+  return out;
+}
+
+struct Summary {
+  std::optional<v1::Header> header;
+  std::vector<v1::DeviceInfo> devices;
+  std::optional<v1::Footer> footer;
+  std::map<std::string, uint64_t> counts;  // by kind name, sorted for stable output
+  uint64_t records = 0;
+  uint64_t first_ns = 0;
+  uint64_t last_ns = 0;
+  uint64_t dropped = 0;
+  uint64_t string_bytes = 0;
+};
+
+void note_time(Summary& s, int64_t t) {
+  if (t <= 0) return;
+  uint64_t u = static_cast<uint64_t>(t);
+  if (s.first_ns == 0 || u < s.first_ns) s.first_ns = u;
+  if (u > s.last_ns) s.last_ns = u;
+}
+
+void scan_times(Summary& s, const pb::Message& m) {
+  const pb::Reflection* r = m.GetReflection();
+  const pb::Descriptor* d = m.GetDescriptor();
+  for (int i = 0; i < d->field_count(); ++i) {
+    const pb::FieldDescriptor* f = d->field(i);
+    if (f->has_presence() && f->cpp_type() == pb::FieldDescriptor::CPPTYPE_INT64 && r->HasField(m, f)) {
+      note_time(s, r->GetInt64(m, f));
+    }
+  }
+}
+
+std::string ns_span(uint64_t ns) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6f s", static_cast<double>(ns) / 1e9);
+  return buf;
+}
+
+std::string integrity_text(const gpuhook::Integrity& in) {
+  if (in.error) {
+    return std::string("corrupt: ") + gpuhook::to_string(in.error->kind()) + " at byte " +
+           std::to_string(in.error->offset()) + ": " + in.error->what();
+  }
+  if (in.truncated) {
+    return "truncated at byte " + std::to_string(in.truncated_at) + " (" + std::to_string(in.truncated_bytes) +
+           " bytes lost)";
+  }
+  return std::string("ok") + (in.has_index ? "" : " (no index: not closed cleanly)");
+}
+
+void print_text(const std::string& file, const gpuhook::CaptureReader& reader, const Summary& s) {
+  const gpuhook::Integrity& in = reader.integrity();
+  std::ostringstream o;
+  o << file << "\n";
+  o << "  format:      gpuhook v" << gpuhook::kFormatVersion << ", " << in.file_bytes << " bytes, " << in.chunks
+    << " chunks, index " << (in.has_index ? "yes" : "no") << ", footer " << (in.has_footer ? "yes" : "no") << "\n";
+  o << "  integrity:   " << integrity_text(in) << "\n";
+  if (s.header) {
+    const v1::Header& h = *s.header;
+    o << "  host:        " << json_string(h.host_name()) << " pid " << h.pid() << " ppid " << h.ppid();
+    if (h.has_rank()) o << " rank " << h.rank();
+    if (h.has_world_size()) o << "/" << h.world_size();
+    o << "\n";
+    o << "  command:    ";
+    for (const auto& a : h.command_line()) o << " " << json_string(a);
+    o << "\n";
+    o << "  tool:        " << json_string(h.tool_version()) << ", clock " << json_string(h.clock_domain())
+      << ", cupti " << json_string(h.cupti_version()) << ", features 0x" << std::hex << h.features() << std::dec
+      << "\n";
+  } else {
+    o << "  header:      missing\n";
+  }
+  for (const auto& d : s.devices) {
+    o << "  device " << d.ordinal() << ":    " << json_string(d.name()) << ", " << d.sm_count() << " SMs, cc "
+      << d.cc_major() << "." << d.cc_minor() << ", " << d.global_memory_bytes() << " bytes\n";
+  }
+  o << "  time span:   ";
+  if (s.first_ns != 0) {
+    o << s.first_ns << " .. " << s.last_ns << " ns (" << ns_span(s.last_ns - s.first_ns) << ")\n";
+  } else {
+    o << "none\n";
+  }
+  o << "  records:     " << s.records;
+  for (const auto& [k, n] : s.counts) o << ", " << k << " " << n;
+  o << "\n";
+  o << "  strings:     " << (reader.strings().size() - 1) << " (" << s.string_bytes << " bytes)\n";
+  char bpr[32];
+  std::snprintf(bpr, sizeof bpr, "%.2f", s.records ? static_cast<double>(in.file_bytes) / s.records : 0.0);
+  o << "  bytes/record: " << bpr << "\n";
+  o << "  dropped:     " << s.dropped << "\n";
+  std::cout << o.str();
+}
+
+void print_json(const std::string& file, const gpuhook::CaptureReader& reader, const Summary& s, bool first) {
+  const gpuhook::Integrity& in = reader.integrity();
+  std::ostringstream o;
+  o << (first ? "" : ",\n") << "{\"file\":" << json_string(file) << ",\"format_version\":" << gpuhook::kFormatVersion
+    << ",\"file_bytes\":" << in.file_bytes << ",\"chunks\":" << in.chunks
+    << ",\"has_index\":" << (in.has_index ? "true" : "false") << ",\"has_footer\":" << (in.has_footer ? "true" : "false")
+    << ",\"integrity\":{\"ok\":" << (!in.error && !in.truncated ? "true" : "false")
+    << ",\"truncated\":" << (in.truncated ? "true" : "false") << ",\"truncated_at\":" << in.truncated_at
+    << ",\"truncated_bytes\":" << in.truncated_bytes;
+  if (in.error) {
+    o << ",\"error\":{\"kind\":" << json_string(gpuhook::to_string(in.error->kind()))
+      << ",\"offset\":" << in.error->offset() << ",\"what\":" << json_string(in.error->what()) << "}";
+  }
+  o << "}";
+  if (s.header) {
+    const v1::Header& h = *s.header;
+    o << ",\"header\":{\"host\":" << json_string(h.host_name()) << ",\"pid\":" << h.pid() << ",\"ppid\":" << h.ppid();
+    if (h.has_rank()) o << ",\"rank\":" << h.rank();
+    if (h.has_world_size()) o << ",\"world_size\":" << h.world_size();
+    o << ",\"command_line\":[";
+    for (int i = 0; i < h.command_line_size(); ++i) o << (i ? "," : "") << json_string(h.command_line(i));
+    o << "],\"tool_version\":" << json_string(h.tool_version()) << ",\"clock_domain\":" << json_string(h.clock_domain())
+      << ",\"cupti_version\":" << json_string(h.cupti_version()) << ",\"features\":" << h.features() << "}";
+  }
+  o << ",\"devices\":[";
+  for (size_t i = 0; i < s.devices.size(); ++i) {
+    const auto& d = s.devices[i];
+    o << (i ? "," : "") << "{\"ordinal\":" << d.ordinal() << ",\"name\":" << json_string(d.name())
+      << ",\"sm_count\":" << d.sm_count() << ",\"cc\":\"" << d.cc_major() << "." << d.cc_minor()
+      << "\",\"global_memory_bytes\":" << d.global_memory_bytes() << "}";
+  }
+  o << "],\"first_ns\":" << s.first_ns << ",\"last_ns\":" << s.last_ns << ",\"records\":" << s.records
+    << ",\"records_by_kind\":{";
+  bool comma = false;
+  for (const auto& [k, n] : s.counts) {
+    o << (comma ? "," : "") << json_string(k) << ":" << n;
+    comma = true;
+  }
+  char bpr[32];
+  std::snprintf(bpr, sizeof bpr, "%.2f", s.records ? static_cast<double>(in.file_bytes) / s.records : 0.0);
+  o << "},\"strings\":" << (reader.strings().size() - 1) << ",\"string_bytes\":" << s.string_bytes
+    << ",\"bytes_per_record\":" << bpr << ",\"dropped\":" << s.dropped << "}";
+  std::cout << o.str();
+}
+
+// Returns false when the file was damaged (the caller turns that into exit code 2).
+bool info_one(const std::string& file, bool json, bool first) {
+  gpuhook::ReaderOptions ro;
+  ro.strict = false;
+  gpuhook::CaptureReader reader(file, ro);
+  Summary s;
+  v1::Record rec;
+  const pb::Descriptor* rd = v1::Record::descriptor();
+  while (reader.next(rec)) {
+    s.records++;
+    const pb::FieldDescriptor* of = rd->FindFieldByNumber(static_cast<int>(rec.kind_case()));
+    if (of == nullptr) continue;
+    s.counts[std::string(of->name())]++;
+    switch (rec.kind_case()) {
+      case v1::Record::kHeader:
+        if (!s.header) s.header = rec.header();
+        break;
+      case v1::Record::kDevice:
+        s.devices.push_back(rec.device());
+        break;
+      case v1::Record::kFooter:
+        s.footer = rec.footer();
+        break;
+      case v1::Record::kDrops:
+        s.dropped += rec.drops().count();
+        break;
+      case v1::Record::kStringDef:
+        s.string_bytes += rec.string_def().value().size();
+        break;
+      default:
+        break;
+    }
+    scan_times(s, rec.GetReflection()->GetMessage(rec, of));
+  }
+  if (json) {
+    print_json(file, reader, s, first);
+  } else {
+    print_text(file, reader, s);
+  }
+  if (const auto& e = reader.integrity().error) {
+    std::cerr << "gantt-cli: " << e->file() << ": byte " << e->offset() << ": " << e->what() << "\n";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void register_info(CLI::App& app, int& exit_code) {
+  auto opts = std::make_shared<InfoOptions>();
+  CLI::App* cmd = app.add_subcommand("info", "What a capture holds and whether it is intact");
+  cmd->add_option("files", opts->files, "capture files (.gpuh)")->required();
+  cmd->add_flag("--json", opts->json, "one JSON array, one object per file");
+  cmd->callback([opts, &exit_code] {
+    bool ok = true;
+    if (opts->json) std::cout << "[";
+    for (size_t i = 0; i < opts->files.size(); ++i) {
+      try {
+        ok = info_one(opts->files[i], opts->json, i == 0) && ok;
+      } catch (const gpuhook::CaptureError& e) {
+        // Not a capture at all (or too new): say so and go on with the other files.
+        std::cerr << "gantt-cli: " << e.file() << ": byte " << e.offset() << ": " << e.what() << "\n";
+        ok = false;
+      }
+    }
+    if (opts->json) std::cout << "]\n";
+    std::cout.flush();
+    exit_code = ok ? kExitOk : kExitError;
+  });
+}
+
+}  // namespace gantt_cli
