@@ -1,0 +1,222 @@
+// Many ranks: cross-capture clock alignment, collectives matched across ranks, stragglers,
+// busy-time imbalance and collective bandwidth.
+//
+// Why alignment needs the collectives: two captures from one boot share CLOCK_MONOTONIC_RAW
+// and need no shift, but captures from different hosts only share CLOCK_REALTIME, which
+// NTP keeps within milliseconds at best. A collective (communicator id + sequence number)
+// ends at nearly the same instant on every rank, so the end times of many collectives pin
+// the per-host offsets down to the spread of those ends (microseconds).
+//
+// Everything here is a pure function over plain inputs (unit-testable with synthetic
+// numbers); the *_from_model adapters fill those inputs from a loaded gantt::Model.
+//
+// API stability: fields and functions are only ever added, never changed or removed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gantt {
+
+class Model;
+
+// ---------------------------------------------------------------- alignment across captures
+
+// The end of one collective kernel as one capture saw it, in that capture's clock.
+struct CollectiveEnd {
+  uint64_t comm_id = 0;
+  uint64_t sequence = 0;
+  uint64_t end_ns = 0;
+};
+
+// What one capture offers for alignment (from its Header and its NCCL kernels).
+struct RankClockInput {
+  std::string host;
+  std::string boot_id;                  // "" = unknown: never assumed shared
+  uint64_t start_monotonic_raw_ns = 0;  // the clock pair read together at start
+  uint64_t start_realtime_ns = 0;       // 0 = no anchor
+  std::vector<CollectiveEnd> ends;
+};
+
+enum class RankAlignMethod : uint8_t {
+  kReference = 0,        // capture 0's clock: the timeline everything is mapped onto
+  kSameBoot = 1,         // same boot id as an aligned capture: same clock, no shift
+  kCollectives = 2,      // REALTIME anchor refined by collective end times
+  kRealtimeAnchor = 3,   // too few shared collectives: REALTIME anchors only (NTP-grade)
+  kUnaligned = 4,        // no anchor and no shared collectives: left as recorded
+};
+const char* to_string(RankAlignMethod method);
+
+struct RankAlignOptions {
+  uint32_t min_shared_collectives = 3;  // below this, a host keeps its REALTIME anchor
+  double outlier_mads = 5.0;            // drop ends this many (scaled) MADs from the median
+  uint64_t outlier_floor_ns = 2'000;    // ...but never tighter than this
+};
+
+struct CaptureOffset {
+  int64_t offset_ns = 0;          // add to the capture's times to land on the reference clock
+  RankAlignMethod method = RankAlignMethod::kReference;
+  int64_t anchor_offset_ns = 0;   // what the REALTIME anchors alone said
+  uint32_t group = 0;             // captures with the same boot id share a group
+  uint64_t collectives_used = 0;  // shared collectives behind the estimate (after rejection)
+  uint64_t outliers = 0;          // rejected as outliers
+  double residual_ns = 0;         // median |end - consensus| of this capture's collectives after alignment
+};
+
+struct RankAlignment {
+  std::vector<CaptureOffset> captures;  // one per input, in input order
+  uint64_t matched_collectives = 0;     // collectives seen by at least two clock groups
+  double residual_median_ns = 0;        // median over collectives of the spread of their aligned ends
+  double residual_p95_ns = 0;
+  double residual_max_ns = 0;
+};
+
+RankAlignment align_ranks(const std::vector<RankClockInput>& inputs, const RankAlignOptions& options = {});
+
+// One line per capture for `info` and the chart footer, e.g.
+// "capture 2 (host b): +5.000123 ms, REALTIME anchor refined by 96 collectives, residual 1.2 us".
+std::vector<std::string> describe(const RankAlignment& alignment, const std::vector<RankClockInput>& inputs);
+// A one-line summary, e.g. "ranks aligned: 2 clock groups, 96 collectives, residual 1.2 us median".
+std::string summarize(const RankAlignment& alignment);
+
+// ---------------------------------------------------------------- collectives across ranks
+
+// One NCCL call of one rank, with the kernel it ran (0 times when no kernel was found).
+struct RankCollectiveCall {
+  uint16_t capture = 0;
+  int32_t rank = 0;          // the communicator rank
+  int32_t global_rank = 0;   // the job rank (Header.rank, else the capture index)
+  uint8_t op = 0;            // v1::NcclOp
+  uint64_t comm_id = 0;
+  uint64_t sequence = 0;
+  uint64_t count = 0;
+  int32_t datatype = 0;      // ncclDataType_t
+  int32_t nranks = 0;
+  uint64_t kernel_start_ns = 0;  // on the aligned timeline
+  uint64_t kernel_end_ns = 0;
+  uint32_t event = UINT32_MAX;   // row in Model::events, when from a model
+};
+
+struct Arrival {
+  uint16_t capture = 0;
+  int32_t global_rank = 0;
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint32_t event = UINT32_MAX;
+};
+
+// One collective (comm id + sequence) as all its ranks ran it.
+struct CollectiveInstance {
+  uint64_t comm_id = 0;
+  uint64_t sequence = 0;
+  uint8_t op = 0;
+  uint64_t count = 0;
+  int32_t datatype = 0;
+  int32_t nranks = 0;
+  uint64_t size_bytes = 0;        // nccl-tests "size": all-gather/reduce-scatter/all-to-all count the whole buffer
+  std::vector<Arrival> arrivals;  // sorted by start_ns, ties by global rank
+  uint64_t first_arrival_ns = 0;
+  uint64_t last_arrival_ns = 0;
+  int32_t last_rank = -1;         // global rank of the last arriver
+  uint64_t arrival_spread_ns = 0; // last - first arrival
+  uint64_t wait_ns = 0;           // sum over ranks of (last arrival - own arrival)
+  uint64_t transfer_ns = 0;       // median over ranks of (end - last arrival): the data movement
+  bool complete = false;          // every one of nranks ranks was seen
+};
+
+// Groups calls by (comm id, sequence). Calls without a kernel are skipped (their host exit
+// says when the work was queued, not when it ran). Sorted by first arrival.
+std::vector<CollectiveInstance> match_collectives(const std::vector<RankCollectiveCall>& calls);
+
+// nccl-tests bus-bandwidth factor: all-reduce 2(n-1)/n; all-gather, reduce-scatter and
+// all-to-all (n-1)/n; broadcast, reduce 1; others 1.
+double bus_factor(uint8_t op, int32_t nranks);
+uint64_t collective_size_bytes(uint8_t op, uint64_t count, int32_t datatype, int32_t nranks);
+const char* nccl_op_name(uint8_t op);  // "AllReduce", ...
+
+// ---------------------------------------------------------------- stragglers and imbalance
+
+struct RankStraggling {
+  int32_t global_rank = 0;
+  uint64_t collectives = 0;      // complete collectives it took part in
+  uint64_t times_last = 0;       // ...where it arrived last (by more than the tie margin)
+  uint64_t wait_caused_ns = 0;   // others' waiting while it was the last to arrive
+  int64_t lateness_median_ns = 0;   // median of (own arrival - median arrival of the collective)
+};
+
+struct StragglerReport {
+  std::vector<RankStraggling> ranks;  // sorted by global rank
+  uint64_t collectives = 0;           // complete collectives considered
+  int32_t straggler = -1;             // global rank named the straggler, -1 = none
+  double straggler_last_fraction = 0; // how often it arrived last
+  uint64_t straggler_wait_caused_ns = 0;
+  uint64_t total_wait_ns = 0;         // all ranks' waiting at collectives
+  std::string reason;                 // why a rank was (or was not) named, in words
+};
+
+struct StragglerOptions {
+  uint64_t tie_margin_ns = 5'000;     // arrivals closer than this to the next one are a tie
+  double min_last_fraction = 0.5;     // last at least this often...
+  uint64_t min_lateness_ns = 20'000;  // ...and this late (median) to be named
+  uint64_t min_collectives = 3;
+};
+
+StragglerReport find_straggler(const std::vector<CollectiveInstance>& collectives, const StragglerOptions& options = {});
+
+struct RankBusy {
+  int32_t global_rank = 0;
+  uint64_t busy_ns = 0;       // union of non-NCCL GPU activity on the rank's devices
+  uint64_t span_ns = 0;       // first to last activity
+};
+
+struct ImbalanceReport {
+  std::vector<RankBusy> ranks;  // sorted by global rank
+  double mean_busy_ns = 0;
+  uint64_t max_busy_ns = 0;
+  int32_t busiest_rank = -1;
+  double imbalance = 0;         // (max - mean) / mean: 0 = perfectly balanced
+};
+
+// Busy interval lists per rank -> report. Intervals need not be sorted or disjoint.
+struct RankIntervals {
+  int32_t global_rank = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> intervals;  // [start, end)
+};
+ImbalanceReport busy_imbalance(const std::vector<RankIntervals>& ranks);
+
+// ---------------------------------------------------------------- stats --by collective
+
+struct CollectiveStatsRow {
+  std::string op;             // "AllReduce"
+  uint64_t size_class_bytes = 0;  // power-of-two bucket: sizes in [class, 2*class)
+  int32_t nranks = 0;
+  uint64_t count = 0;         // collectives (not per-rank calls)
+  uint64_t total_bytes = 0;   // sum of nccl-tests sizes
+  uint64_t time_ns = 0;       // sum over collectives of the median per-rank kernel time
+  uint64_t transfer_ns = 0;   // sum of transfer times (end - last arrival)
+  uint64_t wait_ns = 0;       // sum of the ranks' waiting for the last arriver
+  double algbw_gbps = 0;      // total_bytes / transfer_ns (GB/s = bytes/ns)
+  double busbw_gbps = 0;      // algbw * bus_factor
+};
+
+// Sorted by op name, then size class, then nranks.
+std::vector<CollectiveStatsRow> collective_stats(const std::vector<CollectiveInstance>& collectives);
+// Aligned text table of the rows (deterministic).
+std::string format_collective_stats(const std::vector<CollectiveStatsRow>& rows);
+
+// ---------------------------------------------------------------- adapters over a Model
+
+// Alignment inputs of each capture of `model` (boot id, host, anchors, NCCL kernel ends).
+std::vector<RankClockInput> rank_clock_inputs(const Model& model);
+// Shifts every time of every capture by its offset (events, API calls, ranges, NCCL calls,
+// capture first/last). Times of 0 (unknown) stay 0.
+void apply_rank_alignment(Model& model, const RankAlignment& alignment);
+// The job rank of a capture: Header.rank when recorded, else the capture index.
+int32_t global_rank(const Model& model, uint16_t capture);
+// NCCL calls of the model joined with their kernels.
+std::vector<RankCollectiveCall> collective_calls(const Model& model);
+// Busy intervals per rank: every non-NCCL GPU event.
+std::vector<RankIntervals> rank_busy_intervals(const Model& model);
+
+}  // namespace gantt

@@ -1,0 +1,291 @@
+// Collectives matched across ranks, straggler and imbalance reports, and the per-collective
+// statistics (`stats --by collective`).
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <tuple>
+
+#include "gantt/ranks.h"
+#include "stats_util.h"
+
+namespace gantt {
+
+using ranks_detail::median;
+
+namespace {
+
+// v1::NcclOp values (capture.proto).
+enum : uint8_t {
+  kAllReduce = 1, kBroadcast = 2, kReduce = 3, kAllGather = 4, kReduceScatter = 5,
+  kSend = 6, kRecv = 7, kAllToAll = 8, kGather = 9, kScatter = 10,
+};
+
+bool is_collective(uint8_t op) {
+  return (op >= kAllReduce && op <= kReduceScatter) || (op >= kAllToAll && op <= kScatter);
+}
+
+uint64_t dtype_bytes(int32_t datatype) {
+  switch (datatype) {  // ncclDataType_t
+    case 0: case 1: case 10: case 11: return 1;
+    case 6: case 9: return 2;
+    case 2: case 3: case 7: return 4;
+    case 4: case 5: case 8: return 8;
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+const char* nccl_op_name(uint8_t op) {
+  switch (op) {
+    case kAllReduce: return "AllReduce";
+    case kBroadcast: return "Broadcast";
+    case kReduce: return "Reduce";
+    case kAllGather: return "AllGather";
+    case kReduceScatter: return "ReduceScatter";
+    case kSend: return "Send";
+    case kRecv: return "Recv";
+    case kAllToAll: return "AlltoAll";
+    case kGather: return "Gather";
+    case kScatter: return "Scatter";
+    default: return "Unknown";
+  }
+}
+
+double bus_factor(uint8_t op, int32_t nranks) {
+  if (nranks < 1) return 1;
+  double n = nranks;
+  switch (op) {
+    case kAllReduce: return 2 * (n - 1) / n;
+    case kAllGather: case kReduceScatter: case kAllToAll: return (n - 1) / n;
+    default: return 1;
+  }
+}
+
+uint64_t collective_size_bytes(uint8_t op, uint64_t count, int32_t datatype, int32_t nranks) {
+  uint64_t bytes = count * dtype_bytes(datatype);
+  switch (op) {
+    // count is per rank for these; nccl-tests reports the whole buffer.
+    case kAllGather: case kReduceScatter: case kAllToAll: case kGather: case kScatter:
+      return bytes * static_cast<uint64_t>(nranks > 0 ? nranks : 1);
+    default: return bytes;
+  }
+}
+
+std::vector<CollectiveInstance> match_collectives(const std::vector<RankCollectiveCall>& calls) {
+  std::map<std::pair<uint64_t, uint64_t>, CollectiveInstance> by_key;
+  for (const RankCollectiveCall& c : calls) {
+    if (!is_collective(c.op) || c.kernel_start_ns == 0 || c.kernel_end_ns < c.kernel_start_ns) continue;
+    CollectiveInstance& inst = by_key[{c.comm_id, c.sequence}];
+    if (inst.arrivals.empty()) {
+      inst.comm_id = c.comm_id;
+      inst.sequence = c.sequence;
+      inst.op = c.op;
+      inst.count = c.count;
+      inst.datatype = c.datatype;
+      inst.nranks = c.nranks;
+      inst.size_bytes = collective_size_bytes(c.op, c.count, c.datatype, c.nranks);
+    }
+    // The same rank twice (a capture given twice) counts once.
+    bool seen = false;
+    for (const Arrival& a : inst.arrivals) seen |= a.capture == c.capture;
+    if (!seen) inst.arrivals.push_back({c.capture, c.global_rank, c.kernel_start_ns, c.kernel_end_ns, c.event});
+  }
+  std::vector<CollectiveInstance> out;
+  out.reserve(by_key.size());
+  for (auto& [key, inst] : by_key) {
+    std::sort(inst.arrivals.begin(), inst.arrivals.end(), [](const Arrival& a, const Arrival& b) {
+      return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.global_rank < b.global_rank;
+    });
+    inst.first_arrival_ns = inst.arrivals.front().start_ns;
+    inst.last_arrival_ns = inst.arrivals.back().start_ns;
+    inst.last_rank = inst.arrivals.back().global_rank;
+    inst.arrival_spread_ns = inst.last_arrival_ns - inst.first_arrival_ns;
+    std::vector<uint64_t> transfer;
+    for (const Arrival& a : inst.arrivals) {
+      inst.wait_ns += inst.last_arrival_ns - a.start_ns;
+      transfer.push_back(a.end_ns > inst.last_arrival_ns ? a.end_ns - inst.last_arrival_ns : 0);
+    }
+    inst.transfer_ns = static_cast<uint64_t>(median(transfer));
+    inst.complete = inst.nranks > 0 && inst.arrivals.size() == static_cast<size_t>(inst.nranks);
+    out.push_back(std::move(inst));
+  }
+  std::sort(out.begin(), out.end(), [](const CollectiveInstance& a, const CollectiveInstance& b) {
+    return std::tie(a.first_arrival_ns, a.comm_id, a.sequence) < std::tie(b.first_arrival_ns, b.comm_id, b.sequence);
+  });
+  return out;
+}
+
+StragglerReport find_straggler(const std::vector<CollectiveInstance>& collectives, const StragglerOptions& options) {
+  StragglerReport report;
+  std::map<int32_t, RankStraggling> ranks;
+  std::map<int32_t, std::vector<int64_t>> lateness;
+  for (const CollectiveInstance& inst : collectives) {
+    if (!inst.complete || inst.arrivals.size() < 2) continue;
+    ++report.collectives;
+    report.total_wait_ns += inst.wait_ns;
+    std::vector<uint64_t> starts;
+    for (const Arrival& a : inst.arrivals) starts.push_back(a.start_ns);
+    double mid = median(starts);
+    for (const Arrival& a : inst.arrivals) {
+      RankStraggling& r = ranks[a.global_rank];
+      r.global_rank = a.global_rank;
+      ++r.collectives;
+      lateness[a.global_rank].push_back(static_cast<int64_t>(std::llround(static_cast<double>(a.start_ns) - mid)));
+    }
+    const Arrival& last = inst.arrivals.back();
+    const Arrival& second = inst.arrivals[inst.arrivals.size() - 2];
+    if (last.start_ns - second.start_ns > options.tie_margin_ns) {
+      RankStraggling& r = ranks[last.global_rank];
+      ++r.times_last;
+      r.wait_caused_ns += inst.wait_ns;
+    }
+  }
+  for (auto& [rank, r] : ranks) {
+    r.lateness_median_ns = static_cast<int64_t>(std::llround(median(lateness[rank])));
+    report.ranks.push_back(r);
+  }
+  const RankStraggling* worst = nullptr;
+  for (const RankStraggling& r : report.ranks)
+    if (!worst || r.times_last > worst->times_last ||
+        (r.times_last == worst->times_last && r.wait_caused_ns > worst->wait_caused_ns))
+      worst = &r;
+  char buf[512];
+  if (report.collectives < options.min_collectives || !worst) {
+    snprintf(buf, sizeof buf, "%" PRIu64 " complete collectives: too few to name a straggler (need %" PRIu64 ")",
+             report.collectives, options.min_collectives);
+    report.reason = buf;
+    return report;
+  }
+  double fraction = static_cast<double>(worst->times_last) / static_cast<double>(worst->collectives);
+  bool named = fraction >= options.min_last_fraction && worst->lateness_median_ns >= static_cast<int64_t>(options.min_lateness_ns);
+  if (named) {
+    report.straggler = worst->global_rank;
+    report.straggler_last_fraction = fraction;
+    report.straggler_wait_caused_ns = worst->wait_caused_ns;
+    snprintf(buf, sizeof buf,
+             "rank %d arrived last at %" PRIu64 " of %" PRIu64 " collectives (%.0f%%), a median %.1f us after the others' "
+             "median, and made the other ranks wait %.3f ms in total (%.0f%% of all waiting at collectives)",
+             worst->global_rank, worst->times_last, worst->collectives, fraction * 100,
+             static_cast<double>(worst->lateness_median_ns) / 1e3, static_cast<double>(worst->wait_caused_ns) / 1e6,
+             report.total_wait_ns ? 100.0 * static_cast<double>(worst->wait_caused_ns) / static_cast<double>(report.total_wait_ns) : 0.0);
+  } else {
+    snprintf(buf, sizeof buf,
+             "no straggler: the most frequent last arriver (rank %d) was last at %.0f%% of %" PRIu64
+             " collectives with a median lateness of %.1f us (thresholds: %.0f%% and %.1f us)",
+             worst->global_rank, fraction * 100, worst->collectives, static_cast<double>(worst->lateness_median_ns) / 1e3,
+             options.min_last_fraction * 100, static_cast<double>(options.min_lateness_ns) / 1e3);
+  }
+  report.reason = buf;
+  return report;
+}
+
+ImbalanceReport busy_imbalance(const std::vector<RankIntervals>& ranks) {
+  ImbalanceReport report;
+  std::map<int32_t, std::vector<std::pair<uint64_t, uint64_t>>> merged_input;
+  for (const RankIntervals& r : ranks)
+    merged_input[r.global_rank].insert(merged_input[r.global_rank].end(), r.intervals.begin(), r.intervals.end());
+  double sum = 0;
+  for (auto& [rank, iv] : merged_input) {
+    std::sort(iv.begin(), iv.end());
+    RankBusy b;
+    b.global_rank = rank;
+    uint64_t cur_start = 0, cur_end = 0, first = 0, last = 0;
+    bool open = false;
+    for (const auto& [s, e] : iv) {
+      if (e <= s) continue;
+      if (!open) {
+        first = s;
+        cur_start = s;
+        cur_end = e;
+        open = true;
+      } else if (s <= cur_end) {
+        cur_end = std::max(cur_end, e);
+      } else {
+        b.busy_ns += cur_end - cur_start;
+        cur_start = s;
+        cur_end = e;
+      }
+      last = std::max(last, e);
+    }
+    if (open) b.busy_ns += cur_end - cur_start;
+    b.span_ns = open ? last - first : 0;
+    sum += static_cast<double>(b.busy_ns);
+    if (report.busiest_rank < 0 || b.busy_ns > report.max_busy_ns) {
+      report.max_busy_ns = b.busy_ns;
+      report.busiest_rank = rank;
+    }
+    report.ranks.push_back(b);
+  }
+  if (!report.ranks.empty()) {
+    report.mean_busy_ns = sum / static_cast<double>(report.ranks.size());
+    if (report.mean_busy_ns > 0)
+      report.imbalance = (static_cast<double>(report.max_busy_ns) - report.mean_busy_ns) / report.mean_busy_ns;
+  }
+  return report;
+}
+
+std::vector<CollectiveStatsRow> collective_stats(const std::vector<CollectiveInstance>& collectives) {
+  std::map<std::tuple<std::string, uint64_t, int32_t>, CollectiveStatsRow> rows;
+  std::map<std::tuple<std::string, uint64_t, int32_t>, uint8_t> ops;
+  for (const CollectiveInstance& inst : collectives) {
+    if (inst.arrivals.empty()) continue;
+    uint64_t cls = 0;
+    if (inst.size_bytes > 0) {
+      cls = 1;
+      while (cls <= inst.size_bytes / 2) cls *= 2;
+    }
+    auto key = std::make_tuple(std::string(nccl_op_name(inst.op)), cls, inst.nranks);
+    CollectiveStatsRow& row = rows[key];
+    ops[key] = inst.op;
+    row.op = std::get<0>(key);
+    row.size_class_bytes = cls;
+    row.nranks = inst.nranks;
+    ++row.count;
+    row.total_bytes += inst.size_bytes;
+    std::vector<uint64_t> kernel;
+    for (const Arrival& a : inst.arrivals) kernel.push_back(a.end_ns - a.start_ns);
+    row.time_ns += static_cast<uint64_t>(median(kernel));
+    row.transfer_ns += inst.transfer_ns;
+    row.wait_ns += inst.wait_ns;
+  }
+  std::vector<CollectiveStatsRow> out;
+  for (auto& [key, row] : rows) {
+    if (row.transfer_ns > 0) {
+      row.algbw_gbps = static_cast<double>(row.total_bytes) / static_cast<double>(row.transfer_ns);
+      row.busbw_gbps = row.algbw_gbps * bus_factor(ops[key], row.nranks);
+    }
+    out.push_back(row);
+  }
+  return out;
+}
+
+namespace {
+std::string human_bytes(uint64_t b) {
+  char buf[32];
+  if (b >= (1ull << 30)) snprintf(buf, sizeof buf, "%" PRIu64 " GiB", b >> 30);
+  else if (b >= (1ull << 20)) snprintf(buf, sizeof buf, "%" PRIu64 " MiB", b >> 20);
+  else if (b >= (1ull << 10)) snprintf(buf, sizeof buf, "%" PRIu64 " KiB", b >> 10);
+  else snprintf(buf, sizeof buf, "%" PRIu64 " B", b);
+  return buf;
+}
+}  // namespace
+
+std::string format_collective_stats(const std::vector<CollectiveStatsRow>& rows) {
+  std::string out;
+  char buf[512];
+  snprintf(buf, sizeof buf, "%-14s %9s %5s %7s %12s %12s %12s %10s %10s\n", "collective", "size>=", "ranks", "count",
+           "time_ms", "transfer_ms", "wait_ms", "algbw_GB/s", "busbw_GB/s");
+  out += buf;
+  for (const CollectiveStatsRow& r : rows) {
+    snprintf(buf, sizeof buf, "%-14s %9s %5d %7" PRIu64 " %12.3f %12.3f %12.3f %10.2f %10.2f\n", r.op.c_str(),
+             human_bytes(r.size_class_bytes).c_str(), r.nranks, r.count, static_cast<double>(r.time_ns) / 1e6,
+             static_cast<double>(r.transfer_ns) / 1e6, static_cast<double>(r.wait_ns) / 1e6, r.algbw_gbps, r.busbw_gbps);
+    out += buf;
+  }
+  if (rows.empty()) out += "(no NCCL collectives with kernels in the capture)\n";
+  return out;
+}
+
+}  // namespace gantt

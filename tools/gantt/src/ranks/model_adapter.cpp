@@ -1,0 +1,115 @@
+// Fills the pure rank analyses' inputs from a loaded Model, and applies an alignment back.
+#include <gpuhook/capture.h>
+
+#include "gantt/model.h"
+#include "gantt/ranks.h"
+
+namespace gantt {
+
+namespace {
+
+bool is_collective_op(uint8_t op) {
+  using gpuhook::v1::NcclOp;
+  return (op >= NcclOp::NCCL_ALL_REDUCE && op <= NcclOp::NCCL_REDUCE_SCATTER) ||
+         (op >= NcclOp::NCCL_ALL_TO_ALL && op <= NcclOp::NCCL_SCATTER);
+}
+
+void shift(std::vector<uint64_t>& column, const std::vector<uint16_t>& capture, const std::vector<int64_t>& offset) {
+  for (size_t i = 0; i < column.size(); ++i) {
+    if (column[i] == 0) continue;  // unknown stays unknown
+    const int64_t off = offset[capture[i]];
+    column[i] = static_cast<uint64_t>(static_cast<int64_t>(column[i]) + off);
+  }
+}
+
+}  // namespace
+
+int32_t global_rank(const Model& model, uint16_t capture) {
+  if (capture < model.captures.size() && model.captures[capture].header.has_rank())
+    return model.captures[capture].header.rank();
+  return capture;
+}
+
+std::vector<RankClockInput> rank_clock_inputs(const Model& model) {
+  std::vector<RankClockInput> inputs(model.captures.size());
+  for (size_t c = 0; c < model.captures.size(); ++c) {
+    const auto& h = model.captures[c].header;
+    inputs[c].host = h.host_name();
+    inputs[c].boot_id = h.boot_id();
+    inputs[c].start_monotonic_raw_ns = h.start_monotonic_raw_ns();
+    inputs[c].start_realtime_ns = h.start_realtime_ns();
+  }
+  const NcclTable& nc = model.nccl;
+  for (size_t i = 0; i < nc.size(); ++i) {
+    if (!is_collective_op(nc.op[i]) || nc.event[i] == kNone) continue;
+    const uint64_t end = model.events.end_ns[nc.event[i]];
+    if (end == 0) continue;
+    inputs[nc.capture[i]].ends.push_back({nc.comm_id[i], nc.sequence[i], end});
+  }
+  return inputs;
+}
+
+void apply_rank_alignment(Model& model, const RankAlignment& alignment) {
+  std::vector<int64_t> offset(model.captures.size(), 0);
+  bool any = false;
+  for (size_t c = 0; c < offset.size() && c < alignment.captures.size(); ++c) {
+    offset[c] = alignment.captures[c].offset_ns;
+    any |= offset[c] != 0;
+  }
+  if (!any) return;
+  EventTable& e = model.events;
+  shift(e.queued_ns, e.capture, offset);
+  shift(e.submitted_ns, e.capture, offset);
+  shift(e.start_ns, e.capture, offset);
+  shift(e.end_ns, e.capture, offset);
+  shift(model.api.start_ns, model.api.capture, offset);
+  shift(model.api.end_ns, model.api.capture, offset);
+  shift(model.ranges.start_ns, model.ranges.capture, offset);
+  shift(model.ranges.end_ns, model.ranges.capture, offset);
+  shift(model.nccl.start_ns, model.nccl.capture, offset);
+  shift(model.nccl.end_ns, model.nccl.capture, offset);
+  for (size_t c = 0; c < model.captures.size(); ++c) {
+    CaptureInfo& info = model.captures[c];
+    if (info.first_ns) info.first_ns = static_cast<uint64_t>(static_cast<int64_t>(info.first_ns) + offset[c]);
+    if (info.last_ns) info.last_ns = static_cast<uint64_t>(static_cast<int64_t>(info.last_ns) + offset[c]);
+  }
+}
+
+std::vector<RankCollectiveCall> collective_calls(const Model& model) {
+  std::vector<RankCollectiveCall> calls;
+  const NcclTable& nc = model.nccl;
+  for (size_t i = 0; i < nc.size(); ++i) {
+    if (!is_collective_op(nc.op[i])) continue;
+    RankCollectiveCall c;
+    c.capture = nc.capture[i];
+    c.rank = nc.rank[i];
+    c.global_rank = global_rank(model, nc.capture[i]);
+    c.op = nc.op[i];
+    c.comm_id = nc.comm_id[i];
+    c.sequence = nc.sequence[i];
+    c.count = nc.count[i];
+    c.datatype = nc.datatype[i];
+    c.nranks = nc.nranks[i];
+    if (nc.event[i] != kNone) {
+      c.event = nc.event[i];
+      c.kernel_start_ns = model.events.start_ns[nc.event[i]];
+      c.kernel_end_ns = model.events.end_ns[nc.event[i]];
+    }
+    calls.push_back(c);
+  }
+  return calls;
+}
+
+std::vector<RankIntervals> rank_busy_intervals(const Model& model) {
+  std::vector<RankIntervals> out(model.captures.size());
+  for (size_t c = 0; c < out.size(); ++c) out[c].global_rank = global_rank(model, static_cast<uint16_t>(c));
+  const EventTable& e = model.events;
+  for (size_t i = 0; i < e.size(); ++i) {
+    if (e.kind[i] == EventKind::kNccl || e.kind[i] == EventKind::kSync) continue;
+    if (e.start_ns[i] == 0 || e.end_ns[i] <= e.start_ns[i]) continue;
+    out[e.capture[i]].intervals.push_back({e.start_ns[i], e.end_ns[i]});
+  }
+  return out;
+}
+
+}  // namespace gantt
