@@ -1,0 +1,138 @@
+#include "config.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+namespace gpuhook::sim {
+namespace {
+
+// A bad value says so once and keeps the default, like the hook's own settings.
+template <class T>
+void read_number(const char* name, T* out) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return;
+  char* end = nullptr;
+  const double d = std::strtod(v, &end);
+  if (end == v || *end != '\0' || d < 0) {
+    std::fprintf(stderr, "gpuhook-sim: ignoring %s=%s (want a non-negative number)\n", name, v);
+    return;
+  }
+  *out = static_cast<T>(d);
+}
+
+void read_costs(const std::string& path, std::vector<KernelCost>* costs) {
+  std::ifstream in(path);
+  if (!in) {
+    std::fprintf(stderr, "gpuhook-sim: cannot read cost file %s\n", path.c_str());
+    return;
+  }
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    std::istringstream fields(line);
+    KernelCost c;
+    if (!(fields >> c.name_substring)) continue;
+    if (!(fields >> c.ns_per_block) || c.ns_per_block < 0) {
+      std::fprintf(stderr, "gpuhook-sim: %s:%d: want \"name_substring ns_per_block [regs]\"\n",
+                   path.c_str(), line_no);
+      continue;
+    }
+    fields >> c.registers_per_thread;
+    costs->push_back(c);
+  }
+}
+
+// "name:factor,name:factor"
+void read_scales(const char* spec, std::vector<CostScale>* scales) {
+  std::istringstream items(spec);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    const auto colon = item.rfind(':');
+    char* end = nullptr;
+    const double f = colon == std::string::npos ? -1 : std::strtod(item.c_str() + colon + 1, &end);
+    if (colon == std::string::npos || colon == 0 || f <= 0 || *end != '\0') {
+      std::fprintf(stderr, "gpuhook-sim: ignoring GPUHOOK_SIM_SCALE item \"%s\" (want name:factor)\n",
+                   item.c_str());
+      continue;
+    }
+    scales->push_back({item.substr(0, colon), f});
+  }
+}
+
+std::atomic<SimConfig*> g_config{nullptr};
+std::once_flag g_once;
+
+}  // namespace
+
+SimConfig SimConfig::from_environment() {
+  SimConfig c;
+  read_number("GPUHOOK_SIM_LAUNCH_NS", &c.launch_ns);
+  read_number("GPUHOOK_SIM_SUBMIT_NS", &c.submit_ns);
+  read_number("GPUHOOK_SIM_BLOCK_NS", &c.block_ns);
+  read_number("GPUHOOK_SIM_QUEUE_DEPTH", &c.queue_depth);
+  if (c.queue_depth == 0) c.queue_depth = 1;
+  read_number("GPUHOOK_SIM_SEED", &c.seed);
+  read_number("GPUHOOK_SIM_NOISE", &c.noise);
+  if (c.noise > 0.9) c.noise = 0.9;  // keeps every duration positive
+  read_number("GPUHOOK_SIM_PINNED_GBPS", &c.pinned_gbps);
+  read_number("GPUHOOK_SIM_PAGEABLE_GBPS", &c.pageable_gbps);
+  if (c.pinned_gbps <= 0) c.pinned_gbps = 25.0;
+  if (c.pageable_gbps <= 0) c.pageable_gbps = 10.0;
+  const char* verbose = std::getenv("GPUHOOK_SIM_VERBOSE");
+  c.verbose = verbose != nullptr && verbose[0] == '1';
+  if (const char* path = std::getenv("GPUHOOK_SIM_COSTS"); path != nullptr && *path != '\0') {
+    c.costs_path = path;
+  } else {
+    // The sidecar next to the program: <exe>.simcost, read only by the simulator.
+    char exe[PATH_MAX];
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+      exe[n] = '\0';
+      std::string sidecar = std::string(exe) + ".simcost";
+      if (access(sidecar.c_str(), R_OK) == 0) c.costs_path = sidecar;
+    }
+  }
+  if (!c.costs_path.empty()) read_costs(c.costs_path, &c.costs);
+  if (const char* spec = std::getenv("GPUHOOK_SIM_SCALE")) read_scales(spec, &c.scales);
+  return c;
+}
+
+double SimConfig::block_ns_for(const std::string& name, int* registers) const {
+  for (const auto& c : costs) {
+    if (name.find(c.name_substring) != std::string::npos) {
+      if (registers != nullptr && c.registers_per_thread > 0) *registers = c.registers_per_thread;
+      return c.ns_per_block;
+    }
+  }
+  return static_cast<double>(block_ns);
+}
+
+double SimConfig::scale_for(const std::string& name) const {
+  double f = 1.0;
+  for (const auto& s : scales) {
+    if (name.find(s.name_substring) != std::string::npos) f *= s.factor;
+  }
+  return f;
+}
+
+const SimConfig& config() {
+  std::call_once(g_once, [] { g_config = new SimConfig(SimConfig::from_environment()); });
+  return *g_config.load();
+}
+
+void reload_config() {
+  config();
+  // The old object is kept alive: a worker may still be reading it.
+  g_config.store(new SimConfig(SimConfig::from_environment()));
+}
+
+}  // namespace gpuhook::sim

@@ -1,0 +1,49 @@
+// Simulator settings, read once from GPUHOOK_SIM_* environment variables (README.md lists
+// them), plus the per-kernel cost sidecar file.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gpuhook::sim {
+
+struct KernelCost {
+  std::string name_substring;
+  double ns_per_block = 0;
+  int registers_per_thread = 0;  // 0: use the default
+};
+
+struct CostScale {
+  std::string name_substring;
+  double factor = 1.0;
+};
+
+struct SimConfig {
+  uint64_t launch_ns = 3000;        // host time spent inside a launch call
+  uint64_t submit_ns = 1000;        // queued -> submitted (push of the command buffer)
+  uint64_t block_ns = 2000;         // default time one block occupies its slot
+  uint64_t copy_fixed_ns = 1500;    // per-copy set-up time
+  double pinned_gbps = 25.0;        // host<->device from pinned memory
+  double pageable_gbps = 10.0;      // host<->device from pageable memory
+  double device_gbps = 1500.0;      // device<->device copies and memsets
+  size_t queue_depth = 1024;        // pending operations per stream before the host blocks
+  uint64_t seed = 1;
+  double noise = 0.0;               // kernel durations * (1 + noise * u), u uniform in [-1, 1]
+  int registers_per_thread = 32;
+  bool verbose = false;
+  std::vector<KernelCost> costs;    // first matching substring wins
+  std::vector<CostScale> scales;    // every matching substring multiplies
+  std::string costs_path;
+
+  static SimConfig from_environment();
+  // ns per block and registers for a (mangled) kernel name.
+  double block_ns_for(const std::string& name, int* registers) const;
+  double scale_for(const std::string& name) const;
+};
+
+const SimConfig& config();
+// Re-reads the environment (tests change GPUHOOK_SIM_* between cases).
+void reload_config();
+
+}  // namespace gpuhook::sim

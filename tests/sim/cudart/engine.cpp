@@ -1,0 +1,255 @@
+#include "engine.h"
+
+#include <pthread.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "../sim_bridge.h"
+#include "config.h"
+#include "records.h"
+
+namespace gpuhook::sim {
+
+void sleep_until_ns(uint64_t t_ns) {
+  for (;;) {
+    const uint64_t now = gpuhook_sim_now_ns();
+    if (now >= t_ns) return;
+    const uint64_t left = t_ns - now;
+    timespec ts{static_cast<time_t>(left / 1000000000ull), static_cast<long>(left % 1000000000ull)};
+    nanosleep(&ts, nullptr);
+  }
+}
+
+Engine& Engine::instance() {
+  // Never destroyed: stream workers and atexit flushes outlive static destructors.
+  static Engine* engine = new Engine();
+  return *engine;
+}
+
+Engine::Engine() {
+  legacy_ = new Stream();
+  legacy_->id = 7;  // the id CUPTI gives the legacy default stream
+  legacy_->legacy = true;
+  streams_.push_back(legacy_);
+  start_worker(legacy_);
+}
+
+void Engine::start_worker(Stream* s) {
+  std::thread([this, s] { worker_main(s); }).detach();
+}
+
+Stream* Engine::legacy_stream() { return legacy_; }
+
+Stream* Engine::create_stream(unsigned flags, int priority) {
+  auto* s = new Stream();
+  s->blocking = (flags & cudaStreamNonBlocking) == 0;
+  s->priority = std::clamp(priority, -5, 0);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    s->id = next_stream_id_++;
+    streams_.push_back(s);
+  }
+  start_worker(s);
+  return s;
+}
+
+void Engine::destroy_stream(Stream* s) {
+  // Like cudaStreamDestroy: returns at once; the worker finishes queued work, then stops.
+  auto op = std::make_unique<Op>();
+  op->kind = OpKind::kStop;
+  enqueue(s, std::move(op));
+}
+
+bool Engine::per_thread_handle(cudaStream_t handle) const { return handle == cudaStreamPerThread; }
+
+Stream* Engine::resolve(cudaStream_t handle) {
+  if (handle == nullptr || handle == cudaStreamLegacy) return legacy_;
+  if (handle == cudaStreamPerThread) {
+    // The per-thread default stream is a blocking stream of its own (it synchronises with the
+    // legacy default stream, not with other threads' work).
+    thread_local Stream* per_thread = nullptr;
+    if (per_thread == nullptr) per_thread = create_stream(cudaStreamDefault, 0);
+    return per_thread;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Stream* s : streams_) {
+    if (reinterpret_cast<cudaStream_t>(s) == handle) return s->dead ? nullptr : s;
+  }
+  return nullptr;
+}
+
+uint64_t Engine::next_seq() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ++seq_;
+}
+
+CompletionPtr Engine::enqueue(Stream* s, std::unique_ptr<Op> op) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (op->seq == 0) op->seq = ++seq_;
+  // Legacy default stream semantics: its work waits for all earlier work on blocking streams,
+  // and later work on blocking streams waits for it.
+  if (s->legacy) {
+    for (Stream* other : streams_) {
+      if (other != s && other->blocking && !other->dead && other->last && !other->last->done) {
+        op->deps.push_back(other->last);
+      }
+    }
+  } else if (s->blocking && legacy_->last && !legacy_->last->done) {
+    op->deps.push_back(legacy_->last);
+  }
+  space_cv_.wait(lock, [&] { return s->queue.size() < config().queue_depth; });
+  CompletionPtr c = op->done;
+  s->last = c;
+  s->queue.push_back(std::move(op));
+  s->work_cv.notify_one();
+  return c;
+}
+
+void Engine::wait(const CompletionPtr& c) {
+  if (!c) return;
+  std::unique_lock<std::mutex> lock(mu_);
+  done_cv_.wait(lock, [&] { return c->done; });
+}
+
+bool Engine::done(const CompletionPtr& c) {
+  if (!c) return true;
+  std::lock_guard<std::mutex> lock(mu_);
+  return c->done;
+}
+
+uint64_t Engine::end_ns(const CompletionPtr& c) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return c ? c->end_ns : 0;
+}
+
+CompletionPtr Engine::last_of(Stream* s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return s->last;
+}
+
+void Engine::synchronize_device() {
+  std::vector<CompletionPtr> pending;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (Stream* s : streams_) {
+      if (s->last) pending.push_back(s->last);
+    }
+  }
+  for (const auto& c : pending) wait(c);
+}
+
+uint64_t Engine::acquire(std::unique_lock<std::mutex>& lock, Resource& r, double share,
+                         int priority, uint64_t seq, uint64_t ready_ns) {
+  r.waiters.push_back({priority, seq});
+  auto first_in_line = [&] {
+    // Lower value = higher priority, as in cudaStreamCreateWithPriority; then issue order.
+    for (const Waiter& w : r.waiters) {
+      if (w.priority < priority || (w.priority == priority && w.seq < seq)) return false;
+    }
+    return true;
+  };
+  resource_cv_.wait(lock, [&] { return first_in_line() && r.used + share <= 1.0 + 1e-9; });
+  r.waiters.erase(std::find_if(r.waiters.begin(), r.waiters.end(),
+                               [&](const Waiter& w) { return w.seq == seq; }));
+  // The planned start: the earliest time >= ready at which the shares released by finished
+  // work (planned ends, newest first) leave room next to the work still running.
+  std::vector<std::pair<uint64_t, double>> rel(r.released.begin(), r.released.end());
+  std::sort(rel.begin(), rel.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  uint64_t start = ready_ns;
+  double overlapping = 0;
+  for (const auto& [end, s] : rel) {
+    if (end <= ready_ns) break;
+    if (r.used + share + overlapping + s <= 1.0 + 1e-9) {
+      overlapping += s;
+      continue;
+    }
+    start = std::max(start, end);
+    break;
+  }
+  r.used += share;
+  resource_cv_.notify_all();  // the next in line may fit too
+  return start;
+}
+
+void Engine::release(Resource& r, double share, uint64_t end_ns) {
+  r.used = std::max(0.0, r.used - share);
+  r.released.emplace_back(end_ns, share);
+  if (r.released.size() > 256) r.released.pop_front();
+  resource_cv_.notify_all();
+}
+
+void Engine::execute(std::unique_lock<std::mutex>& lock, Stream* s, Op& op) {
+  uint64_t ready = std::max(op.submitted_ns, s->prev_end_ns);
+  for (const auto& d : op.deps) ready = std::max(ready, d->end_ns);
+  uint64_t start = ready;
+  uint64_t end = ready;
+  Resource* resource = nullptr;
+  double share = 0;
+  if (op.kind == OpKind::kKernel) {
+    resource = &sms_;
+    share = op.share;
+  } else if (op.kind == OpKind::kMemcpy) {
+    resource = &copy_engines_[static_cast<int>(op.engine)];
+    share = 1.0;
+  }
+  if (resource != nullptr) start = acquire(lock, *resource, share, s->priority, op.seq, ready);
+  if (op.kind == OpKind::kKernel || op.kind == OpKind::kMemcpy || op.kind == OpKind::kMemset) {
+    end = start + op.duration_ns;
+  }
+  lock.unlock();
+  // The work itself: device memory is host memory, so copies and memsets are real, and a
+  // kernel with a registered host twin computes its result on this worker thread.
+  switch (op.kind) {
+    case OpKind::kKernel:
+      if (op.kernel != nullptr && op.kernel->twin != nullptr) {
+        std::vector<void*> args(op.arg_offsets.size());
+        for (size_t i = 0; i < args.size(); ++i) args[i] = op.arg_bytes.data() + op.arg_offsets[i];
+        op.kernel->twin(args.data(), op.grid, op.block);
+      }
+      break;
+    case OpKind::kMemcpy:
+      if (op.bytes != 0) std::memmove(op.dst, op.src, op.bytes);
+      break;
+    case OpKind::kMemset:
+      if (op.bytes != 0) std::memset(op.dst, op.value, op.bytes);
+      break;
+    default: break;
+  }
+  sleep_until_ns(end);
+  emit_op_record(*s, op, start, end);
+  lock.lock();
+  if (resource != nullptr) release(*resource, share, end);
+  s->prev_end_ns = end;
+  op.done->end_ns = end;
+  op.done->done = true;
+}
+
+void Engine::worker_main(Stream* s) {
+  pthread_setname_np(pthread_self(), s->legacy ? "sim_stream_0" : "sim_stream");
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    s->work_cv.wait(lock, [&] { return !s->queue.empty(); });
+    Op& op = *s->queue.front();
+    if (op.kind == OpKind::kStop) {
+      s->dead = true;
+      op.done->end_ns = s->prev_end_ns;
+      op.done->done = true;
+      s->queue.pop_front();
+      done_cv_.notify_all();
+      space_cv_.notify_all();
+      return;
+    }
+    done_cv_.wait(lock, [&] {
+      return std::all_of(op.deps.begin(), op.deps.end(), [](const auto& d) { return d->done; });
+    });
+    execute(lock, s, op);
+    s->queue.pop_front();
+    done_cv_.notify_all();
+    space_cv_.notify_all();
+  }
+}
+
+}  // namespace gpuhook::sim

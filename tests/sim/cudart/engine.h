@@ -1,0 +1,142 @@
+// The simulated GPU: one worker thread per stream runs that stream's operations in order;
+// kernels share the SMs by the fraction of the device their grid fills, copies queue for
+// the copy engine of their direction. Times are planned on the CUPTI clock (start = the
+// latest of "submitted", the previous operation's end, dependencies' ends and the moment
+// room became free) and the worker waits in real time until the planned end before it
+// reports completion, so whatever the host observes is consistent with the records.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace gpuhook::sim {
+
+using HostTwinFn = void (*)(void** args, dim3 grid, dim3 block);
+
+struct KernelInfo {
+  std::string name;  // the mangled device name, as CUPTI reports it
+  const void* stub = nullptr;
+  HostTwinFn twin = nullptr;
+  std::vector<size_t> arg_sizes;
+};
+
+struct Completion {
+  bool done = false;    // guarded by Engine's mutex
+  uint64_t end_ns = 0;  // planned end on the CUPTI clock
+};
+using CompletionPtr = std::shared_ptr<Completion>;
+
+enum class OpKind { kKernel, kMemcpy, kMemset, kMarker, kStop };
+enum class CopyEngine { kHostToDevice = 0, kDeviceToHost = 1, kDeviceToDevice = 2, kNone = 3 };
+
+struct Op {
+  OpKind kind = OpKind::kMarker;
+  uint64_t seq = 0;  // issue order, breaks priority ties
+  uint32_t correlation_id = 0;
+  uint64_t queued_ns = 0;
+  uint64_t submitted_ns = 0;
+  std::vector<CompletionPtr> deps;
+  CompletionPtr done = std::make_shared<Completion>();
+  // kernel
+  const KernelInfo* kernel = nullptr;
+  dim3 grid{1, 1, 1};
+  dim3 block{1, 1, 1};
+  size_t dynamic_smem_bytes = 0;
+  int registers_per_thread = 0;
+  std::vector<unsigned char> arg_bytes;
+  std::vector<size_t> arg_offsets;
+  double share = 0;  // fraction of the device's block slots the grid occupies
+  // kernel, copy, memset
+  uint64_t duration_ns = 0;
+  void* dst = nullptr;
+  const void* src = nullptr;
+  size_t bytes = 0;
+  int value = 0;
+  uint8_t copy_kind = 0;  // CUpti_ActivityMemcpyKind
+  uint8_t src_kind = 0;   // CUpti_ActivityMemoryKind
+  uint8_t dst_kind = 0;
+  CopyEngine engine = CopyEngine::kNone;
+  bool async = true;
+};
+
+struct Stream {
+  uint32_t id = 0;
+  int priority = 0;
+  bool legacy = false;
+  bool blocking = true;  // synchronises with the legacy default stream
+  bool dead = false;
+  std::deque<std::unique_ptr<Op>> queue;  // the front one is executing
+  CompletionPtr last;
+  uint64_t prev_end_ns = 0;
+  std::condition_variable work_cv;
+};
+
+struct EventImpl {
+  CompletionPtr completion;
+  unsigned flags = 0;
+  uint32_t id = 0;
+};
+
+class Engine {
+ public:
+  static Engine& instance();
+
+  Stream* legacy_stream();
+  Stream* create_stream(unsigned flags, int priority);
+  void destroy_stream(Stream* s);
+  // nullptr for an unknown handle. 0 and cudaStreamLegacy are the legacy default stream;
+  // cudaStreamPerThread is this thread's default stream.
+  Stream* resolve(cudaStream_t handle);
+  bool per_thread_handle(cudaStream_t handle) const;
+
+  // Blocks while the stream's queue is full (the bounded launch queue).
+  CompletionPtr enqueue(Stream* s, std::unique_ptr<Op> op);
+  void wait(const CompletionPtr& c);
+  bool done(const CompletionPtr& c);
+  uint64_t end_ns(const CompletionPtr& c);
+  CompletionPtr last_of(Stream* s);
+  void synchronize_device();
+  uint64_t next_seq();
+
+ private:
+  Engine();
+  struct Waiter {
+    int priority;
+    uint64_t seq;
+  };
+  struct Resource {
+    double used = 0;
+    std::vector<Waiter> waiters;
+    std::deque<std::pair<uint64_t, double>> released;  // (planned end, share), newest last
+  };
+  void start_worker(Stream* s);
+  void worker_main(Stream* s);
+  uint64_t acquire(std::unique_lock<std::mutex>& lock, Resource& r, double share, int priority,
+                   uint64_t seq, uint64_t ready_ns);
+  void release(Resource& r, double share, uint64_t end_ns);
+  void execute(std::unique_lock<std::mutex>& lock, Stream* s, Op& op);
+
+  std::mutex mu_;
+  std::condition_variable done_cv_;
+  std::condition_variable space_cv_;
+  std::condition_variable resource_cv_;
+  std::vector<Stream*> streams_;  // every stream ever created; dead ones stay (handles may linger)
+  Stream* legacy_ = nullptr;
+  Resource sms_;
+  Resource copy_engines_[3];
+  uint32_t next_stream_id_ = 13;
+  uint64_t seq_ = 0;
+};
+
+// Sleeps until the CUPTI clock reads at least t_ns.
+void sleep_until_ns(uint64_t t_ns);
+
+}  // namespace gpuhook::sim

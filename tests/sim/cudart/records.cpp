@@ -1,0 +1,227 @@
+#include "records.h"
+
+#include <dlfcn.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+
+#include "../sim_bridge.h"
+#include "config.h"
+
+namespace gpuhook::sim {
+namespace {
+
+constexpr uint32_t kContextId = 1;
+constexpr uint32_t kDeviceId = 0;
+std::atomic<uint32_t> g_next_correlation{1};
+
+// Initialisation state: the thread that initialises may re-enter the runtime from the
+// injection library's InitializeInjection(); others wait until it is done.
+std::once_flag g_init_once;
+thread_local bool t_initializing = false;
+
+void load_injection() {
+  const char* path = std::getenv("CUDA_INJECTION64_PATH");
+  if (path == nullptr || *path == '\0') return;
+  void* lib = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+  if (lib == nullptr) {
+    std::fprintf(stderr, "gpuhook-sim: cannot load CUDA_INJECTION64_PATH=%s: %s\n", path, dlerror());
+    return;
+  }
+  using InitFn = int (*)(void);
+  auto init = reinterpret_cast<InitFn>(dlsym(lib, "InitializeInjection"));
+  if (init == nullptr) {
+    std::fprintf(stderr, "gpuhook-sim: %s has no InitializeInjection()\n", path);
+    return;
+  }
+  init();
+}
+
+}  // namespace
+
+uint32_t current_thread_id() {
+  thread_local uint32_t tid = static_cast<uint32_t>(syscall(SYS_gettid));
+  return tid;
+}
+
+cudaError_t& thread_last_error() {
+  thread_local cudaError_t last = cudaSuccess;
+  return last;
+}
+
+void ensure_initialized() {
+  if (t_initializing) return;
+  std::call_once(g_init_once, [] {
+    t_initializing = true;
+    const SimConfig& c = config();
+    Engine::instance();
+    if (c.verbose) {
+      std::fprintf(stderr,
+                   "gpuhook-sim: this is the gpuhook CPU simulator of the CUDA runtime, not a GPU "
+                   "(costs: %s)\n",
+                   c.costs_path.empty() ? "defaults" : c.costs_path.c_str());
+    }
+    load_injection();
+    t_initializing = false;
+  });
+}
+
+ApiScope::ApiScope(CUpti_CallbackId cbid, const char* name, const char* symbol)
+    : cbid_(cbid), name_(name), symbol_(symbol) {
+  ensure_initialized();
+  correlation_id_ = g_next_correlation.fetch_add(1);
+  entry_ns_ = gpuhook_sim_now_ns();
+  gpuhook_sim_api_callback(CUPTI_API_ENTER, cbid_, name_, symbol_, correlation_id_,
+                           &correlation_data_, nullptr);
+}
+
+cudaError_t ApiScope::ret(cudaError_t err) {
+  result_ = err;
+  if (err != cudaSuccess && err != cudaErrorNotReady) thread_last_error() = err;
+  return err;
+}
+
+ApiScope::~ApiScope() {
+  const uint64_t exit_ns = gpuhook_sim_now_ns();
+  gpuhook_sim_api_callback(CUPTI_API_EXIT, cbid_, name_, symbol_, correlation_id_,
+                           &correlation_data_, &result_);
+  if (!gpuhook_sim_runtime_api_enabled(cbid_)) return;
+  gpuhook_sim_emit_external_correlations(correlation_id_);
+  CUpti_ActivityAPI r{};
+  r.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+  r.cbid = cbid_;
+  r.start = entry_ns_;
+  r.end = exit_ns;
+  r.processId = static_cast<uint32_t>(getpid());
+  r.threadId = current_thread_id();
+  r.correlationId = correlation_id_;
+  r.returnValue = static_cast<uint32_t>(result_);
+  gpuhook_sim_emit(&r, sizeof r);
+}
+
+void emit_op_record(const Stream& s, const Op& op, uint64_t start_ns, uint64_t end_ns) {
+  const bool latency = gpuhook_sim_latency_timestamps_enabled() != 0;
+  switch (op.kind) {
+    case OpKind::kKernel: {
+      CUpti_ActivityKind kind;
+      if (gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) {
+        kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+      } else if (gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_KERNEL)) {
+        kind = CUPTI_ACTIVITY_KIND_KERNEL;
+      } else {
+        return;
+      }
+      CUpti_ActivityKernel10 r{};
+      r.kind = kind;
+      r.registersPerThread = static_cast<uint16_t>(op.registers_per_thread);
+      r.start = start_ns;
+      r.end = end_ns;
+      r.completed = CUPTI_TIMESTAMP_UNKNOWN;
+      r.deviceId = kDeviceId;
+      r.contextId = kContextId;
+      r.streamId = s.id;
+      r.gridX = static_cast<int32_t>(op.grid.x);
+      r.gridY = static_cast<int32_t>(op.grid.y);
+      r.gridZ = static_cast<int32_t>(op.grid.z);
+      r.blockX = static_cast<int32_t>(op.block.x);
+      r.blockY = static_cast<int32_t>(op.block.y);
+      r.blockZ = static_cast<int32_t>(op.block.z);
+      r.staticSharedMemory = 0;
+      r.dynamicSharedMemory = static_cast<int32_t>(op.dynamic_smem_bytes);
+      r.correlationId = op.correlation_id;
+      r.gridId = static_cast<int64_t>(op.seq);
+      r.name = op.kernel != nullptr ? op.kernel->name.c_str() : "unknown";
+      // CUPTI fills queued/submitted only when latency timestamps were enabled.
+      r.queued = latency ? op.queued_ns : CUPTI_TIMESTAMP_UNKNOWN;
+      r.submitted = latency ? op.submitted_ns : CUPTI_TIMESTAMP_UNKNOWN;
+      r.launchType = CUPTI_ACTIVITY_LAUNCH_TYPE_REGULAR;
+      r.channelID = CUPTI_INVALID_CHANNEL_ID;
+      r.channelType = CUPTI_CHANNEL_TYPE_COMPUTE;
+      gpuhook_sim_emit(&r, sizeof r);
+      break;
+    }
+    case OpKind::kMemcpy: {
+      if (!gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_MEMCPY)) return;
+      CUpti_ActivityMemcpy6 r{};
+      r.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+      r.copyKind = op.copy_kind;
+      r.srcKind = op.src_kind;
+      r.dstKind = op.dst_kind;
+      r.flags = op.async ? CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC : 0;
+      r.bytes = op.bytes;
+      r.start = start_ns;
+      r.end = end_ns;
+      r.deviceId = kDeviceId;
+      r.contextId = kContextId;
+      r.streamId = s.id;
+      r.correlationId = op.correlation_id;
+      r.channelID = CUPTI_INVALID_CHANNEL_ID;
+      r.channelType = CUPTI_CHANNEL_TYPE_ASYNC_MEMCPY;
+      r.copyCount = 1;
+      gpuhook_sim_emit(&r, sizeof r);
+      break;
+    }
+    case OpKind::kMemset: {
+      if (!gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_MEMSET)) return;
+      CUpti_ActivityMemset4 r{};
+      r.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+      r.value = static_cast<uint32_t>(op.value);
+      r.bytes = op.bytes;
+      r.start = start_ns;
+      r.end = end_ns;
+      r.deviceId = kDeviceId;
+      r.contextId = kContextId;
+      r.streamId = s.id;
+      r.correlationId = op.correlation_id;
+      r.flags = op.async ? CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC : 0;
+      r.memoryKind = op.dst_kind;
+      r.channelID = CUPTI_INVALID_CHANNEL_ID;
+      r.channelType = CUPTI_CHANNEL_TYPE_COMPUTE;
+      gpuhook_sim_emit(&r, sizeof r);
+      break;
+    }
+    default: break;
+  }
+}
+
+void emit_sync_record(CUpti_ActivitySynchronizationType type, uint32_t correlation_id,
+                      uint64_t start_ns, uint64_t end_ns, uint32_t stream_id, uint32_t event_id) {
+  if (!gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION)) return;
+  CUpti_ActivitySynchronization2 r{};
+  r.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+  r.type = type;
+  r.start = start_ns;
+  r.end = end_ns;
+  r.correlationId = correlation_id;
+  r.contextId = kContextId;
+  r.streamId = stream_id;
+  r.cudaEventId = event_id;
+  r.cudaEventSyncId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+  r.returnValue = 0;
+  gpuhook_sim_emit(&r, sizeof r);
+}
+
+void emit_memory_record(bool allocation, CUpti_ActivityMemoryKind kind, const void* address,
+                        size_t bytes, uint32_t correlation_id) {
+  if (!gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_MEMORY2)) return;
+  CUpti_ActivityMemory4 r{};
+  r.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+  r.memoryOperationType = allocation ? CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION
+                                     : CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+  r.memoryKind = kind;
+  r.correlationId = correlation_id;
+  r.address = reinterpret_cast<uint64_t>(address);
+  r.bytes = bytes;
+  r.timestamp = gpuhook_sim_now_ns();
+  r.processId = static_cast<uint32_t>(getpid());
+  r.deviceId = kDeviceId;
+  r.contextId = kContextId;
+  r.streamId = CUPTI_INVALID_STREAM_ID;
+  gpuhook_sim_emit(&r, sizeof r);
+}
+
+}  // namespace gpuhook::sim

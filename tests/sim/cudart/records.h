@@ -1,0 +1,49 @@
+// Turns simulated work and runtime calls into CUPTI activity records (the toolkit's structs)
+// and runtime-API callbacks.
+#pragma once
+
+#include <cupti.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "engine.h"
+
+namespace gpuhook::sim {
+
+void emit_op_record(const Stream& s, const Op& op, uint64_t start_ns, uint64_t end_ns);
+void emit_sync_record(CUpti_ActivitySynchronizationType type, uint32_t correlation_id,
+                      uint64_t start_ns, uint64_t end_ns, uint32_t stream_id, uint32_t event_id);
+void emit_memory_record(bool allocation, CUpti_ActivityMemoryKind kind, const void* address,
+                        size_t bytes, uint32_t correlation_id);
+
+// One runtime call: takes its correlation id, fires the ENTER/EXIT callbacks and writes its
+// API record on exit. Every entry point starts with one; the first one ever also initialises
+// the runtime (and with it the injection library, as the driver does).
+class ApiScope {
+ public:
+  ApiScope(CUpti_CallbackId cbid, const char* name, const char* symbol = nullptr);
+  ~ApiScope();
+  ApiScope(const ApiScope&) = delete;
+  ApiScope& operator=(const ApiScope&) = delete;
+  // Records the result (and the thread's last error when it is one) and returns it.
+  cudaError_t ret(cudaError_t err);
+  uint32_t correlation_id() const { return correlation_id_; }
+  uint64_t entry_ns() const { return entry_ns_; }
+  void set_symbol(const char* symbol) { symbol_ = symbol; }
+
+ private:
+  CUpti_CallbackId cbid_;
+  const char* name_;
+  const char* symbol_;
+  uint32_t correlation_id_;
+  uint64_t entry_ns_;
+  uint64_t correlation_data_ = 0;
+  cudaError_t result_ = cudaSuccess;
+};
+
+void ensure_initialized();
+uint32_t current_thread_id();
+cudaError_t& thread_last_error();
+
+}  // namespace gpuhook::sim

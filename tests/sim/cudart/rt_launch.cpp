@@ -1,0 +1,221 @@
+// Kernel registration and launch: the entry points nvcc's host code calls (CUDA 13 <<<>>>
+// goes through __cudaGetKernel + __cudaLaunchKernel) and cudaLaunchKernel.
+#include <cupti.h>
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "../sim_bridge.h"
+#include "config.h"
+#include "device_model.h"
+#include "engine.h"
+#include "records.h"
+#include "registry.h"
+
+namespace gpuhook::sim {
+namespace {
+
+std::mutex g_registry_mu;
+std::unordered_map<const void*, KernelInfo*>& registry() {
+  static auto* map = new std::unordered_map<const void*, KernelInfo*>();
+  return *map;
+}
+
+struct CallConfig {
+  dim3 grid;
+  dim3 block;
+  size_t shared_bytes;
+  cudaStream_t stream;
+};
+thread_local std::vector<CallConfig> t_call_configs;
+
+std::atomic<uint64_t> g_launch_count{0};
+
+// splitmix64: a per-launch noise draw that depends only on the seed and the launch's
+// position in the program, so two runs with one seed give identical durations.
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+void spin_ns(uint64_t ns) {
+  // A short busy wait: sleeping would overshoot a few-microsecond launch cost many times.
+  const uint64_t until = gpuhook_sim_now_ns() + ns;
+  while (gpuhook_sim_now_ns() < until) {
+  }
+}
+
+cudaError_t launch(CUpti_CallbackId cbid, const char* api_name, KernelInfo* k, dim3 grid,
+                   dim3 block, void** args, size_t shared_bytes, cudaStream_t stream,
+                   bool per_thread) {
+  ApiScope api(cbid, api_name, k != nullptr ? k->name.c_str() : nullptr);
+  if (k == nullptr) return api.ret(cudaErrorInvalidDeviceFunction);
+  const uint64_t threads = uint64_t{block.x} * block.y * block.z;
+  const uint64_t blocks = uint64_t{grid.x} * grid.y * grid.z;
+  if (threads == 0 || threads > model::kMaxThreadsPerBlock || blocks == 0 || grid.y > 65535 ||
+      grid.z > 65535 || block.z > 64) {
+    return api.ret(cudaErrorInvalidConfiguration);
+  }
+  if (shared_bytes > model::kSharedPerBlockOptinBytes) return api.ret(cudaErrorInvalidValue);
+  Engine& engine = Engine::instance();
+  Stream* s = engine.resolve(per_thread && stream == nullptr ? cudaStreamPerThread : stream);
+  if (s == nullptr) return api.ret(cudaErrorInvalidResourceHandle);
+
+  const SimConfig& c = config();
+  auto op = std::make_unique<Op>();
+  op->kind = OpKind::kKernel;
+  op->kernel = k;
+  op->grid = grid;
+  op->block = block;
+  op->dynamic_smem_bytes = shared_bytes;
+  op->registers_per_thread = registers_for(*k);
+  op->correlation_id = api.correlation_id();
+  const int per_sm = model::blocks_per_sm(static_cast<int>(threads), op->registers_per_thread,
+                                          shared_bytes);
+  if (per_sm == 0) return api.ret(cudaErrorLaunchOutOfResources);
+  const double capacity = static_cast<double>(per_sm) * model::kSmCount;
+  op->share = std::min(1.0, static_cast<double>(blocks) / capacity);
+  const double waves = std::ceil(static_cast<double>(blocks) / capacity);
+  double duration = waves * c.block_ns_for(k->name, nullptr) * c.scale_for(k->name);
+  const uint64_t launch_index = g_launch_count.fetch_add(1);
+  if (c.noise > 0) {
+    const double u = static_cast<double>(mix(c.seed * 0x100000001b3ull + launch_index) >> 11) /
+                         static_cast<double>(1ull << 53) * 2.0 - 1.0;
+    duration *= 1.0 + c.noise * u;
+  }
+  op->duration_ns = static_cast<uint64_t>(std::max(1.0, duration));
+  if (k->twin != nullptr) {
+    // Arguments are copied now: the caller's stack frame is gone when the kernel runs.
+    size_t total = 0;
+    for (size_t size : k->arg_sizes) {
+      op->arg_offsets.push_back(total);
+      total += (size + 15) & ~size_t{15};
+    }
+    op->arg_bytes.resize(total);
+    for (size_t i = 0; i < k->arg_sizes.size(); ++i) {
+      std::memcpy(op->arg_bytes.data() + op->arg_offsets[i], args[i], k->arg_sizes[i]);
+    }
+  }
+  spin_ns(c.launch_ns);
+  op->queued_ns = gpuhook_sim_now_ns();
+  op->submitted_ns = op->queued_ns + c.submit_ns;
+  engine.enqueue(s, std::move(op));
+  return api.ret(cudaSuccess);
+}
+
+}  // namespace
+
+KernelInfo* find_kernel(const void* stub) {
+  std::lock_guard<std::mutex> lock(g_registry_mu);
+  auto it = registry().find(stub);
+  return it == registry().end() ? nullptr : it->second;
+}
+
+KernelInfo* kernel_entry(const void* stub) {
+  std::lock_guard<std::mutex> lock(g_registry_mu);
+  KernelInfo*& k = registry()[stub];
+  if (k == nullptr) {
+    k = new KernelInfo();
+    k->stub = stub;
+  }
+  return k;
+}
+
+int registers_for(const KernelInfo& k) {
+  int regs = config().registers_per_thread;
+  config().block_ns_for(k.name, &regs);
+  return regs;
+}
+
+}  // namespace gpuhook::sim
+
+using namespace gpuhook::sim;
+
+extern "C" {
+
+void** __cudaRegisterFatBinary(void* fat_cubin) {
+  // The device code is never run; the handle only has to be unique and stable.
+  auto** handle = new void*[1];
+  handle[0] = fat_cubin;
+  return handle;
+}
+
+void __cudaRegisterFatBinaryEnd(void**) {}
+void __cudaUnregisterFatBinary(void**) {}
+char __cudaInitModule(void**) { return 1; }
+
+void __cudaRegisterFunction(void**, const char* host_fun, char*, const char* device_name, int,
+                            uint3*, uint3*, dim3*, dim3*, int*) {
+  KernelInfo* k = kernel_entry(host_fun);
+  k->name = device_name;
+}
+
+void __cudaRegisterVar(void**, char*, char*, const char* device_name, int, size_t, int, int) {
+  std::fprintf(stderr, "gpuhook-sim: __device__ variables are not simulated (%s)\n", device_name);
+  std::abort();
+}
+
+unsigned __cudaPushCallConfiguration(dim3 grid, dim3 block, size_t shared_bytes,
+                                     struct CUstream_st* stream) {
+  t_call_configs.push_back({grid, block, shared_bytes, stream});
+  return 0;
+}
+
+cudaError_t __cudaPopCallConfiguration(dim3* grid, dim3* block, size_t* shared_bytes, void* stream) {
+  if (t_call_configs.empty()) return cudaErrorMissingConfiguration;
+  const CallConfig c = t_call_configs.back();
+  t_call_configs.pop_back();
+  *grid = c.grid;
+  *block = c.block;
+  *shared_bytes = c.shared_bytes;
+  *static_cast<cudaStream_t*>(stream) = c.stream;
+  return cudaSuccess;
+}
+
+cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* stub) {
+  KernelInfo* k = find_kernel(stub);
+  if (kernel == nullptr || k == nullptr) return cudaErrorInvalidDeviceFunction;
+  *kernel = reinterpret_cast<cudaKernel_t>(k);
+  return cudaSuccess;
+}
+
+cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void** args,
+                               size_t shared_bytes, cudaStream_t stream) {
+  return launch(CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, "__cudaLaunchKernel",
+                reinterpret_cast<KernelInfo*>(kernel), grid, block, args, shared_bytes, stream,
+                false);
+}
+
+cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid, dim3 block, void** args,
+                                    size_t shared_bytes, cudaStream_t stream) {
+  return launch(CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000, "__cudaLaunchKernel_ptsz",
+                reinterpret_cast<KernelInfo*>(kernel), grid, block, args, shared_bytes, stream,
+                true);
+}
+
+cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void** args,
+                             size_t shared_bytes, cudaStream_t stream) {
+  return launch(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, "cudaLaunchKernel",
+                find_kernel(func), grid, block, args, shared_bytes, stream, false);
+}
+
+// The examples' host twins (see examples/README.md): only the simulator defines this symbol,
+// so on a real GPU the weak reference is null and the real kernel runs.
+void gpuhook_sim_register_host_kernel(const void* stub, HostTwinFn host, const size_t* arg_sizes,
+                                      int arg_count) {
+  KernelInfo* k = kernel_entry(stub);
+  k->arg_sizes.assign(arg_sizes, arg_sizes + (arg_count > 0 ? arg_count : 0));
+  k->twin = host;
+}
+
+void gpuhook_sim_reload_config(void) { reload_config(); }
+
+}  // extern "C"

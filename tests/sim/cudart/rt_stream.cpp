@@ -1,0 +1,193 @@
+// Streams, events and synchronisation of the simulated runtime.
+#include <cupti.h>
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+
+#include "../sim_bridge.h"
+#include "config.h"
+#include "engine.h"
+#include "records.h"
+
+using namespace gpuhook::sim;
+
+namespace {
+
+std::atomic<uint32_t> g_next_event_id{1};
+
+EventImpl* event_of(cudaEvent_t e) { return reinterpret_cast<EventImpl*>(e); }
+
+cudaError_t sync_stream(ApiScope& api, cudaStream_t stream) {
+  Engine& engine = Engine::instance();
+  Stream* s = engine.resolve(stream);
+  if (s == nullptr) return cudaErrorInvalidResourceHandle;
+  // The legacy stream's last operation depends on earlier work of blocking streams, so
+  // waiting for it covers that implicit synchronisation too.
+  engine.wait(engine.last_of(s));
+  emit_sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, api.correlation_id(),
+                   api.entry_ns(), gpuhook_sim_now_ns(), s->id, CUPTI_SYNCHRONIZATION_INVALID_VALUE);
+  return cudaSuccess;
+}
+
+cudaError_t create(cudaStream_t* stream, unsigned flags, int priority) {
+  if (stream == nullptr || (flags & ~cudaStreamNonBlocking) != 0) return cudaErrorInvalidValue;
+  *stream = reinterpret_cast<cudaStream_t>(Engine::instance().create_stream(flags, priority));
+  return cudaSuccess;
+}
+
+}  // namespace
+
+extern "C" {
+
+cudaError_t cudaStreamCreate(cudaStream_t* stream) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaStreamCreate_v3020, "cudaStreamCreate");
+  return api.ret(create(stream, cudaStreamDefault, 0));
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaStreamCreateWithFlags_v5000, "cudaStreamCreateWithFlags");
+  return api.ret(create(stream, flags, 0));
+}
+
+cudaError_t cudaStreamCreateWithPriority(cudaStream_t* stream, unsigned int flags, int priority) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaStreamCreateWithPriority_v5050,
+               "cudaStreamCreateWithPriority");
+  return api.ret(create(stream, flags, priority));
+}
+
+cudaError_t cudaStreamGetPriority(cudaStream_t stream, int* priority) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetPriority_v5050, "cudaStreamGetPriority");
+  Stream* s = Engine::instance().resolve(stream);
+  if (s == nullptr) return api.ret(cudaErrorInvalidResourceHandle);
+  if (priority == nullptr) return api.ret(cudaErrorInvalidValue);
+  *priority = s->priority;
+  return api.ret(cudaSuccess);
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaStreamDestroy_v5050, "cudaStreamDestroy");
+  Engine& engine = Engine::instance();
+  Stream* s = engine.resolve(stream);
+  if (s == nullptr || s->legacy || engine.per_thread_handle(stream)) {
+    return api.ret(cudaErrorInvalidResourceHandle);
+  }
+  engine.destroy_stream(s);
+  return api.ret(cudaSuccess);
+}
+
+cudaError_t cudaStreamQuery(cudaStream_t stream) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020, "cudaStreamQuery");
+  Engine& engine = Engine::instance();
+  Stream* s = engine.resolve(stream);
+  if (s == nullptr) return api.ret(cudaErrorInvalidResourceHandle);
+  return api.ret(engine.done(engine.last_of(s)) ? cudaSuccess : cudaErrorNotReady);
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, "cudaStreamSynchronize");
+  return api.ret(sync_stream(api, stream));
+}
+
+cudaError_t cudaDeviceSynchronize(void) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, "cudaDeviceSynchronize");
+  Engine::instance().synchronize_device();
+  emit_sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, api.correlation_id(),
+                   api.entry_ns(), gpuhook_sim_now_ns(), CUPTI_INVALID_STREAM_ID,
+                   CUPTI_SYNCHRONIZATION_INVALID_VALUE);
+  return api.ret(cudaSuccess);
+}
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaEventCreateWithFlags_v3020, "cudaEventCreateWithFlags");
+  if (event == nullptr) return api.ret(cudaErrorInvalidValue);
+  auto* e = new EventImpl();
+  e->flags = flags;
+  e->id = g_next_event_id.fetch_add(1);
+  *event = reinterpret_cast<cudaEvent_t>(e);
+  return api.ret(cudaSuccess);
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t* event) {
+  return cudaEventCreateWithFlags(event, cudaEventDefault);
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaEventDestroy_v3020, "cudaEventDestroy");
+  if (event == nullptr) return api.ret(cudaErrorInvalidResourceHandle);
+  // Kept alive: a stream may still wait on the completion it points to. Events are few.
+  return api.ret(cudaSuccess);
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020, "cudaEventRecord");
+  if (event == nullptr) return api.ret(cudaErrorInvalidResourceHandle);
+  Engine& engine = Engine::instance();
+  Stream* s = engine.resolve(stream);
+  if (s == nullptr) return api.ret(cudaErrorInvalidResourceHandle);
+  auto op = std::make_unique<Op>();
+  op->kind = OpKind::kMarker;
+  op->correlation_id = api.correlation_id();
+  op->queued_ns = gpuhook_sim_now_ns();
+  op->submitted_ns = op->queued_ns + config().submit_ns;
+  event_of(event)->completion = engine.enqueue(s, std::move(op));
+  return api.ret(cudaSuccess);
+}
+
+cudaError_t cudaEventQuery(cudaEvent_t event) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020, "cudaEventQuery");
+  if (event == nullptr) return api.ret(cudaErrorInvalidResourceHandle);
+  return api.ret(Engine::instance().done(event_of(event)->completion) ? cudaSuccess
+                                                                       : cudaErrorNotReady);
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020, "cudaEventSynchronize");
+  if (event == nullptr) return api.ret(cudaErrorInvalidResourceHandle);
+  Engine::instance().wait(event_of(event)->completion);
+  emit_sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, api.correlation_id(),
+                   api.entry_ns(), gpuhook_sim_now_ns(), CUPTI_INVALID_STREAM_ID,
+                   event_of(event)->id);
+  return api.ret(cudaSuccess);
+}
+
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaEventElapsedTime_v12080, "cudaEventElapsedTime");
+  if (ms == nullptr) return api.ret(cudaErrorInvalidValue);
+  if (start == nullptr || end == nullptr) return api.ret(cudaErrorInvalidResourceHandle);
+  EventImpl* a = event_of(start);
+  EventImpl* b = event_of(end);
+  if (((a->flags | b->flags) & cudaEventDisableTiming) != 0) {
+    return api.ret(cudaErrorInvalidResourceHandle);
+  }
+  Engine& engine = Engine::instance();
+  if (!a->completion || !b->completion) return api.ret(cudaErrorInvalidResourceHandle);
+  if (!engine.done(a->completion) || !engine.done(b->completion)) return api.ret(cudaErrorNotReady);
+  const double diff = static_cast<double>(engine.end_ns(b->completion)) -
+                      static_cast<double>(engine.end_ns(a->completion));
+  *ms = static_cast<float>(diff / 1e6);
+  return api.ret(cudaSuccess);
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020, "cudaStreamWaitEvent");
+  if (event == nullptr) return api.ret(cudaErrorInvalidResourceHandle);
+  Engine& engine = Engine::instance();
+  Stream* s = engine.resolve(stream);
+  if (s == nullptr) return api.ret(cudaErrorInvalidResourceHandle);
+  EventImpl* e = event_of(event);
+  if (e->completion) {
+    // The wait is on the event's work as recorded now; a later re-record does not move it.
+    auto op = std::make_unique<Op>();
+    op->kind = OpKind::kMarker;
+    op->correlation_id = api.correlation_id();
+    op->deps.push_back(e->completion);
+    op->queued_ns = gpuhook_sim_now_ns();
+    op->submitted_ns = op->queued_ns;
+    engine.enqueue(s, std::move(op));
+  }
+  emit_sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, api.correlation_id(),
+                   api.entry_ns(), gpuhook_sim_now_ns(), s->id, e->id);
+  return api.ret(cudaSuccess);
+}
+
+}  // extern "C"

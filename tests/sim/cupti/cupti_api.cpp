@@ -1,0 +1,335 @@
+// libcupti.so.13 of the simulator: the activity and callback entry points a CUPTI client
+// (libgpuhook, kineto, NVIDIA's samples) calls, with the real signatures from <cupti.h>.
+#include <cupti.h>
+#include <time.h>
+
+#include <array>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "../sim_bridge.h"
+#include "activity_store.h"
+
+namespace {
+using gpuhook::sim::ActivityStore;
+
+constexpr size_t kMaxCbid = 1024;  // runtime cbids end near 520 in CUDA 13.0
+
+struct CuptiState {
+  std::array<std::atomic<bool>, CUPTI_ACTIVITY_KIND_COUNT> kind_on{};
+  std::array<std::atomic<bool>, kMaxCbid> runtime_on{};
+  std::atomic<bool> latency{false};
+  std::atomic<CUpti_TimestampCallbackFunc> clock{nullptr};
+  std::mutex sub_mu;
+  bool subscribed = false;
+  CUpti_CallbackFunc sub_fn = nullptr;
+  void* sub_data = nullptr;
+  std::atomic<bool> runtime_domain_on{false};
+  std::array<std::atomic<bool>, kMaxCbid> runtime_cb_on{};
+};
+
+CuptiState& state() {
+  static CuptiState* s = new CuptiState();  // never destroyed: used from atexit flushes
+  return *s;
+}
+
+bool busy() {
+  // Emulates another profiler (nsys, ncu, torch.profiler) already holding CUPTI.
+  const char* v = std::getenv("GPUHOOK_SIM_CUPTI_BUSY");
+  return v != nullptr && std::strcmp(v, "1") == 0;
+}
+
+size_t record_bytes(CUpti_ActivityKind kind) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
+    case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER:
+    case CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API: return sizeof(CUpti_ActivityAPI);
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(CUpti_ActivitySynchronization2);
+    case CUPTI_ACTIVITY_KIND_MEMORY2: return sizeof(CUpti_ActivityMemory4);
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
+    default: return 0;
+  }
+}
+
+// External correlation ids pushed by this thread, per kind (CUSTOM0..2, ...).
+thread_local std::array<std::vector<uint64_t>, 8> t_external;
+}  // namespace
+
+extern "C" {
+
+uint64_t gpuhook_sim_now_ns(void) {
+  if (auto clock = state().clock.load()) return clock();
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+int gpuhook_sim_kind_enabled(CUpti_ActivityKind kind) {
+  return kind >= 0 && kind < CUPTI_ACTIVITY_KIND_COUNT && state().kind_on[kind].load();
+}
+
+int gpuhook_sim_runtime_api_enabled(CUpti_CallbackId cbid) {
+  return cbid < kMaxCbid && state().runtime_on[cbid].load();
+}
+
+int gpuhook_sim_latency_timestamps_enabled(void) { return state().latency.load(); }
+
+void gpuhook_sim_emit(const void* record, size_t bytes) {
+  ActivityStore::instance().append(record, bytes);
+}
+
+void gpuhook_sim_emit_external_correlations(uint32_t correlation_id) {
+  if (!gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)) return;
+  for (size_t kind = 0; kind < t_external.size(); ++kind) {
+    if (t_external[kind].empty()) continue;
+    CUpti_ActivityExternalCorrelation r{};
+    r.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+    r.externalKind = static_cast<CUpti_ExternalCorrelationKind>(kind);
+    r.externalId = t_external[kind].back();
+    r.correlationId = correlation_id;
+    gpuhook_sim_emit(&r, sizeof r);
+  }
+}
+
+void gpuhook_sim_api_callback(int site, CUpti_CallbackId cbid, const char* function_name,
+                              const char* symbol_name, uint32_t correlation_id,
+                              uint64_t* correlation_data, void* return_value) {
+  auto& s = state();
+  if (cbid >= kMaxCbid || !s.runtime_domain_on.load() || !s.runtime_cb_on[cbid].load()) return;
+  CUpti_CallbackFunc fn;
+  void* data;
+  {
+    std::lock_guard<std::mutex> lock(s.sub_mu);
+    fn = s.sub_fn;
+    data = s.sub_data;
+  }
+  if (fn == nullptr) return;
+  CUpti_CallbackData cb{};
+  cb.callbackSite = static_cast<CUpti_ApiCallbackSite>(site);
+  cb.functionName = function_name;
+  cb.functionParams = nullptr;  // the simulator does not build the *_params structs
+  cb.functionReturnValue = return_value;
+  cb.symbolName = symbol_name;
+  cb.context = nullptr;
+  cb.contextUid = 1;
+  cb.correlationData = correlation_data;
+  cb.correlationId = correlation_id;
+  fn(data, CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &cb);
+}
+
+CUptiResult CUPTIAPI cuptiGetVersion(uint32_t* version) {
+  if (version == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  *version = CUPTI_API_VERSION;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiGetTimestamp(uint64_t* timestamp) {
+  if (timestamp == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  *timestamp = gpuhook_sim_now_ns();
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult result, const char** str) {
+  if (str == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  switch (result) {
+    case CUPTI_SUCCESS: *str = "CUPTI_SUCCESS"; break;
+    case CUPTI_ERROR_INVALID_PARAMETER: *str = "CUPTI_ERROR_INVALID_PARAMETER"; break;
+    case CUPTI_ERROR_MAX_LIMIT_REACHED: *str = "CUPTI_ERROR_MAX_LIMIT_REACHED"; break;
+    case CUPTI_ERROR_INVALID_KIND: *str = "CUPTI_ERROR_INVALID_KIND"; break;
+    case CUPTI_ERROR_NOT_INITIALIZED: *str = "CUPTI_ERROR_NOT_INITIALIZED"; break;
+    case CUPTI_ERROR_NOT_SUPPORTED: *str = "CUPTI_ERROR_NOT_SUPPORTED"; break;
+    case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
+      *str = "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED";
+      break;
+    case CUPTI_ERROR_UNKNOWN: *str = "CUPTI_ERROR_UNKNOWN"; break;
+    default: *str = "CUPTI_ERROR (simulated CUPTI: no text for this code)"; break;
+  }
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
+                                                    CUpti_BuffersCallbackCompleteFunc complete) {
+  if (request == nullptr || complete == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  ActivityStore::instance().register_callbacks(request, complete);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc fn) {
+  if (fn == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  state().clock.store(fn);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityEnableLatencyTimestamps(uint8_t enable) {
+  state().latency.store(enable != 0);
+  return CUPTI_SUCCESS;
+}
+
+static CUptiResult set_kind(CUpti_ActivityKind kind, bool on) {
+  if (kind <= CUPTI_ACTIVITY_KIND_INVALID || kind >= CUPTI_ACTIVITY_KIND_COUNT) {
+    return CUPTI_ERROR_INVALID_KIND;
+  }
+  auto& s = state();
+  s.kind_on[kind].store(on);
+  // The RUNTIME kind switches every runtime API on or off; per-cbid calls refine it later.
+  if (kind == CUPTI_ACTIVITY_KIND_RUNTIME) {
+    for (auto& c : s.runtime_on) c.store(on);
+  }
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind) {
+  if (busy()) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  return set_kind(kind, true);
+}
+
+CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind) { return set_kind(kind, false); }
+
+CUptiResult CUPTIAPI cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable) {
+  if (cbid >= kMaxCbid) return CUPTI_ERROR_INVALID_PARAMETER;
+  state().runtime_on[cbid].store(enable != 0);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId, uint8_t) {
+  // The simulated runtime makes no driver calls, so there is nothing to record.
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t /*flag*/) {
+  // Every record in the store is already complete (the simulator writes a kernel record when
+  // the kernel ends), so FORCED and plain flushes hand back the same buffers.
+  ActivityStore::instance().flush_all();
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityFlushPeriod(uint32_t time_ms) {
+  ActivityStore::instance().set_flush_period_ms(time_ms);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext, uint32_t, size_t* dropped) {
+  if (dropped == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  *dropped = static_cast<size_t>(ActivityStore::instance().take_dropped());
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t* buffer, size_t valid_bytes,
+                                                CUpti_Activity** record) {
+  if (buffer == nullptr || record == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  const uintptr_t base = reinterpret_cast<uintptr_t>(buffer);
+  uintptr_t pos;
+  if (*record == nullptr) {
+    pos = (base + 7) & ~uintptr_t{7};
+  } else {
+    const size_t bytes = record_bytes((*record)->kind);
+    if (bytes == 0) return CUPTI_ERROR_INVALID_KIND;
+    pos = reinterpret_cast<uintptr_t>(*record) + ((bytes + 7) & ~size_t{7});
+  }
+  if (pos + sizeof(CUpti_Activity) > base + valid_bytes) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  auto* next = reinterpret_cast<CUpti_Activity*>(pos);
+  const size_t bytes = record_bytes(next->kind);
+  if (bytes == 0) return CUPTI_ERROR_INVALID_KIND;
+  if (pos + bytes > base + valid_bytes) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  *record = next;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivitySetAttribute(CUpti_ActivityAttribute, size_t* size, void* value) {
+  // Device-buffer sizing has no meaning without a device; accept it like CUPTI does.
+  if (size == nullptr || value == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
+                                                            uint64_t id) {
+  if (kind < 0 || static_cast<size_t>(kind) >= t_external.size()) return CUPTI_ERROR_INVALID_KIND;
+  t_external[kind].push_back(id);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
+                                                           uint64_t* last_id) {
+  if (kind < 0 || static_cast<size_t>(kind) >= t_external.size()) return CUPTI_ERROR_INVALID_KIND;
+  if (t_external[kind].empty()) return CUPTI_ERROR_QUEUE_EMPTY;
+  if (last_id != nullptr) *last_id = t_external[kind].back();
+  t_external[kind].pop_back();
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiGetDeviceId(CUcontext, uint32_t* device_id) {
+  if (device_id == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  *device_id = 0;  // one simulated device
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiGetContextId(CUcontext, uint32_t* context_id) {
+  if (context_id == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  *context_id = 1;  // one primary context; records carry the same id
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc fn,
+                                    void* userdata) {
+  if (subscriber == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  if (busy()) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  auto& s = state();
+  std::lock_guard<std::mutex> lock(s.sub_mu);
+  if (s.subscribed) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  s.subscribed = true;
+  s.sub_fn = fn;
+  s.sub_data = userdata;
+  *subscriber = reinterpret_cast<CUpti_SubscriberHandle>(&s);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
+  auto& s = state();
+  if (subscriber != reinterpret_cast<CUpti_SubscriberHandle>(&s)) return CUPTI_ERROR_INVALID_PARAMETER;
+  std::lock_guard<std::mutex> lock(s.sub_mu);
+  s.subscribed = false;
+  s.sub_fn = nullptr;
+  s.sub_data = nullptr;
+  s.runtime_domain_on.store(false);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle subscriber,
+                                       CUpti_CallbackDomain domain) {
+  auto& s = state();
+  if (subscriber != reinterpret_cast<CUpti_SubscriberHandle>(&s)) return CUPTI_ERROR_INVALID_PARAMETER;
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    s.runtime_domain_on.store(enable != 0);
+    for (auto& c : s.runtime_cb_on) c.store(enable != 0);
+  }
+  return CUPTI_SUCCESS;  // other domains never fire in the simulator
+}
+
+CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber,
+                                         CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  auto& s = state();
+  if (subscriber != reinterpret_cast<CUpti_SubscriberHandle>(&s)) return CUPTI_ERROR_INVALID_PARAMETER;
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid < kMaxCbid) {
+    s.runtime_cb_on[cbid].store(enable != 0);
+    if (enable != 0) s.runtime_domain_on.store(true);
+  }
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiFinalize(void) {
+  ActivityStore::instance().flush_all();
+  auto& s = state();
+  for (auto& k : s.kind_on) k.store(false);
+  for (auto& c : s.runtime_on) c.store(false);
+  return CUPTI_SUCCESS;
+}
+
+}  // extern "C"

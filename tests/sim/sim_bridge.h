@@ -1,0 +1,30 @@
+// The narrow interface between the simulated runtime (libcudart.so.13) and the simulated
+// CUPTI (libcupti.so.13). The activity store lives in libcupti because that is where a CUPTI
+// client registers its buffers and clock; the runtime only asks "is this wanted?" and hands
+// over finished records in the toolkit's own structs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cupti.h>
+
+extern "C" {
+// Current time on the clock CUPTI stamps records with: the client's registered timestamp
+// callback if there is one, CLOCK_REALTIME otherwise (CUPTI's default on Linux).
+uint64_t gpuhook_sim_now_ns(void);
+
+int gpuhook_sim_kind_enabled(CUpti_ActivityKind kind);
+int gpuhook_sim_runtime_api_enabled(CUpti_CallbackId cbid);
+int gpuhook_sim_latency_timestamps_enabled(void);
+
+// Copies one finished record (its size is the struct's size) into the client's buffer.
+void gpuhook_sim_emit(const void* record, size_t record_bytes);
+
+// Runtime-API callback for a subscriber (cuptiSubscribe + cuptiEnableDomain/Callback), and the
+// external-correlation record that precedes each API record. `site` is CUpti_ApiCallbackSite.
+void gpuhook_sim_api_callback(int site, CUpti_CallbackId cbid, const char* function_name,
+                              const char* symbol_name, uint32_t correlation_id,
+                              uint64_t* correlation_data, void* return_value);
+void gpuhook_sim_emit_external_correlations(uint32_t correlation_id);
+}
