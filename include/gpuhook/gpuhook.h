@@ -1,0 +1,45 @@
+/* gpuhook annotations for code that does not use NVTX.
+ *
+ *   gpuhook_range_push("step"); ... gpuhook_range_pop();
+ *   gpuhook_mark("checkpoint");
+ *   gpuhook_capture_start(); ... gpuhook_capture_stop();   (with GPUHOOK_RANGE=cudaProfilerApi)
+ *
+ * Header only; nothing to link. The calls reach libgpuhook.so when it is preloaded
+ * (LD_PRELOAD) and are no-ops otherwise: the hook's entry points are weak references that
+ * stay null when the library is not loaded. Ranges land in the capture like NVTX ranges
+ * (Range.source = 1) and nest per thread with NVTX pushes.
+ */
+#ifndef GPUHOOK_GPUHOOK_H
+#define GPUHOOK_GPUHOOK_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+void gpuhook_api_range_push(const char* name) __attribute__((weak));
+void gpuhook_api_range_pop(void) __attribute__((weak));
+void gpuhook_api_mark(const char* name) __attribute__((weak));
+void gpuhook_api_capture_start(void) __attribute__((weak));
+void gpuhook_api_capture_stop(void) __attribute__((weak));
+
+static inline void gpuhook_range_push(const char* name) {
+  if (gpuhook_api_range_push) gpuhook_api_range_push(name);
+}
+static inline void gpuhook_range_pop(void) {
+  if (gpuhook_api_range_pop) gpuhook_api_range_pop();
+}
+static inline void gpuhook_mark(const char* name) {
+  if (gpuhook_api_mark) gpuhook_api_mark(name);
+}
+static inline void gpuhook_capture_start(void) {
+  if (gpuhook_api_capture_start) gpuhook_api_capture_start();
+}
+static inline void gpuhook_capture_stop(void) {
+  if (gpuhook_api_capture_stop) gpuhook_api_capture_stop();
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPUHOOK_GPUHOOK_H */

@@ -1,0 +1,74 @@
+// The hook's one immutable configuration, parsed once from GPUHOOK_* variables.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpuhook::hook {
+
+// API record groups (GPUHOOK_API); a CUPTI callback id belongs to a group by its name.
+enum ApiGroup : uint32_t {
+  kApiLaunch = 1u << 0,
+  kApiSync = 1u << 1,
+  kApiMemcpy = 1u << 2,  // copies and memsets
+  kApiAlloc = 1u << 3,   // also turns on MEMORY2 records
+  kApiOther = 1u << 4,   // everything else ("all" only)
+  kApiAll = 0x1f,
+};
+
+enum class RangeKind { kAll, kProfilerApi, kNvtx, kTime };
+enum class OnFull { kDrop, kBlock };
+
+struct CaptureRange {
+  RangeKind kind = RangeKind::kAll;
+  std::string nvtx_name;      // kNvtx
+  uint64_t first = 1;         // kNvtx: 1-based occurrence window, inclusive
+  uint64_t last = UINT64_MAX;
+  uint64_t delay_ns = 0;      // kTime: from the hook's start
+  uint64_t duration_ns = 0;   // kTime: 0 = to the end
+  std::string text;           // as given, for the header
+};
+
+struct Config {
+  std::string output_pattern = "gpuhook-%h-%p.gpuh";
+  uint32_t api_mask = kApiLaunch | kApiSync | kApiMemcpy | kApiAlloc;
+  std::string api_text = "launch,sync,memcpy,alloc";
+  bool nvtx = true;
+  bool nccl = true;
+  bool cuda = true;
+  CaptureRange range;
+  uint32_t ring_records = 8192;         // power of two
+  // 32 x 1 MiB: CUPTI keeps one buffer per launching thread, and the writer returns full
+  // ones within a flush period, so 32 covers 16 busy threads with RSS under 64 MiB.
+  uint64_t buffer_bytes = 1u << 20;     // one CUPTI activity buffer
+  uint32_t buffers = 32;                // CUPTI buffers in the pool
+  uint32_t flush_ms = 100;
+  OnFull on_full = OnFull::kDrop;
+  int zstd_level = 3;
+  bool quiet = false;
+  std::string cupti_path;  // "" = search
+  std::string test_host;
+  std::string test_boot_id;
+  int64_t test_clock_offset_ns = 0;
+  std::optional<int32_t> rank;
+  std::optional<int32_t> local_rank;
+  std::optional<int32_t> world_size;
+};
+
+using EnvLookup = std::function<const char*(const char*)>;
+
+// Parses every variable. A bad value leaves the default and adds one message (without the
+// "gpuhook: " prefix) to `problems`.
+Config parse_config(const EnvLookup& getenv_fn, std::vector<std::string>* problems);
+
+// Expands %h (host), %p (pid), %r (rank, "norank" when unknown) and %% in the pattern.
+std::string expand_output(const std::string& pattern, const std::string& host, int pid,
+                          std::optional<int32_t> rank);
+
+// Parses "1500ns", "20us", "3ms", "2s", "1.5s" (no unit = seconds). nullopt when malformed.
+std::optional<uint64_t> parse_duration_ns(const std::string& text);
+
+}  // namespace gpuhook::hook

@@ -1,0 +1,245 @@
+#include "cupti_convert.h"
+
+#include <cstdlib>
+
+namespace gpuhook::hook {
+namespace {
+
+// CUPTI stamps records with our timestamp callback, so these are already capture times.
+int64_t t(uint64_t ns) { return static_cast<int64_t>(ns); }
+
+// Checks a start/end pair; clears both when either is unknown or they are reversed.
+bool check_pair(uint64_t* start, uint64_t* end) {
+  if (*start == 0 || *end == 0 || *end < *start) {
+    *start = 0;
+    *end = 0;
+    return false;
+  }
+  return true;
+}
+
+void convert_kernel(const CUpti_ActivityKernel10* k, const ConvertOptions& o, RecordSink& sink) {
+  uint64_t start = k->start, end = k->end, queued = k->queued, submitted = k->submitted;
+  bool valid = check_pair(&start, &end);
+  if (o.latency_timestamps) {
+    // queued <= submitted <= start must hold; otherwise neither latency stamp is trusted.
+    bool latency_ok = queued != 0 && submitted != 0 && queued <= submitted && (start == 0 || submitted <= start);
+    if (!latency_ok) {
+      queued = 0;
+      submitted = 0;
+      valid = false;
+    }
+  }
+  if (!valid) sink.invalid_time();
+  sink.device_seen(k->deviceId);
+  v1::Record rec;
+  auto* r = rec.mutable_kernel();
+  r->set_name_id(k->name != nullptr ? sink.intern(k->name) : 0);
+  r->set_device(k->deviceId);
+  r->set_context(k->contextId);
+  r->set_stream(k->streamId);
+  r->set_correlation_id(k->correlationId);
+  r->set_queued_ns(t(queued));
+  r->set_submitted_ns(t(submitted));
+  r->set_start_ns(t(start));
+  r->set_end_ns(t(end));
+  r->set_grid_x(k->gridX);
+  r->set_grid_y(k->gridY);
+  r->set_grid_z(k->gridZ);
+  r->set_block_x(k->blockX);
+  r->set_block_y(k->blockY);
+  r->set_block_z(k->blockZ);
+  r->set_registers_per_thread(k->registersPerThread);
+  r->set_static_shared_memory_bytes(k->staticSharedMemory);
+  r->set_dynamic_shared_memory_bytes(k->dynamicSharedMemory);
+  r->set_local_memory_per_thread_bytes(k->localMemoryPerThread);
+  r->set_graph_id(k->graphId);
+  r->set_graph_node_id(k->graphNodeId);
+  r->set_launch_type(static_cast<v1::LaunchType>(k->launchType <= 3 ? k->launchType : 0));
+  r->set_channel_id(k->channelID);
+  r->set_device_launched(k->isDeviceLaunched != 0);
+  sink.emit(rec);
+}
+
+v1::MemoryKind memory_kind(uint32_t k) { return static_cast<v1::MemoryKind>(k <= 7 ? k : 0); }
+
+void convert_memcpy(const CUpti_ActivityMemcpy6* m, RecordSink& sink) {
+  uint64_t start = m->start, end = m->end;
+  if (!check_pair(&start, &end)) sink.invalid_time();
+  sink.device_seen(m->deviceId);
+  v1::Record rec;
+  auto* r = rec.mutable_memcpy();
+  r->set_copy_kind(static_cast<v1::CopyKind>(m->copyKind <= 10 ? m->copyKind : 0));
+  r->set_src_kind(memory_kind(m->srcKind));
+  r->set_dst_kind(memory_kind(m->dstKind));
+  r->set_bytes(m->bytes);
+  r->set_start_ns(t(start));
+  r->set_end_ns(t(end));
+  r->set_device(m->deviceId);
+  r->set_context(m->contextId);
+  r->set_stream(m->streamId);
+  r->set_correlation_id(m->correlationId);
+  r->set_src_device(m->deviceId);
+  r->set_dst_device(m->deviceId);
+  r->set_async((m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0);
+  r->set_graph_id(m->graphId);
+  r->set_channel_id(m->channelID);
+  sink.emit(rec);
+}
+
+void convert_p2p(const CUpti_ActivityMemcpyPtoP4* m, RecordSink& sink) {
+  uint64_t start = m->start, end = m->end;
+  if (!check_pair(&start, &end)) sink.invalid_time();
+  sink.device_seen(m->deviceId);
+  v1::Record rec;
+  auto* r = rec.mutable_memcpy();
+  r->set_copy_kind(static_cast<v1::CopyKind>(m->copyKind <= 10 ? m->copyKind : 0));
+  r->set_src_kind(memory_kind(m->srcKind));
+  r->set_dst_kind(memory_kind(m->dstKind));
+  r->set_bytes(m->bytes);
+  r->set_start_ns(t(start));
+  r->set_end_ns(t(end));
+  r->set_device(m->deviceId);
+  r->set_context(m->contextId);
+  r->set_stream(m->streamId);
+  r->set_correlation_id(m->correlationId);
+  r->set_src_device(m->srcDeviceId);
+  r->set_dst_device(m->dstDeviceId);
+  r->set_async((m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0);
+  r->set_graph_id(m->graphId);
+  r->set_channel_id(m->channelID);
+  sink.emit(rec);
+}
+
+void convert_memset(const CUpti_ActivityMemset4* m, RecordSink& sink) {
+  uint64_t start = m->start, end = m->end;
+  if (!check_pair(&start, &end)) sink.invalid_time();
+  sink.device_seen(m->deviceId);
+  v1::Record rec;
+  auto* r = rec.mutable_memset();
+  r->set_value(m->value);
+  r->set_bytes(m->bytes);
+  r->set_start_ns(t(start));
+  r->set_end_ns(t(end));
+  r->set_device(m->deviceId);
+  r->set_context(m->contextId);
+  r->set_stream(m->streamId);
+  r->set_correlation_id(m->correlationId);
+  r->set_memory_kind(memory_kind(m->memoryKind));
+  r->set_async((m->flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC) != 0);
+  r->set_graph_id(m->graphId);
+  sink.emit(rec);
+}
+
+void convert_api(const CUpti_ActivityAPI* a, v1::ApiDomain domain, const ConvertOptions& o, RecordSink& sink) {
+  uint64_t start = a->start, end = a->end;
+  if (!check_pair(&start, &end)) sink.invalid_time();
+  v1::Record rec;
+  auto* r = rec.mutable_api();
+  r->set_domain(domain);
+  r->set_cbid(a->cbid);
+  r->set_thread_id(a->threadId);
+  r->set_start_ns(t(start));
+  r->set_end_ns(t(end));
+  r->set_correlation_id(a->correlationId);
+  r->set_return_value(static_cast<int32_t>(a->returnValue));
+  const char* name = nullptr;
+  if (o.callback_name) {
+    name = o.callback_name(domain == v1::API_DOMAIN_DRIVER ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API,
+                           a->cbid);
+  }
+  r->set_name_id(name != nullptr ? sink.intern(name) : 0);
+  sink.emit(rec);
+}
+
+void convert_sync(const CUpti_ActivitySynchronization2* s, RecordSink& sink) {
+  uint64_t start = s->start, end = s->end;
+  if (!check_pair(&start, &end)) sink.invalid_time();
+  v1::Record rec;
+  auto* r = rec.mutable_sync();
+  r->set_type(static_cast<v1::SyncType>(s->type <= 4 ? s->type : 0));
+  r->set_start_ns(t(start));
+  r->set_end_ns(t(end));
+  r->set_context(s->contextId);
+  r->set_stream(s->streamId);
+  r->set_event_id(s->cudaEventId);
+  r->set_correlation_id(s->correlationId);
+  sink.emit(rec);
+}
+
+void convert_memory(const CUpti_ActivityMemory4* m, RecordSink& sink) {
+  if (m->timestamp == 0) sink.invalid_time();
+  v1::Record rec;
+  auto* r = rec.mutable_memory();
+  r->set_op(m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION ? v1::MEMORY_OP_ALLOC
+            : m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE  ? v1::MEMORY_OP_FREE
+                                                                                      : v1::MEMORY_OP_UNKNOWN);
+  r->set_address(m->address);
+  r->set_bytes(m->bytes);
+  r->set_time_ns(t(m->timestamp));
+  r->set_device(m->deviceId);
+  r->set_memory_kind(memory_kind(m->memoryKind));
+  r->set_correlation_id(m->correlationId);
+  r->set_stream(m->streamId);
+  sink.emit(rec);
+}
+
+void convert_overhead(const CUpti_ActivityOverhead3* o, RecordSink& sink) {
+  uint64_t start = o->start, end = o->end;
+  if (!check_pair(&start, &end)) sink.invalid_time();
+  v1::Record rec;
+  auto* r = rec.mutable_overhead();
+  r->set_kind(static_cast<uint32_t>(o->overheadKind));
+  r->set_object_kind(static_cast<uint32_t>(o->objectKind));
+  r->set_object_id(o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD || o->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS
+                       ? o->objectId.pt.threadId
+                       : o->objectId.dcs.deviceId);
+  r->set_start_ns(t(start));
+  r->set_end_ns(t(end));
+  r->set_correlation_id(o->correlationId);
+  sink.emit(rec);
+}
+
+}  // namespace
+
+bool convert_activity(const CUpti_Activity* a, const ConvertOptions& options, RecordSink& sink) {
+  switch (a->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      convert_kernel(reinterpret_cast<const CUpti_ActivityKernel10*>(a), options, sink);
+      return true;
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      convert_memcpy(reinterpret_cast<const CUpti_ActivityMemcpy6*>(a), sink);
+      return true;
+    case CUPTI_ACTIVITY_KIND_MEMCPY2:
+      convert_p2p(reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(a), sink);
+      return true;
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      convert_memset(reinterpret_cast<const CUpti_ActivityMemset4*>(a), sink);
+      return true;
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+      convert_api(reinterpret_cast<const CUpti_ActivityAPI*>(a), v1::API_DOMAIN_RUNTIME, options, sink);
+      return true;
+    case CUPTI_ACTIVITY_KIND_DRIVER:
+    case CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API:
+      convert_api(reinterpret_cast<const CUpti_ActivityAPI*>(a), v1::API_DOMAIN_DRIVER, options, sink);
+      return true;
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+      convert_sync(reinterpret_cast<const CUpti_ActivitySynchronization2*>(a), sink);
+      return true;
+    case CUPTI_ACTIVITY_KIND_MEMORY2:
+      convert_memory(reinterpret_cast<const CUpti_ActivityMemory4*>(a), sink);
+      return true;
+    case CUPTI_ACTIVITY_KIND_OVERHEAD: {
+      auto* o = reinterpret_cast<const CUpti_ActivityOverhead3*>(a);
+      convert_overhead(o, sink);
+      // CUPTI hands ownership of the detail block to the client (cupti_activity.h, Overhead3).
+      std::free(o->overheadData);
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+}  // namespace gpuhook::hook

@@ -1,0 +1,106 @@
+// The CUPTI side: set-up at InitializeInjection, the buffer pool CUPTI writes into, and the
+// GpuSource the writer polls. Lock order: the pool has no lock; CUPTI is only ever called
+// from the writer thread (flush, dropped counts) and from start()/stop(), never while any
+// hook lock is held, so bufferCompleted (which runs inside FlushAll) can never wait on us.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "config.h"
+#include "cupti_api.h"
+#include "cupti_convert.h"
+#include "gpu_source.h"
+
+namespace gpuhook::hook {
+
+// Buffers handed to CUPTI and back. Fixed count, allocated once: bounded memory.
+class BufferPool {
+ public:
+  BufferPool(uint32_t count, uint64_t bytes);
+  ~BufferPool();
+  // CUPTI's request: a free buffer, or nullptr (the caller counts a drop).
+  uint8_t* acquire();
+  // CUPTI's completion: remembers the valid size and order; false if not ours.
+  bool complete(uint8_t* buffer, size_t valid_bytes);
+  // The writer: each completed buffer in completion order, then released.
+  template <typename Fn>
+  void drain(Fn&& fn);
+  uint64_t buffer_bytes() const { return bytes_; }
+  uint32_t count() const { return count_; }
+
+ private:
+  enum : int { kFree = 0, kWithCupti = 1, kCompleted = 2 };
+  struct Slot {
+    uint8_t* data = nullptr;
+    std::atomic<int> state{kFree};
+    std::atomic<uint64_t> valid_bytes{0};
+    std::atomic<uint64_t> order{0};
+  };
+  uint32_t count_;
+  uint64_t bytes_;
+  std::unique_ptr<Slot[]> slots_;
+  std::atomic<uint64_t> next_order_{1};
+};
+
+template <typename Fn>
+void BufferPool::drain(Fn&& fn) {
+  for (;;) {
+    Slot* oldest = nullptr;
+    for (uint32_t i = 0; i < count_; ++i) {
+      Slot& s = slots_[i];
+      if (s.state.load(std::memory_order_acquire) != kCompleted) continue;
+      if (oldest == nullptr || s.order.load(std::memory_order_relaxed) < oldest->order.load(std::memory_order_relaxed)) {
+        oldest = &s;
+      }
+    }
+    if (oldest == nullptr) return;
+    fn(oldest->data, oldest->valid_bytes.load(std::memory_order_relaxed));
+    oldest->state.store(kFree, std::memory_order_release);
+  }
+}
+
+class CuptiTracer final : public GpuSource {
+ public:
+  // Loads CUPTI and enables tracing. nullptr when CUPTI is missing or refuses; *why is then
+  // the one line to print (without "gpuhook: ").
+  static CuptiTracer* start(const Config& config, std::string* why);
+  // The tracer started in this process, if any.
+  static CuptiTracer* instance();
+
+  void poll(RecordSink& sink, bool flush, bool final) override;
+  uint64_t take_cupti_dropped() override;
+  uint64_t take_no_buffer_dropped() override;
+
+  std::string version() const { return version_; }
+  std::string notes() const { return notes_; }
+  bool latency_timestamps() const { return latency_; }
+
+ private:
+  CuptiTracer(const Config& config, const CuptiApi& api);
+  bool enable(std::string* why);
+  void enable_api_records();
+  void subscribe_profiler_range(std::string* note);
+  const char* callback_name(CUpti_CallbackDomain domain, uint32_t cbid);
+
+  static void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records);
+  static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t size, size_t valid);
+  static uint64_t CUPTIAPI timestamp();
+  static void CUPTIAPI on_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                   const void* data);
+
+  const Config& config_;
+  CuptiApi api_;
+  BufferPool pool_;
+  ConvertOptions convert_;
+  std::string version_;
+  std::string notes_;
+  bool latency_ = false;
+  std::atomic<uint64_t> no_buffer_drops_{0};
+  std::unordered_map<uint64_t, const char*> names_;  // writer thread only
+};
+
+}  // namespace gpuhook::hook

@@ -1,0 +1,261 @@
+// The hook's one entry file: three doors into one idempotent start.
+//   - the LD_PRELOAD constructor (every process the library is preloaded into),
+//   - InitializeInjection(), called by the CUDA driver for CUDA_INJECTION64_PATH,
+//   - InitializeInjectionNvtx2(), called by NVTX for NVTX_INJECTION64_PATH.
+// Plus the process lifecycle: exit, SIGINT/SIGTERM, fork.
+#include <dlfcn.h>
+#include <nvtx3/nvToolsExt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "capture.pb.h"
+#include "clock.h"
+#include "config.h"
+#include "cupti_tracer.h"
+#include "env_names.h"
+#include "nvtx_range_window.h"
+#include "recorder.h"
+#include "visibility.h"
+#include "writer.h"
+
+namespace gpuhook::hook {
+
+int64_t g_clock_offset_ns = 0;
+extern std::atomic<bool> g_nccl_enabled;
+int resolve_nccl();
+int install_nvtx(NvtxGetExportTableFunc_t get_export_table);
+void annotate_range(v1::RangeType type, const char* name);
+
+namespace {
+
+enum State : int { kIdle = 0, kStarting = 1, kRunning = 2, kStopped = 3 };
+std::atomic<int> g_state{kIdle};
+const Config* g_config = nullptr;
+std::atomic<Writer*> g_writer{nullptr};
+std::atomic<bool> g_cuda_started{false};
+struct sigaction g_previous[NSIG];
+const int kFlushSignals[] = {SIGINT, SIGTERM};
+
+void say(const std::string& line) {
+  std::string text = "gpuhook: " + line + "\n";
+  ssize_t ignored = write(STDERR_FILENO, text.data(), text.size());
+  (void)ignored;
+}
+
+void set_window(uint64_t open_ns, uint64_t close_ns) {
+  if (Writer* w = g_writer.load(std::memory_order_acquire)) w->set_window(open_ns, close_ns);
+}
+
+std::string read_first_line(const char* path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+ProcessFacts gather_facts(const Config& c) {
+  ProcessFacts f;
+  if (!c.test_host.empty()) {
+    f.host = c.test_host;
+  } else {
+    char host[HOST_NAME_MAX + 1] = {};
+    gethostname(host, sizeof(host) - 1);
+    f.host = host;
+  }
+  f.boot_id = c.test_boot_id.empty() ? read_first_line("/proc/sys/kernel/random/boot_id") : c.test_boot_id;
+  f.pid = static_cast<uint32_t>(getpid());
+  f.ppid = static_cast<uint32_t>(getppid());
+  std::ifstream cmd("/proc/self/cmdline", std::ios::binary);
+  std::string arg;
+  while (std::getline(cmd, arg, '\0')) f.command_line.push_back(arg);
+  // The pair read together; the offset moves the monotonic side only, so REALTIME anchors
+  // of the alignment tests stay true.
+  f.start_monotonic_raw_ns = now_ns();
+  f.start_realtime_ns = realtime_ns();
+  return f;
+}
+
+std::string self_path() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&say), &info) == 0 || info.dli_fname == nullptr) return {};
+  char resolved[PATH_MAX];
+  if (realpath(info.dli_fname, resolved) == nullptr) return info.dli_fname;
+  return resolved;
+}
+
+bool preloaded() {
+  const char* preload = std::getenv("LD_PRELOAD");
+  return preload != nullptr && std::strstr(preload, "gpuhook") != nullptr;
+}
+
+void stop_all() {
+  int expected = kRunning;
+  if (!g_state.compare_exchange_strong(expected, kStopped)) return;
+  recorder().enabled.store(false, std::memory_order_release);
+  Writer* w = g_writer.load(std::memory_order_acquire);
+  if (w == nullptr) return;
+  // Bounded: a CUPTI wedged by a dying CUDA must not turn into a hung exit.
+  if (!w->stop(10'000)) {
+    say("the writer did not finish within 10 s; the capture ends at its last flush");
+    return;
+  }
+  if (!g_config->quiet && w->file_opened() && !w->summary().empty()) {
+    // write(2) only: this can run inside a signal handler.
+    const std::string& line = w->summary();
+    ssize_t ignored = write(STDERR_FILENO, line.data(), line.size());
+    ignored = write(STDERR_FILENO, "\n", 1);
+    (void)ignored;
+  }
+}
+
+void on_exit_handler() { stop_all(); }
+
+void on_signal(int sig, siginfo_t* info, void* context) {
+  int saved_errno = errno;
+  const struct sigaction& prev = g_previous[sig];
+  if (prev.sa_handler == SIG_IGN) {
+    errno = saved_errno;
+    return;
+  }
+  if (!(prev.sa_flags & SA_SIGINFO) && prev.sa_handler == SIG_DFL) {
+    // The process is about to die of this signal: finish the file, then die the same way.
+    stop_all();
+    signal(sig, SIG_DFL);
+    raise(sig);
+    errno = saved_errno;
+    return;
+  }
+  // The app handles it and may run on: flush soon, keep recording.
+  if (Writer* w = g_writer.load(std::memory_order_acquire)) w->wake();
+  if (prev.sa_flags & SA_SIGINFO) prev.sa_sigaction(sig, info, context);
+  else prev.sa_handler(sig);
+  errno = saved_errno;
+}
+
+void install_signal_handlers() {
+  for (int sig : kFlushSignals) {
+    struct sigaction current{};
+    if (sigaction(sig, nullptr, &current) != 0) continue;
+    g_previous[sig] = current;
+    struct sigaction ours{};
+    ours.sa_sigaction = &on_signal;
+    ours.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&ours.sa_mask);
+    sigaction(sig, &ours, nullptr);
+  }
+}
+
+void on_fork_child() {
+  if (g_state.load() != kRunning) return;
+  // The parent's writer thread does not exist here and its Writer belongs to the parent's
+  // file: leave it untouched (leaked) and start this process's own.
+  reset_rings_after_fork();
+  auto* w = new (std::nothrow) Writer(*g_config, gather_facts(*g_config));
+  if (w == nullptr) return;
+  w->add_features((g_config->nccl ? v1::FEATURE_NCCL : 0) | (g_config->nvtx ? v1::FEATURE_NVTX : 0));
+  std::string why;
+  if (!w->start(&why)) {
+    recorder().enabled.store(false);
+    say(why + "; this child records nothing");
+  }
+  g_writer.store(w, std::memory_order_release);
+}
+
+void start_once() {
+  int expected = kIdle;
+  if (!g_state.compare_exchange_strong(expected, kStarting)) {
+    while (g_state.load(std::memory_order_acquire) == kStarting) sched_yield();
+    return;
+  }
+  std::vector<std::string> problems;
+  auto* config = new Config(parse_config([](const char* n) { return std::getenv(n); }, &problems));
+  for (const std::string& p : problems) say(p);
+  g_config = config;
+  g_clock_offset_ns = config->test_clock_offset_ns;
+  recorder().config = config;
+
+  if (preloaded()) {
+    // Point CUDA and NVTX back at this library so they call the other two doors, but only
+    // where nobody chose another tool.
+    std::string self = self_path();
+    if (!self.empty()) {
+      if (config->cuda) setenv(env::kCudaInjection, self.c_str(), 0);
+      if (config->nvtx) setenv(env::kNvtxInjection, self.c_str(), 0);
+    }
+  }
+  auto* writer = new Writer(*config, gather_facts(*config));
+  writer->add_features((config->nccl ? v1::FEATURE_NCCL : 0) | (config->nvtx ? v1::FEATURE_NVTX : 0));
+  std::string why;
+  if (!writer->start(&why)) {
+    say(why + "; nothing recorded");
+    g_state.store(kStopped);
+    return;
+  }
+  g_writer.store(writer, std::memory_order_release);
+  window_configure(&config->range, &set_window);
+  if (config->nccl) {
+    resolve_nccl();
+    g_nccl_enabled.store(true, std::memory_order_release);
+  }
+  recorder().enabled.store(true, std::memory_order_release);
+  std::atexit(&on_exit_handler);
+  pthread_atfork(nullptr, nullptr, &on_fork_child);
+  install_signal_handlers();
+  g_state.store(kRunning, std::memory_order_release);
+}
+
+__attribute__((constructor)) void on_load() { start_once(); }
+
+}  // namespace
+}  // namespace gpuhook::hook
+
+using namespace gpuhook::hook;
+namespace v1 = gpuhook::v1;
+
+extern "C" GPUHOOK_EXPORT int InitializeInjection(void) {
+  start_once();
+  if (g_state.load() != kRunning || !g_config->cuda || g_cuda_started.exchange(true)) return 1;
+  Writer* w = g_writer.load(std::memory_order_acquire);
+  std::string why;
+  CuptiTracer* tracer = CuptiTracer::start(*g_config, &why);
+  if (tracer == nullptr) {
+    say(why);
+    w->set_note(why);
+    return 1;
+  }
+  w->set_cupti_version(tracer->version());
+  w->set_note(tracer->notes());
+  w->add_features(v1::FEATURE_HOST_CLOCK_CALLBACK | (tracer->latency_timestamps() ? v1::FEATURE_LATENCY_TIMESTAMPS : 0));
+  w->set_gpu_source(tracer);
+  // Registered during CUDA's initialisation, so it runs before the runtime's own exit
+  // teardown: the last buffers are flushed while CUDA can still deliver them.
+  std::atexit(&on_exit_handler);
+  return 1;
+}
+
+extern "C" GPUHOOK_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table) {
+  start_once();
+  if (g_state.load() != kRunning || !g_config->nvtx) return 0;
+  return install_nvtx(get_export_table);
+}
+
+extern "C" GPUHOOK_EXPORT void gpuhook_api_range_push(const char* name) {
+  if (g_state.load(std::memory_order_relaxed) == kRunning) annotate_range(v1::RANGE_PUSH, name);
+}
+extern "C" GPUHOOK_EXPORT void gpuhook_api_range_pop(void) {
+  if (g_state.load(std::memory_order_relaxed) == kRunning) annotate_range(v1::RANGE_POP, nullptr);
+}
+extern "C" GPUHOOK_EXPORT void gpuhook_api_mark(const char* name) {
+  if (g_state.load(std::memory_order_relaxed) == kRunning) annotate_range(v1::RANGE_MARK, name);
+}
+extern "C" GPUHOOK_EXPORT void gpuhook_api_capture_start(void) { profiler_window_start(); }
+extern "C" GPUHOOK_EXPORT void gpuhook_api_capture_stop(void) { profiler_window_stop(); }

@@ -1,0 +1,36 @@
+// What the writer needs from the CUPTI side, behind an interface so the writer can be tested
+// without CUPTI and the tracer without a file.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "capture.pb.h"
+
+namespace gpuhook::hook {
+
+// Receives converted records; intern() gives string ids of the capture.
+class RecordSink {
+ public:
+  virtual ~RecordSink() = default;
+  virtual uint32_t intern(std::string_view s) = 0;
+  virtual void emit(v1::Record& record) = 0;
+  // A device seen for the first time in a GPU record: the sink writes its DeviceInfo.
+  virtual void device_seen(uint32_t device) = 0;
+  // A record kept with an unknown time because the one CUPTI gave was 0 or reversed.
+  virtual void invalid_time() = 0;
+};
+
+class GpuSource {
+ public:
+  virtual ~GpuSource() = default;
+  // Hands every completed buffer's records to the sink. `flush`: ask CUPTI for what it holds
+  // first; `final`: also incomplete buffers (exit).
+  virtual void poll(RecordSink& sink, bool flush, bool final) = 0;
+  // Counts since the last call.
+  virtual uint64_t take_cupti_dropped() = 0;
+  virtual uint64_t take_no_buffer_dropped() = 0;
+};
+
+}  // namespace gpuhook::hook

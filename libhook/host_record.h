@@ -1,0 +1,63 @@
+// The fixed-size record that hot paths (NCCL wrappers, NVTX callbacks, gpuhook.h) write into
+// their thread's ring. Plain data: no constructor, no pointer the writer must free.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace gpuhook::hook {
+
+enum class HostKind : uint8_t { kNone = 0, kNccl = 1, kRange = 2, kThreadName = 3 };
+
+// Range names are copied into the record because NVTX strings live only for the call.
+inline constexpr size_t kInlineNameBytes = 56;
+
+struct NcclPayload {
+  const char* function;  // static string: the entry point's name
+  uint64_t count;
+  uint64_t bytes;
+  uint64_t comm_id;
+  uint64_t stream;
+  uint64_t sequence;
+  int32_t datatype;
+  int32_t reduce_op;
+  int32_t root_or_peer;
+  int32_t rank;
+  int32_t nranks;
+  int32_t return_value;
+  uint32_t group_depth;
+  uint8_t op;  // gpuhook::v1::NcclOp
+  uint8_t pad[3];
+};
+
+struct RangePayload {
+  const void* domain;             // a DomainName* of ours, nullptr = default domain
+  const void* registered_name;    // a RegisteredName* of ours, when the name was registered
+  uint64_t range_id;              // START/END pairing
+  uint32_t color;
+  uint32_t category;
+  uint8_t type;                   // gpuhook::v1::RangeType
+  uint8_t source;                 // 0 NVTX, 1 gpuhook.h
+  uint8_t name_bytes;             // bytes used in name[]
+  uint8_t name_truncated;
+  char name[kInlineNameBytes];
+};
+
+struct HostRecord {
+  HostKind kind;
+  uint8_t pad[7];
+  uint64_t thread_id;
+  uint64_t start_ns;  // enter / time of a range event
+  uint64_t end_ns;    // exit (NCCL)
+  union {
+    NcclPayload nccl;
+    RangePayload range;
+  };
+};
+
+// One cache-line pair per record: small enough that a ring of 8192 is 1 MiB, large enough
+// for a short range name without a pointer into the app's memory.
+static_assert(sizeof(HostRecord) == 128, "HostRecord must stay 128 bytes");
+static_assert(sizeof(RangePayload) <= 96 && sizeof(NcclPayload) <= 96);
+
+}  // namespace gpuhook::hook

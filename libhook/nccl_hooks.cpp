@@ -1,0 +1,193 @@
+// NCCL interposition: the wrappers are generated from nccl_table.h. Each wrapper reads the
+// clock, calls the real function (found with dlsym(RTLD_NEXT)), reads the clock again and
+// writes one HostRecord. errno and the return value are the real function's.
+#include <dlfcn.h>
+#include <nccl.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "capture.pb.h"
+#include "clock.h"
+#include "comm_map.h"
+#include "nccl_table.h"
+#include "recorder.h"
+#include "visibility.h"
+
+namespace gpuhook::hook {
+namespace {
+
+CommMap& comms() {
+  static CommMap map;
+  return map;
+}
+
+thread_local uint32_t t_group_depth = 0;
+std::atomic<uint64_t> g_init_all_calls{0};
+
+using CountFn = ncclResult_t (*)(const ncclComm_t, int*);
+
+template <typename Fn>
+Fn resolve(std::atomic<void*>& slot, const char* name) {
+  void* p = slot.load(std::memory_order_acquire);
+  if (p == nullptr) {
+    p = dlsym(RTLD_NEXT, name);
+    if (p != nullptr) slot.store(p, std::memory_order_release);
+  }
+  return reinterpret_cast<Fn>(p);
+}
+
+std::atomic<void*> g_real_comm_count{nullptr};
+std::atomic<void*> g_real_user_rank{nullptr};
+
+void query_rank(ncclComm_t comm, int32_t* rank, int32_t* nranks) {
+  auto count = resolve<CountFn>(g_real_comm_count, "ncclCommCount");
+  auto user_rank = resolve<CountFn>(g_real_user_rank, "ncclCommUserRank");
+  int v = -1;
+  if (count != nullptr && count(comm, &v) == ncclSuccess) *nranks = v;
+  if (user_rank != nullptr && user_rank(comm, &v) == ncclSuccess) *rank = v;
+}
+
+size_t dtype_bytes(int dtype) {
+  switch (dtype) {
+    case ncclInt8: case ncclUint8: case ncclFloat8e4m3: case ncclFloat8e5m2: return 1;
+    case ncclFloat16: case ncclBfloat16: return 2;
+    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
+    case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
+    default: return 0;
+  }
+}
+
+bool counts_in_sequence(v1::NcclOp op) {
+  return op >= v1::NCCL_ALL_REDUCE && op <= v1::NCCL_SCATTER;
+}
+
+// The post-call actions named in the table's comm column. Each returns what the record says
+// about the communicator.
+CommInfo after_init_rank(ncclResult_t rc, ncclComm_t* comm, const ncclUniqueId& id, int rank, int nranks) {
+  if (rc != ncclSuccess || comm == nullptr || *comm == nullptr) return {};
+  uint64_t comm_id = fnv1a64(&id, sizeof(id));
+  comms().insert(*comm, comm_id, rank, nranks);
+  return comms().lookup(*comm, false);
+}
+
+CommInfo after_init_all(ncclResult_t rc, ncclComm_t* comm, int ndev) {
+  if (rc != ncclSuccess || comm == nullptr || ndev <= 0) return {};
+  // One process owns every rank: an id unique to this process and call is enough.
+  uint64_t key[3] = {static_cast<uint64_t>(getpid()), g_init_all_calls.fetch_add(1), monotonic_raw_ns()};
+  uint64_t comm_id = fnv1a64(key, sizeof(key));
+  for (int i = 0; i < ndev; ++i) comms().insert(comm[i], comm_id, i, ndev);
+  return comms().lookup(comm[0], false);
+}
+
+CommInfo after_split(ncclResult_t rc, ncclComm_t parent, int color, ncclComm_t* newcomm) {
+  CommInfo parent_info = comms().lookup(parent, false);
+  uint64_t split = comms().next_split(parent);
+  if (rc != ncclSuccess || newcomm == nullptr || *newcomm == nullptr) return parent_info;
+  // Every rank of the parent splits in the same order with the same colour: same id.
+  uint64_t key[3] = {parent_info.id, split, static_cast<uint64_t>(static_cast<int64_t>(color))};
+  int32_t rank = -1, nranks = -1;
+  query_rank(*newcomm, &rank, &nranks);
+  comms().insert(*newcomm, fnv1a64(key, sizeof(key)), rank, nranks);
+  return comms().lookup(*newcomm, false);
+}
+
+CommInfo forget_comm(ncclComm_t comm) {
+  CommInfo info = comms().lookup(comm, false);
+  comms().erase(comm);
+  return info;
+}
+
+CommInfo to_info(CommInfo info, v1::NcclOp) { return info; }
+CommInfo to_info(std::nullptr_t, v1::NcclOp) { return {}; }
+CommInfo to_info(ncclComm_t comm, v1::NcclOp op) { return comms().lookup(comm, counts_in_sequence(op)); }
+
+uint64_t stream_value(cudaStream_t s) { return reinterpret_cast<uint64_t>(s); }
+uint64_t stream_value(std::nullptr_t) { return 0; }
+
+void record_call(v1::NcclOp op, const char* function, uint64_t count, int dtype, int reduce_op, int root_or_peer,
+                 const CommInfo& info, uint64_t stream, uint64_t start_ns, uint64_t end_ns, ncclResult_t rc) {
+  HostRecord* r = begin_record();
+  if (r == nullptr) return;
+  r->kind = HostKind::kNccl;
+  r->thread_id = this_thread_id();
+  r->start_ns = start_ns;
+  r->end_ns = end_ns;
+  NcclPayload& p = r->nccl;
+  p.function = function;
+  p.count = count;
+  p.bytes = count * dtype_bytes(dtype);
+  p.comm_id = info.id;
+  p.stream = stream;
+  p.sequence = info.sequence;
+  p.datatype = dtype;
+  p.reduce_op = reduce_op;
+  p.root_or_peer = root_or_peer;
+  p.rank = info.rank;
+  p.nranks = info.nranks;
+  p.return_value = static_cast<int32_t>(rc);
+  p.group_depth = t_group_depth;
+  p.op = static_cast<uint8_t>(op);
+  end_record();
+}
+
+void adjust_group_depth(v1::NcclOp op) {
+  if (op == v1::NCCL_GROUP_START) ++t_group_depth;
+  if (op == v1::NCCL_GROUP_END && t_group_depth > 0) --t_group_depth;
+}
+
+void report_missing(const char* function) {
+  static std::atomic<bool> said{false};
+  if (!said.exchange(true)) {
+    std::fprintf(stderr, "gpuhook: %s is not in the loaded NCCL; returning ncclInvalidUsage\n", function);
+  }
+}
+
+}  // namespace
+
+std::atomic<bool> g_nccl_enabled{false};
+
+#define GPUHOOK_NCCL_REAL(name, ...) std::atomic<void*> g_real_##name{nullptr};
+GPUHOOK_NCCL_TABLE(GPUHOOK_NCCL_REAL)
+#undef GPUHOOK_NCCL_REAL
+
+// Resolves every row at start so the first call pays nothing; rows the library lacks stay null.
+int resolve_nccl() {
+  int found = 0;
+#define GPUHOOK_NCCL_RESOLVE(name, ...) found += resolve<void*>(g_real_##name, #name) != nullptr;
+  GPUHOOK_NCCL_TABLE(GPUHOOK_NCCL_RESOLVE)
+#undef GPUHOOK_NCCL_RESOLVE
+  return found;
+}
+
+}  // namespace gpuhook::hook
+
+using namespace gpuhook::hook;
+namespace v1 = gpuhook::v1;
+
+#define GPUHOOK_NCCL_WRAPPER(name, op, params, args, count_expr, dtype_expr, redop_expr, root_expr, comm_expr,   \
+                             stream_expr)                                                                         \
+  extern "C" GPUHOOK_EXPORT ncclResult_t name params {                                                            \
+    using Fn = ncclResult_t(*) params;                                                                            \
+    auto real = resolve<Fn>(g_real_##name, #name);                                                                \
+    if (real == nullptr) {                                                                                        \
+      report_missing(#name);                                                                                      \
+      return ncclInvalidUsage;                                                                                    \
+    }                                                                                                             \
+    ReentryGuard guard;                                                                                           \
+    if (!g_nccl_enabled.load(std::memory_order_relaxed) || !guard.entered()) return real args;                    \
+    uint64_t start_ns = now_ns();                                                                                 \
+    ncclResult_t rc = real args;                                                                                  \
+    uint64_t end_ns = now_ns();                                                                                   \
+    int saved_errno = errno;                                                                                      \
+    adjust_group_depth(v1::op);                                                                                   \
+    record_call(v1::op, #name, static_cast<uint64_t>(count_expr), static_cast<int>(dtype_expr),                   \
+                static_cast<int>(redop_expr), static_cast<int>(root_expr), to_info(comm_expr, v1::op),            \
+                stream_value(stream_expr), start_ns, end_ns, rc);                                                 \
+    errno = saved_errno;                                                                                          \
+    return rc;                                                                                                    \
+  }
+GPUHOOK_NCCL_TABLE(GPUHOOK_NCCL_WRAPPER)
+#undef GPUHOOK_NCCL_WRAPPER

@@ -1,0 +1,21 @@
+// GPUHOOK_RANGE=nvtx:NAME@FIRST-LAST: the capture window opens at the push of occurrence
+// FIRST of NAME and closes at the pop that ends occurrence LAST (on the thread that pushed it).
+#pragma once
+
+#include <cstdint>
+
+#include "config.h"
+
+namespace gpuhook::hook {
+
+using WindowSetter = void (*)(uint64_t open_ns, uint64_t close_ns);
+
+// range: the configured range (only kNvtx and kProfilerApi windows are driven from here).
+void window_configure(const CaptureRange* range, WindowSetter setter);
+void nvtx_window_push(const char* name, int depth);
+void nvtx_window_pop(int depth);
+// cudaProfilerStart/Stop and gpuhook_capture_start/stop.
+void profiler_window_start();
+void profiler_window_stop();
+
+}  // namespace gpuhook::hook

@@ -1,0 +1,49 @@
+// The hot-path side of recording: the calling thread's ring, the re-entry guard, the
+// capture-range switch. No lock, no allocation after a thread's first record, no syscall
+// other than the vDSO clock.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "config.h"
+#include "host_record.h"
+#include "ring.h"
+
+namespace gpuhook::hook {
+
+struct Recorder {
+  const Config* config = nullptr;
+  RingRegistry rings;
+  std::atomic<bool> enabled{false};      // start() done and not stopped
+  std::atomic<bool> writer_alive{false};  // block mode waits only while someone drains
+};
+
+Recorder& recorder();
+
+// Linux thread id, cached per thread (gettid is a syscall).
+uint64_t this_thread_id();
+
+// Reserves a record in this thread's ring; nullptr when recording is off or the ring is full
+// (then the drop is counted, or with ON_FULL=block the call waits for the writer).
+HostRecord* begin_record();
+// Publishes the record begun on this thread.
+void end_record();
+
+// Marks this thread's ring retired (thread exit) and forgets it.
+void release_thread_ring();
+// Fork child: the parent's unread records and the other threads' rings are not ours.
+void reset_rings_after_fork();
+
+// A thread-local re-entry guard: a hook that calls into code that may call a hook again.
+class ReentryGuard {
+ public:
+  ReentryGuard();
+  ~ReentryGuard();
+  bool entered() const { return entered_; }
+
+ private:
+  bool entered_;
+};
+
+}  // namespace gpuhook::hook

@@ -1,0 +1,353 @@
+#include "writer.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+
+#include <cstring>
+
+#include "clock.h"
+#include "device_info.h"
+#include "recorder.h"
+
+namespace gpuhook::hook {
+namespace {
+
+const char* kind_label(int kind) {
+  switch (kind) {
+    case v1::Record::kKernel: return "kernel";
+    case v1::Record::kMemcpy: return "memcpy";
+    case v1::Record::kMemset: return "memset";
+    case v1::Record::kApi: return "api";
+    case v1::Record::kSync: return "sync";
+    case v1::Record::kNccl: return "nccl";
+    case v1::Record::kRange: return "range";
+    case v1::Record::kMemory: return "memory";
+    case v1::Record::kOverhead: return "overhead";
+    case v1::Record::kDevice: return "device";
+    default: return nullptr;
+  }
+}
+
+// The time that places a record inside or outside the capture window; 0 = no time.
+uint64_t record_time_ns(const v1::Record& r) {
+  switch (r.kind_case()) {
+    case v1::Record::kApi: return static_cast<uint64_t>(r.api().start_ns());
+    case v1::Record::kKernel: return static_cast<uint64_t>(r.kernel().start_ns());
+    case v1::Record::kMemcpy: return static_cast<uint64_t>(r.memcpy().start_ns());
+    case v1::Record::kMemset: return static_cast<uint64_t>(r.memset().start_ns());
+    case v1::Record::kSync: return static_cast<uint64_t>(r.sync().start_ns());
+    case v1::Record::kNccl: return static_cast<uint64_t>(r.nccl().start_ns());
+    case v1::Record::kRange: return static_cast<uint64_t>(r.range().time_ns());
+    case v1::Record::kMemory: return static_cast<uint64_t>(r.memory().time_ns());
+    case v1::Record::kOverhead: return static_cast<uint64_t>(r.overhead().start_ns());
+    default: return 0;
+  }
+}
+
+void sleep_ms(uint32_t ms) {
+  timespec ts{static_cast<time_t>(ms / 1000), static_cast<long>(ms % 1000) * 1'000'000L};
+  nanosleep(&ts, nullptr);
+}
+
+}  // namespace
+
+Writer::Writer(const Config& config, ProcessFacts facts) : config_(config), facts_(std::move(facts)) {
+  sem_init(&wake_sem_, 0, 0);
+  sem_init(&done_sem_, 0, 0);
+  if (config_.range.kind == RangeKind::kTime) {
+    uint64_t open = facts_.start_monotonic_raw_ns + config_.range.delay_ns;
+    set_window(open, config_.range.duration_ns == 0 ? UINT64_MAX : open + config_.range.duration_ns);
+  } else if (config_.range.kind != RangeKind::kAll) {
+    set_window(0, UINT64_MAX);  // closed until the range opens it
+  } else {
+    set_window(1, UINT64_MAX);
+  }
+}
+
+Writer::~Writer() {
+  sem_destroy(&wake_sem_);
+  sem_destroy(&done_sem_);
+}
+
+void Writer::set_window(uint64_t open_ns, uint64_t close_ns) {
+  window_close_ns_.store(close_ns, std::memory_order_relaxed);
+  window_open_ns_.store(open_ns, std::memory_order_release);
+}
+
+void Writer::set_cupti_version(const std::string& v) {
+  std::lock_guard<std::mutex> lock(facts_mutex_);
+  cupti_version_ = v;
+}
+
+void Writer::set_note(const std::string& note) {
+  std::lock_guard<std::mutex> lock(facts_mutex_);
+  note_ = note;
+}
+
+bool Writer::start(std::string* why) {
+  sigset_t all, old;
+  sigfillset(&all);
+  // The thread inherits this mask: app signals (and our own SIGXFSZ) never land on it.
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int rc = pthread_create(&thread_, nullptr, &Writer::thread_main, this);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (rc != 0) {
+    *why = std::string("cannot start the writer thread: ") + std::strerror(rc);
+    return false;
+  }
+  pthread_detach(thread_);
+  thread_started_ = true;
+  recorder().writer_alive.store(true, std::memory_order_release);
+  return true;
+}
+
+void* Writer::thread_main(void* self) {
+  pthread_setname_np(pthread_self(), "gpuhook-writer");
+  static_cast<Writer*>(self)->loop();
+  return nullptr;
+}
+
+void Writer::wake() { sem_post(&wake_sem_); }
+
+bool Writer::stop(uint32_t timeout_ms) {
+  if (!thread_started_) return true;
+  stop_requested_.store(true, std::memory_order_release);
+  sem_post(&wake_sem_);
+  for (uint32_t waited = 0; waited <= timeout_ms; ++waited) {
+    if (sem_trywait(&done_sem_) == 0) {
+      sem_post(&done_sem_);  // a second stop() returns at once
+      return true;
+    }
+    sleep_ms(1);
+  }
+  return false;
+}
+
+void Writer::loop() {
+  uint64_t last_gpu_flush_ns = now_ns();
+  const uint64_t period_ns = uint64_t{config_.flush_ms} * 1'000'000u;
+  while (!stop_requested_.load(std::memory_order_acquire)) {
+    timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    // Wake often enough that rings of 8k records do not fill under bursts.
+    deadline.tv_nsec += 10'000'000;
+    if (deadline.tv_nsec >= 1'000'000'000) {
+      deadline.tv_sec += 1;
+      deadline.tv_nsec -= 1'000'000'000;
+    }
+    sem_timedwait(&wake_sem_, &deadline);
+    uint64_t now = now_ns();
+    bool flush_gpu = now - last_gpu_flush_ns >= period_ns;
+    if (flush_gpu) last_gpu_flush_ns = now;
+    drain_once(flush_gpu, false);
+    if (file_ && flush_gpu) {
+      write_drops(false);
+      file_->flush();
+    }
+  }
+  finish();
+  recorder().writer_alive.store(false, std::memory_order_release);
+  sem_post(&done_sem_);
+}
+
+void Writer::drain_once(bool flush_gpu, bool final) {
+  for (Ring* ring = recorder().rings.first(); ring != nullptr; ring = ring->next) {
+    ring->drain([this](const HostRecord& r) { write_host(r); });
+    drops_ring_ += ring->take_dropped();
+  }
+  if (GpuSource* gpu = gpu_.load(std::memory_order_acquire)) {
+    gpu->poll(*this, flush_gpu || final, final);
+    drops_cupti_ += gpu->take_cupti_dropped();
+    drops_no_buffer_ += gpu->take_no_buffer_dropped();
+  }
+}
+
+void Writer::finish() {
+  if (finished_.exchange(true)) return;
+  drain_once(true, true);
+  if (!file_) return;
+  write_drops(true);
+  uint64_t dropped = drops_ring_ + drops_cupti_ + drops_no_buffer_ + invalid_times_;
+  v1::Record footer;
+  auto* f = footer.mutable_footer();
+  f->set_end_monotonic_raw_ns(now_ns());
+  f->set_end_realtime_ns(realtime_ns());
+  f->set_records(file_->stats().records);
+  f->set_dropped(dropped);
+  f->set_clean(true);
+  file_->write(footer);
+  bool ok = file_->close();
+  const WriterStats& st = file_->stats();
+  std::string line = "gpuhook: " + path_ + ": " + std::to_string(st.records) + " records (";
+  bool first = true;
+  for (int k = 0; k < 32; ++k) {
+    const char* label = kind_label(k);
+    if (label == nullptr || st.records_by_kind[k] == 0) continue;
+    line += (first ? "" : ", ") + std::to_string(st.records_by_kind[k]) + " " + label;
+    first = false;
+  }
+  line += "), " + std::to_string(st.bytes_written) + " bytes, dropped " + std::to_string(dropped);
+  if (invalid_times_ != 0) line += " (" + std::to_string(invalid_times_) + " with invalid times, kept)";
+  if (!ok || file_->records_lost() != 0) {
+    line += "; write failed: " + file_->last_error() + ", " + std::to_string(file_->records_lost()) +
+            " records lost";
+  }
+  summary_ = line;
+}
+
+bool Writer::in_window(const v1::Record& record) const {
+  uint64_t open = window_open_ns_.load(std::memory_order_acquire);
+  if (open == 1 && config_.range.kind == RangeKind::kAll) return true;
+  uint64_t t = record_time_ns(record);
+  if (t == 0) return open != 0;  // untimed records follow the window's existence
+  return open != 0 && t >= open && t <= window_close_ns_.load(std::memory_order_relaxed);
+}
+
+bool Writer::open_file() {
+  if (file_) return true;
+  if (open_failed_) return false;
+  path_ = expand_output(config_.output_pattern, facts_.host, static_cast<int>(facts_.pid), config_.rank);
+  WriterOptions options;
+  options.zstd_level = config_.zstd_level;
+  options.flush_interval_ns = uint64_t{config_.flush_ms} * 1'000'000u;
+  std::string error;
+  file_ = CaptureWriter::create(path_, options, &error);
+  if (!file_) {
+    open_failed_ = true;
+    // The one line about it; the records that would have gone there are counted nowhere else.
+    std::string line = "gpuhook: cannot create " + path_ + ": " + error + "; nothing recorded\n";
+    fputs(line.c_str(), stderr);
+    return false;
+  }
+  file_opened_.store(true, std::memory_order_release);
+  uint64_t features = features_.load(std::memory_order_relaxed);
+  // A simulated device says so in its name; a real one gives no reason to call it.
+  if (gpu_.load(std::memory_order_acquire) != nullptr) {
+    if (auto d = query_device(0); d && is_simulator_device_name(d->name())) {
+      features |= v1::FEATURE_SIMULATOR;
+    }
+  }
+  v1::Record rec;
+  auto* h = rec.mutable_header();
+  h->set_format_version(kFormatVersion);
+  h->set_tool_version("gpuhook 0.1.0");
+  h->set_host_name(facts_.host);
+  h->set_boot_id(facts_.boot_id);
+  h->set_pid(facts_.pid);
+  h->set_ppid(facts_.ppid);
+  if (config_.rank) h->set_rank(*config_.rank);
+  if (config_.local_rank) h->set_local_rank(*config_.local_rank);
+  if (config_.world_size) h->set_world_size(*config_.world_size);
+  for (const auto& arg : facts_.command_line) h->add_command_line(arg);
+  h->set_start_monotonic_raw_ns(facts_.start_monotonic_raw_ns);
+  h->set_start_realtime_ns(facts_.start_realtime_ns);
+  h->set_clock_domain("CLOCK_MONOTONIC_RAW");
+  h->set_features(features);
+  h->set_capture_range(config_.range.text);
+  h->set_api_set(config_.api_text);
+  {
+    std::lock_guard<std::mutex> lock(facts_mutex_);
+    h->set_cupti_version(cupti_version_);
+    h->set_note(note_);
+  }
+  file_->write(rec);
+  return true;
+}
+
+uint32_t Writer::intern(std::string_view s) { return file_ ? file_->intern(s) : 0; }
+
+void Writer::emit(v1::Record& record) {
+  if (!in_window(record)) return;
+  if (!open_file()) return;
+  file_->write(record);
+  file_->maybe_flush(now_ns());
+}
+
+void Writer::device_seen(uint32_t device) {
+  if (!devices_seen_.insert(device).second) return;
+  if (!open_file()) return;
+  if (auto d = query_device(device)) {
+    v1::Record rec;
+    *rec.mutable_device() = *d;
+    file_->write(rec);
+  }
+}
+
+uint32_t Writer::intern_pointer(const void* key, const char* s) {
+  auto it = pointer_ids_.find(key);
+  if (it != pointer_ids_.end()) return it->second;
+  uint32_t id = file_->intern(s);
+  pointer_ids_.emplace(key, id);
+  return id;
+}
+
+void Writer::write_host(const HostRecord& r) {
+  v1::Record rec;
+  // Names are interned only after the window test, so the file holds no unused strings.
+  if (r.kind == HostKind::kNccl) {
+    auto* n = rec.mutable_nccl();
+    const NcclPayload& p = r.nccl;
+    n->set_op(static_cast<v1::NcclOp>(p.op));
+    n->set_count(p.count);
+    n->set_datatype(p.datatype);
+    n->set_bytes(p.bytes);
+    n->set_reduce_op(p.reduce_op);
+    n->set_root_or_peer(p.root_or_peer);
+    n->set_comm_id(p.comm_id);
+    n->set_rank(p.rank);
+    n->set_nranks(p.nranks);
+    n->set_stream(p.stream);
+    n->set_thread_id(r.thread_id);
+    n->set_start_ns(static_cast<int64_t>(r.start_ns));
+    n->set_end_ns(static_cast<int64_t>(r.end_ns));
+    n->set_sequence(p.sequence);
+    n->set_return_value(p.return_value);
+    n->set_device(-1);
+    n->set_group_depth(p.group_depth);
+    if (!in_window(rec) || !open_file()) return;
+    n->set_name_id(intern_pointer(p.function, p.function));
+  } else if (r.kind == HostKind::kRange) {
+    auto* g = rec.mutable_range();
+    const RangePayload& p = r.range;
+    g->set_type(static_cast<v1::RangeType>(p.type));
+    g->set_thread_id(r.thread_id);
+    g->set_time_ns(static_cast<int64_t>(r.start_ns));
+    g->set_range_id(p.range_id);
+    g->set_category(p.category);
+    g->set_color(p.color);
+    g->set_source(p.source);
+    if (!in_window(rec) || !open_file()) return;
+    if (p.domain != nullptr) g->set_domain_id(intern_pointer(p.domain, *static_cast<const char* const*>(p.domain)));
+    if (p.registered_name != nullptr) {
+      g->set_name_id(intern_pointer(p.registered_name, *static_cast<const char* const*>(p.registered_name)));
+    } else if (p.name_bytes != 0) {
+      g->set_name_id(file_->intern(std::string_view(p.name, p.name_bytes)));
+    }
+  } else {
+    return;
+  }
+  file_->write(rec);
+  file_->maybe_flush(now_ns());
+}
+
+void Writer::write_drops(bool final) {
+  (void)final;
+  uint64_t now = now_ns();
+  auto one = [&](v1::DropSource source, uint64_t total, uint64_t* written) {
+    if (total == *written) return;
+    v1::Record rec;
+    auto* d = rec.mutable_drops();
+    d->set_source(source);
+    d->set_count(total - *written);  // counts since the last Drops record of that source
+    d->set_time_ns(static_cast<int64_t>(now));
+    file_->write(rec);
+    *written = total;
+  };
+  one(v1::DROP_RING_FULL, drops_ring_, &drops_ring_written_);
+  one(v1::DROP_CUPTI, drops_cupti_, &drops_cupti_written_);
+  one(v1::DROP_NO_BUFFER, drops_no_buffer_, &drops_no_buffer_written_);
+  one(v1::DROP_INVALID_TIME, invalid_times_, &drops_invalid_written_);
+}
+
+}  // namespace gpuhook::hook

@@ -1,0 +1,110 @@
+// The one writer thread: drains the per-thread rings and the CUPTI buffers, turns them into
+// capture records and hands them to CaptureWriter. It alone touches the file, so a write that
+// hits RLIMIT_FSIZE raises SIGXFSZ on this thread, where every signal is blocked: the write
+// fails with EFBIG and the app's own disposition of SIGXFSZ is never consulted.
+#pragma once
+
+#include <semaphore.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "gpuhook/capture.h"
+#include "config.h"
+#include "gpu_source.h"
+#include "host_record.h"
+
+namespace gpuhook::hook {
+
+// What the header says about the process; filled once at start.
+struct ProcessFacts {
+  std::string host;
+  std::string boot_id;
+  uint32_t pid = 0;
+  uint32_t ppid = 0;
+  std::vector<std::string> command_line;
+  uint64_t start_monotonic_raw_ns = 0;  // includes the test clock offset
+  uint64_t start_realtime_ns = 0;
+};
+
+class Writer final : private RecordSink {
+ public:
+  Writer(const Config& config, ProcessFacts facts);
+  ~Writer() override;
+
+  // Starts the thread with every signal blocked. False (and a reason) if it cannot.
+  bool start(std::string* why);
+  // Asks the thread to drain everything, close the file and exit; waits up to timeout_ms.
+  // Safe from a signal handler (sem_post / sem_trywait / nanosleep only).
+  bool stop(uint32_t timeout_ms);
+  // Wakes the thread early (a ring filled up in block mode, a buffer completed).
+  void wake();
+
+  void set_gpu_source(GpuSource* source) { gpu_.store(source, std::memory_order_release); }
+  // Header facts that are known only later (CUPTI version, why GPU tracing is off).
+  void set_cupti_version(const std::string& v);
+  void set_note(const std::string& note);
+  void add_features(uint64_t bits) { features_.fetch_or(bits, std::memory_order_relaxed); }
+
+  // The window of the capture range; records outside it are not written.
+  void set_window(uint64_t open_ns, uint64_t close_ns);
+
+  // The exit summary line, "" when nothing was written.
+  const std::string& summary() const { return summary_; }
+  bool file_opened() const { return file_opened_.load(std::memory_order_acquire); }
+
+  // The loop body, public for tests: drain rings and GPU buffers once.
+  void drain_once(bool flush_gpu, bool final);
+  // Runs the end of the thread (final drain, drops, footer, close) on the calling thread.
+  void finish();
+
+ private:
+  static void* thread_main(void* self);
+  void loop();
+  uint32_t intern(std::string_view s) override;
+  void emit(v1::Record& record) override;
+  void device_seen(uint32_t device) override;
+  void invalid_time() override { invalid_times_++; }
+  bool open_file();
+  void write_host(const HostRecord& r);
+  uint32_t intern_pointer(const void* key, const char* s);
+  void write_drops(bool final);
+  bool in_window(const v1::Record& record) const;
+
+  const Config& config_;
+  ProcessFacts facts_;
+  std::unique_ptr<CaptureWriter> file_;
+  std::string path_;
+  bool open_failed_ = false;
+  std::atomic<bool> file_opened_{false};
+  std::atomic<GpuSource*> gpu_{nullptr};
+  std::atomic<uint64_t> features_{0};
+  std::atomic<uint64_t> window_open_ns_{0};
+  std::atomic<uint64_t> window_close_ns_{UINT64_MAX};
+  std::string cupti_version_;
+  std::string note_;
+  mutable std::mutex facts_mutex_;  // guards cupti_version_, note_ (set from other threads)
+
+  std::unordered_map<const void*, uint32_t> pointer_ids_;
+  std::unordered_set<uint32_t> devices_seen_;
+  uint64_t invalid_times_ = 0;
+  uint64_t drops_ring_ = 0, drops_cupti_ = 0, drops_no_buffer_ = 0;
+  // What earlier Drops records already reported, so each one carries the increase.
+  uint64_t drops_ring_written_ = 0, drops_cupti_written_ = 0, drops_no_buffer_written_ = 0;
+  uint64_t drops_invalid_written_ = 0;
+  std::string summary_;
+
+  pthread_t thread_{};
+  bool thread_started_ = false;
+  sem_t wake_sem_;
+  sem_t done_sem_;
+  std::atomic<bool> stop_requested_{false};
+  std::atomic<bool> finished_{false};
+};
+
+}  // namespace gpuhook::hook
