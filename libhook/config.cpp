@@ -58,17 +58,19 @@ std::optional<CaptureRange> parse_range(const std::string& text) {
     return r;
   }
   if (text.rfind("time:", 0) == 0) {
-    // time:DELAY[+DURATION]
+    // time:DELAY, time:DELAY+DURATION or time:DELAY-END (END counted from the start too)
     std::string rest = text.substr(5);
-    size_t plus = rest.find('+');
-    auto delay = parse_duration_ns(rest.substr(0, plus));
+    size_t sep = rest.find_first_of("+-");
+    auto delay = parse_duration_ns(rest.substr(0, sep));
     if (!delay) return std::nullopt;
     r.kind = RangeKind::kTime;
     r.delay_ns = *delay;
-    if (plus != std::string::npos) {
-      auto duration = parse_duration_ns(rest.substr(plus + 1));
-      if (!duration || *duration == 0) return std::nullopt;
-      r.duration_ns = *duration;
+    if (sep != std::string::npos) {
+      auto second = parse_duration_ns(rest.substr(sep + 1));
+      if (!second) return std::nullopt;
+      if (rest[sep] == '+') r.duration_ns = *second;
+      else if (*second > *delay) r.duration_ns = *second - *delay;
+      if (r.duration_ns == 0) return std::nullopt;
     }
     return r;
   }
@@ -173,7 +175,7 @@ Config parse_config(const EnvLookup& getenv_fn, std::vector<std::string>* proble
   boolean(env::kQuiet, &c.quiet);
   if (const char* v = getenv_fn(env::kRange)) {
     auto range = parse_range(v);
-    if (!range) bad(env::kRange, v, "want all, cudaProfilerApi, nvtx:NAME@FIRST-LAST or time:DELAY+DURATION");
+    if (!range) bad(env::kRange, v, "want all, cudaProfilerApi, nvtx:NAME[@FIRST-LAST] or time:DELAY[+DURATION|-END]");
     else c.range = *range;
   }
   integer(env::kRingRecords, 64, 1 << 20, [&](int64_t v) {

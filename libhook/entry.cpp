@@ -29,7 +29,6 @@
 
 namespace gpuhook::hook {
 
-int64_t g_clock_offset_ns = 0;
 extern std::atomic<bool> g_nccl_enabled;
 int resolve_nccl();
 int install_nvtx(NvtxGetExportTableFunc_t get_export_table);

@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 namespace gpuhook::hook {
+
+int64_t g_clock_offset_ns = 0;
+
 namespace {
 
 thread_local Ring* t_ring = nullptr;

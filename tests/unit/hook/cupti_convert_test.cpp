@@ -1,0 +1,195 @@
+// Fabricated CUPTI records (the toolkit's real structs) through the converter: no GPU needed.
+#include "cupti_convert.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "api_groups.h"
+#include "config.h"
+
+namespace gpuhook::hook {
+namespace {
+
+class FakeSink : public RecordSink {
+ public:
+  uint32_t intern(std::string_view s) override {
+    auto [it, added] = ids.emplace(std::string(s), static_cast<uint32_t>(ids.size() + 1));
+    return it->second;
+  }
+  void emit(v1::Record& r) override { records.push_back(r); }
+  void device_seen(uint32_t d) override { devices.push_back(d); }
+  void invalid_time() override { ++invalid; }
+  std::map<std::string, uint32_t> ids;
+  std::vector<v1::Record> records;
+  std::vector<uint32_t> devices;
+  int invalid = 0;
+};
+
+CUpti_ActivityKernel10 kernel(uint64_t queued, uint64_t submitted, uint64_t start, uint64_t end) {
+  CUpti_ActivityKernel10 k;
+  std::memset(&k, 0, sizeof(k));
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.queued = queued;
+  k.submitted = submitted;
+  k.start = start;
+  k.end = end;
+  k.deviceId = 1;
+  k.streamId = 7;
+  k.correlationId = 99;
+  k.gridX = 4;
+  k.blockX = 128;
+  k.registersPerThread = 32;
+  k.dynamicSharedMemory = 1024;
+  k.name = "_Z6kernelv";
+  return k;
+}
+
+TEST(CuptiConvert, KernelKeepsAllFourTimestampsAndShape) {
+  FakeSink sink;
+  ConvertOptions o;
+  auto k = kernel(100, 150, 200, 300);
+  ASSERT_TRUE(convert_activity(reinterpret_cast<CUpti_Activity*>(&k), o, sink));
+  ASSERT_EQ(sink.records.size(), 1u);
+  const v1::Kernel& r = sink.records[0].kernel();
+  EXPECT_EQ(r.queued_ns(), 100);
+  EXPECT_EQ(r.submitted_ns(), 150);
+  EXPECT_EQ(r.start_ns(), 200);
+  EXPECT_EQ(r.end_ns(), 300);
+  EXPECT_EQ(r.correlation_id(), 99u);
+  EXPECT_EQ(r.stream(), 7u);
+  EXPECT_EQ(r.grid_x(), 4);
+  EXPECT_EQ(r.block_x(), 128);
+  EXPECT_EQ(r.registers_per_thread(), 32u);
+  EXPECT_EQ(r.dynamic_shared_memory_bytes(), 1024u);
+  EXPECT_EQ(r.name_id(), sink.ids.at("_Z6kernelv"));
+  EXPECT_EQ(sink.devices, std::vector<uint32_t>{1});
+  EXPECT_EQ(sink.invalid, 0);
+}
+
+TEST(CuptiConvert, InvalidTimesBecomeUnknownAndAreCounted) {
+  struct Case {
+    uint64_t q, s, b, e;
+    bool pair_known, latency_known;
+  } cases[] = {
+      {100, 150, 0, 300, false, true},    // start missing (no device memory for it)
+      {100, 150, 300, 200, false, true},  // end before start (seen after ~25M graph kernels)
+      {0, 150, 200, 300, true, false},    // queued missing
+      {160, 150, 200, 300, true, false},  // queued after submitted
+      {100, 250, 200, 300, true, false},  // submitted after start
+  };
+  for (const Case& c : cases) {
+    FakeSink sink;
+    auto k = kernel(c.q, c.s, c.b, c.e);
+    convert_activity(reinterpret_cast<CUpti_Activity*>(&k), ConvertOptions{}, sink);
+    ASSERT_EQ(sink.records.size(), 1u);  // kept, never dropped
+    const v1::Kernel& r = sink.records[0].kernel();
+    EXPECT_EQ(sink.invalid, 1);
+    EXPECT_EQ(r.start_ns() != 0, c.pair_known);
+    EXPECT_EQ(r.end_ns() != 0, c.pair_known);
+    EXPECT_EQ(r.queued_ns() != 0, c.latency_known);
+    EXPECT_EQ(r.submitted_ns() != 0, c.latency_known);
+    if (c.pair_known) {
+      EXPECT_EQ(r.start_ns(), static_cast<int64_t>(c.b));  // never repaired
+    }
+  }
+}
+
+TEST(CuptiConvert, WithoutLatencyTimestampsZeroQueuedIsNotAnError) {
+  FakeSink sink;
+  ConvertOptions o;
+  o.latency_timestamps = false;
+  auto k = kernel(0, 0, 200, 300);
+  convert_activity(reinterpret_cast<CUpti_Activity*>(&k), o, sink);
+  EXPECT_EQ(sink.invalid, 0);
+}
+
+TEST(CuptiConvert, CopiesAndMemsetsCarryBytesAndDirection) {
+  FakeSink sink;
+  CUpti_ActivityMemcpy6 m;
+  std::memset(&m, 0, sizeof(m));
+  m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+  m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+  m.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+  m.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  m.flags = CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC;
+  m.bytes = 1 << 20;
+  m.start = 10;
+  m.end = 20;
+  m.correlationId = 5;
+  convert_activity(reinterpret_cast<CUpti_Activity*>(&m), ConvertOptions{}, sink);
+  CUpti_ActivityMemset4 s;
+  std::memset(&s, 0, sizeof(s));
+  s.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  s.bytes = 4096;
+  s.value = 0xab;
+  s.start = 30;
+  s.end = 40;
+  convert_activity(reinterpret_cast<CUpti_Activity*>(&s), ConvertOptions{}, sink);
+  ASSERT_EQ(sink.records.size(), 2u);
+  const v1::Memcpy& c = sink.records[0].memcpy();
+  EXPECT_EQ(c.copy_kind(), v1::COPY_HTOD);
+  EXPECT_EQ(c.src_kind(), v1::MEMORY_PINNED);
+  EXPECT_EQ(c.dst_kind(), v1::MEMORY_DEVICE);
+  EXPECT_EQ(c.bytes(), 1u << 20);
+  EXPECT_TRUE(c.async());
+  EXPECT_EQ(c.correlation_id(), 5u);
+  EXPECT_EQ(sink.records[1].memset().bytes(), 4096u);
+  EXPECT_EQ(sink.records[1].memset().value(), 0xabu);
+  EXPECT_EQ(sink.invalid, 0);
+}
+
+TEST(CuptiConvert, ApiRecordsAreNamedByCallbackId) {
+  FakeSink sink;
+  ConvertOptions o;
+  o.callback_name = [](CUpti_CallbackDomain d, uint32_t cbid) -> const char* {
+    return d == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == 211 ? "cudaLaunchKernel_v7000" : nullptr;
+  };
+  CUpti_ActivityAPI a;
+  std::memset(&a, 0, sizeof(a));
+  a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+  a.cbid = 211;
+  a.start = 5;
+  a.end = 9;
+  a.threadId = 1234;
+  a.correlationId = 99;
+  convert_activity(reinterpret_cast<CUpti_Activity*>(&a), o, sink);
+  ASSERT_EQ(sink.records.size(), 1u);
+  const v1::ApiCall& r = sink.records[0].api();
+  EXPECT_EQ(r.domain(), v1::API_DOMAIN_RUNTIME);
+  EXPECT_EQ(r.name_id(), sink.ids.at("cudaLaunchKernel_v7000"));
+  EXPECT_EQ(r.correlation_id(), 99u);
+  EXPECT_EQ(r.thread_id(), 1234u);
+}
+
+TEST(CuptiConvert, UnknownKindsAreSkipped) {
+  FakeSink sink;
+  CUpti_ActivityAPI a;
+  std::memset(&a, 0, sizeof(a));
+  a.kind = CUPTI_ACTIVITY_KIND_NAME;
+  EXPECT_FALSE(convert_activity(reinterpret_cast<CUpti_Activity*>(&a), ConvertOptions{}, sink));
+  EXPECT_TRUE(sink.records.empty());
+}
+
+TEST(ApiGroups, NamesFallInTheirGroups) {
+  EXPECT_EQ(api_group_of("cudaLaunchKernel_v7000"), kApiLaunch);
+  EXPECT_EQ(api_group_of("__cudaLaunchKernel_v13000"), kApiLaunch);
+  EXPECT_EQ(api_group_of("cuLaunchKernelEx"), kApiLaunch);
+  EXPECT_EQ(api_group_of("cudaGraphLaunch_v10000"), kApiLaunch);
+  EXPECT_EQ(api_group_of("cudaStreamSynchronize_v3020"), kApiSync);
+  EXPECT_EQ(api_group_of("cudaStreamWaitEvent_v3020"), kApiSync);
+  EXPECT_EQ(api_group_of("cuCtxSynchronize"), kApiSync);
+  EXPECT_EQ(api_group_of("cudaMemcpyAsync_v3020"), kApiMemcpy);
+  EXPECT_EQ(api_group_of("cudaMemsetAsync_v3020"), kApiMemcpy);
+  EXPECT_EQ(api_group_of("cudaMalloc_v3020"), kApiAlloc);
+  EXPECT_EQ(api_group_of("cudaFreeHost_v3020"), kApiAlloc);
+  EXPECT_EQ(api_group_of("cuMemAlloc_v2"), kApiAlloc);
+  EXPECT_EQ(api_group_of("cudaGetDeviceCount_v3020"), kApiOther);
+  EXPECT_EQ(api_group_of(nullptr), kApiOther);
+}
+
+}  // namespace
+}  // namespace gpuhook::hook

@@ -1,0 +1,214 @@
+// The writer without a thread or CUPTI: records go in through the rings and a fake GPU
+// source, the file is read back with the capture reader.
+#include "writer.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include "cupti_convert.h"
+#include "recorder.h"
+
+namespace gpuhook::hook {
+namespace {
+
+namespace fs = std::filesystem;
+
+class FakeGpu : public GpuSource {
+ public:
+  void poll(RecordSink& sink, bool, bool final) override {
+    ++polls;
+    if (final) saw_final = true;
+    for (auto& k : pending) convert_activity(reinterpret_cast<CUpti_Activity*>(&k), ConvertOptions{}, sink);
+    pending.clear();
+  }
+  uint64_t take_cupti_dropped() override { return std::exchange(cupti_dropped, 0); }
+  uint64_t take_no_buffer_dropped() override { return 0; }
+  std::vector<CUpti_ActivityKernel10> pending;
+  uint64_t cupti_dropped = 0;
+  int polls = 0;
+  bool saw_final = false;
+};
+
+class WriterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir = fs::temp_directory_path() / ("gpuhook-writer-test-" + std::to_string(getpid()) + "-" +
+                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir);
+    config.output_pattern = (dir / "cap-%p.gpuh").string();
+    config.ring_records = 64;
+    recorder().config = &config;
+    recorder().enabled.store(true);
+  }
+  void TearDown() override {
+    recorder().enabled.store(false);
+    // Leave the thread's ring empty for the next test.
+    for (Ring* r = recorder().rings.first(); r != nullptr; r = r->next) r->discard();
+    fs::remove_all(dir);
+  }
+  ProcessFacts facts() {
+    ProcessFacts f;
+    f.host = "testhost";
+    f.boot_id = "boot-1";
+    f.pid = static_cast<uint32_t>(getpid());
+    f.start_monotonic_raw_ns = 1000;
+    f.start_realtime_ns = 2000;
+    f.command_line = {"app", "--flag"};
+    return f;
+  }
+  void push_range(v1::RangeType type, const char* name, uint64_t t) {
+    HostRecord* r = begin_record();
+    ASSERT_NE(r, nullptr);
+    std::memset(r, 0, sizeof(*r));
+    r->kind = HostKind::kRange;
+    r->thread_id = 77;
+    r->start_ns = t;
+    r->range.type = static_cast<uint8_t>(type);
+    r->range.name_bytes = static_cast<uint8_t>(std::strlen(name));
+    std::memcpy(r->range.name, name, std::strlen(name));
+    end_record();
+  }
+  std::vector<v1::Record> read_back(std::string* path_out = nullptr) {
+    std::vector<v1::Record> out;
+    for (auto& e : fs::directory_iterator(dir)) {
+      if (path_out != nullptr) *path_out = e.path().string();
+      CaptureReader reader(e.path().string());
+      v1::Record r;
+      while (reader.next(r)) {
+        if (r.kind_case() != v1::Record::kStringDef) out.push_back(r);
+      }
+    }
+    return out;
+  }
+  fs::path dir;
+  Config config;
+};
+
+TEST_F(WriterTest, NothingRecordedMeansNoFile) {
+  Writer w(config, facts());
+  w.drain_once(true, true);
+  w.finish();
+  EXPECT_FALSE(w.file_opened());
+  EXPECT_TRUE(fs::is_empty(dir));
+  EXPECT_TRUE(w.summary().empty());
+}
+
+TEST_F(WriterTest, HostAndGpuRecordsLandAfterTheHeaderWithAFooter) {
+  Writer w(config, facts());
+  FakeGpu gpu;
+  CUpti_ActivityKernel10 k;
+  std::memset(&k, 0, sizeof(k));
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.queued = 10;
+  k.submitted = 20;
+  k.start = 0;  // invalid: kept as unknown and counted
+  k.end = 40;
+  k.name = "kern";
+  gpu.pending.push_back(k);
+  gpu.cupti_dropped = 3;
+  w.set_gpu_source(&gpu);
+  w.set_cupti_version("130001");
+  push_range(v1::RANGE_PUSH, "step", 5000);
+  push_range(v1::RANGE_POP, "", 6000);
+  w.drain_once(true, false);
+  w.finish();
+  EXPECT_TRUE(gpu.saw_final);
+  std::string path;
+  auto recs = read_back(&path);
+  ASSERT_GE(recs.size(), 5u);
+  ASSERT_EQ(recs[0].kind_case(), v1::Record::kHeader);
+  const v1::Header& h = recs[0].header();
+  EXPECT_EQ(h.host_name(), "testhost");
+  EXPECT_EQ(h.boot_id(), "boot-1");
+  EXPECT_EQ(h.start_monotonic_raw_ns(), 1000u);
+  EXPECT_EQ(h.cupti_version(), "130001");
+  EXPECT_EQ(h.command_line_size(), 2);
+  std::map<int, int> kinds;
+  uint64_t invalid = 0, cupti = 0;
+  for (auto& r : recs) {
+    kinds[r.kind_case()]++;
+    if (r.has_drops() && r.drops().source() == v1::DROP_INVALID_TIME) invalid += r.drops().count();
+    if (r.has_drops() && r.drops().source() == v1::DROP_CUPTI) cupti += r.drops().count();
+  }
+  EXPECT_EQ(kinds[v1::Record::kRange], 2);
+  EXPECT_EQ(kinds[v1::Record::kKernel], 1);
+  EXPECT_EQ(invalid, 1u);
+  EXPECT_EQ(cupti, 3u);
+  ASSERT_EQ(recs.back().kind_case(), v1::Record::kFooter);
+  EXPECT_TRUE(recs.back().footer().clean());
+  EXPECT_EQ(recs.back().footer().dropped(), 4u);
+  EXPECT_EQ(fs::status(path).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_NE(w.summary().find("2 range"), std::string::npos) << w.summary();
+  EXPECT_NE(w.summary().find(path), std::string::npos);
+}
+
+TEST_F(WriterTest, RingOverflowIsCountedInTheFile) {
+  Writer w(config, facts());
+  int accepted = 0;
+  for (int i = 0; i < 100; ++i) {
+    HostRecord* r = begin_record();
+    if (r == nullptr) continue;
+    std::memset(r, 0, sizeof(*r));
+    r->kind = HostKind::kRange;
+    r->start_ns = 100 + static_cast<uint64_t>(i);
+    r->range.type = v1::RANGE_MARK;
+    end_record();
+    ++accepted;
+  }
+  EXPECT_EQ(accepted, 64);
+  w.finish();
+  uint64_t ring_drops = 0;
+  int ranges = 0;
+  for (auto& r : read_back()) {
+    if (r.has_drops() && r.drops().source() == v1::DROP_RING_FULL) ring_drops += r.drops().count();
+    if (r.has_range()) ++ranges;
+  }
+  EXPECT_EQ(ranges, 64);
+  EXPECT_EQ(ring_drops, 36u);
+}
+
+TEST_F(WriterTest, CaptureWindowKeepsOnlyRecordsInside) {
+  config.range.kind = RangeKind::kNvtx;  // closed until opened
+  Writer w(config, facts());
+  push_range(v1::RANGE_MARK, "before", 100);
+  w.drain_once(false, false);
+  w.set_window(200, 300);
+  push_range(v1::RANGE_MARK, "inside", 250);
+  push_range(v1::RANGE_MARK, "after", 350);
+  w.finish();
+  int ranges = 0;
+  for (auto& r : read_back()) {
+    if (r.has_range()) {
+      ++ranges;
+      EXPECT_EQ(r.range().time_ns(), 250);
+    }
+  }
+  EXPECT_EQ(ranges, 1);
+}
+
+TEST_F(WriterTest, AnExistingFileIsNeverOverwritten) {
+  std::string path = expand_output(config.output_pattern, "testhost", getpid(), std::nullopt);
+  FILE* f = std::fopen(path.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs("precious", f);
+  std::fclose(f);
+  Writer w(config, facts());
+  push_range(v1::RANGE_MARK, "x", 100);
+  testing::internal::CaptureStderr();
+  w.finish();
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.rfind("gpuhook: cannot create", 0), 0u) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1);
+  FILE* g = std::fopen(path.c_str(), "r");
+  char buf[16] = {};
+  ASSERT_NE(std::fgets(buf, sizeof(buf), g), nullptr);
+  std::fclose(g);
+  EXPECT_STREQ(buf, "precious");
+}
+
+}  // namespace
+}  // namespace gpuhook::hook
