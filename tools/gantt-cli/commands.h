@@ -15,5 +15,6 @@ inline constexpr int kExitError = 2;        // bad usage or bad input, one line 
 void register_info(CLI::App& app, int& exit_code);
 void register_dump(CLI::App& app, int& exit_code);
 void register_record(CLI::App& app, int& exit_code);
+void register_stats(CLI::App& app, int& exit_code);
 
 }  // namespace gantt_cli

@@ -1,0 +1,82 @@
+// gantt-cli stats FILE...: numbers on a capture (see gantt/analysis/stats.h).
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gantt/analysis/stats.h>
+#include <gantt/model.h>
+#include <gantt/ranks.h>
+
+#include "commands.h"
+
+namespace gantt_cli {
+namespace {
+
+namespace ga = gantt::analysis;
+
+struct StatsOptions {
+  std::vector<std::string> files;
+  std::string by = "kernel";
+  size_t top = 0;
+  size_t gaps = 3;
+  std::string format = "text";
+};
+
+int run_stats(const StatsOptions& o) {
+  static const std::map<std::string, ga::Format> formats = {
+      {"text", ga::Format::kText}, {"md", ga::Format::kMarkdown}, {"json", ga::Format::kJson}, {"csv", ga::Format::kCsv}};
+  gantt::Model model = gantt::load(o.files);
+  bool corrupt = false;
+  for (const std::string& line : gantt::integrity_warnings(model, &corrupt)) std::cerr << "gantt-cli: " << line << "\n";
+  if (model.captures.size() > 1) gantt::apply_rank_alignment(model, gantt::align_ranks(gantt::rank_clock_inputs(model)));
+
+  if (o.by == "collective") {
+    // One row per (op, size class, ranks) over the collectives matched across captures.
+    const auto rows = gantt::collective_stats(gantt::match_collectives(gantt::collective_calls(model)));
+    if (rows.empty()) std::cout << "no NCCL collectives with kernels in the capture(s)\n";
+    else std::cout << gantt::format_collective_stats(rows);
+    return corrupt ? kExitError : kExitOk;
+  }
+  ga::StatsOptions so;
+  so.by = o.by == "stream" ? ga::GroupBy::kStream
+          : o.by == "device" ? ga::GroupBy::kDevice
+          : o.by == "range"  ? ga::GroupBy::kRange
+                             : ga::GroupBy::kKernel;
+  so.top = o.top;
+  so.gaps = o.gaps;
+  std::cout << ga::format_stats(ga::compute_stats(model, so), formats.at(o.format));
+  // A damaged capture still gets its numbers, but the exit code says they are partial.
+  return corrupt ? kExitError : kExitOk;
+}
+
+}  // namespace
+
+void register_stats(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<StatsOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "stats",
+      "Numbers on a capture: per kernel (or stream, device, range path, collective) count and\n"
+      "total/mean/median/p95 exec time with its share of GPU time; the launch stages\n"
+      "(launch->queued, queued->start, exec); per device busy %, copy/compute overlap % and the\n"
+      "largest idle gaps with the host API call the host sat in; NCCL calls, time and bytes.\n"
+      "Times are in microseconds (text, md, csv) or integer nanoseconds (json).\n"
+      "\n"
+      "Examples:\n"
+      "  gantt-cli stats app.gpuh --top 10\n"
+      "  gantt-cli stats app.gpuh --by range --format json > stats.json\n"
+      "  gantt-cli stats rank0.gpuh rank1.gpuh --by collective\n");
+  cmd->add_option("files", o->files, "capture files (.gpuh); several = ranks of one job")->required();
+  cmd->add_option("--by", o->by, "group by")
+      ->check(CLI::IsMember({"kernel", "stream", "device", "range", "collective"}))
+      ->capture_default_str();
+  cmd->add_option("--top", o->top, "only the N groups with the most GPU time (0 = all)")->capture_default_str();
+  cmd->add_option("--gaps", o->gaps, "idle gaps listed per device")->capture_default_str();
+  cmd->add_option("--format", o->format, "output format")
+      ->check(CLI::IsMember({"text", "md", "json", "csv"}))
+      ->capture_default_str();
+  cmd->callback([o, &exit_code] { exit_code = run_stats(*o); });
+}
+
+}  // namespace gantt_cli

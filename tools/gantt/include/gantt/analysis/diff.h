@@ -1,0 +1,74 @@
+// `gantt-cli diff BASE NEW`: the CI gate. Kernels are matched across the two runs by
+// demangled name and NVTX range path; per match, count, total, median and p95 change; the
+// same for makespan, busy %, overlap % and the stage medians.
+//
+// A change is a regression only when it is over the threshold *and* beyond the run-to-run
+// noise seen in the per-instance samples (noise.h: Mann-Whitney U rank test and a seeded
+// bootstrap interval of the median ratio, both required). Scalars with no per-instance
+// samples (busy %, overlap %) are reported but never gate. Makespan gates through the
+// durations of the repeated top-level NVTX range (the iteration) when both runs have one.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gantt/analysis/noise.h"
+#include "gantt/analysis/stats.h"
+#include "gantt/model.h"
+
+namespace gantt::analysis {
+
+enum class Metric : uint8_t { kExec = 1, kQueue = 2, kMakespan = 4 };
+// "exec,queue" -> mask; throws std::invalid_argument on an unknown name.
+uint32_t parse_metrics(const std::string& list);
+
+struct DiffOptions {
+  NoiseOptions noise;              // noise.threshold is the CI threshold
+  uint32_t metrics = static_cast<uint32_t>(Metric::kExec);
+  bool match_range = true;         // match by name and range path (false: name only)
+};
+
+struct KernelDiff {
+  std::string name;   // kernel_key(): demangled name, "[memcpy HtoD]", ...
+  std::string range;  // range path, "" when none
+  bool added = false;    // only in NEW
+  bool removed = false;  // only in BASE
+  Distribution base;
+  Distribution next;
+  Comparison exec;     // per-instance exec time
+  Comparison queue;    // per-instance queued->start (when latency timestamps exist)
+  bool regression = false;   // in a gated metric
+  bool improvement = false;
+};
+
+struct ScalarDiff {
+  std::string metric;  // "makespan", "busy % gpu0", "median queued->start", ...
+  double base = 0;
+  double next = 0;
+  double change = 0;   // next/base - 1, or the difference in points for percentages
+  bool percent_points = false;
+  std::string verdict; // to_string(Verdict), or "reported" for scalars that never gate
+  bool regression = false;
+};
+
+struct DiffReport {
+  double threshold = 0.05;
+  uint32_t metrics = 0;
+  std::vector<KernelDiff> kernels;  // regressions first, then by |total change|, then name
+  std::vector<ScalarDiff> summary;
+  std::string makespan_note;        // how makespan noise was (or was not) estimated
+  uint64_t regressions = 0;
+  uint64_t improvements = 0;
+  uint64_t added = 0;
+  uint64_t removed = 0;
+};
+
+DiffReport diff_models(const Model& base, const Model& next, const DiffOptions& options = {});
+std::string format_diff(const DiffReport& report, Format format, size_t top = 0);
+
+// Durations of the occurrences of the most frequent top-level range name (the iteration),
+// or empty when no top-level name repeats at least kMinSamples times. `name` gets the name.
+std::vector<int64_t> iteration_samples(const Model& model, std::string* name);
+
+}  // namespace gantt::analysis

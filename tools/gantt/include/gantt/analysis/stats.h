@@ -1,0 +1,100 @@
+// `gantt-cli stats`: numbers on a capture. Per group (kernel, stream, device or range path)
+// the count and exec-time distribution; the launch stages; per device busy %, copy/compute
+// overlap and the largest idle gaps with what the host was doing; NCCL time and bytes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gantt/model.h"
+
+namespace gantt::analysis {
+
+enum class GroupBy { kKernel, kStream, kDevice, kRange };
+enum class Format { kText, kMarkdown, kJson, kCsv };
+
+struct Distribution {
+  uint64_t count = 0;
+  uint64_t total_ns = 0;
+  double mean_ns = 0;
+  double median_ns = 0;
+  int64_t p95_ns = 0;
+  int64_t min_ns = 0;
+  int64_t max_ns = 0;
+};
+// Sorts `samples` in place.
+Distribution summarize(std::vector<int64_t>& samples);
+
+struct GroupRow {
+  std::string key;   // demangled kernel name, "[memcpy HtoD]", "gpu0 stream 7", "step/forward", ...
+  Distribution exec;
+  double share = 0;  // of all GPU exec time in the report
+  uint64_t bytes = 0;
+};
+
+struct StageRow {
+  std::string stage;  // "launch->queued", "queued->start", "exec"
+  uint64_t known = 0; // launches whose timestamps give this stage
+  double median_ns = 0;
+  int64_t p95_ns = 0;
+};
+
+struct IdleGap {
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  std::string host;  // "cudaStreamSynchronize (tid 123) 98% of the gap", or "no host API call recorded"
+};
+
+struct DeviceRow {
+  std::string label;  // "gpu0", or "c1.gpu0" when several captures are loaded
+  uint16_t capture = 0;
+  uint32_t device = 0;
+  uint64_t span_ns = 0;     // first GPU start to last GPU end on this device
+  uint64_t busy_ns = 0;     // union of kernels, copies, memsets
+  uint64_t compute_ns = 0;  // union of kernels
+  uint64_t copy_ns = 0;     // union of copies
+  uint64_t overlap_ns = 0;  // copy time during which a kernel also ran
+  double busy_pct = 0;
+  double overlap_pct = 0;   // overlap / copy time: how much copying was hidden under compute
+  uint64_t idle_ns = 0;
+  std::vector<IdleGap> gaps;  // largest first
+};
+
+struct NcclRow {
+  std::string op;  // entry point, "ncclAllReduce"
+  uint64_t calls = 0;
+  uint64_t time_ns = 0;  // kernel exec when the kernel was found, else host enter->exit
+  uint64_t bytes = 0;
+};
+
+struct StatsOptions {
+  GroupBy by = GroupBy::kKernel;
+  size_t top = 0;   // 0 = every group
+  size_t gaps = 3;  // idle gaps listed per device
+};
+
+struct StatsReport {
+  GroupBy by = GroupBy::kKernel;
+  uint64_t events = 0;       // GPU activities counted (kernels, copies, memsets)
+  uint64_t gpu_time_ns = 0;  // sum of their exec times
+  uint64_t makespan_ns = 0;  // first GPU start to last GPU end, all devices
+  uint64_t first_ns = 0;     // first GPU start: times in the text are shown relative to it
+  uint64_t groups_total = 0; // before --top
+  std::vector<GroupRow> groups;  // by total time, descending; ties by key
+  std::vector<StageRow> stages;
+  std::vector<DeviceRow> devices;
+  std::vector<NcclRow> nccl;
+};
+
+StatsReport compute_stats(const Model& model, const StatsOptions& options = {});
+std::string format_stats(const StatsReport& report, Format format);
+
+const char* to_string(GroupBy by);
+
+// The key a GPU event is grouped under for --by kernel (and matched by in diff).
+std::string kernel_key(const Model& model, uint32_t event);
+// True for events that are GPU work (kernels, NCCL kernels, copies, memsets; not syncs).
+bool is_gpu_work(const Model& model, uint32_t event);
+
+}  // namespace gantt::analysis

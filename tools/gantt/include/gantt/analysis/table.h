@@ -1,0 +1,28 @@
+// Tables for the analysis reports: aligned text for a terminal, GitHub markdown, CSV.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gantt::analysis {
+
+struct Table {
+  std::vector<std::string> header;
+  std::vector<bool> right;  // right-align this column (numbers)
+  std::vector<std::vector<std::string>> rows;
+};
+
+std::string to_text(const Table& t);      // columns padded with spaces, two apart
+std::string to_markdown(const Table& t);  // | a | b |, pipes and newlines in cells escaped
+std::string to_csv(const Table& t);       // RFC 4180 quoting; cells that start with = + - @ get a ' (spreadsheet formulas)
+
+// Exact decimal microseconds from ns ("12.345"), by integers.
+std::string us(int64_t ns);
+std::string us(double ns);  // rounded to the nearest ns first
+std::string fixed(double v, int decimals);
+// Human byte counts: "512 B", "4.0 KiB", "1.5 MiB".
+std::string bytes_text(uint64_t b);
+
+}  // namespace gantt::analysis

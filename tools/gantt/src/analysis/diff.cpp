@@ -1,0 +1,209 @@
+#include "gantt/analysis/diff.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "gantt/analysis/table.h"
+
+namespace gantt::analysis {
+namespace {
+
+struct Samples {
+  std::string name;
+  std::string range;
+  std::vector<int64_t> exec;
+  std::vector<int64_t> queue;
+};
+
+// Per-instance samples by match key. Names and range paths are resolved once per distinct
+// (name id, range row), not once per event: a million launches have a few dozen of those.
+std::map<std::string, Samples> collect(const Model& m, bool match_range) {
+  std::unordered_map<uint64_t, Samples*> slot;
+  std::map<std::string, Samples> out;
+  for (uint32_t e = 0; e < m.events.size(); ++e) {
+    if (!is_gpu_work(m, e)) continue;
+    const EventKind kind = m.events.kind[e];
+    const uint64_t name_part = kind == EventKind::kMemcpy ? (uint64_t{1} << 31) | m.events.copy_kind[e]
+                               : kind == EventKind::kMemset ? (uint64_t{1} << 31) | 0xFFFF
+                                                            : m.events.name[e];
+    const uint64_t range_part = match_range ? m.events.range[e] : kNone;
+    const uint64_t id = (range_part << 32) ^ name_part;
+    auto it = slot.find(id);
+    if (it == slot.end()) {
+      const std::string name = kernel_key(m, e);
+      const std::string range = match_range ? m.range_path(e) : std::string();
+      Samples& s = out[range + '\x1f' + name];
+      s.name = name;
+      s.range = range;
+      it = slot.emplace(id, &s).first;
+    }
+    it->second->exec.push_back(static_cast<int64_t>(m.events.end_ns[e] - m.events.start_ns[e]));
+    const uint64_t q = m.events.queued_ns[e];
+    if (q != 0 && m.events.start_ns[e] >= q) it->second->queue.push_back(static_cast<int64_t>(m.events.start_ns[e] - q));
+  }
+  return out;
+}
+
+std::string pct_metric(const char* what, const std::string& label) { return std::string(what) + " " + label; }
+
+}  // namespace
+
+uint32_t parse_metrics(const std::string& list) {
+  uint32_t mask = 0;
+  size_t pos = 0;
+  while (pos <= list.size()) {
+    const size_t comma = std::min(list.find(',', pos), list.size());
+    const std::string item = list.substr(pos, comma - pos);
+    if (item == "exec") mask |= static_cast<uint32_t>(Metric::kExec);
+    else if (item == "queue") mask |= static_cast<uint32_t>(Metric::kQueue);
+    else if (item == "makespan") mask |= static_cast<uint32_t>(Metric::kMakespan);
+    else if (item == "all") mask |= 7;
+    else throw std::invalid_argument("unknown metric '" + item + "' (known: exec, queue, makespan, all)");
+    pos = comma + 1;
+  }
+  return mask;
+}
+
+std::vector<int64_t> iteration_samples(const Model& m, std::string* name) {
+  std::vector<int64_t> out;
+  if (name->empty()) {
+    std::map<std::string, size_t> count;
+    for (size_t r = 0; r < m.ranges.size(); ++r)
+      if (m.ranges.depth[r] == 0 && m.ranges.kind[r] != RangeKind::kMark && m.ranges.end_ns[r] > m.ranges.start_ns[r])
+        ++count[std::string(m.string(m.ranges.name[r]))];
+    size_t best = 0;
+    for (const auto& [n, c] : count)
+      if (c > best) {  // ties: the first name in sorted order, for determinism
+        best = c;
+        *name = n;
+      }
+    if (best < kMinSamples) {
+      name->clear();
+      return out;
+    }
+  }
+  for (size_t r = 0; r < m.ranges.size(); ++r)
+    if (m.ranges.depth[r] == 0 && m.ranges.end_ns[r] > m.ranges.start_ns[r] && m.string(m.ranges.name[r]) == *name)
+      out.push_back(static_cast<int64_t>(m.ranges.end_ns[r] - m.ranges.start_ns[r]));
+  return out;
+}
+
+DiffReport diff_models(const Model& base, const Model& next, const DiffOptions& o) {
+  DiffReport r;
+  r.threshold = o.noise.threshold;
+  r.metrics = o.metrics;
+  const auto a = collect(base, o.match_range);
+  const auto b = collect(next, o.match_range);
+  const bool gate_exec = o.metrics & static_cast<uint32_t>(Metric::kExec);
+  const bool gate_queue = o.metrics & static_cast<uint32_t>(Metric::kQueue);
+
+  auto ia = a.begin();
+  auto ib = b.begin();
+  while (ia != a.end() || ib != b.end()) {
+    KernelDiff k;
+    const bool take_a = ib == b.end() || (ia != a.end() && ia->first <= ib->first);
+    const bool take_b = ia == a.end() || (ib != b.end() && ib->first <= ia->first);
+    std::vector<int64_t> ea, eb, qa, qb;
+    if (take_a) {
+      k.name = ia->second.name;
+      k.range = ia->second.range;
+      ea = ia->second.exec;
+      qa = ia->second.queue;
+    }
+    if (take_b) {
+      k.name = ib->second.name;
+      k.range = ib->second.range;
+      eb = ib->second.exec;
+      qb = ib->second.queue;
+    }
+    k.removed = !take_b;
+    k.added = !take_a;
+    if (take_a && take_b) {
+      k.exec = compare_samples(ea, eb, o.noise);
+      if (!qa.empty() && !qb.empty()) k.queue = compare_samples(qa, qb, o.noise);
+      k.regression = (gate_exec && k.exec.verdict == Verdict::kRegression) ||
+                     (gate_queue && k.queue.verdict == Verdict::kRegression);
+      k.improvement = !k.regression && ((gate_exec && k.exec.verdict == Verdict::kImprovement) ||
+                                        (gate_queue && k.queue.verdict == Verdict::kImprovement));
+    }
+    k.base = summarize(ea);
+    k.next = summarize(eb);
+    r.regressions += k.regression;
+    r.improvements += k.improvement;
+    r.added += k.added;
+    r.removed += k.removed;
+    r.kernels.push_back(std::move(k));
+    if (take_a) ++ia;
+    if (take_b) ++ib;
+  }
+  std::stable_sort(r.kernels.begin(), r.kernels.end(), [](const KernelDiff& x, const KernelDiff& y) {
+    if (x.regression != y.regression) return x.regression;
+    const auto delta = [](const KernelDiff& k) {
+      return std::llabs(static_cast<long long>(k.next.total_ns) - static_cast<long long>(k.base.total_ns));
+    };
+    return delta(x) > delta(y);
+  });
+
+  // Whole-run figures.
+  const StatsReport sa = compute_stats(base), sb = compute_stats(next);
+  {
+    ScalarDiff s;
+    s.metric = "makespan";
+    s.base = static_cast<double>(sa.makespan_ns);
+    s.next = static_cast<double>(sb.makespan_ns);
+    s.change = s.base > 0 ? s.next / s.base - 1 : 0;
+    std::string iter;
+    const std::vector<int64_t> ia_s = iteration_samples(base, &iter);
+    const std::vector<int64_t> ib_s = iter.empty() ? std::vector<int64_t>{} : iteration_samples(next, &iter);
+    if (ia_s.size() >= kMinSamples && ib_s.size() >= kMinSamples) {
+      const Comparison c = compare_samples(ia_s, ib_s, o.noise);
+      s.verdict = to_string(c.verdict);
+      s.regression = (o.metrics & static_cast<uint32_t>(Metric::kMakespan)) && c.verdict == Verdict::kRegression;
+      r.makespan_note = "makespan noise from " + std::to_string(ia_s.size()) + " vs " + std::to_string(ib_s.size()) +
+                        " occurrences of range '" + iter + "' (median " + us(c.median_base) + " -> " +
+                        us(c.median_new) + " us)";
+    } else {
+      s.verdict = "reported";
+      r.makespan_note = "makespan: no top-level range repeats in both runs, so it has no noise estimate and does not gate";
+    }
+    r.regressions += s.regression;
+    r.summary.push_back(s);
+  }
+  for (size_t i = 0; i < sa.stages.size() && i < sb.stages.size(); ++i) {
+    ScalarDiff s;
+    s.metric = "median " + sa.stages[i].stage;
+    s.base = sa.stages[i].median_ns;
+    s.next = sb.stages[i].median_ns;
+    s.change = s.base > 0 ? s.next / s.base - 1 : 0;
+    s.verdict = "reported";
+    r.summary.push_back(s);
+  }
+  // Devices are matched by label (gpu0 with gpu0).
+  for (const DeviceRow& da : sa.devices) {
+    for (const DeviceRow& db : sb.devices) {
+      if (da.label != db.label) continue;
+      ScalarDiff busy;
+      busy.metric = pct_metric("busy %", da.label);
+      busy.base = da.busy_pct;
+      busy.next = db.busy_pct;
+      busy.change = db.busy_pct - da.busy_pct;
+      busy.percent_points = true;
+      busy.verdict = "reported";
+      r.summary.push_back(busy);
+      if (da.copy_ns || db.copy_ns) {
+        ScalarDiff ov = busy;
+        ov.metric = pct_metric("overlap %", da.label);
+        ov.base = da.overlap_pct;
+        ov.next = db.overlap_pct;
+        ov.change = db.overlap_pct - da.overlap_pct;
+        r.summary.push_back(ov);
+      }
+    }
+  }
+  return r;
+}
+
+}  // namespace gantt::analysis

@@ -1,0 +1,130 @@
+#include "gantt/analysis/table.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+
+#include "gantt/export/chrome_json.h"
+
+namespace gantt::analysis {
+namespace {
+
+// Display width in code points, so demangled names with UTF-8 still line up.
+size_t width(std::string_view s) {
+  size_t w = 0;
+  for (unsigned char c : s) w += (c & 0xC0) != 0x80;
+  return w;
+}
+
+// Control characters in a terminal table would move the cursor: show them as '?'.
+std::string printable(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) c = '?';
+  return out;
+}
+
+}  // namespace
+
+std::string to_text(const Table& t) {
+  std::vector<size_t> w(t.header.size(), 0);
+  for (size_t c = 0; c < t.header.size(); ++c) w[c] = width(t.header[c]);
+  for (const auto& row : t.rows)
+    for (size_t c = 0; c < row.size() && c < w.size(); ++c) w[c] = std::max(w[c], width(printable(row[c])));
+  std::string out;
+  const auto line = [&](const std::vector<std::string>& cells) {
+    std::string l;
+    for (size_t c = 0; c < w.size(); ++c) {
+      const std::string cell = c < cells.size() ? printable(cells[c]) : std::string();
+      const std::string pad(w[c] - width(cell), ' ');
+      const bool right = c < t.right.size() && t.right[c];
+      if (c > 0) l += "  ";
+      l += right ? pad + cell : cell + (c + 1 < w.size() ? pad : std::string());
+    }
+    while (!l.empty() && l.back() == ' ') l.pop_back();
+    out += l + "\n";
+  };
+  line(t.header);
+  for (const auto& row : t.rows) line(row);
+  return out;
+}
+
+std::string to_markdown(const Table& t) {
+  const auto cell = [](std::string_view s) {
+    std::string o;
+    for (char c : printable(s)) {
+      if (c == '|') o += "\\|";
+      else o.push_back(c);
+    }
+    return o;
+  };
+  std::string out = "|";
+  for (const auto& h : t.header) out += " " + cell(h) + " |";
+  out += "\n|";
+  for (size_t c = 0; c < t.header.size(); ++c) out += (c < t.right.size() && t.right[c]) ? "---:|" : "---|";
+  out += "\n";
+  for (const auto& row : t.rows) {
+    out += "|";
+    for (const auto& v : row) out += " " + cell(v) + " |";
+    out += "\n";
+  }
+  return out;
+}
+
+std::string to_csv(const Table& t) {
+  const auto cell = [](std::string_view s) {
+    std::string v(s);
+    if (!v.empty() && (v[0] == '=' || v[0] == '+' || v[0] == '-' || v[0] == '@')) {
+      // A leading '-' is also how negative numbers start: only guard non-numbers.
+      const bool number = v.size() > 1 && v[0] == '-' && (std::isdigit(static_cast<unsigned char>(v[1])) != 0);
+      if (!number) v = "'" + v;
+    }
+    if (v.find_first_of(",\"\n\r") == std::string::npos) return v;
+    std::string o = "\"";
+    for (char c : v) {
+      if (c == '"') o += "\"\"";
+      else o.push_back(c);
+    }
+    return o + "\"";
+  };
+  std::string out;
+  const auto line = [&](const std::vector<std::string>& cells) {
+    for (size_t c = 0; c < cells.size(); ++c) out += (c ? "," : "") + cell(cells[c]);
+    out += "\n";
+  };
+  line(t.header);
+  for (const auto& row : t.rows) line(row);
+  return out;
+}
+
+std::string us(int64_t ns) {
+  std::string s;
+  json::append_us_from_ns(s, ns);
+  return s;
+}
+
+std::string us(double ns) { return us(static_cast<int64_t>(std::llround(ns))); }
+
+std::string fixed(double v, int decimals) {
+  if (!std::isfinite(v)) return "-";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  std::string s(buf);
+  if (s == "-0.0" || s == "-0.00" || s == "-0" || s == "-0.000") s.erase(0, 1);
+  return s;
+}
+
+std::string bytes_text(uint64_t b) {
+  if (b < 1024) return std::to_string(b) + " B";
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(b) / 1024.0;
+  size_t u = 0;
+  while (v >= 1024.0 && u + 1 < std::size(units)) {
+    v /= 1024.0;
+    ++u;
+  }
+  return fixed(v, 1) + " " + units[u];
+}
+
+}  // namespace gantt::analysis
