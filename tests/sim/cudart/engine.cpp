@@ -105,6 +105,7 @@ CompletionPtr Engine::enqueue(Stream* s, std::unique_ptr<Op> op) {
   s->last = c;
   s->queue.push_back(std::move(op));
   s->work_cv.notify_one();
+  resource_cv_.notify_all();  // a waiter may have to let this one go first
   return c;
 }
 
@@ -141,21 +142,9 @@ void Engine::synchronize_device() {
   for (const auto& c : pending) wait(c);
 }
 
-uint64_t Engine::acquire(std::unique_lock<std::mutex>& lock, Resource& r, double share,
-                         int priority, uint64_t seq, uint64_t ready_ns) {
-  r.waiters.push_back({priority, seq});
-  auto first_in_line = [&] {
-    // Lower value = higher priority, as in cudaStreamCreateWithPriority; then issue order.
-    for (const Waiter& w : r.waiters) {
-      if (w.priority < priority || (w.priority == priority && w.seq < seq)) return false;
-    }
-    return true;
-  };
-  resource_cv_.wait(lock, [&] { return first_in_line() && r.used + share <= 1.0 + 1e-9; });
-  r.waiters.erase(std::find_if(r.waiters.begin(), r.waiters.end(),
-                               [&](const Waiter& w) { return w.seq == seq; }));
-  // The planned start: the earliest time >= ready at which the shares released by finished
-  // work (planned ends, newest first) leave room next to the work still running.
+// The planned start: the earliest time >= ready at which the shares released by finished
+// work (planned ends, newest first) leave room next to the work still running.
+uint64_t Engine::fit_start(const Resource& r, double share, uint64_t ready_ns) {
   std::vector<std::pair<uint64_t, double>> rel(r.released.begin(), r.released.end());
   std::sort(rel.begin(), rel.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   uint64_t start = ready_ns;
@@ -169,9 +158,66 @@ uint64_t Engine::acquire(std::unique_lock<std::mutex>& lock, Resource& r, double
     start = std::max(start, end);
     break;
   }
+  return start;
+}
+
+uint64_t Engine::acquire(std::unique_lock<std::mutex>& lock, Resource& r, double share,
+                         int priority, uint64_t seq, uint64_t ready_ns) {
+  r.waiters.push_back({priority, seq, ready_ns, share});
+  uint64_t start = ready_ns;
+  // The device gives room to whatever could start earliest in planned time; at a tie (several
+  // waiting for the same release) the higher priority (lower value, as in
+  // cudaStreamCreateWithPriority), then the earlier issued. Worker threads reach this point in
+  // any order, so the decision looks at every competitor, not only the ones already waiting.
+  auto may_start = [&] {
+    if (r.used + share > 1.0 + 1e-9) return false;
+    start = fit_start(r, share, ready_ns);
+    for (const Waiter& w : r.waiters) {
+      if (w.seq == seq || r.used + w.share > 1.0 + 1e-9) continue;
+      const uint64_t t = fit_start(r, w.share, w.ready_ns);
+      const bool better = w.priority < priority || (w.priority == priority && w.seq < seq);
+      if (t < start || (t == start && better)) return false;
+    }
+    return !earlier_op_pending(r, priority, seq, start);
+  };
+  resource_cv_.wait(lock, may_start);
+  r.waiters.erase(std::find_if(r.waiters.begin(), r.waiters.end(),
+                               [&](const Waiter& w) { return w.seq == seq; }));
   r.used += share;
   resource_cv_.notify_all();  // the next in line may fit too
   return start;
+}
+
+Engine::Resource* Engine::resource_of(const Op& op) {
+  if (op.kind == OpKind::kKernel) return &sms_;
+  if (op.kind == OpKind::kMemcpy) return &copy_engines_[static_cast<int>(op.engine)];
+  return nullptr;
+}
+
+// Work that is ready on another stream but whose worker thread has not reached the resource
+// yet still counts: the device sees submitted work, not our threads' scheduling, so it goes
+// by (planned start, priority, issue order) among everything that could start.
+bool Engine::earlier_op_pending(const Resource& r, int priority, uint64_t seq,
+                                uint64_t start_ns) const {
+  for (Stream* s : streams_) {
+    if (s->queue.empty()) continue;
+    const Op& op = *s->queue.front();
+    if (op.started || op.seq == seq) continue;
+    if (const_cast<Engine*>(this)->resource_of(op) != &r) continue;
+    const double share = op.kind == OpKind::kKernel ? op.share : 1.0;
+    if (r.used + share > 1.0 + 1e-9) continue;
+    uint64_t ready = std::max(op.submitted_ns, s->prev_end_ns);
+    bool deps_done = true;
+    for (const auto& d : op.deps) {
+      deps_done = deps_done && d->done;
+      ready = std::max(ready, d->end_ns);
+    }
+    if (!deps_done) continue;
+    const uint64_t t = fit_start(r, share, ready);
+    const bool better = s->priority < priority || (s->priority == priority && op.seq < seq);
+    if (t < start_ns || (t == start_ns && better)) return true;
+  }
+  return false;
 }
 
 void Engine::release(Resource& r, double share, uint64_t end_ns) {
@@ -186,16 +232,10 @@ void Engine::execute(std::unique_lock<std::mutex>& lock, Stream* s, Op& op) {
   for (const auto& d : op.deps) ready = std::max(ready, d->end_ns);
   uint64_t start = ready;
   uint64_t end = ready;
-  Resource* resource = nullptr;
-  double share = 0;
-  if (op.kind == OpKind::kKernel) {
-    resource = &sms_;
-    share = op.share;
-  } else if (op.kind == OpKind::kMemcpy) {
-    resource = &copy_engines_[static_cast<int>(op.engine)];
-    share = 1.0;
-  }
+  Resource* resource = resource_of(op);
+  const double share = op.kind == OpKind::kKernel ? op.share : 1.0;
   if (resource != nullptr) start = acquire(lock, *resource, share, s->priority, op.seq, ready);
+  op.started = true;
   if (op.kind == OpKind::kKernel || op.kind == OpKind::kMemcpy || op.kind == OpKind::kMemset) {
     end = start + op.duration_ns;
   }
@@ -248,6 +288,7 @@ void Engine::worker_main(Stream* s) {
     execute(lock, s, op);
     s->queue.pop_front();
     done_cv_.notify_all();
+    resource_cv_.notify_all();  // finished work may make another stream's work ready
     space_cv_.notify_all();
   }
 }

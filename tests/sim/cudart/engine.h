@@ -65,6 +65,7 @@ struct Op {
   uint8_t dst_kind = 0;
   CopyEngine engine = CopyEngine::kNone;
   bool async = true;
+  bool started = false;  // guarded by Engine's mutex: it holds or is done with its resource
 };
 
 struct Stream {
@@ -111,6 +112,8 @@ class Engine {
   struct Waiter {
     int priority;
     uint64_t seq;
+    uint64_t ready_ns;
+    double share;
   };
   struct Resource {
     double used = 0;
@@ -122,6 +125,9 @@ class Engine {
   uint64_t acquire(std::unique_lock<std::mutex>& lock, Resource& r, double share, int priority,
                    uint64_t seq, uint64_t ready_ns);
   void release(Resource& r, double share, uint64_t end_ns);
+  Resource* resource_of(const Op& op);
+  bool earlier_op_pending(const Resource& r, int priority, uint64_t seq, uint64_t start_ns) const;
+  static uint64_t fit_start(const Resource& r, double share, uint64_t ready_ns);
   void execute(std::unique_lock<std::mutex>& lock, Stream* s, Op& op);
 
   std::mutex mu_;
@@ -131,7 +137,7 @@ class Engine {
   std::vector<Stream*> streams_;  // every stream ever created; dead ones stay (handles may linger)
   Stream* legacy_ = nullptr;
   Resource sms_;
-  Resource copy_engines_[3];
+  Resource copy_engines_[4];  // indexed by CopyEngine; kNone is host-to-host
   uint32_t next_stream_id_ = 13;
   uint64_t seq_ = 0;
 };

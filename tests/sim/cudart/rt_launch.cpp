@@ -216,6 +216,10 @@ void gpuhook_sim_register_host_kernel(const void* stub, HostTwinFn host, const s
   k->twin = host;
 }
 
-void gpuhook_sim_reload_config(void) { reload_config(); }
+// For tests: re-read GPUHOOK_SIM_* and restart the noise sequence, as in a fresh process.
+void gpuhook_sim_reload_config(void) {
+  reload_config();
+  g_launch_count.store(0);
+}
 
 }  // extern "C"

@@ -1,11 +1,18 @@
-// How a simulated collective reaches a stream. The simulated CUDA runtime runs it as a
-// kernel on the stream's worker thread, so it is ordered with the app's own kernels,
-// recorded by CUPTI like one, and a late peer holds the stream up as on a GPU. Without a
-// simulated runtime in the process (e.g. the unit test of this library), the operation
-// runs on the caller's thread: same results, no stream semantics.
+// How a simulated collective reaches a stream. With the simulated CUDA runtime loaded, each
+// operation is a kernel of that runtime: its name is registered as nvcc-generated code
+// registers a kernel (__cudaRegisterFunction), its body is a host twin
+// (gpuhook_sim_register_host_kernel, the hook the examples use), and it is launched with
+// cudaLaunchKernel. So it is ordered with the app's kernels on the stream, CUPTI records it
+// like any kernel, and the hook joins it to the NCCL call that launched it. Without the
+// simulated runtime (a real libcudart, or none), the operation runs on the calling thread:
+// same results, no stream semantics.
+#include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
 #include <cstdio>
+#include <mutex>
+#include <string>
+#include <unordered_map>
 
 #include "comm.h"
 
@@ -13,18 +20,90 @@ namespace simnccl {
 
 namespace {
 
+using HostTwinFn = void (*)(void** args, dim3 grid, dim3 block);
+using RegisterTwinFn = void (*)(const void* stub, HostTwinFn host, const size_t* arg_sizes, int arg_count);
+using RegisterFatBinaryFn = void** (*)(void* fat_cubin);
+using RegisterFunctionFn = void (*)(void** handle, const char* host_fun, char* device_fun, const char* device_name,
+                                    int thread_limit, uint3*, uint3*, dim3*, dim3*, int*);
+using LaunchKernelFn = cudaError_t (*)(const void* func, dim3 grid, dim3 block, void** args, size_t shared_bytes,
+                                       cudaStream_t stream);
+
+struct SimRuntime {
+  RegisterTwinFn register_twin = nullptr;
+  RegisterFatBinaryFn register_fatbinary = nullptr;
+  RegisterFunctionFn register_function = nullptr;
+  LaunchKernelFn launch_kernel = nullptr;
+  void** module = nullptr;
+  bool available() const { return register_twin && register_fatbinary && register_function && launch_kernel; }
+};
+
+const SimRuntime& sim_runtime() {
+  static const SimRuntime rt = [] {
+    SimRuntime r;
+    // Only the simulated libcudart defines gpuhook_sim_register_host_kernel.
+    r.register_twin = reinterpret_cast<RegisterTwinFn>(dlsym(RTLD_DEFAULT, "gpuhook_sim_register_host_kernel"));
+    r.register_fatbinary = reinterpret_cast<RegisterFatBinaryFn>(dlsym(RTLD_DEFAULT, "__cudaRegisterFatBinary"));
+    r.register_function = reinterpret_cast<RegisterFunctionFn>(dlsym(RTLD_DEFAULT, "__cudaRegisterFunction"));
+    r.launch_kernel = reinterpret_cast<LaunchKernelFn>(dlsym(RTLD_DEFAULT, "cudaLaunchKernel"));
+    if (r.available()) {
+      static char fake_fatbin[16];
+      r.module = r.register_fatbinary(fake_fatbin);
+    }
+    return r;
+  }();
+  return rt;
+}
+
 void run_and_free(Op* op) {
   execute(*op);
   op->comm->in_flight.fetch_sub(1);
   delete op;
 }
 
+// The kernel body on the stream's worker thread: args[0] points at the Op pointer.
+void twin(void** args, dim3, dim3) { run_and_free(*static_cast<Op**>(args[0])); }
+
+// One stub address per kernel name: the runtime keys kernels by the host stub's address.
+const void* stub_for(const std::string& name) {
+  static std::mutex mu;
+  static std::unordered_map<std::string, const void*> stubs;
+  static char addresses[512];
+  static size_t used = 0;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = stubs.find(name);
+  if (it != stubs.end()) return it->second;
+  if (used == sizeof addresses) return nullptr;
+  const void* stub = &addresses[used++];
+  const SimRuntime& rt = sim_runtime();
+  // The runtime keeps the name pointer: give it storage that lives as long as the process.
+  const char* stored = (new std::string(name))->c_str();
+  rt.register_function(rt.module, static_cast<const char*>(stub), const_cast<char*>(stored), stored, -1, nullptr,
+                       nullptr, nullptr, nullptr, nullptr);
+  const size_t arg_size = sizeof(Op*);
+  rt.register_twin(stub, twin, &arg_size, 1);
+  stubs.emplace(name, stub);
+  return stub;
+}
+
 }  // namespace
 
 ncclResult_t launch(Op* op, cudaStream_t stream) {
-  (void)stream;
   op->comm->in_flight.fetch_add(1);
-  run_and_free(op);
+  const SimRuntime& rt = sim_runtime();
+  const void* stub = rt.available() ? stub_for(kernel_name(*op)) : nullptr;
+  if (!stub) {
+    run_and_free(op);
+    return ncclSuccess;
+  }
+  // NCCL launches one block per channel; two channels per rank is typical within a node.
+  const unsigned channels = static_cast<unsigned>(2 * op->comm->nranks > 32 ? 32 : 2 * op->comm->nranks);
+  void* args[1] = {&op};
+  cudaError_t err = rt.launch_kernel(stub, dim3(channels, 1, 1), dim3(512, 1, 1), args, 0, stream);
+  if (err != cudaSuccess) {
+    op->comm->in_flight.fetch_sub(1);
+    delete op;
+    return ncclUnhandledCudaError;
+  }
   return ncclSuccess;
 }
 

@@ -1,0 +1,130 @@
+#include "sim_test_util.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <map>
+
+namespace simtest {
+namespace {
+
+uint64_t CUPTIAPI clock_cb() { return monotonic_raw_ns(); }
+
+void CUPTIAPI on_request(uint8_t** buffer, size_t* size, size_t* max_records) {
+  if (received().refuse_buffers) {
+    *buffer = nullptr;
+    *size = 0;
+    return;
+  }
+  // Deliberately 8-byte misaligned +4: the records must still come out aligned.
+  constexpr size_t kBytes = 64 * 1024;
+  auto* raw = static_cast<uint8_t*>(std::malloc(kBytes + 16));
+  *buffer = raw + 4;
+  *size = kBytes;
+  *max_records = 0;
+}
+
+void CUPTIAPI on_complete(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  Received& r = received();
+  std::lock_guard<std::mutex> lock(r.mu);
+  CUpti_Activity* rec = nullptr;
+  while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+    if (reinterpret_cast<uintptr_t>(rec) % 8 != 0) ++r.misaligned;
+    switch (rec->kind) {
+      case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      case CUPTI_ACTIVITY_KIND_KERNEL: {
+        auto* k = reinterpret_cast<CUpti_ActivityKernel10*>(rec);
+        r.kernels.push_back({k->name, k->streamId, k->correlationId, k->queued, k->submitted,
+                             k->start, k->end, k->gridX});
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMCPY: {
+        auto* c = reinterpret_cast<CUpti_ActivityMemcpy6*>(rec);
+        r.copies.push_back({c->copyKind, c->srcKind, c->streamId, c->correlationId, c->bytes,
+                            c->start, c->end});
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_RUNTIME: {
+        auto* a = reinterpret_cast<CUpti_ActivityAPI*>(rec);
+        r.apis.push_back({a->cbid, a->correlationId, a->start, a->end});
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+        r.syncs.push_back(*reinterpret_cast<CUpti_ActivitySynchronization2*>(rec));
+        break;
+      default: break;
+    }
+  }
+  std::free(buffer - 4);
+}
+
+}  // namespace
+
+Received& received() {
+  static Received* r = new Received();
+  return *r;
+}
+
+void start_tracing() {
+  static bool once = [] {
+    EXPECT_EQ(cuptiActivityRegisterTimestampCallback(clock_cb), CUPTI_SUCCESS);
+    EXPECT_EQ(cuptiActivityEnableLatencyTimestamps(1), CUPTI_SUCCESS);
+    EXPECT_EQ(cuptiActivityRegisterCallbacks(on_request, on_complete), CUPTI_SUCCESS);
+    for (auto kind : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                      CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION}) {
+      EXPECT_EQ(cuptiActivityEnable(kind), CUPTI_SUCCESS);
+    }
+    return true;
+  }();
+  (void)once;
+  cudaDeviceSynchronize();
+  cuptiActivityFlushAll(1);
+  Received& r = received();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.kernels.clear();
+  r.copies.clear();
+  r.apis.clear();
+  r.syncs.clear();
+  r.misaligned = 0;
+}
+
+void finish_tracing() {
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ASSERT_EQ(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), CUPTI_SUCCESS);
+  EXPECT_EQ(received().misaligned, 0u);
+}
+
+void configure(const std::string& costs, const std::vector<std::pair<std::string, std::string>>& env) {
+  const std::string path = "/tmp/gpuhook-sim-test-" + std::to_string(getpid()) + ".simcost";
+  std::ofstream(path) << costs;
+  setenv("GPUHOOK_SIM_COSTS", path.c_str(), 1);
+  for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+  gpuhook_sim_reload_config();
+}
+
+const void* kernel(const char* name) {
+  // Each name gets a distinct static byte whose address stands in for the host stub.
+  static std::map<std::string, char>* stubs = new std::map<std::string, char>();
+  static void** handle = __cudaRegisterFatBinary(nullptr);
+  auto [it, fresh] = stubs->try_emplace(name, 0);
+  const char* stub = &it->second;
+  if (fresh) __cudaRegisterFunction(handle, stub, nullptr, it->first.c_str(), -1, nullptr, nullptr,
+                                    nullptr, nullptr, nullptr);
+  return stub;
+}
+
+void launch(const void* k, unsigned grid, unsigned block, cudaStream_t stream) {
+  ASSERT_EQ(cudaLaunchKernel(k, dim3(grid), dim3(block), nullptr, 0, stream), cudaSuccess);
+}
+
+std::vector<KernelRec> kernels_named(const std::string& name) {
+  std::lock_guard<std::mutex> lock(received().mu);
+  std::vector<KernelRec> out;
+  for (const auto& k : received().kernels) {
+    if (k.name == name) out.push_back(k);
+  }
+  return out;
+}
+
+}  // namespace simtest

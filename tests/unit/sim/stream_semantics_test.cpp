@@ -1,0 +1,244 @@
+// Scheduling semantics of the simulated runtime, pinned down with the timestamps its CUPTI
+// hands out: the facts gantt-cli's diagnoses rely on.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "sim_test_util.h"
+
+using namespace simtest;
+
+namespace {
+
+// slow: 20 ms per wave (far longer than a test machine under load deschedules a thread); small grids (100 blocks of 256 threads) fill ~10% of the device,
+// full grids (1056 blocks) all of it.
+constexpr const char* kCosts = "slow_kernel 20000000\nmid_kernel 300000\n";
+constexpr unsigned kSmallGrid = 100;
+constexpr unsigned kFullGrid = 1056;
+
+class StreamSemantics : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    configure(kCosts, {{"GPUHOOK_SIM_QUEUE_DEPTH", "1024"}});
+    start_tracing();
+  }
+};
+
+bool overlap(const KernelRec& a, const KernelRec& b) { return a.start < b.end && b.start < a.end; }
+
+TEST_F(StreamSemantics, KernelsOnOneStreamNeverOverlap) {
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  const void* k = kernel("mid_kernel");
+  for (int i = 0; i < 4; ++i) launch(k, kSmallGrid, 256, s);
+  finish_tracing();
+  auto ks = kernels_named("mid_kernel");
+  ASSERT_EQ(ks.size(), 4u);
+  std::sort(ks.begin(), ks.end(), [](auto& a, auto& b) { return a.correlation < b.correlation; });
+  for (size_t i = 1; i < ks.size(); ++i) {
+    EXPECT_GE(ks[i].start, ks[i - 1].end) << "kernel " << i;
+  }
+}
+
+TEST_F(StreamSemantics, SmallKernelsOnTwoStreamsOverlap) {
+  cudaStream_t a, b;
+  ASSERT_EQ(cudaStreamCreate(&a), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreate(&b), cudaSuccess);
+  const void* k = kernel("slow_kernel");
+  launch(k, kSmallGrid, 256, a);
+  launch(k, kSmallGrid, 256, b);
+  finish_tracing();
+  auto ks = kernels_named("slow_kernel");
+  ASSERT_EQ(ks.size(), 2u);
+  EXPECT_TRUE(overlap(ks[0], ks[1])) << "two 10% kernels on two streams must share the SMs";
+}
+
+TEST_F(StreamSemantics, FullDeviceKernelsOnTwoStreamsDoNotOverlap) {
+  cudaStream_t a, b;
+  ASSERT_EQ(cudaStreamCreate(&a), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreate(&b), cudaSuccess);
+  const void* k = kernel("mid_kernel");
+  launch(k, kFullGrid, 256, a);
+  launch(k, kFullGrid, 256, b);
+  finish_tracing();
+  auto ks = kernels_named("mid_kernel");
+  ASSERT_EQ(ks.size(), 2u);
+  EXPECT_FALSE(overlap(ks[0], ks[1])) << "each grid needs every SM";
+}
+
+TEST_F(StreamSemantics, HighPriorityStartsFirstWhenTheDeviceIsFull) {
+  int least = 0, greatest = 0;
+  ASSERT_EQ(cudaDeviceGetStreamPriorityRange(&least, &greatest), cudaSuccess);
+  ASSERT_LT(greatest, least);
+  cudaStream_t blocker, low, high;
+  ASSERT_EQ(cudaStreamCreate(&blocker), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithPriority(&low, cudaStreamNonBlocking, least), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithPriority(&high, cudaStreamNonBlocking, greatest), cudaSuccess);
+  launch(kernel("slow_kernel"), kFullGrid, 256, blocker);
+  launch(kernel("low_kernel"), kFullGrid, 256, low);  // issued first ...
+  launch(kernel("high_kernel"), kFullGrid, 256, high);
+  finish_tracing();
+  auto lo = kernels_named("low_kernel");
+  auto hi = kernels_named("high_kernel");
+  auto bl = kernels_named("slow_kernel");
+  ASSERT_EQ(lo.size(), 1u);
+  ASSERT_EQ(hi.size(), 1u);
+  ASSERT_EQ(bl.size(), 1u);
+  EXPECT_GE(hi[0].start, bl[0].end);
+  EXPECT_LT(hi[0].start, lo[0].start) << "... but the high-priority kernel gets the SMs first";
+  EXPECT_GE(lo[0].start, hi[0].end);
+}
+
+TEST_F(StreamSemantics, KernelAfterStreamWaitEventStartsAfterTheEventsWork) {
+  cudaStream_t producer, consumer;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&producer, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&consumer, cudaStreamNonBlocking), cudaSuccess);
+  cudaEvent_t ready;
+  ASSERT_EQ(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), cudaSuccess);
+  launch(kernel("slow_kernel"), kSmallGrid, 256, producer);
+  ASSERT_EQ(cudaEventRecord(ready, producer), cudaSuccess);
+  ASSERT_EQ(cudaStreamWaitEvent(consumer, ready, 0), cudaSuccess);
+  launch(kernel("after_kernel"), kSmallGrid, 256, consumer);
+  finish_tracing();
+  auto p = kernels_named("slow_kernel");
+  auto c = kernels_named("after_kernel");
+  ASSERT_EQ(p.size(), 1u);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_GE(c[0].start, p[0].end);
+  EXPECT_EQ(cudaEventDestroy(ready), cudaSuccess);
+}
+
+TEST_F(StreamSemantics, WithoutTheWaitTheConsumerDoesNotWait) {
+  // The control for the test above: the same kernels with no event start together.
+  cudaStream_t producer, consumer;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&producer, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&consumer, cudaStreamNonBlocking), cudaSuccess);
+  launch(kernel("slow_kernel"), kSmallGrid, 256, producer);
+  launch(kernel("after_kernel"), kSmallGrid, 256, consumer);
+  finish_tracing();
+  auto p = kernels_named("slow_kernel");
+  auto c = kernels_named("after_kernel");
+  ASSERT_EQ(p.size(), 1u);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_LT(c[0].start, p[0].end);
+}
+
+TEST_F(StreamSemantics, StartIsAfterSubmittedAfterQueuedAfterTheLaunchCall) {
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  const void* k = kernel("mid_kernel");
+  for (int i = 0; i < 3; ++i) launch(k, kSmallGrid, 256, s);
+  finish_tracing();
+  auto ks = kernels_named("mid_kernel");
+  ASSERT_EQ(ks.size(), 3u);
+  std::lock_guard<std::mutex> lock(received().mu);
+  for (const auto& kr : ks) {
+    EXPECT_NE(kr.queued, 0u);
+    EXPECT_GE(kr.start, kr.submitted);
+    EXPECT_GE(kr.submitted, kr.queued);
+    EXPECT_GT(kr.end, kr.start);
+    auto api = std::find_if(received().apis.begin(), received().apis.end(),
+                            [&](const ApiRec& a) { return a.correlation == kr.correlation; });
+    ASSERT_NE(api, received().apis.end()) << "no runtime API record for the launch";
+    EXPECT_EQ(api->cbid, static_cast<uint32_t>(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000));
+    EXPECT_GE(kr.queued, api->start);
+    EXPECT_LE(kr.queued, api->end);
+  }
+}
+
+TEST_F(StreamSemantics, TimestampsUseTheRegisteredClock) {
+  const uint64_t before = monotonic_raw_ns();
+  launch(kernel("mid_kernel"), kSmallGrid, 256, nullptr);
+  finish_tracing();
+  const uint64_t after = monotonic_raw_ns();
+  auto ks = kernels_named("mid_kernel");
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_GE(ks[0].queued, before);
+  EXPECT_LE(ks[0].end, after);
+}
+
+TEST_F(StreamSemantics, BoundedLaunchQueueBlocksTheHost) {
+  configure(kCosts, {{"GPUHOOK_SIM_QUEUE_DEPTH", "2"}});
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  const void* k = kernel("slow_kernel");
+  for (int i = 0; i < 6; ++i) launch(k, kSmallGrid, 256, s);
+  const uint64_t host_after_launches = monotonic_raw_ns();
+  finish_tracing();
+  auto ks = kernels_named("slow_kernel");
+  ASSERT_EQ(ks.size(), 6u);
+  std::sort(ks.begin(), ks.end(), [](auto& a, auto& b) { return a.correlation < b.correlation; });
+  // With room for two operations (the running one and one waiting), the sixth launch could
+  // only be queued once the fourth kernel had finished.
+  EXPECT_GE(host_after_launches, ks[3].end);
+  EXPECT_LT(host_after_launches, ks[5].end);
+}
+
+TEST_F(StreamSemantics, UnboundedEnoughQueueDoesNotBlock) {
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  const void* k = kernel("slow_kernel");
+  for (int i = 0; i < 6; ++i) launch(k, kSmallGrid, 256, s);
+  const uint64_t host_after_launches = monotonic_raw_ns();
+  finish_tracing();
+  auto ks = kernels_named("slow_kernel");
+  ASSERT_EQ(ks.size(), 6u);
+  std::sort(ks.begin(), ks.end(), [](auto& a, auto& b) { return a.correlation < b.correlation; });
+  EXPECT_LT(host_after_launches, ks[1].end);
+}
+
+TEST_F(StreamSemantics, LegacyDefaultStreamSynchronisesWithBlockingStreams) {
+  cudaStream_t blocking, non_blocking;
+  ASSERT_EQ(cudaStreamCreate(&blocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&non_blocking, cudaStreamNonBlocking), cudaSuccess);
+  launch(kernel("slow_kernel"), kSmallGrid, 256, blocking);         // A
+  launch(kernel("free_kernel"), kSmallGrid, 256, non_blocking);     // N
+  launch(kernel("legacy_kernel"), kSmallGrid, 256, nullptr);        // B: waits for A, not N
+  launch(kernel("follow_kernel"), kSmallGrid, 256, blocking);       // C: waits for B
+  finish_tracing();
+  auto a = kernels_named("slow_kernel");
+  auto n = kernels_named("free_kernel");
+  auto b = kernels_named("legacy_kernel");
+  auto c = kernels_named("follow_kernel");
+  ASSERT_EQ(a.size() + n.size() + b.size() + c.size(), 4u);
+  EXPECT_GE(b[0].start, a[0].end);
+  EXPECT_GE(c[0].start, b[0].end);
+  EXPECT_LT(n[0].start, a[0].end) << "a non-blocking stream runs beside the blocking one";
+}
+
+TEST_F(StreamSemantics, StreamSynchronizeBlocksTheHostUntilTheWorkIsDone) {
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  launch(kernel("slow_kernel"), kSmallGrid, 256, s);
+  EXPECT_EQ(cudaStreamQuery(s), cudaErrorNotReady);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  const uint64_t host_after_sync = monotonic_raw_ns();
+  EXPECT_EQ(cudaStreamQuery(s), cudaSuccess);
+  finish_tracing();
+  auto ks = kernels_named("slow_kernel");
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_GE(host_after_sync, ks[0].end);
+  std::lock_guard<std::mutex> lock(received().mu);
+  const auto sync = std::find_if(received().syncs.begin(), received().syncs.end(), [](const auto& r) {
+    return r.type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+  });
+  ASSERT_NE(sync, received().syncs.end());
+  EXPECT_GE(sync->end, ks[0].end);
+  EXPECT_LE(sync->start, ks[0].end);
+}
+
+TEST_F(StreamSemantics, EventElapsedTimeCoversTheKernel) {
+  cudaEvent_t a, b;
+  ASSERT_EQ(cudaEventCreate(&a), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&b), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(a, nullptr), cudaSuccess);
+  launch(kernel("slow_kernel"), kSmallGrid, 256, nullptr);
+  ASSERT_EQ(cudaEventRecord(b, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaEventSynchronize(b), cudaSuccess);
+  float ms = 0;
+  ASSERT_EQ(cudaEventElapsedTime(&ms, a, b), cudaSuccess);
+  EXPECT_GE(ms, 20.0f);  // the kernel's modelled 20 ms lies between the two events
+  finish_tracing();
+}
+
+}  // namespace
