@@ -1,0 +1,287 @@
+// A data-parallel training loop over NCCL: every step each rank computes gradients, then
+// all ranks sum them with ncclAllReduce and apply the same update. One rank can be given
+// extra compute per step (--slow-rank R --extra-us N): the all-reduce cannot finish before
+// that rank arrives, so every other rank waits, every step. That is the straggler pattern.
+// The fixed twin (--fixed) spreads the same extra work evenly over all ranks.
+//
+//   allreduce_train --ranks 4 --slow-rank 2 --extra-us 300    # starts 4 ranks itself
+//   RANK=1 WORLD_SIZE=4 LOCAL_RANK=1 ALLREDUCE_TRAIN_ID_FILE=/shared/id allreduce_train ...
+//                                                               # ranks started by a launcher
+// Ranks started by a launcher (torchrun-style RANK/WORLD_SIZE/LOCAL_RANK, or OpenMPI's
+// OMPI_COMM_WORLD_*) exchange the ncclUniqueId through a file that rank 0 writes:
+// ALLREDUCE_TRAIN_ID_FILE, else /tmp/allreduce_train-<MASTER_PORT>.id (one host, or a
+// shared file system).
+//
+// Runs on a GPU with the real NCCL, and unchanged on the gpuhook simulator.
+#include <nccl.h>
+#include <nvtx3/nvToolsExt.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common.h"
+
+#define CHECK_NCCL(call)                                                                           \
+  do {                                                                                             \
+    const ncclResult_t check_res_ = (call);                                                        \
+    if (check_res_ != ncclSuccess) {                                                               \
+      std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call,                    \
+                   ncclGetErrorString(check_res_));                                                \
+      std::exit(1);                                                                                \
+    }                                                                                              \
+  } while (0)
+
+namespace {
+
+constexpr float kLearningRate = 0.05f;
+
+// Spins for about `us` microseconds on the GPU's global timer: a stand-in for real compute
+// whose duration does not depend on the GPU model.
+__device__ void spin_us(unsigned us) {
+  unsigned long long start;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  for (;;) {
+    unsigned long long now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    if (now - start >= 1000ull * us) break;
+  }
+}
+
+// One "wave" of blocks per microsecond of compute: each block spins 1 us, and the grid is
+// sized in waves of the device's block capacity. The simulator times it the same way
+// (allreduce_train.simcost: 1 us per wave).
+__global__ void compute_grad(float* grad, const float* w, int n, int rank) {
+  if (threadIdx.x == 0) spin_us(1);
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    grad[i] = static_cast<float>(rank + 1) * w[i] * 1e-3f;
+}
+
+__global__ void extra_work() {
+  if (threadIdx.x == 0) spin_us(1);
+}
+
+__global__ void apply_update(float* w, const float* grad, int n, float scale) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) w[i] -= scale * grad[i];
+}
+
+// Host twins for the simulator (see common.h).
+void compute_grad_host(dim3, dim3, float* grad, const float* w, int n, int rank) {
+  for (int i = 0; i < n; ++i) grad[i] = static_cast<float>(rank + 1) * w[i] * 1e-3f;
+}
+void extra_work_host(dim3, dim3) {}
+void apply_update_host(dim3, dim3, float* w, const float* grad, int n, float scale) {
+  for (int i = 0; i < n; ++i) w[i] -= scale * grad[i];
+}
+HOST_TWIN(compute_grad, compute_grad_host);
+HOST_TWIN(extra_work, extra_work_host);
+HOST_TWIN(apply_update, apply_update_host);
+
+struct Options {
+  int ranks = 4;
+  int steps = 20;
+  int size = 65536;
+  int compute_us = 200;
+  int slow_rank = -1;
+  int extra_us = 0;
+  bool fixed = false;
+};
+
+[[noreturn]] void usage(const char* argv0) {
+  std::fprintf(stderr,
+               "usage: %s [--ranks N] [--steps N] [--size ELEMENTS] [--compute-us N] [--slow-rank R --extra-us N] "
+               "[--fixed]\n",
+               argv0);
+  std::exit(2);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    auto value = [&]() -> int {
+      if (i + 1 >= argc) usage(argv[0]);
+      return std::atoi(argv[++i]);
+    };
+    if (!std::strcmp(argv[i], "--ranks")) o.ranks = value();
+    else if (!std::strcmp(argv[i], "--steps")) o.steps = value();
+    else if (!std::strcmp(argv[i], "--size")) o.size = value();
+    else if (!std::strcmp(argv[i], "--compute-us")) o.compute_us = value();
+    else if (!std::strcmp(argv[i], "--slow-rank")) o.slow_rank = value();
+    else if (!std::strcmp(argv[i], "--extra-us")) o.extra_us = value();
+    else if (!std::strcmp(argv[i], "--fixed")) o.fixed = true;
+    else usage(argv[0]);
+  }
+  if (o.ranks < 1 || o.ranks > 64 || o.steps < 1 || o.size < 1 || o.compute_us < 0 || o.extra_us < 0) usage(argv[0]);
+  if (o.extra_us > 0 && (o.slow_rank < 0 || o.slow_rank >= o.ranks)) {
+    std::fprintf(stderr, "%s: --extra-us needs --slow-rank between 0 and %d\n", argv[0], o.ranks - 1);
+    std::exit(2);
+  }
+  return o;
+}
+
+int env_int(const char* a, const char* b, int fallback) {
+  const char* s = std::getenv(a);
+  if (!s && b) s = std::getenv(b);
+  return s ? std::atoi(s) : fallback;
+}
+
+std::string id_file_path() {
+  if (const char* f = std::getenv("ALLREDUCE_TRAIN_ID_FILE")) return f;
+  const char* port = std::getenv("MASTER_PORT");
+  return std::string("/tmp/allreduce_train-") + (port ? port : "29500") + ".id";
+}
+
+// Rank 0 writes the id (to a temporary name, then rename: readers never see half of it).
+void publish_id(const ncclUniqueId& id, const std::string& path) {
+  std::string tmp = path + ".tmp";
+  FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f || std::fwrite(&id, sizeof id, 1, f) != 1 || std::fclose(f) != 0 || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::fprintf(stderr, "allreduce_train: cannot write %s\n", path.c_str());
+    std::exit(1);
+  }
+}
+
+ncclUniqueId wait_for_id(const std::string& path) {
+  ncclUniqueId id;
+  for (int tries = 0; tries < 60000; ++tries) {
+    if (FILE* f = std::fopen(path.c_str(), "rb")) {
+      size_t got = std::fread(&id, sizeof id, 1, f);
+      std::fclose(f);
+      if (got == 1) return id;
+    }
+    usleep(1000);
+  }
+  std::fprintf(stderr, "allreduce_train: no NCCL id in %s after 60 s\n", path.c_str());
+  std::exit(1);
+}
+
+int run_rank(const Options& o, int rank, int world, int local_rank) {
+  int devices = 0;
+  CHECK_CUDA(cudaGetDeviceCount(&devices));
+  CHECK_CUDA(cudaSetDevice(local_rank % devices));
+  cudaDeviceProp prop;
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, local_rank % devices));
+  const int threads = 1024;
+  const int wave_blocks = prop.multiProcessorCount * (prop.maxThreadsPerMultiProcessor / threads);
+
+  const std::string id_path = id_file_path();
+  ncclUniqueId id;
+  if (rank == 0) {
+    CHECK_NCCL(ncclGetUniqueId(&id));
+    publish_id(id, id_path);
+  } else {
+    id = wait_for_id(id_path);
+  }
+  ncclComm_t comm;
+  CHECK_NCCL(ncclCommInitRank(&comm, world, id, rank));
+  cudaStream_t stream;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+
+  const int n = o.size;
+  std::vector<float> w_host(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) w_host[static_cast<size_t>(i)] = 1.0f + 0.01f * static_cast<float>(i % 13);
+  float *w, *grad;
+  CHECK_CUDA(cudaMalloc(&w, sizeof(float) * static_cast<size_t>(n)));
+  CHECK_CUDA(cudaMalloc(&grad, sizeof(float) * static_cast<size_t>(n)));
+  CHECK_CUDA(cudaMemcpy(w, w_host.data(), sizeof(float) * static_cast<size_t>(n), cudaMemcpyHostToDevice));
+
+  // Extra compute per step: all on the slow rank, or spread evenly in the fixed twin.
+  int extra_us = 0;
+  if (o.extra_us > 0) extra_us = o.fixed ? (o.extra_us + world - 1) / world : (rank == o.slow_rank ? o.extra_us : 0);
+
+  for (int step = 0; step < o.steps; ++step) {
+    nvtxRangePushA("train_step");
+    compute_grad<<<wave_blocks * (o.compute_us > 0 ? o.compute_us : 1), threads, 0, stream>>>(grad, w, n, rank);
+    CHECK_LAUNCH();
+    if (extra_us > 0) {
+      extra_work<<<wave_blocks * extra_us, threads, 0, stream>>>();
+      CHECK_LAUNCH();
+    }
+    CHECK_NCCL(ncclAllReduce(grad, grad, static_cast<size_t>(n), ncclFloat32, ncclSum, comm, stream));
+    apply_update<<<wave_blocks, threads, 0, stream>>>(w, grad, n, kLearningRate / static_cast<float>(world));
+    CHECK_LAUNCH();
+    CHECK_CUDA(cudaStreamSynchronize(stream));
+    nvtxRangePop();
+  }
+
+  // Every rank must hold the weights a serial replay of the same arithmetic gives.
+  std::vector<float> got(static_cast<size_t>(n));
+  CHECK_CUDA(cudaMemcpy(got.data(), w, sizeof(float) * static_cast<size_t>(n), cudaMemcpyDeviceToHost));
+  const float grad_scale = static_cast<float>(world) * static_cast<float>(world + 1) / 2.0f;
+  for (int i = 0; i < n; i += (n / 97 > 0 ? n / 97 : 1)) {
+    double want = w_host[static_cast<size_t>(i)];
+    for (int step = 0; step < o.steps; ++step) want -= kLearningRate / world * grad_scale * want * 1e-3;
+    examples::expect_close("weight", got[static_cast<size_t>(i)], want, 1e-4);
+  }
+  CHECK_CUDA(cudaFree(w));
+  CHECK_CUDA(cudaFree(grad));
+  CHECK_CUDA(cudaStreamDestroy(stream));
+  CHECK_NCCL(ncclCommDestroy(comm));
+  if (rank == 0) std::remove(id_path.c_str());
+  std::printf("rank %d/%d: %d steps, extra %d us/step, weights checked\n", rank, world, o.steps, extra_us);
+  return 0;
+}
+
+// Starts `ranks` copies of this program (fresh processes through exec, so a preloaded
+// profiler writes one file per rank) and waits for all of them.
+int launch(const Options& o, char** argv) {
+  char dir_template[] = "/tmp/allreduce_train.XXXXXX";
+  if (!mkdtemp(dir_template)) {
+    std::perror("allreduce_train: mkdtemp");
+    return 1;
+  }
+  const std::string id_path = std::string(dir_template) + "/nccl.id";
+  std::vector<pid_t> pids;
+  for (int r = 0; r < o.ranks; ++r) {
+    pid_t pid = fork();
+    if (pid < 0) {
+      std::perror("allreduce_train: fork");
+      return 1;
+    }
+    if (pid == 0) {
+      std::string rank = std::to_string(r), world = std::to_string(o.ranks);
+      setenv("RANK", rank.c_str(), 1);
+      setenv("LOCAL_RANK", rank.c_str(), 1);
+      setenv("WORLD_SIZE", world.c_str(), 1);
+      setenv("ALLREDUCE_TRAIN_ID_FILE", id_path.c_str(), 1);
+      execv("/proc/self/exe", argv);
+      std::perror("allreduce_train: exec");
+      _exit(127);
+    }
+    pids.push_back(pid);
+  }
+  int failed = 0;
+  for (pid_t pid : pids) {
+    int status = 0;
+    if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
+  }
+  std::remove(id_path.c_str());
+  rmdir(dir_template);
+  if (failed) {
+    std::fprintf(stderr, "allreduce_train: %d of %d ranks failed\n", failed, o.ranks);
+    return 1;
+  }
+  std::printf("allreduce_train: %d ranks, %d steps, %s\n", o.ranks, o.steps,
+              o.extra_us == 0 ? "balanced" : o.fixed ? "extra work spread evenly (fixed)" : "one slow rank");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  const int rank = env_int("RANK", "OMPI_COMM_WORLD_RANK", -1);
+  if (rank < 0) return launch(o, argv);
+  const int world = env_int("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", o.ranks);
+  const int local_rank = env_int("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", rank);
+  if (world < 1 || rank >= world) {
+    std::fprintf(stderr, "allreduce_train: RANK %d outside WORLD_SIZE %d\n", rank, world);
+    return 2;
+  }
+  return run_rank(o, rank, world, local_rank);
+}
