@@ -144,6 +144,7 @@ void Writer::loop() {
     if (file_ && flush_gpu) {
       write_drops(false);
       file_->flush();
+      report_write_failure();
     }
   }
   finish();
@@ -178,6 +179,7 @@ void Writer::finish() {
   f->set_clean(true);
   file_->write(footer);
   bool ok = file_->close();
+  report_write_failure();
   const WriterStats& st = file_->stats();
   std::string line = "gpuhook: " + path_ + ": " + std::to_string(st.records) + " records (";
   bool first = true;
@@ -262,6 +264,16 @@ void Writer::emit(v1::Record& record) {
   if (!open_file()) return;
   file_->write(record);
   file_->maybe_flush(now_ns());
+  report_write_failure();
+}
+
+void Writer::report_write_failure() {
+  if (write_failure_reported_ || !file_ || file_->last_error().empty()) return;
+  write_failure_reported_ = true;
+  // Said once, now; the app runs on and the records that no longer fit are counted as lost.
+  std::string line = "gpuhook: writing " + path_ + " failed: " + file_->last_error() +
+                     "; the capture ends here, later records are counted as lost\n";
+  fputs(line.c_str(), stderr);
 }
 
 void Writer::device_seen(uint32_t device) {
@@ -329,6 +341,7 @@ void Writer::write_host(const HostRecord& r) {
   }
   file_->write(rec);
   file_->maybe_flush(now_ns());
+  report_write_failure();
 }
 
 void Writer::write_drops(bool final) {

@@ -75,12 +75,14 @@ class Writer final : private RecordSink {
   uint32_t intern_pointer(const void* key, const char* s);
   void write_drops(bool final);
   bool in_window(const v1::Record& record) const;
+  void report_write_failure();
 
   const Config& config_;
   ProcessFacts facts_;
   std::unique_ptr<CaptureWriter> file_;
   std::string path_;
   bool open_failed_ = false;
+  bool write_failure_reported_ = false;
   std::atomic<bool> file_opened_{false};
   std::atomic<GpuSource*> gpu_{nullptr};
   std::atomic<uint64_t> features_{0};

@@ -1,0 +1,182 @@
+// Reads a capture with gpuhook::CaptureReader and checks what the hook promises about it.
+//   capture_check FILE [--expect KIND=N]... [--min KIND=N]... [--nesting] [--kernels]
+//                      [--copies] [--nccl] [--header FIELD=VALUE]... [--allow-truncated]
+// KIND: kernel memcpy memset api sync nccl range memory overhead device footer drops.
+// Prints one "kind count" line per kind, then "FAIL: ..." lines; exit 0 when all checks hold.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "gpuhook/capture.h"
+
+namespace v1 = gpuhook::v1;
+
+namespace {
+
+const std::map<std::string, int> kKinds = {
+    {"header", v1::Record::kHeader}, {"device", v1::Record::kDevice},   {"api", v1::Record::kApi},
+    {"kernel", v1::Record::kKernel}, {"memcpy", v1::Record::kMemcpy},   {"memset", v1::Record::kMemset},
+    {"sync", v1::Record::kSync},     {"nccl", v1::Record::kNccl},       {"range", v1::Record::kRange},
+    {"memory", v1::Record::kMemory}, {"overhead", v1::Record::kOverhead}, {"drops", v1::Record::kDrops},
+    {"footer", v1::Record::kFooter}};
+
+int failures = 0;
+void fail(const std::string& what) {
+  std::printf("FAIL: %s\n", what.c_str());
+  ++failures;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: capture_check FILE [checks]\n");
+    return 2;
+  }
+  std::map<std::string, uint64_t> expect, minimum;
+  std::map<std::string, std::string> header_expect;
+  bool nesting = false, kernels = false, copies = false, nccl = false, allow_truncated = false;
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    auto kv = [&](std::map<std::string, uint64_t>& m) {
+      std::string s = argv[++i];
+      size_t eq = s.find('=');
+      m[s.substr(0, eq)] = std::strtoull(s.c_str() + eq + 1, nullptr, 10);
+    };
+    if (a == "--expect") kv(expect);
+    else if (a == "--min") kv(minimum);
+    else if (a == "--nesting") nesting = true;
+    else if (a == "--kernels") kernels = true;
+    else if (a == "--copies") copies = true;
+    else if (a == "--nccl") nccl = true;
+    else if (a == "--allow-truncated") allow_truncated = true;
+    else if (a == "--header") {
+      std::string s = argv[++i];
+      size_t eq = s.find('=');
+      header_expect[s.substr(0, eq)] = s.substr(eq + 1);
+    }
+  }
+
+  std::vector<v1::Record> records;
+  std::map<int, uint64_t> counts;
+  try {
+    gpuhook::CaptureReader reader(argv[1]);
+    v1::Record r;
+    while (reader.next(r)) {
+      if (r.kind_case() == v1::Record::kStringDef) continue;
+      counts[r.kind_case()]++;
+      records.push_back(r);
+    }
+    if (reader.integrity().truncated && !allow_truncated) fail("the file ends inside a frame");
+  } catch (const gpuhook::CaptureError& e) {
+    std::printf("FAIL: %s at byte %llu: %s\n", gpuhook::to_string(e.kind()),
+                static_cast<unsigned long long>(e.offset()), e.what());
+    return 1;
+  }
+  for (const auto& [name, kind] : kKinds) std::printf("%s %llu\n", name.c_str(), static_cast<unsigned long long>(counts[kind]));
+  std::map<int, uint64_t> dropped;
+  for (const auto& r : records) {
+    if (r.has_drops()) dropped[r.drops().source()] += r.drops().count();
+  }
+  std::printf("dropped_ring %llu\ndropped_invalid_time %llu\ndropped_cupti %llu\nclean %d\n",
+              static_cast<unsigned long long>(dropped[v1::DROP_RING_FULL]),
+              static_cast<unsigned long long>(dropped[v1::DROP_INVALID_TIME]),
+              static_cast<unsigned long long>(dropped[v1::DROP_CUPTI]),
+              !records.empty() && records.back().has_footer() && records.back().footer().clean() ? 1 : 0);
+
+  if (records.empty() || !records[0].has_header()) fail("the first record is not a Header");
+  for (const auto& [name, n] : expect) {
+    if (counts[kKinds.at(name)] != n) fail(name + ": " + std::to_string(counts[kKinds.at(name)]) + " != " + std::to_string(n));
+  }
+  for (const auto& [name, n] : minimum) {
+    if (counts[kKinds.at(name)] < n) fail(name + ": " + std::to_string(counts[kKinds.at(name)]) + " < " + std::to_string(n));
+  }
+  if (!records.empty() && records[0].has_header()) {
+    const v1::Header& h = records[0].header();
+    for (const auto& [field, value] : header_expect) {
+      std::string got;
+      if (field == "host") got = h.host_name();
+      else if (field == "boot_id") got = h.boot_id();
+      else if (field == "rank") got = h.has_rank() ? std::to_string(h.rank()) : "none";
+      else if (field == "simulator") got = (h.features() & v1::FEATURE_SIMULATOR) ? "1" : "0";
+      else if (field == "latency") got = (h.features() & v1::FEATURE_LATENCY_TIMESTAMPS) ? "1" : "0";
+      else if (field == "pid") got = std::to_string(h.pid());
+      else if (field == "note_has") got = h.note().find(value) != std::string::npos ? value : h.note();
+      if (got != value) fail("header " + field + " is '" + got + "', want '" + value + "'");
+    }
+  }
+
+  if (nesting) {
+    // Per thread: every pop closes a push, nothing left open, times never go backwards.
+    std::unordered_map<uint64_t, int> depth;
+    std::unordered_map<uint64_t, int64_t> last_time;
+    for (const auto& r : records) {
+      if (!r.has_range()) continue;
+      const v1::Range& g = r.range();
+      if (g.domain_id() != 0) continue;  // domain stacks are separate
+      if (g.time_ns() < last_time[g.thread_id()]) fail("range times go backwards on a thread");
+      last_time[g.thread_id()] = g.time_ns();
+      if (g.type() == v1::RANGE_PUSH) depth[g.thread_id()]++;
+      if (g.type() == v1::RANGE_POP && --depth[g.thread_id()] < 0) fail("a pop without a push");
+    }
+    for (const auto& [tid, d] : depth) {
+      if (d != 0) fail("thread " + std::to_string(tid) + " ends with " + std::to_string(d) + " open ranges");
+    }
+  }
+
+  if (kernels) {
+    std::unordered_map<uint32_t, const v1::ApiCall*> api_by_corr;
+    for (const auto& r : records) {
+      if (r.has_api()) api_by_corr[r.api().correlation_id()] = &r.api();
+    }
+    for (const auto& r : records) {
+      if (!r.has_kernel()) continue;
+      const v1::Kernel& k = r.kernel();
+      if (!(k.queued_ns() > 0 && k.queued_ns() <= k.submitted_ns() && k.submitted_ns() <= k.start_ns() &&
+            k.start_ns() <= k.end_ns())) {
+        fail("kernel " + std::to_string(k.correlation_id()) + ": not queued <= submitted <= start <= end");
+      }
+      auto it = api_by_corr.find(k.correlation_id());
+      if (it == api_by_corr.end()) fail("kernel " + std::to_string(k.correlation_id()) + " has no API record");
+      else if (it->second->start_ns() > k.queued_ns()) fail("kernel queued before its launch call entered");
+    }
+  }
+
+  if (copies) {
+    for (const auto& r : records) {
+      if (r.has_memcpy() && (r.memcpy().bytes() == 0 || r.memcpy().copy_kind() == v1::COPY_UNKNOWN)) {
+        fail("a memcpy without bytes or direction");
+      }
+      if (r.has_memset() && r.memset().bytes() == 0) fail("a memset without bytes");
+    }
+  }
+
+  if (nccl) {
+    // Per communicator and rank: collective sequence numbers are 0,1,2,...
+    std::map<std::pair<uint64_t, int32_t>, std::vector<uint64_t>> seqs;
+    for (const auto& r : records) {
+      if (!r.has_nccl()) continue;
+      const v1::NcclCall& n = r.nccl();
+      if (n.start_ns() <= 0 || n.end_ns() < n.start_ns()) fail("an NCCL call without enter <= exit");
+      if (n.op() >= v1::NCCL_ALL_REDUCE && n.op() <= v1::NCCL_SCATTER) {
+        if (n.comm_id() == 0) fail("a collective without a communicator id");
+        seqs[{n.comm_id(), n.rank()}].push_back(n.sequence());
+      }
+    }
+    for (auto& [comm, s] : seqs) {
+      std::sort(s.begin(), s.end());
+      for (size_t i = 0; i < s.size(); ++i) {
+        if (s[i] != i) {
+          fail("communicator " + std::to_string(comm.first) + " rank " + std::to_string(comm.second) +
+               ": sequence numbers are not 0..n-1");
+          break;
+        }
+      }
+    }
+  }
+  return failures == 0 ? 0 : 1;
+}

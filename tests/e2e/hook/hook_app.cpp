@@ -1,0 +1,181 @@
+// A plain C++ program for the hook's end-to-end tests: NVTX ranges, gpuhook.h annotations and
+// NCCL calls (against whatever libnccl.so.2 it is run with), in the situations the hook must
+// survive. Its stdout and exit code must be identical with and without the hook.
+//   hook_app MODE [N]
+#include <dlfcn.h>
+#include <nccl.h>
+#include <nvtx3/nvToolsExt.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gpuhook/gpuhook.h"
+
+namespace {
+
+void nvtx_iterations(int n) {
+  nvtxDomainHandle_t domain = nvtxDomainCreateA("app-domain");
+  nvtxStringHandle_t registered = nvtxDomainRegisterStringA(domain, "registered-range");
+  for (int i = 0; i < n; ++i) {
+    nvtxRangePushA("outer");
+    nvtxRangePushA("inner");
+    nvtxMarkA("mark");
+    nvtxRangePop();
+    nvtxEventAttributes_t attr{};
+    attr.version = NVTX_VERSION;
+    attr.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    attr.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+    attr.message.registered = registered;
+    nvtxDomainRangePushEx(domain, &attr);
+    nvtxDomainRangePop(domain);
+    nvtxRangeId_t id = nvtxRangeStartA("async");
+    nvtxRangeEnd(id);
+    gpuhook_range_push("annotated");
+    gpuhook_range_pop();
+    nvtxRangePop();
+  }
+}
+
+// One rank's NCCL calls; returns what the app checks itself (so the hook cannot change it).
+int nccl_calls(int n, int rank = 1) {
+  ncclUniqueId id;
+  ncclGetUniqueId(&id);
+  ncclComm_t comm = nullptr;
+  if (ncclCommInitRank(&comm, 16, id, rank) != ncclSuccess) return 1;
+  float buf[16] = {};
+  for (int i = 0; i < n; ++i) {
+    ncclAllReduce(buf, buf, 16, ncclFloat32, ncclSum, comm, nullptr);
+    ncclGroupStart();
+    ncclSend(buf, 8, ncclInt64, 2, comm, nullptr);
+    ncclRecv(buf, 8, ncclInt64, 0, comm, nullptr);
+    ncclGroupEnd();
+  }
+  ncclBroadcast(buf, buf, 4, ncclFloat16, 0, comm, nullptr);
+  ncclComm_t sub = nullptr;
+  ncclCommSplit(comm, 0, 1, &sub, nullptr);
+  ncclAllGather(buf, buf, 2, ncclFloat64, sub, nullptr);
+  ncclCommDestroy(sub);
+  // The real function's return value and errno must come back unchanged.
+  errno = 0;
+  ncclResult_t rc = ncclAllReduce(buf, buf, 0, ncclFloat32, ncclSum, comm, nullptr);
+  std::printf("nccl count0 rc=%d errno=%d\n", static_cast<int>(rc), errno);
+  ncclCommDestroy(comm);
+  return 0;
+}
+
+int threads_mode(int n) {
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 16; ++t) {
+    threads.emplace_back([n, t] {
+      nvtx_iterations(n);
+      nccl_calls(n / 10 + 1, t);  // one rank per thread, as ncclCommInitRank per GPU
+    });
+  }
+  for (auto& th : threads) th.join();
+  return 0;
+}
+
+int fork_mode(int n) {
+  std::atomic<bool> stop{false};
+  std::thread busy([&] {
+    while (!stop.load()) {  // in flight while the main thread forks
+      nvtx_iterations(1);
+      usleep(200);
+    }
+  });
+  nvtx_iterations(n);
+  std::fflush(stdout);
+  pid_t child = fork();
+  if (child == 0) {
+    std::fprintf(stderr, "child pid %d\n", static_cast<int>(getpid()));
+    nvtx_iterations(n);
+    std::printf("child done\n");
+    std::fflush(stdout);
+    std::exit(0);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  stop.store(true);
+  busy.join();
+  std::printf("parent done, child exit %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  return 0;
+}
+
+void exit_from_handler(int) { std::exit(5); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string mode = argc > 1 ? argv[1] : "nvtx";
+  int n = argc > 2 ? std::atoi(argv[2]) : 10;
+  if (mode == "nvtx") {
+    nvtx_iterations(n);
+    std::printf("nvtx done %d\n", n);
+    return 7;
+  }
+  if (mode == "nccl") {
+    int rc = nccl_calls(n);
+    std::printf("nccl done %d\n", n);
+    return rc;
+  }
+  if (mode == "threads") {
+    threads_mode(n);
+    std::printf("threads done\n");
+    return 0;
+  }
+  if (mode == "fork") return fork_mode(n);
+  if (mode == "inject") {
+    // Does what the CUDA driver does at initialisation when CUDA_INJECTION64_PATH is set.
+    using Init = int (*)();
+    auto init = reinterpret_cast<Init>(dlsym(RTLD_DEFAULT, "InitializeInjection"));
+    if (init != nullptr) init();
+    nvtx_iterations(n);
+    std::printf("inject done\n");
+    return 0;
+  }
+  if (mode == "sigkill") {
+    nvtx_iterations(n);
+    std::printf("about to be killed\n");
+    std::fflush(stdout);
+    usleep(400'000);  // several flush periods: everything above is on disk
+    raise(SIGKILL);
+    return 0;
+  }
+  if (mode == "sigexit") {
+    signal(SIGTERM, exit_from_handler);
+    nvtx_iterations(n);
+    std::printf("exiting from a handler\n");
+    std::fflush(stdout);
+    raise(SIGTERM);
+    return 0;
+  }
+  if (mode == "sigterm") {
+    nvtx_iterations(n);
+    std::printf("dying of SIGTERM\n");
+    std::fflush(stdout);
+    raise(SIGTERM);
+    return 0;
+  }
+  if (mode == "big") {
+    // Enough records to pass a small RLIMIT_FSIZE and to overflow small rings.
+    for (int i = 0; i < n; ++i) {
+      char name[48];
+      std::snprintf(name, sizeof(name), "range-%d-with-a-longer-name", i);
+      nvtxRangePushA(name);
+      nvtxRangePop();
+    }
+    std::printf("big done %d\n", n);
+    return 0;
+  }
+  std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
+  return 2;
+}

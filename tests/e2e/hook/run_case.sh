@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# One end-to-end case of libgpuhook.so: the app runs twice, without and with the hook; its
+# stdout and exit code must be the same, stderr must hold the expected number of "gpuhook:"
+# lines, and the capture must pass capture_check.
+#   run_case.sh CASE HOOK_SO HOOK_APP CAPTURE_CHECK FAKE_NCCL_DIR [SIM_LIB_DIR] [EXAMPLE]
+set -u
+case_name=$1 hook=$2 app=$3 check=$4 fake_nccl=$5 sim_lib=${6:-} example=${7:-}
+work=$(mktemp -d "${TMPDIR:-/tmp}/gpuhook-e2e-$case_name.XXXXXX")
+trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
+cd "$work" || exit 1
+failed=0
+fail() { echo "FAIL[$case_name]: $*"; failed=1; }
+
+# run NAME ENV... -- CMD...: stdout, stderr, exit code into NAME.{out,err,rc}
+run() {
+  local name=$1; shift
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  env "${envs[@]}" "$@" >"$name.out" 2>"$name.err"
+  echo $? >"$name.rc"
+}
+# Same program, with and without the hook.
+pair() {
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  run plain LD_LIBRARY_PATH="$fake_nccl" -- "$@"
+  run hooked LD_LIBRARY_PATH="$fake_nccl" LD_PRELOAD="$hook" GPUHOOK_OUTPUT="$work/cap-%p.gpuh" "${envs[@]}" -- "$@"
+  cmp -s plain.out hooked.out || fail "stdout differs: $(diff plain.out hooked.out | head -5)"
+  [ "$(cat plain.rc)" = "$(cat hooked.rc)" ] || fail "exit code $(cat hooked.rc) with the hook, $(cat plain.rc) without"
+}
+gpuhook_lines() {
+  local want=$1 pattern=${2:-}
+  local got
+  got=$(grep -c '^gpuhook:' hooked.err)
+  [ "$got" = "$want" ] || fail "$got gpuhook: lines on stderr, want $want: $(grep '^gpuhook:' hooked.err)"
+  if [ -n "$pattern" ] && ! grep '^gpuhook:' hooked.err | grep -q -- "$pattern"; then
+    fail "no gpuhook: line says '$pattern': $(cat hooked.err)"
+  fi
+}
+capture() { ls "$work"/cap-*.gpuh 2>/dev/null | head -1; }
+check() {
+  local file=$1; shift
+  [ -n "$file" ] && [ -f "$file" ] || { fail "no capture written"; return; }
+  "$check" "$file" "$@" >check.out || fail "capture_check $*: $(grep FAIL check.out | head -5)"
+}
+value() { awk -v k="$1" '$1 == k {print $2}' check.out; }
+
+ranges_per_iteration=11  # see nvtx_iterations() in hook_app.cpp
+
+case $case_name in
+  nvtx)
+    pair -- "$app" nvtx 10
+    gpuhook_lines 1 "110 range"
+    check "$(capture)" --expect range=$((10 * ranges_per_iteration)) --nesting --expect footer=1
+    ;;
+  nccl)
+    pair -- "$app" nccl 10
+    gpuhook_lines 1
+    grep -q "nccl count0 rc=4 errno=33" hooked.out || fail "the real return value or errno did not come back"
+    check "$(capture)" --expect nccl=$((10 * 5 + 7)) --nccl
+    ;;
+  threads)
+    pair -- "$app" threads 50
+    gpuhook_lines 1
+    check "$(capture)" --expect range=$((16 * 50 * ranges_per_iteration)) --expect nccl=$((16 * (6 * 5 + 7))) \
+      --nesting --nccl
+    ;;
+  cupti_not_found)
+    pair GPUHOOK_QUIET=1 GPUHOOK_CUPTI=/nonexistent/libcupti.so.13 -- "$app" inject 3
+    gpuhook_lines 1 "CUPTI not found"
+    check "$(capture)" --expect range=$((3 * ranges_per_iteration)) --header note_has="CUPTI not found"
+    ;;
+  cupti_refused)
+    # The toolkit's real libcupti: without a driver it answers CUPTI_ERROR_UNKNOWN.
+    pair GPUHOOK_QUIET=1 GPUHOOK_CUPTI=/usr/local/cuda/lib64/libcupti.so.13 -- "$app" inject 3
+    gpuhook_lines 1 "CUPTI refused"
+    check "$(capture)" --expect range=$((3 * ranges_per_iteration)) --header note_has="CUPTI_ERROR_UNKNOWN"
+    ;;
+  cupti_busy)
+    [ -f "$sim_lib/libcupti.so.13" ] || { echo "SKIP: no simulated libcupti"; exit 0; }
+    pair GPUHOOK_QUIET=1 GPUHOOK_CUPTI="$sim_lib/libcupti.so.13" GPUHOOK_SIM_CUPTI_BUSY=1 -- "$app" inject 3
+    gpuhook_lines 1 "another profiler"
+    ;;
+  output_missing)
+    pair GPUHOOK_QUIET=1 GPUHOOK_OUTPUT="$work/no/such/dir/x.gpuh" -- "$app" nvtx 3
+    gpuhook_lines 1 "cannot create"
+    ;;
+  output_readonly)
+    if [ "$(id -u)" = 0 ]; then
+      target=/proc/gpuhook-readonly.gpuh  # root ignores mode bits; /proc refuses everyone
+    else
+      mkdir ro && chmod 555 ro && target="$work/ro/x.gpuh"
+    fi
+    pair GPUHOOK_QUIET=1 GPUHOOK_OUTPUT="$target" -- "$app" nvtx 3
+    gpuhook_lines 1 "cannot create"
+    ;;
+  file_exists)
+    echo precious >existing.gpuh
+    pair GPUHOOK_QUIET=1 GPUHOOK_OUTPUT="$work/existing.gpuh" -- "$app" nvtx 3
+    gpuhook_lines 1 "cannot create"
+    [ "$(cat existing.gpuh)" = precious ] || fail "an existing file was overwritten"
+    ;;
+  symlink)
+    ln -s "$work/victim" link.gpuh
+    pair GPUHOOK_QUIET=1 GPUHOOK_OUTPUT="$work/link.gpuh" -- "$app" nvtx 3
+    gpuhook_lines 1 "cannot create"
+    [ ! -e victim ] || fail "the hook followed a symlink"
+    ;;
+  disk_full)
+    # RLIMIT_FSIZE of 256 KiB: the hook's writes fail with EFBIG; SIGXFSZ must not kill the app.
+    run plain LD_LIBRARY_PATH="$fake_nccl" -- bash -c "ulimit -f 256; exec \"\$0\" big 1000000" "$app"
+    run hooked LD_LIBRARY_PATH="$fake_nccl" LD_PRELOAD="$hook" GPUHOOK_QUIET=1 GPUHOOK_OUTPUT="$work/cap-%p.gpuh" \
+      GPUHOOK_ON_FULL=block -- bash -c "ulimit -f 256; exec \"\$0\" big 1000000" "$app"
+    cmp -s plain.out hooked.out || fail "stdout differs"
+    [ "$(cat plain.rc)" = "$(cat hooked.rc)" ] || fail "exit code $(cat hooked.rc) with the hook, $(cat plain.rc) without"
+    gpuhook_lines 1 "write"
+    check "$(capture)" --allow-truncated --min range=1
+    ;;
+  ring_drop)
+    pair GPUHOOK_RING_RECORDS=64 -- "$app" big 100000
+    gpuhook_lines 1 "dropped"
+    check "$(capture)" --expect footer=1
+    drops=$(value dropped_ring) ranges=$(value range)
+    [ "$drops" -gt 0 ] || fail "no ring drops counted"
+    [ $((drops + ranges)) -eq 200000 ] || fail "$ranges written + $drops dropped != 200000 recorded"
+    ;;
+  ring_block)
+    pair GPUHOOK_RING_RECORDS=64 GPUHOOK_ON_FULL=block -- "$app" big 20000
+    gpuhook_lines 1
+    check "$(capture)" --expect range=40000 --nesting
+    [ "$(value dropped_ring)" = 0 ] || fail "block mode dropped records"
+    ;;
+  fork)
+    pair -- "$app" fork 20
+    files=$(ls "$work"/cap-*.gpuh | wc -l)
+    [ "$files" = 2 ] || fail "$files captures, want one per process"
+    gpuhook_lines 2
+    child="$work/cap-$(sed -n 's/^child pid //p' hooked.err).gpuh"
+    for f in "$work"/cap-*.gpuh; do check "$f" --nesting --expect footer=1; done
+    # The child's file holds the child's records only: the parent's unread ones stay out.
+    check "$child" --expect range=$((20 * ranges_per_iteration))
+    ;;
+  sigkill)
+    pair -- "$app" sigkill 50
+    gpuhook_lines 0
+    check "$(capture)" --allow-truncated --expect range=$((50 * ranges_per_iteration)) --expect footer=0
+    ;;
+  sigexit)
+    pair -- "$app" sigexit 10
+    gpuhook_lines 1
+    check "$(capture)" --expect range=$((10 * ranges_per_iteration)) --expect footer=1 --nesting
+    ;;
+  sigterm)
+    pair -- "$app" sigterm 10
+    [ "$(cat hooked.rc)" = 143 ] || fail "not killed by SIGTERM: $(cat hooked.rc)"
+    gpuhook_lines 1
+    check "$(capture)" --expect range=$((10 * ranges_per_iteration)) --expect footer=1
+    ;;
+  test_identity)
+    pair GPUHOOK_TEST_HOST=hostB GPUHOOK_TEST_BOOT_ID=boot-b GPUHOOK_TEST_CLOCK_OFFSET_NS=5000000000000 RANK=3 -- \
+      "$app" nvtx 2
+    check "$(capture)" --header host=hostB --header boot_id=boot-b --header rank=3
+    ;;
+  bad_config)
+    pair GPUHOOK_QUIET=1 GPUHOOK_FLUSH_MS=5000 -- "$app" nvtx 2
+    gpuhook_lines 1 "GPUHOOK_FLUSH_MS"
+    check "$(capture)" --expect range=$((2 * ranges_per_iteration))
+    ;;
+  example_preload | example_injection)
+    [ -x "$example" ] || { echo "SKIP: no example"; exit 0; }
+    args=(--iterations 2 --size 4096)
+    run plain LD_LIBRARY_PATH="$sim_lib" -- "$example" "${args[@]}"
+    if [ "$case_name" = example_preload ]; then
+      run hooked LD_LIBRARY_PATH="$sim_lib" LD_PRELOAD="$hook" GPUHOOK_OUTPUT="$work/cap-%p.gpuh" -- "$example" "${args[@]}"
+    else
+      run hooked LD_LIBRARY_PATH="$sim_lib" CUDA_INJECTION64_PATH="$hook" NVTX_INJECTION64_PATH="$hook" \
+        GPUHOOK_OUTPUT="$work/cap-%p.gpuh" -- "$example" "${args[@]}"
+    fi
+    [ "$(cat plain.rc)" = "$(cat hooked.rc)" ] || fail "exit code $(cat hooked.rc) with the hook, $(cat plain.rc) without"
+    cmp -s plain.out hooked.out || fail "stdout differs: $(diff plain.out hooked.out | head -5)"
+    gpuhook_lines 1
+    check "$(capture)" --min kernel=1 --kernels --copies --nesting --header simulator=1 --expect footer=1
+    ;;
+  *)
+    echo "unknown case $case_name"; exit 2 ;;
+esac
+if [ "$failed" != 0 ]; then
+  echo "--- hooked stderr"; cat hooked.err 2>/dev/null | head -20
+  echo "--- capture_check"; cat check.out 2>/dev/null
+  exit 1
+fi
+echo "PASS[$case_name]"
