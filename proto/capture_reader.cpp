@@ -76,7 +76,7 @@ struct CaptureReader::Impl {
   bool in_chunk = false;
   bool context_only = false;  // a windowed read outside the window: only context records
   uint64_t chunk_offset = 0;
-  int64_t cursor_ns = 0;
+  codec::Cursors cursors;
 
   uint64_t next_offset = 0;  // the next frame to look at when scanning
   bool windowed = false;
@@ -337,7 +337,7 @@ struct CaptureReader::Impl {
       if (!parse_next(first) || first.kind_case() != v1::Record::kChunkStart) {
         error(CaptureErrorKind::kBadRecord, at, "chunk does not start with a ChunkStart record");
       }
-      cursor_ns = static_cast<int64_t>(first.chunk_start().base_ns());
+      cursors = codec::Cursors(static_cast<int64_t>(first.chunk_start().base_ns()));
       return true;
     }
   }
@@ -400,7 +400,7 @@ struct CaptureReader::Impl {
       if (kind == v1::Record::kChunkStart) {
         error(CaptureErrorKind::kBadRecord, chunk_offset, "a second ChunkStart inside one chunk");
       }
-      codec::delta_decode(out, cursor_ns);
+      codec::delta_decode(out, cursors);
       integrity.records++;
       if (kind == v1::Record::kStringDef) keep_string(out.string_def());
       if (kind == v1::Record::kFooter) integrity.has_footer = true;

@@ -14,6 +14,7 @@
 #include <gpuhook/capture.h>
 
 #include "framing.h"
+#include "fast_encode.h"
 #include "record_codec.h"
 
 namespace gpuhook {
@@ -24,6 +25,12 @@ struct StringHash {
   using is_transparent = void;
   size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
+
+// The hand encoders know the declared fields only; a message carrying unknown fields (parsed
+// from a newer capture) goes through protobuf so nothing is lost.
+bool no_unknown_fields(const google::protobuf::Message& m) {
+  return m.GetReflection()->GetUnknownFields(m).empty();
+}
 
 }  // namespace
 
@@ -38,7 +45,7 @@ struct CaptureWriter::Impl {
 
   // The open chunk.
   bool chunk_open = false;
-  int64_t cursor_ns = 0;
+  codec::Cursors cursors;
   uint64_t chunk_records = 0;
   uint64_t chunk_min_ns = 0;
   uint64_t chunk_max_ns = 0;
@@ -102,7 +109,7 @@ struct CaptureWriter::Impl {
 
   void open_chunk(int64_t base_ns) {
     chunk_open = true;
-    cursor_ns = base_ns;
+    cursors = codec::Cursors(base_ns);
     chunk_records = 0;
     chunk_min_ns = 0;
     chunk_max_ns = 0;
@@ -214,17 +221,32 @@ bool CaptureWriter::write(const v1::Record& record) {
   if (record.kind_case() == v1::Record::kChunkStart || record.kind_case() == v1::Record::KIND_NOT_SET) {
     return true;  // framing is the writer's job; an empty record carries nothing
   }
-  m.scratch.CopyFrom(record);
-  if (!m.chunk_open) m.open_chunk(codec::first_time(m.scratch));
-  int64_t cursor = m.cursor_ns;
-  codec::delta_encode(m.scratch, cursor, [&m](int64_t t) { m.note_time(t); });
-  if (!codec::append_record(m.raw, m.scratch)) {
-    m.lost++;
-    if (m.last_error.empty()) m.last_error = "a record larger than the format allows was dropped";
-    return false;
-  }
-  m.cursor_ns = cursor;
+  auto note = [&m](int64_t t) { m.note_time(t); };
   auto kind = record.kind_case();
+  bool fast = (kind == v1::Record::kKernel && no_unknown_fields(record.kernel())) ||
+              (kind == v1::Record::kApi && no_unknown_fields(record.api()));
+  if (fast) {
+    if (!m.chunk_open) {
+      m.scratch.CopyFrom(record);
+      m.open_chunk(codec::first_time(m.scratch));
+    }
+    if (kind == v1::Record::kKernel) {
+      codec::encode_kernel(m.raw, record.kernel(), m.cursors, note);
+    } else {
+      codec::encode_api(m.raw, record.api(), m.cursors, note);
+    }
+  } else {
+    m.scratch.CopyFrom(record);
+    if (!m.chunk_open) m.open_chunk(codec::first_time(m.scratch));
+    int64_t saved_cursor = m.cursors[kind];
+    codec::delta_encode(m.scratch, m.cursors, note);
+    if (!codec::append_record(m.raw, m.scratch)) {
+      m.cursors[kind] = saved_cursor;
+      m.lost++;
+      if (m.last_error.empty()) m.last_error = "a record larger than the format allows was dropped";
+      return false;
+    }
+  }
   m.chunk_records++;
   m.stats.records++;
   if (static_cast<size_t>(kind) < std::size(m.stats.records_by_kind)) m.stats.records_by_kind[kind]++;

@@ -133,6 +133,32 @@ void visit_times(v1::Record& r, F&& f) {
 #undef GPUHOOK_T
 }
 
+// Calls f(value) for the record's correlation id field, if its kind has one; f may change it.
+// Correlation ids are delta-coded like times (see proto/README.md).
+template <class F>
+void visit_correlation(v1::Record& r, F&& f) {
+#define GPUHOOK_C(kind, accessor)                 \
+  case v1::Record::kind: {                        \
+    auto* m = r.mutable_##accessor();             \
+    uint32_t v = m->correlation_id();             \
+    f(v);                                         \
+    m->set_correlation_id(v);                     \
+    break;                                        \
+  }
+  switch (r.kind_case()) {
+    GPUHOOK_C(kApi, api)
+    GPUHOOK_C(kKernel, kernel)
+    GPUHOOK_C(kMemcpy, memcpy)
+    GPUHOOK_C(kMemset, memset)
+    GPUHOOK_C(kSync, sync)
+    GPUHOOK_C(kMemory, memory)
+    GPUHOOK_C(kOverhead, overhead)
+    default:
+      break;
+  }
+#undef GPUHOOK_C
+}
+
 // Record kinds whose records are returned by windowed reads whatever their time: the
 // context every later record needs.
 inline bool is_context_kind(v1::Record::KindCase k) {

@@ -43,28 +43,90 @@ inline int64_t first_time(v1::Record& r) {
   return first;
 }
 
-// Absolute -> delta, in place. 0 (unknown) becomes unset. `note` sees every known time.
-// Arithmetic is unsigned so hostile or extreme values wrap instead of overflowing.
+// Delta coding state of one chunk: one cursor per record kind, all starting at the chunk's
+// base. Per kind because records of different kinds interleave out of time order (CUPTI
+// hands kernels over in batches after their launches): against the previous record of the
+// same kind, the first time of a record is a small step (the launch interval).
+struct Cursors {
+  int64_t by_kind[32] = {};
+  uint32_t correlation_by_kind[32] = {};  // the previous non-zero correlation id of each kind
+  explicit Cursors(int64_t base_ns = 0) {
+    for (auto& c : by_kind) c = base_ns;
+  }
+  int64_t& operator[](v1::Record::KindCase k) { return by_kind[static_cast<size_t>(k) & 31]; }
+  uint32_t& correlation(v1::Record::KindCase k) { return correlation_by_kind[static_cast<size_t>(k) & 31]; }
+};
+
+// Correlation ids count up by one per API call, so stored as they are they cost a changing
+// byte or three per record that zstd cannot match (measured: ~6 of 25 bytes per kernel on
+// the synthetic benchmark). On disk 0 stays 0 (no correlation); any other id is coded from
+// d = id - prev (32-bit wrapping; prev = the previous non-zero id of the same kind in the
+// chunk, 0 at its start) as z = zigzag(d), then stored = z + 1 when z < zigzag(-prev), else z.
+// The one delta that would give id 0 (d = -prev) never occurs, which is what frees the
+// stored value 0 for "no correlation" while keeping the mapping one-to-one.
+inline int64_t wrap_sub(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+}
+inline int64_t wrap_add(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+
+inline uint32_t zigzag32(uint32_t d) { return (d << 1) ^ (0u - (d >> 31)); }
+inline uint32_t unzigzag32(uint32_t z) { return (z >> 1) ^ (0u - (z & 1)); }
+
+inline uint32_t correlation_encode(uint32_t id, uint32_t& prev) {
+  if (id == 0) return 0;
+  uint32_t z = zigzag32(id - prev);
+  uint32_t forbidden = zigzag32(0u - prev);
+  prev = id;
+  return z < forbidden ? z + 1 : z;
+}
+inline uint32_t correlation_decode(uint32_t stored, uint32_t& prev) {
+  if (stored == 0) return 0;
+  uint32_t forbidden = zigzag32(0u - prev);
+  uint32_t z = stored <= forbidden ? stored - 1 : stored;
+  prev += unzigzag32(z);
+  return prev;
+}
+
+// Absolute -> delta, in place: the record's first known time minus its kind's cursor, each
+// later known time minus the previous known time of the same record (so end - start is the
+// duration). 0 (unknown) becomes unset. `note` sees every known time. Arithmetic wraps, so
+// hostile or extreme values never overflow.
 template <class Note>
-void delta_encode(v1::Record& r, int64_t& cursor_ns, Note&& note) {
+void delta_encode(v1::Record& r, Cursors& cursors, Note&& note) {
+  uint32_t& prev_correlation = cursors.correlation(r.kind_case());
+  framing::visit_correlation(r, [&](uint32_t& v) { v = correlation_encode(v, prev_correlation); });
+  int64_t& cursor = cursors[r.kind_case()];
+  int64_t prev = cursor;
+  bool first = true;
   framing::visit_times(r, [&](bool& has, int64_t& v) {
     if (!has || v == 0) {
       has = false;
       return;
     }
     note(v);
-    int64_t d = static_cast<int64_t>(static_cast<uint64_t>(v) - static_cast<uint64_t>(cursor_ns));
-    cursor_ns = v;
-    v = d;
+    int64_t t = v;
+    v = wrap_sub(t, prev);
+    prev = t;
+    if (first) cursor = t;
+    first = false;
   });
 }
 
 // Delta -> absolute, in place.
-inline void delta_decode(v1::Record& r, int64_t& cursor_ns) {
+inline void delta_decode(v1::Record& r, Cursors& cursors) {
+  uint32_t& prev_correlation = cursors.correlation(r.kind_case());
+  framing::visit_correlation(r, [&](uint32_t& v) { v = correlation_decode(v, prev_correlation); });
+  int64_t& cursor = cursors[r.kind_case()];
+  int64_t prev = cursor;
+  bool first = true;
   framing::visit_times(r, [&](bool& has, int64_t& v) {
     if (!has) return;
-    cursor_ns = static_cast<int64_t>(static_cast<uint64_t>(cursor_ns) + static_cast<uint64_t>(v));
-    v = cursor_ns;
+    prev = wrap_add(prev, v);
+    v = prev;
+    if (first) cursor = prev;
+    first = false;
   });
 }
 

@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <set>
 
 #include "capture_test_util.h"
+#include "record_codec.h"
 
 namespace gpuhook {
 namespace {
@@ -142,6 +144,27 @@ TEST(CaptureRoundTrip, MaybeFlushByTime) {
   EXPECT_TRUE(w->maybe_flush(1100));
   EXPECT_EQ(w->stats().chunks, 1u);
   ASSERT_TRUE(w->close());
+}
+
+TEST(CorrelationCoding, OneToOneAtTheEdges) {
+  const uint32_t edges[] = {0, 1, 2, 3, 0x7FFFFFFE, 0x7FFFFFFF, 0x80000000, 0x80000001, 0xFFFFFFFE, 0xFFFFFFFF};
+  for (uint32_t prev : edges) {
+    std::set<uint32_t> stored_values;
+    for (uint32_t base : edges) {
+      for (uint32_t id : {base, base + 1, base - 1, prev, prev + 1, prev - 1}) {
+        uint32_t enc_prev = prev, dec_prev = prev;
+        uint32_t stored = codec::correlation_encode(id, enc_prev);
+        EXPECT_EQ(codec::correlation_decode(stored, dec_prev), id) << "prev " << prev << " id " << id;
+        EXPECT_EQ(stored == 0, id == 0);
+        if (id != 0) {
+          EXPECT_EQ(enc_prev, id);
+        }
+        EXPECT_EQ(enc_prev, dec_prev);
+      }
+    }
+  }
+  uint32_t prev = 41;
+  EXPECT_EQ(codec::correlation_encode(42, prev), 3u);  // the common case: one byte
 }
 
 }  // namespace
