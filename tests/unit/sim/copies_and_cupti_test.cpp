@@ -249,3 +249,25 @@ TEST(SimDevice, OccupancyFollowsTheSmLimits) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(SimCupti, CallbackNamesFollowTheToolkitsCbidHeaders) {
+  const char* name = nullptr;
+  ASSERT_EQ(cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API,
+                                 CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &name),
+            CUPTI_SUCCESS);
+  EXPECT_STREQ(name, "cudaLaunchKernel_v7000");
+  ASSERT_EQ(cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API,
+                                 CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, &name),
+            CUPTI_SUCCESS);
+  EXPECT_STREQ(name, "__cudaLaunchKernel_v13000");
+  ASSERT_EQ(cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+                                 &name),
+            CUPTI_SUCCESS);
+  EXPECT_STREQ(name, "cuLaunchKernel");
+  EXPECT_EQ(cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, 0, &name), CUPTI_ERROR_INVALID_PARAMETER);
+  EXPECT_EQ(cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, 1, nullptr), CUPTI_ERROR_INVALID_PARAMETER);
+}
+
+}  // namespace
