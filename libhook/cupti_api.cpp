@@ -58,7 +58,8 @@ bool load_cupti(const std::string& override_path, CuptiApi* api, std::string* wh
   a.name = reinterpret_cast<decltype(&::name)>(dlsym(handle, #name));          \
   if (a.name == nullptr && std::strcmp(#name, "cuptiActivityEnableRuntimeApi") != 0 && \
       std::strcmp(#name, "cuptiActivityEnableDriverApi") != 0 && std::strcmp(#name, "cuptiSubscribe") != 0 && \
-      std::strcmp(#name, "cuptiEnableCallback") != 0 && std::strcmp(#name, "cuptiGetResultString") != 0) \
+      std::strcmp(#name, "cuptiEnableCallback") != 0 && std::strcmp(#name, "cuptiGetResultString") != 0 && \
+      std::strcmp(#name, "cuptiGetCallbackName") != 0) \
     complete = false;
     GPUHOOK_CUPTI_FUNCTIONS(GPUHOOK_CUPTI_LOAD)
 #undef GPUHOOK_CUPTI_LOAD

@@ -5,6 +5,7 @@
 #include <new>
 
 #include "api_groups.h"
+#include "cbid_names.h"
 #include "clock.h"
 #include "nvtx_range_window.h"
 
@@ -185,8 +186,8 @@ void CuptiTracer::enable_api_records() {
   for (const Domain& d : domains) {
     uint32_t enabled = 0;
     for (uint32_t cbid = 1; cbid < d.size; ++cbid) {
-      const char* name = nullptr;
-      if (api_.cuptiGetCallbackName(d.domain, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
+      const char* name = callback_name(d.domain, cbid);
+      if (name == nullptr) continue;
       if ((api_group_of(name) & config_.api_mask) == 0) continue;
       if (d.enable(cbid, 1) == CUPTI_SUCCESS) ++enabled;
     }
@@ -219,7 +220,9 @@ const char* CuptiTracer::callback_name(CUpti_CallbackDomain domain, uint32_t cbi
   auto it = names_.find(key);
   if (it != names_.end()) return it->second;
   const char* name = nullptr;
-  if (api_.cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS) name = nullptr;
+  if (api_.cuptiGetCallbackName == nullptr || api_.cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS) {
+    name = builtin_callback_name(domain, cbid);
+  }
   names_.emplace(key, name);
   return name;
 }

@@ -62,6 +62,7 @@ int main(int argc, char** argv) {
   }
 
   std::vector<v1::Record> records;
+  std::vector<std::string> strings;
   std::map<int, uint64_t> counts;
   try {
     gpuhook::CaptureReader reader(argv[1]);
@@ -72,6 +73,7 @@ int main(int argc, char** argv) {
       records.push_back(r);
     }
     if (reader.integrity().truncated && !allow_truncated) fail("the file ends inside a frame");
+    strings = reader.strings();
   } catch (const gpuhook::CaptureError& e) {
     std::printf("FAIL: %s at byte %llu: %s\n", gpuhook::to_string(e.kind()),
                 static_cast<unsigned long long>(e.offset()), e.what());
@@ -132,6 +134,16 @@ int main(int argc, char** argv) {
     std::unordered_map<uint32_t, const v1::ApiCall*> api_by_corr;
     for (const auto& r : records) {
       if (r.has_api()) api_by_corr[r.api().correlation_id()] = &r.api();
+    }
+    // Every launch call got exactly one kernel record: counts match what the program launched.
+    uint64_t launches = 0;
+    for (const auto& r : records) {
+      if (!r.has_api() || r.api().name_id() >= strings.size()) continue;
+      const std::string& name = strings[r.api().name_id()];
+      if (name.find("LaunchKernel") != std::string::npos) ++launches;
+    }
+    if (launches != counts[v1::Record::kKernel]) {
+      fail(std::to_string(counts[v1::Record::kKernel]) + " kernels for " + std::to_string(launches) + " launch calls");
     }
     for (const auto& r : records) {
       if (!r.has_kernel()) continue;
