@@ -220,3 +220,37 @@ std::vector<RankCollectiveCall> collective_calls(const Model& model);
 std::vector<RankIntervals> rank_busy_intervals(const Model& model);
 
 }  // namespace gantt
+
+// ---------------------------------------------------------------- jobs: many captures, one timeline
+//
+// (Declared after the rest so the sections above stay as first published.)
+
+namespace gantt {
+
+struct LoadOptions;
+
+// Loads captures like gantt::load(), except that a file written by merge_captures() (several
+// Header records, one per rank) becomes one capture per section, named "<path>#<n>".
+Model load_job(const std::vector<std::string>& paths, const LoadOptions& options);
+
+// Aligns the captures of a loaded model onto capture 0's clock (align_ranks over
+// rank_clock_inputs, then apply_rank_alignment) and returns what was applied, for `info`
+// and the chart footer. A model with one capture is left as it is.
+RankAlignment align_model_ranks(Model& model, const RankAlignOptions& options = {});
+
+struct MergeResult {
+  RankAlignment alignment;
+  std::vector<RankClockInput> inputs;  // without the collective ends (for describe())
+  uint64_t records_written = 0;
+  uint64_t records_lost = 0;           // the output could not take them
+};
+
+// Writes one capture holding every input, each as its own section (its Header first, its
+// times shifted onto capture 0's clock, its strings re-interned). Two passes: the first
+// aligns, loading one capture at a time (memory of the largest single capture); the second
+// streams record by record (memory: one chunk per reader plus the writer's chunk).
+// Throws gpuhook::CaptureError for an unreadable input, std::runtime_error when the output
+// cannot be created (it never overwrites a file).
+MergeResult merge_captures(const std::vector<std::string>& inputs, const std::string& output);
+
+}  // namespace gantt

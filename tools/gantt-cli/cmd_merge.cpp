@@ -1,0 +1,50 @@
+// gantt-cli merge A.gpuh B.gpuh ... -o job.gpuh: one capture holding every rank, each
+// section shifted onto the first capture's clock (see gantt/ranks.h for how the offsets are
+// found). The output is never overwritten; reading is streamed (a chunk per input).
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "gantt/ranks.h"
+
+namespace gantt_cli {
+
+namespace {
+
+struct MergeOptions {
+  std::vector<std::string> inputs;
+  std::string output;
+  bool quiet = false;
+};
+
+}  // namespace
+
+void register_merge(CLI::App& app, int& exit_code) {
+  auto opts = std::make_shared<MergeOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "merge", "Merge the captures of a multi-rank job into one capture aligned on one clock (offsets from "
+               "boot ids, REALTIME anchors and the collectives' end times)");
+  cmd->add_option("inputs", opts->inputs, "captures, one per rank (capture 0's clock is the reference)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("-o,--output", opts->output, "the merged capture to create (never overwritten)")->required();
+  cmd->add_flag("-q,--quiet", opts->quiet, "do not print the offsets");
+  cmd->callback([opts, &exit_code] {
+    gantt::MergeResult r = gantt::merge_captures(opts->inputs, opts->output);
+    if (!opts->quiet) {
+      for (const std::string& line : gantt::describe(r.alignment, r.inputs)) std::cout << line << "\n";
+      std::cout << gantt::summarize(r.alignment) << "\n";
+      std::cout << opts->output << ": " << r.records_written << " records from " << opts->inputs.size()
+                << " captures\n";
+    }
+    if (r.records_lost) {
+      std::cerr << "gantt-cli: " << opts->output << ": " << r.records_lost << " records could not be written\n";
+      exit_code = kExitError;
+      return;
+    }
+    exit_code = kExitOk;
+  });
+}
+
+}  // namespace gantt_cli

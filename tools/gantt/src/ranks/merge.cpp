@@ -1,0 +1,193 @@
+// Jobs: loading merged files section by section, aligning a loaded job, and merging captures
+// into one aligned file.
+#include <cinttypes>
+#include <cstdio>
+#include <stdexcept>
+#include <type_traits>
+
+#include <gpuhook/capture.h>
+
+#include "gantt/model.h"
+#include "gantt/ranks.h"
+
+namespace gantt {
+
+namespace v1 = gpuhook::v1;
+
+Model load_job(const std::vector<std::string>& paths, const LoadOptions& options) {
+  Model model;
+  ModelBuilder builder(model);
+  for (const std::string& path : paths) {
+    gpuhook::ReaderOptions ro;
+    ro.strict = options.strict;
+    ro.from_ns = options.from_ns;
+    ro.to_ns = options.to_ns;
+    gpuhook::CaptureReader reader(path, ro);
+    builder.begin_capture(path);
+    v1::Record record;
+    bool seen_header = false;
+    int section = 0;
+    while (reader.next(record)) {
+      if (record.kind_case() == v1::Record::kHeader) {
+        if (seen_header) {
+          // A merged file: the next rank's section starts here. String ids are file-wide, so
+          // the new section learns every string defined so far.
+          builder.end_capture(reader.integrity());
+          builder.begin_capture(path + "#" + std::to_string(++section));
+          const std::vector<std::string>& strings = reader.strings();
+          for (uint32_t id = 1; id < strings.size(); ++id) builder.define_string(id, strings[id]);
+        }
+        seen_header = true;
+      }
+      builder.add(record);
+    }
+    builder.end_capture(reader.integrity());
+  }
+  return model;
+}
+
+RankAlignment align_model_ranks(Model& model, const RankAlignOptions& options) {
+  if (model.captures.size() < 2) {
+    RankAlignment none;
+    none.captures.resize(model.captures.size());
+    return none;
+  }
+  RankAlignment alignment = align_ranks(rank_clock_inputs(model), options);
+  apply_rank_alignment(model, alignment);
+  return alignment;
+}
+
+namespace {
+
+// Adds `delta` to an optional time field; unknown (absent or 0) stays unknown.
+template <typename Msg, typename Has, typename Get, typename Set>
+void shift_field(Msg* m, Has has, Get get, Set set, int64_t delta) {
+  if ((m->*has)() && (m->*get)() != 0) (m->*set)((m->*get)() + delta);
+}
+#define SHIFT(msg, field) shift_field(msg, &std::remove_pointer_t<decltype(msg)>::has_##field, \
+                                      &std::remove_pointer_t<decltype(msg)>::field,            \
+                                      &std::remove_pointer_t<decltype(msg)>::set_##field, delta)
+
+// Shifts every host-clock time of a record. GPU records are shifted too when the capture's
+// GPU times are on the host clock (the hook's CUPTI timestamp callback); otherwise their
+// ClockSync pairs move instead, which moves them at load time.
+void shift_record(v1::Record& r, int64_t delta, bool gpu_on_host_clock) {
+  switch (r.kind_case()) {
+    case v1::Record::kApi: SHIFT(r.mutable_api(), start_ns); SHIFT(r.mutable_api(), end_ns); break;
+    case v1::Record::kNccl: SHIFT(r.mutable_nccl(), start_ns); SHIFT(r.mutable_nccl(), end_ns); break;
+    case v1::Record::kRange: SHIFT(r.mutable_range(), time_ns); break;
+    case v1::Record::kMemory: SHIFT(r.mutable_memory(), time_ns); break;
+    case v1::Record::kDrops: SHIFT(r.mutable_drops(), time_ns); break;
+    case v1::Record::kOverhead: SHIFT(r.mutable_overhead(), start_ns); SHIFT(r.mutable_overhead(), end_ns); break;
+    case v1::Record::kClockSync: SHIFT(r.mutable_clock_sync(), host_ns); break;
+    case v1::Record::kHeader:
+      if (r.header().start_monotonic_raw_ns() != 0)
+        r.mutable_header()->set_start_monotonic_raw_ns(r.header().start_monotonic_raw_ns() + static_cast<uint64_t>(delta));
+      break;
+    case v1::Record::kFooter:
+      if (r.footer().end_monotonic_raw_ns() != 0)
+        r.mutable_footer()->set_end_monotonic_raw_ns(r.footer().end_monotonic_raw_ns() + static_cast<uint64_t>(delta));
+      break;
+    default: break;
+  }
+  if (!gpu_on_host_clock) return;
+  switch (r.kind_case()) {
+    case v1::Record::kKernel: {
+      auto* k = r.mutable_kernel();
+      SHIFT(k, queued_ns); SHIFT(k, submitted_ns); SHIFT(k, start_ns); SHIFT(k, end_ns);
+      break;
+    }
+    case v1::Record::kMemcpy: SHIFT(r.mutable_memcpy(), start_ns); SHIFT(r.mutable_memcpy(), end_ns); break;
+    case v1::Record::kMemset: SHIFT(r.mutable_memset(), start_ns); SHIFT(r.mutable_memset(), end_ns); break;
+    case v1::Record::kSync: SHIFT(r.mutable_sync(), start_ns); SHIFT(r.mutable_sync(), end_ns); break;
+    default: break;
+  }
+}
+#undef SHIFT
+
+// Rewrites the capture-local string ids of a record to the output's ids.
+template <typename Remap>
+void remap_strings(v1::Record& r, Remap remap) {
+  switch (r.kind_case()) {
+    case v1::Record::kApi: r.mutable_api()->set_name_id(remap(r.api().name_id())); break;
+    case v1::Record::kKernel: r.mutable_kernel()->set_name_id(remap(r.kernel().name_id())); break;
+    case v1::Record::kNccl: r.mutable_nccl()->set_name_id(remap(r.nccl().name_id())); break;
+    case v1::Record::kThread: r.mutable_thread()->set_name_id(remap(r.thread().name_id())); break;
+    case v1::Record::kRange:
+      r.mutable_range()->set_name_id(remap(r.range().name_id()));
+      r.mutable_range()->set_domain_id(remap(r.range().domain_id()));
+      break;
+    default: break;
+  }
+}
+
+std::string format_offset(int64_t ns) {
+  char buf[64];
+  snprintf(buf, sizeof buf, "%+.6f ms", static_cast<double>(ns) / 1e6);
+  return buf;
+}
+
+}  // namespace
+
+MergeResult merge_captures(const std::vector<std::string>& inputs, const std::string& output) {
+  MergeResult result;
+  // Pass 1: alignment inputs, one capture in memory at a time.
+  std::vector<RankClockInput> clock_inputs;
+  for (const std::string& path : inputs) {
+    Model one = load_job({path}, LoadOptions{});
+    for (RankClockInput& in : rank_clock_inputs(one)) clock_inputs.push_back(std::move(in));
+  }
+  result.alignment = align_ranks(clock_inputs);
+  for (const RankClockInput& in : clock_inputs) {
+    RankClockInput light = in;
+    light.ends.clear();
+    result.inputs.push_back(std::move(light));
+  }
+
+  std::string error;
+  auto writer = gpuhook::CaptureWriter::create(output, gpuhook::WriterOptions{}, &error);
+  if (!writer) throw std::runtime_error(output + ": " + error);
+
+  // Pass 2: stream every input's records, shifted and re-interned.
+  size_t section = 0;
+  for (const std::string& path : inputs) {
+    gpuhook::CaptureReader reader(path, gpuhook::ReaderOptions{false, 0, 0});
+    std::vector<uint32_t> ids{0};  // input id -> output id
+    auto remap = [&](uint32_t id) -> uint32_t {
+      if (id == 0) return 0;
+      if (id >= ids.size()) ids.resize(id + 1, UINT32_MAX);
+      if (ids[id] == UINT32_MAX) ids[id] = writer->intern(reader.string(id));
+      return ids[id];
+    };
+    v1::Record r;
+    int64_t delta = 0;
+    bool gpu_on_host_clock = true;
+    while (reader.next(r)) {
+      if (r.kind_case() == v1::Record::kStringDef) continue;  // the writer defines its own
+      if (r.kind_case() == v1::Record::kHeader) {
+        // Inputs that are merged files themselves hold several sections.
+        {
+          const CaptureOffset co = section < result.alignment.captures.size() ? result.alignment.captures[section]
+                                                                                : CaptureOffset{};
+          delta = co.offset_ns;
+          gpu_on_host_clock = (r.header().features() & v1::FEATURE_HOST_CLOCK_CALLBACK) != 0;
+          std::string note = r.header().note();
+          if (!note.empty()) note += "; ";
+          note += "gantt-cli merge: section " + std::to_string(section) + " of " + path + ", shifted " +
+                  format_offset(delta) + " (" + to_string(co.method) + ")";
+          r.mutable_header()->set_note(note);
+          ++section;
+        }
+      }
+      shift_record(r, delta, gpu_on_host_clock);
+      remap_strings(r, remap);
+      if (writer->write(r)) ++result.records_written;
+      writer->maybe_flush(0);  // by size only: a chunk per 4 MiB keeps memory flat
+    }
+  }
+  if (!writer->close()) throw std::runtime_error(output + ": " + writer->last_error());
+  result.records_lost = writer->records_lost();
+  return result;
+}
+
+}  // namespace gantt
