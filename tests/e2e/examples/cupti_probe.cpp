@@ -6,7 +6,9 @@
 #include <cupti.h>
 #include <time.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -84,8 +86,16 @@ void report() {
   }
   size_t dropped = 0;
   cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped);
-  std::printf("cupti-probe: kernels=%zu launches=%zu complete=%zu misaligned=%zu dropped=%zu\n",
-              g_kernels.size(), launches, good, g_misaligned, dropped);
+  // The GPU timeline's length, first kernel start to last kernel end (simulated time).
+  uint64_t first = UINT64_MAX, last = 0;
+  for (const auto& k : g_kernels) {
+    first = std::min(first, k.start);
+    last = std::max(last, k.end);
+  }
+  std::printf("cupti-probe: kernels=%zu launches=%zu complete=%zu misaligned=%zu dropped=%zu "
+              "span_ns=%llu\n",
+              g_kernels.size(), launches, good, g_misaligned, dropped,
+              static_cast<unsigned long long>(last > first ? last - first : 0));
   const char* expect = std::getenv("GPUHOOK_PROBE_EXPECT_KERNELS");
   const size_t want = expect != nullptr ? std::strtoull(expect, nullptr, 10) : g_kernels.size();
   const bool pass = g_kernels.size() == want && launches == want && good == want && want > 0 &&

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs an example and its --fixed twin on the simulator under the tiny CUPTI client and checks
+# that the fix shortens the simulated GPU timeline (first kernel start to last kernel end):
+# the simulator's model has to show the pattern the example is about.
+#   fixed_is_faster.sh SIM_LIB_DIR PROBE_SO PROGRAM [ARGS...]
+set -u
+sim_lib=$1
+probe=$2
+shift 2
+span() {
+  local out
+  out=$(LD_LIBRARY_PATH="$sim_lib" CUDA_INJECTION64_PATH="$probe" "$@" 2>&1) || {
+    printf '%s\n' "$out"
+    echo "FAIL: $* failed" >&2
+    exit 1
+  }
+  printf '%s\n' "$out" >&2
+  sed -n 's/.*span_ns=\([0-9]*\).*/\1/p' <<<"$out"
+}
+plain=$(span "$@")
+fixed=$(span "$@" --fixed)
+echo "span_ns plain=$plain fixed=$fixed"
+if [ -z "$plain" ] || [ -z "$fixed" ] || [ "$fixed" -ge "$plain" ]; then
+  echo "FAIL: --fixed did not shorten the simulated GPU timeline" >&2
+  exit 1
+fi
