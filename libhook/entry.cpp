@@ -50,6 +50,10 @@ void say(const std::string& line) {
   (void)ignored;
 }
 
+void wake_writer() {
+  if (Writer* w = g_writer.load(std::memory_order_acquire)) w->wake();
+}
+
 void set_window(uint64_t open_ns, uint64_t close_ns) {
   if (Writer* w = g_writer.load(std::memory_order_acquire)) w->set_window(open_ns, close_ns);
 }
@@ -201,6 +205,7 @@ void start_once() {
   }
   g_writer.store(writer, std::memory_order_release);
   window_configure(&config->range, &set_window);
+  recorder().wake_writer.store(&wake_writer, std::memory_order_release);
   if (config->nccl) {
     resolve_nccl();
     g_nccl_enabled.store(true, std::memory_order_release);

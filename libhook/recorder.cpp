@@ -59,6 +59,7 @@ HostRecord* begin_record() {
   if (r.config->on_full == OnFull::kBlock) {
     // Wait for the writer, but never forever: once it is gone nobody will drain.
     while (rec == nullptr && r.writer_alive.load(std::memory_order_acquire)) {
+      if (auto wake = r.wake_writer.load(std::memory_order_acquire)) wake();
       timespec pause{0, 50'000};
       nanosleep(&pause, nullptr);
       rec = ring->reserve();

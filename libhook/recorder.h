@@ -17,6 +17,7 @@ struct Recorder {
   RingRegistry rings;
   std::atomic<bool> enabled{false};      // start() done and not stopped
   std::atomic<bool> writer_alive{false};  // block mode waits only while someone drains
+  std::atomic<void (*)()> wake_writer{nullptr};  // block mode: ask for a drain now
 };
 
 Recorder& recorder();

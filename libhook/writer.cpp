@@ -254,6 +254,8 @@ bool Writer::open_file() {
     h->set_note(note_);
   }
   file_->write(rec);
+  // The header gets a frame of its own: whatever happens later, the file says whose it is.
+  file_->flush();
   return true;
 }
 
