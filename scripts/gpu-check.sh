@@ -1,0 +1,230 @@
+#!/usr/bin/env bash
+# Real-GPU validation: one call on a machine with an NVIDIA GPU and the CUDA toolkit.
+#
+#   scripts/gpu-check.sh OUTDIR                     # build here for the local GPU, then check
+#   scripts/gpu-check.sh OUTDIR --prebuilt DIR      # use a build made elsewhere (DIR = build
+#                                                   # tree; DIR/runtime-libs/ added to the
+#                                                   # library path when present)
+#   scripts/gpu-check.sh OUTDIR --sim               # dry run on the CPU simulator: checks the
+#                                                   # script itself; its figures are NOT GPU figures
+#
+# It builds the examples for the local GPU (-arch=native), runs each with and without the
+# hook, checks on the real CUPTI data what the simulator tests check (queued/submitted present
+# and ordered, every launch joined to its kernel, no drops, results correct), measures the
+# hook's overhead (launch-bound: >= 100,000 tiny kernels; GPU-bound: long saxpy loop) as the
+# median wall-time ratio over several runs, compares theoretical occupancy computed by
+# gantt-cli with cudaOccupancyMaxActiveBlocksPerMultiprocessor, and, when PyTorch is
+# installed, times the same launch-bound loop under torch.profiler beside it. Captures,
+# charts and logs go to OUTDIR; the table comes last. Budget: under 8 minutes.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+usage() { echo "usage: scripts/gpu-check.sh OUTDIR [--prebuilt BUILD_DIR | --sim] [--runs N]" >&2; exit 2; }
+[ $# -ge 1 ] || usage
+out=$(mkdir -p "$1" && cd "$1" && pwd) || usage
+shift
+mode=gpu
+build=$root/build-gpucheck
+prebuilt=""
+runs=5
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --sim) mode=sim ;;
+    --prebuilt) prebuilt=$(cd "$2" && pwd) || usage; build=$prebuilt; shift ;;
+    --runs) runs=$2; shift ;;
+    *) usage ;;
+  esac
+  shift
+done
+
+export PATH="$PATH:/usr/local/cuda/bin"
+log=$out/gpu-check.log
+: >"$log"
+rows=()
+fails=0
+row() { rows+=("| $1 | $2 | $3 | $4 |"); [ "$4" = miss ] || [ "$4" = FAIL ] && fails=$((fails + 1)); return 0; }
+say() { echo "gpu-check: $*" | tee -a "$log" >&2; }
+
+if [ "$mode" = gpu ]; then
+  if ! nvidia-smi -L >/dev/null 2>&1; then
+    say "no GPU found by nvidia-smi (use --sim for a dry run on the simulator)"
+    exit 2
+  fi
+  gpu_name=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n1)
+  say "GPU: $gpu_name"
+  arch=native
+else
+  gpu_name="CPU simulator (not a GPU)"
+  say "SIMULATOR dry run: every figure below is a simulator figure, not a GPU measurement"
+  arch=90
+fi
+
+# ---- build -------------------------------------------------------------------------------
+examples=(default_stream pageable_copy tiny_kernels occupancy priorities sync_loop nvtx_layers)
+if [ -z "$prebuilt" ]; then
+  say "building (hook, CLI, checker, examples for arch=$arch) into $build"
+  targets=(gpuhook gantt-cli capture_check "${examples[@]}" allreduce_train)
+  [ "$mode" = sim ] && targets+=(gpuhook_sim_cudart gpuhook_sim_cupti sim_nccl)
+  if ! { cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" &&
+         cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"; } >>"$log" 2>&1; then
+    say "build failed: see $log"
+    tail -n 30 "$log" >&2
+    exit 2
+  fi
+else
+  # Built elsewhere (e.g. for sm_90): rebuild only the examples for this GPU with nvcc,
+  # which the GPU machine has even when the libraries the CLI needs are not installed.
+  [ -d "$build/runtime-libs" ] && export LD_LIBRARY_PATH="$build/runtime-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  if [ "$mode" = gpu ]; then
+    mkdir -p "$out/examples"
+    for ex in "${examples[@]}"; do
+      nvcc -O2 -std=c++17 -arch=native -cudart shared -I examples -I /usr/local/cuda/include \
+        -o "$out/examples/$ex" "examples/$ex.cu" >>"$log" 2>&1 || say "nvcc failed for $ex"
+    done
+  fi
+fi
+
+cli=$build/tools/gantt-cli/gantt-cli
+hook=$build/libhook/libgpuhook.so
+check=$build/tests/e2e/hook/capture_check
+exdir=$build/examples
+[ -n "$prebuilt" ] && [ "$mode" = gpu ] && exdir=$out/examples
+for f in "$cli" "$hook" "$check"; do
+  [ -x "$f" ] || [ -f "$f" ] || { say "missing $f"; exit 2; }
+done
+if [ "$mode" = sim ]; then
+  export LD_LIBRARY_PATH="$build/sim/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # The cost sidecars make the simulated timelines show each pattern.
+  export GPUHOOK_SIM_QUIET=1
+else
+  export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+export GPUHOOK_LIB=$hook
+
+now_ns() { date +%s%N; }
+# run_timed OUTFILE CMD... : wall ns on stdout; the command's output to OUTFILE
+run_timed() {
+  local o=$1; shift
+  local t0 t1
+  t0=$(now_ns)
+  "$@" >"$o" 2>&1
+  local rc=$?
+  t1=$(now_ns)
+  echo "$((t1 - t0)) $rc"
+}
+median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+
+# ---- every example, with and without the hook ------------------------------------------
+for ex in "${examples[@]}"; do
+  for variant in "" --fixed; do
+    [ "$ex" = nvtx_layers ] && [ -n "$variant" ] && continue
+    name=$ex${variant:+-fixed}
+    args=(--iterations 4)
+    read -r _ rc < <(run_timed "$out/$name.plain.txt" "$exdir/$ex" "${args[@]}" $variant)
+    if [ "$rc" != 0 ] || ! grep -qx OK "$out/$name.plain.txt"; then
+      row "$name without hook" "exit $rc" "exit 0, OK" FAIL
+      continue
+    fi
+    rm -f "$out/$name".*.gpuh
+    read -r _ rc < <(run_timed "$out/$name.hook.txt" \
+      "$cli" record -o "$out/$name.%p.gpuh" -- "$exdir/$ex" "${args[@]}" $variant)
+    cap=$(ls "$out/$name".*.gpuh 2>/dev/null | head -n1)
+    if [ "$rc" != 0 ] || ! grep -qx OK "$out/$name.hook.txt" || [ -z "$cap" ]; then
+      row "$name under hook" "exit $rc${cap:+, capture written}" "exit 0, OK, capture" FAIL
+      continue
+    fi
+    checks=(--kernels)
+    case "$ex" in pageable_copy|default_stream|tiny_kernels|occupancy) checks+=(--copies) ;; esac
+    [ "$ex" = nvtx_layers ] && checks+=(--nesting)
+    if "$check" "$cap" "${checks[@]}" --expect drops=0 >"$out/$name.check.txt" 2>&1; then
+      kernels=$(awk '$1=="kernel"{print $2}' "$out/$name.check.txt")
+      row "$name: joins, 4 ordered timestamps, no drops" "${kernels:-?} kernels ok" "all" pass
+    else
+      row "$name: joins, 4 ordered timestamps, no drops" "$(grep -m1 FAIL "$out/$name.check.txt")" "all" FAIL
+    fi
+    "$cli" render "$cap" -o "$out/$name.png" >>"$log" 2>&1 || say "render failed for $name"
+  done
+done
+
+# ---- NCCL, one rank, under the hook ------------------------------------------------------
+if [ -x "$exdir/allreduce_train" ] || [ -x "$build/examples/allreduce_train" ]; then
+  ar=$exdir/allreduce_train; [ -x "$ar" ] || ar=$build/examples/allreduce_train
+  rm -f "$out"/allreduce.*.gpuh
+  "$cli" record -o "$out/allreduce.%p.gpuh" -- "$ar" --ranks 1 --steps 10 >"$out/allreduce.txt" 2>&1
+  cap=$(ls "$out"/allreduce.*.gpuh 2>/dev/null | head -n1)
+  if [ -n "$cap" ] && "$check" "$cap" --nccl --min nccl=10 >"$out/allreduce.check.txt" 2>&1; then
+    row "NCCL 1 rank: NcclCall records" "$(awk '$1=="nccl"{print $2}' "$out/allreduce.check.txt")" ">= 10" pass
+  else
+    row "NCCL 1 rank: NcclCall records" "see allreduce.check.txt" ">= 10" FAIL
+  fi
+fi
+
+# ---- overhead: median wall-time ratio, with/without, interleaved -------------------------
+overhead() {  # LABEL GOAL ARGS...
+  local label=$1 goal=$2; shift 2
+  local plain=() hooked=() i t rc
+  for ((i = 0; i < runs; i++)); do
+    read -r t rc < <(run_timed /dev/null "$@")
+    plain+=("$t")
+    read -r t rc < <(run_timed /dev/null env LD_PRELOAD="$hook" GPUHOOK_QUIET=1 \
+                       GPUHOOK_OUTPUT="$out/overhead.%p.gpuh" "$@")
+    hooked+=("$t")
+    rm -f "$out"/overhead.*.gpuh
+  done
+  local mp mh ratio
+  mp=$(printf '%s\n' "${plain[@]}" | median)
+  mh=$(printf '%s\n' "${hooked[@]}" | median)
+  ratio=$(awk -v a="$mh" -v b="$mp" 'BEGIN {printf "%.3f", a / b}')
+  local verdict=pass
+  awk -v r="$ratio" -v g="$goal" 'BEGIN {exit !(r <= g)}' || verdict=miss
+  row "$label (median of $runs, ${mp%.*} ns plain)" "${ratio}x" "<= ${goal}x" $verdict
+}
+overhead "overhead, launch-bound: 100,000 tiny kernels" 1.10 \
+  "$exdir/tiny_kernels" --size 25600 --iterations 1000
+if [ "$mode" = gpu ]; then
+  overhead "overhead, GPU-bound: 5,000 saxpy over 64M floats" 1.01 \
+    "$exdir/occupancy" --fixed --size 67108864 --iterations 5000
+fi
+
+# ---- theoretical occupancy: gantt-cli vs the CUDA runtime ------------------------------
+for variant in "" --fixed; do
+  name=occupancy${variant:+-fixed}
+  cap=$(ls "$out/$name".*.gpuh 2>/dev/null | head -n1)
+  [ -n "$cap" ] || continue
+  want=$(grep -o 'theoretical occupancy [0-9]*%' "$out/$name.hook.txt" | grep -o '[0-9]*')
+  "$cli" export "$cap" --format csv -o "$out/$name.csv" >>"$log" 2>&1
+  got=$(python3 - "$out/$name.csv" <<'PY'
+import csv, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if r.get("kind") == "kernel" and r.get("occupancy")]
+print(round(float(rows[0]["occupancy"]) * 100) if rows else "")
+PY
+)
+  if [ -n "$got" ] && [ "$got" = "$want" ]; then v=pass; else v=FAIL; fi
+  row "occupancy $name: gantt-cli vs cudaOccupancyMaxActiveBlocksPerMultiprocessor" "${got:-?}% vs ${want:-?}%" "equal" $v
+done
+
+# ---- torch.profiler on the same launch-bound loop, when PyTorch is here ----------------
+if [ "$mode" = gpu ] && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  py=$root/tests/bench/gpu/torch_loop.py
+  for how in plain gpuhook torch_profiler; do
+    env_pre=()
+    [ "$how" = gpuhook ] && env_pre=(env LD_PRELOAD="$hook" GPUHOOK_QUIET=1 GPUHOOK_OUTPUT="$out/torch.%p.gpuh")
+    t=$("${env_pre[@]}" python3 "$py" --launches 100000 --mode "${how/gpuhook/plain}" 2>>"$log" | tail -n1)
+    eval "torch_$how=$t"
+  done
+  rm -f "$out"/torch.*.gpuh
+  for how in gpuhook torch_profiler; do
+    v=$(eval echo "\$torch_$how")
+    ratio=$(awk -v a="$v" -v b="$torch_plain" 'BEGIN {if (b > 0) printf "%.3f", a / b}')
+    row "PyTorch loop, 100,000 launches, under $how" "${ratio:-?}x" "(comparison)" info
+  done
+fi
+
+echo
+echo "gpu-check on: $gpu_name"
+echo "| check | measured | goal | result |"
+echo "|---|---|---|---|"
+printf '%s\n' "${rows[@]}"
+echo "captures, charts and logs: $out"
+[ "$fails" -eq 0 ]
