@@ -30,6 +30,10 @@ int run_stats(const StatsOptions& o) {
   gantt::Model model = gantt::load(o.files);
   bool corrupt = false;
   for (const std::string& line : gantt::integrity_warnings(model, &corrupt)) std::cerr << "gantt-cli: " << line << "\n";
+  if (const std::string bad = ga::unusable_capture(model); !bad.empty()) {
+    std::cerr << "gantt-cli: " << bad << "\n";
+    return kExitError;
+  }
   if (model.captures.size() > 1) gantt::apply_rank_alignment(model, gantt::align_ranks(gantt::rank_clock_inputs(model)));
 
   if (o.by == "collective") {

@@ -16,6 +16,7 @@ void register_info(CLI::App& app, int& exit_code);
 void register_dump(CLI::App& app, int& exit_code);
 void register_record(CLI::App& app, int& exit_code);
 void register_stats(CLI::App& app, int& exit_code);
+void register_diff(CLI::App& app, int& exit_code);
 void register_merge(CLI::App& app, int& exit_code);
 
 }  // namespace gantt_cli

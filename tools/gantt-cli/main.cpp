@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   gantt_cli::register_dump(app, exit_code);
   gantt_cli::register_record(app, exit_code);
   gantt_cli::register_stats(app, exit_code);
+  gantt_cli::register_diff(app, exit_code);
   gantt_cli::register_merge(app, exit_code);
 
   try {

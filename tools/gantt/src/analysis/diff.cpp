@@ -160,8 +160,10 @@ DiffReport diff_models(const Model& base, const Model& next, const DiffOptions& 
     const std::vector<int64_t> ib_s = iter.empty() ? std::vector<int64_t>{} : iteration_samples(next, &iter);
     if (ia_s.size() >= kMinSamples && ib_s.size() >= kMinSamples) {
       const Comparison c = compare_samples(ia_s, ib_s, o.noise);
+      const bool gated = o.metrics & static_cast<uint32_t>(Metric::kMakespan);
       s.verdict = to_string(c.verdict);
-      s.regression = (o.metrics & static_cast<uint32_t>(Metric::kMakespan)) && c.verdict == Verdict::kRegression;
+      if (!gated && (c.verdict == Verdict::kRegression || c.verdict == Verdict::kImprovement)) s.verdict += " (not gated)";
+      s.regression = gated && c.verdict == Verdict::kRegression;
       r.makespan_note = "makespan noise from " + std::to_string(ia_s.size()) + " vs " + std::to_string(ib_s.size()) +
                         " occurrences of range '" + iter + "' (median " + us(c.median_base) + " -> " +
                         us(c.median_new) + " us)";

@@ -42,6 +42,13 @@ std::string host_activity(const Model& m, uint16_t capture, uint64_t from, uint6
 
 }  // namespace
 
+std::string unusable_capture(const Model& m) {
+  for (const CaptureInfo& c : m.captures)
+    if (c.header.format_version() == 0)
+      return c.path + ": byte 0: no header (an empty file, or the process died before its first flush)";
+  return {};
+}
+
 const char* to_string(GroupBy by) {
   switch (by) {
     case GroupBy::kKernel: return "kernel";

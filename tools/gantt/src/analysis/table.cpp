@@ -17,12 +17,19 @@ size_t width(std::string_view s) {
   return w;
 }
 
-// Control characters in a terminal table would move the cursor: show them as '?'.
+// Names come from the program: cleaned for a terminal, and cut so that one 600-byte
+// template name does not push every other column off the screen.
+constexpr size_t kMaxCell = 96;
 std::string printable(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) c = '?';
-  return out;
+  std::string out = json::printable_utf8(s);
+  if (width(out) <= kMaxCell) return out;
+  size_t i = 0, w = 0;
+  while (i < out.size() && w < kMaxCell - 1) {
+    ++i;
+    while (i < out.size() && (static_cast<unsigned char>(out[i]) & 0xC0) == 0x80) ++i;
+    ++w;
+  }
+  return out.substr(0, i) + "\xE2\x80\xA6";
 }
 
 }  // namespace
@@ -74,7 +81,7 @@ std::string to_markdown(const Table& t) {
 
 std::string to_csv(const Table& t) {
   const auto cell = [](std::string_view s) {
-    std::string v(s);
+    std::string v = json::printable_utf8(s);
     if (!v.empty() && (v[0] == '=' || v[0] == '+' || v[0] == '-' || v[0] == '@')) {
       // A leading '-' is also how negative numbers start: only guard non-numbers.
       const bool number = v.size() > 1 && v[0] == '-' && (std::isdigit(static_cast<unsigned char>(v[1])) != 0);

@@ -77,6 +77,32 @@ void append_string(std::string& out, std::string_view s) {
   out.push_back('"');
 }
 
+std::string printable_utf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7F) {
+      out.push_back('?');
+      ++i;
+      continue;
+    }
+    const size_t n = utf8_sequence(s, i);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";
+      ++i;
+      continue;
+    }
+    // U+2028/U+2029 end a line in some terminals and editors.
+    if (n == 3 && c == 0xE2 && static_cast<unsigned char>(s[i + 1]) == 0x80 &&
+        (static_cast<unsigned char>(s[i + 2]) & 0xFE) == 0xA8) out.push_back('?');
+    else out.append(s.substr(i, n));
+    i += n;
+  }
+  return out;
+}
+
 std::string quoted(std::string_view bytes) {
   std::string out;
   append_string(out, bytes);

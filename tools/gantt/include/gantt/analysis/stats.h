@@ -92,6 +92,11 @@ std::string format_stats(const StatsReport& report, Format format);
 
 const char* to_string(GroupBy by);
 
+// "" when every capture of the model has a header; otherwise "FILE: what is wrong". A file
+// that ends before its header (empty, or killed at once) holds nothing to analyse, and an
+// analysis of nothing must not pass as a clean result in CI.
+std::string unusable_capture(const Model& model);
+
 // The key a GPU event is grouped under for --by kernel (and matched by in diff).
 std::string kernel_key(const Model& model, uint32_t event);
 // True for events that are GPU work (kernels, NCCL kernels, copies, memsets; not syncs).

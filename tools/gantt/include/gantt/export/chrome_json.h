@@ -16,6 +16,10 @@ namespace gantt::json {
 void append_string(std::string& out, std::string_view bytes);
 std::string quoted(std::string_view bytes);
 
+// For terminals and tables: well-formed UTF-8 kept, every other byte U+FFFD, control
+// characters (which move a terminal's cursor) '?'.
+std::string printable_utf8(std::string_view bytes);
+
 // Appends a nanosecond count as microseconds with exactly three decimals ("123.456"),
 // by integer arithmetic: no binary floating point, so 1 ns steps survive at any magnitude.
 void append_us_from_ns(std::string& out, int64_t ns);

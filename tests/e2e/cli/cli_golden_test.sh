@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# gantt-cli stats/diff/diagnose/export: golden outputs on fabricated captures, exit codes,
+# and clear errors for bad flags and bad files.
+#   cli_golden_test.sh GANTT_CLI MAKE_CAPTURE          # compare with golden/
+#   UPDATE_GOLDEN=1 cli_golden_test.sh GANTT_CLI MAKE_CAPTURE   # rewrite golden/ on purpose
+set -u
+cli=$1
+make_capture=$2
+golden=$(cd "$(dirname "$0")" && pwd)/golden
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+
+"$make_capture" steps base.gpuh 1 1.0 || exit 2
+"$make_capture" steps same.gpuh 2 1.0 || exit 2
+"$make_capture" steps slow.gpuh 3 1.1 || exit 2
+"$make_capture" hostile hostile.gpuh || exit 2
+
+# golden NAME EXPECTED_EXIT CMD...: stdout must equal golden/NAME, exit code must match.
+golden() {
+  local name=$1 want=$2
+  shift 2
+  "$@" > "out.$name" 2> "err.$name"
+  local rc=$?
+  [[ $rc == "$want" ]] || fail "$name: exit $rc, expected $want ($(head -c 300 "err.$name"))"
+  if [[ "${UPDATE_GOLDEN:-0}" == 1 ]]; then
+    cp "out.$name" "$golden/$name"
+  elif ! cmp -s "out.$name" "$golden/$name"; then
+    fail "$name: output differs from golden/$name"
+    diff "$golden/$name" "out.$name" | head -20
+  else
+    echo "ok   $name"
+  fi
+}
+
+golden stats.txt 0 "$cli" stats base.gpuh
+golden stats_range.md 0 "$cli" stats base.gpuh --by range --format md
+golden stats_stream.csv 0 "$cli" stats base.gpuh --by stream --format csv
+golden stats.json 0 "$cli" stats base.gpuh --format json --top 2
+golden stats_hostile.txt 0 "$cli" stats hostile.gpuh
+golden stats_hostile.json 0 "$cli" stats hostile.gpuh --format json
+golden diff_same.txt 0 "$cli" diff base.gpuh same.gpuh
+golden diff_slow.txt 1 "$cli" diff base.gpuh slow.gpuh
+golden diff_slow.json 1 "$cli" diff base.gpuh slow.gpuh --format json
+golden diff_slow_loose.md 0 "$cli" diff base.gpuh slow.gpuh --threshold 20% --format md
+
+# JSON outputs parse (hostile names included).
+for f in out.stats.json out.stats_hostile.json out.diff_slow.json; do
+  python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$f" || fail "$f is not valid JSON"
+done
+
+# errexit NAME EXPECTED_EXIT PATTERN CMD...: exit code and a clear one-line message.
+errexit() {
+  local name=$1 want=$2 pattern=$3
+  shift 3
+  local err
+  err=$("$@" 2>&1 >/dev/null)
+  local rc=$?
+  if [[ $rc != "$want" ]]; then fail "$name: exit $rc, expected $want"; return; fi
+  if [[ "$err" != *$pattern* ]]; then fail "$name: message [$err] lacks [$pattern]"; return; fi
+  echo "ok   $name"
+}
+printf 'not a capture at all' > text.gpuh
+head -c 37 base.gpuh > short.gpuh
+: > empty.gpuh
+errexit stats-missing-file 2 "no-such.gpuh" "$cli" stats no-such.gpuh
+errexit stats-not-a-capture 2 "text.gpuh" "$cli" stats text.gpuh
+errexit stats-empty-file 2 "empty.gpuh" "$cli" stats empty.gpuh
+errexit stats-bad-by 2 "--by" "$cli" stats base.gpuh --by colour
+errexit stats-bad-format 2 "--format" "$cli" stats base.gpuh --format xml
+errexit stats-bad-top 2 "--top" "$cli" stats base.gpuh --top many
+errexit diff-one-file 2 "new" "$cli" diff base.gpuh
+errexit diff-bad-threshold 2 "--threshold" "$cli" diff base.gpuh same.gpuh --threshold lots
+errexit diff-bare-number 2 "--threshold" "$cli" diff base.gpuh same.gpuh --threshold 5
+errexit diff-bad-metric 2 "unknown metric" "$cli" diff base.gpuh same.gpuh --metric speed
+errexit diff-missing-new 2 "no-such.gpuh" "$cli" diff base.gpuh no-such.gpuh
+errexit diff-not-a-capture 2 "text.gpuh" "$cli" diff text.gpuh base.gpuh
+"$cli" stats short.gpuh >/dev/null 2>&1
+rc=$?; [[ $rc == 0 || $rc == 2 ]] || fail "stats on a truncated capture crashed (exit $rc)"
+
+for sub in stats diff record; do
+  "$cli" "$sub" --help | grep -q 'Example' || fail "$sub --help has no example"
+done
+exit $((fails > 0))

@@ -1,0 +1,177 @@
+// Writes the small, deterministic captures the CLI tests read (fabricated records, no GPU):
+//   make_capture steps OUT SEED SCALE [ITER]  ITER NVTX "step" ranges of kernels A, B and a
+//                                              copy; exec times with 3% noise from SEED; A
+//                                              scaled by SCALE
+//   make_capture hostile OUT                  names with quotes, controls, invalid UTF-8
+//   make_capture synth OUT KERNELS SEED        gpuhook_synth's realistic capture
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+
+#include <gpuhook/capture.h>
+
+#include "synth.h"
+
+namespace v1 = gpuhook::v1;
+
+namespace {
+
+struct Out {
+  std::unique_ptr<gpuhook::CaptureWriter> w;
+  explicit Out(const std::string& path) {
+    std::string err;
+    w = gpuhook::CaptureWriter::create(path, {}, &err);
+    if (!w) {
+      std::fprintf(stderr, "make_capture: %s\n", err.c_str());
+      std::exit(2);
+    }
+    v1::Record r;
+    auto* h = r.mutable_header();
+    h->set_format_version(1);
+    h->set_host_name("fixture");
+    h->set_pid(4242);
+    h->set_start_monotonic_raw_ns(1'000'000);
+    h->set_clock_domain("CLOCK_MONOTONIC_RAW");
+    h->set_features(v1::FEATURE_HOST_CLOCK_CALLBACK | v1::FEATURE_LATENCY_TIMESTAMPS);
+    w->write(r);
+    v1::Record d;
+    d.mutable_device()->set_ordinal(0);
+    d.mutable_device()->set_name("Fixture GPU");
+    d.mutable_device()->set_sm_count(108);
+    d.mutable_device()->set_max_threads_per_sm(2048);
+    d.mutable_device()->set_max_warps_per_sm(64);
+    d.mutable_device()->set_max_blocks_per_sm(32);
+    d.mutable_device()->set_registers_per_sm(65536);
+    d.mutable_device()->set_shared_memory_per_sm_bytes(167936);
+    d.mutable_device()->set_warp_size(32);
+    w->write(d);
+  }
+  void range(v1::RangeType t, const std::string& name, uint64_t at) {
+    v1::Record r;
+    r.mutable_range()->set_type(t);
+    if (!name.empty()) r.mutable_range()->set_name_id(w->intern(name));
+    r.mutable_range()->set_thread_id(100);
+    r.mutable_range()->set_time_ns(static_cast<int64_t>(at));
+    w->write(r);
+  }
+  void api(const std::string& name, uint64_t s, uint64_t e, uint32_t corr) {
+    v1::Record r;
+    auto* a = r.mutable_api();
+    a->set_domain(v1::API_DOMAIN_RUNTIME);
+    a->set_name_id(w->intern(name));
+    a->set_thread_id(100);
+    a->set_start_ns(static_cast<int64_t>(s));
+    a->set_end_ns(static_cast<int64_t>(e));
+    a->set_correlation_id(corr);
+    w->write(r);
+  }
+  void kernel(const std::string& name, uint32_t stream, uint32_t corr, uint64_t q, uint64_t s, uint64_t e) {
+    v1::Record r;
+    auto* k = r.mutable_kernel();
+    k->set_name_id(w->intern(name));
+    k->set_stream(stream);
+    k->set_correlation_id(corr);
+    k->set_queued_ns(static_cast<int64_t>(q));
+    k->set_submitted_ns(static_cast<int64_t>(q + 10));
+    k->set_start_ns(static_cast<int64_t>(s));
+    k->set_end_ns(static_cast<int64_t>(e));
+    k->set_grid_x(216);
+    k->set_grid_y(1);
+    k->set_grid_z(1);
+    k->set_block_x(256);
+    k->set_block_y(1);
+    k->set_block_z(1);
+    k->set_registers_per_thread(32);
+    w->write(r);
+  }
+  void copy(uint32_t stream, uint32_t corr, uint64_t s, uint64_t e, uint64_t bytes) {
+    v1::Record r;
+    auto* m = r.mutable_memcpy();
+    m->set_copy_kind(v1::COPY_HTOD);
+    m->set_bytes(bytes);
+    m->set_stream(stream);
+    m->set_correlation_id(corr);
+    m->set_start_ns(static_cast<int64_t>(s));
+    m->set_end_ns(static_cast<int64_t>(e));
+    m->set_async(true);
+    w->write(r);
+  }
+  void close() {
+    if (!w->close()) {
+      std::fprintf(stderr, "make_capture: %s\n", w->last_error().c_str());
+      std::exit(2);
+    }
+  }
+};
+
+void steps(const std::string& path, uint32_t seed, double scale, int iterations) {
+  Out o(path);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> noise(0.0, 0.03);
+  const auto jitter = [&](double ns) { return static_cast<uint64_t>(ns * std::exp(noise(rng))); };
+  uint64_t t = 2'000'000;
+  uint32_t corr = 1;
+  for (int i = 0; i < iterations; ++i) {
+    o.range(v1::RANGE_PUSH, "step", t);
+    const uint64_t a = jitter(10'000 * scale), b = jitter(5'000), c = jitter(4'000);
+    o.api("cudaLaunchKernel", t, t + 300, corr);
+    o.kernel("_Z7kernelAPfi", 7, corr, t + 200, t + 1000, t + 1000 + a);
+    ++corr;
+    o.api("cudaMemcpyAsync", t + 400, t + 600, corr);
+    o.copy(8, corr, t + 1500, t + 1500 + c, 1 << 20);
+    ++corr;
+    o.api("cudaLaunchKernel", t + 700, t + 900, corr);
+    o.kernel("_Z7kernelBv", 7, corr, t + 800, t + 1000 + a, t + 1000 + a + b);
+    ++corr;
+    const uint64_t end = t + 1000 + a + b;
+    o.api("cudaStreamSynchronize", t + 1000, end + 200, 0);
+    o.range(v1::RANGE_POP, "", end + 300);
+    t = end + 3000;
+  }
+  o.close();
+}
+
+void hostile(const std::string& path) {
+  Out o(path);
+  const std::string names[] = {
+      "quote\"back\\slash", std::string("nul\0byte", 8), "ctl\x01\x1f\n\r\t", "<script>alert(1)</script>&amp;",
+      "bad\xFF\xFEutf8", "sep\xE2\x80\xA8", "comma,semi;colon", "=cmd|' /C calc'!A0", std::string(600, 'x')};
+  uint64_t t = 2'000'000;
+  uint32_t corr = 1;
+  for (const std::string& n : names) {
+    o.range(v1::RANGE_PUSH, "range;" + n, t);
+    o.api("cudaLaunchKernel", t, t + 100, corr);
+    o.kernel(n, 7, corr, t + 50, t + 200, t + 1200);
+    o.range(v1::RANGE_POP, "", t + 1300);
+    ++corr;
+    t += 2000;
+  }
+  o.close();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "steps" && argc >= 5) {
+    steps(argv[2], static_cast<uint32_t>(std::strtoul(argv[3], nullptr, 10)), std::strtod(argv[4], nullptr),
+          argc > 5 ? std::atoi(argv[5]) : 20);
+  } else if (mode == "hostile" && argc == 3) {
+    hostile(argv[2]);
+  } else if (mode == "synth" && argc == 5) {
+    gpuhook::synth::SynthOptions so;
+    so.kernels = std::strtoull(argv[3], nullptr, 10);
+    so.seed = std::strtoull(argv[4], nullptr, 10);
+    const std::string err = gpuhook::synth::write_capture(argv[2], so);
+    if (!err.empty()) {
+      std::fprintf(stderr, "make_capture: %s\n", err.c_str());
+      return 2;
+    }
+  } else {
+    std::fprintf(stderr, "usage: make_capture steps OUT SEED SCALE [ITER] | hostile OUT | synth OUT KERNELS SEED\n");
+    return 2;
+  }
+  return 0;
+}
