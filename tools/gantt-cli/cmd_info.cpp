@@ -212,7 +212,8 @@ bool info_one(const std::string& file, bool json, bool first) {
       default:
         break;
     }
-    scan_times(s, rec.GetReflection()->GetMessage(rec, of));
+    // ClockSync pairs carry other clock domains (GPU, realtime): not part of the span.
+    if (rec.kind_case() != v1::Record::kClockSync) scan_times(s, rec.GetReflection()->GetMessage(rec, of));
   }
   if (json) {
     print_json(file, reader, s, first);
