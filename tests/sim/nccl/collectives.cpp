@@ -101,7 +101,7 @@ ncclResult_t execute_collective(const Op& op, uint64_t start_ns) {
     seg->unlink_name();
     i0 += c;
   } while (i0 < op.count);
-  sleep_until_raw(max_arrival + model_ns(op));
+  end_at(max_arrival + model_ns(op));
   return ncclSuccess;
 }
 
@@ -149,7 +149,7 @@ ncclResult_t execute_sendrecv(const Op& op, uint64_t start_ns) {
     }
     futex_wait(h->doorbell[me], bell, 50'000'000);
   }
-  sleep_until_raw(start_ns + model_ns(op));
+  end_at(start_ns + model_ns(op));
   return ncclSuccess;
 }
 

@@ -59,4 +59,8 @@ uint64_t model_ns(const Op& op);
 // Puts `op` on `stream` (takes ownership). See launch.cpp for how it reaches the stream.
 ncclResult_t launch(Op* op, cudaStream_t stream);
 
+// Ends the running operation at `end_raw_ns` (CLOCK_MONOTONIC_RAW): tells the simulated
+// runtime when its kernel ends, when the runtime can be told; otherwise sleeps until then.
+void end_at(uint64_t end_raw_ns);
+
 }  // namespace simnccl

@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <mutex>
 #include <string>
@@ -27,12 +28,18 @@ using RegisterFunctionFn = void (*)(void** handle, const char* host_fun, char* d
                                     int thread_limit, uint3*, uint3*, dim3*, dim3*, int*);
 using LaunchKernelFn = cudaError_t (*)(const void* func, dim3 grid, dim3 block, void** args, size_t shared_bytes,
                                        cudaStream_t stream);
+using KernelEndAtFn = void (*)(uint64_t end_ns);
+using NowFn = uint64_t (*)();
 
 struct SimRuntime {
   RegisterTwinFn register_twin = nullptr;
   RegisterFatBinaryFn register_fatbinary = nullptr;
   RegisterFunctionFn register_function = nullptr;
   LaunchKernelFn launch_kernel = nullptr;
+  // Optional: lets a host twin say when its kernel ends (on the CUPTI clock), so every rank's
+  // collective ends at the same planned instant instead of whenever its thread wakes up.
+  KernelEndAtFn kernel_end_at = nullptr;
+  NowFn now = nullptr;
   void** module = nullptr;
   bool available() const { return register_twin && register_fatbinary && register_function && launch_kernel; }
 };
@@ -45,6 +52,8 @@ const SimRuntime& sim_runtime() {
     r.register_fatbinary = reinterpret_cast<RegisterFatBinaryFn>(dlsym(RTLD_DEFAULT, "__cudaRegisterFatBinary"));
     r.register_function = reinterpret_cast<RegisterFunctionFn>(dlsym(RTLD_DEFAULT, "__cudaRegisterFunction"));
     r.launch_kernel = reinterpret_cast<LaunchKernelFn>(dlsym(RTLD_DEFAULT, "cudaLaunchKernel"));
+    r.kernel_end_at = reinterpret_cast<KernelEndAtFn>(dlsym(RTLD_DEFAULT, "gpuhook_sim_kernel_end_at"));
+    r.now = reinterpret_cast<NowFn>(dlsym(RTLD_DEFAULT, "gpuhook_sim_now_ns"));
     if (r.available()) {
       static char fake_fatbin[16];
       r.module = r.register_fatbinary(fake_fatbin);
@@ -54,6 +63,8 @@ const SimRuntime& sim_runtime() {
   return rt;
 }
 
+thread_local bool t_in_twin = false;
+
 void run_and_free(Op* op) {
   execute(*op);
   op->comm->in_flight.fetch_sub(1);
@@ -61,7 +72,11 @@ void run_and_free(Op* op) {
 }
 
 // The kernel body on the stream's worker thread: args[0] points at the Op pointer.
-void twin(void** args, dim3, dim3) { run_and_free(*static_cast<Op**>(args[0])); }
+void twin(void** args, dim3, dim3) {
+  t_in_twin = true;
+  run_and_free(*static_cast<Op**>(args[0]));
+  t_in_twin = false;
+}
 
 // One stub address per kernel name: the runtime keys kernels by the host stub's address.
 const void* stub_for(const std::string& name) {
@@ -86,6 +101,18 @@ const void* stub_for(const std::string& name) {
 }
 
 }  // namespace
+
+void end_at(uint64_t end_raw_ns) {
+  const SimRuntime& rt = sim_runtime();
+  if (t_in_twin && rt.kernel_end_at && rt.now) {
+    // The CUPTI clock may differ from CLOCK_MONOTONIC_RAW by a constant (the hook's test-only
+    // clock offset): read both together to convert.
+    const int64_t delta = static_cast<int64_t>(rt.now()) - static_cast<int64_t>(monotonic_raw_ns());
+    rt.kernel_end_at(static_cast<uint64_t>(static_cast<int64_t>(end_raw_ns) + delta));
+    return;
+  }
+  sleep_until_raw(end_raw_ns);
+}
 
 ncclResult_t launch(Op* op, cudaStream_t stream) {
   op->comm->in_flight.fetch_add(1);

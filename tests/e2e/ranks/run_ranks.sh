@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Runs the allreduce_train example as 4 ranks under the hook on the simulator and checks the
+# job with ranks_check (and gantt-cli merge).
+#   run_ranks.sh SIM_LIB_DIR HOOK_LIB EXAMPLE RANKS_CHECK GANTT_CLI MODE
+# MODE: straggler (rank 2 slow: must be named) | twin (the fixed twin: nobody named) |
+#       hosts (ranks 1 and 3 pretend to be other hosts, clocks -/+5 ms: offsets recovered to
+#       20 us) | merge (merge the straggler job, check the merged file the same way)
+set -euo pipefail
+sim=$1 hook=$2 example=$3 check=$4 cli=$5 mode=$6
+dir=$(mktemp -d /tmp/gpuhook-ranks.XXXXXX)
+trap 'rm -rf "$dir"' EXIT
+export LD_LIBRARY_PATH=$sim GPUHOOK_QUIET=1
+steps=30
+case $mode in
+  straggler|merge)
+    LD_PRELOAD=$hook GPUHOOK_OUTPUT=$dir/rank%r.gpuh "$example" --ranks 4 --steps $steps --slow-rank 2 --extra-us 400 >/dev/null
+    files=("$dir"/rank0.gpuh "$dir"/rank1.gpuh "$dir"/rank2.gpuh "$dir"/rank3.gpuh)
+    if [[ $mode == merge ]]; then
+      "$cli" merge "${files[@]}" -o "$dir/job.gpuh"
+      if "$cli" merge "${files[@]}" -o "$dir/job.gpuh" 2>/dev/null; then
+        echo "FAIL: merge overwrote an existing file"; exit 1
+      fi
+      files=("$dir/job.gpuh")
+    fi
+    "$check" --expect-straggler 2 --min-collectives $((steps - 2)) "${files[@]}"
+    ;;
+  twin)
+    LD_PRELOAD=$hook GPUHOOK_OUTPUT=$dir/rank%r.gpuh "$example" --ranks 4 --steps $steps --slow-rank 2 --extra-us 400 --fixed >/dev/null
+    "$check" --expect-straggler none --min-collectives $((steps - 2)) "$dir"/rank{0,1,2,3}.gpuh
+    ;;
+  hosts)
+    # Without a way for the simulated NCCL to tell the simulated runtime when its kernel ends,
+    # each rank's collective ends whenever its thread wakes (hundreds of microseconds apart on
+    # a loaded machine): that measures the machine, not the alignment. See
+    # tests/sim/nccl/README.md, "Kernel ends".
+    if ! nm -D "$sim/libcudart.so.13" 2>/dev/null | grep -q gpuhook_sim_kernel_end_at; then
+      echo "SKIPPED: the simulated runtime has no gpuhook_sim_kernel_end_at"
+      exit 77
+    fi
+    # Started rank by rank, torchrun-style, so each rank gets its own test-only host settings.
+    pids=()
+    for r in 0 1 2 3; do
+      env_extra=()
+      if [[ $r == 1 ]]; then env_extra=(GPUHOOK_TEST_HOST=hostb GPUHOOK_TEST_BOOT_ID=boot-b GPUHOOK_TEST_CLOCK_OFFSET_NS=5000000); fi
+      if [[ $r == 3 ]]; then env_extra=(GPUHOOK_TEST_HOST=hostc GPUHOOK_TEST_BOOT_ID=boot-c GPUHOOK_TEST_CLOCK_OFFSET_NS=-5000000); fi
+      env "${env_extra[@]}" RANK=$r LOCAL_RANK=$r WORLD_SIZE=4 ALLREDUCE_TRAIN_ID_FILE=$dir/nccl.id \
+        LD_PRELOAD=$hook GPUHOOK_OUTPUT=$dir/rank%r.gpuh "$example" --ranks 4 --steps $steps >/dev/null &
+      pids+=($!)
+    done
+    for p in "${pids[@]}"; do wait "$p"; done
+    # Offsets map each capture onto rank 0's clock: minus the injected offset.
+    "$check" --min-collectives $((steps - 2)) --tolerance-ns 20000 \
+      --expect-offset 1:-5000000 --expect-offset 2:0 --expect-offset 3:5000000 "$dir"/rank{0,1,2,3}.gpuh
+    ;;
+  *) echo "unknown mode $mode" >&2; exit 2 ;;
+esac
