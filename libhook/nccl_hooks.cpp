@@ -24,7 +24,6 @@ CommMap& comms() {
   return map;
 }
 
-thread_local uint32_t t_group_depth = 0;
 std::atomic<uint64_t> g_init_all_calls{0};
 
 using CountFn = ncclResult_t (*)(const ncclComm_t, int*);
@@ -128,14 +127,14 @@ void record_call(v1::NcclOp op, const char* function, uint64_t count, int dtype,
   p.rank = info.rank;
   p.nranks = info.nranks;
   p.return_value = static_cast<int32_t>(rc);
-  p.group_depth = t_group_depth;
+  p.group_depth = t_state.group_depth;
   p.op = static_cast<uint8_t>(op);
   end_record();
 }
 
 void adjust_group_depth(v1::NcclOp op) {
-  if (op == v1::NCCL_GROUP_START) ++t_group_depth;
-  if (op == v1::NCCL_GROUP_END && t_group_depth > 0) --t_group_depth;
+  if (op == v1::NCCL_GROUP_START) ++t_state.group_depth;
+  if (op == v1::NCCL_GROUP_END && t_state.group_depth > 0) --t_state.group_depth;
 }
 
 void report_missing(const char* function) {

@@ -131,31 +131,29 @@ nvtxRangeId_t NVTX_API start_w(const wchar_t* m) {
 }
 void NVTX_API range_end(nvtxRangeId_t id) { record_range(v1::RANGE_END, nullptr, nullptr, nullptr, id); }
 
-thread_local int t_depth = 0;  // NVTX returns the depth from push and pop
 
 int NVTX_API push_a(const char* m) {
-  nvtx_window_push(m, t_depth);
+  nvtx_window_push(m, t_state.nvtx_depth);
   record_range(v1::RANGE_PUSH, nullptr, nullptr, m, 0);
-  return t_depth++;
+  return t_state.nvtx_depth++;
 }
 int NVTX_API push_ex(const nvtxEventAttributes_t* a) {
-  nvtx_window_push(attr_ascii(a), t_depth);
+  nvtx_window_push(attr_ascii(a), t_state.nvtx_depth);
   record_range(v1::RANGE_PUSH, nullptr, a, nullptr, 0);
-  return t_depth++;
+  return t_state.nvtx_depth++;
 }
 int NVTX_API push_w(const wchar_t* m) {
   std::string s = narrow(m);
   return push_a(s.c_str());
 }
 int NVTX_API pop() {
-  if (t_depth == 0) return -1;  // NVTX's answer to a pop without a push
+  if (t_state.nvtx_depth == 0) return -1;  // NVTX's answer to a pop without a push
   record_range(v1::RANGE_POP, nullptr, nullptr, nullptr, 0);
-  nvtx_window_pop(--t_depth);
-  return t_depth;
+  nvtx_window_pop(--t_state.nvtx_depth);
+  return t_state.nvtx_depth;
 }
 
 // --- core2 (domains) ---
-thread_local int t_domain_depth = 0;
 
 nvtxDomainHandle_t NVTX_API domain_create_a(const char* name) {
   return reinterpret_cast<nvtxDomainHandle_t>(make_handle(name != nullptr ? name : ""));
@@ -185,12 +183,12 @@ void NVTX_API domain_end(nvtxDomainHandle_t d, nvtxRangeId_t id) {
 }
 int NVTX_API domain_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
   record_range(v1::RANGE_PUSH, d, a, nullptr, 0);
-  return t_domain_depth++;
+  return t_state.domain_depth++;
 }
 int NVTX_API domain_pop(nvtxDomainHandle_t d) {
-  if (t_domain_depth == 0) return -1;
+  if (t_state.domain_depth == 0) return -1;
   record_range(v1::RANGE_POP, d, nullptr, nullptr, 0);
-  return --t_domain_depth;
+  return --t_state.domain_depth;
 }
 
 template <typename F>
@@ -240,10 +238,10 @@ int install_nvtx(NvtxGetExportTableFunc_t get_export_table) {
 
 // The gpuhook.h API goes through the same path with source = 1.
 void annotate_range(v1::RangeType type, const char* name) {
-  if (type == v1::RANGE_PUSH) nvtx_window_push(name, t_depth);
+  if (type == v1::RANGE_PUSH) nvtx_window_push(name, t_state.nvtx_depth);
   record_range(type, nullptr, nullptr, name, 0, 1);
-  if (type == v1::RANGE_PUSH) ++t_depth;
-  if (type == v1::RANGE_POP && t_depth > 0) nvtx_window_pop(--t_depth);
+  if (type == v1::RANGE_PUSH) ++t_state.nvtx_depth;
+  if (type == v1::RANGE_POP && t_state.nvtx_depth > 0) nvtx_window_pop(--t_state.nvtx_depth);
 }
 
 }  // namespace gpuhook::hook

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "clock.h"
+#include "recorder.h"
 
 namespace gpuhook::hook {
 namespace {
@@ -12,7 +13,6 @@ const CaptureRange* g_range = nullptr;
 WindowSetter g_setter = nullptr;
 std::atomic<uint64_t> g_occurrences{0};
 std::atomic<uint64_t> g_open_ns{0};
-thread_local int t_close_depth = -1;
 
 }  // namespace
 
@@ -30,12 +30,12 @@ void nvtx_window_push(const char* name, int depth) {
     g_open_ns.store(t, std::memory_order_relaxed);
     g_setter(t, UINT64_MAX);
   }
-  if (occurrence == g_range->last) t_close_depth = depth;
+  if (occurrence == g_range->last) t_state.close_depth = depth;
 }
 
 void nvtx_window_pop(int depth) {
-  if (t_close_depth < 0 || depth != t_close_depth) return;
-  t_close_depth = -1;
+  if (t_state.close_depth < 0 || depth != t_state.close_depth) return;
+  t_state.close_depth = -1;
   g_setter(g_open_ns.load(std::memory_order_relaxed), now_ns());
 }
 

@@ -8,13 +8,10 @@
 namespace gpuhook::hook {
 
 int64_t g_clock_offset_ns = 0;
+__thread ThreadState t_state __attribute__((tls_model("initial-exec"))) = {nullptr, 0, 0, 0, -1, 0, false, false};
 
 namespace {
 
-thread_local Ring* t_ring = nullptr;
-thread_local bool t_ring_failed = false;
-thread_local uint64_t t_tid = 0;
-thread_local bool t_in_hook = false;
 
 pthread_key_t g_exit_key;
 pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
@@ -23,18 +20,18 @@ void on_thread_exit(void*) { release_thread_ring(); }
 void make_key() { pthread_key_create(&g_exit_key, on_thread_exit); }
 
 Ring* ring_for_this_thread() {
-  if (t_ring != nullptr) return t_ring;
-  if (t_ring_failed) return nullptr;
+  if (t_state.ring != nullptr) return t_state.ring;
+  if (t_state.ring_failed) return nullptr;
   Recorder& r = recorder();
   // First record of this thread: the one allocation a thread pays, outside the steady state.
-  t_ring = r.rings.acquire(r.config->ring_records);
-  if (t_ring == nullptr) {
-    t_ring_failed = true;
+  t_state.ring = r.rings.acquire(r.config->ring_records);
+  if (t_state.ring == nullptr) {
+    t_state.ring_failed = true;
     return nullptr;
   }
   pthread_once(&g_key_once, make_key);
-  pthread_setspecific(g_exit_key, t_ring);  // non-null value so the destructor runs
-  return t_ring;
+  pthread_setspecific(g_exit_key, t_state.ring);  // non-null value so the destructor runs
+  return t_state.ring;
 }
 
 }  // namespace
@@ -45,8 +42,8 @@ Recorder& recorder() {
 }
 
 uint64_t this_thread_id() {
-  if (t_tid == 0) t_tid = static_cast<uint64_t>(syscall(SYS_gettid));
-  return t_tid;
+  if (t_state.tid == 0) t_state.tid = static_cast<uint64_t>(syscall(SYS_gettid));
+  return t_state.tid;
 }
 
 HostRecord* begin_record() {
@@ -70,27 +67,33 @@ HostRecord* begin_record() {
   return nullptr;
 }
 
-void end_record() { t_ring->commit(); }
+void end_record() {
+  // Every half ring, ask the writer to drain now rather than at its next tick: a burst then
+  // fills rings without dropping. One futex wake per capacity/2 records, never per record.
+  if (t_state.ring->commit() % (t_state.ring->capacity() / 2) == 0) {
+    if (auto wake = recorder().wake_writer.load(std::memory_order_relaxed)) wake();
+  }
+}
 
 void release_thread_ring() {
-  if (t_ring != nullptr) {
-    RingRegistry::retire(t_ring);
-    t_ring = nullptr;
+  if (t_state.ring != nullptr) {
+    RingRegistry::retire(t_state.ring);
+    t_state.ring = nullptr;
   }
 }
 
 void reset_rings_after_fork() {
-  t_tid = 0;
+  t_state.tid = 0;
   for (Ring* ring = recorder().rings.first(); ring != nullptr; ring = ring->next) {
     ring->discard();
     ring->take_dropped();
-    if (ring != t_ring) RingRegistry::retire(ring);
+    if (ring != t_state.ring) RingRegistry::retire(ring);
   }
 }
 
-ReentryGuard::ReentryGuard() : entered_(!t_in_hook) { t_in_hook = true; }
+ReentryGuard::ReentryGuard() : entered_(!t_state.in_hook) { t_state.in_hook = true; }
 ReentryGuard::~ReentryGuard() {
-  if (entered_) t_in_hook = false;
+  if (entered_) t_state.in_hook = false;
 }
 
 }  // namespace gpuhook::hook

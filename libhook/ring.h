@@ -26,7 +26,12 @@ class Ring {
     }
     return &slots_[head & mask_];
   }
-  void commit() { head_.store(head_.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+  // Returns the new head (records ever committed to this ring).
+  uint64_t commit() {
+    uint64_t head = head_.load(std::memory_order_relaxed) + 1;
+    head_.store(head, std::memory_order_release);
+    return head;
+  }
   void count_drop() { dropped_.fetch_add(1, std::memory_order_relaxed); }
 
   // Consumer side (the writer only): calls fn(const HostRecord&) for up to max records.
