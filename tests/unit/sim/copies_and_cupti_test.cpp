@@ -74,18 +74,21 @@ TEST_F(Copies, ASyncCopyHasItsResultWhenItReturns) {
 }
 
 TEST_F(Copies, EachDirectionHasItsOwnCopyEngine) {
-  void *dev_a, *dev_b, *host_a, *host_b;
+  // Six distinct buffers: the three copies run concurrently and must not touch the same bytes.
+  void *dev_a, *dev_b, *dev_c, *host_a, *host_b, *host_c;
   ASSERT_EQ(cudaMalloc(&dev_a, kCopyBytes), cudaSuccess);
   ASSERT_EQ(cudaMalloc(&dev_b, kCopyBytes), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dev_c, kCopyBytes), cudaSuccess);
   ASSERT_EQ(cudaMallocHost(&host_a, kCopyBytes), cudaSuccess);
   ASSERT_EQ(cudaMallocHost(&host_b, kCopyBytes), cudaSuccess);
+  ASSERT_EQ(cudaMallocHost(&host_c, kCopyBytes), cudaSuccess);
   cudaStream_t s1, s2, s3;
   ASSERT_EQ(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking), cudaSuccess);
   ASSERT_EQ(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking), cudaSuccess);
   ASSERT_EQ(cudaStreamCreateWithFlags(&s3, cudaStreamNonBlocking), cudaSuccess);
   ASSERT_EQ(cudaMemcpyAsync(dev_a, host_a, kCopyBytes, cudaMemcpyHostToDevice, s1), cudaSuccess);
   ASSERT_EQ(cudaMemcpyAsync(host_b, dev_b, kCopyBytes, cudaMemcpyDeviceToHost, s2), cudaSuccess);
-  ASSERT_EQ(cudaMemcpyAsync(dev_b, host_b, kCopyBytes, cudaMemcpyHostToDevice, s3), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(dev_c, host_c, kCopyBytes, cudaMemcpyHostToDevice, s3), cudaSuccess);
   finish_tracing();
   std::lock_guard<std::mutex> lock(received().mu);
   auto& c = received().copies;
