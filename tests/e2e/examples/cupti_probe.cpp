@@ -11,7 +11,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
+#include <string>
 #include <mutex>
 #include <vector>
 
@@ -23,6 +25,7 @@ static_assert(offsetof(CUpti_ActivityKernel10, submitted) == 128);
 namespace {
 
 struct Kernel {
+  std::string name;
   uint32_t correlation;
   uint64_t queued, submitted, start, end;
 };
@@ -56,7 +59,8 @@ void CUPTIAPI on_complete(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t v
     if (reinterpret_cast<uintptr_t>(rec) % 8 != 0) ++g_misaligned;
     if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
-      g_kernels.push_back({k->correlationId, k->queued, k->submitted, k->start, k->end});
+      g_kernels.push_back({k->name != nullptr ? k->name : "", k->correlationId, k->queued,
+                           k->submitted, k->start, k->end});
     } else if (rec->kind == CUPTI_ACTIVITY_KIND_RUNTIME) {
       const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(rec);
       g_apis[a->correlationId] = {a->cbid, a->start, a->end};
@@ -87,15 +91,21 @@ void report() {
   size_t dropped = 0;
   cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped);
   // The GPU timeline's length, first kernel start to last kernel end (simulated time).
-  uint64_t first = UINT64_MAX, last = 0;
+  // And the longest queued -> start wait of the kernels named by GPUHOOK_PROBE_WATCH.
+  const char* watch = std::getenv("GPUHOOK_PROBE_WATCH");
+  uint64_t first = UINT64_MAX, last = 0, watch_wait = 0;
   for (const auto& k : g_kernels) {
     first = std::min(first, k.start);
     last = std::max(last, k.end);
+    if (watch != nullptr && k.name.find(watch) != std::string::npos && k.start > k.queued) {
+      watch_wait = std::max(watch_wait, k.start - k.queued);
+    }
   }
   std::printf("cupti-probe: kernels=%zu launches=%zu complete=%zu misaligned=%zu dropped=%zu "
-              "span_ns=%llu\n",
+              "span_ns=%llu watch_max_wait_ns=%llu\n",
               g_kernels.size(), launches, good, g_misaligned, dropped,
-              static_cast<unsigned long long>(last > first ? last - first : 0));
+              static_cast<unsigned long long>(last > first ? last - first : 0),
+              static_cast<unsigned long long>(watch_wait));
   const char* expect = std::getenv("GPUHOOK_PROBE_EXPECT_KERNELS");
   const size_t want = expect != nullptr ? std::strtoull(expect, nullptr, 10) : g_kernels.size();
   const bool pass = g_kernels.size() == want && launches == want && good == want && want > 0 &&
