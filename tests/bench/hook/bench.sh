@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The hook's benchmark rows: "| figure | measured | goal | pass/miss |" on stdout, details on
+# stderr. Times of the NVTX and NCCL rows are this thread's CPU time (a shared machine's wall
+# clock counts other processes' turns). The last two rows run on the CPU simulator of CUDA:
+# they are simulator figures, not GPU figures.
+#   tests/bench/hook/bench.sh BUILD_DIR
+set -euo pipefail
+build=$(cd "${1:?usage: bench.sh BUILD_DIR}" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+hook=$build/libhook/libgpuhook.so
+bench=$build/tests/bench/hook
+fake_nccl=$(dirname "$(find "$build/hook-test" -name 'libnccl.so.2' | head -1)")
+sim_lib=$build/sim/lib
+work=$(mktemp -d "${TMPDIR:-/tmp}/gpuhook-bench.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+export GPUHOOK_OUTPUT="$work/bench-%p.gpuh"
+
+row() {  # figure measured goal pass
+  printf '| %s | %s | %s | %s |\n' "$1" "$2" "$3" "$( [ "$4" = 1 ] && echo pass || echo miss)"
+}
+stats() { python3 "$here/bench_stats.py" "$@"; }
+
+# 1. NVTX push+pop
+"$bench/hook_bench_nvtx" --benchmark_format=json >"$work/nvtx0.json" 2>/dev/null
+NVTX_INJECTION64_PATH=$hook "$bench/hook_bench_nvtx" --benchmark_format=json >"$work/nvtx1.json" 2>"$work/nvtx1.err"
+grep '^gpuhook:' "$work/nvtx1.err" >&2 || true
+n0=$(stats gbench "$work/nvtx0.json" 2000) n1=$(stats gbench "$work/nvtx1.json" 2000)
+added=$(stats sub "$n1" "$n0")
+echo "nvtx push+pop: ${n0} ns without, ${n1} ns with the hook" >&2
+row "NVTX push+pop added by the hook (thread CPU)" "$added ns" "<= 100 ns" "$(stats le "$added" 100)"
+
+# 2. NCCL wrapper
+LD_LIBRARY_PATH=$fake_nccl "$bench/hook_bench_nccl" --benchmark_format=json >"$work/nccl0.json" 2>/dev/null
+LD_LIBRARY_PATH=$fake_nccl LD_PRELOAD=$hook "$bench/hook_bench_nccl" --benchmark_format=json >"$work/nccl1.json" \
+  2>"$work/nccl1.err"
+grep '^gpuhook:' "$work/nccl1.err" >&2 || true
+c0=$(stats gbench "$work/nccl0.json" 2000) c1=$(stats gbench "$work/nccl1.json" 2000)
+added=$(stats sub "$c1" "$c0")
+echo "ncclAllReduce (fake library): ${c0} ns direct, ${c1} ns through the wrapper" >&2
+row "NCCL wrapper added per call (thread CPU)" "$added ns" "<= 100 ns" "$(stats le "$added" 100)"
+
+# 3. Writer throughput, CPU time of the one writing thread
+"$bench/hook_bench_writer" --benchmark_format=json >"$work/writer.json" 2>/dev/null
+read -r cpu_rate wall_rate < <(stats writer "$work/writer.json")
+echo "writer: ${cpu_rate}M kernel records/s per CPU second, ${wall_rate}M/s of wall time incl. fsync" >&2
+row "writer, CUPTI kernel records from buffers to disk (one core)" "${cpu_rate} M/s" ">= 3 M/s" \
+  "$(stats ge "$cpu_rate" 3)"
+
+# 4. Simulator: 200,192 launches of tiny_kernels (782 iterations x 256 chunks)
+example=$build/examples/tiny_kernels
+if [ -x "$example" ] && [ -f "$sim_lib/libcudart.so.13" ]; then
+  args=(--iterations 782 --size 65536)
+  kernels=200192
+  : >"$work/plain" ; : >"$work/hooked"
+  for i in 1 2 3 4 5; do  # alternated, medians: the machine is shared
+    python3 "$here/rusage.py" LD_LIBRARY_PATH="$sim_lib" -- "$example" "${args[@]}" >>"$work/plain"
+    python3 "$here/rusage.py" LD_LIBRARY_PATH="$sim_lib" LD_PRELOAD="$hook" GPUHOOK_QUIET=1 \
+      -- "$example" "${args[@]}" >>"$work/hooked"
+  done
+  read -r ns_per_kernel rss_mib < <(stats sim "$work/plain" "$work/hooked" "$kernels")
+  echo "simulator, tiny_kernels x$kernels: cpu_s/rss_kib/rc without: $(tr '\n' ';' <"$work/plain")" >&2
+  echo "simulator, tiny_kernels x$kernels: cpu_s/rss_kib/rc with:    $(tr '\n' ';' <"$work/hooked")" >&2
+  row "hook CPU per recorded kernel, 200k launches (SIMULATOR figure)" "$ns_per_kernel ns" "<= 300 ns" \
+    "$(stats le "$ns_per_kernel" 300)"
+  row "resident memory added, 200k launches (SIMULATOR figure)" "$rss_mib MiB" "<= 64 MiB" \
+    "$(stats le "$rss_mib" 64)"
+else
+  echo "simulator or tiny_kernels not built: no simulator rows" >&2
+fi

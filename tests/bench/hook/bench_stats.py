@@ -1,0 +1,33 @@
+#!/usr/bin/env python3
+"""Numbers for bench.sh from Google Benchmark JSON and rusage.py lines.
+  bench_stats.py gbench FILE ITEMS   -> median manual time per item, ns
+  bench_stats.py writer FILE         -> "M records/s per CPU second" "M records/s of wall time"
+  bench_stats.py sim PLAIN HOOKED N  -> "ns of CPU per kernel" "MiB of RSS added" (medians)"""
+import json
+import statistics
+import sys
+
+SCALE_NS = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
+
+cmd = sys.argv[1]
+if cmd == "gbench":
+    data = json.load(open(sys.argv[2]))
+    median = [b for b in data["benchmarks"] if b.get("aggregate_name") == "median"][0]
+    print("%.1f" % (median["real_time"] * SCALE_NS[median["time_unit"]] / float(sys.argv[3])))
+elif cmd == "writer":
+    b = json.load(open(sys.argv[2]))["benchmarks"][0]
+    scale = SCALE_NS[b["time_unit"]] * 1e-9
+    items = b["items_per_second"] * b["cpu_time"] * scale
+    print("%.2f %.2f" % (b["items_per_second"] / 1e6, items / (b["real_time"] * scale) / 1e6))
+elif cmd == "sim":
+    plain = [line.split() for line in open(sys.argv[2])]
+    hooked = [line.split() for line in open(sys.argv[3])]
+    cpu = statistics.median(float(x[0]) for x in hooked) - statistics.median(float(x[0]) for x in plain)
+    rss = statistics.median(int(x[1]) for x in hooked) - statistics.median(int(x[1]) for x in plain)
+    print("%.0f %.1f" % (cpu * 1e9 / int(sys.argv[4]), rss / 1024))
+elif cmd == "le":
+    print(int(float(sys.argv[2]) <= float(sys.argv[3])))
+elif cmd == "ge":
+    print(int(float(sys.argv[2]) >= float(sys.argv[3])))
+elif cmd == "sub":
+    print("%.1f" % (float(sys.argv[2]) - float(sys.argv[3])))
