@@ -93,6 +93,15 @@ class Writer final : private RecordSink {
   mutable std::mutex facts_mutex_;  // guards cupti_version_, note_ (set from other threads)
 
   std::unordered_map<const void*, uint32_t> pointer_ids_;
+  struct NameCacheEntry {
+    const char* pointer = nullptr;
+    std::string text;
+    uint32_t id = 0;
+  };
+  static constexpr size_t kNameCacheSlots = 256;
+  NameCacheEntry name_cache_[kNameCacheSlots];
+  uint32_t last_device_ = UINT32_MAX;
+  uint64_t emitted_ = 0;
   std::unordered_set<uint32_t> devices_seen_;
   uint64_t invalid_times_ = 0;
   uint64_t drops_ring_ = 0, drops_cupti_ = 0, drops_no_buffer_ = 0;
