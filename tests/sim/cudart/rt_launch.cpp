@@ -83,6 +83,11 @@ cudaError_t launch(CUpti_CallbackId cbid, const char* api_name, KernelInfo* k, d
   if (per_sm == 0) return api.ret(cudaErrorLaunchOutOfResources);
   const double capacity = static_cast<double>(per_sm) * model::kSmCount;
   op->share = std::min(1.0, static_cast<double>(blocks) / capacity);
+  // CUPTI's KERNEL kind (unlike CONCURRENT_KERNEL) serialises kernels: each takes the device.
+  if (gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_KERNEL) &&
+      !gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) {
+    op->share = 1.0;
+  }
   const double waves = std::ceil(static_cast<double>(blocks) / capacity);
   double duration = waves * c.block_ns_for(k->name, nullptr) * c.scale_for(k->name);
   const uint64_t launch_index = g_launch_count.fetch_add(1);

@@ -53,6 +53,24 @@ TEST_F(StreamSemantics, SmallKernelsOnTwoStreamsOverlap) {
   EXPECT_TRUE(overlap(ks[0], ks[1])) << "two 10% kernels on two streams must share the SMs";
 }
 
+TEST_F(StreamSemantics, TheSerialisingKernelKindStopsOverlap) {
+  // CUPTI-NOTES §2: KERNEL serialises all kernels, CONCURRENT_KERNEL keeps concurrency.
+  ASSERT_EQ(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), CUPTI_SUCCESS);
+  ASSERT_EQ(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_KERNEL), CUPTI_SUCCESS);
+  cudaStream_t a, b;
+  ASSERT_EQ(cudaStreamCreate(&a), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreate(&b), cudaSuccess);
+  const void* k = kernel("slow_kernel");
+  launch(k, kSmallGrid, 256, a);
+  launch(k, kSmallGrid, 256, b);
+  finish_tracing();
+  ASSERT_EQ(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_KERNEL), CUPTI_SUCCESS);
+  ASSERT_EQ(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), CUPTI_SUCCESS);
+  auto ks = kernels_named("slow_kernel");
+  ASSERT_EQ(ks.size(), 2u);
+  EXPECT_FALSE(overlap(ks[0], ks[1]));
+}
+
 TEST_F(StreamSemantics, FullDeviceKernelsOnTwoStreamsDoNotOverlap) {
   cudaStream_t a, b;
   ASSERT_EQ(cudaStreamCreate(&a), cudaSuccess);
