@@ -221,8 +221,9 @@ struct CaptureReader::Impl {
     if (dctx == nullptr) {
       dctx = ZSTD_createDCtx();
       if (dctx == nullptr) error(CaptureErrorKind::kIo, offset, "cannot create a zstd context");
-      // The writer uses default windows; a larger one is a hostile file asking for memory.
-      ZSTD_DCtx_setParameter(dctx, ZSTD_d_windowLogMax, 27);
+      // No chunk may exceed 64 MiB, so no window needs to either: a larger one is a file
+      // asking for memory it cannot use.
+      ZSTD_DCtx_setParameter(dctx, ZSTD_d_windowLogMax, 26);
     } else {
       ZSTD_DCtx_reset(dctx, ZSTD_reset_session_only);
     }
@@ -261,6 +262,9 @@ struct CaptureReader::Impl {
       in_pos = in.pos;
       content_bytes = out.pos;
       if (ZSTD_isError(ret)) {
+        if (ZSTD_getErrorCode(ret) == ZSTD_error_frameParameter_windowTooLarge) {
+          error(CaptureErrorKind::kOversizedLength, offset, "zstd window over the 64 MiB limit");
+        }
         if (ZSTD_getErrorCode(ret) == ZSTD_error_checksum_wrong) {
           error(CaptureErrorKind::kChecksum, offset, "chunk content checksum does not match (damaged data)");
         }

@@ -175,6 +175,15 @@ TEST(CaptureHostile, HugeDeclaredChunkIsOversizedAndNeverAllocated) {
   EXPECT_EQ(e.offset(), 24u);
 }
 
+TEST(CaptureHostile, HugeWindowIsOversizedAndNeverAllocated) {
+  // Frame header: descriptor 0x00 (no content size), window descriptor 0x88 = 128 MiB.
+  std::string f = le32(0x184D2A50) + le32(16) + std::string("GPUHOOK\0", 8) + le32(1) + le32(0);
+  f += le32(0xFD2FB528) + std::string("\x00\x88", 2) + std::string(16, '\0');
+  auto e = read_error(write_bytes("window", f));
+  EXPECT_EQ(e.kind(), CaptureErrorKind::kOversizedLength) << e.what();
+  EXPECT_EQ(e.offset(), 24u);
+}
+
 TEST(CaptureHostile, HugeSkippableFrameIsOversized) {
   std::string bytes = read_bytes(write_capture("skip", small_records(), 0, false));
   size_t at = bytes.size();
