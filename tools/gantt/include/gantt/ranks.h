@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -252,5 +253,39 @@ struct MergeResult {
 // Throws gpuhook::CaptureError for an unreadable input, std::runtime_error when the output
 // cannot be created (it never overwrites a file).
 MergeResult merge_captures(const std::vector<std::string>& inputs, const std::string& output);
+
+}  // namespace gantt
+
+// ---------------------------------------------------------------- drawing ranks (used by render)
+
+namespace gantt {
+
+struct Scene;
+
+// "rank 3 · node7 pid 4242": the label of a lane that holds one rank (--lanes rank).
+std::string rank_lane_label(const Model& model, uint16_t capture);
+
+// One matched collective as the chart shows it: its ranks' NCCL kernel events in arrival
+// order, the last arriver, and how far it trailed the first.
+struct CollectiveLink {
+  std::vector<uint32_t> events;  // rows in Model::events, by arrival
+  uint32_t last_event = UINT32_MAX;
+  int32_t last_rank = -1;
+  uint64_t spread_ns = 0;
+  uint64_t end_ns = 0;           // latest end over the ranks
+};
+std::vector<CollectiveLink> collective_links(const Model& model);
+
+// Draws each link as a thin vertical line joining its ranks' kernels at the collective's end,
+// with the last arriver's kernel outlined and, where there is room, "last: rank R +spread".
+// `where(event, &x_start, &x_end, &y_top, &lane_height)` says where the chart drew an event
+// (false when it was not drawn individually); `x_of(ns)` maps a time to x.
+void draw_collective_links(Scene& scene, const std::vector<CollectiveLink>& links,
+                           const std::function<bool(uint32_t, float*, float*, float*, float*)>& where,
+                           const std::function<float(uint64_t)>& x_of);
+
+// Footer lines for a job: one per capture (offset and method) and the residual summary;
+// empty when the model holds one capture.
+std::vector<std::string> rank_footer_lines(const Model& model, const RankAlignment& alignment);
 
 }  // namespace gantt

@@ -1,0 +1,151 @@
+// The rank analyses over a Model built from fabricated records: alignment applied to every
+// time column, collectives joined to their kernels, links drawn, footer lines.
+#include <gtest/gtest.h>
+
+#include "gantt/model.h"
+#include "gantt/ranks.h"
+#include "gantt/scene.h"
+
+namespace gantt {
+namespace {
+
+namespace v1 = gpuhook::v1;
+
+// Two ranks on two hosts; host B's clock reads 1 ms ahead. Rank 1 arrives 30 us late at
+// every all-reduce; both kernels end together.
+Model two_rank_job(int steps) {
+  Model model;
+  ModelBuilder b(model);
+  for (int r = 0; r < 2; ++r) {
+    const int64_t off = r == 1 ? 1'000'000 : 0;
+    b.begin_capture("rank" + std::to_string(r) + ".gpuh");
+    v1::Record rec;
+    auto* h = rec.mutable_header();
+    h->set_format_version(1);
+    h->set_host_name(r == 0 ? "a" : "b");
+    h->set_boot_id(r == 0 ? "A" : "B");
+    h->set_rank(r);
+    h->set_start_monotonic_raw_ns(static_cast<uint64_t>(1'000'000'000 + off));
+    h->set_start_realtime_ns(1'700'000'000'000'000'000ull + 200'000);  // NTP error: 200 us, both
+    h->set_features(v1::FEATURE_HOST_CLOCK_CALLBACK);
+    b.add(rec);
+    b.define_string(1, "ncclAllReduce");
+    b.define_string(2, "cudaLaunchKernel");
+    b.define_string(3, "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE");
+    for (int s = 0; s < steps; ++s) {
+      const int64_t t = 1'000'100'000 + s * 1'000'000 + off + (r == 1 ? 30'000 : 0);
+      rec.Clear();
+      auto* n = rec.mutable_nccl();
+      n->set_op(v1::NCCL_ALL_REDUCE);
+      n->set_name_id(1);
+      n->set_count(1024);
+      n->set_datatype(7);
+      n->set_comm_id(77);
+      n->set_rank(r);
+      n->set_nranks(2);
+      n->set_thread_id(10);
+      n->set_start_ns(t - 5'000);
+      n->set_end_ns(t - 1'000);
+      n->set_sequence(static_cast<uint64_t>(s));
+      b.add(rec);
+      rec.Clear();
+      auto* a = rec.mutable_api();
+      a->set_domain(v1::API_DOMAIN_RUNTIME);
+      a->set_cbid(211);
+      a->set_name_id(2);
+      a->set_thread_id(10);
+      a->set_start_ns(t - 4'000);
+      a->set_end_ns(t - 2'000);
+      a->set_correlation_id(static_cast<uint32_t>(s + 1));
+      b.add(rec);
+      rec.Clear();
+      auto* k = rec.mutable_kernel();
+      k->set_name_id(3);
+      k->set_correlation_id(static_cast<uint32_t>(s + 1));
+      k->set_start_ns(t);
+      k->set_end_ns(1'000'100'000 + s * 1'000'000 + off + 80'000);  // same true end for both
+      k->set_grid_x(4);
+      k->set_grid_y(1);
+      k->set_grid_z(1);
+      k->set_block_x(128);
+      k->set_block_y(1);
+      k->set_block_z(1);
+      b.add(rec);
+    }
+    b.end_capture(gpuhook::Integrity{});
+  }
+  return model;
+}
+
+TEST(RanksModel, AlignsAndJoinsCollectives) {
+  Model model = two_rank_job(10);
+  ASSERT_EQ(model.captures.size(), 2u);
+  auto inputs = rank_clock_inputs(model);
+  ASSERT_EQ(inputs[1].ends.size(), 10u) << "NCCL calls were not joined to their kernels";
+  const uint64_t before = model.events.start_ns[model.nccl.event[10]];
+  RankAlignment al = align_model_ranks(model);
+  EXPECT_EQ(al.captures[1].offset_ns, -1'000'000);
+  EXPECT_EQ(al.captures[1].method, RankAlignMethod::kCollectives);
+  // Every time column of capture 1 moved; capture 0 did not.
+  EXPECT_EQ(model.events.start_ns[model.nccl.event[10]], before - 1'000'000);
+  EXPECT_EQ(model.nccl.start_ns[10], 1'000'100'000u + 30'000 - 5'000);
+  auto instances = match_collectives(collective_calls(model));
+  ASSERT_EQ(instances.size(), 10u);
+  EXPECT_EQ(instances[0].last_rank, 1);
+  EXPECT_EQ(instances[0].arrival_spread_ns, 30'000u);
+  EXPECT_EQ(instances[0].transfer_ns, 50'000u);
+  EXPECT_EQ(global_rank(model, 1), 1);
+  auto busy = rank_busy_intervals(model);
+  ASSERT_EQ(busy.size(), 2u);
+  EXPECT_TRUE(busy[0].intervals.empty());  // NCCL kernels are not compute
+}
+
+TEST(RanksModel, LinksFooterAndLabels) {
+  Model model = two_rank_job(3);
+  RankAlignment al = align_model_ranks(model);
+  auto links = collective_links(model);
+  ASSERT_EQ(links.size(), 3u);
+  EXPECT_EQ(links[0].events.size(), 2u);
+  EXPECT_EQ(links[0].last_rank, 1);
+  Scene scene;
+  draw_collective_links(
+      scene, links,
+      [&](uint32_t e, float* x0, float* x1, float* y, float* h) {
+        *x0 = static_cast<float>(model.events.start_ns[e] % 100000) / 100.f;
+        *x1 = *x0 + 50;
+        *y = model.events.capture[e] == 0 ? 10.f : 40.f;
+        *h = 14;
+        return true;
+      },
+      [](uint64_t t) { return static_cast<float>(t % 100000) / 100.f; });
+  int lines = 0, outlines = 0, labels = 0;
+  for (const Item& item : scene.items) {
+    if (std::holds_alternative<Line>(item)) {
+      ++lines;
+      EXPECT_FLOAT_EQ(std::get<Line>(item).y1, 17.f);
+      EXPECT_FLOAT_EQ(std::get<Line>(item).y2, 47.f);
+    }
+    if (std::holds_alternative<Rect>(item)) ++outlines;
+    if (std::holds_alternative<Text>(item)) ++labels;
+  }
+  EXPECT_EQ(lines, 3);
+  EXPECT_EQ(outlines, 3);
+  EXPECT_GE(labels, 1);
+  auto footer = rank_footer_lines(model, al);
+  ASSERT_EQ(footer.size(), 3u);
+  EXPECT_NE(footer[1].find("-1.000 ms"), std::string::npos) << footer[1];
+  EXPECT_NE(rank_lane_label(model, 1).find("rank 1"), std::string::npos);
+  EXPECT_NE(rank_lane_label(model, 1).find("b"), std::string::npos);
+}
+
+TEST(RanksModel, OneCaptureIsLeftAlone) {
+  Model model = two_rank_job(2);
+  model.captures.resize(1);
+  RankAlignment al = align_model_ranks(model);
+  ASSERT_EQ(al.captures.size(), 1u);
+  EXPECT_EQ(al.captures[0].offset_ns, 0);
+  EXPECT_TRUE(rank_footer_lines(model, al).empty());
+}
+
+}  // namespace
+}  // namespace gantt

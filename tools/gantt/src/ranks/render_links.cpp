@@ -1,0 +1,103 @@
+// What the chart needs to show many ranks: lane labels, the links between matching
+// collectives, footer lines. The render code calls these; the drawing stays in the scene's
+// vocabulary (rects, lines, text) so every back end shows the same.
+#include <cinttypes>
+#include <cstdio>
+
+#include "gantt/model.h"
+#include "gantt/ranks.h"
+#include "gantt/scene.h"
+
+namespace gantt {
+
+std::string rank_lane_label(const Model& model, uint16_t capture) {
+  std::string label = "rank " + std::to_string(global_rank(model, capture));
+  if (capture < model.captures.size()) {
+    const auto& h = model.captures[capture].header;
+    std::string host = h.host_name();
+    if (host.size() > 24) host = host.substr(0, 23) + "\xE2\x80\xA6";
+    for (char& c : host)
+      if (static_cast<unsigned char>(c) < 0x20) c = '?';
+    label += " \xC2\xB7 " + host + " pid " + std::to_string(h.pid());
+  }
+  return label;
+}
+
+std::vector<CollectiveLink> collective_links(const Model& model) {
+  std::vector<CollectiveLink> links;
+  for (const CollectiveInstance& inst : match_collectives(collective_calls(model))) {
+    if (inst.arrivals.size() < 2) continue;
+    CollectiveLink l;
+    for (const Arrival& a : inst.arrivals) {
+      if (a.event == UINT32_MAX) continue;
+      l.events.push_back(a.event);
+      l.end_ns = std::max(l.end_ns, a.end_ns);
+    }
+    l.last_event = inst.arrivals.back().event;
+    l.last_rank = inst.last_rank;
+    l.spread_ns = inst.arrival_spread_ns;
+    links.push_back(std::move(l));
+  }
+  return links;
+}
+
+namespace {
+std::string short_duration(uint64_t ns) {
+  char buf[32];
+  if (ns >= 1'000'000) snprintf(buf, sizeof buf, "%.2f ms", static_cast<double>(ns) / 1e6);
+  else snprintf(buf, sizeof buf, "%.0f us", static_cast<double>(ns) / 1e3);
+  return buf;
+}
+}  // namespace
+
+void draw_collective_links(Scene& scene, const std::vector<CollectiveLink>& links,
+                           const std::function<bool(uint32_t, float*, float*, float*, float*)>& where,
+                           const std::function<float(uint64_t)>& x_of) {
+  const Color link{90, 90, 90, 200};
+  const Color late{200, 30, 30, 255};
+  float last_label_x = -1e9f;
+  for (const CollectiveLink& l : links) {
+    float top = 1e9f, bottom = -1e9f;
+    int drawn = 0;
+    for (uint32_t e : l.events) {
+      float x0, x1, y, h;
+      if (!where(e, &x0, &x1, &y, &h)) continue;
+      top = std::min(top, y + h / 2);
+      bottom = std::max(bottom, y + h / 2);
+      ++drawn;
+    }
+    if (drawn < 2) continue;  // nothing to join on this chart
+    const float x = x_of(l.end_ns);
+    scene.line(make_line(x, top, x, bottom, link, 0.75f));
+    float x0, x1, y, h;
+    if (where(l.last_event, &x0, &x1, &y, &h)) {
+      Rect r = make_rect(x0, y, std::max(x1 - x0, 1.0f), h, Color{0, 0, 0, 0});
+      r.stroke = late;
+      r.stroke_width = 1.25f;
+      r.tooltip = "last to arrive: rank " + std::to_string(l.last_rank) + ", " + short_duration(l.spread_ns) +
+                  " after the first";
+      scene.rect(std::move(r));
+      // Labels only where they do not run into the previous one.
+      if (x0 - last_label_x > 90) {
+        scene.text(make_text(x0, y - 1, "last: rank " + std::to_string(l.last_rank) + " +" + short_duration(l.spread_ns),
+                             8, late));
+        last_label_x = x0;
+      }
+    }
+  }
+}
+
+std::vector<std::string> rank_footer_lines(const Model& model, const RankAlignment& alignment) {
+  std::vector<std::string> lines;
+  if (model.captures.size() < 2) return lines;
+  std::vector<RankClockInput> inputs(model.captures.size());
+  for (size_t c = 0; c < model.captures.size(); ++c) inputs[c].host = model.captures[c].header.host_name();
+  std::vector<std::string> per = describe(alignment, inputs);
+  const size_t shown = per.size() > 8 ? 8 : per.size();
+  for (size_t i = 0; i < shown; ++i) lines.push_back(per[i]);
+  if (per.size() > shown) lines.push_back("(+" + std::to_string(per.size() - shown) + " more captures)");
+  lines.push_back(summarize(alignment));
+  return lines;
+}
+
+}  // namespace gantt
