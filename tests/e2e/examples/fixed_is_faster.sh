@@ -12,7 +12,7 @@ probe=$2
 shift 2
 span() {
   local out
-  out=$(LD_LIBRARY_PATH="$sim_lib" CUDA_INJECTION64_PATH="$probe" "$@" 2>&1) || {
+  out=$(LD_PRELOAD="${GPUHOOK_SIM_TEST_PRELOAD:-}" LD_LIBRARY_PATH="$sim_lib" CUDA_INJECTION64_PATH="$probe" "$@" 2>&1) || {
     printf '%s\n' "$out"
     echo "FAIL: $* failed" >&2
     exit 1

@@ -5,7 +5,7 @@
 set -u
 sim_lib=$1
 shift
-out=$(LD_LIBRARY_PATH="$sim_lib" GPUHOOK_SIM_VERBOSE=1 "$@" 2>&1)
+out=$(LD_PRELOAD="${GPUHOOK_SIM_TEST_PRELOAD:-}" LD_LIBRARY_PATH="$sim_lib" GPUHOOK_SIM_VERBOSE=1 "$@" 2>&1)
 rc=$?
 printf '%s\n' "$out"
 if [ "$rc" -ne 0 ]; then

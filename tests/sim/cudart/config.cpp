@@ -9,6 +9,7 @@
 #include <fstream>
 #include <mutex>
 #include <sstream>
+#include <vector>
 
 namespace gpuhook::sim {
 namespace {
@@ -131,8 +132,11 @@ const SimConfig& config() {
 
 void reload_config() {
   config();
-  // The old object is kept alive: a worker may still be reading it.
-  g_config.store(new SimConfig(SimConfig::from_environment()));
+  // Old settings stay alive (and reachable): a worker may still be reading them.
+  static std::mutex retired_mu;
+  static auto* retired = new std::vector<SimConfig*>();
+  std::lock_guard<std::mutex> lock(retired_mu);
+  retired->push_back(g_config.exchange(new SimConfig(SimConfig::from_environment())));
 }
 
 }  // namespace gpuhook::sim

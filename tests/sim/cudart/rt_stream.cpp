@@ -114,7 +114,8 @@ cudaError_t cudaEventCreate(cudaEvent_t* event) {
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaEventDestroy_v3020, "cudaEventDestroy");
   if (event == nullptr) return api.ret(cudaErrorInvalidResourceHandle);
-  // Kept alive: a stream may still wait on the completion it points to. Events are few.
+  // Pending waits hold their own reference to the completion, so the event itself can go.
+  delete event_of(event);
   return api.ret(cudaSuccess);
 }
 

@@ -256,6 +256,8 @@ TEST_F(StreamSemantics, EventElapsedTimeCoversTheKernel) {
   float ms = 0;
   ASSERT_EQ(cudaEventElapsedTime(&ms, a, b), cudaSuccess);
   EXPECT_GE(ms, 20.0f);  // the kernel's modelled 20 ms lies between the two events
+  EXPECT_EQ(cudaEventDestroy(a), cudaSuccess);
+  EXPECT_EQ(cudaEventDestroy(b), cudaSuccess);
   finish_tracing();
 }
 
