@@ -82,6 +82,26 @@ TEST(AlignRanks, RecoversHostOffsetsDespiteNtpErrorAndOutliers) {
   EXPECT_NE(summarize(al).find("3 clock groups"), std::string::npos) << summarize(al);
 }
 
+TEST(AlignRanks, ManyHostsDoNotDriftTogether) {
+  // Eight hosts whose REALTIME anchors are all off: a consensus over anchor-placed hosts
+  // could settle every non-reference host on a common wrong shift; placing them outward
+  // from the reference must not.
+  std::vector<int64_t> offsets;
+  std::vector<RankClockInput> in;
+  for (int h = 0; h < 8; ++h) {
+    int64_t off = h == 0 ? 0 : (h % 2 ? 1 : -1) * 700'000 * h;
+    int64_t ntp = h == 0 ? 0 : 300'000 + 50'000 * h;  // all wrong the same way
+    for (int r = 0; r < 8; ++r) {
+      offsets.push_back(off);
+      in.push_back(capture("h" + std::to_string(h), "boot" + std::to_string(h), off, ntp));
+    }
+  }
+  add_collectives(in, offsets, 40, 0, 0, 9);
+  RankAlignment al = align_ranks(in);
+  for (size_t c = 0; c < in.size(); ++c) EXPECT_EQ(al.captures[c].offset_ns, -offsets[c]) << c;
+  EXPECT_EQ(al.residual_max_ns, 0);
+}
+
 TEST(AlignRanks, TooFewCollectivesKeepsTheAnchor) {
   std::vector<int64_t> offsets = {0, 2'000'000};
   std::vector<RankClockInput> in = {capture("a", "A", 0, 0), capture("b", "B", offsets[1], 300'000)};

@@ -2,12 +2,11 @@
 //
 // Captures are grouped by boot id (one group = one clock). Group 0 holds capture 0 and is
 // the reference. Every other group starts from its REALTIME anchor
-// (realtime - monotonic_raw at start, compared with the reference's), then, when it shares
-// enough collectives with the others, its offset becomes the median of
+// (realtime - monotonic_raw at start, compared with the reference's); when it shares
+// enough collectives with groups already placed, its offset becomes the median of
 // (consensus end - own end) over those collectives, after dropping outliers (a collective
-// the hook saw half-way, a rank that hung). Groups are refined in turn until the offsets
-// stop moving, so a host that shares collectives only with another non-reference host is
-// still placed.
+// the hook saw half-way, a rank that hung). Groups are placed outward from the reference,
+// so a host that shares collectives only with another non-reference host is still placed.
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -115,20 +114,16 @@ RankAlignment align_ranks(const std::vector<RankClockInput>& inputs, const RankA
   Group& ref = groups[0];
   ref.placed = true;
   ref.method = RankAlignMethod::kReference;
-  for (size_t i = 1; i < groups.size(); ++i) {
-    Group& g = groups[i];
-    if (g.has_anchor && ref.has_anchor) {
-      g.placed = true;
-      g.offset_ns = static_cast<double>(g.anchor_ns - ref.anchor_ns);
-      g.method = RankAlignMethod::kRealtimeAnchor;
-    }
-  }
 
-  // Refine each non-reference group against the consensus of the others, in turns.
-  for (int round = 0; round < 50 && groups.size() > 1; ++round) {
-    double max_change = 0;
+  // Place groups outward from the reference: a group's offset is the robust center of
+  // (consensus end - own end), where the consensus is taken only over groups already placed
+  // by collectives. Only those are exact; letting anchor-placed groups vote would let every
+  // non-reference host drift together by a common amount the median cannot see.
+  for (bool progress = true; progress;) {
+    progress = false;
     for (size_t i = 1; i < groups.size(); ++i) {
       Group& g = groups[i];
+      if (g.placed) continue;
       std::vector<double> d;
       for (const auto& [k, end] : g.ends) {
         std::vector<double> others;
@@ -141,16 +136,22 @@ RankAlignment align_ranks(const std::vector<RankClockInput>& inputs, const RankA
       }
       if (d.size() < options.min_shared_collectives) continue;
       uint64_t kept = 0, dropped = 0;
-      double offset = robust_center(d, options, &kept, &dropped);
-      max_change = std::max(max_change, std::fabs(offset - g.offset_ns));
-      if (!g.placed) max_change = std::max(max_change, 1e18);
-      g.offset_ns = offset;
+      g.offset_ns = robust_center(d, options, &kept, &dropped);
       g.placed = true;
       g.method = RankAlignMethod::kCollectives;
       g.used = kept;
       g.outliers = dropped;
+      progress = true;
     }
-    if (max_change < 0.5) break;
+  }
+  // The rest only have their REALTIME anchors (NTP-grade), or nothing at all.
+  for (size_t i = 1; i < groups.size(); ++i) {
+    Group& g = groups[i];
+    if (g.placed) continue;
+    if (g.has_anchor && ref.has_anchor) {
+      g.offset_ns = static_cast<double>(g.anchor_ns - ref.anchor_ns);
+      g.method = RankAlignMethod::kRealtimeAnchor;
+    }
   }
 
   for (size_t c = 0; c < inputs.size(); ++c) {
