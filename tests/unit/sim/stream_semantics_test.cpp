@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "sim_test_util.h"
 
@@ -222,6 +223,23 @@ TEST_F(StreamSemantics, LegacyDefaultStreamSynchronisesWithBlockingStreams) {
   EXPECT_GE(b[0].start, a[0].end);
   EXPECT_GE(c[0].start, b[0].end);
   EXPECT_LT(n[0].start, a[0].end) << "a non-blocking stream runs beside the blocking one";
+}
+
+TEST_F(StreamSemantics, PerThreadDefaultStreamsRunSideBySide) {
+  // Each host thread's cudaStreamPerThread is its own stream: two threads' work overlaps.
+  const void* k = kernel("slow_kernel");
+  auto work = [&] {
+    launch(k, kSmallGrid, 256, cudaStreamPerThread);
+    EXPECT_EQ(cudaStreamSynchronize(cudaStreamPerThread), cudaSuccess);
+  };
+  std::thread a(work), b(work);
+  a.join();
+  b.join();
+  finish_tracing();
+  auto ks = kernels_named("slow_kernel");
+  ASSERT_EQ(ks.size(), 2u);
+  EXPECT_NE(ks[0].stream, ks[1].stream);
+  EXPECT_TRUE(overlap(ks[0], ks[1]));
 }
 
 TEST_F(StreamSemantics, StreamSynchronizeBlocksTheHostUntilTheWorkIsDone) {
