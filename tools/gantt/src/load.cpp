@@ -21,3 +21,29 @@ Model load(const std::vector<std::string>& paths, const LoadOptions& options) {
 }
 
 }  // namespace gantt
+
+namespace gantt {
+
+std::vector<std::string> integrity_warnings(const Model& model, bool* corrupt) {
+  std::vector<std::string> lines;
+  if (corrupt) *corrupt = false;
+  for (const CaptureInfo& c : model.captures) {
+    const gpuhook::Integrity& in = c.integrity;
+    if (in.truncated)
+      lines.push_back(c.path + ": byte " + std::to_string(in.truncated_at) + ": truncated tail (" +
+                      std::to_string(in.truncated_bytes) + " bytes unreadable); showing what was flushed before it");
+    if (in.error) {
+      lines.push_back(c.path + ": byte " + std::to_string(in.error->offset()) + ": " + in.error->what() +
+                      "; showing what was read before it");
+      if (corrupt) *corrupt = true;
+    }
+    uint64_t dropped = 0;
+    for (uint64_t d : c.dropped_by_source) dropped += d;
+    if (dropped) lines.push_back(c.path + ": " + std::to_string(dropped) + " records were dropped while recording");
+    if (c.alignment.method == AlignMethod::kNone && model.events.size() != 0)
+      lines.push_back(c.path + ": " + describe(c.alignment));
+  }
+  return lines;
+}
+
+}  // namespace gantt

@@ -188,7 +188,7 @@ class Model {
   uint64_t first_ns() const;
   uint64_t last_ns() const;
 
-  // Filled by the loader: demangled_[string id] = string id of the demangled name.
+  // Filled by the loader: demangled[string id] = string id of the demangled name, or kNone.
   std::vector<uint32_t> demangled;
 };
 
@@ -223,6 +223,11 @@ struct LoadOptions {
 // Loads each capture in order (capture index = position in `paths`). Throws
 // gpuhook::CaptureError when a file is not a capture or too new, or (strict) is corrupt.
 Model load(const std::vector<std::string>& paths, const LoadOptions& options = {});
+
+// One line per integrity problem of the loaded captures ("FILE: byte N: what"), for stderr.
+// *corrupt is set when any capture stopped at a corrupt frame (a truncated tail alone is
+// the normal result of a killed process and is only a warning).
+std::vector<std::string> integrity_warnings(const Model& model, bool* corrupt);
 
 // abi::__cxa_demangle, or the input when it is not a mangled name.
 std::string demangle(std::string_view mangled);

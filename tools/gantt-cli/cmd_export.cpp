@@ -1,0 +1,98 @@
+// gantt-cli export FILE... --format FORMAT -o OUT: the events in other tools' formats.
+// Each format is an Exporter in libgantt (export_<format>.cpp); this file only wires options.
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gantt/export.h>
+#include <gantt/text.h>
+
+#include "commands.h"
+
+namespace gantt_cli {
+
+namespace {
+
+struct ExportOptions {
+  std::vector<std::string> files;
+  std::string format = "csv";
+  std::string output = "-";
+  std::string from, to, range, kernel;
+  std::vector<uint32_t> devices, streams;
+};
+
+int64_t duration_arg(const std::string& flag, const std::string& text) {
+  if (text.empty()) return -1;
+  int64_t ns = 0;
+  if (!gantt::parse_duration(text, &ns))
+    throw CLI::ValidationError(flag, "'" + text + "' is not a duration (e.g. 1.5ms, 200us, 3s, 250000ns)");
+  return ns;
+}
+
+int run_export(const ExportOptions& o) {
+  const gantt::Exporter* exporter = gantt::find_exporter(o.format);
+  if (!exporter) {
+    std::string known;
+    for (const auto* e : gantt::exporters()) known += (known.empty() ? "" : ", ") + std::string(e->format());
+    std::cerr << "gantt-cli: export: unknown format '" << o.format << "' (known: " << known << ")\n";
+    return kExitError;
+  }
+  gantt::EventFilter f;
+  f.from_ns = duration_arg("--from", o.from);
+  f.to_ns = duration_arg("--to", o.to);
+  f.range = o.range;
+  f.kernel_regex = o.kernel;
+  f.devices = o.devices;
+  f.streams = o.streams;
+  const gantt::Model model = gantt::load(o.files);
+  bool corrupt = false;
+  for (const std::string& line : gantt::integrity_warnings(model, &corrupt)) std::cerr << "gantt-cli: " << line << "\n";
+  gantt::Selection sel;
+  try {
+    sel = gantt::select_events(model, f);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "gantt-cli: export: " << e.what() << "\n";
+    return kExitError;
+  }
+  if (o.output == "-") {
+    exporter->write(model, sel, std::cout);
+    std::cout.flush();
+  } else {
+    std::ofstream out(o.output, std::ios::binary | std::ios::trunc);
+    if (!out) {
+      std::cerr << "gantt-cli: export: cannot write " << o.output << "\n";
+      return kExitError;
+    }
+    exporter->write(model, sel, out);
+    out.close();
+    if (!out) {
+      std::cerr << "gantt-cli: export: writing " << o.output << " failed\n";
+      return kExitError;
+    }
+  }
+  return corrupt ? kExitError : kExitOk;
+}
+
+}  // namespace
+
+void register_export(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<ExportOptions>();
+  std::string formats;
+  for (const auto* e : gantt::exporters())
+    formats += "\n  " + std::string(e->format()) + ": " + std::string(e->description());
+  CLI::App* cmd = app.add_subcommand("export", "Write the events in another format:" + formats);
+  cmd->add_option("files", o->files, "capture files (.gpuh)")->required();
+  cmd->add_option("-f,--format", o->format, "output format")->capture_default_str();
+  cmd->add_option("-o,--output", o->output, "output file, - for stdout")->capture_default_str();
+  cmd->add_option("--from", o->from, "window start, relative to capture start (e.g. 12ms)");
+  cmd->add_option("--to", o->to, "window end, relative to capture start");
+  cmd->add_option("--range", o->range, "NAME@N: the N-th occurrence of an NVTX range");
+  cmd->add_option("--kernel", o->kernel, "only events whose (demangled) name matches this regex");
+  cmd->add_option("--device", o->devices, "only these device ordinals");
+  cmd->add_option("--stream", o->streams, "only these CUPTI stream ids");
+  cmd->callback([o, &exit_code] { exit_code = run_export(*o); });
+}
+
+}  // namespace gantt_cli

@@ -1,0 +1,147 @@
+// gantt-cli render FILE... -o out.svg|png|pdf: the Gantt chart. Options only; the layout,
+// annotations and back ends live in libgantt (render.h).
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gantt/render.h>
+#include <gantt/text.h>
+
+#include "commands.h"
+
+namespace gantt_cli {
+
+namespace {
+
+struct RenderCliOptions {
+  std::vector<std::string> files;
+  std::string output;
+  std::string format;  // svg, png, pdf; default from the output name
+  int width_px = 1920;
+  std::string lanes = "stream";
+  bool no_annotate = false;
+  bool no_host = false;
+  std::string queue_delay = "100us";
+  double low_occupancy = 0.5;
+  std::string idle_gap;
+  std::string from, to, range, kernel;
+  std::vector<uint32_t> devices, streams;
+};
+
+int64_t duration_arg(const std::string& flag, const std::string& text) {
+  if (text.empty()) return -1;
+  int64_t ns = 0;
+  if (!gantt::parse_duration(text, &ns))
+    throw CLI::ValidationError(flag, "'" + text + "' is not a duration (e.g. 1.5ms, 200us, 3s, 250000ns)");
+  return ns;
+}
+
+std::string format_of(const RenderCliOptions& o) {
+  if (!o.format.empty()) return o.format;
+  for (const char* ext : {"svg", "png", "pdf"}) {
+    const std::string suffix = std::string(".") + ext;
+    if (o.output.size() > suffix.size() && o.output.compare(o.output.size() - suffix.size(), suffix.size(), suffix) == 0)
+      return ext;
+  }
+  return o.output == "-" ? "svg" : "";
+}
+
+int run_render(const RenderCliOptions& o) {
+  const std::string format = format_of(o);
+  if (format != "svg" && format != "png" && format != "pdf") {
+    std::cerr << "gantt-cli: render: cannot tell the format of '" << o.output
+              << "': name it .svg, .png or .pdf, or pass --format\n";
+    return kExitError;
+  }
+  if (o.output == "-" && format != "svg") {
+    std::cerr << "gantt-cli: render: only SVG can go to stdout\n";
+    return kExitError;
+  }
+  gantt::RenderOptions ro;
+  if (!gantt::parse_lane_mode(o.lanes, &ro.lanes)) {
+    std::cerr << "gantt-cli: render: --lanes must be stream, device or thread\n";
+    return kExitError;
+  }
+  ro.width_px = o.width_px;
+  ro.host_lanes = !o.no_host;
+  ro.annotate.enabled = !o.no_annotate;
+  ro.annotate.queue_delay_ns = duration_arg("--queue-delay", o.queue_delay);
+  ro.annotate.low_occupancy = o.low_occupancy;
+  ro.annotate.idle_gap_ns = duration_arg("--idle-gap", o.idle_gap);
+
+  gantt::EventFilter f;
+  f.from_ns = duration_arg("--from", o.from);
+  f.to_ns = duration_arg("--to", o.to);
+  f.range = o.range;
+  f.kernel_regex = o.kernel;
+  f.devices = o.devices;
+  f.streams = o.streams;
+
+  const gantt::Model model = gantt::load(o.files);
+  bool corrupt = false;
+  for (const std::string& line : gantt::integrity_warnings(model, &corrupt)) std::cerr << "gantt-cli: " << line << "\n";
+  gantt::Selection sel;
+  try {
+    sel = gantt::select_events(model, f);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "gantt-cli: render: " << e.what() << "\n";
+    return kExitError;
+  }
+  ro.filter_description = sel.description;
+  gantt::RenderStats stats;
+  const gantt::Scene scene = gantt::build_scene(model, sel, ro, &stats);
+
+  if (format == "svg") {
+    if (o.output == "-") {
+      gantt::write_svg(scene, std::cout);
+      std::cout.flush();
+    } else {
+      std::ofstream out(o.output, std::ios::binary | std::ios::trunc);
+      if (out) gantt::write_svg(scene, out);
+      out.close();
+      if (!out) {
+        std::cerr << "gantt-cli: render: cannot write " << o.output << "\n";
+        return kExitError;
+      }
+    }
+  } else {
+    std::string error;
+    if (!gantt::write_raster(scene, o.output, format == "png" ? gantt::RasterFormat::kPng : gantt::RasterFormat::kPdf,
+                             &error)) {
+      std::cerr << "gantt-cli: render: " << error << "\n";
+      return kExitError;
+    }
+  }
+  std::cerr << "gantt-cli: render: " << o.output << ": " << stats.events_selected << " events ("
+            << stats.events_individual << " drawn, " << stats.events_aggregated << " as coverage)\n";
+  return corrupt ? kExitError : kExitOk;
+}
+
+}  // namespace
+
+void register_render(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<RenderCliOptions>();
+  CLI::App* cmd = app.add_subcommand("render", "Draw the captures as a Gantt chart (SVG, PNG or PDF)");
+  cmd->add_option("files", o->files, "capture files (.gpuh)")->required();
+  cmd->add_option("-o,--output", o->output, "output file: .svg, .png or .pdf (- = SVG on stdout)")->required();
+  cmd->add_option("--format", o->format, "svg, png or pdf (default: from the output name)");
+  cmd->add_option("--width", o->width_px, "chart width in pixels")->capture_default_str()->check(CLI::Range(400, 16000));
+  cmd->add_option("--lanes", o->lanes, "one GPU lane per stream, device, or launching thread")->capture_default_str();
+  cmd->add_flag("--no-annotate", o->no_annotate, "no threshold flags (queue delay, occupancy, overlap, idle gaps)");
+  cmd->add_flag("--no-host", o->no_host, "leave out the host thread lanes");
+  cmd->add_option("--queue-delay", o->queue_delay, "flag queued->start longer than this")->capture_default_str();
+  cmd->add_option("--low-occupancy", o->low_occupancy, "flag theoretical occupancy under this fraction")
+      ->capture_default_str()->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--idle-gap", o->idle_gap, "flag device idle gaps longer than this (default: 2% of the window)");
+  cmd->add_option("--from", o->from, "window start, relative to capture start (e.g. 12ms)");
+  cmd->add_option("--to", o->to, "window end, relative to capture start");
+  cmd->add_option("--range", o->range, "NAME@N: the N-th occurrence of an NVTX range (and the GPU work it launched)");
+  cmd->add_option("--kernel", o->kernel, "only events whose (demangled) name matches this regex");
+  cmd->add_option("--device", o->devices, "only these device ordinals");
+  cmd->add_option("--stream", o->streams, "only these CUPTI stream ids");
+  cmd->callback([o, &exit_code] { exit_code = run_render(*o); });
+}
+
+}  // namespace gantt_cli

@@ -1,0 +1,52 @@
+// Annotations computed from thresholds, never placed by hand. Each rule is a pure function
+// of the model and the selection, so it can be tested on synthetic events.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gantt/filter.h"
+#include "gantt/model.h"
+
+namespace gantt {
+
+struct AnnotateOptions {
+  bool enabled = true;
+  int64_t queue_delay_ns = 100'000;  // queued -> start over this: red dashed
+  double low_occupancy = 0.5;        // theoretical occupancy under this: yellow marker
+  int64_t idle_gap_ns = -1;          // device idle over this; <0: 2% of the window, at least 50 us
+  int64_t adjacent_ns = 20'000;      // a copy with compute this close before/after, but none during it
+};
+
+enum class AnnotationKind : uint8_t { kQueueDelay, kLowOccupancy, kOverlap, kMissedOverlap, kIdleGap };
+const char* to_string(AnnotationKind kind);
+
+struct Annotation {
+  AnnotationKind kind;
+  uint32_t event = kNone;   // the event it is about (the copy for overlaps; next event for gaps)
+  uint16_t capture = 0;
+  uint32_t device = 0;
+  uint64_t start_ns = 0;    // the span it marks
+  uint64_t end_ns = 0;
+  std::string label;        // short text for the chart ("idle 2.30 ms — host in cudaStreamSynchronize")
+};
+
+struct Annotations {
+  std::vector<Annotation> items;  // sorted by (kind, start, event); at most max_per_kind per kind
+  uint64_t count[5] = {};         // all found, by kind (items may hold fewer)
+};
+
+// The per-event rules (queue delay, low occupancy) keep the first `max_per_kind` in time;
+// counts are always complete.
+Annotations annotate(const Model& model, const Selection& selection, const AnnotateOptions& options,
+                     size_t max_per_kind = 10000);
+
+// The idle-gap threshold actually used for a window.
+int64_t idle_gap_threshold_ns(const AnnotateOptions& options, uint64_t window_ns);
+
+// True for host calls that block the calling thread until GPU work finishes
+// (cudaStreamSynchronize, cudaDeviceSynchronize, synchronous cudaMemcpy, ...).
+bool is_blocking_call(std::string_view api_name);
+
+}  // namespace gantt

@@ -1,0 +1,46 @@
+// Colours of the chart. Kernel colours come from a stable hash of the name (FNV-1a), so
+// the same kernel has the same colour in two charts of two runs.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "gantt/model.h"
+#include "gantt/scene.h"
+
+namespace gantt {
+
+uint64_t fnv1a(std::string_view s);
+// Kernels: hues 180..265 (teal to violet), varied lightness; kinds below keep other hues.
+Color kernel_color(std::string_view name);
+// Exec colour of an event: kernels by name hash, others by kind and copy direction.
+Color exec_color(const Model& model, uint32_t event);
+Color kind_color(EventKind kind, uint8_t copy_kind);
+
+namespace palette {
+inline constexpr Color kLaunchToQueued{160, 160, 160, 255};   // grey
+inline constexpr Color kQueuedToStart{166, 206, 235, 255};    // light blue
+inline constexpr Color kHtoD{230, 159, 0, 255};               // amber
+inline constexpr Color kDtoH{166, 86, 40, 255};               // brown
+inline constexpr Color kDtoD{188, 189, 34, 255};              // olive
+inline constexpr Color kMemset{127, 127, 127, 255};
+inline constexpr Color kNccl{227, 119, 194, 255};             // pink
+inline constexpr Color kSync{90, 90, 90, 160};
+inline constexpr Color kApi{200, 200, 210, 255};
+inline constexpr Color kBlocking{192, 80, 77, 255};           // host blocked
+inline constexpr Color kLaunchTick{40, 40, 40, 255};
+inline constexpr Color kRange{120, 170, 120, 255};
+inline constexpr Color kQueueDelay{214, 39, 40, 255};         // red, dashed
+inline constexpr Color kLowOccupancy{245, 200, 0, 255};       // yellow
+inline constexpr Color kOverlap{44, 160, 44, 255};            // green
+inline constexpr Color kMissedOverlap{255, 127, 14, 255};     // orange
+inline constexpr Color kIdle{214, 39, 40, 255};
+inline constexpr Color kComputeUtil{70, 110, 190, 255};
+inline constexpr Color kCopyUtil{230, 159, 0, 255};
+inline constexpr Color kText{30, 30, 30, 255};
+inline constexpr Color kMuted{110, 110, 110, 255};
+inline constexpr Color kGrid{225, 225, 225, 255};
+inline constexpr Color kLaneBand{246, 247, 250, 255};
+}  // namespace palette
+
+}  // namespace gantt

@@ -1,0 +1,33 @@
+// Exporters: one small interface, one file per format (export_<format>.cpp). A format is
+// added by writing its file and one line in export.cpp's registry.
+#pragma once
+
+#include <memory>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gantt/filter.h"
+#include "gantt/model.h"
+
+namespace gantt {
+
+class Exporter {
+ public:
+  virtual ~Exporter() = default;
+  virtual std::string_view format() const = 0;       // "csv"
+  virtual std::string_view description() const = 0;  // one line for --help
+  // Writes the selected events (and whatever context the format needs from the model).
+  // Deterministic: same model and selection, same bytes.
+  virtual void write(const Model& model, const Selection& selection, std::ostream& out) const = 0;
+};
+
+// nullptr when unknown.
+const Exporter* find_exporter(std::string_view format);
+std::vector<const Exporter*> exporters();
+
+// Factories, one per format file.
+std::unique_ptr<Exporter> make_csv_exporter();
+
+}  // namespace gantt

@@ -1,0 +1,36 @@
+// Which events an output covers: a time window and filters, shared by render and export.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gantt/model.h"
+
+namespace gantt {
+
+struct EventFilter {
+  // Window relative to the model's first time (capture start); <0 = open.
+  int64_t from_ns = -1;
+  int64_t to_ns = -1;
+  std::string range;              // "NAME@N": the N-th (1-based) occurrence of that range
+  std::string kernel_regex;       // ECMAScript, searched in the demangled name
+  std::vector<uint32_t> devices;  // empty = all
+  std::vector<uint32_t> streams;  // empty = all
+};
+
+struct Selection {
+  std::vector<uint32_t> events;  // sorted by (start, index); events without times go last
+  uint64_t window_start_ns = 0;  // absolute; the span the output shows
+  uint64_t window_end_ns = 0;
+  std::string description;       // "", or e.g. "range step@3, kernel ~ gemm"
+};
+
+// Throws std::invalid_argument with a clear message on a bad regex or an unknown range.
+Selection select_events(const Model& model, const EventFilter& filter);
+
+// The time an event occupies for windowing: [start,end] when known, else its launch.
+uint64_t event_begin_ns(const Model& model, uint32_t e);
+uint64_t event_end_ns(const Model& model, uint32_t e);
+
+}  // namespace gantt

@@ -1,0 +1,44 @@
+// Level of detail: where more events fall into a pixel column than can be seen, the chart
+// draws their coverage instead of each rectangle, so output size and drawing cost follow
+// the picture (columns x lanes), not the event count.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace gantt {
+
+// Busy fraction per pixel column of one lane.
+class Coverage {
+ public:
+  explicit Coverage(int columns);
+  // Adds [x0, x1) in pixels (fractional), clipped to the columns. Overlapping spans add
+  // up; busy() clamps to 1.
+  void add(double x0, double x1);
+  int columns() const { return static_cast<int>(busy_.size()); }
+  double busy(int column) const;
+  uint32_t count(int column) const { return count_[static_cast<size_t>(column)]; }
+  bool empty() const { return total_ == 0; }
+
+  // Runs of adjacent columns with the same quantised level (1..levels): one rectangle each.
+  struct Run {
+    int x0 = 0, x1 = 0;   // columns [x0, x1)
+    int level = 0;        // 1..levels
+    uint64_t events = 0;  // events that touched the run (an event spanning columns counts in each)
+    double busy = 0;      // mean busy fraction over the run
+  };
+  std::vector<Run> runs(int levels = 4) const;
+
+ private:
+  std::vector<float> busy_;
+  std::vector<uint32_t> count_;
+  uint64_t total_ = 0;
+};
+
+// The narrowest on-screen width (px) an event may have to be drawn as its own rectangle,
+// so that at most `max_individual` events are: the smallest of 1, 2, 3, 5, 8, ... px that
+// keeps the count under the budget. `widths_px` are the events' widths.
+double individual_threshold_px(const std::vector<float>& widths_px, size_t max_individual);
+
+}  // namespace gantt

@@ -1,0 +1,67 @@
+// From a model and a selection to a chart: lanes -> scene (display list) -> back end.
+//
+//   Selection sel = select_events(model, filter);
+//   RenderStats stats;
+//   Scene scene = build_scene(model, sel, options, &stats);
+//   write_svg(scene, out);  /  write_raster(scene, "chart.png", RasterFormat::kPng, &err);
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "gantt/annotate.h"
+#include "gantt/filter.h"
+#include "gantt/model.h"
+#include "gantt/scene.h"
+
+namespace gantt {
+
+// How GPU events are grouped into lanes. New groupings (e.g. one lane per rank) are added
+// as a value here plus a case in lane_key()/lane_label() (layout_lanes.cpp).
+enum class LaneMode : uint8_t { kStream, kDevice, kThread };
+bool parse_lane_mode(std::string_view text, LaneMode* mode);
+
+// A GPU lane's identity; lanes sort by it, so the order is stable across runs.
+struct LaneKey {
+  uint16_t capture = 0;
+  uint32_t device = 0;      // kNone when the lane is not per device
+  int64_t group = 0;        // stream id (stream mode), launching thread row (thread mode)
+  friend auto operator<=>(const LaneKey&, const LaneKey&) = default;
+};
+
+LaneKey lane_key(const Model& model, uint32_t event, LaneMode mode);
+// `priority`: the stream priority recorded on the lane's events (0 = none recorded).
+std::string lane_label(const Model& model, const LaneKey& key, LaneMode mode, int32_t priority = 0);
+// "GPU0 A100-SXM4-80GB (sm_80, 108 SMs)"
+std::string device_section_label(const Model& model, uint16_t capture, uint32_t device);
+
+struct RenderOptions {
+  int width_px = 1920;
+  LaneMode lanes = LaneMode::kStream;
+  bool host_lanes = true;             // host thread lanes under the GPU lanes
+  AnnotateOptions annotate;
+  size_t max_individual_events = 5000;  // beyond this, narrow events are drawn as coverage
+  std::string filter_description;     // for the footer
+};
+
+struct RenderStats {
+  uint64_t events_selected = 0;
+  uint64_t events_individual = 0;     // drawn as their own rectangles
+  uint64_t events_aggregated = 0;     // drawn as coverage
+  uint64_t annotations_drawn = 0;
+  uint64_t labels_dropped = 0;        // annotation labels left out to avoid overlaps
+  double individual_threshold_px = 0;
+};
+
+Scene build_scene(const Model& model, const Selection& selection, const RenderOptions& options,
+                  RenderStats* stats = nullptr);
+
+// Back ends.
+void write_svg(const Scene& scene, std::ostream& out);
+enum class RasterFormat : uint8_t { kPng, kPdf };
+bool write_raster(const Scene& scene, const std::string& path, RasterFormat format, std::string* error);
+
+}  // namespace gantt

@@ -1,0 +1,173 @@
+#include "gantt/annotate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include "gantt/text.h"
+
+namespace gantt {
+
+const char* to_string(AnnotationKind kind) {
+  switch (kind) {
+    case AnnotationKind::kQueueDelay: return "queue delay";
+    case AnnotationKind::kLowOccupancy: return "low occupancy";
+    case AnnotationKind::kOverlap: return "copy overlapped compute";
+    case AnnotationKind::kMissedOverlap: return "copy not overlapped";
+    case AnnotationKind::kIdleGap: return "idle gap";
+  }
+  return "?";
+}
+
+bool is_blocking_call(std::string_view n) {
+  if (n.find("Synchronize") != std::string_view::npos) return true;  // cuda*/cu*Synchronize
+  // Synchronous copies and memsets: the name has no "Async" and it is a copy/memset entry.
+  const bool copy = n.starts_with("cudaMemcpy") || n.starts_with("cuMemcpy") || n.starts_with("cudaMemset") ||
+                    n.starts_with("cuMemset");
+  if (copy && n.find("Async") == std::string_view::npos) return true;
+  return n == "cudaFree" || n == "cuMemFree" || n == "cuMemFree_v2" || n == "cudaEventQuery" ||
+         n == "cudaStreamQuery";
+}
+
+int64_t idle_gap_threshold_ns(const AnnotateOptions& o, uint64_t window_ns) {
+  if (o.idle_gap_ns >= 0) return o.idle_gap_ns;
+  return std::max<int64_t>(50'000, static_cast<int64_t>(window_ns / 50));
+}
+
+namespace {
+
+struct Interval { uint64_t b, e; };
+
+// Merged (union) intervals, sorted.
+std::vector<Interval> merge(std::vector<Interval> v) {
+  std::sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) { return a.b < b.b; });
+  std::vector<Interval> out;
+  for (const Interval& i : v) {
+    if (!out.empty() && i.b <= out.back().e) out.back().e = std::max(out.back().e, i.e);
+    else out.push_back(i);
+  }
+  return out;
+}
+
+uint64_t overlap_with(const std::vector<Interval>& u, uint64_t b, uint64_t e) {
+  auto it = std::upper_bound(u.begin(), u.end(), b, [](uint64_t v, const Interval& i) { return v < i.e; });
+  uint64_t total = 0;
+  for (; it != u.end() && it->b < e; ++it) total += std::min(e, it->e) - std::max(b, it->b);
+  return total;
+}
+
+bool is_compute(EventKind k) { return k == EventKind::kKernel || k == EventKind::kNccl; }
+
+// What the launching thread of `next` was doing during [b, e): the host call that covers
+// most of the gap, preferring blocking calls.
+std::string host_activity(const Model& m, uint32_t next, uint64_t b, uint64_t e) {
+  const uint32_t a = next == kNone ? kNone : m.events.api[next];
+  if (a == kNone) return "host thread unknown";
+  const uint32_t thread = m.api.thread[a];
+  uint32_t best = kNone;
+  uint64_t best_cover = 0;
+  bool best_blocking = false;
+  for (uint32_t i = 0; i < m.api.size(); ++i) {
+    if (m.api.thread[i] != thread || m.api.start_ns[i] >= e || m.api.end_ns[i] <= b || m.api.end_ns[i] == 0) continue;
+    const uint64_t cover = std::min(e, m.api.end_ns[i]) - std::max(b, m.api.start_ns[i]);
+    const bool blocking = is_blocking_call(m.string(m.api.name[i]));
+    if (std::tie(blocking, cover) > std::tie(best_blocking, best_cover)) {
+      best = i;
+      best_cover = cover;
+      best_blocking = blocking;
+    }
+  }
+  const uint64_t gap = e - b;
+  if (best != kNone && best_cover * 4 >= gap)
+    return "host in " + utf8_clean(m.string(m.api.name[best]));
+  if (m.api.start_ns[a] > b) return "host launched late (busy outside CUDA)";
+  return "host not in a CUDA call";
+}
+
+}  // namespace
+
+Annotations annotate(const Model& m, const Selection& sel, const AnnotateOptions& o, size_t max_per_kind) {
+  Annotations out;
+  if (!o.enabled) return out;
+  const EventTable& ev = m.events;
+  auto keep = [&](Annotation a) {
+    const size_t k = static_cast<size_t>(a.kind);
+    if (out.count[k]++ < max_per_kind) out.items.push_back(std::move(a));
+  };
+
+  // Per-event rules.
+  for (uint32_t e : sel.events) {
+    if (ev.queued_ns[e] && ev.start_ns[e] && ev.start_ns[e] > ev.queued_ns[e] &&
+        static_cast<int64_t>(ev.start_ns[e] - ev.queued_ns[e]) > o.queue_delay_ns) {
+      keep({AnnotationKind::kQueueDelay, e, ev.capture[e], ev.device[e], ev.queued_ns[e], ev.start_ns[e],
+            "queued " + format_duration(static_cast<int64_t>(ev.start_ns[e] - ev.queued_ns[e]))});
+    }
+    if (is_compute(ev.kind[e]) && !std::isnan(ev.occupancy[e]) && ev.occupancy[e] < o.low_occupancy) {
+      keep({AnnotationKind::kLowOccupancy, e, ev.capture[e], ev.device[e], ev.start_ns[e], ev.end_ns[e],
+            "occupancy " + std::to_string(static_cast<int>(std::lround(ev.occupancy[e] * 100))) + "% (" +
+                to_string(ev.occupancy_limit[e]) + ")"});
+    }
+  }
+
+  // Per-device rules over the union of activity.
+  std::map<std::pair<uint16_t, uint32_t>, std::vector<uint32_t>> by_device;
+  for (uint32_t e : sel.events)
+    if (ev.kind[e] != EventKind::kSync && ev.start_ns[e] && ev.end_ns[e] >= ev.start_ns[e])
+      by_device[{ev.capture[e], ev.device[e]}].push_back(e);
+  const uint64_t window = sel.window_end_ns - sel.window_start_ns;
+  const int64_t idle_ns = idle_gap_threshold_ns(o, window);
+  for (const auto& [key, events] : by_device) {
+    std::vector<Interval> compute, all;
+    for (uint32_t e : events) {
+      all.push_back({ev.start_ns[e], ev.end_ns[e]});
+      if (is_compute(ev.kind[e])) compute.push_back({ev.start_ns[e], ev.end_ns[e]});
+    }
+    compute = merge(std::move(compute));
+    for (uint32_t e : events) {
+      if (ev.kind[e] != EventKind::kMemcpy) continue;
+      const uint64_t b = ev.start_ns[e], en = ev.end_ns[e];
+      const uint64_t ov = overlap_with(compute, b, en);
+      if (ov > 0) {
+        keep({AnnotationKind::kOverlap, e, key.first, key.second, std::max(b, b), en,
+              "overlap " + std::to_string(en > b ? static_cast<int>(std::lround(100.0 * double(ov) / double(en - b))) : 100) + "%"});
+        continue;
+      }
+      // Compute ran right before or right after, but not during: the copy was serialised.
+      const uint64_t adj = static_cast<uint64_t>(std::max<int64_t>(0, o.adjacent_ns));
+      const bool before = overlap_with(compute, b > adj ? b - adj : 0, b) > 0;
+      const bool after = overlap_with(compute, en, en + adj) > 0;
+      if (before || after) keep({AnnotationKind::kMissedOverlap, e, key.first, key.second, b, en, "copy not overlapped"});
+    }
+    all = merge(std::move(all));
+    struct Gap { uint64_t b, e; };
+    std::vector<Gap> gaps;
+    for (size_t i = 1; i < all.size(); ++i)
+      if (static_cast<int64_t>(all[i].b - all[i - 1].e) > idle_ns) gaps.push_back({all[i - 1].e, all[i].b});
+    // Finding the host call behind a gap scans the host calls: only the longest gaps get
+    // that label (the chart cannot show more labels than that anyway).
+    std::vector<size_t> order(gaps.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return gaps[a].e - gaps[a].b > gaps[b].e - gaps[b].b; });
+    std::vector<bool> explain(gaps.size(), false);
+    for (size_t i = 0; i < order.size() && i < 64; ++i) explain[order[i]] = true;
+    for (size_t g = 0; g < gaps.size(); ++g) {
+      const uint64_t gb = gaps[g].b, ge = gaps[g].e;
+      // The event that ended the gap (events are in start order), to find which host
+      // thread the device was waiting for.
+      auto it = std::lower_bound(events.begin(), events.end(), ge,
+                                 [&](uint32_t e, uint64_t t) { return ev.start_ns[e] < t; });
+      const uint32_t next = (it != events.end() && ev.start_ns[*it] == ge) ? *it : kNone;
+      std::string label = "idle " + format_duration(static_cast<int64_t>(ge - gb));
+      if (explain[g]) label += " \xE2\x80\x94 " + host_activity(m, next, gb, ge);
+      keep({AnnotationKind::kIdleGap, next, key.first, key.second, gb, ge, std::move(label)});
+    }
+  }
+  std::stable_sort(out.items.begin(), out.items.end(), [](const Annotation& a, const Annotation& b) {
+    return std::tie(a.kind, a.start_ns, a.event) < std::tie(b.kind, b.start_ns, b.event);
+  });
+  return out;
+}
+
+}  // namespace gantt

@@ -1,0 +1,109 @@
+#include "gantt/filter.h"
+
+#include <algorithm>
+#include <charconv>
+#include <regex>
+#include <stdexcept>
+
+namespace gantt {
+
+uint64_t event_begin_ns(const Model& m, uint32_t e) {
+  if (m.events.start_ns[e]) return m.events.start_ns[e];
+  if (m.events.queued_ns[e]) return m.events.queued_ns[e];
+  return m.launch_ns(e);
+}
+
+uint64_t event_end_ns(const Model& m, uint32_t e) {
+  if (m.events.end_ns[e]) return std::max(m.events.end_ns[e], event_begin_ns(m, e));
+  return event_begin_ns(m, e);
+}
+
+namespace {
+
+// Finds the N-th occurrence (by start time) of ranges named `name`.
+void resolve_range(const Model& m, const std::string& spec, uint64_t* from, uint64_t* to) {
+  const size_t at = spec.rfind('@');
+  std::string name = spec;
+  long n = 1;
+  if (at != std::string::npos) {
+    name = spec.substr(0, at);
+    const std::string num = spec.substr(at + 1);
+    auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), n);
+    if (ec != std::errc() || p != num.data() + num.size() || n < 1)
+      throw std::invalid_argument("--range " + spec + ": expected NAME@N with N >= 1");
+  }
+  std::vector<uint32_t> hits;
+  for (uint32_t r = 0; r < m.ranges.size(); ++r)
+    if (m.ranges.kind[r] != RangeKind::kMark && m.string(m.ranges.name[r]) == name) hits.push_back(r);
+  std::stable_sort(hits.begin(), hits.end(), [&](uint32_t a, uint32_t b) { return m.ranges.start_ns[a] < m.ranges.start_ns[b]; });
+  if (hits.size() < static_cast<size_t>(n))
+    throw std::invalid_argument("--range " + spec + ": the capture has " + std::to_string(hits.size()) +
+                                " range(s) named '" + name + "'");
+  const uint32_t r = hits[static_cast<size_t>(n - 1)];
+  *from = m.ranges.start_ns[r];
+  *to = m.ranges.end_ns[r] ? m.ranges.end_ns[r] : m.last_ns();
+  // GPU work launched inside the range runs after it on the host clock: the window stays
+  // open until the last of it ends, so an iteration shows its own kernels in full.
+  const uint64_t launch_end = *to;
+  for (uint32_t e = 0; e < m.events.size(); ++e) {
+    const uint64_t l = m.launch_ns(e);
+    if (l >= *from && l <= launch_end) *to = std::max(*to, event_end_ns(m, e));
+  }
+}
+
+}  // namespace
+
+Selection select_events(const Model& m, const EventFilter& f) {
+  Selection sel;
+  const uint64_t t0 = m.first_ns();
+  uint64_t from = t0, to = std::max(m.last_ns(), t0);
+  if (f.from_ns >= 0) from = t0 + static_cast<uint64_t>(f.from_ns);
+  if (f.to_ns >= 0) to = t0 + static_cast<uint64_t>(f.to_ns);
+  std::vector<std::string> desc;
+  if (!f.range.empty()) {
+    resolve_range(m, f.range, &from, &to);
+    desc.push_back("range " + f.range);
+  }
+  if (f.from_ns >= 0 || f.to_ns >= 0) desc.push_back("window");
+  if (to < from) throw std::invalid_argument("the window ends before it starts (--to < --from)");
+  sel.window_start_ns = from;
+  sel.window_end_ns = to;
+
+  std::regex re;
+  std::vector<int8_t> name_match;  // per string id: -1 unknown, 0 no, 1 yes
+  const bool use_re = !f.kernel_regex.empty();
+  if (use_re) {
+    try {
+      re = std::regex(f.kernel_regex, std::regex::ECMAScript | std::regex::optimize);
+    } catch (const std::regex_error& e) {
+      throw std::invalid_argument("--kernel '" + f.kernel_regex + "': not a valid regular expression (" + e.what() + ")");
+    }
+    name_match.assign(m.strings.size(), -1);
+    desc.push_back("kernel ~ " + f.kernel_regex);
+  }
+  if (!f.devices.empty()) desc.push_back("device filter");
+  if (!f.streams.empty()) desc.push_back("stream filter");
+
+  const EventTable& ev = m.events;
+  for (uint32_t e = 0; e < ev.size(); ++e) {
+    if (!f.devices.empty() && std::find(f.devices.begin(), f.devices.end(), ev.device[e]) == f.devices.end()) continue;
+    if (!f.streams.empty() && std::find(f.streams.begin(), f.streams.end(), ev.stream[e]) == f.streams.end()) continue;
+    const uint64_t b = event_begin_ns(m, e), en = event_end_ns(m, e);
+    if (b != 0 && (en < from || b > to)) continue;
+    if (use_re) {
+      int8_t& hit = name_match[ev.name[e]];
+      if (hit < 0) hit = std::regex_search(std::string(m.display_name(e)), re) ? 1 : 0;
+      if (!hit) continue;
+    }
+    sel.events.push_back(e);
+  }
+  std::stable_sort(sel.events.begin(), sel.events.end(), [&](uint32_t a, uint32_t b) {
+    const uint64_t ta = event_begin_ns(m, a), tb = event_begin_ns(m, b);
+    if ((ta == 0) != (tb == 0)) return tb == 0;
+    return ta < tb;
+  });
+  for (size_t i = 0; i < desc.size(); ++i) sel.description += (i ? ", " : "") + desc[i];
+  return sel;
+}
+
+}  // namespace gantt

@@ -1,0 +1,78 @@
+// Lane grouping: which lane an event sits in and what the lane is called.
+#include <cstdio>
+
+#include "gantt/render.h"
+#include "gantt/text.h"
+
+namespace gantt {
+
+bool parse_lane_mode(std::string_view text, LaneMode* mode) {
+  if (text == "stream") *mode = LaneMode::kStream;
+  else if (text == "device") *mode = LaneMode::kDevice;
+  else if (text == "thread") *mode = LaneMode::kThread;
+  else return false;
+  return true;
+}
+
+LaneKey lane_key(const Model& m, uint32_t e, LaneMode mode) {
+  LaneKey k;
+  k.capture = m.events.capture[e];
+  switch (mode) {
+    case LaneMode::kStream:
+      k.device = m.events.device[e];
+      k.group = m.events.stream[e];
+      break;
+    case LaneMode::kDevice:
+      k.device = m.events.device[e];
+      break;
+    case LaneMode::kThread: {
+      k.device = kNone;
+      const uint32_t a = m.events.api[e];
+      k.group = a == kNone ? -1 : static_cast<int64_t>(m.api.thread[a]);
+      break;
+    }
+  }
+  return k;
+}
+
+namespace {
+std::string device_label(const Model& m, uint16_t capture, uint32_t device) {
+  std::string s = "GPU" + std::to_string(device);
+  if (m.captures.size() > 1) s = "#" + std::to_string(capture) + " " + s;
+  if (const auto* d = m.captures[capture].device(device)) {
+    std::string name = d->name();
+    if (name.starts_with("NVIDIA ")) name = name.substr(7);
+    s += " " + name;
+  }
+  return s;
+}
+}  // namespace
+
+std::string lane_label(const Model& m, const LaneKey& k, LaneMode mode, int32_t prio) {
+  switch (mode) {
+    case LaneMode::kStream: {
+      std::string s = "stream " + std::to_string(k.group);
+      if (prio != 0) s += " (prio " + std::to_string(prio) + ")";
+      return s;
+    }
+    case LaneMode::kDevice:
+      return device_label(m, k.capture, k.device);
+    case LaneMode::kThread: {
+      if (k.group < 0) return "launcher unknown";
+      const auto row = static_cast<uint32_t>(k.group);
+      std::string s = "launched by tid " + std::to_string(m.threads.thread_id[row]);
+      if (m.threads.name[row]) s += " (" + utf8_clean(m.string(m.threads.name[row])) + ")";
+      return s;
+    }
+  }
+  return "";
+}
+
+std::string device_section_label(const Model& m, uint16_t capture, uint32_t device) {
+  std::string s = device_label(m, capture, device);
+  if (const auto* d = m.captures[capture].device(device))
+    s += " (sm_" + std::to_string(d->cc_major()) + std::to_string(d->cc_minor()) + ", " + std::to_string(d->sm_count()) + " SMs)";
+  return s;
+}
+
+}  // namespace gantt

@@ -1,0 +1,72 @@
+#include "gantt/lod.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace gantt {
+
+Coverage::Coverage(int columns) : busy_(static_cast<size_t>(std::max(columns, 0)), 0.f),
+                                  count_(static_cast<size_t>(std::max(columns, 0)), 0) {}
+
+void Coverage::add(double x0, double x1) {
+  const double n = static_cast<double>(busy_.size());
+  if (busy_.empty() || !(x1 > 0) || !(x0 < n)) return;
+  x0 = std::max(0.0, x0);
+  x1 = std::min(n, std::max(x1, x0));
+  int c0 = static_cast<int>(std::floor(x0));
+  const int c1 = std::min(static_cast<int>(std::ceil(x1)), static_cast<int>(busy_.size()));
+  if (c1 <= c0) c0 = std::min(c0, static_cast<int>(busy_.size()) - 1);
+  ++total_;
+  if (x1 - x0 < 1e-9) {  // a zero-length event still marks its column as touched
+    ++count_[static_cast<size_t>(c0)];
+    busy_[static_cast<size_t>(c0)] += 1e-3f;
+    return;
+  }
+  for (int c = c0; c < std::max(c1, c0 + 1); ++c) {
+    const double lo = std::max(x0, static_cast<double>(c)), hi = std::min(x1, static_cast<double>(c + 1));
+    busy_[static_cast<size_t>(c)] += static_cast<float>(std::max(0.0, hi - lo));
+    ++count_[static_cast<size_t>(c)];
+  }
+}
+
+double Coverage::busy(int column) const { return std::min(1.0, static_cast<double>(busy_[static_cast<size_t>(column)])); }
+
+std::vector<Coverage::Run> Coverage::runs(int levels) const {
+  std::vector<Run> out;
+  const int n = columns();
+  auto level_of = [&](int c) {
+    if (count_[static_cast<size_t>(c)] == 0) return 0;
+    return std::clamp(static_cast<int>(std::ceil(busy(c) * levels)), 1, levels);
+  };
+  for (int c = 0; c < n;) {
+    const int lv = level_of(c);
+    if (lv == 0) { ++c; continue; }
+    Run r;
+    r.x0 = c;
+    r.level = lv;
+    double sum = 0;
+    while (c < n && level_of(c) == lv) {
+      r.events += count_[static_cast<size_t>(c)];
+      sum += busy(c);
+      ++c;
+    }
+    r.x1 = c;
+    r.busy = sum / (r.x1 - r.x0);
+    out.push_back(r);
+  }
+  return out;
+}
+
+double individual_threshold_px(const std::vector<float>& widths_px, size_t max_individual) {
+  // Counts per threshold from one histogram of widths.
+  static const double steps[] = {1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610, 987, 1597, 2584, 4181};
+  constexpr size_t kSteps = std::size(steps);
+  size_t at_least[kSteps] = {};
+  for (float w : widths_px)
+    for (size_t i = 0; i < kSteps && w >= steps[i]; ++i) ++at_least[i];
+  for (size_t i = 0; i < kSteps; ++i)
+    if (at_least[i] <= max_individual) return steps[i];
+  return 1e9;  // nothing individually: everything as coverage
+}
+
+}  // namespace gantt

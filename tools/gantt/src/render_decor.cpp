@@ -1,0 +1,204 @@
+// Axis, legend, footer and tooltips: the parts of the chart around the lanes.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "gantt/colors.h"
+#include "gantt/text.h"
+#include "render_internal.h"
+
+namespace gantt::detail {
+
+Color with_alpha(Color c, uint8_t a) {
+  c.a = a;
+  return c;
+}
+
+std::string rel_time(uint64_t t, uint64_t t0) {
+  if (t == 0) return "?";
+  const int64_t d = static_cast<int64_t>(t - t0);
+  return (d >= 0 ? "+" : "") + format_duration(d);
+}
+
+namespace {
+
+// A 1-2-5 step giving about `target` ticks over `span`.
+double nice_step(double span, double target) {
+  const double raw = span / std::max(1.0, target);
+  const double mag = std::pow(10.0, std::floor(std::log10(std::max(raw, 1e-9))));
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (raw <= m * mag) return m * mag;
+  return 10 * mag;
+}
+
+std::string tick_label(double ns, double step) {
+  const char* unit = "ns";
+  double div = 1;
+  if (step >= 1e8) { unit = "s"; div = 1e9; }
+  else if (step >= 1e5) { unit = "ms"; div = 1e6; }
+  else if (step >= 1e2) { unit = "us"; div = 1e3; }
+  const double v = ns / div, st = step / div;
+  const int decimals = st >= 1 ? 0 : st >= 0.1 ? 1 : st >= 0.01 ? 2 : 3;
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f %s", decimals, v, unit);
+  return buf;
+}
+
+}  // namespace
+
+void draw_axis_labels(Scene& s, const Frame& f, float y) {
+  const double span = static_cast<double>(f.t1 - f.t0);
+  s.text(make_text(12, y + 11, "time from window start", 10, palette::kMuted));
+  if (span <= 0) return;
+  const double step = nice_step(span, (f.right - f.left) / 110.0);
+  for (double t = 0; t <= span + step * 1e-9; t += step) {
+    const float x = f.x(f.t0 + static_cast<uint64_t>(std::llround(t)));
+    s.text(make_text(x, y + 11, tick_label(t, step), 10, palette::kText, Anchor::kMiddle));
+    s.line(make_line(x, y + 14, x, y + 18, palette::kMuted, 1));
+  }
+}
+
+void draw_grid(Scene& s, const Frame& f, float y_top, float y_bottom) {
+  const double span = static_cast<double>(f.t1 - f.t0);
+  if (span <= 0) return;
+  const double step = nice_step(span, (f.right - f.left) / 110.0);
+  for (double t = 0; t <= span + step * 1e-9; t += step) {
+    const float x = f.x(f.t0 + static_cast<uint64_t>(std::llround(t)));
+    s.line(make_line(x, y_top, x, y_bottom, palette::kGrid, 1));
+  }
+}
+
+float draw_legend(Scene& s, float y, int width) {
+  struct Entry { Color c; const char* label; bool dashed; };
+  const Entry entries[] = {
+      {palette::kLaunchToQueued, "launch\xE2\x86\x92queued", false},
+      {palette::kQueuedToStart, "queued\xE2\x86\x92start", false},
+      {kernel_color("legend kernel"), "kernel (colour by name)", false},
+      {palette::kHtoD, "memcpy HtoD", false},
+      {palette::kDtoH, "memcpy DtoH", false},
+      {palette::kDtoD, "memcpy DtoD/PtoP", false},
+      {palette::kMemset, "memset", false},
+      {palette::kNccl, "NCCL", false},
+      {palette::kSync, "sync", false},
+      {palette::kComputeUtil, "busy: compute", false},
+      {palette::kCopyUtil, "busy: copy", false},
+      {palette::kBlocking, "host blocked", false},
+      {palette::kLaunchTick, "launch", false},
+      {palette::kRange, "NVTX range", false},
+      {palette::kQueueDelay, "queue delay", true},
+      {palette::kLowOccupancy, "low occupancy", false},
+      {palette::kOverlap, "copy overlapped", false},
+      {palette::kMissedOverlap, "copy not overlapped", true},
+      {with_alpha(palette::kIdle, 60), "idle gap", false},
+  };
+  float x = 12;
+  float row_y = y;
+  for (const Entry& e : entries) {
+    const float w = 14 + 6 + static_cast<float>(std::string_view(e.label).size()) * 6.0f + 14;
+    if (x + w > static_cast<float>(width) - 8) {
+      x = 12;
+      row_y += 16;
+    }
+    Rect r = make_rect(x, row_y + 2, 14, 9, e.dashed ? Color{255, 255, 255, 255} : e.c);
+    if (e.dashed) {
+      r.stroke = e.c;
+      r.dashed = true;
+      r.stroke_width = 1.5f;
+    }
+    s.rect(r);
+    s.text(make_text(x + 19, row_y + 10.5f, e.label, 10, palette::kText));
+    x += w;
+  }
+  return row_y + 18 - y;
+}
+
+std::string event_tooltip(const Model& m, uint32_t e, uint64_t t0) {
+  const EventTable& ev = m.events;
+  std::string t = ellipsize(m.display_name(e), 300);
+  t += "\n";
+  t += to_string(ev.kind[e]);
+  if (ev.kind[e] == EventKind::kMemcpy) t += std::string(" ") + copy_kind_name(ev.copy_kind[e]);
+  t += " \xC2\xB7 device " + std::to_string(ev.device[e]) + " \xC2\xB7 stream " + std::to_string(ev.stream[e]);
+  if (ev.priority[e]) t += " (prio " + std::to_string(ev.priority[e]) + ")";
+  if (ev.bytes[e]) t += " \xC2\xB7 " + format_bytes(ev.bytes[e]);
+  t += "\nlaunch " + rel_time(m.launch_ns(e), t0) + ", queued " + rel_time(ev.queued_ns[e], t0) + ", submitted " +
+       rel_time(ev.submitted_ns[e], t0) + ", start " + rel_time(ev.start_ns[e], t0) + ", end " +
+       rel_time(ev.end_ns[e], t0);
+  const Stages st = m.stages(e);
+  auto d = [](const std::optional<int64_t>& v) { return v ? format_duration(*v) : std::string("?"); };
+  t += "\nlaunch\xE2\x86\x92queued " + d(st.launch_to_queued_ns) + ", queued\xE2\x86\x92submitted " +
+       d(st.queued_to_submitted_ns) + ", submitted\xE2\x86\x92start " + d(st.submitted_to_start_ns) + ", exec " +
+       d(st.exec_ns) + ", total " + d(st.total_ns);
+  if (ev.kind[e] == EventKind::kKernel || ev.kind[e] == EventKind::kNccl) {
+    const auto& g = ev.grid[e];
+    const auto& b = ev.block[e];
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "\ngrid %dx%dx%d, block %dx%dx%d, %u regs/thread, %u B shared", g[0], g[1], g[2], b[0],
+                  b[1], b[2], unsigned{ev.registers_per_thread[e]}, ev.static_smem_bytes[e] + ev.dynamic_smem_bytes[e]);
+    t += buf;
+    if (!std::isnan(ev.occupancy[e]))
+      t += ", occupancy " + std::to_string(static_cast<int>(std::lround(ev.occupancy[e] * 100))) + "% (limit: " +
+           to_string(ev.occupancy_limit[e]) + ")";
+  }
+  t += "\ncorrelation " + std::to_string(ev.correlation_id[e]);
+  if (const uint64_t tid = m.launch_thread_id(e)) t += ", tid " + std::to_string(tid);
+  if (ev.range[e] != kNone) t += ", range " + ellipsize(m.range_path(e), 200);
+  return t;
+}
+
+namespace {
+std::string basename(const std::string& p) {
+  const size_t s = p.rfind('/');
+  return s == std::string::npos ? p : p.substr(s + 1);
+}
+}  // namespace
+
+float draw_footer(Scene& s, const Model& m, const Selection& sel, const RenderOptions& o, const RenderStats& st,
+                  const Annotations& ann, float y) {
+  std::vector<std::string> lines;
+  for (size_t i = 0; i < m.captures.size() && i < 4; ++i) {
+    const CaptureInfo& c = m.captures[i];
+    std::string l = "capture " + ellipsize(basename(c.path), 60) + ": host " + ellipsize(c.header.host_name(), 40) +
+                    ", pid " + std::to_string(c.header.pid());
+    if (c.header.has_rank()) l += ", rank " + std::to_string(c.header.rank());
+    for (const auto& d : c.devices) {
+      l += " \xC2\xB7 GPU" + std::to_string(d.ordinal()) + " " + ellipsize(d.name(), 40);
+      if (c.devices.size() > 3) { l += " (+" + std::to_string(c.devices.size() - 1) + " more)"; break; }
+    }
+    if (c.header.features() & gpuhook::v1::FEATURE_SIMULATOR) l += " \xC2\xB7 SIMULATED GPU (test simulator, not GPU figures)";
+    if (c.integrity.truncated) l += " \xC2\xB7 truncated tail";
+    if (c.integrity.error) l += " \xC2\xB7 stopped at corruption, byte " + std::to_string(c.integrity.error->offset());
+    lines.push_back(l);
+    lines.push_back("  clock alignment: " + describe(c.alignment));
+  }
+  if (m.captures.size() > 4) lines.push_back("(+" + std::to_string(m.captures.size() - 4) + " more captures)");
+  lines.push_back("window " + format_duration(static_cast<int64_t>(sel.window_start_ns - m.first_ns())) + " \xE2\x80\xA6 " +
+                  format_duration(static_cast<int64_t>(sel.window_end_ns - m.first_ns())) + " from capture start (span " +
+                  format_duration(static_cast<int64_t>(sel.window_end_ns - sel.window_start_ns)) + ")" +
+                  (o.filter_description.empty() ? "" : " \xC2\xB7 filters: " + o.filter_description));
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "events: %llu selected, %llu drawn individually, %llu as coverage (narrower than %.0f px)",
+                static_cast<unsigned long long>(st.events_selected), static_cast<unsigned long long>(st.events_individual),
+                static_cast<unsigned long long>(st.events_aggregated), st.individual_threshold_px);
+  lines.push_back(buf);
+  if (o.annotate.enabled) {
+    std::string a = "flags: queue delay > " + format_duration(o.annotate.queue_delay_ns) + ": " +
+                    std::to_string(ann.count[0]) + " \xC2\xB7 occupancy < " +
+                    std::to_string(static_cast<int>(std::lround(o.annotate.low_occupancy * 100))) +
+                    "%: " + std::to_string(ann.count[1]) + " \xC2\xB7 copies overlapped: " + std::to_string(ann.count[2]) +
+                    ", not overlapped: " + std::to_string(ann.count[3]) + " \xC2\xB7 idle gaps > " +
+                    format_duration(idle_gap_threshold_ns(o.annotate, sel.window_end_ns - sel.window_start_ns)) + ": " +
+                    std::to_string(ann.count[4]);
+    if (st.labels_dropped) a += " (" + std::to_string(st.labels_dropped) + " labels left out to avoid overlap)";
+    lines.push_back(a);
+  } else {
+    lines.push_back("flags: off (--no-annotate)");
+  }
+  for (const std::string& l : lines) {
+    y += 14;
+    s.text(make_text(12, y, l, 10, palette::kMuted));
+  }
+  return static_cast<float>(lines.size()) * 14 + 6;
+}
+
+}  // namespace gantt::detail

@@ -1,0 +1,40 @@
+// Pieces of the scene builder shared by its files (not part of the public API).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "gantt/annotate.h"
+#include "gantt/render.h"
+#include "gantt/scene.h"
+
+namespace gantt::detail {
+
+inline constexpr float kLabelWidth = 250;  // left column for lane labels
+inline constexpr float kRightMargin = 24;
+inline constexpr float kFontSize = 11;
+inline constexpr float kCharWidth = 6.4f;  // DejaVu Sans at 11 px, average, for fitting text
+
+// Time -> x mapping of the plot area.
+struct Frame {
+  uint64_t t0 = 0, t1 = 0;  // window, absolute ns
+  float left = 0, right = 0;
+  double px_per_ns = 0;
+  float x(uint64_t t) const {
+    const double dt = static_cast<double>(static_cast<int64_t>(t - t0));
+    return static_cast<float>(left + dt * px_per_ns);
+  }
+  int columns() const { return static_cast<int>(right - left); }
+};
+
+// Returns the y after the axis labels; draws grid lines from y_grid_top to y_grid_bottom.
+void draw_axis_labels(Scene& s, const Frame& f, float y);
+void draw_grid(Scene& s, const Frame& f, float y_top, float y_bottom);
+float draw_legend(Scene& s, float y, int width);
+float draw_footer(Scene& s, const Model& m, const Selection& sel, const RenderOptions& o, const RenderStats& st,
+                  const Annotations& ann, float y);
+std::string event_tooltip(const Model& m, uint32_t e, uint64_t t0);
+std::string rel_time(uint64_t t, uint64_t t0);  // "+1.23 ms", "?" when t == 0
+Color with_alpha(Color c, uint8_t a);
+
+}  // namespace gantt::detail

@@ -1,0 +1,142 @@
+#include "gantt/text.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace gantt {
+
+namespace {
+// Length of the valid UTF-8 sequence at s[i], or 0 when it is not one (overlongs,
+// surrogates and values past U+10FFFF are invalid).
+size_t utf8_len(std::string_view s, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned c = b(i);
+  if (c < 0x80) return 1;
+  size_t n;
+  uint32_t cp;
+  if ((c & 0xE0) == 0xC0) { n = 2; cp = c & 0x1F; }
+  else if ((c & 0xF0) == 0xE0) { n = 3; cp = c & 0x0F; }
+  else if ((c & 0xF8) == 0xF0) { n = 4; cp = c & 0x07; }
+  else return 0;
+  if (i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((b(i + k) & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (b(i + k) & 0x3F);
+  }
+  if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000)) return 0;
+  if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  if (cp == 0xFFFE || cp == 0xFFFF) return 0;  // not characters in XML
+  return n;
+}
+constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
+}  // namespace
+
+void append_utf8_clean(std::string& out, std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = utf8_len(s, i);
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (n == 0 || (n == 1 && (c < 0x20 || c == 0x7F))) {
+      out += kReplacement;
+      ++i;
+    } else {
+      out.append(s.data() + i, n);
+      i += n;
+    }
+  }
+}
+
+std::string utf8_clean(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  append_utf8_clean(out, s);
+  return out;
+}
+
+void append_xml_escaped(std::string& out, std::string_view s) {
+  const std::string clean = utf8_clean(s);
+  for (char c : clean) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default: out += c;
+    }
+  }
+}
+
+void append_csv_field(std::string& out, std::string_view s) {
+  const std::string clean = utf8_clean(s);
+  if (clean.find_first_of(",\"\r\n") == std::string::npos) {
+    out += clean;
+    return;
+  }
+  out += '"';
+  for (char c : clean) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+}
+
+std::string ellipsize(std::string_view s, size_t max_chars) {
+  const std::string clean = utf8_clean(s);
+  size_t chars = 0, i = 0;
+  while (i < clean.size()) {
+    if (chars == max_chars) return clean.substr(0, i) + "\xE2\x80\xA6";
+    const unsigned char c = static_cast<unsigned char>(clean[i]);
+    i += c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : 4;
+    ++chars;
+  }
+  return clean;
+}
+
+std::string format_duration(int64_t ns) {
+  const double a = std::fabs(static_cast<double>(ns));
+  const char* unit = "ns";
+  double v = static_cast<double>(ns);
+  if (a >= 1e9) { v /= 1e9; unit = "s"; }
+  else if (a >= 1e6) { v /= 1e6; unit = "ms"; }
+  else if (a >= 1e3) { v /= 1e3; unit = "us"; }
+  char buf[48];
+  if (unit[0] == 'n' && unit[1] == 's') std::snprintf(buf, sizeof buf, "%lld ns", static_cast<long long>(ns));
+  else {
+    const double av = std::fabs(v);
+    std::snprintf(buf, sizeof buf, av >= 100 ? "%.0f %s" : av >= 10 ? "%.1f %s" : "%.2f %s", v, unit);
+  }
+  return buf;
+}
+
+std::string format_bytes(uint64_t bytes) {
+  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) { v /= 1024; ++u; }
+  char buf[32];
+  if (u == 0) std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+  else std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+  return buf;
+}
+
+bool parse_duration(std::string_view text, int64_t* ns) {
+  if (text.empty() || text.size() > 40) return false;
+  std::string s(text);
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end == s.c_str() || !std::isfinite(v) || v < 0) return false;
+  const std::string unit(end);
+  double scale;
+  if (unit.empty() || unit == "ns") scale = 1;
+  else if (unit == "us") scale = 1e3;
+  else if (unit == "ms") scale = 1e6;
+  else if (unit == "s") scale = 1e9;
+  else return false;
+  const double r = v * scale;
+  if (r > 9.2e18) return false;
+  *ns = static_cast<int64_t>(std::llround(r));
+  return true;
+}
+
+}  // namespace gantt
