@@ -24,7 +24,7 @@ rss=$(get peak_rss_mib)
 bpe=$(awk -v r="$rss" -v n="$n" 'BEGIN { printf "%.0f", r * 1048576 / n }')
 err_us=$(awk -v e="$(get align_max_error_ns)" 'BEGIN { printf "%.3f", e / 1000 }')
 row "ranks: load + align + render, $captures captures x $events events ($n events), wall" "$(get total_s) s (load $(get load_s), align $(get align_s), render $(get render_s))" "<= 10 s" "$(ok "$total" 10)"
-row "ranks: load + align + render, CPU time of the process" "$(get cpu_s) s" "<= 10 s" "$(ok "$(get cpu_s)" 10)"
+row "ranks: load + align + render, CPU time of the process" "$(get cpu_s) s (load $(get load_cpu_s), align $(get align_cpu_s), render $(get render_cpu_s))" "<= 10 s" "$(ok "$(get cpu_s)" 10)"
 row "ranks: align + render peak RSS" "$rss MiB ($bpe B/event)" "<= 256 B/event" "$(ok "$bpe" 256)"
 row "ranks: alignment error vs injected host offsets (+-5 ms, NTP error +-1 ms)" "$err_us us max" "<= 20 us" "$(ok "$err_us" 20)"
 row "ranks: straggler named (synthetic rank 5)" "rank $(get straggler)" "rank 5" "$([[ $(get straggler) == 5 ]] && echo 1 || echo 0)"

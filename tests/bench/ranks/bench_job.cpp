@@ -67,10 +67,12 @@ int main(int argc, char** argv) {
   }
   gantt::Model model = gantt::load_job(files, gantt::LoadOptions{});
   const double load_s = seconds_since(t0);
+  const double load_cpu_s = cpu_s();
   gantt::RankAlignment al = gantt::align_model_ranks(model);
   auto collectives = gantt::match_collectives(gantt::collective_calls(model));
   gantt::StragglerReport sr = gantt::find_straggler(collectives);
   const double align_s = seconds_since(t0) - load_s;
+  const double align_cpu_s = cpu_s() - load_cpu_s;
   gantt::Selection sel = gantt::select_events(model, gantt::EventFilter{});
   gantt::RenderOptions ro;
   gantt::Scene scene = gantt::build_scene(model, sel, ro);
@@ -96,7 +98,8 @@ int main(int argc, char** argv) {
   }
   printf("captures %zu\nevents %zu\nload_s %.3f\nalign_s %.3f\nrender_s %.3f\ntotal_s %.3f\npeak_rss_mib %.1f\n",
          model.captures.size(), model.events.size(), load_s, align_s, total_s - load_s - align_s, total_s, peak_rss_mib());
-  printf("cpu_s %.3f\n", cpu_s());
+  printf("cpu_s %.3f\nload_cpu_s %.3f\nalign_cpu_s %.3f\nrender_cpu_s %.3f\n", cpu_s(), load_cpu_s, align_cpu_s,
+         cpu_s() - load_cpu_s - align_cpu_s);
   printf("align_max_error_ns %" PRId64 "\nstraggler %d\nsvg_bytes %ju\n", max_err, sr.straggler,
          static_cast<uintmax_t>(std::filesystem::file_size(out)));
   return 0;
