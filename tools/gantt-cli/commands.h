@@ -17,6 +17,7 @@ void register_dump(CLI::App& app, int& exit_code);
 void register_record(CLI::App& app, int& exit_code);
 void register_stats(CLI::App& app, int& exit_code);
 void register_diff(CLI::App& app, int& exit_code);
+void register_diagnose(CLI::App& app, int& exit_code);
 void register_export(CLI::App& app, int& exit_code);
 void register_render(CLI::App& app, int& exit_code);
 void register_merge(CLI::App& app, int& exit_code);

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   gantt_cli::register_record(app, exit_code);
   gantt_cli::register_stats(app, exit_code);
   gantt_cli::register_diff(app, exit_code);
+  gantt_cli::register_diagnose(app, exit_code);
   gantt_cli::register_export(app, exit_code);
   gantt_cli::register_render(app, exit_code);
   gantt_cli::register_merge(app, exit_code);

@@ -1,0 +1,172 @@
+// Each rule on a fabricated problem (it must fire) and on its fixed twin (it must not).
+#include "gantt/analysis/diagnose.h"
+
+#include <functional>
+
+#include <gtest/gtest.h>
+
+#include "fixture.h"
+
+namespace ga = gantt::analysis;
+using namespace gantt_analysis_test;
+
+namespace {
+
+enum : uint32_t { kK = 20, kK2 = 21, kMemcpy = 22 };
+
+struct Builder {
+  gantt::Model m;
+  gantt::ModelBuilder b{m};
+  uint32_t corr = 1;
+  Builder() {
+    b.begin_capture("diag.gpuh");
+    b.add(header());
+    b.add(a100());
+    b.add(a100(1));
+    b.add(string_def(kLaunch, "cudaLaunchKernel"));
+    b.add(string_def(kSync, "cudaStreamSynchronize"));
+    b.add(string_def(kMemcpy, "cudaMemcpy"));
+    b.add(string_def(kMemcpyAsync, "cudaMemcpyAsync"));
+    b.add(string_def(kK, "workKernel"));
+    b.add(string_def(kK2, "otherKernel"));
+  }
+  void k(uint32_t name, uint32_t stream, uint64_t launch, uint64_t start, uint64_t end, int block = 256,
+         uint32_t device = 0) {
+    b.add(api(kLaunch, 100, launch, launch + 500, corr));
+    v1::Record r = kernel(name, stream, corr, launch + 400, launch + 450, start, end, block);
+    r.mutable_kernel()->set_device(device);
+    b.add(r);
+    ++corr;
+  }
+  void copy(uint32_t api_name, uint32_t stream, uint64_t launch, uint64_t start, uint64_t end) {
+    b.add(api(api_name, 100, launch, api_name == kMemcpy ? end + 100 : launch + 300, corr));
+    b.add(memcpy_rec(v1::COPY_HTOD, 1 << 20, stream, corr, start, end));
+    ++corr;
+  }
+  void sync(uint64_t from, uint64_t to) { b.add(api(kSync, 100, from, to, 0)); }
+  gantt::Model done() {
+    b.end_capture({});
+    return std::move(m);
+  }
+};
+
+bool fired(const gantt::Model& m, const std::string& rule) {
+  const ga::DiagnoseReport r = ga::diagnose(m);
+  bool any = false;
+  for (const auto& f : r.findings) {
+    if (f.rule != rule) continue;
+    any = true;
+    EXPECT_FALSE(f.condition.empty());
+    EXPECT_FALSE(f.evidence.empty());
+    EXPECT_FALSE(f.fix.empty());
+  }
+  EXPECT_EQ(r.rules.size(), ga::rule_names().size());
+  return any;
+}
+
+}  // namespace
+
+TEST(Diagnose, StreamSerialisation) {
+  Builder bad;
+  for (uint64_t i = 0; i < 10; ++i) bad.k(kK, 7, i * 1000, 10'000 + i * 10'000, 20'000 + i * 10'000);
+  EXPECT_TRUE(fired(bad.done(), "stream-serialisation"));
+  Builder good;
+  for (uint64_t i = 0; i < 12; ++i) good.k(kK, 13 + i % 4, i * 1000, 10'000 + (i / 4) * 10'000, 20'000 + (i / 4) * 10'000);
+  EXPECT_FALSE(fired(good.done(), "stream-serialisation"));
+}
+
+TEST(Diagnose, CopyOverlap) {
+  Builder bad;
+  for (uint64_t i = 0; i < 4; ++i) {
+    const uint64_t t = i * 30'000;
+    bad.copy(kMemcpy, 13, t, t + 1000, t + 11'000);
+    bad.k(kK, 13, t + 11'200, t + 12'000, t + 22'000);
+  }
+  EXPECT_TRUE(fired(bad.done(), "copy-overlap"));
+  Builder good;
+  for (uint64_t i = 0; i < 4; ++i) {
+    const uint64_t t = i * 12'000;
+    good.copy(kMemcpyAsync, 14, t, t + 1000, t + 11'000);
+    good.k(kK, 13, t, t + 1000, t + 12'000);
+  }
+  EXPECT_FALSE(fired(good.done(), "copy-overlap"));
+}
+
+TEST(Diagnose, LaunchBound) {
+  Builder bad;
+  for (uint64_t i = 0; i < 40; ++i) bad.k(kK, 13, i * 5000, i * 5000 + 900, i * 5000 + 1900);
+  EXPECT_TRUE(fired(bad.done(), "launch-bound"));
+  Builder good;
+  for (uint64_t i = 0; i < 2; ++i) good.k(kK, 13, i * 5000, i * 5000 + 900, i * 5000 + 40'900);
+  EXPECT_FALSE(fired(good.done(), "launch-bound"));
+}
+
+TEST(Diagnose, ImbalanceBetweenDevices) {
+  Builder bad;
+  bad.k(kK, 13, 0, 1000, 101'000, 256, 0);
+  bad.k(kK, 13, 100, 1000, 31'000, 256, 1);
+  EXPECT_TRUE(fired(bad.done(), "imbalance"));
+  Builder good;
+  good.k(kK, 13, 0, 1000, 101'000, 256, 0);
+  good.k(kK, 13, 100, 1000, 99'000, 256, 1);
+  EXPECT_FALSE(fired(good.done(), "imbalance"));
+}
+
+TEST(Diagnose, LowOccupancy) {
+  Builder bad;
+  for (uint64_t i = 0; i < 4; ++i) bad.k(kK, 13, i * 20'000, i * 20'000 + 1000, i * 20'000 + 11'000, 32);
+  const gantt::Model m = bad.done();
+  EXPECT_TRUE(fired(m, "low-occupancy"));
+  const ga::DiagnoseReport r = ga::diagnose(m);
+  bool names_limit = false;
+  for (const auto& f : r.findings)
+    if (f.rule == "low-occupancy") names_limit = f.title.find("limited by") != std::string::npos;
+  EXPECT_TRUE(names_limit);
+  Builder good;
+  for (uint64_t i = 0; i < 4; ++i) good.k(kK, 13, i * 20'000, i * 20'000 + 1000, i * 20'000 + 11'000, 256);
+  EXPECT_FALSE(fired(good.done(), "low-occupancy"));
+}
+
+TEST(Diagnose, SyncStall) {
+  Builder bad;
+  for (uint64_t i = 0; i < 6; ++i) {
+    const uint64_t t = i * 20'000;
+    bad.k(kK, 13, t, t + 1000, t + 11'000);
+    bad.sync(t + 600, t + 11'200);
+  }
+  EXPECT_TRUE(fired(bad.done(), "sync-stall"));
+  Builder good;
+  for (uint64_t i = 0; i < 6; ++i) good.k(kK, 13, i * 600, 1000 + i * 10'000, 11'000 + i * 10'000);
+  good.sync(3600, 61'200);
+  EXPECT_FALSE(fired(good.done(), "sync-stall"));
+}
+
+TEST(Diagnose, Fragmentation) {
+  const auto build = [](bool contended) {
+    Builder b;
+    for (uint64_t i = 0; i < 8; ++i) {
+      const uint64_t t = i * 100'000;
+      const bool stretch = contended && i % 3 == 1;  // 3 of 8: the median stays unstretched
+      b.k(kK, 13, t, t + 1000, t + 1000 + (stretch ? 30'000 : 10'000));
+      if (stretch) b.k(kK2, 14, t + 100, t + 1000, t + 31'000);
+    }
+    return b.done();
+  };
+  EXPECT_TRUE(fired(build(true), "fragmentation"));
+  EXPECT_FALSE(fired(build(false), "fragmentation"));
+}
+
+TEST(Diagnose, FormatsAreDeterministicAndJsonParses) {
+  Builder b;
+  for (uint64_t i = 0; i < 10; ++i) b.k(kK, 7, i * 1000, 10'000 + i * 10'000, 20'000 + i * 10'000, 32);
+  const gantt::Model m = b.done();
+  for (ga::Format f : {ga::Format::kText, ga::Format::kMarkdown, ga::Format::kJson})
+    EXPECT_EQ(ga::format_diagnose(ga::diagnose(m), f), ga::format_diagnose(ga::diagnose(m), f));
+  const std::string path = testing::TempDir() + "diag.json";
+  FILE* fp = std::fopen(path.c_str(), "w");
+  ASSERT_NE(fp, nullptr);
+  std::fputs(ga::format_diagnose(ga::diagnose(m), ga::Format::kJson).c_str(), fp);
+  std::fclose(fp);
+  if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP();
+  EXPECT_EQ(std::system(("python3 -c 'import json,sys; json.load(open(sys.argv[1]))' " + path).c_str()), 0);
+}

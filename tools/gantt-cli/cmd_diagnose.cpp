@@ -1,0 +1,69 @@
+// gantt-cli diagnose FILE...: the classic scheduling mistakes (gantt/analysis/diagnose.h).
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gantt/analysis/diagnose.h>
+#include <gantt/model.h>
+#include <gantt/ranks.h>
+
+#include "commands.h"
+
+namespace gantt_cli {
+namespace {
+
+namespace ga = gantt::analysis;
+
+struct DiagnoseOptions {
+  std::vector<std::string> files;
+  std::string fail_on = "never";
+  std::string format = "text";
+};
+
+int run_diagnose(const DiagnoseOptions& o) {
+  static const std::map<std::string, ga::Format> formats = {
+      {"text", ga::Format::kText}, {"md", ga::Format::kMarkdown}, {"json", ga::Format::kJson}};
+  gantt::Model model = gantt::load(o.files);
+  bool corrupt = false;
+  for (const std::string& line : gantt::integrity_warnings(model, &corrupt)) std::cerr << "gantt-cli: " << line << "\n";
+  if (const std::string bad = ga::unusable_capture(model); !bad.empty()) {
+    std::cerr << "gantt-cli: " << bad << "\n";
+    return kExitError;
+  }
+  if (model.captures.size() > 1) gantt::apply_rank_alignment(model, gantt::align_ranks(gantt::rank_clock_inputs(model)));
+  const ga::DiagnoseReport r = ga::diagnose(model);
+  std::cout << ga::format_diagnose(r, formats.at(o.format));
+  if (corrupt) return kExitError;
+  const int bar = o.fail_on == "warning" ? 1 : o.fail_on == "error" ? 2 : 3;
+  for (const ga::Finding& f : r.findings)
+    if (static_cast<int>(f.severity) >= bar) return kExitCheckFailed;
+  return kExitOk;
+}
+
+}  // namespace
+
+void register_diagnose(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<DiagnoseOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "diagnose",
+      "Point out the classic scheduling mistakes, each with its condition (thresholds and the\n"
+      "numbers that crossed them), the evidence and the fix. Rules: stream-serialisation,\n"
+      "copy-overlap, launch-bound, imbalance (devices or ranks), low-occupancy, sync-stall,\n"
+      "fragmentation. Exit 1 when --fail-on is given and a finding is that severe or worse.\n"
+      "\n"
+      "Examples:\n"
+      "  gantt-cli diagnose app.gpuh\n"
+      "  gantt-cli diagnose rank0.gpuh rank1.gpuh --fail-on warning --format md\n");
+  cmd->add_option("files", o->files, "capture files (.gpuh); several = ranks of one job")->required();
+  cmd->add_option("--fail-on", o->fail_on, "exit 1 on a finding of this severity or worse")
+      ->check(CLI::IsMember({"never", "warning", "error"}))
+      ->capture_default_str();
+  cmd->add_option("--format", o->format, "output format")
+      ->check(CLI::IsMember({"text", "md", "json"}))
+      ->capture_default_str();
+  cmd->callback([o, &exit_code] { exit_code = run_diagnose(*o); });
+}
+
+}  // namespace gantt_cli

@@ -1,0 +1,51 @@
+// `gantt-cli diagnose`: the classic scheduling mistakes, each a rule with a condition
+// computed from thresholds, the evidence (which events, which numbers) and the fix.
+//
+//   stream-serialisation  work on the legacy default stream, or one stream doing nearly
+//                         everything while others sit idle
+//   copy-overlap          copies that did not overlap compute (synchronous/pageable copies)
+//   launch-bound          many tiny kernels: median exec shorter than the launch interval
+//   imbalance             busy time differs between devices or ranks
+//   low-occupancy         kernels that matter with low theoretical occupancy
+//   sync-stall            the GPU idles while the host sits in a synchronize call
+//   fragmentation         a kernel's executions stretched while other kernels shared the GPU
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gantt/analysis/stats.h"
+#include "gantt/model.h"
+
+namespace gantt::analysis {
+
+enum class Severity { kInfo = 0, kWarning = 1, kError = 2 };
+const char* to_string(Severity s);
+
+struct Finding {
+  std::string rule;       // "sync-stall"
+  std::string title;      // one line
+  Severity severity = Severity::kWarning;
+  std::string condition;  // the thresholds that fired, in words with the numbers
+  std::vector<std::string> evidence;  // events and figures, at most a handful
+  std::string fix;
+};
+
+struct RuleResult {
+  std::string rule;
+  bool fired = false;
+  std::string note;  // why it did not fire, or could not be checked
+};
+
+struct DiagnoseReport {
+  std::vector<Finding> findings;  // rule order, then device
+  std::vector<RuleResult> rules;  // every rule, fired or not
+};
+
+DiagnoseReport diagnose(const Model& model);
+std::string format_diagnose(const DiagnoseReport& report, Format format);
+
+// The names of all rules, in report order.
+const std::vector<std::string>& rule_names();
+
+}  // namespace gantt::analysis
