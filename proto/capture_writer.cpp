@@ -264,8 +264,9 @@ bool CaptureWriter::flush() {
 bool CaptureWriter::maybe_flush(uint64_t now_ns) {
   Impl& m = *impl_;
   if (m.closed) return !m.failed;
-  if (m.last_flush_ns == 0) m.last_flush_ns = now_ns;
-  bool due = now_ns >= m.last_flush_ns && now_ns - m.last_flush_ns >= m.options.flush_interval_ns;
+  // The first call starts the clock; a clock that went backwards restarts it.
+  if (m.last_flush_ns == 0 || now_ns < m.last_flush_ns) m.last_flush_ns = now_ns;
+  bool due = now_ns - m.last_flush_ns >= m.options.flush_interval_ns;
   if (m.raw.size() >= m.options.chunk_bytes || due) {
     m.last_flush_ns = now_ns;
     return m.flush_chunk();

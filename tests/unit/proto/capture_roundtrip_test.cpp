@@ -143,6 +143,11 @@ TEST(CaptureRoundTrip, MaybeFlushByTime) {
   EXPECT_EQ(w->stats().chunks, 0u);
   EXPECT_TRUE(w->maybe_flush(1100));
   EXPECT_EQ(w->stats().chunks, 1u);
+  w->write(r);
+  EXPECT_TRUE(w->maybe_flush(500));  // the clock went backwards: restart, no flush
+  EXPECT_EQ(w->stats().chunks, 1u);
+  EXPECT_TRUE(w->maybe_flush(600));
+  EXPECT_EQ(w->stats().chunks, 2u);
   ASSERT_TRUE(w->close());
 }
 
