@@ -47,7 +47,9 @@ struct Config {
   uint32_t buffers = 32;                // CUPTI buffers in the pool
   uint32_t flush_ms = 100;
   OnFull on_full = OnFull::kDrop;
-  int zstd_level = 3;
+  // Level 1: on 200k simulated launches it cost 270 ns of writer CPU per kernel against
+  // 370 ns at level 3, for a file no larger (1.24 MB vs 1.27-1.35 MB).
+  int zstd_level = 1;
   bool quiet = false;
   std::string cupti_path;  // "" = search
   std::string test_host;

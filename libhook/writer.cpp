@@ -191,6 +191,10 @@ void Writer::finish() {
     first = false;
   }
   line += "), " + std::to_string(st.bytes_written) + " bytes, dropped " + std::to_string(dropped);
+  // The writer thread's own CPU time: the hook's cost that runs beside the app, not in it.
+  timespec cpu{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+  line += ", writer CPU " + std::to_string(cpu.tv_sec * 1000 + cpu.tv_nsec / 1'000'000) + " ms";
   if (invalid_times_ != 0) line += " (" + std::to_string(invalid_times_) + " with invalid times, kept)";
   if (!ok || file_->records_lost() != 0) {
     line += "; write failed: " + file_->last_error() + ", " + std::to_string(file_->records_lost()) +
