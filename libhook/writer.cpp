@@ -1,6 +1,7 @@
 #include "writer.h"
 
 #include <pthread.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <time.h>
 
@@ -220,6 +221,16 @@ bool Writer::open_file() {
   options.flush_interval_ns = uint64_t{config_.flush_ms} * 1'000'000u;
   std::string error;
   file_ = CaptureWriter::create(path_, options, &error);
+  struct stat existing;
+  if (!file_ && config_.output_pattern.find("%p") != std::string::npos && lstat(path_.c_str(), &existing) == 0) {
+    // A per-process name that exists: an exec'd program keeps its pid, and the image before
+    // the exec already wrote this file. Never overwrite it; take the next free suffix.
+    for (int n = 1; n <= 9 && !file_; ++n) {
+      std::string candidate = path_ + "." + std::to_string(n);
+      file_ = CaptureWriter::create(candidate, options, &error);
+      if (file_) path_ = candidate;
+    }
+  }
   if (!file_) {
     open_failed_ = true;
     // The one line about it; the records that would have gone there are counted nowhere else.

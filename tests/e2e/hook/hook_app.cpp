@@ -142,6 +142,26 @@ int main(int argc, char** argv) {
     std::printf("inject done\n");
     return 0;
   }
+  if (mode == "exec") {
+    // The same pid runs a new image; under LD_PRELOAD the hook loads again and writes its own
+    // file. The pause lets the first image's records reach the disk before exec drops them.
+    nvtx_iterations(n);
+    std::printf("before exec\n");
+    std::fflush(stdout);
+    usleep(300'000);
+    std::string count = std::to_string(n);
+    execl("/proc/self/exe", argv[0], "nvtx", count.c_str(), static_cast<char*>(nullptr));
+    return 9;
+  }
+  if (mode == "range_api") {
+    nvtx_iterations(n);
+    gpuhook_capture_start();
+    nvtx_iterations(n);
+    gpuhook_capture_stop();
+    nvtx_iterations(n);
+    std::printf("range_api done\n");
+    return 0;
+  }
   if (mode == "sigkill") {
     nvtx_iterations(n);
     std::printf("about to be killed\n");

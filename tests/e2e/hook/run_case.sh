@@ -169,6 +169,28 @@ case $case_name in
     gpuhook_lines 1
     check "$(capture)" --expect range=$((10 * ranges_per_iteration)) --expect footer=1
     ;;
+  exec)
+    pair -- "$app" exec 2
+    [ "$(cat hooked.rc)" = 7 ] || fail "the exec'd program's exit code is $(cat hooked.rc)"
+    files=$(ls "$work"/cap-*.gpuh* | wc -l)
+    [ "$files" = 2 ] || fail "$files captures, want one per program image"
+    for f in "$work"/cap-*.gpuh*; do check "$f" --allow-truncated --expect range=$((2 * ranges_per_iteration)) --nesting; done
+    ;;
+  range_nvtx)
+    # Occurrences 3 and 4 of "outer": two whole iterations and nothing else.
+    pair GPUHOOK_RANGE=nvtx:outer@3-4 -- "$app" nvtx 10
+    check "$(capture)" --expect range=$((2 * ranges_per_iteration)) --nesting
+    ;;
+  range_api)
+    pair GPUHOOK_RANGE=cudaProfilerApi -- "$app" range_api 5
+    check "$(capture)" --expect range=$((5 * ranges_per_iteration)) --nesting
+    ;;
+  range_time)
+    # Starts 10 s after the app: nothing is recorded and no file is created.
+    pair GPUHOOK_RANGE=time:10s -- "$app" nvtx 5
+    [ -z "$(capture)" ] || fail "a capture was written outside the time window"
+    gpuhook_lines 0
+    ;;
   test_identity)
     pair GPUHOOK_TEST_HOST=hostB GPUHOOK_TEST_BOOT_ID=boot-b GPUHOOK_TEST_CLOCK_OFFSET_NS=5000000000000 RANK=3 -- \
       "$app" nvtx 2
