@@ -91,6 +91,19 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(dropped[v1::DROP_CUPTI]),
               !records.empty() && records.back().has_footer() && records.back().footer().clean() ? 1 : 0);
 
+  // Communicators of collectives, sorted: ranks of one job must print the same line.
+  std::vector<uint64_t> comms;
+  for (const auto& r : records) {
+    if (r.has_nccl() && r.nccl().op() >= v1::NCCL_ALL_REDUCE && r.nccl().op() <= v1::NCCL_SCATTER) {
+      comms.push_back(r.nccl().comm_id());
+    }
+  }
+  std::sort(comms.begin(), comms.end());
+  comms.erase(std::unique(comms.begin(), comms.end()), comms.end());
+  std::printf("nccl_comms");
+  for (uint64_t c : comms) std::printf(" %016llx", static_cast<unsigned long long>(c));
+  std::printf("\n");
+
   if (records.empty() || !records[0].has_header()) fail("the first record is not a Header");
   for (const auto& [name, n] : expect) {
     if (counts[kKinds.at(name)] != n) fail(name + ": " + std::to_string(counts[kKinds.at(name)]) + " != " + std::to_string(n));

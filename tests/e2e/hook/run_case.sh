@@ -201,6 +201,23 @@ case $case_name in
     gpuhook_lines 1 "GPUHOOK_FLUSH_MS"
     check "$(capture)" --expect range=$((2 * ranges_per_iteration))
     ;;
+  nccl_ranks)
+    # allreduce_train starts 4 ranks itself (fork + exec); each writes its own capture, and
+    # the same collective carries the same communicator id and sequence on every rank.
+    [ -x "$example" ] && [ -f "$sim_lib/libnccl.so.2" ] || { echo "SKIP: no allreduce_train or simulated NCCL"; exit 0; }
+    run plain LD_LIBRARY_PATH="$sim_lib" -- "$example" --ranks 4 --steps 5
+    run hooked LD_LIBRARY_PATH="$sim_lib" LD_PRELOAD="$hook" GPUHOOK_OUTPUT="$work/cap-r%r-%p.gpuh" \
+      -- "$example" --ranks 4 --steps 5
+    [ "$(cat plain.rc)" = "$(cat hooked.rc)" ] || fail "exit code $(cat hooked.rc) with the hook, $(cat plain.rc) without"
+    cmp -s <(sort plain.out) <(sort hooked.out) || fail "stdout differs"
+    for r in 0 1 2 3; do
+      f=$(ls "$work"/cap-r$r-*.gpuh 2>/dev/null | head -1)
+      check "$f" --kernels --nccl --nesting --header rank=$r --min nccl=5
+      grep '^nccl_comms' check.out >>comms.txt
+    done
+    [ "$(sort -u comms.txt | wc -l)" = 1 ] || fail "ranks disagree on communicator ids: $(sort -u comms.txt)"
+    [ -n "$(awk '{print $2}' comms.txt | head -1)" ] || fail "no communicator id recorded"
+    ;;
   example_preload | example_injection)
     [ -x "$example" ] || { echo "SKIP: no example"; exit 0; }
     args=(--iterations 2 --size 4096)
