@@ -339,24 +339,27 @@ constexpr double kStallShare = 0.05;  // of the device span spent idle after hos
 
 void rule_sync_stall(const Model& m, const std::vector<Device>& devs, DiagnoseReport& r) {
   RuleResult res{"sync-stall", false, ""};
-  // Sync calls by end time: a gap is a sync stall when a synchronize call was running when the
-  // GPU drained (the gap's start) and returned inside the gap: the host waited for the GPU
-  // and the GPU then waited for the host to wake up and launch again.
+  // A gap is a sync stall when a synchronize call of the same capture overlaps it: the host
+  // stopped to wait for the GPU, so nothing new was queued, and the GPU ran dry until the
+  // host returned and launched again. Calls sorted by start; a gap looks back from the first
+  // call that starts after it (a thread is in one call at a time, so a few steps suffice).
   std::vector<uint32_t> syncs;
   for (uint32_t a = 0; a < m.api.size(); ++a)
     if (m.api.start_ns[a] && m.api.end_ns[a] > m.api.start_ns[a] &&
         m.string(m.api.name[a]).find("Synchronize") != std::string_view::npos)
       syncs.push_back(a);
-  std::sort(syncs.begin(), syncs.end(), [&](uint32_t a, uint32_t b) { return m.api.end_ns[a] < m.api.end_ns[b]; });
+  std::sort(syncs.begin(), syncs.end(), [&](uint32_t a, uint32_t b) { return m.api.start_ns[a] < m.api.start_ns[b]; });
+  constexpr size_t kLookBack = 64;
   for (const Device& d : devs) {
     uint64_t gaps = 0, stalled = 0;
     std::map<std::string, uint64_t> calls;
     for (size_t i = 1; i < d.busy.size(); ++i) {
       const uint64_t g0 = d.busy[i - 1].second, g1 = d.busy[i].first;
-      auto it = std::lower_bound(syncs.begin(), syncs.end(), g0,
-                                 [&](uint32_t a, uint64_t t) { return m.api.end_ns[a] < t; });
-      for (; it != syncs.end() && m.api.end_ns[*it] <= g1; ++it) {
-        if (m.api.capture[*it] != d.capture || m.api.start_ns[*it] > g0) continue;
+      auto it = std::lower_bound(syncs.begin(), syncs.end(), g1,
+                                 [&](uint32_t a, uint64_t t) { return m.api.start_ns[a] < t; });
+      for (size_t k = 0; k < kLookBack && it != syncs.begin(); ++k) {
+        --it;
+        if (m.api.capture[*it] != d.capture || m.api.end_ns[*it] <= g0) continue;
         ++gaps;
         stalled += g1 - g0;
         ++calls[std::string(m.string(m.api.name[*it]))];
@@ -367,9 +370,8 @@ void rule_sync_stall(const Model& m, const std::vector<Device>& devs, DiagnoseRe
     Finding f;
     f.rule = res.rule;
     f.severity = Severity::kWarning;
-    f.title = d.label + ": the GPU idled " + std::to_string(gaps) + " times waiting for the host to return from a "
-              "synchronize call";
-    f.condition = "at least " + std::to_string(kStallMinGaps) + " idle gaps that start while the host is blocked in a "
+    f.title = d.label + ": the GPU idled " + std::to_string(gaps) + " times while the host sat in a synchronize call";
+    f.condition = "at least " + std::to_string(kStallMinGaps) + " idle gaps during which the host was in a "
                   "synchronize call, adding up to at least " + pct(100 * kStallShare) + " of the device span";
     std::string which;
     for (const auto& [n, c] : calls) which += (which.empty() ? "" : ", ") + n + " x" + std::to_string(c);

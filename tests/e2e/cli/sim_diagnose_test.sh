@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Each example program on the simulator triggers its diagnose rule, and its --fixed twin does
+# not (other rules may fire on either: only this rule is asserted).
+#   sim_diagnose_test.sh SIM_LIB_DIR HOOK_LIB GANTT_CLI EXAMPLE RULE [ARGS...]
+set -u
+sim_lib=$1 hook=$2 cli=$3 example=$4 rule=$5
+shift 5
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export LD_LIBRARY_PATH=$sim_lib GPUHOOK_LIB=$hook GPUHOOK_QUIET=1
+fails=0
+for variant in plain fixed; do
+  extra=()
+  [[ $variant == fixed ]] && extra=(--fixed)
+  "$cli" record -o "$work/$variant.gpuh" -- "$example" "$@" "${extra[@]}" >/dev/null 2>"$work/$variant.err" ||
+    { echo "FAIL: $variant run: $(cat "$work/$variant.err")"; exit 2; }
+  "$cli" diagnose "$work/$variant.gpuh" --format json >"$work/$variant.json" || { echo "FAIL: diagnose $variant"; exit 2; }
+  fired=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(int(any(f["rule"]==sys.argv[2] for f in d["findings"])))' \
+    "$work/$variant.json" "$rule")
+  want=1
+  [[ $variant == fixed ]] && want=0
+  if [[ $fired != "$want" ]]; then
+    echo "FAIL $(basename "$example") $variant: rule $rule fired=$fired, expected $want"
+    "$cli" diagnose "$work/$variant.gpuh"
+    "$cli" stats "$work/$variant.gpuh" --top 5
+    fails=$((fails + 1))
+  else
+    echo "ok   $(basename "$example") $variant: rule $rule fired=$fired"
+  fi
+done
+exit $((fails > 0))
