@@ -62,11 +62,7 @@ void fill_properties(cudaDeviceProp* p) {
   p->pciBusID = 0;
 }
 
-[[noreturn]] void not_simulated(const char* what, int value) {
-  std::fprintf(stderr, "gpuhook-sim: %s %d is not simulated\n", what, value);
-  std::abort();
-}
-
+// The model's value of an attribute, or -1 when the simulator does not model it.
 int attribute(cudaDeviceAttr attr) {
   switch (attr) {
     case cudaDevAttrMaxThreadsPerBlock: return model::kMaxThreadsPerBlock;
@@ -99,7 +95,20 @@ int attribute(cudaDeviceAttr attr) {
     case cudaDevAttrPciBusId: return 0;
     case cudaDevAttrPciDeviceId: return 0;
     case cudaDevAttrPciDomainId: return 0;
-    default: not_simulated("cudaDeviceGetAttribute: attribute", static_cast<int>(attr));
+    // Clocks of the model (an H200's boost and HBM3e clocks), for tools that convert cycles.
+    case cudaDevAttrClockRate: return 1980000;
+    case cudaDevAttrMemoryClockRate: return 3201000;
+    case cudaDevAttrTotalConstantMemory: return 64 * 1024;
+    case cudaDevAttrMaxPitch: return 2147483647;
+    case cudaDevAttrGpuOverlap: return 1;
+    case cudaDevAttrKernelExecTimeout: return 0;
+    case cudaDevAttrComputeMode: return cudaComputeModeDefault;
+    case cudaDevAttrEccEnabled: return 0;
+    case cudaDevAttrManagedMemory: return 0;            // cudaMallocManaged is not simulated
+    case cudaDevAttrConcurrentManagedAccess: return 0;
+    case cudaDevAttrCooperativeLaunch: return 0;        // nor cooperative launches
+    case cudaDevAttrMemoryPoolsSupported: return 0;     // nor cudaMallocAsync
+    default: return -1;
   }
 }
 
@@ -140,7 +149,14 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaDeviceGetAttribute_v5000, "cudaDeviceGetAttribute");
   if (value == nullptr) return api.ret(cudaErrorInvalidValue);
   if (device != 0) return api.ret(cudaErrorInvalidDevice);
-  *value = attribute(attr);
+  const int v = attribute(attr);
+  if (v < 0) {
+    // Loud but not fatal: the caller may be a profiler asking on the program's behalf.
+    std::fprintf(stderr, "gpuhook-sim: cudaDeviceGetAttribute: attribute %d is not simulated\n",
+                 static_cast<int>(attr));
+    return api.ret(cudaErrorInvalidValue);
+  }
+  *value = v;
   return api.ret(cudaSuccess);
 }
 

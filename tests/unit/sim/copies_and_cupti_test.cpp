@@ -239,6 +239,19 @@ TEST(SimDevice, PropertiesSayItIsTheSimulator) {
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
+TEST(SimDevice, AttributesMatchThePropertiesAndUnknownOnesFail) {
+  int v = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  EXPECT_EQ(v, 132);
+  ASSERT_EQ(cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerMultiprocessor, 0), cudaSuccess);
+  EXPECT_EQ(v, 228 * 1024);
+  ASSERT_EQ(cudaDeviceGetAttribute(&v, cudaDevAttrClockRate, 0), cudaSuccess);
+  EXPECT_GT(v, 0);
+  EXPECT_EQ(cudaDeviceGetAttribute(&v, cudaDevAttrHostNativeAtomicSupported, 0), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaDeviceGetAttribute(&v, cudaDevAttrWarpSize, 1), cudaErrorInvalidDevice);
+  (void)cudaGetLastError();
+}
+
 TEST(SimDevice, OccupancyFollowsTheSmLimits) {
   const void* k = kernel("occupancy_kernel");
   int blocks = 0;
