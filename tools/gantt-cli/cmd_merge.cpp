@@ -38,12 +38,14 @@ void register_merge(CLI::App& app, int& exit_code) {
       std::cout << opts->output << ": " << r.records_written << " records from " << opts->inputs.size()
                 << " captures\n";
     }
+    for (const std::string& w : r.warnings) std::cerr << "gantt-cli: " << w << "\n";
     if (r.records_lost) {
       std::cerr << "gantt-cli: " << opts->output << ": " << r.records_lost << " records could not be written\n";
       exit_code = kExitError;
       return;
     }
-    exit_code = kExitOk;
+    // A damaged input is merged as far as it reads, but the exit code says it is partial.
+    exit_code = r.warnings.empty() ? kExitOk : kExitError;
   });
 }
 

@@ -23,6 +23,11 @@ case $mode in
       files=("$dir/job.gpuh")
     fi
     "$check" --expect-straggler 2 --min-collectives $((steps - 2)) "${files[@]}"
+    if [[ $mode == straggler ]]; then
+      # The CLI's per-collective table over the 4 rank files: one AllReduce row, 4 ranks.
+      "$cli" stats --by collective "${files[@]}" | tee "$dir/stats.txt"
+      grep -Eq "^AllReduce +[0-9]+ KiB +4 +$steps " "$dir/stats.txt"
+    fi
     ;;
   twin)
     LD_PRELOAD=$hook GPUHOOK_OUTPUT=$dir/rank%r.gpuh "$example" --ranks 4 --steps $steps --slow-rank 2 --extra-us 400 --fixed >/dev/null

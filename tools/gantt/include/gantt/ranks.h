@@ -244,6 +244,7 @@ struct MergeResult {
   std::vector<RankClockInput> inputs;  // without the collective ends (for describe())
   uint64_t records_written = 0;
   uint64_t records_lost = 0;           // the output could not take them
+  std::vector<std::string> warnings;   // damaged inputs: "<path>: byte N: what", merged up to there
 };
 
 // Writes one capture holding every input, each as its own section (its Header first, its

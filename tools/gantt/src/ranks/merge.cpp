@@ -148,7 +148,9 @@ MergeResult merge_captures(const std::vector<std::string>& inputs, const std::st
   auto writer = gpuhook::CaptureWriter::create(output, gpuhook::WriterOptions{}, &error);
   if (!writer) throw std::runtime_error(output + ": " + error);
 
-  // Pass 2: stream every input's records, shifted and re-interned.
+  // Pass 2: stream every input's records, shifted and re-interned. Sections must line up
+  // with pass 1's captures: an input without a readable Header (truncated before its first
+  // chunk ended, or empty) still gets one, or its records would join the previous rank.
   size_t section = 0;
   for (const std::string& path : inputs) {
     gpuhook::CaptureReader reader(path, gpuhook::ReaderOptions{false, 0, 0});
@@ -159,31 +161,48 @@ MergeResult merge_captures(const std::vector<std::string>& inputs, const std::st
       if (ids[id] == UINT32_MAX) ids[id] = writer->intern(reader.string(id));
       return ids[id];
     };
-    v1::Record r;
     int64_t delta = 0;
     bool gpu_on_host_clock = true;
+    auto start_section = [&](v1::Record& header) {
+      const CaptureOffset co =
+          section < result.alignment.captures.size() ? result.alignment.captures[section] : CaptureOffset{};
+      delta = co.offset_ns;
+      gpu_on_host_clock = (header.header().features() & v1::FEATURE_HOST_CLOCK_CALLBACK) != 0;
+      std::string note = header.header().note();
+      if (!note.empty()) note += "; ";
+      note += "gantt-cli merge: section " + std::to_string(section) + " of " + path + ", shifted " +
+              format_offset(delta) + " (" + to_string(co.method) + ")";
+      header.mutable_header()->set_note(note);
+      ++section;
+    };
+    auto synthetic_header = [&] {
+      v1::Record h;
+      h.mutable_header()->set_format_version(gpuhook::kFormatVersion);
+      h.mutable_header()->set_note("no readable header in the input");
+      start_section(h);
+      if (writer->write(h)) ++result.records_written;
+    };
+    v1::Record r;
+    bool first = true;
     while (reader.next(r)) {
       if (r.kind_case() == v1::Record::kStringDef) continue;  // the writer defines its own
-      if (r.kind_case() == v1::Record::kHeader) {
-        // Inputs that are merged files themselves hold several sections.
-        {
-          const CaptureOffset co = section < result.alignment.captures.size() ? result.alignment.captures[section]
-                                                                                : CaptureOffset{};
-          delta = co.offset_ns;
-          gpu_on_host_clock = (r.header().features() & v1::FEATURE_HOST_CLOCK_CALLBACK) != 0;
-          std::string note = r.header().note();
-          if (!note.empty()) note += "; ";
-          note += "gantt-cli merge: section " + std::to_string(section) + " of " + path + ", shifted " +
-                  format_offset(delta) + " (" + to_string(co.method) + ")";
-          r.mutable_header()->set_note(note);
-          ++section;
-        }
-      }
+      if (first && r.kind_case() != v1::Record::kHeader) synthetic_header();
+      first = false;
+      // Inputs that are merged files themselves hold several sections.
+      if (r.kind_case() == v1::Record::kHeader) start_section(r);
       shift_record(r, delta, gpu_on_host_clock);
       remap_strings(r, remap);
       if (writer->write(r)) ++result.records_written;
       writer->maybe_flush(0);  // by size only: a chunk per 4 MiB keeps memory flat
     }
+    if (first) synthetic_header();
+    const gpuhook::Integrity& in = reader.integrity();
+    if (in.truncated)
+      result.warnings.push_back(path + ": byte " + std::to_string(in.truncated_at) +
+                                ": truncated tail; merged what was flushed before it");
+    if (in.error)
+      result.warnings.push_back(path + ": byte " + std::to_string(in.error->offset()) + ": " + in.error->what() +
+                                "; merged what was read before it");
   }
   if (!writer->close()) throw std::runtime_error(output + ": " + writer->last_error());
   result.records_lost = writer->records_lost();
