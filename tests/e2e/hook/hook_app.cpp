@@ -112,6 +112,48 @@ int fork_mode(int n) {
 
 void exit_from_handler(int) { std::exit(5); }
 
+// CUDA through whichever libcudart.so.13 the loader finds (the simulator's in the tests):
+// memsets launched on one thread while the main thread forks.
+int cuda_fork_mode(int n) {
+  void* rt = dlopen("libcudart.so.13", RTLD_NOW | RTLD_GLOBAL);
+  if (rt == nullptr) {
+    std::printf("no libcudart.so.13\n");
+    return 3;
+  }
+  using Malloc = int (*)(void**, size_t);
+  using MemsetAsync = int (*)(void*, int, size_t, void*);
+  using Sync = int (*)(void*);
+  auto cuda_malloc = reinterpret_cast<Malloc>(dlsym(rt, "cudaMalloc"));
+  auto memset_async = reinterpret_cast<MemsetAsync>(dlsym(rt, "cudaMemsetAsync"));
+  auto stream_sync = reinterpret_cast<Sync>(dlsym(rt, "cudaStreamSynchronize"));
+  void* buf = nullptr;
+  if (cuda_malloc == nullptr || memset_async == nullptr || stream_sync == nullptr || cuda_malloc(&buf, 1 << 20) != 0) {
+    std::printf("cuda unavailable\n");
+    return 3;
+  }
+  std::atomic<int> launched{0};
+  std::thread launcher([&] {
+    for (int i = 0; i < n; ++i) {
+      memset_async(buf, i & 0xff, 1 << 20, nullptr);  // in flight while the main thread forks
+      launched.fetch_add(1);
+      if (i % 16 == 15) stream_sync(nullptr);
+    }
+    stream_sync(nullptr);
+  });
+  while (launched.load() < n / 2) std::this_thread::yield();
+  std::fflush(stdout);
+  pid_t child = fork();
+  if (child == 0) {
+    nvtx_iterations(2);  // the child does no CUDA: a forked CUDA context is not usable
+    std::exit(0);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  launcher.join();
+  std::printf("cuda_fork done, child exit %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -133,6 +175,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (mode == "fork") return fork_mode(n);
+  if (mode == "cuda_fork") return cuda_fork_mode(n);
   if (mode == "inject") {
     // Does what the CUDA driver does at initialisation when CUDA_INJECTION64_PATH is set.
     using Init = int (*)();

@@ -169,6 +169,26 @@ case $case_name in
     gpuhook_lines 1
     check "$(capture)" --expect range=$((10 * ranges_per_iteration)) --expect footer=1
     ;;
+  cuda_fork)
+    # CUDA memsets in flight on one thread while the main thread forks (simulated runtime).
+    [ -f "$sim_lib/libcudart.so.13" ] || { echo "SKIP: no simulated libcudart"; exit 0; }
+    [ "$tsan_build" = 0 ] || { echo "SKIP: fork under TSan"; exit 0; }
+    run plain LD_LIBRARY_PATH="$sim_lib:$fake_nccl" -- "$app" cuda_fork 200
+    run hooked LD_LIBRARY_PATH="$sim_lib:$fake_nccl" LD_PRELOAD="$hook" GPUHOOK_OUTPUT="$work/cap-%p.gpuh" \
+      -- "$app" cuda_fork 200
+    cmp -s plain.out hooked.out || fail "stdout differs: $(diff plain.out hooked.out | head -5)"
+    [ "$(cat plain.rc)" = "$(cat hooked.rc)" ] || fail "exit code $(cat hooked.rc) with the hook, $(cat plain.rc) without"
+    gpuhook_lines 2
+    [ "$(ls "$work"/cap-*.gpuh | wc -l)" = 2 ] || fail "want one capture per process"
+    for f in "$work"/cap-*.gpuh; do
+      "$check" "$f" >probe.out
+      if grep -q '^memset 0$' probe.out; then
+        check "$f" --expect range=$((2 * ranges_per_iteration)) --nesting --expect footer=1  # the child
+      else
+        check "$f" --expect memset=200 --copies --expect footer=1  # the parent
+      fi
+    done
+    ;;
   exec)
     pair -- "$app" exec 2
     [ "$(cat hooked.rc)" = 7 ] || fail "the exec'd program's exit code is $(cat hooked.rc)"
