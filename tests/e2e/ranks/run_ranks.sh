@@ -27,11 +27,19 @@ case $mode in
       # The CLI's per-collective table over the 4 rank files: one AllReduce row, 4 ranks.
       "$cli" stats --by collective "${files[@]}" | tee "$dir/stats.txt"
       grep -Eq "^AllReduce +[0-9]+ KiB +4 +$steps " "$dir/stats.txt"
+      # diagnose names the slow rank (imbalance of busy time, and the last arriver).
+      "$cli" diagnose "${files[@]}" > "$dir/diagnose.txt" || true
+      grep -q "rank 2 is busier" "$dir/diagnose.txt"
+      grep -q "rank 2 arrived last" "$dir/diagnose.txt"
     fi
     ;;
   twin)
     LD_PRELOAD=$hook GPUHOOK_OUTPUT=$dir/rank%r.gpuh "$example" --ranks 4 --steps $steps --slow-rank 2 --extra-us 400 --fixed >/dev/null
     "$check" --expect-straggler none --min-collectives $((steps - 2)) "$dir"/rank{0,1,2,3}.gpuh
+    "$cli" diagnose "$dir"/rank{0,1,2,3}.gpuh > "$dir/diagnose.txt" || true
+    if grep -Eq "\[imbalance\]|arrived last" "$dir/diagnose.txt"; then
+      echo "FAIL: diagnose blamed a rank in the balanced twin"; cat "$dir/diagnose.txt"; exit 1
+    fi
     ;;
   hosts)
     # Without a way for the simulated NCCL to tell the simulated runtime when its kernel ends,
