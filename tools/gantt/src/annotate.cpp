@@ -39,17 +39,6 @@ namespace {
 
 struct Interval { uint64_t b, e; };
 
-// Merged (union) intervals, sorted.
-std::vector<Interval> merge(std::vector<Interval> v) {
-  std::sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) { return a.b < b.b; });
-  std::vector<Interval> out;
-  for (const Interval& i : v) {
-    if (!out.empty() && i.b <= out.back().e) out.back().e = std::max(out.back().e, i.e);
-    else out.push_back(i);
-  }
-  return out;
-}
-
 uint64_t overlap_with(const std::vector<Interval>& u, uint64_t b, uint64_t e) {
   auto it = std::upper_bound(u.begin(), u.end(), b, [](uint64_t v, const Interval& i) { return v < i.e; });
   uint64_t total = 0;
@@ -118,12 +107,17 @@ Annotations annotate(const Model& m, const Selection& sel, const AnnotateOptions
   const uint64_t window = sel.window_end_ns - sel.window_start_ns;
   const int64_t idle_ns = idle_gap_threshold_ns(o, window);
   for (const auto& [key, events] : by_device) {
+    // `events` are in start order, so the unions are built in one streaming pass and only
+    // the merged intervals are stored (a busy device merges thousands of launches into one).
     std::vector<Interval> compute, all;
+    auto extend = [](std::vector<Interval>& u, uint64_t b, uint64_t e) {
+      if (!u.empty() && b <= u.back().e) u.back().e = std::max(u.back().e, e);
+      else u.push_back({b, e});
+    };
     for (uint32_t e : events) {
-      all.push_back({ev.start_ns[e], ev.end_ns[e]});
-      if (is_compute(ev.kind[e])) compute.push_back({ev.start_ns[e], ev.end_ns[e]});
+      extend(all, ev.start_ns[e], ev.end_ns[e]);
+      if (is_compute(ev.kind[e])) extend(compute, ev.start_ns[e], ev.end_ns[e]);
     }
-    compute = merge(std::move(compute));
     for (uint32_t e : events) {
       if (ev.kind[e] != EventKind::kMemcpy) continue;
       const uint64_t b = ev.start_ns[e], en = ev.end_ns[e];
@@ -139,7 +133,6 @@ Annotations annotate(const Model& m, const Selection& sel, const AnnotateOptions
       const bool after = overlap_with(compute, en, en + adj) > 0;
       if (before || after) keep({AnnotationKind::kMissedOverlap, e, key.first, key.second, b, en, "copy not overlapped"});
     }
-    all = merge(std::move(all));
     struct Gap { uint64_t b, e; };
     std::vector<Gap> gaps;
     for (size_t i = 1; i < all.size(); ++i)

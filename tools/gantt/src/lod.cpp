@@ -57,16 +57,25 @@ std::vector<Coverage::Run> Coverage::runs(int levels) const {
   return out;
 }
 
-double individual_threshold_px(const std::vector<float>& widths_px, size_t max_individual) {
-  // Counts per threshold from one histogram of widths.
-  static const double steps[] = {1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610, 987, 1597, 2584, 4181};
-  constexpr size_t kSteps = std::size(steps);
-  size_t at_least[kSteps] = {};
-  for (float w : widths_px)
-    for (size_t i = 0; i < kSteps && w >= steps[i]; ++i) ++at_least[i];
+namespace {
+constexpr double kWidthSteps[] = {1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610, 987, 1597, 2584, 4181};
+}  // namespace
+
+void WidthHistogram::add(double w) {
+  static_assert(std::size(kWidthSteps) == kSteps);
+  for (size_t i = 0; i < kSteps && w >= kWidthSteps[i]; ++i) ++at_least_[i];
+}
+
+double WidthHistogram::threshold(size_t max_individual) const {
   for (size_t i = 0; i < kSteps; ++i)
-    if (at_least[i] <= max_individual) return steps[i];
+    if (at_least_[i] <= max_individual) return kWidthSteps[i];
   return 1e9;  // nothing individually: everything as coverage
+}
+
+double individual_threshold_px(const std::vector<float>& widths_px, size_t max_individual) {
+  WidthHistogram h;
+  for (float w : widths_px) h.add(w);
+  return h.threshold(max_individual);
 }
 
 }  // namespace gantt

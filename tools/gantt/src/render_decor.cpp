@@ -181,6 +181,9 @@ float draw_footer(Scene& s, const Model& m, const Selection& sel, const RenderOp
                 static_cast<unsigned long long>(st.events_selected), static_cast<unsigned long long>(st.events_individual),
                 static_cast<unsigned long long>(st.events_aggregated), st.individual_threshold_px);
   lines.push_back(buf);
+  if (st.lanes_left_out)
+    lines.push_back(std::to_string(st.lanes_left_out) + " lanes (" + std::to_string(st.events_left_out) +
+                    " events) not drawn: too many for one chart, narrow it with --device, --stream or --lanes device");
   if (o.annotate.enabled) {
     std::string a = "flags: queue delay > " + format_duration(o.annotate.queue_delay_ns) + ": " +
                     std::to_string(ann.count[0]) + " \xC2\xB7 occupancy < " +

@@ -26,6 +26,8 @@ constexpr float kLabelRow = 12;
 constexpr int kMaxLabelRows = 3;
 constexpr size_t kMaxHostBars = 3000;
 constexpr size_t kMaxRanges = 3000;
+constexpr size_t kMaxGpuLanes = 48;
+constexpr size_t kMaxHostLanes = 32;
 
 struct Lane {
   std::vector<uint32_t> events;
@@ -69,63 +71,60 @@ class Builder {
   std::map<LaneKey, Lane> lanes_;
   std::unordered_map<uint32_t, float> drawn_;  // individually drawn event -> lane y
   Annotations ann_;
+  size_t gpu_lanes_drawn_ = 0;
 };
 
 void Builder::bucket_lanes() {
-  std::vector<float> widths;
-  widths.reserve(sel_.events.size());
+  WidthHistogram widths;
   for (uint32_t e : sel_.events) {
     Lane& lane = lanes_[lane_key(m_, e, o_.lanes)];
     lane.events.push_back(e);
     if (lane.priority == 0) lane.priority = m_.events.priority[e];
     const uint64_t b = m_.events.start_ns[e], en = m_.events.end_ns[e];
-    widths.push_back(b && en >= b ? static_cast<float>(static_cast<double>(en - b) * f_.px_per_ns) : 0.f);
+    widths.add(b && en >= b ? static_cast<double>(en - b) * f_.px_per_ns : 0.0);
   }
-  threshold_px_ = std::max(1.0, individual_threshold_px(widths, o_.max_individual_events));
+  threshold_px_ = std::max(1.0, widths.threshold(o_.max_individual_events));
   st_.individual_threshold_px = threshold_px_;
 }
 
 void Builder::draw_utilization(const DeviceKey& dev, float y) {
   const int cols = f_.columns();
   s_.rect(make_rect(f_.left, y, f_.right - f_.left, kUtilHeight, palette::kLaneBand));
-  // Union of busy time per class, then coverage per pixel column.
-  struct Iv { uint64_t b, e; };
-  std::vector<Iv> compute, copy;
-  for (const auto& [key, lane] : lanes_) {
-    if (o_.lanes != LaneMode::kThread && (key.capture != dev.first || key.device != dev.second)) continue;
-    for (uint32_t e : lane.events) {
-      if (m_.events.capture[e] != dev.first || m_.events.device[e] != dev.second) continue;
-      const uint64_t b = m_.events.start_ns[e], en = m_.events.end_ns[e];
-      if (!b || en < b) continue;
-      const EventKind k = m_.events.kind[e];
-      if (k == EventKind::kKernel || k == EventKind::kNccl) compute.push_back({b, en});
-      else if (k == EventKind::kMemcpy || k == EventKind::kMemset) copy.push_back({b, en});
-    }
-  }
-  auto coverage = [&](std::vector<Iv>& v) {
-    std::sort(v.begin(), v.end(), [](const Iv& a, const Iv& b) { return a.b < b.b; });
-    Coverage c(cols);
-    uint64_t cb = 0, ce = 0;
+  // Union of busy time per class, streamed in start order (the selection's order) straight
+  // into per-column coverage: no per-event storage.
+  struct Union {
+    Coverage cov;
+    uint64_t b = 0, e = 0;
     bool open = false;
     double busy_ns = 0;
-    auto flush = [&] {
+    void flush(const Frame& f) {
       if (!open) return;
-      const uint64_t b = std::max(cb, f_.t0), e = std::min(ce, f_.t1);
-      if (e > b) {
-        c.add(f_.x(b) - f_.left, f_.x(e) - f_.left);
-        busy_ns += static_cast<double>(e - b);
+      const uint64_t lo = std::max(b, f.t0), hi = std::min(e, f.t1);
+      if (hi > lo) {
+        cov.add(f.x(lo) - f.left, f.x(hi) - f.left);
+        busy_ns += static_cast<double>(hi - lo);
       }
-    };
-    for (const Iv& i : v) {
-      if (open && i.b <= ce) { ce = std::max(ce, i.e); continue; }
-      flush();
-      cb = i.b; ce = i.e; open = true;
     }
-    flush();
-    return std::make_pair(std::move(c), busy_ns);
+    void add(const Frame& f, uint64_t nb, uint64_t ne) {
+      if (open && nb <= e) { e = std::max(e, ne); return; }
+      flush(f);
+      b = nb; e = ne; open = true;
+    }
   };
-  auto [cc, compute_ns] = coverage(compute);
-  auto [pc, copy_ns] = coverage(copy);
+  Union compute{Coverage(cols)}, copy{Coverage(cols)};
+  for (uint32_t e : sel_.events) {
+    if (m_.events.capture[e] != dev.first || m_.events.device[e] != dev.second) continue;
+    const uint64_t b = m_.events.start_ns[e], en = m_.events.end_ns[e];
+    if (!b || en < b) continue;
+    const EventKind k = m_.events.kind[e];
+    if (k == EventKind::kKernel || k == EventKind::kNccl) compute.add(f_, b, en);
+    else if (k == EventKind::kMemcpy || k == EventKind::kMemset) copy.add(f_, b, en);
+  }
+  compute.flush(f_);
+  copy.flush(f_);
+  const Coverage& cc = compute.cov;
+  const Coverage& pc = copy.cov;
+  const double compute_ns = compute.busy_ns, copy_ns = copy.busy_ns;
   constexpr int kLevels = 8;
   for (const auto& r : cc.runs(kLevels)) {
     const float h = kUtilHeight * static_cast<float>(r.level) / kLevels;
@@ -207,19 +206,25 @@ void Builder::draw_gpu_lane(const LaneKey& key, Lane& lane) {
     ++st_.events_aggregated;
   }
   // Coverage first, individual events on top.
-  for (const auto& r : wait.runs()) {
+  // A lane whose coverage flickers column by column would give one rectangle per column;
+  // two levels instead of four keep such lanes to a few hundred rectangles.
+  const int levels = exec.runs(4).size() > static_cast<size_t>(cols / 4) ? 2 : 4;
+  for (const auto& r : wait.runs(levels)) {
     Rect rc = make_rect(f_.left + static_cast<float>(r.x0), y + 1, static_cast<float>(r.x1 - r.x0), 5,
-                        with_alpha(palette::kQueuedToStart, level_alpha(r.level, 4)));
+                        with_alpha(palette::kQueuedToStart, level_alpha(r.level, levels)));
     s_.rect(std::move(rc));
   }
-  for (const auto& r : exec.runs()) {
+  for (const auto& r : exec.runs(levels)) {
     Rect rc = make_rect(f_.left + static_cast<float>(r.x0), y + 7, static_cast<float>(r.x1 - r.x0), 14,
-                        with_alpha(palette::kComputeUtil, level_alpha(r.level, 4)));
-    const uint64_t tb = f_.t0 + static_cast<uint64_t>(r.x0 / f_.px_per_ns);
-    const uint64_t te = f_.t0 + static_cast<uint64_t>(r.x1 / f_.px_per_ns);
-    rc.tooltip = std::to_string(r.events) + " event(s) too narrow to draw one by one, busy " +
-                 std::to_string(static_cast<int>(std::lround(r.busy * 100))) + "% between " + rel_time(tb, f_.t0) +
-                 " and " + rel_time(te, f_.t0);
+                        with_alpha(palette::kComputeUtil, level_alpha(r.level, levels)));
+    // Tooltips only where a pointer can find them: they are most of an SVG's bytes.
+    if (r.x1 - r.x0 >= 4) {
+      const uint64_t tb = f_.t0 + static_cast<uint64_t>(r.x0 / f_.px_per_ns);
+      const uint64_t te = f_.t0 + static_cast<uint64_t>(r.x1 / f_.px_per_ns);
+      rc.tooltip = std::to_string(r.events) + " event(s) too narrow to draw one by one, busy " +
+                   std::to_string(static_cast<int>(std::lround(r.busy * 100))) + "% between " + rel_time(tb, f_.t0) +
+                   " and " + rel_time(te, f_.t0);
+    }
     s_.rect(std::move(rc));
   }
   for (uint32_t e : individual) {
@@ -260,7 +265,16 @@ void Builder::draw_device_section(const DeviceKey& dev, const std::vector<LaneKe
     ++st_.annotations_drawn;
   }
   y_ += kUtilHeight + 4;
-  for (const LaneKey& k : lanes) draw_gpu_lane(k, lanes_[k]);
+  for (const LaneKey& k : lanes) {
+    // The chart's size must not grow without bound with the number of streams either.
+    if (gpu_lanes_drawn_ >= kMaxGpuLanes) {
+      ++st_.lanes_left_out;
+      st_.events_left_out += lanes_[k].events.size();
+      continue;
+    }
+    ++gpu_lanes_drawn_;
+    draw_gpu_lane(k, lanes_[k]);
+  }
   y_ += 6;
 }
 
@@ -338,7 +352,12 @@ void Builder::draw_host_lanes() {
   y_ += 18;
   size_t bars = 0;
   const int cols = f_.columns();
+  size_t host_lanes = 0;
   for (const auto& [key, t] : threads) {
+    if (host_lanes++ >= kMaxHostLanes) {
+      ++st_.lanes_left_out;
+      continue;
+    }
     int depth = 0;
     for (uint32_t r : ranges[t]) depth = std::max(depth, m_.ranges.depth[r] + 1);
     const float ry = y_, cy = y_ + static_cast<float>(depth) * 10;
@@ -442,7 +461,15 @@ Scene Builder::build() {
       if (o_.lanes != LaneMode::kThread) sections[{key.capture, key.device}].push_back(key);
     for (const auto& [dev, keys] : sections) draw_device_section(dev, keys);
     if (o_.lanes == LaneMode::kThread) {
-      for (auto& [key, lane] : lanes_) draw_gpu_lane(key, lane);
+      for (auto& [key, lane] : lanes_) {
+        if (gpu_lanes_drawn_ >= kMaxGpuLanes) {
+          ++st_.lanes_left_out;
+          st_.events_left_out += lane.events.size();
+          continue;
+        }
+        ++gpu_lanes_drawn_;
+        draw_gpu_lane(key, lane);
+      }
       y_ += 6;
     }
     draw_annotations();

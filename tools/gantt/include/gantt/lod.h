@@ -36,6 +36,19 @@ class Coverage {
   uint64_t total_ = 0;
 };
 
+// Counts of event widths against the thresholds 1, 2, 3, 5, 8, ... px (Fibonacci steps),
+// so choosing the threshold needs no per-event storage.
+class WidthHistogram {
+ public:
+  void add(double width_px);
+  // The smallest step that keeps the events at least that wide within `max_individual`.
+  double threshold(size_t max_individual) const;
+
+ private:
+  static constexpr size_t kSteps = 18;
+  size_t at_least_[kSteps] = {};
+};
+
 // The narrowest on-screen width (px) an event may have to be drawn as its own rectangle,
 // so that at most `max_individual` events are: the smallest of 1, 2, 3, 5, 8, ... px that
 // keeps the count under the budget. `widths_px` are the events' widths.

@@ -54,6 +54,8 @@ struct RenderStats {
   uint64_t annotations_drawn = 0;
   uint64_t labels_dropped = 0;        // annotation labels left out to avoid overlaps
   double individual_threshold_px = 0;
+  uint64_t lanes_left_out = 0;       // past the lane cap (filter with --device/--stream)
+  uint64_t events_left_out = 0;      // in those lanes
 };
 
 Scene build_scene(const Model& model, const Selection& selection, const RenderOptions& options,

@@ -1,0 +1,125 @@
+// Each annotation rule on synthetic events whose right answer is known.
+#include <gtest/gtest.h>
+
+#include "fabricate.h"
+#include "gantt/annotate.h"
+
+using namespace gantt_test;
+using gantt::AnnotationKind;
+
+namespace {
+
+enum : uint32_t { kLaunch = 1, kK = 2, kCopy = 3, kSync = 4 };
+constexpr uint64_t US = 1000, T = 10'000'000;
+
+struct Fixture {
+  gantt::Model m;
+  gantt::ModelBuilder b{m};
+  uint32_t corr = 0;
+  Fixture() {
+    b.begin_capture("a");
+    b.add(header());
+    b.add(a100());
+    b.add(string_def(kLaunch, "cudaLaunchKernel"));
+    b.add(string_def(kK, "k"));
+    b.add(string_def(kCopy, "cudaMemcpyAsync"));
+    b.add(string_def(kSync, "cudaStreamSynchronize"));
+  }
+  void k(uint32_t stream, uint64_t launch, uint64_t q, uint64_t s, uint64_t e, uint32_t regs = 32) {
+    b.add(api(kLaunch, 1, launch, launch + US, ++corr));
+    b.add(kernel(kK, stream, corr, q, q ? q + US : 0, s, e, 256, regs));
+  }
+  void copy(uint32_t stream, uint64_t s, uint64_t e) {
+    b.add(api(kCopy, 1, s - 5 * US, s - 4 * US, ++corr));
+    b.add(memcpy_rec(v1::COPY_HTOD, 1 << 20, stream, corr, s, e));
+  }
+  gantt::Annotations run(const gantt::AnnotateOptions& o = {}) {
+    b.end_capture({});
+    return gantt::annotate(m, gantt::select_events(m, {}), o);
+  }
+  static size_t count(const gantt::Annotations& a, AnnotationKind k) { return a.count[static_cast<int>(k)]; }
+};
+
+}  // namespace
+
+TEST(Annotate, QueueDelayOverThreshold) {
+  Fixture f;
+  f.k(13, T, T + 10 * US, T + 160 * US, T + 200 * US);   // queued 150 us
+  f.k(13, T, T + 210 * US, T + 260 * US, T + 300 * US);  // queued 50 us
+  const auto a = f.run();
+  ASSERT_EQ(Fixture::count(a, AnnotationKind::kQueueDelay), 1u);
+  EXPECT_EQ(a.items[0].label, "queued 150 us");
+  gantt::AnnotateOptions strict;
+  strict.queue_delay_ns = 10 * US;
+  EXPECT_EQ(Fixture::count(gantt::annotate(f.m, gantt::select_events(f.m, {}), strict), AnnotationKind::kQueueDelay), 2u);
+}
+
+TEST(Annotate, LowOccupancyNamesTheLimit) {
+  Fixture f;
+  f.k(13, T, 0, T + 10 * US, T + 20 * US, 128);  // 128 regs: 16 warps of 64 = 25%
+  f.k(13, T, 0, T + 30 * US, T + 40 * US, 32);   // 100%
+  const auto a = f.run();
+  ASSERT_EQ(Fixture::count(a, AnnotationKind::kLowOccupancy), 1u);
+  EXPECT_EQ(a.items[0].label, "occupancy 25% (registers)");
+}
+
+TEST(Annotate, CopyOverlapAndSerialisedCopy) {
+  Fixture f;
+  f.k(13, T, 0, T + 100 * US, T + 300 * US);
+  f.copy(14, T + 150 * US, T + 250 * US);   // inside the kernel on another stream: overlapped
+  f.copy(13, T + 305 * US, T + 400 * US);   // right after compute on the same stream: serialised
+  f.copy(14, T + 2000 * US, T + 2100 * US); // nothing near: neither
+  const auto a = f.run();
+  EXPECT_EQ(Fixture::count(a, AnnotationKind::kOverlap), 1u);
+  EXPECT_EQ(Fixture::count(a, AnnotationKind::kMissedOverlap), 1u);
+  for (const auto& i : a.items) {
+    if (i.kind == AnnotationKind::kOverlap) { EXPECT_EQ(i.label, "overlap 100%"); }
+    if (i.kind == AnnotationKind::kMissedOverlap) { EXPECT_EQ(i.start_ns, T + 305 * US); }
+  }
+}
+
+TEST(Annotate, IdleGapNamesTheBlockingHostCall) {
+  Fixture f;
+  f.k(13, T, 0, T + 10 * US, T + 100 * US);
+  f.b.add(api(kSync, 1, T + 110 * US, T + 2400 * US, ++f.corr));  // host waits
+  f.k(13, T + 2410 * US, 0, T + 2420 * US, T + 2500 * US);
+  gantt::AnnotateOptions o;
+  o.idle_gap_ns = 1000 * US;
+  const auto a = f.run(o);
+  ASSERT_EQ(Fixture::count(a, AnnotationKind::kIdleGap), 1u);
+  const auto& g = a.items.back();
+  EXPECT_EQ(g.start_ns, T + 100 * US);
+  EXPECT_EQ(g.end_ns, T + 2420 * US);
+  EXPECT_EQ(g.label, "idle 2.32 ms \xE2\x80\x94 host in cudaStreamSynchronize");
+  o.idle_gap_ns = 3000 * US;
+  EXPECT_EQ(Fixture::count(gantt::annotate(f.m, gantt::select_events(f.m, {}), o), AnnotationKind::kIdleGap), 0u);
+}
+
+TEST(Annotate, IdleGapWhenTheHostLaunchedLate) {
+  Fixture f;
+  f.k(13, T, 0, T + 10 * US, T + 100 * US);
+  f.k(13, T + 3000 * US, 0, T + 3010 * US, T + 3100 * US);  // no CUDA call in between
+  gantt::AnnotateOptions o;
+  o.idle_gap_ns = 1000 * US;
+  const auto a = f.run(o);
+  ASSERT_EQ(Fixture::count(a, AnnotationKind::kIdleGap), 1u);
+  EXPECT_NE(a.items.back().label.find("host launched late"), std::string::npos) << a.items.back().label;
+}
+
+TEST(Annotate, DisabledFindsNothing) {
+  Fixture f;
+  f.k(13, T, T + 10 * US, T + 500 * US, T + 600 * US, 128);
+  gantt::AnnotateOptions off;
+  off.enabled = false;
+  const auto a = f.run(off);
+  EXPECT_TRUE(a.items.empty());
+  EXPECT_EQ(a.count[0] + a.count[1], 0u);
+}
+
+TEST(Annotate, BlockingCalls) {
+  EXPECT_TRUE(gantt::is_blocking_call("cudaStreamSynchronize"));
+  EXPECT_TRUE(gantt::is_blocking_call("cuCtxSynchronize"));
+  EXPECT_TRUE(gantt::is_blocking_call("cudaMemcpy"));
+  EXPECT_FALSE(gantt::is_blocking_call("cudaMemcpyAsync"));
+  EXPECT_FALSE(gantt::is_blocking_call("cudaLaunchKernel"));
+}

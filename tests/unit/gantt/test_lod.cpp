@@ -1,0 +1,83 @@
+// Level of detail: coverage per pixel column, the individual-drawing threshold, and the
+// bound on scene size whatever the event count.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "fabricate.h"
+#include "gantt/lod.h"
+#include "gantt/render.h"
+
+TEST(Lod, CoverageSplitsAcrossColumns) {
+  gantt::Coverage c(4);
+  c.add(0.5, 2.5);
+  EXPECT_DOUBLE_EQ(c.busy(0), 0.5);
+  EXPECT_DOUBLE_EQ(c.busy(1), 1.0);
+  EXPECT_DOUBLE_EQ(c.busy(2), 0.5);
+  EXPECT_DOUBLE_EQ(c.busy(3), 0.0);
+  EXPECT_EQ(c.count(1), 1u);
+  c.add(1.0, 1.75);  // overlapping spans add up, busy clamps at 1
+  EXPECT_DOUBLE_EQ(c.busy(1), 1.0);
+  EXPECT_EQ(c.count(1), 2u);
+  c.add(-10, -5);  // outside: ignored
+  c.add(3.2, 3.2);  // zero length still touches its column
+  EXPECT_EQ(c.count(3), 1u);
+}
+
+TEST(Lod, RunsMergeEqualLevels) {
+  gantt::Coverage c(10);
+  c.add(0, 4);   // 4 full columns
+  c.add(6, 6.2); // one column at 20%
+  const auto runs = c.runs(4);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].x0, 0);
+  EXPECT_EQ(runs[0].x1, 4);
+  EXPECT_EQ(runs[0].level, 4);
+  EXPECT_EQ(runs[1].x0, 6);
+  EXPECT_EQ(runs[1].level, 1);
+}
+
+TEST(Lod, ThresholdKeepsIndividualEventsWithinBudget) {
+  std::vector<float> widths(100, 1.5f);
+  widths.insert(widths.end(), 10, 10.f);
+  EXPECT_DOUBLE_EQ(gantt::individual_threshold_px(widths, 1000), 1.0);  // all fit
+  EXPECT_DOUBLE_EQ(gantt::individual_threshold_px(widths, 50), 2.0);    // only the 10 wide ones
+  EXPECT_DOUBLE_EQ(gantt::individual_threshold_px(widths, 5), 13.0);    // none
+}
+
+TEST(Lod, SceneSizeFollowsThePictureNotTheEventCount) {
+  using namespace gantt_test;
+  size_t svg_bytes[2] = {};
+  int i = 0;
+  for (uint32_t n : {20'000u, 200'000u}) {
+    gantt::Model m;
+    gantt::ModelBuilder b(m);
+    b.begin_capture("lod");
+    b.add(header());
+    b.add(a100());
+    b.add(string_def(1, "cudaLaunchKernel"));
+    b.add(string_def(2, "k"));
+    for (uint32_t k = 0; k < n; ++k) {
+      const uint64_t t = 1'000'000 + uint64_t(k) * 1000;
+      b.add(api(1, 5, t, t + 100, k + 1));
+      b.add(kernel(2, 10 + k % 4, k + 1, t + 200, t + 300, t + 400, t + 900));
+    }
+    b.end_capture({});
+    const auto sel = gantt::select_events(m, {});
+    gantt::RenderOptions o;
+    o.max_individual_events = 1000;
+    gantt::RenderStats st;
+    const gantt::Scene scene = gantt::build_scene(m, sel, o, &st);
+    EXPECT_EQ(st.events_selected, n);
+    EXPECT_LE(st.events_individual, 1000u);
+    EXPECT_EQ(st.events_individual + st.events_aggregated, n);
+    std::ostringstream os;
+    gantt::write_svg(scene, os);
+    svg_bytes[i++] = os.str().size();
+  }
+  EXPECT_LT(svg_bytes[1], 5'000'000u);
+  // Ten times the events, about the same picture: the SVG must not grow with the count
+  // (it may differ by how the coverage levels fall, not by a factor of ten).
+  EXPECT_LT(svg_bytes[1], svg_bytes[0] * 3);
+  EXPECT_LT(svg_bytes[0], svg_bytes[1] * 3);
+}
