@@ -162,8 +162,17 @@ void on_fork_child() {
   // The parent's writer thread does not exist here and its Writer belongs to the parent's
   // file: leave it untouched (leaked) and start this process's own.
   reset_rings_after_fork();
-  auto* w = new (std::nothrow) Writer(*g_config, gather_facts(*g_config));
-  if (w == nullptr) return;
+  // The parent's writer has no thread here: stopping it at exit would wait for nothing.
+  g_writer.store(nullptr, std::memory_order_release);
+  recorder().writer_alive.store(false, std::memory_order_release);
+  Writer* w = nullptr;
+  try {
+    w = new Writer(*g_config, gather_facts(*g_config));
+  } catch (...) {
+    recorder().enabled.store(false);
+    say("cannot start recording in the child (out of memory?); this child records nothing");
+    return;
+  }
   w->add_features((g_config->nccl ? v1::FEATURE_NCCL : 0) | (g_config->nvtx ? v1::FEATURE_NVTX : 0));
   std::string why;
   if (!w->start(&why)) {
@@ -173,12 +182,26 @@ void on_fork_child() {
   g_writer.store(w, std::memory_order_release);
 }
 
+void start_unguarded();
+
+// Every door goes through here. An exception (allocation failure) must not reach the app's
+// constructor or the CUDA driver: the hook then stays off and says so once.
 void start_once() {
   int expected = kIdle;
   if (!g_state.compare_exchange_strong(expected, kStarting)) {
     while (g_state.load(std::memory_order_acquire) == kStarting) sched_yield();
     return;
   }
+  try {
+    start_unguarded();
+  } catch (...) {
+    say("could not start (out of memory?); nothing recorded");
+    recorder().enabled.store(false);
+    g_state.store(kStopped);
+  }
+}
+
+void start_unguarded() {
   std::vector<std::string> problems;
   auto* config = new Config(parse_config([](const char* n) { return std::getenv(n); }, &problems));
   for (const std::string& p : problems) say(p);
@@ -225,16 +248,30 @@ __attribute__((constructor)) void on_load() { start_once(); }
 using namespace gpuhook::hook;
 namespace v1 = gpuhook::v1;
 
+namespace {
+void initialize_cuda();
+}  // namespace
+
 extern "C" GPUHOOK_EXPORT int InitializeInjection(void) {
   start_once();
   if (g_state.load() != kRunning || !g_config->cuda || g_cuda_started.exchange(true)) return 1;
+  try {
+    initialize_cuda();
+  } catch (...) {
+    say("CUPTI set-up failed (out of memory?); GPU tracing off");
+  }
+  return 1;
+}
+
+namespace {
+void initialize_cuda() {
   Writer* w = g_writer.load(std::memory_order_acquire);
   std::string why;
   CuptiTracer* tracer = CuptiTracer::start(*g_config, &why);
   if (tracer == nullptr) {
     say(why);
     w->set_note(why);
-    return 1;
+    return;
   }
   w->set_cupti_version(tracer->version());
   w->set_note(tracer->notes());
@@ -243,8 +280,8 @@ extern "C" GPUHOOK_EXPORT int InitializeInjection(void) {
   // Registered during CUDA's initialisation, so it runs before the runtime's own exit
   // teardown: the last buffers are flushed while CUDA can still deliver them.
   std::atexit(&on_exit_handler);
-  return 1;
 }
+}  // namespace
 
 extern "C" GPUHOOK_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table) {
   start_once();

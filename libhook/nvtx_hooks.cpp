@@ -26,13 +26,28 @@ struct NamedHandle {
 
 std::atomic<uint64_t> g_next_range_id{1};
 
-NamedHandle* make_handle(std::string s) {
-  auto* h = new (std::nothrow) NamedHandle{nullptr, std::move(s)};
-  if (h != nullptr) h->name = h->storage.c_str();
-  return h;
+NamedHandle* make_handle(const char* s) noexcept {
+  try {
+    auto* h = new NamedHandle{nullptr, std::string(s != nullptr ? s : "")};
+    h->name = h->storage.c_str();
+    return h;
+  } catch (...) {
+    return nullptr;  // NVTX treats a null handle as "no name"; the app runs on
+  }
 }
 
-std::string narrow(const wchar_t* w) {
+std::string narrow(const wchar_t* w) noexcept;
+
+NamedHandle* make_handle(const wchar_t* s) noexcept {
+  try {
+    return make_handle(narrow(s).c_str());
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+// Wide NVTX strings are rare; converting allocates, and a failed allocation gives "".
+std::string narrow(const wchar_t* w) noexcept try {
   std::string out;
   if (w == nullptr) return out;
   std::mbstate_t state{};
@@ -43,6 +58,8 @@ std::string narrow(const wchar_t* w) {
     else out.append(buf, n);
   }
   return out;
+} catch (...) {
+  return std::string();
 }
 
 void copy_name(RangePayload& p, const char* s, size_t n) {
@@ -156,19 +173,19 @@ int NVTX_API pop() {
 // --- core2 (domains) ---
 
 nvtxDomainHandle_t NVTX_API domain_create_a(const char* name) {
-  return reinterpret_cast<nvtxDomainHandle_t>(make_handle(name != nullptr ? name : ""));
+  return reinterpret_cast<nvtxDomainHandle_t>(make_handle(name));
 }
 nvtxDomainHandle_t NVTX_API domain_create_w(const wchar_t* name) {
-  return reinterpret_cast<nvtxDomainHandle_t>(make_handle(narrow(name)));
+  return reinterpret_cast<nvtxDomainHandle_t>(make_handle(name));
 }
 void NVTX_API domain_destroy(nvtxDomainHandle_t) {
   // Kept: records still in rings may point at it; domains are few.
 }
 nvtxStringHandle_t NVTX_API register_string_a(nvtxDomainHandle_t, const char* s) {
-  return reinterpret_cast<nvtxStringHandle_t>(make_handle(s != nullptr ? s : ""));
+  return reinterpret_cast<nvtxStringHandle_t>(make_handle(s));
 }
 nvtxStringHandle_t NVTX_API register_string_w(nvtxDomainHandle_t, const wchar_t* s) {
-  return reinterpret_cast<nvtxStringHandle_t>(make_handle(narrow(s)));
+  return reinterpret_cast<nvtxStringHandle_t>(make_handle(s));
 }
 void NVTX_API domain_mark_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
   record_range(v1::RANGE_MARK, d, a, nullptr, 0);

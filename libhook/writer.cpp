@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include <cstring>
+#include <exception>
 
 #include "clock.h"
 #include "device_info.h"
@@ -105,8 +106,26 @@ bool Writer::start(std::string* why) {
 
 void* Writer::thread_main(void* self) {
   pthread_setname_np(pthread_self(), "gpuhook-writer");
-  static_cast<Writer*>(self)->loop();
+  auto* w = static_cast<Writer*>(self);
+  try {
+    w->loop();
+  } catch (const std::exception& e) {
+    w->abandon(e.what());
+  } catch (...) {
+    w->abandon("unknown exception");
+  }
   return nullptr;
+}
+
+// An exception escaping a thread would terminate the app: recording stops instead, the file
+// keeps what was flushed, and the app is told once.
+void Writer::abandon(const char* why) {
+  recorder().enabled.store(false, std::memory_order_release);
+  recorder().writer_alive.store(false, std::memory_order_release);
+  std::string line = std::string("gpuhook: the writer stopped (") + why + "); recording ends here\n";
+  fputs(line.c_str(), stderr);
+  finished_.store(true);
+  sem_post(&done_sem_);
 }
 
 void Writer::wake() { sem_post(&wake_sem_); }

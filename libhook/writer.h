@@ -65,6 +65,7 @@ class Writer final : private RecordSink {
 
  private:
   static void* thread_main(void* self);
+  void abandon(const char* why);
   void loop();
   uint32_t intern(std::string_view s) override;
   void emit(v1::Record& record) override;

@@ -190,8 +190,39 @@ TEST_F(WriterTest, CaptureWindowKeepsOnlyRecordsInside) {
   EXPECT_EQ(ranges, 1);
 }
 
-TEST_F(WriterTest, AnExistingFileIsNeverOverwritten) {
+TEST_F(WriterTest, TimeRangeOpensAfterTheDelayForTheDuration) {
+  config.range.kind = RangeKind::kTime;
+  config.range.delay_ns = 100;
+  config.range.duration_ns = 50;
+  Writer w(config, facts());  // starts at 1000: window [1100, 1150]
+  push_range(v1::RANGE_MARK, "early", 1050);
+  push_range(v1::RANGE_MARK, "inside", 1120);
+  push_range(v1::RANGE_MARK, "late", 1200);
+  w.finish();
+  std::vector<int64_t> times;
+  for (auto& r : read_back()) {
+    if (r.has_range()) times.push_back(r.range().time_ns());
+  }
+  EXPECT_EQ(times, std::vector<int64_t>{1120});
+}
+
+TEST_F(WriterTest, APerProcessNameThatExistsGetsASuffix) {
+  // exec keeps the pid: the new image must not fail on, nor overwrite, the old image's file.
   std::string path = expand_output(config.output_pattern, "testhost", getpid(), std::nullopt);
+  FILE* f = std::fopen(path.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs("earlier image", f);
+  std::fclose(f);
+  Writer w(config, facts());
+  push_range(v1::RANGE_MARK, "x", 100);
+  w.finish();
+  EXPECT_TRUE(fs::exists(path + ".1"));
+  EXPECT_EQ(fs::file_size(path), 13u);
+}
+
+TEST_F(WriterTest, AnExistingFileIsNeverOverwritten) {
+  config.output_pattern = (dir / "fixed.gpuh").string();  // no %p: the user named one file
+  std::string path = config.output_pattern;
   FILE* f = std::fopen(path.c_str(), "w");
   ASSERT_NE(f, nullptr);
   std::fputs("precious", f);
