@@ -34,7 +34,8 @@ void convert_kernel(const CUpti_ActivityKernel10* k, const ConvertOptions& o, Re
   sink.device_seen(k->deviceId);
   // Reused: every field is set below, and one message per record was 10% of the writer's
   // time in allocation (perf, writer benchmark).
-  static v1::Record rec;  // the writer thread is the only caller
+  // Never destroyed: a writer still draining during exit must not meet a destroyed static.
+  static v1::Record& rec = *new v1::Record;  // the writer thread is the only caller
   auto* r = rec.mutable_kernel();
   r->set_name_id(k->name != nullptr ? sink.intern(k->name) : 0);
   r->set_device(k->deviceId);
@@ -136,7 +137,7 @@ void convert_memset(const CUpti_ActivityMemset4* m, RecordSink& sink) {
 void convert_api(const CUpti_ActivityAPI* a, v1::ApiDomain domain, const ConvertOptions& o, RecordSink& sink) {
   uint64_t start = a->start, end = a->end;
   if (!check_pair(&start, &end)) sink.invalid_time();
-  static v1::Record rec;  // reused, as in convert_kernel
+  static v1::Record& rec = *new v1::Record;  // reused, as in convert_kernel
   auto* r = rec.mutable_api();
   r->set_domain(domain);
   r->set_cbid(a->cbid);

@@ -1,5 +1,7 @@
 #include "cupti_tracer.h"
 
+#include <dlfcn.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -56,6 +58,8 @@ bool BufferPool::complete(uint8_t* buffer, size_t valid_bytes) {
   }
   return false;
 }
+
+bool CuptiTracer::simulated() const { return dlsym(api_.handle, "gpuhook_sim_now_ns") != nullptr; }
 
 CuptiTracer* CuptiTracer::instance() { return g_tracer.load(std::memory_order_acquire); }
 

@@ -78,6 +78,8 @@ class CuptiTracer final : public GpuSource {
   std::string version() const { return version_; }
   std::string notes() const { return notes_; }
   bool latency_timestamps() const { return latency_; }
+  // The loaded libcupti is the test simulator's (it exports gpuhook_sim_* entry points).
+  bool simulated() const;
 
  private:
   CuptiTracer(const Config& config, const CuptiApi& api);
