@@ -170,6 +170,28 @@ int NVTX_API pop() {
   return t_state.nvtx_depth;
 }
 
+// nvtxNameOsThread: the name of a thread, for the thread lanes of the chart.
+void NVTX_API name_os_thread_a(uint32_t thread_id, const char* name) {
+  if (name == nullptr) return;
+  int saved_errno = errno;
+  HostRecord* r = begin_record();
+  if (r != nullptr) {
+    r->kind = HostKind::kThreadName;
+    r->thread_id = thread_id;
+    r->start_ns = now_ns();
+    r->end_ns = 0;
+    r->range.domain = nullptr;
+    r->range.registered_name = nullptr;
+    copy_name(r->range, name, std::strlen(name));
+    end_record();
+  }
+  errno = saved_errno;
+}
+void NVTX_API name_os_thread_w(uint32_t thread_id, const wchar_t* name) {
+  std::string s = narrow(name);
+  name_os_thread_a(thread_id, s.c_str());
+}
+
 // --- core2 (domains) ---
 
 nvtxDomainHandle_t NVTX_API domain_create_a(const char* name) {
@@ -236,6 +258,8 @@ int install_nvtx(NvtxGetExportTableFunc_t get_export_table) {
   set_slot(core, core_size, NVTX_CBID_CORE_RangePushA, &push_a);
   set_slot(core, core_size, NVTX_CBID_CORE_RangePushW, &push_w);
   set_slot(core, core_size, NVTX_CBID_CORE_RangePop, &pop);
+  set_slot(core, core_size, NVTX_CBID_CORE_NameOsThreadA, &name_os_thread_a);
+  set_slot(core, core_size, NVTX_CBID_CORE_NameOsThreadW, &name_os_thread_w);
   NvtxFunctionTable core2 = nullptr;
   unsigned int core2_size = 0;
   if (callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &core2, &core2_size) != 0 && core2 != nullptr) {

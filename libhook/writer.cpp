@@ -291,7 +291,17 @@ bool Writer::open_file() {
   file_->write(rec);
   // The header gets a frame of its own: whatever happens later, the file says whose it is.
   file_->flush();
+  for (const auto& [tid, name] : pending_thread_names_) write_thread_name(tid, name);
+  pending_thread_names_.clear();
   return true;
+}
+
+void Writer::write_thread_name(uint64_t thread_id, std::string_view name) {
+  v1::Record rec;
+  auto* t = rec.mutable_thread();
+  t->set_thread_id(thread_id);
+  t->set_name_id(file_->intern(name));
+  file_->write(rec);
 }
 
 uint32_t Writer::intern(std::string_view s) {
@@ -389,6 +399,17 @@ void Writer::write_host(const HostRecord& r) {
     } else if (p.name_bytes != 0) {
       g->set_name_id(file_->intern(std::string_view(p.name, p.name_bytes)));
     }
+  } else if (r.kind == HostKind::kThreadName) {
+    // A thread name alone never creates the file; names given before it exists (or before
+    // the capture window opened) are written right after the header.
+    if (!file_) {
+      if (pending_thread_names_.size() < 4096) {
+        pending_thread_names_.emplace_back(r.thread_id, std::string(r.range.name, r.range.name_bytes));
+      }
+      return;
+    }
+    write_thread_name(r.thread_id, std::string_view(r.range.name, r.range.name_bytes));
+    return;
   } else {
     return;
   }

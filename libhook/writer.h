@@ -13,6 +13,8 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "gpuhook/capture.h"
 #include "config.h"
@@ -73,6 +75,7 @@ class Writer final : private RecordSink {
   void invalid_time() override { invalid_times_++; }
   bool open_file();
   void write_host(const HostRecord& r);
+  void write_thread_name(uint64_t thread_id, std::string_view name);
   uint32_t intern_pointer(const void* key, const char* s);
   void write_drops(bool final);
   bool in_window(const v1::Record& record) const;
@@ -102,6 +105,7 @@ class Writer final : private RecordSink {
   static constexpr size_t kNameCacheSlots = 256;
   NameCacheEntry name_cache_[kNameCacheSlots];
   uint32_t last_device_ = UINT32_MAX;
+  std::vector<std::pair<uint64_t, std::string>> pending_thread_names_;
   uint64_t emitted_ = 0;
   std::unordered_set<uint32_t> devices_seen_;
   uint64_t invalid_times_ = 0;

@@ -22,7 +22,7 @@ const std::map<std::string, int> kKinds = {
     {"kernel", v1::Record::kKernel}, {"memcpy", v1::Record::kMemcpy},   {"memset", v1::Record::kMemset},
     {"sync", v1::Record::kSync},     {"nccl", v1::Record::kNccl},       {"range", v1::Record::kRange},
     {"memory", v1::Record::kMemory}, {"overhead", v1::Record::kOverhead}, {"drops", v1::Record::kDrops},
-    {"footer", v1::Record::kFooter}};
+    {"footer", v1::Record::kFooter},  {"thread", v1::Record::kThread}};
 
 int failures = 0;
 void fail(const std::string& what) {

@@ -160,6 +160,7 @@ int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "nvtx";
   int n = argc > 2 ? std::atoi(argv[2]) : 10;
   if (mode == "nvtx") {
+    nvtxNameOsThreadA(static_cast<uint32_t>(gettid()), "main-thread");
     nvtx_iterations(n);
     std::printf("nvtx done %d\n", n);
     return 7;

@@ -57,7 +57,7 @@ case $case_name in
   nvtx)
     pair -- "$app" nvtx 10
     gpuhook_lines 1 "110 range"
-    check "$(capture)" --expect range=$((10 * ranges_per_iteration)) --nesting --expect footer=1
+    check "$(capture)" --expect range=$((10 * ranges_per_iteration)) --nesting --expect footer=1 --expect thread=1
     ;;
   nccl)
     pair -- "$app" nccl 10
