@@ -7,6 +7,8 @@ std::vector<const Exporter*> exporters() {
   static const std::vector<std::unique_ptr<Exporter>> all = [] {
     std::vector<std::unique_ptr<Exporter>> v;
     v.push_back(make_csv_exporter());
+    v.push_back(make_chrome_exporter());
+    v.push_back(make_folded_exporter());
     return v;
   }();
   std::vector<const Exporter*> out;

@@ -29,5 +29,7 @@ std::vector<const Exporter*> exporters();
 
 // Factories, one per format file.
 std::unique_ptr<Exporter> make_csv_exporter();
+std::unique_ptr<Exporter> make_chrome_exporter();  // export/chrome_export.cpp
+std::unique_ptr<Exporter> make_folded_exporter();  // export/folded_export.cpp
 
 }  // namespace gantt

@@ -1,0 +1,98 @@
+// The Chrome trace and folded-stack exporters on fabricated models.
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "fixture.h"
+#include "gantt/export.h"
+#include "gantt/filter.h"
+
+using namespace gantt_analysis_test;
+
+namespace {
+
+enum : uint32_t { kK = 30, kOuter = 31, kInner = 32, kHostile = 33, kSemi = 34 };
+
+gantt::Model model_with_overlaps() {
+  gantt::Model m;
+  gantt::ModelBuilder b(m);
+  b.begin_capture("export.gpuh");
+  add_small_capture(b);
+  b.add(string_def(kK, "_Z6kernelv"));
+  b.add(string_def(kOuter, "outer;step"));
+  b.add(string_def(kInner, "inner \"quoted\""));
+  b.add(string_def(kHostile, std::string("bad\xFF\x01<name>\\", 12)));
+  // Ranges around two launches; the second kernel overlaps the first on the same stream
+  // (a timing glitch viewers would drop) and must go to a second track.
+  b.add(range(v1::RANGE_PUSH, kOuter, 100, 10'000));
+  b.add(range(v1::RANGE_PUSH, kInner, 100, 10'100));
+  b.add(api(kLaunch, 100, 10'200, 10'300, 50));
+  b.add(api(kLaunch, 100, 10'400, 10'500, 51));
+  b.add(range(v1::RANGE_POP, 0, 100, 10'600));
+  b.add(range(v1::RANGE_POP, 0, 100, 10'700));
+  b.add(api(kLaunch, 100, 10'650, 10'800, 52));  // partially overlaps the outer range's end
+  b.add(kernel(kK, 21, 50, 10'310, 10'320, 11'000, 13'000));
+  b.add(kernel(kK, 21, 51, 10'510, 10'520, 12'000, 14'000));
+  b.add(kernel(kHostile, 21, 52, 10'810, 10'820, 14'000, 14'500));
+  b.end_capture({});
+  return m;
+}
+
+gantt::Selection all(const gantt::Model& m) { return gantt::select_events(m, gantt::EventFilter{}); }
+
+std::string run(const char* format, const gantt::Model& m) {
+  const gantt::Exporter* e = gantt::find_exporter(format);
+  EXPECT_NE(e, nullptr) << format;
+  if (!e) return {};
+  std::ostringstream os;
+  e->write(m, all(m), os);
+  return os.str();
+}
+
+int check(const std::string& tool_cmd, const std::string& json) {
+  const std::string path = testing::TempDir() + "trace.json";
+  std::ofstream(path, std::ios::binary) << json;
+  return std::system((tool_cmd + " " + path).c_str());
+}
+
+}  // namespace
+
+TEST(ChromeExport, ViewersCanReadItNoOverlapsFlowsAndExactTimes) {
+  const gantt::Model m = model_with_overlaps();
+  const std::string json = run("chrome", m);
+  EXPECT_EQ(json, run("chrome", m)) << "not deterministic";
+  EXPECT_NE(json.find("\"stream 21 #2\""), std::string::npos) << "overlapping kernels share a track";
+  EXPECT_NE(json.find("\"ph\":\"f\",\"bp\":\"e\""), std::string::npos);
+  EXPECT_NE(json.find("\"cat\":\"nvtx\""), std::string::npos);
+  EXPECT_NE(json.find("bad\\ufffd\\u0001<name>\\\\"), std::string::npos);
+  if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3 not installed";
+  EXPECT_EQ(check("python3 " GANTT_ANALYSIS_TEST_DIR "/check_chrome_trace.py", json), 0) << json;
+  if (std::system("command -v node >/dev/null 2>&1") == 0) {
+    EXPECT_EQ(check("node -e 'JSON.parse(require(\"fs\").readFileSync(process.argv[1], \"utf8\"))'", json), 0);
+  }
+}
+
+TEST(ChromeExport, EmptyModelIsStillValidJson) {
+  gantt::Model m;
+  const std::string json = run("chrome", m);
+  if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP();
+  EXPECT_EQ(check("python3 -c 'import json,sys; json.load(open(sys.argv[1]))'", json), 0) << json;
+}
+
+TEST(FoldedExport, StacksAreRangePathsThenKernelWithExecWeights) {
+  const gantt::Model m = model_with_overlaps();
+  const std::string folded = run("folded", m);
+  // outer;step has a ';' in its name: it must not split into two frames.
+  EXPECT_NE(folded.find("outer:step;inner \"quoted\";kernel() 4000\n"), std::string::npos) << folded;
+  EXPECT_NE(folded.find("gemm(float*, float*, float*, int) 600\n"), std::string::npos) << folded;
+  EXPECT_NE(folded.find("[memcpy HtoD] 400\n"), std::string::npos) << folded;
+  // Every line: frames, one space, an integer weight.
+  std::istringstream in(folded);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t sp = line.rfind(' ');
+    ASSERT_NE(sp, std::string::npos) << line;
+    EXPECT_EQ(line.find_first_not_of("0123456789", sp + 1), std::string::npos) << line;
+  }
+}
