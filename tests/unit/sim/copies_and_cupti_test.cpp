@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <unistd.h>
 #include <vector>
 
 #include "sim_test_util.h"
@@ -131,6 +132,29 @@ TEST_F(Cupti, RecordsAreDroppedAndCountedWithoutABuffer) {
   EXPECT_EQ(dropped, 0u) << "the count resets when read";
   finish_tracing();
   EXPECT_TRUE(kernels_named("mid_kernel").empty());
+}
+
+TEST_F(Cupti, FullBuffersComeBackFromCuptisWorkerThread) {
+  received().buffer_bytes = 1024;  // four kernel records
+  for (int i = 0; i < 12; ++i) launch(kernel("mid_kernel"), 10, 32, nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  // No flush: the full buffers must arrive on their own, from the worker.
+  for (int waited_ms = 0; waited_ms < 2000; waited_ms += 10) {
+    {
+      std::lock_guard<std::mutex> lock(received().mu);
+      if (received().kernels.size() >= 8) break;
+    }
+    usleep(10 * 1000);
+  }
+  {
+    std::lock_guard<std::mutex> lock(received().mu);
+    EXPECT_GE(received().kernels.size(), 8u);
+    ASSERT_FALSE(received().completing_threads.empty());
+    for (const auto& name : received().completing_threads) EXPECT_EQ(name, "cupti_worker");
+  }
+  finish_tracing();
+  received().buffer_bytes = 64 * 1024;
+  EXPECT_EQ(kernels_named("mid_kernel").size(), 12u) << "the rest arrives with FlushAll";
 }
 
 TEST_F(Cupti, QueuedAndSubmittedOnlyWithLatencyTimestamps) {

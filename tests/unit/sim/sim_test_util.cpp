@@ -1,6 +1,7 @@
 #include "sim_test_util.h"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -18,16 +19,19 @@ void CUPTIAPI on_request(uint8_t** buffer, size_t* size, size_t* max_records) {
     return;
   }
   // Deliberately 8-byte misaligned +4: the records must still come out aligned.
-  constexpr size_t kBytes = 64 * 1024;
-  auto* raw = static_cast<uint8_t*>(std::malloc(kBytes + 16));
+  const size_t bytes = received().buffer_bytes;
+  auto* raw = static_cast<uint8_t*>(std::malloc(bytes + 16));
   *buffer = raw + 4;
-  *size = kBytes;
+  *size = bytes;
   *max_records = 0;
 }
 
 void CUPTIAPI on_complete(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
   Received& r = received();
   std::lock_guard<std::mutex> lock(r.mu);
+  char thread_name[32] = {};
+  pthread_getname_np(pthread_self(), thread_name, sizeof thread_name);
+  r.completing_threads.emplace_back(thread_name);
   CUpti_Activity* rec = nullptr;
   while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
     if (reinterpret_cast<uintptr_t>(rec) % 8 != 0) ++r.misaligned;
@@ -86,6 +90,7 @@ void start_tracing() {
   r.copies.clear();
   r.apis.clear();
   r.syncs.clear();
+  r.completing_threads.clear();
   r.misaligned = 0;
 }
 

@@ -55,6 +55,8 @@ struct Received {
   std::vector<CUpti_ActivitySynchronization2> syncs;
   size_t misaligned = 0;
   bool refuse_buffers = false;  // the request callback returns no buffer
+  size_t buffer_bytes = 64 * 1024;
+  std::vector<std::string> completing_threads;  // thread names, one per completed buffer
 };
 Received& received();
 
