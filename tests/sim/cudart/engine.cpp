@@ -71,6 +71,10 @@ Stream* Engine::create_stream(unsigned flags, int priority) {
 
 void Engine::destroy_stream(Stream* s) {
   // Like cudaStreamDestroy: returns at once; the worker finishes queued work, then stops.
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    s->destroyed = true;
+  }
   auto op = std::make_unique<Op>();
   op->kind = OpKind::kStop;
   enqueue(s, std::move(op));
@@ -89,7 +93,7 @@ Stream* Engine::resolve(cudaStream_t handle) {
   }
   std::lock_guard<std::mutex> lock(mu_);
   for (Stream* s : streams_) {
-    if (reinterpret_cast<cudaStream_t>(s) == handle) return s->dead ? nullptr : s;
+    if (reinterpret_cast<cudaStream_t>(s) == handle) return s->dead || s->destroyed ? nullptr : s;
   }
   return nullptr;
 }

@@ -73,7 +73,8 @@ struct Stream {
   int priority = 0;
   bool legacy = false;
   bool blocking = true;  // synchronises with the legacy default stream
-  bool dead = false;
+  bool dead = false;       // its worker has exited
+  bool destroyed = false;  // cudaStreamDestroy was called: the handle is no longer valid
   std::deque<std::unique_ptr<Op>> queue;  // the front one is executing
   CompletionPtr last;
   uint64_t prev_end_ns = 0;

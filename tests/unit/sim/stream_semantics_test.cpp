@@ -225,6 +225,20 @@ TEST_F(StreamSemantics, LegacyDefaultStreamSynchronisesWithBlockingStreams) {
   EXPECT_LT(n[0].start, a[0].end) << "a non-blocking stream runs beside the blocking one";
 }
 
+TEST_F(StreamSemantics, ADestroyedStreamFinishesItsWorkAndItsHandleIsRefused) {
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  launch(kernel("mid_kernel"), kSmallGrid, 256, s);
+  ASSERT_EQ(cudaStreamDestroy(s), cudaSuccess);
+  EXPECT_EQ(cudaLaunchKernel(kernel("mid_kernel"), dim3(1), dim3(32), nullptr, 0, s),
+            cudaErrorInvalidResourceHandle);
+  EXPECT_EQ(cudaStreamSynchronize(s), cudaErrorInvalidResourceHandle);
+  EXPECT_EQ(cudaStreamDestroy(nullptr), cudaErrorInvalidResourceHandle);
+  finish_tracing();
+  EXPECT_EQ(kernels_named("mid_kernel").size(), 1u) << "queued work still runs";
+  (void)cudaGetLastError();
+}
+
 TEST_F(StreamSemantics, PerThreadDefaultStreamsRunSideBySide) {
   // Each host thread's cudaStreamPerThread is its own stream: two threads' work overlaps.
   const void* k = kernel("slow_kernel");
