@@ -16,8 +16,11 @@ gen="$build/tests/e2e/render/gantt_fixture_gen"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# The baselines need Debian's matplotlib and pandas; installed here, for benches only.
-if ! python3 -c "import matplotlib, pandas" 2>/dev/null; then
+# The baselines need Debian's matplotlib and pandas; installed here, for benches only, and
+# run with Debian's python3 (a pyenv or venv python3 on PATH would not see them).
+py=/usr/bin/python3
+[ -x "$py" ] || py=python3
+if ! "$py" -c "import matplotlib, pandas" 2>/dev/null; then
   echo "bench render: installing python3-matplotlib python3-pandas" >&2
   sudo=""; [ "$(id -u)" -ne 0 ] && sudo=sudo
   $sudo apt-get install -y -qq --no-install-recommends python3-matplotlib python3-pandas >/dev/null
@@ -68,7 +71,7 @@ ours_100k_wall=$wall_s
 "$cli" export "$work/1m.gpuh" --format csv -o "$work/1m.csv" 2>/dev/null
 
 # (a) the seed tool's code, 3,000 events only (it grows faster than linearly).
-measure naive_3k python3 "$here/baseline_naive.py" "$work/3k.csv" "$work/naive.png"
+measure naive_3k "$py" "$here/baseline_naive.py" "$work/3k.csv" "$work/naive.png"
 naive_wall=$wall_s
 row "(a) seed tool (iterrows, 3 broken_barh/event), 3k events" "${naive_wall} s, $((rss_kb / 1024)) MiB" "—" "—"
 ratio_same=$(python3 -c "print(round($naive_wall / max($ours_3k_wall, 0.01)))")
@@ -77,10 +80,10 @@ row "gantt-cli vs (a), same 3k events (whole process)" "${ratio_same}× (${ours_
 row "gantt-cli vs (a), per event ((a) at 3k vs ours at 1M)" "${ratio_per_event}×" "≥ 1000×" "$(verdict "$ratio_per_event >= 1000")"
 
 # (b) competent matplotlib, 100k and 1M events.
-measure mpl_100k python3 "$here/baseline_matplotlib.py" "$work/100k.csv" "$work/mpl100k.png"
+measure mpl_100k "$py" "$here/baseline_matplotlib.py" "$work/100k.csv" "$work/mpl100k.png"
 row "(b) matplotlib, one broken_barh per stream & stage, 100k events" "${wall_s} s, $((rss_kb / 1024)) MiB" "—" "—"
 row "gantt-cli vs (b) at 100k" "$(python3 -c "print(round($wall_s / max($ours_100k_wall, 0.01)))")× (${ours_100k_wall} s)" "—" "—"
-measure mpl_1m python3 "$here/baseline_matplotlib.py" "$work/1m.csv" "$work/mpl1m.png"
+measure mpl_1m "$py" "$here/baseline_matplotlib.py" "$work/1m.csv" "$work/mpl1m.png"
 row "(b) matplotlib, 1M events" "${wall_s} s, cpu ${cpu_s} s, $((rss_kb / 1024)) MiB" "—" "—"
 speed=$(python3 -c "print(round($wall_s / $ours_1m_wall, 1))")
 speed_cpu=$(python3 -c "print(round($cpu_s / $ours_1m_cpu, 1))")

@@ -69,7 +69,7 @@ std::string host_activity(const Model& m, uint32_t next, uint64_t b, uint64_t e)
   }
   const uint64_t gap = e - b;
   if (best != kNone && best_cover * 4 >= gap)
-    return "host in " + utf8_clean(m.string(m.api.name[best]));
+    return "host in " + utf8_clean(api_display_name(m.string(m.api.name[best])));
   if (m.api.start_ns[a] > b) return "host launched late (busy outside CUDA)";
   return "host not in a CUDA call";
 }

@@ -1,5 +1,5 @@
 // CSV: one row per GanttEvent, RFC 4180 quoting, UTF-8. Times are absolute nanoseconds in
-// the capture's host clock plus *_rel_ns from the window start; unknown is an empty cell,
+// the capture's host clock plus *_rel_ns from the capture start; unknown is an empty cell,
 // never 0, so a spreadsheet average does not silently include invented values.
 #include <charconv>
 #include <cmath>
@@ -53,7 +53,7 @@ class CsvExporter final : public Exporter {
     out.reserve(1 << 20);
     out += kColumns;
     const EventTable& ev = m.events;
-    const uint64_t t0 = sel.window_start_ns;
+    const uint64_t t0 = m.first_ns();  // *_rel_ns: from capture start, whatever the window
     for (uint32_t e : sel.events) {
       num(out, ev.capture[e]); out += ',';
       num(out, ev.device[e]); out += ',';

@@ -97,6 +97,23 @@ Selection select_events(const Model& m, const EventFilter& f) {
     }
     sel.events.push_back(e);
   }
+  if (f.range.empty() && f.from_ns < 0 && f.to_ns < 0 && !sel.events.empty()) {
+    // No window asked for: fit the selected work (from the first launch to the last end),
+    // not the whole capture, whose start is usually process and CUDA start-up.
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (uint32_t e : sel.events) {
+      const uint64_t b = event_begin_ns(m, e), l = m.launch_ns(e);
+      if (b) lo = std::min(lo, b);
+      if (l) lo = std::min(lo, l);
+      hi = std::max(hi, event_end_ns(m, e));
+    }
+    if (lo != UINT64_MAX && hi >= lo) {
+      const uint64_t pad = std::max<uint64_t>((hi - lo) / 50, 1000);
+      sel.window_start_ns = std::max(from, lo > pad ? lo - pad : 0);
+      sel.window_end_ns = std::min(to, hi + pad);
+      if (sel.window_end_ns < sel.window_start_ns) sel.window_end_ns = sel.window_start_ns;
+    }
+  }
   std::stable_sort(sel.events.begin(), sel.events.end(), [&](uint32_t a, uint32_t b) {
     const uint64_t ta = event_begin_ns(m, a), tb = event_begin_ns(m, b);
     if ((ta == 0) != (tb == 0)) return tb == 0;

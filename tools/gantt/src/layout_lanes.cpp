@@ -1,6 +1,7 @@
 // Lane grouping: which lane an event sits in and what the lane is called.
 #include <cstdio>
 
+#include "gantt/ranks.h"
 #include "gantt/render.h"
 #include "gantt/text.h"
 
@@ -10,6 +11,7 @@ bool parse_lane_mode(std::string_view text, LaneMode* mode) {
   if (text == "stream") *mode = LaneMode::kStream;
   else if (text == "device") *mode = LaneMode::kDevice;
   else if (text == "thread") *mode = LaneMode::kThread;
+  else if (text == "rank") *mode = LaneMode::kRank;
   else return false;
   return true;
 }
@@ -31,6 +33,9 @@ LaneKey lane_key(const Model& m, uint32_t e, LaneMode mode) {
       k.group = a == kNone ? -1 : static_cast<int64_t>(m.api.thread[a]);
       break;
     }
+    case LaneMode::kRank:  // one lane per capture: a rank of a multi-rank job
+      k.device = kNone;
+      break;
   }
   return k;
 }
@@ -51,6 +56,8 @@ std::string device_label(const Model& m, uint16_t capture, uint32_t device) {
 std::string lane_label(const Model& m, const LaneKey& k, LaneMode mode, int32_t prio) {
   switch (mode) {
     case LaneMode::kStream: {
+      // CUPTI gives device-wide records (cudaDeviceSynchronize) no stream: all ones.
+      if (k.group == UINT32_MAX) return "no stream (device-wide)";
       std::string s = "stream " + std::to_string(k.group);
       if (prio != 0) s += " (prio " + std::to_string(prio) + ")";
       return s;
@@ -64,6 +71,8 @@ std::string lane_label(const Model& m, const LaneKey& k, LaneMode mode, int32_t 
       if (m.threads.name[row]) s += " (" + utf8_clean(m.string(m.threads.name[row])) + ")";
       return s;
     }
+    case LaneMode::kRank:
+      return utf8_clean(rank_lane_label(m, k.capture));
   }
   return "";
 }

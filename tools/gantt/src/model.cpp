@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "gantt/model.h"
+#include "gantt/text.h"
 
 namespace gantt {
 
@@ -46,6 +47,9 @@ std::string demangle(std::string_view mangled) {
 std::string_view Model::display_name(uint32_t event) const {
   const uint32_t id = events.name[event];
   if (id < demangled.size() && demangled[id] != kNone) return string(demangled[id]);
+  if (events.kind[event] == EventKind::kMemcpy || events.kind[event] == EventKind::kMemset ||
+      events.kind[event] == EventKind::kSync)
+    return api_display_name(string(id));  // named after the API call that issued them
   return string(id);
 }
 

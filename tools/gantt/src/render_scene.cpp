@@ -10,6 +10,7 @@
 
 #include "gantt/colors.h"
 #include "gantt/lod.h"
+#include "gantt/ranks.h"
 #include "gantt/render.h"
 #include "gantt/text.h"
 #include "render_internal.h"
@@ -56,6 +57,7 @@ class Builder {
   void draw_utilization(const DeviceKey& dev, float y);
   void draw_gpu_lane(const LaneKey& key, Lane& lane);
   void draw_annotations();
+  void draw_rank_links();
   void draw_host_lanes();
   float place_labels(const DeviceKey& dev, float y);
 
@@ -389,7 +391,7 @@ void Builder::draw_host_lanes() {
       const bool blocking = is_blocking_call(name);
       if (blocking && x1 - x0 >= 1 && bars < kMaxHostBars) {
         Rect rc = make_rect(x0, cy + 6, x1 - x0, 10, palette::kBlocking);
-        rc.tooltip = utf8_clean(name) + " " + format_duration(static_cast<int64_t>(m_.api.end_ns[i] - m_.api.start_ns[i])) +
+        rc.tooltip = utf8_clean(api_display_name(name)) + " " + format_duration(static_cast<int64_t>(m_.api.end_ns[i] - m_.api.start_ns[i])) +
                      " (host blocked)\n" + rel_time(m_.api.start_ns[i], f_.t0) + " \xE2\x80\xA6 " + rel_time(m_.api.end_ns[i], f_.t0);
         s_.rect(std::move(rc));
         ++bars;
@@ -458,9 +460,9 @@ Scene Builder::build() {
     std::map<DeviceKey, std::vector<LaneKey>> sections;
     for (uint32_t e : sel_.events) sections[{m_.events.capture[e], m_.events.device[e]}];
     for (const auto& [key, lane] : lanes_)
-      if (o_.lanes != LaneMode::kThread) sections[{key.capture, key.device}].push_back(key);
+      if (o_.lanes != LaneMode::kThread && o_.lanes != LaneMode::kRank) sections[{key.capture, key.device}].push_back(key);
     for (const auto& [dev, keys] : sections) draw_device_section(dev, keys);
-    if (o_.lanes == LaneMode::kThread) {
+    if (o_.lanes == LaneMode::kThread || o_.lanes == LaneMode::kRank) {
       for (auto& [key, lane] : lanes_) {
         if (gpu_lanes_drawn_ >= kMaxGpuLanes) {
           ++st_.lanes_left_out;
@@ -472,6 +474,7 @@ Scene Builder::build() {
       }
       y_ += 6;
     }
+    if (o_.collective_links && m_.captures.size() > 1) draw_rank_links();
     draw_annotations();
     if (o_.host_lanes) draw_host_lanes();
     Scene grid;
@@ -483,6 +486,26 @@ Scene Builder::build() {
   y_ += draw_footer(s_, m_, sel_, o_, st_, ann_, y_);
   s_.height = static_cast<int>(std::ceil(y_ + 8));
   return std::move(s_);
+}
+
+// Several ranks: a thin line joins each collective's kernels across the ranks at its end,
+// and the last arriver is outlined (ranks.h draws; this says where events were drawn).
+void Builder::draw_rank_links() {
+  draw_collective_links(
+      s_, collective_links(m_),
+      [&](uint32_t e, float* x0, float* x1, float* y, float* h) {
+        // Events drawn as coverage still sit in a drawn lane; events outside the window or in
+        // a lane left out have no place.
+        if (m_.events.end_ns[e] < f_.t0 || m_.events.start_ns[e] > f_.t1) return false;
+        auto it = lanes_.find(lane_key(m_, e, o_.lanes));
+        if (it == lanes_.end() || it->second.y <= 0) return false;
+        *x0 = f_.x(std::max(m_.events.start_ns[e], f_.t0));
+        *x1 = f_.x(std::min(m_.events.end_ns[e], f_.t1));
+        *y = it->second.y + 7;  // the exec bar of draw_gpu_lane
+        *h = 14;
+        return true;
+      },
+      [&](uint64_t t) { return f_.x(t); });
 }
 
 }  // namespace

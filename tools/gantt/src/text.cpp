@@ -120,6 +120,14 @@ std::string format_bytes(uint64_t bytes) {
   return buf;
 }
 
+std::string_view api_display_name(std::string_view name) {
+  const size_t v = name.rfind("_v");
+  if (v == std::string_view::npos || v == 0 || v + 2 >= name.size()) return name;
+  for (size_t i = v + 2; i < name.size(); ++i)
+    if (name[i] < '0' || name[i] > '9') return name;
+  return name.substr(0, v);
+}
+
 bool parse_duration(std::string_view text, int64_t* ns) {
   if (text.empty() || text.size() > 40) return false;
   std::string s(text);

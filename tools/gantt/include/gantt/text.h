@@ -27,6 +27,10 @@ std::string format_duration(int64_t ns);
 // "4.0 KiB", "1.5 GiB"
 std::string format_bytes(uint64_t bytes);
 
+// CUPTI names API functions with their version suffix ("cudaMemcpy_v3020"); people know
+// them without it. Other names are returned unchanged.
+std::string_view api_display_name(std::string_view name);
+
 // Parses "1.5ms", "200us", "3s", "250000ns", "250000" (ns). false on bad input.
 bool parse_duration(std::string_view text, int64_t* ns);
 
