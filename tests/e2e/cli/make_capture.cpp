@@ -3,7 +3,9 @@
 //                                              copy; exec times with 3% noise from SEED; A
 //                                              scaled by SCALE
 //   make_capture hostile OUT                  names with quotes, controls, invalid UTF-8
-//   make_capture synth OUT KERNELS SEED        gpuhook_synth's realistic capture
+//   make_capture synth OUT KERNELS SEED        gpuhook_synth's realistic capture (names from
+//                                              seed 1, so two SEEDs share kernels; SEED
+//                                              jitters each exec time by up to 2%)
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -163,10 +165,29 @@ int main(int argc, char** argv) {
   } else if (mode == "synth" && argc == 5) {
     gpuhook::synth::SynthOptions so;
     so.kernels = std::strtoull(argv[3], nullptr, 10);
-    so.seed = std::strtoull(argv[4], nullptr, 10);
-    const std::string err = gpuhook::synth::write_capture(argv[2], so);
-    if (!err.empty()) {
+    std::string err;
+    auto w = gpuhook::CaptureWriter::create(argv[2], {}, &err);
+    if (!w) {
       std::fprintf(stderr, "make_capture: %s\n", err.c_str());
+      return 2;
+    }
+    std::mt19937_64 rng(std::strtoull(argv[4], nullptr, 10));
+    std::uniform_real_distribution<double> u(-0.02, 0.02);
+    gpuhook::synth::Sink sink;
+    sink.intern = [&](std::string_view s) { return w->intern(s); };
+    sink.write = [&](const v1::Record& r) {
+      if (r.kind_case() != v1::Record::kKernel || !r.kernel().has_start_ns()) {
+        w->write(r);
+        return;
+      }
+      v1::Record k = r;
+      const int64_t d = k.kernel().end_ns() - k.kernel().start_ns();
+      k.mutable_kernel()->set_end_ns(k.kernel().start_ns() + static_cast<int64_t>(static_cast<double>(d) * (1 + u(rng))));
+      w->write(k);
+    };
+    gpuhook::synth::generate(so, sink);
+    if (!w->close()) {
+      std::fprintf(stderr, "make_capture: %s\n", w->last_error().c_str());
       return 2;
     }
   } else {

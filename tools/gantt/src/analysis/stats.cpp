@@ -17,17 +17,14 @@ std::string device_label(const Model& m, uint16_t capture, uint32_t device) {
 
 uint64_t device_key(uint16_t capture, uint32_t device) { return (uint64_t{capture} << 32) | device; }
 
-// The host API call that overlaps [from, to) the most in this capture, in words.
-std::string host_activity(const Model& m, uint16_t capture, uint64_t from, uint64_t to,
-                          const std::vector<uint32_t>& api_by_start) {
+// The host API call that overlaps [from, to) the most in this capture, in words. A linear
+// scan per gap: only a few gaps are listed, and sorting a million calls costs more.
+std::string host_activity(const Model& m, uint16_t capture, uint64_t from, uint64_t to) {
   uint64_t best = 0;
   uint32_t best_row = kNone;
-  // api_by_start is sorted by start; calls starting after the gap cannot overlap it.
-  const auto end_it = std::lower_bound(api_by_start.begin(), api_by_start.end(), to,
-                                       [&](uint32_t row, uint64_t t) { return m.api.start_ns[row] < t; });
-  for (auto it = api_by_start.begin(); it != end_it; ++it) {
-    const uint32_t a = *it;
-    if (m.api.capture[a] != capture || m.api.end_ns[a] <= from) continue;
+  for (uint32_t a = 0; a < m.api.size(); ++a) {
+    if (m.api.capture[a] != capture || m.api.start_ns[a] == 0 || m.api.start_ns[a] >= to || m.api.end_ns[a] <= from)
+      continue;
     const uint64_t lo = std::max(from, m.api.start_ns[a]), hi = std::min(to, m.api.end_ns[a]);
     if (hi > lo && hi - lo > best) {
       best = hi - lo;
@@ -75,17 +72,32 @@ std::string kernel_key(const Model& m, uint32_t e) {
 Distribution summarize(std::vector<int64_t>& s) {
   Distribution d;
   if (s.empty()) return d;
-  std::sort(s.begin(), s.end());
+  // Selection instead of a full sort: a million samples per stage is common, and only the
+  // median and the 95th percentile are needed.
   d.count = s.size();
-  for (int64_t v : s) d.total_ns += static_cast<uint64_t>(v);
+  d.min_ns = s[0];
+  d.max_ns = s[0];
+  for (int64_t v : s) {
+    d.total_ns += static_cast<uint64_t>(v);
+    d.min_ns = std::min(d.min_ns, v);
+    d.max_ns = std::max(d.max_ns, v);
+  }
   d.mean_ns = static_cast<double>(d.total_ns) / static_cast<double>(d.count);
-  const size_t mid = s.size() / 2;
-  d.median_ns = s.size() % 2 ? static_cast<double>(s[mid]) : (static_cast<double>(s[mid - 1]) + static_cast<double>(s[mid])) / 2;
+  const auto nth = [&](size_t k) {
+    std::nth_element(s.begin(), s.begin() + static_cast<ptrdiff_t>(k), s.end());
+    return s[k];
+  };
   // Nearest rank, as noise.h's percentile().
   const size_t rank = std::max<size_t>(1, static_cast<size_t>(std::ceil(0.95 * static_cast<double>(s.size()))));
-  d.p95_ns = s[rank - 1];
-  d.min_ns = s.front();
-  d.max_ns = s.back();
+  d.p95_ns = nth(rank - 1);
+  const size_t mid = s.size() / 2;
+  const int64_t upper = nth(mid);
+  if (s.size() % 2) {
+    d.median_ns = static_cast<double>(upper);
+  } else {
+    const int64_t lower = *std::max_element(s.begin(), s.begin() + static_cast<ptrdiff_t>(mid));
+    d.median_ns = (static_cast<double>(lower) + static_cast<double>(upper)) / 2;
+  }
   return d;
 }
 
@@ -207,13 +219,6 @@ StatsReport compute_stats(const Model& m, const StatsOptions& o) {
   r.stages.push_back(stage("queued->start", qs));
   r.stages.push_back(stage("exec", ex));
 
-  std::vector<uint32_t> api_by_start(m.api.size());
-  for (uint32_t a = 0; a < api_by_start.size(); ++a) api_by_start[a] = a;
-  std::erase_if(api_by_start, [&](uint32_t a) { return m.api.start_ns[a] == 0 || m.api.end_ns[a] <= m.api.start_ns[a]; });
-  std::sort(api_by_start.begin(), api_by_start.end(), [&](uint32_t a, uint32_t b) {
-    return m.api.start_ns[a] != m.api.start_ns[b] ? m.api.start_ns[a] < m.api.start_ns[b] : a < b;
-  });
-
   for (auto& [dk, all] : all_iv) {
     DeviceRow d;
     d.capture = static_cast<uint16_t>(dk >> 32);
@@ -239,7 +244,7 @@ StatsReport compute_stats(const Model& m, const StatsOptions& o) {
     });
     if (gaps.size() > o.gaps) gaps.resize(o.gaps);
     for (const Interval& g : gaps)
-      d.gaps.push_back({g.first, g.second, host_activity(m, d.capture, g.first, g.second, api_by_start)});
+      d.gaps.push_back({g.first, g.second, host_activity(m, d.capture, g.first, g.second)});
     r.devices.push_back(std::move(d));
   }
 
