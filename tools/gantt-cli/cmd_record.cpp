@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -217,7 +218,10 @@ int record(const RecordOptions& o) {
   }
   // Prepend, keeping whatever the user already preloads.
   std::string preload = lib;
-  if (const char* old = std::getenv("LD_PRELOAD"); old != nullptr && *old != '\0') preload += std::string(":") + old;
+  const char* old_preload_env = std::getenv("LD_PRELOAD");
+  const std::optional<std::string> old_preload =
+      old_preload_env ? std::optional<std::string>(old_preload_env) : std::nullopt;
+  if (old_preload && !old_preload->empty()) preload += ":" + *old_preload;
   setenv("LD_PRELOAD", preload.c_str(), 1);
   set_env("GPUHOOK_OUTPUT", o.output);
   set_env("GPUHOOK_API", o.api);
@@ -257,6 +261,10 @@ int record(const RecordOptions& o) {
   for (const auto& f : files) std::cerr << "gantt-cli: record: capture " << f << "\n";
 
   if (!o.render.empty() && !files.empty()) {
+    // The renderer must not run under the hook: it would record itself, and both carry the
+    // capture schema, which protobuf refuses to register twice in one process.
+    if (old_preload) setenv("LD_PRELOAD", old_preload->c_str(), 1);
+    else unsetenv("LD_PRELOAD");
     // Drawing is the render subcommand's job: run it on the first capture, in a child so a
     // bad capture cannot take the recorded command's exit code away.
     const std::string self = exe_dir() + "/gantt-cli";

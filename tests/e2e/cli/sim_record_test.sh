@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# gantt-cli record on a real program under the real hook (on the simulator): the capture is
+# written where -o says and named on stderr, the exit code is the program's, and --render
+# draws it.
+#   sim_record_test.sh SIM_LIB_DIR HOOK_LIB GANTT_CLI EXAMPLE
+set -u
+sim_lib=$1 hook=$2 cli=$3 example=$4
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export LD_LIBRARY_PATH=$sim_lib GPUHOOK_LIB=$hook GPUHOOK_QUIET=1
+fails=0
+err=$("$cli" record -o "$work/run-%p.gpuh" --render "$work/chart.svg" -- "$example" --iterations 1 --size 4096 2>&1 >/dev/null)
+rc=$?
+[[ $rc == 0 ]] || { echo "FAIL: exit $rc: $err"; fails=$((fails + 1)); }
+capture=$(ls "$work"/run-*.gpuh 2>/dev/null | head -1)
+[[ -n "$capture" && "$err" == *"capture $capture"* ]] && echo "ok   capture written and named" ||
+  { echo "FAIL: capture not named: $err"; fails=$((fails + 1)); }
+grep -q "<svg" "$work/chart.svg" 2>/dev/null && echo "ok   --render drew the capture" || { echo "FAIL: no chart: $err"; fails=$((fails + 1)); }
+n=$("$cli" stats "$capture" --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)["events"])')
+[[ "$n" -gt 0 ]] && echo "ok   the capture holds $n GPU activities" || { echo "FAIL: empty capture"; fails=$((fails + 1)); }
+"$cli" record -o "$work/bad-%p.gpuh" -- "$example" --no-such-flag >/dev/null 2>&1
+rc=$?
+[[ $rc == 2 ]] && echo "ok   the program's exit code (2, bad arguments) passes through" || { echo "FAIL: exit $rc, expected 2"; fails=$((fails + 1)); }
+exit $((fails > 0))
