@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Pixel checks of a rendered PNG against the SVG of the same scene (no PIL needed).
 
-pngcheck.py CHART.png CHART.svg NAME_PREFIX
+pngcheck.py CHART.png CHART.svg NAME_PREFIX   (or "*": any opaque titled rectangle)
   - the PNG has the SVG's width and height;
   - the first <rect> whose <title> starts with NAME_PREFIX is painted in the PNG: the pixel
     at its centre has its fill colour (the lane is really drawn where the scene says);
@@ -66,8 +66,11 @@ def main():
     img = read_png(png)
     assert (img[0], img[1]) == (int(w), int(h)), "PNG %dx%d, SVG %dx%d" % (img[0], img[1], w, h)
     m = None
-    for r in re.finditer(r'<rect x="([\d.]+)" y="([\d.]+)" width="([\d.]+)" height="([\d.]+)" fill="#(\w{6})"[^>]*><title>([^<]*)', text):
-        if r.group(6).startswith(prefix):
+    for r in re.finditer(r'<rect x="([\d.]+)" y="([\d.]+)" width="([\d.]+)" height="([\d.]+)" fill="#(\w{6})"([^>]*)><title>([^<]*)', text):
+        # "*": the first opaque, titled rectangle at least 3 px wide (an event or a host call).
+        if prefix == "*" and ("opacity" in r.group(6) or float(r.group(3)) < 3):
+            continue
+        if prefix == "*" or r.group(7).startswith(prefix):
             m = r
             break
     assert m, "no rect titled %r in the SVG" % prefix

@@ -40,7 +40,7 @@ TEST(Lod, RunsMergeEqualLevels) {
 TEST(Lod, ThresholdKeepsIndividualEventsWithinBudget) {
   std::vector<float> widths(100, 1.5f);
   widths.insert(widths.end(), 10, 10.f);
-  EXPECT_DOUBLE_EQ(gantt::individual_threshold_px(widths, 1000), 1.0);  // all fit
+  EXPECT_DOUBLE_EQ(gantt::individual_threshold_px(widths, 1000), 0.0);  // all fit: all drawn
   EXPECT_DOUBLE_EQ(gantt::individual_threshold_px(widths, 50), 2.0);    // only the 10 wide ones
   EXPECT_DOUBLE_EQ(gantt::individual_threshold_px(widths, 5), 13.0);    // none
 }

@@ -63,10 +63,12 @@ constexpr double kWidthSteps[] = {1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 3
 
 void WidthHistogram::add(double w) {
   static_assert(std::size(kWidthSteps) == kSteps);
+  ++total_;
   for (size_t i = 0; i < kSteps && w >= kWidthSteps[i]; ++i) ++at_least_[i];
 }
 
 double WidthHistogram::threshold(size_t max_individual) const {
+  if (total_ <= max_individual) return 0;
   for (size_t i = 0; i < kSteps; ++i)
     if (at_least_[i] <= max_individual) return kWidthSteps[i];
   return 1e9;  // nothing individually: everything as coverage

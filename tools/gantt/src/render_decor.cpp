@@ -172,15 +172,21 @@ float draw_footer(Scene& s, const Model& m, const Selection& sel, const RenderOp
     lines.push_back("  clock alignment: " + describe(c.alignment));
   }
   if (m.captures.size() > 4) lines.push_back("(+" + std::to_string(m.captures.size() - 4) + " more captures)");
+  for (const std::string& l : o.footer_lines) lines.push_back(ellipsize(l, 240));
   lines.push_back("window " + format_duration(static_cast<int64_t>(sel.window_start_ns - m.first_ns())) + " \xE2\x80\xA6 " +
                   format_duration(static_cast<int64_t>(sel.window_end_ns - m.first_ns())) + " from capture start (span " +
                   format_duration(static_cast<int64_t>(sel.window_end_ns - sel.window_start_ns)) + ")" +
                   (o.filter_description.empty() ? "" : " \xC2\xB7 filters: " + o.filter_description));
   char buf[256];
-  std::snprintf(buf, sizeof buf, "events: %llu selected, %llu drawn individually, %llu as coverage (narrower than %.0f px)",
+  std::snprintf(buf, sizeof buf, "events: %llu selected, %llu drawn individually, %llu as coverage",
                 static_cast<unsigned long long>(st.events_selected), static_cast<unsigned long long>(st.events_individual),
-                static_cast<unsigned long long>(st.events_aggregated), st.individual_threshold_px);
-  lines.push_back(buf);
+                static_cast<unsigned long long>(st.events_aggregated));
+  std::string events_line = buf;
+  if (st.events_aggregated) {
+    std::snprintf(buf, sizeof buf, " (narrower than %.0f px, too many to draw one by one)", st.individual_threshold_px);
+    events_line += buf;
+  }
+  lines.push_back(events_line);
   if (st.lanes_left_out)
     lines.push_back(std::to_string(st.lanes_left_out) + " lanes (" + std::to_string(st.events_left_out) +
                     " events) not drawn: too many for one chart, narrow it with --device, --stream or --lanes device");

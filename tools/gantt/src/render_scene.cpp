@@ -85,7 +85,7 @@ void Builder::bucket_lanes() {
     const uint64_t b = m_.events.start_ns[e], en = m_.events.end_ns[e];
     widths.add(b && en >= b ? static_cast<double>(en - b) * f_.px_per_ns : 0.0);
   }
-  threshold_px_ = std::max(1.0, widths.threshold(o_.max_individual_events));
+  threshold_px_ = widths.threshold(o_.max_individual_events);
   st_.individual_threshold_px = threshold_px_;
 }
 
@@ -235,7 +235,7 @@ void Builder::draw_gpu_lane(const LaneKey& key, Lane& lane) {
     if (launch && q && q > launch)
       s_.rect(make_rect(f_.x(launch), y + 1, f_.x(q) - f_.x(launch), 5, palette::kLaunchToQueued));
     if (q && q < ev.start_ns[e]) s_.rect(make_rect(f_.x(q), y + 1, x0 - f_.x(q), 5, palette::kQueuedToStart));
-    Rect rc = make_rect(x0, y + 7, std::max(x1 - x0, 0.5f), 14, exec_color(m_, e));
+    Rect rc = make_rect(x0, y + 7, std::max(x1 - x0, 1.0f), 14, exec_color(m_, e));
     rc.stroke = Color{255, 255, 255, 180};
     rc.stroke_width = 0.5f;
     rc.tooltip = event_tooltip(m_, e, f_.t0);

@@ -41,17 +41,19 @@ class Coverage {
 class WidthHistogram {
  public:
   void add(double width_px);
-  // The smallest step that keeps the events at least that wide within `max_individual`.
+  // 0 when all events fit the budget (each is drawn, at least 1 px wide); otherwise the
+  // smallest step that keeps the events at least that wide within `max_individual`.
   double threshold(size_t max_individual) const;
 
  private:
   static constexpr size_t kSteps = 18;
+  size_t total_ = 0;
   size_t at_least_[kSteps] = {};
 };
 
 // The narrowest on-screen width (px) an event may have to be drawn as its own rectangle,
-// so that at most `max_individual` events are: the smallest of 1, 2, 3, 5, 8, ... px that
-// keeps the count under the budget. `widths_px` are the events' widths.
+// so that at most `max_individual` events are: 0 when all fit, else the smallest of 1, 2,
+// 3, 5, 8, ... px that keeps the count under the budget. `widths_px` are the events' widths.
 double individual_threshold_px(const std::vector<float>& widths_px, size_t max_individual);
 
 }  // namespace gantt
