@@ -15,6 +15,7 @@ namespace gpuhook::hook {
 namespace {
 
 std::atomic<CuptiTracer*> g_tracer{nullptr};
+CuptiTracer* g_refused_tracer = nullptr;  // kept for the process's life, see start()
 
 // The activity kinds, in the order they are enabled. CONCURRENT_KERNEL, never KERNEL, which
 // serialises every kernel of the process (cupti_activity.h, CUPTI_ACTIVITY_KIND_KERNEL).
@@ -25,12 +26,9 @@ struct KindToEnable {
 
 }  // namespace
 
-BufferPool::BufferPool(uint32_t count, uint64_t bytes) : count_(count), bytes_(bytes), slots_(new Slot[count]) {
-  for (uint32_t i = 0; i < count_; ++i) {
-    // CUPTI wants 8-byte alignment; untouched pages cost no resident memory.
-    slots_[i].data = static_cast<uint8_t*>(std::aligned_alloc(8, bytes_));
-  }
-}
+// Buffers are allocated the first time CUPTI needs each one, up to the fixed count: a CUPTI
+// that refuses costs no buffer at all, and a quiet process only the few it used.
+BufferPool::BufferPool(uint32_t count, uint64_t bytes) : count_(count), bytes_(bytes), slots_(new Slot[count]) {}
 
 BufferPool::~BufferPool() {
   for (uint32_t i = 0; i < count_; ++i) std::free(slots_[i].data);
@@ -40,9 +38,12 @@ uint8_t* BufferPool::acquire() {
   for (uint32_t i = 0; i < count_; ++i) {
     Slot& s = slots_[i];
     int expected = kFree;
-    if (s.data != nullptr && s.state.compare_exchange_strong(expected, kWithCupti, std::memory_order_acq_rel)) {
-      return s.data;
-    }
+    if (!s.state.compare_exchange_strong(expected, kWithCupti, std::memory_order_acq_rel)) continue;
+    // Only the thread that won the slot touches data, so the first allocation is race-free.
+    if (s.data == nullptr) s.data = static_cast<uint8_t*>(std::aligned_alloc(8, bytes_));  // CUPTI: 8-aligned
+    if (s.data != nullptr) return s.data;
+    s.state.store(kFree, std::memory_order_release);
+    return nullptr;
   }
   return nullptr;
 }
@@ -119,7 +120,12 @@ CuptiTracer* CuptiTracer::start(const Config& config, std::string* why) {
   g_tracer.store(tracer, std::memory_order_release);
   if (!tracer->enable(why)) {
     g_tracer.store(nullptr, std::memory_order_release);
-    // Not deleted: a CUPTI that half-accepted may still hold a buffer of ours.
+    if (tracer->callbacks_registered_) {
+      // A CUPTI that half-accepted may still call back or hold a buffer: keep it alive.
+      g_refused_tracer = tracer;
+    } else {
+      delete tracer;
+    }
     return nullptr;
   }
   return tracer;
@@ -144,6 +150,7 @@ bool CuptiTracer::enable(std::string* why) {
   convert_.latency_timestamps = latency_;
   r = api_.cuptiActivityRegisterCallbacks(&CuptiTracer::buffer_requested, &CuptiTracer::buffer_completed);
   if (r != CUPTI_SUCCESS) return refused("cuptiActivityRegisterCallbacks", r);
+  callbacks_registered_ = true;
 
   std::vector<KindToEnable> kinds = {
       {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, true}, {CUPTI_ACTIVITY_KIND_MEMCPY, false},

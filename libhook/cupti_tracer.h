@@ -101,6 +101,7 @@ class CuptiTracer final : public GpuSource {
   std::string version_;
   std::string notes_;
   bool latency_ = false;
+  bool callbacks_registered_ = false;
   std::atomic<uint64_t> no_buffer_drops_{0};
   std::unordered_map<uint64_t, const char*> names_;  // writer thread only
 };

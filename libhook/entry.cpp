@@ -40,6 +40,7 @@ enum State : int { kIdle = 0, kStarting = 1, kRunning = 2, kStopped = 3 };
 std::atomic<int> g_state{kIdle};
 const Config* g_config = nullptr;
 std::atomic<Writer*> g_writer{nullptr};
+Writer* g_parent_writer = nullptr;  // in a fork child: the parent's, never used again
 std::atomic<bool> g_cuda_started{false};
 struct sigaction g_previous[NSIG];
 const int kFlushSignals[] = {SIGINT, SIGTERM};
@@ -162,8 +163,9 @@ void on_fork_child() {
   // The parent's writer thread does not exist here and its Writer belongs to the parent's
   // file: leave it untouched (leaked) and start this process's own.
   reset_rings_after_fork();
-  // The parent's writer has no thread here: stopping it at exit would wait for nothing.
-  g_writer.store(nullptr, std::memory_order_release);
+  // The parent's writer has no thread here: stopping it at exit would wait for nothing. It
+  // stays reachable (not freed: its state may be mid-operation from the parent's thread).
+  g_parent_writer = g_writer.exchange(nullptr, std::memory_order_acq_rel);
   recorder().writer_alive.store(false, std::memory_order_release);
   Writer* w = nullptr;
   try {

@@ -22,14 +22,21 @@ namespace {
 struct NamedHandle {
   const char* name;  // must stay first: the writer reads it through the handle pointer
   std::string storage;
+  NamedHandle* next;  // every handle stays listed (and reachable) for the process's life
 };
+
+std::atomic<NamedHandle*> g_handles{nullptr};
 
 std::atomic<uint64_t> g_next_range_id{1};
 
 NamedHandle* make_handle(const char* s) noexcept {
   try {
-    auto* h = new NamedHandle{nullptr, std::string(s != nullptr ? s : "")};
+    auto* h = new NamedHandle{nullptr, std::string(s != nullptr ? s : ""), nullptr};
     h->name = h->storage.c_str();
+    NamedHandle* head = g_handles.load(std::memory_order_relaxed);
+    do {
+      h->next = head;
+    } while (!g_handles.compare_exchange_weak(head, h, std::memory_order_release, std::memory_order_relaxed));
     return h;
   } catch (...) {
     return nullptr;  // NVTX treats a null handle as "no name"; the app runs on

@@ -71,7 +71,12 @@ TEST(RingRegistry, ReusesADrainedRetiredRingOnly) {
   Ring* c = reg.acquire(64);
   EXPECT_EQ(a, c);
   int n = 0;
-  for (Ring* r = reg.first(); r != nullptr; r = r->next) ++n;
+  for (Ring* r = reg.first(); r != nullptr;) {
+    Ring* next = r->next;
+    delete r;  // a registry lives as long as its process; a test's must not leak
+    r = next;
+    ++n;
+  }
   EXPECT_EQ(n, 2);
 }
 
