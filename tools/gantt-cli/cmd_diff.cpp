@@ -1,14 +1,21 @@
 // gantt-cli diff BASE NEW: the CI gate (see gantt/analysis/diff.h). Exit 0: no regression,
 // 1: a regression beyond threshold and noise, 2: bad usage or an unreadable capture.
+#include <algorithm>
 #include <cstdlib>
+#include <tuple>
 #include <future>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <string>
 
+#include <fstream>
+
 #include <gantt/analysis/diff.h>
+#include <gantt/analysis/flame.h>
+#include <gantt/filter.h>
 #include <gantt/model.h>
+#include <gantt/render.h>
 
 #include "commands.h"
 
@@ -26,7 +33,76 @@ struct DiffOptions {
   double alpha = 0.01;
   size_t top = 20;
   bool name_only = false;
+  std::string chart;  // -o: the two runs stacked on one time axis, and a differential flame graph
 };
+
+uint64_t first_gpu_start(const gantt::Model& m) {
+  uint64_t t = 0;
+  for (size_t e = 0; e < m.events.size(); ++e)
+    if (m.events.start_ns[e] && (t == 0 || m.events.start_ns[e] < t)) t = m.events.start_ns[e];
+  return t;
+}
+
+gantt::Scene caption(const std::string& text, int width) {
+  gantt::Scene s;
+  s.width = width;
+  s.height = 26;
+  s.rect(gantt::make_rect(0, 0, static_cast<float>(width), 26, gantt::Color{235, 235, 235, 255}));
+  s.text(gantt::make_text(10, 18, text, 13, gantt::Color{0, 0, 0, 255}, gantt::Anchor::kStart, true));
+  return s;
+}
+
+// Both charts show the same length of time from their first GPU activity, so one pixel is
+// the same number of nanoseconds in both and a slower run is visibly longer.
+int write_chart(const std::string& path, const std::string& base_path, const std::string& new_path,
+                const gantt::Model& base, const gantt::Model& next) {
+  std::string format;
+  for (const char* ext : {"svg", "png", "pdf"})
+    if (path.size() > 4 && path.compare(path.size() - 4, 4, std::string(".") + ext) == 0) format = ext;
+  if (format.empty()) {
+    std::cerr << "gantt-cli: diff: -o " << path << ": name it .svg, .png or .pdf\n";
+    return kExitError;
+  }
+  const uint64_t fa = first_gpu_start(base), fb = first_gpu_start(next);
+  const uint64_t la = base.last_ns(), lb = next.last_ns();
+  const uint64_t span = std::max(la > fa ? la - fa : 0, lb > fb ? lb - fb : 0);
+  const int width = 1600;
+  gantt::RenderOptions ro;
+  ro.width_px = width;
+  gantt::Scene page = caption("base: " + base_path, width);
+  for (const auto& [m, first, label] : {std::tuple{&base, fa, std::string("base")}, std::tuple{&next, fb, std::string("new")}}) {
+    gantt::EventFilter f;
+    if (first) {
+      f.from_ns = static_cast<int64_t>(first - m->first_ns());
+      f.to_ns = f.from_ns + static_cast<int64_t>(span);
+    }
+    const gantt::Selection sel = gantt::select_events(*m, f);
+    if (label == "new") page = gantt::analysis::stack_scenes(page, caption("new: " + new_path, width));
+    page = gantt::analysis::stack_scenes(page, gantt::build_scene(*m, sel, ro));
+  }
+  gantt::analysis::FlameOptions fo;
+  fo.width_px = width;
+  fo.title = "GPU time by NVTX range and kernel, base -> new (red slower, blue faster)";
+  page = gantt::analysis::stack_scenes(
+      page, gantt::analysis::diff_flame_scene(gantt::analysis::gpu_stacks(base), gantt::analysis::gpu_stacks(next), fo));
+  page.title = "gantt-cli diff " + base_path + " " + new_path;
+  if (format == "svg") {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    if (out) gantt::write_svg(page, out);
+    out.close();
+    if (!out) {
+      std::cerr << "gantt-cli: diff: cannot write " << path << "\n";
+      return kExitError;
+    }
+    return kExitOk;
+  }
+  std::string error;
+  if (!gantt::write_raster(page, path, format == "png" ? gantt::RasterFormat::kPng : gantt::RasterFormat::kPdf, &error)) {
+    std::cerr << "gantt-cli: diff: " << error << "\n";
+    return kExitError;
+  }
+  return kExitOk;
+}
 
 // "5%" or a fraction "0.05"; false for anything else (a bare "5" is ambiguous).
 bool parse_threshold(const std::string& text, double* out) {
@@ -76,6 +152,7 @@ int run_diff(const DiffOptions& o) {
   }
   const ga::DiffReport r = ga::diff_models(base, next, d);
   std::cout << ga::format_diff(r, formats.at(o.format), o.format == "text" || o.format == "md" ? o.top : 0);
+  if (!o.chart.empty() && write_chart(o.chart, o.base, o.next, base, next) != kExitOk) return kExitError;
   return r.regressions > 0 ? kExitCheckFailed : kExitOk;
 }
 
@@ -96,7 +173,7 @@ void register_diff(CLI::App& app, int& exit_code) {
       "overlap % are reported only.\n"
       "\n"
       "Examples:\n"
-      "  gantt-cli diff before.gpuh after.gpuh\n"
+      "  gantt-cli diff before.gpuh after.gpuh -o diff.svg\n"
       "  gantt-cli diff base.gpuh new.gpuh --threshold 3% --metric exec,queue --format md >> $GITHUB_STEP_SUMMARY\n");
   cmd->add_option("base", o->base, "the baseline capture")->required();
   cmd->add_option("new", o->next, "the capture to judge")->required();
@@ -105,6 +182,9 @@ void register_diff(CLI::App& app, int& exit_code) {
   cmd->add_option("--alpha", o->alpha, "rank-test significance")->check(CLI::Range(1e-9, 0.5))->capture_default_str();
   cmd->add_option("--top", o->top, "kernel rows shown in text/md (0 = all; json/csv show all)")->capture_default_str();
   cmd->add_flag("--name-only", o->name_only, "match kernels by name alone, ignoring range paths");
+  cmd->add_option("-o,--output", o->chart,
+                  "also draw both runs stacked on one time axis (aligned at their first GPU activity) and a "
+                  "differential flame graph: .svg, .png or .pdf");
   cmd->add_option("--format", o->format, "output format")
       ->check(CLI::IsMember({"text", "md", "json", "csv"}))
       ->capture_default_str();

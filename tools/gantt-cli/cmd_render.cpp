@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include <gantt/analysis/flame.h>
 #include <gantt/render.h>
 #include <gantt/text.h>
 
@@ -28,6 +29,7 @@ struct RenderCliOptions {
   std::string idle_gap;
   std::string from, to, range, kernel;
   std::vector<uint32_t> devices, streams;
+  std::string view = "gantt";  // gantt | flame (analysis/flame.h)
 };
 
 int64_t duration_arg(const std::string& flag, const std::string& text) {
@@ -91,7 +93,12 @@ int run_render(const RenderCliOptions& o) {
   }
   ro.filter_description = sel.description;
   gantt::RenderStats stats;
-  const gantt::Scene scene = gantt::build_scene(model, sel, ro, &stats);
+  gantt::analysis::FlameOptions fo;
+  fo.width_px = o.width_px;
+  fo.title = "GPU time by NVTX range and kernel";
+  if (o.view == "flame") stats.events_selected = stats.events_individual = sel.events.size();
+  const gantt::Scene scene = o.view == "flame" ? gantt::analysis::flame_scene(gantt::analysis::gpu_stacks(model, &sel), fo)
+                                               : gantt::build_scene(model, sel, ro, &stats);
 
   if (format == "svg") {
     if (o.output == "-") {
@@ -141,6 +148,9 @@ void register_render(CLI::App& app, int& exit_code) {
   cmd->add_option("--kernel", o->kernel, "only events whose (demangled) name matches this regex");
   cmd->add_option("--device", o->devices, "only these device ordinals");
   cmd->add_option("--stream", o->streams, "only these CUPTI stream ids");
+  cmd->add_option("--view", o->view, "gantt: the timeline; flame: a flame graph of GPU time by NVTX range and kernel")
+      ->check(CLI::IsMember({"gantt", "flame"}))
+      ->capture_default_str();
   cmd->callback([o, &exit_code] { exit_code = run_render(*o); });
 }
 

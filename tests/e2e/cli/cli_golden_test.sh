@@ -35,22 +35,6 @@ golden() {
   fi
 }
 
-golden stats.txt 0 "$cli" stats base.gpuh
-golden stats_range.md 0 "$cli" stats base.gpuh --by range --format md
-golden stats_stream.csv 0 "$cli" stats base.gpuh --by stream --format csv
-golden stats.json 0 "$cli" stats base.gpuh --format json --top 2
-golden stats_hostile.txt 0 "$cli" stats hostile.gpuh
-golden stats_hostile.json 0 "$cli" stats hostile.gpuh --format json
-golden diff_same.txt 0 "$cli" diff base.gpuh same.gpuh
-golden diff_slow.txt 1 "$cli" diff base.gpuh slow.gpuh
-golden diff_slow.json 1 "$cli" diff base.gpuh slow.gpuh --format json
-golden diff_slow_loose.md 0 "$cli" diff base.gpuh slow.gpuh --threshold 20% --format md
-
-# JSON outputs parse (hostile names included).
-for f in out.stats.json out.stats_hostile.json out.diff_slow.json; do
-  python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$f" || fail "$f is not valid JSON"
-done
-
 # errexit NAME EXPECTED_EXIT PATTERN CMD...: exit code and a clear one-line message.
 errexit() {
   local name=$1 want=$2 pattern=$3
@@ -62,6 +46,52 @@ errexit() {
   if [[ "$err" != *$pattern* ]]; then fail "$name: message [$err] lacks [$pattern]"; return; fi
   echo "ok   $name"
 }
+golden stats.txt 0 "$cli" stats base.gpuh
+golden stats_range.md 0 "$cli" stats base.gpuh --by range --format md
+golden stats_stream.csv 0 "$cli" stats base.gpuh --by stream --format csv
+golden stats.json 0 "$cli" stats base.gpuh --format json --top 2
+golden stats_hostile.txt 0 "$cli" stats hostile.gpuh
+golden stats_hostile.json 0 "$cli" stats hostile.gpuh --format json
+golden diff_same.txt 0 "$cli" diff base.gpuh same.gpuh
+golden diff_slow.txt 1 "$cli" diff base.gpuh slow.gpuh
+golden diff_slow.json 1 "$cli" diff base.gpuh slow.gpuh --format json
+golden diff_slow_loose.md 0 "$cli" diff base.gpuh slow.gpuh --threshold 20% --format md
+
+golden diagnose_hostile.txt 0 "$cli" diagnose hostile.gpuh
+golden diagnose.json 0 "$cli" diagnose base.gpuh --format json
+golden folded.txt 0 "$cli" export base.gpuh --format folded -o -
+golden folded_hostile.txt 0 "$cli" export hostile.gpuh --format folded -o -
+
+# Chrome traces: parse in python and node, no partial overlaps on a track, flows paired,
+# integer-ns timestamps; hostile names included.
+checker=$(dirname "$golden")/../../unit/gantt_analysis/check_chrome_trace.py
+for f in base hostile; do
+  "$cli" export "$f.gpuh" --format chrome -o "$f.json" || fail "export chrome $f"
+  python3 "$checker" "$f.json" >/dev/null || fail "chrome trace of $f does not check: $(python3 "$checker" "$f.json" | head -3)"
+  if command -v node >/dev/null; then
+    node -e 'JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"))' "$f.json" || fail "node cannot parse $f.json"
+  fi
+done
+echo "ok   chrome exports check"
+
+# Flame graph and diff charts: well-formed SVG with the frames in it.
+"$cli" render hostile.gpuh --view flame -o flame.svg 2>/dev/null || fail "render --view flame"
+xmllint --noout flame.svg 2>/dev/null || fail "flame.svg is not well-formed XML"
+"$cli" render base.gpuh --view flame -o flame.svg 2>/dev/null && grep -q 'kernelA(float\*, int)' flame.svg || fail "flame.svg lacks kernelA"
+"$cli" diff base.gpuh slow.gpuh -o diff.svg >/dev/null 2>&1
+[[ $? == 1 ]] || fail "diff -o diff.svg: wrong exit code"
+xmllint --noout diff.svg 2>/dev/null && grep -q 'base.gpuh' diff.svg || fail "diff.svg is not a well-formed chart of both runs"
+"$cli" diff base.gpuh slow.gpuh -o diff.png >/dev/null 2>&1
+[[ "$(head -c 4 diff.png | tail -c 3)" == PNG ]] || fail "diff.png is not a PNG"
+errexit diff-bad-chart-name 2 "name it .svg" "$cli" diff base.gpuh same.gpuh -o diff.txt
+errexit render-bad-view 2 "--view" "$cli" render base.gpuh --view pie -o x.svg
+echo "ok   flame and diff charts"
+
+# JSON outputs parse (hostile names included).
+for f in out.stats.json out.stats_hostile.json out.diff_slow.json; do
+  python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$f" || fail "$f is not valid JSON"
+done
+
 printf 'not a capture at all' > text.gpuh
 head -c 37 base.gpuh > short.gpuh
 : > empty.gpuh
@@ -77,10 +107,12 @@ errexit diff-bare-number 2 "--threshold" "$cli" diff base.gpuh same.gpuh --thres
 errexit diff-bad-metric 2 "unknown metric" "$cli" diff base.gpuh same.gpuh --metric speed
 errexit diff-missing-new 2 "no-such.gpuh" "$cli" diff base.gpuh no-such.gpuh
 errexit diff-not-a-capture 2 "text.gpuh" "$cli" diff text.gpuh base.gpuh
+errexit diagnose-bad-fail-on 2 "--fail-on" "$cli" diagnose base.gpuh --fail-on maybe
+errexit diagnose-empty-file 2 "empty.gpuh" "$cli" diagnose empty.gpuh
 "$cli" stats short.gpuh >/dev/null 2>&1
 rc=$?; [[ $rc == 0 || $rc == 2 ]] || fail "stats on a truncated capture crashed (exit $rc)"
 
-for sub in stats diff record; do
+for sub in stats diff diagnose record; do
   "$cli" "$sub" --help | grep -q 'Example' || fail "$sub --help has no example"
 done
 exit $((fails > 0))

@@ -6,6 +6,7 @@
 
 #include "fixture.h"
 #include "gantt/export.h"
+#include "gantt/analysis/flame.h"
 #include "gantt/filter.h"
 
 using namespace gantt_analysis_test;
@@ -95,4 +96,41 @@ TEST(FoldedExport, StacksAreRangePathsThenKernelWithExecWeights) {
     ASSERT_NE(sp, std::string::npos) << line;
     EXPECT_EQ(line.find_first_not_of("0123456789", sp + 1), std::string::npos) << line;
   }
+}
+
+namespace {
+const gantt::Rect* frame_rect(const gantt::Scene& s, const std::string& name) {
+  for (const auto& item : s.items)
+    if (const auto* r = std::get_if<gantt::Rect>(&item); r && r->tooltip.rfind(name + ":", 0) == 0) return r;
+  return nullptr;
+}
+}  // namespace
+
+TEST(Flame, WidthsFollowWeightsAndTheDiffColoursSlowerRed) {
+  namespace ga = gantt::analysis;
+  const ga::Stacks base{{"step\x1f" "a", 100}, {"step\x1f" "b", 300}};
+  ga::FlameOptions o;
+  o.width_px = 420;  // 400 px of frames
+  const gantt::Scene s = ga::flame_scene(base, o);
+  const gantt::Rect *a = frame_rect(s, "a"), *b = frame_rect(s, "b"), *step = frame_rect(s, "step");
+  ASSERT_TRUE(a && b && step);
+  EXPECT_FLOAT_EQ(a->w, 100);
+  EXPECT_FLOAT_EQ(b->w, 300);
+  EXPECT_FLOAT_EQ(step->w, 400);
+  EXPECT_LT(step->y, 1e9f);
+  EXPECT_GT(a->y + 0.0f, 0.0f);
+  EXPECT_LT(a->y, step->y);  // children above their parent
+  const ga::Stacks next{{"step\x1f" "a", 150}, {"step\x1f" "b", 150}};
+  const gantt::Scene d = ga::diff_flame_scene(base, next, o);
+  const gantt::Rect *da = frame_rect(d, "a"), *db = frame_rect(d, "b");
+  ASSERT_TRUE(da && db);
+  EXPECT_GT(da->fill.r, da->fill.b);  // slower: red
+  EXPECT_GT(db->fill.b, db->fill.r);  // faster: blue
+  EXPECT_NE(da->tooltip.find("+50.0%"), std::string::npos) << da->tooltip;
+  // Empty input: an explicit message, not a blank chart.
+  const gantt::Scene e = ga::flame_scene({}, o);
+  bool says = false;
+  for (const auto& item : e.items)
+    if (const auto* t = std::get_if<gantt::Text>(&item); t && t->text.find("no GPU work") != std::string::npos) says = true;
+  EXPECT_TRUE(says);
 }

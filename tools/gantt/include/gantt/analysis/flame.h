@@ -1,0 +1,38 @@
+// Flame graphs of GPU time: stacks are the NVTX range chain of the launching thread,
+// outermost first, then the kernel; a frame's width is the exec time under it. One graph
+// for a capture (`render --view flame`), or a differential one for two (`diff -o`): widths
+// from the larger of the two runs, red where the new run is slower, blue where faster.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gantt/filter.h"
+#include "gantt/model.h"
+#include "gantt/scene.h"
+
+namespace gantt::analysis {
+
+// Frames joined by '\x1f' (a byte no cleaned frame contains) -> exec ns.
+using Stacks = std::map<std::string, uint64_t>;
+
+// The stacks of the selected events (all GPU work when `selection` is null). Frame names are
+// cleaned for display: valid UTF-8, no control characters, ';' shown as ':'.
+Stacks gpu_stacks(const Model& model, const Selection* selection = nullptr);
+std::vector<std::string> split_stack(const std::string& stack);
+
+struct FlameOptions {
+  int width_px = 1200;
+  int row_px = 18;
+  std::string title;
+};
+
+Scene flame_scene(const Stacks& stacks, const FlameOptions& options);
+Scene diff_flame_scene(const Stacks& base, const Stacks& next, const FlameOptions& options);
+
+// `lower` drawn under `upper`, both keeping their own coordinates.
+Scene stack_scenes(const Scene& upper, const Scene& lower);
+
+}  // namespace gantt::analysis
