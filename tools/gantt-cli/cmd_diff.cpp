@@ -2,7 +2,9 @@
 // 1: a regression beyond threshold and noise, 2: bad usage or an unreadable capture.
 #include <algorithm>
 #include <cstdlib>
+#include <stdexcept>
 #include <tuple>
+#include <vector>
 #include <future>
 #include <iostream>
 #include <map>
@@ -34,6 +36,7 @@ struct DiffOptions {
   size_t top = 20;
   bool name_only = false;
   std::string chart;  // -o: the two runs stacked on one time axis, and a differential flame graph
+  std::string align_range;  // NAME@N: align the charts at that NVTX range occurrence
 };
 
 uint64_t first_gpu_start(const gantt::Model& m) {
@@ -55,7 +58,7 @@ gantt::Scene caption(const std::string& text, int width) {
 // Both charts show the same length of time from their first GPU activity, so one pixel is
 // the same number of nanoseconds in both and a slower run is visibly longer.
 int write_chart(const std::string& path, const std::string& base_path, const std::string& new_path,
-                const gantt::Model& base, const gantt::Model& next) {
+                const gantt::Model& base, const gantt::Model& next, const std::string& align_range) {
   std::string format;
   for (const char* ext : {"svg", "png", "pdf"})
     if (path.size() > 4 && path.compare(path.size() - 4, 4, std::string(".") + ext) == 0) format = ext;
@@ -70,15 +73,32 @@ int write_chart(const std::string& path, const std::string& base_path, const std
   gantt::RenderOptions ro;
   ro.width_px = width;
   gantt::Scene page = caption("base: " + base_path, width);
-  for (const auto& [m, first, label] : {std::tuple{&base, fa, std::string("base")}, std::tuple{&next, fb, std::string("new")}}) {
+  // Aligned at an NVTX range occurrence: each chart shows that occurrence, both stretched
+  // to the longer of the two so the time scales match.
+  std::vector<gantt::Selection> sels;
+  for (const gantt::Model* m : {&base, &next}) {
     gantt::EventFilter f;
-    if (first) {
+    const uint64_t first = m == &base ? fa : fb;
+    if (!align_range.empty()) {
+      f.range = align_range;
+    } else if (first) {
       f.from_ns = static_cast<int64_t>(first - m->first_ns());
       f.to_ns = f.from_ns + static_cast<int64_t>(span);
     }
-    const gantt::Selection sel = gantt::select_events(*m, f);
+    try {
+      sels.push_back(gantt::select_events(*m, f));
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "gantt-cli: diff: --align-range: " << (m == &base ? base_path : new_path) << ": " << e.what() << "\n";
+      return kExitError;
+    }
+  }
+  if (!align_range.empty()) {
+    const uint64_t longest = std::max(sels[0].window_end_ns - sels[0].window_start_ns, sels[1].window_end_ns - sels[1].window_start_ns);
+    for (auto& s : sels) s.window_end_ns = s.window_start_ns + longest;
+  }
+  for (const auto& [m, sel, label] : {std::tuple{&base, &sels[0], std::string("base")}, std::tuple{&next, &sels[1], std::string("new")}}) {
     if (label == "new") page = gantt::analysis::stack_scenes(page, caption("new: " + new_path, width));
-    page = gantt::analysis::stack_scenes(page, gantt::build_scene(*m, sel, ro));
+    page = gantt::analysis::stack_scenes(page, gantt::build_scene(*m, *sel, ro));
   }
   gantt::analysis::FlameOptions fo;
   fo.width_px = width;
@@ -152,7 +172,7 @@ int run_diff(const DiffOptions& o) {
   }
   const ga::DiffReport r = ga::diff_models(base, next, d);
   std::cout << ga::format_diff(r, formats.at(o.format), o.format == "text" || o.format == "md" ? o.top : 0);
-  if (!o.chart.empty() && write_chart(o.chart, o.base, o.next, base, next) != kExitOk) return kExitError;
+  if (!o.chart.empty() && write_chart(o.chart, o.base, o.next, base, next, o.align_range) != kExitOk) return kExitError;
   return r.regressions > 0 ? kExitCheckFailed : kExitOk;
 }
 
@@ -185,6 +205,7 @@ void register_diff(CLI::App& app, int& exit_code) {
   cmd->add_option("-o,--output", o->chart,
                   "also draw both runs stacked on one time axis (aligned at their first GPU activity) and a "
                   "differential flame graph: .svg, .png or .pdf");
+  cmd->add_option("--align-range", o->align_range, "with -o: align the two charts at this NVTX range occurrence, NAME@N");
   cmd->add_option("--format", o->format, "output format")
       ->check(CLI::IsMember({"text", "md", "json", "csv"}))
       ->capture_default_str();

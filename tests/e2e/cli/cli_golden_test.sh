@@ -83,7 +83,10 @@ xmllint --noout flame.svg 2>/dev/null || fail "flame.svg is not well-formed XML"
 xmllint --noout diff.svg 2>/dev/null && grep -q 'base.gpuh' diff.svg || fail "diff.svg is not a well-formed chart of both runs"
 "$cli" diff base.gpuh slow.gpuh -o diff.png >/dev/null 2>&1
 [[ "$(head -c 4 diff.png | tail -c 3)" == PNG ]] || fail "diff.png is not a PNG"
+"$cli" diff base.gpuh slow.gpuh -o aligned.svg --align-range step@3 >/dev/null 2>&1
+[[ $? == 1 ]] && xmllint --noout aligned.svg 2>/dev/null || fail "diff -o --align-range step@3"
 errexit diff-bad-chart-name 2 "name it .svg" "$cli" diff base.gpuh same.gpuh -o diff.txt
+errexit diff-bad-align-range 2 "nope" "$cli" diff base.gpuh same.gpuh -o x.svg --align-range nope@1
 errexit render-bad-view 2 "--view" "$cli" render base.gpuh --view pie -o x.svg
 echo "ok   flame and diff charts"
 
