@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -77,12 +79,20 @@ inline v1::Record random_record(const pb::FieldDescriptor* kind, std::mt19937_64
   return rec;
 }
 
-// A unique temporary path (the file does not exist yet).
+// A unique temporary path (the file does not exist yet), in one directory per test process
+// that is removed when the process exits.
 inline std::string temp_path(const std::string& tag) {
   static int counter = 0;
-  char dir[] = "/tmp/gpuhook-test-XXXXXX";
-  std::string d = mkdtemp(dir) ? dir : "/tmp";
-  return d + "/" + tag + "-" + std::to_string(counter++) + ".gpuh";
+  static const std::string dir = [] {
+    char d[] = "/tmp/gpuhook-test-XXXXXX";
+    std::string made = mkdtemp(d) ? d : "";
+    if (made.empty()) return std::string("/tmp");
+    static std::string to_remove;
+    to_remove = made;
+    std::atexit([] { std::filesystem::remove_all(to_remove); });
+    return made;
+  }();
+  return dir + "/" + tag + "-" + std::to_string(counter++) + ".gpuh";
 }
 
 inline std::string read_bytes(const std::string& path) {
