@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include <gantt/ranks.h>
 #include <gantt/analysis/flame.h>
 #include <gantt/render.h>
 #include <gantt/text.h>
@@ -63,7 +64,7 @@ int run_render(const RenderCliOptions& o) {
   }
   gantt::RenderOptions ro;
   if (!gantt::parse_lane_mode(o.lanes, &ro.lanes)) {
-    std::cerr << "gantt-cli: render: --lanes must be stream, device or thread\n";
+    std::cerr << "gantt-cli: render: --lanes must be stream, device, thread or rank\n";
     return kExitError;
   }
   ro.width_px = o.width_px;
@@ -81,7 +82,10 @@ int run_render(const RenderCliOptions& o) {
   f.devices = o.devices;
   f.streams = o.streams;
 
-  const gantt::Model model = gantt::load(o.files);
+  // Several captures (or a merged file) are the ranks of one job: put them on one clock and
+  // say in the footer what was applied (gantt/ranks.h).
+  gantt::Model model = gantt::load_job(o.files, gantt::LoadOptions{});
+  ro.footer_lines = gantt::rank_footer_lines(model, gantt::align_model_ranks(model));
   bool corrupt = false;
   for (const std::string& line : gantt::integrity_warnings(model, &corrupt)) std::cerr << "gantt-cli: " << line << "\n";
   gantt::Selection sel;
@@ -135,7 +139,7 @@ void register_render(CLI::App& app, int& exit_code) {
   cmd->add_option("-o,--output", o->output, "output file: .svg, .png or .pdf (- = SVG on stdout)")->required();
   cmd->add_option("--format", o->format, "svg, png or pdf (default: from the output name)");
   cmd->add_option("--width", o->width_px, "chart width in pixels")->capture_default_str()->check(CLI::Range(400, 16000));
-  cmd->add_option("--lanes", o->lanes, "one GPU lane per stream, device, or launching thread")->capture_default_str();
+  cmd->add_option("--lanes", o->lanes, "one GPU lane per stream, device, launching thread, or rank (one per capture)")->capture_default_str();
   cmd->add_flag("--no-annotate", o->no_annotate, "no threshold flags (queue delay, occupancy, overlap, idle gaps)");
   cmd->add_flag("--no-host", o->no_host, "leave out the host thread lanes");
   cmd->add_option("--queue-delay", o->queue_delay, "flag queued->start longer than this")->capture_default_str();

@@ -21,7 +21,7 @@ namespace gantt {
 
 // How GPU events are grouped into lanes. New groupings (e.g. one lane per rank) are added
 // as a value here plus a case in lane_key()/lane_label() (layout_lanes.cpp).
-enum class LaneMode : uint8_t { kStream, kDevice, kThread };
+enum class LaneMode : uint8_t { kStream, kDevice, kThread, kRank };
 bool parse_lane_mode(std::string_view text, LaneMode* mode);
 
 // A GPU lane's identity; lanes sort by it, so the order is stable across runs.
@@ -45,6 +45,8 @@ struct RenderOptions {
   AnnotateOptions annotate;
   size_t max_individual_events = 5000;  // beyond this, narrow events are drawn as coverage
   std::string filter_description;     // for the footer
+  std::vector<std::string> footer_lines;  // extra footer lines, e.g. the rank alignment (ranks.h)
+  bool collective_links = true;       // several captures: join matching collectives across ranks
 };
 
 struct RenderStats {
