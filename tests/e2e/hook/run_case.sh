@@ -2,9 +2,9 @@
 # One end-to-end case of libgpuhook.so: the app runs twice, without and with the hook; its
 # stdout and exit code must be the same, stderr must hold the expected number of "gpuhook:"
 # lines, and the capture must pass capture_check.
-#   run_case.sh CASE HOOK_SO HOOK_APP CAPTURE_CHECK FAKE_NCCL_DIR [SIM_LIB_DIR] [EXAMPLE]
+#   run_case.sh CASE HOOK_SO HOOK_APP CAPTURE_CHECK FAKE_NCCL_DIR [SIM_LIB_DIR] [EXAMPLE] [GANTT_CLI]
 set -u
-case_name=$1 hook=$2 app=$3 check=$4 fake_nccl=$5 sim_lib=${6:-} example=${7:-}
+case_name=$1 hook=$2 app=$3 check=$4 fake_nccl=$5 sim_lib=${6:-} example=${7:-} gantt_cli=${8:-}
 work=$(mktemp -d "${TMPDIR:-/tmp}/gpuhook-e2e-$case_name.XXXXXX")
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
 cd "$work" || exit 1
@@ -259,6 +259,12 @@ case $case_name in
     cmp -s plain.out hooked.out || fail "stdout differs: $(diff plain.out hooked.out | head -5)"
     gpuhook_lines 1
     check "$(capture)" --min kernel=1 --kernels --copies --nesting --header simulator=1 --expect footer=1
+    if [ -x "$gantt_cli" ]; then
+      # The CLI reads the same counts from the file as the checker.
+      kernels=$(value kernel)
+      "$gantt_cli" info "$(capture)" >info.out 2>&1 || fail "gantt-cli info failed: $(head -3 info.out)"
+      grep -q "kernel $kernels\b" info.out || fail "gantt-cli info does not count $kernels kernels: $(grep records info.out)"
+    fi
     ;;
   *)
     echo "unknown case $case_name"; exit 2 ;;
