@@ -1,0 +1,151 @@
+// merge_captures on files fabricated with CaptureWriter: offsets applied to every time,
+// strings re-interned, one section per input (even one without a header), read back per rank.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "gantt/model.h"
+#include "gantt/ranks.h"
+
+namespace gantt {
+namespace {
+
+namespace v1 = gpuhook::v1;
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char t[] = "/tmp/ranks_merge_test.XXXXXX";
+    path = mkdtemp(t);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+// One rank: `steps` all-reduces whose kernels end at the same true instants; the file's
+// clock reads true time + clock_offset. Kernel names differ per rank so ids must be remapped.
+void write_rank(const std::string& path, int rank, const std::string& boot, int64_t clock_offset, int steps,
+                bool with_header = true) {
+  std::string err;
+  auto w = gpuhook::CaptureWriter::create(path, gpuhook::WriterOptions{}, &err);
+  ASSERT_TRUE(w) << err;
+  v1::Record r;
+  if (with_header) {
+    auto* h = r.mutable_header();
+    h->set_format_version(1);
+    h->set_host_name("host-" + boot);
+    h->set_boot_id(boot);
+    h->set_rank(rank);
+    h->set_start_monotonic_raw_ns(static_cast<uint64_t>(10'000'000'000 + clock_offset));
+    h->set_start_realtime_ns(1'700'000'000'000'000'000ull);
+    h->set_features(v1::FEATURE_HOST_CLOCK_CALLBACK);
+    w->write(r);
+  }
+  const uint32_t call = w->intern("ncclAllReduce");
+  const uint32_t launch = w->intern("cudaLaunchKernel");
+  const uint32_t other = w->intern("rank_only_kernel_" + std::to_string(rank));
+  const uint32_t kernel = w->intern("_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE");
+  for (int s = 0; s < steps; ++s) {
+    const int64_t t = 10'000'100'000 + s * 1'000'000 + clock_offset;
+    r.Clear();
+    auto* n = r.mutable_nccl();
+    n->set_op(v1::NCCL_ALL_REDUCE);
+    n->set_name_id(call);
+    n->set_count(256);
+    n->set_datatype(7);
+    n->set_comm_id(5);
+    n->set_rank(rank);
+    n->set_nranks(2);
+    n->set_thread_id(1);
+    n->set_start_ns(t);
+    n->set_end_ns(t + 4'000);
+    n->set_sequence(static_cast<uint64_t>(s));
+    w->write(r);
+    r.Clear();
+    auto* a = r.mutable_api();
+    a->set_domain(v1::API_DOMAIN_RUNTIME);
+    a->set_cbid(211);
+    a->set_name_id(launch);
+    a->set_thread_id(1);
+    a->set_start_ns(t + 1'000);
+    a->set_end_ns(t + 2'000);
+    a->set_correlation_id(static_cast<uint32_t>(2 * s + 1));
+    w->write(r);
+    r.Clear();
+    auto* k = r.mutable_kernel();
+    k->set_name_id(kernel);
+    k->set_correlation_id(static_cast<uint32_t>(2 * s + 1));
+    k->set_start_ns(t + 3'000);
+    k->set_end_ns(10'000'200'000 + s * 1'000'000 + clock_offset);
+    w->write(r);
+    r.Clear();
+    a = r.mutable_api();
+    a->set_domain(v1::API_DOMAIN_RUNTIME);
+    a->set_cbid(211);
+    a->set_name_id(launch);
+    a->set_thread_id(1);
+    a->set_start_ns(t + 300'000);
+    a->set_end_ns(t + 301'000);
+    a->set_correlation_id(static_cast<uint32_t>(2 * s + 2));
+    w->write(r);
+    r.Clear();
+    k = r.mutable_kernel();
+    k->set_name_id(other);
+    k->set_correlation_id(static_cast<uint32_t>(2 * s + 2));
+    k->set_start_ns(t + 400'000);
+    k->set_end_ns(t + 500'000);
+    w->write(r);
+  }
+  ASSERT_TRUE(w->close());
+}
+
+TEST(Merge, AlignsReinternsAndSplitsBackPerRank) {
+  TempDir dir;
+  const std::string a = dir.path + "/a.gpuh", b = dir.path + "/b.gpuh", out = dir.path + "/job.gpuh";
+  write_rank(a, 0, "A", 0, 8);
+  write_rank(b, 1, "B", 3'000'000, 8);
+  MergeResult r = merge_captures({a, b}, out);
+  EXPECT_TRUE(r.warnings.empty());
+  EXPECT_EQ(r.records_lost, 0u);
+  EXPECT_EQ(r.alignment.captures[1].offset_ns, -3'000'000);
+  EXPECT_THROW(merge_captures({a, b}, out), std::runtime_error);  // never overwrites
+
+  Model m = load_job({out}, LoadOptions{});
+  ASSERT_EQ(m.captures.size(), 2u);
+  EXPECT_EQ(m.captures[1].path, out + "#1");
+  EXPECT_EQ(m.captures[1].header.rank(), 1);
+  EXPECT_EQ(m.captures[1].header.start_monotonic_raw_ns(), 10'000'000'000u);
+  EXPECT_NE(m.captures[1].header.note().find("shifted -3.000000 ms"), std::string::npos) << m.captures[1].header.note();
+  // Kernel names survived re-interning, per rank.
+  std::vector<std::string> names;
+  for (uint32_t e = 0; e < m.events.size(); ++e)
+    if (m.events.capture[e] == 1 && m.events.kind[e] == EventKind::kKernel) names.emplace_back(m.display_name(e));
+  ASSERT_FALSE(names.empty());
+  EXPECT_EQ(names[0], "rank_only_kernel_1");
+  // Already aligned: the ends coincide, and a second alignment finds nothing left to shift.
+  RankAlignment again = align_model_ranks(m);
+  EXPECT_EQ(again.captures[1].offset_ns, 0);
+  EXPECT_EQ(again.residual_max_ns, 0);
+  auto coll = match_collectives(collective_calls(m));
+  ASSERT_EQ(coll.size(), 8u);
+  EXPECT_TRUE(coll[0].complete);
+}
+
+TEST(Merge, InputWithoutHeaderKeepsItsOwnSection) {
+  TempDir dir;
+  const std::string a = dir.path + "/a.gpuh", b = dir.path + "/b.gpuh", c = dir.path + "/c.gpuh";
+  write_rank(a, 0, "A", 0, 3);
+  write_rank(b, 1, "B", 0, 3, /*with_header=*/false);
+  write_rank(c, 2, "C", 0, 3);
+  MergeResult r = merge_captures({a, b, c}, dir.path + "/job.gpuh");
+  Model m = load_job({dir.path + "/job.gpuh"}, LoadOptions{});
+  ASSERT_EQ(m.captures.size(), 3u);
+  EXPECT_NE(m.captures[1].header.note().find("no readable header"), std::string::npos);
+  EXPECT_EQ(m.captures[2].header.rank(), 2);
+  size_t in_section_1 = 0;
+  for (uint32_t e = 0; e < m.events.size(); ++e) in_section_1 += m.events.capture[e] == 1;
+  EXPECT_EQ(in_section_1, 6u);
+}
+
+}  // namespace
+}  // namespace gantt
