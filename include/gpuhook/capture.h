@@ -27,7 +27,7 @@ enum class CaptureErrorKind {
   kChecksum,         // a frame whose content checksum does not match
   kOversizedLength,  // a length field larger than the limits (never allocated)
   kBadRecord,        // a record that does not parse
-  kTruncated,        // only in strict mode: the file ends inside a frame
+  kTruncated,        // not thrown by CaptureReader: a truncated tail is reported in Integrity
 };
 
 const char* to_string(CaptureErrorKind kind);
