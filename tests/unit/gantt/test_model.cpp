@@ -158,3 +158,18 @@ TEST(ModelJoin, TwoCapturesKeepTheirOwnStringIds) {
   EXPECT_EQ(m.display_name(1), "beta");
   EXPECT_EQ(m.events.capture[1], 1u);
 }
+
+TEST(ModelJoin, ReserveHintIsBoundedAndHarmless) {
+  gantt::Model m;
+  gantt::ModelBuilder b(m);
+  b.begin_capture("x");
+  b.reserve_hint(1ull << 40);  // a hostile index: ignored, nothing allocated for it
+  EXPECT_LT(m.events.start_ns.capacity(), 1u << 20);
+  b.reserve_hint(1000);
+  EXPECT_GE(m.events.start_ns.capacity(), 1000u);
+  EXPECT_GE(m.api.start_ns.capacity(), 1000u);
+  b.add(header());
+  b.add(kernel(0, 1, 1, 0, 0, 10, 20));
+  b.end_capture({});
+  EXPECT_EQ(m.events.size(), 1u);
+}

@@ -1,7 +1,17 @@
 // Reading capture files into the model: the only place libgantt touches the reader.
+#include <algorithm>
+
 #include "gantt/model.h"
 
 namespace gantt {
+
+void reserve_from_index(ModelBuilder& builder, const gpuhook::CaptureReader& reader) {
+  if (const auto& index = reader.index()) {
+    uint64_t records = 0;
+    for (const auto& chunk : index->chunk()) records += std::min<uint64_t>(chunk.records(), 1ull << 32);
+    builder.reserve_hint(records);
+  }
+}
 
 Model load(const std::vector<std::string>& paths, const LoadOptions& options) {
   Model model;
@@ -13,6 +23,7 @@ Model load(const std::vector<std::string>& paths, const LoadOptions& options) {
     ro.to_ns = options.to_ns;
     gpuhook::CaptureReader reader(path, ro);
     builder.begin_capture(path);
+    reserve_from_index(builder, reader);
     gpuhook::v1::Record record;
     while (reader.next(record)) builder.add(record);
     builder.end_capture(reader.integrity());

@@ -535,6 +535,27 @@ void ModelBuilder::add(const v1::Record& record) {
   impl_->add(record);
 }
 
+void ModelBuilder::reserve_hint(uint64_t records) {
+  // The index is untrusted: a hint past what any real capture holds is ignored, and a
+  // reservation the system refuses only means growing as usual.
+  if (records == 0 || records > (1ull << 28)) return;
+  Model& m = impl_->m;
+  const size_t n = static_cast<size_t>(records);
+  try {
+    auto more = [n](auto& v) { v.reserve(v.size() + n); };
+    EventTable& e = m.events;
+    more(e.kind); more(e.capture); more(e.name); more(e.device); more(e.stream); more(e.priority);
+    more(e.copy_kind); more(e.bytes); more(e.queued_ns); more(e.submitted_ns); more(e.start_ns); more(e.end_ns);
+    more(e.correlation_id); more(e.api); more(e.range); more(e.grid); more(e.block); more(e.registers_per_thread);
+    more(e.static_smem_bytes); more(e.dynamic_smem_bytes); more(e.occupancy); more(e.occupancy_limit);
+    ApiTable& a = m.api;
+    more(a.capture); more(a.domain); more(a.cbid); more(a.thread); more(a.name); more(a.start_ns); more(a.end_ns);
+    more(a.correlation_id); more(a.return_value);
+  } catch (const std::bad_alloc&) {
+  } catch (const std::length_error&) {
+  }
+}
+
 void ModelBuilder::end_capture(const gpuhook::Integrity& integrity) {
   if (impl_->open) impl_->finish(integrity);
 }

@@ -206,6 +206,10 @@ class ModelBuilder {
   uint16_t begin_capture(const std::string& path);
   void define_string(uint32_t capture_local_id, std::string_view value);
   void add(const gpuhook::v1::Record& record);
+  // At most this many more records will come (the capture's index says so): the event and
+  // API columns reserve that much address space once instead of growing. Untouched
+  // reserved pages are never resident, so this costs no memory, only the copies it saves.
+  void reserve_hint(uint64_t records);
   // Joins, aligns clocks, attaches ranges, computes occupancy for the current capture.
   void end_capture(const gpuhook::Integrity& integrity);
 
@@ -219,6 +223,11 @@ struct LoadOptions {
   uint64_t from_ns = 0;  // reader hint (index window), 0,0 = everything
   uint64_t to_ns = 0;
 };
+
+// Calls builder.reserve_hint() with the record count of the reader's index, when the
+// file has one. Every loader that feeds a ModelBuilder from a CaptureReader should call it
+// after begin_capture(): it saves the column growth copies (most of the load's page faults).
+void reserve_from_index(ModelBuilder& builder, const gpuhook::CaptureReader& reader);
 
 // Loads each capture in order (capture index = position in `paths`). Throws
 // gpuhook::CaptureError when a file is not a capture or too new, or (strict) is corrupt.
