@@ -149,6 +149,9 @@ void install_signal_handlers() {
   for (int sig : kFlushSignals) {
     struct sigaction current{};
     if (sigaction(sig, nullptr, &current) != 0) continue;
+    // An ignored signal stays ignored, and untouched: a handler would be reset to default
+    // across exec where SIG_IGN is inherited (nohup, background jobs).
+    if (!(current.sa_flags & SA_SIGINFO) && current.sa_handler == SIG_IGN) continue;
     g_previous[sig] = current;
     struct sigaction ours{};
     ours.sa_sigaction = &on_signal;

@@ -222,6 +222,15 @@ int main(int argc, char** argv) {
     raise(SIGTERM);
     return 0;
   }
+  if (mode == "ignored") {
+    // Started with SIGTERM ignored: it must still be ignored, here and in an exec'd program.
+    struct sigaction current{};
+    sigaction(SIGTERM, nullptr, &current);
+    std::printf("SIGTERM ignored: %d\n", current.sa_handler == SIG_IGN ? 1 : 0);
+    raise(SIGTERM);
+    std::printf("still running\n");
+    return 0;
+  }
   if (mode == "sigterm") {
     nvtx_iterations(n);
     std::printf("dying of SIGTERM\n");

@@ -218,6 +218,15 @@ case $case_name in
     [ -z "$(capture)" ] || fail "a capture was written outside the time window"
     gpuhook_lines 0
     ;;
+  sigterm_ignored)
+    # trap '' TERM: the program starts with SIGTERM ignored, as under nohup-style launchers.
+    run plain LD_LIBRARY_PATH="$fake_nccl" -- bash -c "trap '' TERM; exec \"\$0\" ignored" "$app"
+    run hooked LD_LIBRARY_PATH="$fake_nccl" GPUHOOK_OUTPUT="$work/cap-%p.gpuh" PRELOAD="$preload" \
+      -- bash -c "trap '' TERM; export LD_PRELOAD=\$PRELOAD; exec \"\$0\" ignored" "$app"
+    cmp -s plain.out hooked.out || fail "stdout differs: $(diff plain.out hooked.out | head -5)"
+    [ "$(cat plain.rc)" = "$(cat hooked.rc)" ] || fail "exit code $(cat hooked.rc) with the hook, $(cat plain.rc) without"
+    grep -q "SIGTERM ignored: 1" hooked.out || fail "the hook changed an ignored SIGTERM"
+    ;;
   test_identity)
     pair GPUHOOK_TEST_HOST=hostB GPUHOOK_TEST_BOOT_ID=boot-b GPUHOOK_TEST_CLOCK_OFFSET_NS=5000000000000 RANK=3 -- \
       "$app" nvtx 2
