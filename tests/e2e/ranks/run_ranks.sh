@@ -32,6 +32,13 @@ case $mode in
       "$cli" diagnose "${files[@]}" > "$dir/diagnose.txt" || true
       grep -q "rank 2 is busier" "$dir/diagnose.txt"
       grep -q "rank 2 arrived last" "$dir/diagnose.txt"
+      # The chart: one lane per rank, the slow rank outlined as the last arriver, the
+      # alignment in the footer; the SVG parses.
+      "$cli" render "${files[@]}" --lanes rank -o "$dir/ranks.svg" 2>/dev/null
+      xmllint --noout "$dir/ranks.svg"
+      grep -q "last to arrive: rank 2" "$dir/ranks.svg"
+      grep -q "ranks aligned: 4 captures" "$dir/ranks.svg"
+      grep -q ">rank 3 " "$dir/ranks.svg"
     fi
     ;;
   twin)
