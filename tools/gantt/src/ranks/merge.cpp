@@ -1,5 +1,5 @@
-// Jobs: loading merged files section by section, aligning a loaded job, and merging captures
-// into one aligned file.
+// Jobs: aligning a loaded job, and merging captures into one aligned file (load_job.cpp reads
+// such a file back).
 #include <cinttypes>
 #include <cstdio>
 #include <stdexcept>
@@ -13,38 +13,6 @@
 namespace gantt {
 
 namespace v1 = gpuhook::v1;
-
-Model load_job(const std::vector<std::string>& paths, const LoadOptions& options) {
-  Model model;
-  ModelBuilder builder(model);
-  for (const std::string& path : paths) {
-    gpuhook::ReaderOptions ro;
-    ro.strict = options.strict;
-    ro.from_ns = options.from_ns;
-    ro.to_ns = options.to_ns;
-    gpuhook::CaptureReader reader(path, ro);
-    builder.begin_capture(path);
-    v1::Record record;
-    bool seen_header = false;
-    int section = 0;
-    while (reader.next(record)) {
-      if (record.kind_case() == v1::Record::kHeader) {
-        if (seen_header) {
-          // A merged file: the next rank's section starts here. String ids are file-wide, so
-          // the new section learns every string defined so far.
-          builder.end_capture(reader.integrity());
-          builder.begin_capture(path + "#" + std::to_string(++section));
-          const std::vector<std::string>& strings = reader.strings();
-          for (uint32_t id = 1; id < strings.size(); ++id) builder.define_string(id, strings[id]);
-        }
-        seen_header = true;
-      }
-      builder.add(record);
-    }
-    builder.end_capture(reader.integrity());
-  }
-  return model;
-}
 
 RankAlignment align_model_ranks(Model& model, const RankAlignOptions& options) {
   if (model.captures.size() < 2) {
