@@ -99,6 +99,14 @@ void ChromeExporter::write(const Model& m, const Selection& sel, std::ostream& o
     return a.what < b.what;
   });
   for (const Slice& h : host) if (h.start < base) base = h.start;  // never negative ts
+  std::string head = "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"gantt-cli export --format chrome\","
+                     "\"time_origin_ns\":" + std::to_string(base);
+  if (!sel.description.empty()) {
+    head += ",\"selection\":";
+    json::append_string(head, sel.description);
+  }
+  head += "},\n\"traceEvents\":[\n";
+  os << head;
   // Track ids are handed out in a fixed order so the bytes are deterministic.
   std::map<std::tuple<uint32_t, std::string, size_t>, uint32_t> tid_of;  // (pid, track, lane)
   std::vector<Track> tracks;
@@ -132,11 +140,16 @@ void ChromeExporter::write(const Model& m, const Selection& sel, std::ostream& o
     return pid;
   };
 
+  // Events are written out in chunks, so memory does not grow with the trace; the process
+  // and track names (metadata events may appear anywhere) follow at the end.
   std::string body;
-  body.reserve(sel.events.size() * 256 + 4096);
   bool first = true;
   const auto open_event = [&]() {
-    body += first ? "\n" : ",\n";
+    if (body.size() > (1u << 20)) {
+      os.write(body.data(), static_cast<std::streamsize>(body.size()));
+      body.clear();
+    }
+    if (!first) body += ",\n";
     first = false;
   };
 
@@ -286,18 +299,10 @@ void ChromeExporter::write(const Model& m, const Selection& sel, std::ostream& o
     meta += "}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":" + std::to_string(t.pid) + ",\"tid\":" +
             std::to_string(t.tid) + ",\"args\":{\"sort_index\":" + std::to_string(t.tid) + "}},\n";
   }
-  std::string head = "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"gantt-cli export --format chrome\","
-                     "\"time_origin_ns\":" + std::to_string(base);
-  if (!sel.description.empty()) {
-    head += ",\"selection\":";
-    json::append_string(head, sel.description);
-  }
-  head += "},\n\"traceEvents\":[\n";
-  os << head;
-  // Metadata first; the trailing ",\n" of the last one joins the first event, or is cut.
-  if (body.empty() && meta.size() >= 2) meta.resize(meta.size() - 2);
+  os.write(body.data(), static_cast<std::streamsize>(body.size()));
+  if (!first && !meta.empty()) os << ",\n";
+  if (meta.size() >= 2) meta.resize(meta.size() - 2);  // the last ",\n"
   os << meta;
-  if (!body.empty()) os.write(body.data() + 1, static_cast<std::streamsize>(body.size() - 1));  // skip the leading "\n"
   os << "\n]}\n";
 }
 
