@@ -120,7 +120,13 @@ std::string dump_line(const gpuhook::v1::Record& rec, const gpuhook::CaptureRead
 
 void register_dump(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<DumpOptions>();
-  CLI::App* cmd = app.add_subcommand("dump", "Print every record of a capture as one stable line: time, kind, fields");
+  CLI::App* cmd = app.add_subcommand("dump",
+      "Print every record of a capture as one stable line: time, kind, fields. Times are absolute\n"
+      "nanoseconds of the capture's clock; names are shown with non-ASCII bytes escaped.\n"
+      "\n"
+      "Examples:\n"
+      "  gantt-cli dump app.gpuh --kind kernel --limit 20\n"
+      "  gantt-cli dump app.gpuh --kind nccl,range | grep AllReduce\n");
   cmd->add_option("file", opts->file, "capture file (.gpuh)")->required();
   cmd->add_option("--kind", opts->kinds,
                   "only records of these kinds (header, device, string_def, api, kernel, memcpy, memset, sync, "

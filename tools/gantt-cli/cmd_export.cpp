@@ -82,7 +82,11 @@ void register_export(CLI::App& app, int& exit_code) {
   std::string formats;
   for (const auto* e : gantt::exporters())
     formats += "\n  " + std::string(e->format()) + ": " + std::string(e->description());
-  CLI::App* cmd = app.add_subcommand("export", "Write the events in another format:" + formats);
+  CLI::App* cmd = app.add_subcommand("export", "Write the events in another format:" + formats +
+      "\n\nExamples:\n"
+      "  gantt-cli export app.gpuh --format chrome -o app.json     # open in ui.perfetto.dev\n"
+      "  gantt-cli export app.gpuh --format csv -o events.csv\n"
+      "  gantt-cli export app.gpuh --format folded | flamegraph.pl > flame.svg\n");
   cmd->add_option("files", o->files, "capture files (.gpuh)")->required();
   cmd->add_option("-f,--format", o->format, "output format")->capture_default_str();
   cmd->add_option("-o,--output", o->output, "output file, - for stdout")->capture_default_str();

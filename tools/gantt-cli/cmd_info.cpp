@@ -231,7 +231,15 @@ bool info_one(const std::string& file, bool json, bool first) {
 
 void register_info(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<InfoOptions>();
-  CLI::App* cmd = app.add_subcommand("info", "What a capture holds and whether it is intact");
+  CLI::App* cmd = app.add_subcommand("info",
+      "What a capture holds and whether it is intact: header (host, pid, rank, command line,\n"
+      "clock pair), devices, time span, record counts by kind, strings, chunks, bytes per record,\n"
+      "dropped records, and integrity (a truncated tail with the bytes lost, a corrupt frame with\n"
+      "its byte offset). Exit 2 when a file is damaged.\n"
+      "\n"
+      "Examples:\n"
+      "  gantt-cli info app.gpuh\n"
+      "  gantt-cli info --json rank*.gpuh | python3 -m json.tool\n");
   cmd->add_option("files", opts->files, "capture files (.gpuh)")->required();
   cmd->add_flag("--json", opts->json, "one JSON array, one object per file");
   cmd->callback([opts, &exit_code] {

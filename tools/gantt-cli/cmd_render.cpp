@@ -134,7 +134,17 @@ int run_render(const RenderCliOptions& o) {
 
 void register_render(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<RenderCliOptions>();
-  CLI::App* cmd = app.add_subcommand("render", "Draw the captures as a Gantt chart (SVG, PNG or PDF)");
+  CLI::App* cmd = app.add_subcommand("render",
+      "Draw the captures as a Gantt chart (SVG, PNG or PDF): a lane per GPU stream, host threads\n"
+      "below, each launch in its stages (launch->queued grey, queued->start light blue, execution\n"
+      "coloured by kind), a utilisation strip per device, and flags computed from thresholds:\n"
+      "queue delay, low occupancy, copy/compute overlap, idle gaps with the host call behind them.\n"
+      "\n"
+      "Examples:\n"
+      "  gantt-cli render app.gpuh -o gantt.png\n"
+      "  gantt-cli render app.gpuh -o step3.svg --range train_step@3 --kernel 'gemm|softmax'\n"
+      "  gantt-cli render rank*.gpuh -o job.pdf --lanes rank\n"
+      "  gantt-cli render app.gpuh -o flame.svg --view flame\n");
   cmd->add_option("files", o->files, "capture files (.gpuh)")->required();
   cmd->add_option("-o,--output", o->output, "output file: .svg, .png or .pdf (- = SVG on stdout)")->required();
   cmd->add_option("--format", o->format, "svg, png or pdf (default: from the output name)");
