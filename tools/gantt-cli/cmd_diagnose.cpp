@@ -25,7 +25,8 @@ struct DiagnoseOptions {
 int run_diagnose(const DiagnoseOptions& o) {
   static const std::map<std::string, ga::Format> formats = {
       {"text", ga::Format::kText}, {"md", ga::Format::kMarkdown}, {"json", ga::Format::kJson}};
-  gantt::Model model = gantt::load(o.files);
+  // load_job: like load(), and a merged file (gantt-cli merge) becomes one capture per rank.
+  gantt::Model model = gantt::load_job(o.files, gantt::LoadOptions{});
   bool corrupt = false;
   for (const std::string& line : gantt::integrity_warnings(model, &corrupt)) std::cerr << "gantt-cli: " << line << "\n";
   if (const std::string bad = ga::unusable_capture(model); !bad.empty()) {
