@@ -11,6 +11,9 @@
 
 #include <gpuhook/capture.h>
 
+#include <gantt/model.h>
+#include <gantt/ranks.h>
+
 #include "commands.h"
 
 namespace gantt_cli {
@@ -255,6 +258,15 @@ void register_info(CLI::App& app, int& exit_code) {
       }
     }
     if (opts->json) std::cout << "]\n";
+    if (!opts->json && opts->files.size() > 1 && ok) {
+      // Several captures: the ranks of one job, and how their clocks line up (gantt/ranks.h).
+      gantt::Model model = gantt::load_job(opts->files, gantt::LoadOptions{});
+      const std::vector<gantt::RankClockInput> inputs = gantt::rank_clock_inputs(model);
+      const gantt::RankAlignment alignment = gantt::align_ranks(inputs);
+      std::cout << "ranks (times mapped onto the first capture's clock):\n";
+      for (const std::string& line : gantt::describe(alignment, inputs)) std::cout << "  " << line << "\n";
+      std::cout << "  " << gantt::summarize(alignment) << "\n";
+    }
     std::cout.flush();
     exit_code = ok ? kExitOk : kExitError;
   });
