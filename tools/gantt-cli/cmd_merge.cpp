@@ -23,8 +23,14 @@ struct MergeOptions {
 void register_merge(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<MergeOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "merge", "Merge the captures of a multi-rank job into one capture aligned on one clock (offsets from "
-               "boot ids, REALTIME anchors and the collectives' end times)");
+      "merge",
+      "Merge the captures of a multi-rank job into one capture on one clock: same boot id = no shift;\n"
+      "other hosts start from their REALTIME anchor, refined by the end times of the collectives\n"
+      "they share (median, outliers dropped). Prints each capture's offset and the residual.\n"
+      "\n"
+      "Examples:\n"
+      "  gantt-cli merge rank0.gpuh rank1.gpuh rank2.gpuh rank3.gpuh -o job.gpuh\n"
+      "  gantt-cli merge /scratch/job42/*.gpuh -o job42.gpuh && gantt-cli render job42.gpuh -o job42.svg --lanes rank\n");
   cmd->add_option("inputs", opts->inputs, "captures, one per rank (capture 0's clock is the reference)")
       ->required()
       ->check(CLI::ExistingFile);
