@@ -12,14 +12,14 @@ inline constexpr int kExitCheckFailed = 1;  // diff found a regression, diagnose
 inline constexpr int kExitError = 2;        // bad usage or bad input, one line says what
 
 // `exit_code` is where the subcommand's callback leaves its result.
+void register_record(CLI::App& app, int& exit_code);
 void register_info(CLI::App& app, int& exit_code);
 void register_dump(CLI::App& app, int& exit_code);
-void register_record(CLI::App& app, int& exit_code);
+void register_render(CLI::App& app, int& exit_code);
 void register_stats(CLI::App& app, int& exit_code);
 void register_diff(CLI::App& app, int& exit_code);
 void register_diagnose(CLI::App& app, int& exit_code);
 void register_export(CLI::App& app, int& exit_code);
-void register_render(CLI::App& app, int& exit_code);
 void register_merge(CLI::App& app, int& exit_code);
 
 }  // namespace gantt_cli

@@ -115,7 +115,7 @@ errexit diagnose-empty-file 2 "empty.gpuh" "$cli" diagnose empty.gpuh
 "$cli" stats short.gpuh >/dev/null 2>&1
 rc=$?; [[ $rc == 0 || $rc == 2 ]] || fail "stats on a truncated capture crashed (exit $rc)"
 
-for sub in stats diff diagnose record; do
+for sub in info dump record render stats diff diagnose export merge; do
   "$cli" "$sub" --help | grep -q 'Example' || fail "$sub --help has no example"
 done
 exit $((fails > 0))

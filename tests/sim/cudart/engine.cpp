@@ -244,6 +244,11 @@ void Engine::release(Resource& r, double share, uint64_t end_ns) {
   resource_cv_.notify_all();
 }
 
+namespace {
+// Set by gpuhook_sim_kernel_end_at() from the host twin running on this stream's worker.
+thread_local uint64_t t_reported_end_ns = 0;
+}  // namespace
+
 void Engine::execute(std::unique_lock<std::mutex>& lock, Stream* s, Op& op) {
   uint64_t ready = std::max(op.submitted_ns, s->prev_end_ns);
   for (const auto& d : op.deps) ready = std::max(ready, d->end_ns);
@@ -259,6 +264,7 @@ void Engine::execute(std::unique_lock<std::mutex>& lock, Stream* s, Op& op) {
   lock.unlock();
   // The work itself: device memory is host memory, so copies and memsets are real, and a
   // kernel with a registered host twin computes its result on this worker thread.
+  t_reported_end_ns = 0;
   switch (op.kind) {
     case OpKind::kKernel:
       if (op.kernel != nullptr && op.kernel->twin != nullptr) {
@@ -275,6 +281,9 @@ void Engine::execute(std::unique_lock<std::mutex>& lock, Stream* s, Op& op) {
       break;
     default: break;
   }
+  // A twin that waits for other processes (a simulated NCCL collective ends when the last
+  // rank arrives) knows the real end only after it ran; it reports it here.
+  if (op.kind == OpKind::kKernel && t_reported_end_ns > end) end = t_reported_end_ns;
   sleep_until_ns(end);
   emit_op_record(*s, op, start, end);
   lock.lock();
@@ -311,3 +320,9 @@ void Engine::worker_main(Stream* s) {
 }
 
 }  // namespace gpuhook::sim
+
+// The kernel running on the calling worker thread ends no earlier than end_ns (CUPTI clock).
+// Used by the simulated NCCL, whose collectives end when every rank has arrived.
+extern "C" __attribute__((visibility("default"))) void gpuhook_sim_kernel_end_at(uint64_t end_ns) {
+  gpuhook::sim::t_reported_end_ns = end_ns;
+}
