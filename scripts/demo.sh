@@ -2,7 +2,7 @@
 # The main job, from a fresh clone: set up, build what the demo needs, capture an example
 # program under the hook, render the chart, print stats and the diagnosis.
 #
-#   scripts/demo.sh [EXAMPLE] [EXAMPLE ARGS...]     default: pageable_copy --iterations 8
+#   scripts/demo.sh [EXAMPLE] [EXAMPLE ARGS...]     default: pageable_copy --iterations 3 --size 65536
 #
 # On a machine where `nvidia-smi` finds a GPU the example runs on it for real. Elsewhere it
 # runs on the CPU simulator of the CUDA runtime and CUPTI (tests/sim/), and says so: the
@@ -13,7 +13,7 @@ root=$PWD
 example=${1:-pageable_copy}
 shift || true
 args=("$@")
-((${#args[@]})) || args=(--iterations 8)
+((${#args[@]})) || args=(--iterations 3 --size 65536)
 
 out=$root/out/demo
 build=$root/build-demo
