@@ -37,6 +37,20 @@ TEST(Lod, RunsMergeEqualLevels) {
   EXPECT_EQ(runs[1].level, 1);
 }
 
+// Busy fractions that straddle a level boundary column by column (80%, 95%, ...) cost one
+// rectangle per column at 8 levels; fewer levels merge them into one run.
+TEST(Lod, FlickeringCoverageDropsLevelsToStayWithinBudget) {
+  gantt::Coverage flicker(40);
+  for (int c = 0; c < 40; ++c) flicker.add(c, c + (c % 2 ? 0.95 : 0.8));
+  EXPECT_EQ(flicker.runs(8).size(), 40u);
+  EXPECT_EQ(flicker.levels_within(8, 10), 4);
+  EXPECT_EQ(flicker.runs(4).size(), 1u);
+  gantt::Coverage calm(40);
+  calm.add(0, 10);
+  calm.add(20, 20.5);
+  EXPECT_EQ(calm.levels_within(8, 10), 8);  // within budget: full detail kept
+}
+
 TEST(Lod, ThresholdKeepsIndividualEventsWithinBudget) {
   std::vector<float> widths(100, 1.5f);
   widths.insert(widths.end(), 10, 10.f);

@@ -57,6 +57,11 @@ std::vector<Coverage::Run> Coverage::runs(int levels) const {
   return out;
 }
 
+int Coverage::levels_within(int levels, size_t max_runs) const {
+  while (levels > 1 && runs(levels).size() > max_runs) levels /= 2;
+  return std::max(levels, 1);
+}
+
 namespace {
 constexpr double kWidthSteps[] = {1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610, 987, 1597, 2584, 4181};
 }  // namespace

@@ -127,14 +127,16 @@ void Builder::draw_utilization(const DeviceKey& dev, float y) {
   const Coverage& cc = compute.cov;
   const Coverage& pc = copy.cov;
   const double compute_ns = compute.busy_ns, copy_ns = copy.busy_ns;
-  constexpr int kLevels = 8;
-  for (const auto& r : cc.runs(kLevels)) {
-    const float h = kUtilHeight * static_cast<float>(r.level) / kLevels;
+  // Eight heights where the strip is calm, fewer where it would flicker (see levels_within).
+  const int levels = cc.levels_within(8, static_cast<size_t>(cols / 4));
+  for (const auto& r : cc.runs(levels)) {
+    const float h = kUtilHeight * static_cast<float>(r.level) / static_cast<float>(levels);
     s_.rect(make_rect(f_.left + static_cast<float>(r.x0), y + kUtilHeight - h, static_cast<float>(r.x1 - r.x0), h,
                       palette::kComputeUtil));
   }
-  for (const auto& r : pc.runs(kLevels)) {
-    const float h = kUtilHeight * static_cast<float>(r.level) / kLevels / 2;
+  const int copy_levels = pc.levels_within(8, static_cast<size_t>(cols / 4));
+  for (const auto& r : pc.runs(copy_levels)) {
+    const float h = kUtilHeight * static_cast<float>(r.level) / static_cast<float>(copy_levels) / 2;
     s_.rect(make_rect(f_.left + static_cast<float>(r.x0), y, static_cast<float>(r.x1 - r.x0), h, palette::kCopyUtil));
   }
   const double span = std::max(1.0, static_cast<double>(f_.t1 - f_.t0));
@@ -399,9 +401,10 @@ void Builder::draw_host_lanes() {
         other.add(x0 - f_.left, x1 - f_.left);
       }
     }
-    for (const auto& r : other.runs())
+    const int other_levels = other.levels_within(4, static_cast<size_t>(cols / 4));
+    for (const auto& r : other.runs(other_levels))
       s_.rect(make_rect(f_.left + static_cast<float>(r.x0), cy + 8, static_cast<float>(r.x1 - r.x0), 6,
-                        with_alpha(palette::kApi, level_alpha(r.level, 4))));
+                        with_alpha(palette::kApi, level_alpha(r.level, other_levels))));
     for (const auto& r : ticks.runs())
       s_.rect(make_rect(f_.left + static_cast<float>(r.x0), cy, static_cast<float>(r.x1 - r.x0), 6,
                         with_alpha(palette::kLaunchTick, 200)));

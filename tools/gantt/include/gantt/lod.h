@@ -29,6 +29,11 @@ class Coverage {
     double busy = 0;      // mean busy fraction over the run
   };
   std::vector<Run> runs(int levels = 4) const;
+  // The most levels, from `levels` halved down to 1, whose runs number at most `max_runs`.
+  // A lane whose busy fraction hovers on a level boundary flickers column by column and
+  // would cost one rectangle per column; with 64 ranks that was 8 MiB of SVG for detail no
+  // eye can read, so fewer levels it is (still 1 when even that stays above the budget).
+  int levels_within(int levels, size_t max_runs) const;
 
  private:
   std::vector<float> busy_;
