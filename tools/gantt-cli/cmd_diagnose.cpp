@@ -10,6 +10,7 @@
 #include <gantt/ranks.h>
 
 #include "commands.h"
+#include "load_captures.h"
 
 namespace gantt_cli {
 namespace {
@@ -25,15 +26,13 @@ struct DiagnoseOptions {
 int run_diagnose(const DiagnoseOptions& o) {
   static const std::map<std::string, ga::Format> formats = {
       {"text", ga::Format::kText}, {"md", ga::Format::kMarkdown}, {"json", ga::Format::kJson}};
-  // load_job: like load(), and a merged file (gantt-cli merge) becomes one capture per rank.
-  gantt::Model model = gantt::load_job(o.files, gantt::LoadOptions{});
-  bool corrupt = false;
-  for (const std::string& line : gantt::integrity_warnings(model, &corrupt)) std::cerr << "gantt-cli: " << line << "\n";
+  LoadedJob job = load_captures(o.files);
+  gantt::Model& model = job.model;
+  const bool corrupt = job.corrupt;
   if (const std::string bad = ga::unusable_capture(model); !bad.empty()) {
     std::cerr << "gantt-cli: " << bad << "\n";
     return kExitError;
   }
-  if (model.captures.size() > 1) gantt::apply_rank_alignment(model, gantt::align_ranks(gantt::rank_clock_inputs(model)));
   const ga::DiagnoseReport r = ga::diagnose(model);
   std::cout << ga::format_diagnose(r, formats.at(o.format));
   if (corrupt) return kExitError;

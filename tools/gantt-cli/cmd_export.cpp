@@ -10,6 +10,7 @@
 #include <gantt/text.h>
 
 #include "commands.h"
+#include "load_captures.h"
 
 namespace gantt_cli {
 
@@ -46,9 +47,9 @@ int run_export(const ExportOptions& o) {
   f.kernel_regex = o.kernel;
   f.devices = o.devices;
   f.streams = o.streams;
-  const gantt::Model model = gantt::load(o.files);
-  bool corrupt = false;
-  for (const std::string& line : gantt::integrity_warnings(model, &corrupt)) std::cerr << "gantt-cli: " << line << "\n";
+  const LoadedJob job = load_captures(o.files);
+  const gantt::Model& model = job.model;
+  const bool corrupt = job.corrupt;
   gantt::Selection sel;
   try {
     sel = gantt::select_events(model, f);

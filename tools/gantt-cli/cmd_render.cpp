@@ -12,6 +12,7 @@
 #include <gantt/text.h>
 
 #include "commands.h"
+#include "load_captures.h"
 
 namespace gantt_cli {
 
@@ -84,10 +85,10 @@ int run_render(const RenderCliOptions& o) {
 
   // Several captures (or a merged file) are the ranks of one job: put them on one clock and
   // say in the footer what was applied (gantt/ranks.h).
-  gantt::Model model = gantt::load_job(o.files, gantt::LoadOptions{});
-  ro.footer_lines = gantt::rank_footer_lines(model, gantt::align_model_ranks(model));
-  bool corrupt = false;
-  for (const std::string& line : gantt::integrity_warnings(model, &corrupt)) std::cerr << "gantt-cli: " << line << "\n";
+  const LoadedJob job = load_captures(o.files);
+  const gantt::Model& model = job.model;
+  const bool corrupt = job.corrupt;
+  ro.footer_lines = gantt::rank_footer_lines(model, job.alignment);
   gantt::Selection sel;
   try {
     sel = gantt::select_events(model, f);

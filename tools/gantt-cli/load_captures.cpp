@@ -1,0 +1,17 @@
+#include "load_captures.h"
+
+#include <iostream>
+
+namespace gantt_cli {
+
+LoadedJob load_captures(const std::vector<std::string>& files) {
+  LoadedJob job;
+  // load_job: like load(), and a merged file (gantt-cli merge) becomes one capture per rank.
+  job.model = gantt::load_job(files, gantt::LoadOptions{});
+  for (const std::string& line : gantt::integrity_warnings(job.model, &job.corrupt))
+    std::cerr << "gantt-cli: " << line << "\n";
+  job.alignment = gantt::align_model_ranks(job.model);
+  return job;
+}
+
+}  // namespace gantt_cli

@@ -1,0 +1,22 @@
+// How every chart and report subcommand reads its captures, so that they agree: several
+// captures, or one merged file, are the ranks of one job and are put on one clock; damage is
+// reported once on stderr and remembered for the exit code.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gantt/model.h"
+#include "gantt/ranks.h"
+
+namespace gantt_cli {
+
+struct LoadedJob {
+  gantt::Model model;
+  gantt::RankAlignment alignment;  // what was applied (nothing for a single capture)
+  bool corrupt = false;            // a capture was damaged: the subcommand exits 2 after its output
+};
+
+LoadedJob load_captures(const std::vector<std::string>& files);
+
+}  // namespace gantt_cli
