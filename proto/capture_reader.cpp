@@ -77,6 +77,7 @@ struct CaptureReader::Impl {
   bool context_only = false;  // a windowed read outside the window: only context records
   uint64_t chunk_offset = 0;
   codec::Cursors cursors;
+  uint32_t version = 0;  // of the file: version 1 has no per-stream base (record_codec.h)
 
   uint64_t next_offset = 0;  // the next frame to look at when scanning
   bool windowed = false;
@@ -160,6 +161,7 @@ struct CaptureReader::Impl {
             "format version " + std::to_string(version) + " is newer than this build reads (" +
                 std::to_string(kFormatVersion) + "); update gantt-cli");
     }
+    this->version = version;
     next_offset = 8 + static_cast<uint64_t>(payload);
     if (next_offset > file_size) mark_truncated(0);
   }
@@ -341,7 +343,7 @@ struct CaptureReader::Impl {
       if (!parse_next(first) || first.kind_case() != v1::Record::kChunkStart) {
         error(CaptureErrorKind::kBadRecord, at, "chunk does not start with a ChunkStart record");
       }
-      cursors = codec::Cursors(static_cast<int64_t>(first.chunk_start().base_ns()));
+      cursors = codec::Cursors(static_cast<int64_t>(first.chunk_start().base_ns()), version >= 2);
       return true;
     }
   }

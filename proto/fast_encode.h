@@ -115,8 +115,14 @@ void encode_kernel(std::string& out, const v1::Kernel& k, Cursors& cursors, Note
   TimeChain chain(cursors[v1::Record::kKernel]);
   chain.put(b, 6, k.has_queued_ns(), k.queued_ns(), note);
   chain.put(b, 7, k.has_submitted_ns(), k.submitted_ns(), note);
+  // Version 2: start against the previous end on the same stream (record_codec.h says why).
+  if (const int64_t* stream_base = cursors.last_end(k.context(), k.stream());
+      stream_base != nullptr && k.has_start_ns() && k.start_ns() != 0) {
+    chain.prev = *stream_base;
+  }
   chain.put(b, 8, k.has_start_ns(), k.start_ns(), note);
   chain.put(b, 9, k.has_end_ns(), k.end_ns(), note);
+  if (k.has_end_ns() && k.end_ns() != 0) cursors.set_end(k.context(), k.stream(), k.end_ns());
   append_wrapped(out, v1::Record::kKernel, b);
 }
 

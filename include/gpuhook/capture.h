@@ -15,7 +15,7 @@
 
 namespace gpuhook {
 
-inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr uint32_t kFormatVersion = 2;
 
 // Why a capture could not be read. Each kind gets its own message; `offset` is the byte
 // offset in the file where the problem starts.

@@ -126,11 +126,11 @@ TEST(CaptureHostile, WrongMagicIsNotACapture) {
 
 TEST(CaptureHostile, NewerVersionIsTooNew) {
   std::string bytes = read_bytes(write_capture("new", small_records()));
-  bytes[16] = 2;
-  auto e = read_error(write_bytes("new2", bytes));
+  bytes[16] = 3;
+  auto e = read_error(write_bytes("new3", bytes));
   EXPECT_EQ(e.kind(), CaptureErrorKind::kTooNew);
   EXPECT_EQ(e.offset(), 16u);
-  EXPECT_NE(std::string(e.what()).find("version 2"), std::string::npos);
+  EXPECT_NE(std::string(e.what()).find("version 3"), std::string::npos);
 }
 
 TEST(CaptureHostile, FlippedChecksumIsChecksum) {
