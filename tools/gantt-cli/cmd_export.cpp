@@ -10,6 +10,7 @@
 #include <gantt/text.h>
 
 #include "commands.h"
+#include "filter_flags.h"
 #include "load_captures.h"
 
 namespace gantt_cli {
@@ -20,17 +21,8 @@ struct ExportOptions {
   std::vector<std::string> files;
   std::string format = "csv";
   std::string output = "-";
-  std::string from, to, range, kernel;
-  std::vector<uint32_t> devices, streams;
+  FilterFlags filter;
 };
-
-int64_t duration_arg(const std::string& flag, const std::string& text) {
-  if (text.empty()) return -1;
-  int64_t ns = 0;
-  if (!gantt::parse_duration(text, &ns))
-    throw CLI::ValidationError(flag, "'" + text + "' is not a duration (e.g. 1.5ms, 200us, 3s, 250000ns)");
-  return ns;
-}
 
 int run_export(const ExportOptions& o) {
   const gantt::Exporter* exporter = gantt::find_exporter(o.format);
@@ -40,13 +32,7 @@ int run_export(const ExportOptions& o) {
     std::cerr << "gantt-cli: export: unknown format '" << o.format << "' (known: " << known << ")\n";
     return kExitError;
   }
-  gantt::EventFilter f;
-  f.from_ns = duration_arg("--from", o.from);
-  f.to_ns = duration_arg("--to", o.to);
-  f.range = o.range;
-  f.kernel_regex = o.kernel;
-  f.devices = o.devices;
-  f.streams = o.streams;
+  const gantt::EventFilter f = make_filter(o.filter);
   const LoadedJob job = load_captures(o.files);
   const gantt::Model& model = job.model;
   const bool corrupt = job.corrupt;
@@ -91,12 +77,7 @@ void register_export(CLI::App& app, int& exit_code) {
   cmd->add_option("files", o->files, "capture files (.gpuh)")->required();
   cmd->add_option("-f,--format", o->format, "output format")->capture_default_str();
   cmd->add_option("-o,--output", o->output, "output file, - for stdout")->capture_default_str();
-  cmd->add_option("--from", o->from, "window start, relative to capture start (e.g. 12ms)");
-  cmd->add_option("--to", o->to, "window end, relative to capture start");
-  cmd->add_option("--range", o->range, "NAME@N: the N-th occurrence of an NVTX range");
-  cmd->add_option("--kernel", o->kernel, "only events whose (demangled) name matches this regex");
-  cmd->add_option("--device", o->devices, "only these device ordinals");
-  cmd->add_option("--stream", o->streams, "only these CUPTI stream ids");
+  add_filter_flags(*cmd, o->filter);
   cmd->callback([o, &exit_code] { exit_code = run_export(*o); });
 }
 

@@ -12,6 +12,7 @@
 #include <gantt/text.h>
 
 #include "commands.h"
+#include "filter_flags.h"
 #include "load_captures.h"
 
 namespace gantt_cli {
@@ -29,18 +30,9 @@ struct RenderCliOptions {
   std::string queue_delay = "100us";
   double low_occupancy = 0.5;
   std::string idle_gap;
-  std::string from, to, range, kernel;
-  std::vector<uint32_t> devices, streams;
+  FilterFlags filter;
   std::string view = "gantt";  // gantt | flame (analysis/flame.h)
 };
-
-int64_t duration_arg(const std::string& flag, const std::string& text) {
-  if (text.empty()) return -1;
-  int64_t ns = 0;
-  if (!gantt::parse_duration(text, &ns))
-    throw CLI::ValidationError(flag, "'" + text + "' is not a duration (e.g. 1.5ms, 200us, 3s, 250000ns)");
-  return ns;
-}
 
 std::string format_of(const RenderCliOptions& o) {
   if (!o.format.empty()) return o.format;
@@ -75,13 +67,7 @@ int run_render(const RenderCliOptions& o) {
   ro.annotate.low_occupancy = o.low_occupancy;
   ro.annotate.idle_gap_ns = duration_arg("--idle-gap", o.idle_gap);
 
-  gantt::EventFilter f;
-  f.from_ns = duration_arg("--from", o.from);
-  f.to_ns = duration_arg("--to", o.to);
-  f.range = o.range;
-  f.kernel_regex = o.kernel;
-  f.devices = o.devices;
-  f.streams = o.streams;
+  const gantt::EventFilter f = make_filter(o.filter);
 
   // Several captures (or a merged file) are the ranks of one job: put them on one clock and
   // say in the footer what was applied (gantt/ranks.h).
@@ -157,12 +143,7 @@ void register_render(CLI::App& app, int& exit_code) {
   cmd->add_option("--low-occupancy", o->low_occupancy, "flag theoretical occupancy under this fraction")
       ->capture_default_str()->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--idle-gap", o->idle_gap, "flag device idle gaps longer than this (default: 2% of the window)");
-  cmd->add_option("--from", o->from, "window start, relative to capture start (e.g. 12ms)");
-  cmd->add_option("--to", o->to, "window end, relative to capture start");
-  cmd->add_option("--range", o->range, "NAME@N: the N-th occurrence of an NVTX range (and the GPU work it launched)");
-  cmd->add_option("--kernel", o->kernel, "only events whose (demangled) name matches this regex");
-  cmd->add_option("--device", o->devices, "only these device ordinals");
-  cmd->add_option("--stream", o->streams, "only these CUPTI stream ids");
+  add_filter_flags(*cmd, o->filter);
   cmd->add_option("--view", o->view, "gantt: the timeline; flame: a flame graph of GPU time by NVTX range and kernel")
       ->check(CLI::IsMember({"gantt", "flame"}))
       ->capture_default_str();

@@ -1,0 +1,33 @@
+#include "filter_flags.h"
+
+namespace gantt_cli {
+
+void add_filter_flags(CLI::App& cmd, FilterFlags& flags) {
+  cmd.add_option("--from", flags.from, "window start, relative to capture start (e.g. 12ms)");
+  cmd.add_option("--to", flags.to, "window end, relative to capture start");
+  cmd.add_option("--range", flags.range, "NAME@N: the N-th occurrence of an NVTX range (and the GPU work it launched)");
+  cmd.add_option("--kernel", flags.kernel, "only events whose (demangled) name matches this regex");
+  cmd.add_option("--device", flags.devices, "only these device ordinals");
+  cmd.add_option("--stream", flags.streams, "only these CUPTI stream ids");
+}
+
+gantt::EventFilter make_filter(const FilterFlags& flags) {
+  gantt::EventFilter f;
+  f.from_ns = duration_arg("--from", flags.from);
+  f.to_ns = duration_arg("--to", flags.to);
+  f.range = flags.range;
+  f.kernel_regex = flags.kernel;
+  f.devices = flags.devices;
+  f.streams = flags.streams;
+  return f;
+}
+
+int64_t duration_arg(const std::string& flag, const std::string& text) {
+  if (text.empty()) return -1;
+  int64_t ns = 0;
+  if (!gantt::parse_duration(text, &ns))
+    throw CLI::ValidationError(flag, "'" + text + "' is not a duration (e.g. 1.5ms, 200us, 3s, 250000ns)");
+  return ns;
+}
+
+}  // namespace gantt_cli
