@@ -32,36 +32,32 @@ void convert_kernel(const CUpti_ActivityKernel10* k, const ConvertOptions& o, Re
   }
   if (!valid) sink.invalid_time();
   sink.device_seen(k->deviceId);
-  // Reused: every field is set below, and one message per record was 10% of the writer's
-  // time in allocation (perf, writer benchmark).
-  // Never destroyed: a writer still draining during exit must not meet a destroyed static.
-  static v1::Record& rec = *new v1::Record;  // the writer thread is the only caller
-  auto* r = rec.mutable_kernel();
-  r->set_name_id(k->name != nullptr ? sink.intern(k->name) : 0);
-  r->set_device(k->deviceId);
-  r->set_context(k->contextId);
-  r->set_stream(k->streamId);
-  r->set_correlation_id(k->correlationId);
-  r->set_queued_ns(t(queued));
-  r->set_submitted_ns(t(submitted));
-  r->set_start_ns(t(start));
-  r->set_end_ns(t(end));
-  r->set_grid_x(k->gridX);
-  r->set_grid_y(k->gridY);
-  r->set_grid_z(k->gridZ);
-  r->set_block_x(k->blockX);
-  r->set_block_y(k->blockY);
-  r->set_block_z(k->blockZ);
-  r->set_registers_per_thread(k->registersPerThread);
-  r->set_static_shared_memory_bytes(k->staticSharedMemory);
-  r->set_dynamic_shared_memory_bytes(k->dynamicSharedMemory);
-  r->set_local_memory_per_thread_bytes(k->localMemoryPerThread);
-  r->set_graph_id(k->graphId);
-  r->set_graph_node_id(k->graphNodeId);
-  r->set_launch_type(static_cast<v1::LaunchType>(k->launchType <= 3 ? k->launchType : 0));
-  r->set_channel_id(k->channelID);
-  r->set_device_launched(k->isDeviceLaunched != 0);
-  sink.emit(rec);
+  KernelFields r;
+  r.name_id = k->name != nullptr ? sink.intern(k->name) : 0;
+  r.device = k->deviceId;
+  r.context = k->contextId;
+  r.stream = k->streamId;
+  r.correlation_id = k->correlationId;
+  r.queued_ns = t(queued);
+  r.submitted_ns = t(submitted);
+  r.start_ns = t(start);
+  r.end_ns = t(end);
+  r.grid_x = k->gridX;
+  r.grid_y = k->gridY;
+  r.grid_z = k->gridZ;
+  r.block_x = k->blockX;
+  r.block_y = k->blockY;
+  r.block_z = k->blockZ;
+  r.registers_per_thread = k->registersPerThread;
+  r.static_shared_memory_bytes = k->staticSharedMemory;
+  r.dynamic_shared_memory_bytes = k->dynamicSharedMemory;
+  r.local_memory_per_thread_bytes = k->localMemoryPerThread;
+  r.graph_id = k->graphId;
+  r.graph_node_id = k->graphNodeId;
+  r.launch_type = k->launchType <= 3 ? k->launchType : 0;
+  r.channel_id = k->channelID;
+  r.device_launched = k->isDeviceLaunched != 0;
+  sink.emit(r);
 }
 
 v1::MemoryKind memory_kind(uint32_t k) { return static_cast<v1::MemoryKind>(k <= 7 ? k : 0); }
@@ -137,22 +133,21 @@ void convert_memset(const CUpti_ActivityMemset4* m, RecordSink& sink) {
 void convert_api(const CUpti_ActivityAPI* a, v1::ApiDomain domain, const ConvertOptions& o, RecordSink& sink) {
   uint64_t start = a->start, end = a->end;
   if (!check_pair(&start, &end)) sink.invalid_time();
-  static v1::Record& rec = *new v1::Record;  // reused, as in convert_kernel
-  auto* r = rec.mutable_api();
-  r->set_domain(domain);
-  r->set_cbid(a->cbid);
-  r->set_thread_id(a->threadId);
-  r->set_start_ns(t(start));
-  r->set_end_ns(t(end));
-  r->set_correlation_id(a->correlationId);
-  r->set_return_value(static_cast<int32_t>(a->returnValue));
+  ApiFields r;
+  r.domain = domain;
+  r.cbid = a->cbid;
+  r.thread_id = a->threadId;
+  r.start_ns = t(start);
+  r.end_ns = t(end);
+  r.correlation_id = a->correlationId;
+  r.return_value = static_cast<int32_t>(a->returnValue);
   const char* name = nullptr;
   if (o.callback_name) {
     name = o.callback_name(domain == v1::API_DOMAIN_DRIVER ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API,
                            a->cbid);
   }
-  r->set_name_id(name != nullptr ? sink.intern(name) : 0);
-  sink.emit(rec);
+  r.name_id = name != nullptr ? sink.intern(name) : 0;
+  sink.emit(r);
 }
 
 void convert_sync(const CUpti_ActivitySynchronization2* s, RecordSink& sink) {

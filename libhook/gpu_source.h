@@ -6,6 +6,8 @@
 #include <functional>
 #include <string>
 
+#include <gpuhook/capture.h>
+
 #include "capture.pb.h"
 
 namespace gpuhook::hook {
@@ -16,6 +18,9 @@ class RecordSink {
   virtual ~RecordSink() = default;
   virtual uint32_t intern(std::string_view s) = 0;
   virtual void emit(v1::Record& record) = 0;
+  // The two kinds of nearly every record, as plain values: no message is built for them.
+  virtual void emit(const KernelFields& kernel) = 0;
+  virtual void emit(const ApiFields& api) = 0;
   // A device seen for the first time in a GPU record: the sink writes its DeviceInfo.
   virtual void device_seen(uint32_t device) = 0;
   // A record kept with an unknown time because the one CUPTI gave was 0 or reversed.

@@ -71,14 +71,20 @@ class Writer final : private RecordSink {
   void loop();
   uint32_t intern(std::string_view s) override;
   void emit(v1::Record& record) override;
+  void emit(const KernelFields& kernel) override;
+  void emit(const ApiFields& api) override;
+  void after_emit();
   void device_seen(uint32_t device) override;
   void invalid_time() override { invalid_times_++; }
-  bool open_file();
+  // Creates the file (header first) unless it exists or could not be created.
+  bool open_file() { return file_ != nullptr || create_file(); }
+  bool create_file();
   void write_host(const HostRecord& r);
   void write_thread_name(uint64_t thread_id, std::string_view name);
   uint32_t intern_pointer(const void* key, const char* s);
   void write_drops(bool final);
   bool in_window(const v1::Record& record) const;
+  bool in_window(uint64_t time_ns) const;
   void report_write_failure();
 
   const Config& config_;

@@ -77,7 +77,7 @@ struct CaptureReader::Impl {
   bool context_only = false;  // a windowed read outside the window: only context records
   uint64_t chunk_offset = 0;
   codec::Cursors cursors;
-  uint32_t version = 0;  // of the file: version 1 has no per-stream base (record_codec.h)
+  uint32_t version = 0;  // of the file: each version adds a base (record_codec.h)
 
   uint64_t next_offset = 0;  // the next frame to look at when scanning
   bool windowed = false;
@@ -162,6 +162,8 @@ struct CaptureReader::Impl {
                 std::to_string(kFormatVersion) + "); update gantt-cli");
     }
     this->version = version;
+    integrity.format_version = version;
+    cursors = codec::Cursors(version);  // the coding rules of that version (record_codec.h)
     next_offset = 8 + static_cast<uint64_t>(payload);
     if (next_offset > file_size) mark_truncated(0);
   }
@@ -343,7 +345,7 @@ struct CaptureReader::Impl {
       if (!parse_next(first) || first.kind_case() != v1::Record::kChunkStart) {
         error(CaptureErrorKind::kBadRecord, at, "chunk does not start with a ChunkStart record");
       }
-      cursors = codec::Cursors(static_cast<int64_t>(first.chunk_start().base_ns()), version >= 2);
+      cursors.start_chunk(static_cast<int64_t>(first.chunk_start().base_ns()));
       return true;
     }
   }

@@ -109,7 +109,7 @@ struct CaptureWriter::Impl {
 
   void open_chunk(int64_t base_ns) {
     chunk_open = true;
-    cursors = codec::Cursors(base_ns);
+    cursors.start_chunk(base_ns);
     chunk_records = 0;
     chunk_min_ns = 0;
     chunk_max_ns = 0;
@@ -126,6 +126,17 @@ struct CaptureWriter::Impl {
     uint64_t u = static_cast<uint64_t>(t);
     if (chunk_min_ns == 0 || u < chunk_min_ns) chunk_min_ns = u;
     if (u > chunk_max_ns) chunk_max_ns = u;
+  }
+
+  // The bookkeeping after a record went into the open chunk; flushes a full chunk.
+  bool record_written(v1::Record::KindCase kind) {
+    chunk_records++;
+    stats.records++;
+    if (static_cast<size_t>(kind) < std::size(stats.records_by_kind)) stats.records_by_kind[kind]++;
+    if (kind == v1::Record::kStringDef) chunk_has_strings = true;
+    if (framing::is_context_kind(kind)) chunk_has_context = true;
+    if (raw.size() >= options.chunk_bytes) return flush_chunk();
+    return true;
   }
 
   bool flush_chunk() {
@@ -218,42 +229,53 @@ bool CaptureWriter::write(const v1::Record& record) {
     m.lost++;
     return false;
   }
-  if (record.kind_case() == v1::Record::kChunkStart || record.kind_case() == v1::Record::KIND_NOT_SET) {
+  auto kind = record.kind_case();
+  if (kind == v1::Record::kChunkStart || kind == v1::Record::KIND_NOT_SET) {
     return true;  // framing is the writer's job; an empty record carries nothing
   }
+  if (kind == v1::Record::kKernel && no_unknown_fields(record.kernel())) return write(kernel_fields(record.kernel()));
+  if (kind == v1::Record::kApi && no_unknown_fields(record.api())) return write(api_fields(record.api()));
   auto note = [&m](int64_t t) { m.note_time(t); };
-  auto kind = record.kind_case();
-  bool fast = (kind == v1::Record::kKernel && no_unknown_fields(record.kernel())) ||
-              (kind == v1::Record::kApi && no_unknown_fields(record.api()));
-  if (fast) {
-    if (!m.chunk_open) {
-      m.scratch.CopyFrom(record);
-      m.open_chunk(codec::first_time(m.scratch));
-    }
-    if (kind == v1::Record::kKernel) {
-      codec::encode_kernel(m.raw, record.kernel(), m.cursors, note);
-    } else {
-      codec::encode_api(m.raw, record.api(), m.cursors, note);
-    }
-  } else {
-    m.scratch.CopyFrom(record);
-    if (!m.chunk_open) m.open_chunk(codec::first_time(m.scratch));
-    int64_t saved_cursor = m.cursors[kind];
-    codec::delta_encode(m.scratch, m.cursors, note);
-    if (!codec::append_record(m.raw, m.scratch)) {
-      m.cursors[kind] = saved_cursor;
-      m.lost++;
-      if (m.last_error.empty()) m.last_error = "a record larger than the format allows was dropped";
-      return false;
-    }
+  m.scratch.CopyFrom(record);
+  if (!m.chunk_open) m.open_chunk(codec::first_time(m.scratch));
+  int64_t saved_cursor = m.cursors[kind];
+  codec::delta_encode(m.scratch, m.cursors, note);
+  if (!codec::append_record(m.raw, m.scratch)) {
+    m.cursors[kind] = saved_cursor;
+    m.lost++;
+    if (m.last_error.empty()) m.last_error = "a record larger than the format allows was dropped";
+    return false;
   }
-  m.chunk_records++;
-  m.stats.records++;
-  if (static_cast<size_t>(kind) < std::size(m.stats.records_by_kind)) m.stats.records_by_kind[kind]++;
-  if (kind == v1::Record::kStringDef) m.chunk_has_strings = true;
-  if (framing::is_context_kind(kind)) m.chunk_has_context = true;
-  if (m.raw.size() >= m.options.chunk_bytes) return m.flush_chunk();
-  return true;
+  return m.record_written(kind);
+}
+
+bool CaptureWriter::write(const KernelFields& k) {
+  Impl& m = *impl_;
+  if (m.failed || m.closed) {
+    m.lost++;
+    return false;
+  }
+  if (!m.chunk_open) {
+    const int64_t times[] = {k.queued_ns, k.submitted_ns, k.start_ns, k.end_ns};
+    int64_t first = 0;
+    for (int64_t t : times) {
+      if (first == 0) first = t;
+    }
+    m.open_chunk(first);
+  }
+  codec::encode_kernel(m.raw, k, m.cursors, [&m](int64_t t) { m.note_time(t); });
+  return m.record_written(v1::Record::kKernel);
+}
+
+bool CaptureWriter::write(const ApiFields& a) {
+  Impl& m = *impl_;
+  if (m.failed || m.closed) {
+    m.lost++;
+    return false;
+  }
+  if (!m.chunk_open) m.open_chunk(a.start_ns != 0 ? a.start_ns : a.end_ns);
+  codec::encode_api(m.raw, a, m.cursors, [&m](int64_t t) { m.note_time(t); });
+  return m.record_written(v1::Record::kApi);
 }
 
 bool CaptureWriter::flush() {

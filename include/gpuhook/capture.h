@@ -15,7 +15,7 @@
 
 namespace gpuhook {
 
-inline constexpr uint32_t kFormatVersion = 2;
+inline constexpr uint32_t kFormatVersion = 3;
 
 // Why a capture could not be read. Each kind gets its own message; `offset` is the byte
 // offset in the file where the problem starts.
@@ -47,6 +47,7 @@ class CaptureError : public std::runtime_error {
 
 // What the reader found about the file's integrity, filled as it reads.
 struct Integrity {
+  uint32_t format_version = 0;  // of the file, from its header frame
   uint64_t file_bytes = 0;
   uint64_t chunks = 0;
   uint64_t records = 0;
@@ -111,6 +112,38 @@ struct WriterStats {
   uint64_t raw_bytes = 0;      // serialised bytes before compression
 };
 
+// A Kernel and an ApiCall record as plain values, for the writer that produces millions of
+// them (the hook fills these straight from CUPTI's records, with no protobuf message in
+// between). Field for field the proto messages; times absolute, 0 = unknown.
+struct KernelFields {
+  uint32_t name_id = 0, device = 0, context = 0, stream = 0, correlation_id = 0;
+  int64_t queued_ns = 0, submitted_ns = 0, start_ns = 0, end_ns = 0;
+  int32_t grid_x = 0, grid_y = 0, grid_z = 0, block_x = 0, block_y = 0, block_z = 0;
+  uint32_t registers_per_thread = 0, static_shared_memory_bytes = 0, dynamic_shared_memory_bytes = 0,
+           local_memory_per_thread_bytes = 0;
+  uint64_t graph_id = 0, graph_node_id = 0;
+  int32_t launch_type = 0;  // v1::LaunchType
+  uint32_t channel_id = 0;
+  int32_t stream_priority = 0;
+  bool device_launched = false;
+};
+
+struct ApiFields {
+  int32_t domain = 0;  // v1::ApiDomain
+  uint32_t cbid = 0, name_id = 0;
+  uint64_t thread_id = 0;
+  int64_t start_ns = 0, end_ns = 0;
+  uint32_t correlation_id = 0;
+  int32_t return_value = 0;
+};
+
+// Between the two forms; a message's fields that KernelFields lacks (unknown fields of a
+// newer version) are not carried.
+KernelFields kernel_fields(const v1::Kernel& k);
+ApiFields api_fields(const v1::ApiCall& a);
+v1::Record to_record(const KernelFields& k);
+v1::Record to_record(const ApiFields& a);
+
 // Used by the hook's writer thread: one thread at a time.
 class CaptureWriter {
  public:
@@ -128,6 +161,9 @@ class CaptureWriter {
   // Appends a record with absolute times. Returns false once the file failed (disk full,
   // RLIMIT_FSIZE, I/O error): last_error() says why, later writes are dropped and counted.
   bool write(const v1::Record& record);
+  // The same bytes as write(to_record(k)), without building the message.
+  bool write(const KernelFields& k);
+  bool write(const ApiFields& a);
 
   // Ends the current chunk now (compress + write one frame). The crash-safety point.
   bool flush();

@@ -99,7 +99,7 @@ void print_text(const std::string& file, const gpuhook::CaptureReader& reader, c
   const gpuhook::Integrity& in = reader.integrity();
   std::ostringstream o;
   o << file << "\n";
-  o << "  format:      gpuhook v" << gpuhook::kFormatVersion << ", " << in.file_bytes << " bytes, " << in.chunks
+  o << "  format:      gpuhook v" << in.format_version << ", " << in.file_bytes << " bytes, " << in.chunks
     << " chunks, index " << (in.has_index ? "yes" : "no") << ", footer " << (in.has_footer ? "yes" : "no") << "\n";
   o << "  integrity:   " << integrity_text(in) << "\n";
   if (s.header) {
@@ -141,7 +141,7 @@ void print_text(const std::string& file, const gpuhook::CaptureReader& reader, c
 void print_json(const std::string& file, const gpuhook::CaptureReader& reader, const Summary& s, bool first) {
   const gpuhook::Integrity& in = reader.integrity();
   std::ostringstream o;
-  o << (first ? "" : ",\n") << "{\"file\":" << json_string(file) << ",\"format_version\":" << gpuhook::kFormatVersion
+  o << (first ? "" : ",\n") << "{\"file\":" << json_string(file) << ",\"format_version\":" << in.format_version
     << ",\"file_bytes\":" << in.file_bytes << ",\"chunks\":" << in.chunks
     << ",\"has_index\":" << (in.has_index ? "true" : "false") << ",\"has_footer\":" << (in.has_footer ? "true" : "false")
     << ",\"integrity\":{\"ok\":" << (!in.error && !in.truncated ? "true" : "false")

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <unordered_map>
 
@@ -67,12 +68,15 @@ uint64_t chrome_json_bytes(const std::vector<gpuhook::v1::Record>& recs) {
 
 }  // namespace
 
-int main() {
+// format_size [LEVEL]: the zstd level, by default the writer's and the hook's (3).
+int main(int argc, char** argv) {
   gpuhook::synth::SynthOptions o;
   o.kernels = 1'000'000;
+  gpuhook::WriterOptions wo;
+  if (argc > 1) wo.zstd_level = std::atoi(argv[1]);
   char dir[] = "/tmp/gpuhook-size-XXXXXX";
   std::string path = std::string(mkdtemp(dir)) + "/size.gpuh";
-  std::string err = gpuhook::synth::write_capture(path, o);
+  std::string err = gpuhook::synth::write_capture(path, o, wo);
   if (!err.empty()) {
     std::fprintf(stderr, "format_size: %s\n", err.c_str());
     return 2;

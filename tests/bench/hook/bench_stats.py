@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Numbers for bench.sh from Google Benchmark JSON and rusage.py lines.
   bench_stats.py gbench FILE ITEMS   -> median manual time per item, ns
-  bench_stats.py writer FILE         -> "M records/s per CPU second" "M records/s of wall time"
+  bench_stats.py writer FILE [NAME]  -> "M records/s per CPU second" "M records/s of wall time"
   bench_stats.py sim PLAIN HOOKED N  -> "ns of CPU per kernel" "MiB of RSS added" (medians)"""
 import json
 import statistics
@@ -14,8 +14,9 @@ if cmd == "gbench":
     data = json.load(open(sys.argv[2]))
     median = [b for b in data["benchmarks"] if b.get("aggregate_name") == "median"][0]
     print("%.1f" % (median["real_time"] * SCALE_NS[median["time_unit"]] / float(sys.argv[3])))
-elif cmd == "writer":
-    b = json.load(open(sys.argv[2]))["benchmarks"][0]
+elif cmd == "writer":  # writer JSON [NAME]: the benchmark NAME (default: the first)
+    runs = json.load(open(sys.argv[2]))["benchmarks"]
+    b = [r for r in runs if len(sys.argv) < 4 or r["name"].startswith(sys.argv[3])][0]
     scale = SCALE_NS[b["time_unit"]] * 1e-9
     items = b["items_per_second"] * b["cpu_time"] * scale
     print("%.2f %.2f" % (b["items_per_second"] / 1e6, items / (b["real_time"] * scale) / 1e6))

@@ -17,24 +17,25 @@ namespace {
 
 constexpr size_t kRecordsPerBuffer = 4096;  // about 1 MiB of Kernel10 records, the default buffer
 
+// One buffer's records, in the order CUPTI would hand them over.
 class BufferSource : public GpuSource {
  public:
-  explicit BufferSource(const std::vector<CUpti_ActivityKernel10>* buffer) : buffer_(buffer) {}
+  explicit BufferSource(const std::vector<const CUpti_Activity*>* buffer) : buffer_(buffer) {}
   void poll(RecordSink& sink, bool, bool) override {
     if (!ready) return;
     ready = false;
-    ConvertOptions options;
-    for (const auto& k : *buffer_) convert_activity(reinterpret_cast<const CUpti_Activity*>(&k), options, sink);
+    for (const CUpti_Activity* a : *buffer_) convert_activity(a, options, sink);
   }
   uint64_t take_cupti_dropped() override { return 0; }
   uint64_t take_no_buffer_dropped() override { return 0; }
   bool ready = false;
+  ConvertOptions options;
 
  private:
-  const std::vector<CUpti_ActivityKernel10>* buffer_;
+  const std::vector<const CUpti_Activity*>* buffer_;
 };
 
-void BM_WriterKernelRecords(benchmark::State& state) {
+std::vector<CUpti_ActivityKernel10> kernel_records() {
   static const char* kNames[] = {"_Z6gemm_kernelPfS_S_iii", "_Z10add_kernelPfi",
                                  "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE"};
   std::vector<CUpti_ActivityKernel10> buffer(kRecordsPerBuffer);
@@ -56,6 +57,28 @@ void BM_WriterKernelRecords(benchmark::State& state) {
     k.registersPerThread = 32;
     k.name = kNames[i % 3];
   }
+  return buffer;
+}
+
+// The cudaLaunchKernel record of each kernel: same correlation id, launched before it queued.
+std::vector<CUpti_ActivityAPI> launch_records(const std::vector<CUpti_ActivityKernel10>& kernels) {
+  std::vector<CUpti_ActivityAPI> out(kernels.size());
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    CUpti_ActivityAPI& a = out[i];
+    std::memset(&a, 0, sizeof(a));
+    a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+    a.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+    a.start = kernels[i].queued - 1'100;
+    a.end = a.start + 2'800 + i % 13;
+    a.processId = 4242;
+    a.threadId = 4242;
+    a.correlationId = kernels[i].correlationId;
+  }
+  return out;
+}
+
+// Writes 256 buffers through one Writer per iteration; `records` counts what went in.
+void run_writer(benchmark::State& state, const std::vector<const CUpti_Activity*>& buffer, bool with_names) {
   Config config;
   config.output_pattern = "/tmp/gpuhook-writer-bench-" + std::to_string(getpid()) + ".gpuh";
   recorder().config = &config;
@@ -66,20 +89,44 @@ void BM_WriterKernelRecords(benchmark::State& state) {
   for (auto _ : state) {
     Writer writer(config, facts);
     BufferSource source(&buffer);
+    if (with_names) {
+      source.options.callback_name = [](CUpti_CallbackDomain, uint32_t) { return "cudaLaunchKernel"; };
+    }
     writer.set_gpu_source(&source);
-    for (int b = 0; b < 256; ++b) {  // 256 buffers = 1,048,576 records, then close
+    for (int b = 0; b < 256; ++b) {  // 256 buffers (1M records of one kind, 2M of pairs), then close
       source.ready = true;
       writer.drain_once(false, false);
     }
     writer.finish();
-    records += 256 * kRecordsPerBuffer;
+    records += 256 * buffer.size();
     state.PauseTiming();
     unlink(config.output_pattern.c_str());
     state.ResumeTiming();
   }
   state.SetItemsProcessed(static_cast<int64_t>(records));
 }
+
+void BM_WriterKernelRecords(benchmark::State& state) {
+  static const auto kernels = kernel_records();
+  std::vector<const CUpti_Activity*> buffer;
+  for (const auto& k : kernels) buffer.push_back(reinterpret_cast<const CUpti_Activity*>(&k));
+  run_writer(state, buffer, false);
+}
 BENCHMARK(BM_WriterKernelRecords)->Unit(benchmark::kMillisecond)->Iterations(5);
+
+// What the hook writes per launch by default: the kernel and its cudaLaunchKernel record,
+// launches first as CUPTI's runtime buffers complete before the kernels' (items = records).
+void BM_WriterLaunchPairs(benchmark::State& state) {
+  static const auto kernels = kernel_records();
+  static const auto launches = launch_records(kernels);
+  std::vector<const CUpti_Activity*> buffer;
+  for (size_t i = 0; i < kernels.size(); i += 256) {
+    for (size_t j = i; j < i + 256 && j < kernels.size(); ++j) buffer.push_back(reinterpret_cast<const CUpti_Activity*>(&launches[j]));
+    for (size_t j = i; j < i + 256 && j < kernels.size(); ++j) buffer.push_back(reinterpret_cast<const CUpti_Activity*>(&kernels[j]));
+  }
+  run_writer(state, buffer, true);
+}
+BENCHMARK(BM_WriterLaunchPairs)->Unit(benchmark::kMillisecond)->Iterations(5);
 
 }  // namespace
 }  // namespace gpuhook::hook

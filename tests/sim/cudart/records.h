@@ -44,6 +44,7 @@ class ApiScope {
 
 void ensure_initialized();
 uint32_t current_thread_id();
+uint32_t current_process_id();
 cudaError_t& thread_last_error();
 
 }  // namespace gpuhook::sim

@@ -21,6 +21,8 @@ class FakeSink : public RecordSink {
     return it->second;
   }
   void emit(v1::Record& r) override { records.push_back(r); }
+  void emit(const KernelFields& k) override { records.push_back(to_record(k)); }
+  void emit(const ApiFields& a) override { records.push_back(to_record(a)); }
   void device_seen(uint32_t d) override { devices.push_back(d); }
   void invalid_time() override { ++invalid; }
   std::map<std::string, uint32_t> ids;

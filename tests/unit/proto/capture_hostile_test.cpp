@@ -126,11 +126,12 @@ TEST(CaptureHostile, WrongMagicIsNotACapture) {
 
 TEST(CaptureHostile, NewerVersionIsTooNew) {
   std::string bytes = read_bytes(write_capture("new", small_records()));
-  bytes[16] = 3;
-  auto e = read_error(write_bytes("new3", bytes));
+  const uint32_t next = kFormatVersion + 1;
+  bytes[16] = static_cast<char>(next);
+  auto e = read_error(write_bytes("new" + std::to_string(next), bytes));
   EXPECT_EQ(e.kind(), CaptureErrorKind::kTooNew);
   EXPECT_EQ(e.offset(), 16u);
-  EXPECT_NE(std::string(e.what()).find("version 3"), std::string::npos);
+  EXPECT_NE(std::string(e.what()).find("version " + std::to_string(next)), std::string::npos);
 }
 
 TEST(CaptureHostile, FlippedChecksumIsChecksum) {

@@ -151,6 +151,100 @@ TEST(CaptureRoundTrip, MaybeFlushByTime) {
   ASSERT_TRUE(w->close());
 }
 
+v1::Record launch(uint32_t correlation, int64_t start_ns) {
+  v1::Record r;
+  auto* a = r.mutable_api();
+  a->set_domain(v1::API_DOMAIN_RUNTIME);
+  a->set_cbid(211);
+  a->set_correlation_id(correlation);
+  if (start_ns != 0) a->set_start_ns(start_ns);
+  a->set_end_ns(start_ns + 2'800);
+  return r;
+}
+
+v1::Record kernel(uint32_t correlation, int64_t queued_ns, int64_t submitted_ns, int64_t start_ns) {
+  v1::Record r;
+  auto* k = r.mutable_kernel();
+  k->set_stream(7);
+  k->set_correlation_id(correlation);
+  if (queued_ns != 0) k->set_queued_ns(queued_ns);
+  if (submitted_ns != 0) k->set_submitted_ns(submitted_ns);
+  k->set_start_ns(start_ns);
+  k->set_end_ns(start_ns + 4'000);
+  return r;
+}
+
+// A field number no version declares: the writer must take the generic path for the record.
+void add_unknown_field(v1::Record& r) {
+  google::protobuf::Message* m = r.has_api() ? static_cast<google::protobuf::Message*>(r.mutable_api())
+                                             : static_cast<google::protobuf::Message*>(r.mutable_kernel());
+  m->GetReflection()->MutableUnknownFields(m)->AddVarint(1000, 7);
+}
+
+// Version 3: a Kernel's queued_ns is stored against its launch's start_ns (record_codec.h).
+TEST(LaunchCoding, QueuedIsStoredAgainstItsLaunchStart) {
+  codec::Cursors cursors;
+  cursors.start_chunk(1'000'000);
+  auto ignore = [](int64_t) {};
+  v1::Record a = launch(42, 2'000'000);
+  codec::delta_encode(a, cursors, ignore);
+  v1::Record k = kernel(42, 2'001'100, 2'002'000, 2'010'000);
+  codec::delta_encode(k, cursors, ignore);
+  EXPECT_EQ(k.kernel().queued_ns(), 1'100);
+  // Another correlation id in the same slot is a miss: back to the kernel cursor.
+  v1::Record other = kernel(42 + codec::Cursors::kLaunchSlots, 2'020'000, 2'021'000, 2'030'000);
+  codec::delta_encode(other, cursors, ignore);
+  EXPECT_EQ(other.kernel().queued_ns(), 2'020'000 - 2'001'100);
+  // A new chunk forgets every launch.
+  cursors.start_chunk(3'000'000);
+  v1::Record later = kernel(42, 3'001'000, 3'002'000, 3'010'000);
+  codec::delta_encode(later, cursors, ignore);
+  EXPECT_EQ(later.kernel().queued_ns(), 1'000);
+  // A version 2 file never took that base.
+  codec::Cursors v2(2);
+  v2.start_chunk(1'000'000);
+  v1::Record a2 = launch(42, 2'000'000), k2 = kernel(42, 2'001'100, 2'002'000, 2'010'000);
+  codec::delta_encode(a2, v2, ignore);
+  codec::delta_encode(k2, v2, ignore);
+  EXPECT_EQ(k2.kernel().queued_ns(), 1'001'100);
+}
+
+// Every way a launch can be found or missed, through both encoders (fast and generic) and
+// across chunks, reads back exactly.
+TEST(LaunchCoding, EveryHitAndMissRoundTrips) {
+  std::mt19937_64 rng(7);
+  std::vector<v1::Record> in;
+  int64_t t = 5'000'000'000;
+  std::vector<std::pair<uint32_t, int64_t>> pending;  // launches whose kernel is still to come
+  uint32_t correlation = 1;
+  for (int i = 0; i < 6000; ++i) {
+    t += 1'000 + static_cast<int64_t>(rng() % 5'000);
+    // Ids jump now and then, so slots collide (id and id + 16384 share one).
+    correlation += rng() % 50 == 0 ? codec::Cursors::kLaunchSlots : 1 + rng() % 3;
+    int64_t start = rng() % 40 == 0 ? 0 : t;  // an unknown start is never a base
+    in.push_back(launch(rng() % 60 == 0 ? 0 : correlation, start));
+    if (rng() % 30 == 0) add_unknown_field(in.back());
+    pending.emplace_back(correlation, t);
+    // Kernels trail their launches by a random lag, up to past the table's reach.
+    while (!pending.empty() && (rng() % 3 == 0 || pending.size() > 20'000)) {
+      size_t pick = rng() % 4 == 0 ? pending.size() - 1 : 0;
+      auto [id, launched] = pending[pick];
+      pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(pick));
+      int64_t queued = rng() % 25 == 0 ? 0 : launched + 1'100;  // latency stamps may be missing
+      in.push_back(kernel(id, queued, launched + 2'000, launched + 9'000));
+      if (rng() % 30 == 0) add_unknown_field(in.back());
+    }
+  }
+  std::string path = write_capture("launch-coding", in, 1'500);
+  ASSERT_FALSE(path.empty());
+  auto out = read_all(path);
+  ASSERT_EQ(out.size(), in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    ASSERT_TRUE(MessageDifferencer::Equals(in[i], out[i]))
+        << "record " << i << "\nwrote: " << in[i].ShortDebugString() << "\nread:  " << out[i].ShortDebugString();
+  }
+}
+
 TEST(CorrelationCoding, OneToOneAtTheEdges) {
   const uint32_t edges[] = {0, 1, 2, 3, 0x7FFFFFFE, 0x7FFFFFFF, 0x80000000, 0x80000001, 0xFFFFFFFE, 0xFFFFFFFF};
   for (uint32_t prev : edges) {
