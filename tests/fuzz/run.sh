@@ -9,7 +9,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$here/../.."
 secs="${1:-60}"
 build="${2:-$root/build}"
-pb="$build/proto/capture.pb.cc"
+pb="$build/proto/gpuhook/v1/capture.pb.cc"
 if [[ ! -f "$pb" ]]; then
   echo "run.sh: $pb not found: configure and build gpuhook_format in $build first" >&2
   exit 2
@@ -18,8 +18,8 @@ out="$here/findings"
 mkdir -p "$out"
 bin="$out/reader_fuzz"
 flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-       -I"$root/include" -I"$root/proto" -I"$build/proto")
-clang++ "${flags[@]}" "$here/reader_fuzz.cpp" "$root"/proto/capture_{error,reader,writer}.cpp "$pb" \
+       -I"$root/include" -I"$root/proto" -I"$build/proto" -I"$build/proto/gpuhook/v1")
+clang++ "${flags[@]}" "$here/reader_fuzz.cpp" "$root"/proto/{capture_error,capture_reader,capture_writer,record_fields}.cpp "$pb" \
   -lprotobuf -lzstd -o "$bin"
 cd "$out"
 "$bin" -max_total_time="$secs" -rss_limit_mb=1024 -timeout=10 "$out" "$here/corpus"
