@@ -15,7 +15,9 @@ namespace gpuhook::hook {
 namespace {
 
 std::atomic<CuptiTracer*> g_tracer{nullptr};
-CuptiTracer* g_refused_tracer = nullptr;  // kept for the process's life, see start()
+// Kept for the process's life, see start(). Atomic so the store is not optimised away as
+// dead (LeakSanitizer then saw the tracer as leaked).
+std::atomic<CuptiTracer*> g_refused_tracer{nullptr};
 
 // The activity kinds, in the order they are enabled. CONCURRENT_KERNEL, never KERNEL, which
 // serialises every kernel of the process (cupti_activity.h, CUPTI_ACTIVITY_KIND_KERNEL).
@@ -122,7 +124,7 @@ CuptiTracer* CuptiTracer::start(const Config& config, std::string* why) {
     g_tracer.store(nullptr, std::memory_order_release);
     if (tracer->callbacks_registered_) {
       // A CUPTI that half-accepted may still call back or hold a buffer: keep it alive.
-      g_refused_tracer = tracer;
+      g_refused_tracer.store(tracer, std::memory_order_release);
     } else {
       delete tracer;
     }

@@ -9,7 +9,14 @@ cd "$(dirname "$0")/.."
 build=build
 extra=()
 case "${1:-}" in
-  --sanitize) build=build-asan; extra=(-DGPUHOOK_SANITIZE=ON) ;;
+  --sanitize)
+    build=build-asan; extra=(-DGPUHOOK_SANITIZE=ON)
+    # Tests that preload the instrumented hook into programs that are not (sh, python,
+    # `gantt-cli record` children) need ASan to accept a runtime that is not first; and
+    # fontconfig keeps its caches until exit by design (tests/lsan.supp).
+    export ASAN_OPTIONS="verify_asan_link_order=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+    export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+    ;;
   --tsan) build=build-tsan; extra=(-DGPUHOOK_TSAN=ON) ;;
   "") ;;
   *) echo "usage: scripts/test.sh [--sanitize|--tsan]" >&2; exit 2 ;;

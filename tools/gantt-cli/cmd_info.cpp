@@ -11,6 +11,7 @@
 
 #include <gpuhook/capture.h>
 
+#include <gantt/export/chrome_json.h>
 #include <gantt/model.h>
 #include <gantt/ranks.h>
 
@@ -28,24 +29,10 @@ struct InfoOptions {
   bool json = false;
 };
 
-// Escapes for both the text and the JSON output: ASCII only, quotes and controls escaped.
-std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20 || c >= 0x7F) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  out += '"';
-  return out;
-}
+// Quoted and escaped for both the text and the JSON output: header strings come from the
+// traced program's environment (host name, command line) and may be any bytes; well-formed
+// UTF-8 stays readable, anything else becomes U+FFFD (gantt/export/chrome_json.h).
+std::string json_string(std::string_view s) { return gantt::json::quoted(s); }
 
 struct Summary {
   std::optional<v1::Header> header;

@@ -90,6 +90,17 @@ errexit diff-bad-align-range 2 "nope" "$cli" diff base.gpuh same.gpuh -o x.svg -
 errexit render-bad-view 2 "--view" "$cli" render base.gpuh --view pie -o x.svg
 echo "ok   flame and diff charts"
 
+# info --json keeps UTF-8 readable and replaces what is not (one U+FFFD per bad byte).
+"$cli" info --json hostile.gpuh > info_hostile.json || fail "info --json hostile.gpuh"
+python3 - info_hostile.json <<'PY' || fail "info --json hostile.gpuh: header strings not as expected"
+import json, sys
+h = json.load(open(sys.argv[1]))[0]["header"]
+assert h["host"] == "h\u00f4te-\ufffd", h["host"]
+assert h["command_line"] == ["train.py", "--name", "caf\u00e9", "bad\ufffd\u0001\"q\""], h["command_line"]
+PY
+"$cli" info hostile.gpuh | grep -q 'host:        "hôte-' || fail "info text: host name not readable UTF-8"
+echo "ok   info keeps UTF-8, replaces bad bytes"
+
 # JSON outputs parse (hostile names included).
 for f in out.stats.json out.stats_hostile.json out.diff_slow.json; do
   python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$f" || fail "$f is not valid JSON"

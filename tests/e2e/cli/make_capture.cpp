@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <vector>
 
 #include <gpuhook/capture.h>
 
@@ -22,7 +23,8 @@ namespace {
 
 struct Out {
   std::unique_ptr<gpuhook::CaptureWriter> w;
-  explicit Out(const std::string& path) {
+  explicit Out(const std::string& path, const std::string& host = "fixture",
+               const std::vector<std::string>& command_line = {}) {
     std::string err;
     w = gpuhook::CaptureWriter::create(path, {}, &err);
     if (!w) {
@@ -32,7 +34,8 @@ struct Out {
     v1::Record r;
     auto* h = r.mutable_header();
     h->set_format_version(1);
-    h->set_host_name("fixture");
+    h->set_host_name(host);
+    for (const auto& arg : command_line) h->add_command_line(arg);
     h->set_pid(4242);
     h->set_start_monotonic_raw_ns(1'000'000);
     h->set_clock_domain("CLOCK_MONOTONIC_RAW");
@@ -136,7 +139,8 @@ void steps(const std::string& path, uint32_t seed, double scale, int iterations)
 }
 
 void hostile(const std::string& path) {
-  Out o(path);
+  // The header too: host names and arguments are the program's, any bytes.
+  Out o(path, "h\xC3\xB4te-\xFF", {"train.py", "--name", "caf\xC3\xA9", "bad\xFE\x01\"q\""});
   const std::string names[] = {
       "quote\"back\\slash", std::string("nul\0byte", 8), "ctl\x01\x1f\n\r\t", "<script>alert(1)</script>&amp;",
       "bad\xFF\xFEutf8", "sep\xE2\x80\xA8", "comma,semi;colon", "=cmd|' /C calc'!A0", std::string(600, 'x')};
