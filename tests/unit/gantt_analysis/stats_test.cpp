@@ -58,6 +58,24 @@ TEST(Stats, StagesDeviceBusyOverlapAndGaps) {
   EXPECT_EQ(d.gaps[0].host, "cudaStreamSynchronize (tid 100) 95% of the gap");
 }
 
+TEST(Stats, AGapTouchedOnlyAtItsEdgeSaysUnderOnePercent) {
+  gantt::Model m;
+  gantt::ModelBuilder b(m);
+  b.begin_capture("edge.gpuh");
+  b.add(header());
+  b.add(a100());
+  b.add(string_def(kGemm, "_Z4gemmPfS_S_i"));
+  b.add(string_def(kSync, "cudaStreamSynchronize_v3020"));
+  b.add(api(kSync, 100, 1595, 1605, 0));  // 5 ns of the 2000 ns gap: rounds to 0%
+  b.add(kernel(kGemm, 13, 1, 960, 970, 1000, 1600));
+  b.add(kernel(kGemm, 13, 2, 3530, 3540, 3600, 3900));
+  b.end_capture({});
+  const ga::StatsReport r = ga::compute_stats(m);
+  ASSERT_EQ(r.devices.size(), 1u);
+  ASSERT_EQ(r.devices[0].gaps.size(), 1u);
+  EXPECT_EQ(r.devices[0].gaps[0].host, "cudaStreamSynchronize (tid 100) <1% of the gap");
+}
+
 TEST(Stats, GroupByStreamDeviceAndTop) {
   const gantt::Model m = small_model();
   ga::StatsOptions o;

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "gantt/analysis/intervals.h"
+#include "gantt/text.h"
 
 namespace gantt::analysis {
 namespace {
@@ -33,8 +34,10 @@ std::string host_activity(const Model& m, uint16_t capture, uint64_t from, uint6
   }
   if (best_row == kNone) return "no host API call recorded";
   const uint64_t pct = (best * 100 + (to - from) / 2) / (to - from);
-  return std::string(m.string(m.api.name[best_row])) + " (tid " +
-         std::to_string(m.threads.thread_id[m.api.thread[best_row]]) + ") " + std::to_string(pct) + "% of the gap";
+  // A call that touched the gap only at its edge: "0% of the gap" read as a contradiction.
+  const std::string share = pct == 0 ? "<1%" : std::to_string(pct) + "%";
+  return std::string(api_display_name(m.string(m.api.name[best_row]))) + " (tid " +
+         std::to_string(m.threads.thread_id[m.api.thread[best_row]]) + ") " + share + " of the gap";
 }
 
 }  // namespace
