@@ -1,8 +1,12 @@
 // gantt-cli merge A.gpuh B.gpuh ... -o job.gpuh: one capture holding every rank, each
 // section shifted onto the first capture's clock (see gantt/ranks.h for how the offsets are
 // found). The output is never overwritten; reading is streamed (a chunk per input).
+#include <sys/stat.h>
+
 #include <iostream>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "commands.h"
@@ -37,6 +41,18 @@ void register_merge(CLI::App& app, int& exit_code) {
   cmd->add_option("-o,--output", opts->output, "the merged capture to create (never overwritten)")->required();
   cmd->add_flag("-q,--quiet", opts->quiet, "do not print the offsets");
   cmd->callback([opts, &exit_code] {
+    // The same file twice (a.gpuh and ./a.gpuh, or a link) would merge one rank as two.
+    std::map<std::pair<dev_t, ino_t>, std::string> seen;
+    for (const std::string& in : opts->inputs) {
+      struct stat st {};
+      if (::stat(in.c_str(), &st) != 0) continue;  // the reader says what is wrong with it
+      auto [it, added] = seen.emplace(std::make_pair(st.st_dev, st.st_ino), in);
+      if (!added) {
+        std::cerr << "gantt-cli: merge: " << it->second << " and " << in << " are the same file\n";
+        exit_code = kExitError;
+        return;
+      }
+    }
     gantt::MergeResult r = gantt::merge_captures(opts->inputs, opts->output);
     if (!opts->quiet) {
       for (const std::string& line : gantt::describe(r.alignment, r.inputs)) std::cout << line << "\n";

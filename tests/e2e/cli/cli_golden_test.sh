@@ -109,6 +109,8 @@ done
 printf 'not a capture at all' > text.gpuh
 head -c 37 base.gpuh > short.gpuh
 : > empty.gpuh
+errexit merge-same-file-twice 2 "are the same file" "$cli" merge base.gpuh ./base.gpuh -o twice.gpuh
+[[ ! -e twice.gpuh ]] || fail "merge of the same file twice created its output"
 errexit stats-missing-file 2 "no-such.gpuh" "$cli" stats no-such.gpuh
 errexit stats-not-a-capture 2 "text.gpuh" "$cli" stats text.gpuh
 errexit stats-empty-file 2 "empty.gpuh" "$cli" stats empty.gpuh
