@@ -62,7 +62,10 @@ void convert_kernel(const CUpti_ActivityKernel10* k, const ConvertOptions& o, Re
 
 v1::MemoryKind memory_kind(uint32_t k) { return static_cast<v1::MemoryKind>(k <= 7 ? k : 0); }
 
-void convert_memcpy(const CUpti_ActivityMemcpy6* m, RecordSink& sink) {
+// MEMCPY (on one device) and MEMCPY2 (peer to peer) records share every field but the two
+// devices.
+template <class Copy>
+void convert_copy(const Copy* m, uint32_t src_device, uint32_t dst_device, RecordSink& sink) {
   uint64_t start = m->start, end = m->end;
   if (!check_pair(&start, &end)) sink.invalid_time();
   sink.device_seen(m->deviceId);
@@ -78,32 +81,8 @@ void convert_memcpy(const CUpti_ActivityMemcpy6* m, RecordSink& sink) {
   r->set_context(m->contextId);
   r->set_stream(m->streamId);
   r->set_correlation_id(m->correlationId);
-  r->set_src_device(m->deviceId);
-  r->set_dst_device(m->deviceId);
-  r->set_async((m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0);
-  r->set_graph_id(m->graphId);
-  r->set_channel_id(m->channelID);
-  sink.emit(rec);
-}
-
-void convert_p2p(const CUpti_ActivityMemcpyPtoP4* m, RecordSink& sink) {
-  uint64_t start = m->start, end = m->end;
-  if (!check_pair(&start, &end)) sink.invalid_time();
-  sink.device_seen(m->deviceId);
-  v1::Record rec;
-  auto* r = rec.mutable_memcpy();
-  r->set_copy_kind(static_cast<v1::CopyKind>(m->copyKind <= 10 ? m->copyKind : 0));
-  r->set_src_kind(memory_kind(m->srcKind));
-  r->set_dst_kind(memory_kind(m->dstKind));
-  r->set_bytes(m->bytes);
-  r->set_start_ns(t(start));
-  r->set_end_ns(t(end));
-  r->set_device(m->deviceId);
-  r->set_context(m->contextId);
-  r->set_stream(m->streamId);
-  r->set_correlation_id(m->correlationId);
-  r->set_src_device(m->srcDeviceId);
-  r->set_dst_device(m->dstDeviceId);
+  r->set_src_device(src_device);
+  r->set_dst_device(dst_device);
   r->set_async((m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0);
   r->set_graph_id(m->graphId);
   r->set_channel_id(m->channelID);
@@ -206,12 +185,16 @@ bool convert_activity(const CUpti_Activity* a, const ConvertOptions& options, Re
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
       convert_kernel(reinterpret_cast<const CUpti_ActivityKernel10*>(a), options, sink);
       return true;
-    case CUPTI_ACTIVITY_KIND_MEMCPY:
-      convert_memcpy(reinterpret_cast<const CUpti_ActivityMemcpy6*>(a), sink);
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+      auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(a);
+      convert_copy(m, m->deviceId, m->deviceId, sink);
       return true;
-    case CUPTI_ACTIVITY_KIND_MEMCPY2:
-      convert_p2p(reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(a), sink);
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: {
+      auto* m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(a);
+      convert_copy(m, m->srcDeviceId, m->dstDeviceId, sink);
       return true;
+    }
     case CUPTI_ACTIVITY_KIND_MEMSET:
       convert_memset(reinterpret_cast<const CUpti_ActivityMemset4*>(a), sink);
       return true;
