@@ -144,6 +144,32 @@ TEST(CuptiConvert, CopiesAndMemsetsCarryBytesAndDirection) {
   EXPECT_EQ(sink.invalid, 0);
 }
 
+TEST(CuptiConvert, PeerCopiesKeepBothDevices) {
+  FakeSink sink;
+  CUpti_ActivityMemcpyPtoP4 m;
+  std::memset(&m, 0, sizeof(m));
+  m.kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
+  m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
+  m.bytes = 1 << 22;
+  m.start = 10;
+  m.end = 90;
+  m.deviceId = 1;
+  m.srcDeviceId = 1;
+  m.dstDeviceId = 3;
+  m.streamId = 17;
+  m.correlationId = 8;
+  ASSERT_TRUE(convert_activity(reinterpret_cast<CUpti_Activity*>(&m), ConvertOptions{}, sink));
+  ASSERT_EQ(sink.records.size(), 1u);
+  const v1::Memcpy& c = sink.records[0].memcpy();
+  EXPECT_EQ(c.copy_kind(), v1::COPY_PTOP);
+  EXPECT_EQ(c.bytes(), 1u << 22);
+  EXPECT_EQ(c.device(), 1u);
+  EXPECT_EQ(c.src_device(), 1u);
+  EXPECT_EQ(c.dst_device(), 3u);
+  EXPECT_EQ(c.end_ns() - c.start_ns(), 80);
+  EXPECT_EQ(sink.devices, std::vector<uint32_t>{1});
+}
+
 TEST(CuptiConvert, ApiRecordsAreNamedByCallbackId) {
   FakeSink sink;
   ConvertOptions o;
