@@ -18,7 +18,7 @@ uint64_t fnv1a64(const void* data, size_t bytes, uint64_t seed) {
   return h == 0 ? 1 : h;  // 0 means "unknown communicator"
 }
 
-bool CommMap::insert(const void* comm, uint64_t id, int32_t rank, int32_t nranks) {
+bool CommMap::insert(const void* comm, uint64_t id, int32_t rank, int32_t nranks, int32_t device) {
   auto key = reinterpret_cast<uintptr_t>(comm);
   if (key <= kBusy) return false;
   uint32_t start = slot_of(comm);
@@ -33,6 +33,7 @@ bool CommMap::insert(const void* comm, uint64_t id, int32_t rank, int32_t nranks
       s.id.store(id, std::memory_order_relaxed);
       s.rank.store(rank, std::memory_order_relaxed);
       s.nranks.store(nranks, std::memory_order_relaxed);
+      s.device.store(device, std::memory_order_relaxed);
       s.sequence.store(0, std::memory_order_relaxed);
       s.splits.store(0, std::memory_order_relaxed);
       s.key.store(key, std::memory_order_release);
@@ -62,6 +63,7 @@ CommInfo CommMap::lookup(const void* comm, bool next_sequence) {
   info.id = s->id.load(std::memory_order_relaxed);
   info.rank = s->rank.load(std::memory_order_relaxed);
   info.nranks = s->nranks.load(std::memory_order_relaxed);
+  info.device = s->device.load(std::memory_order_relaxed);
   if (next_sequence) info.sequence = s->sequence.fetch_add(1, std::memory_order_relaxed);
   return info;
 }

@@ -11,6 +11,7 @@ struct CommInfo {
   uint64_t id = 0;  // 0 = a communicator created before the hook saw it
   int32_t rank = -1;
   int32_t nranks = -1;
+  int32_t device = -1;  // ncclCommCuDevice; -1 unknown
   uint64_t sequence = 0;
 };
 
@@ -19,7 +20,7 @@ class CommMap {
   static constexpr uint32_t kSlots = 4096;
 
   // False when the table is full (the communicator is then recorded with id 0).
-  bool insert(const void* comm, uint64_t id, int32_t rank, int32_t nranks);
+  bool insert(const void* comm, uint64_t id, int32_t rank, int32_t nranks, int32_t device);
   // The info; with `next_sequence`, also takes the communicator's next sequence number.
   CommInfo lookup(const void* comm, bool next_sequence);
   // Takes a new split index of a parent (ncclCommSplit is collective: every rank of the
@@ -33,6 +34,7 @@ class CommMap {
     std::atomic<uint64_t> id{0};
     std::atomic<int32_t> rank{-1};
     std::atomic<int32_t> nranks{-1};
+    std::atomic<int32_t> device{-1};
     std::atomic<uint64_t> sequence{0};
     std::atomic<uint64_t> splits{0};
   };

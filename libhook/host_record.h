@@ -27,7 +27,8 @@ struct NcclPayload {
   int32_t return_value;
   uint32_t group_depth;
   uint8_t op;  // gpuhook::v1::NcclOp
-  uint8_t pad[3];
+  uint8_t pad;
+  int16_t device;  // CUDA device of the communicator (ncclCommCuDevice), -1 unknown
 };
 
 struct RangePayload {

@@ -40,6 +40,7 @@ Fn resolve(std::atomic<void*>& slot, const char* name) {
 
 std::atomic<void*> g_real_comm_count{nullptr};
 std::atomic<void*> g_real_user_rank{nullptr};
+std::atomic<void*> g_real_cu_device{nullptr};
 
 void query_rank(ncclComm_t comm, int32_t* rank, int32_t* nranks) {
   auto count = resolve<CountFn>(g_real_comm_count, "ncclCommCount");
@@ -47,6 +48,14 @@ void query_rank(ncclComm_t comm, int32_t* rank, int32_t* nranks) {
   int v = -1;
   if (count != nullptr && count(comm, &v) == ncclSuccess) *nranks = v;
   if (user_rank != nullptr && user_rank(comm, &v) == ncclSuccess) *rank = v;
+}
+
+// The communicator's CUDA device, -1 when this NCCL cannot say.
+int32_t query_device(ncclComm_t comm) {
+  auto cu_device = resolve<CountFn>(g_real_cu_device, "ncclCommCuDevice");
+  int v = -1;
+  if (cu_device == nullptr || cu_device(comm, &v) != ncclSuccess) return -1;
+  return v;
 }
 
 size_t dtype_bytes(int dtype) {
@@ -68,7 +77,7 @@ bool counts_in_sequence(v1::NcclOp op) {
 CommInfo after_init_rank(ncclResult_t rc, ncclComm_t* comm, const ncclUniqueId& id, int rank, int nranks) {
   if (rc != ncclSuccess || comm == nullptr || *comm == nullptr) return {};
   uint64_t comm_id = fnv1a64(&id, sizeof(id));
-  comms().insert(*comm, comm_id, rank, nranks);
+  comms().insert(*comm, comm_id, rank, nranks, query_device(*comm));
   return comms().lookup(*comm, false);
 }
 
@@ -77,7 +86,7 @@ CommInfo after_init_all(ncclResult_t rc, ncclComm_t* comm, int ndev) {
   // One process owns every rank: an id unique to this process and call is enough.
   uint64_t key[3] = {static_cast<uint64_t>(getpid()), g_init_all_calls.fetch_add(1), monotonic_raw_ns()};
   uint64_t comm_id = fnv1a64(key, sizeof(key));
-  for (int i = 0; i < ndev; ++i) comms().insert(comm[i], comm_id, i, ndev);
+  for (int i = 0; i < ndev; ++i) comms().insert(comm[i], comm_id, i, ndev, query_device(comm[i]));
   return comms().lookup(comm[0], false);
 }
 
@@ -89,7 +98,7 @@ CommInfo after_split(ncclResult_t rc, ncclComm_t parent, int color, ncclComm_t* 
   uint64_t key[3] = {parent_info.id, split, static_cast<uint64_t>(static_cast<int64_t>(color))};
   int32_t rank = -1, nranks = -1;
   query_rank(*newcomm, &rank, &nranks);
-  comms().insert(*newcomm, fnv1a64(key, sizeof(key)), rank, nranks);
+  comms().insert(*newcomm, fnv1a64(key, sizeof(key)), rank, nranks, query_device(*newcomm));
   return comms().lookup(*newcomm, false);
 }
 
@@ -126,6 +135,7 @@ void record_call(v1::NcclOp op, const char* function, uint64_t count, int dtype,
   p.root_or_peer = root_or_peer;
   p.rank = info.rank;
   p.nranks = info.nranks;
+  p.device = static_cast<int16_t>(info.device >= -1 && info.device < 32768 ? info.device : -1);
   p.return_value = static_cast<int32_t>(rc);
   p.group_depth = t_state.group_depth;
   p.op = static_cast<uint8_t>(op);

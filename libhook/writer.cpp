@@ -397,7 +397,7 @@ void Writer::write_host(const HostRecord& r) {
     n->set_end_ns(static_cast<int64_t>(r.end_ns));
     n->set_sequence(p.sequence);
     n->set_return_value(p.return_value);
-    n->set_device(-1);
+    n->set_device(p.device);
     n->set_group_depth(p.group_depth);
     if (!in_window(rec) || !open_file()) return;
     n->set_name_id(intern_pointer(p.function, p.function));

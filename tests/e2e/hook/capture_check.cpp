@@ -1,6 +1,6 @@
 // Reads a capture with gpuhook::CaptureReader and checks what the hook promises about it.
 //   capture_check FILE [--expect KIND=N]... [--min KIND=N]... [--nesting] [--kernels]
-//                      [--copies] [--nccl] [--header FIELD=VALUE]... [--allow-truncated]
+//                      [--copies] [--nccl] [--nccl-device] [--header FIELD=VALUE]... [--allow-truncated]
 // KIND: kernel memcpy memset api sync nccl range memory overhead device footer drops.
 // Prints one "kind count" line per kind, then "FAIL: ..." lines; exit 0 when all checks hold.
 #include <algorithm>
@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   std::map<std::string, uint64_t> expect, minimum;
   std::map<std::string, std::string> header_expect;
   bool nesting = false, kernels = false, copies = false, nccl = false, allow_truncated = false;
+  bool nccl_device = false;  // every collective names its communicator's CUDA device
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     auto kv = [&](std::map<std::string, uint64_t>& m) {
@@ -54,6 +55,7 @@ int main(int argc, char** argv) {
     else if (a == "--kernels") kernels = true;
     else if (a == "--copies") copies = true;
     else if (a == "--nccl") nccl = true;
+    else if (a == "--nccl-device") nccl_device = nccl = true;
     else if (a == "--allow-truncated") allow_truncated = true;
     else if (a == "--header") {
       std::string s = argv[++i];
@@ -190,6 +192,7 @@ int main(int argc, char** argv) {
       if (n.start_ns() <= 0 || n.end_ns() < n.start_ns()) fail("an NCCL call without enter <= exit");
       if (n.op() >= v1::NCCL_ALL_REDUCE && n.op() <= v1::NCCL_SCATTER) {
         if (n.comm_id() == 0) fail("a collective without a communicator id");
+        if (nccl_device && n.device() < 0) fail("a collective without its communicator's device");
         seqs[{n.comm_id(), n.rank()}].push_back(n.sequence());
       }
     }

@@ -248,7 +248,7 @@ case $case_name in
     cmp -s <(sort plain.out) <(sort hooked.out) || fail "stdout differs"
     for r in 0 1 2 3; do
       f=$(ls "$work"/cap-r$r-*.gpuh 2>/dev/null | head -1)
-      check "$f" --kernels --nccl --nesting --header rank=$r --min nccl=5
+      check "$f" --kernels --nccl-device --nesting --header rank=$r --min nccl=5
       grep '^nccl_comms' check.out >>comms.txt
     done
     [ "$(sort -u comms.txt | wc -l)" = 1 ] || fail "ranks disagree on communicator ids: $(sort -u comms.txt)"

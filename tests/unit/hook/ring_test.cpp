@@ -85,13 +85,15 @@ TEST(CommMap, SameUniqueIdSameIdSequencesCount) {
   unsigned char unique_id[128] = {1, 2, 3};
   uint64_t id = fnv1a64(unique_id, sizeof(unique_id));
   int comm_a = 0, comm_b = 0;
-  ASSERT_TRUE(map.insert(&comm_a, id, 0, 2));
-  ASSERT_TRUE(map.insert(&comm_b, fnv1a64(unique_id, sizeof(unique_id)), 1, 2));
+  ASSERT_TRUE(map.insert(&comm_a, id, 0, 2, 0));
+  ASSERT_TRUE(map.insert(&comm_b, fnv1a64(unique_id, sizeof(unique_id)), 1, 2, 3));
   EXPECT_EQ(map.lookup(&comm_a, false).id, map.lookup(&comm_b, false).id);
   EXPECT_EQ(map.lookup(&comm_a, true).sequence, 0u);
   EXPECT_EQ(map.lookup(&comm_a, true).sequence, 1u);
   EXPECT_EQ(map.lookup(&comm_b, true).sequence, 0u);
   EXPECT_EQ(map.lookup(&comm_b, false).rank, 1);
+  EXPECT_EQ(map.lookup(&comm_a, false).device, 0);
+  EXPECT_EQ(map.lookup(&comm_b, false).device, 3);
   map.erase(&comm_a);
   EXPECT_EQ(map.lookup(&comm_a, false).id, 0u);
   EXPECT_EQ(map.lookup(&comm_b, false).nranks, 2);
@@ -105,7 +107,7 @@ TEST(CommMap, ConcurrentInsertsAllFindable) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
-      for (size_t i = static_cast<size_t>(t); i < comms.size(); i += 4) map.insert(&comms[i], i + 100, 0, 1);
+      for (size_t i = static_cast<size_t>(t); i < comms.size(); i += 4) map.insert(&comms[i], i + 100, 0, 1, 0);
     });
   }
   for (auto& th : threads) th.join();
