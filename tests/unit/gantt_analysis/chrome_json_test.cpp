@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include "fixture.h"
+
 namespace gj = gantt::json;
 
 namespace {
@@ -136,7 +138,8 @@ TEST(JsonNumber, FiniteTrimmedAndNullForNonFinite) {
 
 TEST(JsonParsers, PythonDecodesHostileNames) {
   if (!have("python3")) GTEST_SKIP() << "python3 not installed";
-  const std::string path = testing::TempDir() + "hostile_names_py.json";
+  const gantt_analysis_test::TempFile file(".json");
+  const std::string& path = file.path;
   const std::string expected = write_array(path);
   const std::string got = run("python3 -c 'import json,sys\nfor s in json.load(open(sys.argv[1], encoding=\"utf-8\")): print(s.encode(\"utf-8\").hex())' " + path);
   EXPECT_EQ(got, expected);
@@ -144,7 +147,8 @@ TEST(JsonParsers, PythonDecodesHostileNames) {
 
 TEST(JsonParsers, NodeDecodesHostileNames) {
   if (!have("node")) GTEST_SKIP() << "node not installed";
-  const std::string path = testing::TempDir() + "hostile_names_node.json";
+  const gantt_analysis_test::TempFile file(".json");
+  const std::string& path = file.path;
   const std::string expected = write_array(path);
   const std::string got = run("node -e 'const fs=require(\"fs\");for (const s of JSON.parse(fs.readFileSync(process.argv[1],\"utf8\"))) console.log(Buffer.from(s,\"utf8\").toString(\"hex\"))' " + path);
   EXPECT_EQ(got, expected);

@@ -162,7 +162,8 @@ TEST(Diagnose, FormatsAreDeterministicAndJsonParses) {
   const gantt::Model m = b.done();
   for (ga::Format f : {ga::Format::kText, ga::Format::kMarkdown, ga::Format::kJson})
     EXPECT_EQ(ga::format_diagnose(ga::diagnose(m), f), ga::format_diagnose(ga::diagnose(m), f));
-  const std::string path = testing::TempDir() + "diag.json";
+  const gantt_analysis_test::TempFile file(".diag.json");
+  const std::string& path = file.path;
   FILE* fp = std::fopen(path.c_str(), "w");
   ASSERT_NE(fp, nullptr);
   std::fputs(ga::format_diagnose(ga::diagnose(m), ga::Format::kJson).c_str(), fp);

@@ -52,7 +52,8 @@ std::string run(const char* format, const gantt::Model& m) {
 }
 
 int check(const std::string& tool_cmd, const std::string& json) {
-  const std::string path = testing::TempDir() + "trace.json";
+  const gantt_analysis_test::TempFile file(".trace.json");
+  const std::string& path = file.path;
   std::ofstream(path, std::ios::binary) << json;
   return std::system((tool_cmd + " " + path).c_str());
 }

@@ -8,10 +8,29 @@
 //   gemm  k3            3600-3900  stream 13
 #pragma once
 
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
 #include "../gantt/fabricate.h"
 #include "gantt/model.h"
 
 namespace gantt_analysis_test {
+
+// A temporary file of this test and process, removed when it goes out of scope: ctest runs
+// the cases of one binary as separate processes side by side, and a shared name let one case
+// read another's half-written file.
+struct TempFile {
+  std::string path;
+  explicit TempFile(const std::string& suffix)
+      : path(testing::TempDir() + testing::UnitTest::GetInstance()->current_test_info()->name() + "." +
+             std::to_string(getpid()) + suffix) {}
+  ~TempFile() { std::remove(path.c_str()); }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+};
 
 using namespace gantt_test;
 

@@ -110,7 +110,8 @@ TEST(Stats, EmptyModelGivesAnEmptyReportInEveryFormat) {
 TEST(Stats, JsonParsesWithPython) {
   const gantt::Model m = small_model();
   const std::string j = ga::format_stats(ga::compute_stats(m), ga::Format::kJson);
-  const std::string path = testing::TempDir() + "stats.json";
+  const gantt_analysis_test::TempFile file(".stats.json");
+  const std::string& path = file.path;
   FILE* f = std::fopen(path.c_str(), "w");
   ASSERT_NE(f, nullptr);
   std::fputs(j.c_str(), f);
