@@ -1,6 +1,5 @@
 // gantt-cli diagnose FILE...: the classic scheduling mistakes (gantt/analysis/diagnose.h).
 #include <iostream>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,17 +23,12 @@ struct DiagnoseOptions {
 };
 
 int run_diagnose(const DiagnoseOptions& o) {
-  static const std::map<std::string, ga::Format> formats = {
-      {"text", ga::Format::kText}, {"md", ga::Format::kMarkdown}, {"json", ga::Format::kJson}};
   LoadedJob job = load_captures(o.files);
   gantt::Model& model = job.model;
   const bool corrupt = job.corrupt;
-  if (const std::string bad = ga::unusable_capture(model); !bad.empty()) {
-    std::cerr << "gantt-cli: " << bad << "\n";
-    return kExitError;
-  }
+  if (!reportable(model)) return kExitError;
   const ga::DiagnoseReport r = ga::diagnose(model);
-  std::cout << ga::format_diagnose(r, formats.at(o.format));
+  std::cout << ga::format_diagnose(r, report_format(o.format));
   if (corrupt) return kExitError;
   const int bar = o.fail_on == "warning" ? 1 : o.fail_on == "error" ? 2 : 3;
   for (const ga::Finding& f : r.findings)

@@ -7,7 +7,6 @@
 #include <vector>
 #include <future>
 #include <iostream>
-#include <map>
 #include <memory>
 #include <string>
 
@@ -20,6 +19,7 @@
 #include <gantt/render.h>
 
 #include "commands.h"
+#include "load_captures.h"
 
 namespace gantt_cli {
 namespace {
@@ -137,8 +137,6 @@ bool parse_threshold(const std::string& text, double* out) {
 }
 
 int run_diff(const DiffOptions& o) {
-  static const std::map<std::string, ga::Format> formats = {
-      {"text", ga::Format::kText}, {"md", ga::Format::kMarkdown}, {"json", ga::Format::kJson}, {"csv", ga::Format::kCsv}};
   ga::DiffOptions d;
   if (!parse_threshold(o.threshold, &d.noise.threshold)) {
     std::cerr << "gantt-cli: diff: --threshold '" << o.threshold << "' is not a percentage (e.g. 5%) or a fraction (0.05)\n";
@@ -159,19 +157,15 @@ int run_diff(const DiffOptions& o) {
   bool corrupt = false;
   for (const gantt::Model* m : {&base, &next})
     for (const std::string& line : gantt::integrity_warnings(*m, &corrupt)) std::cerr << "gantt-cli: " << line << "\n";
-  for (const gantt::Model* m : {&base, &next}) {
-    if (const std::string bad = ga::unusable_capture(*m); !bad.empty()) {
-      std::cerr << "gantt-cli: " << bad << "\n";
-      return kExitError;
-    }
-  }
+  for (const gantt::Model* m : {&base, &next})
+    if (!reportable(*m)) return kExitError;
   // A gate that compares half a file would pass or fail for the wrong reason.
   if (corrupt) {
     std::cerr << "gantt-cli: diff: a capture is corrupt; not comparing\n";
     return kExitError;
   }
   const ga::DiffReport r = ga::diff_models(base, next, d);
-  std::cout << ga::format_diff(r, formats.at(o.format), o.format == "text" || o.format == "md" ? o.top : 0);
+  std::cout << ga::format_diff(r, report_format(o.format), o.format == "text" || o.format == "md" ? o.top : 0);
   if (!o.chart.empty() && write_chart(o.chart, o.base, o.next, base, next, o.align_range) != kExitOk) return kExitError;
   return r.regressions > 0 ? kExitCheckFailed : kExitOk;
 }

@@ -1,6 +1,5 @@
 // gantt-cli stats FILE...: numbers on a capture (see gantt/analysis/stats.h).
 #include <iostream>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,15 +25,10 @@ struct StatsOptions {
 };
 
 int run_stats(const StatsOptions& o) {
-  static const std::map<std::string, ga::Format> formats = {
-      {"text", ga::Format::kText}, {"md", ga::Format::kMarkdown}, {"json", ga::Format::kJson}, {"csv", ga::Format::kCsv}};
   LoadedJob job = load_captures(o.files);
   gantt::Model& model = job.model;
   const bool corrupt = job.corrupt;
-  if (const std::string bad = ga::unusable_capture(model); !bad.empty()) {
-    std::cerr << "gantt-cli: " << bad << "\n";
-    return kExitError;
-  }
+  if (!reportable(model)) return kExitError;
 
   if (o.by == "collective") {
     // One row per (op, size class, ranks) over the collectives matched across captures.
@@ -50,7 +44,7 @@ int run_stats(const StatsOptions& o) {
                              : ga::GroupBy::kKernel;
   so.top = o.top;
   so.gaps = o.gaps;
-  std::cout << ga::format_stats(ga::compute_stats(model, so), formats.at(o.format));
+  std::cout << ga::format_stats(ga::compute_stats(model, so), report_format(o.format));
   // A damaged capture still gets its numbers, but the exit code says they are partial.
   return corrupt ? kExitError : kExitOk;
 }

@@ -14,4 +14,15 @@ LoadedJob load_captures(const std::vector<std::string>& files) {
   return job;
 }
 
+bool reportable(const gantt::Model& model) {
+  const std::string bad = gantt::analysis::unusable_capture(model);
+  if (!bad.empty()) std::cerr << "gantt-cli: " << bad << "\n";
+  return bad.empty();
+}
+
+gantt::analysis::Format report_format(const std::string& name) {
+  using gantt::analysis::Format;
+  return name == "md" ? Format::kMarkdown : name == "json" ? Format::kJson : name == "csv" ? Format::kCsv : Format::kText;
+}
+
 }  // namespace gantt_cli

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "gantt/analysis/stats.h"
 #include "gantt/model.h"
 #include "gantt/ranks.h"
 
@@ -18,5 +19,12 @@ struct LoadedJob {
 };
 
 LoadedJob load_captures(const std::vector<std::string>& files);
+
+// False, after one line on stderr, when a capture has nothing to report on (no header).
+bool reportable(const gantt::Model& model);
+
+// A report format by its --format name: text, md, json or csv (each subcommand's flag check
+// keeps the name to the ones it offers).
+gantt::analysis::Format report_format(const std::string& name);
 
 }  // namespace gantt_cli
