@@ -317,24 +317,16 @@ uint32_t Writer::intern(std::string_view s) {
   return e.id;
 }
 
-void Writer::emit(v1::Record& record) {
-  if (!in_window(record)) return;
+void Writer::emit(v1::Record& record) { write_in_window(record, record_time_ns(record)); }
+void Writer::emit(const KernelFields& kernel) { write_in_window(kernel, static_cast<uint64_t>(kernel.start_ns)); }
+void Writer::emit(const ApiFields& api) { write_in_window(api, static_cast<uint64_t>(api.start_ns)); }
+
+// `time_ns` places the record inside or outside the capture window (record_time_ns's rule).
+template <class Record>
+void Writer::write_in_window(const Record& record, uint64_t time_ns) {
+  if (!in_window(time_ns)) return;
   if (!open_file()) return;
   file_->write(record);
-  after_emit();
-}
-
-void Writer::emit(const KernelFields& kernel) {
-  if (!in_window(static_cast<uint64_t>(kernel.start_ns))) return;
-  if (!open_file()) return;
-  file_->write(kernel);
-  after_emit();
-}
-
-void Writer::emit(const ApiFields& api) {
-  if (!in_window(static_cast<uint64_t>(api.start_ns))) return;
-  if (!open_file()) return;
-  file_->write(api);
   after_emit();
 }
 

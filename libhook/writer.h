@@ -73,6 +73,8 @@ class Writer final : private RecordSink {
   void emit(v1::Record& record) override;
   void emit(const KernelFields& kernel) override;
   void emit(const ApiFields& api) override;
+  template <class Record>
+  void write_in_window(const Record& record, uint64_t time_ns);
   void after_emit();
   void device_seen(uint32_t device) override;
   void invalid_time() override { invalid_times_++; }
