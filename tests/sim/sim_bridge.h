@@ -16,6 +16,8 @@ uint64_t gpuhook_sim_now_ns(void);
 
 int gpuhook_sim_kind_enabled(CUpti_ActivityKind kind);
 int gpuhook_sim_runtime_api_enabled(CUpti_CallbackId cbid);
+// Driver API records (CUPTI_ACTIVITY_KIND_DRIVER) wanted for this driver cbid.
+int gpuhook_sim_driver_api_enabled(CUpti_CallbackId cbid);
 int gpuhook_sim_latency_timestamps_enabled(void);
 
 // Copies one finished record (its size is the struct's size) into the client's buffer.

@@ -85,29 +85,38 @@ void ensure_initialized() {
   });
 }
 
-ApiScope::ApiScope(CUpti_CallbackId cbid, const char* name, const char* symbol)
-    : cbid_(cbid), name_(name), symbol_(symbol) {
+ApiScope::ApiScope(CUpti_CallbackId cbid, const char* name, const char* symbol,
+                   CUpti_CallbackDomain domain)
+    : cbid_(cbid), domain_(domain), name_(name), symbol_(symbol) {
   ensure_initialized();
   correlation_id_ = g_next_correlation.fetch_add(1);
   entry_ns_ = gpuhook_sim_now_ns();
+  // Subscriber callbacks are simulated for the runtime domain only.
+  if (domain_ != CUPTI_CB_DOMAIN_RUNTIME_API) return;
   gpuhook_sim_api_callback(CUPTI_API_ENTER, cbid_, name_, symbol_, correlation_id_,
                            &correlation_data_, nullptr);
 }
 
 cudaError_t ApiScope::ret(cudaError_t err) {
   result_ = err;
-  if (err != cudaSuccess && err != cudaErrorNotReady) thread_last_error() = err;
+  // A driver call leaves the runtime's sticky last error alone.
+  if (domain_ == CUPTI_CB_DOMAIN_RUNTIME_API && err != cudaSuccess && err != cudaErrorNotReady) {
+    thread_last_error() = err;
+  }
   return err;
 }
 
 ApiScope::~ApiScope() {
   const uint64_t exit_ns = gpuhook_sim_now_ns();
-  gpuhook_sim_api_callback(CUPTI_API_EXIT, cbid_, name_, symbol_, correlation_id_,
-                           &correlation_data_, &result_);
-  if (!gpuhook_sim_runtime_api_enabled(cbid_)) return;
+  const bool driver = domain_ == CUPTI_CB_DOMAIN_DRIVER_API;
+  if (!driver) {
+    gpuhook_sim_api_callback(CUPTI_API_EXIT, cbid_, name_, symbol_, correlation_id_,
+                             &correlation_data_, &result_);
+  }
+  if (!(driver ? gpuhook_sim_driver_api_enabled(cbid_) : gpuhook_sim_runtime_api_enabled(cbid_))) return;
   gpuhook_sim_emit_external_correlations(correlation_id_);
   CUpti_ActivityAPI r{};
-  r.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+  r.kind = driver ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME;
   r.cbid = cbid_;
   r.start = entry_ns_;
   r.end = exit_ns;

@@ -22,7 +22,10 @@ void emit_memory_record(bool allocation, CUpti_ActivityMemoryKind kind, const vo
 // the runtime (and with it the injection library, as the driver does).
 class ApiScope {
  public:
-  ApiScope(CUpti_CallbackId cbid, const char* name, const char* symbol = nullptr);
+  // `domain` DRIVER: a driver call (cbid from cupti_driver_cbid.h), written as a DRIVER-kind
+  // record; the simulated NCCL launches that way, as the real one does (cuLaunchKernelEx).
+  ApiScope(CUpti_CallbackId cbid, const char* name, const char* symbol = nullptr,
+           CUpti_CallbackDomain domain = CUPTI_CB_DOMAIN_RUNTIME_API);
   ~ApiScope();
   ApiScope(const ApiScope&) = delete;
   ApiScope& operator=(const ApiScope&) = delete;
@@ -34,6 +37,7 @@ class ApiScope {
 
  private:
   CUpti_CallbackId cbid_;
+  CUpti_CallbackDomain domain_;
   const char* name_;
   const char* symbol_;
   uint32_t correlation_id_;

@@ -55,8 +55,8 @@ void spin_ns(uint64_t ns) {
 
 cudaError_t launch(CUpti_CallbackId cbid, const char* api_name, KernelInfo* k, dim3 grid,
                    dim3 block, void** args, size_t shared_bytes, cudaStream_t stream,
-                   bool per_thread) {
-  ApiScope api(cbid, api_name, k != nullptr ? k->name.c_str() : nullptr);
+                   bool per_thread, CUpti_CallbackDomain domain = CUPTI_CB_DOMAIN_RUNTIME_API) {
+  ApiScope api(cbid, api_name, k != nullptr ? k->name.c_str() : nullptr, domain);
   if (k == nullptr) return api.ret(cudaErrorInvalidDeviceFunction);
   const uint64_t threads = uint64_t{block.x} * block.y * block.z;
   const uint64_t blocks = uint64_t{grid.x} * grid.y * grid.z;
@@ -114,6 +114,67 @@ cudaError_t launch(CUpti_CallbackId cbid, const char* api_name, KernelInfo* k, d
   op->submitted_ns = op->queued_ns + c.submit_ns;
   engine.enqueue(s, std::move(op));
   return api.ret(cudaSuccess);
+}
+
+// The driver's cuLaunchKernelEx, handed out by cudaGetDriverEntryPoint[ByVersion] only: NCCL
+// fetches it that way and launches every kernel with it (NCCL 2.28 src/misc/cudawrap.cc,
+// src/enqueue.cc), so CUPTI shows its kernels under a DRIVER record (cbid
+// CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, cupti_driver_cbid.h), never a runtime one.
+// Launch attributes are accepted and ignored. NCCL passes its one kernel argument (the
+// ncclDevKernelArgs block) packed through `extra` (CU_LAUNCH_PARAM_BUFFER_POINTER/SIZE), not
+// `kernelParams`; both ways work here.
+CUresult sim_cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** params, void** extra) {
+  auto* k = reinterpret_cast<KernelInfo*>(f);
+  std::vector<void*> unpacked;
+  if (extra != nullptr && params == nullptr && k != nullptr) {
+    unsigned char* buffer = nullptr;
+    size_t buffer_bytes = 0;
+    for (size_t i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+      if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) buffer = static_cast<unsigned char*>(extra[i + 1]);
+      else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) buffer_bytes = *static_cast<size_t*>(extra[i + 1]);
+    }
+    // The buffer holds the arguments at their natural alignment, as the kernel's ABI lays them out.
+    size_t offset = 0;
+    for (size_t size : k->arg_sizes) {
+      const size_t align = size >= 16 ? 16 : size >= 8 ? 8 : size >= 4 ? 4 : size >= 2 ? 2 : 1;
+      offset = (offset + align - 1) & ~(align - 1);
+      if (buffer == nullptr || offset + size > buffer_bytes) {
+        unpacked.clear();
+        break;
+      }
+      unpacked.push_back(buffer + offset);
+      offset += size;
+    }
+    if (unpacked.size() == k->arg_sizes.size()) params = unpacked.data();
+  }
+  if (config == nullptr || (params == nullptr && k != nullptr && !k->arg_sizes.empty())) {
+    ApiScope api(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, "cuLaunchKernelEx", nullptr, CUPTI_CB_DOMAIN_DRIVER_API);
+    api.ret(cudaErrorInvalidValue);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  const cudaError_t err =
+      launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, "cuLaunchKernelEx", k,
+             dim3(config->gridDimX, config->gridDimY, config->gridDimZ),
+             dim3(config->blockDimX, config->blockDimY, config->blockDimZ), params, config->sharedMemBytes,
+             reinterpret_cast<cudaStream_t>(config->hStream), false, CUPTI_CB_DOMAIN_DRIVER_API);
+  switch (err) {
+    case cudaSuccess: return CUDA_SUCCESS;
+    case cudaErrorInvalidDeviceFunction: case cudaErrorInvalidResourceHandle: return CUDA_ERROR_INVALID_HANDLE;
+    case cudaErrorLaunchOutOfResources: return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+    default: return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+cudaError_t driver_entry_point(CUpti_CallbackId cbid, const char* api_name, const char* symbol, void** fn,
+                               cudaDriverEntryPointQueryResult* status) {
+  ApiScope api(cbid, api_name);
+  if (symbol == nullptr || fn == nullptr) return api.ret(cudaErrorInvalidValue);
+  // Only what the simulated NCCL needs; any other symbol is "not found", as for a driver
+  // too old to have it.
+  const bool found = std::strcmp(symbol, "cuLaunchKernelEx") == 0;
+  *fn = found ? reinterpret_cast<void*>(&sim_cuLaunchKernelEx) : nullptr;
+  if (status != nullptr) *status = found ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
+  return api.ret(found ? cudaSuccess : cudaErrorSymbolNotFound);
 }
 
 }  // namespace
@@ -210,6 +271,26 @@ cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void** arg
                              size_t shared_bytes, cudaStream_t stream) {
   return launch(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, "cudaLaunchKernel",
                 find_kernel(func), grid, block, args, shared_bytes, stream, false);
+}
+
+cudaError_t cudaGetFuncBySymbol(cudaFunction_t* function, const void* symbol) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaGetFuncBySymbol_v11000, "cudaGetFuncBySymbol");
+  KernelInfo* k = find_kernel(symbol);
+  if (function == nullptr || k == nullptr) return api.ret(cudaErrorInvalidDeviceFunction);
+  *function = reinterpret_cast<cudaFunction_t>(k);
+  return api.ret(cudaSuccess);
+}
+
+cudaError_t cudaGetDriverEntryPoint(const char* symbol, void** fn, unsigned long long,
+                                    cudaDriverEntryPointQueryResult* status) {
+  return driver_entry_point(CUPTI_RUNTIME_TRACE_CBID_cudaGetDriverEntryPoint_v11030, "cudaGetDriverEntryPoint",
+                            symbol, fn, status);
+}
+
+cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** fn, unsigned int, unsigned long long,
+                                             cudaDriverEntryPointQueryResult* status) {
+  return driver_entry_point(CUPTI_RUNTIME_TRACE_CBID_cudaGetDriverEntryPointByVersion_v12050,
+                            "cudaGetDriverEntryPointByVersion", symbol, fn, status);
 }
 
 // The examples' host twins (see examples/README.md): only the simulator defines this symbol,

@@ -59,6 +59,12 @@ size_t record_bytes(CUpti_ActivityKind kind) {
   }
 }
 
+// cuptiActivityEnableDriverApi, per driver cbid (runtime cbids live in CuptiState).
+std::array<std::atomic<bool>, kMaxCbid>& driver_api_on() {
+  static auto* on = new std::array<std::atomic<bool>, kMaxCbid>();
+  return *on;
+}
+
 // External correlation ids pushed by this thread, per kind (CUSTOM0..2, ...).
 thread_local std::array<std::vector<uint64_t>, 8> t_external;
 }  // namespace
@@ -78,6 +84,14 @@ int gpuhook_sim_kind_enabled(CUpti_ActivityKind kind) {
 
 int gpuhook_sim_runtime_api_enabled(CUpti_CallbackId cbid) {
   return cbid < kMaxCbid && state().runtime_on[cbid].load();
+}
+
+// Driver API records: the simulated NCCL launches through cuLaunchKernelEx as the real one
+// does. cupti_activity.h (cuptiActivityEnableDriverApi): the DRIVER kind takes every driver
+// API, the per-cbid call picks some; here either one turns a cbid on (the simulator does not
+// model "enable DRIVER, then switch single cbids off", which no client of ours does).
+int gpuhook_sim_driver_api_enabled(CUpti_CallbackId cbid) {
+  return cbid < kMaxCbid && (state().kind_on[CUPTI_ACTIVITY_KIND_DRIVER].load() || driver_api_on()[cbid].load());
 }
 
 int gpuhook_sim_latency_timestamps_enabled(void) { return state().latency.load(); }
@@ -199,8 +213,9 @@ CUptiResult CUPTIAPI cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_
   return CUPTI_SUCCESS;
 }
 
-CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId, uint8_t) {
-  // The simulated runtime makes no driver calls, so there is nothing to record.
+CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable) {
+  if (cbid >= kMaxCbid) return CUPTI_ERROR_INVALID_PARAMETER;
+  driver_api_on()[cbid].store(enable != 0);
   return CUPTI_SUCCESS;
 }
 

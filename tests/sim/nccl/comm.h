@@ -18,8 +18,18 @@ struct ncclComm {
   int device = 0;
   simnccl::Segment* segment = nullptr;
   uint32_t splits = 0;  // ncclCommSplit calls so far: part of the child's key
+  // ncclCommShrink calls so far, counted apart: the excluded ranks do not call it, so a shared
+  // counter would give them different keys for later splits than the survivors.
+  uint32_t shrinks = 0;
   std::atomic<int> async_error{ncclSuccess};
   std::atomic<int> in_flight{0};  // launched, not yet finished operations
+  // config.blocking = 0 (nccl.h, ncclConfig_t): creation and ncclCommFinalize return
+  // ncclInProgress with *comm already set, and the communicator is usable only once
+  // ncclCommGetAsyncError has said ncclSuccess. Until then (pending_polls > 0) each poll
+  // answers ncclInProgress once, and every other call on it fails as NCCL's
+  // ncclCommEnsureReady makes it (ncclInvalidArgument).
+  bool blocking = true;
+  std::atomic<int> pending_polls{0};
 };
 
 namespace simnccl {

@@ -1,11 +1,16 @@
 // How a simulated collective reaches a stream. With the simulated CUDA runtime loaded, each
 // operation is a kernel of that runtime: its name is registered as nvcc-generated code
 // registers a kernel (__cudaRegisterFunction), its body is a host twin
-// (gpuhook_sim_register_host_kernel, the hook the examples use), and it is launched with
-// cudaLaunchKernel. So it is ordered with the app's kernels on the stream, CUPTI records it
-// like any kernel, and the hook joins it to the NCCL call that launched it. Without the
+// (gpuhook_sim_register_host_kernel, the hook the examples use), and it is launched as the
+// real NCCL launches: cuLaunchKernelEx fetched with cudaGetDriverEntryPointByVersion, the
+// function from cudaGetFuncBySymbol, the argument block passed through `extra`
+// (NCCL 2.28 src/misc/cudawrap.cc, src/enqueue.cc). So it is ordered with the app's kernels
+// on the stream, and CUPTI shows its kernel under a DRIVER API record (cuLaunchKernelEx),
+// never a runtime one, on the thread that launched it: the caller's, or for grouped calls
+// the one in ncclGroupEnd. Without the
 // simulated runtime (a real libcudart, or none), the operation runs on the calling thread:
 // same results, no stream semantics.
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
@@ -26,8 +31,10 @@ using RegisterTwinFn = void (*)(const void* stub, HostTwinFn host, const size_t*
 using RegisterFatBinaryFn = void** (*)(void* fat_cubin);
 using RegisterFunctionFn = void (*)(void** handle, const char* host_fun, char* device_fun, const char* device_name,
                                     int thread_limit, uint3*, uint3*, dim3*, dim3*, int*);
-using LaunchKernelFn = cudaError_t (*)(const void* func, dim3 grid, dim3 block, void** args, size_t shared_bytes,
-                                       cudaStream_t stream);
+using EntryPointFn = cudaError_t (*)(const char* symbol, void** fn, unsigned int version, unsigned long long flags,
+                                     cudaDriverEntryPointQueryResult* status);
+using FuncBySymbolFn = cudaError_t (*)(cudaFunction_t* fn, const void* symbol);
+using LaunchKernelExFn = CUresult (*)(const CUlaunchConfig* config, CUfunction f, void** params, void** extra);
 using KernelEndAtFn = void (*)(uint64_t end_ns);
 using NowFn = uint64_t (*)();
 
@@ -35,13 +42,16 @@ struct SimRuntime {
   RegisterTwinFn register_twin = nullptr;
   RegisterFatBinaryFn register_fatbinary = nullptr;
   RegisterFunctionFn register_function = nullptr;
-  LaunchKernelFn launch_kernel = nullptr;
+  FuncBySymbolFn func_by_symbol = nullptr;
+  LaunchKernelExFn launch_kernel_ex = nullptr;
   // Optional: lets a host twin say when its kernel ends (on the CUPTI clock), so every rank's
   // collective ends at the same planned instant instead of whenever its thread wakes up.
   KernelEndAtFn kernel_end_at = nullptr;
   NowFn now = nullptr;
   void** module = nullptr;
-  bool available() const { return register_twin && register_fatbinary && register_function && launch_kernel; }
+  bool available() const {
+    return register_twin && register_fatbinary && register_function && func_by_symbol && launch_kernel_ex;
+  }
 };
 
 const SimRuntime& sim_runtime() {
@@ -51,7 +61,15 @@ const SimRuntime& sim_runtime() {
     r.register_twin = reinterpret_cast<RegisterTwinFn>(dlsym(RTLD_DEFAULT, "gpuhook_sim_register_host_kernel"));
     r.register_fatbinary = reinterpret_cast<RegisterFatBinaryFn>(dlsym(RTLD_DEFAULT, "__cudaRegisterFatBinary"));
     r.register_function = reinterpret_cast<RegisterFunctionFn>(dlsym(RTLD_DEFAULT, "__cudaRegisterFunction"));
-    r.launch_kernel = reinterpret_cast<LaunchKernelFn>(dlsym(RTLD_DEFAULT, "cudaLaunchKernel"));
+    r.func_by_symbol = reinterpret_cast<FuncBySymbolFn>(dlsym(RTLD_DEFAULT, "cudaGetFuncBySymbol"));
+    if (auto entry = reinterpret_cast<EntryPointFn>(dlsym(RTLD_DEFAULT, "cudaGetDriverEntryPointByVersion"))) {
+      void* fn = nullptr;
+      cudaDriverEntryPointQueryResult status = cudaDriverEntryPointSymbolNotFound;
+      if (entry("cuLaunchKernelEx", &fn, 12000, cudaEnableDefault, &status) == cudaSuccess &&
+          status == cudaDriverEntryPointSuccess) {
+        r.launch_kernel_ex = reinterpret_cast<LaunchKernelExFn>(fn);
+      }
+    }
     r.kernel_end_at = reinterpret_cast<KernelEndAtFn>(dlsym(RTLD_DEFAULT, "gpuhook_sim_kernel_end_at"));
     r.now = reinterpret_cast<NowFn>(dlsym(RTLD_DEFAULT, "gpuhook_sim_now_ns"));
     if (r.available()) {
@@ -122,11 +140,24 @@ ncclResult_t launch(Op* op, cudaStream_t stream) {
     run_and_free(op);
     return ncclSuccess;
   }
+  cudaFunction_t fn = nullptr;
+  if (rt.func_by_symbol(&fn, stub) != cudaSuccess) {
+    op->comm->in_flight.fetch_sub(1);
+    delete op;
+    return ncclUnhandledCudaError;
+  }
   // NCCL launches one block per channel; two channels per rank is typical within a node.
   const unsigned channels = static_cast<unsigned>(2 * op->comm->nranks > 32 ? 32 : 2 * op->comm->nranks);
-  void* args[1] = {&op};
-  cudaError_t err = rt.launch_kernel(stub, dim3(channels, 1, 1), dim3(512, 1, 1), args, 0, stream);
-  if (err != cudaSuccess) {
+  CUlaunchConfig config{};
+  config.gridDimX = channels;
+  config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = 512;
+  config.blockDimY = config.blockDimZ = 1;
+  config.hStream = reinterpret_cast<CUstream>(stream);
+  size_t args_bytes = sizeof op;
+  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &op, CU_LAUNCH_PARAM_BUFFER_SIZE, &args_bytes, CU_LAUNCH_PARAM_END};
+  CUresult err = rt.launch_kernel_ex(&config, reinterpret_cast<CUfunction>(fn), nullptr, extra);
+  if (err != CUDA_SUCCESS) {
     op->comm->in_flight.fetch_sub(1);
     delete op;
     return ncclUnhandledCudaError;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <mutex>
@@ -37,6 +38,12 @@ int current_device() {
   return dev;
 }
 
+// A symbol of the simulated CUDA runtime (the only libcudart that defines
+// gpuhook_sim_register_host_kernel), nullptr under any other.
+void* sim_runtime_symbol(const char* name) {
+  return dlsym(RTLD_DEFAULT, "gpuhook_sim_register_host_kernel") != nullptr ? dlsym(RTLD_DEFAULT, name) : nullptr;
+}
+
 // Operations between ncclGroupStart and ncclGroupEnd wait here, per thread, as in NCCL.
 struct Pending {
   Op* op;
@@ -45,7 +52,18 @@ struct Pending {
 thread_local int t_group_depth = 0;
 thread_local std::vector<Pending> t_pending;
 
-ncclResult_t init_rank(ncclComm_t* out, int nranks, uint64_t key, int rank, int device) {
+// config.blocking: 0 asks for a non-blocking communicator; NCCL_CONFIG_UNDEF_INT (and no
+// config) means the default, `fallback` (1 for a new communicator, the parent's for a child:
+// "If config is NULL, the new communicator will inherit the original communicator's
+// configuration", nccl.h at ncclCommSplit/ncclCommShrink).
+bool blocking_of(const ncclConfig_t* config, bool fallback) {
+  if (config == nullptr || config->blocking == NCCL_CONFIG_UNDEF_INT) return fallback;
+  return config->blocking != 0;
+}
+
+bool config_valid(const ncclConfig_t* config) { return config == nullptr || config->magic == 0xcafebeef; }
+
+ncclResult_t init_rank(ncclComm_t* out, int nranks, uint64_t key, int rank, int device, bool blocking = true) {
   if (!out || nranks < 1 || nranks > simnccl::kMaxRanks || rank < 0 || rank >= nranks) return ncclInvalidArgument;
   auto* comm = new ncclComm();
   comm->key = key;
@@ -58,6 +76,13 @@ ncclResult_t init_rank(ncclComm_t* out, int nranks, uint64_t key, int rank, int 
     return ncclSystemError;
   }
   *out = comm;
+  if (!blocking) {
+    // nccl.h, ncclCommInitRankConfig with config.blocking = 0: the call returns
+    // ncclInProgress with *comm set; the app polls ncclCommGetAsyncError until ncclSuccess.
+    comm->blocking = false;
+    comm->pending_polls.store(1);
+    return ncclInProgress;
+  }
   return ncclSuccess;
 }
 
@@ -72,6 +97,10 @@ ncclResult_t submit(Op* op, cudaStream_t stream) {
 
 ncclResult_t check_comm(ncclComm_t comm) {
   if (!comm || !comm->segment) return ncclInvalidArgument;
+  // A non-blocking communicator used before ncclCommGetAsyncError said ncclSuccess: NCCL's
+  // ncclCommEnsureReady (src/init.cc) warns "Attempt to use communicator before the previous
+  // operation returned ncclSuccess" and fails the call.
+  if (comm->pending_polls.load() > 0) return ncclInvalidArgument;
   int e = comm->async_error.load();
   return e == ncclSuccess ? ncclSuccess : static_cast<ncclResult_t>(e);
 }
@@ -158,8 +187,24 @@ SIMNCCL_EXPORT ncclResult_t pncclCommInitRank(ncclComm_t* comm, int nranks, nccl
 
 SIMNCCL_EXPORT ncclResult_t pncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank,
                                                    ncclConfig_t* config) {
-  if (config && config->magic != 0xcafebeef) return ncclInvalidArgument;
-  return pncclCommInitRank(comm, nranks, id, rank);
+  if (!config_valid(config)) return ncclInvalidArgument;
+  if (memcmp(id.internal, kIdMagic, sizeof kIdMagic) != 0) return ncclInvalidArgument;
+  return init_rank(comm, nranks, fnv1a(id.internal, sizeof id.internal), rank, current_device(),
+                   blocking_of(config, true));
+}
+
+// nccl.h: "Allows to use more than one ncclUniqueId (up to one per rank), indicated by nId ...
+// The number of ncclUniqueIds and their order must be the same for every rank": the ids
+// together name the communicator.
+SIMNCCL_EXPORT ncclResult_t pncclCommInitRankScalable(ncclComm_t* comm, int nranks, int rank, int nId,
+                                                     ncclUniqueId* ids, ncclConfig_t* config) {
+  if (!config_valid(config) || nId < 1 || nId > nranks || !ids) return ncclInvalidArgument;
+  uint64_t key = 1469598103934665603ull;
+  for (int i = 0; i < nId; ++i) {
+    if (memcmp(ids[i].internal, kIdMagic, sizeof kIdMagic) != 0) return ncclInvalidArgument;
+    key = fnv1a(ids[i].internal, sizeof ids[i].internal, key);
+  }
+  return init_rank(comm, nranks, key, rank, current_device(), blocking_of(config, true));
 }
 
 SIMNCCL_EXPORT ncclResult_t pncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
@@ -174,9 +219,9 @@ SIMNCCL_EXPORT ncclResult_t pncclCommInitAll(ncclComm_t* comms, int ndev, const 
 }
 
 SIMNCCL_EXPORT ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
-                                          ncclConfig_t*) {
+                                          ncclConfig_t* config) {
   if (ncclResult_t r = check_comm(comm); r != ncclSuccess) return r;
-  if (!newcomm) return ncclInvalidArgument;
+  if (!newcomm || !config_valid(config)) return ncclInvalidArgument;
   // A host-side all-gather of (color, key) over the parent's host barrier.
   simnccl::SharedHeader* h = comm->segment->header();
   h->host_exchange[comm->rank][0] = color;
@@ -196,7 +241,45 @@ SIMNCCL_EXPORT ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, 
     return ncclSuccess;
   }
   uint64_t mix[3] = {comm->key, split, static_cast<uint64_t>(static_cast<int64_t>(color))};
-  return init_rank(newcomm, nranks, fnv1a(mix, sizeof mix), rank, comm->device);
+  return init_rank(newcomm, nranks, fnv1a(mix, sizeof mix), rank, comm->device, blocking_of(config, comm->blocking));
+}
+
+// nccl.h: "Ranks in excludeRanksList will be removed form the existing communicator. Within
+// the new communicator, ranks will be re-ordered to fill the gap of removed ones." The
+// excluded ranks are the failed ones and do not call it; the survivors agree on the list, so
+// no exchange is needed. An excluded rank that calls it anyway gets no communicator.
+SIMNCCL_EXPORT ncclResult_t pncclCommShrink(ncclComm_t comm, int* exclude, int exclude_count, ncclComm_t* newcomm,
+                                           ncclConfig_t* config, int flags) {
+  if (!comm || !comm->segment || !newcomm || !config_valid(config)) return ncclInvalidArgument;
+  if (exclude_count < 0 || (exclude_count > 0 && !exclude)) return ncclInvalidArgument;
+  if (flags != NCCL_SHRINK_DEFAULT && flags != NCCL_SHRINK_ABORT) return ncclInvalidArgument;
+  // NCCL_SHRINK_ABORT is for a parent with operations stuck on a dead peer; without it the
+  // parent must be usable.
+  if (flags == NCCL_SHRINK_DEFAULT) {
+    if (ncclResult_t r = check_comm(comm); r != ncclSuccess) return r;
+  }
+  std::vector<bool> excluded(static_cast<size_t>(comm->nranks), false);
+  for (int i = 0; i < exclude_count; ++i) {
+    if (exclude[i] < 0 || exclude[i] >= comm->nranks) return ncclInvalidArgument;
+    excluded[static_cast<size_t>(exclude[i])] = true;
+  }
+  int nranks = 0, rank = 0;
+  for (int r = 0; r < comm->nranks; ++r) {
+    if (excluded[static_cast<size_t>(r)]) continue;
+    if (r < comm->rank) ++rank;
+    ++nranks;
+  }
+  const uint32_t shrink = comm->shrinks++;
+  if (excluded[static_cast<size_t>(comm->rank)] || nranks == 0) {
+    *newcomm = nullptr;
+    return ncclSuccess;
+  }
+  uint64_t mix[2] = {comm->key, 0x5368726bull ^ (uint64_t{shrink} << 32)};
+  uint64_t k = fnv1a(mix, sizeof mix);
+  for (int r = 0; r < comm->nranks; ++r) {
+    if (excluded[static_cast<size_t>(r)]) k = fnv1a(&r, sizeof r, k);
+  }
+  return init_rank(newcomm, nranks, k, rank, comm->device, blocking_of(config, comm->blocking));
 }
 
 namespace {
@@ -219,30 +302,42 @@ ncclResult_t release(ncclComm_t comm, bool abort) {
 }
 }  // namespace
 
-SIMNCCL_EXPORT ncclResult_t pncclCommFinalize(ncclComm_t comm) { return check_comm(comm); }
+SIMNCCL_EXPORT ncclResult_t pncclCommFinalize(ncclComm_t comm) {
+  if (ncclResult_t r = check_comm(comm); r != ncclSuccess) return r;
+  // nccl.h: "ncclCommFinalize flushes all issued communications, and marks communicator state
+  // as ncclInProgress"; a non-blocking communicator says so.
+  if (!comm->blocking) {
+    comm->pending_polls.store(1);
+    return ncclInProgress;
+  }
+  return ncclSuccess;
+}
 SIMNCCL_EXPORT ncclResult_t pncclCommDestroy(ncclComm_t comm) { return release(comm, false); }
 SIMNCCL_EXPORT ncclResult_t pncclCommAbort(ncclComm_t comm) { return release(comm, true); }
 
 SIMNCCL_EXPORT ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* error) {
   if (!comm || !error) return ncclInvalidArgument;
-  *error = static_cast<ncclResult_t>(comm->async_error.load());
+  int pending = comm->pending_polls.load();
+  while (pending > 0 && !comm->pending_polls.compare_exchange_weak(pending, pending - 1)) {
+  }
+  *error = pending > 0 ? ncclInProgress : static_cast<ncclResult_t>(comm->async_error.load());
   return ncclSuccess;
 }
 
 SIMNCCL_EXPORT ncclResult_t pncclCommCount(const ncclComm_t comm, int* count) {
-  if (!comm || !count) return ncclInvalidArgument;
+  if (!comm || !count || comm->pending_polls.load() > 0) return ncclInvalidArgument;
   *count = comm->nranks;
   return ncclSuccess;
 }
 
 SIMNCCL_EXPORT ncclResult_t pncclCommCuDevice(const ncclComm_t comm, int* device) {
-  if (!comm || !device) return ncclInvalidArgument;
+  if (!comm || !device || comm->pending_polls.load() > 0) return ncclInvalidArgument;
   *device = comm->device;
   return ncclSuccess;
 }
 
 SIMNCCL_EXPORT ncclResult_t pncclCommUserRank(const ncclComm_t comm, int* rank) {
-  if (!comm || !rank) return ncclInvalidArgument;
+  if (!comm || !rank || comm->pending_polls.load() > 0) return ncclInvalidArgument;
   *rank = comm->rank;
   return ncclSuccess;
 }
@@ -257,9 +352,11 @@ SIMNCCL_EXPORT ncclResult_t pncclBroadcast(const void* send, void* recv, size_t 
   return coll(Kind::kBroadcast, send, recv, count, dtype, ncclSum, root, comm, stream);
 }
 
+// As in NCCL (src/collectives.cc), the deprecated in-place ncclBcast is a call of the public
+// ncclBroadcast, through the PLT: an interposer of ncclBroadcast sees it too.
 SIMNCCL_EXPORT ncclResult_t pncclBcast(void* buff, size_t count, ncclDataType_t dtype, int root, ncclComm_t comm,
                                       cudaStream_t stream) {
-  return coll(Kind::kBroadcast, buff, buff, count, dtype, ncclSum, root, comm, stream);
+  return ncclBroadcast(buff, buff, count, dtype, root, comm, stream);
 }
 
 SIMNCCL_EXPORT ncclResult_t pncclReduce(const void* send, void* recv, size_t count, ncclDataType_t dtype,
@@ -302,6 +399,34 @@ SIMNCCL_EXPORT ncclResult_t pncclRecv(void* recv, size_t count, ncclDataType_t d
   return p2p(false, recv, count, dtype, peer, comm, stream);
 }
 
+// nccl.h: "NCCL malloc and free function for all types of NCCL optimizations (e.g. user
+// buffer registration). The actual allocated size might be larger than requested due to
+// granularity requirement." Device memory of the simulated runtime when it is loaded (NCCL
+// maps it with the driver's cuMem* calls), host memory otherwise.
+SIMNCCL_EXPORT ncclResult_t pncclMemAlloc(void** ptr, size_t size) {
+  if (!ptr || size == 0) return ncclInvalidArgument;
+  constexpr size_t kGranularity = 2u << 20;
+  size = (size + kGranularity - 1) / kGranularity * kGranularity;
+  using MallocFn = int (*)(void**, size_t);
+  if (auto cuda_malloc = reinterpret_cast<MallocFn>(sim_runtime_symbol("cudaMalloc"))) {
+    return cuda_malloc(ptr, size) == 0 ? ncclSuccess : ncclUnhandledCudaError;
+  }
+  void* p = nullptr;
+  if (posix_memalign(&p, 4096, size) != 0) return ncclSystemError;
+  *ptr = p;
+  return ncclSuccess;
+}
+
+SIMNCCL_EXPORT ncclResult_t pncclMemFree(void* ptr) {
+  if (!ptr) return ncclSuccess;
+  using FreeFn = int (*)(void*);
+  if (auto cuda_free = reinterpret_cast<FreeFn>(sim_runtime_symbol("cudaFree"))) {
+    return cuda_free(ptr) == 0 ? ncclSuccess : ncclUnhandledCudaError;
+  }
+  free(ptr);
+  return ncclSuccess;
+}
+
 SIMNCCL_EXPORT ncclResult_t pncclGroupStart() {
   ++t_group_depth;
   return ncclSuccess;
@@ -341,7 +466,11 @@ SIMNCCL_ALIAS(ncclGetUniqueId) ncclResult_t ncclGetUniqueId(ncclUniqueId*);
 SIMNCCL_ALIAS(ncclCommInitRank) ncclResult_t ncclCommInitRank(ncclComm_t*, int, ncclUniqueId, int);
 SIMNCCL_ALIAS(ncclCommInitRankConfig) ncclResult_t ncclCommInitRankConfig(ncclComm_t*, int, ncclUniqueId, int, ncclConfig_t*);
 SIMNCCL_ALIAS(ncclCommInitAll) ncclResult_t ncclCommInitAll(ncclComm_t*, int, const int*);
+SIMNCCL_ALIAS(ncclCommInitRankScalable) ncclResult_t ncclCommInitRankScalable(ncclComm_t*, int, int, int, ncclUniqueId*, ncclConfig_t*);
 SIMNCCL_ALIAS(ncclCommSplit) ncclResult_t ncclCommSplit(ncclComm_t, int, int, ncclComm_t*, ncclConfig_t*);
+SIMNCCL_ALIAS(ncclCommShrink) ncclResult_t ncclCommShrink(ncclComm_t, int*, int, ncclComm_t*, ncclConfig_t*, int);
+SIMNCCL_ALIAS(ncclMemAlloc) ncclResult_t ncclMemAlloc(void**, size_t);
+SIMNCCL_ALIAS(ncclMemFree) ncclResult_t ncclMemFree(void*);
 SIMNCCL_ALIAS(ncclCommFinalize) ncclResult_t ncclCommFinalize(ncclComm_t);
 SIMNCCL_ALIAS(ncclCommDestroy) ncclResult_t ncclCommDestroy(ncclComm_t);
 SIMNCCL_ALIAS(ncclCommAbort) ncclResult_t ncclCommAbort(ncclComm_t);

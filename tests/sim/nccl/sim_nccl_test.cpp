@@ -36,7 +36,34 @@ struct Shared {
   uint64_t end_ns[8];
 };
 
-void run_rank(int rank, int n, ncclUniqueId id, Shared* shared) {
+// Counts the calls that reach ncclBroadcast through the dynamic linker. In NCCL, ncclBcast
+// calls ncclBroadcast through the PLT (src/collectives.cc), so this definition, which
+// interposes the library's, sees those calls too.
+int g_broadcast_calls = 0;
+
+}  // namespace
+
+extern "C" ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, ncclDataType_t dtype, int root,
+                                      ncclComm_t comm, cudaStream_t stream) {
+  ++g_broadcast_calls;
+  return pncclBroadcast(send, recv, count, dtype, root, comm, stream);
+}
+
+namespace {
+
+// Waits out a non-blocking communicator's ncclInProgress; returns the number of polls.
+int settle(ncclComm_t comm, ncclResult_t* final_state) {
+  ncclResult_t state = ncclInProgress;
+  int polls = 0;
+  while (state == ncclInProgress && polls < 1000) {
+    if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) break;
+    ++polls;
+  }
+  *final_state = state;
+  return polls;
+}
+
+void run_rank(int rank, int n, ncclUniqueId id, ncclUniqueId id2, Shared* shared) {
   ncclComm_t comm = nullptr;
   NCCL_OK(ncclCommInitRank(&comm, n, id, rank));
   int count = 0, me = -1;
@@ -124,6 +151,71 @@ void run_rank(int rank, int n, ncclUniqueId id, Shared* shared) {
   CHECK(w == expect);
   NCCL_OK(ncclCommDestroy(half));
 
+  // ncclBcast: in place, from rank 0, through ncclBroadcast.
+  const int broadcasts_before = g_broadcast_calls;
+  std::vector<int32_t> bcast(33, rank == 0 ? 7 : -7);
+  NCCL_OK(ncclBcast(bcast.data(), bcast.size(), ncclInt32, 0, comm, stream));
+  CHECK(bcast[32] == 7);
+  CHECK(g_broadcast_calls == broadcasts_before + 1);
+
+  // Non-blocking (config.blocking = 0): ncclInProgress with the communicator already set,
+  // unusable until ncclCommGetAsyncError says ncclSuccess; ncclCommFinalize is in progress too.
+  ncclConfig_t nonblocking = NCCL_CONFIG_INITIALIZER;
+  nonblocking.blocking = 0;
+  ncclComm_t nb = nullptr;
+  CHECK(ncclCommSplit(comm, 0, rank, &nb, &nonblocking) == ncclInProgress);
+  CHECK(nb != nullptr);
+  int nb_count = 0;
+  CHECK(ncclCommCount(nb, &nb_count) == ncclInvalidArgument);
+  CHECK(ncclAllReduce(&v, &w, 1, ncclInt32, ncclSum, nb, stream) == ncclInvalidArgument);
+  ncclResult_t state = ncclInternalError;
+  CHECK(settle(nb, &state) >= 2);
+  CHECK(state == ncclSuccess);
+  NCCL_OK(ncclCommCount(nb, &nb_count));
+  CHECK(nb_count == n);
+  NCCL_OK(ncclAllReduce(&v, &w, 1, ncclInt32, ncclSum, nb, stream));
+  CHECK(w == n * (n - 1) / 2);
+  CHECK(ncclCommFinalize(nb) == ncclInProgress);
+  settle(nb, &state);
+  CHECK(state == ncclSuccess);
+  NCCL_OK(ncclCommDestroy(nb));
+
+  // A communicator from two ids, and the same non-blocking.
+  ncclUniqueId ids[2] = {id, id2};
+  ncclComm_t scalable = nullptr;
+  CHECK(ncclCommInitRankScalable(&scalable, n, rank, 2, ids, &nonblocking) == ncclInProgress);
+  settle(scalable, &state);
+  CHECK(state == ncclSuccess);
+  int scalable_rank = -1;
+  NCCL_OK(ncclCommUserRank(scalable, &scalable_rank));
+  CHECK(scalable_rank == rank);
+  int32_t one_each = 1, total = 0;
+  NCCL_OK(ncclAllReduce(&one_each, &total, 1, ncclInt32, ncclSum, scalable, stream));
+  CHECK(total == n);
+  NCCL_OK(ncclCommDestroy(scalable));
+
+  // Shrink rank 1 away; it does not call. The others close the gap in rank order.
+  if (rank != 1) {
+    int excluded = 1;
+    ncclComm_t shrunk = nullptr;
+    NCCL_OK(ncclCommShrink(comm, &excluded, 1, &shrunk, nullptr, NCCL_SHRINK_DEFAULT));
+    int shrunk_n = 0, shrunk_rank = -1;
+    NCCL_OK(ncclCommCount(shrunk, &shrunk_n));
+    NCCL_OK(ncclCommUserRank(shrunk, &shrunk_rank));
+    CHECK(shrunk_n == n - 1 && shrunk_rank == (rank == 0 ? 0 : rank - 1));
+    NCCL_OK(ncclAllReduce(&one_each, &total, 1, ncclInt32, ncclSum, shrunk, stream));
+    CHECK(total == n - 1);
+    NCCL_OK(ncclCommDestroy(shrunk));
+  }
+
+  // ncclMemAlloc: usable memory, at least the size asked for; ncclMemFree gives it back.
+  void* mem = nullptr;
+  NCCL_OK(ncclMemAlloc(&mem, 1000));
+  CHECK(mem != nullptr);
+  if (mem) memset(mem, 1, 1000);
+  NCCL_OK(ncclMemFree(mem));
+  CHECK(ncclMemAlloc(nullptr, 8) == ncclInvalidArgument);
+
   // Bad arguments are refused, not run.
   CHECK(ncclAllReduce(&v, &w, 1, static_cast<ncclDataType_t>(99), ncclSum, comm, stream) == ncclInvalidArgument);
   CHECK(ncclSend(&v, 1, ncclInt32, n + 3, comm, stream) == ncclInvalidArgument);
@@ -145,14 +237,14 @@ void run_rank(int rank, int n, ncclUniqueId id, Shared* shared) {
 
 int main() {
   for (int n : {4, 3}) {
-    ncclUniqueId id;
-    if (ncclGetUniqueId(&id) != ncclSuccess) return 1;
+    ncclUniqueId id, id2;
+    if (ncclGetUniqueId(&id) != ncclSuccess || ncclGetUniqueId(&id2) != ncclSuccess) return 1;
     auto* shared = static_cast<Shared*>(mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
     std::vector<pid_t> pids;
     for (int r = 0; r < n; ++r) {
       pid_t pid = fork();
       if (pid == 0) {
-        run_rank(r, n, id, shared);
+        run_rank(r, n, id, id2, shared);
         _exit(g_failures == 0 ? 0 : 1);
       }
       pids.push_back(pid);
