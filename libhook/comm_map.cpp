@@ -18,7 +18,7 @@ uint64_t fnv1a64(const void* data, size_t bytes, uint64_t seed) {
   return h == 0 ? 1 : h;  // 0 means "unknown communicator"
 }
 
-bool CommMap::insert(const void* comm, uint64_t id, int32_t rank, int32_t nranks, int32_t device) {
+bool CommMap::insert(const void* comm, uint64_t id, int32_t rank, int32_t nranks, int32_t device, bool unresolved) {
   auto key = reinterpret_cast<uintptr_t>(comm);
   if (key <= kBusy) return false;
   uint32_t start = slot_of(comm);
@@ -35,7 +35,10 @@ bool CommMap::insert(const void* comm, uint64_t id, int32_t rank, int32_t nranks
       s.nranks.store(nranks, std::memory_order_relaxed);
       s.device.store(device, std::memory_order_relaxed);
       s.sequence.store(0, std::memory_order_relaxed);
+      s.p2p_sequence.store(0, std::memory_order_relaxed);
       s.splits.store(0, std::memory_order_relaxed);
+      s.shrinks.store(0, std::memory_order_relaxed);
+      s.unresolved.store(unresolved, std::memory_order_relaxed);
       s.key.store(key, std::memory_order_release);
       return true;
     }
@@ -56,21 +59,39 @@ CommMap::Slot* CommMap::find(const void* comm) {
   return nullptr;
 }
 
-CommInfo CommMap::lookup(const void* comm, bool next_sequence) {
+CommInfo CommMap::lookup(const void* comm, SequenceKind next) {
   CommInfo info;
   Slot* s = find(comm);
   if (s == nullptr) return info;
   info.id = s->id.load(std::memory_order_relaxed);
+  // Acquire: a resolve() that cleared the flag published rank, nranks and device before it.
+  info.unresolved = s->unresolved.load(std::memory_order_acquire);
   info.rank = s->rank.load(std::memory_order_relaxed);
   info.nranks = s->nranks.load(std::memory_order_relaxed);
   info.device = s->device.load(std::memory_order_relaxed);
-  if (next_sequence) info.sequence = s->sequence.fetch_add(1, std::memory_order_relaxed);
+  if (next == SequenceKind::kCollective) info.sequence = s->sequence.fetch_add(1, std::memory_order_relaxed);
+  if (next == SequenceKind::kPointToPoint) info.sequence = s->p2p_sequence.fetch_add(1, std::memory_order_relaxed);
   return info;
+}
+
+void CommMap::resolve(const void* comm, int32_t rank, int32_t nranks, int32_t device) {
+  Slot* s = find(comm);
+  if (s == nullptr) return;
+  // Two threads resolving at once store the same answers.
+  s->rank.store(rank, std::memory_order_relaxed);
+  s->nranks.store(nranks, std::memory_order_relaxed);
+  s->device.store(device, std::memory_order_relaxed);
+  s->unresolved.store(false, std::memory_order_release);
 }
 
 uint64_t CommMap::next_split(const void* comm) {
   Slot* s = find(comm);
   return s == nullptr ? 0 : s->splits.fetch_add(1, std::memory_order_relaxed);
+}
+
+uint64_t CommMap::next_shrink(const void* comm) {
+  Slot* s = find(comm);
+  return s == nullptr ? 0 : s->shrinks.fetch_add(1, std::memory_order_relaxed);
 }
 
 void CommMap::erase(const void* comm) {

@@ -68,8 +68,13 @@ size_t dtype_bytes(int dtype) {
   }
 }
 
-bool counts_in_sequence(v1::NcclOp op) {
-  return op >= v1::NCCL_ALL_REDUCE && op <= v1::NCCL_SCATTER;
+// Which counter of its communicator a call takes a number from (comm_map.h says why two).
+// All-to-all, gather and scatter run as point-to-point work inside NCCL but every rank calls
+// them: they are collectives here.
+SequenceKind sequence_kind(v1::NcclOp op) {
+  if (op == v1::NCCL_SEND || op == v1::NCCL_RECV) return SequenceKind::kPointToPoint;
+  if (op >= v1::NCCL_ALL_REDUCE && op <= v1::NCCL_SCATTER) return SequenceKind::kCollective;
+  return SequenceKind::kNone;
 }
 
 // The post-call actions named in the table's comm column. Each returns what the record says
@@ -78,7 +83,7 @@ CommInfo after_init_rank(ncclResult_t rc, ncclComm_t* comm, const ncclUniqueId& 
   if (rc != ncclSuccess || comm == nullptr || *comm == nullptr) return {};
   uint64_t comm_id = fnv1a64(&id, sizeof(id));
   comms().insert(*comm, comm_id, rank, nranks, query_device(*comm));
-  return comms().lookup(*comm, false);
+  return comms().lookup(*comm);
 }
 
 CommInfo after_init_all(ncclResult_t rc, ncclComm_t* comm, int ndev) {
@@ -87,11 +92,11 @@ CommInfo after_init_all(ncclResult_t rc, ncclComm_t* comm, int ndev) {
   uint64_t key[3] = {static_cast<uint64_t>(getpid()), g_init_all_calls.fetch_add(1), monotonic_raw_ns()};
   uint64_t comm_id = fnv1a64(key, sizeof(key));
   for (int i = 0; i < ndev; ++i) comms().insert(comm[i], comm_id, i, ndev, query_device(comm[i]));
-  return comms().lookup(comm[0], false);
+  return comms().lookup(comm[0]);
 }
 
 CommInfo after_split(ncclResult_t rc, ncclComm_t parent, int color, ncclComm_t* newcomm) {
-  CommInfo parent_info = comms().lookup(parent, false);
+  CommInfo parent_info = comms().lookup(parent);
   uint64_t split = comms().next_split(parent);
   if (rc != ncclSuccess || newcomm == nullptr || *newcomm == nullptr) return parent_info;
   // Every rank of the parent splits in the same order with the same colour: same id.
@@ -99,18 +104,18 @@ CommInfo after_split(ncclResult_t rc, ncclComm_t parent, int color, ncclComm_t* 
   int32_t rank = -1, nranks = -1;
   query_rank(*newcomm, &rank, &nranks);
   comms().insert(*newcomm, fnv1a64(key, sizeof(key)), rank, nranks, query_device(*newcomm));
-  return comms().lookup(*newcomm, false);
+  return comms().lookup(*newcomm);
 }
 
 CommInfo forget_comm(ncclComm_t comm) {
-  CommInfo info = comms().lookup(comm, false);
+  CommInfo info = comms().lookup(comm);
   comms().erase(comm);
   return info;
 }
 
 CommInfo to_info(CommInfo info, v1::NcclOp) { return info; }
 CommInfo to_info(std::nullptr_t, v1::NcclOp) { return {}; }
-CommInfo to_info(ncclComm_t comm, v1::NcclOp op) { return comms().lookup(comm, counts_in_sequence(op)); }
+CommInfo to_info(ncclComm_t comm, v1::NcclOp op) { return comms().lookup(comm, sequence_kind(op)); }
 
 uint64_t stream_value(cudaStream_t s) { return reinterpret_cast<uint64_t>(s); }
 uint64_t stream_value(std::nullptr_t) { return 0; }

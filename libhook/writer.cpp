@@ -387,7 +387,9 @@ void Writer::write_host(const HostRecord& r) {
     n->set_thread_id(r.thread_id);
     n->set_start_ns(static_cast<int64_t>(r.start_ns));
     n->set_end_ns(static_cast<int64_t>(r.end_ns));
-    n->set_sequence(p.sequence);
+    // Send and recv are numbered apart from the collectives (comm_map.h).
+    if (p.op == v1::NCCL_SEND || p.op == v1::NCCL_RECV) n->set_p2p_sequence(p.sequence);
+    else n->set_sequence(p.sequence);
     n->set_return_value(p.return_value);
     n->set_device(p.device);
     n->set_group_depth(p.group_depth);

@@ -1,6 +1,7 @@
 // Reads a capture with gpuhook::CaptureReader and checks what the hook promises about it.
 //   capture_check FILE [--expect KIND=N]... [--min KIND=N]... [--nesting] [--kernels]
-//                      [--copies] [--nccl] [--nccl-device] [--header FIELD=VALUE]... [--allow-truncated]
+//                      [--copies] [--nccl] [--nccl-device] [--nccl-kernels] [--nccl-function NAME=N]...
+//                      [--header FIELD=VALUE]... [--allow-truncated]
 // KIND: kernel memcpy memset api sync nccl range memory overhead device footer drops.
 // Prints one "kind count" line per kind, then "FAIL: ..." lines; exit 0 when all checks hold.
 #include <algorithm>
@@ -42,6 +43,10 @@ int main(int argc, char** argv) {
   std::map<std::string, std::string> header_expect;
   bool nesting = false, kernels = false, copies = false, nccl = false, allow_truncated = false;
   bool nccl_device = false;  // every collective names its communicator's CUDA device
+  // Every successful collective and send/recv carries an external id that CUPTI tied to a
+  // kernel launched through the driver (cuLaunchKernelEx), as NCCL launches.
+  bool nccl_kernels = false;
+  std::map<std::string, uint64_t> nccl_functions;  // NcclCall records per entry-point name
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     auto kv = [&](std::map<std::string, uint64_t>& m) {
@@ -56,6 +61,8 @@ int main(int argc, char** argv) {
     else if (a == "--copies") copies = true;
     else if (a == "--nccl") nccl = true;
     else if (a == "--nccl-device") nccl_device = nccl = true;
+    else if (a == "--nccl-kernels") nccl_kernels = true;
+    else if (a == "--nccl-function") kv(nccl_functions);
     else if (a == "--allow-truncated") allow_truncated = true;
     else if (a == "--header") {
       std::string s = argv[++i];
@@ -184,8 +191,9 @@ int main(int argc, char** argv) {
   }
 
   if (nccl) {
-    // Per communicator and rank: collective sequence numbers are 0,1,2,...
-    std::map<std::pair<uint64_t, int32_t>, std::vector<uint64_t>> seqs;
+    // Per communicator and rank: collective sequence numbers are 0,1,2,..., and so are the
+    // send/recv numbers, counted apart (p2p_sequence).
+    std::map<std::pair<uint64_t, int32_t>, std::vector<uint64_t>> seqs, p2p_seqs;
     for (const auto& r : records) {
       if (!r.has_nccl()) continue;
       const v1::NcclCall& n = r.nccl();
@@ -193,19 +201,92 @@ int main(int argc, char** argv) {
       if (n.op() >= v1::NCCL_ALL_REDUCE && n.op() <= v1::NCCL_SCATTER) {
         if (n.comm_id() == 0) fail("a collective without a communicator id");
         if (nccl_device && n.device() < 0) fail("a collective without its communicator's device");
-        seqs[{n.comm_id(), n.rank()}].push_back(n.sequence());
+        const bool p2p = n.op() == v1::NCCL_SEND || n.op() == v1::NCCL_RECV;
+        if (p2p) p2p_seqs[{n.comm_id(), n.rank()}].push_back(n.p2p_sequence());
+        else seqs[{n.comm_id(), n.rank()}].push_back(n.sequence());
       }
     }
-    for (auto& [comm, s] : seqs) {
-      std::sort(s.begin(), s.end());
-      for (size_t i = 0; i < s.size(); ++i) {
-        if (s[i] != i) {
-          fail("communicator " + std::to_string(comm.first) + " rank " + std::to_string(comm.second) +
-               ": sequence numbers are not 0..n-1");
-          break;
+    for (auto* numbers : {&seqs, &p2p_seqs}) {
+      for (auto& [comm, s] : *numbers) {
+        std::sort(s.begin(), s.end());
+        for (size_t i = 0; i < s.size(); ++i) {
+          if (s[i] != i) {
+            fail("communicator " + std::to_string(comm.first) + " rank " + std::to_string(comm.second) +
+                 (numbers == &seqs ? ": collective" : ": send/recv") + " sequence numbers are not 0..n-1");
+            break;
+          }
         }
       }
     }
+  }
+  if (!nccl_functions.empty()) {
+    std::map<std::string, uint64_t> got;
+    for (const auto& r : records) {
+      if (r.has_nccl() && r.nccl().name_id() < strings.size()) got[strings[r.nccl().name_id()]]++;
+    }
+    for (const auto& [name, n] : nccl_functions) {
+      if (got[name] != n) fail(name + ": " + std::to_string(got[name]) + " records, want " + std::to_string(n));
+    }
+  }
+
+  if (nccl_kernels) {
+    constexpr uint32_t kCustom2 = 5;  // CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2, the hook's kind
+    std::multimap<uint64_t, uint32_t> correlations;  // external id -> CUPTI correlation id
+    std::map<uint32_t, const v1::ApiCall*> api_by_corr;
+    std::map<uint32_t, int> kernels_by_corr;
+    for (const auto& r : records) {
+      if (r.has_external_correlation() && r.external_correlation().kind() == kCustom2)
+        correlations.emplace(r.external_correlation().external_id(), r.external_correlation().correlation_id());
+      if (r.has_api()) api_by_corr[r.api().correlation_id()] = &r.api();
+      if (r.has_kernel()) kernels_by_corr[r.kernel().correlation_id()]++;
+    }
+    // A grouped call (group_depth > 0) launches nothing itself: its kernels come from the
+    // outermost ncclGroupEnd (group_depth 0) after it on its thread, under that call's id.
+    std::vector<std::pair<const v1::NcclCall*, uint64_t>> calls;  // call, id that launched for it
+    std::map<uint64_t, std::vector<size_t>> open_group;           // thread -> calls waiting for GroupEnd
+    for (const auto& r : records) {
+      if (!r.has_nccl()) continue;
+      const v1::NcclCall& n = r.nccl();
+      if (n.op() == v1::NCCL_GROUP_END && n.group_depth() == 0) {
+        for (size_t i : open_group[n.thread_id()]) calls[i].second = n.external_id();
+        open_group[n.thread_id()].clear();
+        continue;
+      }
+      const bool moves_data = n.op() >= v1::NCCL_ALL_REDUCE && n.op() <= v1::NCCL_SCATTER;
+      if (!moves_data || n.return_value() != 0) continue;
+      if (n.external_id() == 0) fail(std::string(v1::NcclOp_Name(n.op())) + ": no external correlation id");
+      calls.push_back({&n, n.group_depth() > 0 ? 0 : n.external_id()});
+      if (n.group_depth() > 0) open_group[n.thread_id()].push_back(calls.size() - 1);
+    }
+    uint64_t tied = 0;
+    for (const auto& [call, launching_id] : calls) {
+      const v1::NcclCall& n = *call;
+      const bool p2p = n.op() == v1::NCCL_SEND || n.op() == v1::NCCL_RECV;
+      const std::string what = std::string(v1::NcclOp_Name(n.op())) + (p2p ? " p2p_sequence " : " sequence ") +
+                               std::to_string(p2p ? n.p2p_sequence() : n.sequence());
+      if (n.external_id() == 0) continue;  // said above
+      if (launching_id == 0) {
+        fail(what + ": its group never ended");
+        continue;
+      }
+      bool kernel = false;
+      auto [lo, hi] = correlations.equal_range(launching_id);
+      for (auto it = lo; it != hi; ++it) {
+        if (kernels_by_corr.count(it->second) == 0) continue;
+        kernel = true;
+        auto api = api_by_corr.find(it->second);
+        const std::string name = api == api_by_corr.end() || api->second->name_id() >= strings.size()
+                                     ? std::string("(none)")
+                                     : strings[api->second->name_id()];
+        if (api == api_by_corr.end() || api->second->domain() != v1::API_DOMAIN_DRIVER ||
+            name.rfind("cuLaunchKernelEx", 0) != 0) {
+          fail(what + ": its kernel was launched by " + name + ", not the driver's cuLaunchKernelEx");
+        }
+      }
+      if (!kernel) fail(what + ": external id " + std::to_string(launching_id) + " leads to no kernel");
+      tied += kernel;
+    }
+    std::printf("nccl_tied %llu\n", static_cast<unsigned long long>(tied));
   }
   return failures == 0 ? 0 : 1;
 }

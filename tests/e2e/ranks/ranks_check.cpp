@@ -1,7 +1,10 @@
 // Checks a multi-rank job end to end: loads the captures (or a merged file), aligns them,
 // matches the collectives and names the straggler, then compares with what the test expects.
 //   ranks_check [--expect-straggler R|none] [--expect-offset CAPTURE:NS]... [--tolerance-ns N]
-//               [--min-collectives N] FILE...
+//               [--min-collectives N] [--expect-instances N] FILE...
+// --expect-instances N: exactly N collectives (communicator + sequence) across the job, each
+// with every rank of its communicator: a numbering that differs between ranks splits one
+// collective into several incomplete ones.
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +21,7 @@ int main(int argc, char** argv) {
   std::vector<std::pair<size_t, int64_t>> expect_offsets;
   int64_t tolerance_ns = 20'000;
   uint64_t min_collectives = 1;
+  int64_t expect_instances = -1;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--expect-straggler" && i + 1 < argc) {
@@ -29,6 +33,8 @@ int main(int argc, char** argv) {
       expect_offsets.push_back({std::stoul(v.substr(0, colon)), std::stoll(v.substr(colon + 1))});
     } else if (a == "--tolerance-ns" && i + 1 < argc) {
       tolerance_ns = std::stoll(argv[++i]);
+    } else if (a == "--expect-instances" && i + 1 < argc) {
+      expect_instances = std::stoll(argv[++i]);
     } else if (a == "--min-collectives" && i + 1 < argc) {
       min_collectives = std::stoull(argv[++i]);
     } else {
@@ -56,6 +62,21 @@ int main(int argc, char** argv) {
     int want = expect_straggler == "none" ? -1 : atoi(expect_straggler.c_str());
     if (sr.straggler != want) {
       fprintf(stderr, "FAIL: straggler %d, expected %s\n", sr.straggler, expect_straggler.c_str());
+      ++failures;
+    }
+  }
+  if (expect_instances >= 0) {
+    uint64_t incomplete = 0;
+    for (const gantt::CollectiveInstance& c : collectives) {
+      if (c.complete) continue;
+      ++incomplete;
+      fprintf(stderr, "FAIL: %s on communicator %016" PRIx64 " sequence %" PRIu64 ": %zu of %d ranks\n",
+              gantt::nccl_op_name(c.op), c.comm_id, c.sequence, c.arrivals.size(), c.nranks);
+    }
+    printf("collective instances: %zu, incomplete %" PRIu64 "\n", collectives.size(), incomplete);
+    if (incomplete > 0 || collectives.size() != static_cast<size_t>(expect_instances)) {
+      fprintf(stderr, "FAIL: %zu collectives (%" PRIu64 " incomplete), expected %" PRId64 " complete ones\n",
+              collectives.size(), incomplete, expect_instances);
       ++failures;
     }
   }

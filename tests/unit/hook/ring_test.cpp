@@ -87,18 +87,61 @@ TEST(CommMap, SameUniqueIdSameIdSequencesCount) {
   int comm_a = 0, comm_b = 0;
   ASSERT_TRUE(map.insert(&comm_a, id, 0, 2, 0));
   ASSERT_TRUE(map.insert(&comm_b, fnv1a64(unique_id, sizeof(unique_id)), 1, 2, 3));
-  EXPECT_EQ(map.lookup(&comm_a, false).id, map.lookup(&comm_b, false).id);
-  EXPECT_EQ(map.lookup(&comm_a, true).sequence, 0u);
-  EXPECT_EQ(map.lookup(&comm_a, true).sequence, 1u);
-  EXPECT_EQ(map.lookup(&comm_b, true).sequence, 0u);
-  EXPECT_EQ(map.lookup(&comm_b, false).rank, 1);
-  EXPECT_EQ(map.lookup(&comm_a, false).device, 0);
-  EXPECT_EQ(map.lookup(&comm_b, false).device, 3);
+  EXPECT_EQ(map.lookup(&comm_a).id, map.lookup(&comm_b).id);
+  EXPECT_EQ(map.lookup(&comm_a, SequenceKind::kCollective).sequence, 0u);
+  EXPECT_EQ(map.lookup(&comm_a, SequenceKind::kCollective).sequence, 1u);
+  EXPECT_EQ(map.lookup(&comm_b, SequenceKind::kCollective).sequence, 0u);
+  EXPECT_EQ(map.lookup(&comm_b).rank, 1);
+  EXPECT_EQ(map.lookup(&comm_a).device, 0);
+  EXPECT_EQ(map.lookup(&comm_b).device, 3);
   map.erase(&comm_a);
-  EXPECT_EQ(map.lookup(&comm_a, false).id, 0u);
-  EXPECT_EQ(map.lookup(&comm_b, false).nranks, 2);
+  EXPECT_EQ(map.lookup(&comm_a).id, 0u);
+  EXPECT_EQ(map.lookup(&comm_b).nranks, 2);
   unique_id[5] = 9;
   EXPECT_NE(fnv1a64(unique_id, sizeof(unique_id)), id);
+}
+
+TEST(CommMap, SendAndRecvAreNumberedApartFromCollectives) {
+  // Ranks 0 and 1 trade messages between two all-reduces, rank 2 does not: the second
+  // all-reduce must be number 1 on every rank.
+  CommMap map;
+  int rank0 = 0, rank2 = 0;
+  ASSERT_TRUE(map.insert(&rank0, 7, 0, 3, 0));
+  ASSERT_TRUE(map.insert(&rank2, 7, 2, 3, 0));
+  EXPECT_EQ(map.lookup(&rank0, SequenceKind::kCollective).sequence, 0u);
+  EXPECT_EQ(map.lookup(&rank2, SequenceKind::kCollective).sequence, 0u);
+  for (uint64_t i = 0; i < 5; ++i) EXPECT_EQ(map.lookup(&rank0, SequenceKind::kPointToPoint).sequence, i);
+  EXPECT_EQ(map.lookup(&rank0, SequenceKind::kCollective).sequence, 1u);
+  EXPECT_EQ(map.lookup(&rank2, SequenceKind::kCollective).sequence, 1u);
+  EXPECT_EQ(map.lookup(&rank0).sequence, 0u) << "a lookup without a kind takes no number";
+  EXPECT_EQ(map.lookup(&rank0, SequenceKind::kCollective).sequence, 2u);
+}
+
+TEST(CommMap, ANonBlockingCommunicatorIsKnownBeforeItCanSayItsRank) {
+  // ncclInProgress: the id is known at once, rank/size/device once NCCL answers.
+  CommMap map;
+  int comm = 0;
+  ASSERT_TRUE(map.insert(&comm, 9, -1, -1, -1, true));
+  CommInfo before = map.lookup(&comm, SequenceKind::kCollective);
+  EXPECT_EQ(before.id, 9u);
+  EXPECT_TRUE(before.unresolved);
+  map.resolve(&comm, 1, 4, 2);
+  CommInfo after = map.lookup(&comm, SequenceKind::kCollective);
+  EXPECT_FALSE(after.unresolved);
+  EXPECT_EQ(after.rank, 1);
+  EXPECT_EQ(after.nranks, 4);
+  EXPECT_EQ(after.device, 2);
+  EXPECT_EQ(after.sequence, 1u) << "resolving keeps the numbering";
+}
+
+TEST(CommMap, ShrinksAreCountedApartFromSplits) {
+  // The ranks a shrink excludes do not call it; their later splits must agree with the others'.
+  CommMap map;
+  int survivor = 0, excluded = 0;
+  ASSERT_TRUE(map.insert(&survivor, 5, 0, 2, 0));
+  ASSERT_TRUE(map.insert(&excluded, 5, 1, 2, 0));
+  EXPECT_EQ(map.next_shrink(&survivor), 0u);
+  EXPECT_EQ(map.next_split(&survivor), map.next_split(&excluded));
 }
 
 TEST(CommMap, ConcurrentInsertsAllFindable) {
@@ -111,7 +154,7 @@ TEST(CommMap, ConcurrentInsertsAllFindable) {
     });
   }
   for (auto& th : threads) th.join();
-  for (size_t i = 0; i < comms.size(); ++i) EXPECT_EQ(map.lookup(&comms[i], false).id, i + 100);
+  for (size_t i = 0; i < comms.size(); ++i) EXPECT_EQ(map.lookup(&comms[i]).id, i + 100);
 }
 
 }  // namespace
