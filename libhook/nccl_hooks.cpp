@@ -42,14 +42,6 @@ std::atomic<void*> g_real_comm_count{nullptr};
 std::atomic<void*> g_real_user_rank{nullptr};
 std::atomic<void*> g_real_cu_device{nullptr};
 
-void query_rank(ncclComm_t comm, int32_t* rank, int32_t* nranks) {
-  auto count = resolve<CountFn>(g_real_comm_count, "ncclCommCount");
-  auto user_rank = resolve<CountFn>(g_real_user_rank, "ncclCommUserRank");
-  int v = -1;
-  if (count != nullptr && count(comm, &v) == ncclSuccess) *nranks = v;
-  if (user_rank != nullptr && user_rank(comm, &v) == ncclSuccess) *rank = v;
-}
-
 // The communicator's CUDA device, -1 when this NCCL cannot say.
 int32_t query_device(ncclComm_t comm) {
   auto cu_device = resolve<CountFn>(g_real_cu_device, "ncclCommCuDevice");
@@ -77,12 +69,53 @@ SequenceKind sequence_kind(v1::NcclOp op) {
   return SequenceKind::kNone;
 }
 
+// Rank, size and device of a ready communicator; false while NCCL will not say (a
+// non-blocking one still in progress: ncclCommEnsureReady fails the queries).
+bool query_all(ncclComm_t comm, int32_t* rank, int32_t* nranks, int32_t* device) {
+  auto count = resolve<CountFn>(g_real_comm_count, "ncclCommCount");
+  auto user_rank = resolve<CountFn>(g_real_user_rank, "ncclCommUserRank");
+  int r = -1, n = -1;
+  if (count == nullptr || user_rank == nullptr || count(comm, &n) != ncclSuccess || user_rank(comm, &r) != ncclSuccess)
+    return false;
+  *rank = r;
+  *nranks = n;
+  *device = query_device(comm);
+  return true;
+}
+
+// nccl.h: with config.blocking = 0, the creating calls return ncclInProgress with the
+// communicator already set; it is as real as one returned with ncclSuccess.
+bool created(ncclResult_t rc, const ncclComm_t* comm) {
+  return (rc == ncclSuccess || rc == ncclInProgress) && comm != nullptr && *comm != nullptr;
+}
+
+// A communicator made from a parent (split, shrink): rank and size come from NCCL, now if it
+// can say, else at its first collective (CommMap::resolve).
+void register_child(ncclResult_t rc, ncclComm_t comm, uint64_t id) {
+  int32_t rank = -1, nranks = -1, device = -1;
+  const bool known = rc == ncclSuccess && query_all(comm, &rank, &nranks, &device);
+  comms().insert(comm, id, rank, nranks, device, !known);
+}
+
 // The post-call actions named in the table's comm column. Each returns what the record says
 // about the communicator.
 CommInfo after_init_rank(ncclResult_t rc, ncclComm_t* comm, const ncclUniqueId& id, int rank, int nranks) {
-  if (rc != ncclSuccess || comm == nullptr || *comm == nullptr) return {};
+  if (!created(rc, comm)) return {};
   uint64_t comm_id = fnv1a64(&id, sizeof(id));
-  comms().insert(*comm, comm_id, rank, nranks, query_device(*comm));
+  if (rc == ncclSuccess) comms().insert(*comm, comm_id, rank, nranks, query_device(*comm));
+  else comms().insert(*comm, comm_id, rank, nranks, -1, true);  // the device once it is ready
+  return comms().lookup(*comm);
+}
+
+// nccl.h: "The number of ncclUniqueIds and their order must be the same for every rank": the
+// ids in order name the communicator (with one id, the same name ncclCommInitRank gives).
+CommInfo after_init_scalable(ncclResult_t rc, ncclComm_t* comm, int nranks, int rank, int nid,
+                             const ncclUniqueId* ids) {
+  if (!created(rc, comm) || ids == nullptr || nid < 1) return {};
+  uint64_t comm_id = 1469598103934665603ull;
+  for (int i = 0; i < nid; ++i) comm_id = fnv1a64(&ids[i], sizeof(ids[i]), comm_id);
+  if (rc == ncclSuccess) comms().insert(*comm, comm_id, rank, nranks, query_device(*comm));
+  else comms().insert(*comm, comm_id, rank, nranks, -1, true);
   return comms().lookup(*comm);
 }
 
@@ -98,12 +131,24 @@ CommInfo after_init_all(ncclResult_t rc, ncclComm_t* comm, int ndev) {
 CommInfo after_split(ncclResult_t rc, ncclComm_t parent, int color, ncclComm_t* newcomm) {
   CommInfo parent_info = comms().lookup(parent);
   uint64_t split = comms().next_split(parent);
-  if (rc != ncclSuccess || newcomm == nullptr || *newcomm == nullptr) return parent_info;
+  if (!created(rc, newcomm)) return parent_info;
   // Every rank of the parent splits in the same order with the same colour: same id.
   uint64_t key[3] = {parent_info.id, split, static_cast<uint64_t>(static_cast<int64_t>(color))};
-  int32_t rank = -1, nranks = -1;
-  query_rank(*newcomm, &rank, &nranks);
-  comms().insert(*newcomm, fnv1a64(key, sizeof(key)), rank, nranks, query_device(*newcomm));
+  register_child(rc, *newcomm, fnv1a64(key, sizeof(key)));
+  return comms().lookup(*newcomm);
+}
+
+// ncclCommShrink is called by the ranks that stay, with one list of the ranks that go.
+CommInfo after_shrink(ncclResult_t rc, ncclComm_t parent, const int* exclude, int exclude_count,
+                      ncclComm_t* newcomm) {
+  CommInfo parent_info = comms().lookup(parent);
+  uint64_t shrink = comms().next_shrink(parent);
+  if (!created(rc, newcomm)) return parent_info;
+  // The survivors agree on the set of excluded ranks, not necessarily on its order.
+  uint64_t excluded = 0;
+  for (int i = 0; exclude != nullptr && i < exclude_count; ++i) excluded += fnv1a64(&exclude[i], sizeof(exclude[i]));
+  uint64_t key[4] = {parent_info.id, shrink, excluded, 0x736872696e6bull /* "shrink" */};
+  register_child(rc, *newcomm, fnv1a64(key, sizeof(key)));
   return comms().lookup(*newcomm);
 }
 
@@ -115,7 +160,17 @@ CommInfo forget_comm(ncclComm_t comm) {
 
 CommInfo to_info(CommInfo info, v1::NcclOp) { return info; }
 CommInfo to_info(std::nullptr_t, v1::NcclOp) { return {}; }
-CommInfo to_info(ncclComm_t comm, v1::NcclOp op) { return comms().lookup(comm, sequence_kind(op)); }
+CommInfo to_info(ncclComm_t comm, v1::NcclOp op) {
+  const SequenceKind kind = sequence_kind(op);
+  CommInfo info = comms().lookup(comm, kind);
+  // A non-blocking communicator is ready by the time the app moves data over it.
+  if (info.unresolved && kind != SequenceKind::kNone &&
+      query_all(comm, &info.rank, &info.nranks, &info.device)) {
+    comms().resolve(comm, info.rank, info.nranks, info.device);
+    info.unresolved = false;
+  }
+  return info;
+}
 
 uint64_t stream_value(cudaStream_t s) { return reinterpret_cast<uint64_t>(s); }
 uint64_t stream_value(std::nullptr_t) { return 0; }

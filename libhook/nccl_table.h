@@ -67,6 +67,16 @@
   X(ncclCommInitAll, NCCL_COMM_INIT, (ncclComm_t * comm, int ndev, const int* devlist),                    \
     (comm, ndev, devlist), 0, GPUHOOK_NCCL_NONE, GPUHOOK_NCCL_NONE, GPUHOOK_NCCL_NONE,                     \
     after_init_all(rc, comm, ndev), nullptr)                                                               \
+  X(ncclCommInitRankScalable, NCCL_COMM_INIT,                                                              \
+    (ncclComm_t * newcomm, int nranks, int myrank, int nId, ncclUniqueId* commIds, ncclConfig_t* config),   \
+    (newcomm, nranks, myrank, nId, commIds, config), 0, GPUHOOK_NCCL_NONE, GPUHOOK_NCCL_NONE,              \
+    GPUHOOK_NCCL_NONE, after_init_scalable(rc, newcomm, nranks, myrank, nId, commIds), nullptr)            \
+  X(ncclCommShrink, NCCL_COMM_INIT,                                                                        \
+    (ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,                   \
+     ncclConfig_t* config, int shrinkFlags),                                                               \
+    (comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags), 0, GPUHOOK_NCCL_NONE,       \
+    GPUHOOK_NCCL_NONE, GPUHOOK_NCCL_NONE, after_shrink(rc, comm, excludeRanksList, excludeRanksCount, newcomm), \
+    nullptr)                                                                                               \
   X(ncclCommSplit, NCCL_COMM_INIT,                                                                         \
     (ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config),                      \
     (comm, color, key, newcomm, config), 0, GPUHOOK_NCCL_NONE, GPUHOOK_NCCL_NONE, GPUHOOK_NCCL_NONE,       \
