@@ -17,6 +17,12 @@
      ncclComm_t comm, cudaStream_t stream),                                                                \
     (sendbuff, recvbuff, count, datatype, root, comm, stream), count, datatype, GPUHOOK_NCCL_NONE, root,   \
     comm, stream)                                                                                          \
+  /* The deprecated in-place broadcast. NCCL implements it as a call of ncclBroadcast        */ \
+  /* through the PLT (src/collectives.cc): the re-entry guard keeps that inner call from     */ \
+  /* becoming a second record and taking a second sequence number.                           */ \
+  X(ncclBcast, NCCL_BROADCAST,                                                                             \
+    (void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream),   \
+    (buff, count, datatype, root, comm, stream), count, datatype, GPUHOOK_NCCL_NONE, root, comm, stream)   \
   X(ncclReduce, NCCL_REDUCE,                                                                               \
     (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,          \
      int root, ncclComm_t comm, cudaStream_t stream),                                                      \

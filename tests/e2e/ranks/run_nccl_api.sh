@@ -61,7 +61,7 @@ case $mode in
     done
     ;;
   bcast)
-    each_rank --nccl-function ncclBcast=1 --nccl-function ncclBroadcast=0
+    each_rank --nccl --nccl-function ncclBcast=1 --nccl-function ncclBroadcast=0
     ;;
   kernels)
     each_rank --nccl-kernels
