@@ -19,6 +19,7 @@ struct NcclPayload {
   uint64_t comm_id;
   uint64_t stream;
   uint64_t sequence;  // send/recv: the communicator's point-to-point number; else its collective number
+  uint64_t external_id;  // pushed as CUPTI external correlation id around the call; 0 = none
   int32_t datatype;
   int32_t reduce_op;
   int32_t root_or_peer;

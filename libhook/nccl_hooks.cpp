@@ -1,6 +1,7 @@
-// NCCL interposition: the wrappers are generated from nccl_table.h. Each wrapper reads the
-// clock, calls the real function (found with dlsym(RTLD_NEXT)), reads the clock again and
-// writes one HostRecord. errno and the return value are the real function's.
+// NCCL interposition: the wrappers are generated from nccl_table.h. Each wrapper pushes a
+// fresh CUPTI external correlation id, reads the clock, calls the real function (found with
+// dlsym(RTLD_NEXT)), reads the clock again, pops the id and writes one HostRecord. errno and
+// the return value are the real function's.
 #include <dlfcn.h>
 #include <nccl.h>
 
@@ -12,6 +13,7 @@
 #include "capture.pb.h"
 #include "clock.h"
 #include "comm_map.h"
+#include "cupti_tracer.h"
 #include "nccl_table.h"
 #include "recorder.h"
 #include "visibility.h"
@@ -25,6 +27,7 @@ CommMap& comms() {
 }
 
 std::atomic<uint64_t> g_init_all_calls{0};
+std::atomic<uint64_t> g_last_external_id{0};
 
 using CountFn = ncclResult_t (*)(const ncclComm_t, int*);
 
@@ -176,7 +179,8 @@ uint64_t stream_value(cudaStream_t s) { return reinterpret_cast<uint64_t>(s); }
 uint64_t stream_value(std::nullptr_t) { return 0; }
 
 void record_call(v1::NcclOp op, const char* function, uint64_t count, int dtype, int reduce_op, int root_or_peer,
-                 const CommInfo& info, uint64_t stream, uint64_t start_ns, uint64_t end_ns, ncclResult_t rc) {
+                 const CommInfo& info, uint64_t stream, uint64_t start_ns, uint64_t end_ns, ncclResult_t rc,
+                 uint64_t external_id) {
   HostRecord* r = begin_record();
   if (r == nullptr) return;
   r->kind = HostKind::kNccl;
@@ -190,6 +194,7 @@ void record_call(v1::NcclOp op, const char* function, uint64_t count, int dtype,
   p.comm_id = info.id;
   p.stream = stream;
   p.sequence = info.sequence;
+  p.external_id = external_id;
   p.datatype = dtype;
   p.reduce_op = reduce_op;
   p.root_or_peer = root_or_peer;
@@ -201,6 +206,14 @@ void record_call(v1::NcclOp op, const char* function, uint64_t count, int dtype,
   p.op = static_cast<uint8_t>(op);
   end_record();
 }
+
+// The id the wrapper pushes as CUPTI external correlation id around the real call: CUPTI then
+// writes one EXTERNAL_CORRELATION record (id, correlation id) for each CUDA call made inside
+// on this thread, NCCL's cuLaunchKernelEx among them. That ties the call to its kernel with no
+// guess by thread or time. Grouped calls launch nothing themselves: NCCL launches the group's
+// kernels inside the outermost ncclGroupEnd, whose record carries its own id and ends the
+// group (group_depth 0); the CLI gives the group's calls the kernels of that id.
+uint64_t next_external_id() { return g_last_external_id.fetch_add(1, std::memory_order_relaxed) + 1; }
 
 void adjust_group_depth(v1::NcclOp op) {
   if (op == v1::NCCL_GROUP_START) ++t_state.group_depth;
@@ -247,14 +260,17 @@ namespace v1 = gpuhook::v1;
     }                                                                                                             \
     ReentryGuard guard;                                                                                           \
     if (!g_nccl_enabled.load(std::memory_order_relaxed) || !guard.entered()) return real args;                    \
+    const uint64_t external_id = next_external_id();                                                              \
+    const bool pushed = push_external_correlation(external_id);                                                   \
     uint64_t start_ns = now_ns();                                                                                 \
     ncclResult_t rc = real args;                                                                                  \
     uint64_t end_ns = now_ns();                                                                                   \
     int saved_errno = errno;                                                                                      \
+    if (pushed) pop_external_correlation();                                                                       \
     adjust_group_depth(v1::op);                                                                                   \
     record_call(v1::op, #name, static_cast<uint64_t>(count_expr), static_cast<int>(dtype_expr),                   \
                 static_cast<int>(redop_expr), static_cast<int>(root_expr), to_info(comm_expr, v1::op),            \
-                stream_value(stream_expr), start_ns, end_ns, rc);                                                 \
+                stream_value(stream_expr), start_ns, end_ns, rc, pushed ? external_id : 0);                       \
     errno = saved_errno;                                                                                          \
     return rc;                                                                                                    \
   }

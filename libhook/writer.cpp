@@ -391,6 +391,7 @@ void Writer::write_host(const HostRecord& r) {
     if (p.op == v1::NCCL_SEND || p.op == v1::NCCL_RECV) n->set_p2p_sequence(p.sequence);
     else n->set_sequence(p.sequence);
     n->set_return_value(p.return_value);
+    n->set_external_id(p.external_id);
     n->set_device(p.device);
     n->set_group_depth(p.group_depth);
     if (!in_window(rec) || !open_file()) return;

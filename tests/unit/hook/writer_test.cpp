@@ -88,6 +88,38 @@ class WriterTest : public ::testing::Test {
   Config config;
 };
 
+TEST_F(WriterTest, NcclCallsKeepTheirExternalIdAndNumberSendRecvApart) {
+  Writer w(config, facts());
+  auto push_nccl = [&](v1::NcclOp op, uint64_t sequence, uint64_t external_id) {
+    HostRecord* r = begin_record();
+    ASSERT_NE(r, nullptr);
+    std::memset(r, 0, sizeof(*r));
+    r->kind = HostKind::kNccl;
+    r->thread_id = 77;
+    r->start_ns = 5000;
+    r->end_ns = 6000;
+    r->nccl.function = op == v1::NCCL_SEND ? "ncclSend" : "ncclAllReduce";
+    r->nccl.op = static_cast<uint8_t>(op);
+    r->nccl.sequence = sequence;
+    r->nccl.external_id = external_id;
+    end_record();
+  };
+  push_nccl(v1::NCCL_ALL_REDUCE, 3, 41);
+  push_nccl(v1::NCCL_SEND, 8, 42);
+  w.drain_once(true, false);
+  w.finish();
+  std::vector<v1::NcclCall> calls;
+  for (const v1::Record& r : read_back())
+    if (r.has_nccl()) calls.push_back(r.nccl());
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0].sequence(), 3u);
+  EXPECT_EQ(calls[0].p2p_sequence(), 0u);
+  EXPECT_EQ(calls[0].external_id(), 41u);
+  EXPECT_EQ(calls[1].sequence(), 0u) << "a send takes no collective number";
+  EXPECT_EQ(calls[1].p2p_sequence(), 8u);
+  EXPECT_EQ(calls[1].external_id(), 42u);
+}
+
 TEST_F(WriterTest, NothingRecordedMeansNoFile) {
   Writer w(config, facts());
   w.drain_once(true, true);
