@@ -28,6 +28,15 @@ void push(std::vector<T>& v, U&& x) {
 
 uint64_t t(bool has, int64_t v) { return has && v > 0 ? static_cast<uint64_t>(v) : 0; }
 
+// CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2 (cupti_activity.h): the kind the hook pushes its
+// NCCL ids under; ids of other kinds belong to other tools (kineto uses CUSTOM0/1).
+constexpr uint32_t kHookExternalKind = 5;
+
+struct RawExternal {
+  uint64_t external_id;
+  uint32_t correlation_id;
+};
+
 struct RawRange {
   v1::RangeType type;
   uint32_t domain;
@@ -48,6 +57,7 @@ struct ModelBuilder::Impl {
   std::vector<uint32_t> local_to_model;  // capture string id -> model string id
   std::unordered_map<uint64_t, uint32_t> thread_rows;
   std::vector<RawRange> raw_ranges;
+  std::vector<RawExternal> raw_external;
   std::vector<ClockPair> pairs;
 
   explicit Impl(Model& model) : m(model) {
@@ -125,6 +135,7 @@ struct ModelBuilder::Impl {
   void join();
   void build_ranges();
   void join_nccl(const std::vector<uint32_t>& event_of_api);
+  void join_nccl_by_external_id();
   void occupancy();
   void demangle_names();
 };
@@ -225,6 +236,8 @@ void ModelBuilder::Impl::add(const v1::Record& r) {
       push(nc.end_ns, e);
       push(nc.return_value, n.return_value());
       push(nc.event, kNone);
+      push(nc.external_id, n.external_id());
+      push(nc.group_depth, n.group_depth());
       see(s);
       see(e);
       break;
@@ -234,6 +247,12 @@ void ModelBuilder::Impl::add(const v1::Record& r) {
       const uint64_t ts = t(g.has_time_ns(), g.time_ns());
       push(raw_ranges, RawRange{g.type(), g.domain_id(), g.name_id(), thread_row(g.thread_id()), ts, g.range_id()});
       see(ts);
+      break;
+    }
+    case v1::Record::kExternalCorrelation: {
+      const auto& x = r.external_correlation();
+      if (x.kind() == kHookExternalKind && x.external_id() != 0 && x.correlation_id() != 0)
+        push(raw_external, RawExternal{x.external_id(), x.correlation_id()});
       break;
     }
     case v1::Record::kThread: {
@@ -411,12 +430,130 @@ void ModelBuilder::Impl::build_ranges() {
   }
 }
 
+namespace {
+
+// The kernel family an NCCL call runs in (mangled names start _Z<len>ncclDevKernel_<family>).
+// All-to-all, gather, scatter and send/recv run as point-to-point work: SendRecv.
+const char* kernel_family(uint8_t op) {
+  switch (op) {
+    case v1::NCCL_ALL_REDUCE: return "ncclDevKernel_AllReduce";
+    case v1::NCCL_BROADCAST: return "ncclDevKernel_Broadcast";
+    case v1::NCCL_REDUCE: return "ncclDevKernel_Reduce_";
+    case v1::NCCL_ALL_GATHER: return "ncclDevKernel_AllGather";
+    case v1::NCCL_REDUCE_SCATTER: return "ncclDevKernel_ReduceScatter";
+    case v1::NCCL_SEND: case v1::NCCL_RECV: case v1::NCCL_ALL_TO_ALL: case v1::NCCL_GATHER: case v1::NCCL_SCATTER:
+      return "ncclDevKernel_SendRecv";
+    default: return nullptr;
+  }
+}
+
+bool point_to_point(uint8_t op) { return op == v1::NCCL_SEND || op == v1::NCCL_RECV; }
+
+}  // namespace
+
+// The hook pushes an id of its own as CUPTI external correlation id around each NCCL call;
+// CUPTI writes (id, correlation id) for every CUDA call inside, the kernel launch among them.
+// So: NCCL call -> id -> correlation ids -> kernels. Grouped calls launch nothing themselves:
+// NCCL launches a group's kernels inside the outermost ncclGroupEnd (the record with
+// group_depth 0), so the calls of a group (group_depth > 0) take the kernels of the GroupEnd
+// that follows them on their thread (the hook's own thread ids, on both records). Within a
+// group, a call takes a kernel of its family (AllReduce, SendRecv, ...): a collective one of
+// its own, in call order; point-to-point calls share their SendRecv kernel.
+void ModelBuilder::Impl::join_nccl_by_external_id() {
+  NcclTable& nc = m.nccl;
+  EventTable& e = m.events;
+  if (raw_external.empty()) return;
+  std::unordered_map<uint32_t, uint32_t> kernel_of_corr;
+  for (size_t i = ev0; i < e.size(); ++i)
+    if (e.kind[i] == EventKind::kKernel && e.correlation_id[i] != 0)
+      kernel_of_corr.emplace(e.correlation_id[i], static_cast<uint32_t>(i));
+  std::unordered_map<uint64_t, std::vector<uint32_t>> kernels_of;  // external id -> kernel events
+  for (const RawExternal& x : raw_external) {
+    auto it = kernel_of_corr.find(x.correlation_id);
+    if (it != kernel_of_corr.end()) kernels_of[x.external_id].push_back(it->second);
+  }
+  std::vector<uint32_t> rows(nc.size() - nc0);
+  std::iota(rows.begin(), rows.end(), static_cast<uint32_t>(nc0));
+  std::stable_sort(rows.begin(), rows.end(), [&](uint32_t a, uint32_t b) {
+    return std::tie(nc.thread[a], nc.start_ns[a]) < std::tie(nc.thread[b], nc.start_ns[b]);
+  });
+  std::map<uint64_t, std::vector<uint32_t>> calls_of;  // launching id -> NCCL rows; ordered for determinism
+  std::vector<uint32_t> group;                          // the open group's calls on this thread
+  uint32_t thread = kNone;
+  for (uint32_t n : rows) {
+    if (nc.thread[n] != thread) {
+      group.clear();
+      thread = nc.thread[n];
+    }
+    if (nc.op[n] == v1::NCCL_GROUP_END && nc.group_depth[n] == 0) {
+      if (nc.external_id[n] != 0) {
+        std::vector<uint32_t>& unit = calls_of[nc.external_id[n]];
+        unit.insert(unit.end(), group.begin(), group.end());
+        unit.push_back(n);
+      }
+      group.clear();
+    } else if (nc.group_depth[n] > 0) {
+      group.push_back(n);
+    } else if (nc.external_id[n] != 0) {
+      calls_of[nc.external_id[n]].push_back(n);
+    }
+  }
+  for (auto& [id, calls] : calls_of) {
+    auto kit = kernels_of.find(id);
+    if (kit == kernels_of.end()) continue;  // no kernel recorded (lost, or none launched): no guess
+    std::vector<uint32_t>& kernels = kit->second;
+    // Launch order: CUPTI numbers a process's API calls in order.
+    std::sort(kernels.begin(), kernels.end(),
+              [&](uint32_t a, uint32_t b) { return e.correlation_id[a] < e.correlation_id[b]; });
+    kernels.erase(std::unique(kernels.begin(), kernels.end()), kernels.end());
+    std::vector<bool> taken(kernels.size(), false);
+    std::vector<uint64_t> bytes(kernels.size(), 0);
+    auto family_of = [&](size_t k, const char* family) {
+      return family != nullptr && m.strings[e.name[kernels[k]]].find(family) != std::string::npos;
+    };
+    for (uint32_t n : calls) {
+      const uint8_t op = nc.op[n];
+      if (op == v1::NCCL_GROUP_START || op == v1::NCCL_COMM_INIT || op == v1::NCCL_COMM_DESTROY) continue;
+      if (op == v1::NCCL_GROUP_END) {
+        if (nc.group_depth[n] > 0) continue;  // an inner end launches nothing
+        nc.event[n] = kernels.front();  // the first of the kernels it launched
+        continue;
+      }
+      const char* family = kernel_family(op);
+      const bool shares = point_to_point(op);
+      size_t pick = kernels.size();
+      for (size_t k = 0; k < kernels.size() && pick == kernels.size(); ++k)
+        if (family_of(k, family) && (shares || !taken[k])) pick = k;
+      for (size_t k = 0; k < kernels.size() && pick == kernels.size(); ++k)
+        if (!taken[k]) pick = k;  // a kernel NCCL named otherwise (e.g. a fused Generic one)
+      if (pick == kernels.size()) pick = 0;
+      taken[pick] = true;
+      bytes[pick] += nc.bytes[n];
+      nc.event[n] = kernels[pick];
+    }
+    for (size_t k = 0; k < kernels.size(); ++k) {
+      e.kind[kernels[k]] = EventKind::kNccl;
+      if (taken[k]) e.bytes[kernels[k]] = bytes[k];
+    }
+  }
+}
+
 void ModelBuilder::Impl::join_nccl(const std::vector<uint32_t>& event_of_api) {
-  // The hook sees ncclAllReduce enter/exit on the host; CUPTI sees the NCCL kernel it
-  // launched. The kernel is the first launch on the same thread inside the call.
   NcclTable& nc = m.nccl;
   ApiTable& api = m.api;
-  if (nc.size() == nc0) return;
+  if (nc.size() == nc0) {
+    raw_external.clear();
+    return;
+  }
+  // A capture whose CUPTI wrote no external correlation records (the kind refused) falls back
+  // for every call.
+  const bool have_external = !raw_external.empty();
+  join_nccl_by_external_id();
+  raw_external.clear();
+  raw_external.shrink_to_fit();
+  // Captures from before external ids: the kernel is the first launch on the same thread
+  // inside the call. That needs CUPTI's thread id to be the hook's (gettid); by default
+  // CUPTI reports pthread_self() instead, and grouped calls launch nothing themselves.
   std::vector<uint32_t> launches;  // api rows that launched a kernel, by (thread, start)
   for (size_t i = api0; i < api.size(); ++i) {
     const uint32_t ev = event_of_api[i - api0];
@@ -426,7 +563,7 @@ void ModelBuilder::Impl::join_nccl(const std::vector<uint32_t>& event_of_api) {
     return std::tie(api.thread[a], api.start_ns[a], a) < std::tie(api.thread[b], api.start_ns[b], b);
   });
   for (size_t n = nc0; n < nc.size(); ++n) {
-    if (nc.start_ns[n] == 0) continue;
+    if (nc.start_ns[n] == 0 || (have_external && nc.external_id[n] != 0)) continue;
     const uint32_t th = nc.thread[n];
     auto it = std::lower_bound(launches.begin(), launches.end(), std::make_pair(th, nc.start_ns[n]),
                                [&](uint32_t row, const std::pair<uint32_t, uint64_t>& key) {
@@ -499,6 +636,7 @@ void ModelBuilder::Impl::finish(const gpuhook::Integrity& integrity) {
   occupancy();
   demangle_names();
   local_to_model.clear();
+  raw_external.clear();
   thread_rows.clear();
   pairs.clear();
   open = false;

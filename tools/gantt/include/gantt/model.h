@@ -139,7 +139,9 @@ struct NcclTable {
   std::vector<uint64_t> start_ns;
   std::vector<uint64_t> end_ns;
   std::vector<int32_t> return_value;
-  std::vector<uint32_t> event;
+  std::vector<uint32_t> event;         // the kernel it ran (for a grouped call, one its ncclGroupEnd launched)
+  std::vector<uint64_t> external_id;   // the hook's CUPTI external correlation id; 0 = none (older captures)
+  std::vector<uint32_t> group_depth;   // > 0 inside ncclGroupStart/End
 
   size_t size() const { return capture.size(); }
 };
