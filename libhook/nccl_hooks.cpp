@@ -261,7 +261,9 @@ namespace v1 = gpuhook::v1;
     ReentryGuard guard;                                                                                           \
     if (!g_nccl_enabled.load(std::memory_order_relaxed) || !guard.entered()) return real args;                    \
     const uint64_t external_id = next_external_id();                                                              \
+    const int entry_errno = errno; /* CUPTI's push must not change what the real call sees */                     \
     const bool pushed = push_external_correlation(external_id);                                                   \
+    errno = entry_errno;                                                                                          \
     uint64_t start_ns = now_ns();                                                                                 \
     ncclResult_t rc = real args;                                                                                  \
     uint64_t end_ns = now_ns();                                                                                   \
