@@ -7,10 +7,22 @@
 
 namespace gpuhook::hook {
 
-enum class HostKind : uint8_t { kNone = 0, kNccl = 1, kRange = 2, kThreadName = 3 };
+// kNameMore: the continuation of a long name (see RangePayload).
+enum class HostKind : uint8_t { kNone = 0, kNccl = 1, kRange = 2, kThreadName = 3, kNameMore = 4 };
 
-// Range names are copied into the record because NVTX strings live only for the call.
+// Range names are copied into the record because NVTX strings live only for the call. Most
+// names fit the record itself; a longer one (up to kMaxNameBytes, below) continues in
+// kNameMore records that follow it in the same ring and are committed with it in one step, so
+// the writer always drains the head and all its continuations together. Short names cost
+// nothing more; the hot path never allocates for any name.
 inline constexpr size_t kInlineNameBytes = 56;
+inline constexpr size_t kMoreNameBytes = 96;  // name bytes in one kNameMore record
+// The longest name kept whole (README.md, "NVTX names"). A longer one keeps its first
+// kMaxNameBytes bytes, cut back to a whole UTF-8 character, with name_truncated set; the writer
+// then ends it with kCutMarker. 56 + 43 * 96 bytes hold it: 44 records, well inside the
+// smallest ring (64).
+inline constexpr size_t kMaxNameBytes = 4096;
+inline constexpr char kCutMarker[] = "\xE2\x80\xA6";  // U+2026 HORIZONTAL ELLIPSIS
 
 struct NcclPayload {
   const char* function;  // static string: the entry point's name
@@ -33,16 +45,23 @@ struct NcclPayload {
 };
 
 struct RangePayload {
-  const void* domain;             // a DomainName* of ours, nullptr = default domain
-  const void* registered_name;    // a RegisteredName* of ours, when the name was registered
+  const void* domain;             // an InternedName* (nvtx_names.h), nullptr = the global domain
+  const void* registered_name;    // an InternedName*, when the name was registered
   uint64_t range_id;              // START/END pairing
   uint32_t color;
   uint32_t category;
   uint8_t type;                   // gpuhook::v1::RangeType
   uint8_t source;                 // 0 NVTX, 1 gpuhook.h
   uint8_t name_bytes;             // bytes used in name[]
-  uint8_t name_truncated;
+  uint8_t name_truncated;         // the name was cut: the writer marks it
+  uint16_t name_total_bytes;      // the whole name: name[] and the continuations
+  uint16_t more_records;          // kNameMore records that follow this one
   char name[kInlineNameBytes];
+};
+
+// The next kMoreNameBytes of a name; the last one holds the rest.
+struct NameMorePayload {
+  char text[kMoreNameBytes];
 };
 
 struct HostRecord {
@@ -54,12 +73,13 @@ struct HostRecord {
   union {
     NcclPayload nccl;
     RangePayload range;
+    NameMorePayload name_more;
   };
 };
 
 // One cache-line pair per record: small enough that a ring of 8192 is 1 MiB, large enough
 // for a short range name without a pointer into the app's memory.
 static_assert(sizeof(HostRecord) == 128, "HostRecord must stay 128 bytes");
-static_assert(sizeof(RangePayload) <= 96 && sizeof(NcclPayload) <= 96);
+static_assert(sizeof(RangePayload) <= 96 && sizeof(NcclPayload) <= 96 && sizeof(NameMorePayload) <= 96);
 
 }  // namespace gpuhook::hook

@@ -8,7 +8,7 @@
 namespace gpuhook::hook {
 
 int64_t g_clock_offset_ns = 0;
-__thread ThreadState t_state __attribute__((tls_model("initial-exec"))) = {nullptr, 0, 0, 0, -1, 0, false, false};
+__thread ThreadState t_state __attribute__((tls_model("initial-exec"))) = {nullptr, 0, 0, -1, 0, false, false, nullptr};
 
 namespace {
 
@@ -71,6 +71,33 @@ void end_record() {
   // Every half ring, ask the writer to drain now rather than at its next tick: a burst then
   // fills rings without dropping. One futex wake per capacity/2 records, never per record.
   if (t_state.ring->commit() % (t_state.ring->capacity() / 2) == 0) {
+    if (auto wake = recorder().wake_writer.load(std::memory_order_relaxed)) wake();
+  }
+}
+
+HostRecord* begin_records(uint32_t n) {
+  Recorder& r = recorder();
+  if (!r.enabled.load(std::memory_order_acquire)) return nullptr;
+  Ring* ring = ring_for_this_thread();
+  if (ring == nullptr || n > ring->capacity()) return nullptr;
+  if (ring->has_room(n)) return ring->slot(0);
+  if (r.config->on_full != OnFull::kBlock) return nullptr;
+  while (r.writer_alive.load(std::memory_order_acquire)) {
+    if (auto wake = r.wake_writer.load(std::memory_order_acquire)) wake();
+    timespec pause{0, 50'000};
+    nanosleep(&pause, nullptr);
+    if (ring->has_room(n)) return ring->slot(0);
+  }
+  return nullptr;
+}
+
+HostRecord* reserved_record(uint32_t i) { return t_state.ring->slot(i); }
+
+void end_records(uint32_t n) {
+  // As end_record: a wake each time the head passes a half-ring mark.
+  uint64_t half = t_state.ring->capacity() / 2;
+  uint64_t head = t_state.ring->commit(n);
+  if (head / half != (head - n) / half) {
     if (auto wake = recorder().wake_writer.load(std::memory_order_relaxed)) wake();
   }
 }

@@ -22,19 +22,22 @@ struct Recorder {
 
 Recorder& recorder();
 
+struct DomainStacks;  // nvtx_hooks.cpp
+
 // Everything a hook keeps per thread, in one initial-exec TLS block: one TLS access per call
 // instead of a __tls_get_addr per variable (measured on the NVTX path). 40 bytes fit the
 // static TLS surplus glibc keeps for libraries loaded by dlopen (CUDA_INJECTION64_PATH).
 struct ThreadState {
   Ring* ring;
   uint64_t tid;
-  int32_t nvtx_depth;     // NVTX push/pop depth (NVTX returns it)
-  int32_t domain_depth;   // the same for domain push/pop
+  int32_t nvtx_depth;     // NVTX push/pop depth of the global domain (NVTX returns it)
   int32_t close_depth;    // capture window: depth whose pop closes it, -1 = none
   uint32_t group_depth;   // NCCL ncclGroupStart nesting
   bool ring_failed;
   bool in_hook;
+  DomainStacks* domains;  // push/pop depths in named NVTX domains, allocated at the first push
 };
+static_assert(sizeof(ThreadState) <= 40, "ThreadState must fit the static TLS surplus");
 extern __thread ThreadState t_state __attribute__((tls_model("initial-exec")));
 
 // Linux thread id, cached per thread (gettid is a syscall).
@@ -45,6 +48,13 @@ uint64_t this_thread_id();
 HostRecord* begin_record();
 // Publishes the record begun on this thread.
 void end_record();
+// A record and the n-1 continuation records of its name, published together by end_records(n)
+// (see Ring::has_room). nullptr when they do not fit: in block mode after waiting for the
+// writer as begin_record does, in drop mode at once and without counting a drop, so that the
+// caller can still write one record with a cut name.
+HostRecord* begin_records(uint32_t n);
+HostRecord* reserved_record(uint32_t i);  // record i of those begun, 0 = the first
+void end_records(uint32_t n);
 
 // Marks this thread's ring retired (thread exit) and forgets it.
 void release_thread_ring();

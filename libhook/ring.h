@@ -26,9 +26,21 @@ class Ring {
     }
     return &slots_[head & mask_];
   }
+  // A record and the continuations of its long name: true when n records are free. They are
+  // then slot(0) .. slot(n-1) and are published together by commit(n), so the writer, which
+  // drains everything committed, never sees a head without all its continuations.
+  bool has_room(uint64_t n) {
+    uint64_t head = head_.load(std::memory_order_relaxed);
+    if (head + n - tail_cache_ > capacity_) {
+      tail_cache_ = tail_.load(std::memory_order_acquire);
+      if (head + n - tail_cache_ > capacity_) return false;
+    }
+    return true;
+  }
+  HostRecord* slot(uint64_t i) { return &slots_[(head_.load(std::memory_order_relaxed) + i) & mask_]; }
   // Returns the new head (records ever committed to this ring).
-  uint64_t commit() {
-    uint64_t head = head_.load(std::memory_order_relaxed) + 1;
+  uint64_t commit(uint64_t n = 1) {
+    uint64_t head = head_.load(std::memory_order_relaxed) + n;
     head_.store(head, std::memory_order_release);
     return head;
   }

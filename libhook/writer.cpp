@@ -368,7 +368,33 @@ uint32_t Writer::intern_pointer(const void* key, const char* s) {
   return id;
 }
 
-void Writer::write_host(const HostRecord& r) {
+void Writer::write_host(const HostRecord& record) {
+  // A name longer than one record: the head waits here for the kNameMore records behind it in
+  // the same ring. The hook commits them in one step and a drain takes everything committed,
+  // so they arrive together, in order, in one drain.
+  if (record.kind == HostKind::kNameMore) {
+    if (long_name_more_ == 0) return;  // a continuation without its head: nothing to join
+    size_t total = long_name_head_.range.name_total_bytes;
+    size_t left = total > long_name_.size() ? total - long_name_.size() : 0;
+    long_name_.append(record.name_more.text, std::min(left, kMoreNameBytes));
+    if (--long_name_more_ != 0) return;
+  } else if ((record.kind == HostKind::kRange || record.kind == HostKind::kThreadName) &&
+             record.range.more_records != 0) {
+    long_name_head_ = record;
+    long_name_.assign(record.range.name, std::min<size_t>(record.range.name_bytes, kInlineNameBytes));
+    long_name_more_ = record.range.more_records;
+    return;
+  } else {
+    long_name_more_ = 0;
+  }
+  const HostRecord& r = record.kind == HostKind::kNameMore ? long_name_head_ : record;
+  std::string_view name;
+  if (r.kind == HostKind::kRange || r.kind == HostKind::kThreadName) {
+    if (&r != &long_name_head_) long_name_.assign(r.range.name, std::min<size_t>(r.range.name_bytes, kInlineNameBytes));
+    // A name the hook had to cut says so: it ends in "…" (README.md, NVTX names).
+    if (r.range.name_truncated) long_name_ += kCutMarker;
+    name = long_name_;
+  }
   v1::Record rec;
   // Names are interned only after the window test, so the file holds no unused strings.
   if (r.kind == HostKind::kNccl) {
@@ -410,19 +436,19 @@ void Writer::write_host(const HostRecord& r) {
     if (p.domain != nullptr) g->set_domain_id(intern_pointer(p.domain, *static_cast<const char* const*>(p.domain)));
     if (p.registered_name != nullptr) {
       g->set_name_id(intern_pointer(p.registered_name, *static_cast<const char* const*>(p.registered_name)));
-    } else if (p.name_bytes != 0) {
-      g->set_name_id(file_->intern(std::string_view(p.name, p.name_bytes)));
+    } else if (!name.empty()) {
+      g->set_name_id(file_->intern(name));
     }
   } else if (r.kind == HostKind::kThreadName) {
     // A thread name alone never creates the file; names given before it exists (or before
     // the capture window opened) are written right after the header.
     if (!file_) {
       if (pending_thread_names_.size() < 4096) {
-        pending_thread_names_.emplace_back(r.thread_id, std::string(r.range.name, r.range.name_bytes));
+        pending_thread_names_.emplace_back(r.thread_id, std::string(name));
       }
       return;
     }
-    write_thread_name(r.thread_id, std::string_view(r.range.name, r.range.name_bytes));
+    write_thread_name(r.thread_id, name);
     return;
   } else {
     return;

@@ -114,6 +114,11 @@ class Writer final : private RecordSink {
   NameCacheEntry name_cache_[kNameCacheSlots];
   uint32_t last_device_ = UINT32_MAX;
   std::vector<std::pair<uint64_t, std::string>> pending_thread_names_;
+  // A name longer than one record, being joined: its head record, the text so far and the
+  // continuation records still to come (host_record.h).
+  HostRecord long_name_head_{};
+  std::string long_name_;
+  uint32_t long_name_more_ = 0;
   uint64_t emitted_ = 0;
   std::unordered_set<uint32_t> devices_seen_;
   uint64_t invalid_times_ = 0;

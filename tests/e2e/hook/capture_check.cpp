@@ -2,6 +2,8 @@
 //   capture_check FILE [--expect KIND=N]... [--min KIND=N]... [--nesting] [--kernels]
 //                      [--copies] [--nccl] [--nccl-device] [--nccl-kernels] [--nccl-function NAME=N]...
 //                      [--header FIELD=VALUE]... [--allow-truncated]
+//                      [--domain-nesting] [--range-name NAME=N]... [--domain-name NAME=N]...
+//                      [--range-color NAME=ARGB]... [--range-category NAME=N]...
 // KIND: kernel memcpy memset api sync nccl range memory overhead device footer drops.
 // Prints one "kind count" line per kind, then "FAIL: ..." lines; exit 0 when all checks hold.
 #include <algorithm>
@@ -43,6 +45,13 @@ int main(int argc, char** argv) {
   std::map<std::string, std::string> header_expect;
   bool nesting = false, kernels = false, copies = false, nccl = false, allow_truncated = false;
   bool nccl_device = false;  // every collective names its communicator's CUDA device
+  bool domain_nesting = false;  // like --nesting, for every domain: one stack per (thread, domain)
+  // Ranges by name: how many push/start/mark records carry it, their colour and category.
+  std::map<std::string, uint64_t> name_expect, domain_expect, color_expect, category_expect;
+  auto named = [&](std::map<std::string, uint64_t>& m, const std::string& s) {
+    size_t eq = s.rfind('=');  // names may hold '=', numbers do not
+    m[s.substr(0, eq)] = std::strtoull(s.c_str() + eq + 1, nullptr, 0);
+  };
   // Every successful collective and send/recv carries an external id that CUPTI tied to a
   // kernel launched through the driver (cuLaunchKernelEx), as NCCL launches.
   bool nccl_kernels = false;
@@ -64,6 +73,11 @@ int main(int argc, char** argv) {
     else if (a == "--nccl-kernels") nccl_kernels = true;
     else if (a == "--nccl-function") kv(nccl_functions);
     else if (a == "--allow-truncated") allow_truncated = true;
+    else if (a == "--domain-nesting") domain_nesting = true;
+    else if (a == "--range-name") named(name_expect, argv[++i]);
+    else if (a == "--domain-name") named(domain_expect, argv[++i]);
+    else if (a == "--range-color") named(color_expect, argv[++i]);
+    else if (a == "--range-category") named(category_expect, argv[++i]);
     else if (a == "--header") {
       std::string s = argv[++i];
       size_t eq = s.find('=');
@@ -150,6 +164,58 @@ int main(int argc, char** argv) {
     }
     for (const auto& [tid, d] : depth) {
       if (d != 0) fail("thread " + std::to_string(tid) + " ends with " + std::to_string(d) + " open ranges");
+    }
+  }
+
+  if (domain_nesting) {
+    // NVTX keeps one push/pop stack per thread per domain (nvToolsExt.h:64-65).
+    std::map<std::pair<uint64_t, uint32_t>, int> depth;
+    for (const auto& r : records) {
+      if (!r.has_range()) continue;
+      const v1::Range& g = r.range();
+      auto key = std::make_pair(g.thread_id(), g.domain_id());
+      if (g.type() == v1::RANGE_PUSH) depth[key]++;
+      if (g.type() == v1::RANGE_POP && --depth[key] < 0) {
+        fail("a pop without a push in domain " + std::to_string(g.domain_id()));
+      }
+    }
+    for (const auto& [key, d] : depth) {
+      if (d != 0) fail("domain " + std::to_string(key.second) + " ends with " + std::to_string(d) + " open ranges");
+    }
+  }
+
+  if (!name_expect.empty() || !domain_expect.empty() || !color_expect.empty() || !category_expect.empty()) {
+    auto text = [&](uint32_t id) { return id < strings.size() ? strings[id] : std::string(); };
+    std::map<std::string, uint64_t> names, domains;
+    for (const auto& r : records) {
+      if (!r.has_range() || r.range().type() == v1::RANGE_POP || r.range().type() == v1::RANGE_END) continue;
+      const v1::Range& g = r.range();
+      const std::string name = text(g.name_id());
+      names[name]++;
+      if (g.domain_id() != 0) domains[text(g.domain_id())]++;
+      auto c = color_expect.find(name);
+      if (c != color_expect.end() && g.color() != c->second) {
+        fail("range '" + name + "' has colour " + std::to_string(g.color()) + ", want " + std::to_string(c->second));
+      }
+      auto k = category_expect.find(name);
+      if (k != category_expect.end() && g.category() != k->second) {
+        fail("range '" + name + "' has category " + std::to_string(g.category()) + ", want " + std::to_string(k->second));
+      }
+    }
+    auto shown = [](const std::string& s) {
+      return s.size() <= 80 ? s : s.substr(0, 40) + "...(" + std::to_string(s.size()) + " bytes)..." + s.substr(s.size() - 20);
+    };
+    for (const auto& [name, n] : name_expect) {
+      if (names[name] == n) continue;
+      std::string seen;
+      for (const auto& [other, m] : names) seen += " '" + shown(other) + "' x" + std::to_string(m);
+      fail("range name '" + shown(name) + "': " + std::to_string(names[name]) + " != " + std::to_string(n) + "; names:" + seen);
+    }
+    for (const auto& [name, n] : domain_expect) {
+      if (domains[name] == n) continue;
+      std::string seen;
+      for (const auto& [other, m] : domains) seen += " '" + shown(other) + "' x" + std::to_string(m);
+      fail("domain '" + shown(name) + "': " + std::to_string(domains[name]) + " != " + std::to_string(n) + "; domains:" + seen);
     }
   }
 

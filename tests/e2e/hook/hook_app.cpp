@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <nccl.h>
 #include <nvtx3/nvToolsExt.h>
+#include <nvtx3/nvtx3.hpp>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +22,132 @@
 #include "gpuhook/gpuhook.h"
 
 namespace {
+
+nvtxEventAttributes_t ascii_attr(const char* name, uint32_t argb = 0, uint32_t category = 0) {
+  nvtxEventAttributes_t attr{};
+  attr.version = NVTX_VERSION;
+  attr.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  attr.messageType = NVTX_MESSAGE_TYPE_ASCII;
+  attr.message.ascii = name;
+  attr.category = category;
+  if (argb != 0) {
+    attr.colorType = NVTX_COLOR_ARGB;
+    attr.color = argb;
+  }
+  return attr;
+}
+
+struct named_domain {
+  static constexpr char const* name{"app-named"};
+};
+
+// nvtx3::scoped_range pushes and pops through nvtxDomainRangePushEx/Pop with the null handle
+// of the global domain (nvtx3.hpp:2120, 2178, 2187), which is the domain of the core calls
+// (nvToolsExt.h:1545); a named domain keeps a stack of its own (nvToolsExt.h:1564). Twelve
+// ranges per iteration; the levels NVTX returns go to stderr as "levels: ..." (without a tool
+// NVTX answers -2 to every push and pop, so they cannot be compared on stdout).
+void nvtx_domain_iterations(int n) {
+  nvtxDomainHandle_t other = nvtxDomainCreateA("app-other");
+  std::string levels;
+  auto level = [&](int v) { levels += std::to_string(v) + " "; };
+  for (int i = 0; i < n; ++i) {
+    levels.clear();
+    nvtx3::scoped_range step{nvtx3::event_attributes{"step", nvtx3::argb{0xff, 0x20, 0x40, 0x60}, nvtx3::category{7}}};
+    nvtx3::scoped_range_in<named_domain> named{"named"};
+    nvtxEventAttributes_t a = ascii_attr("null-push");
+    level(nvtxDomainRangePushEx(nullptr, &a));
+    level(nvtxRangePop());  // a core pop ends the null-domain push
+    level(nvtxRangePushA("core-push"));
+    level(nvtxDomainRangePop(nullptr));  // a null-domain pop ends the core push
+    nvtxEventAttributes_t d = ascii_attr("domain-outer", 0xff00ff00, 3);
+    nvtxDomainHandle_t app = nvtx3::domain::get<named_domain>();
+    level(nvtxDomainRangePushEx(app, &d));
+    level(nvtxRangePushA("core-inner"));
+    level(nvtxDomainRangePop(app));  // ends domain-outer while core-inner is still open
+    level(nvtxRangePop());
+    level(nvtxDomainRangePop(other));  // nothing pushed in that domain
+  }
+  level(nvtxRangePop());  // all popped: nothing left in the global domain
+  level(nvtxDomainRangePop(nullptr));
+  std::fprintf(stderr, "levels: %s\n", levels.c_str());
+  nvtxDomainDestroy(other);
+}
+
+// A deterministic name of `bytes` bytes: "abc...xyz0123456789" repeated.
+std::string pattern_name(size_t bytes) {
+  static const char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  std::string s(bytes, ' ');
+  for (size_t i = 0; i < bytes; ++i) s[i] = kAlphabet[i % (sizeof(kAlphabet) - 1)];
+  return s;
+}
+
+// Names past the record's inline bytes, past the limit, and wide ones, in the "C" locale the
+// program starts in (no setlocale): every range is pushed and popped once.
+void nvtx_names() {
+  std::string long_name = pattern_name(300);
+  nvtxRangePushA(long_name.c_str());
+  nvtxRangePop();
+  std::string huge = pattern_name(100 * 1024);
+  nvtxRangePushA(huge.c_str());
+  nvtxRangePop();
+  nvtxRangePushW(L"schritt-\u00fc-\u6b65");
+  nvtxRangePop();
+  nvtxDomainHandle_t wide_domain = nvtxDomainCreateW(L"dom\u00e4ne-\u57df");
+  nvtxEventAttributes_t a{};
+  a.version = NVTX_VERSION;
+  a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  a.messageType = NVTX_MESSAGE_TYPE_UNICODE;
+  a.message.unicode = L"\u6b65-wide-in-domain-\U0001F680";
+  nvtxDomainRangePushEx(wide_domain, &a);
+  nvtxDomainRangePop(wide_domain);
+  std::string long_registered = pattern_name(200);
+  nvtxStringHandle_t reg = nvtxDomainRegisterStringA(wide_domain, long_registered.c_str());
+  a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+  a.message.registered = reg;
+  nvtxDomainMarkEx(wide_domain, &a);
+  nvtxDomainDestroy(wide_domain);
+}
+
+long rss_kib() {
+  long pages = 0, resident = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+// Libraries that create a domain per object (a communicator, a stream wrapper) and destroy it
+// with the object: the hook's memory must not grow with the number of cycles.
+void domain_cycle(int i) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "churn-%d", i % 8);
+  nvtxDomainHandle_t d = nvtxDomainCreateA(name);
+  nvtxStringHandle_t s = nvtxDomainRegisterStringA(d, "churn-mark");
+  nvtxEventAttributes_t a{};
+  a.version = NVTX_VERSION;
+  a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+  a.message.registered = s;
+  nvtxDomainMarkEx(d, &a);
+  nvtxDomainRangePushEx(d, &a);
+  nvtxDomainRangePop(d);
+  nvtxDomainDestroy(d);
+}
+
+// Two rounds of n cycles after a warm-up. The first round also grows what is bounded but
+// large (the writer's chunk buffer, up to 4 MiB, and zstd's tables: about 10 MiB measured);
+// the second shows what each cycle costs.
+void nvtx_domain_churn(int n) {
+  for (int i = 0; i < 1000; ++i) domain_cycle(i);  // rings, writer tables, malloc arenas
+  long start = rss_kib();
+  for (int i = 0; i < n; ++i) domain_cycle(i);
+  long middle = rss_kib();
+  for (int i = 0; i < n; ++i) domain_cycle(i);
+  long end = rss_kib();
+  std::fprintf(stderr, "domain churn: 2 x %d cycles, rss %ld -> %ld -> %ld KiB, growth %ld KiB then %ld KiB\n", n,
+               start, middle, end, middle - start, end - middle);
+}
 
 void nvtx_iterations(int n) {
   nvtxDomainHandle_t domain = nvtxDomainCreateA("app-domain");
@@ -164,6 +291,21 @@ int main(int argc, char** argv) {
     nvtx_iterations(n);
     std::printf("nvtx done %d\n", n);
     return 7;
+  }
+  if (mode == "nvtx_domains") {
+    nvtx_domain_iterations(n);
+    std::printf("nvtx_domains done %d\n", n);
+    return 0;
+  }
+  if (mode == "nvtx_names") {
+    nvtx_names();
+    std::printf("nvtx_names done\n");
+    return 0;
+  }
+  if (mode == "nvtx_domain_churn") {
+    nvtx_domain_churn(n);
+    std::printf("nvtx_domain_churn done %d\n", n);
+    return 0;
   }
   if (mode == "nccl") {
     int rc = nccl_calls(n);

@@ -208,6 +208,46 @@ case $case_name in
     pair GPUHOOK_RANGE=nvtx:outer@3-4 -- "$app" nvtx 10
     check "$(capture)" --expect range=$((2 * ranges_per_iteration)) --nesting
     ;;
+  nvtx_domains)
+    # nvtx3::scoped_range (the global domain through nvtxDomain*(NULL, ...)) mixed with core
+    # pushes and pops, and a named domain interleaved with the core stack.
+    pair -- "$app" nvtx_domains 10
+    gpuhook_lines 1
+    check "$(capture)" --expect range=$((10 * 12)) --nesting --domain-nesting --range-name step=10 \
+      --range-color step=0xff204060 --range-category step=7 --range-color domain-outer=0xff00ff00 \
+      --range-category domain-outer=3 --domain-name app-named=20
+    # Levels NVTX returns: the 0-based level pushed or popped, -1 for a pop of an empty stack.
+    grep -qx 'levels: 1 1 1 1 1 1 1 1 -1 -1 -1 ' hooked.err || fail "push/pop levels: $(grep '^levels' hooked.err)"
+    ;;
+  range_nvtx_scoped)
+    # A window named after an nvtx3::scoped_range: occurrences 2 and 3 of "step".
+    pair GPUHOOK_RANGE=nvtx:step@2-3 -- "$app" nvtx_domains 5
+    check "$(capture)" --expect range=$((2 * 12)) --nesting --domain-nesting --range-name step=2
+    ;;
+  nvtx_names)
+    pair -- "$app" nvtx_names
+    gpuhook_lines 1
+    alphabet=abcdefghijklmnopqrstuvwxyz0123456789
+    pattern() { yes "$alphabet" | tr -d '\n' | head -c "$1"; }
+    # Names up to 4096 bytes are kept whole; a longer one keeps 4096 bytes and ends in "…".
+    check "$(capture)" --nesting --domain-nesting --expect range=9 \
+      --range-name "$(pattern 300)=1" --range-name "$(pattern 4096)…=1" \
+      --range-name "schritt-ü-步=1" --range-name "步-wide-in-domain-🚀=1" --range-name "$(pattern 200)=1" \
+      --domain-name "domäne-域=2"
+    ;;
+  nvtx_domain_churn)
+    # 2 x 100,000 domains created, used and destroyed: after the first round has grown the
+    # bounded buffers (the writer's chunk, zstd), the second must cost next to nothing.
+    # Block mode: no record is dropped, so the counts are exact.
+    pair GPUHOOK_ON_FULL=block -- "$app" nvtx_domain_churn 100000
+    gpuhook_lines 1
+    growth=$(sed -n 's/^domain churn: .* then \(-\?[0-9]*\) KiB$/\1/p' hooked.err)
+    echo "hooked: $(grep '^domain churn' hooked.err); plain: $(grep '^domain churn' plain.err)"
+    [ -n "$growth" ] || fail "no RSS figure on stderr"
+    [ -n "$growth" ] && [ "$growth" -le 1024 ] || fail "RSS grew by $growth KiB over the second 100,000 domain cycles (limit 1024)"
+    # Cycles i % 8 == 0 of the 1,000 warm-up and 2 x 100,000 measured ones, a mark and a push each.
+    check "$(capture)" --domain-nesting --expect range=$((3 * 201000)) --domain-name churn-0=$((2 * (125 + 2 * 12500)))
+    ;;
   range_api)
     pair GPUHOOK_RANGE=cudaProfilerApi -- "$app" range_api 5
     check "$(capture)" --expect range=$((5 * ranges_per_iteration)) --nesting

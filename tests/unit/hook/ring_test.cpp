@@ -58,6 +58,30 @@ TEST(Ring, ProducerAndConsumerOnTwoThreadsLoseNothingInOrder) {
   EXPECT_EQ(expected, kCount);
 }
 
+TEST(Ring, ARecordAndItsContinuationsArePublishedTogether) {
+  Ring ring(64);
+  // 60 records in and 50 out: the next group of 44 wraps around the end of the slots.
+  for (int i = 0; i < 60; ++i) {
+    ring.reserve()->start_ns = 1;
+    ring.commit();
+  }
+  ring.drain([](const HostRecord&) {}, 50);
+  EXPECT_FALSE(ring.has_room(55));  // 10 still unread: 54 free
+  ASSERT_TRUE(ring.has_room(44));
+  for (uint64_t i = 0; i < 44; ++i) ring.slot(i)->start_ns = 100 + i;
+  // Nothing is visible to the writer before the one commit.
+  uint64_t seen_before = 0;
+  ring.drain([&](const HostRecord&) { ++seen_before; });
+  EXPECT_EQ(seen_before, 10u);
+  ring.commit(44);
+  std::vector<uint64_t> seen;
+  ring.drain([&](const HostRecord& r) { seen.push_back(r.start_ns); });
+  ASSERT_EQ(seen.size(), 44u);
+  for (size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], 100 + i);
+  EXPECT_TRUE(ring.has_room(64));
+  EXPECT_FALSE(ring.has_room(65));
+}
+
 TEST(RingRegistry, ReusesADrainedRetiredRingOnly) {
   RingRegistry reg;
   Ring* a = reg.acquire(64);

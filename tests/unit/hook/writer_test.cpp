@@ -10,6 +10,7 @@
 #include <map>
 
 #include "cupti_convert.h"
+#include "nvtx_names.h"
 #include "recorder.h"
 
 namespace gpuhook::hook {
@@ -201,6 +202,89 @@ TEST_F(WriterTest, RingOverflowIsCountedInTheFile) {
   }
   EXPECT_EQ(ranges, 64);
   EXPECT_EQ(ring_drops, 36u);
+}
+
+// Range names as the capture holds them, in record order (push/mark/start only).
+std::vector<std::string> range_names(const std::string& path) {
+  std::vector<std::string> names;
+  CaptureReader reader(path);
+  v1::Record r;
+  std::vector<v1::Record> ranges;
+  while (reader.next(r)) {
+    if (r.has_range()) ranges.push_back(r);
+  }
+  for (const auto& g : ranges) names.push_back(reader.strings().at(g.range().name_id()));
+  return names;
+}
+
+std::string pattern(size_t bytes) {
+  std::string s(bytes, ' ');
+  for (size_t i = 0; i < bytes; ++i) s[i] = static_cast<char>('a' + i % 26);
+  return s;
+}
+
+void write_named(const std::string& name, uint64_t t, bool cut = false, HostKind kind = HostKind::kRange) {
+  RangeEvent e;
+  e.kind = kind;
+  e.type = v1::RANGE_MARK;
+  e.name = name.data();
+  e.name_bytes = name.size();
+  e.name_cut = cut;
+  e.thread_id = 77;
+  e.time_ns = t;
+  write_range_event(e);
+}
+
+TEST_F(WriterTest, LongNamesArriveWholeAndCutNamesSaySo) {
+  Writer w(config, facts());
+  const std::string short_name = pattern(56), long_name = pattern(300), longest = pattern(kMaxNameBytes);
+  write_named(short_name, 100);
+  write_named(long_name, 200);
+  w.drain_once(false, false);
+  write_named(longest, 300, /*cut=*/true);  // 44 records: most of this 64-record ring
+  w.drain_once(false, false);
+  write_named(pattern(5) + "\xC3\xBC", 400);  // ends in a two-byte character
+  w.finish();
+  std::string path;
+  read_back(&path);
+  auto names = range_names(path);
+  ASSERT_EQ(names.size(), 4u);
+  EXPECT_EQ(names[0], short_name);
+  EXPECT_EQ(names[1], long_name);
+  EXPECT_EQ(names[2], longest + "\xE2\x80\xA6");
+  EXPECT_EQ(names[3], pattern(5) + "\xC3\xBC");
+}
+
+TEST_F(WriterTest, ANameWithoutRoomForItsContinuationsKeepsOneRecordMarkedCut) {
+  Writer w(config, facts());
+  for (int i = 0; i < 40; ++i) write_named("x", 100 + static_cast<uint64_t>(i));  // 24 of 64 left
+  // 3,057 bytes need 33 records; the second 步 (bytes 54-56) straddles the record's 56.
+  std::string name = pattern(51) + "\xE6\xAD\xA5\xE6\xAD\xA5" + pattern(3000);
+  write_named(name, 500);
+  w.finish();
+  std::string path;
+  read_back(&path);
+  auto names = range_names(path);
+  ASSERT_EQ(names.size(), 41u);
+  // Cut at a whole character (54 bytes), never inside the second 步, and marked.
+  EXPECT_EQ(names[40], pattern(51) + "\xE6\xAD\xA5" + "\xE2\x80\xA6");
+}
+
+TEST_F(WriterTest, ALongThreadNameIsJoinedToo) {
+  Writer w(config, facts());
+  write_named(pattern(10), 100);  // the file exists before the thread name arrives
+  w.drain_once(false, false);
+  write_named(pattern(200), 150, false, HostKind::kThreadName);
+  w.finish();
+  std::string path;
+  read_back(&path);
+  CaptureReader reader(path);
+  v1::Record r;
+  std::string thread_name;
+  while (reader.next(r)) {
+    if (r.has_thread()) thread_name = reader.strings().at(r.thread().name_id());
+  }
+  EXPECT_EQ(thread_name, pattern(200));
 }
 
 TEST_F(WriterTest, CaptureWindowKeepsOnlyRecordsInside) {
