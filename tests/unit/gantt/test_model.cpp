@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <string>
 
 #include "fabricate.h"
 #include "gantt/model.h"
@@ -92,6 +94,42 @@ TEST(ModelJoin, AttachesInnermostRangeOfLaunchingThread) {
   ASSERT_EQ(m.ranges.size(), 2u);
   EXPECT_EQ(m.ranges.end_ns[0], 9000u);
   EXPECT_EQ(m.ranges.depth[1], 1u);
+}
+
+TEST(ModelJoin, PushesAndPopsPairWithinTheirOwnDomain) {
+  // NVTX keeps one stack per thread per domain (nvToolsExt.h:64-65): a pop in domain "lib"
+  // ends lib's range even while a core range pushed after it is still open.
+  enum : uint32_t { kOuter = 1, kLibRange = 2, kInner = 3, kLib = 4 };
+  gantt::Model m;
+  gantt::ModelBuilder b(m);
+  b.begin_capture("domains.gpuh");
+  b.add(header());
+  b.add(string_def(kOuter, "outer"));
+  b.add(string_def(kLibRange, "lib-range"));
+  b.add(string_def(kInner, "inner"));
+  b.add(string_def(kLib, "lib"));
+  auto in_lib = [](v1::Record r) {
+    r.mutable_range()->set_domain_id(kLib);
+    return r;
+  };
+  b.add(range(v1::RANGE_PUSH, kOuter, 100, 1000));
+  b.add(in_lib(range(v1::RANGE_PUSH, kLibRange, 100, 1100)));
+  b.add(range(v1::RANGE_PUSH, kInner, 100, 1200));
+  b.add(in_lib(range(v1::RANGE_POP, 0, 100, 1300)));  // ends lib-range, not inner
+  b.add(range(v1::RANGE_POP, 0, 100, 1400));            // ends inner
+  b.add(range(v1::RANGE_POP, 0, 100, 1500));            // ends outer
+  b.add(in_lib(range(v1::RANGE_POP, 0, 100, 1600)));  // lib's stack is empty
+  b.end_capture({});
+  ASSERT_EQ(m.ranges.size(), 3u);
+  std::map<std::string, size_t> row;
+  for (size_t i = 0; i < m.ranges.size(); ++i) row[std::string(m.string(m.ranges.name[i]))] = i;
+  EXPECT_EQ(m.ranges.end_ns[row["outer"]], 1500u);
+  EXPECT_EQ(m.ranges.end_ns[row["lib-range"]], 1300u);
+  EXPECT_EQ(m.ranges.end_ns[row["inner"]], 1400u);
+  EXPECT_EQ(m.ranges.depth[row["inner"]], 1u);
+  EXPECT_EQ(m.ranges.depth[row["lib-range"]], 0u);  // the first range of its domain
+  EXPECT_EQ(m.ranges.parent[row["inner"]], row["outer"]);
+  EXPECT_EQ(m.captures[0].unbalanced_range_pops, 1u);
 }
 
 TEST(ModelJoin, DerivedStagesKeepUnknownUnknown) {

@@ -359,14 +359,18 @@ void ModelBuilder::Impl::build_ranges() {
     push(rt.depth, depth);
     return static_cast<uint32_t>(rt.size() - 1);
   };
-  std::vector<uint32_t> stack;
+  // NVTX keeps one push/pop stack per thread per domain (nvToolsExt.h: "Nesting is maintained
+  // per thread per domain"): a pop in one domain never ends another domain's range. The hook
+  // records the global domain's calls, core or with the null handle, as domain 0.
+  std::map<uint32_t, std::vector<uint32_t>> stacks;  // the current thread's, by domain
   std::map<std::pair<uint32_t, uint64_t>, uint32_t> open_start;  // (domain, range_id) -> row
   uint32_t cur_thread = kNone;
   for (const RawRange& r : raw_ranges) {
     if (r.thread != cur_thread) {
-      stack.clear();
+      stacks.clear();
       cur_thread = r.thread;
     }
+    std::vector<uint32_t>& stack = stacks[r.domain];
     switch (r.type) {
       case v1::RANGE_PUSH: {
         if (stack.size() >= 1000) break;  // a runaway push loop does not make a deep chain
