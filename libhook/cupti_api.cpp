@@ -34,15 +34,77 @@ std::vector<std::string> cupti_candidates(const std::string& override_path) {
     out.push_back(dir + "/libcupti.so.13");
     out.push_back(dir + "/../extras/CUPTI/lib64/libcupti.so.13");
   }
+  // Never the unversioned libcupti.so: it may be a CUPTI of another major version, whose
+  // record layouts this hook would misread.
   out.push_back("libcupti.so.13");
-  out.push_back("libcupti.so");
   out.push_back("/usr/local/cuda/lib64/libcupti.so.13");
   out.push_back("/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13");
   out.push_back("/usr/lib/x86_64-linux-gnu/libcupti.so.13");
   return out;
 }
 
+namespace {
+
+// The entry points of `handle`; false when a required one is missing.
+bool resolve_all(void* handle, const std::string& path, CuptiApi* out) {
+  CuptiApi a;
+  a.handle = handle;
+  a.path = path;
+  bool complete = true;
+#define GPUHOOK_CUPTI_LOAD(name, required)                             \
+  a.name = reinterpret_cast<decltype(&::name)>(dlsym(handle, #name)); \
+  if (a.name == nullptr && (required)) complete = false;
+  GPUHOOK_CUPTI_FUNCTIONS(GPUHOOK_CUPTI_LOAD)
+#undef GPUHOOK_CUPTI_LOAD
+  if (complete) *out = a;
+  return complete;
+}
+
+// The record layouts the hook reads (CUpti_ActivityKernel10, Memcpy6, ...) are CUDA 13's;
+// an older CUPTI writes older structs at the same kinds (cupti_version.h: v130000 is 13.0).
+constexpr uint32_t kMinCuptiVersion = 130000;
+
+// "" when the library's version is one the hook reads, else why not.
+std::string version_problem(const CuptiApi& api) {
+  uint32_t version = 0;
+  if (api.cuptiGetVersion(&version) != CUPTI_SUCCESS) return api.path + " does not say its version";
+  if (version >= kMinCuptiVersion) return "";
+  return api.path + " is CUPTI API version " + std::to_string(version) +
+         ", older than 13.0 (130000): its records would be misread";
+}
+
+std::string loaded_name(void* handle, const std::string& fallback) {
+  link_map* map = nullptr;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr && *map->l_name) {
+    return map->l_name;
+  }
+  return fallback;
+}
+
+}  // namespace
+
 bool load_cupti(const std::string& override_path, CuptiApi* api, std::string* why) {
+  // A CUPTI the process already holds (torch.profiler loads its own copy) is the one to use:
+  // a second copy would keep a second set of buffers, callbacks and clocks.
+  if (override_path.empty()) {
+    if (void* handle = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD)) {
+      std::string path = loaded_name(handle, "libcupti.so.13");
+      CuptiApi a;
+      if (!resolve_all(handle, path, &a)) {
+        dlclose(handle);
+        *why = "the loaded CUPTI " + path + " lacks entry points the hook needs";
+        return false;
+      }
+      std::string problem = version_problem(a);
+      if (!problem.empty()) {
+        dlclose(handle);
+        *why = problem;
+        return false;
+      }
+      *api = a;
+      return true;
+    }
+  }
   std::string tried;
   for (const std::string& path : cupti_candidates(override_path)) {
     void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -51,20 +113,14 @@ bool load_cupti(const std::string& override_path, CuptiApi* api, std::string* wh
       continue;
     }
     CuptiApi a;
-    a.handle = handle;
-    a.path = path;
-    bool complete = true;
-#define GPUHOOK_CUPTI_LOAD(name)                                               \
-  a.name = reinterpret_cast<decltype(&::name)>(dlsym(handle, #name));          \
-  if (a.name == nullptr && std::strcmp(#name, "cuptiActivityEnableRuntimeApi") != 0 && \
-      std::strcmp(#name, "cuptiActivityEnableDriverApi") != 0 && std::strcmp(#name, "cuptiSubscribe") != 0 && \
-      std::strcmp(#name, "cuptiEnableCallback") != 0 && std::strcmp(#name, "cuptiGetResultString") != 0 && \
-      std::strcmp(#name, "cuptiGetCallbackName") != 0) \
-    complete = false;
-    GPUHOOK_CUPTI_FUNCTIONS(GPUHOOK_CUPTI_LOAD)
-#undef GPUHOOK_CUPTI_LOAD
-    if (!complete) {
+    if (!resolve_all(handle, path, &a)) {
       tried += (tried.empty() ? "" : ", ") + path + " (missing entry points)";
+      dlclose(handle);
+      continue;
+    }
+    std::string problem = version_problem(a);
+    if (!problem.empty()) {
+      tried += (tried.empty() ? "" : ", ") + problem;
       dlclose(handle);
       continue;
     }

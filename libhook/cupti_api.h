@@ -9,25 +9,34 @@
 
 namespace gpuhook::hook {
 
-#define GPUHOOK_CUPTI_FUNCTIONS(X)          \
-  X(cuptiGetVersion)                        \
-  X(cuptiGetResultString)                   \
-  X(cuptiActivityRegisterTimestampCallback) \
-  X(cuptiActivityEnableLatencyTimestamps)   \
-  X(cuptiActivityRegisterCallbacks)         \
-  X(cuptiActivityEnable)                    \
-  X(cuptiActivityDisable)                   \
-  X(cuptiActivityEnableRuntimeApi)          \
-  X(cuptiActivityEnableDriverApi)           \
-  X(cuptiActivityGetNextRecord)             \
-  X(cuptiActivityFlushAll)                  \
-  X(cuptiActivityGetNumDroppedRecords)      \
-  X(cuptiGetCallbackName)                   \
-  X(cuptiSubscribe)                         \
-  X(cuptiEnableCallback)
+// Each row: X(entry point, required). A CUPTI without a required one is not used; an optional
+// one may be missing (an older or a stripped-down library) and its feature is then off.
+#define GPUHOOK_CUPTI_FUNCTIONS(X)                    \
+  X(cuptiGetVersion, true)                            \
+  X(cuptiGetResultString, false)                      \
+  X(cuptiActivityRegisterTimestampCallback, true)     \
+  X(cuptiActivityEnableLatencyTimestamps, true)       \
+  X(cuptiActivityRegisterCallbacks, true)             \
+  X(cuptiActivityEnable, true)                        \
+  X(cuptiActivityDisable, true)                       \
+  X(cuptiActivityEnableRuntimeApi, false)             \
+  X(cuptiActivityEnableDriverApi, false)              \
+  X(cuptiActivityGetNextRecord, true)                 \
+  X(cuptiActivityFlushAll, true)                      \
+  X(cuptiActivityGetNumDroppedRecords, true)          \
+  X(cuptiActivityPushExternalCorrelationId, false)    \
+  X(cuptiActivityPopExternalCorrelationId, false)     \
+  X(cuptiActivityEnableAllSyncRecords, false)         \
+  X(cuptiActivityEnableDeviceGraph, false)            \
+  X(cuptiSetThreadIdType, false)                      \
+  X(cuptiGetCallbackName, false)                      \
+  X(cuptiSubscribe, false)                            \
+  X(cuptiSubscribe_v2, false)                         \
+  X(cuptiUnsubscribe, false)                          \
+  X(cuptiEnableCallback, false)
 
 struct CuptiApi {
-#define GPUHOOK_CUPTI_MEMBER(name) decltype(&::name) name = nullptr;
+#define GPUHOOK_CUPTI_MEMBER(name, required) decltype(&::name) name = nullptr;
   GPUHOOK_CUPTI_FUNCTIONS(GPUHOOK_CUPTI_MEMBER)
 #undef GPUHOOK_CUPTI_MEMBER
   void* handle = nullptr;

@@ -1,6 +1,8 @@
 #include "cupti_convert.h"
 
 #include <cstdlib>
+#include <cstring>
+#include <string>
 
 namespace gpuhook::hook {
 namespace {
@@ -22,13 +24,18 @@ void convert_kernel(const CUpti_ActivityKernel10* k, const ConvertOptions& o, Re
   uint64_t start = k->start, end = k->end, queued = k->queued, submitted = k->submitted;
   bool valid = check_pair(&start, &end);
   if (o.latency_timestamps) {
-    // queued <= submitted <= start must hold; otherwise neither latency stamp is trusted.
-    bool latency_ok = queued != 0 && submitted != 0 && queued <= submitted && (start == 0 || submitted <= start);
-    if (!latency_ok) {
+    // 0 is CUPTI_TIMESTAMP_UNKNOWN, "could not be collected" (cupti_activity.h): graph and
+    // device-launched kernels have none. An unknown stage, not a broken record.
+    // queued and submitted are CPU stamps, start a GPU stamp converted to the CPU clock, so
+    // submitted may pass start by a little: that stage becomes unknown, the record stays.
+    if (queued != 0 && submitted != 0 && queued > submitted) {
+      // Two CPU stamps out of order: nothing to trust in either.
       queued = 0;
       submitted = 0;
       valid = false;
     }
+    if (start != 0 && submitted > start) submitted = 0;
+    if (start != 0 && queued > start) queued = 0;
   }
   if (!valid) sink.invalid_time();
   sink.device_seen(k->deviceId);
@@ -141,6 +148,7 @@ void convert_sync(const CUpti_ActivitySynchronization2* s, RecordSink& sink) {
   r->set_stream(s->streamId);
   r->set_event_id(s->cudaEventId);
   r->set_correlation_id(s->correlationId);
+  r->set_return_value(static_cast<int32_t>(s->returnValue));
   sink.emit(rec);
 }
 
@@ -174,6 +182,53 @@ void convert_overhead(const CUpti_ActivityOverhead3* o, RecordSink& sink) {
   r->set_start_ns(t(start));
   r->set_end_ns(t(end));
   r->set_correlation_id(o->correlationId);
+  sink.emit(rec);
+}
+
+// CUPTI_ACTIVITY_KIND_DEVICE: what the CLI needs for occupancy, from CUPTI itself. A program
+// built with nvcc's default static cudart exports no runtime symbol to ask instead.
+void convert_device(const CUpti_ActivityDevice5* d, RecordSink& sink) {
+  v1::Record rec;
+  auto* r = rec.mutable_device();
+  r->set_ordinal(d->id);
+  if (d->name != nullptr) r->set_name(std::string(d->name, strnlen(d->name, 256)));
+  r->set_uuid(std::string(reinterpret_cast<const char*>(d->uuid.bytes), sizeof(d->uuid.bytes)));
+  r->set_sm_count(d->numMultiprocessors);
+  r->set_cc_major(d->computeCapabilityMajor);
+  r->set_cc_minor(d->computeCapabilityMinor);
+  r->set_max_warps_per_sm(d->maxWarpsPerMultiprocessor);
+  r->set_max_threads_per_sm(d->maxWarpsPerMultiprocessor * d->numThreadsPerWarp);
+  r->set_max_blocks_per_sm(d->maxBlocksPerMultiprocessor);
+  r->set_max_threads_per_block(d->maxThreadsPerBlock);
+  r->set_registers_per_sm(d->maxRegistersPerMultiprocessor);
+  r->set_registers_per_block(d->maxRegistersPerBlock);
+  r->set_shared_memory_per_sm_bytes(d->maxSharedMemoryPerMultiprocessor);
+  r->set_shared_memory_per_block_bytes(d->maxSharedMemoryPerBlock);
+  r->set_warp_size(d->numThreadsPerWarp);
+  r->set_core_clock_khz(d->coreClockRate);
+  r->set_global_memory_bytes(d->globalMemorySize);
+  r->set_async_engine_count(d->numMemcpyEngines);
+  sink.emit(rec);
+}
+
+void convert_external(const CUpti_ActivityExternalCorrelation* e, RecordSink& sink) {
+  v1::Record rec;
+  auto* r = rec.mutable_external_correlation();
+  r->set_kind(static_cast<uint32_t>(e->externalKind));
+  r->set_external_id(e->externalId);
+  r->set_correlation_id(e->correlationId);
+  sink.emit(rec);
+}
+
+void convert_stream(const CUpti_ActivityStream* s, RecordSink& sink) {
+  v1::Record rec;
+  auto* r = rec.mutable_stream();
+  r->set_context(s->contextId);
+  r->set_stream(s->streamId);
+  // The clamped priority, as cudaStreamGetPriority returns it: 0 or negative (higher).
+  r->set_priority(static_cast<int32_t>(s->priority));
+  r->set_flags(static_cast<uint32_t>(s->flag));
+  r->set_correlation_id(s->correlationId);
   sink.emit(rec);
 }
 
@@ -218,6 +273,15 @@ bool convert_activity(const CUpti_Activity* a, const ConvertOptions& options, Re
       std::free(o->overheadData);
       return true;
     }
+    case CUPTI_ACTIVITY_KIND_DEVICE:
+      convert_device(reinterpret_cast<const CUpti_ActivityDevice5*>(a), sink);
+      return true;
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
+      convert_external(reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(a), sink);
+      return true;
+    case CUPTI_ACTIVITY_KIND_STREAM:
+      convert_stream(reinterpret_cast<const CUpti_ActivityStream*>(a), sink);
+      return true;
     default:
       return false;
   }

@@ -62,6 +62,22 @@ bool BufferPool::complete(uint8_t* buffer, size_t valid_bytes) {
   return false;
 }
 
+bool push_external_correlation(uint64_t id) {
+  CuptiTracer* t = CuptiTracer::instance();
+  if (t == nullptr || t->api().cuptiActivityPushExternalCorrelationId == nullptr ||
+      t->api().cuptiActivityPopExternalCorrelationId == nullptr) {
+    return false;
+  }
+  return t->api().cuptiActivityPushExternalCorrelationId(kHookExternalKind, id) == CUPTI_SUCCESS;
+}
+
+void pop_external_correlation() {
+  CuptiTracer* t = CuptiTracer::instance();
+  if (t == nullptr || t->api().cuptiActivityPopExternalCorrelationId == nullptr) return;
+  uint64_t last = 0;
+  t->api().cuptiActivityPopExternalCorrelationId(kHookExternalKind, &last);
+}
+
 bool CuptiTracer::simulated() const { return dlsym(api_.handle, "gpuhook_sim_now_ns") != nullptr; }
 
 CuptiTracer* CuptiTracer::instance() { return g_tracer.load(std::memory_order_acquire); }
@@ -145,6 +161,17 @@ bool CuptiTracer::enable(std::string* why) {
   // (pytorch#192021), and it must precede every enabled kind.
   CUptiResult r = api_.cuptiActivityRegisterTimestampCallback(&CuptiTracer::timestamp);
   if (r != CUPTI_SUCCESS) return refused("cuptiActivityRegisterTimestampCallback", r);
+  // API records carry pthread_self() unless told otherwise (cupti_activity.h,
+  // CUpti_ActivityThreadIdType: DEFAULT is pthread_self() on Linux, SYSTEM is SYS_gettid),
+  // while NVTX and NCCL records carry the Linux tid: without this an API row and an NVTX row
+  // of one thread land in two lanes and the NCCL-to-kernel join finds no thread in common.
+  r = api_.cuptiSetThreadIdType != nullptr ? api_.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM)
+                                           : CUPTI_ERROR_NOT_SUPPORTED;
+  system_thread_ids_ = r == CUPTI_SUCCESS;
+  if (!system_thread_ids_) {
+    notes_ += "CUPTI thread ids stay pthread_self() values (cuptiSetThreadIdType: " + cupti_result_text(api_, r) +
+              "): API rows and NVTX/NCCL rows of one thread are not joined. ";
+  }
   // queued/submitted exist only when asked for before CUDA initialises its contexts.
   r = api_.cuptiActivityEnableLatencyTimestamps(1);
   latency_ = r == CUPTI_SUCCESS;
@@ -154,10 +181,13 @@ bool CuptiTracer::enable(std::string* why) {
   if (r != CUPTI_SUCCESS) return refused("cuptiActivityRegisterCallbacks", r);
   callbacks_registered_ = true;
 
+  // DEVICE first: its records are written when a context is created, which may be at once.
   std::vector<KindToEnable> kinds = {
+      {CUPTI_ACTIVITY_KIND_DEVICE, false},
       {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, true}, {CUPTI_ACTIVITY_KIND_MEMCPY, false},
       {CUPTI_ACTIVITY_KIND_MEMCPY2, false},          {CUPTI_ACTIVITY_KIND_MEMSET, false},
       {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, false},  {CUPTI_ACTIVITY_KIND_OVERHEAD, false},
+      {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, false}, {CUPTI_ACTIVITY_KIND_STREAM, false},
   };
   if (config_.api_mask & kApiAlloc) kinds.push_back({CUPTI_ACTIVITY_KIND_MEMORY2, false});
   std::vector<CUpti_ActivityKind> enabled;
@@ -173,10 +203,19 @@ bool CuptiTracer::enable(std::string* why) {
     }
     notes_ += "activity kind " + std::to_string(static_cast<int>(k.kind)) + " refused. ";
   }
+  // CUDA 13 writes a SYNCHRONIZATION record for every cudaEventQuery/cudaStreamQuery, also
+  // for those that found work pending and returned at once (cuptiActivityEnableAllSyncRecords):
+  // a polling loop would fill the capture with records of waits that never blocked. Only
+  // queries that found the work done stay; each keeps its returnValue.
+  if (api_.cuptiActivityEnableAllSyncRecords == nullptr || api_.cuptiActivityEnableAllSyncRecords(0) != CUPTI_SUCCESS) {
+    notes_ += "query records that found work pending stay on (cuptiActivityEnableAllSyncRecords refused). ";
+  }
   enable_api_records();
   if (config_.range.kind == RangeKind::kProfilerApi) subscribe_profiler_range(&notes_);
   return true;
 }
+
+constexpr uint32_t kMaxCallbackId = 8192;
 
 // Runtime and driver API records only for the configured groups, one callback id at a time:
 // whole-domain API tracing is the costly part of CUPTI's host overhead.
@@ -198,8 +237,12 @@ void CuptiTracer::enable_api_records() {
   };
   for (const Domain& d : domains) {
     uint32_t enabled = 0;
-    for (uint32_t cbid = 1; cbid < d.size; ++cbid) {
+    // Up to what the loaded CUPTI names, which may be a newer one than these headers: past
+    // the compiled-in count, go on while it still names ids (a gap of 64 ends the table).
+    uint32_t unnamed_run = 0;
+    for (uint32_t cbid = 1; cbid < kMaxCallbackId && (cbid < d.size || unnamed_run < 64); ++cbid) {
       const char* name = callback_name(d.domain, cbid);
+      unnamed_run = name == nullptr ? unnamed_run + 1 : 0;
       if (name == nullptr) continue;
       if ((api_group_of(name) & config_.api_mask) == 0) continue;
       if (d.enable(cbid, 1) == CUPTI_SUCCESS) ++enabled;

@@ -63,6 +63,18 @@ void BufferPool::drain(Fn&& fn) {
   }
 }
 
+// The kind the hook pushes its external correlation ids under. Kineto (torch.profiler) uses
+// CUSTOM0 and CUSTOM1 (libkineto CuptiActivityApi.cpp), so the hook takes CUSTOM2 and the two
+// never pop each other's ids.
+inline constexpr CUpti_ExternalCorrelationKind kHookExternalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2;
+
+// Marks the CUDA calls this thread makes until the matching pop with `id`: CUPTI then writes
+// an EXTERNAL_CORRELATION record (kind, id, correlation id) for each of them, which ties the
+// kernels an NCCL call launches to that call. False (and nothing to pop) when GPU tracing is
+// off or this CUPTI lacks the entry points.
+bool push_external_correlation(uint64_t id);
+void pop_external_correlation();
+
 class CuptiTracer final : public GpuSource {
  public:
   // Loads CUPTI and enables tracing. nullptr when CUPTI is missing or refuses; *why is then
@@ -78,6 +90,8 @@ class CuptiTracer final : public GpuSource {
   std::string version() const { return version_; }
   std::string notes() const { return notes_; }
   bool latency_timestamps() const { return latency_; }
+  bool system_thread_ids() const { return system_thread_ids_; }
+  const CuptiApi& api() const { return api_; }
   // The loaded libcupti is the test simulator's (it exports gpuhook_sim_* entry points).
   bool simulated() const;
 
@@ -101,6 +115,7 @@ class CuptiTracer final : public GpuSource {
   std::string version_;
   std::string notes_;
   bool latency_ = false;
+  bool system_thread_ids_ = false;  // API records carry Linux tids
   bool callbacks_registered_ = false;
   std::atomic<uint64_t> no_buffer_drops_{0};
   std::unordered_map<uint64_t, const char*> names_;  // writer thread only

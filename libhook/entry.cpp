@@ -281,7 +281,8 @@ void initialize_cuda() {
   w->set_cupti_version(tracer->version());
   w->set_note(tracer->notes());
   w->add_features(v1::FEATURE_HOST_CLOCK_CALLBACK | (tracer->latency_timestamps() ? v1::FEATURE_LATENCY_TIMESTAMPS : 0) |
-                  (tracer->simulated() ? v1::FEATURE_SIMULATOR : 0));
+                  (tracer->simulated() ? v1::FEATURE_SIMULATOR : 0) |
+                  (tracer->system_thread_ids() ? v1::FEATURE_SYSTEM_THREAD_IDS : 0));
   w->set_gpu_source(tracer);
   // Registered during CUDA's initialisation, so it runs before the runtime's own exit
   // teardown: the last buffers are flushed while CUDA can still deliver them.

@@ -317,7 +317,16 @@ uint32_t Writer::intern(std::string_view s) {
   return e.id;
 }
 
-void Writer::emit(v1::Record& record) { write_in_window(record, record_time_ns(record)); }
+void Writer::emit(v1::Record& record) {
+  if (record.has_device()) {
+    // CUPTI's DEVICE record: written once per device, whether it or the attribute query came
+    // first; outside any window, as the context every later record needs.
+    if (!devices_written_.insert(record.device().ordinal()).second || !open_file()) return;
+    file_->write(record);
+    return;
+  }
+  write_in_window(record, record_time_ns(record));
+}
 void Writer::emit(const KernelFields& kernel) { write_in_window(kernel, static_cast<uint64_t>(kernel.start_ns)); }
 void Writer::emit(const ApiFields& api) { write_in_window(api, static_cast<uint64_t>(api.start_ns)); }
 
@@ -351,9 +360,10 @@ void Writer::report_write_failure() {
 void Writer::device_seen(uint32_t device) {
   if (device == last_device_) return;  // nearly every record repeats the last device
   last_device_ = device;
-  if (!devices_seen_.insert(device).second) return;
+  if (!devices_seen_.insert(device).second || devices_written_.count(device) != 0) return;
   if (!open_file()) return;
   if (auto d = query_device(device)) {
+    devices_written_.insert(device);
     v1::Record rec;
     *rec.mutable_device() = *d;
     file_->write(rec);

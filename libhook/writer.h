@@ -121,6 +121,7 @@ class Writer final : private RecordSink {
   uint32_t long_name_more_ = 0;
   uint64_t emitted_ = 0;
   std::unordered_set<uint32_t> devices_seen_;
+  std::unordered_set<uint32_t> devices_written_;  // a DeviceInfo is in the file
   uint64_t invalid_times_ = 0;
   uint64_t drops_ring_ = 0, drops_cupti_ = 0, drops_no_buffer_ = 0;
   // What earlier Drops records already reported, so each one carries the increase.

@@ -127,6 +127,11 @@ void visit_times(v1::Record& r, F&& f) {
       GPUHOOK_T(m, time_ns);
       break;
     }
+    case v1::Record::kNotice: {
+      auto* m = r.mutable_notice();
+      GPUHOOK_T(m, time_ns);
+      break;
+    }
     default:
       break;
   }
@@ -169,6 +174,9 @@ inline bool is_context_kind(v1::Record::KindCase k) {
     case v1::Record::kThread:
     case v1::Record::kFooter:
     case v1::Record::kDrops:
+    case v1::Record::kNotice:
+    case v1::Record::kStream:
+    case v1::Record::kExternalCorrelation:
       return true;
     default:
       return false;

@@ -19,6 +19,10 @@ int gpuhook_sim_runtime_api_enabled(CUpti_CallbackId cbid);
 // Driver API records (CUPTI_ACTIVITY_KIND_DRIVER) wanted for this driver cbid.
 int gpuhook_sim_driver_api_enabled(CUpti_CallbackId cbid);
 int gpuhook_sim_latency_timestamps_enabled(void);
+// CUpti_ActivityAPI.threadId of the calling thread, as the client's cuptiSetThreadIdType asks.
+uint32_t gpuhook_sim_api_thread_id(void);
+// cuptiActivityEnableAllSyncRecords: 1 (the default) records queries that found work pending.
+int gpuhook_sim_all_sync_records(void);
 
 // Copies one finished record (its size is the struct's size) into the client's buffer.
 void gpuhook_sim_emit(const void* record, size_t record_bytes);

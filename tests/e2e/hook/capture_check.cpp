@@ -2,7 +2,7 @@
 //   capture_check FILE [--expect KIND=N]... [--min KIND=N]... [--nesting] [--kernels]
 //                      [--copies] [--nccl] [--nccl-device] [--nccl-kernels] [--nccl-function NAME=N]...
 //                      [--header FIELD=VALUE]... [--allow-truncated]
-//                      [--domain-nesting] [--range-name NAME=N]... [--domain-name NAME=N]...
+//                      [--threads] [--sync-returns] [--domain-nesting] [--range-name NAME=N]... [--domain-name NAME=N]...
 //                      [--range-color NAME=ARGB]... [--range-category NAME=N]...
 // KIND: kernel memcpy memset api sync nccl range memory overhead device footer drops.
 // Prints one "kind count" line per kind, then "FAIL: ..." lines; exit 0 when all checks hold.
@@ -45,6 +45,12 @@ int main(int argc, char** argv) {
   std::map<std::string, std::string> header_expect;
   bool nesting = false, kernels = false, copies = false, nccl = false, allow_truncated = false;
   bool nccl_device = false;  // every collective names its communicator's CUDA device
+  // Every successful collective and send/recv carries an external id that CUPTI tied to a
+  // kernel launched through the driver (cuLaunchKernelEx), as NCCL launches.
+  bool nccl_kernels = false;
+  std::map<std::string, uint64_t> nccl_functions;  // NcclCall records per entry-point name
+  bool threads = false;      // API records carry Linux tids, the same ids as NVTX/NCCL records
+  bool sync_returns = false;  // a Synchronization record says what its API call returned
   bool domain_nesting = false;  // like --nesting, for every domain: one stack per (thread, domain)
   // Ranges by name: how many push/start/mark records carry it, their colour and category.
   std::map<std::string, uint64_t> name_expect, domain_expect, color_expect, category_expect;
@@ -52,10 +58,6 @@ int main(int argc, char** argv) {
     size_t eq = s.rfind('=');  // names may hold '=', numbers do not
     m[s.substr(0, eq)] = std::strtoull(s.c_str() + eq + 1, nullptr, 0);
   };
-  // Every successful collective and send/recv carries an external id that CUPTI tied to a
-  // kernel launched through the driver (cuLaunchKernelEx), as NCCL launches.
-  bool nccl_kernels = false;
-  std::map<std::string, uint64_t> nccl_functions;  // NcclCall records per entry-point name
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     auto kv = [&](std::map<std::string, uint64_t>& m) {
@@ -73,6 +75,8 @@ int main(int argc, char** argv) {
     else if (a == "--nccl-kernels") nccl_kernels = true;
     else if (a == "--nccl-function") kv(nccl_functions);
     else if (a == "--allow-truncated") allow_truncated = true;
+    else if (a == "--threads") threads = true;
+    else if (a == "--sync-returns") sync_returns = true;
     else if (a == "--domain-nesting") domain_nesting = true;
     else if (a == "--range-name") named(name_expect, argv[++i]);
     else if (a == "--domain-name") named(domain_expect, argv[++i]);
@@ -224,6 +228,7 @@ int main(int argc, char** argv) {
     for (const auto& r : records) {
       if (r.has_api()) api_by_corr[r.api().correlation_id()] = &r.api();
     }
+    uint64_t unknown_submitted = 0;
     // Every launch call got exactly one kernel record: counts match what the program launched.
     uint64_t launches = 0;
     for (const auto& r : records) {
@@ -237,14 +242,68 @@ int main(int argc, char** argv) {
     for (const auto& r : records) {
       if (!r.has_kernel()) continue;
       const v1::Kernel& k = r.kernel();
-      if (!(k.queued_ns() > 0 && k.queued_ns() <= k.submitted_ns() && k.submitted_ns() <= k.start_ns() &&
-            k.start_ns() <= k.end_ns())) {
+      // submitted may be unknown (0): it is a CPU stamp that can pass the GPU's start.
+      const bool submitted_ok = k.submitted_ns() == 0 || (k.queued_ns() <= k.submitted_ns() && k.submitted_ns() <= k.start_ns());
+      if (!(k.queued_ns() > 0 && k.queued_ns() <= k.start_ns() && submitted_ok && k.start_ns() <= k.end_ns())) {
         fail("kernel " + std::to_string(k.correlation_id()) + ": not queued <= submitted <= start <= end");
       }
+      if (k.submitted_ns() == 0) ++unknown_submitted;
       auto it = api_by_corr.find(k.correlation_id());
       if (it == api_by_corr.end()) fail("kernel " + std::to_string(k.correlation_id()) + " has no API record");
       else if (it->second->start_ns() > k.queued_ns()) fail("kernel queued before its launch call entered");
     }
+    std::printf("kernels_unknown_submitted %llu\n", static_cast<unsigned long long>(unknown_submitted));
+  }
+
+  if (threads) {
+    // CUPTI stamps API records with pthread_self() unless told otherwise (cupti_activity.h,
+    // CUpti_ActivityThreadIdType); the capture promises Linux tids, which never exceed pid_max.
+    uint64_t pid_max = 4194304;  // PID_MAX_LIMIT on 64-bit Linux
+    if (FILE* f = std::fopen("/proc/sys/kernel/pid_max", "r")) {
+      unsigned long long v = 0;
+      if (std::fscanf(f, "%llu", &v) == 1 && v > 0) pid_max = v;
+      std::fclose(f);
+    }
+    std::unordered_map<uint64_t, int> api_threads;
+    for (const auto& r : records) {
+      if (!r.has_api()) continue;
+      if (r.api().thread_id() == 0 || r.api().thread_id() > pid_max) {
+        fail("API record " + std::to_string(r.api().correlation_id()) + " has thread id " +
+             std::to_string(r.api().thread_id()) + ", not a Linux tid");
+        break;
+      }
+      api_threads[r.api().thread_id()]++;
+    }
+    bool ranges = false, shared = false;
+    for (const auto& r : records) {
+      if (!r.has_range()) continue;
+      ranges = true;
+      if (api_threads.count(r.range().thread_id())) shared = true;
+    }
+    if (ranges && !api_threads.empty() && !shared) fail("no NVTX range shares a thread id with an API record");
+  }
+
+  if (sync_returns) {
+    // CUDA 13 writes SYNCHRONIZATION records for cudaEventQuery/cudaStreamQuery too; one for a
+    // query that found work pending (CUDA_ERROR_NOT_READY) did not block and must say so.
+    std::unordered_map<uint32_t, int32_t> api_return;
+    for (const auto& r : records) {
+      if (r.has_api()) api_return[r.api().correlation_id()] = r.api().return_value();
+    }
+    uint64_t pending = 0;
+    for (const auto& r : records) {
+      if (!r.has_sync()) continue;
+      if (r.sync().return_value() == 600) ++pending;
+      auto it = api_return.find(r.sync().correlation_id());
+      if (it == api_return.end()) continue;
+      // cudaErrorNotReady (runtime, 600) and CUDA_ERROR_NOT_READY (driver, 600) agree.
+      if (it->second != r.sync().return_value()) {
+        fail("sync record " + std::to_string(r.sync().correlation_id()) + " says " +
+             std::to_string(r.sync().return_value()) + ", its call returned " + std::to_string(it->second));
+        break;
+      }
+    }
+    std::printf("sync_pending %llu\n", static_cast<unsigned long long>(pending));
   }
 
   if (copies) {

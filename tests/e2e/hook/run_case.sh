@@ -294,6 +294,27 @@ case $case_name in
     [ "$(sort -u comms.txt | wc -l)" = 1 ] || fail "ranks disagree on communicator ids: $(sort -u comms.txt)"
     [ -n "$(awk '{print $2}' comms.txt | head -1)" ] || fail "no communicator id recorded"
     ;;
+  hidden_runtime)
+    # $example is the program, $gantt_cli the runtime it loads out of the hook's sight.
+    run plain LD_LIBRARY_PATH="$sim_lib" -- "$example" "$gantt_cli"
+    run hooked LD_LIBRARY_PATH="$sim_lib" LD_PRELOAD="$preload" GPUHOOK_OUTPUT="$work/cap-%p.gpuh" -- "$example" "$gantt_cli"
+    [ "$(cat plain.rc)" = 0 ] || fail "the program failed without the hook: $(cat plain.err)"
+    [ "$(cat plain.rc)" = "$(cat hooked.rc)" ] || fail "exit code $(cat hooked.rc) with the hook, $(cat plain.rc) without"
+    gpuhook_lines 1
+    check "$(capture)" --expect device=1 --min memset=4
+    ;;
+  example_query)
+    # sync_loop --fixed waits by polling cudaStreamQuery: most queries find work pending.
+    [ -x "$example" ] || { echo "SKIP: no example"; exit 0; }
+    args=(--fixed --iterations 20 --size 65536)
+    run plain LD_LIBRARY_PATH="$sim_lib" -- "$example" "${args[@]}"
+    run hooked LD_LIBRARY_PATH="$sim_lib" LD_PRELOAD="$preload" GPUHOOK_OUTPUT="$work/cap-%p.gpuh" GPUHOOK_API=all \
+      -- "$example" "${args[@]}"
+    [ "$(cat plain.rc)" = "$(cat hooked.rc)" ] || fail "exit code $(cat hooked.rc) with the hook, $(cat plain.rc) without"
+    check "$(capture)" --min kernel=20 --min sync=1 --sync-returns --threads
+    # The hook turns pending-query records off (cuptiActivityEnableAllSyncRecords(0)).
+    [ "$(value sync_pending)" = 0 ] || fail "$(value sync_pending) records of queries that found work pending"
+    ;;
   example_preload | example_injection)
     [ -x "$example" ] || { echo "SKIP: no example"; exit 0; }
     args=(--iterations 2 --size 4096)
@@ -307,7 +328,7 @@ case $case_name in
     [ "$(cat plain.rc)" = "$(cat hooked.rc)" ] || fail "exit code $(cat hooked.rc) with the hook, $(cat plain.rc) without"
     cmp -s plain.out hooked.out || fail "stdout differs: $(diff plain.out hooked.out | head -5)"
     gpuhook_lines 1
-    check "$(capture)" --min kernel=1 --kernels --copies --nesting --header simulator=1 --expect footer=1
+    check "$(capture)" --min kernel=1 --kernels --copies --nesting --threads --header simulator=1 --expect footer=1
     if [ -x "$gantt_cli" ]; then
       # The CLI reads the same counts from the file as the checker.
       kernels=$(value kernel)

@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 
 #include "../sim_bridge.h"
 #include "config.h"
+#include "device_model.h"
 
 namespace gpuhook::sim {
 namespace {
@@ -42,12 +44,40 @@ void load_injection() {
   init();
 }
 
-}  // namespace
-
-uint32_t current_thread_id() {
-  thread_local uint32_t tid = static_cast<uint32_t>(syscall(SYS_gettid));
-  return tid;
+// CUPTI_ACTIVITY_KIND_DEVICE (cupti_activity.h, CUpti_ActivityDevice5): one record per device,
+// written when the device's context is created, so a client learns the device without asking
+// the runtime (which a static cudart does not expose to it).
+void emit_device_record() {
+  if (!gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_DEVICE)) return;
+  CUpti_ActivityDevice5 r{};
+  r.kind = CUPTI_ACTIVITY_KIND_DEVICE;
+  r.globalMemorySize = model::kGlobalMemBytes;
+  r.numThreadsPerWarp = model::kWarpSize;
+  r.coreClockRate = 1980000;  // kHz, as cudaDevAttrClockRate answers
+  r.numMemcpyEngines = 2;
+  r.numMultiprocessors = model::kSmCount;
+  r.maxWarpsPerMultiprocessor = model::kMaxWarpsPerSm;
+  r.maxBlocksPerMultiprocessor = model::kMaxBlocksPerSm;
+  r.maxSharedMemoryPerMultiprocessor = static_cast<uint32_t>(model::kSharedPerSmBytes);
+  r.maxRegistersPerMultiprocessor = model::kRegistersPerSm;
+  r.maxRegistersPerBlock = 64 * 1024;
+  r.maxSharedMemoryPerBlock = static_cast<uint32_t>(model::kSharedPerBlockBytes);
+  r.maxThreadsPerBlock = model::kMaxThreadsPerBlock;
+  r.maxBlockDimX = 1024;
+  r.maxBlockDimY = 1024;
+  r.maxBlockDimZ = 64;
+  r.maxGridDimX = 2147483647u;
+  r.maxGridDimY = 65535;
+  r.maxGridDimZ = 65535;
+  r.computeCapabilityMajor = 9;
+  r.computeCapabilityMinor = 0;
+  r.id = kDeviceId;
+  r.name = "gpuhook simulator (H200 model)";  // CUPTI owns the string, valid for the process
+  r.isCudaVisible = 1;
+  gpuhook_sim_emit(&r, sizeof r);
 }
+
+}  // namespace
 
 uint32_t current_process_id() {
   // getpid() is a real syscall since glibc 2.25 (620 ns on the build machine), and it
@@ -81,6 +111,7 @@ void ensure_initialized() {
                    c.costs_path.empty() ? "defaults" : c.costs_path.c_str());
     }
     load_injection();
+    emit_device_record();
     t_initializing = false;
   });
 }
@@ -121,7 +152,7 @@ ApiScope::~ApiScope() {
   r.start = entry_ns_;
   r.end = exit_ns;
   r.processId = current_process_id();
-  r.threadId = current_thread_id();
+  r.threadId = gpuhook_sim_api_thread_id();
   r.correlationId = correlation_id_;
   r.returnValue = static_cast<uint32_t>(result_);
   gpuhook_sim_emit(&r, sizeof r);
@@ -131,6 +162,14 @@ void emit_op_record(const Stream& s, const Op& op, uint64_t start_ns, uint64_t e
   const bool latency = gpuhook_sim_latency_timestamps_enabled() != 0;
   switch (op.kind) {
     case OpKind::kKernel: {
+      // queued and submitted are stamped on the CPU, start and end on the GPU and converted to
+      // the CPU clock by CUPTI's interpolation (cupti_activity.h, CUpti_ActivityKernel10
+      // "submitted"; CUPTI-NOTES.md): the two clocks disagree by a little, so a kernel that
+      // starts the moment it is submitted can show submitted > start. Modelled on the CPU
+      // stamp, which every other launch reads up to kClockErrorNs late; the GPU times stay
+      // exactly as planned.
+      constexpr uint64_t kClockErrorNs = 250;
+      const uint64_t submitted_error = op.seq % 2 == 0 ? kClockErrorNs : 0;
       CUpti_ActivityKind kind;
       if (gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) {
         kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
@@ -161,7 +200,7 @@ void emit_op_record(const Stream& s, const Op& op, uint64_t start_ns, uint64_t e
       r.name = op.kernel != nullptr ? op.kernel->name.c_str() : "unknown";
       // CUPTI fills queued/submitted only when latency timestamps were enabled.
       r.queued = latency ? op.queued_ns : CUPTI_TIMESTAMP_UNKNOWN;
-      r.submitted = latency ? op.submitted_ns : CUPTI_TIMESTAMP_UNKNOWN;
+      r.submitted = latency ? op.submitted_ns + submitted_error : CUPTI_TIMESTAMP_UNKNOWN;
       r.launchType = CUPTI_ACTIVITY_LAUNCH_TYPE_REGULAR;
       r.channelID = CUPTI_INVALID_CHANNEL_ID;
       r.channelType = CUPTI_CHANNEL_TYPE_COMPUTE;
@@ -213,7 +252,8 @@ void emit_op_record(const Stream& s, const Op& op, uint64_t start_ns, uint64_t e
 }
 
 void emit_sync_record(CUpti_ActivitySynchronizationType type, uint32_t correlation_id,
-                      uint64_t start_ns, uint64_t end_ns, uint32_t stream_id, uint32_t event_id) {
+                      uint64_t start_ns, uint64_t end_ns, uint32_t stream_id, uint32_t event_id,
+                      uint32_t return_value) {
   if (!gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION)) return;
   CUpti_ActivitySynchronization2 r{};
   r.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
@@ -225,8 +265,18 @@ void emit_sync_record(CUpti_ActivitySynchronizationType type, uint32_t correlati
   r.streamId = stream_id;
   r.cudaEventId = event_id;
   r.cudaEventSyncId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
-  r.returnValue = 0;
+  r.returnValue = return_value;
   gpuhook_sim_emit(&r, sizeof r);
+}
+
+void emit_query_record(CUpti_ActivitySynchronizationType type, uint32_t correlation_id,
+                       uint64_t start_ns, uint32_t stream_id, uint32_t event_id, bool ready) {
+  // By default every query is recorded; cuptiActivityEnableAllSyncRecords(0) keeps only the
+  // ones whose work had completed.
+  if (!ready && !gpuhook_sim_all_sync_records()) return;
+  constexpr uint32_t kCudaErrorNotReady = 600;  // CUDA_ERROR_NOT_READY, a CUresult
+  emit_sync_record(type, correlation_id, start_ns, gpuhook_sim_now_ns(), stream_id, event_id,
+                   ready ? 0 : kCudaErrorNotReady);
 }
 
 void emit_memory_record(bool allocation, CUpti_ActivityMemoryKind kind, const void* address,

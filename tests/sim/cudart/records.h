@@ -13,7 +13,13 @@ namespace gpuhook::sim {
 
 void emit_op_record(const Stream& s, const Op& op, uint64_t start_ns, uint64_t end_ns);
 void emit_sync_record(CUpti_ActivitySynchronizationType type, uint32_t correlation_id,
-                      uint64_t start_ns, uint64_t end_ns, uint32_t stream_id, uint32_t event_id);
+                      uint64_t start_ns, uint64_t end_ns, uint32_t stream_id, uint32_t event_id,
+                      uint32_t return_value = 0);
+// cudaEventQuery / cudaStreamQuery: CUDA 13 writes a SYNCHRONIZATION record for each query,
+// with returnValue CUDA_ERROR_NOT_READY when work was pending (cupti_activity.h,
+// CUpti_ActivitySynchronization2.returnValue and cuptiActivityEnableAllSyncRecords).
+void emit_query_record(CUpti_ActivitySynchronizationType type, uint32_t correlation_id,
+                       uint64_t start_ns, uint32_t stream_id, uint32_t event_id, bool ready);
 void emit_memory_record(bool allocation, CUpti_ActivityMemoryKind kind, const void* address,
                         size_t bytes, uint32_t correlation_id);
 
@@ -47,7 +53,6 @@ class ApiScope {
 };
 
 void ensure_initialized();
-uint32_t current_thread_id();
 uint32_t current_process_id();
 cudaError_t& thread_last_error();
 

@@ -80,7 +80,10 @@ cudaError_t cudaStreamQuery(cudaStream_t stream) {
   Engine& engine = Engine::instance();
   Stream* s = engine.resolve(stream);
   if (s == nullptr) return api.ret(cudaErrorInvalidResourceHandle);
-  return api.ret(engine.done(engine.last_of(s)) ? cudaSuccess : cudaErrorNotReady);
+  const bool ready = engine.done(engine.last_of(s));
+  emit_query_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, api.correlation_id(), api.entry_ns(),
+                    s->id, CUPTI_SYNCHRONIZATION_INVALID_VALUE, ready);
+  return api.ret(ready ? cudaSuccess : cudaErrorNotReady);
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
@@ -137,8 +140,10 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
 cudaError_t cudaEventQuery(cudaEvent_t event) {
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020, "cudaEventQuery");
   if (event == nullptr) return api.ret(cudaErrorInvalidResourceHandle);
-  return api.ret(Engine::instance().done(event_of(event)->completion) ? cudaSuccess
-                                                                       : cudaErrorNotReady);
+  const bool ready = Engine::instance().done(event_of(event)->completion);
+  emit_query_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, api.correlation_id(), api.entry_ns(),
+                    CUPTI_INVALID_STREAM_ID, event_of(event)->id, ready);
+  return api.ret(ready ? cudaSuccess : cudaErrorNotReady);
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {

@@ -1,7 +1,10 @@
 // libcupti.so.13 of the simulator: the activity and callback entry points a CUPTI client
 // (libgpuhook, kineto, NVIDIA's samples) calls, with the real signatures from <cupti.h>.
 #include <cupti.h>
+#include <pthread.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <array>
 #include <atomic>
@@ -29,6 +32,12 @@ struct CuptiState {
   CUpti_CallbackFunc sub_fn = nullptr;
   void* sub_data = nullptr;
   std::atomic<bool> runtime_domain_on{false};
+  // cupti_activity.h, CUpti_ActivityThreadIdType: DEFAULT is pthread_self() on Linux, SYSTEM
+  // is SYS_gettid. CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT unless the client sets it.
+  std::atomic<int> thread_id_type{CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT};
+  // cuptiActivityEnableAllSyncRecords: "By default, the record is generated for all CUDA
+  // events and stream irrespective of whether the operations have been completed".
+  std::atomic<bool> all_sync_records{true};
   std::array<std::atomic<bool>, kMaxCbid> runtime_cb_on{};
 };
 
@@ -55,6 +64,8 @@ size_t record_bytes(CUpti_ActivityKind kind) {
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(CUpti_ActivitySynchronization2);
     case CUPTI_ACTIVITY_KIND_MEMORY2: return sizeof(CUpti_ActivityMemory4);
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
+    case CUPTI_ACTIVITY_KIND_DEVICE: return sizeof(CUpti_ActivityDevice5);
+    case CUPTI_ACTIVITY_KIND_STREAM: return sizeof(CUpti_ActivityStream);
     default: return 0;
   }
 }
@@ -95,6 +106,18 @@ int gpuhook_sim_driver_api_enabled(CUpti_CallbackId cbid) {
 }
 
 int gpuhook_sim_latency_timestamps_enabled(void) { return state().latency.load(); }
+
+int gpuhook_sim_all_sync_records(void) { return state().all_sync_records.load() ? 1 : 0; }
+
+uint32_t gpuhook_sim_api_thread_id(void) {
+  // CUpti_ActivityAPI.threadId is 32 bits: CUPTI stores pthread_self() truncated, which on
+  // glibc is the low half of the thread's TCB address, never its Linux tid.
+  if (state().thread_id_type.load(std::memory_order_relaxed) == CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM) {
+    thread_local uint32_t tid = static_cast<uint32_t>(syscall(SYS_gettid));
+    return tid;
+  }
+  return static_cast<uint32_t>(reinterpret_cast<uintptr_t>(reinterpret_cast<void*>(pthread_self())));
+}
 
 void gpuhook_sim_emit(const void* record, size_t bytes) {
   ActivityStore::instance().append(record, bytes);
@@ -139,9 +162,30 @@ void gpuhook_sim_api_callback(int site, CUpti_CallbackId cbid, const char* funct
   fn(data, CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &cb);
 }
 
+CUptiResult CUPTIAPI cuptiActivityEnableAllSyncRecords(uint8_t enable) {
+  state().all_sync_records.store(enable != 0);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiSetThreadIdType(CUpti_ActivityThreadIdType type) {
+  if (type != CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT && type != CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM) {
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  }
+  state().thread_id_type.store(type);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiGetThreadIdType(CUpti_ActivityThreadIdType* type) {
+  if (type == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  *type = static_cast<CUpti_ActivityThreadIdType>(state().thread_id_type.load());
+  return CUPTI_SUCCESS;
+}
+
 CUptiResult CUPTIAPI cuptiGetVersion(uint32_t* version) {
   if (version == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
   *version = CUPTI_API_VERSION;
+  // Stands in for an older CUPTI on the library path (CUDA 12.x's say 18..26: cupti_version.h).
+  if (const char* v = std::getenv("GPUHOOK_SIM_CUPTI_VERSION")) *version = static_cast<uint32_t>(std::strtoul(v, nullptr, 10));
   return CUPTI_SUCCESS;
 }
 

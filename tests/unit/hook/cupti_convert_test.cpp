@@ -79,9 +79,7 @@ TEST(CuptiConvert, InvalidTimesBecomeUnknownAndAreCounted) {
   } cases[] = {
       {100, 150, 0, 300, false, true},    // start missing (no device memory for it)
       {100, 150, 300, 200, false, true},  // end before start (seen after ~25M graph kernels)
-      {0, 150, 200, 300, true, false},    // queued missing
-      {160, 150, 200, 300, true, false},  // queued after submitted
-      {100, 250, 200, 300, true, false},  // submitted after start
+      {160, 150, 200, 300, true, false},  // queued after submitted: two CPU stamps out of order
   };
   for (const Case& c : cases) {
     FakeSink sink;
@@ -97,6 +95,34 @@ TEST(CuptiConvert, InvalidTimesBecomeUnknownAndAreCounted) {
     if (c.pair_known) {
       EXPECT_EQ(r.start_ns(), static_cast<int64_t>(c.b));  // never repaired
     }
+  }
+}
+
+// CUPTI_TIMESTAMP_UNKNOWN (0) is "could not be collected" (cupti_activity.h): graph and
+// device-launched kernels have no queued/submitted. And submitted is a CPU stamp while start is
+// a GPU stamp on the CPU clock, so submitted may pass start by a little. Both are unknown
+// stages of a good record: not invalid, not dropped.
+TEST(CuptiConvert, UnknownLatencyStampsAreUnknownStagesNotErrors) {
+  struct Case {
+    uint64_t q, s, b, e;
+    int64_t want_q, want_s;
+  } cases[] = {
+      {0, 0, 200, 300, 0, 0},        // a graph kernel: neither stamp collected
+      {0, 150, 200, 300, 0, 150},    // queued not collected
+      {100, 0, 200, 300, 100, 0},    // submitted not collected
+      {100, 250, 200, 300, 100, 0},  // submitted 50 ns past start: that stage is unknown
+  };
+  for (const Case& c : cases) {
+    FakeSink sink;
+    auto k = kernel(c.q, c.s, c.b, c.e);
+    convert_activity(reinterpret_cast<CUpti_Activity*>(&k), ConvertOptions{}, sink);
+    ASSERT_EQ(sink.records.size(), 1u);
+    const v1::Kernel& r = sink.records[0].kernel();
+    EXPECT_EQ(sink.invalid, 0) << c.q << " " << c.s;
+    EXPECT_EQ(r.queued_ns(), c.want_q);
+    EXPECT_EQ(r.submitted_ns(), c.want_s);
+    EXPECT_EQ(r.start_ns(), 200);
+    EXPECT_EQ(r.end_ns(), 300);
   }
 }
 

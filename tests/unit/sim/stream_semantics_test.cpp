@@ -269,12 +269,21 @@ TEST_F(StreamSemantics, StreamSynchronizeBlocksTheHostUntilTheWorkIsDone) {
   ASSERT_EQ(ks.size(), 1u);
   EXPECT_GE(host_after_sync, ks[0].end);
   std::lock_guard<std::mutex> lock(received().mu);
+  // The synchronize itself, not a query (queries write STREAM_SYNCHRONIZE records too, those
+  // that found work pending with returnValue CUDA_ERROR_NOT_READY).
   const auto sync = std::find_if(received().syncs.begin(), received().syncs.end(), [](const auto& r) {
-    return r.type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+    return r.type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE && r.returnValue == 0 &&
+           r.correlationId != 0;
   });
   ASSERT_NE(sync, received().syncs.end());
   EXPECT_GE(sync->end, ks[0].end);
   EXPECT_LE(sync->start, ks[0].end);
+  // CUDA 13 records both queries (cuptiActivityEnableAllSyncRecords defaults to all): the
+  // first found the kernel running, the last found it done.
+  const auto pending = std::count_if(received().syncs.begin(), received().syncs.end(), [](const auto& r) {
+    return r.type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE && r.returnValue == 600;
+  });
+  EXPECT_EQ(pending, 1);
 }
 
 TEST_F(StreamSemantics, EventElapsedTimeCoversTheKernel) {

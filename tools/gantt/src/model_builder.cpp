@@ -209,6 +209,9 @@ void ModelBuilder::Impl::add(const v1::Record& r) {
     }
     case v1::Record::kSync: {
       const auto& k = r.sync();
+      // A query that found work pending (CUDA_ERROR_NOT_READY) returned at once: no wait to draw
+      // or to blame (CUDA 13 writes SYNCHRONIZATION records for queries, with their returnValue).
+      if (k.return_value() != 0) break;
       push_event(EventKind::kSync, 0, k.device(), k.stream(), 0, static_cast<uint8_t>(k.type()), 0, 0, 0,
                  t(k.has_start_ns(), k.start_ns()), t(k.has_end_ns(), k.end_ns()), k.correlation_id());
       break;

@@ -46,6 +46,7 @@ void shift_record(v1::Record& r, int64_t delta, bool gpu_on_host_clock) {
     case v1::Record::kRange: SHIFT(r.mutable_range(), time_ns); break;
     case v1::Record::kMemory: SHIFT(r.mutable_memory(), time_ns); break;
     case v1::Record::kDrops: SHIFT(r.mutable_drops(), time_ns); break;
+    case v1::Record::kNotice: SHIFT(r.mutable_notice(), time_ns); break;
     case v1::Record::kOverhead: SHIFT(r.mutable_overhead(), start_ns); SHIFT(r.mutable_overhead(), end_ns); break;
     case v1::Record::kClockSync: SHIFT(r.mutable_clock_sync(), host_ns); break;
     case v1::Record::kHeader:
