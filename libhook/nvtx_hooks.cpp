@@ -139,7 +139,7 @@ struct Name {
   bool cut = false;
 };
 
-Name ascii_name(const char* s) {
+[[gnu::always_inline]] inline Name ascii_name(const char* s) {
   Name n;
   if (s == nullptr) return n;
   n.text = s;
@@ -195,8 +195,10 @@ Attributes attributes(const nvtxEventAttributes_t* a) {
   return out;
 }
 
-// One record, and the continuation records of a name longer than the record holds.
-void write_range(HostKind kind, v1::RangeType type, const InternedName* domain, const Name& name, Attributes attr,
+// One record, and the continuation records of a name longer than the record holds. Inlined
+// into every entry point, as are the helpers below: measured with callgrind, calls passing
+// a Name and eight arguments cost a push+pop about 25% more instructions than one flat body.
+[[gnu::always_inline]] inline void write_range(HostKind kind, v1::RangeType type, const InternedName* domain, const Name& name, Attributes attr,
                  uint64_t range_id, uint8_t source, uint64_t thread_id) {
   int saved_errno = errno;
   RangeEvent e;
@@ -217,18 +219,18 @@ void write_range(HostKind kind, v1::RangeType type, const InternedName* domain, 
   errno = saved_errno;
 }
 
-void write_event(v1::RangeType type, const InternedName* domain, const Name& name, Attributes attr,
+[[gnu::always_inline]] inline void write_event(v1::RangeType type, const InternedName* domain, const Name& name, Attributes attr,
                  uint64_t range_id = 0, uint8_t source = 0) {
   write_range(HostKind::kRange, type, domain, name, attr, range_id, source, this_thread_id());
 }
 
 // --- the global domain: core calls and domain calls with the null handle ---
-int global_push(const Name& name, Attributes attr, uint8_t source = 0) {
+[[gnu::always_inline]] inline int global_push(const Name& name, Attributes attr, uint8_t source = 0) {
   nvtx_window_push(name.text, t_state.nvtx_depth);
   write_event(v1::RANGE_PUSH, nullptr, name, attr, 0, source);
   return t_state.nvtx_depth++;
 }
-int global_pop(uint8_t source = 0) {
+[[gnu::always_inline]] inline int global_pop(uint8_t source = 0) {
   if (t_state.nvtx_depth == 0) return -1;  // NVTX's answer to a pop without a push
   write_event(v1::RANGE_POP, nullptr, Name{}, Attributes{}, 0, source);
   nvtx_window_pop(--t_state.nvtx_depth);

@@ -10,7 +10,6 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "recorder.h"
 
 namespace gpuhook::hook {
 
@@ -123,56 +122,6 @@ const InternedName* intern_name(const wchar_t* s) noexcept {
   // A wide name past the limit converts to more than kMaxNameBytes, so the char overload cuts
   // and marks it.
   return intern_name(buf, n);
-}
-
-void write_range_event(const RangeEvent& e) {
-  size_t n = e.registered != nullptr || e.name == nullptr ? 0 : e.name_bytes;
-  if (n > kMaxNameBytes) n = kMaxNameBytes;  // callers cut first; this only guards the record
-  bool cut = e.name_cut;
-  uint32_t more = n <= kInlineNameBytes ? 0 : static_cast<uint32_t>((n - kInlineNameBytes + kMoreNameBytes - 1) / kMoreNameBytes);
-  HostRecord* r;
-  if (more == 0) {
-    r = begin_record();
-  } else {
-    r = begin_records(1 + more);
-    if (r == nullptr) {
-      // No room for the continuations now: what fits one record is kept, marked as cut.
-      more = 0;
-      n = utf8_prefix(e.name, kInlineNameBytes);
-      cut = true;
-      r = begin_record();
-    }
-  }
-  if (r == nullptr) return;
-  r->kind = e.kind;
-  r->thread_id = e.thread_id;
-  r->start_ns = e.time_ns;
-  r->end_ns = 0;
-  RangePayload& p = r->range;
-  p.domain = e.domain;
-  p.registered_name = e.registered;
-  p.range_id = e.range_id;
-  p.color = e.color;
-  p.category = e.category;
-  p.type = e.type;
-  p.source = e.source;
-  p.name_bytes = static_cast<uint8_t>(n < kInlineNameBytes ? n : kInlineNameBytes);
-  p.name_truncated = cut ? 1 : 0;
-  p.name_total_bytes = static_cast<uint16_t>(n);
-  p.more_records = static_cast<uint16_t>(more);
-  if (p.name_bytes != 0) std::memcpy(p.name, e.name, p.name_bytes);
-  for (uint32_t i = 1; i <= more; ++i) {
-    HostRecord* c = reserved_record(i);
-    c->kind = HostKind::kNameMore;
-    c->thread_id = e.thread_id;
-    c->start_ns = e.time_ns;
-    c->end_ns = 0;
-    size_t offset = kInlineNameBytes + (i - 1) * kMoreNameBytes;
-    size_t len = n - offset < kMoreNameBytes ? n - offset : kMoreNameBytes;
-    std::memcpy(c->name_more.text, e.name + offset, len);
-  }
-  if (more == 0) end_record();
-  else end_records(1 + more);
 }
 
 }  // namespace gpuhook::hook

@@ -19,8 +19,15 @@ pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
 void on_thread_exit(void*) { release_thread_ring(); }
 void make_key() { pthread_key_create(&g_exit_key, on_thread_exit); }
 
-Ring* ring_for_this_thread() {
+Ring* first_ring_for_this_thread();
+
+// Inlined into begin_record and begin_records: the hot path is one TLS load.
+inline Ring* ring_for_this_thread() {
   if (t_state.ring != nullptr) return t_state.ring;
+  return first_ring_for_this_thread();
+}
+
+__attribute__((noinline)) Ring* first_ring_for_this_thread() {
   if (t_state.ring_failed) return nullptr;
   Recorder& r = recorder();
   // First record of this thread: the one allocation a thread pays, outside the steady state.
