@@ -1,7 +1,10 @@
 #include "ring.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include <cstdint>
 #include <thread>
 #include <vector>
 
@@ -9,6 +12,24 @@
 
 namespace gpuhook::hook {
 namespace {
+
+// The hot path must not take page faults: every page of a new ring is resident before its
+// first record. 1M records (128 MiB) is past glibc's largest mmap threshold, so the slots are
+// fresh mmap'd pages that only a real write makes resident (a memset of zeros that the
+// compiler turns into calloc is not one).
+TEST(Ring, ANewRingsPagesAreAlreadyResident) {
+  constexpr uint32_t kRecords = 1u << 20;
+  Ring ring(kRecords);
+  ASSERT_EQ(ring.capacity(), kRecords);
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(ring.slot(0)) & ~(page - 1);
+  const uintptr_t end = reinterpret_cast<uintptr_t>(ring.slot(0)) + size_t{kRecords} * sizeof(HostRecord);
+  std::vector<unsigned char> resident((end - begin + page - 1) / page);
+  ASSERT_EQ(mincore(reinterpret_cast<void*>(begin), end - begin, resident.data()), 0);
+  size_t missing = 0;
+  for (unsigned char r : resident) missing += (r & 1) == 0;
+  EXPECT_EQ(missing, 0u) << "of " << resident.size() << " pages";
+}
 
 TEST(Ring, FillsThenDropsThenDrains) {
   Ring ring(64);
