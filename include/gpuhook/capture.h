@@ -3,6 +3,7 @@
 // interning frames, chunking and compression are internal.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -102,6 +103,9 @@ struct WriterOptions {
   int zstd_level = 3;
   size_t chunk_bytes = 4u << 20;          // flush a chunk when it reaches this size...
   uint64_t flush_interval_ns = 100'000'000;  // ...or when this much time passed (maybe_flush)
+  // While *hurry is true (the process is exiting or exec'ing), chunks are compressed at level
+  // 1, and a slow-level chunk being compressed when it turns true is started again at level 1.
+  const std::atomic<bool>* hurry = nullptr;
 };
 
 struct WriterStats {
@@ -147,8 +151,12 @@ v1::Record to_record(const ApiFields& a);
 // Used by the hook's writer thread: one thread at a time.
 class CaptureWriter {
  public:
-  // Creates `path` with O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, mode 0600, and writes the
-  // file magic. nullptr and *error set on failure (never overwrites an existing file).
+  // Creates `path` with O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, mode 0600, moves its descriptor
+  // to a high number out of the program's way, and writes the file magic. nullptr and *error
+  // set on failure (never overwrites an existing file).
+  // Before each frame the descriptor is checked to still be this file (device and inode): a
+  // program that closes every descriptor it did not open may get the number back for a file
+  // of its own. Then writing stops with an error, and the descriptor is never closed.
   static std::unique_ptr<CaptureWriter> create(const std::string& path, const WriterOptions& options,
                                                std::string* error);
   // Takes ownership of an open fd (tests, pipes).
