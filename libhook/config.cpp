@@ -189,6 +189,7 @@ Config parse_config(const EnvLookup& getenv_fn, std::vector<std::string>* proble
   // The capture must survive a kill with at most ~100 ms lost: longer periods are refused.
   integer(env::kFlushMs, 1, 100, [&](int64_t v) { c.flush_ms = static_cast<uint32_t>(v); });
   integer(env::kZstdLevel, 1, 19, [&](int64_t v) { c.zstd_level = static_cast<int>(v); });
+  integer(env::kExitMs, 10, 60'000, [&](int64_t v) { c.exit_ms = static_cast<uint32_t>(v); });
   if (const char* v = getenv_fn(env::kOnFull)) {
     if (std::strcmp(v, "drop") == 0) c.on_full = OnFull::kDrop;
     else if (std::strcmp(v, "block") == 0) c.on_full = OnFull::kBlock;

@@ -2,7 +2,7 @@
 //   - the LD_PRELOAD constructor (every process the library is preloaded into),
 //   - InitializeInjection(), called by the CUDA driver for CUDA_INJECTION64_PATH,
 //   - InitializeInjectionNvtx2(), called by NVTX for NVTX_INJECTION64_PATH.
-// Plus the process lifecycle: exit, SIGINT/SIGTERM, fork.
+// Plus the process lifecycle: exit, SIGINT/SIGTERM/SIGABRT, std::terminate, fork, exec.
 #include <dlfcn.h>
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <fstream>
 #include <string>
 
@@ -27,10 +28,13 @@
 #include "visibility.h"
 #include "writer.h"
 
+extern "C" void gpuhook_api_mark(const char* name);  // the symbol preloaded() looks for
+
 namespace gpuhook::hook {
 
 extern std::atomic<bool> g_nccl_enabled;
 int resolve_nccl();
+int resolve_exec();
 int install_nvtx(NvtxGetExportTableFunc_t get_export_table);
 void annotate_range(v1::RangeType type, const char* name);
 
@@ -42,13 +46,59 @@ const Config* g_config = nullptr;
 std::atomic<Writer*> g_writer{nullptr};
 Writer* g_parent_writer = nullptr;  // in a fork child: the parent's, never used again
 std::atomic<bool> g_cuda_started{false};
+// The process the running writer belongs to: a vfork child shares this memory but not the pid.
+std::atomic<pid_t> g_pid{0};
+// A fatal signal or std::terminate came: the exit that follows is bounded by exit_ms.
+std::atomic<bool> g_dying{false};
 struct sigaction g_previous[NSIG];
-const int kFlushSignals[] = {SIGINT, SIGTERM};
+// SIGABRT: abort(), what NCCL's watchdog and failed assertions end in (issue 12 item 10).
+const int kFlushSignals[] = {SIGINT, SIGTERM, SIGABRT};
+std::terminate_handler g_previous_terminate = nullptr;
 
 void say(const std::string& line) {
   std::string text = "gpuhook: " + line + "\n";
   ssize_t ignored = write(STDERR_FILENO, text.data(), text.size());
   (void)ignored;
+}
+
+// The signal-path variant of say(): a fixed buffer, write(2), no allocation. Texts and numbers
+// are concatenated in order, a number as decimal; the line is written when the temporary ends:
+//   RawLine() << "text " << n;
+class RawLine {
+ public:
+  RawLine() = default;
+  RawLine(const RawLine&) = delete;
+  RawLine& operator=(const RawLine&) = delete;
+  ~RawLine() {
+    buf_[used_++] = '\n';
+    ssize_t ignored = write(STDERR_FILENO, buf_, used_);
+    (void)ignored;
+  }
+  RawLine& operator<<(const char* text) {
+    while (*text != '\0' && used_ < sizeof(buf_) - 1) buf_[used_++] = *text++;
+    return *this;
+  }
+  RawLine& operator<<(uint64_t n) {
+    char digits[24];
+    size_t k = 0;
+    do {
+      digits[k++] = static_cast<char>('0' + n % 10);
+      n /= 10;
+    } while (n != 0);
+    while (k != 0 && used_ < sizeof(buf_) - 1) buf_[used_++] = digits[--k];
+    return *this;
+  }
+
+ private:
+  char buf_[256] = "gpuhook: ";
+  size_t used_ = 9;
+};
+
+// Records still in the rings: what a writer that ran out of time leaves unwritten.
+uint64_t records_in_rings() {
+  uint64_t n = 0;
+  for (Ring* ring = recorder().rings.first(); ring != nullptr; ring = ring->next) n += ring->pending();
+  return n;
 }
 
 void wake_writer() {
@@ -96,20 +146,40 @@ std::string self_path() {
   return resolved;
 }
 
+// Preloaded (or linked by the program) means: the program's global symbol lookup finds this
+// copy. Looking for "gpuhook" in LD_PRELOAD missed a renamed copy, which then recorded nothing
+// and said nothing (issue 22 item 7). The CUDA driver's dlopen of CUDA_INJECTION64_PATH is not
+// in that lookup: RTLD_LOCAL never, RTLD_GLOBAL only after the constructors ran.
 bool preloaded() {
-  const char* preload = std::getenv("LD_PRELOAD");
-  return preload != nullptr && std::strstr(preload, "gpuhook") != nullptr;
+  void* program = dlopen(nullptr, RTLD_LAZY | RTLD_NOLOAD);
+  if (program == nullptr) return false;
+  void* found = dlsym(program, "gpuhook_api_mark");
+  dlclose(program);
+  // Compared by the object that holds it: a program that takes the function's address may
+  // make its own PLT slot the function's address everywhere.
+  Dl_info theirs{}, mine{};
+  return found != nullptr && dladdr(found, &theirs) != 0 && dladdr(reinterpret_cast<void*>(&say), &mine) != 0 &&
+         theirs.dli_fbase == mine.dli_fbase;
 }
 
-void stop_all() {
+// Ends recording and finishes the file. Runs in signal handlers: nothing here allocates.
+//   timeout_ms: a normal exit waits up to 10 s (a CUPTI wedged by a dying CUDA must not turn
+//   into a hung exit); a dying process (signal, terminate) only exit_ms, and hurries
+//   (Writer::stop): issue 22 item 5 measured 3-6 s of SIGTERM delay at zstd level 19.
+void stop_all(bool dying) {
   int expected = kRunning;
   if (!g_state.compare_exchange_strong(expected, kStopped)) return;
   recorder().enabled.store(false, std::memory_order_release);
   Writer* w = g_writer.load(std::memory_order_acquire);
   if (w == nullptr) return;
-  // Bounded: a CUPTI wedged by a dying CUDA must not turn into a hung exit.
-  if (!w->stop(10'000)) {
-    say("the writer did not finish within 10 s; the capture ends at its last flush");
+  const uint32_t timeout_ms = dying ? g_config->exit_ms : 10'000;
+  if (!w->stop(timeout_ms, dying)) {
+    if (w->on_writer_thread()) {
+      RawLine() << "the writer thread itself is ending the process; the capture ends at its last flush";
+    } else {
+      RawLine() << "the writer did not finish within " << uint64_t{timeout_ms} << " ms; at least "
+                << records_in_rings() << " records not written, the capture ends at its last flush";
+    }
     return;
   }
   if (!g_config->quiet && w->file_opened() && !w->summary().empty()) {
@@ -121,7 +191,7 @@ void stop_all() {
   }
 }
 
-void on_exit_handler() { stop_all(); }
+void on_exit_handler() { stop_all(g_dying.load(std::memory_order_acquire)); }
 
 void on_signal(int sig, siginfo_t* info, void* context) {
   int saved_errno = errno;
@@ -130,16 +200,26 @@ void on_signal(int sig, siginfo_t* info, void* context) {
     errno = saved_errno;
     return;
   }
+  g_dying.store(true, std::memory_order_release);
   if (!(prev.sa_flags & SA_SIGINFO) && prev.sa_handler == SIG_DFL) {
     // The process is about to die of this signal: finish the file, then die the same way.
-    stop_all();
+    stop_all(true);
     signal(sig, SIG_DFL);
     raise(sig);
     errno = saved_errno;
     return;
   }
-  // The app handles it and may run on: flush soon, keep recording.
-  if (Writer* w = g_writer.load(std::memory_order_acquire)) w->wake();
+  Writer* w = g_writer.load(std::memory_order_acquire);
+  if (sig == SIGABRT && w != nullptr && g_state.load(std::memory_order_acquire) == kRunning) {
+    // abort() kills the process once the app's handler returns, with no exit handlers: what
+    // was recorded goes to disk now, recording goes on in case the handler does not return.
+    if (!w->flush_now(g_config->exit_ms)) {
+      RawLine() << "the writer did not flush within " << uint64_t{g_config->exit_ms} << " ms of SIGABRT";
+    }
+  } else if (w != nullptr) {
+    // The app handles it and may run on: flush soon, keep recording.
+    w->wake();
+  }
   if (prev.sa_flags & SA_SIGINFO) prev.sa_sigaction(sig, info, context);
   else prev.sa_handler(sig);
   errno = saved_errno;
@@ -161,8 +241,18 @@ void install_signal_handlers() {
   }
 }
 
+// std::terminate (an exception nobody caught, e.g. on a watchdog thread): finish the file, then
+// the previous handler, which normally prints and aborts.
+[[noreturn]] void on_terminate() {
+  g_dying.store(true, std::memory_order_release);
+  stop_all(true);
+  if (g_previous_terminate != nullptr) g_previous_terminate();
+  std::abort();
+}
+
 void on_fork_child() {
   if (g_state.load() != kRunning) return;
+  g_pid.store(getpid(), std::memory_order_relaxed);
   // The parent's writer thread does not exist here and its Writer belongs to the parent's
   // file: leave it untouched (leaked) and start this process's own.
   reset_rings_after_fork();
@@ -238,16 +328,34 @@ void start_unguarded() {
     resolve_nccl();
     g_nccl_enabled.store(true, std::memory_order_release);
   }
+  resolve_exec();
   recorder().enabled.store(true, std::memory_order_release);
   std::atexit(&on_exit_handler);
   pthread_atfork(nullptr, nullptr, &on_fork_child);
   install_signal_handlers();
+  g_previous_terminate = std::set_terminate(&on_terminate);
+  g_pid.store(getpid(), std::memory_order_relaxed);
   g_state.store(kRunning, std::memory_order_release);
 }
 
 __attribute__((constructor)) void on_load() { start_once(); }
 
 }  // namespace
+
+// exec_hooks.cpp, before the real exec: the image that recorded is about to vanish without
+// exit handlers, so what it recorded goes to disk first (issue 22 item 4). Bounded by exit_ms;
+// errno is the caller's business (exec_hooks.cpp keeps it). If exec fails, recording goes on.
+void flush_before_exec() {
+  if (g_state.load(std::memory_order_acquire) != kRunning) return;
+  // A vfork child shares this memory and runs no fork handler: it must touch nothing of ours.
+  if (getpid() != g_pid.load(std::memory_order_relaxed)) return;
+  Writer* w = g_writer.load(std::memory_order_acquire);
+  if (w == nullptr) return;
+  if (!w->flush_now(g_config->exit_ms)) {
+    RawLine() << "the writer did not flush within " << uint64_t{g_config->exit_ms}
+              << " ms before exec; records since its last flush are lost";
+  }
+}
 }  // namespace gpuhook::hook
 
 using namespace gpuhook::hook;

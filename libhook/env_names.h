@@ -17,6 +17,7 @@ inline constexpr const char kFlushMs[] = "GPUHOOK_FLUSH_MS";        // writer fl
 inline constexpr const char kOnFull[] = "GPUHOOK_ON_FULL";          // drop | block
 inline constexpr const char kZstdLevel[] = "GPUHOOK_ZSTD_LEVEL";    // 1..19
 inline constexpr const char kQuiet[] = "GPUHOOK_QUIET";             // 1: no exit summary line
+inline constexpr const char kExitMs[] = "GPUHOOK_EXIT_MS";          // longest wait at a fatal signal or exec
 inline constexpr const char kCupti[] = "GPUHOOK_CUPTI";             // path of libcupti to load
 // Test-only: make one machine look like several hosts for the multi-host alignment tests.
 inline constexpr const char kTestHost[] = "GPUHOOK_TEST_HOST";

@@ -63,6 +63,10 @@ class Ring {
   bool empty() const {
     return head_.load(std::memory_order_acquire) == tail_.load(std::memory_order_acquire);
   }
+  // Records committed and not yet drained; any thread, signal handlers included.
+  uint64_t pending() const {
+    return head_.load(std::memory_order_acquire) - tail_.load(std::memory_order_acquire);
+  }
   // Forgets unread records (fork child: they belong to the parent's file).
   void discard() { tail_.store(head_.load(std::memory_order_acquire), std::memory_order_release); }
   uint64_t take_dropped() { return dropped_.exchange(0, std::memory_order_relaxed); }

@@ -42,8 +42,17 @@ class Writer final : private RecordSink {
   // Starts the thread with every signal blocked. False (and a reason) if it cannot.
   bool start(std::string* why);
   // Asks the thread to drain everything, close the file and exit; waits up to timeout_ms.
-  // Safe from a signal handler (sem_post / sem_trywait / nanosleep only).
-  bool stop(uint32_t timeout_ms);
+  // Safe from a signal handler (sem_post / sem_trywait / nanosleep only). `hurry` (a dying
+  // process): chunks are compressed at level 1, and records still unwritten after 3/4 of the
+  // time are counted as lost instead of written, so the file still closes cleanly in time.
+  // False at once on the writer thread itself (an abort there): it cannot wait for itself.
+  bool stop(uint32_t timeout_ms, bool hurry = false);
+  // Writes out everything recorded so far (rings, CUPTI buffers, the open chunk) and waits up
+  // to timeout_ms; recording goes on. Before exec, and for a signal the app handles that may
+  // still kill it. Safe from a signal handler and in a fork child. False when not done in time.
+  bool flush_now(uint32_t timeout_ms);
+  // The calling thread is the writer's (an abort or terminate there cannot wait for it).
+  bool on_writer_thread() const;
   // Wakes the thread early (a ring filled up in block mode, a buffer completed).
   void wake();
 
@@ -76,6 +85,8 @@ class Writer final : private RecordSink {
   template <class Record>
   void write_in_window(const Record& record, uint64_t time_ns);
   void after_emit();
+  // True (and the record counted) once stop(hurry)'s time for writing is over.
+  bool out_of_time();
   void device_seen(uint32_t device) override;
   void invalid_time() override { invalid_times_++; }
   // Creates the file (header first) unless it exists or could not be created.
@@ -128,6 +139,14 @@ class Writer final : private RecordSink {
   uint64_t drops_ring_written_ = 0, drops_cupti_written_ = 0, drops_no_buffer_written_ = 0;
   uint64_t drops_invalid_written_ = 0;
   std::string summary_;
+  // stop(hurry) and flush_now(): CaptureWriter compresses at level 1 while this is set.
+  std::atomic<bool> hurry_{false};
+  // stop(hurry): past this time (monotonic raw ns) records are counted, not written.
+  std::atomic<uint64_t> discard_after_ns_{0};
+  bool discarding_ = false;
+  uint64_t not_written_at_exit_ = 0;
+  std::atomic<uint32_t> flush_requests_{0};
+  std::atomic<uint32_t> flushes_done_{0};
 
   pthread_t thread_{};
   bool thread_started_ = false;

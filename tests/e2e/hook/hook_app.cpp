@@ -6,8 +6,11 @@
 #include <nccl.h>
 #include <nvtx3/nvToolsExt.h>
 #include <nvtx3/nvtx3.hpp>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -15,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <thread>
 #include <vector>
@@ -281,6 +285,44 @@ int cuda_fork_mode(int n) {
   return 0;
 }
 
+// A daemon's start: close every descriptor it did not open, then open a file of its own and
+// write to it while recording. The file must hold its data and nothing else.
+int closefds_mode(int n) {
+  nvtx_iterations(n);
+  usleep(300'000);  // the capture exists and has been written to
+  bool closed = false;
+#ifdef SYS_close_range
+  closed = syscall(SYS_close_range, 3u, ~0u, 0u) == 0;
+#endif
+  if (!closed) {
+    for (int fd = 3; fd < 65536; ++fd) close(fd);
+  }
+  const char* path = "app-own.txt";
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) {
+    std::printf("cannot open own file\n");
+    return 3;
+  }
+  std::string expected;
+  for (int round = 0; round < 3; ++round) {
+    std::string line = "own data " + std::to_string(round) + "\n";
+    expected += line;
+    if (write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) return 4;
+    nvtx_iterations(n);
+    usleep(250'000);  // a flush period or two while the file is open
+  }
+  close(fd);
+  std::string got;
+  if (FILE* f = std::fopen(path, "rb")) {
+    char buf[4096];
+    size_t k;
+    while ((k = std::fread(buf, 1, sizeof buf, f)) > 0) got.append(buf, k);
+    std::fclose(f);
+  }
+  std::printf("own file intact: %d (%zu bytes)\n", got == expected ? 1 : 0, got == expected ? got.size() : 0);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -377,6 +419,45 @@ int main(int argc, char** argv) {
     nvtx_iterations(n);
     std::printf("dying of SIGTERM\n");
     std::fflush(stdout);
+    raise(SIGTERM);
+    return 0;
+  }
+  if (mode == "sigabrt") {
+    nvtx_iterations(n);
+    std::printf("aborting\n");
+    std::fflush(stdout);
+    std::abort();
+  }
+  if (mode == "terminate") {
+    // What an NCCL watchdog thread does when it gives up: an exception nobody catches.
+    nvtx_iterations(n);
+    std::printf("terminating\n");
+    std::fflush(stdout);
+    std::terminate();
+  }
+  if (mode == "exec_flush") {
+    // exec at once, within the flush period: the records above must reach this image's file.
+    nvtx_iterations(n);
+    std::printf("before exec\n");
+    std::fflush(stdout);
+    std::string count = std::to_string(n);
+    execl("/proc/self/exe", argv[0], "nvtx", count.c_str(), static_cast<char*>(nullptr));
+    return 9;
+  }
+  if (mode == "closefds") return closefds_mode(n);
+  if (mode == "sigterm_big") {
+    // Many records, then SIGTERM: the exit must not wait for a slow writer without bound.
+    for (int i = 0; i < n; ++i) {
+      char name[48];
+      std::snprintf(name, sizeof(name), "range-%d-with-a-longer-name", i);
+      nvtxRangePushA(name);
+      nvtxRangePop();
+    }
+    std::printf("dying of SIGTERM after %d\n", n);
+    std::fflush(stdout);
+    timespec now{};
+    clock_gettime(CLOCK_REALTIME, &now);
+    std::fprintf(stderr, "raise at %lld\n", static_cast<long long>(now.tv_sec) * 1000000000LL + now.tv_nsec);
     raise(SIGTERM);
     return 0;
   }

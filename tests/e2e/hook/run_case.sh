@@ -175,6 +175,59 @@ case $case_name in
     gpuhook_lines 1
     check "$(capture)" --expect range=$((10 * ranges_per_iteration)) --expect footer=1
     ;;
+  sigabrt | terminate)
+    # abort() (an NCCL watchdog) and std::terminate (an uncaught exception) flush as SIGTERM does.
+    pair -- "$app" "$case_name" 10
+    [ "$(cat hooked.rc)" = 134 ] || fail "not killed by SIGABRT: $(cat hooked.rc)"
+    gpuhook_lines 1
+    check "$(capture)" --expect range=$((10 * ranges_per_iteration)) --expect footer=1 --nesting
+    ;;
+  closefds)
+    # The app closes every descriptor above 2 and opens a file of its own: the hook must not
+    # write into it, must say once that its capture is gone, and must not close the app's file.
+    pair GPUHOOK_QUIET=1 -- "$app" closefds 5
+    grep -q "own file intact: 1" hooked.out || fail "the app's own file was written to: $(cat hooked.out)"
+    gpuhook_lines 1 "descriptor"
+    check "$(capture)" --allow-truncated --expect header=1
+    ;;
+  exec_flush)
+    # exec within the flush period: the first image's records are in its own file.
+    pair -- "$app" exec_flush 50
+    [ "$(cat hooked.rc)" = 7 ] || fail "the exec'd program's exit code is $(cat hooked.rc)"
+    first=$(ls "$work"/cap-*.gpuh 2>/dev/null | head -1)
+    second=$(ls "$work"/cap-*.gpuh.1 2>/dev/null | head -1)
+    check "$first" --expect range=$((50 * ranges_per_iteration)) --nesting
+    check "$second" --expect range=$((50 * ranges_per_iteration)) --nesting --expect footer=1
+    ;;
+  renamed)
+    # A copy without "gpuhook" in its path records as the original does ($work's name has it).
+    libdir=$(mktemp -d /tmp/hookcopy.XXXXXX)
+    cp "$hook" "$libdir/libfoo.so"
+    preload="${asan_lib:+$asan_lib:}$libdir/libfoo.so"
+    pair -- "$app" nvtx 3
+    rm -rf "$libdir"
+    gpuhook_lines 1 "33 range"
+    check "$(capture)" --expect range=$((3 * ranges_per_iteration)) --nesting --expect footer=1
+    ;;
+  sigterm_slow_writer)
+    # SIGTERM while the writer is far behind (zstd 19, a deep ring the app fills faster than the
+    # writer drains it): the exit is bounded by GPUHOOK_EXIT_MS; what is not written by then is
+    # counted and said. Measured on 2 loaded cores: 15.5 s after SIGTERM before the bound, 0.8 s after.
+    bound_ms=1000
+    pair GPUHOOK_ZSTD_LEVEL=19 GPUHOOK_RING_RECORDS=524288 GPUHOOK_EXIT_MS=$bound_ms -- "$app" sigterm_big 400000
+    ended=$(date +%s%N)
+    raised=$(sed -n 's/^raise at //p' hooked.err)
+    [ "$(cat hooked.rc)" = 143 ] || fail "not killed by SIGTERM: $(cat hooked.rc)"
+    gpuhook_lines 1
+    if [ -n "$raised" ]; then
+      delay_ms=$(((ended - raised) / 1000000))
+      echo "exit delay after SIGTERM: $delay_ms ms (bound $bound_ms ms + 2000 ms slack)"
+      [ "$delay_ms" -le $((bound_ms + 2000)) ] || fail "the exit took $delay_ms ms after SIGTERM"
+    else
+      fail "the app did not say when it raised SIGTERM"
+    fi
+    check "$(capture)" --allow-truncated --expect header=1
+    ;;
   cuda_fork)
     # CUDA memsets in flight on one thread while the main thread forks (simulated runtime).
     [ -f "$sim_lib/libcudart.so.13" ] || { echo "SKIP: no simulated libcudart"; exit 0; }
@@ -302,6 +355,28 @@ case $case_name in
     [ "$(cat plain.rc)" = "$(cat hooked.rc)" ] || fail "exit code $(cat hooked.rc) with the hook, $(cat plain.rc) without"
     gpuhook_lines 1
     check "$(capture)" --expect device=1 --min memset=4
+    ;;
+  thread_storm)
+    # 64 threads x 40 launches at once; every kernel recorded, or the loss said exactly.
+    [ -x "$example" ] || { echo "SKIP: no example"; exit 0; }
+    args=(--size 64 --iterations 40)
+    run plain LD_LIBRARY_PATH="$sim_lib" -- "$example" "${args[@]}"
+    run hooked LD_LIBRARY_PATH="$sim_lib" LD_PRELOAD="$preload" GPUHOOK_OUTPUT="$work/cap-%p.gpuh" -- "$example" "${args[@]}"
+    [ "$(cat plain.rc)" = "$(cat hooked.rc)" ] || fail "exit code $(cat hooked.rc) with the hook, $(cat plain.rc) without"
+    cmp -s plain.out hooked.out || fail "stdout differs: $(diff plain.out hooked.out | head -5)"
+    gpuhook_lines 1 "dropped 0"
+    check "$(capture)" --expect kernel=$((64 * 40)) --kernels --threads
+    [ "$(value dropped_cupti)" = 0 ] || fail "CUPTI dropped $(value dropped_cupti) records"
+    ;;
+  example_priority)
+    [ -x "$example" ] || { echo "SKIP: no example"; exit 0; }
+    run hooked LD_LIBRARY_PATH="$sim_lib" LD_PRELOAD="$preload" GPUHOOK_OUTPUT="$work/cap-%p.gpuh" \
+      -- "$example" --fixed --iterations 2 --size 4096
+    [ "$(cat hooked.rc)" = 0 ] || fail "priorities --fixed failed: $(head -3 hooked.err)"
+    "$gantt_cli" export "$(capture)" --format csv -o events.csv >export.out 2>&1 || fail "export: $(head -3 export.out)"
+    # Column 4 is the stream priority; the critical stream's kernels carry the greatest (-5).
+    awk -F, 'NR > 1 && $4 < 0 {found = 1} END {exit !found}' events.csv ||
+      fail "no event carries a stream priority: $(cut -d, -f2-5 events.csv | sort | uniq -c | head -5)"
     ;;
   example_query)
     # sync_loop --fixed waits by polling cudaStreamQuery: most queries find work pending.
