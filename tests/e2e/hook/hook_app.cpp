@@ -444,6 +444,15 @@ int main(int argc, char** argv) {
     execl("/proc/self/exe", argv[0], "nvtx", count.c_str(), static_cast<char*>(nullptr));
     return 9;
   }
+  if (mode == "exec_fail") {
+    // An exec that fails returns with its errno, and the program records on.
+    nvtx_iterations(n);
+    errno = 0;
+    int rc = execl("/nonexistent/program", "program", static_cast<char*>(nullptr));
+    std::printf("exec failed: rc=%d errno=%d\n", rc, errno);
+    nvtx_iterations(n);
+    return 0;
+  }
   if (mode == "closefds") return closefds_mode(n);
   if (mode == "sigterm_big") {
     // Many records, then SIGTERM: the exit must not wait for a slow writer without bound.

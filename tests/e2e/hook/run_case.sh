@@ -199,6 +199,12 @@ case $case_name in
     check "$first" --expect range=$((50 * ranges_per_iteration)) --nesting
     check "$second" --expect range=$((50 * ranges_per_iteration)) --nesting --expect footer=1
     ;;
+  exec_fail)
+    pair -- "$app" exec_fail 5
+    grep -q "exec failed: rc=-1 errno=2" hooked.out || fail "exec's failure changed: $(cat hooked.out)"
+    gpuhook_lines 1
+    check "$(capture)" --expect range=$((10 * ranges_per_iteration)) --nesting --expect footer=1
+    ;;
   renamed)
     # A copy without "gpuhook" in its path records as the original does ($work's name has it).
     libdir=$(mktemp -d /tmp/hookcopy.XXXXXX)
