@@ -147,5 +147,51 @@ TEST(Merge, InputWithoutHeaderKeepsItsOwnSection) {
   EXPECT_EQ(in_section_1, 6u);
 }
 
+// Issue 22 item 8: string ids are values from an untrusted file. 0xFFFFFFFF used to wrap the
+// id table's resize (id + 1 == 0) and write out of bounds; a large id allocated gigabytes.
+// Every id is checked against the StringDefs seen: one never defined is named as missing.
+TEST(Merge, StringIdsWithoutADefinitionAreNamedMissingNotIndexed) {
+  TempDir dir;
+  const std::string a = dir.path + "/a.gpuh", out = dir.path + "/job.gpuh";
+  {
+    std::string err;
+    auto w = gpuhook::CaptureWriter::create(a, gpuhook::WriterOptions{}, &err);
+    ASSERT_TRUE(w) << err;
+    v1::Record r;
+    r.mutable_header()->set_format_version(1);
+    w->write(r);
+    const uint32_t known = w->intern("known_kernel");
+    int64_t t = 10'000'000'000;
+    for (uint32_t id : {known, 0xFFFFFFFFu, 0xFFFFFFF0u, 1u << 30, 1u << 20}) {
+      r.Clear();
+      auto* k = r.mutable_kernel();
+      k->set_name_id(id);
+      k->set_start_ns(t);
+      k->set_end_ns(t + 1'000);
+      t += 10'000;
+      w->write(r);
+    }
+    r.Clear();
+    r.mutable_range()->set_type(v1::RANGE_PUSH);
+    r.mutable_range()->set_name_id(0xFFFFFFFFu);
+    r.mutable_range()->set_domain_id(0x7FFFFFFFu);
+    r.mutable_range()->set_time_ns(t);
+    w->write(r);
+    ASSERT_TRUE(w->close());
+  }
+  MergeResult r = merge_captures({a}, out);
+  EXPECT_EQ(r.records_lost, 0u);
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_NE(r.warnings[0].find("undefined string id"), std::string::npos) << r.warnings[0];
+  Model m = load_job({out}, LoadOptions{});
+  std::vector<std::string> names;
+  for (uint32_t e = 0; e < m.events.size(); ++e)
+    if (m.events.kind[e] == EventKind::kKernel) names.emplace_back(m.display_name(e));
+  ASSERT_EQ(names.size(), 5u);
+  EXPECT_EQ(names[0], "known_kernel");
+  EXPECT_EQ(names[1], "<string 4294967295 missing>");
+  EXPECT_EQ(names[3], "<string 1073741824 missing>");
+}
+
 }  // namespace
 }  // namespace gantt

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <stdexcept>
 #include <type_traits>
+#include <unordered_map>
+#include <unordered_set>
 
 #include <gpuhook/capture.h>
 
@@ -123,12 +125,24 @@ MergeResult merge_captures(const std::vector<std::string>& inputs, const std::st
   size_t section = 0;
   for (const std::string& path : inputs) {
     gpuhook::CaptureReader reader(path, gpuhook::ReaderOptions{false, 0, 0});
-    std::vector<uint32_t> ids{0};  // input id -> output id
+    // Input id -> output id, only for ids this input defined: ids are untrusted values, so
+    // the table grows with the StringDefs read, never with an id (0xFFFFFFFF once wrapped a
+    // resize to 0 and wrote out of bounds). An id without a definition is named as missing,
+    // as load_job does, and counted for one warning.
+    std::unordered_set<uint32_t> defined;
+    std::unordered_map<uint32_t, uint32_t> ids;
+    uint64_t undefined_refs = 0, undefined_at = 0;
+    uint32_t undefined_first = 0;
     auto remap = [&](uint32_t id) -> uint32_t {
       if (id == 0) return 0;
-      if (id >= ids.size()) ids.resize(id + 1, UINT32_MAX);
-      if (ids[id] == UINT32_MAX) ids[id] = writer->intern(reader.string(id));
-      return ids[id];
+      auto it = ids.find(id);
+      if (it != ids.end()) return it->second;
+      if (defined.count(id)) return ids.emplace(id, writer->intern(reader.string(id))).first->second;
+      if (undefined_refs++ == 0) {
+        undefined_first = id;
+        undefined_at = reader.chunk_offset();
+      }
+      return writer->intern("<string " + std::to_string(id) + " missing>");
     };
     int64_t delta = 0;
     bool gpu_on_host_clock = true;
@@ -154,7 +168,11 @@ MergeResult merge_captures(const std::vector<std::string>& inputs, const std::st
     v1::Record r;
     bool first = true;
     while (reader.next(r)) {
-      if (r.kind_case() == v1::Record::kStringDef) continue;  // the writer defines its own
+      if (r.kind_case() == v1::Record::kStringDef) {  // the writer defines its own
+        defined.insert(r.string_def().id());
+        ids.erase(r.string_def().id());  // redefined: the new text from here on
+        continue;
+      }
       if (first && r.kind_case() != v1::Record::kHeader) synthetic_header();
       first = false;
       // Inputs that are merged files themselves hold several sections.
@@ -165,6 +183,10 @@ MergeResult merge_captures(const std::vector<std::string>& inputs, const std::st
       writer->maybe_flush(0);  // by size only: a chunk per 4 MiB keeps memory flat
     }
     if (first) synthetic_header();
+    if (undefined_refs)
+      result.warnings.push_back(path + ": byte " + std::to_string(undefined_at) + ": " + std::to_string(undefined_refs) +
+                                " reference(s) to an undefined string id (first " + std::to_string(undefined_first) +
+                                "); merged as \"<string N missing>\"");
     const gpuhook::Integrity& in = reader.integrity();
     if (in.truncated)
       result.warnings.push_back(path + ": byte " + std::to_string(in.truncated_at) +
