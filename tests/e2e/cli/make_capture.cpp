@@ -3,6 +3,7 @@
 //                                              copy; exec times with 3% noise from SEED; A
 //                                              scaled by SCALE
 //   make_capture hostile OUT                  names with quotes, controls, invalid UTF-8
+//   make_capture hostile_device OUT           a device record and launch shapes no GPU has
 //   make_capture synth OUT KERNELS SEED        gpuhook_synth's realistic capture (names from
 //                                              seed 1, so two SEEDs share kernels; SEED
 //                                              jitters each exec time by up to 2%)
@@ -157,6 +158,53 @@ void hostile(const std::string& path) {
   o.close();
 }
 
+// Issue 22 item 9: values no GPU reports. A warp of 2^31 threads (registers per warp
+// truncate to 0) and a block of 65537 x 65535 threads (2^32 - 1: warps per block wrapped to 0)
+// each divided by zero in the occupancy calculator; times at the ends of the range.
+void hostile_device(const std::string& path) {
+  Out o(path);
+  v1::Record d;
+  d.mutable_device()->set_ordinal(1);
+  d.mutable_device()->set_name("Hostile GPU");
+  d.mutable_device()->set_cc_major(9);
+  d.mutable_device()->set_max_warps_per_sm(64);
+  d.mutable_device()->set_max_blocks_per_sm(32);
+  d.mutable_device()->set_registers_per_sm(65536);
+  d.mutable_device()->set_shared_memory_per_sm_bytes(167936);
+  d.mutable_device()->set_warp_size(0x80000000u);
+  o.w->write(d);
+  d.mutable_device()->set_ordinal(2);  // a sane sm_80 for the launch shapes
+  d.mutable_device()->set_name("Sane GPU");
+  d.mutable_device()->set_cc_major(8);
+  d.mutable_device()->set_warp_size(32);
+  o.w->write(d);
+  uint64_t t = 2'000'000;
+  uint32_t corr = 1;
+  for (uint32_t device : {1u, 2u}) {
+    for (int i = 0; i < 3; ++i, ++corr, t += 10'000) {
+      o.api("cudaLaunchKernel", t, t + 100, corr);
+      v1::Record r;
+      auto* k = r.mutable_kernel();
+      k->set_name_id(o.w->intern("huge_block"));
+      k->set_device(device);
+      k->set_stream(7);
+      k->set_correlation_id(corr);
+      k->set_start_ns(static_cast<int64_t>(t + 200));
+      k->set_end_ns(static_cast<int64_t>(t + 5'000));
+      k->set_block_x(65537);
+      k->set_block_y(65535);
+      k->set_block_z(1);
+      k->set_grid_x(1);
+      k->set_grid_y(1);
+      k->set_grid_z(1);
+      k->set_registers_per_thread(i == 2 ? 0xFFFFFFFFu : 32);
+      if (i == 1) k->set_block_x(256), k->set_block_y(1);
+      o.w->write(r);
+    }
+  }
+  o.close();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -166,6 +214,8 @@ int main(int argc, char** argv) {
           argc > 5 ? std::atoi(argv[5]) : 20);
   } else if (mode == "hostile" && argc == 3) {
     hostile(argv[2]);
+  } else if (mode == "hostile_device" && argc == 3) {
+    hostile_device(argv[2]);
   } else if (mode == "synth" && argc == 5) {
     gpuhook::synth::SynthOptions so;
     so.kernels = std::strtoull(argv[3], nullptr, 10);
@@ -195,7 +245,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   } else {
-    std::fprintf(stderr, "usage: make_capture steps OUT SEED SCALE [ITER] | hostile OUT | synth OUT KERNELS SEED\n");
+    std::fprintf(stderr, "usage: make_capture steps OUT SEED SCALE [ITER] | hostile OUT | hostile_device OUT | synth OUT KERNELS SEED\n");
     return 2;
   }
   return 0;

@@ -211,3 +211,26 @@ TEST(ModelJoin, ReserveHintIsBoundedAndHarmless) {
   b.end_capture({});
   EXPECT_EQ(m.events.size(), 1u);
 }
+
+// Issue 22 item 9: the device record is validated once at load; an unusable one leaves
+// occupancy unknown and says so, it does not fail the load.
+TEST(ModelJoin, UnusableDeviceRecordIsReportedAndLeavesOccupancyUnknown) {
+  gantt::Model m;
+  gantt::ModelBuilder b(m);
+  b.begin_capture("hostile.gpuh");
+  b.add(header());
+  v1::Record d = a100();
+  d.mutable_device()->set_warp_size(1u << 24);
+  b.add(d);
+  b.add(string_def(1, "k"));
+  b.add(kernel(1, 13, 7, 0, 0, 2000, 2600));
+  b.end_capture({});
+  ASSERT_EQ(m.events.size(), 1u);
+  EXPECT_EQ(m.events.occupancy_limit[0], gantt::OccupancyLimit::kUnknown);
+  bool corrupt = true;
+  const auto lines = gantt::integrity_warnings(m, &corrupt);
+  EXPECT_FALSE(corrupt);
+  bool said = false;
+  for (const auto& l : lines) said |= l.find("hostile.gpuh: device 0: warp size 16777216 is outside 1..1024") == 0;
+  EXPECT_TRUE(said);
+}

@@ -97,3 +97,31 @@ TEST(Occupancy, UnknownDeviceGivesUnknown) {
   EXPECT_EQ(occ(empty, 256, 32, 0).limit, OccupancyLimit::kUnknown);
   EXPECT_EQ(occ(gantt_test::a100(), 0, 32, 0).limit, OccupancyLimit::kUnknown);
 }
+
+// Issue 22 item 9: a DeviceInfo and a launch shape are untrusted values. Each of these once
+// divided by zero (SIGFPE) in every subcommand that loads a capture.
+TEST(Occupancy, HostileLaunchShapeNeverDividesByZero) {
+  // 65537 * 65535 = 2^32 - 1 threads: (threads + 31) wrapped to 30, 0 warps per block.
+  const auto o = occ(gantt_test::a100(), 0xFFFFFFFFu, 32, 0);
+  EXPECT_EQ(o.limit, OccupancyLimit::kDoesNotFit);
+  EXPECT_EQ(occ(gantt_test::a100(), 0xFFFFFFE1u, 0, 0).limit, OccupancyLimit::kDoesNotFit);
+  EXPECT_EQ(occ(gantt_test::a100(), 256, 0xFFFFFFFFu, ~0ull).limit, OccupancyLimit::kDoesNotFit);
+}
+
+TEST(Occupancy, HostileDeviceIsUnknownNotACrash) {
+  auto with = [](auto set) {
+    gantt_test::v1::Record r = gantt_test::a100();
+    set(r.mutable_device());
+    return r;
+  };
+  // A 2^24 warp: 256 registers * 2^24 rounded to 256 truncated to 0 registers per warp.
+  const auto huge_warp = with([](auto* d) { d->set_warp_size(1u << 24); });
+  EXPECT_NE(gantt::sm_limits_problem(gantt::sm_limits(huge_warp.device())), "");
+  EXPECT_EQ(occ(huge_warp, 256, 256, 0).limit, OccupancyLimit::kUnknown);
+  const auto big_warp = with([](auto* d) { d->set_warp_size(0x80000000u); });
+  EXPECT_EQ(occ(big_warp, 256, 32, 0).limit, OccupancyLimit::kUnknown);
+  const auto no_warps = with([](auto* d) { d->set_max_warps_per_sm(0); d->set_max_threads_per_sm(31); });
+  EXPECT_EQ(occ(no_warps, 256, 32, 0).limit, OccupancyLimit::kUnknown);
+  EXPECT_EQ(gantt::sm_limits_problem(gantt::sm_limits(gantt_test::a100().device())), "");
+  EXPECT_EQ(gantt::sm_limits_problem(gantt::sm_limits(gantt_test::h100().device())), "");
+}

@@ -51,6 +51,8 @@ std::vector<std::string> integrity_warnings(const Model& model, bool* corrupt) {
     uint64_t dropped = 0;
     for (uint64_t d : c.dropped_by_source) dropped += d;
     if (dropped) lines.push_back(c.path + ": " + std::to_string(dropped) + " records were dropped while recording");
+    for (const std::string& p : c.device_problems)
+      lines.push_back(c.path + ": " + p + "; occupancy unknown for its kernels");
     if (c.alignment.method == AlignMethod::kNone && model.events.size() != 0)
       lines.push_back(c.path + ": " + describe(c.alignment));
   }

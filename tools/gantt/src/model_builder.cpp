@@ -593,7 +593,15 @@ void ModelBuilder::Impl::occupancy() {
   EventTable& e = m.events;
   std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint64_t>, Occupancy> memo;
   std::map<uint32_t, SmLimits> limits;
-  for (const auto& d : c.devices) limits[d.ordinal()] = sm_limits(d);
+  for (const auto& d : c.devices) {
+    const SmLimits sm = sm_limits(d);
+    const std::string problem = sm_limits_problem(sm);
+    if (problem.empty()) {
+      limits[d.ordinal()] = sm;
+    } else if (c.device_problems.size() < 16) {
+      c.device_problems.push_back("device " + std::to_string(d.ordinal()) + ": " + problem);
+    }
+  }
   if (limits.empty()) return;
   for (size_t i = ev0; i < e.size(); ++i) {
     if (e.kind[i] != EventKind::kKernel && e.kind[i] != EventKind::kNccl) continue;

@@ -36,6 +36,32 @@ SmLimits sm_limits(const gpuhook::v1::DeviceInfo& d) {
   return s;
 }
 
+std::string sm_limits_problem(const SmLimits& sm) {
+  struct Bound { const char* what; uint64_t value, lo, hi; };
+  // Real GPUs: warp 32, <= 64 warps, 32 blocks, 1024 threads, 64 K registers and 228 KiB of
+  // shared memory per SM. The upper bounds leave room for devices to come, and keep every
+  // product in theoretical_occupancy far below 2^64.
+  const Bound bounds[] = {
+      {"warp size", sm.warp_size, 1, 1024},  // (sm_limits makes an absent one 32)
+      {"max warps per SM", sm.max_warps_per_sm, 1, 1u << 16},
+      {"max blocks per SM", sm.max_blocks_per_sm, 1, 1u << 16},
+      {"max threads per block", sm.max_threads_per_block, 0, 1u << 20},
+      {"registers per SM", sm.registers_per_sm, 1, 1u << 24},
+      {"registers per block", sm.registers_per_block, 0, 1u << 24},
+      {"shared memory per SM", sm.shared_memory_per_sm_bytes, 1, 1ull << 32},
+      {"shared memory per block (opt-in)", sm.shared_memory_per_block_optin_bytes, 0, 1ull << 32},
+      {"reserved shared memory per block", sm.reserved_shared_memory_per_block_bytes, 0, 1ull << 32},
+      {"compute capability major", sm.cc_major, 1, 1000},
+      {"compute capability minor", sm.cc_minor, 0, 1000},
+  };
+  // 0 is "not recorded" (older hooks, fabricated captures): unknown, but not a problem.
+  for (const Bound& b : bounds)
+    if (b.value != 0 && (b.value < b.lo || b.value > b.hi))
+      return std::string(b.what) + " " + std::to_string(b.value) + " is outside " + std::to_string(b.lo) + ".." +
+             std::to_string(b.hi);
+  return {};
+}
+
 namespace {
 
 uint64_t round_up(uint64_t x, uint64_t unit) { return (x + unit - 1) / unit * unit; }
@@ -54,12 +80,19 @@ uint32_t max_registers_per_thread(uint32_t cc_major) { return cc_major >= 7 ? 25
 
 Occupancy theoretical_occupancy(const LaunchShape& launch, const SmLimits& sm) {
   Occupancy o;
-  if (launch.threads_per_block == 0 || sm.max_warps_per_sm == 0 || sm.warp_size == 0 ||
-      sm.max_blocks_per_sm == 0 || sm.registers_per_sm == 0 || sm.shared_memory_per_sm_bytes == 0 ||
-      sm.cc_major == 0)
+  // Every divisor below is bounded away from zero here, and every operand bounded so that no
+  // product overflows: threads near 2^32 once wrapped warps_per_block to 0 (SIGFPE).
+  if (launch.threads_per_block == 0 || sm.max_warps_per_sm == 0 || sm.warp_size == 0 || sm.max_blocks_per_sm == 0 ||
+      sm.registers_per_sm == 0 || sm.shared_memory_per_sm_bytes == 0 || sm.cc_major == 0 ||
+      !sm_limits_problem(sm).empty())
     return o;
+  if (launch.shared_memory_bytes > (1ull << 40)) {
+    o.limit = OccupancyLimit::kDoesNotFit;
+    return o;
+  }
 
-  const uint32_t warps_per_block = (launch.threads_per_block + sm.warp_size - 1) / sm.warp_size;
+  const uint32_t warps_per_block =
+      static_cast<uint32_t>((uint64_t{launch.threads_per_block} + sm.warp_size - 1) / sm.warp_size);
 
   // Per-block limits: a block over any of them cannot launch at all.
   bool fits = true;

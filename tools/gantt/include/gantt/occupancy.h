@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace gpuhook::v1 { class DeviceInfo; }
 
@@ -42,6 +43,13 @@ struct SmLimits {
 };
 SmLimits sm_limits(const gpuhook::v1::DeviceInfo& device);
 
+// Why a recorded device cannot be used for occupancy ("" when it can): a DeviceInfo is read
+// from an untrusted file, and a warp size of 0 or 2^31 once divided by zero (SIGFPE) in
+// every subcommand. The model checks each device once at load; an unusable one means
+// occupancy unknown, never a failed load. The bounds are far outside any real GPU; a field
+// of 0 (not recorded) is no problem, only unknown occupancy.
+std::string sm_limits_problem(const SmLimits& sm);
+
 struct Occupancy {
   double fraction = 0;        // active warps / max warps per SM
   uint32_t active_blocks = 0; // per SM
@@ -51,7 +59,8 @@ struct Occupancy {
   OccupancyLimit limit = OccupancyLimit::kUnknown;
 };
 
-// kUnknown when the limits are not usable (zeros in DeviceInfo, empty block).
+// kUnknown when the limits are not usable (zeros in DeviceInfo, sm_limits_problem, an empty
+// block).
 Occupancy theoretical_occupancy(const LaunchShape& launch, const SmLimits& sm);
 
 }  // namespace gantt
