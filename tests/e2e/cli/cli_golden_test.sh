@@ -128,6 +128,40 @@ errexit diagnose-empty-file 2 "empty.gpuh" "$cli" diagnose empty.gpuh
 "$cli" stats short.gpuh >/dev/null 2>&1
 rc=$?; [[ $rc == 0 || $rc == 2 ]] || fail "stats on a truncated capture crashed (exit $rc)"
 
+# Issue 22 item 9: a device record and launch shapes no GPU has divided by zero (SIGFPE)
+# in every subcommand that computes occupancy. Now: a warning naming the device, exit 0.
+"$make_capture" hostile_device hdev.gpuh || exit 2
+hostile_ok() {  # hostile_ok NAME CMD...: exit 0 and the device named on stderr
+  local name=$1
+  shift
+  local err rc
+  err=$("$@" 2>&1 >/dev/null)
+  rc=$?
+  if [[ $rc != 0 ]]; then fail "hostile device: $name: exit $rc ($(head -c 300 <<<"$err"))"; return; fi
+  [[ "$err" == *"hdev.gpuh: device 1: warp size 2147483648 is outside 1..1024; occupancy unknown"* ]] ||
+    fail "hostile device: $name: the device problem is not reported: $err"
+}
+hostile_ok stats "$cli" stats hdev.gpuh
+hostile_ok render "$cli" render hdev.gpuh -o hdev.svg
+hostile_ok diagnose "$cli" diagnose hdev.gpuh
+hostile_ok export-csv "$cli" export hdev.gpuh --format csv -o hdev.csv
+hostile_ok export-chrome "$cli" export hdev.gpuh --format chrome -o hdev.json
+hostile_ok diff "$cli" diff hdev.gpuh hdev.gpuh
+"$cli" merge -q hdev.gpuh -o hdev_merged.gpuh 2>/dev/null; rc=$?
+[[ $rc == 0 ]] || fail "hostile device: merge: exit $rc"
+grep -q ',huge_block,.*,does not fit,' hdev.csv || fail "hostile device: the 2^32-1 thread block is not 'does not fit'"
+echo "ok   hostile device and launch shapes"
+
+# Issue 22 item 12: names become CSV cells; one that a spreadsheet would run as a formula
+# is quoted with a ' in export as in stats.
+"$cli" export hostile.gpuh --format csv -o hostile.csv || fail "export csv hostile"
+grep -q ",\"'=cmd|' /C calc'!A0\"," hostile.csv || grep -q ",'=cmd|' /C calc'!A0," hostile.csv ||
+  fail "export csv: the formula name is not neutralised: $(grep -a calc hostile.csv | head -c 300)"
+if grep -aEq '(^|,)"?[=+@]' hostile.csv; then fail "export csv: a cell starts with a formula character"; fi
+"$cli" stats hostile.gpuh --format csv > hostile_stats.csv || fail "stats csv hostile"
+if grep -aEq '(^|,)"?[=+@]' hostile_stats.csv; then fail "stats csv: a cell starts with a formula character"; fi
+echo "ok   csv cells are never formulas"
+
 for sub in info dump record render stats diff diagnose export merge; do
   "$cli" "$sub" --help | grep -q 'Example' || fail "$sub --help has no example"
 done

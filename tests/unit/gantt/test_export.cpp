@@ -50,6 +50,23 @@ TEST(ExportCsv, QuotesAndCleansNames) {
   EXPECT_EQ(out.find('\xff'), std::string::npos);
 }
 
+// Issue 22 item 12: a kernel or range name is the app's text; a cell starting with = + - @
+// (or a tab or CR) is a formula to a spreadsheet. Every CSV writer quotes it with a '.
+TEST(ExportCsv, NamesThatLookLikeFormulasAreNeutralised) {
+  std::string out = csv(two_kernels("=HYPERLINK(\"http://x\",\"y\")"));
+  EXPECT_NE(out.find(",\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\","), std::string::npos) << out;
+  for (const std::string name : {"+cmd", "-2+3", "@SUM(A1)", "-x"}) {
+    out = csv(two_kernels(name));
+    EXPECT_NE(out.find(",'" + name.substr(0, 1)), std::string::npos) << name << "\n" << out;
+  }
+  std::string field;
+  gantt::append_csv_field(field, "-12");  // what a negative number looks like stays a number
+  EXPECT_EQ(field, "-12");
+  field.clear();
+  gantt::append_csv_field(field, "plain=1");
+  EXPECT_EQ(field, "plain=1");
+}
+
 TEST(ExportCsv, UnknownTimesAreEmptyCells) {
   const std::string out = csv(two_kernels("plain"));
   std::istringstream is(out);

@@ -1,5 +1,6 @@
 #include "gantt/text.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -67,8 +68,23 @@ void append_xml_escaped(std::string& out, std::string_view s) {
   }
 }
 
+bool csv_formula_like(std::string_view v) {
+  if (v.empty()) return false;
+  switch (v[0]) {
+    case '=': case '+': case '@': case '\t': case '\r': return true;
+    case '-':
+      // A leading '-' is also how negative numbers start ("-12", "-3.5%", "-4.2 us" in diff
+      // tables): those stay as they are. Anything with an operator after it ("-2+3+cmd|...",
+      // the classic DDE payload) or without a digit first is a formula.
+      if (v.size() < 2 || (std::isdigit(static_cast<unsigned char>(v[1])) == 0 && v[1] != '.')) return true;
+      return v.find_first_of("=+-*/^&()<>!|@;:$'\"", 1) != std::string_view::npos;
+    default: return false;
+  }
+}
+
 void append_csv_field(std::string& out, std::string_view s) {
-  const std::string clean = utf8_clean(s);
+  std::string clean = utf8_clean(s);
+  if (csv_formula_like(clean)) clean.insert(0, 1, '\'');
   if (clean.find_first_of(",\"\r\n") == std::string::npos) {
     out += clean;
     return;

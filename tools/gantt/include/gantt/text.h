@@ -16,8 +16,14 @@ std::string utf8_clean(std::string_view s);
 // XML text and attribute escaping (& < > " ') of the cleaned string.
 void append_xml_escaped(std::string& out, std::string_view s);
 
-// RFC 4180: quoted when it holds , " CR or LF (quotes doubled); cleaned to UTF-8.
+// RFC 4180: quoted when it holds , " CR or LF (quotes doubled); cleaned to UTF-8; a cell
+// that a spreadsheet would run as a formula gets a leading ' (csv_formula_like).
 void append_csv_field(std::string& out, std::string_view s);
+
+// True when a spreadsheet would take the cell for a formula: it starts with = + - @ (or a
+// tab or CR), and is not a plain negative number. Names come from the traced app, so every
+// CSV writer checks this (OWASP's "CSV injection").
+bool csv_formula_like(std::string_view cell);
 
 // At most `max_chars` code points of s, with "…" when cut (for labels).
 std::string ellipsize(std::string_view s, size_t max_chars);

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "gantt/export/chrome_json.h"
+#include "gantt/text.h"
 
 namespace gantt::analysis {
 namespace {
@@ -82,11 +83,7 @@ std::string to_markdown(const Table& t) {
 std::string to_csv(const Table& t) {
   const auto cell = [](std::string_view s) {
     std::string v = json::printable_utf8(s);
-    if (!v.empty() && (v[0] == '=' || v[0] == '+' || v[0] == '-' || v[0] == '@')) {
-      // A leading '-' is also how negative numbers start: only guard non-numbers.
-      const bool number = v.size() > 1 && v[0] == '-' && (std::isdigit(static_cast<unsigned char>(v[1])) != 0);
-      if (!number) v = "'" + v;
-    }
+    if (csv_formula_like(v)) v = "'" + v;
     if (v.find_first_of(",\"\n\r") == std::string::npos) return v;
     std::string o = "\"";
     for (char c : v) {
