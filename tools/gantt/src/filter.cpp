@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <charconv>
-#include <regex>
+#include <memory>
 #include <stdexcept>
+
+#include <re2/re2.h>
 
 namespace gantt {
 
@@ -69,15 +71,20 @@ Selection select_events(const Model& m, const EventFilter& f) {
   sel.window_start_ns = from;
   sel.window_end_ns = to;
 
-  std::regex re;
+  // RE2, not std::regex: names come from the traced app, and libstdc++'s backtracking
+  // matcher recursed once per character (a 50,000-character name overflowed the stack).
+  // RE2 matches in linear time with bounded memory; it has no backreferences or lookaround,
+  // which a name filter does not need.
+  std::unique_ptr<RE2> re;
   std::vector<int8_t> name_match;  // per string id: -1 unknown, 0 no, 1 yes
   const bool use_re = !f.kernel_regex.empty();
   if (use_re) {
-    try {
-      re = std::regex(f.kernel_regex, std::regex::ECMAScript | std::regex::optimize);
-    } catch (const std::regex_error& e) {
-      throw std::invalid_argument("--kernel '" + f.kernel_regex + "': not a valid regular expression (" + e.what() + ")");
-    }
+    RE2::Options options;
+    options.set_log_errors(false);
+    re = std::make_unique<RE2>(f.kernel_regex, options);
+    if (!re->ok())
+      throw std::invalid_argument("--kernel '" + f.kernel_regex + "': not a valid regular expression (" + re->error() +
+                                  ")");
     name_match.assign(m.strings.size(), -1);
     desc.push_back("kernel ~ " + f.kernel_regex);
   }
@@ -92,7 +99,7 @@ Selection select_events(const Model& m, const EventFilter& f) {
     if (b != 0 && (en < from || b > to)) continue;
     if (use_re) {
       int8_t& hit = name_match[ev.name[e]];
-      if (hit < 0) hit = std::regex_search(std::string(m.display_name(e)), re) ? 1 : 0;
+      if (hit < 0) hit = RE2::PartialMatch(m.display_name(e), *re) ? 1 : 0;
       if (!hit) continue;
     }
     sel.events.push_back(e);

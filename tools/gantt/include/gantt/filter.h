@@ -14,7 +14,7 @@ struct EventFilter {
   int64_t from_ns = -1;
   int64_t to_ns = -1;
   std::string range;              // "NAME@N": the N-th (1-based) occurrence of that range
-  std::string kernel_regex;       // ECMAScript, searched in the demangled name
+  std::string kernel_regex;       // RE2 syntax, searched in the demangled name
   std::vector<uint32_t> devices;  // empty = all
   std::vector<uint32_t> streams;  // empty = all
 };
