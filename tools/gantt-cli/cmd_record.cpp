@@ -154,9 +154,11 @@ void set_env(const char* name, const std::string& value) {
   if (!value.empty()) setenv(name, value.c_str(), 1);
 }
 
-// The command's exit code as a shell reports it; `started` is false when exec failed.
-int run_child(const std::vector<std::string>& command, bool* started) {
+// The command's exit code as a shell reports it; `started` is false when exec failed;
+// `signal` (when given) is the signal that killed it, or 0.
+int run_child(const std::vector<std::string>& command, bool* started, int* signal = nullptr) {
   *started = false;
+  if (signal != nullptr) *signal = 0;
   std::vector<char*> argv;
   for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -200,7 +202,10 @@ int run_child(const std::vector<std::string>& command, bool* started) {
   *started = true;
   if (r < 0) return kExitError;
   if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  if (WIFSIGNALED(status)) {
+    if (signal != nullptr) *signal = WTERMSIG(status);
+    return 128 + WTERMSIG(status);
+  }
   return kExitError;
 }
 
@@ -247,7 +252,8 @@ int record(const RecordOptions& o) {
   sigaction(SIGTERM, &sa, &old_term);
   sigaction(SIGHUP, &sa, &old_hup);
   bool started = false;
-  const int code = run_child(o.command, &started);
+  int killed_by = 0;
+  const int code = run_child(o.command, &started, &killed_by);
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
   sigaction(SIGHUP, &old_hup, nullptr);
@@ -255,8 +261,19 @@ int record(const RecordOptions& o) {
 
   const auto files = new_captures(matcher, host, since);
   if (files.empty()) {
+    // The hook writes at exit: a command that died of a signal, or left by _exit() (which
+    // skips exit handlers), never reached that point, whatever it used.
     std::cerr << "gantt-cli: record: no capture written (pattern " << matcher.file_pattern << " in "
-              << matcher.dir.string() << "); the command may not have used CUDA, NCCL or NVTX\n";
+              << matcher.dir.string() << "); ";
+    if (killed_by != 0) {
+      const char* abbrev = sigabbrev_np(killed_by);
+      std::cerr << "the command was killed by signal " << killed_by << " (SIG" << (abbrev ? abbrev : "?")
+                << ") before the hook could write what it recorded\n";
+    } else {
+      std::cerr << "the command exited with status " << code
+                << ": either it used no CUDA, NCCL or NVTX, or it left through _exit() or a crash handler, "
+                   "which skip the hook's flush at exit\n";
+    }
   }
   for (const auto& f : files) std::cerr << "gantt-cli: record: capture " << f << "\n";
 

@@ -33,6 +33,14 @@ sleep 0.5
 kill -TERM "$pid"
 wait "$pid"; check "SIGTERM is forwarded" 143 $?
 
+# Issue 22 item 14: a command that dies before the hook flushes did not "not use CUDA".
+err=$("$cli" record -o "$work/none-%p.gpuh" -- sh -c 'kill -ABRT $$' 2>&1 >/dev/null)
+[[ "$err" == *"no capture written"*"killed by signal 6 (SIGABRT)"* && "$err" != *"may not have used"* ]] ||
+  { echo "FAIL abort is reported as such: $err"; fails=$((fails + 1)); }
+err=$("$cli" record -o "$work/none-%p.gpuh" -- sh -c 'exit 5' 2>&1 >/dev/null)
+[[ "$err" == *"no capture written"*"exited with status 5"*"_exit"* ]] ||
+  { echo "FAIL an exit without a capture names both causes: $err"; fails=$((fails + 1)); }
+
 "$cli" record -- ./does-not-exist 2>/dev/null; check "missing command gives 127" 127 $?
 "$cli" record 2>/dev/null; check "no command is a usage error" 2 $?
 "$cli" record --bogus -- true 2>/dev/null; check "unknown flag is a usage error" 2 $?

@@ -117,7 +117,7 @@ MergeResult merge_captures(const std::vector<std::string>& inputs, const std::st
 
   std::string error;
   auto writer = gpuhook::CaptureWriter::create(output, gpuhook::WriterOptions{}, &error);
-  if (!writer) throw std::runtime_error(output + ": " + error);
+  if (!writer) throw std::runtime_error("merge: " + error);  // the writer's error names the file
 
   // Pass 2: stream every input's records, shifted and re-interned. Sections must line up
   // with pass 1's captures: an input without a readable Header (truncated before its first
