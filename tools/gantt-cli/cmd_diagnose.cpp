@@ -18,12 +18,13 @@ namespace ga = gantt::analysis;
 
 struct DiagnoseOptions {
   std::vector<std::string> files;
+  LoadFlags load;
   std::string fail_on = "never";
   std::string format = "text";
 };
 
 int run_diagnose(const DiagnoseOptions& o) {
-  LoadedJob job = load_captures(o.files);
+  LoadedJob job = load_captures(o.files, o.load);
   gantt::Model& model = job.model;
   const bool corrupt = job.corrupt;
   if (!reportable(model)) return kExitError;
@@ -51,6 +52,7 @@ void register_diagnose(CLI::App& app, int& exit_code) {
       "  gantt-cli diagnose app.gpuh\n"
       "  gantt-cli diagnose rank0.gpuh rank1.gpuh --fail-on warning --format md\n");
   cmd->add_option("files", o->files, "capture files (.gpuh); several = ranks of one job")->required();
+  add_load_flags(*cmd, o->load);
   cmd->add_option("--fail-on", o->fail_on, "exit 1 on a finding of this severity or worse")
       ->check(CLI::IsMember({"never", "warning", "error"}))
       ->capture_default_str();

@@ -27,6 +27,7 @@ namespace {
 namespace ga = gantt::analysis;
 
 struct DiffOptions {
+  LoadFlags load;
   std::string base;
   std::string next;
   std::string threshold = "5%";
@@ -151,8 +152,8 @@ int run_diff(const DiffOptions& o) {
   d.noise.alpha = o.alpha;
   d.match_range = !o.name_only;
   // Loading dominates on large captures; the two files load side by side.
-  auto base_future = std::async(std::launch::async, [&] { return gantt::load({o.base}); });
-  const gantt::Model next = gantt::load({o.next});
+  auto base_future = std::async(std::launch::async, [&] { return gantt::load({o.base}, load_options(o.load)); });
+  const gantt::Model next = gantt::load({o.next}, load_options(o.load));
   const gantt::Model base = base_future.get();
   bool corrupt = false;
   for (const gantt::Model* m : {&base, &next})
@@ -191,6 +192,7 @@ void register_diff(CLI::App& app, int& exit_code) {
       "  gantt-cli diff base.gpuh new.gpuh --threshold 3% --metric exec,queue --format md >> $GITHUB_STEP_SUMMARY\n");
   cmd->add_option("base", o->base, "the baseline capture")->required();
   cmd->add_option("new", o->next, "the capture to judge")->required();
+  add_load_flags(*cmd, o->load);
   cmd->add_option("--threshold", o->threshold, "smallest change that matters: 5% or 0.05")->capture_default_str();
   cmd->add_option("--metric", o->metric, "what gates, comma separated: exec, queue, makespan, all")->capture_default_str();
   cmd->add_option("--alpha", o->alpha, "rank-test significance")->check(CLI::Range(1e-9, 0.5))->capture_default_str();

@@ -19,6 +19,7 @@ namespace {
 
 struct ExportOptions {
   std::vector<std::string> files;
+  LoadFlags load;
   std::string format = "csv";
   std::string output = "-";
   FilterFlags filter;
@@ -33,7 +34,7 @@ int run_export(const ExportOptions& o) {
     return kExitError;
   }
   const gantt::EventFilter f = make_filter(o.filter);
-  const LoadedJob job = load_captures(o.files);
+  const LoadedJob job = load_captures(o.files, o.load);
   const gantt::Model& model = job.model;
   const bool corrupt = job.corrupt;
   gantt::Selection sel;
@@ -75,6 +76,7 @@ void register_export(CLI::App& app, int& exit_code) {
       "  gantt-cli export app.gpuh --format csv -o events.csv\n"
       "  gantt-cli export app.gpuh --format folded | flamegraph.pl > flame.svg\n");
   cmd->add_option("files", o->files, "capture files (.gpuh)")->required();
+  add_load_flags(*cmd, o->load);
   cmd->add_option("-f,--format", o->format, "output format")->capture_default_str();
   cmd->add_option("-o,--output", o->output, "output file, - for stdout")->capture_default_str();
   add_filter_flags(*cmd, o->filter);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "load_captures.h"
 #include "gantt/ranks.h"
 
 namespace gantt_cli {
@@ -20,6 +21,7 @@ struct MergeOptions {
   std::vector<std::string> inputs;
   std::string output;
   bool quiet = false;
+  LoadFlags load;
 };
 
 }  // namespace
@@ -40,6 +42,7 @@ void register_merge(CLI::App& app, int& exit_code) {
       ->check(CLI::ExistingFile);
   cmd->add_option("-o,--output", opts->output, "the merged capture to create (never overwritten)")->required();
   cmd->add_flag("-q,--quiet", opts->quiet, "do not print the offsets");
+  add_load_flags(*cmd, opts->load);
   cmd->callback([opts, &exit_code] {
     // The same file twice (a.gpuh and ./a.gpuh, or a link) would merge one rank as two.
     std::map<std::pair<dev_t, ino_t>, std::string> seen;
@@ -53,7 +56,7 @@ void register_merge(CLI::App& app, int& exit_code) {
         return;
       }
     }
-    gantt::MergeResult r = gantt::merge_captures(opts->inputs, opts->output);
+    gantt::MergeResult r = gantt::merge_captures(opts->inputs, opts->output, load_options(opts->load));
     if (!opts->quiet) {
       for (const std::string& line : gantt::describe(r.alignment, r.inputs)) std::cout << line << "\n";
       std::cout << gantt::summarize(r.alignment) << "\n";

@@ -21,6 +21,7 @@ namespace {
 
 struct RenderCliOptions {
   std::vector<std::string> files;
+  LoadFlags load;
   std::string output;
   std::string format;  // svg, png, pdf; default from the output name
   int width_px = 1920;
@@ -71,7 +72,7 @@ int run_render(const RenderCliOptions& o) {
 
   // Several captures (or a merged file) are the ranks of one job: put them on one clock and
   // say in the footer what was applied (gantt/ranks.h).
-  const LoadedJob job = load_captures(o.files);
+  const LoadedJob job = load_captures(o.files, o.load);
   const gantt::Model& model = job.model;
   const bool corrupt = job.corrupt;
   ro.footer_lines = gantt::rank_footer_lines(model, job.alignment);
@@ -133,6 +134,7 @@ void register_render(CLI::App& app, int& exit_code) {
       "  gantt-cli render rank*.gpuh -o job.pdf --lanes rank\n"
       "  gantt-cli render app.gpuh -o flame.svg --view flame\n");
   cmd->add_option("files", o->files, "capture files (.gpuh)")->required();
+  add_load_flags(*cmd, o->load);
   cmd->add_option("-o,--output", o->output, "output file: .svg, .png or .pdf (- = SVG on stdout)")->required();
   cmd->add_option("--format", o->format, "svg, png or pdf (default: from the output name)");
   cmd->add_option("--width", o->width_px, "chart width in pixels")->capture_default_str()->check(CLI::Range(400, 16000));

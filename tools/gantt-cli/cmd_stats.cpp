@@ -18,6 +18,7 @@ namespace ga = gantt::analysis;
 
 struct StatsOptions {
   std::vector<std::string> files;
+  LoadFlags load;
   std::string by = "kernel";
   size_t top = 0;
   size_t gaps = 3;
@@ -25,7 +26,7 @@ struct StatsOptions {
 };
 
 int run_stats(const StatsOptions& o) {
-  LoadedJob job = load_captures(o.files);
+  LoadedJob job = load_captures(o.files, o.load);
   gantt::Model& model = job.model;
   const bool corrupt = job.corrupt;
   if (!reportable(model)) return kExitError;
@@ -66,6 +67,7 @@ void register_stats(CLI::App& app, int& exit_code) {
       "  gantt-cli stats app.gpuh --by range --format json > stats.json\n"
       "  gantt-cli stats rank0.gpuh rank1.gpuh --by collective\n");
   cmd->add_option("files", o->files, "capture files (.gpuh); several = ranks of one job")->required();
+  add_load_flags(*cmd, o->load);
   cmd->add_option("--by", o->by, "group by")
       ->check(CLI::IsMember({"kernel", "stream", "device", "range", "collective"}))
       ->capture_default_str();

@@ -4,10 +4,23 @@
 
 namespace gantt_cli {
 
-LoadedJob load_captures(const std::vector<std::string>& files) {
+void add_load_flags(CLI::App& cmd, LoadFlags& flags) {
+  cmd.add_option("--max-records-per-byte", flags.max_records_per_byte,
+                 "refuse a capture that decodes to more records than this per byte of file (repeated chunks; "
+                 "0 = no limit)")
+      ->capture_default_str();
+}
+
+gantt::LoadOptions load_options(const LoadFlags& flags) {
+  gantt::LoadOptions o;
+  o.max_records_per_byte = flags.max_records_per_byte;
+  return o;
+}
+
+LoadedJob load_captures(const std::vector<std::string>& files, const LoadFlags& flags) {
   LoadedJob job;
   // load_job: like load(), and a merged file (gantt-cli merge) becomes one capture per rank.
-  job.model = gantt::load_job(files, gantt::LoadOptions{});
+  job.model = gantt::load_job(files, load_options(flags));
   for (const std::string& line : gantt::integrity_warnings(job.model, &job.corrupt))
     std::cerr << "gantt-cli: " << line << "\n";
   job.alignment = gantt::align_model_ranks(job.model);

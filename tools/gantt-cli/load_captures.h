@@ -3,8 +3,11 @@
 // reported once on stderr and remembered for the exit code.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
+
+#include <CLI/CLI.hpp>
 
 #include "gantt/analysis/stats.h"
 #include "gantt/model.h"
@@ -18,7 +21,14 @@ struct LoadedJob {
   bool corrupt = false;            // a capture was damaged: the subcommand exits 2 after its output
 };
 
-LoadedJob load_captures(const std::vector<std::string>& files);
+// The flags of every subcommand that loads captures into a model.
+struct LoadFlags {
+  uint64_t max_records_per_byte = gantt::kDefaultMaxRecordsPerByte;
+};
+void add_load_flags(CLI::App& cmd, LoadFlags& flags);
+gantt::LoadOptions load_options(const LoadFlags& flags);
+
+LoadedJob load_captures(const std::vector<std::string>& files, const LoadFlags& flags);
 
 // False, after one line on stderr, when a capture has nothing to report on (no header).
 bool reportable(const gantt::Model& model);

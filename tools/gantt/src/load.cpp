@@ -13,6 +13,27 @@ void reserve_from_index(ModelBuilder& builder, const gpuhook::CaptureReader& rea
   }
 }
 
+// The floor lets a small file hold what a small file honestly can: 256 Ki records is ~25 MB of
+// model. Above it, recorded captures stay far below the limit: gpuhook_synth's realistic
+// kernel and API records compress to 0.11 records per byte (8.8 bytes each, measured),
+// the fixtures to 0.02; duplicated chunks reach 80 to 800.
+constexpr uint64_t kAmplificationFloorRecords = 1u << 18;
+
+AmplificationGuard::AmplificationGuard(const gpuhook::CaptureReader& reader, const LoadOptions& options)
+    : per_byte_(options.max_records_per_byte) {
+  if (per_byte_ == 0) return;
+  const uint64_t bytes = reader.integrity().file_bytes;
+  limit_ = bytes > UINT64_MAX / per_byte_ ? UINT64_MAX : std::max(bytes * per_byte_, kAmplificationFloorRecords);
+}
+
+void AmplificationGuard::fail(const gpuhook::CaptureReader& reader) const {
+  throw gpuhook::CaptureError(
+      gpuhook::CaptureErrorKind::kOversizedLength, reader.path(), reader.chunk_offset(),
+      "decodes to more than " + std::to_string(limit_) + " records from " +
+          std::to_string(reader.integrity().file_bytes) + " bytes (over " + std::to_string(per_byte_) +
+          " per byte of file): repeated chunks, not a recording; --max-records-per-byte 0 reads it anyway");
+}
+
 Model load(const std::vector<std::string>& paths, const LoadOptions& options) {
   Model model;
   ModelBuilder builder(model);
@@ -25,7 +46,11 @@ Model load(const std::vector<std::string>& paths, const LoadOptions& options) {
     builder.begin_capture(path);
     reserve_from_index(builder, reader);
     gpuhook::v1::Record record;
-    while (reader.next(record)) builder.add(record);
+    const AmplificationGuard guard(reader, options);
+    while (reader.next(record)) {
+      guard.check(reader);
+      builder.add(record);
+    }
     builder.end_capture(reader.integrity());
   }
   return model;

@@ -253,6 +253,8 @@ struct MergeResult {
 // streams record by record (memory: one chunk per reader plus the writer's chunk).
 // Throws gpuhook::CaptureError for an unreadable input, std::runtime_error when the output
 // cannot be created (it never overwrites a file).
+MergeResult merge_captures(const std::vector<std::string>& inputs, const std::string& output,
+                           const LoadOptions& options);
 MergeResult merge_captures(const std::vector<std::string>& inputs, const std::string& output);
 
 }  // namespace gantt

@@ -98,12 +98,14 @@ void read_all(const std::vector<std::string>& paths, const LoadOptions& options,
   ro.to_ns = options.to_ns;
   for (size_t f = 0; f < paths.size(); ++f) {
     gpuhook::CaptureReader reader(paths[f], ro);
+    const AmplificationGuard guard(reader, options);
     std::unique_ptr<Batch> b = pipe.take_free();
     if (!b) return;
     b->file = f;
     for (;;) {
       if (b->records.size() <= b->count) b->records.emplace_back();
       if (!reader.next(b->records[b->count])) break;
+      guard.check(reader);
       if (++b->count == kBatchRecords) {
         b->integrity = reader.integrity();
         pipe.push(std::move(b));

@@ -100,12 +100,13 @@ std::string format_offset(int64_t ns) {
 
 }  // namespace
 
-MergeResult merge_captures(const std::vector<std::string>& inputs, const std::string& output) {
+MergeResult merge_captures(const std::vector<std::string>& inputs, const std::string& output,
+                           const LoadOptions& options) {
   MergeResult result;
   // Pass 1: alignment inputs, one capture in memory at a time.
   std::vector<RankClockInput> clock_inputs;
   for (const std::string& path : inputs) {
-    Model one = load_job({path}, LoadOptions{});
+    Model one = load_job({path}, options);
     for (RankClockInput& in : rank_clock_inputs(one)) clock_inputs.push_back(std::move(in));
   }
   result.alignment = align_ranks(clock_inputs);
@@ -198,6 +199,10 @@ MergeResult merge_captures(const std::vector<std::string>& inputs, const std::st
   if (!writer->close()) throw std::runtime_error(output + ": " + writer->last_error());
   result.records_lost = writer->records_lost();
   return result;
+}
+
+MergeResult merge_captures(const std::vector<std::string>& inputs, const std::string& output) {
+  return merge_captures(inputs, output, LoadOptions{});
 }
 
 }  // namespace gantt
