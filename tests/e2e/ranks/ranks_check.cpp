@@ -49,6 +49,9 @@ int main(int argc, char** argv) {
   auto collectives = gantt::match_collectives(gantt::collective_calls(model));
   gantt::StragglerReport sr = gantt::find_straggler(collectives);
   printf("straggler: %s\n", sr.reason.c_str());
+  for (const gantt::RankStraggling& r : sr.ranks)
+    printf("rank %d: last at %" PRIu64 " of %" PRIu64 ", median lateness %" PRId64 " ns, jitter %" PRId64 " ns\n",
+           r.global_rank, r.times_last, r.collectives, r.lateness_median_ns, r.lateness_jitter_ns);
   printf("%s", gantt::format_collective_stats(gantt::collective_stats(collectives)).c_str());
   gantt::ImbalanceReport ib = gantt::busy_imbalance(gantt::rank_busy_intervals(model));
   printf("busy imbalance: %.1f%% (busiest rank %d)\n", ib.imbalance * 100, ib.busiest_rank);

@@ -2,7 +2,7 @@
 # Runs the allreduce_train example as 4 ranks under the hook on the simulator and checks the
 # job with ranks_check (and gantt-cli merge).
 #   run_ranks.sh SIM_LIB_DIR HOOK_LIB EXAMPLE RANKS_CHECK GANTT_CLI MODE
-# MODE: straggler (rank 2 slow: must be named) | twin (the fixed twin: nobody named) |
+# MODE: straggler (rank 2 slow: must be named) | twin (the fixed twin: balanced at any load) |
 #       hosts (ranks 1 and 3 pretend to be other hosts, clocks -/+5 ms: offsets recovered to
 #       20 us) | merge (merge the straggler job, check the merged file the same way)
 set -euo pipefail
@@ -42,22 +42,18 @@ case $mode in
     fi
     ;;
   twin)
-    # The four ranks are threads of one process on a shared machine: when something else
-    # takes a core, one rank thread really does arrive late (measured: last at half of the
-    # collectives, ~75 us late, a quarter of runs under a CPU hog), and naming it is right.
-    # So a second run decides; a tool that blames a balanced rank fails both.
-    twin_run() {
-      rm -f "$dir"/rank*.gpuh
-      LD_PRELOAD=$hook GPUHOOK_OUTPUT=$dir/rank%r.gpuh "$example" --ranks 4 --steps $steps --slow-rank 2 --extra-us 400 --fixed >/dev/null
-      "$check" --expect-straggler none --min-collectives $((steps - 2)) "$dir"/rank{0,1,2,3}.gpuh || return 1
-      "$cli" diagnose "$dir"/rank{0,1,2,3}.gpuh > "$dir/diagnose.txt" || true
-      if grep -Eq "\[imbalance\]|arrived last" "$dir/diagnose.txt"; then
-        echo "FAIL: diagnose blamed a rank in the balanced twin"; cat "$dir/diagnose.txt"; return 1
-      fi
-    }
-    if ! twin_run; then
-      echo "the first run named a rank; running the twin again"
-      twin_run
+    # The four ranks are processes on a shared machine: when something else takes a core, a
+    # rank really does arrive late (seen: rank 3 last at 21 of 30 collectives, a median 56 us
+    # late, in a clean run; here under a parallel build: last at 19 of 30, 293 us late with
+    # 639 us of jitter). Whether that is named is the noise-aware rule's call, tested on such
+    # numbers in tests/unit/ranks/collectives_test.cpp. This test checks only what holds at
+    # any load: the collectives all matched, and the work is spread (no busy imbalance, which
+    # is GPU time and so does not depend on host scheduling).
+    LD_PRELOAD=$hook GPUHOOK_OUTPUT=$dir/rank%r.gpuh "$example" --ranks 4 --steps $steps --slow-rank 2 --extra-us 400 --fixed >/dev/null
+    "$check" --min-collectives $((steps - 2)) "$dir"/rank{0,1,2,3}.gpuh
+    "$cli" diagnose "$dir"/rank{0,1,2,3}.gpuh > "$dir/diagnose.txt" || true
+    if grep -q "\[imbalance\]" "$dir/diagnose.txt"; then
+      echo "FAIL: diagnose found imbalance in the balanced twin"; cat "$dir/diagnose.txt"; exit 1
     fi
     ;;
   hosts)

@@ -4,8 +4,11 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <string>
+#include <vector>
 #include <tuple>
 
+#include "gantt/analysis/noise.h"
 #include "gantt/ranks.h"
 #include "stats_util.h"
 
@@ -117,14 +120,30 @@ std::vector<CollectiveInstance> match_collectives(const std::vector<RankCollecti
   return out;
 }
 
+namespace {
+
+// 1.4826 x the median absolute deviation: the standard deviation of normal data, robust to
+// the few huge delays a descheduled thread produces.
+int64_t robust_spread(std::vector<int64_t> v) {
+  if (v.empty()) return 0;
+  std::vector<int64_t> copy = v;
+  const double mid = median(copy);
+  for (int64_t& x : v) x = static_cast<int64_t>(std::llround(std::fabs(static_cast<double>(x) - mid)));
+  return static_cast<int64_t>(std::llround(1.4826 * median(v)));
+}
+
+}  // namespace
+
 StragglerReport find_straggler(const std::vector<CollectiveInstance>& collectives, const StragglerOptions& options) {
   StragglerReport report;
   std::map<int32_t, RankStraggling> ranks;
   std::map<int32_t, std::vector<int64_t>> lateness;
+  std::vector<uint64_t> transfer;
   for (const CollectiveInstance& inst : collectives) {
     if (!inst.complete || inst.arrivals.size() < 2) continue;
     ++report.collectives;
     report.total_wait_ns += inst.wait_ns;
+    transfer.push_back(inst.transfer_ns);
     std::vector<uint64_t> starts;
     for (const Arrival& a : inst.arrivals) starts.push_back(a.start_ns);
     double mid = median(starts);
@@ -142,8 +161,11 @@ StragglerReport find_straggler(const std::vector<CollectiveInstance>& collective
       r.wait_caused_ns += inst.wait_ns;
     }
   }
+  report.collective_median_ns = static_cast<uint64_t>(median(transfer));
   for (auto& [rank, r] : ranks) {
-    r.lateness_median_ns = static_cast<int64_t>(std::llround(median(lateness[rank])));
+    std::vector<int64_t> own = lateness[rank];
+    r.lateness_median_ns = static_cast<int64_t>(std::llround(median(own)));
+    r.lateness_jitter_ns = robust_spread(lateness[rank]);
     report.ranks.push_back(r);
   }
   const RankStraggling* worst = nullptr;
@@ -151,31 +173,66 @@ StragglerReport find_straggler(const std::vector<CollectiveInstance>& collective
     if (!worst || r.times_last > worst->times_last ||
         (r.times_last == worst->times_last && r.wait_caused_ns > worst->wait_caused_ns))
       worst = &r;
-  char buf[512];
+  char buf[768];
   if (report.collectives < options.min_collectives || !worst) {
     snprintf(buf, sizeof buf, "%" PRIu64 " complete collectives: too few to name a straggler (need %" PRIu64 ")",
              report.collectives, options.min_collectives);
     report.reason = buf;
     return report;
   }
-  double fraction = static_cast<double>(worst->times_last) / static_cast<double>(worst->collectives);
-  bool named = fraction >= options.min_last_fraction && worst->lateness_median_ns >= static_cast<int64_t>(options.min_lateness_ns);
-  if (named) {
+  // The noise the lateness is judged against: the candidate's own arrival jitter, or the
+  // other ranks' (pooled), whichever is larger.
+  std::vector<int64_t> others;
+  for (const auto& [rank, v] : lateness)
+    if (rank != worst->global_rank) others.insert(others.end(), v.begin(), v.end());
+  const double jitter = static_cast<double>(std::max(worst->lateness_jitter_ns, robust_spread(others)));
+  const analysis::RankTest test = analysis::mann_whitney(others, lateness[worst->global_rank]);
+  const double late = static_cast<double>(worst->lateness_median_ns);
+  const double fraction = static_cast<double>(worst->times_last) / static_cast<double>(worst->collectives);
+  const double collective = static_cast<double>(report.collective_median_ns);
+  std::vector<std::string> why_not;
+  char part[160];
+  if (fraction < options.min_last_fraction) {
+    snprintf(part, sizeof part, "last at only %.0f%% (< %.0f%%)", fraction * 100, options.min_last_fraction * 100);
+    why_not.push_back(part);
+  }
+  if (late < static_cast<double>(options.min_lateness_ns)) {
+    snprintf(part, sizeof part, "%.1f us late (< %.1f us)", late / 1e3, static_cast<double>(options.min_lateness_ns) / 1e3);
+    why_not.push_back(part);
+  }
+  if (late < options.min_jitter_multiple * jitter) {
+    snprintf(part, sizeof part, "%.1f us late is within %.0fx the arrival jitter of %.1f us", late / 1e3,
+             options.min_jitter_multiple, jitter / 1e3);
+    why_not.push_back(part);
+  }
+  if (!test.valid || test.p_greater > options.alpha) {
+    snprintf(part, sizeof part, "not later than the other ranks by a rank test (p %.3g > %.3g)", test.p_greater,
+             options.alpha);
+    why_not.push_back(part);
+  }
+  if (late < options.min_collective_fraction * collective) {
+    snprintf(part, sizeof part, "%.1f us late is under %.0f%% of the collective's own %.1f us", late / 1e3,
+             options.min_collective_fraction * 100, collective / 1e3);
+    why_not.push_back(part);
+  }
+  if (why_not.empty()) {
     report.straggler = worst->global_rank;
     report.straggler_last_fraction = fraction;
     report.straggler_wait_caused_ns = worst->wait_caused_ns;
     snprintf(buf, sizeof buf,
              "rank %d arrived last at %" PRIu64 " of %" PRIu64 " collectives (%.0f%%), a median %.1f us after the others' "
-             "median, and made the other ranks wait %.3f ms in total (%.0f%% of all waiting at collectives)",
-             worst->global_rank, worst->times_last, worst->collectives, fraction * 100,
-             static_cast<double>(worst->lateness_median_ns) / 1e3, static_cast<double>(worst->wait_caused_ns) / 1e6,
+             "median (arrival jitter %.1f us, the collective itself %.1f us), and made the other ranks wait %.3f ms in "
+             "total (%.0f%% of all waiting at collectives)",
+             worst->global_rank, worst->times_last, worst->collectives, fraction * 100, late / 1e3, jitter / 1e3,
+             collective / 1e3, static_cast<double>(worst->wait_caused_ns) / 1e6,
              report.total_wait_ns ? 100.0 * static_cast<double>(worst->wait_caused_ns) / static_cast<double>(report.total_wait_ns) : 0.0);
   } else {
+    std::string reasons;
+    for (size_t i = 0; i < why_not.size(); ++i) reasons += (i ? "; " : "") + why_not[i];
     snprintf(buf, sizeof buf,
              "no straggler: the most frequent last arriver (rank %d) was last at %.0f%% of %" PRIu64
-             " collectives with a median lateness of %.1f us (thresholds: %.0f%% and %.1f us)",
-             worst->global_rank, fraction * 100, worst->collectives, static_cast<double>(worst->lateness_median_ns) / 1e3,
-             options.min_last_fraction * 100, static_cast<double>(options.min_lateness_ns) / 1e3);
+             " collectives with a median lateness of %.1f us, but: %s",
+             worst->global_rank, fraction * 100, worst->collectives, late / 1e3, reasons.c_str());
   }
   report.reason = buf;
   return report;
