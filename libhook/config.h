@@ -44,7 +44,10 @@ struct Config {
   // 32 x 1 MiB: CUPTI keeps one buffer per launching thread, and the writer returns full
   // ones within a flush period, so 32 covers 16 busy threads with RSS under 64 MiB.
   uint64_t buffer_bytes = 1u << 20;     // one CUPTI activity buffer
-  uint32_t buffers = 32;                // CUPTI buffers in the pool
+  // CUDA 13 fills one buffer per producing thread (CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER
+  // defaults to 1): 64 launching threads hold 64 buffers at once. Allocated lazily, so a
+  // program with few threads pays for few.
+  uint32_t buffers = 128;               // CUPTI buffers in the pool
   uint32_t flush_ms = 100;
   OnFull on_full = OnFull::kDrop;
   // Level 3, the format's own default: with format version 3 and the hand encoders, on 200k

@@ -211,6 +211,18 @@ void convert_device(const CUpti_ActivityDevice5* d, RecordSink& sink) {
   sink.emit(rec);
 }
 
+void convert_cuda_event(const CUpti_ActivityCudaEvent2* e, RecordSink& sink) {
+  v1::Record rec;
+  auto* r = rec.mutable_cuda_event();
+  r->set_event_id(e->eventId);
+  r->set_context(e->contextId);
+  r->set_stream(e->streamId);
+  r->set_device(e->deviceId);
+  r->set_correlation_id(e->correlationId);
+  r->set_sync_id(e->cudaEventSyncId);
+  sink.emit(rec);
+}
+
 void convert_external(const CUpti_ActivityExternalCorrelation* e, RecordSink& sink) {
   v1::Record rec;
   auto* r = rec.mutable_external_correlation();
@@ -275,6 +287,9 @@ bool convert_activity(const CUpti_Activity* a, const ConvertOptions& options, Re
     }
     case CUPTI_ACTIVITY_KIND_DEVICE:
       convert_device(reinterpret_cast<const CUpti_ActivityDevice5*>(a), sink);
+      return true;
+    case CUPTI_ACTIVITY_KIND_CUDA_EVENT:
+      convert_cuda_event(reinterpret_cast<const CUpti_ActivityCudaEvent2*>(a), sink);
       return true;
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
       convert_external(reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(a), sink);

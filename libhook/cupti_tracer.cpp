@@ -1,10 +1,13 @@
 #include "cupti_tracer.h"
 
+#include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <utility>
 
 #include "api_groups.h"
 #include "cbid_names.h"
@@ -25,6 +28,14 @@ struct KindToEnable {
   CUpti_ActivityKind kind;
   bool required;  // its refusal means GPU tracing is off
 };
+
+constexpr CUpti_CallbackId kBlockingSyncs[] = {CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
+                                               CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
+                                               CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020};
+
+bool is_blocking_sync(CUpti_CallbackId cbid) {
+  return std::find(std::begin(kBlockingSyncs), std::end(kBlockingSyncs), cbid) != std::end(kBlockingSyncs);
+}
 
 }  // namespace
 
@@ -113,6 +124,17 @@ void CUPTIAPI CuptiTracer::buffer_completed(CUcontext, uint32_t, uint8_t* buffer
 void CUPTIAPI CuptiTracer::on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   auto* info = static_cast<const CUpti_CallbackData*>(data);
   if (info == nullptr) return;
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && is_blocking_sync(cbid)) {
+    // Remembered for the takeover check: a synchronize that returned has a SYNCHRONIZATION
+    // record, unless another client took the activity API away.
+    CuptiTracer* self = instance();
+    const auto* rc = static_cast<const cudaError_t*>(info->functionReturnValue);
+    if (self != nullptr && info->callbackSite == CUPTI_API_EXIT && rc != nullptr && *rc == cudaSuccess) {
+      const uint32_t slot = self->recent_sync_next_.fetch_add(1, std::memory_order_relaxed) % kRecentSyncs;
+      self->recent_syncs_[slot].store(info->correlationId, std::memory_order_relaxed);
+    }
+    return;
+  }
   bool start = (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000) ||
                (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart);
   // The window opens when Start returns and closes when Stop is entered.
@@ -157,9 +179,18 @@ bool CuptiTracer::enable(std::string* why) {
     *why = std::string(who) + " (" + call + ": " + cupti_result_text(api_, r) + ", " + api_.path + "); GPU tracing off";
     return false;
   };
+  std::string holder;
+  CUptiResult r = subscribe_first(&holder);
+  if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    *why = "CUPTI is in use by " + (holder.empty() ? std::string("another profiler") : holder) +
+           ": GPU tracing off, recording host, NCCL and NVTX only";
+    return false;
+  }
+  // A CUPTI without a driver refuses everything (CUPTI_ERROR_UNKNOWN): said by the next call.
+  if (r != CUPTI_SUCCESS) subscriber_ = nullptr;
   // First and once per process: re-registering corrupts the first kernel records
   // (pytorch#192021), and it must precede every enabled kind.
-  CUptiResult r = api_.cuptiActivityRegisterTimestampCallback(&CuptiTracer::timestamp);
+  r = api_.cuptiActivityRegisterTimestampCallback(&CuptiTracer::timestamp);
   if (r != CUPTI_SUCCESS) return refused("cuptiActivityRegisterTimestampCallback", r);
   // API records carry pthread_self() unless told otherwise (cupti_activity.h,
   // CUpti_ActivityThreadIdType: DEFAULT is pthread_self() on Linux, SYSTEM is SYS_gettid),
@@ -188,6 +219,7 @@ bool CuptiTracer::enable(std::string* why) {
       {CUPTI_ACTIVITY_KIND_MEMCPY2, false},          {CUPTI_ACTIVITY_KIND_MEMSET, false},
       {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, false},  {CUPTI_ACTIVITY_KIND_OVERHEAD, false},
       {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, false}, {CUPTI_ACTIVITY_KIND_STREAM, false},
+      {CUPTI_ACTIVITY_KIND_CUDA_EVENT, false},
   };
   if (config_.api_mask & kApiAlloc) kinds.push_back({CUPTI_ACTIVITY_KIND_MEMORY2, false});
   std::vector<CUpti_ActivityKind> enabled;
@@ -209,6 +241,18 @@ bool CuptiTracer::enable(std::string* why) {
   // queries that found the work done stay; each keeps its returnValue.
   if (api_.cuptiActivityEnableAllSyncRecords == nullptr || api_.cuptiActivityEnableAllSyncRecords(0) != CUPTI_SUCCESS) {
     notes_ += "query records that found work pending stay on (cuptiActivityEnableAllSyncRecords refused). ";
+  }
+  // Kernels launched from the device by a device graph launch get records only with this on.
+  if (api_.cuptiActivityEnableDeviceGraph != nullptr && api_.cuptiActivityEnableDeviceGraph(1) != CUPTI_SUCCESS) {
+    notes_ += "device graph launches untraced (cuptiActivityEnableDeviceGraph refused). ";
+  }
+  // The takeover check's witness: the blocking synchronize calls, a few per step at most.
+  if (subscriber_ != nullptr && api_.cuptiEnableCallback != nullptr &&
+      std::find(enabled.begin(), enabled.end(), CUPTI_ACTIVITY_KIND_SYNCHRONIZATION) != enabled.end()) {
+    sync_watch_ = true;
+    for (CUpti_CallbackId cbid : kBlockingSyncs) {
+      if (api_.cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, cbid) != CUPTI_SUCCESS) sync_watch_ = false;
+    }
   }
   enable_api_records();
   if (config_.range.kind == RangeKind::kProfilerApi) subscribe_profiler_range(&notes_);
@@ -256,19 +300,38 @@ void CuptiTracer::enable_api_records() {
 }
 
 void CuptiTracer::subscribe_profiler_range(std::string* note) {
-  CUpti_SubscriberHandle subscriber = nullptr;
-  CUptiResult r = api_.cuptiSubscribe != nullptr
-                      ? api_.cuptiSubscribe(&subscriber, reinterpret_cast<CUpti_CallbackFunc>(&on_callback), nullptr)
-                      : CUPTI_ERROR_NOT_SUPPORTED;
-  if (r == CUPTI_SUCCESS && api_.cuptiEnableCallback != nullptr) {
-    api_.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000);
-    api_.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000);
-    api_.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStart);
-    api_.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
+  if (subscriber_ == nullptr || api_.cuptiEnableCallback == nullptr) {
+    *note += "cudaProfilerApi range unavailable (no CUPTI subscription): only gpuhook_capture_start/stop open "
+             "the window. ";
     return;
   }
-  *note += "cudaProfilerApi range unavailable (cuptiSubscribe: " + cupti_result_text(api_, r) +
-           "): only gpuhook_capture_start/stop open the window. ";
+  api_.cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000);
+  api_.cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000);
+  api_.cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStart);
+  api_.cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
+}
+
+// First of all: CUPTI allows one subscriber (cupti_callbacks.h, cuptiSubscribe), and a tool
+// that holds CUPTI from outside (Nsight Systems, Nsight Compute) makes it refuse, naming
+// itself through cuptiSubscribe_v2. The activity API is shared without a word, so this is the
+// one place where another profiler can be noticed before both corrupt each other's records.
+CUptiResult CuptiTracer::subscribe_first(std::string* holder) {
+  const CuptiApi& api = api_;
+  CUpti_SubscriberHandle* out = &subscriber_;
+  auto callback = reinterpret_cast<CUpti_CallbackFunc>(&on_callback);
+  if (api.cuptiSubscribe_v2 != nullptr) {
+    char old_name[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};
+    CUpti_SubscriberParams params{};
+    params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+    params.subscriberName = "gpuhook";
+    params.oldSubscriberName = old_name;
+    params.oldSubscriberSize = CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN;
+    CUptiResult r = api.cuptiSubscribe_v2(out, callback, nullptr, &params);
+    if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) *holder = old_name;
+    return r;
+  }
+  if (api.cuptiSubscribe != nullptr) return api.cuptiSubscribe(out, callback, nullptr);
+  return CUPTI_ERROR_NOT_SUPPORTED;
 }
 
 const char* CuptiTracer::callback_name(CUpti_CallbackDomain domain, uint32_t cbid) {
@@ -286,13 +349,25 @@ const char* CuptiTracer::callback_name(CUpti_CallbackDomain domain, uint32_t cbi
 void CuptiTracer::poll(RecordSink& sink, bool flush, bool final) {
   // FlushAll runs bufferCompleted on this thread; that only marks pool slots, so no lock of
   // ours is involved. FORCED at the end also returns buffers with incomplete records.
-  if (flush) api_.cuptiActivityFlushAll(final ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+  const CUptiResult flushed =
+      flush ? api_.cuptiActivityFlushAll(final ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0) : CUPTI_SUCCESS;
   pool_.drain([&](uint8_t* buffer, uint64_t valid) {
     CUpti_Activity* record = nullptr;
-    while (api_.cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
+    CUptiResult r;
+    while ((r = api_.cuptiActivityGetNextRecord(buffer, valid, &record)) == CUPTI_SUCCESS) {
+      if (record->kind == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION) {
+        const uint32_t id = reinterpret_cast<const CUpti_ActivitySynchronization2*>(record)->correlationId;
+        sync_seen_[(id / 64) % sync_seen_.size()] |= uint64_t{1} << (id % 64);
+      }
       convert_activity(record, convert_, sink);
     }
+    // MAX_LIMIT_REACHED is the end of the buffer. INVALID_KIND is "incomplete or invalid"
+    // (cupti_activity.h, cuptiActivityGetNextRecord): the documented loop stops there, and
+    // so does the record's size, so that record and any after it are lost (a FORCED flush
+    // returns buffers with work still running).
+    if (r != CUPTI_ERROR_MAX_LIMIT_REACHED) ++incomplete_;
   });
+  if (final && flushed == CUPTI_SUCCESS) note_takeover(sink);
 }
 
 uint64_t CuptiTracer::take_cupti_dropped() {
@@ -300,6 +375,41 @@ uint64_t CuptiTracer::take_cupti_dropped() {
   if (api_.cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) != CUPTI_SUCCESS) return 0;
   return dropped;
 }
+
+// The activity API is shared silently between the CUPTI clients of a process: the last
+// cuptiActivityRegisterCallbacks wins and a client that stops disables its kinds for everyone
+// (torch.profiler's kineto does both around a profiling window). Two traces of that, read
+// after the FORCED flush at exit, which gives back every buffer CUPTI holds
+// (cupti_activity.h, cuptiActivityFlushAll):
+// - buffers of ours that still did not come back went to the other client;
+// - the last synchronize calls (seen through our subscription) have no SYNCHRONIZATION record.
+void CuptiTracer::note_takeover(RecordSink& sink) {
+  if (!takeover_.empty()) return;
+  const uint32_t missing = pool_.with_cupti();
+  // The most recent synchronize calls first; stopped when the last two have no record (one
+  // alone could be a record CUPTI dropped, and those are counted).
+  const uint32_t calls = recent_sync_next_.load(std::memory_order_relaxed);
+  uint32_t syncs = 0;
+  for (uint32_t k = 1; k <= std::min(calls, kRecentSyncs); ++k) {
+    const uint32_t id = recent_syncs_[(calls - k) % kRecentSyncs].load(std::memory_order_relaxed);
+    if ((sync_seen_[(id / 64) % sync_seen_.size()] & (uint64_t{1} << (id % 64))) != 0) break;
+    ++syncs;
+  }
+  const bool records_stopped = sync_watch_ && syncs >= 2;
+  if (missing == 0 && !records_stopped) return;
+  takeover_ = "another CUPTI client in this process (torch.profiler?) took over the activity API (";
+  takeover_ += missing != 0 ? std::to_string(missing) + " CUPTI buffer" + (missing == 1 ? "" : "s") + " never came back"
+                            : "the last " + std::to_string(syncs) + " synchronize calls have no GPU record";
+  takeover_ += "): GPU records stop where it did";
+  v1::Record rec;
+  auto* n = rec.mutable_notice();
+  n->set_kind(v1::NOTICE_CUPTI_TAKEN_OVER);
+  n->set_time_ns(static_cast<int64_t>(now_ns()));
+  n->set_text(takeover_);
+  sink.emit(rec);
+}
+
+uint64_t CuptiTracer::take_incomplete() { return std::exchange(incomplete_, 0); }
 
 uint64_t CuptiTracer::take_no_buffer_dropped() { return no_buffer_drops_.exchange(0, std::memory_order_relaxed); }
 

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "config.h"
 #include "cupti_api.h"
@@ -31,6 +32,12 @@ class BufferPool {
   void drain(Fn&& fn);
   uint64_t buffer_bytes() const { return bytes_; }
   uint32_t count() const { return count_; }
+  // Buffers handed to CUPTI and not given back.
+  uint32_t with_cupti() const {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < count_; ++i) n += slots_[i].state.load(std::memory_order_acquire) == kWithCupti;
+    return n;
+  }
 
  private:
   enum : int { kFree = 0, kWithCupti = 1, kCompleted = 2 };
@@ -86,6 +93,8 @@ class CuptiTracer final : public GpuSource {
   void poll(RecordSink& sink, bool flush, bool final) override;
   uint64_t take_cupti_dropped() override;
   uint64_t take_no_buffer_dropped() override;
+  uint64_t take_incomplete() override;
+  std::string final_note() const override { return takeover_; }
 
   std::string version() const { return version_; }
   std::string notes() const { return notes_; }
@@ -100,6 +109,8 @@ class CuptiTracer final : public GpuSource {
   bool enable(std::string* why);
   void enable_api_records();
   void subscribe_profiler_range(std::string* note);
+  CUptiResult subscribe_first(std::string* holder);
+  void note_takeover(RecordSink& sink);
   const char* callback_name(CUpti_CallbackDomain domain, uint32_t cbid);
 
   static void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records);
@@ -116,8 +127,18 @@ class CuptiTracer final : public GpuSource {
   std::string notes_;
   bool latency_ = false;
   bool system_thread_ids_ = false;  // API records carry Linux tids
+  CUpti_SubscriberHandle subscriber_ = nullptr;  // ours, taken before anything else
   bool callbacks_registered_ = false;
   std::atomic<uint64_t> no_buffer_drops_{0};
+  uint64_t incomplete_ = 0;  // writer thread only
+  std::string takeover_;     // writer thread only: set by the final poll
+  // The takeover check (note_takeover): the correlation ids of the last synchronize calls, and
+  // which correlation ids had a SYNCHRONIZATION record (a bitmap; a collision only hides).
+  static constexpr uint32_t kRecentSyncs = 4;
+  std::atomic<uint32_t> recent_syncs_[kRecentSyncs] = {};
+  std::atomic<uint32_t> recent_sync_next_{0};
+  std::vector<uint64_t> sync_seen_ = std::vector<uint64_t>(1024, 0);  // writer thread only
+  bool sync_watch_ = false;
   std::unordered_map<uint64_t, const char*> names_;  // writer thread only
 };
 

@@ -36,6 +36,10 @@ class GpuSource {
   // Counts since the last call.
   virtual uint64_t take_cupti_dropped() = 0;
   virtual uint64_t take_no_buffer_dropped() = 0;
+  // Buffers whose reading stopped at an incomplete record (each lost at least that record).
+  virtual uint64_t take_incomplete() { return 0; }
+  // After the final poll: what went wrong with the GPU side that the exit line must say.
+  virtual std::string final_note() const { return {}; }
 };
 
 }  // namespace gpuhook::hook

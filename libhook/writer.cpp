@@ -217,6 +217,7 @@ void Writer::drain_once(bool flush_gpu, bool final) {
     gpu->poll(*this, flush_gpu || final, final);
     drops_cupti_ += gpu->take_cupti_dropped();
     drops_no_buffer_ += gpu->take_no_buffer_dropped();
+    drops_incomplete_ += gpu->take_incomplete();
   }
   if (file_) file_->maybe_flush(now_ns());
 }
@@ -237,7 +238,9 @@ void Writer::finish() {
     rec.mutable_drops()->set_time_ns(static_cast<int64_t>(now_ns()));
     file_->write(rec);
   }
-  uint64_t dropped = drops_ring_ + drops_cupti_ + drops_no_buffer_ + invalid_times_ + not_written_at_exit_;
+  // Records lost, each cause once: refused buffer requests are no records (CUPTI counts the
+  // records they cost in its own drops) and records with an invalid time were kept.
+  const uint64_t dropped = drops_ring_ + drops_cupti_ + drops_incomplete_ + not_written_at_exit_ + file_->records_lost();
   v1::Record footer;
   auto* f = footer.mutable_footer();
   f->set_end_monotonic_raw_ns(now_ns());
@@ -258,10 +261,26 @@ void Writer::finish() {
     first = false;
   }
   line += "), " + std::to_string(st.bytes_written) + " bytes, dropped " + std::to_string(dropped);
+  if (dropped != 0) {
+    std::string causes;
+    auto cause = [&causes](uint64_t n, const char* what) {
+      if (n != 0) causes += (causes.empty() ? "" : ", ") + std::to_string(n) + " " + what;
+    };
+    cause(drops_ring_, "ring full");
+    cause(drops_cupti_, "by CUPTI");
+    cause(drops_incomplete_, "in incomplete CUPTI buffers (at least)");
+    cause(not_written_at_exit_, "past the exit bound");
+    cause(file_->records_lost(), "not written");
+    line += " (" + causes + ")";
+  }
   // The writer thread's own CPU time: the hook's cost that runs beside the app, not in it.
   timespec cpu{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
   line += ", writer CPU " + std::to_string(cpu.tv_sec * 1000 + cpu.tv_nsec / 1'000'000) + " ms";
+  if (drops_no_buffer_ != 0) {
+    line += "; CUPTI found all " + std::to_string(config_.buffers) + " buffers in use " +
+            std::to_string(drops_no_buffer_) + " times (raise GPUHOOK_BUFFERS)";
+  }
   if (invalid_times_ != 0) line += " (" + std::to_string(invalid_times_) + " with invalid times, kept)";
   if (not_written_at_exit_ != 0) {
     line += "; " + std::to_string(not_written_at_exit_) + " records not written within the exit bound (" +
@@ -270,6 +289,10 @@ void Writer::finish() {
   if (!ok || file_->records_lost() != 0) {
     line += "; write failed: " + file_->last_error() + ", " + std::to_string(file_->records_lost()) +
             " records lost";
+  }
+  if (GpuSource* gpu = gpu_.load(std::memory_order_acquire)) {
+    const std::string note = gpu->final_note();
+    if (!note.empty()) line += "; " + note;
   }
   summary_ = line;
 }
@@ -545,6 +568,7 @@ void Writer::write_drops(bool final) {
   one(v1::DROP_CUPTI, drops_cupti_, &drops_cupti_written_);
   one(v1::DROP_NO_BUFFER, drops_no_buffer_, &drops_no_buffer_written_);
   one(v1::DROP_INVALID_TIME, invalid_times_, &drops_invalid_written_);
+  one(v1::DROP_INCOMPLETE, drops_incomplete_, &drops_incomplete_written_);
 }
 
 }  // namespace gpuhook::hook

@@ -134,7 +134,8 @@ class Writer final : private RecordSink {
   std::unordered_set<uint32_t> devices_seen_;
   std::unordered_set<uint32_t> devices_written_;  // a DeviceInfo is in the file
   uint64_t invalid_times_ = 0;
-  uint64_t drops_ring_ = 0, drops_cupti_ = 0, drops_no_buffer_ = 0;
+  uint64_t drops_ring_ = 0, drops_cupti_ = 0, drops_no_buffer_ = 0, drops_incomplete_ = 0;
+  uint64_t drops_incomplete_written_ = 0;
   // What earlier Drops records already reported, so each one carries the increase.
   uint64_t drops_ring_written_ = 0, drops_cupti_written_ = 0, drops_no_buffer_written_ = 0;
   uint64_t drops_invalid_written_ = 0;

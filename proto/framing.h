@@ -177,6 +177,7 @@ inline bool is_context_kind(v1::Record::KindCase k) {
     case v1::Record::kNotice:
     case v1::Record::kStream:
     case v1::Record::kExternalCorrelation:
+    case v1::Record::kCudaEvent:
       return true;
     default:
       return false;

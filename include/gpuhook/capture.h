@@ -18,6 +18,13 @@ namespace gpuhook {
 
 inline constexpr uint32_t kFormatVersion = 3;
 
+// Whether a Drops record counts records that were lost. DROP_NO_BUFFER counts refused buffer
+// requests (the records are in DROP_CUPTI) and DROP_INVALID_TIME records kept with an unknown
+// time: adding either to the losses would count a record twice or a kept one as lost.
+inline bool is_loss(v1::DropSource source) {
+  return source != v1::DROP_NO_BUFFER && source != v1::DROP_INVALID_TIME;
+}
+
 // Why a capture could not be read. Each kind gets its own message; `offset` is the byte
 // offset in the file where the problem starts.
 enum class CaptureErrorKind {

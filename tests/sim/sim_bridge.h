@@ -24,8 +24,12 @@ uint32_t gpuhook_sim_api_thread_id(void);
 // cuptiActivityEnableAllSyncRecords: 1 (the default) records queries that found work pending.
 int gpuhook_sim_all_sync_records(void);
 
-// Copies one finished record (its size is the struct's size) into the client's buffer.
+// Copies one finished record (its size is the struct's size) into the calling thread's buffer.
 void gpuhook_sim_emit(const void* record, size_t record_bytes);
+// A GPU record: room in the launching thread's buffer at launch (0 when dropped), filled when
+// the work ends. The buffer is not handed back complete before that.
+uint64_t gpuhook_sim_reserve(size_t record_bytes);
+void gpuhook_sim_complete(uint64_t reservation, const void* record, size_t record_bytes);
 
 // Runtime-API callback for a subscriber (cuptiSubscribe + cuptiEnableDomain/Callback), and the
 // external-correlation record that precedes each API record. `site` is CUpti_ApiCallbackSite.

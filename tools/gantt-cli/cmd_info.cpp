@@ -194,7 +194,7 @@ bool info_one(const std::string& file, bool json, bool first) {
         s.footer = rec.footer();
         break;
       case v1::Record::kDrops:
-        s.dropped += rec.drops().count();
+        if (gpuhook::is_loss(rec.drops().source())) s.dropped += rec.drops().count();
         break;
       case v1::Record::kStringDef:
         s.string_bytes += rec.string_def().value().size();

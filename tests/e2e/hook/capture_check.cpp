@@ -25,7 +25,9 @@ const std::map<std::string, int> kKinds = {
     {"kernel", v1::Record::kKernel}, {"memcpy", v1::Record::kMemcpy},   {"memset", v1::Record::kMemset},
     {"sync", v1::Record::kSync},     {"nccl", v1::Record::kNccl},       {"range", v1::Record::kRange},
     {"memory", v1::Record::kMemory}, {"overhead", v1::Record::kOverhead}, {"drops", v1::Record::kDrops},
-    {"footer", v1::Record::kFooter},  {"thread", v1::Record::kThread}};
+    {"footer", v1::Record::kFooter},  {"thread", v1::Record::kThread}, {"notice", v1::Record::kNotice},
+    {"stream", v1::Record::kStream}, {"cuda_event", v1::Record::kCudaEvent},
+    {"external_correlation", v1::Record::kExternalCorrelation}};
 
 int failures = 0;
 void fail(const std::string& what) {

@@ -89,7 +89,7 @@ case $case_name in
   cupti_busy)
     [ -f "$sim_lib/libcupti.so.13" ] || { echo "SKIP: no simulated libcupti"; exit 0; }
     pair GPUHOOK_QUIET=1 GPUHOOK_CUPTI="$sim_lib/libcupti.so.13" GPUHOOK_SIM_CUPTI_BUSY=1 -- "$app" inject 3
-    gpuhook_lines 1 "another profiler"
+    gpuhook_lines 1 "CUPTI is in use by Nsight Systems"
     ;;
   output_missing)
     pair GPUHOOK_QUIET=1 GPUHOOK_OUTPUT="$work/no/such/dir/x.gpuh" -- "$app" nvtx 3
@@ -383,6 +383,16 @@ case $case_name in
     # Column 4 is the stream priority; the critical stream's kernels carry the greatest (-5).
     awk -F, 'NR > 1 && $4 < 0 {found = 1} END {exit !found}' events.csv ||
       fail "no event carries a stream priority: $(cut -d, -f2-5 events.csv | sort | uniq -c | head -5)"
+    ;;
+  second_client)
+    run plain LD_LIBRARY_PATH="$sim_lib" -- "$example"
+    run hooked LD_LIBRARY_PATH="$sim_lib" LD_PRELOAD="$preload" GPUHOOK_OUTPUT="$work/cap-%p.gpuh" -- "$example"
+    [ "$(cat plain.rc)" = 0 ] || fail "the program failed without the hook: $(cat plain.err)"
+    [ "$(cat plain.rc)" = "$(cat hooked.rc)" ] || fail "exit code $(cat hooked.rc) with the hook, $(cat plain.rc) without"
+    cmp -s plain.out hooked.out || fail "stdout differs: $(diff plain.out hooked.out | head -5)"
+    # The exit line says the GPU records stop where the other client took over.
+    gpuhook_lines 1 "another CUPTI client"
+    check "$(capture)" --min memset=3 --min notice=1
     ;;
   example_query)
     # sync_loop --fixed waits by polling cudaStreamQuery: most queries find work pending.

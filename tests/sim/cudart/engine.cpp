@@ -104,6 +104,8 @@ uint64_t Engine::next_seq() {
 }
 
 CompletionPtr Engine::enqueue(Stream* s, std::unique_ptr<Op> op) {
+  // CUPTI places a GPU record in the launching thread's buffer at launch, not at completion.
+  op->record_slot = reserve_op_record(*op);
   std::unique_lock<std::mutex> lock(mu_);
   if (op->seq == 0) op->seq = ++seq_;
   // Legacy default stream semantics: its work waits for all earlier work on blocking streams,

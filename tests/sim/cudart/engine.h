@@ -66,6 +66,7 @@ struct Op {
   CopyEngine engine = CopyEngine::kNone;
   bool async = true;
   bool started = false;  // guarded by Engine's mutex: it holds or is done with its resource
+  uint64_t record_slot = 0;  // its CUPTI record's room in the launching thread's buffer
 };
 
 struct Stream {

@@ -158,7 +158,31 @@ ApiScope::~ApiScope() {
   gpuhook_sim_emit(&r, sizeof r);
 }
 
+uint64_t reserve_op_record(const Op& op) {
+  size_t bytes = 0;
+  switch (op.kind) {
+    case OpKind::kKernel:
+      if (gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) ||
+          gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_KERNEL)) {
+        bytes = sizeof(CUpti_ActivityKernel10);
+      }
+      break;
+    case OpKind::kMemcpy:
+      if (gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_MEMCPY)) bytes = sizeof(CUpti_ActivityMemcpy6);
+      break;
+    case OpKind::kMemset:
+      if (gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_MEMSET)) bytes = sizeof(CUpti_ActivityMemset4);
+      break;
+    default: break;
+  }
+  return bytes == 0 ? 0 : gpuhook_sim_reserve(bytes);
+}
+
 void emit_op_record(const Stream& s, const Op& op, uint64_t start_ns, uint64_t end_ns) {
+  auto put = [&op](const void* record, size_t bytes) {
+    if (op.record_slot != 0) gpuhook_sim_complete(op.record_slot, record, bytes);
+    else gpuhook_sim_emit(record, bytes);
+  };
   const bool latency = gpuhook_sim_latency_timestamps_enabled() != 0;
   switch (op.kind) {
     case OpKind::kKernel: {
@@ -175,6 +199,8 @@ void emit_op_record(const Stream& s, const Op& op, uint64_t start_ns, uint64_t e
         kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
       } else if (gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_KERNEL)) {
         kind = CUPTI_ACTIVITY_KIND_KERNEL;
+      } else if (op.record_slot != 0) {
+        kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;  // placed at launch, while it was on
       } else {
         return;
       }
@@ -204,11 +230,11 @@ void emit_op_record(const Stream& s, const Op& op, uint64_t start_ns, uint64_t e
       r.launchType = CUPTI_ACTIVITY_LAUNCH_TYPE_REGULAR;
       r.channelID = CUPTI_INVALID_CHANNEL_ID;
       r.channelType = CUPTI_CHANNEL_TYPE_COMPUTE;
-      gpuhook_sim_emit(&r, sizeof r);
+      put(&r, sizeof r);
       break;
     }
     case OpKind::kMemcpy: {
-      if (!gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_MEMCPY)) return;
+      if (op.record_slot == 0 && !gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_MEMCPY)) return;
       CUpti_ActivityMemcpy6 r{};
       r.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
       r.copyKind = op.copy_kind;
@@ -225,11 +251,11 @@ void emit_op_record(const Stream& s, const Op& op, uint64_t start_ns, uint64_t e
       r.channelID = CUPTI_INVALID_CHANNEL_ID;
       r.channelType = CUPTI_CHANNEL_TYPE_ASYNC_MEMCPY;
       r.copyCount = 1;
-      gpuhook_sim_emit(&r, sizeof r);
+      put(&r, sizeof r);
       break;
     }
     case OpKind::kMemset: {
-      if (!gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_MEMSET)) return;
+      if (op.record_slot == 0 && !gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_MEMSET)) return;
       CUpti_ActivityMemset4 r{};
       r.kind = CUPTI_ACTIVITY_KIND_MEMSET;
       r.value = static_cast<uint32_t>(op.value);
@@ -244,11 +270,36 @@ void emit_op_record(const Stream& s, const Op& op, uint64_t start_ns, uint64_t e
       r.memoryKind = op.dst_kind;
       r.channelID = CUPTI_INVALID_CHANNEL_ID;
       r.channelType = CUPTI_CHANNEL_TYPE_COMPUTE;
-      gpuhook_sim_emit(&r, sizeof r);
+      put(&r, sizeof r);
       break;
     }
     default: break;
   }
+}
+
+void emit_stream_record(uint32_t stream_id, int priority, bool non_blocking, uint32_t correlation_id) {
+  if (!gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_STREAM)) return;
+  CUpti_ActivityStream r{};
+  r.kind = CUPTI_ACTIVITY_KIND_STREAM;
+  r.contextId = kContextId;
+  r.streamId = stream_id;
+  r.priority = static_cast<uint32_t>(priority);  // "the clamped priority": 0 or negative
+  r.flag = non_blocking ? CUPTI_ACTIVITY_STREAM_CREATE_FLAG_NON_BLOCKING : CUPTI_ACTIVITY_STREAM_CREATE_FLAG_DEFAULT;
+  r.correlationId = correlation_id;
+  gpuhook_sim_emit(&r, sizeof r);
+}
+
+void emit_cuda_event_record(uint32_t event_id, uint32_t stream_id, uint32_t correlation_id) {
+  if (!gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_CUDA_EVENT)) return;
+  CUpti_ActivityCudaEvent2 r{};
+  r.kind = CUPTI_ACTIVITY_KIND_CUDA_EVENT;
+  r.correlationId = correlation_id;
+  r.contextId = kContextId;
+  r.streamId = stream_id;
+  r.eventId = event_id;
+  r.deviceId = kDeviceId;
+  r.cudaEventSyncId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+  gpuhook_sim_emit(&r, sizeof r);
 }
 
 void emit_sync_record(CUpti_ActivitySynchronizationType type, uint32_t correlation_id,

@@ -11,7 +11,13 @@
 
 namespace gpuhook::sim {
 
+// Room for the op's record in the calling (launching) thread's buffer; 0 when none is wanted.
+uint64_t reserve_op_record(const Op& op);
 void emit_op_record(const Stream& s, const Op& op, uint64_t start_ns, uint64_t end_ns);
+// CUPTI_ACTIVITY_KIND_STREAM at a stream's creation, with its clamped priority, and
+// CUPTI_ACTIVITY_KIND_CUDA_EVENT at a cudaEventRecord.
+void emit_stream_record(uint32_t stream_id, int priority, bool non_blocking, uint32_t correlation_id);
+void emit_cuda_event_record(uint32_t event_id, uint32_t stream_id, uint32_t correlation_id);
 void emit_sync_record(CUpti_ActivitySynchronizationType type, uint32_t correlation_id,
                       uint64_t start_ns, uint64_t end_ns, uint32_t stream_id, uint32_t event_id,
                       uint32_t return_value = 0);

@@ -29,9 +29,11 @@ cudaError_t sync_stream(ApiScope& api, cudaStream_t stream) {
   return cudaSuccess;
 }
 
-cudaError_t create(cudaStream_t* stream, unsigned flags, int priority) {
+cudaError_t create(const ApiScope& api, cudaStream_t* stream, unsigned flags, int priority) {
   if (stream == nullptr || (flags & ~cudaStreamNonBlocking) != 0) return cudaErrorInvalidValue;
-  *stream = reinterpret_cast<cudaStream_t>(Engine::instance().create_stream(flags, priority));
+  Stream* s = Engine::instance().create_stream(flags, priority);
+  *stream = reinterpret_cast<cudaStream_t>(s);
+  emit_stream_record(s->id, s->priority, (flags & cudaStreamNonBlocking) != 0, api.correlation_id());
   return cudaSuccess;
 }
 
@@ -41,18 +43,18 @@ extern "C" {
 
 cudaError_t cudaStreamCreate(cudaStream_t* stream) {
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaStreamCreate_v3020, "cudaStreamCreate");
-  return api.ret(create(stream, cudaStreamDefault, 0));
+  return api.ret(create(api, stream, cudaStreamDefault, 0));
 }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) {
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaStreamCreateWithFlags_v5000, "cudaStreamCreateWithFlags");
-  return api.ret(create(stream, flags, 0));
+  return api.ret(create(api, stream, flags, 0));
 }
 
 cudaError_t cudaStreamCreateWithPriority(cudaStream_t* stream, unsigned int flags, int priority) {
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaStreamCreateWithPriority_v5050,
                "cudaStreamCreateWithPriority");
-  return api.ret(create(stream, flags, priority));
+  return api.ret(create(api, stream, flags, priority));
 }
 
 cudaError_t cudaStreamGetPriority(cudaStream_t stream, int* priority) {
@@ -134,6 +136,7 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   op->queued_ns = gpuhook_sim_now_ns();
   op->submitted_ns = op->queued_ns + config().submit_ns;
   event_of(event)->completion = engine.enqueue(s, std::move(op));
+  emit_cuda_event_record(event_of(event)->id, s->id, api.correlation_id());
   return api.ret(cudaSuccess);
 }
 

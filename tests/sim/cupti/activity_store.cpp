@@ -4,12 +4,13 @@
 
 #include <chrono>
 #include <cstring>
-#include <vector>
 
 namespace gpuhook::sim {
 namespace {
 constexpr size_t kAlign = 8;  // CUPTI records are 8-byte aligned (cupti_common.h PACKED_ALIGNMENT)
 size_t align_up(size_t v) { return (v + kAlign - 1) & ~(kAlign - 1); }
+
+uint64_t reservation_of(uint64_t id, size_t offset) { return id << 32 | static_cast<uint64_t>(offset); }
 }  // namespace
 
 ActivityStore& ActivityStore::instance() {
@@ -20,6 +21,8 @@ ActivityStore& ActivityStore::instance() {
 
 void ActivityStore::register_callbacks(CUpti_BuffersCallbackRequestFunc request,
                                        CUpti_BuffersCallbackCompleteFunc complete) {
+  // The last registration wins, as with CUPTI: a second client in the process takes over the
+  // buffers from here on, and the buffers the first one handed out come back to the second.
   request_.store(request);
   complete_.store(complete);
   std::lock_guard<std::mutex> lock(mu_);
@@ -29,12 +32,7 @@ void ActivityStore::register_callbacks(CUpti_BuffersCallbackRequestFunc request,
   }
 }
 
-bool ActivityStore::obtain_buffer(std::unique_lock<std::mutex>& lock) {
-  if (!spares_.empty()) {
-    current_ = spares_.front();
-    spares_.pop_front();
-    return true;
-  }
+bool ActivityStore::obtain_buffer(std::unique_lock<std::mutex>& lock, uint64_t* id) {
   auto request = request_.load();
   if (request == nullptr) return false;
   uint8_t* data = nullptr;
@@ -50,43 +48,75 @@ bool ActivityStore::obtain_buffer(std::unique_lock<std::mutex>& lock) {
   fresh.max_records = max_records;
   // Records start 8-byte aligned even if the client's buffer is not.
   fresh.used_bytes = align_up(reinterpret_cast<uintptr_t>(data)) - reinterpret_cast<uintptr_t>(data);
-  if (current_.data == nullptr) {
-    current_ = fresh;
-  } else {
-    spares_.push_back(fresh);
-  }
+  *id = next_id_++;
+  buffers_.emplace(*id, fresh);
   return true;
 }
 
-void ActivityStore::append(const void* record, size_t record_bytes) {
-  const size_t slot = align_up(record_bytes);
-  std::unique_lock<std::mutex> lock(mu_);
+bool ActivityStore::place(std::unique_lock<std::mutex>& lock, size_t slot, uint64_t* id, size_t* offset) {
+  const std::thread::id self = std::this_thread::get_id();
   for (int attempt = 0; attempt < 3; ++attempt) {
-    if (current_.data == nullptr && !obtain_buffer(lock)) {
-      ++dropped_;  // no buffer from the client: the record is lost and counted
-      return;
+    auto cur = current_.find(self);
+    if (cur == current_.end()) {
+      uint64_t fresh = 0;
+      if (!obtain_buffer(lock, &fresh)) return false;
+      cur = current_.emplace(self, fresh).first;  // only this thread adds its own entry
     }
-    if (current_.data == nullptr) continue;
-    const bool full_by_count = current_.max_records != 0 && current_.records >= current_.max_records;
-    if (!full_by_count && current_.used_bytes + slot <= current_.size_bytes) {
-      std::memcpy(current_.data + current_.used_bytes, record, record_bytes);
-      current_.used_bytes += slot;
-      ++current_.records;
-      return;
+    Buffer& b = buffers_.at(cur->second);
+    const bool full_by_count = b.max_records != 0 && b.records >= b.max_records;
+    if (!full_by_count && b.used_bytes + slot <= b.size_bytes) {
+      *id = cur->second;
+      *offset = b.used_bytes;
+      b.used_bytes += slot;
+      ++b.records;
+      return true;
     }
-    if (current_.records == 0) {
-      // The client's buffer cannot hold even one record: return it empty, count the drop.
-      full_.push_back(current_);
-      current_ = Buffer{};
-      worker_cv_.notify_one();
-      ++dropped_;
-      return;
-    }
-    full_.push_back(current_);
-    current_ = Buffer{};
+    // Full: it goes back once its records are complete; this thread takes a new one.
+    b.full = true;
+    current_.erase(cur);
     worker_cv_.notify_one();
+    if (b.records == 0) return false;  // the client's buffer cannot hold even one record
   }
-  ++dropped_;
+  return false;
+}
+
+void ActivityStore::append(const void* record, size_t record_bytes) {
+  std::unique_lock<std::mutex> lock(mu_);
+  uint64_t id = 0;
+  size_t offset = 0;
+  if (!place(lock, align_up(record_bytes), &id, &offset)) {
+    ++dropped_;  // no buffer from the client: the record is lost and counted
+    return;
+  }
+  std::memcpy(buffers_.at(id).data + offset, record, record_bytes);
+}
+
+uint64_t ActivityStore::reserve(size_t record_bytes) {
+  std::unique_lock<std::mutex> lock(mu_);
+  uint64_t id = 0;
+  size_t offset = 0;
+  if (!place(lock, align_up(record_bytes), &id, &offset)) {
+    ++dropped_;
+    return 0;
+  }
+  Buffer& b = buffers_.at(id);
+  // Until it completes, the record reads as CUPTI_ACTIVITY_KIND_INVALID: GetNextRecord stops
+  // there with CUPTI_ERROR_INVALID_KIND ("incomplete or invalid").
+  std::memset(b.data + offset, 0, record_bytes);
+  ++b.pending;
+  return reservation_of(id, offset);
+}
+
+void ActivityStore::complete(uint64_t reservation, const void* record, size_t record_bytes) {
+  if (reservation == 0) return;  // dropped and counted at launch
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = buffers_.find(reservation >> 32);
+  if (it == buffers_.end()) {
+    ++dropped_;  // its buffer was forced out incomplete: the record has nowhere to go
+    return;
+  }
+  std::memcpy(it->second.data + (reservation & 0xFFFFFFFFu), record, record_bytes);
+  if (--it->second.pending == 0 && it->second.full) worker_cv_.notify_one();
 }
 
 void ActivityStore::deliver(const Buffer& buffer) {
@@ -98,16 +128,33 @@ void ActivityStore::deliver(const Buffer& buffer) {
   complete(nullptr, 0, buffer.data, buffer.size_bytes, valid);
 }
 
-void ActivityStore::flush_all() {
+std::vector<ActivityStore::Buffer> ActivityStore::take_deliverable(bool forced) {
+  std::vector<Buffer> out;
+  for (auto it = buffers_.begin(); it != buffers_.end();) {
+    const Buffer& b = it->second;
+    const bool flushable = forced || b.pending == 0;
+    // A full buffer goes back on its own; a thread's current one only on a flush.
+    if (!flushable || (b.records == 0 && !b.full)) {
+      ++it;
+      continue;
+    }
+    out.push_back(b);
+    for (auto c = current_.begin(); c != current_.end(); ++c) {
+      if (c->second == it->first) {
+        current_.erase(c);
+        break;
+      }
+    }
+    it = buffers_.erase(it);
+  }
+  return out;
+}
+
+void ActivityStore::flush_all(bool forced) {
   std::vector<Buffer> out;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto& b : full_) out.push_back(b);
-    full_.clear();
-    if (current_.data != nullptr && current_.records > 0) {
-      out.push_back(current_);
-      current_ = Buffer{};
-    }
+    out = take_deliverable(forced);
   }
   for (const auto& b : out) deliver(b);
 }
@@ -129,17 +176,22 @@ void ActivityStore::worker_main() {
   pthread_setname_np(pthread_self(), "cupti_worker");
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    // Like CUPTI's worker: hand back buffers that filled up; with a flush period, wake that
-    // often (the real worker also returns only full, complete buffers on its period).
+    // Like CUPTI's worker: hand back buffers that filled up once their records are complete
+    // (the real worker also returns only full, complete buffers on its period).
     const auto wait = std::chrono::milliseconds(flush_period_ms_ == 0 ? 100 : flush_period_ms_);
-    worker_cv_.wait_for(lock, wait, [this] { return !full_.empty(); });
-    while (!full_.empty()) {
-      Buffer b = full_.front();
-      full_.pop_front();
-      lock.unlock();
-      deliver(b);
-      lock.lock();
+    worker_cv_.wait_for(lock, wait);
+    std::vector<Buffer> out;
+    for (auto it = buffers_.begin(); it != buffers_.end();) {
+      if (it->second.full && it->second.pending == 0) {
+        out.push_back(it->second);
+        it = buffers_.erase(it);
+      } else {
+        ++it;
+      }
     }
+    lock.unlock();
+    for (const auto& b : out) deliver(b);
+    lock.lock();
   }
 }
 

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "../sim_bridge.h"
@@ -30,6 +31,7 @@ struct CuptiState {
   std::mutex sub_mu;
   bool subscribed = false;
   CUpti_CallbackFunc sub_fn = nullptr;
+  std::string sub_name;  // "CUPTI for <subscriberName>"
   void* sub_data = nullptr;
   std::atomic<bool> runtime_domain_on{false};
   // cupti_activity.h, CUpti_ActivityThreadIdType: DEFAULT is pthread_self() on Linux, SYSTEM
@@ -46,10 +48,12 @@ CuptiState& state() {
   return *s;
 }
 
-bool busy() {
-  // Emulates another profiler (nsys, ncu, torch.profiler) already holding CUPTI.
+// Emulates a tool that holds CUPTI from outside the program (Nsight Systems through
+// CUDA_INJECTION64_PATH): subscribing is refused, naming it. "1" names Nsight Systems.
+const char* busy_holder() {
   const char* v = std::getenv("GPUHOOK_SIM_CUPTI_BUSY");
-  return v != nullptr && std::strcmp(v, "1") == 0;
+  if (v == nullptr || *v == '\0' || std::strcmp(v, "0") == 0) return nullptr;
+  return std::strcmp(v, "1") == 0 ? "Nsight Systems" : v;
 }
 
 size_t record_bytes(CUpti_ActivityKind kind) {
@@ -66,6 +70,7 @@ size_t record_bytes(CUpti_ActivityKind kind) {
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
     case CUPTI_ACTIVITY_KIND_DEVICE: return sizeof(CUpti_ActivityDevice5);
     case CUPTI_ACTIVITY_KIND_STREAM: return sizeof(CUpti_ActivityStream);
+    case CUPTI_ACTIVITY_KIND_CUDA_EVENT: return sizeof(CUpti_ActivityCudaEvent2);
     default: return 0;
   }
 }
@@ -119,6 +124,12 @@ uint32_t gpuhook_sim_api_thread_id(void) {
   return static_cast<uint32_t>(reinterpret_cast<uintptr_t>(reinterpret_cast<void*>(pthread_self())));
 }
 
+uint64_t gpuhook_sim_reserve(size_t bytes) { return ActivityStore::instance().reserve(bytes); }
+
+void gpuhook_sim_complete(uint64_t reservation, const void* record, size_t bytes) {
+  ActivityStore::instance().complete(reservation, record, bytes);
+}
+
 void gpuhook_sim_emit(const void* record, size_t bytes) {
   ActivityStore::instance().append(record, bytes);
 }
@@ -160,6 +171,12 @@ void gpuhook_sim_api_callback(int site, CUpti_CallbackId cbid, const char* funct
   cb.correlationData = correlation_data;
   cb.correlationId = correlation_id;
   fn(data, CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &cb);
+}
+
+CUptiResult CUPTIAPI cuptiActivityEnableDeviceGraph(uint8_t enable) {
+  // The simulator launches nothing from the device: accepted, nothing changes.
+  (void)enable;
+  return CUPTI_SUCCESS;
 }
 
 CUptiResult CUPTIAPI cuptiActivityEnableAllSyncRecords(uint8_t enable) {
@@ -244,10 +261,10 @@ static CUptiResult set_kind(CUpti_ActivityKind kind, bool on) {
   return CUPTI_SUCCESS;
 }
 
-CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind) {
-  if (busy()) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
-  return set_kind(kind, true);
-}
+// The activity API is shared silently between the CUPTI clients of a process: enabling
+// never fails for another client's sake (only cuptiSubscribe refuses, cupti_callbacks.h), and
+// a client that disables a kind disables it for every client.
+CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind) { return set_kind(kind, true); }
 
 CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind) { return set_kind(kind, false); }
 
@@ -263,10 +280,10 @@ CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t
   return CUPTI_SUCCESS;
 }
 
-CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t /*flag*/) {
-  // Every record in the store is already complete (the simulator writes a kernel record when
-  // the kernel ends), so FORCED and plain flushes hand back the same buffers.
-  ActivityStore::instance().flush_all();
+CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag) {
+  // 0: only buffers whose records are all complete; FORCED: the others too (cupti_activity.h,
+  // cuptiActivityFlushAll).
+  ActivityStore::instance().flush_all((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0);
   return CUPTI_SUCCESS;
 }
 
@@ -336,18 +353,35 @@ CUptiResult CUPTIAPI cuptiGetContextId(CUcontext, uint32_t* context_id) {
   return CUPTI_SUCCESS;
 }
 
-CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc fn,
-                                    void* userdata) {
+// One subscriber at a time (cupti_callbacks.h, cuptiSubscribe): a second one is refused with
+// CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, and cuptiSubscribe_v2 names the holder as
+// "CUPTI for <name>" (the 10-byte prefix CUPTI_SUBSCRIBER_NAME_MAX_LEN speaks of).
+CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc fn,
+                                       void* userdata, CUpti_SubscriberParams* params) {
   if (subscriber == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
-  if (busy()) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  if (params != nullptr && params->structSize == 0) return CUPTI_ERROR_INVALID_PARAMETER;
   auto& s = state();
   std::lock_guard<std::mutex> lock(s.sub_mu);
-  if (s.subscribed) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  const char* outside = busy_holder();
+  if (outside != nullptr || s.subscribed) {
+    if (params != nullptr && params->oldSubscriberName != nullptr && params->oldSubscriberSize > 0) {
+      std::snprintf(params->oldSubscriberName, params->oldSubscriberSize, "%s",
+                    outside != nullptr ? outside : s.sub_name.c_str());
+    }
+    return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  }
   s.subscribed = true;
   s.sub_fn = fn;
   s.sub_data = userdata;
+  s.sub_name = "CUPTI for ";
+  s.sub_name += params != nullptr && params->subscriberName != nullptr ? params->subscriberName : "an unnamed client";
   *subscriber = reinterpret_cast<CUpti_SubscriberHandle>(&s);
   return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc fn,
+                                    void* userdata) {
+  return cuptiSubscribe_v2(subscriber, fn, userdata, nullptr);
 }
 
 CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
@@ -384,7 +418,7 @@ CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle
 }
 
 CUptiResult CUPTIAPI cuptiFinalize(void) {
-  ActivityStore::instance().flush_all();
+  ActivityStore::instance().flush_all(true);
   auto& s = state();
   for (auto& k : s.kind_on) k.store(false);
   for (auto& c : s.runtime_on) c.store(false);

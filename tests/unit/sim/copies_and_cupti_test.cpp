@@ -1,6 +1,8 @@
 // Copies, the CUPTI buffer contract, the callback API, and the simulator's cost knobs.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -157,6 +159,51 @@ TEST_F(Cupti, FullBuffersComeBackFromCuptisWorkerThread) {
   EXPECT_EQ(kernels_named("mid_kernel").size(), 12u) << "the rest arrives with FlushAll";
 }
 
+// CUDA 13: a buffer per producing thread (CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER).
+TEST_F(Cupti, EachLaunchingThreadFillsABufferOfItsOwn) {
+  auto launch_some = [] {
+    for (int i = 0; i < 3; ++i) launch(kernel("mid_kernel"), 10, 32, cudaStreamPerThread);
+    cudaStreamSynchronize(cudaStreamPerThread);
+  };
+  std::thread a(launch_some), b(launch_some);
+  a.join();
+  b.join();
+  finish_tracing();
+  std::lock_guard<std::mutex> lock(received().mu);
+  EXPECT_GE(received().requesting_threads.size(), 2u);
+  EXPECT_EQ(received().kernels.size(), 6u);
+}
+
+// cuptiActivityFlushAll(0) "doesn't return buffers which have one or more incomplete records";
+// FORCED does, and GetNextRecord stops at the incomplete one with CUPTI_ERROR_INVALID_KIND
+// (cupti_activity.h). A record completed after its buffer left is dropped and counted.
+TEST_F(Cupti, PlainFlushKeepsABufferWithARunningKernelForcedReturnsItIncomplete) {
+  size_t dropped = 0;
+  ASSERT_EQ(cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped), CUPTI_SUCCESS);  // resets
+  launch(kernel("slow_kernel"), 1056, 256, nullptr);
+  ASSERT_EQ(cuptiActivityFlushAll(0), CUPTI_SUCCESS);
+  {
+    std::lock_guard<std::mutex> lock(received().mu);
+    EXPECT_TRUE(received().kernels.empty());
+    EXPECT_TRUE(received().apis.empty()) << "the launch record shares the kernel's buffer";
+  }
+  ASSERT_EQ(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), CUPTI_SUCCESS);
+  {
+    std::lock_guard<std::mutex> lock(received().mu);
+    EXPECT_EQ(received().incomplete_stops, 1u);
+    EXPECT_TRUE(received().kernels.empty());
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ASSERT_EQ(cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped), CUPTI_SUCCESS);
+  EXPECT_EQ(dropped, 1u) << "the kernel record ended after its buffer was forced out";
+  // And with the work done, a plain flush returns the buffer.
+  launch(kernel("mid_kernel"), 10, 32, nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ASSERT_EQ(cuptiActivityFlushAll(0), CUPTI_SUCCESS);
+  std::lock_guard<std::mutex> lock(received().mu);
+  EXPECT_EQ(received().kernels.size(), 1u);
+}
+
 TEST_F(Cupti, QueuedAndSubmittedOnlyWithLatencyTimestamps) {
   ASSERT_EQ(cuptiActivityEnableLatencyTimestamps(0), CUPTI_SUCCESS);
   launch(kernel("mid_kernel"), 10, 32, nullptr);
@@ -169,14 +216,25 @@ TEST_F(Cupti, QueuedAndSubmittedOnlyWithLatencyTimestamps) {
   EXPECT_GT(k[0].start, 0u);
 }
 
-TEST_F(Cupti, BusyCuptiRefusesSubscribersAndActivities) {
+// Only subscribing refuses (cupti_callbacks.h); the activity API is shared silently.
+TEST_F(Cupti, ABusyCuptiRefusesSubscribersNamingTheHolderButNotActivities) {
   setenv("GPUHOOK_SIM_CUPTI_BUSY", "1", 1);
   CUpti_SubscriberHandle sub = nullptr;
   EXPECT_EQ(cuptiSubscribe(&sub, nullptr, nullptr), CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
-  EXPECT_EQ(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET),
-            CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
+  char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = {};
+  CUpti_SubscriberParams params{};
+  params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+  params.subscriberName = "test";
+  params.oldSubscriberName = holder;
+  params.oldSubscriberSize = sizeof holder;
+  EXPECT_EQ(cuptiSubscribe_v2(&sub, nullptr, nullptr, &params), CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
+  EXPECT_STREQ(holder, "Nsight Systems");
+  EXPECT_EQ(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET), CUPTI_SUCCESS);
   unsetenv("GPUHOOK_SIM_CUPTI_BUSY");
-  EXPECT_EQ(cuptiSubscribe(&sub, nullptr, nullptr), CUPTI_SUCCESS);
+  ASSERT_EQ(cuptiSubscribe_v2(&sub, nullptr, nullptr, &params), CUPTI_SUCCESS);
+  CUpti_SubscriberHandle second = nullptr;
+  EXPECT_EQ(cuptiSubscribe_v2(&second, nullptr, nullptr, &params), CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
+  EXPECT_STREQ(holder, "CUPTI for test");
   EXPECT_EQ(cuptiUnsubscribe(sub), CUPTI_SUCCESS);
 }
 

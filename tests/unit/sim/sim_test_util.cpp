@@ -18,6 +18,10 @@ void CUPTIAPI on_request(uint8_t** buffer, size_t* size, size_t* max_records) {
     *size = 0;
     return;
   }
+  {
+    std::lock_guard<std::mutex> lock(received().mu);
+    received().requesting_threads.insert(pthread_self());
+  }
   // Deliberately 8-byte misaligned +4: the records must still come out aligned.
   const size_t bytes = received().buffer_bytes;
   auto* raw = static_cast<uint8_t*>(std::malloc(bytes + 16));
@@ -33,7 +37,8 @@ void CUPTIAPI on_complete(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t v
   pthread_getname_np(pthread_self(), thread_name, sizeof thread_name);
   r.completing_threads.emplace_back(thread_name);
   CUpti_Activity* rec = nullptr;
-  while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+  CUptiResult status;
+  while ((status = cuptiActivityGetNextRecord(buffer, valid, &rec)) == CUPTI_SUCCESS) {
     if (reinterpret_cast<uintptr_t>(rec) % 8 != 0) ++r.misaligned;
     switch (rec->kind) {
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
@@ -60,6 +65,7 @@ void CUPTIAPI on_complete(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t v
       default: break;
     }
   }
+  if (status == CUPTI_ERROR_INVALID_KIND) ++r.incomplete_stops;
   std::free(buffer - 4);
 }
 
@@ -91,6 +97,8 @@ void start_tracing() {
   r.apis.clear();
   r.syncs.clear();
   r.completing_threads.clear();
+  r.requesting_threads.clear();
+  r.incomplete_stops = 0;
   r.misaligned = 0;
 }
 

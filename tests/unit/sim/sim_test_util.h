@@ -4,12 +4,14 @@
 
 #include <cupti.h>
 #include <cuda_runtime_api.h>
+#include <pthread.h>
 #include <time.h>
 
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -57,6 +59,8 @@ struct Received {
   bool refuse_buffers = false;  // the request callback returns no buffer
   size_t buffer_bytes = 64 * 1024;
   std::vector<std::string> completing_threads;  // thread names, one per completed buffer
+  std::set<pthread_t> requesting_threads;       // threads that asked for a buffer
+  size_t incomplete_stops = 0;                  // buffers read up to an incomplete record
 };
 Received& received();
 

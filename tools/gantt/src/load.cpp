@@ -74,7 +74,9 @@ std::vector<std::string> integrity_warnings(const Model& model, bool* corrupt) {
       if (corrupt) *corrupt = true;
     }
     uint64_t dropped = 0;
-    for (uint64_t d : c.dropped_by_source) dropped += d;
+    for (uint32_t s = 0; s < 8; ++s) {
+      if (gpuhook::is_loss(static_cast<gpuhook::v1::DropSource>(s))) dropped += c.dropped_by_source[s];
+    }
     if (dropped) lines.push_back(c.path + ": " + std::to_string(dropped) + " records were dropped while recording");
     for (const std::string& p : c.device_problems)
       lines.push_back(c.path + ": " + p + "; occupancy unknown for its kernels");

@@ -59,6 +59,9 @@ struct ModelBuilder::Impl {
   std::vector<RawRange> raw_ranges;
   std::vector<RawExternal> raw_external;
   std::vector<ClockPair> pairs;
+  // CUPTI stream id -> the priority it was created with (StreamInfo records, which may come
+  // after the stream's kernels: CUDA 13 hands buffers back out of order).
+  std::unordered_map<uint32_t, int32_t> stream_priority;
 
   explicit Impl(Model& model) : m(model) {
     for (uint32_t i = 0; i < m.strings.size(); ++i) string_ids.emplace(m.strings[i], i);
@@ -252,6 +255,9 @@ void ModelBuilder::Impl::add(const v1::Record& r) {
       see(ts);
       break;
     }
+    case v1::Record::kStream:
+      if (stream_priority.size() < (1u << 20)) stream_priority[r.stream().stream()] = r.stream().priority();
+      break;
     case v1::Record::kExternalCorrelation: {
       const auto& x = r.external_correlation();
       if (x.kind() == kHookExternalKind && x.external_id() != 0 && x.correlation_id() != 0)
@@ -646,6 +652,13 @@ void ModelBuilder::Impl::finish(const gpuhook::Integrity& integrity) {
   for (size_t i = api0; i < m.api.size(); ++i) m.api.name[i] = remap(m.api.name[i]);
   for (size_t i = th0; i < m.threads.size(); ++i) m.threads.name[i] = remap(m.threads.name[i]);
   for (size_t i = nc0; i < m.nccl.size(); ++i) m.nccl.name[i] = remap(m.nccl.name[i]);
+  if (!stream_priority.empty()) {
+    for (size_t i = ev0; i < m.events.size(); ++i) {
+      auto it = stream_priority.find(m.events.stream[i]);
+      if (it != stream_priority.end() && m.events.priority[i] == 0) m.events.priority[i] = it->second;
+    }
+    stream_priority.clear();
+  }
   align();
   join();
   occupancy();
