@@ -428,6 +428,18 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     std::abort();
   }
+  if (mode == "sigabrt_handled") {
+    // A handler of the app's own that returns: abort() then kills without exit handlers.
+    signal(SIGABRT, [](int) {
+      const char text[] = "app saw SIGABRT\n";
+      ssize_t ignored = write(STDERR_FILENO, text, sizeof text - 1);
+      (void)ignored;
+    });
+    nvtx_iterations(n);
+    std::printf("aborting\n");
+    std::fflush(stdout);
+    std::abort();
+  }
   if (mode == "terminate") {
     // What an NCCL watchdog thread does when it gives up: an exception nobody catches.
     nvtx_iterations(n);

@@ -182,6 +182,20 @@ case $case_name in
     gpuhook_lines 1
     check "$(capture)" --expect range=$((10 * ranges_per_iteration)) --expect footer=1 --nesting
     ;;
+  sigabrt_handled)
+    # The app's SIGABRT handler was there first (the hook came in through NVTX_INJECTION64_PATH,
+    # as through CUDA's after a runtime installed its own): the hook's handler writes the records
+    # out and chains to it; it returns, and abort() kills with no exit handlers.
+    run plain LD_LIBRARY_PATH="$fake_nccl" -- "$app" sigabrt_handled 10
+    run hooked LD_LIBRARY_PATH="$fake_nccl" NVTX_INJECTION64_PATH="$hook" GPUHOOK_OUTPUT="$work/cap-%p.gpuh" \
+      -- "$app" sigabrt_handled 10
+    cmp -s plain.out hooked.out || fail "stdout differs: $(diff plain.out hooked.out | head -5)"
+    [ "$(cat hooked.rc)" = 134 ] || fail "not killed by SIGABRT: $(cat hooked.rc)"
+    grep -q "app saw SIGABRT" hooked.err || fail "the app's handler did not run"
+    gpuhook_lines 0
+    # The two gpuhook.h ranges of each iteration find no hook that is not in the global scope.
+    check "$(capture)" --expect range=$((10 * (ranges_per_iteration - 2))) --nesting
+    ;;
   closefds)
     # The app closes every descriptor above 2 and opens a file of its own: the hook must not
     # write into it, must say once that its capture is gone, and must not close the app's file.
