@@ -283,8 +283,8 @@ void Writer::finish() {
   }
   if (invalid_times_ != 0) line += " (" + std::to_string(invalid_times_) + " with invalid times, kept)";
   if (not_written_at_exit_ != 0) {
-    line += "; " + std::to_string(not_written_at_exit_) + " records not written within the exit bound (" +
-            std::to_string(config_.exit_ms) + " ms, GPUHOOK_EXIT_MS), counted as dropped";
+    // The count is among the causes above; this says which setting bounded it.
+    line += "; the exit bound (GPUHOOK_EXIT_MS=" + std::to_string(config_.exit_ms) + ") ended the writing";
   }
   if (!ok || file_->records_lost() != 0) {
     line += "; write failed: " + file_->last_error() + ", " + std::to_string(file_->records_lost()) +
