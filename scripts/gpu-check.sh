@@ -64,7 +64,7 @@ fi
 examples=(default_stream pageable_copy tiny_kernels occupancy priorities sync_loop nvtx_layers)
 if [ -z "$prebuilt" ]; then
   say "building (hook, CLI, checker, examples for arch=$arch) into $build"
-  targets=(gpuhook gantt-cli capture_check "${examples[@]}" allreduce_train)
+  targets=(gpuhook gantt-cli capture_check "${examples[@]}" thread_storm allreduce_train)
   [ "$mode" = sim ] && targets+=(gpuhook_sim_cudart gpuhook_sim_cupti sim_nccl)
   if ! { cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" &&
          cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"; } >>"$log" 2>&1; then
@@ -78,7 +78,7 @@ else
   [ -d "$build/runtime-libs" ] && export LD_LIBRARY_PATH="$build/runtime-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   if [ "$mode" = gpu ]; then
     mkdir -p "$out/examples"
-    for ex in "${examples[@]}"; do
+    for ex in "${examples[@]}" thread_storm; do
       nvcc -O2 -std=c++17 -arch=native -cudart shared -I examples -I /usr/local/cuda/include \
         -o "$out/examples/$ex" "examples/$ex.cu" >>"$log" 2>&1 || say "nvcc failed for $ex"
     done
@@ -158,6 +158,128 @@ if [ -x "$exdir/allreduce_train" ] || [ -x "$build/examples/allreduce_train" ]; 
   else
     row "NCCL 1 rank: NcclCall records" "see allreduce.check.txt" ">= 10" FAIL
   fi
+fi
+
+# ---- what the simulator models from the CUDA 13 headers, settled on the real libraries ----
+# One row per fact (tests/gpu/README.md). GPU-only rows say so on a --sim dry run.
+gpu_only() { row "$1" "GPU only" "-" skip; }
+value_of() { awk -v k="$1" '$1 == k {print $2}' "$2"; }
+
+cap=$(ls "$out"/nvtx_layers.*.gpuh 2>/dev/null | head -n1)
+if [ -n "$cap" ] && "$check" "$cap" --threads >"$out/threads.check.txt" 2>&1; then
+  row "thread ids: API rows share Linux tids with NVTX rows" "equal" "equal" pass
+else
+  row "thread ids: API rows share Linux tids with NVTX rows" "$(grep -m1 FAIL "$out/threads.check.txt" 2>/dev/null)" "equal" FAIL
+fi
+
+cap=$(ls "$out"/sync_loop-fixed.*.gpuh 2>/dev/null | head -n1)
+if [ -n "$cap" ] && "$check" "$cap" --sync-returns >"$out/query.check.txt" 2>&1 &&
+   [ "$(value_of sync_pending "$out/query.check.txt")" = 0 ]; then
+  row "query sync records: returnValue kept, pending queries off" "$(value_of sync "$out/query.check.txt") sync records" "no pending" pass
+else
+  row "query sync records: returnValue kept, pending queries off" "$(grep -m1 FAIL "$out/query.check.txt" 2>/dev/null)" "no pending" FAIL
+fi
+
+storm=$exdir/thread_storm; [ -x "$storm" ] || storm=$build/examples/thread_storm
+if [ -x "$storm" ]; then
+  rm -f "$out"/storm.*.gpuh
+  "$cli" record -o "$out/storm.%p.gpuh" -- "$storm" --size 64 --iterations 200 >"$out/storm.txt" 2>&1
+  cap=$(ls "$out"/storm.*.gpuh 2>/dev/null | head -n1)
+  if [ -n "$cap" ] && "$check" "$cap" --expect kernel=12800 >"$out/storm.check.txt" 2>&1 &&
+     [ "$(value_of dropped_cupti "$out/storm.check.txt")" = 0 ]; then
+    row "64 threads x 200 launches at once" "12800 kernels, 0 lost" "all" pass
+  else
+    row "64 threads x 200 launches at once" "$(value_of kernel "$out/storm.check.txt" 2>/dev/null) kernels, $(value_of dropped_cupti "$out/storm.check.txt" 2>/dev/null) lost" "all" FAIL
+  fi
+fi
+
+cap=$(ls "$out"/allreduce.*.gpuh 2>/dev/null | head -n1)
+if [ -n "$cap" ]; then
+  if "$check" "$cap" --nccl-kernels >"$out/allreduce.kernels.txt" 2>&1; then
+    row "NCCL calls tied to their kernels by external correlation" "joined" "all" pass
+  else
+    row "NCCL calls tied to their kernels by external correlation" "$(grep -m1 FAIL "$out/allreduce.kernels.txt")" "all" FAIL
+  fi
+fi
+
+if [ "$mode" = gpu ]; then
+  probes=$out/probes
+  mkdir -p "$probes"
+  nvcc_probe() {  # NAME EXTRA-FLAGS...: builds tests/gpu/NAME.cu or examples/NAME.cu
+    local name=$1; shift
+    local src=tests/gpu/$name.cu; [ -f "$src" ] || src=examples/$name.cu
+    nvcc -O2 -std=c++17 -arch=native -I examples -o "$probes/$name" "$src" "$@" >>"$log" 2>&1
+  }
+  # A statically linked cudart (nvcc's default): no runtime symbol for the hook to ask.
+  if nvcc -O2 -std=c++17 -arch=native -cudart static -I examples -o "$probes/tiny_static" examples/tiny_kernels.cu >>"$log" 2>&1; then
+    rm -f "$out"/static.*.gpuh
+    "$cli" record -o "$out/static.%p.gpuh" -- "$probes/tiny_static" --iterations 2 >"$out/static.txt" 2>&1
+    cap=$(ls "$out"/static.*.gpuh 2>/dev/null | head -n1)
+    if [ -n "$cap" ] && "$check" "$cap" --expect device=1 >"$out/static.check.txt" 2>&1; then
+      row "static cudart: the device record (from CUPTI)" "1 device" "1" pass
+    else
+      row "static cudart: the device record (from CUPTI)" "$(value_of device "$out/static.check.txt" 2>/dev/null) devices" "1" FAIL
+    fi
+  fi
+  if nvcc_probe graph_stamps; then
+    rm -f "$out"/graph.*.gpuh
+    "$cli" record -o "$out/graph.%p.gpuh" -- "$probes/graph_stamps" >"$out/graph.txt" 2>&1
+    cap=$(ls "$out"/graph.*.gpuh 2>/dev/null | head -n1)
+    if [ -n "$cap" ] && "$check" "$cap" --expect kernel=160 >"$out/graph.check.txt" 2>&1 &&
+       [ "$(value_of dropped_invalid_time "$out/graph.check.txt")" = 0 ]; then
+      row "graph kernels: unknown queued/submitted kept, none invalid" "160 kernels" "160, 0 invalid" pass
+    else
+      row "graph kernels: unknown queued/submitted kept, none invalid" \
+        "$(value_of kernel "$out/graph.check.txt" 2>/dev/null) kernels, $(value_of dropped_invalid_time "$out/graph.check.txt" 2>/dev/null) invalid" "160, 0 invalid" FAIL
+    fi
+  fi
+  if nvcc_probe long_kernel; then
+    # SIGTERM during a 10 s kernel: the app dies of it (143) soon, the capture is readable.
+    rm -f "$out"/sigterm.*.gpuh
+    t0=$(now_ns)
+    env LD_PRELOAD="$hook" GPUHOOK_OUTPUT="$out/sigterm.%p.gpuh" "$probes/long_kernel" --ms 10000 >"$out/sigterm.txt" 2>&1 &
+    pid=$!
+    sleep 2
+    kill -TERM "$pid"
+    wait "$pid"; rc=$?
+    t1=$(now_ns)
+    cap=$(ls "$out"/sigterm.*.gpuh 2>/dev/null | head -n1)
+    if [ "$rc" = 143 ] && [ -n "$cap" ] && "$check" "$cap" --allow-truncated --min api=1 >"$out/sigterm.check.txt" 2>&1; then
+      row "SIGTERM during a 10 s kernel" "exit 143 after $(((t1 - t0) / 1000000)) ms, capture readable" "143, readable" pass
+    else
+      row "SIGTERM during a 10 s kernel" "exit $rc, capture ${cap:-missing}" "143, readable" FAIL
+    fi
+    # Exit without synchronising while a kernel runs: the FORCED flush finds it incomplete.
+    env LD_PRELOAD="$hook" GPUHOOK_OUTPUT="$out/nowait.%p.gpuh" "$probes/long_kernel" --ms 3000 --no-wait >"$out/nowait.txt" 2>&1
+    row "exit with a kernel running" "exit $?: $(grep -o 'dropped [0-9]*[^;,]*' "$out/nowait.txt" | head -n1)" "(information)" info
+  fi
+  if nvcc_probe cupti_probe -lcupti -L/usr/local/cuda/lib64; then
+    "$probes/cupti_probe" --s 60 >"$out/cupti_probe.txt" 2>&1
+    while read -r verdict rest; do
+      case "$verdict" in
+        PASS) row "CUPTI: ${rest%%:*}" "${rest#*: }" "as cupti_activity.h says" pass ;;
+        FAIL) row "CUPTI: ${rest%%:*}" "${rest#*: }" "as cupti_activity.h says" FAIL ;;
+        INFO) row "CUPTI: ${rest%%:*}" "${rest#*: }" "(information)" info ;;
+      esac
+    done <"$out/cupti_probe.txt"
+  fi
+  if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+    # torch.profiler becomes a second CUPTI client inside the recorded process.
+    for how in plain torch_profiler; do
+      rm -f "$out"/tp.*.gpuh
+      env LD_PRELOAD="$hook" GPUHOOK_OUTPUT="$out/tp.%p.gpuh" python3 "$root/tests/bench/gpu/torch_loop.py" \
+        --launches 20000 --mode "$how" >"$out/tp-$how.txt" 2>&1
+      cap=$(ls "$out"/tp.*.gpuh 2>/dev/null | head -n1)
+      n=$([ -n "$cap" ] && "$check" "$cap" | awk '$1=="kernel"{print $2}')
+      said=$(grep -c 'another CUPTI client' "$out/tp-$how.txt")
+      row "PyTorch loop under the hook, $how" "${n:-?} kernels, takeover said: $said" "(information)" info
+    done
+  fi
+else
+  for what in "static cudart: the device record" "graph kernels: unknown stamps" "SIGTERM during a 10 s kernel" \
+              "CUPTI FlushAll(0) during a long kernel; clock drift over 60 s" "torch.profiler in the recorded process"; do
+    gpu_only "$what"
+  done
 fi
 
 # ---- overhead: median wall-time ratio, with/without, interleaved -------------------------
