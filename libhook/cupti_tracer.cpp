@@ -351,6 +351,9 @@ void CuptiTracer::poll(RecordSink& sink, bool flush, bool final) {
   // ours is involved. FORCED at the end also returns buffers with incomplete records.
   const CUptiResult flushed =
       flush ? api_.cuptiActivityFlushAll(final ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0) : CUPTI_SUCCESS;
+  // Counted before the drain: converting records may call the runtime (a device query), whose
+  // API records take a fresh buffer that no later flush returns.
+  const uint32_t not_returned = final ? pool_.with_cupti() : 0;
   pool_.drain([&](uint8_t* buffer, uint64_t valid) {
     CUpti_Activity* record = nullptr;
     CUptiResult r;
@@ -367,7 +370,7 @@ void CuptiTracer::poll(RecordSink& sink, bool flush, bool final) {
     // returns buffers with work still running).
     if (r != CUPTI_ERROR_MAX_LIMIT_REACHED) ++incomplete_;
   });
-  if (final && flushed == CUPTI_SUCCESS) note_takeover(sink);
+  if (final && flushed == CUPTI_SUCCESS) note_takeover(sink, not_returned);
 }
 
 uint64_t CuptiTracer::take_cupti_dropped() {
@@ -383,9 +386,8 @@ uint64_t CuptiTracer::take_cupti_dropped() {
 // (cupti_activity.h, cuptiActivityFlushAll):
 // - buffers of ours that still did not come back went to the other client;
 // - the last synchronize calls (seen through our subscription) have no SYNCHRONIZATION record.
-void CuptiTracer::note_takeover(RecordSink& sink) {
+void CuptiTracer::note_takeover(RecordSink& sink, uint32_t missing) {
   if (!takeover_.empty()) return;
-  const uint32_t missing = pool_.with_cupti();
   // The most recent synchronize calls first; stopped when the last two have no record (one
   // alone could be a record CUPTI dropped, and those are counted).
   const uint32_t calls = recent_sync_next_.load(std::memory_order_relaxed);

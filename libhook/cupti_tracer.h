@@ -110,7 +110,8 @@ class CuptiTracer final : public GpuSource {
   void enable_api_records();
   void subscribe_profiler_range(std::string* note);
   CUptiResult subscribe_first(std::string* holder);
-  void note_takeover(RecordSink& sink);
+  // `missing`: our buffers CUPTI kept through the final FORCED flush.
+  void note_takeover(RecordSink& sink, uint32_t missing);
   const char* callback_name(CUpti_CallbackDomain domain, uint32_t cbid);
 
   static void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records);

@@ -2,7 +2,7 @@
 //   capture_check FILE [--expect KIND=N]... [--min KIND=N]... [--nesting] [--kernels]
 //                      [--copies] [--nccl] [--nccl-device] [--nccl-kernels] [--nccl-function NAME=N]...
 //                      [--header FIELD=VALUE]... [--allow-truncated]
-//                      [--threads] [--sync-returns] [--domain-nesting] [--range-name NAME=N]... [--domain-name NAME=N]...
+//                      [--threads] [--sync-returns] [--graph] [--domain-nesting] [--range-name NAME=N]... [--domain-name NAME=N]...
 //                      [--range-color NAME=ARGB]... [--range-category NAME=N]...
 // KIND: kernel memcpy memset api sync nccl range memory overhead device footer drops.
 // Prints one "kind count" line per kind, then "FAIL: ..." lines; exit 0 when all checks hold.
@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
   std::map<std::string, uint64_t> nccl_functions;  // NcclCall records per entry-point name
   bool threads = false;      // API records carry Linux tids, the same ids as NVTX/NCCL records
   bool sync_returns = false;  // a Synchronization record says what its API call returned
+  bool graph = false;         // graph kernels: unknown stamps, the launch's correlation id
   bool domain_nesting = false;  // like --nesting, for every domain: one stack per (thread, domain)
   // Ranges by name: how many push/start/mark records carry it, their colour and category.
   std::map<std::string, uint64_t> name_expect, domain_expect, color_expect, category_expect;
@@ -79,6 +80,7 @@ int main(int argc, char** argv) {
     else if (a == "--allow-truncated") allow_truncated = true;
     else if (a == "--threads") threads = true;
     else if (a == "--sync-returns") sync_returns = true;
+    else if (a == "--graph") graph = true;
     else if (a == "--domain-nesting") domain_nesting = true;
     else if (a == "--range-name") named(name_expect, argv[++i]);
     else if (a == "--domain-name") named(domain_expect, argv[++i]);
@@ -283,6 +285,29 @@ int main(int argc, char** argv) {
       if (api_threads.count(r.range().thread_id())) shared = true;
     }
     if (ranges && !api_threads.empty() && !shared) fail("no NVTX range shares a thread id with an API record");
+  }
+
+  if (graph) {
+    // CUPTI cannot stamp queued/submitted of graph kernels (CUPTI_TIMESTAMP_UNKNOWN) and gives
+    // all kernels of a graph launch that launch's correlation id.
+    std::unordered_map<uint32_t, std::string> api_name;
+    for (const auto& r : records) {
+      if (r.has_api() && r.api().name_id() < strings.size()) api_name[r.api().correlation_id()] = strings[r.api().name_id()];
+    }
+    uint64_t graph_kernels = 0;
+    for (const auto& r : records) {
+      if (!r.has_kernel() || r.kernel().graph_id() == 0) continue;
+      const v1::Kernel& k = r.kernel();
+      ++graph_kernels;
+      if (k.queued_ns() != 0 || k.submitted_ns() != 0) fail("graph kernel " + std::to_string(k.correlation_id()) + " has stamps");
+      if (k.start_ns() == 0 || k.end_ns() < k.start_ns()) fail("graph kernel " + std::to_string(k.correlation_id()) + " has no start/end");
+      auto it = api_name.find(k.correlation_id());
+      if (it == api_name.end() || it->second.find("GraphLaunch") == std::string::npos) {
+        fail("graph kernel " + std::to_string(k.correlation_id()) + " is not tied to a graph launch");
+        break;
+      }
+    }
+    std::printf("graph_kernels %llu\n", static_cast<unsigned long long>(graph_kernels));
   }
 
   if (sync_returns) {

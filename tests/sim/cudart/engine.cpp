@@ -104,6 +104,15 @@ uint64_t Engine::next_seq() {
 }
 
 CompletionPtr Engine::enqueue(Stream* s, std::unique_ptr<Op> op) {
+  if (s->capture != nullptr) {
+    // Captured, not run: the work runs when the graph is launched (and only then has records).
+    std::lock_guard<std::mutex> lock(mu_);
+    CompletionPtr c = op->done;
+    c->done = true;
+    op->graph_node_id = s->capture->nodes.size() + 1;
+    s->capture->nodes.push_back(std::move(op));
+    return c;
+  }
   // CUPTI places a GPU record in the launching thread's buffer at launch, not at completion.
   op->record_slot = reserve_op_record(*op);
   std::unique_lock<std::mutex> lock(mu_);

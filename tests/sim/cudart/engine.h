@@ -67,6 +67,15 @@ struct Op {
   bool async = true;
   bool started = false;  // guarded by Engine's mutex: it holds or is done with its resource
   uint64_t record_slot = 0;  // its CUPTI record's room in the launching thread's buffer
+  uint32_t graph_id = 0;     // launched as a node of a graph (CUpti_ActivityKernel10.graphId)
+  uint64_t graph_node_id = 0;
+};
+
+// A graph captured from a stream (cudaStreamBeginCapture .. EndCapture): its nodes in
+// capture order, which on one stream is also their dependency order.
+struct Graph {
+  uint32_t id = 0;
+  std::vector<std::unique_ptr<Op>> nodes;
 };
 
 struct Stream {
@@ -77,6 +86,7 @@ struct Stream {
   bool dead = false;       // its worker has exited
   bool destroyed = false;  // cudaStreamDestroy was called: the handle is no longer valid
   std::deque<std::unique_ptr<Op>> queue;  // the front one is executing
+  Graph* capture = nullptr;  // being captured: work goes into this graph, not the queue
   CompletionPtr last;
   uint64_t prev_end_ns = 0;
   std::condition_variable work_cv;

@@ -225,8 +225,13 @@ void emit_op_record(const Stream& s, const Op& op, uint64_t start_ns, uint64_t e
       r.gridId = static_cast<int64_t>(op.seq);
       r.name = op.kernel != nullptr ? op.kernel->name.c_str() : "unknown";
       // CUPTI fills queued/submitted only when latency timestamps were enabled.
-      r.queued = latency ? op.queued_ns : CUPTI_TIMESTAMP_UNKNOWN;
-      r.submitted = latency ? op.submitted_ns + submitted_error : CUPTI_TIMESTAMP_UNKNOWN;
+      // Graph kernels have none: CUPTI_TIMESTAMP_UNKNOWN, "could not be collected"
+      // (cupti_activity.h, CUpti_ActivityKernel10 queued/submitted).
+      const bool stamped = latency && op.graph_id == 0;
+      r.queued = stamped ? op.queued_ns : CUPTI_TIMESTAMP_UNKNOWN;
+      r.submitted = stamped ? op.submitted_ns + submitted_error : CUPTI_TIMESTAMP_UNKNOWN;
+      r.graphId = op.graph_id;
+      r.graphNodeId = op.graph_node_id;
       r.launchType = CUPTI_ACTIVITY_LAUNCH_TYPE_REGULAR;
       r.channelID = CUPTI_INVALID_CHANNEL_ID;
       r.channelType = CUPTI_CHANNEL_TYPE_COMPUTE;
