@@ -411,6 +411,17 @@ case $case_name in
     gpuhook_lines 1 "another CUPTI client"
     check "$(capture)" --min memset=3 --min notice=1
     ;;
+  host_work)
+    # Host functions, stream callbacks, registered and stream-ordered memory.
+    [ -x "$example" ] || { echo "SKIP: no example"; exit 0; }
+    run plain LD_LIBRARY_PATH="$sim_lib" -- "$example"
+    run hooked LD_LIBRARY_PATH="$sim_lib" LD_PRELOAD="$preload" GPUHOOK_OUTPUT="$work/cap-%p.gpuh" -- "$example"
+    [ "$(cat plain.rc)" = 0 ] || fail "the program failed without the hook: $(cat plain.err)"
+    [ "$(cat plain.rc)" = "$(cat hooked.rc)" ] || fail "exit code $(cat hooked.rc) with the hook, $(cat plain.rc) without"
+    cmp -s plain.out hooked.out || fail "stdout differs: $(diff plain.out hooked.out | head -5)"
+    gpuhook_lines 1 "dropped 0"
+    check "$(capture)" --expect kernel=4 --expect memcpy=8 --kernels --copies --threads
+    ;;
   graph_replay)
     # 8 kernels captured once, replayed 20 times: unknown stamps are no invalid times.
     [ -x "$example" ] || { echo "SKIP: no example"; exit 0; }

@@ -290,6 +290,11 @@ void Engine::execute(std::unique_lock<std::mutex>& lock, Stream* s, Op& op) {
     case OpKind::kMemset:
       if (op.bytes != 0) std::memset(op.dst, op.value, op.bytes);
       break;
+    case OpKind::kHost:
+      // The stream waits for the host work: later work starts after it returned.
+      if (op.host_work) op.host_work();
+      end = std::max(end, gpuhook_sim_now_ns());
+      break;
     default: break;
   }
   // A twin that waits for other processes (a simulated NCCL collective ends when the last

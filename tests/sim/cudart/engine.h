@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -34,7 +35,9 @@ struct Completion {
 };
 using CompletionPtr = std::shared_ptr<Completion>;
 
-enum class OpKind { kKernel, kMemcpy, kMemset, kMarker, kStop };
+// kHost: host work in stream order (cudaLaunchHostFunc, cudaStreamAddCallback, the free of
+// cudaFreeAsync), run on the stream's worker thread, a runtime thread as in CUDA.
+enum class OpKind { kKernel, kMemcpy, kMemset, kMarker, kHost, kStop };
 enum class CopyEngine { kHostToDevice = 0, kDeviceToHost = 1, kDeviceToDevice = 2, kNone = 3 };
 
 struct Op {
@@ -67,6 +70,7 @@ struct Op {
   bool async = true;
   bool started = false;  // guarded by Engine's mutex: it holds or is done with its resource
   uint64_t record_slot = 0;  // its CUPTI record's room in the launching thread's buffer
+  std::function<void()> host_work;  // kHost
   uint32_t graph_id = 0;     // launched as a node of a graph (CUpti_ActivityKernel10.graphId)
   uint64_t graph_node_id = 0;
 };

@@ -21,6 +21,7 @@ namespace {
 struct Allocation {
   size_t bytes;
   CUpti_ActivityMemoryKind kind;  // DEVICE or PINNED
+  bool owned = true;              // false: the program's memory, registered (cudaHostRegister)
 };
 
 std::mutex g_alloc_mu;
@@ -56,8 +57,9 @@ bool release(void* p, CUpti_ActivityMemoryKind kind, size_t* bytes) {
   auto it = allocations().find(reinterpret_cast<uintptr_t>(p));
   if (it == allocations().end() || it->second.kind != kind) return false;
   *bytes = it->second.bytes;
+  const bool owned = it->second.owned;
   allocations().erase(it);
-  std::free(p);
+  if (owned) std::free(p);
   return true;
 }
 
@@ -172,6 +174,131 @@ cudaError_t cudaFree(void* ptr) {
   size_t bytes = 0;
   if (!release(ptr, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, &bytes)) return api.ret(cudaErrorInvalidValue);
   emit_memory_record(false, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, ptr, bytes, api.correlation_id());
+  return api.ret(cudaSuccess);
+}
+
+// Stream-ordered allocation: the memory is there at once (a pool hands it out), and a free
+// happens when the stream reaches it, so earlier work on the stream may still use it.
+// Pools are one per device plus those created; their handles only need to be distinct.
+struct MemPool {
+  int device = 0;
+};
+
+cudaError_t cudaMallocAsync(void** ptr, size_t bytes, cudaStream_t stream) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020, "cudaMallocAsync");
+  if (ptr == nullptr) return api.ret(cudaErrorInvalidValue);
+  if (Engine::instance().resolve(stream) == nullptr) return api.ret(cudaErrorInvalidResourceHandle);
+  *ptr = allocate(bytes, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
+  if (*ptr == nullptr) return api.ret(cudaErrorMemoryAllocation);
+  emit_memory_record(true, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, *ptr, bytes, api.correlation_id());
+  return api.ret(cudaSuccess);
+}
+
+cudaError_t cudaMallocFromPoolAsync(void** ptr, size_t bytes, cudaMemPool_t pool, cudaStream_t stream) {
+  if (pool == nullptr) return cudaErrorInvalidValue;
+  return cudaMallocAsync(ptr, bytes, stream);
+}
+
+cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020, "cudaFreeAsync");
+  if (ptr == nullptr) return api.ret(cudaSuccess);
+  Engine& engine = Engine::instance();
+  Stream* s = engine.resolve(stream);
+  if (s == nullptr) return api.ret(cudaErrorInvalidResourceHandle);
+  bool in_bounds = false;
+  if (classify(ptr, 1, &in_bounds) != CUPTI_ACTIVITY_MEMORY_KIND_DEVICE) return api.ret(cudaErrorInvalidValue);
+  const uint32_t correlation = api.correlation_id();
+  auto op = std::make_unique<Op>();
+  op->kind = OpKind::kHost;
+  op->correlation_id = correlation;
+  op->queued_ns = gpuhook_sim_now_ns();
+  op->submitted_ns = op->queued_ns + config().submit_ns;
+  op->host_work = [ptr, correlation] {
+    size_t bytes = 0;
+    if (release(ptr, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, &bytes)) {
+      emit_memory_record(false, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, ptr, bytes, correlation);
+    }
+  };
+  engine.enqueue(s, std::move(op));
+  return api.ret(cudaSuccess);
+}
+
+cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaDeviceGetDefaultMemPool_v11020, "cudaDeviceGetDefaultMemPool");
+  static MemPool default_pool;
+  if (pool == nullptr) return api.ret(cudaErrorInvalidValue);
+  if (device != 0) return api.ret(cudaErrorInvalidDevice);
+  *pool = reinterpret_cast<cudaMemPool_t>(&default_pool);
+  return api.ret(cudaSuccess);
+}
+
+cudaError_t cudaMemPoolCreate(cudaMemPool_t* pool, const cudaMemPoolProps* props) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaMemPoolCreate_v11020, "cudaMemPoolCreate");
+  if (pool == nullptr || props == nullptr) return api.ret(cudaErrorInvalidValue);
+  if (props->location.id != 0) return api.ret(cudaErrorInvalidDevice);
+  *pool = reinterpret_cast<cudaMemPool_t>(new MemPool());
+  return api.ret(cudaSuccess);
+}
+
+cudaError_t cudaMemPoolDestroy(cudaMemPool_t pool) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaMemPoolDestroy_v11020, "cudaMemPoolDestroy");
+  if (pool == nullptr) return api.ret(cudaErrorInvalidValue);
+  cudaMemPool_t def = nullptr;
+  if (cudaDeviceGetDefaultMemPool(&def, 0) == cudaSuccess && def == pool) return api.ret(cudaErrorInvalidValue);
+  delete reinterpret_cast<MemPool*>(pool);
+  return api.ret(cudaSuccess);
+}
+
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr, void* value) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaMemPoolSetAttribute_v11020, "cudaMemPoolSetAttribute");
+  // Accepted and not modelled: the simulator's pools keep nothing cached.
+  return api.ret(pool == nullptr || value == nullptr ? cudaErrorInvalidValue : cudaSuccess);
+}
+
+cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, cudaMemPoolAttr, void* value) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaMemPoolGetAttribute_v11020, "cudaMemPoolGetAttribute");
+  if (pool == nullptr || value == nullptr) return api.ret(cudaErrorInvalidValue);
+  // Every attribute is a 64-bit value or smaller: 0 (nothing reserved, used, or kept).
+  *static_cast<uint64_t*>(value) = 0;
+  return api.ret(cudaSuccess);
+}
+
+cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaMemPoolTrimTo_v11020, "cudaMemPoolTrimTo");
+  return api.ret(pool == nullptr ? cudaErrorInvalidValue : cudaSuccess);
+}
+
+// Registered host memory is pinned for copies; the device reaches it at the same address.
+cudaError_t cudaHostRegister(void* ptr, size_t bytes, unsigned int) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaHostRegister_v4000, "cudaHostRegister");
+  if (ptr == nullptr || bytes == 0) return api.ret(cudaErrorInvalidValue);
+  {
+    std::lock_guard<std::mutex> lock(g_alloc_mu);
+    auto [it, added] = allocations().emplace(reinterpret_cast<uintptr_t>(ptr),
+                                             Allocation{bytes, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, false});
+    if (!added) return api.ret(cudaErrorHostMemoryAlreadyRegistered);
+  }
+  emit_memory_record(true, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, ptr, bytes, api.correlation_id());
+  return api.ret(cudaSuccess);
+}
+
+cudaError_t cudaHostUnregister(void* ptr) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaHostUnregister_v4000, "cudaHostUnregister");
+  std::lock_guard<std::mutex> lock(g_alloc_mu);
+  auto it = allocations().find(reinterpret_cast<uintptr_t>(ptr));
+  if (it == allocations().end() || it->second.owned) return api.ret(cudaErrorHostMemoryNotRegistered);
+  const size_t bytes = it->second.bytes;
+  allocations().erase(it);
+  emit_memory_record(false, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, ptr, bytes, api.correlation_id());
+  return api.ret(cudaSuccess);
+}
+
+cudaError_t cudaHostGetDevicePointer(void** device_ptr, void* host_ptr, unsigned int flags) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaHostGetDevicePointer_v3020, "cudaHostGetDevicePointer");
+  if (device_ptr == nullptr || flags != 0) return api.ret(cudaErrorInvalidValue);
+  bool in_bounds = false;
+  if (classify(host_ptr, 1, &in_bounds) != CUPTI_ACTIVITY_MEMORY_KIND_PINNED) return api.ret(cudaErrorInvalidValue);
+  *device_ptr = host_ptr;  // unified addressing: the same address
   return api.ret(cudaSuccess);
 }
 
