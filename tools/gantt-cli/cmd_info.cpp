@@ -44,6 +44,7 @@ struct Summary {
   uint64_t last_ns = 0;
   uint64_t dropped = 0;
   uint64_t string_bytes = 0;
+  std::vector<std::string> notices;  // what happened to the recording itself (a CUPTI takeover)
 };
 
 void note_time(Summary& s, int64_t t) {
@@ -122,6 +123,7 @@ void print_text(const std::string& file, const gpuhook::CaptureReader& reader, c
   std::snprintf(bpr, sizeof bpr, "%.2f", s.records ? static_cast<double>(in.file_bytes) / s.records : 0.0);
   o << "  bytes/record: " << bpr << "\n";
   o << "  dropped:     " << s.dropped << "\n";
+  for (const std::string& n : s.notices) o << "  notice:      " << json_string(n) << "\n";
   std::cout << o.str();
 }
 
@@ -192,6 +194,10 @@ bool info_one(const std::string& file, bool json, bool first) {
         break;
       case v1::Record::kFooter:
         s.footer = rec.footer();
+        break;
+      case v1::Record::kNotice:
+        // Untrusted: a few, each cut to a line's worth.
+        if (s.notices.size() < 16) s.notices.push_back(rec.notice().text().substr(0, 512));
         break;
       case v1::Record::kDrops:
         if (gpuhook::is_loss(rec.drops().source())) s.dropped += rec.drops().count();

@@ -410,6 +410,13 @@ case $case_name in
     # The exit line says the GPU records stop where the other client took over.
     gpuhook_lines 1 "another CUPTI client"
     check "$(capture)" --min memset=3 --min notice=1
+    # And the CLI says it wherever the capture is read.
+    if [ -x "$gantt_cli" ]; then
+      "$gantt_cli" info "$(capture)" >info.out 2>&1
+      grep -q '^  notice: .*another CUPTI client' info.out || fail "gantt-cli info does not show the notice: $(tail -3 info.out)"
+      "$gantt_cli" stats "$(capture)" >stats.out 2>&1
+      grep -q 'while recording: another CUPTI client' stats.out || fail "gantt-cli stats does not warn: $(head -3 stats.out)"
+    fi
     ;;
   host_work)
     # Host functions, stream callbacks, registered and stream-ordered memory.

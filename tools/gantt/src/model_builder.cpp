@@ -255,6 +255,9 @@ void ModelBuilder::Impl::add(const v1::Record& r) {
       see(ts);
       break;
     }
+    case v1::Record::kNotice:
+      if (c.notices.size() < 16) c.notices.push_back(r.notice().text().substr(0, 512));
+      break;
     case v1::Record::kStream:
       if (stream_priority.size() < (1u << 20)) stream_priority[r.stream().stream()] = r.stream().priority();
       break;

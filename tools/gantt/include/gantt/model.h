@@ -160,6 +160,7 @@ struct CaptureInfo {
   uint64_t unmatched_activities = 0;             // GPU records whose correlation id had no API call
   uint64_t unbalanced_range_pops = 0;
   std::vector<std::string> device_problems;      // recorded devices unusable for occupancy, and why
+  std::vector<std::string> notices;              // what happened to the recording (Notice records)
 
   // The DeviceInfo with this ordinal, or nullptr.
   const gpuhook::v1::DeviceInfo* device(uint32_t ordinal) const;
