@@ -19,6 +19,7 @@
 #include "framing.h"
 #include "fast_encode.h"
 #include "record_codec.h"
+#include "wire_capture.h"
 
 namespace gpuhook {
 
@@ -29,10 +30,16 @@ struct StringHash {
   size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
 
-// The hand encoders know the declared fields only; a message carrying unknown fields (parsed
-// from a newer capture) goes through protobuf so nothing is lost.
-bool no_unknown_fields(const google::protobuf::Message& m) {
-  return m.GetReflection()->GetUnknownFields(m).empty();
+// Appends `r` as Capture.record, as codec::append_record does for the protobuf message.
+bool append_record(std::string& out, const wire::Record& r) {
+  size_t n = r.ByteSizeLong();
+  if (n > framing::kMaxRecordBytes) return false;
+  out.push_back(static_cast<char>(framing::kRecordTag));
+  codec::append_varint(out, n);
+  size_t at = out.size();
+  out.resize(at + n);
+  r.Write(reinterpret_cast<uint8_t*>(out.data() + at));
+  return true;
 }
 
 // The level a hurried chunk is compressed at: 4 MiB take about 10 ms, against seconds at 19.
@@ -69,7 +76,7 @@ struct CaptureWriter::Impl {
 
   std::string raw;         // the open chunk, uncompressed
   std::string compressed;  // reused output buffer
-  v1::Record scratch;      // the record being delta-coded (the caller's stays untouched)
+  wire::Record scratch;    // the record being delta-coded (the caller's stays untouched)
 
   // The open chunk.
   bool chunk_open = false;
@@ -82,7 +89,7 @@ struct CaptureWriter::Impl {
 
   uint64_t file_offset = 0;
   uint64_t sequence = 0;
-  v1::ChunkIndex index;
+  wire::ChunkIndex index;
 
   std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> strings;
   uint32_t next_string_id = 1;
@@ -174,10 +181,10 @@ struct CaptureWriter::Impl {
     chunk_max_ns = 0;
     chunk_has_strings = false;
     chunk_has_context = false;
-    v1::Record start;
+    wire::Record start;
     start.mutable_chunk_start()->set_sequence(sequence);
     start.mutable_chunk_start()->set_base_ns(static_cast<uint64_t>(base_ns));
-    codec::append_record(raw, start);
+    append_record(raw, start);
   }
 
   void note_time(int64_t t) {
@@ -188,12 +195,12 @@ struct CaptureWriter::Impl {
   }
 
   // The bookkeeping after a record went into the open chunk; flushes a full chunk.
-  bool record_written(v1::Record::KindCase kind) {
+  bool record_written(int kind) {
     chunk_records++;
     stats.records++;
-    if (static_cast<size_t>(kind) < std::size(stats.records_by_kind)) stats.records_by_kind[kind]++;
+    if (kind >= 0 && static_cast<size_t>(kind) < std::size(stats.records_by_kind)) stats.records_by_kind[kind]++;
     if (kind == v1::Record::kStringDef) chunk_has_strings = true;
-    if (framing::is_context_kind(kind)) chunk_has_context = true;
+    if (framing::is_context_kind(static_cast<v1::Record::KindCase>(kind))) chunk_has_context = true;
     if (raw.size() >= options.chunk_bytes) return flush_chunk();
     return true;
   }
@@ -322,35 +329,49 @@ uint32_t CaptureWriter::intern(std::string_view s) {
   if (auto it = m.strings.find(s); it != m.strings.end()) return it->second;
   uint32_t id = m.next_string_id++;
   m.strings.emplace(std::string(s), id);
-  v1::Record def;
+  wire::Record def;
   def.mutable_string_def()->set_id(id);
-  def.mutable_string_def()->set_value(std::string(s));
+  def.mutable_string_def()->set_value(s);
   write(def);
   return id;
 }
 
-bool CaptureWriter::write(const v1::Record& record) {
+bool CaptureWriter::accepting() {
   Impl& m = *impl_;
   if (m.failed || m.closed) {
     m.lost++;
     return false;
   }
-  auto kind = record.kind_case();
-  if (kind == v1::Record::kChunkStart || kind == v1::Record::KIND_NOT_SET) {
+  return true;
+}
+void CaptureWriter::open_chunk_at(int64_t first_time) {
+  if (!impl_->chunk_open) impl_->open_chunk(first_time);
+}
+codec::Cursors& CaptureWriter::cursors() { return impl_->cursors; }
+std::string& CaptureWriter::chunk_bytes() { return impl_->raw; }
+void CaptureWriter::note_time(int64_t t) { impl_->note_time(t); }
+bool CaptureWriter::record_written(int kind) { return impl_->record_written(kind); }
+bool CaptureWriter::record_too_large() {
+  Impl& m = *impl_;
+  m.lost++;
+  if (m.last_error.empty()) m.last_error = "a record larger than the format allows was dropped";
+  return false;
+}
+
+bool CaptureWriter::write(const wire::Record& record) {
+  if (!accepting()) return false;
+  const int kind = record.kind_case();
+  if (kind == wire::Record::kChunkStart || kind == wire::Record::KIND_NOT_SET) {
     return true;  // framing is the writer's job; an empty record carries nothing
   }
-  if (kind == v1::Record::kKernel && no_unknown_fields(record.kernel())) return write(kernel_fields(record.kernel()));
-  if (kind == v1::Record::kApi && no_unknown_fields(record.api())) return write(api_fields(record.api()));
-  auto note = [&m](int64_t t) { m.note_time(t); };
-  m.scratch.CopyFrom(record);
-  if (!m.chunk_open) m.open_chunk(codec::first_time(m.scratch));
+  Impl& m = *impl_;
+  m.scratch = record;
+  open_chunk_at(codec::first_time(m.scratch));
   int64_t saved_cursor = m.cursors[kind];
-  codec::delta_encode(m.scratch, m.cursors, note);
-  if (!codec::append_record(m.raw, m.scratch)) {
+  codec::delta_encode(m.scratch, m.cursors, [&m](int64_t t) { m.note_time(t); });
+  if (!append_record(m.raw, m.scratch)) {
     m.cursors[kind] = saved_cursor;
-    m.lost++;
-    if (m.last_error.empty()) m.last_error = "a record larger than the format allows was dropped";
-    return false;
+    return record_too_large();
   }
   return m.record_written(kind);
 }
@@ -407,8 +428,8 @@ bool CaptureWriter::close() {
   if (m.closed) return !m.failed;
   m.flush_chunk();
   if (!m.failed) {
-    std::string payload;
-    m.index.SerializeToString(&payload);
+    std::string payload(m.index.ByteSizeLong(), '\0');
+    m.index.Write(reinterpret_cast<uint8_t*>(payload.data()));
     uint32_t index_bytes = static_cast<uint32_t>(payload.size());
     uint8_t trailer[framing::kIndexTrailerBytes];
     framing::put_le32(trailer, index_bytes);

@@ -51,8 +51,9 @@ inline uint32_t get_le32(const uint8_t* p) {
 // Calls f(has, value) for every time field of `r`, in declaration order; f may change both.
 // This order is part of the format: each known time is coded as the difference from the
 // previous known time in the chunk (see proto/README.md).
-template <class F>
-void visit_times(v1::Record& r, F&& f) {
+// R: v1::Record or wire::Record (the hook's, without libprotobuf).
+template <class R, class F>
+void visit_times(R& r, F&& f) {
 #define GPUHOOK_T(msg, field)                        \
   do {                                               \
     bool has = msg->has_##field();                   \
@@ -61,20 +62,20 @@ void visit_times(v1::Record& r, F&& f) {
     if (has) msg->set_##field(v); else msg->clear_##field(); \
   } while (0)
   switch (r.kind_case()) {
-    case v1::Record::kClockSync: {
+    case R::kClockSync: {
       auto* m = r.mutable_clock_sync();
       GPUHOOK_T(m, host_ns);
       GPUHOOK_T(m, gpu_ns);
       GPUHOOK_T(m, realtime_ns);
       break;
     }
-    case v1::Record::kApi: {
+    case R::kApi: {
       auto* m = r.mutable_api();
       GPUHOOK_T(m, start_ns);
       GPUHOOK_T(m, end_ns);
       break;
     }
-    case v1::Record::kKernel: {
+    case R::kKernel: {
       auto* m = r.mutable_kernel();
       GPUHOOK_T(m, queued_ns);
       GPUHOOK_T(m, submitted_ns);
@@ -82,52 +83,52 @@ void visit_times(v1::Record& r, F&& f) {
       GPUHOOK_T(m, end_ns);
       break;
     }
-    case v1::Record::kMemcpy: {
+    case R::kMemcpy: {
       auto* m = r.mutable_memcpy();
       GPUHOOK_T(m, start_ns);
       GPUHOOK_T(m, end_ns);
       break;
     }
-    case v1::Record::kMemset: {
+    case R::kMemset: {
       auto* m = r.mutable_memset();
       GPUHOOK_T(m, start_ns);
       GPUHOOK_T(m, end_ns);
       break;
     }
-    case v1::Record::kSync: {
+    case R::kSync: {
       auto* m = r.mutable_sync();
       GPUHOOK_T(m, start_ns);
       GPUHOOK_T(m, end_ns);
       break;
     }
-    case v1::Record::kNccl: {
+    case R::kNccl: {
       auto* m = r.mutable_nccl();
       GPUHOOK_T(m, start_ns);
       GPUHOOK_T(m, end_ns);
       break;
     }
-    case v1::Record::kRange: {
+    case R::kRange: {
       auto* m = r.mutable_range();
       GPUHOOK_T(m, time_ns);
       break;
     }
-    case v1::Record::kMemory: {
+    case R::kMemory: {
       auto* m = r.mutable_memory();
       GPUHOOK_T(m, time_ns);
       break;
     }
-    case v1::Record::kOverhead: {
+    case R::kOverhead: {
       auto* m = r.mutable_overhead();
       GPUHOOK_T(m, start_ns);
       GPUHOOK_T(m, end_ns);
       break;
     }
-    case v1::Record::kDrops: {
+    case R::kDrops: {
       auto* m = r.mutable_drops();
       GPUHOOK_T(m, time_ns);
       break;
     }
-    case v1::Record::kNotice: {
+    case R::kNotice: {
       auto* m = r.mutable_notice();
       GPUHOOK_T(m, time_ns);
       break;
@@ -140,10 +141,10 @@ void visit_times(v1::Record& r, F&& f) {
 
 // Calls f(value) for the record's correlation id field, if its kind has one; f may change it.
 // Correlation ids are delta-coded like times (see proto/README.md).
-template <class F>
-void visit_correlation(v1::Record& r, F&& f) {
+template <class R, class F>
+void visit_correlation(R& r, F&& f) {
 #define GPUHOOK_C(kind, accessor)                 \
-  case v1::Record::kind: {                        \
+  case R::kind: {                        \
     auto* m = r.mutable_##accessor();             \
     uint32_t v = m->correlation_id();             \
     f(v);                                         \

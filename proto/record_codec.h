@@ -40,7 +40,8 @@ inline bool append_record(std::string& out, const v1::Record& r) {
 }
 
 // The first known (non-zero) time of `r`, 0 if none.
-inline int64_t first_time(v1::Record& r) {
+template <class R>
+int64_t first_time(R& r) {
   int64_t first = 0;
   framing::visit_times(r, [&first](bool& has, int64_t& v) {
     if (first == 0 && has && v != 0) first = v;
@@ -120,8 +121,9 @@ struct Cursors {
     }
   }
 
-  int64_t& operator[](v1::Record::KindCase k) { return by_kind[static_cast<size_t>(k) & 31]; }
-  uint32_t& correlation(v1::Record::KindCase k) { return correlation_by_kind[static_cast<size_t>(k) & 31]; }
+  // k: a Record::KindCase (v1 or wire, the same numbers).
+  int64_t& operator[](int k) { return by_kind[static_cast<size_t>(k) & 31]; }
+  uint32_t& correlation(int k) { return correlation_by_kind[static_cast<size_t>(k) & 31]; }
   // The end_ns of the previous Kernel of this (context, stream) with a known end, if any.
   const int64_t* last_end(uint64_t context, uint64_t stream) {
     if (!stream_coding) return nullptr;
@@ -200,10 +202,11 @@ inline uint32_t correlation_decode(uint32_t stored, uint32_t& prev) {
 // later known time minus the previous known time of the same record (so end - start is the
 // duration). 0 (unknown) becomes unset. `note` sees every known time. Arithmetic wraps, so
 // hostile or extreme values never overflow.
-template <class Note>
-void delta_encode(v1::Record& r, Cursors& cursors, Note&& note) {
-  const bool kernel = r.kind_case() == v1::Record::kKernel;
-  const bool api = r.kind_case() == v1::Record::kApi;
+// R: v1::Record or wire::Record.
+template <class R, class Note>
+void delta_encode(R& r, Cursors& cursors, Note&& note) {
+  const bool kernel = r.kind_case() == R::kKernel;
+  const bool api = r.kind_case() == R::kApi;
   uint32_t correlation_id = 0;  // as given, before coding
   uint32_t& prev_correlation = cursors.correlation(r.kind_case());
   framing::visit_correlation(r, [&](uint32_t& v) {

@@ -16,6 +16,13 @@
 
 namespace gpuhook {
 
+namespace wire {
+class Record;  // proto/wire_capture.h: the same records without libprotobuf (the hook's)
+}
+namespace codec {
+struct Cursors;
+}
+
 inline constexpr uint32_t kFormatVersion = 3;
 
 // Whether a Drops record counts records that were lost. DROP_NO_BUFFER counts refused buffer
@@ -179,6 +186,10 @@ class CaptureWriter {
   // The same bytes as write(to_record(k)), without building the message.
   bool write(const KernelFields& k);
   bool write(const ApiFields& a);
+  // The same bytes as write(r) for the message with these values. The hook writes only these:
+  // it links no libprotobuf (issue 22 item 2). write(const v1::Record&) is in the separate
+  // object capture_writer_pb.cpp for that reason.
+  bool write(const wire::Record& r);
 
   // Ends the current chunk now (compress + write one frame). The crash-safety point.
   bool flush();
@@ -193,6 +204,14 @@ class CaptureWriter {
 
  private:
   CaptureWriter();
+  // The steps of writing one generic record, shared by the wire and the protobuf paths.
+  bool accepting();                        // false (and the record counted lost) once failed or closed
+  void open_chunk_at(int64_t first_time);  // opens a chunk unless one is open
+  codec::Cursors& cursors();
+  std::string& chunk_bytes();
+  void note_time(int64_t t);
+  bool record_written(int kind);
+  bool record_too_large();
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
