@@ -76,7 +76,7 @@ void convert_copy(const Copy* m, uint32_t src_device, uint32_t dst_device, Recor
   uint64_t start = m->start, end = m->end;
   if (!check_pair(&start, &end)) sink.invalid_time();
   sink.device_seen(m->deviceId);
-  v1::Record rec;
+  wire::Record rec;
   auto* r = rec.mutable_memcpy();
   r->set_copy_kind(static_cast<v1::CopyKind>(m->copyKind <= 10 ? m->copyKind : 0));
   r->set_src_kind(memory_kind(m->srcKind));
@@ -100,7 +100,7 @@ void convert_memset(const CUpti_ActivityMemset4* m, RecordSink& sink) {
   uint64_t start = m->start, end = m->end;
   if (!check_pair(&start, &end)) sink.invalid_time();
   sink.device_seen(m->deviceId);
-  v1::Record rec;
+  wire::Record rec;
   auto* r = rec.mutable_memset();
   r->set_value(m->value);
   r->set_bytes(m->bytes);
@@ -139,7 +139,7 @@ void convert_api(const CUpti_ActivityAPI* a, v1::ApiDomain domain, const Convert
 void convert_sync(const CUpti_ActivitySynchronization2* s, RecordSink& sink) {
   uint64_t start = s->start, end = s->end;
   if (!check_pair(&start, &end)) sink.invalid_time();
-  v1::Record rec;
+  wire::Record rec;
   auto* r = rec.mutable_sync();
   r->set_type(static_cast<v1::SyncType>(s->type <= 4 ? s->type : 0));
   r->set_start_ns(t(start));
@@ -154,7 +154,7 @@ void convert_sync(const CUpti_ActivitySynchronization2* s, RecordSink& sink) {
 
 void convert_memory(const CUpti_ActivityMemory4* m, RecordSink& sink) {
   if (m->timestamp == 0) sink.invalid_time();
-  v1::Record rec;
+  wire::Record rec;
   auto* r = rec.mutable_memory();
   r->set_op(m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION ? v1::MEMORY_OP_ALLOC
             : m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE  ? v1::MEMORY_OP_FREE
@@ -172,7 +172,7 @@ void convert_memory(const CUpti_ActivityMemory4* m, RecordSink& sink) {
 void convert_overhead(const CUpti_ActivityOverhead3* o, RecordSink& sink) {
   uint64_t start = o->start, end = o->end;
   if (!check_pair(&start, &end)) sink.invalid_time();
-  v1::Record rec;
+  wire::Record rec;
   auto* r = rec.mutable_overhead();
   r->set_kind(static_cast<uint32_t>(o->overheadKind));
   r->set_object_kind(static_cast<uint32_t>(o->objectKind));
@@ -188,7 +188,7 @@ void convert_overhead(const CUpti_ActivityOverhead3* o, RecordSink& sink) {
 // CUPTI_ACTIVITY_KIND_DEVICE: what the CLI needs for occupancy, from CUPTI itself. A program
 // built with nvcc's default static cudart exports no runtime symbol to ask instead.
 void convert_device(const CUpti_ActivityDevice5* d, RecordSink& sink) {
-  v1::Record rec;
+  wire::Record rec;
   auto* r = rec.mutable_device();
   r->set_ordinal(d->id);
   if (d->name != nullptr) r->set_name(std::string(d->name, strnlen(d->name, 256)));
@@ -212,7 +212,7 @@ void convert_device(const CUpti_ActivityDevice5* d, RecordSink& sink) {
 }
 
 void convert_cuda_event(const CUpti_ActivityCudaEvent2* e, RecordSink& sink) {
-  v1::Record rec;
+  wire::Record rec;
   auto* r = rec.mutable_cuda_event();
   r->set_event_id(e->eventId);
   r->set_context(e->contextId);
@@ -224,7 +224,7 @@ void convert_cuda_event(const CUpti_ActivityCudaEvent2* e, RecordSink& sink) {
 }
 
 void convert_external(const CUpti_ActivityExternalCorrelation* e, RecordSink& sink) {
-  v1::Record rec;
+  wire::Record rec;
   auto* r = rec.mutable_external_correlation();
   r->set_kind(static_cast<uint32_t>(e->externalKind));
   r->set_external_id(e->externalId);
@@ -233,7 +233,7 @@ void convert_external(const CUpti_ActivityExternalCorrelation* e, RecordSink& si
 }
 
 void convert_stream(const CUpti_ActivityStream* s, RecordSink& sink) {
-  v1::Record rec;
+  wire::Record rec;
   auto* r = rec.mutable_stream();
   r->set_context(s->contextId);
   r->set_stream(s->streamId);

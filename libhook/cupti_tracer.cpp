@@ -403,7 +403,7 @@ void CuptiTracer::note_takeover(RecordSink& sink, uint32_t missing) {
   takeover_ += missing != 0 ? std::to_string(missing) + " CUPTI buffer" + (missing == 1 ? "" : "s") + " never came back"
                             : "the last " + std::to_string(syncs) + " synchronize calls have no GPU record";
   takeover_ += "): GPU records stop where it did";
-  v1::Record rec;
+  wire::Record rec;
   auto* n = rec.mutable_notice();
   n->set_kind(v1::NOTICE_CUPTI_TAKEN_OVER);
   n->set_time_ns(static_cast<int64_t>(now_ns()));

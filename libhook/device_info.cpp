@@ -29,11 +29,11 @@ using CudaGetDeviceProperties = cudaError_t (*)(void*, int);
 struct Attribute {
   CUdevice_attribute driver;
   cudaDeviceAttr runtime;
-  void (*set)(v1::DeviceInfo&, int);
+  void (*set)(wire::DeviceInfo&, int);
 };
 
 #define GPUHOOK_ATTR(drv, rt, field) \
-  {drv, rt, [](v1::DeviceInfo& d, int v) { d.set_##field(static_cast<decltype(d.field())>(v)); }}
+  {drv, rt, [](wire::DeviceInfo& d, int v) { d.set_##field(static_cast<decltype(d.field())>(v)); }}
 const Attribute kAttributes[] = {
     GPUHOOK_ATTR(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, cudaDevAttrMultiProcessorCount, sm_count),
     GPUHOOK_ATTR(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, cudaDevAttrComputeCapabilityMajor, cc_major),
@@ -62,7 +62,7 @@ const Attribute kAttributes[] = {
 };
 #undef GPUHOOK_ATTR
 
-void finish(v1::DeviceInfo& d) {
+void finish(wire::DeviceInfo& d) {
   if (d.warp_size() > 0 && d.max_warps_per_sm() == 0) d.set_max_warps_per_sm(d.max_threads_per_sm() / d.warp_size());
 }
 
@@ -74,7 +74,7 @@ void* symbol(void* lib, const char* name) {
   return lib != nullptr ? dlsym(lib, name) : nullptr;
 }
 
-std::optional<v1::DeviceInfo> from_driver(uint32_t ordinal) {
+std::optional<wire::DeviceInfo> from_driver(uint32_t ordinal) {
   void* lib = loaded("libcuda.so.1");
   if (lib == nullptr) return std::nullopt;
   auto get = reinterpret_cast<CuDeviceGet>(symbol(lib, "cuDeviceGet"));
@@ -85,7 +85,7 @@ std::optional<v1::DeviceInfo> from_driver(uint32_t ordinal) {
   dlclose(lib);  // NOLOAD took a reference; the process keeps its own
   CUdevice dev = 0;
   if (get == nullptr || attr == nullptr || get(&dev, static_cast<int>(ordinal)) != CUDA_SUCCESS) return std::nullopt;
-  v1::DeviceInfo d;
+  wire::DeviceInfo d;
   d.set_ordinal(ordinal);
   char text[256] = {};
   if (name != nullptr && name(text, sizeof(text) - 1, dev) == CUDA_SUCCESS) d.set_name(text);
@@ -101,13 +101,13 @@ std::optional<v1::DeviceInfo> from_driver(uint32_t ordinal) {
   return d;
 }
 
-std::optional<v1::DeviceInfo> from_runtime(uint32_t ordinal) {
+std::optional<wire::DeviceInfo> from_runtime(uint32_t ordinal) {
   void* lib = loaded("libcudart.so.13");
   auto attr = reinterpret_cast<CudaDeviceGetAttribute>(symbol(lib, "cudaDeviceGetAttribute"));
   auto props = reinterpret_cast<CudaGetDeviceProperties>(symbol(lib, "cudaGetDeviceProperties"));
   if (lib != nullptr) dlclose(lib);
   if (attr == nullptr) return std::nullopt;
-  v1::DeviceInfo d;
+  wire::DeviceInfo d;
   d.set_ordinal(ordinal);
   int sm = 0;
   if (attr(&sm, cudaDevAttrMultiProcessorCount, static_cast<int>(ordinal)) != cudaSuccess) return std::nullopt;
@@ -134,7 +134,7 @@ bool is_simulator_device_name(const std::string& name) {
   return name.find("gpuhook simulator") != std::string::npos;
 }
 
-std::optional<v1::DeviceInfo> query_device(uint32_t ordinal) {
+std::optional<wire::DeviceInfo> query_device(uint32_t ordinal) {
   if (auto d = from_driver(ordinal)) return d;
   return from_runtime(ordinal);
 }

@@ -5,12 +5,13 @@
 #include <cstdint>
 #include <optional>
 
-#include "capture.pb.h"
+#include "capture.pb.h"  // the enums only: header-only, nothing linked
+#include "wire_capture.h"
 
 namespace gpuhook::hook {
 
 // nullopt when no CUDA runtime is loaded or it refuses.
-std::optional<v1::DeviceInfo> query_device(uint32_t ordinal);
+std::optional<wire::DeviceInfo> query_device(uint32_t ordinal);
 
 // True when the device name says it is the test simulator.
 bool is_simulator_device_name(const std::string& name);

@@ -8,7 +8,8 @@
 
 #include <gpuhook/capture.h>
 
-#include "capture.pb.h"
+#include "capture.pb.h"  // the enums only: header-only, nothing linked
+#include "wire_capture.h"
 
 namespace gpuhook::hook {
 
@@ -17,7 +18,7 @@ class RecordSink {
  public:
   virtual ~RecordSink() = default;
   virtual uint32_t intern(std::string_view s) = 0;
-  virtual void emit(v1::Record& record) = 0;
+  virtual void emit(wire::Record& record) = 0;
   // The two kinds of nearly every record, as plain values: no message is built for them.
   virtual void emit(const KernelFields& kernel) = 0;
   virtual void emit(const ApiFields& api) = 0;

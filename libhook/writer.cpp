@@ -17,32 +17,32 @@ namespace {
 
 const char* kind_label(int kind) {
   switch (kind) {
-    case v1::Record::kKernel: return "kernel";
-    case v1::Record::kMemcpy: return "memcpy";
-    case v1::Record::kMemset: return "memset";
-    case v1::Record::kApi: return "api";
-    case v1::Record::kSync: return "sync";
-    case v1::Record::kNccl: return "nccl";
-    case v1::Record::kRange: return "range";
-    case v1::Record::kMemory: return "memory";
-    case v1::Record::kOverhead: return "overhead";
-    case v1::Record::kDevice: return "device";
+    case wire::Record::kKernel: return "kernel";
+    case wire::Record::kMemcpy: return "memcpy";
+    case wire::Record::kMemset: return "memset";
+    case wire::Record::kApi: return "api";
+    case wire::Record::kSync: return "sync";
+    case wire::Record::kNccl: return "nccl";
+    case wire::Record::kRange: return "range";
+    case wire::Record::kMemory: return "memory";
+    case wire::Record::kOverhead: return "overhead";
+    case wire::Record::kDevice: return "device";
     default: return nullptr;
   }
 }
 
 // The time that places a record inside or outside the capture window; 0 = no time.
-uint64_t record_time_ns(const v1::Record& r) {
+uint64_t record_time_ns(const wire::Record& r) {
   switch (r.kind_case()) {
-    case v1::Record::kApi: return static_cast<uint64_t>(r.api().start_ns());
-    case v1::Record::kKernel: return static_cast<uint64_t>(r.kernel().start_ns());
-    case v1::Record::kMemcpy: return static_cast<uint64_t>(r.memcpy().start_ns());
-    case v1::Record::kMemset: return static_cast<uint64_t>(r.memset().start_ns());
-    case v1::Record::kSync: return static_cast<uint64_t>(r.sync().start_ns());
-    case v1::Record::kNccl: return static_cast<uint64_t>(r.nccl().start_ns());
-    case v1::Record::kRange: return static_cast<uint64_t>(r.range().time_ns());
-    case v1::Record::kMemory: return static_cast<uint64_t>(r.memory().time_ns());
-    case v1::Record::kOverhead: return static_cast<uint64_t>(r.overhead().start_ns());
+    case wire::Record::kApi: return static_cast<uint64_t>(r.api().start_ns());
+    case wire::Record::kKernel: return static_cast<uint64_t>(r.kernel().start_ns());
+    case wire::Record::kMemcpy: return static_cast<uint64_t>(r.memcpy().start_ns());
+    case wire::Record::kMemset: return static_cast<uint64_t>(r.memset().start_ns());
+    case wire::Record::kSync: return static_cast<uint64_t>(r.sync().start_ns());
+    case wire::Record::kNccl: return static_cast<uint64_t>(r.nccl().start_ns());
+    case wire::Record::kRange: return static_cast<uint64_t>(r.range().time_ns());
+    case wire::Record::kMemory: return static_cast<uint64_t>(r.memory().time_ns());
+    case wire::Record::kOverhead: return static_cast<uint64_t>(r.overhead().start_ns());
     default: return 0;
   }
 }
@@ -232,7 +232,7 @@ void Writer::finish() {
   if (!file_) return;
   write_drops(true);
   if (not_written_at_exit_ != 0) {
-    v1::Record rec;
+    wire::Record rec;
     rec.mutable_drops()->set_source(v1::DROP_EXIT_BOUND);
     rec.mutable_drops()->set_count(not_written_at_exit_);
     rec.mutable_drops()->set_time_ns(static_cast<int64_t>(now_ns()));
@@ -241,7 +241,7 @@ void Writer::finish() {
   // Records lost, each cause once: refused buffer requests are no records (CUPTI counts the
   // records they cost in its own drops) and records with an invalid time were kept.
   const uint64_t dropped = drops_ring_ + drops_cupti_ + drops_incomplete_ + not_written_at_exit_ + file_->records_lost();
-  v1::Record footer;
+  wire::Record footer;
   auto* f = footer.mutable_footer();
   f->set_end_monotonic_raw_ns(now_ns());
   f->set_end_realtime_ns(realtime_ns());
@@ -297,7 +297,7 @@ void Writer::finish() {
   summary_ = line;
 }
 
-bool Writer::in_window(const v1::Record& record) const { return in_window(record_time_ns(record)); }
+bool Writer::in_window(const wire::Record& record) const { return in_window(record_time_ns(record)); }
 
 // `time_ns`: the record's time that places it inside or outside the window; 0 = none.
 bool Writer::in_window(uint64_t time_ns) const {
@@ -341,7 +341,7 @@ bool Writer::create_file() {
       features |= v1::FEATURE_SIMULATOR;
     }
   }
-  v1::Record rec;
+  wire::Record rec;
   auto* h = rec.mutable_header();
   h->set_format_version(kFormatVersion);
   h->set_tool_version("gpuhook 0.1.0");
@@ -373,7 +373,7 @@ bool Writer::create_file() {
 }
 
 void Writer::write_thread_name(uint64_t thread_id, std::string_view name) {
-  v1::Record rec;
+  wire::Record rec;
   auto* t = rec.mutable_thread();
   t->set_thread_id(thread_id);
   t->set_name_id(file_->intern(name));
@@ -392,7 +392,7 @@ uint32_t Writer::intern(std::string_view s) {
   return e.id;
 }
 
-void Writer::emit(v1::Record& record) {
+void Writer::emit(wire::Record& record) {
   if (record.has_device()) {
     // CUPTI's DEVICE record: written once per device, whether it or the attribute query came
     // first; outside any window, as the context every later record needs.
@@ -448,7 +448,7 @@ void Writer::device_seen(uint32_t device) {
   if (!open_file()) return;
   if (auto d = query_device(device)) {
     devices_written_.insert(device);
-    v1::Record rec;
+    wire::Record rec;
     *rec.mutable_device() = *d;
     file_->write(rec);
   }
@@ -489,7 +489,7 @@ void Writer::write_host(const HostRecord& record) {
     if (r.range.name_truncated) long_name_ += kCutMarker;
     name = long_name_;
   }
-  v1::Record rec;
+  wire::Record rec;
   // Names are interned only after the window test, so the file holds no unused strings.
   if (r.kind == HostKind::kNccl) {
     auto* n = rec.mutable_nccl();
@@ -556,7 +556,7 @@ void Writer::write_drops(bool final) {
   uint64_t now = now_ns();
   auto one = [&](v1::DropSource source, uint64_t total, uint64_t* written) {
     if (total == *written) return;
-    v1::Record rec;
+    wire::Record rec;
     auto* d = rec.mutable_drops();
     d->set_source(source);
     d->set_count(total - *written);  // counts since the last Drops record of that source

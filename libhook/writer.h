@@ -79,7 +79,7 @@ class Writer final : private RecordSink {
   void abandon(const char* why);
   void loop();
   uint32_t intern(std::string_view s) override;
-  void emit(v1::Record& record) override;
+  void emit(wire::Record& record) override;
   void emit(const KernelFields& kernel) override;
   void emit(const ApiFields& api) override;
   template <class Record>
@@ -96,7 +96,7 @@ class Writer final : private RecordSink {
   void write_thread_name(uint64_t thread_id, std::string_view name);
   uint32_t intern_pointer(const void* key, const char* s);
   void write_drops(bool final);
-  bool in_window(const v1::Record& record) const;
+  bool in_window(const wire::Record& record) const;
   bool in_window(uint64_t time_ns) const;
   void report_write_failure();
 
