@@ -234,3 +234,12 @@ TEST(ModelJoin, UnusableDeviceRecordIsReportedAndLeavesOccupancyUnknown) {
   for (const auto& l : lines) said |= l.find("hostile.gpuh: device 0: warp size 16777216 is outside 1..1024") == 0;
   EXPECT_TRUE(said);
 }
+
+// Issue 22 item 9: block and grid dimensions are untrusted int32 values; their product
+// overflowed int in diagnose (UBSan: 65537 * 65535).
+TEST(ModelJoin, Dim3CountNeverOverflows) {
+  EXPECT_EQ(gantt::dim3_count({65537, 65535, 1}), 4'294'967'295u);
+  EXPECT_EQ(gantt::dim3_count({INT32_MAX, INT32_MAX, INT32_MAX}), UINT64_MAX);
+  EXPECT_EQ(gantt::dim3_count({256, 0, 1}), 0u);
+  EXPECT_EQ(gantt::dim3_count({-1, 1, 1}), 0u);
+}

@@ -44,6 +44,15 @@ std::string demangle(std::string_view mangled) {
   return std::string(out.get());
 }
 
+uint64_t dim3_count(const std::array<int32_t, 3>& d) {
+  if (d[0] <= 0 || d[1] <= 0 || d[2] <= 0) return 0;
+  uint64_t n = 0;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(d[0]), static_cast<uint64_t>(d[1]), &n) ||
+      __builtin_mul_overflow(n, static_cast<uint64_t>(d[2]), &n))
+    return UINT64_MAX;
+  return n;
+}
+
 std::string_view Model::display_name(uint32_t event) const {
   const uint32_t id = events.name[event];
   if (id < demangled.size() && demangled[id] != kNone) return string(demangled[id]);

@@ -616,10 +616,8 @@ void ModelBuilder::Impl::occupancy() {
     if (e.kind[i] != EventKind::kKernel && e.kind[i] != EventKind::kNccl) continue;
     auto lim = limits.find(e.device[i]);
     if (lim == limits.end()) continue;
-    const auto& b = e.block[i];
-    if (b[0] <= 0 || b[1] <= 0 || b[2] <= 0) continue;
-    const uint64_t threads64 = uint64_t(b[0]) * uint64_t(b[1]) * uint64_t(b[2]);
-    if (threads64 > UINT32_MAX) continue;
+    const uint64_t threads64 = dim3_count(e.block[i]);
+    if (threads64 == 0 || threads64 > UINT32_MAX) continue;
     LaunchShape shape{static_cast<uint32_t>(threads64), e.registers_per_thread[i],
                       uint64_t{e.static_smem_bytes[i]} + e.dynamic_smem_bytes[i]};
     auto key = std::make_tuple(e.device[i], shape.threads_per_block, shape.registers_per_thread, shape.shared_memory_bytes);

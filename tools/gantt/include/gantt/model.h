@@ -39,6 +39,11 @@ const char* to_string(EventKind kind);
 const char* copy_kind_name(uint8_t copy_kind);  // "HtoD", "DtoH", ...
 
 // Derived stages of one launch. nullopt = a timestamp it needs is unknown.
+// Threads in a block (or blocks in a grid) from recorded dimensions: 0 when one is not
+// positive, UINT64_MAX when the product does not fit. Dimensions are untrusted int32 values:
+// 65537 * 65535 overflowed int in diagnose (UBSan), and three of them overflow 64 bits.
+uint64_t dim3_count(const std::array<int32_t, 3>& d);
+
 struct Stages {
   std::optional<int64_t> launch_to_queued_ns;     // API enter -> queued
   std::optional<int64_t> queued_to_submitted_ns;

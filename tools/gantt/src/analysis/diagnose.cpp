@@ -274,7 +274,8 @@ void rule_occupancy(const Model& m, DiagnoseReport& r) {
     uint64_t exec = 0, count = 0;
     std::vector<float> occ;
     std::map<OccupancyLimit, uint64_t> limits;
-    uint32_t block = 0, regs = 0;
+    uint64_t block = 0;
+    uint32_t regs = 0;
     std::string name;
   };
   std::map<std::string, Acc> by;
@@ -288,8 +289,7 @@ void rule_occupancy(const Model& m, DiagnoseReport& r) {
     ++a.count;
     if (!std::isnan(m.events.occupancy[e])) a.occ.push_back(m.events.occupancy[e]);
     ++a.limits[m.events.occupancy_limit[e]];
-    const auto& b = m.events.block[e];
-    a.block = static_cast<uint32_t>(b[0] * b[1] * b[2]);
+    a.block = dim3_count(m.events.block[e]);
     a.regs = m.events.registers_per_thread[e];
   }
   bool any_occ = false;
@@ -397,12 +397,10 @@ void rule_fragmentation(const Model& m, const std::vector<Device>& devs, Diagnos
   RuleResult res{"fragmentation", false, ""};
   for (const Device& d : devs) {
     // Same kernel, same launch shape: the instances should take about the same time.
-    std::map<std::tuple<uint32_t, int32_t, int32_t>, std::vector<uint32_t>> groups;
+    std::map<std::tuple<uint32_t, uint64_t, uint64_t>, std::vector<uint32_t>> groups;
     for (uint32_t e : d.events)
       if (is_compute(m, e))
-        groups[{m.events.name[e], m.events.grid[e][0] * m.events.grid[e][1] * m.events.grid[e][2],
-                m.events.block[e][0] * m.events.block[e][1] * m.events.block[e][2]}]
-            .push_back(e);
+        groups[{m.events.name[e], dim3_count(m.events.grid[e]), dim3_count(m.events.block[e])}].push_back(e);
     for (const auto& [key, evs] : groups) {
       if (evs.size() < kFragMinInstances) continue;
       std::vector<int64_t> x;
