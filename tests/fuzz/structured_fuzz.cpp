@@ -97,7 +97,8 @@ void mutate_field(pb::Message& m, std::mt19937_64& rng, int depth = 0) {
     case pb::FieldDescriptor::CPPTYPE_INT64:
       r->SetInt64(&m, f, pick<int64_t>(rng, {0, 1, -1, INT64_MIN, INT64_MAX, INT64_MAX - 1, int64_t{1} << 62,
                                              int64_t{1} << 32, static_cast<int64_t>(bits),
-                                             r->GetInt64(m, f) + static_cast<int64_t>(bits % 2'000'000) - 1'000'000}));
+                                             static_cast<int64_t>(static_cast<uint64_t>(r->GetInt64(m, f)) + bits % 2'000'000 -
+                                                                 1'000'000)}));
       break;
     case pb::FieldDescriptor::CPPTYPE_UINT64:
       r->SetUInt64(&m, f, pick<uint64_t>(rng, {0ull, 1ull, UINT64_MAX, UINT64_MAX - 1, 1ull << 63, 1ull << 32, bits}));
