@@ -55,10 +55,12 @@ struct DomainHandle {
   std::atomic<const InternedName*> name;  // read on the app's threads while others may create
   bool live;                              // guarded by g_free_domains_mutex: a second destroy is ignored
   DomainHandle* next_free;
+  DomainHandle* next_all;  // every handle ever made, so none is lost (they are reused, never freed)
 };
 
 std::mutex g_free_domains_mutex;  // domain create/destroy only; nothing is called under it
 DomainHandle* g_free_domains = nullptr;
+DomainHandle* g_all_domains = nullptr;  // guarded by g_free_domains_mutex
 
 std::atomic<uint64_t> g_next_range_id{1};
 
@@ -124,8 +126,13 @@ nvtxDomainHandle_t new_domain(const InternedName* name) {
       h->live = true;
     }
   }
-  if (h == nullptr) h = new (std::nothrow) DomainHandle{{nullptr}, true, nullptr};
-  if (h == nullptr) return nullptr;  // NVTX takes a null handle as the global domain; the app runs on
+  if (h == nullptr) {
+    h = new (std::nothrow) DomainHandle{{nullptr}, true, nullptr, nullptr};
+    if (h == nullptr) return nullptr;  // NVTX takes a null handle as the global domain; the app runs on
+    std::lock_guard<std::mutex> lock(g_free_domains_mutex);
+    h->next_all = g_all_domains;
+    g_all_domains = h;
+  }
   h->name.store(name, std::memory_order_relaxed);
   return reinterpret_cast<nvtxDomainHandle_t>(h);
 }

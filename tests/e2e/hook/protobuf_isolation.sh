@@ -5,6 +5,9 @@
 #   protobuf_isolation.sh CASE HOOK_SO HOOK_APP CAPTURE_CHECK FAKE_NCCL_DIR [GANTT_CLI]
 set -u
 case_name=$1 hook=$2 app=$3 check=$4 fake_nccl=$5 gantt_cli=${6:-}
+# Under an ASan build the ASan runtime must come first: it goes ahead of the hook.
+asan_lib=$(ldd "$app" 2>/dev/null | awk '/libasan/ {print $3}')
+[ -z "$asan_lib" ] || hook="$asan_lib:$hook"
 work=$(mktemp -d "${TMPDIR:-/tmp}/gpuhook-e2e-$case_name.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
@@ -62,7 +65,7 @@ case $case_name in
   two_hooks)
     # Two copies of the hook in one process (a copy under another name, as a job launcher
     # and the job's own LD_PRELOAD may each add one).
-    cp "$hook" "$work/libgpuhook-copy.so"
+    cp "${hook##*:}" "$work/libgpuhook-copy.so"
     run plain LD_LIBRARY_PATH="$fake_nccl" -- "$app" nvtx 2
     run hooked LD_LIBRARY_PATH="$fake_nccl" LD_PRELOAD="$hook:$work/libgpuhook-copy.so" \
       GPUHOOK_OUTPUT="$work/cap-%p.gpuh" -- "$app" nvtx 2

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <mutex>
+#include <deque>
 #include <string>
 #include <unordered_map>
 
@@ -108,8 +109,10 @@ const void* stub_for(const std::string& name) {
   if (used == sizeof addresses) return nullptr;
   const void* stub = &addresses[used++];
   const SimRuntime& rt = sim_runtime();
-  // The runtime keeps the name pointer: give it storage that lives as long as the process.
-  const char* stored = (new std::string(name))->c_str();
+  // The runtime keeps the name pointer: give it storage that lives as long as the process
+  // (a deque never moves its elements).
+  static auto* names = new std::deque<std::string>();
+  const char* stored = names->emplace_back(name).c_str();
   rt.register_function(rt.module, static_cast<const char*>(stub), const_cast<char*>(stored), stored, -1, nullptr,
                        nullptr, nullptr, nullptr, nullptr);
   const size_t arg_size = sizeof(Op*);

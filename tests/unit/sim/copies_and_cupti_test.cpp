@@ -1,6 +1,7 @@
 // Copies, the CUPTI buffer contract, the callback API, and the simulator's cost knobs.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
 
 #include <algorithm>
@@ -161,9 +162,13 @@ TEST_F(Cupti, FullBuffersComeBackFromCuptisWorkerThread) {
 
 // CUDA 13: a buffer per producing thread (CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER).
 TEST_F(Cupti, EachLaunchingThreadFillsABufferOfItsOwn) {
-  auto launch_some = [] {
+  // Both threads live at once: a thread id can be reused once its thread has ended.
+  std::atomic<int> launched{0};
+  auto launch_some = [&launched] {
     for (int i = 0; i < 3; ++i) launch(kernel("mid_kernel"), 10, 32, cudaStreamPerThread);
     cudaStreamSynchronize(cudaStreamPerThread);
+    launched.fetch_add(1);
+    while (launched.load() < 2) std::this_thread::yield();
   };
   std::thread a(launch_some), b(launch_some);
   a.join();
