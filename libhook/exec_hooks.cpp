@@ -13,6 +13,7 @@
 #include <cstddef>
 
 #include "exec_table.h"
+#include "interpose.h"
 #include "visibility.h"
 
 namespace gpuhook::hook {
@@ -20,16 +21,6 @@ namespace gpuhook::hook {
 void flush_before_exec();  // entry.cpp
 
 namespace {
-
-template <typename Fn>
-Fn resolve(std::atomic<void*>& slot, const char* name) {
-  void* p = slot.load(std::memory_order_acquire);
-  if (p == nullptr) {
-    p = dlsym(RTLD_NEXT, name);
-    if (p != nullptr) slot.store(p, std::memory_order_release);
-  }
-  return reinterpret_cast<Fn>(p);
-}
 
 void flush_keeping_errno() {
   const int saved = errno;

@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "comm_map.h"
 #include "cupti_tracer.h"
+#include "interpose.h"
 #include "nccl_table.h"
 #include "recorder.h"
 #include "visibility.h"
@@ -31,15 +32,6 @@ std::atomic<uint64_t> g_last_external_id{0};
 
 using CountFn = ncclResult_t (*)(const ncclComm_t, int*);
 
-template <typename Fn>
-Fn resolve(std::atomic<void*>& slot, const char* name) {
-  void* p = slot.load(std::memory_order_acquire);
-  if (p == nullptr) {
-    p = dlsym(RTLD_NEXT, name);
-    if (p != nullptr) slot.store(p, std::memory_order_release);
-  }
-  return reinterpret_cast<Fn>(p);
-}
 
 std::atomic<void*> g_real_comm_count{nullptr};
 std::atomic<void*> g_real_user_rank{nullptr};
