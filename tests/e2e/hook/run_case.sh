@@ -38,6 +38,18 @@ pair() {
   cmp -s plain.out hooked.out || fail "stdout differs: $(diff plain.out hooked.out | head -5)"
   [ "$(cat plain.rc)" = "$(cat hooked.rc)" ] || fail "exit code $(cat hooked.rc) with the hook, $(cat plain.rc) without"
 }
+# The same program on the simulator, without and with the hook (preloaded): it succeeds alone,
+# and the hook changes neither its exit code nor its stdout.
+sim_pair() {
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  run plain LD_LIBRARY_PATH="$sim_lib" -- "$@"
+  run hooked LD_LIBRARY_PATH="$sim_lib" LD_PRELOAD="$preload" GPUHOOK_OUTPUT="$work/cap-%p.gpuh" "${envs[@]}" -- "$@"
+  [ "$(cat plain.rc)" = 0 ] || fail "the program failed without the hook: $(head -3 plain.err)"
+  [ "$(cat plain.rc)" = "$(cat hooked.rc)" ] || fail "exit code $(cat hooked.rc) with the hook, $(cat plain.rc) without"
+  cmp -s plain.out hooked.out || fail "stdout differs: $(diff plain.out hooked.out | head -5)"
+}
 gpuhook_lines() {
   local want=$1 pattern=${2:-}
   local got
@@ -372,10 +384,7 @@ case $case_name in
     ;;
   hidden_runtime)
     # $example is the program, $gantt_cli the runtime it loads out of the hook's sight.
-    run plain LD_LIBRARY_PATH="$sim_lib" -- "$example" "$gantt_cli"
-    run hooked LD_LIBRARY_PATH="$sim_lib" LD_PRELOAD="$preload" GPUHOOK_OUTPUT="$work/cap-%p.gpuh" -- "$example" "$gantt_cli"
-    [ "$(cat plain.rc)" = 0 ] || fail "the program failed without the hook: $(cat plain.err)"
-    [ "$(cat plain.rc)" = "$(cat hooked.rc)" ] || fail "exit code $(cat hooked.rc) with the hook, $(cat plain.rc) without"
+    sim_pair -- "$example" "$gantt_cli"
     gpuhook_lines 1
     check "$(capture)" --expect device=1 --min memset=4
     ;;
@@ -383,10 +392,7 @@ case $case_name in
     # 64 threads x 40 launches at once; every kernel recorded, or the loss said exactly.
     [ -x "$example" ] || { echo "SKIP: no example"; exit 0; }
     args=(--size 64 --iterations 40)
-    run plain LD_LIBRARY_PATH="$sim_lib" -- "$example" "${args[@]}"
-    run hooked LD_LIBRARY_PATH="$sim_lib" LD_PRELOAD="$preload" GPUHOOK_OUTPUT="$work/cap-%p.gpuh" -- "$example" "${args[@]}"
-    [ "$(cat plain.rc)" = "$(cat hooked.rc)" ] || fail "exit code $(cat hooked.rc) with the hook, $(cat plain.rc) without"
-    cmp -s plain.out hooked.out || fail "stdout differs: $(diff plain.out hooked.out | head -5)"
+    sim_pair -- "$example" "${args[@]}"
     gpuhook_lines 1 "dropped 0"
     check "$(capture)" --expect kernel=$((64 * 40)) --kernels --threads
     [ "$(value dropped_cupti)" = 0 ] || fail "CUPTI dropped $(value dropped_cupti) records"
@@ -402,11 +408,7 @@ case $case_name in
       fail "no event carries a stream priority: $(cut -d, -f2-5 events.csv | sort | uniq -c | head -5)"
     ;;
   second_client)
-    run plain LD_LIBRARY_PATH="$sim_lib" -- "$example"
-    run hooked LD_LIBRARY_PATH="$sim_lib" LD_PRELOAD="$preload" GPUHOOK_OUTPUT="$work/cap-%p.gpuh" -- "$example"
-    [ "$(cat plain.rc)" = 0 ] || fail "the program failed without the hook: $(cat plain.err)"
-    [ "$(cat plain.rc)" = "$(cat hooked.rc)" ] || fail "exit code $(cat hooked.rc) with the hook, $(cat plain.rc) without"
-    cmp -s plain.out hooked.out || fail "stdout differs: $(diff plain.out hooked.out | head -5)"
+    sim_pair -- "$example"
     # The exit line says the GPU records stop where the other client took over.
     gpuhook_lines 1 "another CUPTI client"
     check "$(capture)" --min memset=3 --min notice=1
@@ -421,22 +423,14 @@ case $case_name in
   host_work)
     # Host functions, stream callbacks, registered and stream-ordered memory.
     [ -x "$example" ] || { echo "SKIP: no example"; exit 0; }
-    run plain LD_LIBRARY_PATH="$sim_lib" -- "$example"
-    run hooked LD_LIBRARY_PATH="$sim_lib" LD_PRELOAD="$preload" GPUHOOK_OUTPUT="$work/cap-%p.gpuh" -- "$example"
-    [ "$(cat plain.rc)" = 0 ] || fail "the program failed without the hook: $(cat plain.err)"
-    [ "$(cat plain.rc)" = "$(cat hooked.rc)" ] || fail "exit code $(cat hooked.rc) with the hook, $(cat plain.rc) without"
-    cmp -s plain.out hooked.out || fail "stdout differs: $(diff plain.out hooked.out | head -5)"
+    sim_pair -- "$example"
     gpuhook_lines 1 "dropped 0"
     check "$(capture)" --expect kernel=4 --expect memcpy=8 --kernels --copies --threads
     ;;
   graph_replay)
     # 8 kernels captured once, replayed 20 times: unknown stamps are no invalid times.
     [ -x "$example" ] || { echo "SKIP: no example"; exit 0; }
-    run plain LD_LIBRARY_PATH="$sim_lib" -- "$example"
-    run hooked LD_LIBRARY_PATH="$sim_lib" LD_PRELOAD="$preload" GPUHOOK_OUTPUT="$work/cap-%p.gpuh" -- "$example"
-    [ "$(cat plain.rc)" = 0 ] || fail "the program failed without the hook: $(cat plain.err)"
-    [ "$(cat plain.rc)" = "$(cat hooked.rc)" ] || fail "exit code $(cat hooked.rc) with the hook, $(cat plain.rc) without"
-    cmp -s plain.out hooked.out || fail "stdout differs: $(diff plain.out hooked.out | head -5)"
+    sim_pair -- "$example"
     gpuhook_lines 1 "dropped 0"
     check "$(capture)" --expect kernel=160 --graph --threads
     [ "$(value graph_kernels)" = 160 ] || fail "$(value graph_kernels) graph kernels, want 160"
@@ -446,10 +440,7 @@ case $case_name in
     # sync_loop --fixed waits by polling cudaStreamQuery: most queries find work pending.
     [ -x "$example" ] || { echo "SKIP: no example"; exit 0; }
     args=(--fixed --iterations 20 --size 65536)
-    run plain LD_LIBRARY_PATH="$sim_lib" -- "$example" "${args[@]}"
-    run hooked LD_LIBRARY_PATH="$sim_lib" LD_PRELOAD="$preload" GPUHOOK_OUTPUT="$work/cap-%p.gpuh" GPUHOOK_API=all \
-      -- "$example" "${args[@]}"
-    [ "$(cat plain.rc)" = "$(cat hooked.rc)" ] || fail "exit code $(cat hooked.rc) with the hook, $(cat plain.rc) without"
+    sim_pair GPUHOOK_API=all -- "$example" "${args[@]}"
     check "$(capture)" --min kernel=20 --min sync=1 --sync-returns --threads
     # The hook turns pending-query records off (cuptiActivityEnableAllSyncRecords(0)).
     [ "$(value sync_pending)" = 0 ] || fail "$(value sync_pending) records of queries that found work pending"
