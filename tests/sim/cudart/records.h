@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <functional>
 
 #include "engine.h"
 
@@ -57,6 +58,10 @@ class ApiScope {
   uint64_t correlation_data_ = 0;
   cudaError_t result_ = cudaSuccess;
 };
+
+// Host work in stream order (cudaLaunchHostFunc, cudaStreamAddCallback, cudaFreeAsync's free):
+// run on the stream's worker once its earlier work is done (rt_host.cpp).
+cudaError_t enqueue_host(const ApiScope& api, cudaStream_t stream, std::function<void()> work);
 
 void ensure_initialized();
 uint32_t current_process_id();

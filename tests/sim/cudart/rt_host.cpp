@@ -12,9 +12,9 @@
 
 using namespace gpuhook::sim;
 
-namespace {
+namespace gpuhook::sim {
 
-cudaError_t enqueue_host(ApiScope& api, cudaStream_t stream, std::function<void()> work) {
+cudaError_t enqueue_host(const ApiScope& api, cudaStream_t stream, std::function<void()> work) {
   Engine& engine = Engine::instance();
   Stream* s = engine.resolve(stream);
   if (s == nullptr) return cudaErrorInvalidResourceHandle;
@@ -28,7 +28,7 @@ cudaError_t enqueue_host(ApiScope& api, cudaStream_t stream, std::function<void(
   return cudaSuccess;
 }
 
-}  // namespace
+}  // namespace gpuhook::sim
 
 extern "C" {
 

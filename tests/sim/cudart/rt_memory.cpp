@@ -202,25 +202,18 @@ cudaError_t cudaMallocFromPoolAsync(void** ptr, size_t bytes, cudaMemPool_t pool
 cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream) {
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020, "cudaFreeAsync");
   if (ptr == nullptr) return api.ret(cudaSuccess);
-  Engine& engine = Engine::instance();
-  Stream* s = engine.resolve(stream);
-  if (s == nullptr) return api.ret(cudaErrorInvalidResourceHandle);
   bool in_bounds = false;
-  if (classify(ptr, 1, &in_bounds) != CUPTI_ACTIVITY_MEMORY_KIND_DEVICE) return api.ret(cudaErrorInvalidValue);
+  if (Engine::instance().resolve(stream) != nullptr &&
+      classify(ptr, 1, &in_bounds) != CUPTI_ACTIVITY_MEMORY_KIND_DEVICE) {
+    return api.ret(cudaErrorInvalidValue);
+  }
   const uint32_t correlation = api.correlation_id();
-  auto op = std::make_unique<Op>();
-  op->kind = OpKind::kHost;
-  op->correlation_id = correlation;
-  op->queued_ns = gpuhook_sim_now_ns();
-  op->submitted_ns = op->queued_ns + config().submit_ns;
-  op->host_work = [ptr, correlation] {
+  return api.ret(enqueue_host(api, stream, [ptr, correlation] {
     size_t bytes = 0;
     if (release(ptr, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, &bytes)) {
       emit_memory_record(false, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, ptr, bytes, correlation);
     }
-  };
-  engine.enqueue(s, std::move(op));
-  return api.ret(cudaSuccess);
+  }));
 }
 
 cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device) {
