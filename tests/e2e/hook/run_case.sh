@@ -436,6 +436,16 @@ case $case_name in
     [ "$(value graph_kernels)" = 160 ] || fail "$(value graph_kernels) graph kernels, want 160"
     [ "$(value dropped_invalid_time)" = 0 ] || fail "$(value dropped_invalid_time) records counted with invalid times"
     ;;
+  graph_dag)
+    # 5 launches of a hand-built graph (7 kernels, 1 memset, 1 memcpy each) and 5 of a graph
+    # captured from two streams (5 kernels, 1 memset, 1 memcpy each): every node is one record,
+    # every kernel a graph kernel tied to its cudaGraphLaunch.
+    [ -x "$example" ] || { echo "SKIP: no example"; exit 0; }
+    sim_pair -- "$example"
+    gpuhook_lines 1 "dropped 0"
+    check "$(capture)" --expect kernel=60 --expect memcpy=10 --expect memset=10 --graph --threads
+    [ "$(value graph_kernels)" = 60 ] || fail "$(value graph_kernels) graph kernels, want 60"
+    ;;
   example_query)
     # sync_loop --fixed waits by polling cudaStreamQuery: most queries find work pending.
     [ -x "$example" ] || { echo "SKIP: no example"; exit 0; }

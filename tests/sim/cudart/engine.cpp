@@ -11,6 +11,7 @@
 
 #include "../sim_bridge.h"
 #include "config.h"
+#include "graph.h"
 #include "records.h"
 
 namespace gpuhook::sim {
@@ -56,13 +57,13 @@ void Engine::start_worker(Stream* s) {
 
 Stream* Engine::legacy_stream() { return legacy_; }
 
-Stream* Engine::create_stream(unsigned flags, int priority) {
+Stream* Engine::create_stream(unsigned flags, int priority, bool hidden) {
   auto* s = new Stream();
-  s->blocking = (flags & cudaStreamNonBlocking) == 0;
+  s->blocking = !hidden && (flags & cudaStreamNonBlocking) == 0;
   s->priority = std::clamp(priority, -5, 0);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    s->id = next_stream_id_++;
+    s->id = hidden ? 0 : next_stream_id_++;
     streams_.push_back(s);
   }
   start_worker(s);
@@ -104,15 +105,8 @@ uint64_t Engine::next_seq() {
 }
 
 CompletionPtr Engine::enqueue(Stream* s, std::unique_ptr<Op> op) {
-  if (s->capture != nullptr) {
-    // Captured, not run: the work runs when the graph is launched (and only then has records).
-    std::lock_guard<std::mutex> lock(mu_);
-    CompletionPtr c = op->done;
-    c->done = true;
-    op->graph_node_id = s->capture->nodes.size() + 1;
-    s->capture->nodes.push_back(std::move(op));
-    return c;
-  }
+  // Captured, not run: the work runs when the graph is launched (and only then has records).
+  if (s->capture != nullptr && op->kind != OpKind::kStop) return capture_op(*s, std::move(op));
   // CUPTI places a GPU record in the launching thread's buffer at launch, not at completion.
   op->record_slot = reserve_op_record(*op);
   std::unique_lock<std::mutex> lock(mu_);

@@ -73,14 +73,10 @@ struct Op {
   std::function<void()> host_work;  // kHost
   uint32_t graph_id = 0;     // launched as a node of a graph (CUpti_ActivityKernel10.graphId)
   uint64_t graph_node_id = 0;
+  uint32_t record_stream_id = 0;  // non-zero: the streamId its record reports (graph nodes)
 };
 
-// A graph captured from a stream (cudaStreamBeginCapture .. EndCapture): its nodes in
-// capture order, which on one stream is also their dependency order.
-struct Graph {
-  uint32_t id = 0;
-  std::vector<std::unique_ptr<Op>> nodes;
-};
+struct Capture;  // a stream capture sequence (graph.h)
 
 struct Stream {
   uint32_t id = 0;
@@ -90,16 +86,20 @@ struct Stream {
   bool dead = false;       // its worker has exited
   bool destroyed = false;  // cudaStreamDestroy was called: the handle is no longer valid
   std::deque<std::unique_ptr<Op>> queue;  // the front one is executing
-  Graph* capture = nullptr;  // being captured: work goes into this graph, not the queue
+  Capture* capture = nullptr;  // being captured: work becomes graph nodes, not queued
   CompletionPtr last;
   uint64_t prev_end_ns = 0;
   std::condition_variable work_cv;
 };
 
+struct GraphNode;
 struct EventImpl {
   CompletionPtr completion;
   unsigned flags = 0;
   uint32_t id = 0;
+  // Last recorded in a capturing stream: that capture's id and the nodes a wait on it depends on.
+  unsigned long long capture_id = 0;
+  std::vector<GraphNode*> captured_nodes;
 };
 
 class Engine {
@@ -107,7 +107,9 @@ class Engine {
   static Engine& instance();
 
   Stream* legacy_stream();
-  Stream* create_stream(unsigned flags, int priority);
+  // hidden: a graph launch's internal branch stream; it takes no stream id (its work reports
+  // the launch stream's) and never synchronises with the legacy stream itself.
+  Stream* create_stream(unsigned flags, int priority, bool hidden = false);
   void destroy_stream(Stream* s);
   // nullptr for an unknown handle. 0 and cudaStreamLegacy are the legacy default stream;
   // cudaStreamPerThread is this thread's default stream.

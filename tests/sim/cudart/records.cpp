@@ -212,7 +212,10 @@ void emit_op_record(const Stream& s, const Op& op, uint64_t start_ns, uint64_t e
       r.completed = CUPTI_TIMESTAMP_UNKNOWN;
       r.deviceId = kDeviceId;
       r.contextId = kContextId;
-      r.streamId = s.id;
+      // A graph node reports the stream the graph was launched into, as GraphTrace2.streamId
+      // does ("the stream where the graph is being launched", cupti_activity.h); that per-node
+      // records do the same for branches the driver runs elsewhere is not verified on a GPU.
+      r.streamId = op.record_stream_id != 0 ? op.record_stream_id : s.id;
       r.gridX = static_cast<int32_t>(op.grid.x);
       r.gridY = static_cast<int32_t>(op.grid.y);
       r.gridZ = static_cast<int32_t>(op.grid.z);
@@ -251,11 +254,13 @@ void emit_op_record(const Stream& s, const Op& op, uint64_t start_ns, uint64_t e
       r.end = end_ns;
       r.deviceId = kDeviceId;
       r.contextId = kContextId;
-      r.streamId = s.id;
+      r.streamId = op.record_stream_id != 0 ? op.record_stream_id : s.id;
       r.correlationId = op.correlation_id;
       r.channelID = CUPTI_INVALID_CHANNEL_ID;
       r.channelType = CUPTI_CHANNEL_TYPE_ASYNC_MEMCPY;
       r.copyCount = 1;
+      r.graphId = op.graph_id;
+      r.graphNodeId = op.graph_node_id;
       put(&r, sizeof r);
       break;
     }
@@ -269,10 +274,12 @@ void emit_op_record(const Stream& s, const Op& op, uint64_t start_ns, uint64_t e
       r.end = end_ns;
       r.deviceId = kDeviceId;
       r.contextId = kContextId;
-      r.streamId = s.id;
+      r.streamId = op.record_stream_id != 0 ? op.record_stream_id : s.id;
       r.correlationId = op.correlation_id;
       r.flags = op.async ? CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC : 0;
       r.memoryKind = op.dst_kind;
+      r.graphId = op.graph_id;
+      r.graphNodeId = op.graph_node_id;
       r.channelID = CUPTI_INVALID_CHANNEL_ID;
       r.channelType = CUPTI_CHANNEL_TYPE_COMPUTE;
       put(&r, sizeof r);

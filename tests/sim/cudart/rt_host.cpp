@@ -8,6 +8,7 @@
 #include "../sim_bridge.h"
 #include "config.h"
 #include "engine.h"
+#include "graph.h"
 #include "records.h"
 
 using namespace gpuhook::sim;
@@ -18,6 +19,7 @@ cudaError_t enqueue_host(const ApiScope& api, cudaStream_t stream, std::function
   Engine& engine = Engine::instance();
   Stream* s = engine.resolve(stream);
   if (s == nullptr) return cudaErrorInvalidResourceHandle;
+  if (const cudaError_t refused = capture_refusal(s); refused != cudaSuccess) return refused;
   auto op = std::make_unique<Op>();
   op->kind = OpKind::kHost;
   op->correlation_id = api.correlation_id();

@@ -15,6 +15,8 @@
 #include "config.h"
 #include "device_model.h"
 #include "engine.h"
+#include "graph.h"
+#include "ops.h"
 #include "records.h"
 #include "registry.h"
 
@@ -53,40 +55,33 @@ void spin_ns(uint64_t ns) {
   }
 }
 
-cudaError_t launch(CUpti_CallbackId cbid, const char* api_name, KernelInfo* k, dim3 grid,
-                   dim3 block, void** args, size_t shared_bytes, cudaStream_t stream,
-                   bool per_thread, CUpti_CallbackDomain domain = CUPTI_CB_DOMAIN_RUNTIME_API) {
-  ApiScope api(cbid, api_name, k != nullptr ? k->name.c_str() : nullptr, domain);
-  if (k == nullptr) return api.ret(cudaErrorInvalidDeviceFunction);
+}  // namespace
+
+cudaError_t build_kernel_op(KernelInfo* k, dim3 grid, dim3 block, void** args, size_t shared_bytes, Op& op) {
+  if (k == nullptr) return cudaErrorInvalidDeviceFunction;
   const uint64_t threads = uint64_t{block.x} * block.y * block.z;
   const uint64_t blocks = uint64_t{grid.x} * grid.y * grid.z;
   if (threads == 0 || threads > model::kMaxThreadsPerBlock || blocks == 0 || grid.y > 65535 ||
       grid.z > 65535 || block.z > 64) {
-    return api.ret(cudaErrorInvalidConfiguration);
+    return cudaErrorInvalidConfiguration;
   }
-  if (shared_bytes > model::kSharedPerBlockOptinBytes) return api.ret(cudaErrorInvalidValue);
-  Engine& engine = Engine::instance();
-  Stream* s = engine.resolve(per_thread && stream == nullptr ? cudaStreamPerThread : stream);
-  if (s == nullptr) return api.ret(cudaErrorInvalidResourceHandle);
-
+  if (shared_bytes > model::kSharedPerBlockOptinBytes) return cudaErrorInvalidValue;
   const SimConfig& c = config();
-  auto op = std::make_unique<Op>();
-  op->kind = OpKind::kKernel;
-  op->kernel = k;
-  op->grid = grid;
-  op->block = block;
-  op->dynamic_smem_bytes = shared_bytes;
-  op->registers_per_thread = registers_for(*k);
-  op->correlation_id = api.correlation_id();
-  const int per_sm = model::blocks_per_sm(static_cast<int>(threads), op->registers_per_thread,
+  op.kind = OpKind::kKernel;
+  op.kernel = k;
+  op.grid = grid;
+  op.block = block;
+  op.dynamic_smem_bytes = shared_bytes;
+  op.registers_per_thread = registers_for(*k);
+  const int per_sm = model::blocks_per_sm(static_cast<int>(threads), op.registers_per_thread,
                                           shared_bytes);
-  if (per_sm == 0) return api.ret(cudaErrorLaunchOutOfResources);
+  if (per_sm == 0) return cudaErrorLaunchOutOfResources;
   const double capacity = static_cast<double>(per_sm) * model::kSmCount;
-  op->share = std::min(1.0, static_cast<double>(blocks) / capacity);
+  op.share = std::min(1.0, static_cast<double>(blocks) / capacity);
   // CUPTI's KERNEL kind (unlike CONCURRENT_KERNEL) serialises kernels: each takes the device.
   if (gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_KERNEL) &&
       !gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) {
-    op->share = 1.0;
+    op.share = 1.0;
   }
   const double waves = std::ceil(static_cast<double>(blocks) / capacity);
   double duration = waves * c.block_ns_for(k->name, nullptr) * c.scale_for(k->name);
@@ -96,19 +91,41 @@ cudaError_t launch(CUpti_CallbackId cbid, const char* api_name, KernelInfo* k, d
                          static_cast<double>(1ull << 53) * 2.0 - 1.0;
     duration *= 1.0 + c.noise * u;
   }
-  op->duration_ns = static_cast<uint64_t>(std::max(1.0, duration));
-  if (k->twin != nullptr) {
+  op.duration_ns = static_cast<uint64_t>(std::max(1.0, duration));
+  op.arg_offsets.clear();
+  op.arg_bytes.clear();
+  if (k->twin != nullptr && args != nullptr) {
     // Arguments are copied now: the caller's stack frame is gone when the kernel runs.
     size_t total = 0;
     for (size_t size : k->arg_sizes) {
-      op->arg_offsets.push_back(total);
+      op.arg_offsets.push_back(total);
       total += (size + 15) & ~size_t{15};
     }
-    op->arg_bytes.resize(total);
+    op.arg_bytes.resize(total);
     for (size_t i = 0; i < k->arg_sizes.size(); ++i) {
-      std::memcpy(op->arg_bytes.data() + op->arg_offsets[i], args[i], k->arg_sizes[i]);
+      std::memcpy(op.arg_bytes.data() + op.arg_offsets[i], args[i], k->arg_sizes[i]);
     }
   }
+  return cudaSuccess;
+}
+
+namespace {
+
+cudaError_t launch(CUpti_CallbackId cbid, const char* api_name, KernelInfo* k, dim3 grid,
+                   dim3 block, void** args, size_t shared_bytes, cudaStream_t stream,
+                   bool per_thread, CUpti_CallbackDomain domain = CUPTI_CB_DOMAIN_RUNTIME_API) {
+  ApiScope api(cbid, api_name, k != nullptr ? k->name.c_str() : nullptr, domain);
+  if (k == nullptr) return api.ret(cudaErrorInvalidDeviceFunction);
+  Engine& engine = Engine::instance();
+  Stream* s = engine.resolve(per_thread && stream == nullptr ? cudaStreamPerThread : stream);
+  if (s == nullptr) return api.ret(cudaErrorInvalidResourceHandle);
+  if (const cudaError_t refused = capture_refusal(s); refused != cudaSuccess) return api.ret(refused);
+  auto op = std::make_unique<Op>();
+  if (const cudaError_t err = build_kernel_op(k, grid, block, args, shared_bytes, *op); err != cudaSuccess) {
+    return api.ret(err);
+  }
+  op->correlation_id = api.correlation_id();
+  const SimConfig& c = config();
   spin_ns(c.launch_ns);
   op->queued_ns = gpuhook_sim_now_ns();
   op->submitted_ns = op->queued_ns + c.submit_ns;

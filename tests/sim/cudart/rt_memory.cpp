@@ -12,6 +12,8 @@
 #include "../sim_bridge.h"
 #include "config.h"
 #include "engine.h"
+#include "graph.h"
+#include "ops.h"
 #include "records.h"
 
 using namespace gpuhook::sim;
@@ -65,8 +67,11 @@ bool release(void* p, CUpti_ActivityMemoryKind kind, size_t* bytes) {
 
 bool is_device(CUpti_ActivityMemoryKind k) { return k == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE; }
 
-cudaError_t copy(ApiScope& api, void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
-                 cudaStream_t stream, bool async) {
+}  // namespace
+
+namespace gpuhook::sim {
+
+cudaError_t build_copy_op(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, Op& op, bool* pageable) {
   if (bytes != 0 && (dst == nullptr || src == nullptr)) return cudaErrorInvalidValue;
   bool dst_ok = true;
   bool src_ok = true;
@@ -91,39 +96,69 @@ cudaError_t copy(ApiScope& api, void* dst, const void* src, size_t bytes, cudaMe
     case cudaMemcpyDefault: break;
     default: return cudaErrorInvalidMemcpyDirection;
   }
+  const SimConfig& c = config();
+  op.kind = OpKind::kMemcpy;
+  op.dst = dst;
+  op.src = src;
+  op.bytes = bytes;
+  op.src_kind = static_cast<uint8_t>(src_kind);
+  op.dst_kind = static_cast<uint8_t>(dst_kind);
+  *pageable = (!src_dev && src_kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE) ||
+              (!dst_dev && dst_kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE);
+  double gbps = *pageable ? c.pageable_gbps : c.pinned_gbps;
+  if (src_dev && dst_dev) {
+    op.copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOD;
+    op.engine = CopyEngine::kDeviceToDevice;
+    gbps = c.device_gbps;
+  } else if (dst_dev) {
+    op.copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+    op.engine = CopyEngine::kHostToDevice;
+  } else if (src_dev) {
+    op.copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOH;
+    op.engine = CopyEngine::kDeviceToHost;
+  } else {
+    op.copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOH;
+    op.engine = CopyEngine::kNone;
+  }
+  op.duration_ns = c.copy_fixed_ns + static_cast<uint64_t>(static_cast<double>(bytes) / gbps);
+  return cudaSuccess;
+}
+
+cudaError_t build_set_op(void* dst, int value, size_t bytes, Op& op) {
+  bool ok = true;
+  const auto kind = classify(dst, bytes, &ok);
+  if (dst == nullptr || !ok || !is_device(kind)) return cudaErrorInvalidValue;
+  op.kind = OpKind::kMemset;
+  op.dst = dst;
+  op.value = value;
+  op.bytes = bytes;
+  op.dst_kind = static_cast<uint8_t>(kind);
+  op.duration_ns = 1000 + static_cast<uint64_t>(static_cast<double>(bytes) / config().device_gbps);
+  return cudaSuccess;
+}
+
+}  // namespace gpuhook::sim
+
+namespace {
+
+cudaError_t copy(ApiScope& api, void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
+                 cudaStream_t stream, bool async) {
+  auto op = std::make_unique<Op>();
+  bool pageable = false;
+  if (const cudaError_t err = build_copy_op(dst, src, bytes, kind, *op, &pageable); err != cudaSuccess) return err;
   Engine& engine = Engine::instance();
   Stream* s = engine.resolve(stream);
   if (s == nullptr) return cudaErrorInvalidResourceHandle;
-  const SimConfig& c = config();
-  auto op = std::make_unique<Op>();
-  op->kind = OpKind::kMemcpy;
-  op->dst = dst;
-  op->src = src;
-  op->bytes = bytes;
-  op->async = async;
-  op->src_kind = static_cast<uint8_t>(src_kind);
-  op->dst_kind = static_cast<uint8_t>(dst_kind);
-  op->correlation_id = api.correlation_id();
-  const bool pageable = (!src_dev && src_kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE) ||
-                        (!dst_dev && dst_kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE);
-  double gbps = pageable ? c.pageable_gbps : c.pinned_gbps;
-  if (src_dev && dst_dev) {
-    op->copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOD;
-    op->engine = CopyEngine::kDeviceToDevice;
-    gbps = c.device_gbps;
-  } else if (dst_dev) {
-    op->copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
-    op->engine = CopyEngine::kHostToDevice;
-  } else if (src_dev) {
-    op->copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOH;
-    op->engine = CopyEngine::kDeviceToHost;
-  } else {
-    op->copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOH;
-    op->engine = CopyEngine::kNone;
+  if (const cudaError_t refused = capture_refusal(s); refused != cudaSuccess) return refused;
+  // A synchronous copy waits for its work, which a capture cannot give it (the capture rules,
+  // capture_refusal_sync in graph.h).
+  if (!async || pageable) {
+    if (const cudaError_t refused = capture_refusal_sync(s); refused != cudaSuccess) return refused;
   }
-  op->duration_ns = c.copy_fixed_ns + static_cast<uint64_t>(static_cast<double>(bytes) / gbps);
+  op->async = async;
+  op->correlation_id = api.correlation_id();
   op->queued_ns = gpuhook_sim_now_ns();
-  op->submitted_ns = op->queued_ns + c.submit_ns;
+  op->submitted_ns = op->queued_ns + config().submit_ns;
   CompletionPtr done = engine.enqueue(s, std::move(op));
   // A synchronous copy, and an async one from or to pageable memory (it must go through a
   // staging buffer), return only when the data has arrived.
@@ -132,24 +167,16 @@ cudaError_t copy(ApiScope& api, void* dst, const void* src, size_t bytes, cudaMe
 }
 
 cudaError_t set(ApiScope& api, void* dst, int value, size_t bytes, cudaStream_t stream, bool async) {
-  bool ok = true;
-  const auto kind = classify(dst, bytes, &ok);
-  if (dst == nullptr || !ok || !is_device(kind)) return cudaErrorInvalidValue;
+  auto op = std::make_unique<Op>();
+  if (const cudaError_t err = build_set_op(dst, value, bytes, *op); err != cudaSuccess) return err;
   Engine& engine = Engine::instance();
   Stream* s = engine.resolve(stream);
   if (s == nullptr) return cudaErrorInvalidResourceHandle;
-  const SimConfig& c = config();
-  auto op = std::make_unique<Op>();
-  op->kind = OpKind::kMemset;
-  op->dst = dst;
-  op->value = value;
-  op->bytes = bytes;
+  if (const cudaError_t refused = capture_refusal(s); refused != cudaSuccess) return refused;
   op->async = async;
-  op->dst_kind = static_cast<uint8_t>(kind);
   op->correlation_id = api.correlation_id();
-  op->duration_ns = 1000 + static_cast<uint64_t>(static_cast<double>(bytes) / c.device_gbps);
   op->queued_ns = gpuhook_sim_now_ns();
-  op->submitted_ns = op->queued_ns + c.submit_ns;
+  op->submitted_ns = op->queued_ns + config().submit_ns;
   engine.enqueue(s, std::move(op));  // asynchronous for device memory, even cudaMemset
   return cudaSuccess;
 }
@@ -161,6 +188,9 @@ extern "C" {
 cudaError_t cudaMalloc(void** ptr, size_t bytes) {
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, "cudaMalloc");
   if (ptr == nullptr) return api.ret(cudaErrorInvalidValue);
+  // "some actions, such as a call to cudaMalloc, may be unsafe" during stream capture, and the
+  // thread's capture mode decides (cudaThreadExchangeStreamCaptureMode, cuda_runtime_api.h).
+  if (const cudaError_t refused = capture_refusal_unsafe(); refused != cudaSuccess) return api.ret(refused);
   *ptr = allocate(bytes, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
   if (*ptr == nullptr) return api.ret(cudaErrorMemoryAllocation);
   emit_memory_record(true, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, *ptr, bytes, api.correlation_id());
@@ -170,6 +200,7 @@ cudaError_t cudaMalloc(void** ptr, size_t bytes) {
 cudaError_t cudaFree(void* ptr) {
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, "cudaFree");
   if (ptr == nullptr) return api.ret(cudaSuccess);
+  if (const cudaError_t refused = capture_refusal_unsafe(); refused != cudaSuccess) return api.ret(refused);
   Engine::instance().synchronize_device();  // cudaFree synchronises, and no queued op may still use it
   size_t bytes = 0;
   if (!release(ptr, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, &bytes)) return api.ret(cudaErrorInvalidValue);

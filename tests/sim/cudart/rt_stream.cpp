@@ -7,6 +7,7 @@
 #include "../sim_bridge.h"
 #include "config.h"
 #include "engine.h"
+#include "graph.h"
 #include "records.h"
 
 using namespace gpuhook::sim;
@@ -21,6 +22,7 @@ cudaError_t sync_stream(ApiScope& api, cudaStream_t stream) {
   Engine& engine = Engine::instance();
   Stream* s = engine.resolve(stream);
   if (s == nullptr) return cudaErrorInvalidResourceHandle;
+  if (const cudaError_t refused = capture_refusal_sync(s); refused != cudaSuccess) return refused;
   // The legacy stream's last operation depends on earlier work of blocking streams, so
   // waiting for it covers that implicit synchronisation too.
   engine.wait(engine.last_of(s));
@@ -82,6 +84,7 @@ cudaError_t cudaStreamQuery(cudaStream_t stream) {
   Engine& engine = Engine::instance();
   Stream* s = engine.resolve(stream);
   if (s == nullptr) return api.ret(cudaErrorInvalidResourceHandle);
+  if (const cudaError_t refused = capture_refusal_sync(s); refused != cudaSuccess) return api.ret(refused);
   const bool ready = engine.done(engine.last_of(s));
   emit_query_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, api.correlation_id(), api.entry_ns(),
                     s->id, CUPTI_SYNCHRONIZATION_INVALID_VALUE, ready);
@@ -95,6 +98,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
 
 cudaError_t cudaDeviceSynchronize(void) {
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, "cudaDeviceSynchronize");
+  if (const cudaError_t refused = capture_refusal_device_sync(); refused != cudaSuccess) return api.ret(refused);
   Engine::instance().synchronize_device();
   emit_sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, api.correlation_id(),
                    api.entry_ns(), gpuhook_sim_now_ns(), CUPTI_INVALID_STREAM_ID,
@@ -130,6 +134,8 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   Engine& engine = Engine::instance();
   Stream* s = engine.resolve(stream);
   if (s == nullptr) return api.ret(cudaErrorInvalidResourceHandle);
+  if (const cudaError_t refused = capture_refusal(s); refused != cudaSuccess) return api.ret(refused);
+  if (capture_event_record(event_of(event), s)) return api.ret(cudaSuccess);
   auto op = std::make_unique<Op>();
   op->kind = OpKind::kMarker;
   op->correlation_id = api.correlation_id();
@@ -143,6 +149,9 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
 cudaError_t cudaEventQuery(cudaEvent_t event) {
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020, "cudaEventQuery");
   if (event == nullptr) return api.ret(cudaErrorInvalidResourceHandle);
+  // cudaErrorCapturedEvent: "not permitted on an event which was last recorded in a capturing
+  // stream" (driver_types.h).
+  if (event_in_active_capture(event_of(event))) return api.ret(cudaErrorCapturedEvent);
   const bool ready = Engine::instance().done(event_of(event)->completion);
   emit_query_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, api.correlation_id(), api.entry_ns(),
                     CUPTI_INVALID_STREAM_ID, event_of(event)->id, ready);
@@ -152,6 +161,7 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020, "cudaEventSynchronize");
   if (event == nullptr) return api.ret(cudaErrorInvalidResourceHandle);
+  if (event_in_active_capture(event_of(event))) return api.ret(cudaErrorCapturedEvent);
   Engine::instance().wait(event_of(event)->completion);
   emit_sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, api.correlation_id(),
                    api.entry_ns(), gpuhook_sim_now_ns(), CUPTI_INVALID_STREAM_ID,
@@ -184,6 +194,9 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
   Stream* s = engine.resolve(stream);
   if (s == nullptr) return api.ret(cudaErrorInvalidResourceHandle);
   EventImpl* e = event_of(event);
+  if (const cudaError_t refused = capture_refusal(s); refused != cudaSuccess) return api.ret(refused);
+  bool captured = false;
+  if (const cudaError_t err = capture_event_wait(s, e, &captured); captured) return api.ret(err);
   if (e->completion) {
     // The wait is on the event's work as recorded now; a later re-record does not move it.
     auto op = std::make_unique<Op>();

@@ -45,13 +45,19 @@ void CUPTIAPI on_complete(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t v
       case CUPTI_ACTIVITY_KIND_KERNEL: {
         auto* k = reinterpret_cast<CUpti_ActivityKernel10*>(rec);
         r.kernels.push_back({k->name, k->streamId, k->correlationId, k->queued, k->submitted,
-                             k->start, k->end, k->gridX});
+                             k->start, k->end, k->gridX, k->graphId, k->graphNodeId});
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
         auto* c = reinterpret_cast<CUpti_ActivityMemcpy6*>(rec);
         r.copies.push_back({c->copyKind, c->srcKind, c->streamId, c->correlationId, c->bytes,
-                            c->start, c->end});
+                            c->start, c->end, c->graphId, c->graphNodeId});
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMSET: {
+        auto* m = reinterpret_cast<CUpti_ActivityMemset4*>(rec);
+        r.memsets.push_back({m->streamId, m->correlationId, m->value, m->bytes, m->start, m->end,
+                             m->graphId, m->graphNodeId});
         break;
       }
       case CUPTI_ACTIVITY_KIND_RUNTIME: {
@@ -81,7 +87,7 @@ void start_tracing() {
     EXPECT_EQ(cuptiActivityRegisterTimestampCallback(clock_cb), CUPTI_SUCCESS);
     EXPECT_EQ(cuptiActivityEnableLatencyTimestamps(1), CUPTI_SUCCESS);
     EXPECT_EQ(cuptiActivityRegisterCallbacks(on_request, on_complete), CUPTI_SUCCESS);
-    for (auto kind : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+    for (auto kind : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
                       CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION}) {
       EXPECT_EQ(cuptiActivityEnable(kind), CUPTI_SUCCESS);
     }
@@ -94,6 +100,7 @@ void start_tracing() {
   std::lock_guard<std::mutex> lock(r.mu);
   r.kernels.clear();
   r.copies.clear();
+  r.memsets.clear();
   r.apis.clear();
   r.syncs.clear();
   r.completing_threads.clear();

@@ -37,11 +37,21 @@ struct KernelRec {
   uint32_t correlation = 0;
   uint64_t queued = 0, submitted = 0, start = 0, end = 0;
   int grid = 0;
+  uint32_t graph_id = 0;
+  uint64_t graph_node_id = 0;
 };
 struct CopyRec {
   uint8_t copy_kind = 0, src_kind = 0;
   uint32_t stream = 0, correlation = 0;
   uint64_t bytes = 0, start = 0, end = 0;
+  uint32_t graph_id = 0;
+  uint64_t graph_node_id = 0;
+};
+struct MemsetRec {
+  uint32_t stream = 0, correlation = 0, value = 0;
+  uint64_t bytes = 0, start = 0, end = 0;
+  uint32_t graph_id = 0;
+  uint64_t graph_node_id = 0;
 };
 struct ApiRec {
   uint32_t cbid = 0, correlation = 0;
@@ -53,6 +63,7 @@ struct Received {
   std::mutex mu;
   std::vector<KernelRec> kernels;
   std::vector<CopyRec> copies;
+  std::vector<MemsetRec> memsets;
   std::vector<ApiRec> apis;
   std::vector<CUpti_ActivitySynchronization2> syncs;
   size_t misaligned = 0;
