@@ -93,6 +93,7 @@ void convert_copy(const Copy* m, uint32_t src_device, uint32_t dst_device, Recor
   r->set_async((m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0);
   r->set_graph_id(m->graphId);
   r->set_channel_id(m->channelID);
+  r->set_graph_node_id(m->graphNodeId);
   sink.emit(rec);
 }
 
@@ -113,6 +114,7 @@ void convert_memset(const CUpti_ActivityMemset4* m, RecordSink& sink) {
   r->set_memory_kind(memory_kind(m->memoryKind));
   r->set_async((m->flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC) != 0);
   r->set_graph_id(m->graphId);
+  r->set_graph_node_id(m->graphNodeId);
   sink.emit(rec);
 }
 

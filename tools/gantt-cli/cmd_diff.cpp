@@ -178,7 +178,9 @@ void register_diff(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "diff",
       "Compare two runs; exit 1 on a regression, 0 otherwise, 2 on error (the CI gate).\n"
-      "Kernels are matched by demangled name and NVTX range path. A change is a regression\n"
+      "Kernels are matched by demangled name and NVTX range path; the nodes of a CUDA graph\n"
+      "launch also by their order within the launch (shown as \"name [graph node N]\"), so a\n"
+      "changed node of a replayed graph is reported as that node. A change is a regression\n"
       "only when its median moved by more than --threshold AND it is beyond the run-to-run\n"
       "noise of the per-instance durations: a one-sided Mann-Whitney U rank test (ties\n"
       "corrected, normal approximation) must reject at --alpha AND a 99% percentile bootstrap\n"

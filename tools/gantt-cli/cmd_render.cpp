@@ -127,6 +127,8 @@ void register_render(CLI::App& app, int& exit_code) {
       "below, each launch in its stages (launch->queued grey, queued->start light blue, execution\n"
       "coloured by kind), a utilisation strip per device, and flags computed from thresholds:\n"
       "queue delay, low occupancy, copy/compute overlap, idle gaps with the host call behind them.\n"
+      "Each CUDA graph launch is bracketed on its lane (\"graph 3 \xC2\xB7 8 nodes\"); events that\n"
+      "overlap on one lane get rows of their own.\n"
       "\n"
       "Examples:\n"
       "  gantt-cli render app.gpuh -o gantt.png\n"

@@ -42,6 +42,7 @@ int run_stats(const StatsOptions& o) {
   so.by = o.by == "stream" ? ga::GroupBy::kStream
           : o.by == "device" ? ga::GroupBy::kDevice
           : o.by == "range"  ? ga::GroupBy::kRange
+          : o.by == "graph"  ? ga::GroupBy::kGraph
                              : ga::GroupBy::kKernel;
   so.top = o.top;
   so.gaps = o.gaps;
@@ -57,7 +58,10 @@ void register_stats(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "stats",
       "Numbers on a capture: per kernel (or stream, device, range path, collective) count and\n"
-      "total/mean/median/p95 exec time with its share of GPU time; the launch stages\n"
+      "total/mean/median/p95 exec time with its share of GPU time; with --by graph, per CUDA\n"
+      "graph its launches, nodes per launch, total and median launch span (first node start to\n"
+      "last node end), GPU busy time inside the launches and the host time of the\n"
+      "cudaGraphLaunch calls (the launch overhead); the launch stages\n"
       "(launch->queued, queued->start, exec); per device busy %, copy/compute overlap % and the\n"
       "largest idle gaps with the host API call the host sat in; NCCL calls, time and bytes.\n"
       "Times are in microseconds (text, md, csv) or integer nanoseconds (json).\n"
@@ -65,13 +69,14 @@ void register_stats(CLI::App& app, int& exit_code) {
       "Examples:\n"
       "  gantt-cli stats app.gpuh --top 10\n"
       "  gantt-cli stats app.gpuh --by range --format json > stats.json\n"
+      "  gantt-cli stats app.gpuh --by graph\n"
       "  gantt-cli stats rank0.gpuh rank1.gpuh --by collective\n");
   cmd->add_option("files", o->files, "capture files (.gpuh); several = ranks of one job")->required();
   add_load_flags(*cmd, o->load);
-  cmd->add_option("--by", o->by, "group by")
-      ->check(CLI::IsMember({"kernel", "stream", "device", "range", "collective"}))
+  cmd->add_option("--by", o->by, "group by (graph: one row per CUDA graph)")
+      ->check(CLI::IsMember({"kernel", "stream", "device", "range", "graph", "collective"}))
       ->capture_default_str();
-  cmd->add_option("--top", o->top, "only the N groups with the most GPU time (0 = all)")->capture_default_str();
+  cmd->add_option("--top", o->top, "only the N groups with the most GPU time, or graphs with the most launch span (0 = all)")->capture_default_str();
   cmd->add_option("--gaps", o->gaps, "idle gaps listed per device")->capture_default_str();
   cmd->add_option("--format", o->format, "output format")
       ->check(CLI::IsMember({"text", "md", "json", "csv"}))

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../gantt/graph_fixture.h"
 #include "fixture.h"
 
 namespace ga = gantt::analysis;
@@ -170,4 +171,44 @@ TEST(Diagnose, FormatsAreDeterministicAndJsonParses) {
   std::fclose(fp);
   if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP();
   EXPECT_EQ(std::system(("python3 -c 'import json,sys; json.load(open(sys.argv[1]))' " + path).c_str()), 0);
+}
+
+namespace {
+const ga::Finding* finding(const ga::DiagnoseReport& r, const std::string& rule) {
+  for (const auto& f : r.findings)
+    if (f.rule == rule) return &f;
+  return nullptr;
+}
+}  // namespace
+
+TEST(Diagnose, LaunchBoundNamesCudaGraphsWhenTheSameSequenceRepeats) {
+  // A training step of three short kernels, launched one by one, ten times over.
+  Builder bad;
+  constexpr uint32_t kK3 = 23;
+  bad.b.add(string_def(kK3, "thirdKernel"));
+  for (uint64_t i = 0; i < 45; ++i) {
+    const uint64_t t = i * 5000;
+    bad.k(i % 3 == 0 ? kK : i % 3 == 1 ? kK2 : kK3, 13, t, t + 900, t + 1900);
+  }
+  const ga::DiagnoseReport r = ga::diagnose(bad.done());
+  const ga::Finding* f = finding(r, "launch-bound");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->fix.find("CUDA graph"), std::string::npos) << f->fix;
+  EXPECT_NE(f->fix.find("cudaGraphLaunch"), std::string::npos) << f->fix;
+  EXPECT_NE(f->fix.find("stream 13"), std::string::npos) << f->fix;
+  bool named = false;
+  for (const auto& e : f->evidence) named |= e.find("same sequence of 3 kernels (workKernel, otherKernel") != std::string::npos;
+  EXPECT_TRUE(named) << ::testing::PrintToString(f->evidence);
+}
+
+TEST(Diagnose, LaunchBoundDoesNotFlagWorkThatAlreadyRunsAsAGraph) {
+  // Many short nodes per launch, launches far apart: a graph, launch-bound or not, is the fix
+  // already applied.
+  const gantt::Model m = gantt_test::graph_model(40);
+  const ga::DiagnoseReport r = ga::diagnose(m);
+  EXPECT_EQ(finding(r, "launch-bound"), nullptr);
+  bool noted = false;
+  for (const auto& rule : r.rules)
+    if (rule.rule == "launch-bound") noted = rule.note.find("CUDA graph nodes") != std::string::npos;
+  EXPECT_TRUE(noted);
 }

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../gantt/graph_fixture.h"
 #include "fixture.h"
 
 namespace ga = gantt::analysis;
@@ -119,4 +120,37 @@ TEST(Diff, EveryFormatIsDeterministic) {
     EXPECT_FALSE(once.empty());
   }
   EXPECT_NE(ga::format_diff(r, ga::Format::kText).find("REGRESSION"), std::string::npos);
+}
+
+TEST(Diff, AChangedNodeOfAGraphIsReportedAsThatNode) {
+  // Node 4 (the second nodeA of each launch) takes 2 us longer in NEW; node 1, the same
+  // kernel earlier in the graph, is unchanged.
+  const gantt::Model base = gantt_test::graph_model(12, 0, "base.gpuh");
+  const gantt::Model next = gantt_test::graph_model(12, 2000, "next.gpuh");
+  const ga::DiffReport r = ga::diff_models(base, next);
+  const ga::KernelDiff* changed = nullptr;
+  const ga::KernelDiff* same = nullptr;
+  size_t graph_rows = 0;
+  for (const auto& k : r.kernels) {
+    if (k.graph_node) ++graph_rows;
+    if (k.name == "nodeA(float*)" && k.graph_node == 4) changed = &k;
+    if (k.name == "nodeA(float*)" && k.graph_node == 1) same = &k;
+  }
+  EXPECT_EQ(graph_rows, 5u);  // one row per node of the launch
+  ASSERT_NE(changed, nullptr);
+  ASSERT_NE(same, nullptr);
+  EXPECT_TRUE(changed->regression);
+  EXPECT_EQ(changed->base.count, 12u);
+  EXPECT_DOUBLE_EQ(changed->next.median_ns, 2800);
+  EXPECT_FALSE(same->regression);
+  EXPECT_EQ(r.regressions, 1u);
+  EXPECT_FALSE(r.kernels.empty());
+  EXPECT_EQ(&r.kernels[0], changed);  // regressions first
+  // The kernel launched on its own keeps its plain name match.
+  bool lone = false;
+  for (const auto& k : r.kernels) lone |= k.name == "loneD" && k.graph_node == 0;
+  EXPECT_TRUE(lone);
+  const std::string text = ga::format_diff(r, ga::Format::kText);
+  EXPECT_NE(text.find("nodeA(float*) [graph node 4]"), std::string::npos) << text;
+  EXPECT_NE(ga::format_diff(r, ga::Format::kJson).find("\"graph_node\": 4"), std::string::npos);
 }

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../gantt/graph_fixture.h"
 #include "fixture.h"
 #include "gantt/analysis/intervals.h"
 
@@ -120,4 +121,58 @@ TEST(Stats, JsonParsesWithPython) {
   const std::string cmd = "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
                           "sys.exit(0 if d[\"devices\"][0][\"overlap_ns\"]==100 and d[\"groups\"][0][\"count\"]==3 else 1)' " + path;
   EXPECT_EQ(std::system(cmd.c_str()), 0) << j;
+}
+
+TEST(Stats, ByGraphHasOneRowPerGraphWithLaunchesSpanBusyAndLaunchCalls) {
+  const gantt::Model m = gantt_test::graph_model(4);
+  ga::StatsOptions o;
+  o.by = ga::GroupBy::kGraph;
+  const ga::StatsReport r = ga::compute_stats(m, o);
+  EXPECT_TRUE(r.groups.empty());
+  ASSERT_EQ(r.graphs.size(), 1u);
+  const ga::GraphRow& g = r.graphs[0];
+  EXPECT_EQ(g.key, "graph 3");
+  EXPECT_EQ(g.graph_id, 3u);
+  EXPECT_EQ(g.launches, 4u);
+  EXPECT_DOUBLE_EQ(g.nodes_per_launch, 5);
+  EXPECT_EQ(g.nodes_min, 5u);
+  EXPECT_EQ(g.nodes_max, 5u);
+  EXPECT_EQ(g.span.count, 4u);
+  EXPECT_EQ(g.span.total_ns, 4u * 3500);
+  EXPECT_DOUBLE_EQ(g.span.median_ns, 3500);
+  // A 800 + (B | C) 1000 + A 800 + memset 500 per launch: the branches' overlap counts once.
+  EXPECT_EQ(g.busy_ns, 4u * 3100);
+  EXPECT_NEAR(g.busy_pct, 100.0 * 3100 / 3500, 1e-9);
+  EXPECT_EQ(g.launch_call.count, 4u);
+  EXPECT_DOUBLE_EQ(g.launch_call.median_ns, 2000);
+  EXPECT_EQ(g.launch_call.total_ns, 8000u);
+  EXPECT_EQ(r.groups_total, 1u);
+
+  const std::string text = ga::format_stats(r, ga::Format::kText);
+  EXPECT_NE(text.find("graph 3"), std::string::npos) << text;
+  EXPECT_NE(text.find("nodes/launch"), std::string::npos) << text;
+  const std::string csv = ga::format_stats(r, ga::Format::kCsv);
+  EXPECT_EQ(csv.rfind("graph,launches,nodes/launch,total_span_us,median_span_us,busy_us,busy_%,", 0), 0u) << csv;
+  EXPECT_NE(csv.find("\ngraph 3,4,5.0,14.000,3.500,12.400,88.6,2.000,8.000"), std::string::npos) << csv;
+  EXPECT_NE(ga::format_stats(r, ga::Format::kMarkdown).find("| graph 3 |"), std::string::npos);
+
+  const std::string j = ga::format_stats(r, ga::Format::kJson);
+  const gantt_analysis_test::TempFile file(".graphs.json");
+  FILE* f = std::fopen(file.path.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs(j.c_str(), f);
+  std::fclose(f);
+  if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3 not installed";
+  const std::string cmd = "python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))[\"graphs\"][0]; "
+                          "sys.exit(0 if g[\"launches\"]==4 and g[\"busy_ns\"]==12400 and g[\"span_total_ns\"]==14000 "
+                          "and g[\"launch_call_median_ns\"]==2000 and g[\"key\"]==\"graph 3\" else 1)' " + file.path;
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << j;
+}
+
+TEST(Stats, ByGraphOnACaptureWithoutGraphsSaysSo) {
+  ga::StatsOptions o;
+  o.by = ga::GroupBy::kGraph;
+  const ga::StatsReport r = ga::compute_stats(small_model(), o);
+  EXPECT_TRUE(r.graphs.empty());
+  EXPECT_NE(ga::format_stats(r, ga::Format::kText).find("no CUDA graph launches"), std::string::npos);
 }

@@ -177,6 +177,32 @@ TEST(CuptiConvert, CopiesAndMemsetsCarryBytesAndDirection) {
   EXPECT_EQ(sink.invalid, 0);
 }
 
+TEST(CuptiConvert, CopiesAndMemsetsOfAGraphKeepTheirGraphAndNode) {
+  FakeSink sink;
+  CUpti_ActivityMemcpy6 m;
+  std::memset(&m, 0, sizeof(m));
+  m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+  m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOD;
+  m.start = 10;
+  m.end = 20;
+  m.graphId = 3;
+  m.graphNodeId = 0x100000007ull;
+  convert_activity(reinterpret_cast<CUpti_Activity*>(&m), ConvertOptions{}, sink);
+  CUpti_ActivityMemset4 s;
+  std::memset(&s, 0, sizeof(s));
+  s.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  s.start = 30;
+  s.end = 40;
+  s.graphId = 3;
+  s.graphNodeId = 9;
+  convert_activity(reinterpret_cast<CUpti_Activity*>(&s), ConvertOptions{}, sink);
+  ASSERT_EQ(sink.records.size(), 2u);
+  EXPECT_EQ(sink.records[0].memcpy().graph_id(), 3u);
+  EXPECT_EQ(sink.records[0].memcpy().graph_node_id(), 0x100000007ull);
+  EXPECT_EQ(sink.records[1].memset().graph_id(), 3u);
+  EXPECT_EQ(sink.records[1].memset().graph_node_id(), 9u);
+}
+
 TEST(CuptiConvert, PeerCopiesKeepBothDevices) {
   FakeSink sink;
   CUpti_ActivityMemcpyPtoP4 m;

@@ -118,6 +118,8 @@ struct ModelBuilder::Impl {
     push(e.dynamic_smem_bytes, 0u);
     push(e.occupancy, std::numeric_limits<float>::quiet_NaN());
     push(e.occupancy_limit, OccupancyLimit::kUnknown);
+    push(e.graph_id, uint64_t{0});
+    push(e.graph_node_id, uint64_t{0});
   }
 
   uint32_t remap(uint32_t local) {
@@ -196,18 +198,24 @@ void ModelBuilder::Impl::add(const v1::Record& r) {
       ev.registers_per_thread.back() = static_cast<uint16_t>(std::min<uint32_t>(k.registers_per_thread(), UINT16_MAX));
       ev.static_smem_bytes.back() = k.static_shared_memory_bytes();
       ev.dynamic_smem_bytes.back() = k.dynamic_shared_memory_bytes();
+      ev.graph_id.back() = k.graph_id();
+      ev.graph_node_id.back() = k.graph_node_id();
       break;
     }
     case v1::Record::kMemcpy: {
       const auto& k = r.memcpy();
       push_event(EventKind::kMemcpy, 0, k.device(), k.stream(), 0, static_cast<uint8_t>(k.copy_kind()), k.bytes(), 0, 0,
                  t(k.has_start_ns(), k.start_ns()), t(k.has_end_ns(), k.end_ns()), k.correlation_id());
+      m.events.graph_id.back() = k.graph_id();
+      m.events.graph_node_id.back() = k.graph_node_id();
       break;
     }
     case v1::Record::kMemset: {
       const auto& k = r.memset();
       push_event(EventKind::kMemset, 0, k.device(), k.stream(), 0, 0, k.bytes(), 0, 0, t(k.has_start_ns(), k.start_ns()),
                  t(k.has_end_ns(), k.end_ns()), k.correlation_id());
+      m.events.graph_id.back() = k.graph_id();
+      m.events.graph_node_id.back() = k.graph_node_id();
       break;
     }
     case v1::Record::kSync: {
@@ -715,6 +723,7 @@ void ModelBuilder::reserve_hint(uint64_t records) {
     more(e.copy_kind); more(e.bytes); more(e.queued_ns); more(e.submitted_ns); more(e.start_ns); more(e.end_ns);
     more(e.correlation_id); more(e.api); more(e.range); more(e.grid); more(e.block); more(e.registers_per_thread);
     more(e.static_smem_bytes); more(e.dynamic_smem_bytes); more(e.occupancy); more(e.occupancy_limit);
+    more(e.graph_id); more(e.graph_node_id);
     ApiTable& a = m.api;
     more(a.capture); more(a.domain); more(a.cbid); more(a.thread); more(a.name); more(a.start_ns); more(a.end_ns);
     more(a.correlation_id); more(a.return_value);

@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "gantt/colors.h"
+#include "gantt/graphs.h"
 #include "gantt/lod.h"
 #include "gantt/ranks.h"
 #include "gantt/render.h"
@@ -29,9 +30,24 @@ constexpr size_t kMaxHostBars = 3000;
 constexpr size_t kMaxRanges = 3000;
 constexpr size_t kMaxGpuLanes = 48;
 constexpr size_t kMaxHostLanes = 32;
+// Events that overlap on one lane (independent branches of a CUDA graph, concurrent kernels
+// in --lanes device) get rows of their own, or the later one would hide the earlier one.
+constexpr float kOverlapRow = 16;
+constexpr int kMaxOverlapRows = 4;
+// A bracket narrower than this says nothing its nodes do not; its label needs more room.
+constexpr float kMinBracketPx = 3;
+constexpr float kMinBracketLabelPx = 24;
+constexpr size_t kMaxGraphBrackets = 3000;
+
+// One graph launch's nodes on one lane.
+struct Bracket {
+  uint64_t start_ns = 0, end_ns = 0;
+  size_t launch = 0;  // index into Builder::graphs_
+};
 
 struct Lane {
   std::vector<uint32_t> events;
+  std::vector<Bracket> brackets;
   int32_t priority = 0;
   float y = 0;
 };
@@ -56,6 +72,7 @@ class Builder {
   void draw_device_section(const DeviceKey& dev, const std::vector<LaneKey>& lanes);
   void draw_utilization(const DeviceKey& dev, float y);
   void draw_gpu_lane(const LaneKey& key, Lane& lane);
+  void draw_brackets(const Lane& lane, float y, float height);
   void draw_annotations();
   void draw_rank_links();
   void draw_host_lanes();
@@ -71,6 +88,7 @@ class Builder {
   double threshold_px_ = 1;
   size_t individual_budget_ = 0;
   std::map<LaneKey, Lane> lanes_;
+  std::vector<GraphLaunch> graphs_;
   std::unordered_map<uint32_t, float> drawn_;  // individually drawn event -> lane y
   Annotations ann_;
   size_t gpu_lanes_drawn_ = 0;
@@ -87,6 +105,22 @@ void Builder::bucket_lanes() {
   }
   threshold_px_ = widths.threshold(o_.max_individual_events);
   st_.individual_threshold_px = threshold_px_;
+  // A launch's nodes normally share its stream's lane; where they do not (--lanes thread with
+  // several launchers cannot split one launch, but a real multi-stream graph can), each lane
+  // brackets the part it holds.
+  graphs_ = graph_launches(m_, &sel_.events);
+  for (size_t g = 0; g < graphs_.size(); ++g) {
+    std::map<LaneKey, Bracket> parts;
+    for (uint32_t e : graphs_[g].nodes) {
+      const uint64_t b = m_.events.start_ns[e], en = m_.events.end_ns[e];
+      if (!b || en < b) continue;
+      Bracket& part = parts[lane_key(m_, e, o_.lanes)];
+      part.launch = g;
+      part.start_ns = part.start_ns ? std::min(part.start_ns, b) : b;
+      part.end_ns = std::max(part.end_ns, en);
+    }
+    for (auto& [key, part] : parts) lanes_[key].brackets.push_back(part);
+  }
 }
 
 void Builder::draw_utilization(const DeviceKey& dev, float y) {
@@ -189,9 +223,6 @@ float Builder::place_labels(const DeviceKey& dev, float y) {
 void Builder::draw_gpu_lane(const LaneKey& key, Lane& lane) {
   const float y = y_;
   lane.y = y;
-  s_.rect(make_rect(f_.left, y, f_.right - f_.left, kLaneHeight - 2, palette::kLaneBand));
-  s_.text(make_text(f_.left - 8, y + 15, fit(lane_label(m_, key, o_.lanes, lane.priority), kLabelWidth - 20), kFontSize,
-                    palette::kText, Anchor::kEnd));
   const int cols = f_.columns();
   Coverage exec(cols), wait(cols);
   std::vector<uint32_t> individual;
@@ -209,6 +240,29 @@ void Builder::draw_gpu_lane(const LaneKey& key, Lane& lane) {
     if (ev.queued_ns[e] && ev.queued_ns[e] < b) wait.add(f_.x(ev.queued_ns[e]) - f_.left, x0 - f_.left);
     ++st_.events_aggregated;
   }
+  // Rows for overlapping GPU work, first fit in start order (the selection's order). Syncs are
+  // waits drawn over the work they wait for, as before; they take no row.
+  std::vector<int> row(individual.size(), 0);
+  std::vector<uint64_t> row_end;
+  for (size_t i = 0; i < individual.size(); ++i) {
+    const uint32_t e = individual[i];
+    if (ev.kind[e] == EventKind::kSync) continue;
+    size_t r = 0;
+    while (r < row_end.size() && ev.start_ns[e] < row_end[r]) ++r;
+    if (r >= static_cast<size_t>(kMaxOverlapRows)) {
+      r = kMaxOverlapRows - 1;  // past the cap the last row stacks, as one lane did before
+    } else if (r == row_end.size()) {
+      row_end.push_back(0);
+    }
+    row_end[r] = std::max(row_end[r], ev.end_ns[e]);
+    row[i] = static_cast<int>(r);
+  }
+  const size_t extra_rows = row_end.size() > 1 ? row_end.size() - 1 : 0;
+  st_.overlap_rows += extra_rows;
+  const float height = kLaneHeight + static_cast<float>(extra_rows) * kOverlapRow;
+  s_.rect(make_rect(f_.left, y, f_.right - f_.left, height - 2, palette::kLaneBand));
+  s_.text(make_text(f_.left - 8, y + 15, fit(lane_label(m_, key, o_.lanes, lane.priority), kLabelWidth - 20), kFontSize,
+                    palette::kText, Anchor::kEnd));
   // Coverage first, individual events on top.
   // A lane whose coverage flickers column by column would give one rectangle per column;
   // two levels instead of four keep such lanes to a few hundred rectangles.
@@ -231,25 +285,51 @@ void Builder::draw_gpu_lane(const LaneKey& key, Lane& lane) {
     }
     s_.rect(std::move(rc));
   }
-  for (uint32_t e : individual) {
+  for (size_t i = 0; i < individual.size(); ++i) {
+    const uint32_t e = individual[i];
     const float x0 = f_.x(ev.start_ns[e]), x1 = f_.x(ev.end_ns[e]);
+    const float ry = y + static_cast<float>(row[i]) * kOverlapRow;
     const uint64_t launch = m_.launch_ns(e), q = ev.queued_ns[e];
     if (launch && q && q > launch)
-      s_.rect(make_rect(f_.x(launch), y + 1, f_.x(q) - f_.x(launch), 5, palette::kLaunchToQueued));
-    if (q && q < ev.start_ns[e]) s_.rect(make_rect(f_.x(q), y + 1, x0 - f_.x(q), 5, palette::kQueuedToStart));
-    Rect rc = make_rect(x0, y + 7, std::max(x1 - x0, 1.0f), 14, exec_color(m_, e));
+      s_.rect(make_rect(f_.x(launch), ry + 1, f_.x(q) - f_.x(launch), 5, palette::kLaunchToQueued));
+    if (q && q < ev.start_ns[e]) s_.rect(make_rect(f_.x(q), ry + 1, x0 - f_.x(q), 5, palette::kQueuedToStart));
+    Rect rc = make_rect(x0, ry + 7, std::max(x1 - x0, 1.0f), 14, exec_color(m_, e));
     rc.stroke = Color{255, 255, 255, 180};
     rc.stroke_width = 0.5f;
     rc.tooltip = event_tooltip(m_, e, f_.t0);
     s_.rect(std::move(rc));
     if (x1 - x0 > 40) {
-      Text t = make_text(x0 + 3, y + 18, fit(m_.display_name(e), x1 - x0 - 6, 5.6f), 9, Color{255, 255, 255, 255});
+      Text t = make_text(x0 + 3, ry + 18, fit(m_.display_name(e), x1 - x0 - 6, 5.6f), 9, Color{255, 255, 255, 255});
       s_.text(std::move(t));
     }
-    drawn_[e] = y;
+    drawn_[e] = ry;
     ++st_.events_individual;
   }
-  y_ += kLaneHeight;
+  draw_brackets(lane, y, height);
+  y_ += height;
+}
+
+// Each graph launch as an outline around its nodes on this lane, labelled with the graph and
+// its node count in the strip above the bars (graph nodes have no queued stamp to draw there).
+void Builder::draw_brackets(const Lane& lane, float y, float height) {
+  for (const Bracket& b : lane.brackets) {
+    if (b.end_ns < f_.t0 || b.start_ns > f_.t1) continue;
+    const float x0 = f_.x(std::max(b.start_ns, f_.t0)), x1 = f_.x(std::min(b.end_ns, f_.t1));
+    if (x1 - x0 < kMinBracketPx || st_.graph_brackets >= kMaxGraphBrackets) continue;
+    const GraphLaunch& g = graphs_[b.launch];
+    const std::string label = graph_label(m_, g.capture, g.graph_id) + " \xC2\xB7 " + std::to_string(g.nodes.size()) +
+                              (g.nodes.size() == 1 ? " node" : " nodes");
+    Rect rc = make_rect(x0, y + 0.5f, x1 - x0, height - 3, Color{0, 0, 0, 0});
+    rc.stroke = palette::kGraph;
+    rc.stroke_width = 1;
+    rc.tooltip = label + ", launch " + format_duration(static_cast<int64_t>(g.end_ns - g.start_ns)) + " (" +
+                 rel_time(g.start_ns, f_.t0) + " \xE2\x80\xA6 " + rel_time(g.end_ns, f_.t0) + "), correlation id " +
+                 std::to_string(g.correlation_id);
+    s_.rect(std::move(rc));
+    if (x1 - x0 >= kMinBracketLabelPx)
+      s_.text(make_text(x0 + 2, y + 6.5f, fit(label, x1 - x0 - 4, 4.2f), 7, palette::kGraph));
+    ++st_.graph_brackets;
+  }
 }
 
 void Builder::draw_device_section(const DeviceKey& dev, const std::vector<LaneKey>& lanes) {

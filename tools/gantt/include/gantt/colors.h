@@ -41,6 +41,7 @@ inline constexpr Color kText{30, 30, 30, 255};
 inline constexpr Color kMuted{110, 110, 110, 255};
 inline constexpr Color kGrid{225, 225, 225, 255};
 inline constexpr Color kLaneBand{246, 247, 250, 255};
+inline constexpr Color kGraph{23, 128, 130, 255};            // teal: a CUDA graph launch's bracket
 }  // namespace palette
 
 }  // namespace gantt

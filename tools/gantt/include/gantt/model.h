@@ -77,6 +77,12 @@ struct EventTable {
   std::vector<uint32_t> dynamic_smem_bytes;
   std::vector<float> occupancy;        // theoretical, 0..1; NaN when it cannot be computed
   std::vector<OccupancyLimit> occupancy_limit;
+  // CUDA graphs (kernels, copies, memsets): the graph whose launch ran the event and its node
+  // there, as CUPTI gives them (graphId, graphNodeId); 0 = not run as a graph node. One graph
+  // launch is the events sharing (capture, graph_id, correlation_id): CUPTI gives every node
+  // of a launch the cudaGraphLaunch call's correlation id (graphs.h).
+  std::vector<uint64_t> graph_id;
+  std::vector<uint64_t> graph_node_id;
 
   size_t size() const { return kind.size(); }
 };

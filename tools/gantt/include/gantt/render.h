@@ -58,6 +58,8 @@ struct RenderStats {
   double individual_threshold_px = 0;
   uint64_t lanes_left_out = 0;       // past the lane cap (filter with --device/--stream)
   uint64_t events_left_out = 0;      // in those lanes
+  uint64_t graph_brackets = 0;       // CUDA graph launches bracketed on their lane
+  uint64_t overlap_rows = 0;         // extra rows lanes grew so overlapping events stay visible
 };
 
 Scene build_scene(const Model& model, const Selection& selection, const RenderOptions& options,

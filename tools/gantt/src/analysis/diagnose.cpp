@@ -9,7 +9,9 @@
 #include "gantt/analysis/intervals.h"
 #include "gantt/analysis/noise.h"
 #include "gantt/analysis/table.h"
+#include "gantt/graphs.h"
 #include "gantt/ranks.h"
+#include "gantt/text.h"
 
 namespace gantt::analysis {
 namespace {
@@ -179,14 +181,41 @@ void rule_copy_overlap(const Model& m, const std::vector<Device>& devs, Diagnose
 constexpr uint64_t kLaunchMinKernels = 32;
 constexpr double kLaunchMaxBusy = 60.0;  // busy %: a launch-bound GPU waits for the host
 
+// A launch-bound stream that issues the same kernel sequence over and over is what CUDA graphs
+// are for: captured once, replayed with one launch whose nodes run back to back.
+constexpr size_t kRepeatMaxPeriod = 256;      // kernels in one repeated sequence, at most
+constexpr size_t kRepeatWindow = 8192;        // launches examined per stream
+constexpr uint64_t kRepeatMinTimes = 3;
+constexpr double kRepeatMatch = 0.9;          // share of positions i with name[i] == name[i + period]
+
+// The shortest period with which the name sequence repeats itself, or 0.
+size_t repeat_period(const std::vector<uint32_t>& names) {
+  const size_t n = std::min(names.size(), kRepeatWindow);
+  for (size_t p = 1; p <= kRepeatMaxPeriod && p * kRepeatMinTimes <= n; ++p) {
+    size_t same = 0;
+    for (size_t i = 0; i + p < n; ++i) same += names[i] == names[i + p];
+    if (static_cast<double>(same) >= kRepeatMatch * static_cast<double>(n - p)) return p;
+  }
+  return 0;
+}
+
 void rule_launch_bound(const Model& m, const std::vector<Device>& devs, DiagnoseReport& r) {
   RuleResult res{"launch-bound", false, ""};
+  uint64_t graph_nodes = 0;
   for (const Device& d : devs) {
     std::vector<int64_t> exec;
     std::map<uint32_t, std::vector<uint64_t>> launches_by_thread;
+    std::map<uint32_t, std::vector<uint32_t>> names_by_stream;  // in start order
     for (uint32_t e : d.events) {
       if (!is_compute(m, e)) continue;
+      // A graph's nodes share one cudaGraphLaunch: they are not launched one by one, and the
+      // fix this rule proposes is already in place.
+      if (is_graph_node(m, e)) {
+        ++graph_nodes;
+        continue;
+      }
       exec.push_back(static_cast<int64_t>(m.events.end_ns[e] - m.events.start_ns[e]));
+      names_by_stream[m.events.stream[e]].push_back(m.events.name[e]);
       const uint32_t a = m.events.api[e];
       if (a != kNone && m.api.start_ns[a]) launches_by_thread[m.api.thread[a]].push_back(m.api.start_ns[a]);
     }
@@ -209,12 +238,45 @@ void rule_launch_bound(const Model& m, const std::vector<Device>& devs, Diagnose
     f.evidence.push_back(std::to_string(exec.size()) + " kernels, median exec " + us(med_exec) +
                          " us, median launch interval " + us(med_gap) + " us");
     f.evidence.push_back("device busy " + pct(busy) + " of " + usn(d.span_ns));
-    f.fix = "do more work per launch (fuse kernels, a grid-stride loop over all elements), or capture the sequence "
-            "in a CUDA graph and launch it once";
+    // The stream launching the most kernels one by one, and the sequence it repeats.
+    const auto busiest = std::max_element(names_by_stream.begin(), names_by_stream.end(), [](const auto& a, const auto& b) {
+      return a.second.size() < b.second.size();
+    });
+    const size_t period = repeat_period(busiest->second);
+    const uint64_t times = period ? std::min(busiest->second.size(), kRepeatWindow) / period : 0;
+    if (period > 1) {
+      std::string seq;
+      for (size_t i = 0; i < period && i < 4; ++i) {
+        seq += i ? ", " : "";
+        seq += ellipsize(demangle(m.string(busiest->second[i])), 40);
+      }
+      if (period > 4) seq += ", ...";
+      f.evidence.push_back("stream " + std::to_string(busiest->first) + " launches the same sequence of " +
+                           std::to_string(period) + " kernels (" + seq + ") " + std::to_string(times) +
+                           (busiest->second.size() > kRepeatWindow ? "+" : "") + " times, one launch per kernel");
+      f.fix = "capture the repeated sequence on stream " + std::to_string(busiest->first) +
+              " once as a CUDA graph (cudaStreamBeginCapture ... cudaStreamEndCapture, cudaGraphInstantiate) and "
+              "replay it with one cudaGraphLaunch per iteration: its nodes run back to back without a launch each; "
+              "fusing the kernels also cuts launches";
+    } else if (period == 1) {
+      f.evidence.push_back("stream " + std::to_string(busiest->first) + " launches " +
+                           ellipsize(demangle(m.string(busiest->second[0])), 60) + " over and over (" +
+                           std::to_string(busiest->second.size()) + " launches)");
+      f.fix = "do more work per launch (fuse kernels, a grid-stride loop over all elements), or capture the sequence "
+              "in a CUDA graph and launch it once";
+    } else {
+      f.fix = "do more work per launch (fuse kernels, a grid-stride loop over all elements); a CUDA graph helps "
+              "once the sequence of launches repeats";
+    }
     r.findings.push_back(std::move(f));
     res.fired = true;
   }
-  if (!res.fired) res.note = "no device with many kernels shorter than their launch interval";
+  if (!res.fired) {
+    res.note = "no device with many kernels shorter than their launch interval";
+    if (graph_nodes)
+      res.note += " (" + std::to_string(graph_nodes) + " kernels ran as CUDA graph nodes, launched with their graph: "
+                  "not counted)";
+  }
   r.rules.push_back(res);
 }
 

@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <future>
 #include <map>
 #include <stdexcept>
+#include <tuple>
 #include <unordered_map>
 
 #include "gantt/analysis/table.h"
+#include "gantt/graphs.h"
 
 namespace gantt::analysis {
 namespace {
@@ -15,14 +18,22 @@ namespace {
 struct Samples {
   std::string name;
   std::string range;
+  uint32_t graph_node = 0;
   std::vector<int64_t> exec;
   std::vector<int64_t> queue;
 };
 
 // Per-instance samples by match key. Names and range paths are resolved once per distinct
 // (name id, range row), not once per event: a million launches have a few dozen of those.
+// A graph node is matched by its place in the launch as well as its name: a graph replays
+// the same sequence, and a change to one node (a slower third kernel of eight) must show as
+// that node, not be averaged into every launch of the same kernel elsewhere in the graph.
 std::map<std::string, Samples> collect(const Model& m, bool match_range) {
   std::unordered_map<uint64_t, Samples*> slot;
+  std::map<std::tuple<uint64_t, uint32_t>, Samples*> graph_slot;
+  std::unordered_map<uint32_t, uint32_t> node_order;  // graph node event -> 1-based order in its launch
+  for (const GraphLaunch& g : graph_launches(m))
+    for (size_t k = 0; k < g.nodes.size(); ++k) node_order.emplace(g.nodes[k], static_cast<uint32_t>(k + 1));
   std::map<std::string, Samples> out;
   for (uint32_t e = 0; e < m.events.size(); ++e) {
     if (!is_gpu_work(m, e)) continue;
@@ -32,18 +43,32 @@ std::map<std::string, Samples> collect(const Model& m, bool match_range) {
                                                             : m.events.name[e];
     const uint64_t range_part = match_range ? m.events.range[e] : kNone;
     const uint64_t id = (range_part << 32) ^ name_part;
-    auto it = slot.find(id);
-    if (it == slot.end()) {
+    uint32_t node = 0;
+    if (!node_order.empty())
+      if (auto n = node_order.find(e); n != node_order.end()) node = n->second;
+    Samples** found = nullptr;
+    if (node != 0) {
+      found = &graph_slot[{id, node}];
+    } else {
+      auto it = slot.find(id);
+      found = it == slot.end() ? &slot.emplace(id, nullptr).first->second : &it->second;
+    }
+    if (*found == nullptr) {
       const std::string name = kernel_key(m, e);
       const std::string range = match_range ? m.range_path(e) : std::string();
-      Samples& s = out[range + '\x1f' + name];
+      // Zero-padded so a kernel's nodes sort in launch order.
+      char node_key[16] = "";
+      if (node != 0) std::snprintf(node_key, sizeof node_key, "\x1f%010u", node);
+      Samples& s = out[range + '\x1f' + name + node_key];
       s.name = name;
       s.range = range;
-      it = slot.emplace(id, &s).first;
+      s.graph_node = node;
+      *found = &s;
     }
-    it->second->exec.push_back(static_cast<int64_t>(m.events.end_ns[e] - m.events.start_ns[e]));
+    Samples* const it_s = *found;
+    it_s->exec.push_back(static_cast<int64_t>(m.events.end_ns[e] - m.events.start_ns[e]));
     const uint64_t q = m.events.queued_ns[e];
-    if (q != 0 && m.events.start_ns[e] >= q) it->second->queue.push_back(static_cast<int64_t>(m.events.start_ns[e] - q));
+    if (q != 0 && m.events.start_ns[e] >= q) it_s->queue.push_back(static_cast<int64_t>(m.events.start_ns[e] - q));
   }
   return out;
 }
@@ -116,12 +141,14 @@ DiffReport diff_models(const Model& base, const Model& next, const DiffOptions& 
     if (take_a) {
       k.name = ia->second.name;
       k.range = ia->second.range;
+      k.graph_node = ia->second.graph_node;
       ea = ia->second.exec;
       qa = ia->second.queue;
     }
     if (take_b) {
       k.name = ib->second.name;
       k.range = ib->second.range;
+      k.graph_node = ib->second.graph_node;
       eb = ib->second.exec;
       qb = ib->second.queue;
     }

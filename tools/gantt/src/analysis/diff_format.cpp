@@ -38,7 +38,8 @@ Table kernel_table(const DiffReport& r, size_t top) {
     if (top && n++ >= top) break;
     const bool both = !k.added && !k.removed;
     const double p = k.exec.rank.valid ? (k.exec.change > 0 ? k.exec.rank.p_greater : k.exec.rank.p_less) : -1;
-    t.rows.push_back({verdict_of(k), k.name, k.range.empty() ? "-" : k.range,
+    t.rows.push_back({verdict_of(k), k.graph_node ? k.name + " [graph node " + std::to_string(k.graph_node) + "]" : k.name,
+                      k.range.empty() ? "-" : k.range,
                       std::to_string(k.base.count) + " -> " + std::to_string(k.next.count),
                       us(k.base.median_ns) + " -> " + us(k.next.median_ns), both ? signed_pct(k.exec.change) : "-",
                       us(k.base.p95_ns) + " -> " + us(k.next.p95_ns),
@@ -126,6 +127,7 @@ std::string json_report(const DiffReport& r) {
     json::append_string(o, k.name);
     o += ", \"range\": ";
     json::append_string(o, k.range);
+    if (k.graph_node) o += ", \"graph_node\": " + std::to_string(k.graph_node);
     o += ", \"verdict\": ";
     std::string v = verdict_of(k);
     if (v == "REGRESSION") v = "regression";

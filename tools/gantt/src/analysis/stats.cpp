@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "gantt/analysis/intervals.h"
+#include "gantt/graphs.h"
 #include "gantt/text.h"
 
 namespace gantt::analysis {
@@ -40,6 +41,52 @@ std::string host_activity(const Model& m, uint16_t capture, uint64_t from, uint6
          std::to_string(m.threads.thread_id[m.api.thread[best_row]]) + ") " + share + " of the gap";
 }
 
+// One row per (capture, graph id) over its launches.
+std::vector<GraphRow> graph_rows(const Model& m) {
+  struct Acc {
+    GraphRow row;
+    std::vector<int64_t> spans, calls;
+  };
+  std::map<std::pair<uint16_t, uint64_t>, Acc> by_graph;
+  for (const GraphLaunch& g : graph_launches(m)) {
+    Acc& a = by_graph[{g.capture, g.graph_id}];
+    GraphRow& row = a.row;
+    if (row.launches == 0) {
+      row.key = graph_label(m, g.capture, g.graph_id);
+      row.capture = g.capture;
+      row.graph_id = g.graph_id;
+      row.nodes_min = g.nodes.size();
+    }
+    ++row.launches;
+    row.nodes_per_launch += static_cast<double>(g.nodes.size());
+    row.nodes_min = std::min<uint64_t>(row.nodes_min, g.nodes.size());
+    row.nodes_max = std::max<uint64_t>(row.nodes_max, g.nodes.size());
+    if (g.start_ns != 0 && g.end_ns > g.start_ns) {
+      a.spans.push_back(static_cast<int64_t>(g.end_ns - g.start_ns));
+      std::vector<Interval> iv;
+      for (uint32_t e : g.nodes)
+        if (is_gpu_work(m, e)) iv.emplace_back(m.events.start_ns[e], m.events.end_ns[e]);
+      merge_intervals(iv);
+      row.busy_ns += total_length(iv);
+    }
+    if (g.api != kNone && m.api.start_ns[g.api] != 0 && m.api.end_ns[g.api] >= m.api.start_ns[g.api])
+      a.calls.push_back(static_cast<int64_t>(m.api.end_ns[g.api] - m.api.start_ns[g.api]));
+  }
+  std::vector<GraphRow> rows;
+  for (auto& [key, a] : by_graph) {
+    GraphRow& row = a.row;
+    row.nodes_per_launch /= static_cast<double>(row.launches);
+    row.span = summarize(a.spans);
+    row.launch_call = summarize(a.calls);
+    row.busy_pct = row.span.total_ns ? 100.0 * static_cast<double>(row.busy_ns) / static_cast<double>(row.span.total_ns) : 0;
+    rows.push_back(std::move(row));
+  }
+  std::sort(rows.begin(), rows.end(), [](const GraphRow& a, const GraphRow& b) {
+    return a.span.total_ns != b.span.total_ns ? a.span.total_ns > b.span.total_ns : a.key < b.key;
+  });
+  return rows;
+}
+
 }  // namespace
 
 std::string unusable_capture(const Model& m) {
@@ -55,6 +102,7 @@ const char* to_string(GroupBy by) {
     case GroupBy::kStream: return "stream";
     case GroupBy::kDevice: return "device";
     case GroupBy::kRange: return "range";
+    case GroupBy::kGraph: return "graph";
   }
   return "?";
 }
@@ -142,6 +190,7 @@ StatsReport compute_stats(const Model& m, const StatsOptions& o) {
       ex.push_back(dur);
     }
 
+    if (o.by == GroupBy::kGraph) continue;  // graph rows come from the launches, below
     uint64_t id = 0;
     switch (o.by) {
       case GroupBy::kKernel: {
@@ -157,6 +206,7 @@ StatsReport compute_stats(const Model& m, const StatsOptions& o) {
         break;
       case GroupBy::kDevice: id = dk; break;
       case GroupBy::kRange: id = m.events.range[e]; break;
+      case GroupBy::kGraph: break;
     }
     auto [it, fresh] = slot_of.try_emplace(id, slot_key.size());
     if (fresh) {
@@ -172,6 +222,7 @@ StatsReport compute_stats(const Model& m, const StatsOptions& o) {
           key = rr == kNone ? "(no range)" : m.range_path_of_range(rr);
           break;
         }
+        case GroupBy::kGraph: break;
       }
       slot_key.push_back(std::move(key));
       slot_samples.emplace_back();
@@ -213,6 +264,11 @@ StatsReport compute_stats(const Model& m, const StatsOptions& o) {
   });
   r.groups_total = r.groups.size();
   if (o.top > 0 && r.groups.size() > o.top) r.groups.resize(o.top);
+  if (o.by == GroupBy::kGraph) {
+    r.graphs = graph_rows(m);
+    r.groups_total = r.graphs.size();
+    if (o.top > 0 && r.graphs.size() > o.top) r.graphs.resize(o.top);
+  }
 
   const auto stage = [](const char* name, std::vector<int64_t>& v) {
     const Distribution d = summarize(v);

@@ -9,7 +9,22 @@
 namespace gantt::analysis {
 namespace {
 
+Table graph_table(const StatsReport& r) {
+  Table t;
+  t.header = {"graph", "launches", "nodes/launch", "total_span_us", "median_span_us", "busy_us", "busy_%",
+              "median_launch_call_us", "total_launch_call_us"};
+  t.right = {false, true, true, true, true, true, true, true, true};
+  for (const GraphRow& g : r.graphs)
+    t.rows.push_back({g.key, std::to_string(g.launches), fixed(g.nodes_per_launch, 1),
+                      us(static_cast<int64_t>(g.span.total_ns)), g.span.count ? us(g.span.median_ns) : "-",
+                      us(static_cast<int64_t>(g.busy_ns)), g.span.count ? fixed(g.busy_pct, 1) : "-",
+                      g.launch_call.count ? us(g.launch_call.median_ns) : "-",
+                      g.launch_call.count ? us(static_cast<int64_t>(g.launch_call.total_ns)) : "-"});
+  return t;
+}
+
 Table group_table(const StatsReport& r) {
+  if (r.by == GroupBy::kGraph) return graph_table(r);
   Table t;
   t.header = {to_string(r.by), "count", "total_us", "share_%", "mean_us", "median_us", "p95_us", "min_us", "max_us"};
   t.right = {false, true, true, true, true, true, true, true, true};
@@ -60,6 +75,8 @@ Table nccl_table(const StatsReport& r) {
   return t;
 }
 
+size_t shown_groups(const StatsReport& r) { return r.by == GroupBy::kGraph ? r.graphs.size() : r.groups.size(); }
+
 std::string summary_line(const StatsReport& r) {
   return std::to_string(r.events) + " GPU activities, GPU time " + us(static_cast<int64_t>(r.gpu_time_ns)) +
          " us, makespan " + us(static_cast<int64_t>(r.makespan_ns)) + " us";
@@ -70,8 +87,30 @@ std::string json_report(const StatsReport& r) {
   std::string o = "{\n  \"by\": ";
   append_string(o, to_string(r.by));
   o += ",\n  \"events\": " + std::to_string(r.events) + ",\n  \"gpu_time_ns\": " + std::to_string(r.gpu_time_ns) +
-       ",\n  \"makespan_ns\": " + std::to_string(r.makespan_ns) + ",\n  \"groups_total\": " + std::to_string(r.groups_total) +
-       ",\n  \"groups\": [";
+       ",\n  \"makespan_ns\": " + std::to_string(r.makespan_ns) + ",\n  \"groups_total\": " + std::to_string(r.groups_total);
+  if (r.by == GroupBy::kGraph) {
+    o += ",\n  \"graphs\": [";
+    for (size_t i = 0; i < r.graphs.size(); ++i) {
+      const GraphRow& g = r.graphs[i];
+      o += i ? ",\n    {" : "\n    {";
+      o += "\"key\": ";
+      append_string(o, g.key);
+      o += ", \"capture\": " + std::to_string(g.capture) + ", \"graph_id\": " + std::to_string(g.graph_id) +
+           ", \"launches\": " + std::to_string(g.launches) + ", \"nodes_per_launch\": ";
+      json::append_number(o, g.nodes_per_launch, 3);
+      o += ", \"nodes_min\": " + std::to_string(g.nodes_min) + ", \"nodes_max\": " + std::to_string(g.nodes_max) +
+           ", \"span_total_ns\": " + std::to_string(g.span.total_ns) + ", \"span_median_ns\": ";
+      json::append_number(o, g.span.median_ns, 1);
+      o += ", \"busy_ns\": " + std::to_string(g.busy_ns) + ", \"busy_pct\": ";
+      json::append_number(o, g.busy_pct, 3);
+      o += ", \"launch_calls\": " + std::to_string(g.launch_call.count) +
+           ", \"launch_call_total_ns\": " + std::to_string(g.launch_call.total_ns) + ", \"launch_call_median_ns\": ";
+      json::append_number(o, g.launch_call.median_ns, 1);
+      o += "}";
+    }
+    o += r.graphs.empty() ? "]" : "\n  ]";
+  }
+  o += ",\n  \"groups\": [";
   for (size_t i = 0; i < r.groups.size(); ++i) {
     const GroupRow& g = r.groups[i];
     o += i ? ",\n    {" : "\n    {";
@@ -142,8 +181,9 @@ std::string format_stats(const StatsReport& r, Format f) {
     case Format::kCsv: return to_csv(group_table(r));
     case Format::kMarkdown: {
       std::string o = "**" + summary_line(r) + "**\n\n" + to_markdown(group_table(r));
-      if (r.groups.size() < r.groups_total)
-        o += "\n(top " + std::to_string(r.groups.size()) + " of " + std::to_string(r.groups_total) + " groups)\n";
+      if (r.by == GroupBy::kGraph && r.graphs.empty()) o += "\n(no CUDA graph launches in the capture)\n";
+      if (shown_groups(r) < r.groups_total)
+        o += "\n(top " + std::to_string(shown_groups(r)) + " of " + std::to_string(r.groups_total) + " groups)\n";
       o += "\n" + to_markdown(stage_table(r)) + "\n" + to_markdown(device_table(r));
       if (!gap_table(r).rows.empty()) o += "\nLargest idle gaps\n\n" + to_markdown(gap_table(r));
       if (!r.nccl.empty()) o += "\n" + to_markdown(nccl_table(r));
@@ -152,8 +192,9 @@ std::string format_stats(const StatsReport& r, Format f) {
     case Format::kText: break;
   }
   std::string o = summary_line(r) + "\n\n" + to_text(group_table(r));
-  if (r.groups.size() < r.groups_total)
-    o += "(top " + std::to_string(r.groups.size()) + " of " + std::to_string(r.groups_total) + " groups)\n";
+  if (r.by == GroupBy::kGraph && r.graphs.empty()) o += "(no CUDA graph launches in the capture)\n";
+  if (shown_groups(r) < r.groups_total)
+    o += "(top " + std::to_string(shown_groups(r)) + " of " + std::to_string(r.groups_total) + " groups)\n";
   o += "\n" + to_text(stage_table(r)) + "\n" + to_text(device_table(r));
   if (!gap_table(r).rows.empty()) o += "\nlargest idle gaps:\n" + to_text(gap_table(r));
   if (!r.nccl.empty()) o += "\n" + to_text(nccl_table(r));

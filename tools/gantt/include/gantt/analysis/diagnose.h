@@ -5,6 +5,8 @@
 //                         everything while others sit idle
 //   copy-overlap          copies that did not overlap compute (synchronous/pageable copies)
 //   launch-bound          many tiny kernels: median exec shorter than the launch interval
+//                         (CUDA graph nodes do not count: they share one launch); a stream
+//                         repeating one kernel sequence is told to capture it as a graph
 //   imbalance             busy time differs between devices or ranks
 //   low-occupancy         kernels that matter with low theoretical occupancy
 //   sync-stall            the GPU idles while the host sits in a synchronize call

@@ -1,5 +1,7 @@
 // `gantt-cli diff BASE NEW`: the CI gate. Kernels are matched across the two runs by
-// demangled name and NVTX range path; per match, count, total, median and p95 change; the
+// demangled name and NVTX range path (the nodes of CUDA graph launches by name and their
+// order within the launch, so one changed node is reported as that node); per match, count,
+// total, median and p95 change; the
 // same for makespan, busy %, overlap % and the stage medians.
 //
 // A change is a regression only when it is over the threshold *and* beyond the run-to-run
@@ -32,6 +34,7 @@ struct DiffOptions {
 struct KernelDiff {
   std::string name;   // kernel_key(): demangled name, "[memcpy HtoD]", ...
   std::string range;  // range path, "" when none
+  uint32_t graph_node = 0;  // 1-based order of the node within its graph launch; 0 = not a graph node
   bool added = false;    // only in NEW
   bool removed = false;  // only in BASE
   Distribution base;

@@ -11,7 +11,7 @@
 
 namespace gantt::analysis {
 
-enum class GroupBy { kKernel, kStream, kDevice, kRange };
+enum class GroupBy { kKernel, kStream, kDevice, kRange, kGraph };
 enum class Format { kText, kMarkdown, kJson, kCsv };
 
 struct Distribution {
@@ -31,6 +31,21 @@ struct GroupRow {
   Distribution exec;
   double share = 0;  // of all GPU exec time in the report
   uint64_t bytes = 0;
+};
+
+// --by graph: one row per CUDA graph, over its launches (graphs.h says what a launch is).
+struct GraphRow {
+  std::string key;             // "graph 3" ("c1 graph 3" with several captures)
+  uint16_t capture = 0;
+  uint64_t graph_id = 0;
+  uint64_t launches = 0;
+  double nodes_per_launch = 0; // mean nodes (kernels, copies, memsets) that ran per launch
+  uint64_t nodes_min = 0;
+  uint64_t nodes_max = 0;
+  Distribution span;           // per launch: first node start -> last node end
+  uint64_t busy_ns = 0;        // union of the nodes' exec time inside each launch, summed
+  double busy_pct = 0;         // busy / total span: what the gaps between nodes cost
+  Distribution launch_call;    // per launch: host time in the cudaGraphLaunch call (the launch overhead)
 };
 
 struct StageRow {
@@ -81,7 +96,8 @@ struct StatsReport {
   uint64_t makespan_ns = 0;  // first GPU start to last GPU end, all devices
   uint64_t first_ns = 0;     // first GPU start: times in the text are shown relative to it
   uint64_t groups_total = 0; // before --top
-  std::vector<GroupRow> groups;  // by total time, descending; ties by key
+  std::vector<GroupRow> groups;  // by total time, descending; ties by key (empty with --by graph)
+  std::vector<GraphRow> graphs;  // --by graph only: by total span, descending; ties by key
   std::vector<StageRow> stages;
   std::vector<DeviceRow> devices;
   std::vector<NcclRow> nccl;
@@ -99,7 +115,8 @@ std::string unusable_capture(const Model& model);
 
 // The key a GPU event is grouped under for --by kernel (and matched by in diff).
 std::string kernel_key(const Model& model, uint32_t event);
-// True for events that are GPU work (kernels, NCCL kernels, copies, memsets; not syncs).
+// True for events that are GPU work (kernels, NCCL kernels, copies, memsets; not syncs, not
+// host functions).
 bool is_gpu_work(const Model& model, uint32_t event);
 
 }  // namespace gantt::analysis
