@@ -33,7 +33,8 @@ namespace gpuhook::hook {
   X(cuptiSubscribe, false)                            \
   X(cuptiSubscribe_v2, false)                         \
   X(cuptiUnsubscribe, false)                          \
-  X(cuptiEnableCallback, false)
+  X(cuptiEnableCallback, false)                       \
+  X(cuptiGetStreamIdEx, false)
 
 struct CuptiApi {
 #define GPUHOOK_CUPTI_MEMBER(name, required) decltype(&::name) name = nullptr;

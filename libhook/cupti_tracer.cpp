@@ -89,6 +89,22 @@ void pop_external_correlation() {
   t->api().cuptiActivityPopExternalCorrelationId(kHookExternalKind, &last);
 }
 
+namespace {
+std::atomic<uint64_t> g_last_external_id{0};
+}  // namespace
+
+uint64_t next_external_id() { return g_last_external_id.fetch_add(1, std::memory_order_relaxed) + 1; }
+
+uint32_t cupti_stream_id(void* stream, bool per_thread) {
+  CuptiTracer* t = CuptiTracer::instance();
+  if (t == nullptr || t->api().cuptiGetStreamIdEx == nullptr) return 0;
+  uint32_t id = 0;
+  if (t->api().cuptiGetStreamIdEx(nullptr, static_cast<CUstream>(stream), per_thread ? 1 : 0, &id) != CUPTI_SUCCESS) {
+    return 0;
+  }
+  return id;
+}
+
 bool CuptiTracer::simulated() const { return dlsym(api_.handle, "gpuhook_sim_now_ns") != nullptr; }
 
 CuptiTracer* CuptiTracer::instance() { return g_tracer.load(std::memory_order_acquire); }

@@ -81,6 +81,13 @@ inline constexpr CUpti_ExternalCorrelationKind kHookExternalKind = CUPTI_EXTERNA
 // off or this CUPTI lacks the entry points.
 bool push_external_correlation(uint64_t id);
 void pop_external_correlation();
+// A fresh id for push_external_correlation: one counter for every caller (NCCL calls, host
+// functions), so no two of the hook's ids are ever the same in one process.
+uint64_t next_external_id();
+// CUPTI's id of a stream handle (cuptiGetStreamIdEx with no context: "Typically this parameter
+// should be null", cupti_activity.h); `per_thread`: the handle was passed to a _ptsz entry
+// point. 0 when GPU tracing is off or CUPTI cannot tell.
+uint32_t cupti_stream_id(void* stream, bool per_thread);
 
 class CuptiTracer final : public GpuSource {
  public:

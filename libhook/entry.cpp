@@ -33,6 +33,7 @@ extern "C" void gpuhook_api_mark(const char* name);  // the symbol preloaded() l
 namespace gpuhook::hook {
 
 extern std::atomic<bool> g_nccl_enabled;
+extern std::atomic<bool> g_host_func_enabled;
 int resolve_nccl();
 int resolve_exec();
 int install_nvtx(NvtxGetExportTableFunc_t get_export_table);
@@ -329,6 +330,7 @@ void start_unguarded() {
     g_nccl_enabled.store(true, std::memory_order_release);
   }
   resolve_exec();
+  if (config->cuda) g_host_func_enabled.store(true, std::memory_order_release);
   recorder().enabled.store(true, std::memory_order_release);
   std::atexit(&on_exit_handler);
   pthread_atfork(nullptr, nullptr, &on_fork_child);

@@ -8,7 +8,7 @@
 namespace gpuhook::hook {
 
 // kNameMore: the continuation of a long name (see RangePayload).
-enum class HostKind : uint8_t { kNone = 0, kNccl = 1, kRange = 2, kThreadName = 3, kNameMore = 4 };
+enum class HostKind : uint8_t { kNone = 0, kNccl = 1, kRange = 2, kThreadName = 3, kNameMore = 4, kHostFunc = 5 };
 
 // Range names are copied into the record because NVTX strings live only for the call. Most
 // names fit the record itself; a longer one (up to kMaxNameBytes, below) continues in
@@ -59,6 +59,16 @@ struct RangePayload {
   char name[kInlineNameBytes];
 };
 
+// A host function queued in stream order, as it ran (host_func_hooks.cpp). thread_id is the
+// runtime thread that ran it, start_ns/end_ns its run.
+struct HostFuncPayload {
+  const void* function;       // the program's function: the writer names it (dladdr)
+  uint64_t launch_thread_id;  // the thread that queued it
+  uint64_t external_id;       // pushed around the enqueueing call; 0 = none
+  uint32_t stream;            // CUPTI stream id; 0 = unknown
+  uint8_t api;                // gpuhook::v1::HostFunctionApi
+};
+
 // The next kMoreNameBytes of a name; the last one holds the rest.
 struct NameMorePayload {
   char text[kMoreNameBytes];
@@ -74,6 +84,7 @@ struct HostRecord {
     NcclPayload nccl;
     RangePayload range;
     NameMorePayload name_more;
+    HostFuncPayload host_func;
   };
 };
 

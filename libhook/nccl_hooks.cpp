@@ -28,7 +28,6 @@ CommMap& comms() {
 }
 
 std::atomic<uint64_t> g_init_all_calls{0};
-std::atomic<uint64_t> g_last_external_id{0};
 
 using CountFn = ncclResult_t (*)(const ncclComm_t, int*);
 
@@ -199,14 +198,6 @@ void record_call(v1::NcclOp op, const char* function, uint64_t count, int dtype,
   end_record();
 }
 
-// The id the wrapper pushes as CUPTI external correlation id around the real call: CUPTI then
-// writes one EXTERNAL_CORRELATION record (id, correlation id) for each CUDA call made inside
-// on this thread, NCCL's cuLaunchKernelEx among them. That ties the call to its kernel with no
-// guess by thread or time. Grouped calls launch nothing themselves: NCCL launches the group's
-// kernels inside the outermost ncclGroupEnd, whose record carries its own id and ends the
-// group (group_depth 0); the CLI gives the group's calls the kernels of that id.
-uint64_t next_external_id() { return g_last_external_id.fetch_add(1, std::memory_order_relaxed) + 1; }
-
 void adjust_group_depth(v1::NcclOp op) {
   if (op == v1::NCCL_GROUP_START) ++t_state.group_depth;
   if (op == v1::NCCL_GROUP_END && t_state.group_depth > 0) --t_state.group_depth;
@@ -241,6 +232,13 @@ int resolve_nccl() {
 using namespace gpuhook::hook;
 namespace v1 = gpuhook::v1;
 
+// The id the wrapper pushes as CUPTI external correlation id around the real call: CUPTI then
+// writes one EXTERNAL_CORRELATION record (id, correlation id) for each CUDA call made inside
+// on this thread, NCCL's cuLaunchKernelEx among them. That ties the call to its kernel with no
+// guess by thread or time. Grouped calls launch nothing themselves: NCCL launches the group's
+// kernels inside the outermost ncclGroupEnd, whose record carries its own id and ends the
+// group (group_depth 0); the CLI gives the group's calls the kernels of that id.
+// The ids come from next_external_id() (cupti_tracer.h).
 #define GPUHOOK_NCCL_WRAPPER(name, op, params, args, count_expr, dtype_expr, redop_expr, root_expr, comm_expr,   \
                              stream_expr)                                                                         \
   extern "C" GPUHOOK_EXPORT ncclResult_t name params {                                                            \

@@ -1,10 +1,13 @@
 #include "writer.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <sys/stat.h>
 #include <signal.h>
 #include <time.h>
 
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 
@@ -27,6 +30,7 @@ const char* kind_label(int kind) {
     case wire::Record::kMemory: return "memory";
     case wire::Record::kOverhead: return "overhead";
     case wire::Record::kDevice: return "device";
+    case wire::Record::kHostFunction: return "host_function";
     default: return nullptr;
   }
 }
@@ -43,6 +47,7 @@ uint64_t record_time_ns(const wire::Record& r) {
     case wire::Record::kRange: return static_cast<uint64_t>(r.range().time_ns());
     case wire::Record::kMemory: return static_cast<uint64_t>(r.memory().time_ns());
     case wire::Record::kOverhead: return static_cast<uint64_t>(r.overhead().start_ns());
+    case wire::Record::kHostFunction: return static_cast<uint64_t>(r.host_function().start_ns());
     default: return 0;
   }
 }
@@ -462,6 +467,29 @@ uint32_t Writer::intern_pointer(const void* key, const char* s) {
   return id;
 }
 
+// A program function's name: its dynamic symbol, else "<function at libfoo.so+0x1a2b>" (a
+// static function has no dynamic symbol; the offset finds it with addr2line).
+uint32_t Writer::intern_function(const void* function) {
+  auto it = pointer_ids_.find(function);
+  if (it != pointer_ids_.end()) return it->second;
+  Dl_info info{};
+  std::string name;
+  if (dladdr(function, &info) != 0 && info.dli_sname != nullptr && info.dli_saddr == function) {
+    name = info.dli_sname;
+  } else {
+    char text[64];
+    const auto offset = reinterpret_cast<uintptr_t>(function) - reinterpret_cast<uintptr_t>(info.dli_fbase);
+    std::snprintf(text, sizeof(text), "+0x%" PRIxPTR ">", info.dli_fbase != nullptr ? offset
+                                                                                 : reinterpret_cast<uintptr_t>(function));
+    const char* file = info.dli_fname != nullptr && info.dli_fbase != nullptr ? info.dli_fname : "";
+    const char* base = std::strrchr(file, '/');
+    name = std::string("<function at ") + (base != nullptr ? base + 1 : file) + text;
+  }
+  uint32_t id = file_->intern(name);
+  pointer_ids_.emplace(function, id);
+  return id;
+}
+
 void Writer::write_host(const HostRecord& record) {
   // A name longer than one record: the head waits here for the kNameMore records behind it in
   // the same ring. The hook commits them in one step and a drain takes everything committed,
@@ -533,6 +561,18 @@ void Writer::write_host(const HostRecord& record) {
     } else if (!name.empty()) {
       g->set_name_id(file_->intern(name));
     }
+  } else if (r.kind == HostKind::kHostFunc) {
+    auto* h = rec.mutable_host_function();
+    const HostFuncPayload& p = r.host_func;
+    h->set_thread_id(r.thread_id);
+    h->set_start_ns(static_cast<int64_t>(r.start_ns));
+    h->set_end_ns(static_cast<int64_t>(r.end_ns));
+    h->set_stream(p.stream);
+    h->set_external_id(p.external_id);
+    h->set_launch_thread_id(p.launch_thread_id);
+    h->set_api(static_cast<v1::HostFunctionApi>(p.api));
+    if (!in_window(rec) || out_of_time() || !open_file()) return;
+    h->set_name_id(intern_function(p.function));
   } else if (r.kind == HostKind::kThreadName) {
     // A thread name alone never creates the file; names given before it exists (or before
     // the capture window opened) are written right after the header.

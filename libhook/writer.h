@@ -95,6 +95,7 @@ class Writer final : private RecordSink {
   void write_host(const HostRecord& r);
   void write_thread_name(uint64_t thread_id, std::string_view name);
   uint32_t intern_pointer(const void* key, const char* s);
+  uint32_t intern_function(const void* function);
   void write_drops(bool final);
   bool in_window(const wire::Record& record) const;
   bool in_window(uint64_t time_ns) const;

@@ -114,6 +114,31 @@ inline v1::Record memcpy_rec(v1::CopyKind kind, uint64_t bytes, uint32_t stream,
   return r;
 }
 
+// A host function as the hook records it: run on `tid`, queued under `external_id`.
+inline v1::Record host_function(uint32_t name_id, uint32_t stream, uint64_t tid, uint64_t start, uint64_t end,
+                                uint64_t external_id) {
+  v1::Record r;
+  auto* h = r.mutable_host_function();
+  h->set_name_id(name_id);
+  h->set_stream(stream);
+  h->set_thread_id(tid);
+  h->set_launch_thread_id(1);
+  h->set_start_ns(static_cast<int64_t>(start));
+  h->set_end_ns(static_cast<int64_t>(end));
+  h->set_external_id(external_id);
+  h->set_api(v1::HOST_FUNCTION_API_LAUNCH);
+  return r;
+}
+
+// CUPTI's record that the call with `corr` was made under the hook's `external_id`.
+inline v1::Record external(uint64_t external_id, uint32_t corr) {
+  v1::Record r;
+  r.mutable_external_correlation()->set_kind(5);  // CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2
+  r.mutable_external_correlation()->set_external_id(external_id);
+  r.mutable_external_correlation()->set_correlation_id(corr);
+  return r;
+}
+
 inline v1::Record range(v1::RangeType type, uint32_t name_id, uint64_t tid, uint64_t time) {
   v1::Record r;
   auto* g = r.mutable_range();

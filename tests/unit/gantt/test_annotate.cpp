@@ -95,6 +95,23 @@ TEST(Annotate, IdleGapNamesTheBlockingHostCall) {
   EXPECT_EQ(Fixture::count(gantt::annotate(f.m, gantt::select_events(f.m, {}), o), AnnotationKind::kIdleGap), 0u);
 }
 
+TEST(Annotate, IdleGapNamesTheHostFunctionThatHeldTheStream) {
+  Fixture f;
+  f.b.add(string_def(9, "cudaLaunchHostFunc"));
+  f.b.add(string_def(10, "write_checkpoint"));
+  f.k(13, T, 0, T + 10 * US, T + 100 * US);
+  f.b.add(api(9, 1, T + 20 * US, T + 25 * US, ++f.corr));
+  f.b.add(external(77, f.corr));
+  f.b.add(host_function(10, 13, 2, T + 110 * US, T + 2300 * US, 77));  // the stream waits for it
+  f.k(13, T + 30 * US, 0, T + 2310 * US, T + 2400 * US);
+  gantt::AnnotateOptions o;
+  o.idle_gap_ns = 1000 * US;
+  const auto a = f.run(o);
+  // The host function is not device activity: the device idles while it runs.
+  ASSERT_EQ(Fixture::count(a, AnnotationKind::kIdleGap), 1u);
+  EXPECT_EQ(a.items.back().label, "idle 2.21 ms \xE2\x80\x94 host function write_checkpoint running");
+}
+
 TEST(Annotate, IdleGapWhenTheHostLaunchedLate) {
   Fixture f;
   f.k(13, T, 0, T + 10 * US, T + 100 * US);

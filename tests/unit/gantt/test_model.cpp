@@ -78,6 +78,36 @@ TEST(ModelJoin, JoinsByCorrelationId) {
   EXPECT_EQ(m.captures[0].unmatched_activities, 1u);
 }
 
+TEST(ModelJoin, HostFunctionSitsOnItsStreamJoinedToTheCallThatQueuedIt) {
+  gantt::Model m;
+  gantt::ModelBuilder b(m);
+  b.begin_capture("host.gpuh");
+  b.add(header());
+  b.add(a100());
+  b.add(string_def(1, "cudaLaunchKernel"));
+  b.add(string_def(2, "_Z4gemmPfS_S_i"));
+  b.add(string_def(3, "cudaLaunchHostFunc"));
+  b.add(string_def(4, "_ZN5train10checkpointEPv"));
+  b.add(api(1, 100, 1000, 1100, 7));
+  v1::Record k = kernel(2, 13, 7, 0, 0, 1200, 1500);
+  k.mutable_kernel()->set_device(1);
+  b.add(k);
+  b.add(api(3, 100, 1150, 1160, 8));
+  b.add(external(41, 8));
+  b.add(host_function(4, 13, 555, 1600, 2600, 41));
+  b.add(host_function(4, 13, 555, 2700, 2800, 0));  // no external id: on its lane, unjoined
+  b.end_capture({});
+  ASSERT_EQ(m.events.size(), 3u);
+  EXPECT_EQ(m.events.kind[1], EventKind::kHostFunc);
+  EXPECT_EQ(m.events.device[1], 1u);  // the stream's device
+  EXPECT_EQ(m.events.stream[1], 13u);
+  EXPECT_EQ(m.launch_ns(1), 1150u);
+  EXPECT_EQ(m.display_name(1), "train::checkpoint(void*)");
+  EXPECT_EQ(m.events.start_ns[1], 1600u);
+  EXPECT_EQ(m.events.api[2], kNone);
+  EXPECT_EQ(m.events.device[2], 1u);
+}
+
 TEST(ModelJoin, DemanglesKernelNames) {
   const gantt::Model m = fixture();
   EXPECT_EQ(m.display_name(1), "gemm(float*, float*, float*, int)");

@@ -265,6 +265,7 @@ TEST(ApiGroups, NamesFallInTheirGroups) {
   EXPECT_EQ(api_group_of("cudaLaunchKernel_v7000"), kApiLaunch);
   EXPECT_EQ(api_group_of("__cudaLaunchKernel_v13000"), kApiLaunch);
   EXPECT_EQ(api_group_of("cuLaunchKernelEx"), kApiLaunch);
+  EXPECT_EQ(api_group_of("cudaStreamAddCallback_v5000"), kApiLaunch);  // its host function joins the call
   EXPECT_EQ(api_group_of("cudaGraphLaunch_v10000"), kApiLaunch);
   EXPECT_EQ(api_group_of("cudaStreamSynchronize_v3020"), kApiSync);
   EXPECT_EQ(api_group_of("cudaStreamWaitEvent_v3020"), kApiSync);

@@ -44,6 +44,7 @@ void write_rank(const std::string& path, int rank, const std::string& boot, int6
   const uint32_t call = w->intern("ncclAllReduce");
   const uint32_t launch = w->intern("cudaLaunchKernel");
   const uint32_t other = w->intern("rank_only_kernel_" + std::to_string(rank));
+  const uint32_t host_fn = w->intern("rank_host_fn_" + std::to_string(rank));
   const uint32_t kernel = w->intern("_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE");
   for (int s = 0; s < steps; ++s) {
     const int64_t t = 10'000'100'000 + s * 1'000'000 + clock_offset;
@@ -95,6 +96,13 @@ void write_rank(const std::string& path, int rank, const std::string& boot, int6
     k->set_start_ns(t + 400'000);
     k->set_end_ns(t + 500'000);
     w->write(r);
+    r.Clear();
+    auto* h = r.mutable_host_function();  // host clock: shifted like the API calls
+    h->set_name_id(host_fn);
+    h->set_thread_id(2);
+    h->set_start_ns(t + 600'000);
+    h->set_end_ns(t + 700'000);
+    w->write(r);
   }
   ASSERT_TRUE(w->close());
 }
@@ -122,6 +130,13 @@ TEST(Merge, AlignsReinternsAndSplitsBackPerRank) {
     if (m.events.capture[e] == 1 && m.events.kind[e] == EventKind::kKernel) names.emplace_back(m.display_name(e));
   ASSERT_FALSE(names.empty());
   EXPECT_EQ(names[0], "rank_only_kernel_1");
+  // Host functions: re-interned and on the shifted host clock.
+  uint32_t first_host_fn = kNone;
+  for (uint32_t e = 0; e < m.events.size() && first_host_fn == kNone; ++e)
+    if (m.events.capture[e] == 1 && m.events.kind[e] == EventKind::kHostFunc) first_host_fn = e;
+  ASSERT_NE(first_host_fn, kNone);
+  EXPECT_EQ(m.display_name(first_host_fn), "rank_host_fn_1");
+  EXPECT_EQ(m.events.start_ns[first_host_fn], 10'000'700'000u);
   // Already aligned: the ends coincide, and a second alignment finds nothing left to shift.
   RankAlignment again = align_model_ranks(m);
   EXPECT_EQ(again.captures[1].offset_ns, 0);
@@ -144,7 +159,7 @@ TEST(Merge, InputWithoutHeaderKeepsItsOwnSection) {
   EXPECT_EQ(m.captures[2].header.rank(), 2);
   size_t in_section_1 = 0;
   for (uint32_t e = 0; e < m.events.size(); ++e) in_section_1 += m.events.capture[e] == 1;
-  EXPECT_EQ(in_section_1, 6u);
+  EXPECT_EQ(in_section_1, 9u);  // per step: two kernels and a host function
 }
 
 // Issue 22 item 8: string ids are values from an untrusted file. 0xFFFFFFFF used to wrap the

@@ -48,6 +48,23 @@ uint64_t overlap_with(const std::vector<Interval>& u, uint64_t b, uint64_t e) {
 
 bool is_compute(EventKind k) { return k == EventKind::kKernel || k == EventKind::kNccl; }
 
+// The host function (cudaLaunchHostFunc, cudaStreamAddCallback) that ran through most of the
+// gap on its device: while one runs, its stream waits for the host, and so may the device.
+uint32_t host_function_over(const Model& m, const std::vector<uint32_t>& host_functions, uint64_t b, uint64_t e) {
+  uint32_t best = kNone;
+  uint64_t best_cover = 0;
+  for (uint32_t h : host_functions) {
+    const uint64_t hb = m.events.start_ns[h], he = m.events.end_ns[h];
+    if (hb >= e || he <= b) continue;
+    const uint64_t cover = std::min(e, he) - std::max(b, hb);
+    if (cover > best_cover) {
+      best = h;
+      best_cover = cover;
+    }
+  }
+  return best_cover * 2 >= e - b ? best : kNone;
+}
+
 // What the launching thread of `next` was doing during [b, e): the host call that covers
 // most of the gap, preferring blocking calls.
 std::string host_activity(const Model& m, uint32_t next, uint64_t b, uint64_t e) {
@@ -100,10 +117,13 @@ Annotations annotate(const Model& m, const Selection& sel, const AnnotateOptions
   }
 
   // Per-device rules over the union of activity.
-  std::map<std::pair<uint16_t, uint32_t>, std::vector<uint32_t>> by_device;
-  for (uint32_t e : sel.events)
-    if (ev.kind[e] != EventKind::kSync && ev.start_ns[e] && ev.end_ns[e] >= ev.start_ns[e])
-      by_device[{ev.capture[e], ev.device[e]}].push_back(e);
+  // Host functions are not device activity: a gap they fill is idle device time, and they
+  // explain it.
+  std::map<std::pair<uint16_t, uint32_t>, std::vector<uint32_t>> by_device, host_functions;
+  for (uint32_t e : sel.events) {
+    if (ev.kind[e] == EventKind::kSync || !ev.start_ns[e] || ev.end_ns[e] < ev.start_ns[e]) continue;
+    (ev.kind[e] == EventKind::kHostFunc ? host_functions : by_device)[{ev.capture[e], ev.device[e]}].push_back(e);
+  }
   const uint64_t window = sel.window_end_ns - sel.window_start_ns;
   const int64_t idle_ns = idle_gap_threshold_ns(o, window);
   for (const auto& [key, events] : by_device) {
@@ -153,7 +173,12 @@ Annotations annotate(const Model& m, const Selection& sel, const AnnotateOptions
                                  [&](uint32_t e, uint64_t t) { return ev.start_ns[e] < t; });
       const uint32_t next = (it != events.end() && ev.start_ns[*it] == ge) ? *it : kNone;
       std::string label = "idle " + format_duration(static_cast<int64_t>(ge - gb));
-      if (explain[g]) label += " \xE2\x80\x94 " + host_activity(m, next, gb, ge);
+      if (explain[g]) {
+        const uint32_t h = host_function_over(m, host_functions[key], gb, ge);
+        label += " \xE2\x80\x94 ";
+        label += h != kNone ? "host function " + utf8_clean(std::string(m.display_name(h))) + " running"
+                            : host_activity(m, next, gb, ge);
+      }
       keep({AnnotationKind::kIdleGap, next, key.first, key.second, gb, ge, std::move(label)});
     }
   }

@@ -45,6 +45,7 @@ Color kind_color(EventKind kind, uint8_t copy_kind) {
     case EventKind::kMemset: return palette::kMemset;
     case EventKind::kNccl: return palette::kNccl;
     case EventKind::kSync: return palette::kSync;
+    case EventKind::kHostFunc: return palette::kHostFunc;
     case EventKind::kMemcpy: break;
   }
   switch (copy_kind) {

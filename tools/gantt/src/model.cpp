@@ -17,6 +17,7 @@ const char* to_string(EventKind kind) {
     case EventKind::kMemset: return "memset";
     case EventKind::kSync: return "sync";
     case EventKind::kNccl: return "nccl";
+    case EventKind::kHostFunc: return "host function";
   }
   return "unknown";
 }

@@ -62,6 +62,9 @@ struct ModelBuilder::Impl {
   // CUPTI stream id -> the priority it was created with (StreamInfo records, which may come
   // after the stream's kernels: CUDA 13 hands buffers back out of order).
   std::unordered_map<uint32_t, int32_t> stream_priority;
+  // Host function events and the external id of the call that queued them: the id's
+  // EXTERNAL_CORRELATION record gives that call's correlation id (join_host_functions).
+  std::vector<std::pair<uint32_t, uint64_t>> host_func_external;
 
   explicit Impl(Model& model) : m(model) {
     for (uint32_t i = 0; i < m.strings.size(); ++i) string_ids.emplace(m.strings[i], i);
@@ -141,6 +144,7 @@ struct ModelBuilder::Impl {
   void build_ranges();
   void join_nccl(const std::vector<uint32_t>& event_of_api);
   void join_nccl_by_external_id();
+  void join_host_functions();
   void occupancy();
   void demangle_names();
 };
@@ -256,6 +260,17 @@ void ModelBuilder::Impl::add(const v1::Record& r) {
       see(e);
       break;
     }
+    case v1::Record::kHostFunction: {
+      const auto& h = r.host_function();
+      const uint64_t s = t(h.has_start_ns(), h.start_ns()), e = t(h.has_end_ns(), h.end_ns());
+      // The device is the stream's (join_host_functions); host times need no GPU clock mapping.
+      push_event(EventKind::kHostFunc, h.name_id(), 0, h.stream(), 0, 0, 0, 0, 0, s, e, 0);
+      if (h.external_id() != 0)
+        push(host_func_external, std::make_pair(static_cast<uint32_t>(m.events.size() - 1), h.external_id()));
+      see(s);
+      see(e);
+      break;
+    }
     case v1::Record::kRange: {
       const auto& g = r.range();
       const uint64_t ts = t(g.has_time_ns(), g.time_ns());
@@ -299,7 +314,7 @@ void ModelBuilder::Impl::align() {
   c.alignment = fit_clocks(shared, pairs);
   EventTable& e = m.events;
   for (size_t i = ev0; i < e.size(); ++i) {
-    if (c.alignment.method == AlignMethod::kFit) {
+    if (c.alignment.method == AlignMethod::kFit && e.kind[i] != EventKind::kHostFunc) {
       const uint32_t d = e.device[i];
       e.queued_ns[i] = c.alignment.to_host(d, e.queued_ns[i]);
       e.submitted_ns[i] = c.alignment.to_host(d, e.submitted_ns[i]);
@@ -637,11 +652,36 @@ void ModelBuilder::Impl::occupancy() {
   }
 }
 
+// A host function draws on the lane of the stream it ran in, on that stream's device (the
+// hook knows the stream's CUPTI id, not its device), and joins the cudaLaunchHostFunc or
+// cudaStreamAddCallback call that queued it through the external id the hook pushed around it.
+void ModelBuilder::Impl::join_host_functions() {
+  EventTable& e = m.events;
+  std::unordered_map<uint32_t, uint32_t> device_of_stream;
+  bool any = false;
+  for (size_t i = ev0; i < e.size(); ++i) {
+    if (e.kind[i] == EventKind::kHostFunc) any = true;
+    else if (e.stream[i] != 0) device_of_stream.emplace(e.stream[i], e.device[i]);
+  }
+  if (!any) return;
+  for (size_t i = ev0; i < e.size(); ++i) {
+    if (e.kind[i] != EventKind::kHostFunc) continue;
+    if (auto it = device_of_stream.find(e.stream[i]); it != device_of_stream.end()) e.device[i] = it->second;
+  }
+  if (host_func_external.empty()) return;
+  std::unordered_map<uint64_t, uint32_t> corr_of;  // external id -> the first call made under it
+  for (const RawExternal& x : raw_external) corr_of.emplace(x.external_id, x.correlation_id);
+  for (const auto& [row, external_id] : host_func_external)
+    if (auto it = corr_of.find(external_id); it != corr_of.end()) e.correlation_id[row] = it->second;
+  host_func_external.clear();
+}
+
 void ModelBuilder::Impl::demangle_names() {
   EventTable& e = m.events;
   std::vector<uint32_t> ids;
   for (size_t i = ev0; i < e.size(); ++i)
-    if (e.kind[i] == EventKind::kKernel || e.kind[i] == EventKind::kNccl) ids.push_back(e.name[i]);
+    if (e.kind[i] == EventKind::kKernel || e.kind[i] == EventKind::kNccl || e.kind[i] == EventKind::kHostFunc)
+      ids.push_back(e.name[i]);
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   for (uint32_t id : ids) {
@@ -669,11 +709,13 @@ void ModelBuilder::Impl::finish(const gpuhook::Integrity& integrity) {
     stream_priority.clear();
   }
   align();
+  join_host_functions();
   join();
   occupancy();
   demangle_names();
   local_to_model.clear();
   raw_external.clear();
+  host_func_external.clear();
   thread_rows.clear();
   pairs.clear();
   open = false;

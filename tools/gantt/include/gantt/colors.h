@@ -27,6 +27,7 @@ inline constexpr Color kMemset{127, 127, 127, 255};
 inline constexpr Color kNccl{227, 119, 194, 255};             // pink
 inline constexpr Color kSync{90, 90, 90, 160};
 inline constexpr Color kApi{200, 200, 210, 255};
+inline constexpr Color kHostFunc{148, 103, 189, 255};          // purple: host work holding a stream
 inline constexpr Color kBlocking{192, 80, 77, 255};           // host blocked
 inline constexpr Color kLaunchTick{40, 40, 40, 255};
 inline constexpr Color kRange{120, 170, 120, 255};

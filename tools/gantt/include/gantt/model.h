@@ -32,7 +32,9 @@ namespace gantt {
 
 inline constexpr uint32_t kNone = UINT32_MAX;
 
-enum class EventKind : uint8_t { kKernel = 0, kMemcpy = 1, kMemset = 2, kSync = 3, kNccl = 4 };
+// kHostFunc: a host function run in stream order (cudaLaunchHostFunc, cudaStreamAddCallback),
+// timed by the hook on the host: it holds its stream, but it is not GPU work.
+enum class EventKind : uint8_t { kKernel = 0, kMemcpy = 1, kMemset = 2, kSync = 3, kNccl = 4, kHostFunc = 5 };
 const char* to_string(EventKind kind);
 
 // Copy direction in CUPTI's words (v1::CopyKind values); kNone for non-copies.

@@ -109,7 +109,7 @@ const char* to_string(GroupBy by) {
 
 bool is_gpu_work(const Model& m, uint32_t e) {
   const EventKind k = m.events.kind[e];
-  return k != EventKind::kSync && m.events.start_ns[e] != 0 && m.events.end_ns[e] > m.events.start_ns[e];
+  return k != EventKind::kSync && k != EventKind::kHostFunc && m.events.start_ns[e] != 0 && m.events.end_ns[e] > m.events.start_ns[e];
 }
 
 std::string kernel_key(const Model& m, uint32_t e) {

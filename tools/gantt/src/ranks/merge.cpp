@@ -45,6 +45,10 @@ void shift_record(v1::Record& r, int64_t delta, bool gpu_on_host_clock) {
   switch (r.kind_case()) {
     case v1::Record::kApi: SHIFT(r.mutable_api(), start_ns); SHIFT(r.mutable_api(), end_ns); break;
     case v1::Record::kNccl: SHIFT(r.mutable_nccl(), start_ns); SHIFT(r.mutable_nccl(), end_ns); break;
+    case v1::Record::kHostFunction:
+      SHIFT(r.mutable_host_function(), start_ns);
+      SHIFT(r.mutable_host_function(), end_ns);
+      break;
     case v1::Record::kRange: SHIFT(r.mutable_range(), time_ns); break;
     case v1::Record::kMemory: SHIFT(r.mutable_memory(), time_ns); break;
     case v1::Record::kDrops: SHIFT(r.mutable_drops(), time_ns); break;
@@ -83,6 +87,7 @@ void remap_strings(v1::Record& r, Remap remap) {
     case v1::Record::kApi: r.mutable_api()->set_name_id(remap(r.api().name_id())); break;
     case v1::Record::kKernel: r.mutable_kernel()->set_name_id(remap(r.kernel().name_id())); break;
     case v1::Record::kNccl: r.mutable_nccl()->set_name_id(remap(r.nccl().name_id())); break;
+    case v1::Record::kHostFunction: r.mutable_host_function()->set_name_id(remap(r.host_function().name_id())); break;
     case v1::Record::kThread: r.mutable_thread()->set_name_id(remap(r.thread().name_id())); break;
     case v1::Record::kRange:
       r.mutable_range()->set_name_id(remap(r.range().name_id()));

@@ -105,7 +105,7 @@ std::vector<RankIntervals> rank_busy_intervals(const Model& model) {
   for (size_t c = 0; c < out.size(); ++c) out[c].global_rank = global_rank(model, static_cast<uint16_t>(c));
   const EventTable& e = model.events;
   for (size_t i = 0; i < e.size(); ++i) {
-    if (e.kind[i] == EventKind::kNccl || e.kind[i] == EventKind::kSync) continue;
+    if (e.kind[i] == EventKind::kNccl || e.kind[i] == EventKind::kSync || e.kind[i] == EventKind::kHostFunc) continue;
     if (e.start_ns[i] == 0 || e.end_ns[i] <= e.start_ns[i]) continue;
     out[e.capture[i]].intervals.push_back({e.start_ns[i], e.end_ns[i]});
   }
