@@ -26,16 +26,7 @@
 #include <vector>
 
 #include "common.h"
-
-#define CHECK_NCCL(call)                                                                           \
-  do {                                                                                             \
-    const ncclResult_t check_res_ = (call);                                                        \
-    if (check_res_ != ncclSuccess) {                                                               \
-      std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call,                    \
-                   ncclGetErrorString(check_res_));                                                \
-      std::exit(1);                                                                                \
-    }                                                                                              \
-  } while (0)
+#include "nccl_check.h"
 
 namespace {
 

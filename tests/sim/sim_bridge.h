@@ -37,4 +37,11 @@ void gpuhook_sim_api_callback(int site, CUpti_CallbackId cbid, const char* funct
                               const char* symbol_name, uint32_t correlation_id,
                               uint64_t* correlation_data, void* return_value);
 void gpuhook_sim_emit_external_correlations(uint32_t correlation_id);
+
+// The other way, defined by the simulated runtime and found with dlsym (the runtime may not be
+// loaded): the CUPTI stream id of a stream handle, 0 when the handle is unknown.
+uint32_t gpuhook_sim_stream_id(const void* stream, int per_thread);
+// The device a stream handle belongs to (the current device when it was created), -1 when the
+// handle is unknown; `per_thread` as above. Defined by the simulated runtime, found with dlsym.
+int gpuhook_sim_stream_device(const void* stream, int per_thread);
 }

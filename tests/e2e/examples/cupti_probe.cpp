@@ -92,11 +92,15 @@ void report() {
   }
   size_t dropped = 0;
   cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped);
-  // The GPU timeline's length, first kernel start to last kernel end (simulated time).
+  // The GPU timeline's length, first kernel start to last kernel end (simulated time), less
+  // the kernels whose names contain GPUHOOK_PROBE_SPAN_SKIP (the simulated NCCL's kernels end
+  // when every rank has really arrived: real time, not the model's).
   // And the longest queued -> start wait of the kernels named by GPUHOOK_PROBE_WATCH.
   const char* watch = std::getenv("GPUHOOK_PROBE_WATCH");
+  const char* skip = std::getenv("GPUHOOK_PROBE_SPAN_SKIP");
   uint64_t first = UINT64_MAX, last = 0, watch_wait = 0;
   for (const auto& k : g_kernels) {
+    if (skip != nullptr && *skip != '\0' && k.name.find(skip) != std::string::npos) continue;
     first = std::min(first, k.start);
     last = std::max(last, k.end);
     if (watch != nullptr && k.name.find(watch) != std::string::npos && k.start > k.queued) {

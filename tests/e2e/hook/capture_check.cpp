@@ -2,8 +2,8 @@
 //   capture_check FILE [--expect KIND=N]... [--min KIND=N]... [--nesting] [--kernels]
 //                      [--copies] [--nccl] [--nccl-device] [--nccl-kernels] [--nccl-function NAME=N]...
 //                      [--header FIELD=VALUE]... [--allow-truncated]
-//                      [--threads] [--sync-returns] [--graph] [--domain-nesting] [--range-name NAME=N]... [--domain-name NAME=N]...
-//                      [--range-color NAME=ARGB]... [--range-category NAME=N]...
+//                      [--threads] [--sync-returns] [--graph] [--host-functions] [--domain-nesting] [--range-name NAME=N]... [--domain-name NAME=N]...
+//                      [--range-color NAME=ARGB]... [--range-category NAME=N]... [--devices N]
 // KIND: kernel memcpy memset api sync nccl range memory overhead device footer drops.
 // Prints one "kind count" line per kind, then "FAIL: ..." lines; exit 0 when all checks hold.
 #include <algorithm>
@@ -27,7 +27,7 @@ const std::map<std::string, int> kKinds = {
     {"memory", v1::Record::kMemory}, {"overhead", v1::Record::kOverhead}, {"drops", v1::Record::kDrops},
     {"footer", v1::Record::kFooter},  {"thread", v1::Record::kThread}, {"notice", v1::Record::kNotice},
     {"stream", v1::Record::kStream}, {"cuda_event", v1::Record::kCudaEvent},
-    {"external_correlation", v1::Record::kExternalCorrelation}};
+    {"external_correlation", v1::Record::kExternalCorrelation}, {"host_function", v1::Record::kHostFunction}};
 
 int failures = 0;
 void fail(const std::string& what) {
@@ -53,8 +53,11 @@ int main(int argc, char** argv) {
   std::map<std::string, uint64_t> nccl_functions;  // NcclCall records per entry-point name
   bool threads = false;      // API records carry Linux tids, the same ids as NVTX/NCCL records
   bool sync_returns = false;  // a Synchronization record says what its API call returned
+  bool host_functions = false;  // host functions: on a stream, tied to the call that queued them
   bool graph = false;         // graph kernels: unknown stamps, the launch's correlation id
   bool domain_nesting = false;  // like --nesting, for every domain: one stack per (thread, domain)
+  // Several devices: one DeviceInfo and some kernels per device, peer copies name two devices.
+  uint64_t devices = 0;
   // Ranges by name: how many push/start/mark records carry it, their colour and category.
   std::map<std::string, uint64_t> name_expect, domain_expect, color_expect, category_expect;
   auto named = [&](std::map<std::string, uint64_t>& m, const std::string& s) {
@@ -81,7 +84,9 @@ int main(int argc, char** argv) {
     else if (a == "--threads") threads = true;
     else if (a == "--sync-returns") sync_returns = true;
     else if (a == "--graph") graph = true;
+    else if (a == "--host-functions") host_functions = true;
     else if (a == "--domain-nesting") domain_nesting = true;
+    else if (a == "--devices") devices = std::strtoull(argv[++i], nullptr, 10);
     else if (a == "--range-name") named(name_expect, argv[++i]);
     else if (a == "--domain-name") named(domain_expect, argv[++i]);
     else if (a == "--range-color") named(color_expect, argv[++i]);
@@ -238,7 +243,9 @@ int main(int argc, char** argv) {
     for (const auto& r : records) {
       if (!r.has_api() || r.api().name_id() >= strings.size()) continue;
       const std::string& name = strings[r.api().name_id()];
-      if (name.find("LaunchKernel") != std::string::npos) ++launches;
+      if (name.find("LaunchKernel") != std::string::npos || name.find("LaunchCooperativeKernel") != std::string::npos) {
+        ++launches;
+      }
     }
     if (launches != counts[v1::Record::kKernel]) {
       fail(std::to_string(counts[v1::Record::kKernel]) + " kernels for " + std::to_string(launches) + " launch calls");
@@ -308,6 +315,42 @@ int main(int argc, char** argv) {
       }
     }
     std::printf("graph_kernels %llu\n", static_cast<unsigned long long>(graph_kernels));
+  }
+
+  if (host_functions) {
+    // Each host function ran on a thread other than the one that queued it (a runtime thread),
+    // on a stream the kernels also use, and its external id leads to the enqueueing call.
+    std::unordered_map<uint32_t, std::string> api_name;
+    for (const auto& r : records) {
+      if (r.has_api() && r.api().name_id() < strings.size()) api_name[r.api().correlation_id()] = strings[r.api().name_id()];
+    }
+    std::unordered_map<uint64_t, uint32_t> corr_of;
+    for (const auto& r : records) {
+      if (r.has_external_correlation()) corr_of[r.external_correlation().external_id()] = r.external_correlation().correlation_id();
+    }
+    std::unordered_map<uint32_t, bool> kernel_streams;
+    for (const auto& r : records) {
+      if (r.has_kernel()) kernel_streams[r.kernel().stream()] = true;
+    }
+    uint64_t joined = 0;
+    for (const auto& r : records) {
+      if (!r.has_host_function()) continue;
+      const v1::HostFunction& h = r.host_function();
+      const std::string what = "host function " + std::to_string(h.external_id());
+      if (h.start_ns() == 0 || h.end_ns() < h.start_ns()) fail(what + " has no start/end");
+      if (h.thread_id() == 0 || h.thread_id() == h.launch_thread_id()) fail(what + " ran on the thread that queued it");
+      if (h.stream() == 0 || !kernel_streams.count(h.stream())) fail(what + " has stream " + std::to_string(h.stream()));
+      if (h.name_id() == 0 || h.name_id() >= strings.size()) fail(what + " has no name");
+      auto c = corr_of.find(h.external_id());
+      auto a = c == corr_of.end() ? api_name.end() : api_name.find(c->second);
+      if (a == api_name.end() || (a->second.find("LaunchHostFunc") == std::string::npos &&
+                                  a->second.find("StreamAddCallback") == std::string::npos)) {
+        fail(what + " is not tied to the call that queued it");
+      } else {
+        ++joined;
+      }
+    }
+    std::printf("host_functions_joined %llu\n", static_cast<unsigned long long>(joined));
   }
 
   if (sync_returns) {
@@ -439,6 +482,29 @@ int main(int argc, char** argv) {
       tied += kernel;
     }
     std::printf("nccl_tied %llu\n", static_cast<unsigned long long>(tied));
+  }
+  if (devices > 0) {
+    std::map<uint32_t, uint64_t> kernels_on, infos;
+    uint64_t peer = 0;
+    for (const auto& r : records) {
+      if (r.has_kernel()) ++kernels_on[r.kernel().device()];
+      if (r.has_device()) ++infos[r.device().ordinal()];
+      if (!r.has_memcpy()) continue;
+      const auto& m = r.memcpy();
+      const bool across = m.src_device() != m.dst_device();
+      if (across != (m.copy_kind() == v1::COPY_PTOP)) {
+        fail("a " + std::to_string(m.copy_kind()) + " copy from device " + std::to_string(m.src_device()) +
+             " to device " + std::to_string(m.dst_device()));
+      }
+      peer += across;
+    }
+    for (uint32_t d = 0; d < devices; ++d) {
+      std::printf("kernels_device_%u %llu\n", d, static_cast<unsigned long long>(kernels_on[d]));
+      if (kernels_on[d] == 0) fail("no kernel on device " + std::to_string(d));
+      if (infos[d] != 1) fail(std::to_string(infos[d]) + " DeviceInfo records for device " + std::to_string(d));
+    }
+    if (kernels_on.size() > devices || infos.size() > devices) fail("records name more than " + std::to_string(devices) + " devices");
+    std::printf("peer_copies %llu\n", static_cast<unsigned long long>(peer));
   }
   return failures == 0 ? 0 : 1;
 }

@@ -425,7 +425,43 @@ case $case_name in
     [ -x "$example" ] || { echo "SKIP: no example"; exit 0; }
     sim_pair -- "$example"
     gpuhook_lines 1 "dropped 0"
-    check "$(capture)" --expect kernel=4 --expect memcpy=8 --kernels --copies --threads
+    check "$(capture)" --expect kernel=4 --expect memcpy=8 --expect host_function=8 --kernels --copies --threads --host-functions
+    ;;
+  two_devices)
+    # Two devices, one host thread each (3 iterations: a kernel and 4 copies each), then two
+    # peer copies device 0 -> device 1, a cooperative kernel and a copy out on device 1.
+    [ -x "$example" ] || { echo "SKIP: no example"; exit 0; }
+    export GPUHOOK_SIM_DEVICES=2
+    sim_pair GPUHOOK_API=all -- "$example"
+    grep -q '^OK$' plain.out || fail "the program did not run on two devices: $(head -3 plain.out)"
+    gpuhook_lines 1 "dropped 0"
+    check "$(capture)" --expect kernel=7 --expect memcpy=21 --expect device=2 --kernels --copies --threads --devices 2
+    [ "$(value kernels_device_0)" = 3 ] || fail "$(value kernels_device_0) kernels on device 0, want 3"
+    [ "$(value kernels_device_1)" = 4 ] || fail "$(value kernels_device_1) kernels on device 1, want 4"
+    [ "$(value peer_copies)" = 2 ] || fail "$(value peer_copies) peer copies, want 2"
+    ;;
+  example_multi_gpu)
+    # multi_gpu on two devices, 2 iterations: per device 4 chunk kernels and an accumulate per
+    # iteration, 4 peer copies to the other device per iteration; then one grouped all-reduce
+    # over ncclCommInitAll (a kernel per device) and a copy out per device. The chart has a
+    # lane group per device.
+    [ -x "$example" ] && [ -f "$sim_lib/libnccl.so.2" ] || { echo "SKIP: no multi_gpu or simulated NCCL"; exit 0; }
+    export GPUHOOK_SIM_DEVICES=2
+    for variant in "" --fixed; do
+      rm -f "$work"/cap-*.gpuh
+      sim_pair -- "$example" --iterations 2 --size 4096 $variant
+      grep -q '^OK$' plain.out || fail "multi_gpu $variant did not run on two devices: $(head -3 plain.out)"
+      gpuhook_lines 1 "dropped 0"
+      check "$(capture)" --expect kernel=22 --expect memcpy=18 --expect device=2 --kernels --copies --threads \
+        --devices 2 --nccl-device
+      [ "$(value kernels_device_0)" = 11 ] || fail "$variant: $(value kernels_device_0) kernels on device 0, want 11"
+      [ "$(value kernels_device_1)" = 11 ] || fail "$variant: $(value kernels_device_1) kernels on device 1, want 11"
+      [ "$(value peer_copies)" = 16 ] || fail "$variant: $(value peer_copies) peer copies, want 16"
+      "$gantt_cli" render "$(capture)" -o "$work/chart.svg" >/dev/null 2>&1 || fail "render failed"
+      for gpu in GPU0 GPU1; do
+        grep -q ">$gpu" "$work/chart.svg" || fail "$variant: the chart has no lane group for $gpu"
+      done
+    done
     ;;
   graph_replay)
     # 8 kernels captured once, replayed 20 times: unknown stamps are no invalid times.

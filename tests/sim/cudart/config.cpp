@@ -88,6 +88,17 @@ SimConfig SimConfig::from_environment() {
   read_number("GPUHOOK_SIM_PAGEABLE_GBPS", &c.pageable_gbps);
   if (c.pinned_gbps <= 0) c.pinned_gbps = 25.0;
   if (c.pageable_gbps <= 0) c.pageable_gbps = 10.0;
+  read_number("GPUHOOK_SIM_PEER_GBPS", &c.peer_gbps);
+  if (c.peer_gbps <= 0) c.peer_gbps = 450.0;
+  if (const char* v = std::getenv("GPUHOOK_SIM_DEVICES"); v != nullptr && *v != '\0') {
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    if (end == v || *end != '\0' || n < 1 || n > 16) {
+      std::fprintf(stderr, "gpuhook-sim: ignoring GPUHOOK_SIM_DEVICES=%s (want a whole number from 1 to 16)\n", v);
+    } else {
+      c.devices = static_cast<int>(n);
+    }
+  }
   const char* verbose = std::getenv("GPUHOOK_SIM_VERBOSE");
   c.verbose = verbose != nullptr && verbose[0] == '1';
   if (const char* path = std::getenv("GPUHOOK_SIM_COSTS"); path != nullptr && *path != '\0') {

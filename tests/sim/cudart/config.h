@@ -31,6 +31,8 @@ struct SimConfig {
   uint64_t seed = 1;
   double noise = 0.0;               // kernel durations * (1 + noise * u), u uniform in [-1, 1]
   int registers_per_thread = 32;
+  int devices = 1;                  // GPUHOOK_SIM_DEVICES: cudaGetDeviceCount, 1..16
+  double peer_gbps = 450.0;         // copies between two devices' memory (an NVLink figure)
   bool verbose = false;
   std::vector<KernelCost> costs;    // first matching substring wins
   std::vector<CostScale> scales;    // every matching substring multiplies

@@ -20,6 +20,9 @@ constexpr size_t kReservedSharedPerBlockBytes = 1024;
 constexpr int kWarpSize = 32;
 constexpr int kMaxThreadsPerBlock = 1024;
 constexpr size_t kGlobalMemBytes = 141ull * 1024 * 1024 * 1024;
+// PCI location of device `d`: bus d+1, domain 0, device 0 ("0000:01:00.0" for device 0), so
+// every simulated device has its own, as every real one does.
+inline int pci_bus_id(int device) { return device + 1; }
 constexpr int kStreamPriorityLeast = 0;
 constexpr int kStreamPriorityGreatest = -5;
 

@@ -43,22 +43,47 @@ Engine& Engine::instance() {
   return *engine;
 }
 
+namespace {
+thread_local int t_device = 0;
+}  // namespace
+
+int current_device() { return t_device; }
+void set_current_device(int device) { t_device = device; }
+
 Engine::Engine() {
-  legacy_ = new Stream();
-  legacy_->id = 7;  // the id CUPTI gives the legacy default stream
-  legacy_->legacy = true;
-  streams_.push_back(legacy_);
-  start_worker(legacy_);
+  std::lock_guard<std::mutex> lock(mu_);
+  legacy_locked(0);  // device 0's legacy stream runs from the start, as before any device existed
+}
+
+int Engine::device_count() const { return std::clamp(config().devices, 1, kMaxDevices); }
+
+Stream* Engine::legacy_locked(int device) {
+  Device& d = devices_[device];
+  if (d.legacy == nullptr) {
+    d.legacy = new Stream();
+    // The id CUPTI gives the legacy default stream; stream ids are per context, so each
+    // device's legacy stream has it (a lane is keyed by device and stream).
+    d.legacy->id = 7;
+    d.legacy->device = device;
+    d.legacy->legacy = true;
+    streams_.push_back(d.legacy);
+    start_worker(d.legacy);
+  }
+  return d.legacy;
 }
 
 void Engine::start_worker(Stream* s) {
   std::thread([this, s] { worker_main(s); }).detach();
 }
 
-Stream* Engine::legacy_stream() { return legacy_; }
+Stream* Engine::legacy_stream(int device) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return legacy_locked(device);
+}
 
 Stream* Engine::create_stream(unsigned flags, int priority, bool hidden) {
   auto* s = new Stream();
+  s->device = current_device();
   s->blocking = !hidden && (flags & cudaStreamNonBlocking) == 0;
   s->priority = std::clamp(priority, -5, 0);
   {
@@ -84,13 +109,14 @@ void Engine::destroy_stream(Stream* s) {
 bool Engine::per_thread_handle(cudaStream_t handle) const { return handle == cudaStreamPerThread; }
 
 Stream* Engine::resolve(cudaStream_t handle) {
-  if (handle == nullptr || handle == cudaStreamLegacy) return legacy_;
+  const int device = current_device();
+  if (handle == nullptr || handle == cudaStreamLegacy) return legacy_stream(device);
   if (handle == cudaStreamPerThread) {
     // The per-thread default stream is a blocking stream of its own (it synchronises with the
-    // legacy default stream, not with other threads' work).
-    thread_local Stream* per_thread = nullptr;
-    if (per_thread == nullptr) per_thread = create_stream(cudaStreamDefault, 0);
-    return per_thread;
+    // legacy default stream, not with other threads' work), one per device the thread uses.
+    thread_local Stream* per_thread[kMaxDevices] = {};
+    if (per_thread[device] == nullptr) per_thread[device] = create_stream(cudaStreamDefault, 0);
+    return per_thread[device];
   }
   std::lock_guard<std::mutex> lock(mu_);
   for (Stream* s : streams_) {
@@ -112,15 +138,20 @@ CompletionPtr Engine::enqueue(Stream* s, std::unique_ptr<Op> op) {
   std::unique_lock<std::mutex> lock(mu_);
   if (op->seq == 0) op->seq = ++seq_;
   // Legacy default stream semantics: its work waits for all earlier work on blocking streams,
-  // and later work on blocking streams waits for it.
+  // and later work on blocking streams waits for it; within one device only: "The legacy
+  // default stream is an implicit stream which synchronizes with all other streams in the same
+  // CUcontext except for non-blocking streams" (CUDA Runtime API, "Stream synchronization
+  // behavior").
+  Stream* legacy = devices_[s->device].legacy;
   if (s->legacy) {
     for (Stream* other : streams_) {
-      if (other != s && other->blocking && !other->dead && other->last && !other->last->done) {
+      if (other != s && other->device == s->device && other->blocking && !other->dead && other->last &&
+          !other->last->done) {
         op->deps.push_back(other->last);
       }
     }
-  } else if (s->blocking && legacy_->last && !legacy_->last->done) {
-    op->deps.push_back(legacy_->last);
+  } else if (s->blocking && legacy != nullptr && legacy->last && !legacy->last->done) {
+    op->deps.push_back(legacy->last);
   }
   space_cv_.wait(lock, [&] { return s->queue.size() < config().queue_depth; });
   CompletionPtr c = op->done;
@@ -153,12 +184,12 @@ CompletionPtr Engine::last_of(Stream* s) {
   return s->last;
 }
 
-void Engine::synchronize_device() {
+void Engine::synchronize_device(int device) {
   std::vector<CompletionPtr> pending;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (Stream* s : streams_) {
-      if (s->last) pending.push_back(s->last);
+      if (s->last && (device < 0 || s->device == device)) pending.push_back(s->last);
     }
   }
   for (const auto& c : pending) wait(c);
@@ -210,9 +241,11 @@ uint64_t Engine::acquire(std::unique_lock<std::mutex>& lock, Resource& r, double
   return start;
 }
 
-Engine::Resource* Engine::resource_of(const Op& op) {
-  if (op.kind == OpKind::kKernel) return &sms_;
-  if (op.kind == OpKind::kMemcpy) return &copy_engines_[static_cast<int>(op.engine)];
+// Each device has its own SMs and copy engines: work on two devices runs side by side.
+Engine::Resource* Engine::resource_of(const Stream& s, const Op& op) {
+  Device& d = devices_[s.device];
+  if (op.kind == OpKind::kKernel) return &d.sms;
+  if (op.kind == OpKind::kMemcpy) return &d.copy_engines[static_cast<int>(op.engine)];
   return nullptr;
 }
 
@@ -225,7 +258,7 @@ bool Engine::earlier_op_pending(const Resource& r, int priority, uint64_t seq,
     if (s->queue.empty()) continue;
     const Op& op = *s->queue.front();
     if (op.started || op.seq == seq) continue;
-    if (const_cast<Engine*>(this)->resource_of(op) != &r) continue;
+    if (const_cast<Engine*>(this)->resource_of(*s, op) != &r) continue;
     const double share = op.kind == OpKind::kKernel ? op.share : 1.0;
     if (r.used + share > 1.0 + 1e-9) continue;
     uint64_t ready = std::max(op.submitted_ns, s->prev_end_ns);
@@ -259,7 +292,7 @@ void Engine::execute(std::unique_lock<std::mutex>& lock, Stream* s, Op& op) {
   for (const auto& d : op.deps) ready = std::max(ready, d->end_ns);
   uint64_t start = ready;
   uint64_t end = ready;
-  Resource* resource = resource_of(op);
+  Resource* resource = resource_of(*s, op);
   const double share = op.kind == OpKind::kKernel ? op.share : 1.0;
   if (resource != nullptr) start = acquire(lock, *resource, share, s->priority, op.seq, ready);
   op.started = true;
@@ -304,7 +337,7 @@ void Engine::execute(std::unique_lock<std::mutex>& lock, Stream* s, Op& op) {
 }
 
 void Engine::worker_main(Stream* s) {
-  pthread_setname_np(pthread_self(), s->legacy ? "sim_stream_0" : "sim_stream");
+  pthread_setname_np(pthread_self(), s->legacy ? (s->device == 0 ? "sim_stream_0" : "sim_stream_0_dev") : "sim_stream");
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     s->work_cv.wait(lock, [&] { return !s->queue.empty(); });

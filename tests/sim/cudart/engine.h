@@ -74,12 +74,17 @@ struct Op {
   uint32_t graph_id = 0;     // launched as a node of a graph (CUpti_ActivityKernel10.graphId)
   uint64_t graph_node_id = 0;
   uint32_t record_stream_id = 0;  // non-zero: the streamId its record reports (graph nodes)
+  uint8_t launch_type = 0;   // CUpti_ActivityLaunchType: REGULAR, or COOPERATIVE_SINGLE_DEVICE
+  // Peer copies (copy_kind PTOP): the devices owning the source and the destination memory.
+  int src_device = 0;
+  int dst_device = 0;
 };
 
 struct Capture;  // a stream capture sequence (graph.h)
 
 struct Stream {
   uint32_t id = 0;
+  int device = 0;  // the device current when it was created; its work runs there
   int priority = 0;
   bool legacy = false;
   bool blocking = true;  // synchronises with the legacy default stream
@@ -95,6 +100,7 @@ struct Stream {
 struct GraphNode;
 struct EventImpl {
   CompletionPtr completion;
+  int device = 0;  // the device current when it was created
   unsigned flags = 0;
   uint32_t id = 0;
   // Last recorded in a capturing stream: that capture's id and the nodes a wait on it depends on.
@@ -102,17 +108,28 @@ struct EventImpl {
   std::vector<GraphNode*> captured_nodes;
 };
 
+// The calling host thread's current device (cudaSetDevice/cudaGetDevice), 0 until it sets one.
+int current_device();
+void set_current_device(int device);
+// The primary context of a device, as CUPTI numbers contexts (1, 2, ... in creation order;
+// the simulator creates them in ordinal order).
+inline uint32_t context_id_of(int device) { return static_cast<uint32_t>(device) + 1; }
+
 class Engine {
  public:
   static Engine& instance();
 
-  Stream* legacy_stream();
+  // GPUHOOK_SIM_DEVICES, 1 by default.
+  int device_count() const;
+  bool valid_device(int device) const { return device >= 0 && device < device_count(); }
+  Stream* legacy_stream(int device);
+  // On the calling thread's current device.
   // hidden: a graph launch's internal branch stream; it takes no stream id (its work reports
   // the launch stream's) and never synchronises with the legacy stream itself.
   Stream* create_stream(unsigned flags, int priority, bool hidden = false);
   void destroy_stream(Stream* s);
-  // nullptr for an unknown handle. 0 and cudaStreamLegacy are the legacy default stream;
-  // cudaStreamPerThread is this thread's default stream.
+  // nullptr for an unknown handle. 0 and cudaStreamLegacy are the current device's legacy
+  // default stream; cudaStreamPerThread is this thread's default stream on the current device.
   Stream* resolve(cudaStream_t handle);
   bool per_thread_handle(cudaStream_t handle) const;
 
@@ -122,7 +139,8 @@ class Engine {
   bool done(const CompletionPtr& c);
   uint64_t end_ns(const CompletionPtr& c);
   CompletionPtr last_of(Stream* s);
-  void synchronize_device();
+  // Waits for the work of every stream of `device`; a negative device: of every device.
+  void synchronize_device(int device);
   uint64_t next_seq();
 
  private:
@@ -138,12 +156,20 @@ class Engine {
     std::vector<Waiter> waiters;
     std::deque<std::pair<uint64_t, double>> released;  // (planned end, share), newest last
   };
+  // One GPU: its own SMs, copy engines and legacy default stream.
+  struct Device {
+    Resource sms;
+    Resource copy_engines[4];  // indexed by CopyEngine; kNone is host-to-host
+    Stream* legacy = nullptr;
+  };
+  static constexpr int kMaxDevices = 16;
+  Stream* legacy_locked(int device);
   void start_worker(Stream* s);
   void worker_main(Stream* s);
   uint64_t acquire(std::unique_lock<std::mutex>& lock, Resource& r, double share, int priority,
                    uint64_t seq, uint64_t ready_ns);
   void release(Resource& r, double share, uint64_t end_ns);
-  Resource* resource_of(const Op& op);
+  Resource* resource_of(const Stream& s, const Op& op);
   bool earlier_op_pending(const Resource& r, int priority, uint64_t seq, uint64_t start_ns) const;
   static uint64_t fit_start(const Resource& r, double share, uint64_t ready_ns);
   void execute(std::unique_lock<std::mutex>& lock, Stream* s, Op& op);
@@ -153,9 +179,7 @@ class Engine {
   std::condition_variable space_cv_;
   std::condition_variable resource_cv_;
   std::vector<Stream*> streams_;  // every stream ever created; dead ones stay (handles may linger)
-  Stream* legacy_ = nullptr;
-  Resource sms_;
-  Resource copy_engines_[4];  // indexed by CopyEngine; kNone is host-to-host
+  Device devices_[kMaxDevices];    // legacy streams start on first use
   uint32_t next_stream_id_ = 13;
   uint64_t seq_ = 0;
 };

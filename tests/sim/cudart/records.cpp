@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 #include "../sim_bridge.h"
@@ -18,8 +19,6 @@
 namespace gpuhook::sim {
 namespace {
 
-constexpr uint32_t kContextId = 1;
-constexpr uint32_t kDeviceId = 0;
 std::atomic<uint32_t> g_next_correlation{1};
 
 // Initialisation state: the thread that initialises may re-enter the runtime from the
@@ -45,9 +44,9 @@ void load_injection() {
 }
 
 // CUPTI_ACTIVITY_KIND_DEVICE (cupti_activity.h, CUpti_ActivityDevice5): one record per device,
-// written when the device's context is created, so a client learns the device without asking
+// written when the runtime initialises, so a client learns the device without asking
 // the runtime (which a static cudart does not expose to it).
-void emit_device_record() {
+void emit_device_record(int device) {
   if (!gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_DEVICE)) return;
   CUpti_ActivityDevice5 r{};
   r.kind = CUPTI_ACTIVITY_KIND_DEVICE;
@@ -71,7 +70,10 @@ void emit_device_record() {
   r.maxGridDimZ = 65535;
   r.computeCapabilityMajor = 9;
   r.computeCapabilityMinor = 0;
-  r.id = kDeviceId;
+  r.id = static_cast<uint32_t>(device);
+  // Distinct per device, as real UUIDs are: "gpuhook-sim-dev" and the ordinal.
+  std::memcpy(r.uuid.bytes, "gpuhook-sim-dev", 15);
+  r.uuid.bytes[15] = static_cast<char>(device);
   r.name = "gpuhook simulator (H200 model)";  // CUPTI owns the string, valid for the process
   r.isCudaVisible = 1;
   gpuhook_sim_emit(&r, sizeof r);
@@ -111,7 +113,7 @@ void ensure_initialized() {
                    c.costs_path.empty() ? "defaults" : c.costs_path.c_str());
     }
     load_injection();
-    emit_device_record();
+    for (int d = 0; d < Engine::instance().device_count(); ++d) emit_device_record(d);
     t_initializing = false;
   });
 }
@@ -168,7 +170,11 @@ uint64_t reserve_op_record(const Op& op) {
       }
       break;
     case OpKind::kMemcpy:
-      if (gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_MEMCPY)) bytes = sizeof(CUpti_ActivityMemcpy6);
+      if (op.copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_PTOP) {
+        if (gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_MEMCPY2)) bytes = sizeof(CUpti_ActivityMemcpyPtoP4);
+      } else if (gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_MEMCPY)) {
+        bytes = sizeof(CUpti_ActivityMemcpy6);
+      }
       break;
     case OpKind::kMemset:
       if (gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_MEMSET)) bytes = sizeof(CUpti_ActivityMemset4);
@@ -178,12 +184,37 @@ uint64_t reserve_op_record(const Op& op) {
   return bytes == 0 ? 0 : gpuhook_sim_reserve(bytes);
 }
 
+// The fields CUpti_ActivityMemcpy6 and CUpti_ActivityMemcpyPtoP4 share.
+template <typename Record>
+void fill_copy(Record& r, CUpti_ActivityKind kind, const Op& op, uint64_t start_ns, uint64_t end_ns, uint32_t device_id,
+               uint32_t context_id, uint32_t stream_id) {
+  r.kind = kind;
+  r.copyKind = op.copy_kind;
+  r.srcKind = op.src_kind;
+  r.dstKind = op.dst_kind;
+  r.flags = op.async ? CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC : 0;
+  r.bytes = op.bytes;
+  r.start = start_ns;
+  r.end = end_ns;
+  r.deviceId = device_id;
+  r.contextId = context_id;
+  r.streamId = stream_id;
+  r.correlationId = op.correlation_id;
+  r.channelID = CUPTI_INVALID_CHANNEL_ID;
+  r.channelType = CUPTI_CHANNEL_TYPE_ASYNC_MEMCPY;
+  r.graphId = op.graph_id;
+  r.graphNodeId = op.graph_id != 0 ? op.graph_node_id : 0;
+}
+
 void emit_op_record(const Stream& s, const Op& op, uint64_t start_ns, uint64_t end_ns) {
   auto put = [&op](const void* record, size_t bytes) {
     if (op.record_slot != 0) gpuhook_sim_complete(op.record_slot, record, bytes);
     else gpuhook_sim_emit(record, bytes);
   };
   const bool latency = gpuhook_sim_latency_timestamps_enabled() != 0;
+  const auto device_id = static_cast<uint32_t>(s.device);
+  const uint32_t context_id = context_id_of(s.device);
+  const uint32_t stream_id = op.record_stream_id != 0 ? op.record_stream_id : s.id;
   switch (op.kind) {
     case OpKind::kKernel: {
       // queued and submitted are stamped on the CPU, start and end on the GPU and converted to
@@ -210,12 +241,12 @@ void emit_op_record(const Stream& s, const Op& op, uint64_t start_ns, uint64_t e
       r.start = start_ns;
       r.end = end_ns;
       r.completed = CUPTI_TIMESTAMP_UNKNOWN;
-      r.deviceId = kDeviceId;
-      r.contextId = kContextId;
+      r.deviceId = device_id;
+      r.contextId = context_id;
       // A graph node reports the stream the graph was launched into, as GraphTrace2.streamId
       // does ("the stream where the graph is being launched", cupti_activity.h); that per-node
       // records do the same for branches the driver runs elsewhere is not verified on a GPU.
-      r.streamId = op.record_stream_id != 0 ? op.record_stream_id : s.id;
+      r.streamId = stream_id;
       r.gridX = static_cast<int32_t>(op.grid.x);
       r.gridY = static_cast<int32_t>(op.grid.y);
       r.gridZ = static_cast<int32_t>(op.grid.z);
@@ -235,32 +266,32 @@ void emit_op_record(const Stream& s, const Op& op, uint64_t start_ns, uint64_t e
       r.submitted = stamped ? op.submitted_ns + submitted_error : CUPTI_TIMESTAMP_UNKNOWN;
       r.graphId = op.graph_id;
       r.graphNodeId = op.graph_node_id;
-      r.launchType = CUPTI_ACTIVITY_LAUNCH_TYPE_REGULAR;
+      r.launchType = op.launch_type;
       r.channelID = CUPTI_INVALID_CHANNEL_ID;
       r.channelType = CUPTI_CHANNEL_TYPE_COMPUTE;
       put(&r, sizeof r);
       break;
     }
     case OpKind::kMemcpy: {
+      if (op.copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_PTOP) {
+        // A copy between two devices' memory is written as CUPTI_ACTIVITY_KIND_MEMCPY2 only, "A
+        // peer to peer memory copy. The corresponding activity record structure is
+        // CUpti_ActivityMemcpyPtoP4" (cupti_activity.h); deviceId/contextId are where it runs
+        // (the stream's device), src/dst ids the memory's owners.
+        if (op.record_slot == 0 && !gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_MEMCPY2)) return;
+        CUpti_ActivityMemcpyPtoP4 r{};
+        fill_copy(r, CUPTI_ACTIVITY_KIND_MEMCPY2, op, start_ns, end_ns, device_id, context_id, stream_id);
+        r.srcDeviceId = static_cast<uint32_t>(op.src_device);
+        r.srcContextId = context_id_of(op.src_device);
+        r.dstDeviceId = static_cast<uint32_t>(op.dst_device);
+        r.dstContextId = context_id_of(op.dst_device);
+        put(&r, sizeof r);
+        break;
+      }
       if (op.record_slot == 0 && !gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_MEMCPY)) return;
       CUpti_ActivityMemcpy6 r{};
-      r.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
-      r.copyKind = op.copy_kind;
-      r.srcKind = op.src_kind;
-      r.dstKind = op.dst_kind;
-      r.flags = op.async ? CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC : 0;
-      r.bytes = op.bytes;
-      r.start = start_ns;
-      r.end = end_ns;
-      r.deviceId = kDeviceId;
-      r.contextId = kContextId;
-      r.streamId = op.record_stream_id != 0 ? op.record_stream_id : s.id;
-      r.correlationId = op.correlation_id;
-      r.channelID = CUPTI_INVALID_CHANNEL_ID;
-      r.channelType = CUPTI_CHANNEL_TYPE_ASYNC_MEMCPY;
+      fill_copy(r, CUPTI_ACTIVITY_KIND_MEMCPY, op, start_ns, end_ns, device_id, context_id, stream_id);
       r.copyCount = 1;
-      r.graphId = op.graph_id;
-      r.graphNodeId = op.graph_node_id;
       put(&r, sizeof r);
       break;
     }
@@ -272,9 +303,9 @@ void emit_op_record(const Stream& s, const Op& op, uint64_t start_ns, uint64_t e
       r.bytes = op.bytes;
       r.start = start_ns;
       r.end = end_ns;
-      r.deviceId = kDeviceId;
-      r.contextId = kContextId;
-      r.streamId = op.record_stream_id != 0 ? op.record_stream_id : s.id;
+      r.deviceId = device_id;
+      r.contextId = context_id;
+      r.streamId = stream_id;
       r.correlationId = op.correlation_id;
       r.flags = op.async ? CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC : 0;
       r.memoryKind = op.dst_kind;
@@ -289,11 +320,11 @@ void emit_op_record(const Stream& s, const Op& op, uint64_t start_ns, uint64_t e
   }
 }
 
-void emit_stream_record(uint32_t stream_id, int priority, bool non_blocking, uint32_t correlation_id) {
+void emit_stream_record(int device, uint32_t stream_id, int priority, bool non_blocking, uint32_t correlation_id) {
   if (!gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_STREAM)) return;
   CUpti_ActivityStream r{};
   r.kind = CUPTI_ACTIVITY_KIND_STREAM;
-  r.contextId = kContextId;
+  r.contextId = context_id_of(device);
   r.streamId = stream_id;
   r.priority = static_cast<uint32_t>(priority);  // "the clamped priority": 0 or negative
   r.flag = non_blocking ? CUPTI_ACTIVITY_STREAM_CREATE_FLAG_NON_BLOCKING : CUPTI_ACTIVITY_STREAM_CREATE_FLAG_DEFAULT;
@@ -301,22 +332,22 @@ void emit_stream_record(uint32_t stream_id, int priority, bool non_blocking, uin
   gpuhook_sim_emit(&r, sizeof r);
 }
 
-void emit_cuda_event_record(uint32_t event_id, uint32_t stream_id, uint32_t correlation_id) {
+void emit_cuda_event_record(int device, uint32_t event_id, uint32_t stream_id, uint32_t correlation_id) {
   if (!gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_CUDA_EVENT)) return;
   CUpti_ActivityCudaEvent2 r{};
   r.kind = CUPTI_ACTIVITY_KIND_CUDA_EVENT;
   r.correlationId = correlation_id;
-  r.contextId = kContextId;
+  r.contextId = context_id_of(device);
   r.streamId = stream_id;
   r.eventId = event_id;
-  r.deviceId = kDeviceId;
+  r.deviceId = static_cast<uint32_t>(device);
   r.cudaEventSyncId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
   gpuhook_sim_emit(&r, sizeof r);
 }
 
 void emit_sync_record(CUpti_ActivitySynchronizationType type, uint32_t correlation_id,
                       uint64_t start_ns, uint64_t end_ns, uint32_t stream_id, uint32_t event_id,
-                      uint32_t return_value) {
+                      uint32_t return_value, int device) {
   if (!gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION)) return;
   CUpti_ActivitySynchronization2 r{};
   r.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
@@ -324,7 +355,7 @@ void emit_sync_record(CUpti_ActivitySynchronizationType type, uint32_t correlati
   r.start = start_ns;
   r.end = end_ns;
   r.correlationId = correlation_id;
-  r.contextId = kContextId;
+  r.contextId = context_id_of(device < 0 ? current_device() : device);
   r.streamId = stream_id;
   r.cudaEventId = event_id;
   r.cudaEventSyncId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
@@ -333,17 +364,18 @@ void emit_sync_record(CUpti_ActivitySynchronizationType type, uint32_t correlati
 }
 
 void emit_query_record(CUpti_ActivitySynchronizationType type, uint32_t correlation_id,
-                       uint64_t start_ns, uint32_t stream_id, uint32_t event_id, bool ready) {
+                       uint64_t start_ns, uint32_t stream_id, uint32_t event_id, bool ready, int device) {
   // By default every query is recorded; cuptiActivityEnableAllSyncRecords(0) keeps only the
   // ones whose work had completed.
   if (!ready && !gpuhook_sim_all_sync_records()) return;
   constexpr uint32_t kCudaErrorNotReady = 600;  // CUDA_ERROR_NOT_READY, a CUresult
   emit_sync_record(type, correlation_id, start_ns, gpuhook_sim_now_ns(), stream_id, event_id,
-                   ready ? 0 : kCudaErrorNotReady);
+                   ready ? 0 : kCudaErrorNotReady, device);
 }
 
 void emit_memory_record(bool allocation, CUpti_ActivityMemoryKind kind, const void* address,
-                        size_t bytes, uint32_t correlation_id) {
+                        size_t bytes, uint32_t correlation_id, int device, uint32_t stream_id,
+                        const PoolView* pool) {
   if (!gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_MEMORY2)) return;
   CUpti_ActivityMemory4 r{};
   r.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
@@ -355,9 +387,44 @@ void emit_memory_record(bool allocation, CUpti_ActivityMemoryKind kind, const vo
   r.bytes = bytes;
   r.timestamp = gpuhook_sim_now_ns();
   r.processId = current_process_id();
-  r.deviceId = kDeviceId;
-  r.contextId = kContextId;
-  r.streamId = CUPTI_INVALID_STREAM_ID;
+  r.deviceId = static_cast<uint32_t>(device);
+  r.contextId = context_id_of(device);
+  // "If memory operation is not async, streamId is set to CUPTI_INVALID_STREAM_ID"; "isAsync is
+  // set if memory operation happens through async memory APIs" (cupti_activity.h, Memory4).
+  r.streamId = stream_id;
+  r.isAsync = pool != nullptr ? 1 : 0;
+  if (pool != nullptr) {
+    // "The memory pool configuration used for the memory operations": a local pool; size and
+    // utilizedSize are "valid for CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL". No base address: the
+    // simulator's pools reserve no range.
+    r.memoryPoolConfig.memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL;
+    r.memoryPoolConfig.releaseThreshold = pool->release_threshold;
+    r.memoryPoolConfig.pool.size = pool->size;
+    r.memoryPoolConfig.utilizedSize = pool->utilized;
+  }
+  gpuhook_sim_emit(&r, sizeof r);
+}
+
+// CUPTI_ACTIVITY_KIND_MEMORY_POOL, "Memory pool activity tracking creation, destruction and
+// trimming of the memory pool", one CUpti_ActivityMemoryPool3 per operation, with the API
+// call's correlation id (cupti_activity.h).
+void emit_memory_pool_record(CUpti_ActivityMemoryPoolOperationType op, int device, const PoolView& pool,
+                             size_t min_bytes_to_keep, uint32_t correlation_id) {
+  if (!gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_MEMORY_POOL)) return;
+  CUpti_ActivityMemoryPool3 r{};
+  r.kind = CUPTI_ACTIVITY_KIND_MEMORY_POOL;
+  r.memoryPoolOperationType = op;
+  r.memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL;
+  r.correlationId = correlation_id;
+  r.processId = current_process_id();
+  r.deviceId = static_cast<uint32_t>(device);
+  // "minBytesToKeep is valid for CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_TRIMMED".
+  r.minBytesToKeep = op == CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_TRIMMED ? min_bytes_to_keep : 0;
+  r.size = pool.size;
+  r.releaseThreshold = pool.release_threshold;
+  r.timestamp = gpuhook_sim_now_ns();
+  r.utilizedSize = pool.utilized;
+  r.isManagedPool = 0;
   gpuhook_sim_emit(&r, sizeof r);
 }
 

@@ -17,18 +17,36 @@ uint64_t reserve_op_record(const Op& op);
 void emit_op_record(const Stream& s, const Op& op, uint64_t start_ns, uint64_t end_ns);
 // CUPTI_ACTIVITY_KIND_STREAM at a stream's creation, with its clamped priority, and
 // CUPTI_ACTIVITY_KIND_CUDA_EVENT at a cudaEventRecord.
-void emit_stream_record(uint32_t stream_id, int priority, bool non_blocking, uint32_t correlation_id);
-void emit_cuda_event_record(uint32_t event_id, uint32_t stream_id, uint32_t correlation_id);
+// Each carries the context (and device) of the stream or the calling thread's current device.
+void emit_stream_record(int device, uint32_t stream_id, int priority, bool non_blocking, uint32_t correlation_id);
+void emit_cuda_event_record(int device, uint32_t event_id, uint32_t stream_id, uint32_t correlation_id);
+// `device` < 0: the calling thread's current device.
 void emit_sync_record(CUpti_ActivitySynchronizationType type, uint32_t correlation_id,
                       uint64_t start_ns, uint64_t end_ns, uint32_t stream_id, uint32_t event_id,
-                      uint32_t return_value = 0);
+                      uint32_t return_value = 0, int device = -1);
 // cudaEventQuery / cudaStreamQuery: CUDA 13 writes a SYNCHRONIZATION record for each query,
 // with returnValue CUDA_ERROR_NOT_READY when work was pending (cupti_activity.h,
 // CUpti_ActivitySynchronization2.returnValue and cuptiActivityEnableAllSyncRecords).
 void emit_query_record(CUpti_ActivitySynchronizationType type, uint32_t correlation_id,
-                       uint64_t start_ns, uint32_t stream_id, uint32_t event_id, bool ready);
+                       uint64_t start_ns, uint32_t stream_id, uint32_t event_id, bool ready,
+                       int device = -1);
+
+// What CUPTI reports of a memory pool (CUpti_ActivityMemory4.memoryPoolConfig and
+// CUpti_ActivityMemoryPool3): the simulator's pools reserve no address range and keep nothing
+// cached, so their size is what is allocated from them.
+struct PoolView {
+  uint64_t release_threshold = 0;
+  uint64_t size = 0;
+  uint64_t utilized = 0;
+};
+// MEMORY2: `device` owns the memory (the current device for host memory); a stream-ordered
+// operation (cudaMallocAsync/FreeAsync) names its stream and its pool.
 void emit_memory_record(bool allocation, CUpti_ActivityMemoryKind kind, const void* address,
-                        size_t bytes, uint32_t correlation_id);
+                        size_t bytes, uint32_t correlation_id, int device,
+                        uint32_t stream_id = CUPTI_INVALID_STREAM_ID, const PoolView* pool = nullptr);
+// MEMORY_POOL: a pool created, destroyed or trimmed.
+void emit_memory_pool_record(CUpti_ActivityMemoryPoolOperationType op, int device, const PoolView& pool,
+                             size_t min_bytes_to_keep, uint32_t correlation_id);
 
 // One runtime call: takes its correlation id, fires the ENTER/EXIT callbacks and writes its
 // API record on exit. Every entry point starts with one; the first one ever also initialises

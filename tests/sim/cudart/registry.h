@@ -8,6 +8,7 @@ namespace gpuhook::sim {
 
 KernelInfo* find_kernel(const void* stub);  // nullptr when unknown
 KernelInfo* kernel_entry(const void* stub);  // creates it when unknown
+KernelInfo* kernel_of_handle(const void* handle);  // a cudaKernel_t (__cudaGetKernel), nullptr when unknown
 int registers_for(const KernelInfo& k);
 
 }  // namespace gpuhook::sim

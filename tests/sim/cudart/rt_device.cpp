@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include "device_model.h"
 #include "engine.h"
@@ -16,9 +17,7 @@ using namespace gpuhook::sim;
 
 namespace {
 
-thread_local int t_device = 0;
-
-void fill_properties(cudaDeviceProp* p) {
+void fill_properties(cudaDeviceProp* p, int device) {
   std::memset(p, 0, sizeof *p);
   // Says what it is: no person or tool should take this for a GPU.
   std::snprintf(p->name, sizeof p->name, "gpuhook simulator (H200 model)");
@@ -53,17 +52,22 @@ void fill_properties(cudaDeviceProp* p) {
   p->localL1CacheSupported = 1;
   p->sharedMemPerMultiprocessor = model::kSharedPerSmBytes;
   p->regsPerMultiprocessor = model::kRegistersPerSm;
-  p->managedMemory = 0;
+  p->managedMemory = 1;
+  p->concurrentManagedAccess = 1;
   p->computePreemptionSupported = 1;
-  p->cooperativeLaunch = 0;
+  p->cooperativeLaunch = 1;
   p->sharedMemPerBlockOptin = model::kSharedPerBlockOptinBytes;
   p->maxBlocksPerMultiProcessor = model::kMaxBlocksPerSm;
   p->reservedSharedMemPerBlock = model::kReservedSharedPerBlockBytes;
-  p->pciBusID = 0;
+  p->pciBusID = model::pci_bus_id(device);
+  p->pciDeviceID = 0;
+  p->pciDomainID = 0;
+  std::memcpy(p->uuid.bytes, "gpuhook-sim-dev", 15);  // as the DEVICE record's
+  p->uuid.bytes[15] = static_cast<char>(device);
 }
 
 // The model's value of an attribute, or -1 when the simulator does not model it.
-int attribute(cudaDeviceAttr attr) {
+int attribute(cudaDeviceAttr attr, int device) {
   switch (attr) {
     case cudaDevAttrMaxThreadsPerBlock: return model::kMaxThreadsPerBlock;
     case cudaDevAttrMaxBlockDimX: return 1024;
@@ -92,7 +96,7 @@ int attribute(cudaDeviceAttr attr) {
     case cudaDevAttrGlobalMemoryBusWidth: return 6144;
     case cudaDevAttrCanMapHostMemory: return 1;
     case cudaDevAttrIntegrated: return 0;
-    case cudaDevAttrPciBusId: return 0;
+    case cudaDevAttrPciBusId: return model::pci_bus_id(device);
     case cudaDevAttrPciDeviceId: return 0;
     case cudaDevAttrPciDomainId: return 0;
     // Clocks of the model (an H200's boost and HBM3e clocks), for tools that convert cycles.
@@ -104,10 +108,11 @@ int attribute(cudaDeviceAttr attr) {
     case cudaDevAttrKernelExecTimeout: return 0;
     case cudaDevAttrComputeMode: return cudaComputeModeDefault;
     case cudaDevAttrEccEnabled: return 0;
-    case cudaDevAttrManagedMemory: return 0;            // cudaMallocManaged is not simulated
-    case cudaDevAttrConcurrentManagedAccess: return 0;
-    case cudaDevAttrCooperativeLaunch: return 0;        // nor cooperative launches
-    case cudaDevAttrMemoryPoolsSupported: return 0;     // nor cudaMallocAsync
+    // cudaMallocManaged: the memory, not its page migration (README.md, "Limits").
+    case cudaDevAttrManagedMemory: return 1;
+    case cudaDevAttrConcurrentManagedAccess: return 1;
+    case cudaDevAttrCooperativeLaunch: return 1;
+    case cudaDevAttrMemoryPoolsSupported: return 1;     // cudaMallocAsync, cudaMemPoolCreate
     default: return -1;
   }
 }
@@ -119,37 +124,39 @@ extern "C" {
 cudaError_t cudaGetDeviceCount(int* count) {
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaGetDeviceCount_v3020, "cudaGetDeviceCount");
   if (count == nullptr) return api.ret(cudaErrorInvalidValue);
-  *count = 1;
+  *count = Engine::instance().device_count();
   return api.ret(cudaSuccess);
 }
 
+// The current device is per host thread, 0 until the thread sets one (cuda_runtime_api.h,
+// cudaSetDevice: "Sets device as the current device for the calling host thread").
 cudaError_t cudaSetDevice(int device) {
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaSetDevice_v3020, "cudaSetDevice");
-  if (device != 0) return api.ret(cudaErrorInvalidDevice);
-  t_device = device;
+  if (!Engine::instance().valid_device(device)) return api.ret(cudaErrorInvalidDevice);
+  set_current_device(device);
   return api.ret(cudaSuccess);
 }
 
 cudaError_t cudaGetDevice(int* device) {
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, "cudaGetDevice");
   if (device == nullptr) return api.ret(cudaErrorInvalidValue);
-  *device = t_device;
+  *device = current_device();
   return api.ret(cudaSuccess);
 }
 
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaGetDeviceProperties_v12000, "cudaGetDeviceProperties");
   if (prop == nullptr) return api.ret(cudaErrorInvalidValue);
-  if (device != 0) return api.ret(cudaErrorInvalidDevice);
-  fill_properties(prop);
+  if (!Engine::instance().valid_device(device)) return api.ret(cudaErrorInvalidDevice);
+  fill_properties(prop, device);
   return api.ret(cudaSuccess);
 }
 
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaDeviceGetAttribute_v5000, "cudaDeviceGetAttribute");
   if (value == nullptr) return api.ret(cudaErrorInvalidValue);
-  if (device != 0) return api.ret(cudaErrorInvalidDevice);
-  const int v = attribute(attr);
+  if (!Engine::instance().valid_device(device)) return api.ret(cudaErrorInvalidDevice);
+  const int v = attribute(attr, device);
   if (v < 0) {
     // Loud but not fatal: the caller may be a profiler asking on the program's behalf.
     std::fprintf(stderr, "gpuhook-sim: cudaDeviceGetAttribute: attribute %d is not simulated\n",
@@ -157,6 +164,77 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
     return api.ret(cudaErrorInvalidValue);
   }
   *value = v;
+  return api.ret(cudaSuccess);
+}
+
+// "domain:bus:device.function", hexadecimal, as cudaDeviceGetPCIBusId writes it
+// (cuda_runtime_api.h: "[domain]:[bus]:[device].[function] where domain, bus, device, and
+// function are all hexadecimal values").
+cudaError_t cudaDeviceGetPCIBusId(char* pci_bus_id, int len, int device) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaDeviceGetPCIBusId_v4010, "cudaDeviceGetPCIBusId");
+  if (pci_bus_id == nullptr || len <= 0) return api.ret(cudaErrorInvalidValue);
+  if (!Engine::instance().valid_device(device)) return api.ret(cudaErrorInvalidDevice);
+  std::snprintf(pci_bus_id, static_cast<size_t>(len), "%08X:%02X:00.0", 0u,
+                static_cast<unsigned>(model::pci_bus_id(device)));
+  return api.ret(cudaSuccess);
+}
+
+cudaError_t cudaDeviceGetByPCIBusId(int* device, const char* pci_bus_id) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaDeviceGetByPCIBusId_v4010, "cudaDeviceGetByPCIBusId");
+  if (device == nullptr || pci_bus_id == nullptr) return api.ret(cudaErrorInvalidValue);
+  // Accepts the forms the header names: domain:bus:device.function, domain:bus:device, bus:device.function.
+  unsigned domain = 0, bus = 0, dev = 0, function = 0;
+  if (std::sscanf(pci_bus_id, "%x:%x:%x.%x", &domain, &bus, &dev, &function) < 3 &&
+      std::sscanf(pci_bus_id, "%x:%x.%x", &bus, &dev, &function) < 2) {
+    return api.ret(cudaErrorInvalidValue);
+  }
+  for (int d = 0; d < Engine::instance().device_count(); ++d) {
+    if (domain == 0 && dev == 0 && bus == static_cast<unsigned>(model::pci_bus_id(d))) {
+      *device = d;
+      return api.ret(cudaSuccess);
+    }
+  }
+  return api.ret(cudaErrorInvalidDevice);
+}
+
+// Peer access: every pair of distinct simulated devices can reach each other (as NVLink-connected
+// GPUs can). Enabling is per (current device, peer) and one way, as in cuda_runtime_api.h:
+// "Access granted by this call is unidirectional"; enabling twice is
+// cudaErrorPeerAccessAlreadyEnabled, disabling what was not enabled cudaErrorPeerAccessNotEnabled,
+// the current device itself cudaErrorInvalidDevice, flags other than 0 cudaErrorInvalidValue.
+// Copies between devices work without it (through unified addressing), as in CUDA.
+namespace {
+std::mutex g_peer_mu;
+bool g_peer_enabled[16][16] = {};
+}  // namespace
+
+cudaError_t cudaDeviceCanAccessPeer(int* can_access, int device, int peer_device) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaDeviceCanAccessPeer_v4000, "cudaDeviceCanAccessPeer");
+  if (can_access == nullptr) return api.ret(cudaErrorInvalidValue);
+  Engine& engine = Engine::instance();
+  if (!engine.valid_device(device) || !engine.valid_device(peer_device)) return api.ret(cudaErrorInvalidDevice);
+  *can_access = device != peer_device ? 1 : 0;
+  return api.ret(cudaSuccess);
+}
+
+cudaError_t cudaDeviceEnablePeerAccess(int peer_device, unsigned int flags) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaDeviceEnablePeerAccess_v4000, "cudaDeviceEnablePeerAccess");
+  const int device = current_device();
+  if (!Engine::instance().valid_device(peer_device) || peer_device == device) return api.ret(cudaErrorInvalidDevice);
+  if (flags != 0) return api.ret(cudaErrorInvalidValue);
+  std::lock_guard<std::mutex> lock(g_peer_mu);
+  if (g_peer_enabled[device][peer_device]) return api.ret(cudaErrorPeerAccessAlreadyEnabled);
+  g_peer_enabled[device][peer_device] = true;
+  return api.ret(cudaSuccess);
+}
+
+cudaError_t cudaDeviceDisablePeerAccess(int peer_device) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaDeviceDisablePeerAccess_v4000, "cudaDeviceDisablePeerAccess");
+  const int device = current_device();
+  if (!Engine::instance().valid_device(peer_device) || peer_device == device) return api.ret(cudaErrorInvalidDevice);
+  std::lock_guard<std::mutex> lock(g_peer_mu);
+  if (!g_peer_enabled[device][peer_device]) return api.ret(cudaErrorPeerAccessNotEnabled);
+  g_peer_enabled[device][peer_device] = false;
   return api.ret(cudaSuccess);
 }
 
@@ -205,6 +283,9 @@ const char* cudaGetErrorName(cudaError_t error) {
     case cudaErrorLaunchOutOfResources: return "cudaErrorLaunchOutOfResources";
     case cudaErrorMissingConfiguration: return "cudaErrorMissingConfiguration";
     case cudaErrorInvalidMemcpyDirection: return "cudaErrorInvalidMemcpyDirection";
+    case cudaErrorPeerAccessAlreadyEnabled: return "cudaErrorPeerAccessAlreadyEnabled";
+    case cudaErrorPeerAccessNotEnabled: return "cudaErrorPeerAccessNotEnabled";
+    case cudaErrorCooperativeLaunchTooLarge: return "cudaErrorCooperativeLaunchTooLarge";
     default: return "cudaErrorUnknown";
   }
 }
@@ -222,6 +303,9 @@ const char* cudaGetErrorString(cudaError_t error) {
     case cudaErrorLaunchOutOfResources: return "too many resources requested for launch";
     case cudaErrorMissingConfiguration: return "__global__ function call is not configured";
     case cudaErrorInvalidMemcpyDirection: return "invalid copy direction for memcpy";
+    case cudaErrorPeerAccessAlreadyEnabled: return "peer access is already enabled";
+    case cudaErrorPeerAccessNotEnabled: return "peer access has not been enabled";
+    case cudaErrorCooperativeLaunchTooLarge: return "too many blocks in cooperative launch";
     default: return "unknown error (gpuhook simulator)";
   }
 }
@@ -271,7 +355,7 @@ cudaError_t cudaProfilerStop(void) {
 
 cudaError_t cudaDeviceReset(void) {
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020, "cudaDeviceReset");
-  Engine::instance().synchronize_device();
+  Engine::instance().synchronize_device(current_device());
   return api.ret(cudaSuccess);
 }
 

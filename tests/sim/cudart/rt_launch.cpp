@@ -111,18 +111,37 @@ cudaError_t build_kernel_op(KernelInfo* k, dim3 grid, dim3 block, void** args, s
 
 namespace {
 
+// `cooperative`: cudaLaunchCooperativeKernel, or cudaLaunchKernelExC with
+// cudaLaunchAttributeCooperative.
 cudaError_t launch(CUpti_CallbackId cbid, const char* api_name, KernelInfo* k, dim3 grid,
                    dim3 block, void** args, size_t shared_bytes, cudaStream_t stream,
-                   bool per_thread, CUpti_CallbackDomain domain = CUPTI_CB_DOMAIN_RUNTIME_API) {
+                   bool per_thread, CUpti_CallbackDomain domain = CUPTI_CB_DOMAIN_RUNTIME_API,
+                   bool cooperative = false) {
   ApiScope api(cbid, api_name, k != nullptr ? k->name.c_str() : nullptr, domain);
   if (k == nullptr) return api.ret(cudaErrorInvalidDeviceFunction);
   Engine& engine = Engine::instance();
   Stream* s = engine.resolve(per_thread && stream == nullptr ? cudaStreamPerThread : stream);
   if (s == nullptr) return api.ret(cudaErrorInvalidResourceHandle);
+  // "A kernel launch will fail if it is issued to a stream that is not associated to the
+  // current device" (CUDA Programming Guide, "Stream and Event Behavior"); the runtime says
+  // cudaErrorInvalidResourceHandle (the stream is not a handle of the current context).
+  if (s->device != current_device()) return api.ret(cudaErrorInvalidResourceHandle);
   if (const cudaError_t refused = capture_refusal(s); refused != cudaSuccess) return api.ret(refused);
   auto op = std::make_unique<Op>();
   if (const cudaError_t err = build_kernel_op(k, grid, block, args, shared_bytes, *op); err != cudaSuccess) {
     return api.ret(err);
+  }
+  if (cooperative) {
+    // Every block must be resident at once: "The total number of blocks launched cannot exceed
+    // the maximum number of blocks per multiprocessor as returned by
+    // cudaOccupancyMaxActiveBlocksPerMultiprocessor (or cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)
+    // times the number of multiprocessors as specified by the device attribute
+    // cudaDevAttrMultiProcessorCount" (cuda_runtime_api.h, cudaLaunchCooperativeKernel).
+    const uint64_t blocks = uint64_t{grid.x} * grid.y * grid.z;
+    const int per_sm = model::blocks_per_sm(static_cast<int>(block.x * block.y * block.z), op->registers_per_thread,
+                                            shared_bytes);
+    if (blocks > static_cast<uint64_t>(per_sm) * model::kSmCount) return api.ret(cudaErrorCooperativeLaunchTooLarge);
+    op->launch_type = CUPTI_ACTIVITY_LAUNCH_TYPE_COOPERATIVE_SINGLE_DEVICE;
   }
   op->correlation_id = api.correlation_id();
   const SimConfig& c = config();
@@ -200,6 +219,14 @@ KernelInfo* find_kernel(const void* stub) {
   std::lock_guard<std::mutex> lock(g_registry_mu);
   auto it = registry().find(stub);
   return it == registry().end() ? nullptr : it->second;
+}
+
+KernelInfo* kernel_of_handle(const void* handle) {
+  std::lock_guard<std::mutex> lock(g_registry_mu);
+  for (const auto& [stub, k] : registry()) {
+    if (k == handle) return k;
+  }
+  return nullptr;
 }
 
 KernelInfo* kernel_entry(const void* stub) {
@@ -288,6 +315,32 @@ cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void** arg
                              size_t shared_bytes, cudaStream_t stream) {
   return launch(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, "cudaLaunchKernel",
                 find_kernel(func), grid, block, args, shared_bytes, stream, false);
+}
+
+cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 grid, dim3 block, void** args,
+                                        size_t shared_bytes, cudaStream_t stream) {
+  return launch(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000, "cudaLaunchCooperativeKernel",
+                find_kernel(func), grid, block, args, shared_bytes, stream, false, CUPTI_CB_DOMAIN_RUNTIME_API,
+                true);
+}
+
+// What the cudaLaunchKernelEx template calls. Of the launch attributes only
+// cudaLaunchAttributeCooperative changes anything here; the others are accepted and ignored.
+cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
+  if (config == nullptr) {
+    ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060, "cudaLaunchKernelExC");
+    return api.ret(cudaErrorInvalidValue);
+  }
+  bool cooperative = false;
+  for (unsigned i = 0; config->attrs != nullptr && i < config->numAttrs; ++i) {
+    if (config->attrs[i].id == cudaLaunchAttributeCooperative) cooperative = config->attrs[i].val.cooperative != 0;
+  }
+  // func is the kernel's stub, or (\note_cudaKernel_t) a cudaKernel_t from cudaGetKernel.
+  KernelInfo* k = find_kernel(func);
+  if (k == nullptr) k = kernel_of_handle(func);
+  return launch(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060, "cudaLaunchKernelExC", k, config->gridDim,
+                config->blockDim, args, config->dynamicSmemBytes, config->stream, false,
+                CUPTI_CB_DOMAIN_RUNTIME_API, cooperative);
 }
 
 cudaError_t cudaGetFuncBySymbol(cudaFunction_t* function, const void* symbol) {

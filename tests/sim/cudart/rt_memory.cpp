@@ -22,8 +22,13 @@ namespace {
 
 struct Allocation {
   size_t bytes;
-  CUpti_ActivityMemoryKind kind;  // DEVICE or PINNED
+  CUpti_ActivityMemoryKind kind;  // DEVICE, MANAGED or PINNED
   bool owned = true;              // false: the program's memory, registered (cudaHostRegister)
+  // The device that owns it (current at allocation, or the stream's for cudaMallocAsync): with
+  // unified addressing the runtime knows every pointer's device, so a copy between two devices'
+  // memory is a peer copy whatever direction it was given.
+  int device = 0;
+  PoolView* pool = nullptr;  // stream-ordered allocations: the pool it came from
 };
 
 std::mutex g_alloc_mu;
@@ -32,40 +37,90 @@ std::map<uintptr_t, Allocation>& allocations() {
   return *map;
 }
 
-// The kind of memory at p, and whether [p, p+bytes) lies inside that allocation.
-CUpti_ActivityMemoryKind classify(const void* p, size_t bytes, bool* in_bounds) {
+// The kind of memory at p, and whether [p, p+bytes) lies inside that allocation; *device (when
+// asked) the device owning it, -1 for host memory.
+CUpti_ActivityMemoryKind classify(const void* p, size_t bytes, bool* in_bounds, int* device = nullptr) {
   std::lock_guard<std::mutex> lock(g_alloc_mu);
   const auto addr = reinterpret_cast<uintptr_t>(p);
   auto it = allocations().upper_bound(addr);
   *in_bounds = true;
+  if (device != nullptr) *device = -1;
   if (it == allocations().begin()) return CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
   --it;
   if (addr >= it->first + it->second.bytes) return CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
   *in_bounds = addr + bytes <= it->first + it->second.bytes;
+  if (device != nullptr && it->second.kind != CUPTI_ACTIVITY_MEMORY_KIND_PINNED) *device = it->second.device;
   return it->second.kind;
 }
 
-void* allocate(size_t bytes, CUpti_ActivityMemoryKind kind) {
+void* allocate(size_t bytes, CUpti_ActivityMemoryKind kind, int device = 0, PoolView* pool = nullptr) {
   const size_t rounded = ((bytes == 0 ? 1 : bytes) + 255) & ~size_t{255};
   void* p = std::aligned_alloc(256, rounded);
   if (p == nullptr) return nullptr;
   std::lock_guard<std::mutex> lock(g_alloc_mu);
-  allocations()[reinterpret_cast<uintptr_t>(p)] = {bytes, kind};
+  allocations()[reinterpret_cast<uintptr_t>(p)] = {bytes, kind, true, device, pool};
+  if (pool != nullptr) {
+    pool->utilized += bytes;
+    pool->size = pool->utilized;
+  }
   return p;
 }
 
-bool release(void* p, CUpti_ActivityMemoryKind kind, size_t* bytes) {
+// What a release reports: the allocation's size, device, and its pool as it is after the release.
+struct Released {
+  size_t bytes = 0;
+  CUpti_ActivityMemoryKind kind = CUPTI_ACTIVITY_MEMORY_KIND_UNKNOWN;
+  int device = 0;
+  bool from_pool = false;
+  PoolView pool;
+};
+
+// Releases p when it is an allocation of one of `kinds` (a bit per CUpti_ActivityMemoryKind).
+bool release(void* p, unsigned kinds, Released* out) {
   std::lock_guard<std::mutex> lock(g_alloc_mu);
   auto it = allocations().find(reinterpret_cast<uintptr_t>(p));
-  if (it == allocations().end() || it->second.kind != kind) return false;
-  *bytes = it->second.bytes;
+  if (it == allocations().end() || (kinds & (1u << it->second.kind)) == 0) return false;
+  out->bytes = it->second.bytes;
+  out->kind = it->second.kind;
+  out->device = it->second.device;
+  if (PoolView* pool = it->second.pool) {
+    pool->utilized -= it->second.bytes;
+    pool->size = pool->utilized;
+    out->from_pool = true;
+    out->pool = *pool;
+  }
   const bool owned = it->second.owned;
   allocations().erase(it);
   if (owned) std::free(p);
   return true;
 }
 
-bool is_device(CUpti_ActivityMemoryKind k) { return k == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE; }
+bool release(void* p, CUpti_ActivityMemoryKind kind, size_t* bytes) {
+  Released r;
+  if (!release(p, 1u << kind, &r)) return false;
+  *bytes = r.bytes;
+  return true;
+}
+
+// Memory a device reaches as its own: device memory, and managed memory (which the device
+// and the host both reach, so it passes as either end of a copy).
+bool is_device(CUpti_ActivityMemoryKind k) {
+  return k == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE || k == CUPTI_ACTIVITY_MEMORY_KIND_MANAGED;
+}
+bool is_host_reachable(CUpti_ActivityMemoryKind k) { return k != CUPTI_ACTIVITY_MEMORY_KIND_DEVICE; }
+
+// cudaMemPrefetchAsync / cudaMemAdvise: the range must lie in one managed allocation, and a
+// device location must name a device.
+cudaError_t check_managed_range(const void* ptr, size_t bytes, const cudaMemLocation& location) {
+  bool in_bounds = false;
+  if (ptr == nullptr || classify(ptr, bytes, &in_bounds) != CUPTI_ACTIVITY_MEMORY_KIND_MANAGED || !in_bounds) {
+    return cudaErrorInvalidValue;
+  }
+  if (location.type == cudaMemLocationTypeDevice && !Engine::instance().valid_device(location.id)) {
+    return cudaErrorInvalidDevice;
+  }
+  return cudaSuccess;
+}
 
 }  // namespace
 
@@ -75,23 +130,25 @@ cudaError_t build_copy_op(void* dst, const void* src, size_t bytes, cudaMemcpyKi
   if (bytes != 0 && (dst == nullptr || src == nullptr)) return cudaErrorInvalidValue;
   bool dst_ok = true;
   bool src_ok = true;
-  const auto dst_kind = classify(dst, bytes, &dst_ok);
-  const auto src_kind = classify(src, bytes, &src_ok);
+  int dst_device = -1;
+  int src_device = -1;
+  const auto dst_kind = classify(dst, bytes, &dst_ok, &dst_device);
+  const auto src_kind = classify(src, bytes, &src_ok, &src_device);
   if (!dst_ok || !src_ok) return cudaErrorInvalidValue;
   const bool dst_dev = is_device(dst_kind);
   const bool src_dev = is_device(src_kind);
   switch (kind) {
     case cudaMemcpyHostToDevice:
-      if (src_dev || !dst_dev) return cudaErrorInvalidValue;
+      if (!is_host_reachable(src_kind) || !dst_dev) return cudaErrorInvalidValue;
       break;
     case cudaMemcpyDeviceToHost:
-      if (!src_dev || dst_dev) return cudaErrorInvalidValue;
+      if (!src_dev || !is_host_reachable(dst_kind)) return cudaErrorInvalidValue;
       break;
     case cudaMemcpyDeviceToDevice:
       if (!src_dev || !dst_dev) return cudaErrorInvalidValue;
       break;
     case cudaMemcpyHostToHost:
-      if (src_dev || dst_dev) return cudaErrorInvalidValue;
+      if (!is_host_reachable(src_kind) || !is_host_reachable(dst_kind)) return cudaErrorInvalidValue;
       break;
     case cudaMemcpyDefault: break;
     default: return cudaErrorInvalidMemcpyDirection;
@@ -106,7 +163,15 @@ cudaError_t build_copy_op(void* dst, const void* src, size_t bytes, cudaMemcpyKi
   *pageable = (!src_dev && src_kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE) ||
               (!dst_dev && dst_kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE);
   double gbps = *pageable ? c.pageable_gbps : c.pinned_gbps;
-  if (src_dev && dst_dev) {
+  if (src_dev && dst_dev && src_device != dst_device) {
+    // Two devices' memory: "A peer to peer memory copy across different devices"
+    // (CUPTI_ACTIVITY_MEMCPY_KIND_PTOP, cupti_activity.h), run by the stream's device.
+    op.copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
+    op.engine = CopyEngine::kDeviceToDevice;
+    op.src_device = src_device;
+    op.dst_device = dst_device;
+    gbps = c.peer_gbps;
+  } else if (src_dev && dst_dev) {
     op.copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOD;
     op.engine = CopyEngine::kDeviceToDevice;
     gbps = c.device_gbps;
@@ -191,9 +256,28 @@ cudaError_t cudaMalloc(void** ptr, size_t bytes) {
   // "some actions, such as a call to cudaMalloc, may be unsafe" during stream capture, and the
   // thread's capture mode decides (cudaThreadExchangeStreamCaptureMode, cuda_runtime_api.h).
   if (const cudaError_t refused = capture_refusal_unsafe(); refused != cudaSuccess) return api.ret(refused);
-  *ptr = allocate(bytes, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
+  // "Any device memory subsequently allocated from the host thread using cudaMalloc() will be
+  // physically resident on that device" (CUDA Programming Guide, "Device Selection").
+  const int device = current_device();
+  *ptr = allocate(bytes, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, device);
   if (*ptr == nullptr) return api.ret(cudaErrorMemoryAllocation);
-  emit_memory_record(true, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, *ptr, bytes, api.correlation_id());
+  emit_memory_record(true, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, *ptr, bytes, api.correlation_id(), device);
+  return api.ret(cudaSuccess);
+}
+
+// Managed memory is host memory both sides reach, recorded as MANAGED (MEMORY2). Where its
+// pages live is not modelled: no migration, no page faults, no unified memory counters.
+cudaError_t cudaMallocManaged(void** ptr, size_t bytes, unsigned int flags) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000, "cudaMallocManaged");
+  // "flags: Must be either cudaMemAttachGlobal or cudaMemAttachHost"; "If size is 0,
+  // cudaMallocManaged returns cudaErrorInvalidValue" (cuda_runtime_api.h).
+  if (ptr == nullptr || bytes == 0 || (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost)) {
+    return api.ret(cudaErrorInvalidValue);
+  }
+  const int device = current_device();
+  *ptr = allocate(bytes, CUPTI_ACTIVITY_MEMORY_KIND_MANAGED, device);
+  if (*ptr == nullptr) return api.ret(cudaErrorMemoryAllocation);
+  emit_memory_record(true, CUPTI_ACTIVITY_MEMORY_KIND_MANAGED, *ptr, bytes, api.correlation_id(), device);
   return api.ret(cudaSuccess);
 }
 
@@ -201,95 +285,169 @@ cudaError_t cudaFree(void* ptr) {
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, "cudaFree");
   if (ptr == nullptr) return api.ret(cudaSuccess);
   if (const cudaError_t refused = capture_refusal_unsafe(); refused != cudaSuccess) return api.ret(refused);
-  Engine::instance().synchronize_device();  // cudaFree synchronises, and no queued op may still use it
-  size_t bytes = 0;
-  if (!release(ptr, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, &bytes)) return api.ret(cudaErrorInvalidValue);
-  emit_memory_record(false, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, ptr, bytes, api.correlation_id());
+  // cudaFree synchronises; here with every device, since no queued op anywhere (a peer copy
+  // too) may still use the memory the simulator is about to give back.
+  Engine::instance().synchronize_device(-1);
+  Released r;
+  if (!release(ptr, (1u << CUPTI_ACTIVITY_MEMORY_KIND_DEVICE) | (1u << CUPTI_ACTIVITY_MEMORY_KIND_MANAGED), &r)) {
+    return api.ret(cudaErrorInvalidValue);
+  }
+  emit_memory_record(false, r.kind, ptr, r.bytes, api.correlation_id(), r.device);
   return api.ret(cudaSuccess);
 }
 
 // Stream-ordered allocation: the memory is there at once (a pool hands it out), and a free
 // happens when the stream reaches it, so earlier work on the stream may still use it.
-// Pools are one per device plus those created; their handles only need to be distinct.
+// A pool belongs to one device; each device has a default one.
 struct MemPool {
   int device = 0;
+  bool is_default = false;
+  PoolView view;  // guarded by g_alloc_mu
 };
+
+namespace {
+
+MemPool* default_pool(int device) {
+  static MemPool* pools = [] {
+    auto* p = new MemPool[16];
+    for (int d = 0; d < 16; ++d) {
+      p[d].device = d;
+      p[d].is_default = true;
+    }
+    return p;
+  }();
+  return &pools[device];
+}
+
+// "Allocates memory ... from the memory pool current to the stream's device" (cuda_runtime_api.h,
+// cudaMallocAsync): the memory belongs to the stream's device.
+cudaError_t malloc_async(ApiScope& api, void** ptr, size_t bytes, MemPool* pool, cudaStream_t stream) {
+  if (ptr == nullptr) return cudaErrorInvalidValue;
+  Stream* s = Engine::instance().resolve(stream);
+  if (s == nullptr) return cudaErrorInvalidResourceHandle;
+  if (pool == nullptr) pool = default_pool(s->device);
+  *ptr = allocate(bytes, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, pool->device, &pool->view);
+  if (*ptr == nullptr) return cudaErrorMemoryAllocation;
+  PoolView view;
+  {
+    std::lock_guard<std::mutex> lock(g_alloc_mu);
+    view = pool->view;
+  }
+  emit_memory_record(true, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, *ptr, bytes, api.correlation_id(), pool->device,
+                     s->id, &view);
+  return cudaSuccess;
+}
+
+}  // namespace
 
 cudaError_t cudaMallocAsync(void** ptr, size_t bytes, cudaStream_t stream) {
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020, "cudaMallocAsync");
-  if (ptr == nullptr) return api.ret(cudaErrorInvalidValue);
-  if (Engine::instance().resolve(stream) == nullptr) return api.ret(cudaErrorInvalidResourceHandle);
-  *ptr = allocate(bytes, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
-  if (*ptr == nullptr) return api.ret(cudaErrorMemoryAllocation);
-  emit_memory_record(true, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, *ptr, bytes, api.correlation_id());
-  return api.ret(cudaSuccess);
+  return api.ret(malloc_async(api, ptr, bytes, nullptr, stream));
 }
 
 cudaError_t cudaMallocFromPoolAsync(void** ptr, size_t bytes, cudaMemPool_t pool, cudaStream_t stream) {
-  if (pool == nullptr) return cudaErrorInvalidValue;
-  return cudaMallocAsync(ptr, bytes, stream);
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_v11020, "cudaMallocFromPoolAsync");
+  if (pool == nullptr) return api.ret(cudaErrorInvalidValue);
+  return api.ret(malloc_async(api, ptr, bytes, reinterpret_cast<MemPool*>(pool), stream));
 }
 
 cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream) {
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020, "cudaFreeAsync");
   if (ptr == nullptr) return api.ret(cudaSuccess);
   bool in_bounds = false;
-  if (Engine::instance().resolve(stream) != nullptr &&
-      classify(ptr, 1, &in_bounds) != CUPTI_ACTIVITY_MEMORY_KIND_DEVICE) {
+  Stream* s = Engine::instance().resolve(stream);
+  if (s != nullptr && classify(ptr, 1, &in_bounds) != CUPTI_ACTIVITY_MEMORY_KIND_DEVICE) {
     return api.ret(cudaErrorInvalidValue);
   }
   const uint32_t correlation = api.correlation_id();
-  return api.ret(enqueue_host(api, stream, [ptr, correlation] {
-    size_t bytes = 0;
-    if (release(ptr, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, &bytes)) {
-      emit_memory_record(false, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, ptr, bytes, correlation);
+  const uint32_t stream_id = s != nullptr ? s->id : CUPTI_INVALID_STREAM_ID;
+  return api.ret(enqueue_host(api, stream, [ptr, correlation, stream_id] {
+    Released r;
+    if (release(ptr, 1u << CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, &r)) {
+      emit_memory_record(false, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, ptr, r.bytes, correlation, r.device,
+                         r.from_pool ? stream_id : CUPTI_INVALID_STREAM_ID, r.from_pool ? &r.pool : nullptr);
     }
   }));
 }
 
 cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device) {
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaDeviceGetDefaultMemPool_v11020, "cudaDeviceGetDefaultMemPool");
-  static MemPool default_pool;
   if (pool == nullptr) return api.ret(cudaErrorInvalidValue);
-  if (device != 0) return api.ret(cudaErrorInvalidDevice);
-  *pool = reinterpret_cast<cudaMemPool_t>(&default_pool);
+  if (!Engine::instance().valid_device(device)) return api.ret(cudaErrorInvalidDevice);
+  *pool = reinterpret_cast<cudaMemPool_t>(default_pool(device));
   return api.ret(cudaSuccess);
 }
 
+// Pool creation, destruction and trimming each write a MEMORY_POOL record (records.cpp).
 cudaError_t cudaMemPoolCreate(cudaMemPool_t* pool, const cudaMemPoolProps* props) {
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaMemPoolCreate_v11020, "cudaMemPoolCreate");
   if (pool == nullptr || props == nullptr) return api.ret(cudaErrorInvalidValue);
-  if (props->location.id != 0) return api.ret(cudaErrorInvalidDevice);
-  *pool = reinterpret_cast<cudaMemPool_t>(new MemPool());
+  if (props->location.type != cudaMemLocationTypeDevice || !Engine::instance().valid_device(props->location.id)) {
+    return api.ret(cudaErrorInvalidDevice);
+  }
+  auto* p = new MemPool();
+  p->device = props->location.id;
+  *pool = reinterpret_cast<cudaMemPool_t>(p);
+  emit_memory_pool_record(CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_CREATED, p->device, p->view, 0,
+                          api.correlation_id());
   return api.ret(cudaSuccess);
 }
 
 cudaError_t cudaMemPoolDestroy(cudaMemPool_t pool) {
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaMemPoolDestroy_v11020, "cudaMemPoolDestroy");
   if (pool == nullptr) return api.ret(cudaErrorInvalidValue);
-  cudaMemPool_t def = nullptr;
-  if (cudaDeviceGetDefaultMemPool(&def, 0) == cudaSuccess && def == pool) return api.ret(cudaErrorInvalidValue);
-  delete reinterpret_cast<MemPool*>(pool);
+  auto* p = reinterpret_cast<MemPool*>(pool);
+  if (p->is_default) return api.ret(cudaErrorInvalidValue);
+  PoolView view;
+  {
+    std::lock_guard<std::mutex> lock(g_alloc_mu);
+    view = p->view;
+  }
+  emit_memory_pool_record(CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_DESTROYED, p->device, view, 0,
+                          api.correlation_id());
+  // Allocations still out keep pointing at the view; the pool object stays (a few bytes).
   return api.ret(cudaSuccess);
 }
 
-cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr, void* value) {
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value) {
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaMemPoolSetAttribute_v11020, "cudaMemPoolSetAttribute");
-  // Accepted and not modelled: the simulator's pools keep nothing cached.
-  return api.ret(pool == nullptr || value == nullptr ? cudaErrorInvalidValue : cudaSuccess);
+  if (pool == nullptr || value == nullptr) return api.ret(cudaErrorInvalidValue);
+  // The release threshold is kept (CUPTI reports it); the rest is accepted and not modelled,
+  // as the simulator's pools keep nothing cached.
+  if (attr == cudaMemPoolAttrReleaseThreshold) {
+    std::lock_guard<std::mutex> lock(g_alloc_mu);
+    reinterpret_cast<MemPool*>(pool)->view.release_threshold = *static_cast<uint64_t*>(value);
+  }
+  return api.ret(cudaSuccess);
 }
 
-cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, cudaMemPoolAttr, void* value) {
+cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value) {
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaMemPoolGetAttribute_v11020, "cudaMemPoolGetAttribute");
   if (pool == nullptr || value == nullptr) return api.ret(cudaErrorInvalidValue);
-  // Every attribute is a 64-bit value or smaller: 0 (nothing reserved, used, or kept).
-  *static_cast<uint64_t*>(value) = 0;
+  const PoolView& v = reinterpret_cast<MemPool*>(pool)->view;
+  std::lock_guard<std::mutex> lock(g_alloc_mu);
+  switch (attr) {
+    case cudaMemPoolAttrReleaseThreshold: *static_cast<uint64_t*>(value) = v.release_threshold; break;
+    case cudaMemPoolAttrReservedMemCurrent:
+    case cudaMemPoolAttrUsedMemCurrent: *static_cast<uint64_t*>(value) = v.utilized; break;
+    // Every other attribute is a 64-bit value or smaller: 0 (nothing kept, no high-water mark).
+    default: *static_cast<uint64_t*>(value) = 0; break;
+  }
   return api.ret(cudaSuccess);
 }
 
-cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t) {
+cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t min_bytes_to_keep) {
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaMemPoolTrimTo_v11020, "cudaMemPoolTrimTo");
-  return api.ret(pool == nullptr ? cudaErrorInvalidValue : cudaSuccess);
+  if (pool == nullptr) return api.ret(cudaErrorInvalidValue);
+  auto* p = reinterpret_cast<MemPool*>(pool);
+  PoolView view;
+  {
+    std::lock_guard<std::mutex> lock(g_alloc_mu);
+    view = p->view;
+  }
+  emit_memory_pool_record(CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_TRIMMED, p->device, view, min_bytes_to_keep,
+                          api.correlation_id());
+  return api.ret(cudaSuccess);
 }
 
 // Registered host memory is pinned for copies; the device reaches it at the same address.
@@ -302,7 +460,7 @@ cudaError_t cudaHostRegister(void* ptr, size_t bytes, unsigned int) {
                                              Allocation{bytes, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, false});
     if (!added) return api.ret(cudaErrorHostMemoryAlreadyRegistered);
   }
-  emit_memory_record(true, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, ptr, bytes, api.correlation_id());
+  emit_memory_record(true, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, ptr, bytes, api.correlation_id(), current_device());
   return api.ret(cudaSuccess);
 }
 
@@ -313,7 +471,7 @@ cudaError_t cudaHostUnregister(void* ptr) {
   if (it == allocations().end() || it->second.owned) return api.ret(cudaErrorHostMemoryNotRegistered);
   const size_t bytes = it->second.bytes;
   allocations().erase(it);
-  emit_memory_record(false, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, ptr, bytes, api.correlation_id());
+  emit_memory_record(false, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, ptr, bytes, api.correlation_id(), current_device());
   return api.ret(cudaSuccess);
 }
 
@@ -331,7 +489,7 @@ cudaError_t cudaMallocHost(void** ptr, size_t bytes) {
   if (ptr == nullptr) return api.ret(cudaErrorInvalidValue);
   *ptr = allocate(bytes, CUPTI_ACTIVITY_MEMORY_KIND_PINNED);
   if (*ptr == nullptr) return api.ret(cudaErrorMemoryAllocation);
-  emit_memory_record(true, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, *ptr, bytes, api.correlation_id());
+  emit_memory_record(true, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, *ptr, bytes, api.correlation_id(), current_device());
   return api.ret(cudaSuccess);
 }
 
@@ -340,18 +498,79 @@ cudaError_t cudaHostAlloc(void** ptr, size_t bytes, unsigned int) {
   if (ptr == nullptr) return api.ret(cudaErrorInvalidValue);
   *ptr = allocate(bytes, CUPTI_ACTIVITY_MEMORY_KIND_PINNED);
   if (*ptr == nullptr) return api.ret(cudaErrorMemoryAllocation);
-  emit_memory_record(true, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, *ptr, bytes, api.correlation_id());
+  emit_memory_record(true, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, *ptr, bytes, api.correlation_id(), current_device());
   return api.ret(cudaSuccess);
 }
 
 cudaError_t cudaFreeHost(void* ptr) {
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020, "cudaFreeHost");
   if (ptr == nullptr) return api.ret(cudaSuccess);
-  Engine::instance().synchronize_device();
+  Engine::instance().synchronize_device(-1);
   size_t bytes = 0;
   if (!release(ptr, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, &bytes)) return api.ret(cudaErrorInvalidValue);
-  emit_memory_record(false, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, ptr, bytes, api.correlation_id());
+  emit_memory_record(false, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, ptr, bytes, api.correlation_id(), current_device());
   return api.ret(cudaSuccess);
+}
+
+// Accepted and checked, not modelled: where managed pages live is not simulated, so a prefetch
+// moves nothing and takes no time. CUDA 13's signature (a cudaMemLocation, cuda_runtime_api.h).
+// CUPTI shows a prefetch only in unified memory counter records, which the simulator does not
+// write, so there is no record beyond the API call.
+cudaError_t cudaMemPrefetchAsync(const void* ptr, size_t bytes, cudaMemLocation location, unsigned int flags,
+                                 cudaStream_t stream) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaMemPrefetchAsync_v12020, "cudaMemPrefetchAsync");
+  (void)flags;
+  if (Engine::instance().resolve(stream) == nullptr) return api.ret(cudaErrorInvalidResourceHandle);
+  return api.ret(check_managed_range(ptr, bytes, location));
+}
+
+cudaError_t cudaMemAdvise(const void* ptr, size_t bytes, cudaMemoryAdvise advice, cudaMemLocation location) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaMemAdvise_v12020, "cudaMemAdvise");
+  (void)advice;
+  return api.ret(check_managed_range(ptr, bytes, location));
+}
+
+namespace {
+
+// dst and src must be device memory of dstDevice and srcDevice ("dst is the base device pointer
+// of the destination memory and dstDevice is the destination device", cuda_runtime_api.h).
+cudaError_t check_peer_pointers(void* dst, int dst_device, const void* src, int src_device, size_t bytes) {
+  Engine& engine = Engine::instance();
+  if (!engine.valid_device(dst_device) || !engine.valid_device(src_device)) return cudaErrorInvalidDevice;
+  bool dst_ok = false;
+  bool src_ok = false;
+  int dst_owner = -1;
+  int src_owner = -1;
+  if (!is_device(classify(dst, bytes, &dst_ok, &dst_owner)) || !is_device(classify(src, bytes, &src_ok, &src_owner)) ||
+      !dst_ok || !src_ok || dst_owner != dst_device || src_owner != src_device) {
+    return cudaErrorInvalidValue;
+  }
+  return cudaSuccess;
+}
+
+}  // namespace
+
+// "asynchronous with respect to the host, but serialized with respect all pending and future
+// asynchronous work in to the current device, srcDevice, and dstDevice" (cuda_runtime_api.h):
+// modelled by waiting for both devices' work first and for the copy after (its \note_sync).
+cudaError_t cudaMemcpyPeer(void* dst, int dst_device, const void* src, int src_device, size_t bytes) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeer_v4000, "cudaMemcpyPeer");
+  if (const cudaError_t err = check_peer_pointers(dst, dst_device, src, src_device, bytes); err != cudaSuccess) {
+    return api.ret(err);
+  }
+  Engine::instance().synchronize_device(src_device);
+  Engine::instance().synchronize_device(dst_device);
+  return api.ret(copy(api, dst, src, bytes, cudaMemcpyDefault, nullptr, false));
+}
+
+// "asynchronous with respect to the host and all work on other devices".
+cudaError_t cudaMemcpyPeerAsync(void* dst, int dst_device, const void* src, int src_device, size_t bytes,
+                                cudaStream_t stream) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000, "cudaMemcpyPeerAsync");
+  if (const cudaError_t err = check_peer_pointers(dst, dst_device, src, src_device, bytes); err != cudaSuccess) {
+    return api.ret(err);
+  }
+  return api.ret(copy(api, dst, src, bytes, cudaMemcpyDefault, stream, true));
 }
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {

@@ -27,15 +27,18 @@ cudaError_t sync_stream(ApiScope& api, cudaStream_t stream) {
   // waiting for it covers that implicit synchronisation too.
   engine.wait(engine.last_of(s));
   emit_sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, api.correlation_id(),
-                   api.entry_ns(), gpuhook_sim_now_ns(), s->id, CUPTI_SYNCHRONIZATION_INVALID_VALUE);
+                   api.entry_ns(), gpuhook_sim_now_ns(), s->id, CUPTI_SYNCHRONIZATION_INVALID_VALUE, 0,
+                   s->device);
   return cudaSuccess;
 }
 
 cudaError_t create(const ApiScope& api, cudaStream_t* stream, unsigned flags, int priority) {
   if (stream == nullptr || (flags & ~cudaStreamNonBlocking) != 0) return cudaErrorInvalidValue;
+  // "Any streams or events created from the host thread will be associated with that device"
+  // (CUDA Programming Guide, "Device Selection": the current device).
   Stream* s = Engine::instance().create_stream(flags, priority);
   *stream = reinterpret_cast<cudaStream_t>(s);
-  emit_stream_record(s->id, s->priority, (flags & cudaStreamNonBlocking) != 0, api.correlation_id());
+  emit_stream_record(s->device, s->id, s->priority, (flags & cudaStreamNonBlocking) != 0, api.correlation_id());
   return cudaSuccess;
 }
 
@@ -57,6 +60,16 @@ cudaError_t cudaStreamCreateWithPriority(cudaStream_t* stream, unsigned int flag
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaStreamCreateWithPriority_v5050,
                "cudaStreamCreateWithPriority");
   return api.ret(create(api, stream, flags, priority));
+}
+
+// CUDA 12.8's cudaStreamGetDevice: the device the stream belongs to.
+cudaError_t cudaStreamGetDevice(cudaStream_t stream, int* device) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetDevice_v12080, "cudaStreamGetDevice");
+  Stream* s = Engine::instance().resolve(stream);
+  if (s == nullptr) return api.ret(cudaErrorInvalidResourceHandle);
+  if (device == nullptr) return api.ret(cudaErrorInvalidValue);
+  *device = s->device;
+  return api.ret(cudaSuccess);
 }
 
 cudaError_t cudaStreamGetPriority(cudaStream_t stream, int* priority) {
@@ -87,7 +100,7 @@ cudaError_t cudaStreamQuery(cudaStream_t stream) {
   if (const cudaError_t refused = capture_refusal_sync(s); refused != cudaSuccess) return api.ret(refused);
   const bool ready = engine.done(engine.last_of(s));
   emit_query_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, api.correlation_id(), api.entry_ns(),
-                    s->id, CUPTI_SYNCHRONIZATION_INVALID_VALUE, ready);
+                    s->id, CUPTI_SYNCHRONIZATION_INVALID_VALUE, ready, s->device);
   return api.ret(ready ? cudaSuccess : cudaErrorNotReady);
 }
 
@@ -96,10 +109,12 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   return api.ret(sync_stream(api, stream));
 }
 
+// The current device only: "Blocks until the device has completed all preceding requested
+// tasks" (cuda_runtime_api.h), the device being the calling thread's current one.
 cudaError_t cudaDeviceSynchronize(void) {
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, "cudaDeviceSynchronize");
   if (const cudaError_t refused = capture_refusal_device_sync(); refused != cudaSuccess) return api.ret(refused);
-  Engine::instance().synchronize_device();
+  Engine::instance().synchronize_device(current_device());
   emit_sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, api.correlation_id(),
                    api.entry_ns(), gpuhook_sim_now_ns(), CUPTI_INVALID_STREAM_ID,
                    CUPTI_SYNCHRONIZATION_INVALID_VALUE);
@@ -111,6 +126,7 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
   if (event == nullptr) return api.ret(cudaErrorInvalidValue);
   auto* e = new EventImpl();
   e->flags = flags;
+  e->device = current_device();
   e->id = g_next_event_id.fetch_add(1);
   *event = reinterpret_cast<cudaEvent_t>(e);
   return api.ret(cudaSuccess);
@@ -134,6 +150,9 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   Engine& engine = Engine::instance();
   Stream* s = engine.resolve(stream);
   if (s == nullptr) return api.ret(cudaErrorInvalidResourceHandle);
+  // "cudaEventRecord() will fail if the input event and input stream are associated to
+  // different devices" (CUDA Programming Guide, "Stream and Event Behavior").
+  if (s->device != event_of(event)->device) return api.ret(cudaErrorInvalidResourceHandle);
   if (const cudaError_t refused = capture_refusal(s); refused != cudaSuccess) return api.ret(refused);
   if (capture_event_record(event_of(event), s)) return api.ret(cudaSuccess);
   auto op = std::make_unique<Op>();
@@ -142,7 +161,7 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   op->queued_ns = gpuhook_sim_now_ns();
   op->submitted_ns = op->queued_ns + config().submit_ns;
   event_of(event)->completion = engine.enqueue(s, std::move(op));
-  emit_cuda_event_record(event_of(event)->id, s->id, api.correlation_id());
+  emit_cuda_event_record(s->device, event_of(event)->id, s->id, api.correlation_id());
   return api.ret(cudaSuccess);
 }
 
@@ -175,6 +194,9 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) 
   if (start == nullptr || end == nullptr) return api.ret(cudaErrorInvalidResourceHandle);
   EventImpl* a = event_of(start);
   EventImpl* b = event_of(end);
+  // "cudaEventElapsedTime() will fail if the two input events are associated to different
+  // devices" (CUDA Programming Guide, "Stream and Event Behavior").
+  if (a->device != b->device) return api.ret(cudaErrorInvalidResourceHandle);
   if (((a->flags | b->flags) & cudaEventDisableTiming) != 0) {
     return api.ret(cudaErrorInvalidResourceHandle);
   }
@@ -198,7 +220,9 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
   bool captured = false;
   if (const cudaError_t err = capture_event_wait(s, e, &captured); captured) return api.ret(err);
   if (e->completion) {
-    // The wait is on the event's work as recorded now; a later re-record does not move it.
+    // The wait is on the event's work as recorded now; a later re-record does not move it. It
+    // may be another device's event: "cudaStreamWaitEvent() will succeed even if the input stream
+    // and input event are associated to different devices" (CUDA Programming Guide).
     auto op = std::make_unique<Op>();
     op->kind = OpKind::kMarker;
     op->correlation_id = api.correlation_id();
@@ -208,8 +232,26 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
     engine.enqueue(s, std::move(op));
   }
   emit_sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, api.correlation_id(),
-                   api.entry_ns(), gpuhook_sim_now_ns(), s->id, e->id);
+                   api.entry_ns(), gpuhook_sim_now_ns(), s->id, e->id, 0, s->device);
   return api.ret(cudaSuccess);
+}
+
+// For the simulated CUPTI's cuptiGetStreamIdEx (sim_bridge.h): the id the records give the
+// stream. `per_thread`: a NULL handle passed to a _ptsz entry point is the per-thread stream.
+uint32_t gpuhook_sim_stream_id(const void* stream, int per_thread) {
+  auto handle = static_cast<cudaStream_t>(const_cast<void*>(stream));
+  if (per_thread != 0 && handle == nullptr) handle = cudaStreamPerThread;
+  Stream* s = Engine::instance().resolve(handle);
+  return s != nullptr ? s->id : 0;
+}
+
+// For the simulated NCCL and CUPTI (sim_bridge.h): the device a stream handle belongs to, -1 when
+// the handle is unknown. `per_thread` as for gpuhook_sim_stream_id.
+int gpuhook_sim_stream_device(const void* stream, int per_thread) {
+  auto handle = static_cast<cudaStream_t>(const_cast<void*>(stream));
+  if (per_thread != 0 && handle == nullptr) handle = cudaStreamPerThread;
+  Stream* s = Engine::instance().resolve(handle);
+  return s != nullptr ? s->device : -1;
 }
 
 }  // extern "C"

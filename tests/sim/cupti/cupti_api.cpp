@@ -1,5 +1,7 @@
 // libcupti.so.13 of the simulator: the activity and callback entry points a CUPTI client
 // (libgpuhook, kineto, NVIDIA's samples) calls, with the real signatures from <cupti.h>.
+#include <dlfcn.h>
+
 #include <cupti.h>
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -61,12 +63,14 @@ size_t record_bytes(CUpti_ActivityKind kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
     case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: return sizeof(CUpti_ActivityMemcpyPtoP4);
     case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
     case CUPTI_ACTIVITY_KIND_RUNTIME:
     case CUPTI_ACTIVITY_KIND_DRIVER:
     case CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API: return sizeof(CUpti_ActivityAPI);
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(CUpti_ActivitySynchronization2);
     case CUPTI_ACTIVITY_KIND_MEMORY2: return sizeof(CUpti_ActivityMemory4);
+    case CUPTI_ACTIVITY_KIND_MEMORY_POOL: return sizeof(CUpti_ActivityMemoryPool3);
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
     case CUPTI_ACTIVITY_KIND_DEVICE: return sizeof(CUpti_ActivityDevice5);
     case CUPTI_ACTIVITY_KIND_STREAM: return sizeof(CUpti_ActivityStream);
@@ -344,6 +348,20 @@ CUptiResult CUPTIAPI cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorrela
 CUptiResult CUPTIAPI cuptiGetDeviceId(CUcontext, uint32_t* device_id) {
   if (device_id == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
   *device_id = 0;  // one simulated device
+  return CUPTI_SUCCESS;
+}
+
+// cupti_activity.h: "context: If non-NULL then the stream is checked to ensure that it belongs
+// to this context. Typically this parameter should be null." An unknown stream is
+// CUPTI_ERROR_INVALID_STREAM.
+CUptiResult CUPTIAPI cuptiGetStreamIdEx(CUcontext, CUstream stream, uint8_t per_thread_stream, uint32_t* stream_id) {
+  if (stream_id == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  using StreamIdFn = uint32_t (*)(const void*, int);
+  auto fn = reinterpret_cast<StreamIdFn>(dlsym(RTLD_DEFAULT, "gpuhook_sim_stream_id"));
+  if (fn == nullptr) return CUPTI_ERROR_NOT_INITIALIZED;
+  const uint32_t id = fn(stream, per_thread_stream);
+  if (id == 0) return CUPTI_ERROR_INVALID_STREAM;
+  *stream_id = id;
   return CUPTI_SUCCESS;
 }
 

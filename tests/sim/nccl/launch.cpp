@@ -38,6 +38,8 @@ using FuncBySymbolFn = cudaError_t (*)(cudaFunction_t* fn, const void* symbol);
 using LaunchKernelExFn = CUresult (*)(const CUlaunchConfig* config, CUfunction f, void** params, void** extra);
 using KernelEndAtFn = void (*)(uint64_t end_ns);
 using NowFn = uint64_t (*)();
+using DeviceFn = cudaError_t (*)(int);
+using GetDeviceFn = cudaError_t (*)(int*);
 
 struct SimRuntime {
   RegisterTwinFn register_twin = nullptr;
@@ -49,6 +51,8 @@ struct SimRuntime {
   // collective ends at the same planned instant instead of whenever its thread wakes up.
   KernelEndAtFn kernel_end_at = nullptr;
   NowFn now = nullptr;
+  DeviceFn set_device = nullptr;
+  GetDeviceFn get_device = nullptr;
   void** module = nullptr;
   bool available() const {
     return register_twin && register_fatbinary && register_function && func_by_symbol && launch_kernel_ex;
@@ -73,6 +77,8 @@ const SimRuntime& sim_runtime() {
     }
     r.kernel_end_at = reinterpret_cast<KernelEndAtFn>(dlsym(RTLD_DEFAULT, "gpuhook_sim_kernel_end_at"));
     r.now = reinterpret_cast<NowFn>(dlsym(RTLD_DEFAULT, "gpuhook_sim_now_ns"));
+    r.set_device = reinterpret_cast<DeviceFn>(dlsym(RTLD_DEFAULT, "cudaSetDevice"));
+    r.get_device = reinterpret_cast<GetDeviceFn>(dlsym(RTLD_DEFAULT, "cudaGetDevice"));
     if (r.available()) {
       static char fake_fatbin[16];
       r.module = r.register_fatbinary(fake_fatbin);
@@ -159,7 +165,15 @@ ncclResult_t launch(Op* op, cudaStream_t stream) {
   config.hStream = reinterpret_cast<CUstream>(stream);
   size_t args_bytes = sizeof op;
   void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &op, CU_LAUNCH_PARAM_BUFFER_SIZE, &args_bytes, CU_LAUNCH_PARAM_END};
+  // The kernel goes to the communicator's device, whatever device the caller has current (one
+  // thread may drive every rank of ncclCommInitAll in one group): NCCL sets comm->cudaDev
+  // before it launches and gives the caller its device back after (src/group.cc).
+  int caller_device = -1;
+  const bool switch_device = op->comm->device >= 0 && rt.set_device && rt.get_device &&
+                             rt.get_device(&caller_device) == cudaSuccess && caller_device != op->comm->device;
+  if (switch_device) rt.set_device(op->comm->device);
   CUresult err = rt.launch_kernel_ex(&config, reinterpret_cast<CUfunction>(fn), nullptr, extra);
+  if (switch_device) rt.set_device(caller_device);
   if (err != CUDA_SUCCESS) {
     op->comm->in_flight.fetch_sub(1);
     delete op;
