@@ -166,3 +166,46 @@ TEST(Graphs, BranchesSideBySideOnOneLaneGetARowEachAndStayVisible) {
   EXPECT_EQ(st2.overlap_rows, 0u);
   EXPECT_EQ(st2.graph_brackets, 0u);
 }
+
+// Peer copies: drawn where they ran, with the devices the bytes left and reached, and a dashed
+// line to the other device's section.
+TEST(PeerCopies, KeepTheirDevicesAndLinkTheTwoDeviceSections) {
+  gantt::Model m;
+  gantt::ModelBuilder b(m);
+  b.begin_capture("peer.gpuh");
+  b.add(header());
+  b.add(a100(0));
+  b.add(a100(1));
+  b.add(string_def(1, "cudaMemcpyPeerAsync"));
+  b.add(string_def(2, "cudaLaunchKernel"));
+  b.add(string_def(3, "_Z4stepPf"));
+  b.add(api(1, 100, 1'000, 1'100, 1));
+  v1::Record c = memcpy_rec(v1::COPY_PTOP, 1 << 20, 13, 1, 2'000, 50'000);
+  c.mutable_memcpy()->set_src_device(0);
+  c.mutable_memcpy()->set_dst_device(1);
+  b.add(c);
+  b.add(api(2, 100, 1'200, 1'300, 2));
+  v1::Record k = kernel(3, 14, 2, 0, 0, 60'000, 90'000);
+  k.mutable_kernel()->set_device(1);
+  b.add(k);
+  b.add(memcpy_rec(v1::COPY_HTOD, 1 << 20, 13, 3, 91'000, 95'000));  // not a peer copy
+  b.end_capture({});
+  ASSERT_EQ(m.events.size(), 3u);
+  EXPECT_EQ(m.events.src_device[0], 0u);
+  EXPECT_EQ(m.events.dst_device[0], 1u);
+  EXPECT_EQ(m.events.src_device[2], kNone);
+
+  gantt::RenderOptions o;
+  o.width_px = 1600;
+  const gantt::Scene scene = gantt::build_scene(m, gantt::select_events(m, {}), o, nullptr);
+  size_t dashed_down = 0;
+  bool tooltip = false;
+  for (const auto& item : scene.items) {
+    if (const auto* l = std::get_if<gantt::Line>(&item); l != nullptr && l->dashed && l->x1 == l->x2 && l->y2 > l->y1)
+      ++dashed_down;
+    if (const auto* r = std::get_if<gantt::Rect>(&item); r != nullptr && r->tooltip.find("PtoP GPU0 \xE2\x86\x92 GPU1") != std::string::npos)
+      tooltip = true;
+  }
+  EXPECT_EQ(dashed_down, 1u);
+  EXPECT_TRUE(tooltip);
+}

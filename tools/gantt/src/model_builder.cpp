@@ -123,6 +123,8 @@ struct ModelBuilder::Impl {
     push(e.occupancy_limit, OccupancyLimit::kUnknown);
     push(e.graph_id, uint64_t{0});
     push(e.graph_node_id, uint64_t{0});
+    push(e.src_device, kNone);
+    push(e.dst_device, kNone);
   }
 
   uint32_t remap(uint32_t local) {
@@ -212,6 +214,10 @@ void ModelBuilder::Impl::add(const v1::Record& r) {
                  t(k.has_start_ns(), k.start_ns()), t(k.has_end_ns(), k.end_ns()), k.correlation_id());
       m.events.graph_id.back() = k.graph_id();
       m.events.graph_node_id.back() = k.graph_node_id();
+      if (k.copy_kind() == v1::COPY_PTOP) {
+        m.events.src_device.back() = k.src_device();
+        m.events.dst_device.back() = k.dst_device();
+      }
       break;
     }
     case v1::Record::kMemset: {
@@ -765,7 +771,7 @@ void ModelBuilder::reserve_hint(uint64_t records) {
     more(e.copy_kind); more(e.bytes); more(e.queued_ns); more(e.submitted_ns); more(e.start_ns); more(e.end_ns);
     more(e.correlation_id); more(e.api); more(e.range); more(e.grid); more(e.block); more(e.registers_per_thread);
     more(e.static_smem_bytes); more(e.dynamic_smem_bytes); more(e.occupancy); more(e.occupancy_limit);
-    more(e.graph_id); more(e.graph_node_id);
+    more(e.graph_id); more(e.graph_node_id); more(e.src_device); more(e.dst_device);
     ApiTable& a = m.api;
     more(a.capture); more(a.domain); more(a.cbid); more(a.thread); more(a.name); more(a.start_ns); more(a.end_ns);
     more(a.correlation_id); more(a.return_value);

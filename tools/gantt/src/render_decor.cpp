@@ -118,6 +118,8 @@ std::string event_tooltip(const Model& m, uint32_t e, uint64_t t0) {
   t += "\n";
   t += to_string(ev.kind[e]);
   if (ev.kind[e] == EventKind::kMemcpy) t += std::string(" ") + copy_kind_name(ev.copy_kind[e]);
+  if (ev.src_device[e] != kNone && ev.dst_device[e] != kNone)
+    t += " GPU" + std::to_string(ev.src_device[e]) + " \xE2\x86\x92 GPU" + std::to_string(ev.dst_device[e]);
   t += " \xC2\xB7 device " + std::to_string(ev.device[e]) + " \xC2\xB7 stream " + std::to_string(ev.stream[e]);
   if (ev.priority[e]) t += " (prio " + std::to_string(ev.priority[e]) + ")";
   if (ev.bytes[e]) t += " \xC2\xB7 " + format_bytes(ev.bytes[e]);

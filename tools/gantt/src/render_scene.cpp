@@ -75,6 +75,7 @@ class Builder {
   void draw_brackets(const Lane& lane, float y, float height);
   void draw_annotations();
   void draw_rank_links();
+  void draw_peer_links();
   void draw_host_lanes();
   float place_labels(const DeviceKey& dev, float y);
 
@@ -90,6 +91,7 @@ class Builder {
   std::map<LaneKey, Lane> lanes_;
   std::vector<GraphLaunch> graphs_;
   std::unordered_map<uint32_t, float> drawn_;  // individually drawn event -> lane y
+  std::map<DeviceKey, float> section_y_;       // each device section's top
   Annotations ann_;
   size_t gpu_lanes_drawn_ = 0;
 };
@@ -333,6 +335,7 @@ void Builder::draw_brackets(const Lane& lane, float y, float height) {
 }
 
 void Builder::draw_device_section(const DeviceKey& dev, const std::vector<LaneKey>& lanes) {
+  section_y_[dev] = y_;
   s_.text(make_text(12, y_ + 13, fit(device_section_label(m_, dev.first, dev.second), 600), 12, palette::kText,
                     Anchor::kStart, true));
   y_ += 18;
@@ -558,6 +561,7 @@ Scene Builder::build() {
       y_ += 6;
     }
     if (o_.collective_links && m_.captures.size() > 1) draw_rank_links();
+    draw_peer_links();
     draw_annotations();
     if (o_.host_lanes) draw_host_lanes();
     Scene grid;
@@ -573,6 +577,32 @@ Scene Builder::build() {
 
 // Several ranks: a thin line joins each collective's kernels across the ranks at its end,
 // and the last arriver is outlined (ranks.h draws; this says where events were drawn).
+// A peer copy is drawn where it ran, on its stream's lane; a dashed line from its bar to the
+// header of the other device's section says where the bytes went (or came from).
+void Builder::draw_peer_links() {
+  constexpr size_t kMaxPeerLinks = 2000;
+  std::vector<std::pair<uint32_t, float>> copies;  // in event order: the SVG is the same every run
+  for (const auto& [e, lane_y] : drawn_)
+    if (m_.events.src_device[e] != kNone) copies.emplace_back(e, lane_y);
+  std::sort(copies.begin(), copies.end());
+  size_t drawn = 0;
+  for (const auto& [e, lane_y] : copies) {
+    const uint32_t src = m_.events.src_device[e], dst = m_.events.dst_device[e];
+    if (src == kNone || dst == kNone || src == dst) continue;
+    const uint32_t here = m_.events.device[e];
+    const uint32_t other = here == src ? dst : src;
+    auto it = section_y_.find({m_.events.capture[e], other});
+    if (it == section_y_.end() || drawn >= kMaxPeerLinks) continue;
+    const float x = f_.x(std::clamp((m_.events.start_ns[e] + m_.events.end_ns[e]) / 2, f_.t0, f_.t1));
+    const float from = it->second > lane_y ? lane_y + 21 : lane_y + 7;  // the exec bar's edge
+    const float to = it->second + 9;  // the section's title line
+    Line l = make_line(x, from, x, to, with_alpha(kind_color(EventKind::kMemcpy, m_.events.copy_kind[e]), 170), 1);
+    l.dashed = true;
+    s_.line(std::move(l));
+    ++drawn;
+  }
+}
+
 void Builder::draw_rank_links() {
   draw_collective_links(
       s_, collective_links(m_),

@@ -85,6 +85,10 @@ struct EventTable {
   // of a launch the cudaGraphLaunch call's correlation id (graphs.h).
   std::vector<uint64_t> graph_id;
   std::vector<uint64_t> graph_node_id;
+  // Peer copies (PtoP, CUpti_ActivityMemcpyPtoP4): the devices the bytes left and reached; the
+  // event's own device is the one that ran it. kNone for every other event.
+  std::vector<uint32_t> src_device;
+  std::vector<uint32_t> dst_device;
 
   size_t size() const { return kind.size(); }
 };
