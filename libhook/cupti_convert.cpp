@@ -168,6 +168,11 @@ void convert_memory(const CUpti_ActivityMemory4* m, RecordSink& sink) {
   r->set_memory_kind(memory_kind(m->memoryKind));
   r->set_correlation_id(m->correlationId);
   r->set_stream(m->streamId);
+  if (m->isAsync != 0) {
+    r->set_async(true);
+    r->set_pool_address(m->memoryPoolConfig.address);
+    r->set_pool_utilized_bytes(m->memoryPoolConfig.utilizedSize);
+  }
   sink.emit(rec);
 }
 

@@ -127,6 +127,11 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(dropped[v1::DROP_CUPTI]),
               !records.empty() && records.back().has_footer() && records.back().footer().clean() ? 1 : 0);
 
+  // Stream-ordered allocations and frees that name their pool.
+  uint64_t memory_async = 0;
+  for (const auto& r : records) memory_async += r.has_memory() && r.memory().async() && r.memory().pool_address() != 0;
+  std::printf("memory_async %llu\n", static_cast<unsigned long long>(memory_async));
+
   // Communicators of collectives, sorted: ranks of one job must print the same line.
   std::vector<uint64_t> comms;
   for (const auto& r : records) {

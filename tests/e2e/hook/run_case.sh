@@ -426,6 +426,8 @@ case $case_name in
     sim_pair -- "$example"
     gpuhook_lines 1 "dropped 0"
     check "$(capture)" --expect kernel=4 --expect memcpy=8 --expect host_function=8 --kernels --copies --threads --host-functions
+    # 4 cudaMallocFromPoolAsync + 4 cudaFreeAsync, each with its pool.
+    [ "$(value memory_async)" = 8 ] || fail "$(value memory_async) stream-ordered memory records name their pool, want 8"
     ;;
   two_devices)
     # Two devices, one host thread each (3 iterations: a kernel and 4 copies each), then two

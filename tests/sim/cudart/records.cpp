@@ -395,9 +395,9 @@ void emit_memory_record(bool allocation, CUpti_ActivityMemoryKind kind, const vo
   r.isAsync = pool != nullptr ? 1 : 0;
   if (pool != nullptr) {
     // "The memory pool configuration used for the memory operations": a local pool; size and
-    // utilizedSize are "valid for CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL". No base address: the
-    // simulator's pools reserve no range.
+    // utilizedSize are "valid for CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL".
     r.memoryPoolConfig.memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL;
+    r.memoryPoolConfig.address = pool->address;
     r.memoryPoolConfig.releaseThreshold = pool->release_threshold;
     r.memoryPoolConfig.pool.size = pool->size;
     r.memoryPoolConfig.utilizedSize = pool->utilized;
@@ -415,6 +415,7 @@ void emit_memory_pool_record(CUpti_ActivityMemoryPoolOperationType op, int devic
   r.kind = CUPTI_ACTIVITY_KIND_MEMORY_POOL;
   r.memoryPoolOperationType = op;
   r.memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL;
+  r.address = pool.address;
   r.correlationId = correlation_id;
   r.processId = current_process_id();
   r.deviceId = static_cast<uint32_t>(device);

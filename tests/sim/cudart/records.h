@@ -35,6 +35,10 @@ void emit_query_record(CUpti_ActivitySynchronizationType type, uint32_t correlat
 // CUpti_ActivityMemoryPool3): the simulator's pools reserve no address range and keep nothing
 // cached, so their size is what is allocated from them.
 struct PoolView {
+  // memoryPoolConfig.address, "The base address of the memory pool": on a GPU the start of the
+  // range it reserves; the simulator's pools reserve none, so the pool's handle stands in (one
+  // per pool, the same in MEMORY2 and MEMORY_POOL records).
+  uint64_t address = 0;
   uint64_t release_threshold = 0;
   uint64_t size = 0;
   uint64_t utilized = 0;

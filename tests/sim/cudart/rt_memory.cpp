@@ -313,6 +313,7 @@ MemPool* default_pool(int device) {
     for (int d = 0; d < 16; ++d) {
       p[d].device = d;
       p[d].is_default = true;
+      p[d].view.address = reinterpret_cast<uint64_t>(&p[d]);
     }
     return p;
   }();
@@ -387,6 +388,7 @@ cudaError_t cudaMemPoolCreate(cudaMemPool_t* pool, const cudaMemPoolProps* props
   }
   auto* p = new MemPool();
   p->device = props->location.id;
+  p->view.address = reinterpret_cast<uint64_t>(p);
   *pool = reinterpret_cast<cudaMemPool_t>(p);
   emit_memory_pool_record(CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_CREATED, p->device, p->view, 0,
                           api.correlation_id());

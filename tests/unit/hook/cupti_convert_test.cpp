@@ -229,6 +229,36 @@ TEST(CuptiConvert, PeerCopiesKeepBothDevices) {
   EXPECT_EQ(sink.devices, std::vector<uint32_t>{1});
 }
 
+TEST(CuptiConvert, StreamOrderedAllocationsKeepTheirPool) {
+  FakeSink sink;
+  CUpti_ActivityMemory4 m;
+  std::memset(&m, 0, sizeof(m));
+  m.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+  m.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+  m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  m.address = 0x7f0000001000;
+  m.bytes = 1 << 20;
+  m.timestamp = 500;
+  m.deviceId = 1;
+  m.streamId = 13;
+  m.isAsync = 1;
+  m.memoryPoolConfig.memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL;
+  m.memoryPoolConfig.address = 0x5000;
+  m.memoryPoolConfig.utilizedSize = 3 << 20;
+  ASSERT_TRUE(convert_activity(reinterpret_cast<CUpti_Activity*>(&m), ConvertOptions{}, sink));
+  m.isAsync = 0;  // cudaMalloc: no pool
+  ASSERT_TRUE(convert_activity(reinterpret_cast<CUpti_Activity*>(&m), ConvertOptions{}, sink));
+  ASSERT_EQ(sink.records.size(), 2u);
+  const v1::Memory& a = sink.records[0].memory();
+  EXPECT_EQ(a.op(), v1::MEMORY_OP_ALLOC);
+  EXPECT_TRUE(a.async());
+  EXPECT_EQ(a.pool_address(), 0x5000u);
+  EXPECT_EQ(a.pool_utilized_bytes(), 3u << 20);
+  EXPECT_EQ(a.stream(), 13u);
+  EXPECT_FALSE(sink.records[1].memory().async());
+  EXPECT_EQ(sink.records[1].memory().pool_address(), 0u);
+}
+
 TEST(CuptiConvert, ApiRecordsAreNamedByCallbackId) {
   FakeSink sink;
   ConvertOptions o;
