@@ -23,6 +23,11 @@
 
 namespace gpuhook {
 
+// Delta coding keeps a cursor per record kind number: a kind past the last slot would share a
+// slot with another kind and both would code against the wrong base.
+static_assert(wire::Record::kKindCount <= codec::Cursors::kKindSlots,
+              "capture.proto has more record kinds than codec::Cursors has slots: raise kKindSlots");
+
 namespace {
 
 struct StringHash {

@@ -133,6 +133,12 @@ void visit_times(R& r, F&& f) {
       GPUHOOK_T(m, time_ns);
       break;
     }
+    case R::kHostFunction: {
+      auto* m = r.mutable_host_function();
+      GPUHOOK_T(m, start_ns);
+      GPUHOOK_T(m, end_ns);
+      break;
+    }
     default:
       break;
   }

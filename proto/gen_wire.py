@@ -300,6 +300,7 @@ def gen_record(w, m):
     for _, ftype, fname, number, _ in kinds:
         w(f"    k{camel(fname)} = {number},")
     w("  };")
+    w(f"  static constexpr int kKindCount = {len(kinds) + 1};  // KIND_NOT_SET and every kind: each number is below it")
     w("  KindCase kind_case() const { return static_cast<KindCase>(kind_.index()); }")
     w("  void Clear() { kind_.emplace<0>(); }")
     for _, ftype, fname, number, _ in kinds:

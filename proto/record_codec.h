@@ -85,8 +85,10 @@ struct Cursors {
     int64_t start_ns = 0;
   };
 
-  int64_t by_kind[32] = {};
-  uint32_t correlation_by_kind[32] = {};  // the previous non-zero correlation id of each kind
+  // One slot per record kind number (capture_writer.cpp checks every kind has one).
+  static constexpr size_t kKindSlots = 32;
+  int64_t by_kind[kKindSlots] = {};
+  uint32_t correlation_by_kind[kKindSlots] = {};  // the previous non-zero correlation id of each kind
   bool stream_coding = true;              // version 2: Kernel start_ns against its stream's last end
   bool launch_coding = true;              // version 3: Kernel queued_ns against its launch's start
   std::unordered_map<std::pair<uint64_t, uint64_t>, int64_t, StreamKeyHash> stream_end;  // (context, stream)
@@ -122,8 +124,8 @@ struct Cursors {
   }
 
   // k: a Record::KindCase (v1 or wire, the same numbers).
-  int64_t& operator[](int k) { return by_kind[static_cast<size_t>(k) & 31]; }
-  uint32_t& correlation(int k) { return correlation_by_kind[static_cast<size_t>(k) & 31]; }
+  int64_t& operator[](int k) { return by_kind[static_cast<size_t>(k) % kKindSlots]; }
+  uint32_t& correlation(int k) { return correlation_by_kind[static_cast<size_t>(k) % kKindSlots]; }
   // The end_ns of the previous Kernel of this (context, stream) with a known end, if any.
   const int64_t* last_end(uint64_t context, uint64_t stream) {
     if (!stream_coding) return nullptr;

@@ -3,11 +3,12 @@
 #include <cinttypes>
 #include <cstdio>
 #include <stdexcept>
-#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 
 #include <gpuhook/capture.h>
+
+#include "framing.h"
 
 #include "gantt/model.h"
 #include "gantt/ranks.h"
@@ -29,56 +30,39 @@ RankAlignment align_model_ranks(Model& model, const RankAlignOptions& options) {
 
 namespace {
 
-// Adds `delta` to an optional time field; unknown (absent or 0) stays unknown.
-template <typename Msg, typename Has, typename Get, typename Set>
-void shift_field(Msg* m, Has has, Get get, Set set, int64_t delta) {
-  if ((m->*has)() && (m->*get)() != 0) (m->*set)((m->*get)() + delta);
-}
-#define SHIFT(msg, field) shift_field(msg, &std::remove_pointer_t<decltype(msg)>::has_##field, \
-                                      &std::remove_pointer_t<decltype(msg)>::field,            \
-                                      &std::remove_pointer_t<decltype(msg)>::set_##field, delta)
-
-// Shifts every host-clock time of a record. GPU records are shifted too when the capture's
-// GPU times are on the host clock (the hook's CUPTI timestamp callback); otherwise their
-// ClockSync pairs move instead, which moves them at load time.
+// Shifts every host-clock time of a record: the time fields are those the format codes
+// (framing::visit_times), so a new record kind with times is shifted without a change here.
+// GPU records are shifted too when the capture's GPU times are on the host clock (the hook's
+// CUPTI timestamp callback); otherwise their ClockSync pairs move instead, which moves them at
+// load time. Of a ClockSync only host_ns is the host clock. Unknown (absent or 0) stays unknown;
+// arithmetic wraps, so a hostile value cannot overflow.
 void shift_record(v1::Record& r, int64_t delta, bool gpu_on_host_clock) {
   switch (r.kind_case()) {
-    case v1::Record::kApi: SHIFT(r.mutable_api(), start_ns); SHIFT(r.mutable_api(), end_ns); break;
-    case v1::Record::kNccl: SHIFT(r.mutable_nccl(), start_ns); SHIFT(r.mutable_nccl(), end_ns); break;
-    case v1::Record::kHostFunction:
-      SHIFT(r.mutable_host_function(), start_ns);
-      SHIFT(r.mutable_host_function(), end_ns);
-      break;
-    case v1::Record::kRange: SHIFT(r.mutable_range(), time_ns); break;
-    case v1::Record::kMemory: SHIFT(r.mutable_memory(), time_ns); break;
-    case v1::Record::kDrops: SHIFT(r.mutable_drops(), time_ns); break;
-    case v1::Record::kNotice: SHIFT(r.mutable_notice(), time_ns); break;
-    case v1::Record::kOverhead: SHIFT(r.mutable_overhead(), start_ns); SHIFT(r.mutable_overhead(), end_ns); break;
-    case v1::Record::kClockSync: SHIFT(r.mutable_clock_sync(), host_ns); break;
     case v1::Record::kHeader:
       if (r.header().start_monotonic_raw_ns() != 0)
         r.mutable_header()->set_start_monotonic_raw_ns(r.header().start_monotonic_raw_ns() + static_cast<uint64_t>(delta));
-      break;
+      return;
     case v1::Record::kFooter:
       if (r.footer().end_monotonic_raw_ns() != 0)
         r.mutable_footer()->set_end_monotonic_raw_ns(r.footer().end_monotonic_raw_ns() + static_cast<uint64_t>(delta));
+      return;
+    case v1::Record::kKernel:
+    case v1::Record::kMemcpy:
+    case v1::Record::kMemset:
+    case v1::Record::kSync:
+      if (!gpu_on_host_clock) return;
       break;
-    default: break;
-  }
-  if (!gpu_on_host_clock) return;
-  switch (r.kind_case()) {
-    case v1::Record::kKernel: {
-      auto* k = r.mutable_kernel();
-      SHIFT(k, queued_ns); SHIFT(k, submitted_ns); SHIFT(k, start_ns); SHIFT(k, end_ns);
+    default:
       break;
-    }
-    case v1::Record::kMemcpy: SHIFT(r.mutable_memcpy(), start_ns); SHIFT(r.mutable_memcpy(), end_ns); break;
-    case v1::Record::kMemset: SHIFT(r.mutable_memset(), start_ns); SHIFT(r.mutable_memset(), end_ns); break;
-    case v1::Record::kSync: SHIFT(r.mutable_sync(), start_ns); SHIFT(r.mutable_sync(), end_ns); break;
-    default: break;
   }
+  const bool clock_sync = r.kind_case() == v1::Record::kClockSync;
+  int index = 0;
+  gpuhook::framing::visit_times(r, [&](bool& has, int64_t& v) {
+    const int i = index++;
+    if (clock_sync && i != 0) return;  // gpu_ns and realtime_ns are other clocks
+    if (has && v != 0) v = static_cast<int64_t>(static_cast<uint64_t>(v) + static_cast<uint64_t>(delta));
+  });
 }
-#undef SHIFT
 
 // Rewrites the capture-local string ids of a record to the output's ids.
 template <typename Remap>
