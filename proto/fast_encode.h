@@ -93,41 +93,41 @@ inline void append_wrapped(std::string& out, uint32_t record_field, const FieldB
 template <class Note>
 void encode_kernel(std::string& out, const KernelFields& k, Cursors& cursors, Note&& note) {
   FieldBuffer b;
-  b.u64(1, k.name_id);
-  b.i32(10, k.grid_x);
-  b.i32(11, k.grid_y);
-  b.i32(12, k.grid_z);
-  b.i32(13, k.block_x);
-  b.i32(14, k.block_y);
-  b.i32(15, k.block_z);
-  b.u64(16, k.registers_per_thread);
-  b.u64(17, k.static_shared_memory_bytes);
-  b.u64(18, k.dynamic_shared_memory_bytes);
-  b.u64(19, k.local_memory_per_thread_bytes);
-  b.i32(22, k.launch_type);
-  b.u64(25, k.device_launched ? 1 : 0);
+  b.u64(v1::Kernel::kNameIdFieldNumber, k.name_id);
+  b.i32(v1::Kernel::kGridXFieldNumber, k.grid_x);
+  b.i32(v1::Kernel::kGridYFieldNumber, k.grid_y);
+  b.i32(v1::Kernel::kGridZFieldNumber, k.grid_z);
+  b.i32(v1::Kernel::kBlockXFieldNumber, k.block_x);
+  b.i32(v1::Kernel::kBlockYFieldNumber, k.block_y);
+  b.i32(v1::Kernel::kBlockZFieldNumber, k.block_z);
+  b.u64(v1::Kernel::kRegistersPerThreadFieldNumber, k.registers_per_thread);
+  b.u64(v1::Kernel::kStaticSharedMemoryBytesFieldNumber, k.static_shared_memory_bytes);
+  b.u64(v1::Kernel::kDynamicSharedMemoryBytesFieldNumber, k.dynamic_shared_memory_bytes);
+  b.u64(v1::Kernel::kLocalMemoryPerThreadBytesFieldNumber, k.local_memory_per_thread_bytes);
+  b.i32(v1::Kernel::kLaunchTypeFieldNumber, k.launch_type);
+  b.u64(v1::Kernel::kDeviceLaunchedFieldNumber, k.device_launched ? 1 : 0);
   // Coded as a step from the previous kernel's id: almost always the same byte.
-  b.u64(5, correlation_encode(k.correlation_id, cursors.correlation(v1::Record::kKernel)));
-  b.u64(2, k.device);
-  b.u64(3, k.context);
-  b.u64(4, k.stream);
-  b.u64(23, k.channel_id);
-  b.i32(24, k.stream_priority);
-  b.u64(20, k.graph_id);
-  b.u64(21, k.graph_node_id);
+  b.u64(v1::Kernel::kCorrelationIdFieldNumber, correlation_encode(k.correlation_id, cursors.correlation(v1::Record::kKernel)));
+  b.u64(v1::Kernel::kDeviceFieldNumber, k.device);
+  b.u64(v1::Kernel::kContextFieldNumber, k.context);
+  b.u64(v1::Kernel::kStreamFieldNumber, k.stream);
+  b.u64(v1::Kernel::kChannelIdFieldNumber, k.channel_id);
+  b.i32(v1::Kernel::kStreamPriorityFieldNumber, k.stream_priority);
+  b.u64(v1::Kernel::kGraphIdFieldNumber, k.graph_id);
+  b.u64(v1::Kernel::kGraphNodeIdFieldNumber, k.graph_node_id);
   TimeChain chain(cursors[v1::Record::kKernel]);
   // Version 3: queued against the start of its launch (record_codec.h says why).
   if (const int64_t* launch_base = cursors.launch_start(k.correlation_id); launch_base != nullptr && k.queued_ns != 0) {
     chain.prev = *launch_base;
   }
-  chain.put(b, 6, k.queued_ns, note);
-  chain.put(b, 7, k.submitted_ns, note);
+  chain.put(b, v1::Kernel::kQueuedNsFieldNumber, k.queued_ns, note);
+  chain.put(b, v1::Kernel::kSubmittedNsFieldNumber, k.submitted_ns, note);
   // Version 2: start against the previous end on the same stream (record_codec.h says why).
   if (const int64_t* stream_base = cursors.last_end(k.context, k.stream); stream_base != nullptr && k.start_ns != 0) {
     chain.prev = *stream_base;
   }
-  chain.put(b, 8, k.start_ns, note);
-  chain.put(b, 9, k.end_ns, note);
+  chain.put(b, v1::Kernel::kStartNsFieldNumber, k.start_ns, note);
+  chain.put(b, v1::Kernel::kEndNsFieldNumber, k.end_ns, note);
   if (k.end_ns != 0) cursors.set_end(k.context, k.stream, k.end_ns);
   append_wrapped(out, v1::Record::kKernel, b);
 }
@@ -135,15 +135,15 @@ void encode_kernel(std::string& out, const KernelFields& k, Cursors& cursors, No
 template <class Note>
 void encode_api(std::string& out, const ApiFields& a, Cursors& cursors, Note&& note) {
   FieldBuffer b;
-  b.i32(1, a.domain);
-  b.u64(2, a.cbid);
-  b.u64(3, a.name_id);
-  b.u64(4, a.thread_id);
-  b.i32(8, a.return_value);
-  b.u64(7, correlation_encode(a.correlation_id, cursors.correlation(v1::Record::kApi)));
+  b.i32(v1::ApiCall::kDomainFieldNumber, a.domain);
+  b.u64(v1::ApiCall::kCbidFieldNumber, a.cbid);
+  b.u64(v1::ApiCall::kNameIdFieldNumber, a.name_id);
+  b.u64(v1::ApiCall::kThreadIdFieldNumber, a.thread_id);
+  b.i32(v1::ApiCall::kReturnValueFieldNumber, a.return_value);
+  b.u64(v1::ApiCall::kCorrelationIdFieldNumber, correlation_encode(a.correlation_id, cursors.correlation(v1::Record::kApi)));
   TimeChain chain(cursors[v1::Record::kApi]);
-  chain.put(b, 5, a.start_ns, note);
-  chain.put(b, 6, a.end_ns, note);
+  chain.put(b, v1::ApiCall::kStartNsFieldNumber, a.start_ns, note);
+  chain.put(b, v1::ApiCall::kEndNsFieldNumber, a.end_ns, note);
   cursors.set_launch(a.correlation_id, a.start_ns);
   append_wrapped(out, v1::Record::kApi, b);
 }
