@@ -16,6 +16,7 @@
 #include <gantt/ranks.h>
 
 #include "commands.h"
+#include "framing.h"
 
 namespace gantt_cli {
 
@@ -54,15 +55,11 @@ void note_time(Summary& s, int64_t t) {
   if (u > s.last_ns) s.last_ns = u;
 }
 
-void scan_times(Summary& s, const pb::Message& m) {
-  const pb::Reflection* r = m.GetReflection();
-  const pb::Descriptor* d = m.GetDescriptor();
-  for (int i = 0; i < d->field_count(); ++i) {
-    const pb::FieldDescriptor* f = d->field(i);
-    if (f->has_presence() && f->cpp_type() == pb::FieldDescriptor::CPPTYPE_INT64 && r->HasField(m, f)) {
-      note_time(s, r->GetInt64(m, f));
-    }
-  }
+// The record's times, as the format lists them (framing::visit_times).
+void scan_times(Summary& s, v1::Record& rec) {
+  gpuhook::framing::visit_times(rec, [&s](bool& has, int64_t& v) {
+    if (has) note_time(s, v);
+  });
 }
 
 std::string ns_span(uint64_t ns) {
@@ -209,7 +206,7 @@ bool info_one(const std::string& file, bool json, bool first) {
         break;
     }
     // ClockSync pairs carry other clock domains (GPU, realtime): not part of the span.
-    if (rec.kind_case() != v1::Record::kClockSync) scan_times(s, rec.GetReflection()->GetMessage(rec, of));
+    if (rec.kind_case() != v1::Record::kClockSync) scan_times(s, rec);
   }
   if (json) {
     print_json(file, reader, s, first);

@@ -268,3 +268,38 @@ TEST(CorrelationCoding, OneToOneAtTheEdges) {
 
 }  // namespace
 }  // namespace gpuhook
+
+namespace gpuhook {
+namespace {
+
+// framing::visit_times is the format's one list of time fields (delta coding, windowed reads,
+// rank merging, `info` all walk it). Every `optional sint64` field of every record kind is a
+// time: the list must hold each, or a new kind's times are stored absolute, left out of
+// windows and never shifted by a merge.
+TEST(CaptureFormat, VisitTimesListsEveryTimeFieldOfEveryKind) {
+  namespace pb = google::protobuf;
+  const pb::Descriptor* rd = v1::Record::descriptor();
+  for (int k = 0; k < rd->field_count(); ++k) {
+    const pb::FieldDescriptor* kind = rd->field(k);
+    v1::Record r;
+    pb::Message* m = r.GetReflection()->MutableMessage(&r, kind);
+    const pb::Reflection* mr = m->GetReflection();
+    std::set<int64_t> want;
+    for (int i = 0; i < m->GetDescriptor()->field_count(); ++i) {
+      const pb::FieldDescriptor* f = m->GetDescriptor()->field(i);
+      if (f->has_presence() && f->type() == pb::FieldDescriptor::TYPE_SINT64) {
+        const int64_t v = 1000 + 10 * k + i;
+        mr->SetInt64(m, f, v);
+        want.insert(v);
+      }
+    }
+    std::set<int64_t> seen;
+    framing::visit_times(r, [&seen](bool& has, int64_t& v) {
+      if (has) seen.insert(v);
+    });
+    EXPECT_EQ(seen, want) << "record kind " << kind->name();
+  }
+}
+
+}  // namespace
+}  // namespace gpuhook
