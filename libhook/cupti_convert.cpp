@@ -251,62 +251,86 @@ void convert_stream(const CUpti_ActivityStream* s, RecordSink& sink) {
   sink.emit(rec);
 }
 
+// One adapter per kind: the record's struct, and the converter above.
+template <typename T, void (*Convert)(const T*, RecordSink&)>
+void plain(const CUpti_Activity* a, const ConvertOptions&, RecordSink& sink) {
+  Convert(reinterpret_cast<const T*>(a), sink);
+}
+
+void kernel_row(const CUpti_Activity* a, const ConvertOptions& o, RecordSink& sink) {
+  convert_kernel(reinterpret_cast<const CUpti_ActivityKernel10*>(a), o, sink);
+}
+void memcpy_row(const CUpti_Activity* a, const ConvertOptions&, RecordSink& sink) {
+  auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(a);
+  convert_copy(m, m->deviceId, m->deviceId, sink);
+}
+void peer_copy_row(const CUpti_Activity* a, const ConvertOptions&, RecordSink& sink) {
+  auto* m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(a);
+  convert_copy(m, m->srcDeviceId, m->dstDeviceId, sink);
+}
+void runtime_row(const CUpti_Activity* a, const ConvertOptions& o, RecordSink& sink) {
+  convert_api(reinterpret_cast<const CUpti_ActivityAPI*>(a), v1::API_DOMAIN_RUNTIME, o, sink);
+}
+void driver_row(const CUpti_Activity* a, const ConvertOptions& o, RecordSink& sink) {
+  convert_api(reinterpret_cast<const CUpti_ActivityAPI*>(a), v1::API_DOMAIN_DRIVER, o, sink);
+}
+void overhead_row(const CUpti_Activity* a, const ConvertOptions&, RecordSink& sink) {
+  auto* o = reinterpret_cast<const CUpti_ActivityOverhead3*>(a);
+  convert_overhead(o, sink);
+  // CUPTI hands ownership of the detail block to the client (cupti_activity.h, Overhead3).
+  std::free(o->overheadData);
+}
+
+// CONCURRENT_KERNEL, never KERNEL, which serialises every kernel of the process
+// (cupti_activity.h, CUPTI_ACTIVITY_KIND_KERNEL).
+constexpr ActivityKindRow kKinds[] = {
+    {CUPTI_ACTIVITY_KIND_DEVICE, false, KindEnable::kAlways, &plain<CUpti_ActivityDevice5, convert_device>},
+    {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, true, KindEnable::kAlways, &kernel_row},
+    {CUPTI_ACTIVITY_KIND_MEMCPY, false, KindEnable::kAlways, &memcpy_row},
+    {CUPTI_ACTIVITY_KIND_MEMCPY2, false, KindEnable::kAlways, &peer_copy_row},
+    {CUPTI_ACTIVITY_KIND_MEMSET, false, KindEnable::kAlways, &plain<CUpti_ActivityMemset4, convert_memset>},
+    {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, false, KindEnable::kAlways,
+     &plain<CUpti_ActivitySynchronization2, convert_sync>},
+    {CUPTI_ACTIVITY_KIND_OVERHEAD, false, KindEnable::kAlways, &overhead_row},
+    {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, false, KindEnable::kAlways,
+     &plain<CUpti_ActivityExternalCorrelation, convert_external>},
+    {CUPTI_ACTIVITY_KIND_STREAM, false, KindEnable::kAlways, &plain<CUpti_ActivityStream, convert_stream>},
+    {CUPTI_ACTIVITY_KIND_CUDA_EVENT, false, KindEnable::kAlways, &plain<CUpti_ActivityCudaEvent2, convert_cuda_event>},
+    {CUPTI_ACTIVITY_KIND_MEMORY2, false, KindEnable::kWithAllocApi, &plain<CUpti_ActivityMemory4, convert_memory>},
+    {CUPTI_ACTIVITY_KIND_RUNTIME, false, KindEnable::kNotByTracer, &runtime_row},
+    {CUPTI_ACTIVITY_KIND_DRIVER, false, KindEnable::kNotByTracer, &driver_row},
+    {CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API, false, KindEnable::kNotByTracer, &driver_row},
+    {CUPTI_ACTIVITY_KIND_KERNEL, false, KindEnable::kNotByTracer, &kernel_row},
+};
+
+// Converter by kind number, for the per-record lookup (kinds are small numbers).
+using Converter = void (*)(const CUpti_Activity*, const ConvertOptions&, RecordSink&);
+constexpr size_t kKindSlots = 64;
+struct ConverterIndex {
+  Converter by_kind[kKindSlots] = {};
+  constexpr ConverterIndex() {
+    for (const ActivityKindRow& row : kKinds) by_kind[static_cast<size_t>(row.kind)] = row.convert;
+  }
+};
+constexpr ConverterIndex kIndex;
+static_assert([] {
+  for (const ActivityKindRow& row : kKinds)
+    if (static_cast<size_t>(row.kind) >= kKindSlots) return false;
+  return true;
+}(), "an activity kind past the converter index: raise kKindSlots");
+
 }  // namespace
 
+const ActivityKindRow* activity_kinds(size_t* count) {
+  *count = sizeof(kKinds) / sizeof(kKinds[0]);
+  return kKinds;
+}
+
 bool convert_activity(const CUpti_Activity* a, const ConvertOptions& options, RecordSink& sink) {
-  switch (a->kind) {
-    case CUPTI_ACTIVITY_KIND_KERNEL:
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-      convert_kernel(reinterpret_cast<const CUpti_ActivityKernel10*>(a), options, sink);
-      return true;
-    case CUPTI_ACTIVITY_KIND_MEMCPY: {
-      auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(a);
-      convert_copy(m, m->deviceId, m->deviceId, sink);
-      return true;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMCPY2: {
-      auto* m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(a);
-      convert_copy(m, m->srcDeviceId, m->dstDeviceId, sink);
-      return true;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMSET:
-      convert_memset(reinterpret_cast<const CUpti_ActivityMemset4*>(a), sink);
-      return true;
-    case CUPTI_ACTIVITY_KIND_RUNTIME:
-      convert_api(reinterpret_cast<const CUpti_ActivityAPI*>(a), v1::API_DOMAIN_RUNTIME, options, sink);
-      return true;
-    case CUPTI_ACTIVITY_KIND_DRIVER:
-    case CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API:
-      convert_api(reinterpret_cast<const CUpti_ActivityAPI*>(a), v1::API_DOMAIN_DRIVER, options, sink);
-      return true;
-    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
-      convert_sync(reinterpret_cast<const CUpti_ActivitySynchronization2*>(a), sink);
-      return true;
-    case CUPTI_ACTIVITY_KIND_MEMORY2:
-      convert_memory(reinterpret_cast<const CUpti_ActivityMemory4*>(a), sink);
-      return true;
-    case CUPTI_ACTIVITY_KIND_OVERHEAD: {
-      auto* o = reinterpret_cast<const CUpti_ActivityOverhead3*>(a);
-      convert_overhead(o, sink);
-      // CUPTI hands ownership of the detail block to the client (cupti_activity.h, Overhead3).
-      std::free(o->overheadData);
-      return true;
-    }
-    case CUPTI_ACTIVITY_KIND_DEVICE:
-      convert_device(reinterpret_cast<const CUpti_ActivityDevice5*>(a), sink);
-      return true;
-    case CUPTI_ACTIVITY_KIND_CUDA_EVENT:
-      convert_cuda_event(reinterpret_cast<const CUpti_ActivityCudaEvent2*>(a), sink);
-      return true;
-    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
-      convert_external(reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(a), sink);
-      return true;
-    case CUPTI_ACTIVITY_KIND_STREAM:
-      convert_stream(reinterpret_cast<const CUpti_ActivityStream*>(a), sink);
-      return true;
-    default:
-      return false;
-  }
+  const auto kind = static_cast<size_t>(a->kind);
+  if (kind >= kKindSlots || kIndex.by_kind[kind] == nullptr) return false;
+  kIndex.by_kind[kind](a, options, sink);
+  return true;
 }
 
 }  // namespace gpuhook::hook

@@ -21,4 +21,21 @@ struct ConvertOptions {
 // Emits 0 or 1 records for `activity`. Returns false for kinds the hook does not record.
 bool convert_activity(const CUpti_Activity* activity, const ConvertOptions& options, RecordSink& sink);
 
+// When the tracer enables a kind: always, only while the allocation API group is recorded, or
+// never itself (RUNTIME and DRIVER are enabled per callback id; KERNEL and
+// INTERNAL_LAUNCH_API come only from another client's choices, and are still converted).
+enum class KindEnable : uint8_t { kAlways, kWithAllocApi, kNotByTracer };
+
+// The activity kinds the hook knows, one row each, in the order the tracer enables them
+// (DEVICE first: its records are written when a context is created, which may be at once).
+// `convert` emits the capture record of one activity record of that kind.
+struct ActivityKindRow {
+  CUpti_ActivityKind kind;
+  bool required;  // its refusal means GPU tracing is off
+  KindEnable enable;
+  void (*convert)(const CUpti_Activity* activity, const ConvertOptions& options, RecordSink& sink);
+};
+// The table (cupti_convert.cpp); `count` receives its length.
+const ActivityKindRow* activity_kinds(size_t* count);
+
 }  // namespace gpuhook::hook

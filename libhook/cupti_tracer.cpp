@@ -22,13 +22,6 @@ std::atomic<CuptiTracer*> g_tracer{nullptr};
 // dead (LeakSanitizer then saw the tracer as leaked).
 std::atomic<CuptiTracer*> g_refused_tracer{nullptr};
 
-// The activity kinds, in the order they are enabled. CONCURRENT_KERNEL, never KERNEL, which
-// serialises every kernel of the process (cupti_activity.h, CUPTI_ACTIVITY_KIND_KERNEL).
-struct KindToEnable {
-  CUpti_ActivityKind kind;
-  bool required;  // its refusal means GPU tracing is off
-};
-
 constexpr CUpti_CallbackId kBlockingSyncs[] = {CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
                                                CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
                                                CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020};
@@ -228,18 +221,14 @@ bool CuptiTracer::enable(std::string* why) {
   if (r != CUPTI_SUCCESS) return refused("cuptiActivityRegisterCallbacks", r);
   callbacks_registered_ = true;
 
-  // DEVICE first: its records are written when a context is created, which may be at once.
-  std::vector<KindToEnable> kinds = {
-      {CUPTI_ACTIVITY_KIND_DEVICE, false},
-      {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, true}, {CUPTI_ACTIVITY_KIND_MEMCPY, false},
-      {CUPTI_ACTIVITY_KIND_MEMCPY2, false},          {CUPTI_ACTIVITY_KIND_MEMSET, false},
-      {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, false},  {CUPTI_ACTIVITY_KIND_OVERHEAD, false},
-      {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, false}, {CUPTI_ACTIVITY_KIND_STREAM, false},
-      {CUPTI_ACTIVITY_KIND_CUDA_EVENT, false},
-  };
-  if (config_.api_mask & kApiAlloc) kinds.push_back({CUPTI_ACTIVITY_KIND_MEMORY2, false});
+  // The kinds in their table's order (cupti_convert.h, activity_kinds()).
+  size_t kind_count = 0;
+  const ActivityKindRow* kinds = activity_kinds(&kind_count);
   std::vector<CUpti_ActivityKind> enabled;
-  for (const KindToEnable& k : kinds) {
+  for (size_t i = 0; i < kind_count; ++i) {
+    const ActivityKindRow& k = kinds[i];
+    if (k.enable == KindEnable::kNotByTracer) continue;
+    if (k.enable == KindEnable::kWithAllocApi && (config_.api_mask & kApiAlloc) == 0) continue;
     r = api_.cuptiActivityEnable(k.kind);
     if (r == CUPTI_SUCCESS) {
       enabled.push_back(k.kind);

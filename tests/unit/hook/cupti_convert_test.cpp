@@ -291,6 +291,29 @@ TEST(CuptiConvert, UnknownKindsAreSkipped) {
   EXPECT_TRUE(sink.records.empty());
 }
 
+// The one table of kinds: each converts a record of its kind, CONCURRENT_KERNEL is the one
+// required kind, and KERNEL (which serialises every kernel) is never enabled by the tracer.
+TEST(ActivityKinds, EveryKindConvertsAndOnlyConcurrentKernelIsRequired) {
+  size_t n = 0;
+  const ActivityKindRow* rows = activity_kinds(&n);
+  ASSERT_GT(n, 10u);
+  for (size_t i = 0; i < n; ++i) {
+    alignas(8) unsigned char record[1024] = {};
+    reinterpret_cast<CUpti_Activity*>(record)->kind = rows[i].kind;
+    FakeSink sink;
+    EXPECT_TRUE(convert_activity(reinterpret_cast<CUpti_Activity*>(record), ConvertOptions{}, sink)) << rows[i].kind;
+    EXPECT_EQ(rows[i].required, rows[i].kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) << rows[i].kind;
+    if (rows[i].kind == CUPTI_ACTIVITY_KIND_KERNEL) {
+      EXPECT_EQ(rows[i].enable, KindEnable::kNotByTracer);
+    }
+  }
+  EXPECT_EQ(rows[0].kind, CUPTI_ACTIVITY_KIND_DEVICE);  // enabled first
+  alignas(8) unsigned char other[64] = {};
+  reinterpret_cast<CUpti_Activity*>(other)->kind = CUPTI_ACTIVITY_KIND_PC_SAMPLING;
+  FakeSink sink;
+  EXPECT_FALSE(convert_activity(reinterpret_cast<CUpti_Activity*>(other), ConvertOptions{}, sink));
+}
+
 TEST(ApiGroups, NamesFallInTheirGroups) {
   EXPECT_EQ(api_group_of("cudaLaunchKernel_v7000"), kApiLaunch);
   EXPECT_EQ(api_group_of("__cudaLaunchKernel_v13000"), kApiLaunch);
