@@ -1,0 +1,163 @@
+// The model builder's state, shared by model_builder.cpp (records -> columns, per-capture
+// steps) and model_join.cpp (activities joined to API calls, ranges, NCCL calls, host
+// functions). Internal to libgantt.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "gantt/model.h"
+
+namespace gantt {
+
+namespace v1 = gpuhook::v1;
+
+namespace builder {
+
+
+// Columns grow by a quarter, not double: peak memory per event is a benchmark goal, and
+// with a dozen columns the slack of doubling would cost more than the columns themselves.
+template <class T, class U>
+inline void push(std::vector<T>& v, U&& x) {
+  if (v.size() == v.capacity()) v.reserve(v.size() + v.size() / 4 + 256);
+  v.push_back(static_cast<T>(std::forward<U>(x)));
+}
+
+inline uint64_t t(bool has, int64_t v) { return has && v > 0 ? static_cast<uint64_t>(v) : 0; }
+
+// CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2 (cupti_activity.h): the kind the hook pushes its
+// NCCL ids under; ids of other kinds belong to other tools (kineto uses CUSTOM0/1).
+constexpr uint32_t kHookExternalKind = 5;
+
+struct RawExternal {
+  uint64_t external_id;
+  uint32_t correlation_id;
+};
+
+struct RawRange {
+  v1::RangeType type;
+  uint32_t domain;
+  uint32_t name;
+  uint32_t thread;
+  uint64_t time_ns;
+  uint64_t range_id;
+};
+
+
+}  // namespace builder
+
+// Internal header: the builder's helpers are used unqualified by its two source files.
+using builder::kHookExternalKind;
+using builder::push;
+using builder::RawExternal;
+using builder::RawRange;
+using builder::t;
+
+struct ModelBuilder::Impl {
+  Model& m;
+  std::unordered_map<std::string, uint32_t> string_ids;
+  uint16_t cap = 0;
+  bool open = false;
+  size_t ev0 = 0, api0 = 0, th0 = 0, rg0 = 0, nc0 = 0;
+  std::vector<uint32_t> local_to_model;  // capture string id -> model string id
+  std::unordered_map<uint64_t, uint32_t> thread_rows;
+  std::vector<RawRange> raw_ranges;
+  std::vector<RawExternal> raw_external;
+  std::vector<ClockPair> pairs;
+  // CUPTI stream id -> the priority it was created with (StreamInfo records, which may come
+  // after the stream's kernels: CUDA 13 hands buffers back out of order).
+  std::unordered_map<uint32_t, int32_t> stream_priority;
+  // Host function events and the external id of the call that queued them: the id's
+  // EXTERNAL_CORRELATION record gives that call's correlation id (join_host_functions).
+  std::vector<std::pair<uint32_t, uint64_t>> host_func_external;
+
+  explicit Impl(Model& model) : m(model) {
+    for (uint32_t i = 0; i < m.strings.size(); ++i) string_ids.emplace(m.strings[i], i);
+  }
+
+  uint32_t intern(std::string_view s) {
+    auto it = string_ids.find(std::string(s));
+    if (it != string_ids.end()) return it->second;
+    const uint32_t id = static_cast<uint32_t>(m.strings.size());
+    m.strings.emplace_back(s);
+    string_ids.emplace(m.strings.back(), id);
+    return id;
+  }
+
+  uint32_t thread_row(uint64_t tid) {
+    auto [it, inserted] = thread_rows.emplace(tid, static_cast<uint32_t>(m.threads.size()));
+    if (inserted) {
+      push(m.threads.capture, cap);
+      push(m.threads.thread_id, tid);
+      push(m.threads.name, 0u);
+    }
+    return it->second;
+  }
+
+  void see(uint64_t ns) {
+    if (ns == 0) return;
+    CaptureInfo& c = m.captures[cap];
+    if (c.first_ns == 0 || ns < c.first_ns) c.first_ns = ns;
+    c.last_ns = std::max(c.last_ns, ns);
+  }
+
+  void push_event(EventKind kind, uint32_t name, uint32_t device, uint32_t stream, int32_t priority, uint8_t copy_kind,
+                  uint64_t bytes, uint64_t queued, uint64_t submitted, uint64_t start, uint64_t end, uint32_t corr) {
+    EventTable& e = m.events;
+    push(e.kind, kind);
+    push(e.capture, cap);
+    push(e.name, name);
+    push(e.device, device);
+    push(e.stream, stream);
+    push(e.priority, priority);
+    push(e.copy_kind, copy_kind);
+    push(e.bytes, bytes);
+    push(e.queued_ns, queued);
+    push(e.submitted_ns, submitted);
+    push(e.start_ns, start);
+    push(e.end_ns, end);
+    push(e.correlation_id, corr);
+    push(e.api, kNone);
+    push(e.range, kNone);
+    push(e.grid, std::array<int32_t, 3>{});
+    push(e.block, std::array<int32_t, 3>{});
+    push(e.registers_per_thread, 0u);
+    push(e.static_smem_bytes, 0u);
+    push(e.dynamic_smem_bytes, 0u);
+    push(e.occupancy, std::numeric_limits<float>::quiet_NaN());
+    push(e.occupancy_limit, OccupancyLimit::kUnknown);
+    push(e.graph_id, uint64_t{0});
+    push(e.graph_node_id, uint64_t{0});
+    push(e.src_device, kNone);
+    push(e.dst_device, kNone);
+  }
+
+  uint32_t remap(uint32_t local) {
+    if (local == 0) return 0;
+    if (local < local_to_model.size() && local_to_model[local] != kNone) return local_to_model[local];
+    // A reference without a StringDef (lost chunk): shown as such, never guessed.
+    const uint32_t id = intern("<string " + std::to_string(local) + " missing>");
+    if (local < (1u << 24)) {
+      if (local >= local_to_model.size()) local_to_model.resize(local + 1, kNone);
+      local_to_model[local] = id;
+    }
+    return id;
+  }
+
+  void add(const v1::Record& r);
+  void finish(const gpuhook::Integrity& integrity);
+  void align();
+  void join();
+  void build_ranges();
+  void join_nccl(const std::vector<uint32_t>& event_of_api);
+  void join_nccl_by_external_id();
+  void join_host_functions();
+  void occupancy();
+  void demangle_names();
+};
+
+}  // namespace gantt

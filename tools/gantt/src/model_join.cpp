@@ -1,0 +1,332 @@
+// Joining a capture's columns: GPU activities to the API calls that launched them (by
+// correlation id), ranges nested per thread and domain and attached to launches, NCCL calls
+// to their kernels, host functions to their streams and calls.
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+
+#include "model_builder_impl.h"
+
+namespace gantt {
+
+void ModelBuilder::Impl::join() {
+  ApiTable& api = m.api;
+  EventTable& e = m.events;
+  uint32_t max_corr = 0;
+  for (size_t i = api0; i < api.size(); ++i) max_corr = std::max(max_corr, api.correlation_id[i]);
+  // Correlation ids count up from 1 per process: a dense index costs 4 bytes per id. A
+  // hostile file with huge ids falls back to a hash map.
+  const bool dense = max_corr <= 4 * (api.size() - api0) + (1u << 20);
+  std::vector<uint32_t> by_corr;
+  std::unordered_map<uint32_t, uint32_t> by_corr_sparse;
+  if (dense) by_corr.assign(size_t{max_corr} + 1, kNone);
+  for (size_t i = api0; i < api.size(); ++i) {
+    const uint32_t corr = api.correlation_id[i];
+    if (corr == 0 || api.domain[i] == v1::API_DOMAIN_NCCL) continue;
+    if (dense) by_corr[corr] = static_cast<uint32_t>(i);
+    else by_corr_sparse[corr] = static_cast<uint32_t>(i);
+  }
+  CaptureInfo& c = m.captures[cap];
+  std::vector<uint32_t> event_of_api(api.size() - api0, kNone);
+  for (size_t i = ev0; i < e.size(); ++i) {
+    const uint32_t corr = e.correlation_id[i];
+    uint32_t a = kNone;
+    if (corr != 0) {
+      if (dense) a = corr <= max_corr ? by_corr[corr] : kNone;
+      else if (auto it = by_corr_sparse.find(corr); it != by_corr_sparse.end()) a = it->second;
+    }
+    e.api[i] = a;
+    if (a == kNone) {
+      ++c.unmatched_activities;
+    } else if (event_of_api[a - api0] == kNone) {
+      event_of_api[a - api0] = static_cast<uint32_t>(i);
+    }
+    if (e.name[i] == 0) {
+      // Copies, memsets and syncs are named after the call that issued them.
+      if (a != kNone && api.name[a] != 0) {
+        e.name[i] = api.name[a];
+      } else {
+        std::string n = to_string(e.kind[i]);
+        if (e.kind[i] == EventKind::kMemcpy) n = std::string("memcpy ") + copy_kind_name(e.copy_kind[i]);
+        e.name[i] = intern(n);
+      }
+    }
+  }
+  build_ranges();
+  join_nccl(event_of_api);
+}
+
+void ModelBuilder::Impl::build_ranges() {
+  RangeTable& rt = m.ranges;
+  CaptureInfo& c = m.captures[cap];
+  // Each thread's records arrive in its own order; a stable sort by (thread, time) keeps a
+  // push and a pop with equal times in recorded order.
+  std::stable_sort(raw_ranges.begin(), raw_ranges.end(), [](const RawRange& a, const RawRange& b) {
+    return std::tie(a.thread, a.time_ns) < std::tie(b.thread, b.time_ns);
+  });
+  auto add_range = [&](RangeKind kind, const RawRange& r, uint32_t parent, uint16_t depth) {
+    push(rt.capture, cap);
+    push(rt.kind, kind);
+    push(rt.thread, r.thread);
+    push(rt.name, remap(r.name));
+    push(rt.domain, remap(r.domain));
+    push(rt.start_ns, r.time_ns);
+    push(rt.end_ns, kind == RangeKind::kMark ? r.time_ns : 0);
+    push(rt.parent, parent);
+    push(rt.depth, depth);
+    return static_cast<uint32_t>(rt.size() - 1);
+  };
+  // NVTX keeps one push/pop stack per thread per domain (nvToolsExt.h: "Nesting is maintained
+  // per thread per domain"): a pop in one domain never ends another domain's range. The hook
+  // records the global domain's calls, core or with the null handle, as domain 0.
+  std::map<uint32_t, std::vector<uint32_t>> stacks;  // the current thread's, by domain
+  std::map<std::pair<uint32_t, uint64_t>, uint32_t> open_start;  // (domain, range_id) -> row
+  uint32_t cur_thread = kNone;
+  for (const RawRange& r : raw_ranges) {
+    if (r.thread != cur_thread) {
+      stacks.clear();
+      cur_thread = r.thread;
+    }
+    std::vector<uint32_t>& stack = stacks[r.domain];
+    switch (r.type) {
+      case v1::RANGE_PUSH: {
+        if (stack.size() >= 1000) break;  // a runaway push loop does not make a deep chain
+        const uint32_t row = add_range(RangeKind::kPushPop, r, stack.empty() ? kNone : stack.back(),
+                                       static_cast<uint16_t>(stack.size()));
+        stack.push_back(row);
+        break;
+      }
+      case v1::RANGE_POP:
+        if (stack.empty()) {
+          ++c.unbalanced_range_pops;
+        } else {
+          rt.end_ns[stack.back()] = r.time_ns;
+          stack.pop_back();
+        }
+        break;
+      case v1::RANGE_START:
+        open_start[{r.domain, r.range_id}] = add_range(RangeKind::kStartEnd, r, kNone, 0);
+        break;
+      case v1::RANGE_END: {
+        auto it = open_start.find({r.domain, r.range_id});
+        if (it != open_start.end()) {
+          rt.end_ns[it->second] = r.time_ns;
+          open_start.erase(it);
+        }
+        break;
+      }
+      case v1::RANGE_MARK:
+        add_range(RangeKind::kMark, r, kNone, 0);
+        break;
+      default:
+        break;
+    }
+  }
+  raw_ranges.clear();
+  raw_ranges.shrink_to_fit();
+
+  // Attach: the innermost push/pop range on the launching thread containing the launch.
+  // Push/pop ranges nest, so the latest-started range before t, or one of its ancestors,
+  // is the innermost one containing t.
+  std::unordered_map<uint32_t, std::vector<uint32_t>> by_thread;  // push/pop rows by start
+  for (size_t i = rg0; i < rt.size(); ++i)
+    if (rt.kind[i] == RangeKind::kPushPop) by_thread[rt.thread[i]].push_back(static_cast<uint32_t>(i));
+  if (by_thread.empty()) return;
+  for (auto& [th, rows] : by_thread)
+    std::stable_sort(rows.begin(), rows.end(), [&](uint32_t a, uint32_t b) { return rt.start_ns[a] < rt.start_ns[b]; });
+  EventTable& e = m.events;
+  for (size_t i = ev0; i < e.size(); ++i) {
+    const uint32_t a = e.api[i];
+    if (a == kNone) continue;
+    auto it = by_thread.find(m.api.thread[a]);
+    if (it == by_thread.end()) continue;
+    const uint64_t when = m.api.start_ns[a];
+    const auto& rows = it->second;
+    auto up = std::upper_bound(rows.begin(), rows.end(), when,
+                               [&](uint64_t v, uint32_t row) { return v < rt.start_ns[row]; });
+    if (up == rows.begin()) continue;
+    uint32_t r = *(up - 1);
+    while (r != kNone && rt.end_ns[r] != 0 && rt.end_ns[r] < when) r = rt.parent[r];
+    e.range[i] = r;
+  }
+}
+
+namespace {
+
+// The kernel family an NCCL call runs in (mangled names start _Z<len>ncclDevKernel_<family>).
+// All-to-all, gather, scatter and send/recv run as point-to-point work: SendRecv.
+const char* kernel_family(uint8_t op) {
+  switch (op) {
+    case v1::NCCL_ALL_REDUCE: return "ncclDevKernel_AllReduce";
+    case v1::NCCL_BROADCAST: return "ncclDevKernel_Broadcast";
+    case v1::NCCL_REDUCE: return "ncclDevKernel_Reduce_";
+    case v1::NCCL_ALL_GATHER: return "ncclDevKernel_AllGather";
+    case v1::NCCL_REDUCE_SCATTER: return "ncclDevKernel_ReduceScatter";
+    case v1::NCCL_SEND: case v1::NCCL_RECV: case v1::NCCL_ALL_TO_ALL: case v1::NCCL_GATHER: case v1::NCCL_SCATTER:
+      return "ncclDevKernel_SendRecv";
+    default: return nullptr;
+  }
+}
+
+bool point_to_point(uint8_t op) { return op == v1::NCCL_SEND || op == v1::NCCL_RECV; }
+
+}  // namespace
+
+// The hook pushes an id of its own as CUPTI external correlation id around each NCCL call;
+// CUPTI writes (id, correlation id) for every CUDA call inside, the kernel launch among them.
+// So: NCCL call -> id -> correlation ids -> kernels. Grouped calls launch nothing themselves:
+// NCCL launches a group's kernels inside the outermost ncclGroupEnd (the record with
+// group_depth 0), so the calls of a group (group_depth > 0) take the kernels of the GroupEnd
+// that follows them on their thread (the hook's own thread ids, on both records). Within a
+// group, a call takes a kernel of its family (AllReduce, SendRecv, ...): a collective one of
+// its own, in call order; point-to-point calls share their SendRecv kernel.
+void ModelBuilder::Impl::join_nccl_by_external_id() {
+  NcclTable& nc = m.nccl;
+  EventTable& e = m.events;
+  if (raw_external.empty()) return;
+  std::unordered_map<uint32_t, uint32_t> kernel_of_corr;
+  for (size_t i = ev0; i < e.size(); ++i)
+    if (e.kind[i] == EventKind::kKernel && e.correlation_id[i] != 0)
+      kernel_of_corr.emplace(e.correlation_id[i], static_cast<uint32_t>(i));
+  std::unordered_map<uint64_t, std::vector<uint32_t>> kernels_of;  // external id -> kernel events
+  for (const RawExternal& x : raw_external) {
+    auto it = kernel_of_corr.find(x.correlation_id);
+    if (it != kernel_of_corr.end()) kernels_of[x.external_id].push_back(it->second);
+  }
+  std::vector<uint32_t> rows(nc.size() - nc0);
+  std::iota(rows.begin(), rows.end(), static_cast<uint32_t>(nc0));
+  std::stable_sort(rows.begin(), rows.end(), [&](uint32_t a, uint32_t b) {
+    return std::tie(nc.thread[a], nc.start_ns[a]) < std::tie(nc.thread[b], nc.start_ns[b]);
+  });
+  std::map<uint64_t, std::vector<uint32_t>> calls_of;  // launching id -> NCCL rows; ordered for determinism
+  std::vector<uint32_t> group;                          // the open group's calls on this thread
+  uint32_t thread = kNone;
+  for (uint32_t n : rows) {
+    if (nc.thread[n] != thread) {
+      group.clear();
+      thread = nc.thread[n];
+    }
+    if (nc.op[n] == v1::NCCL_GROUP_END && nc.group_depth[n] == 0) {
+      if (nc.external_id[n] != 0) {
+        std::vector<uint32_t>& unit = calls_of[nc.external_id[n]];
+        unit.insert(unit.end(), group.begin(), group.end());
+        unit.push_back(n);
+      }
+      group.clear();
+    } else if (nc.group_depth[n] > 0) {
+      group.push_back(n);
+    } else if (nc.external_id[n] != 0) {
+      calls_of[nc.external_id[n]].push_back(n);
+    }
+  }
+  for (auto& [id, calls] : calls_of) {
+    auto kit = kernels_of.find(id);
+    if (kit == kernels_of.end()) continue;  // no kernel recorded (lost, or none launched): no guess
+    std::vector<uint32_t>& kernels = kit->second;
+    // Launch order: CUPTI numbers a process's API calls in order.
+    std::sort(kernels.begin(), kernels.end(),
+              [&](uint32_t a, uint32_t b) { return e.correlation_id[a] < e.correlation_id[b]; });
+    kernels.erase(std::unique(kernels.begin(), kernels.end()), kernels.end());
+    std::vector<bool> taken(kernels.size(), false);
+    std::vector<uint64_t> bytes(kernels.size(), 0);
+    auto family_of = [&](size_t k, const char* family) {
+      return family != nullptr && m.strings[e.name[kernels[k]]].find(family) != std::string::npos;
+    };
+    for (uint32_t n : calls) {
+      const uint8_t op = nc.op[n];
+      if (op == v1::NCCL_GROUP_START || op == v1::NCCL_COMM_INIT || op == v1::NCCL_COMM_DESTROY) continue;
+      if (op == v1::NCCL_GROUP_END) {
+        if (nc.group_depth[n] > 0) continue;  // an inner end launches nothing
+        nc.event[n] = kernels.front();  // the first of the kernels it launched
+        continue;
+      }
+      const char* family = kernel_family(op);
+      const bool shares = point_to_point(op);
+      size_t pick = kernels.size();
+      for (size_t k = 0; k < kernels.size() && pick == kernels.size(); ++k)
+        if (family_of(k, family) && (shares || !taken[k])) pick = k;
+      for (size_t k = 0; k < kernels.size() && pick == kernels.size(); ++k)
+        if (!taken[k]) pick = k;  // a kernel NCCL named otherwise (e.g. a fused Generic one)
+      if (pick == kernels.size()) pick = 0;
+      taken[pick] = true;
+      bytes[pick] += nc.bytes[n];
+      nc.event[n] = kernels[pick];
+    }
+    for (size_t k = 0; k < kernels.size(); ++k) {
+      e.kind[kernels[k]] = EventKind::kNccl;
+      if (taken[k]) e.bytes[kernels[k]] = bytes[k];
+    }
+  }
+}
+
+void ModelBuilder::Impl::join_nccl(const std::vector<uint32_t>& event_of_api) {
+  NcclTable& nc = m.nccl;
+  ApiTable& api = m.api;
+  if (nc.size() == nc0) {
+    raw_external.clear();
+    return;
+  }
+  // A capture whose CUPTI wrote no external correlation records (the kind refused) falls back
+  // for every call.
+  const bool have_external = !raw_external.empty();
+  join_nccl_by_external_id();
+  raw_external.clear();
+  raw_external.shrink_to_fit();
+  // Captures from before external ids: the kernel is the first launch on the same thread
+  // inside the call. That needs CUPTI's thread id to be the hook's (gettid); by default
+  // CUPTI reports pthread_self() instead, and grouped calls launch nothing themselves.
+  std::vector<uint32_t> launches;  // api rows that launched a kernel, by (thread, start)
+  for (size_t i = api0; i < api.size(); ++i) {
+    const uint32_t ev = event_of_api[i - api0];
+    if (ev != kNone && m.events.kind[ev] == EventKind::kKernel) launches.push_back(static_cast<uint32_t>(i));
+  }
+  std::sort(launches.begin(), launches.end(), [&](uint32_t a, uint32_t b) {
+    return std::tie(api.thread[a], api.start_ns[a], a) < std::tie(api.thread[b], api.start_ns[b], b);
+  });
+  for (size_t n = nc0; n < nc.size(); ++n) {
+    if (nc.start_ns[n] == 0 || (have_external && nc.external_id[n] != 0)) continue;
+    const uint32_t th = nc.thread[n];
+    auto it = std::lower_bound(launches.begin(), launches.end(), std::make_pair(th, nc.start_ns[n]),
+                               [&](uint32_t row, const std::pair<uint32_t, uint64_t>& key) {
+                                 return std::tie(api.thread[row], api.start_ns[row]) < std::tie(key.first, key.second);
+                               });
+    for (; it != launches.end() && api.thread[*it] == th; ++it) {
+      if (nc.end_ns[n] != 0 && api.start_ns[*it] > nc.end_ns[n]) break;
+      const uint32_t ev = event_of_api[*it - api0];
+      if (m.events.kind[ev] != EventKind::kKernel) continue;  // already claimed by another call
+      m.events.kind[ev] = EventKind::kNccl;
+      m.events.bytes[ev] = nc.bytes[n];
+      nc.event[n] = ev;
+      break;
+    }
+  }
+}
+
+// A host function draws on the lane of the stream it ran in, on that stream's device (the
+// hook knows the stream's CUPTI id, not its device), and joins the cudaLaunchHostFunc or
+// cudaStreamAddCallback call that queued it through the external id the hook pushed around it.
+void ModelBuilder::Impl::join_host_functions() {
+  EventTable& e = m.events;
+  std::unordered_map<uint32_t, uint32_t> device_of_stream;
+  bool any = false;
+  for (size_t i = ev0; i < e.size(); ++i) {
+    if (e.kind[i] == EventKind::kHostFunc) any = true;
+    else if (e.stream[i] != 0) device_of_stream.emplace(e.stream[i], e.device[i]);
+  }
+  if (!any) return;
+  for (size_t i = ev0; i < e.size(); ++i) {
+    if (e.kind[i] != EventKind::kHostFunc) continue;
+    if (auto it = device_of_stream.find(e.stream[i]); it != device_of_stream.end()) e.device[i] = it->second;
+  }
+  if (host_func_external.empty()) return;
+  std::unordered_map<uint64_t, uint32_t> corr_of;  // external id -> the first call made under it
+  for (const RawExternal& x : raw_external) corr_of.emplace(x.external_id, x.correlation_id);
+  for (const auto& [row, external_id] : host_func_external)
+    if (auto it = corr_of.find(external_id); it != corr_of.end()) e.correlation_id[row] = it->second;
+  host_func_external.clear();
+}
+
+}  // namespace gantt
