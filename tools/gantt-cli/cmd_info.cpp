@@ -11,7 +11,7 @@
 
 #include <gpuhook/capture.h>
 
-#include <gantt/export/chrome_json.h>
+#include <gantt/json.h>
 #include <gantt/model.h>
 #include <gantt/ranks.h>
 
@@ -32,7 +32,7 @@ struct InfoOptions {
 
 // Quoted and escaped for both the text and the JSON output: header strings come from the
 // traced program's environment (host name, command line) and may be any bytes; well-formed
-// UTF-8 stays readable, anything else becomes U+FFFD (gantt/export/chrome_json.h).
+// UTF-8 stays readable, anything else becomes U+FFFD (gantt/json.h).
 std::string json_string(std::string_view s) { return gantt::json::quoted(s); }
 
 struct Summary {

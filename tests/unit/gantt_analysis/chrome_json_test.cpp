@@ -1,4 +1,4 @@
-#include "gantt/export/chrome_json.h"
+#include "gantt/json.h"
 
 #include <cstdint>
 #include <cstdio>

@@ -8,38 +8,51 @@
 namespace gantt {
 
 namespace {
-// Length of the valid UTF-8 sequence at s[i], or 0 when it is not one (overlongs,
-// surrogates and values past U+10FFFF are invalid).
-size_t utf8_len(std::string_view s, size_t i) {
-  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned c = b(i);
-  if (c < 0x80) return 1;
-  size_t n;
-  uint32_t cp;
-  if ((c & 0xE0) == 0xC0) { n = 2; cp = c & 0x1F; }
-  else if ((c & 0xF0) == 0xE0) { n = 3; cp = c & 0x0F; }
-  else if ((c & 0xF8) == 0xF0) { n = 4; cp = c & 0x07; }
-  else return 0;
-  if (i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    if ((b(i + k) & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (b(i + k) & 0x3F);
-  }
-  if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000)) return 0;
-  if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  if (cp == 0xFFFE || cp == 0xFFFF) return 0;  // not characters in XML
-  return n;
-}
 constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
 }  // namespace
 
+size_t utf8_sequence_length(std::string_view s, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  const size_t left = s.size() - i;
+  const auto cont = [&](size_t k) { return (b(k) & 0xC0) == 0x80; };
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) return left >= 2 && cont(i + 1) ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {
+    if (left < 3 || !cont(i + 1) || !cont(i + 2)) return 0;
+    if (c == 0xE0 && b(i + 1) < 0xA0) return 0;  // overlong
+    if (c == 0xED && b(i + 1) > 0x9F) return 0;  // UTF-16 surrogate
+    return 3;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    if (left < 4 || !cont(i + 1) || !cont(i + 2) || !cont(i + 3)) return 0;
+    if (c == 0xF0 && b(i + 1) < 0x90) return 0;  // overlong
+    if (c == 0xF4 && b(i + 1) > 0x8F) return 0;  // past U+10FFFF
+    return 4;
+  }
+  return 0;
+}
+
+bool is_xml_forbidden_noncharacter(std::string_view s, size_t i, size_t length) {
+  return length == 3 && static_cast<unsigned char>(s[i]) == 0xEF && static_cast<unsigned char>(s[i + 1]) == 0xBF &&
+         (static_cast<unsigned char>(s[i + 2]) & 0xFE) == 0xBE;
+}
+
+bool is_line_or_paragraph_separator(std::string_view s, size_t i, size_t length) {
+  return length == 3 && static_cast<unsigned char>(s[i]) == 0xE2 && static_cast<unsigned char>(s[i + 1]) == 0x80 &&
+         (static_cast<unsigned char>(s[i + 2]) & 0xFE) == 0xA8;
+}
+
 void append_utf8_clean(std::string& out, std::string_view s) {
   for (size_t i = 0; i < s.size();) {
-    const size_t n = utf8_len(s, i);
+    const size_t n = utf8_sequence_length(s, i);
     const unsigned char c = static_cast<unsigned char>(s[i]);
     if (n == 0 || (n == 1 && (c < 0x20 || c == 0x7F))) {
       out += kReplacement;
       ++i;
+    } else if (is_xml_forbidden_noncharacter(s, i, n)) {
+      out += kReplacement;  // one character, so one replacement (not one per byte)
+      i += n;
     } else {
       out.append(s.data() + i, n);
       i += n;
@@ -51,6 +64,30 @@ std::string utf8_clean(std::string_view s) {
   std::string out;
   out.reserve(s.size());
   append_utf8_clean(out, s);
+  return out;
+}
+
+std::string printable_utf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7F) {
+      out.push_back('?');
+      ++i;
+      continue;
+    }
+    const size_t n = utf8_sequence_length(s, i);
+    if (n == 0) {
+      out += kReplacement;
+      ++i;
+      continue;
+    }
+    if (is_line_or_paragraph_separator(s, i, n)) out.push_back('?');
+    else out.append(s.substr(i, n));
+    i += n;
+  }
   return out;
 }
 

@@ -8,10 +8,32 @@
 
 namespace gantt {
 
+// Length of the well-formed UTF-8 sequence at s[i], or 0 when the byte there does not start
+// one (RFC 3629 table: no overlongs, no surrogates, nothing past U+10FFFF, no truncated
+// sequence). Every writer decides validity here; what each output format then refuses on
+// top of well-formedness is its own rule (below, and gantt/json.h).
+size_t utf8_sequence_length(std::string_view s, size_t i);
+
+// True for U+FFFE and U+FFFF (EF BF BE, EF BF BF). They are well-formed UTF-8 and legal in
+// JSON (RFC 8259 allows any scalar value), but XML 1.0's Char production excludes them, so
+// an SVG holding one does not parse.
+bool is_xml_forbidden_noncharacter(std::string_view s, size_t i, size_t length);
+
+// True for U+2028 LINE SEPARATOR and U+2029 PARAGRAPH SEPARATOR (E2 80 A8, E2 80 A9): legal
+// everywhere, but JavaScript before ES2019 ends a string literal at them and some terminals
+// and editors end a line.
+bool is_line_or_paragraph_separator(std::string_view s, size_t i, size_t length);
+
 // Valid UTF-8 stays as is; each invalid byte becomes U+FFFD. Control characters become
-// U+FFFD too (XML 1.0 forbids most of them; tabs and newlines would break labels and rows).
+// U+FFFD too (XML 1.0 forbids most of them; tabs and newlines would break labels and rows),
+// and so do U+FFFE/U+FFFF: labels, tooltips and CSV cells all may end up in an SVG.
 void append_utf8_clean(std::string& out, std::string_view s);
 std::string utf8_clean(std::string_view s);
+
+// For terminals and tables: well-formed UTF-8 kept, every other byte U+FFFD, control
+// characters (which move a terminal's cursor) and U+2028/U+2029 (which end a line in some
+// terminals and editors) '?'.
+std::string printable_utf8(std::string_view bytes);
 
 // XML text and attribute escaping (& < > " ') of the cleaned string.
 void append_xml_escaped(std::string& out, std::string_view s);

@@ -2,7 +2,8 @@
 #include <string>
 
 #include "gantt/analysis/diagnose.h"
-#include "gantt/export/chrome_json.h"
+#include "gantt/json.h"
+#include "gantt/text.h"
 
 namespace gantt::analysis {
 namespace {
@@ -48,15 +49,15 @@ std::string format_diagnose(const DiagnoseReport& r, Format f) {
   const bool md = f == Format::kMarkdown;
   std::string o = md ? "**" + counts(r) + "**\n" : counts(r) + "\n";
   for (const Finding& x : r.findings) {
-    const std::string title = json::printable_utf8(x.title);
+    const std::string title = printable_utf8(x.title);
     if (md) {
       o += "\n### " + std::string(to_string(x.severity)) + ": " + x.rule + "\n\n" + title + "\n\n- condition: " +
            x.condition + "\n";
-      for (const auto& e : x.evidence) o += "- evidence: " + json::printable_utf8(e) + "\n";
+      for (const auto& e : x.evidence) o += "- evidence: " + printable_utf8(e) + "\n";
       o += "- fix: " + x.fix + "\n";
     } else {
       o += "\n" + upper(to_string(x.severity)) + " [" + x.rule + "] " + title + "\n  condition: " + x.condition + "\n";
-      for (const auto& e : x.evidence) o += "  evidence:  " + json::printable_utf8(e) + "\n";
+      for (const auto& e : x.evidence) o += "  evidence:  " + printable_utf8(e) + "\n";
       o += "  fix:       " + x.fix + "\n";
     }
   }

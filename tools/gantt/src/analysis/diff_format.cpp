@@ -3,7 +3,7 @@
 
 #include "gantt/analysis/diff.h"
 #include "gantt/analysis/table.h"
-#include "gantt/export/chrome_json.h"
+#include "gantt/json.h"
 
 namespace gantt::analysis {
 namespace {

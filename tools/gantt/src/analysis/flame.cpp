@@ -7,7 +7,7 @@
 #include "gantt/analysis/stats.h"
 #include "gantt/analysis/table.h"
 #include "gantt/colors.h"
-#include "gantt/export/chrome_json.h"
+#include "gantt/text.h"
 
 namespace gantt::analysis {
 namespace {
@@ -15,7 +15,7 @@ namespace {
 constexpr char kSep = '\x1f';
 
 std::string clean_frame(std::string_view name) {
-  std::string f = json::printable_utf8(name);
+  std::string f = printable_utf8(name);
   for (char& c : f)
     if (c == ';') c = ':';
   return f.empty() ? "?" : f;

@@ -4,7 +4,7 @@
 
 #include "gantt/analysis/stats.h"
 #include "gantt/analysis/table.h"
-#include "gantt/export/chrome_json.h"
+#include "gantt/json.h"
 
 namespace gantt::analysis {
 namespace {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "gantt/export/chrome_json.h"
+#include "gantt/json.h"
 #include "gantt/text.h"
 
 namespace gantt::analysis {
@@ -22,7 +22,7 @@ size_t width(std::string_view s) {
 // template name does not push every other column off the screen.
 constexpr size_t kMaxCell = 96;
 std::string printable(std::string_view s) {
-  std::string out = json::printable_utf8(s);
+  std::string out = printable_utf8(s);
   if (width(out) <= kMaxCell) return out;
   size_t i = 0, w = 0;
   while (i < out.size() && w < kMaxCell - 1) {
@@ -82,7 +82,7 @@ std::string to_markdown(const Table& t) {
 
 std::string to_csv(const Table& t) {
   const auto cell = [](std::string_view s) {
-    std::string v = json::printable_utf8(s);
+    std::string v = printable_utf8(s);
     if (csv_formula_like(v)) v = "'" + v;
     if (v.find_first_of(",\"\n\r") == std::string::npos) return v;
     std::string o = "\"";

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "gantt/export.h"
-#include "gantt/export/chrome_json.h"
+#include "gantt/json.h"
 #include "gantt/ranks.h"
 
 namespace gantt {

@@ -1,6 +1,6 @@
 // JSON text pieces shared by the Chrome trace exporter and the JSON reports (stats, diff,
 // diagnose). Names in a capture come from the program (kernel names, NVTX strings) and are
-// untrusted bytes: every string goes through append_json_string.
+// untrusted bytes: every string goes through append_string.
 #pragma once
 
 #include <cstdint>
@@ -11,14 +11,10 @@ namespace gantt::json {
 
 // Appends `bytes` as a quoted JSON string: quote, backslash and every control character
 // escaped, U+2028/U+2029 escaped (JavaScript parsers that eval JSON choke on them), and
-// each byte that is not part of well-formed UTF-8 (stray continuation bytes, overlong
-// forms, surrogates, values past U+10FFFF, truncated sequences) replaced by U+FFFD.
+// each byte that is not part of well-formed UTF-8 (gantt/text.h utf8_sequence_length)
+// replaced by U+FFFD. U+FFFE and U+FFFF pass through: JSON allows them, unlike XML.
 void append_string(std::string& out, std::string_view bytes);
 std::string quoted(std::string_view bytes);
-
-// For terminals and tables: well-formed UTF-8 kept, every other byte U+FFFD, control
-// characters (which move a terminal's cursor) '?'.
-std::string printable_utf8(std::string_view bytes);
 
 // Appends a nanosecond count as microseconds with exactly three decimals ("123.456"),
 // by integer arithmetic: no binary floating point, so 1 ns steps survive at any magnitude.
