@@ -1,5 +1,5 @@
 // The scene builder: device sections (utilization strip, annotation labels, GPU lanes),
-// host thread lanes, legend, footer. Narrow events become coverage (lod.h) so the scene's
+// host thread lanes (render_host_lanes.cpp), legend, footer. Narrow events become coverage (lod.h) so the scene's
 // size depends on the picture, not on the event count.
 #include <algorithm>
 #include <cmath>
@@ -14,87 +14,10 @@
 #include "gantt/ranks.h"
 #include "gantt/render.h"
 #include "gantt/text.h"
+#include "render_builder.h"
 #include "render_internal.h"
 
-namespace gantt {
-
-using namespace detail;
-
-namespace {
-
-constexpr float kLaneHeight = 24;   // wait strip 6 + exec 16 + gaps
-constexpr float kUtilHeight = 22;
-constexpr float kLabelRow = 12;
-constexpr int kMaxLabelRows = 3;
-constexpr size_t kMaxHostBars = 3000;
-constexpr size_t kMaxRanges = 3000;
-constexpr size_t kMaxGpuLanes = 48;
-constexpr size_t kMaxHostLanes = 32;
-// Events that overlap on one lane (independent branches of a CUDA graph, concurrent kernels
-// in --lanes device) get rows of their own, or the later one would hide the earlier one.
-constexpr float kOverlapRow = 16;
-constexpr int kMaxOverlapRows = 4;
-// A bracket narrower than this says nothing its nodes do not; its label needs more room.
-constexpr float kMinBracketPx = 3;
-constexpr float kMinBracketLabelPx = 24;
-constexpr size_t kMaxGraphBrackets = 3000;
-
-// One graph launch's nodes on one lane.
-struct Bracket {
-  uint64_t start_ns = 0, end_ns = 0;
-  size_t launch = 0;  // index into Builder::graphs_
-};
-
-struct Lane {
-  std::vector<uint32_t> events;
-  std::vector<Bracket> brackets;
-  int32_t priority = 0;
-  float y = 0;
-};
-
-using DeviceKey = std::pair<uint16_t, uint32_t>;
-
-std::string fit(std::string_view s, float width_px, float char_px = kCharWidth) {
-  return ellipsize(s, static_cast<size_t>(std::max(0.0f, width_px / char_px)));
-}
-
-uint8_t level_alpha(int level, int levels) { return static_cast<uint8_t>(60 + 180 * level / levels); }
-
-class Builder {
- public:
-  Builder(const Model& m, const Selection& sel, const RenderOptions& o, RenderStats& st)
-      : m_(m), sel_(sel), o_(o), st_(st) {}
-
-  Scene build();
-
- private:
-  void bucket_lanes();
-  void draw_device_section(const DeviceKey& dev, const std::vector<LaneKey>& lanes);
-  void draw_utilization(const DeviceKey& dev, float y);
-  void draw_gpu_lane(const LaneKey& key, Lane& lane);
-  void draw_brackets(const Lane& lane, float y, float height);
-  void draw_annotations();
-  void draw_rank_links();
-  void draw_peer_links();
-  void draw_host_lanes();
-  float place_labels(const DeviceKey& dev, float y);
-
-  const Model& m_;
-  const Selection& sel_;
-  const RenderOptions& o_;
-  RenderStats& st_;
-  Scene s_;
-  Frame f_;
-  float y_ = 0;
-  double threshold_px_ = 1;
-  size_t individual_budget_ = 0;
-  std::map<LaneKey, Lane> lanes_;
-  std::vector<GraphLaunch> graphs_;
-  std::unordered_map<uint32_t, float> drawn_;  // individually drawn event -> lane y
-  std::map<DeviceKey, float> section_y_;       // each device section's top
-  Annotations ann_;
-  size_t gpu_lanes_drawn_ = 0;
-};
+namespace gantt::detail {
 
 void Builder::bucket_lanes() {
   WidthHistogram widths;
@@ -414,98 +337,6 @@ void Builder::draw_annotations() {
   }
 }
 
-void Builder::draw_host_lanes() {
-  // Threads with host calls or ranges in the window, in (capture, tid) order.
-  const uint64_t w0 = f_.t0, w1 = f_.t1;
-  std::map<std::pair<uint16_t, uint64_t>, uint32_t> threads;
-  auto in_window = [&](uint64_t b, uint64_t e) { return b && b <= w1 && (e ? e : b) >= w0; };
-  std::vector<std::vector<uint32_t>> calls(m_.threads.size()), ranges(m_.threads.size());
-  std::vector<uint8_t> launched(m_.api.size(), 0);
-  for (uint32_t e = 0; e < m_.events.size(); ++e)
-    if (m_.events.api[e] != kNone) launched[m_.events.api[e]] = 1;
-  for (uint32_t i = 0; i < m_.api.size(); ++i)
-    if (in_window(m_.api.start_ns[i], m_.api.end_ns[i])) calls[m_.api.thread[i]].push_back(i);
-  size_t range_count = 0;
-  for (uint32_t i = 0; i < m_.ranges.size(); ++i)
-    if (m_.ranges.depth[i] < 3 && in_window(m_.ranges.start_ns[i], m_.ranges.end_ns[i] ? m_.ranges.end_ns[i] : w1) &&
-        range_count < kMaxRanges) {
-      ranges[m_.ranges.thread[i]].push_back(i);
-      ++range_count;
-    }
-  for (uint32_t t = 0; t < m_.threads.size(); ++t)
-    if (!calls[t].empty() || !ranges[t].empty()) threads[{m_.threads.capture[t], m_.threads.thread_id[t]}] = t;
-  if (threads.empty()) return;
-  s_.text(make_text(12, y_ + 12, "host threads", 12, palette::kText, Anchor::kStart, true));
-  y_ += 18;
-  size_t bars = 0;
-  const int cols = f_.columns();
-  size_t host_lanes = 0;
-  for (const auto& [key, t] : threads) {
-    if (host_lanes++ >= kMaxHostLanes) {
-      ++st_.lanes_left_out;
-      continue;
-    }
-    int depth = 0;
-    for (uint32_t r : ranges[t]) depth = std::max(depth, m_.ranges.depth[r] + 1);
-    const float ry = y_, cy = y_ + static_cast<float>(depth) * 10;
-    const float h = static_cast<float>(depth) * 10 + 18;
-    s_.rect(make_rect(f_.left, y_, f_.right - f_.left, h - 2, palette::kLaneBand));
-    std::string label = "tid " + std::to_string(key.second);
-    if (m_.threads.name[t]) label += " " + utf8_clean(m_.string(m_.threads.name[t]));
-    if (m_.captures.size() > 1) label = "#" + std::to_string(key.first) + " " + label;
-    s_.text(make_text(f_.left - 8, cy + 12, fit(label, kLabelWidth - 20), kFontSize, palette::kText, Anchor::kEnd));
-    for (uint32_t r : ranges[t]) {
-      const float x0 = std::max(f_.left, f_.x(m_.ranges.start_ns[r]));
-      const float x1 = std::min(f_.right, m_.ranges.end_ns[r] ? f_.x(m_.ranges.end_ns[r]) : f_.right);
-      if (x1 - x0 < 1 && m_.ranges.kind[r] != RangeKind::kMark) continue;
-      const float y = ry + static_cast<float>(m_.ranges.depth[r]) * 10;
-      Rect rc = make_rect(x0, y, std::max(1.0f, x1 - x0), 9, with_alpha(palette::kRange, 200));
-      rc.tooltip = ellipsize(m_.range_path_of_range(r), 300) + "\n" + rel_time(m_.ranges.start_ns[r], f_.t0) + " \xE2\x80\xA6 " +
-                   rel_time(m_.ranges.end_ns[r], f_.t0);
-      s_.rect(std::move(rc));
-      if (x1 - x0 > 30)
-        s_.text(make_text(x0 + 2, y + 8, fit(m_.string(m_.ranges.name[r]), x1 - x0 - 4, 5.2f), 8, Color{255, 255, 255, 255}));
-    }
-    // Calls: blocking ones and NCCL as bars, the rest as coverage, launches as ticks.
-    Coverage other(cols), ticks(cols);
-    for (uint32_t i : calls[t]) {
-      const float x0 = f_.x(std::max(m_.api.start_ns[i], w0));
-      const float x1 = f_.x(std::min(m_.api.end_ns[i] ? m_.api.end_ns[i] : m_.api.start_ns[i], w1));
-      if (launched[i]) ticks.add(x0 - f_.left, x0 - f_.left + 1);
-      const std::string_view name = m_.string(m_.api.name[i]);
-      const bool blocking = is_blocking_call(name);
-      if (blocking && x1 - x0 >= 1 && bars < kMaxHostBars) {
-        Rect rc = make_rect(x0, cy + 6, x1 - x0, 10, palette::kBlocking);
-        rc.tooltip = utf8_clean(api_display_name(name)) + " " + format_duration(static_cast<int64_t>(m_.api.end_ns[i] - m_.api.start_ns[i])) +
-                     " (host blocked)\n" + rel_time(m_.api.start_ns[i], f_.t0) + " \xE2\x80\xA6 " + rel_time(m_.api.end_ns[i], f_.t0);
-        s_.rect(std::move(rc));
-        ++bars;
-      } else {
-        other.add(x0 - f_.left, x1 - f_.left);
-      }
-    }
-    const int other_levels = other.levels_within(4, static_cast<size_t>(cols / 4));
-    for (const auto& r : other.runs(other_levels))
-      s_.rect(make_rect(f_.left + static_cast<float>(r.x0), cy + 8, static_cast<float>(r.x1 - r.x0), 6,
-                        with_alpha(palette::kApi, level_alpha(r.level, other_levels))));
-    for (const auto& r : ticks.runs())
-      s_.rect(make_rect(f_.left + static_cast<float>(r.x0), cy, static_cast<float>(r.x1 - r.x0), 6,
-                        with_alpha(palette::kLaunchTick, 200)));
-    // NCCL calls of this thread.
-    for (uint32_t n = 0; n < m_.nccl.size(); ++n) {
-      if (m_.nccl.thread[n] != t || !in_window(m_.nccl.start_ns[n], m_.nccl.end_ns[n]) || bars >= kMaxHostBars) continue;
-      const float x0 = f_.x(std::max(m_.nccl.start_ns[n], w0));
-      const float x1 = f_.x(std::min(m_.nccl.end_ns[n] ? m_.nccl.end_ns[n] : m_.nccl.start_ns[n], w1));
-      Rect rc = make_rect(x0, cy + 6, std::max(1.0f, x1 - x0), 10, palette::kNccl);
-      rc.tooltip = utf8_clean(m_.string(m_.nccl.name[n])) + " " + format_bytes(m_.nccl.bytes[n]) + " rank " +
-                   std::to_string(m_.nccl.rank[n]) + "/" + std::to_string(m_.nccl.nranks[n]);
-      s_.rect(std::move(rc));
-      ++bars;
-    }
-    y_ += h;
-  }
-}
-
 std::string title_of(const Model& m) {
   std::string t = "gantt";
   for (size_t i = 0; i < m.captures.size() && i < 3; ++i) {
@@ -621,11 +452,13 @@ void Builder::draw_rank_links() {
       [&](uint64_t t) { return f_.x(t); });
 }
 
-}  // namespace
+}  // namespace gantt::detail
+
+namespace gantt {
 
 Scene build_scene(const Model& model, const Selection& selection, const RenderOptions& options, RenderStats* stats) {
   RenderStats local;
-  Builder b(model, selection, options, stats ? *stats : local);
+  detail::Builder b(model, selection, options, stats ? *stats : local);
   return b.build();
 }
 

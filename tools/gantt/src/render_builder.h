@@ -1,0 +1,96 @@
+// The scene builder's state, shared by render_scene.cpp (device sections, GPU lanes,
+// annotations, links) and render_host_lanes.cpp (host thread lanes). Internal to libgantt.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "gantt/annotate.h"
+#include "gantt/graphs.h"
+#include "gantt/render.h"
+#include "gantt/text.h"
+#include "render_internal.h"
+
+namespace gantt::detail {
+
+inline constexpr float kLaneHeight = 24;   // wait strip 6 + exec 16 + gaps
+inline constexpr float kUtilHeight = 22;
+inline constexpr float kLabelRow = 12;
+inline constexpr int kMaxLabelRows = 3;
+inline constexpr size_t kMaxHostBars = 3000;
+inline constexpr size_t kMaxRanges = 3000;
+inline constexpr size_t kMaxGpuLanes = 48;
+inline constexpr size_t kMaxHostLanes = 32;
+// Events that overlap on one lane (independent branches of a CUDA graph, concurrent kernels
+// in --lanes device) get rows of their own, or the later one would hide the earlier one.
+inline constexpr float kOverlapRow = 16;
+inline constexpr int kMaxOverlapRows = 4;
+// A bracket narrower than this says nothing its nodes do not; its label needs more room.
+inline constexpr float kMinBracketPx = 3;
+inline constexpr float kMinBracketLabelPx = 24;
+inline constexpr size_t kMaxGraphBrackets = 3000;
+
+// One graph launch's nodes on one lane.
+struct Bracket {
+  uint64_t start_ns = 0, end_ns = 0;
+  size_t launch = 0;  // index into Builder::graphs_
+};
+
+struct Lane {
+  std::vector<uint32_t> events;
+  std::vector<Bracket> brackets;
+  int32_t priority = 0;
+  float y = 0;
+};
+
+using DeviceKey = std::pair<uint16_t, uint32_t>;
+
+inline std::string fit(std::string_view s, float width_px, float char_px = kCharWidth) {
+  return ellipsize(s, static_cast<size_t>(std::max(0.0f, width_px / char_px)));
+}
+
+inline uint8_t level_alpha(int level, int levels) { return static_cast<uint8_t>(60 + 180 * level / levels); }
+
+class Builder {
+ public:
+  Builder(const Model& m, const Selection& sel, const RenderOptions& o, RenderStats& st)
+      : m_(m), sel_(sel), o_(o), st_(st) {}
+
+  Scene build();
+
+ private:
+  void bucket_lanes();
+  void draw_device_section(const DeviceKey& dev, const std::vector<LaneKey>& lanes);
+  void draw_utilization(const DeviceKey& dev, float y);
+  void draw_gpu_lane(const LaneKey& key, Lane& lane);
+  void draw_brackets(const Lane& lane, float y, float height);
+  void draw_annotations();
+  void draw_rank_links();
+  void draw_peer_links();
+  void draw_host_lanes();
+  float place_labels(const DeviceKey& dev, float y);
+
+  const Model& m_;
+  const Selection& sel_;
+  const RenderOptions& o_;
+  RenderStats& st_;
+  Scene s_;
+  Frame f_;
+  float y_ = 0;
+  double threshold_px_ = 1;
+  size_t individual_budget_ = 0;
+  std::map<LaneKey, Lane> lanes_;
+  std::vector<GraphLaunch> graphs_;
+  std::unordered_map<uint32_t, float> drawn_;  // individually drawn event -> lane y
+  std::map<DeviceKey, float> section_y_;       // each device section's top
+  Annotations ann_;
+  size_t gpu_lanes_drawn_ = 0;
+};
+
+}  // namespace gantt::detail

@@ -1,0 +1,108 @@
+// Host thread lanes under the device sections: each thread's CUDA calls (blocking ones
+// marked), its NVTX ranges nested by depth, and its NCCL calls.
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "gantt/colors.h"
+#include "gantt/lod.h"
+#include "render_builder.h"
+
+namespace gantt::detail {
+
+void Builder::draw_host_lanes() {
+  // Threads with host calls or ranges in the window, in (capture, tid) order.
+  const uint64_t w0 = f_.t0, w1 = f_.t1;
+  std::map<std::pair<uint16_t, uint64_t>, uint32_t> threads;
+  auto in_window = [&](uint64_t b, uint64_t e) { return b && b <= w1 && (e ? e : b) >= w0; };
+  std::vector<std::vector<uint32_t>> calls(m_.threads.size()), ranges(m_.threads.size());
+  std::vector<uint8_t> launched(m_.api.size(), 0);
+  for (uint32_t e = 0; e < m_.events.size(); ++e)
+    if (m_.events.api[e] != kNone) launched[m_.events.api[e]] = 1;
+  for (uint32_t i = 0; i < m_.api.size(); ++i)
+    if (in_window(m_.api.start_ns[i], m_.api.end_ns[i])) calls[m_.api.thread[i]].push_back(i);
+  size_t range_count = 0;
+  for (uint32_t i = 0; i < m_.ranges.size(); ++i)
+    if (m_.ranges.depth[i] < 3 && in_window(m_.ranges.start_ns[i], m_.ranges.end_ns[i] ? m_.ranges.end_ns[i] : w1) &&
+        range_count < kMaxRanges) {
+      ranges[m_.ranges.thread[i]].push_back(i);
+      ++range_count;
+    }
+  for (uint32_t t = 0; t < m_.threads.size(); ++t)
+    if (!calls[t].empty() || !ranges[t].empty()) threads[{m_.threads.capture[t], m_.threads.thread_id[t]}] = t;
+  if (threads.empty()) return;
+  s_.text(make_text(12, y_ + 12, "host threads", 12, palette::kText, Anchor::kStart, true));
+  y_ += 18;
+  size_t bars = 0;
+  const int cols = f_.columns();
+  size_t host_lanes = 0;
+  for (const auto& [key, t] : threads) {
+    if (host_lanes++ >= kMaxHostLanes) {
+      ++st_.lanes_left_out;
+      continue;
+    }
+    int depth = 0;
+    for (uint32_t r : ranges[t]) depth = std::max(depth, m_.ranges.depth[r] + 1);
+    const float ry = y_, cy = y_ + static_cast<float>(depth) * 10;
+    const float h = static_cast<float>(depth) * 10 + 18;
+    s_.rect(make_rect(f_.left, y_, f_.right - f_.left, h - 2, palette::kLaneBand));
+    std::string label = "tid " + std::to_string(key.second);
+    if (m_.threads.name[t]) label += " " + utf8_clean(m_.string(m_.threads.name[t]));
+    if (m_.captures.size() > 1) label = "#" + std::to_string(key.first) + " " + label;
+    s_.text(make_text(f_.left - 8, cy + 12, fit(label, kLabelWidth - 20), kFontSize, palette::kText, Anchor::kEnd));
+    for (uint32_t r : ranges[t]) {
+      const float x0 = std::max(f_.left, f_.x(m_.ranges.start_ns[r]));
+      const float x1 = std::min(f_.right, m_.ranges.end_ns[r] ? f_.x(m_.ranges.end_ns[r]) : f_.right);
+      if (x1 - x0 < 1 && m_.ranges.kind[r] != RangeKind::kMark) continue;
+      const float y = ry + static_cast<float>(m_.ranges.depth[r]) * 10;
+      Rect rc = make_rect(x0, y, std::max(1.0f, x1 - x0), 9, with_alpha(palette::kRange, 200));
+      rc.tooltip = ellipsize(m_.range_path_of_range(r), 300) + "\n" + rel_time(m_.ranges.start_ns[r], f_.t0) + " \xE2\x80\xA6 " +
+                   rel_time(m_.ranges.end_ns[r], f_.t0);
+      s_.rect(std::move(rc));
+      if (x1 - x0 > 30)
+        s_.text(make_text(x0 + 2, y + 8, fit(m_.string(m_.ranges.name[r]), x1 - x0 - 4, 5.2f), 8, Color{255, 255, 255, 255}));
+    }
+    // Calls: blocking ones and NCCL as bars, the rest as coverage, launches as ticks.
+    Coverage other(cols), ticks(cols);
+    for (uint32_t i : calls[t]) {
+      const float x0 = f_.x(std::max(m_.api.start_ns[i], w0));
+      const float x1 = f_.x(std::min(m_.api.end_ns[i] ? m_.api.end_ns[i] : m_.api.start_ns[i], w1));
+      if (launched[i]) ticks.add(x0 - f_.left, x0 - f_.left + 1);
+      const std::string_view name = m_.string(m_.api.name[i]);
+      const bool blocking = is_blocking_call(name);
+      if (blocking && x1 - x0 >= 1 && bars < kMaxHostBars) {
+        Rect rc = make_rect(x0, cy + 6, x1 - x0, 10, palette::kBlocking);
+        rc.tooltip = utf8_clean(api_display_name(name)) + " " + format_duration(static_cast<int64_t>(m_.api.end_ns[i] - m_.api.start_ns[i])) +
+                     " (host blocked)\n" + rel_time(m_.api.start_ns[i], f_.t0) + " \xE2\x80\xA6 " + rel_time(m_.api.end_ns[i], f_.t0);
+        s_.rect(std::move(rc));
+        ++bars;
+      } else {
+        other.add(x0 - f_.left, x1 - f_.left);
+      }
+    }
+    const int other_levels = other.levels_within(4, static_cast<size_t>(cols / 4));
+    for (const auto& r : other.runs(other_levels))
+      s_.rect(make_rect(f_.left + static_cast<float>(r.x0), cy + 8, static_cast<float>(r.x1 - r.x0), 6,
+                        with_alpha(palette::kApi, level_alpha(r.level, other_levels))));
+    for (const auto& r : ticks.runs())
+      s_.rect(make_rect(f_.left + static_cast<float>(r.x0), cy, static_cast<float>(r.x1 - r.x0), 6,
+                        with_alpha(palette::kLaunchTick, 200)));
+    // NCCL calls of this thread.
+    for (uint32_t n = 0; n < m_.nccl.size(); ++n) {
+      if (m_.nccl.thread[n] != t || !in_window(m_.nccl.start_ns[n], m_.nccl.end_ns[n]) || bars >= kMaxHostBars) continue;
+      const float x0 = f_.x(std::max(m_.nccl.start_ns[n], w0));
+      const float x1 = f_.x(std::min(m_.nccl.end_ns[n] ? m_.nccl.end_ns[n] : m_.nccl.start_ns[n], w1));
+      Rect rc = make_rect(x0, cy + 6, std::max(1.0f, x1 - x0), 10, palette::kNccl);
+      rc.tooltip = utf8_clean(m_.string(m_.nccl.name[n])) + " " + format_bytes(m_.nccl.bytes[n]) + " rank " +
+                   std::to_string(m_.nccl.rank[n]) + "/" + std::to_string(m_.nccl.nranks[n]);
+      s_.rect(std::move(rc));
+      ++bars;
+    }
+    y_ += h;
+  }
+}
+
+}  // namespace gantt::detail
