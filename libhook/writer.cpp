@@ -138,6 +138,7 @@ void Writer::wake() { sem_post(&wake_sem_); }
 bool Writer::on_writer_thread() const { return thread_started_ && pthread_equal(pthread_self(), thread_) != 0; }
 
 bool Writer::stop(uint32_t timeout_ms, bool hurry) {
+  if (hurry) dying_.store(true, std::memory_order_release);
   if (!thread_started_) return true;
   if (on_writer_thread()) return false;
   if (hurry) {
@@ -252,7 +253,7 @@ void Writer::finish() {
   f->set_end_realtime_ns(realtime_ns());
   f->set_records(file_->stats().records);
   f->set_dropped(dropped);
-  f->set_clean(true);
+  f->set_clean(!dying_.load(std::memory_order_acquire));
   file_->write(footer);
   bool ok = file_->close();
   report_write_failure();

@@ -46,6 +46,7 @@ class Writer final : private RecordSink {
   // process): chunks are compressed at level 1, and records still unwritten after 3/4 of the
   // time are counted as lost instead of written, so the file still closes cleanly in time.
   // False at once on the writer thread itself (an abort there): it cannot wait for itself.
+  // A hurried stop is a signal or terminate path: the footer says the close was not clean.
   bool stop(uint32_t timeout_ms, bool hurry = false);
   // Writes out everything recorded so far (rings, CUPTI buffers, the open chunk) and waits up
   // to timeout_ms; recording goes on. Before exec, and for a signal the app handles that may
@@ -145,6 +146,9 @@ class Writer final : private RecordSink {
   std::atomic<bool> hurry_{false};
   // stop(hurry): past this time (monotonic raw ns) records are counted, not written.
   std::atomic<uint64_t> discard_after_ns_{0};
+  // stop(hurry) was asked for: the process is dying of a signal or std::terminate, so the
+  // footer's `clean` is false. flush_now() leaves it alone: the process may run on.
+  std::atomic<bool> dying_{false};
   bool discarding_ = false;
   uint64_t not_written_at_exit_ = 0;
   std::atomic<uint32_t> flush_requests_{0};

@@ -74,6 +74,7 @@ case $case_name in
     pair -- "$app" nvtx 10
     gpuhook_lines 1 "110 range"
     check "$(capture)" --expect range=$((10 * ranges_per_iteration)) --nesting --expect footer=1 --expect thread=1
+    [ "$(value clean)" = 1 ] || fail "a normal exit's footer is not clean"
     ;;
   nccl)
     pair -- "$app" nccl 10
@@ -186,6 +187,7 @@ case $case_name in
     [ "$(cat hooked.rc)" = 143 ] || fail "not killed by SIGTERM: $(cat hooked.rc)"
     gpuhook_lines 1
     check "$(capture)" --expect range=$((10 * ranges_per_iteration)) --expect footer=1
+    [ "$(value clean)" = 0 ] || fail "the footer of a capture ended by SIGTERM says clean"
     ;;
   sigabrt | terminate)
     # abort() (an NCCL watchdog) and std::terminate (an uncaught exception) flush as SIGTERM does.
@@ -193,6 +195,7 @@ case $case_name in
     [ "$(cat hooked.rc)" = 134 ] || fail "not killed by SIGABRT: $(cat hooked.rc)"
     gpuhook_lines 1
     check "$(capture)" --expect range=$((10 * ranges_per_iteration)) --expect footer=1 --nesting
+    [ "$(value clean)" = 0 ] || fail "the footer of a capture ended by $case_name says clean"
     ;;
   sigabrt_handled)
     # The app's SIGABRT handler was there first (the hook came in through NVTX_INJECTION64_PATH,

@@ -180,6 +180,24 @@ TEST_F(WriterTest, HostAndGpuRecordsLandAfterTheHeaderWithAFooter) {
   EXPECT_NE(w.summary().find(path), std::string::npos);
 }
 
+TEST_F(WriterTest, AFooterWrittenOnTheSignalPathIsNotClean) {
+  Writer w(config, facts());
+  HostRecord* r = begin_record();
+  ASSERT_NE(r, nullptr);
+  std::memset(r, 0, sizeof(*r));
+  r->kind = HostKind::kRange;
+  r->start_ns = 100;
+  r->range.type = v1::RANGE_MARK;
+  end_record();
+  // No thread was started, so stop() only marks the process as dying; finish() writes the end.
+  EXPECT_TRUE(w.stop(1000, /*hurry=*/true));
+  w.finish();
+  auto recs = read_back();
+  ASSERT_FALSE(recs.empty());
+  ASSERT_EQ(recs.back().kind_case(), v1::Record::kFooter);
+  EXPECT_FALSE(recs.back().footer().clean());
+}
+
 TEST_F(WriterTest, RingOverflowIsCountedInTheFile) {
   Writer w(config, facts());
   int accepted = 0;
