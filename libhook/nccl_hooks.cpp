@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include <gpuhook/nccl_types.h>
+
 #include "capture.pb.h"
 #include "clock.h"
 #include "comm_map.h"
@@ -44,22 +46,22 @@ int32_t query_device(ncclComm_t comm) {
   return v;
 }
 
-size_t dtype_bytes(int dtype) {
-  switch (dtype) {
-    case ncclInt8: case ncclUint8: case ncclFloat8e4m3: case ncclFloat8e5m2: return 1;
-    case ncclFloat16: case ncclBfloat16: return 2;
-    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
-    case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
-    default: return 0;
-  }
-}
+// nccl_types.h carries these numbers for the analysis, which cannot include nccl.h or the
+// hook's generated enums.
+constexpr bool same(int32_t ours, int32_t theirs) { return ours == theirs; }
+static_assert(same(kNcclInt8, ncclInt8) && same(kNcclUint8, ncclUint8) && same(kNcclInt32, ncclInt32) &&
+              same(kNcclUint32, ncclUint32) && same(kNcclInt64, ncclInt64) && same(kNcclUint64, ncclUint64) &&
+              same(kNcclFloat16, ncclFloat16) && same(kNcclFloat32, ncclFloat32) &&
+              same(kNcclFloat64, ncclFloat64) && same(kNcclBfloat16, ncclBfloat16) &&
+              same(kNcclFloat8e4m3, ncclFloat8e4m3) && same(kNcclFloat8e5m2, ncclFloat8e5m2));
+static_assert(same(kNcclAllReduce, v1::NCCL_ALL_REDUCE) && same(kNcclReduceScatter, v1::NCCL_REDUCE_SCATTER) &&
+              same(kNcclSend, v1::NCCL_SEND) && same(kNcclRecv, v1::NCCL_RECV) &&
+              same(kNcclAllToAll, v1::NCCL_ALL_TO_ALL) && same(kNcclScatter, v1::NCCL_SCATTER));
 
 // Which counter of its communicator a call takes a number from (comm_map.h says why two).
-// All-to-all, gather and scatter run as point-to-point work inside NCCL but every rank calls
-// them: they are collectives here.
 SequenceKind sequence_kind(v1::NcclOp op) {
-  if (op == v1::NCCL_SEND || op == v1::NCCL_RECV) return SequenceKind::kPointToPoint;
-  if (op >= v1::NCCL_ALL_REDUCE && op <= v1::NCCL_SCATTER) return SequenceKind::kCollective;
+  if (nccl_op_is_point_to_point(op)) return SequenceKind::kPointToPoint;
+  if (nccl_op_is_collective(op)) return SequenceKind::kCollective;
   return SequenceKind::kNone;
 }
 
@@ -181,7 +183,7 @@ void record_call(v1::NcclOp op, const char* function, uint64_t count, int dtype,
   NcclPayload& p = r->nccl;
   p.function = function;
   p.count = count;
-  p.bytes = count * dtype_bytes(dtype);
+  p.bytes = count * nccl_datatype_bytes(dtype);
   p.comm_id = info.id;
   p.stream = stream;
   p.sequence = info.sequence;

@@ -8,6 +8,8 @@
 #include <vector>
 #include <tuple>
 
+#include <gpuhook/nccl_types.h>
+
 #include "gantt/analysis/noise.h"
 #include "gantt/ranks.h"
 #include "stats_util.h"
@@ -16,42 +18,22 @@ namespace gantt {
 
 using ranks_detail::median;
 
-namespace {
-
-// v1::NcclOp values (capture.proto).
-enum : uint8_t {
-  kAllReduce = 1, kBroadcast = 2, kReduce = 3, kAllGather = 4, kReduceScatter = 5,
-  kSend = 6, kRecv = 7, kAllToAll = 8, kGather = 9, kScatter = 10,
-};
-
-bool is_collective(uint8_t op) {
-  return (op >= kAllReduce && op <= kReduceScatter) || (op >= kAllToAll && op <= kScatter);
-}
-
-uint64_t dtype_bytes(int32_t datatype) {
-  switch (datatype) {  // ncclDataType_t
-    case 0: case 1: case 10: case 11: return 1;
-    case 6: case 9: return 2;
-    case 2: case 3: case 7: return 4;
-    case 4: case 5: case 8: return 8;
-    default: return 0;
-  }
-}
-
-}  // namespace
+using enum gpuhook::NcclOpCode;
+using gpuhook::nccl_datatype_bytes;
+using gpuhook::nccl_op_is_collective;
 
 const char* nccl_op_name(uint8_t op) {
   switch (op) {
-    case kAllReduce: return "AllReduce";
-    case kBroadcast: return "Broadcast";
-    case kReduce: return "Reduce";
-    case kAllGather: return "AllGather";
-    case kReduceScatter: return "ReduceScatter";
-    case kSend: return "Send";
-    case kRecv: return "Recv";
-    case kAllToAll: return "AlltoAll";
-    case kGather: return "Gather";
-    case kScatter: return "Scatter";
+    case kNcclAllReduce: return "AllReduce";
+    case kNcclBroadcast: return "Broadcast";
+    case kNcclReduce: return "Reduce";
+    case kNcclAllGather: return "AllGather";
+    case kNcclReduceScatter: return "ReduceScatter";
+    case kNcclSend: return "Send";
+    case kNcclRecv: return "Recv";
+    case kNcclAllToAll: return "AlltoAll";
+    case kNcclGather: return "Gather";
+    case kNcclScatter: return "Scatter";
     default: return "Unknown";
   }
 }
@@ -60,17 +42,17 @@ double bus_factor(uint8_t op, int32_t nranks) {
   if (nranks < 1) return 1;
   double n = nranks;
   switch (op) {
-    case kAllReduce: return 2 * (n - 1) / n;
-    case kAllGather: case kReduceScatter: case kAllToAll: return (n - 1) / n;
+    case kNcclAllReduce: return 2 * (n - 1) / n;
+    case kNcclAllGather: case kNcclReduceScatter: case kNcclAllToAll: return (n - 1) / n;
     default: return 1;
   }
 }
 
 uint64_t collective_size_bytes(uint8_t op, uint64_t count, int32_t datatype, int32_t nranks) {
-  uint64_t bytes = count * dtype_bytes(datatype);
+  uint64_t bytes = count * nccl_datatype_bytes(datatype);
   switch (op) {
     // count is per rank for these; nccl-tests reports the whole buffer.
-    case kAllGather: case kReduceScatter: case kAllToAll: case kGather: case kScatter:
+    case kNcclAllGather: case kNcclReduceScatter: case kNcclAllToAll: case kNcclGather: case kNcclScatter:
       return bytes * static_cast<uint64_t>(nranks > 0 ? nranks : 1);
     default: return bytes;
   }
@@ -79,7 +61,7 @@ uint64_t collective_size_bytes(uint8_t op, uint64_t count, int32_t datatype, int
 std::vector<CollectiveInstance> match_collectives(const std::vector<RankCollectiveCall>& calls) {
   std::map<std::pair<uint64_t, uint64_t>, CollectiveInstance> by_key;
   for (const RankCollectiveCall& c : calls) {
-    if (!is_collective(c.op) || c.kernel_start_ns == 0 || c.kernel_end_ns < c.kernel_start_ns) continue;
+    if (!nccl_op_is_collective(c.op) || c.kernel_start_ns == 0 || c.kernel_end_ns < c.kernel_start_ns) continue;
     CollectiveInstance& inst = by_key[{c.comm_id, c.sequence}];
     if (inst.arrivals.empty()) {
       inst.comm_id = c.comm_id;

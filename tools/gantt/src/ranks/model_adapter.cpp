@@ -1,5 +1,6 @@
 // Fills the pure rank analyses' inputs from a loaded Model, and applies an alignment back.
 #include <gpuhook/capture.h>
+#include <gpuhook/nccl_types.h>
 
 #include "gantt/model.h"
 #include "gantt/ranks.h"
@@ -7,12 +8,6 @@
 namespace gantt {
 
 namespace {
-
-bool is_collective_op(uint8_t op) {
-  using gpuhook::v1::NcclOp;
-  return (op >= NcclOp::NCCL_ALL_REDUCE && op <= NcclOp::NCCL_REDUCE_SCATTER) ||
-         (op >= NcclOp::NCCL_ALL_TO_ALL && op <= NcclOp::NCCL_SCATTER);
-}
 
 void shift(std::vector<uint64_t>& column, const std::vector<uint16_t>& capture, const std::vector<int64_t>& offset) {
   for (size_t i = 0; i < column.size(); ++i) {
@@ -41,7 +36,7 @@ std::vector<RankClockInput> rank_clock_inputs(const Model& model) {
   }
   const NcclTable& nc = model.nccl;
   for (size_t i = 0; i < nc.size(); ++i) {
-    if (!is_collective_op(nc.op[i]) || nc.event[i] == kNone) continue;
+    if (!gpuhook::nccl_op_is_collective(nc.op[i]) || nc.event[i] == kNone) continue;
     const uint64_t end = model.events.end_ns[nc.event[i]];
     if (end == 0) continue;
     inputs[nc.capture[i]].ends.push_back({nc.comm_id[i], nc.sequence[i], end});
@@ -79,7 +74,7 @@ std::vector<RankCollectiveCall> collective_calls(const Model& model) {
   std::vector<RankCollectiveCall> calls;
   const NcclTable& nc = model.nccl;
   for (size_t i = 0; i < nc.size(); ++i) {
-    if (!is_collective_op(nc.op[i])) continue;
+    if (!gpuhook::nccl_op_is_collective(nc.op[i])) continue;
     RankCollectiveCall c;
     c.capture = nc.capture[i];
     c.rank = nc.rank[i];
