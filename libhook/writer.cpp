@@ -11,6 +11,8 @@
 #include <cstring>
 #include <exception>
 
+#include <gpuhook/version.h>
+
 #include "clock.h"
 #include "device_info.h"
 #include "recorder.h"
@@ -350,7 +352,7 @@ bool Writer::create_file() {
   wire::Record rec;
   auto* h = rec.mutable_header();
   h->set_format_version(kFormatVersion);
-  h->set_tool_version("gpuhook 0.1.0");
+  h->set_tool_version("gpuhook " GPUHOOK_VERSION);
   h->set_host_name(facts_.host);
   h->set_boot_id(facts_.boot_id);
   h->set_pid(facts_.pid);

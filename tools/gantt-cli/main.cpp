@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include <gpuhook/capture.h>
+#include <gpuhook/version.h>
 
 #include "commands.h"
 

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <map>
 
+#include <gpuhook/version.h>
+
 #include "cupti_convert.h"
 #include "nvtx_names.h"
 #include "recorder.h"
@@ -159,6 +161,7 @@ TEST_F(WriterTest, HostAndGpuRecordsLandAfterTheHeaderWithAFooter) {
   EXPECT_EQ(h.boot_id(), "boot-1");
   EXPECT_EQ(h.start_monotonic_raw_ns(), 1000u);
   EXPECT_EQ(h.cupti_version(), "130001");
+  EXPECT_EQ(h.tool_version(), "gpuhook " GPUHOOK_VERSION);
   EXPECT_EQ(h.command_line_size(), 2);
   std::map<int, int> kinds;
   uint64_t invalid = 0, cupti = 0;
