@@ -1,4 +1,4 @@
-# Warnings are set per target (STYLE.md rule 13), never globally, so generated protobuf code
+# Warnings are set per target, never globally, so generated protobuf code
 # and third-party headers do not drown ours.
 function(gpuhook_warnings target)
   target_compile_options(${target} PRIVATE

@@ -1,4 +1,4 @@
-// Every environment variable the hook reads, in one place (STYLE.md rule 2). The README's
+// Every environment variable the hook reads, in one place. The README's
 // "Configuration (GPUHOOK_*)" table documents the same list.
 #pragma once
 

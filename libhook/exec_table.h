@@ -1,4 +1,4 @@
-// Every exec-family entry point the hook wraps, in one table (STYLE.md rule 3). Each row:
+// Every exec-family entry point the hook wraps, in one table. Each row:
 //   X(function, (parameters), (arguments))
 // The wrappers in exec_hooks.cpp are generated from these rows; the variadic execl, execlp and
 // execle are built on them by hand. glibc's own execl* and execvp reach execve through internal

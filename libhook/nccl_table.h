@@ -1,4 +1,4 @@
-// Every NCCL entry point the hook interposes, in one table (STYLE.md rule 3). Each row:
+// Every NCCL entry point the hook interposes, in one table. Each row:
 //   X(function, op, (parameters), (arguments), count, datatype, reduce_op, root_or_peer, comm, stream)
 // count/datatype/... are expressions over the parameters; -1 means "none". The wrappers in
 // nccl_hooks.cpp are generated from these rows.

@@ -1,5 +1,5 @@
 // CaptureError: one kind per way a file can be wrong, so the CLI and the tests can tell a
-// too-new file from a corrupt one (STYLE.md rule 9).
+// too-new file from a corrupt one.
 #include <gpuhook/capture.h>
 
 namespace gpuhook {

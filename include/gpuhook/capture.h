@@ -17,7 +17,7 @@
 namespace gpuhook {
 
 namespace wire {
-class Record;  // proto/wire_capture.h: the same records without libprotobuf (the hook's)
+class Record;  // wire_capture.h (from proto/gen_wire.py): the same records without libprotobuf (the hook's)
 }
 namespace codec {
 struct Cursors;

@@ -17,7 +17,7 @@
 #include <mutex>
 #include <vector>
 
-// The layout a CUPTI 13 client compiles against (CUPTI-NOTES.md §1).
+// The layout a CUPTI 13 client compiles against (CUDA 13's cupti_activity.h).
 static_assert(sizeof(CUpti_ActivityKernel10) == 216);
 static_assert(offsetof(CUpti_ActivityKernel10, queued) == 120);
 static_assert(offsetof(CUpti_ActivityKernel10, submitted) == 128);

@@ -219,7 +219,7 @@ void emit_op_record(const Stream& s, const Op& op, uint64_t start_ns, uint64_t e
     case OpKind::kKernel: {
       // queued and submitted are stamped on the CPU, start and end on the GPU and converted to
       // the CPU clock by CUPTI's interpolation (cupti_activity.h, CUpti_ActivityKernel10
-      // "submitted"; CUPTI-NOTES.md): the two clocks disagree by a little, so a kernel that
+      // "submitted"): the two clocks disagree by a little, so a kernel that
       // starts the moment it is submitted can show submitted > start. Modelled on the CPU
       // stamp, which every other launch reads up to kClockErrorNs late; the GPU times stay
       // exactly as planned.

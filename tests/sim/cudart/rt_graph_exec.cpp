@@ -5,7 +5,7 @@
 // launch stream holds a fork marker before the nodes and a join marker after them, so the
 // graph begins after the stream's earlier work and the stream's later work waits for all of it.
 //
-// Records: as with CUDA 13's CUPTI (cupti_activity.h; CUPTI-NOTES.md §2), every kernel, memcpy
+// Records: as with CUDA 13's CUPTI (cupti_activity.h), every kernel, memcpy
 // and memset of one launch carries the launch's correlation id, the graph's graphId and its
 // node's graphNodeId, and a kernel has unknown (0) queued/submitted.
 #include <cuda_runtime_api.h>
