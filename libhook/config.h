@@ -57,7 +57,7 @@ struct Config {
   bool quiet = false;
   // The longest a fatal signal (SIGTERM, SIGINT, SIGABRT, std::terminate) or an exec waits for
   // the writer; what is not written by then is counted as dropped and said. With the exit's
-  // chunks compressed at level 1 the writer needs well under this (issue 22 item 5).
+  // chunks compressed at level 1 the writer needs well under this.
   uint32_t exit_ms = 1000;
   std::string cupti_path;  // "" = search
   std::string test_host;

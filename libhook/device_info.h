@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "capture.pb.h"  // the enums only: header-only, nothing linked
+#include <gpuhook/v1/capture.pb.h>  // the enums only: header-only, nothing linked
 #include "wire_capture.h"
 
 namespace gpuhook::hook {

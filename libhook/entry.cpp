@@ -18,7 +18,7 @@
 #include <fstream>
 #include <string>
 
-#include "capture.pb.h"
+#include <gpuhook/v1/capture.pb.h>
 #include "clock.h"
 #include "config.h"
 #include "cupti_tracer.h"
@@ -52,7 +52,7 @@ std::atomic<pid_t> g_pid{0};
 // A fatal signal or std::terminate came: the exit that follows is bounded by exit_ms.
 std::atomic<bool> g_dying{false};
 struct sigaction g_previous[NSIG];
-// SIGABRT: abort(), what NCCL's watchdog and failed assertions end in (issue 12 item 10).
+// SIGABRT: abort(), what NCCL's watchdog and failed assertions end in.
 const int kFlushSignals[] = {SIGINT, SIGTERM, SIGABRT};
 std::terminate_handler g_previous_terminate = nullptr;
 
@@ -149,7 +149,7 @@ std::string self_path() {
 
 // Preloaded (or linked by the program) means: the program's global symbol lookup finds this
 // copy. Looking for "gpuhook" in LD_PRELOAD missed a renamed copy, which then recorded nothing
-// and said nothing (issue 22 item 7). The CUDA driver's dlopen of CUDA_INJECTION64_PATH is not
+// and said nothing. The CUDA driver's dlopen of CUDA_INJECTION64_PATH is not
 // in that lookup: RTLD_LOCAL never, RTLD_GLOBAL only after the constructors ran.
 bool preloaded() {
   void* program = dlopen(nullptr, RTLD_LAZY | RTLD_NOLOAD);
@@ -166,7 +166,7 @@ bool preloaded() {
 // Ends recording and finishes the file. Runs in signal handlers: nothing here allocates.
 //   timeout_ms: a normal exit waits up to 10 s (a CUPTI wedged by a dying CUDA must not turn
 //   into a hung exit); a dying process (signal, terminate) only exit_ms, and hurries
-//   (Writer::stop): issue 22 item 5 measured 3-6 s of SIGTERM delay at zstd level 19.
+//   (Writer::stop): 3-6 s of SIGTERM delay were measured at zstd level 19.
 void stop_all(bool dying) {
   int expected = kRunning;
   if (!g_state.compare_exchange_strong(expected, kStopped)) return;
@@ -345,7 +345,7 @@ __attribute__((constructor)) void on_load() { start_once(); }
 }  // namespace
 
 // exec_hooks.cpp, before the real exec: the image that recorded is about to vanish without
-// exit handlers, so what it recorded goes to disk first (issue 22 item 4). Bounded by exit_ms;
+// exit handlers, so what it recorded goes to disk first. Bounded by exit_ms;
 // errno is the caller's business (exec_hooks.cpp keeps it). If exec fails, recording goes on.
 void flush_before_exec() {
   if (g_state.load(std::memory_order_acquire) != kRunning) return;

@@ -1,7 +1,7 @@
 // exec interposition: the wrappers are generated from exec_table.h. Each one writes out what
 // this image recorded (flush_before_exec, bounded by GPUHOOK_EXIT_MS) and calls the real
 // function, found with dlsym(RTLD_NEXT). errno on entry is what the real call sees; on failure
-// it is the real call's, and recording goes on (issue 22 item 4: exec lost the last flush
+// it is the real call's, and recording goes on (exec lost the last flush
 // period's records). Runs in fork children before exec: no allocation here.
 #include <alloca.h>
 #include <dlfcn.h>

@@ -8,7 +8,7 @@
 
 #include <gpuhook/capture.h>
 
-#include "capture.pb.h"  // the enums only: header-only, nothing linked
+#include <gpuhook/v1/capture.pb.h>  // the enums only: header-only, nothing linked
 #include "wire_capture.h"
 
 namespace gpuhook::hook {

@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <new>
 
-#include "capture.pb.h"
+#include <gpuhook/v1/capture.pb.h>
 #include "clock.h"
 #include "config.h"
 #include "cupti_tracer.h"

@@ -12,7 +12,7 @@
 
 #include <gpuhook/nccl_types.h>
 
-#include "capture.pb.h"
+#include <gpuhook/v1/capture.pb.h>
 #include "clock.h"
 #include "comm_map.h"
 #include "cupti_tracer.h"

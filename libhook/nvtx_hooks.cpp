@@ -29,7 +29,7 @@
 #include <mutex>
 #include <new>
 
-#include "capture.pb.h"
+#include <gpuhook/v1/capture.pb.h>
 #include "clock.h"
 #include "nvtx_names.h"
 #include "nvtx_range_window.h"

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "gpuhook/capture.h"
+#include <gpuhook/capture.h>
 #include "config.h"
 #include "gpu_source.h"
 #include "host_record.h"

@@ -44,7 +44,7 @@ bool read_varint(const uint8_t*& p, const uint8_t* end, uint64_t& v) {
 // The [min, max] of a record's known times; false when it has none.
 bool time_span(v1::Record& r, uint64_t& lo, uint64_t& hi) {
   bool any = false;
-  framing::visit_times(r, [&](bool& has, int64_t& v) {
+  visit_times(r, [&](bool& has, int64_t& v) {
     if (!has || v <= 0) return;
     uint64_t u = static_cast<uint64_t>(v);
     if (!any || u < lo) lo = u;

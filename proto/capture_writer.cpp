@@ -222,7 +222,7 @@ struct CaptureWriter::Impl {
   // One zstd frame of `raw` into `compressed`; the size or a zstd error code. At level 19 a
   // 4 MiB chunk takes seconds: such a chunk goes in pieces, and if the process starts to exit
   // or exec meanwhile it is started again at kHurryLevel, so the exit is not held up and
-  // nothing is lost (issue 22 item 5: SIGTERM waited 3-6 s for the writer).
+  // nothing is lost (SIGTERM waited 3-6 s for the writer).
   size_t compress_chunk() {
     const bool hurry = hurrying();
     const int level = hurry ? std::min(options.zstd_level, kHurryLevel) : options.zstd_level;

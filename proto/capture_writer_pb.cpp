@@ -1,6 +1,6 @@
 // CaptureWriter::write for protobuf messages: the CLI's and the tests' way in. Apart from the
 // rest of the writer so that the hook, which writes only wire::Record and the plain fields,
-// links no libprotobuf and registers no descriptor in the program's pool (issue 22 item 2).
+// links no libprotobuf and registers no descriptor in the program's pool.
 #include <gpuhook/capture.h>
 
 #include "framing.h"

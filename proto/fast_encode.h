@@ -14,7 +14,7 @@
 
 #include <gpuhook/capture.h>
 
-#include "capture.pb.h"
+#include <gpuhook/v1/capture.pb.h>
 #include "record_codec.h"
 
 namespace gpuhook::codec {

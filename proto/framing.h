@@ -1,11 +1,13 @@
-// Byte-level constants and the delta-coding visitor shared by the writer and the reader.
+// Byte-level constants and the correlation-id visitor shared by the writer and the reader
+// (the time fields are listed in <gpuhook/record_times.h>, which readers outside use too).
 // proto/README.md describes the same layout in prose; keep the two in step.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
-#include "capture.pb.h"
+#include <gpuhook/record_times.h>
+#include <gpuhook/v1/capture.pb.h>
 
 namespace gpuhook::framing {
 
@@ -46,103 +48,6 @@ inline void put_le32(uint8_t* p, uint32_t v) {
 inline uint32_t get_le32(const uint8_t* p) {
   return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
          static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
-}
-
-// Calls f(has, value) for every time field of `r`, in declaration order; f may change both.
-// This order is part of the format: each known time is coded as the difference from the
-// previous known time in the chunk (see proto/README.md).
-// R: v1::Record or wire::Record (the hook's, without libprotobuf).
-template <class R, class F>
-void visit_times(R& r, F&& f) {
-#define GPUHOOK_T(msg, field)                        \
-  do {                                               \
-    bool has = msg->has_##field();                   \
-    int64_t v = has ? msg->field() : 0;              \
-    f(has, v);                                       \
-    if (has) msg->set_##field(v); else msg->clear_##field(); \
-  } while (0)
-  switch (r.kind_case()) {
-    case R::kClockSync: {
-      auto* m = r.mutable_clock_sync();
-      GPUHOOK_T(m, host_ns);
-      GPUHOOK_T(m, gpu_ns);
-      GPUHOOK_T(m, realtime_ns);
-      break;
-    }
-    case R::kApi: {
-      auto* m = r.mutable_api();
-      GPUHOOK_T(m, start_ns);
-      GPUHOOK_T(m, end_ns);
-      break;
-    }
-    case R::kKernel: {
-      auto* m = r.mutable_kernel();
-      GPUHOOK_T(m, queued_ns);
-      GPUHOOK_T(m, submitted_ns);
-      GPUHOOK_T(m, start_ns);
-      GPUHOOK_T(m, end_ns);
-      break;
-    }
-    case R::kMemcpy: {
-      auto* m = r.mutable_memcpy();
-      GPUHOOK_T(m, start_ns);
-      GPUHOOK_T(m, end_ns);
-      break;
-    }
-    case R::kMemset: {
-      auto* m = r.mutable_memset();
-      GPUHOOK_T(m, start_ns);
-      GPUHOOK_T(m, end_ns);
-      break;
-    }
-    case R::kSync: {
-      auto* m = r.mutable_sync();
-      GPUHOOK_T(m, start_ns);
-      GPUHOOK_T(m, end_ns);
-      break;
-    }
-    case R::kNccl: {
-      auto* m = r.mutable_nccl();
-      GPUHOOK_T(m, start_ns);
-      GPUHOOK_T(m, end_ns);
-      break;
-    }
-    case R::kRange: {
-      auto* m = r.mutable_range();
-      GPUHOOK_T(m, time_ns);
-      break;
-    }
-    case R::kMemory: {
-      auto* m = r.mutable_memory();
-      GPUHOOK_T(m, time_ns);
-      break;
-    }
-    case R::kOverhead: {
-      auto* m = r.mutable_overhead();
-      GPUHOOK_T(m, start_ns);
-      GPUHOOK_T(m, end_ns);
-      break;
-    }
-    case R::kDrops: {
-      auto* m = r.mutable_drops();
-      GPUHOOK_T(m, time_ns);
-      break;
-    }
-    case R::kNotice: {
-      auto* m = r.mutable_notice();
-      GPUHOOK_T(m, time_ns);
-      break;
-    }
-    case R::kHostFunction: {
-      auto* m = r.mutable_host_function();
-      GPUHOOK_T(m, start_ns);
-      GPUHOOK_T(m, end_ns);
-      break;
-    }
-    default:
-      break;
-  }
-#undef GPUHOOK_T
 }
 
 // Calls f(value) for the record's correlation id field, if its kind has one; f may change it.

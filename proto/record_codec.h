@@ -10,7 +10,7 @@
 
 #include <gpuhook/capture.h>
 
-#include "capture.pb.h"
+#include <gpuhook/v1/capture.pb.h>
 #include "framing.h"
 
 namespace gpuhook::codec {
@@ -43,7 +43,7 @@ inline bool append_record(std::string& out, const v1::Record& r) {
 template <class R>
 int64_t first_time(R& r) {
   int64_t first = 0;
-  framing::visit_times(r, [&first](bool& has, int64_t& v) {
+  visit_times(r, [&first](bool& has, int64_t& v) {
     if (first == 0 && has && v != 0) first = v;
   });
   return first;
@@ -223,7 +223,7 @@ void delta_encode(R& r, Cursors& cursors, Note&& note) {
   int field = 0;
   int64_t end_ns = 0;
   int64_t api_start_ns = 0;
-  framing::visit_times(r, [&](bool& has, int64_t& v) {
+  visit_times(r, [&](bool& has, int64_t& v) {
     int index = field++;
     if (!has || v == 0) {
       has = false;
@@ -264,7 +264,7 @@ inline void delta_decode(v1::Record& r, Cursors& cursors) {
   bool has_end = false;
   int64_t end_ns = 0;
   int64_t api_start_ns = 0;
-  framing::visit_times(r, [&](bool& has, int64_t& v) {
+  visit_times(r, [&](bool& has, int64_t& v) {
     int index = field++;
     if (!has) return;
     int64_t base = prev;

@@ -1,7 +1,7 @@
 // Structured fuzzing of everything that consumes a capture's *values*: the byte fuzzer
 // (reader_fuzz.cpp) rarely gets past zstd's checksum, so it never hands libgantt a record
 // whose string id is 0xFFFFFFFF, whose warp size is 2^31 or whose block has 2^32-1 threads
-// (issue 22 items 8 and 9 were such values). This driver decodes the seed captures, sets
+// (real crashes came from such values). This driver decodes the seed captures, sets
 // protobuf fields to boundary and random values through reflection, drops, duplicates and
 // reorders records, writes a valid capture again and runs it through load, load_job, stats,
 // diagnose, diff, every exporter, the SVG renderer, the straggler finder and merge.

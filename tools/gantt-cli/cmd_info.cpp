@@ -16,7 +16,7 @@
 #include <gantt/ranks.h>
 
 #include "commands.h"
-#include "framing.h"
+#include <gpuhook/record_times.h>
 
 namespace gantt_cli {
 
@@ -55,9 +55,9 @@ void note_time(Summary& s, int64_t t) {
   if (u > s.last_ns) s.last_ns = u;
 }
 
-// The record's times, as the format lists them (framing::visit_times).
+// The record's times, as the format lists them (gpuhook::visit_times).
 void scan_times(Summary& s, v1::Record& rec) {
-  gpuhook::framing::visit_times(rec, [&s](bool& has, int64_t& v) {
+  gpuhook::visit_times(rec, [&s](bool& has, int64_t& v) {
     if (has) note_time(s, v);
   });
 }

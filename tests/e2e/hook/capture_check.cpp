@@ -14,7 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "gpuhook/capture.h"
+#include <gpuhook/capture.h>
 
 namespace v1 = gpuhook::v1;
 

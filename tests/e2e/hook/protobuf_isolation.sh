@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The hook keeps libprotobuf out of the program it records (issue 22 item 2): a program that
+# The hook keeps libprotobuf out of the program it records: a program that
 # holds the capture schema itself (gantt-cli, or a second copy of the hook) runs unharmed,
 # and nothing but the hook's own "gpuhook:" lines reaches the program's stderr.
 #   protobuf_isolation.sh CASE HOOK_SO HOOK_APP CAPTURE_CHECK FAKE_NCCL_DIR [GANTT_CLI]

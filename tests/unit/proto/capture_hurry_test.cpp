@@ -1,5 +1,5 @@
 // WriterOptions::hurry: a slow level's chunks go in pieces, and a hurried chunk at level 1;
-// either way every record reads back (issue 22 item 5: SIGTERM waited seconds for zstd 19).
+// either way every record reads back (SIGTERM waited seconds for zstd 19).
 #include <gtest/gtest.h>
 
 #include <atomic>

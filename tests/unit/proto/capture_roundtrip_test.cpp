@@ -272,7 +272,7 @@ TEST(CorrelationCoding, OneToOneAtTheEdges) {
 namespace gpuhook {
 namespace {
 
-// framing::visit_times is the format's one list of time fields (delta coding, windowed reads,
+// visit_times is the format's one list of time fields (delta coding, windowed reads,
 // rank merging, `info` all walk it). Every `optional sint64` field of every record kind is a
 // time: the list must hold each, or a new kind's times are stored absolute, left out of
 // windows and never shifted by a merge.
@@ -294,7 +294,7 @@ TEST(CaptureFormat, VisitTimesListsEveryTimeFieldOfEveryKind) {
       }
     }
     std::set<int64_t> seen;
-    framing::visit_times(r, [&seen](bool& has, int64_t& v) {
+    visit_times(r, [&seen](bool& has, int64_t& v) {
       if (has) seen.insert(v);
     });
     EXPECT_EQ(seen, want) << "record kind " << kind->name();

@@ -1,4 +1,4 @@
-// The capture's descriptor among a program's own (issue 22 item 1): a program that closes
+// The capture's descriptor among a program's own: a program that closes
 // every descriptor it did not open, then opens a file that gets the same number, must find
 // only its own bytes in that file, and its descriptor still open after the capture is closed.
 #include <fcntl.h>

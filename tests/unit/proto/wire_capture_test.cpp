@@ -6,7 +6,7 @@
 #include <random>
 #include <string>
 
-#include "capture.pb.h"
+#include <gpuhook/v1/capture.pb.h>
 #include "wire_capture.h"
 #include "wire_from_proto.h"
 

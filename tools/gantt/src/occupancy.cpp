@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <climits>
 
-#include "capture.pb.h"
+#include <gpuhook/v1/capture.pb.h>
 
 namespace gantt {
 

@@ -8,7 +8,7 @@
 
 #include <gpuhook/capture.h>
 
-#include "framing.h"
+#include <gpuhook/record_times.h>
 
 #include "gantt/model.h"
 #include "gantt/ranks.h"
@@ -31,7 +31,7 @@ RankAlignment align_model_ranks(Model& model, const RankAlignOptions& options) {
 namespace {
 
 // Shifts every host-clock time of a record: the time fields are those the format codes
-// (framing::visit_times), so a new record kind with times is shifted without a change here.
+// (gpuhook::visit_times), so a new record kind with times is shifted without a change here.
 // GPU records are shifted too when the capture's GPU times are on the host clock (the hook's
 // CUPTI timestamp callback); otherwise their ClockSync pairs move instead, which moves them at
 // load time. Of a ClockSync only host_ns is the host clock. Unknown (absent or 0) stays unknown;
@@ -57,7 +57,7 @@ void shift_record(v1::Record& r, int64_t delta, bool gpu_on_host_clock) {
   }
   const bool clock_sync = r.kind_case() == v1::Record::kClockSync;
   int index = 0;
-  gpuhook::framing::visit_times(r, [&](bool& has, int64_t& v) {
+  gpuhook::visit_times(r, [&](bool& has, int64_t& v) {
     const int i = index++;
     if (clock_sync && i != 0) return;  // gpu_ns and realtime_ns are other clocks
     if (has && v != 0) v = static_cast<int64_t>(static_cast<uint64_t>(v) + static_cast<uint64_t>(delta));

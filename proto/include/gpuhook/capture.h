@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "capture.pb.h"
+#include <gpuhook/v1/capture.pb.h>
 
 namespace gpuhook {
 
@@ -187,7 +187,7 @@ class CaptureWriter {
   bool write(const KernelFields& k);
   bool write(const ApiFields& a);
   // The same bytes as write(r) for the message with these values. The hook writes only these:
-  // it links no libprotobuf (issue 22 item 2). write(const v1::Record&) is in the separate
+  // it links no libprotobuf. write(const v1::Record&) is in the separate
   // object capture_writer_pb.cpp for that reason.
   bool write(const wire::Record& r);
 

@@ -1,6 +1,6 @@
 // The protobuf wire format, by hand: what the generated wire_capture.h classes (gen_wire.py)
 // serialise with. No libprotobuf behind it, so the hook that uses it leaves the program's
-// protobuf alone (issue 22 item 2).
+// protobuf alone.
 #pragma once
 
 #include <cstddef>
