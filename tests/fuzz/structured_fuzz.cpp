@@ -3,7 +3,7 @@
 // whose string id is 0xFFFFFFFF, whose warp size is 2^31 or whose block has 2^32-1 threads
 // (real crashes came from such values). This driver decodes the seed captures, sets
 // protobuf fields to boundary and random values through reflection, drops, duplicates and
-// reorders records, writes a valid capture again and runs it through load, load_job, stats,
+// reorders records, writes a valid capture again and runs it through load (one file and a job), stats,
 // diagnose, diff, every exporter, the SVG renderer, the straggler finder and merge.
 //   structured_fuzz [--seconds S] [--iterations N] [--seed X] [--only I] SEED.gpuh...
 // Deterministic: iteration I always makes the same capture from the same seeds (--only I
@@ -178,12 +178,12 @@ void exercise(const std::string& path, const std::string& dir) {
   }
   (void)gantt::find_straggler(gantt::match_collectives(gantt::collective_calls(m)));
   try {
-    const gantt::Model job = gantt::load_job({path, path}, gantt::LoadOptions{});
+    const gantt::Model job = gantt::load({path, path}, gantt::LoadOptions{});
     (void)ga::diagnose(job);
     const std::string merged = dir + "/merged.gpuh";
     std::filesystem::remove(merged);
     (void)gantt::merge_captures({path}, merged);
-    (void)gantt::load_job({merged}, gantt::LoadOptions{});
+    (void)gantt::load({merged}, gantt::LoadOptions{});
   } catch (const gpuhook::CaptureError&) {
   } catch (const std::runtime_error&) {
   }

@@ -152,16 +152,19 @@ int run_diff(const DiffOptions& o) {
   d.noise.alpha = o.alpha;
   d.match_range = !o.name_only;
   // Loading dominates on large captures; the two files load side by side.
-  auto base_future = std::async(std::launch::async, [&] { return gantt::load({o.base}, load_options(o.load)); });
-  const gantt::Model next = gantt::load({o.next}, load_options(o.load));
-  const gantt::Model base = base_future.get();
-  bool corrupt = false;
-  for (const gantt::Model* m : {&base, &next})
-    for (const std::string& line : gantt::integrity_warnings(*m, &corrupt)) std::cerr << "gantt-cli: " << line << "\n";
+  // Each side is a job like any other subcommand's: a merged file becomes its ranks, put on
+  // one clock.
+  auto base_future = std::async(std::launch::async, [&] { return load_captures_quietly({o.base}, o.load); });
+  const LoadedJob next_job = load_captures_quietly({o.next}, o.load);
+  const LoadedJob base_job = base_future.get();
+  const gantt::Model& base = base_job.model;
+  const gantt::Model& next = next_job.model;
+  for (const LoadedJob* j : {&base_job, &next_job})
+    for (const std::string& line : j->warnings) std::cerr << "gantt-cli: " << line << "\n";
   for (const gantt::Model* m : {&base, &next})
     if (!reportable(*m)) return kExitError;
   // A gate that compares half a file would pass or fail for the wrong reason.
-  if (corrupt) {
+  if (base_job.corrupt || next_job.corrupt) {
     std::cerr << "gantt-cli: diff: a capture is corrupt; not comparing\n";
     return kExitError;
   }

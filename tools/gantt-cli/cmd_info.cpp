@@ -10,13 +10,14 @@
 #include <string>
 
 #include <gpuhook/capture.h>
+#include <gpuhook/record_times.h>
 
 #include <gantt/json.h>
 #include <gantt/model.h>
 #include <gantt/ranks.h>
 
 #include "commands.h"
-#include <gpuhook/record_times.h>
+#include "load_captures.h"
 
 namespace gantt_cli {
 
@@ -28,6 +29,7 @@ namespace v1 = gpuhook::v1;
 struct InfoOptions {
   std::vector<std::string> files;
   bool json = false;
+  LoadFlags load;
 };
 
 // Quoted and escaped for both the text and the JSON output: header strings come from the
@@ -170,7 +172,9 @@ void print_json(const std::string& file, const gpuhook::CaptureReader& reader, c
 }
 
 // Returns false when the file was damaged (the caller turns that into exit code 2).
-bool info_one(const std::string& file, bool json, bool first) {
+// Prints what one file holds, record by record (the file as written, not the model). Adds the
+// file's Header records to *headers: more than one is a merged job.
+bool info_one(const std::string& file, bool json, bool first, uint64_t* headers) {
   gpuhook::ReaderOptions ro;
   ro.strict = false;
   gpuhook::CaptureReader reader(file, ro);
@@ -185,6 +189,7 @@ bool info_one(const std::string& file, bool json, bool first) {
     switch (rec.kind_case()) {
       case v1::Record::kHeader:
         if (!s.header) s.header = rec.header();
+        ++*headers;
         break;
       case v1::Record::kDevice:
         s.devices.push_back(rec.device());
@@ -235,12 +240,14 @@ void register_info(CLI::App& app, int& exit_code) {
       "  gantt-cli info --json rank*.gpuh | python3 -m json.tool\n");
   cmd->add_option("files", opts->files, "capture files (.gpuh)")->required();
   cmd->add_flag("--json", opts->json, "one JSON array, one object per file");
+  add_load_flags(*cmd, opts->load);
   cmd->callback([opts, &exit_code] {
     bool ok = true;
+    uint64_t headers = 0;
     if (opts->json) std::cout << "[";
     for (size_t i = 0; i < opts->files.size(); ++i) {
       try {
-        ok = info_one(opts->files[i], opts->json, i == 0) && ok;
+        ok = info_one(opts->files[i], opts->json, i == 0, &headers) && ok;
       } catch (const gpuhook::CaptureError& e) {
         // Not a capture at all (or too new): say so and go on with the other files.
         std::cerr << "gantt-cli: " << e.file() << ": byte " << e.offset() << ": " << e.what() << "\n";
@@ -248,14 +255,16 @@ void register_info(CLI::App& app, int& exit_code) {
       }
     }
     if (opts->json) std::cout << "]\n";
-    if (!opts->json && opts->files.size() > 1 && ok) {
-      // Several captures: the ranks of one job, and how their clocks line up (gantt/ranks.h).
-      gantt::Model model = gantt::load_job(opts->files, gantt::LoadOptions{});
-      const std::vector<gantt::RankClockInput> inputs = gantt::rank_clock_inputs(model);
-      const gantt::RankAlignment alignment = gantt::align_ranks(inputs);
-      std::cout << "ranks (times mapped onto the first capture's clock):\n";
-      for (const std::string& line : gantt::describe(alignment, inputs)) std::cout << "  " << line << "\n";
-      std::cout << "  " << gantt::summarize(alignment) << "\n";
+    if (!opts->json && ok && headers > 1) {
+      // The ranks of one job (several captures, or one merged file), loaded as every other
+      // subcommand loads them, and how their clocks line up (gantt/ranks.h).
+      const LoadedJob job = load_captures_quietly(opts->files, opts->load);
+      if (job.model.captures.size() > 1) {
+        std::cout << "ranks (times mapped onto the first capture's clock):\n";
+        for (const std::string& line : gantt::describe(job.alignment, gantt::rank_clock_inputs(job.model)))
+          std::cout << "  " << line << "\n";
+        std::cout << "  " << gantt::summarize(job.alignment) << "\n";
+      }
     }
     std::cout.flush();
     exit_code = ok ? kExitOk : kExitError;

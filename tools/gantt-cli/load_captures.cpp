@@ -17,13 +17,18 @@ gantt::LoadOptions load_options(const LoadFlags& flags) {
   return o;
 }
 
-LoadedJob load_captures(const std::vector<std::string>& files, const LoadFlags& flags) {
+LoadedJob load_captures_quietly(const std::vector<std::string>& files, const LoadFlags& flags) {
   LoadedJob job;
-  // load_job: like load(), and a merged file (gantt-cli merge) becomes one capture per rank.
-  job.model = gantt::load_job(files, load_options(flags));
-  for (const std::string& line : gantt::integrity_warnings(job.model, &job.corrupt))
-    std::cerr << "gantt-cli: " << line << "\n";
+  // A merged file (gantt-cli merge) becomes one capture per rank.
+  job.model = gantt::load(files, load_options(flags));
+  job.warnings = gantt::integrity_warnings(job.model, &job.corrupt);
   job.alignment = gantt::align_model_ranks(job.model);
+  return job;
+}
+
+LoadedJob load_captures(const std::vector<std::string>& files, const LoadFlags& flags) {
+  LoadedJob job = load_captures_quietly(files, flags);
+  for (const std::string& line : job.warnings) std::cerr << "gantt-cli: " << line << "\n";
   return job;
 }
 

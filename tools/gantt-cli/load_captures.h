@@ -19,6 +19,7 @@ struct LoadedJob {
   gantt::Model model;
   gantt::RankAlignment alignment;  // what was applied (nothing for a single capture)
   bool corrupt = false;            // a capture was damaged: the subcommand exits 2 after its output
+  std::vector<std::string> warnings;  // integrity problems, one line each (load_captures prints them)
 };
 
 // The flags of every subcommand that loads captures into a model.
@@ -28,7 +29,11 @@ struct LoadFlags {
 void add_load_flags(CLI::App& cmd, LoadFlags& flags);
 gantt::LoadOptions load_options(const LoadFlags& flags);
 
+// gantt::load (a merged file becomes its ranks), the ranks put on one clock, and the
+// integrity warnings printed on stderr.
 LoadedJob load_captures(const std::vector<std::string>& files, const LoadFlags& flags);
+// The same without printing, for loads that run side by side (diff): print job.warnings after.
+LoadedJob load_captures_quietly(const std::vector<std::string>& files, const LoadFlags& flags);
 
 // False, after one line on stderr, when a capture has nothing to report on (no header).
 bool reportable(const gantt::Model& model);

@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
            r.records_written);
     return 0;
   }
-  gantt::Model model = gantt::load_job(files, gantt::LoadOptions{});
+  gantt::Model model = gantt::load(files, gantt::LoadOptions{});
   const double load_s = seconds_since(t0);
   const double load_cpu_s = cpu_s();
   gantt::RankAlignment al = gantt::align_model_ranks(model);

@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
       files.push_back(a);
     }
   }
-  gantt::Model model = gantt::load_job(files, gantt::LoadOptions{});
+  gantt::Model model = gantt::load(files, gantt::LoadOptions{});
   std::vector<gantt::RankClockInput> inputs = gantt::rank_clock_inputs(model);
   gantt::RankAlignment al = gantt::align_model_ranks(model);
   for (const std::string& line : gantt::describe(al, inputs)) printf("%s\n", line.c_str());

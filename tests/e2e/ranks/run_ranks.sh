@@ -26,6 +26,15 @@ case $mode in
         echo "FAIL: merge overwrote an existing file"; exit 1
       fi
       files=("$dir/job.gpuh")
+      # diff and info load a merged file as every subcommand does: its ranks, on one clock
+      # (one busy row per rank's GPU, the alignment), not one capture of four headers.
+      "$cli" diff "$dir/job.gpuh" "$dir/job.gpuh" > "$dir/diff.txt"
+      busy_rows=$(grep -c '^busy % c[0-3]\.gpu0 ' "$dir/diff.txt" || true)
+      if [[ $busy_rows != 4 ]]; then
+        echo "FAIL: diff of the merged job shows $busy_rows per-rank busy rows, not 4"; cat "$dir/diff.txt"; exit 1
+      fi
+      "$cli" info "$dir/job.gpuh" | grep -q "ranks aligned: 4 captures" ||
+        { echo "FAIL: info of the merged job does not show its ranks"; exit 1; }
     fi
     "$check" --expect-straggler 2 --min-collectives $((steps - 2)) "${files[@]}"
     if [[ $mode == straggler ]]; then

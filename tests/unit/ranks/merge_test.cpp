@@ -118,7 +118,7 @@ TEST(Merge, AlignsReinternsAndSplitsBackPerRank) {
   EXPECT_EQ(r.alignment.captures[1].offset_ns, -3'000'000);
   EXPECT_THROW(merge_captures({a, b}, out), std::runtime_error);  // never overwrites
 
-  Model m = load_job({out}, LoadOptions{});
+  Model m = load({out}, LoadOptions{});
   ASSERT_EQ(m.captures.size(), 2u);
   EXPECT_EQ(m.captures[1].path, out + "#1");
   EXPECT_EQ(m.captures[1].header.rank(), 1);
@@ -153,7 +153,7 @@ TEST(Merge, InputWithoutHeaderKeepsItsOwnSection) {
   write_rank(b, 1, "B", 0, 3, /*with_header=*/false);
   write_rank(c, 2, "C", 0, 3);
   MergeResult r = merge_captures({a, b, c}, dir.path + "/job.gpuh");
-  Model m = load_job({dir.path + "/job.gpuh"}, LoadOptions{});
+  Model m = load({dir.path + "/job.gpuh"}, LoadOptions{});
   ASSERT_EQ(m.captures.size(), 3u);
   EXPECT_NE(m.captures[1].header.note().find("no readable header"), std::string::npos);
   EXPECT_EQ(m.captures[2].header.rank(), 2);
@@ -198,7 +198,7 @@ TEST(Merge, StringIdsWithoutADefinitionAreNamedMissingNotIndexed) {
   EXPECT_EQ(r.records_lost, 0u);
   ASSERT_EQ(r.warnings.size(), 1u);
   EXPECT_NE(r.warnings[0].find("undefined string id"), std::string::npos) << r.warnings[0];
-  Model m = load_job({out}, LoadOptions{});
+  Model m = load({out}, LoadOptions{});
   std::vector<std::string> names;
   for (uint32_t e = 0; e < m.events.size(); ++e)
     if (m.events.kind[e] == EventKind::kKernel) names.emplace_back(m.display_name(e));

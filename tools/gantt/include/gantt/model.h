@@ -273,7 +273,9 @@ class AmplificationGuard {
 // after begin_capture(): it saves the column growth copies (most of the load's page faults).
 void reserve_from_index(ModelBuilder& builder, const gpuhook::CaptureReader& reader);
 
-// Loads each capture in order (capture index = position in `paths`). Throws
+// Loads each capture in order (capture index = position in `paths`); a file written by
+// merge_captures() (several Header records, one per rank) becomes one capture per section,
+// named "<path>#<n>". The one loader: every subcommand reads through it. Throws
 // gpuhook::CaptureError when a file is not a capture or too new, or (strict) is corrupt.
 Model load(const std::vector<std::string>& paths, const LoadOptions& options = {});
 

@@ -1,4 +1,4 @@
-// Jobs: aligning a loaded job, and merging captures into one aligned file (load_job.cpp reads
+// Jobs: aligning a loaded job, and merging captures into one aligned file (gantt::load reads
 // such a file back).
 #include <cinttypes>
 #include <cstdio>
@@ -7,7 +7,6 @@
 #include <unordered_set>
 
 #include <gpuhook/capture.h>
-
 #include <gpuhook/record_times.h>
 
 #include "gantt/model.h"
@@ -33,8 +32,9 @@ namespace {
 // Shifts every host-clock time of a record: the time fields are those the format codes
 // (gpuhook::visit_times), so a new record kind with times is shifted without a change here.
 // GPU records are shifted too when the capture's GPU times are on the host clock (the hook's
-// CUPTI timestamp callback); otherwise their ClockSync pairs move instead, which moves them at
-// load time. Of a ClockSync only host_ns is the host clock. Unknown (absent or 0) stays unknown;
+// CUPTI timestamp callback); otherwise they are on a clock of their own and stay as recorded
+// (the capture is reported unaligned). Of a ClockSync (never written by the hook, kept as read)
+// only host_ns is the host clock. Unknown (absent or 0) stays unknown;
 // arithmetic wraps, so a hostile value cannot overflow.
 void shift_record(v1::Record& r, int64_t delta, bool gpu_on_host_clock) {
   switch (r.kind_case()) {
@@ -95,7 +95,7 @@ MergeResult merge_captures(const std::vector<std::string>& inputs, const std::st
   // Pass 1: alignment inputs, one capture in memory at a time.
   std::vector<RankClockInput> clock_inputs;
   for (const std::string& path : inputs) {
-    Model one = load_job({path}, options);
+    Model one = load({path}, options);
     for (RankClockInput& in : rank_clock_inputs(one)) clock_inputs.push_back(std::move(in));
   }
   result.alignment = align_ranks(clock_inputs);
@@ -118,7 +118,7 @@ MergeResult merge_captures(const std::vector<std::string>& inputs, const std::st
     // Input id -> output id, only for ids this input defined: ids are untrusted values, so
     // the table grows with the StringDefs read, never with an id (0xFFFFFFFF once wrapped a
     // resize to 0 and wrote out of bounds). An id without a definition is named as missing,
-    // as load_job does, and counted for one warning.
+    // as load does, and counted for one warning.
     std::unordered_set<uint32_t> defined;
     std::unordered_map<uint32_t, uint32_t> ids;
     uint64_t undefined_refs = 0, undefined_at = 0;

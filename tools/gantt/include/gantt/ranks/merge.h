@@ -14,9 +14,8 @@ namespace gantt {
 class Model;
 struct LoadOptions;
 
-// Loads captures like gantt::load(), except that a file written by merge_captures() (several
-// Header records, one per rank) becomes one capture per section, named "<path>#<n>".
-Model load_job(const std::vector<std::string>& paths, const LoadOptions& options);
+// The same as gantt::load(), which now reads merged files too; kept for callers of 0.1.
+[[deprecated("use gantt::load")]] Model load_job(const std::vector<std::string>& paths, const LoadOptions& options);
 
 // Aligns the captures of a loaded model onto capture 0's clock (align_ranks over
 // rank_clock_inputs, then apply_rank_alignment) and returns what was applied, for `info`
