@@ -31,12 +31,6 @@ void ModelBuilder::Impl::add(const v1::Record& r) {
       local_to_model[local] = intern(r.string_def().value());
       break;
     }
-    case v1::Record::kClockSync: {
-      const auto& s = r.clock_sync();
-      if (s.has_host_ns() && s.has_gpu_ns())
-        pairs.push_back({s.device(), t(true, s.host_ns()), t(true, s.gpu_ns())});
-      break;
-    }
     case v1::Record::kApi: {
       const auto& a = r.api();
       ApiTable& api = m.api;
@@ -178,17 +172,9 @@ void ModelBuilder::Impl::add(const v1::Record& r) {
 
 void ModelBuilder::Impl::align() {
   CaptureInfo& c = m.captures[cap];
-  const bool shared = (c.header.features() & v1::FEATURE_HOST_CLOCK_CALLBACK) != 0;
-  c.alignment = fit_clocks(shared, pairs);
+  c.alignment = clock_alignment(c.header.features());
   EventTable& e = m.events;
   for (size_t i = ev0; i < e.size(); ++i) {
-    if (c.alignment.method == AlignMethod::kFit && e.kind[i] != EventKind::kHostFunc) {
-      const uint32_t d = e.device[i];
-      e.queued_ns[i] = c.alignment.to_host(d, e.queued_ns[i]);
-      e.submitted_ns[i] = c.alignment.to_host(d, e.submitted_ns[i]);
-      e.start_ns[i] = c.alignment.to_host(d, e.start_ns[i]);
-      e.end_ns[i] = c.alignment.to_host(d, e.end_ns[i]);
-    }
     see(e.queued_ns[i]);
     see(e.start_ns[i]);
     see(e.end_ns[i]);
@@ -268,7 +254,6 @@ void ModelBuilder::Impl::finish(const gpuhook::Integrity& integrity) {
   raw_external.clear();
   host_func_external.clear();
   thread_rows.clear();
-  pairs.clear();
   open = false;
 }
 

@@ -67,7 +67,6 @@ struct ModelBuilder::Impl {
   std::unordered_map<uint64_t, uint32_t> thread_rows;
   std::vector<RawRange> raw_ranges;
   std::vector<RawExternal> raw_external;
-  std::vector<ClockPair> pairs;
   // CUPTI stream id -> the priority it was created with (StreamInfo records, which may come
   // after the stream's kernels: CUDA 13 hands buffers back out of order).
   std::unordered_map<uint32_t, int32_t> stream_priority;
