@@ -273,3 +273,38 @@ TEST(ModelJoin, Dim3CountNeverOverflows) {
   EXPECT_EQ(gantt::dim3_count({256, 0, 1}), 0u);
   EXPECT_EQ(gantt::dim3_count({-1, 1, 1}), 0u);
 }
+
+// The tables' for_each_column is the one list of their columns: reserving and appending go
+// through it, so a column missing from it would stay empty while the others grow.
+template <class Table>
+size_t listed_columns(Table& t) {
+  size_t n = 0;
+  t.for_each_column([&n](auto&, auto) { ++n; });
+  return n;
+}
+
+TEST(ModelColumns, EveryColumnIsListedOnce) {
+  gantt::EventTable e;
+  gantt::ApiTable a;
+  // Every member is a std::vector, and every std::vector has the same size.
+  EXPECT_EQ(listed_columns(e) * sizeof(std::vector<int>), sizeof(gantt::EventTable));
+  EXPECT_EQ(listed_columns(a) * sizeof(std::vector<int>), sizeof(gantt::ApiTable));
+}
+
+TEST(ModelColumns, EveryColumnHasARowPerEvent) {
+  using namespace gantt_test;
+  gantt::Model m;
+  gantt::ModelBuilder b(m);
+  b.begin_capture("x");
+  b.reserve_hint(100);
+  b.add(header());
+  b.add(api(1, 7, 1'100'000, 1'100'100, 1));
+  b.add(kernel(2, 1, 1, 1'200'000, 1'200'100, 1'300'000, 1'400'000));
+  b.add(kernel(2, 1, 2, 1'200'000, 1'200'100, 1'400'000, 1'500'000));
+  b.end_capture({});
+  ASSERT_EQ(m.events.size(), 2u);
+  m.events.for_each_column([&](auto& column, auto) { EXPECT_EQ(column.size(), 2u); });
+  m.api.for_each_column([&](auto& column, auto) { EXPECT_EQ(column.size(), 1u); });
+  EXPECT_TRUE(std::isnan(m.events.occupancy[0]) || m.events.occupancy[0] >= 0);
+  EXPECT_EQ(m.events.src_device[0], gantt::kNone);
+}

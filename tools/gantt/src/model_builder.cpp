@@ -295,16 +295,9 @@ void ModelBuilder::reserve_hint(uint64_t records) {
   Model& m = impl_->m;
   const size_t n = static_cast<size_t>(records);
   try {
-    auto more = [n](auto& v) { v.reserve(v.size() + n); };
-    EventTable& e = m.events;
-    more(e.kind); more(e.capture); more(e.name); more(e.device); more(e.stream); more(e.priority);
-    more(e.copy_kind); more(e.bytes); more(e.queued_ns); more(e.submitted_ns); more(e.start_ns); more(e.end_ns);
-    more(e.correlation_id); more(e.api); more(e.range); more(e.grid); more(e.block); more(e.registers_per_thread);
-    more(e.static_smem_bytes); more(e.dynamic_smem_bytes); more(e.occupancy); more(e.occupancy_limit);
-    more(e.graph_id); more(e.graph_node_id); more(e.src_device); more(e.dst_device);
-    ApiTable& a = m.api;
-    more(a.capture); more(a.domain); more(a.cbid); more(a.thread); more(a.name); more(a.start_ns); more(a.end_ns);
-    more(a.correlation_id); more(a.return_value);
+    auto more = [n](auto& column, auto) { column.reserve(column.size() + n); };
+    m.events.for_each_column(more);
+    m.api.for_each_column(more);
   } catch (const std::bad_alloc&) {
   } catch (const std::length_error&) {
   }

@@ -107,32 +107,20 @@ struct ModelBuilder::Impl {
   void push_event(EventKind kind, uint32_t name, uint32_t device, uint32_t stream, int32_t priority, uint8_t copy_kind,
                   uint64_t bytes, uint64_t queued, uint64_t submitted, uint64_t start, uint64_t end, uint32_t corr) {
     EventTable& e = m.events;
-    push(e.kind, kind);
-    push(e.capture, cap);
-    push(e.name, name);
-    push(e.device, device);
-    push(e.stream, stream);
-    push(e.priority, priority);
-    push(e.copy_kind, copy_kind);
-    push(e.bytes, bytes);
-    push(e.queued_ns, queued);
-    push(e.submitted_ns, submitted);
-    push(e.start_ns, start);
-    push(e.end_ns, end);
-    push(e.correlation_id, corr);
-    push(e.api, kNone);
-    push(e.range, kNone);
-    push(e.grid, std::array<int32_t, 3>{});
-    push(e.block, std::array<int32_t, 3>{});
-    push(e.registers_per_thread, 0u);
-    push(e.static_smem_bytes, 0u);
-    push(e.dynamic_smem_bytes, 0u);
-    push(e.occupancy, std::numeric_limits<float>::quiet_NaN());
-    push(e.occupancy_limit, OccupancyLimit::kUnknown);
-    push(e.graph_id, uint64_t{0});
-    push(e.graph_node_id, uint64_t{0});
-    push(e.src_device, kNone);
-    push(e.dst_device, kNone);
+    e.for_each_column([](auto& column, auto initial) { push(column, initial); });
+    e.kind.back() = kind;
+    e.capture.back() = cap;
+    e.name.back() = name;
+    e.device.back() = device;
+    e.stream.back() = stream;
+    e.priority.back() = priority;
+    e.copy_kind.back() = copy_kind;
+    e.bytes.back() = bytes;
+    e.queued_ns.back() = queued;
+    e.submitted_ns.back() = submitted;
+    e.start_ns.back() = start;
+    e.end_ns.back() = end;
+    e.correlation_id.back() = corr;
   }
 
   uint32_t remap(uint32_t local) {

@@ -18,6 +18,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -91,6 +92,20 @@ struct EventTable {
   std::vector<uint32_t> dst_device;
 
   size_t size() const { return kind.size(); }
+
+  // Calls f(column, value a new row starts with) for every column above: the one list that
+  // growing, reserving and appending go through (a column missing here fails
+  // ModelColumns.EveryColumnIsListedOnce).
+  template <class F>
+  void for_each_column(F&& f) {
+    f(kind, EventKind::kKernel), f(capture, uint16_t{0}), f(name, 0u), f(device, 0u), f(stream, 0u),
+        f(priority, int32_t{0}), f(copy_kind, uint8_t{0}), f(bytes, uint64_t{0}), f(queued_ns, uint64_t{0}),
+        f(submitted_ns, uint64_t{0}), f(start_ns, uint64_t{0}), f(end_ns, uint64_t{0}), f(correlation_id, 0u),
+        f(api, kNone), f(range, kNone), f(grid, std::array<int32_t, 3>{}), f(block, std::array<int32_t, 3>{}),
+        f(registers_per_thread, uint16_t{0}), f(static_smem_bytes, 0u), f(dynamic_smem_bytes, 0u),
+        f(occupancy, std::numeric_limits<float>::quiet_NaN()), f(occupancy_limit, OccupancyLimit::kUnknown),
+        f(graph_id, uint64_t{0}), f(graph_node_id, uint64_t{0}), f(src_device, kNone), f(dst_device, kNone);
+  }
 };
 
 // Host API calls (runtime, driver, NCCL entry points): the spans on the host thread lanes.
@@ -106,6 +121,13 @@ struct ApiTable {
   std::vector<int32_t> return_value;
 
   size_t size() const { return capture.size(); }
+
+  // As EventTable::for_each_column.
+  template <class F>
+  void for_each_column(F&& f) {
+    f(capture, uint16_t{0}), f(domain, uint8_t{0}), f(cbid, uint16_t{0}), f(thread, 0u), f(name, 0u),
+        f(start_ns, uint64_t{0}), f(end_ns, uint64_t{0}), f(correlation_id, 0u), f(return_value, int32_t{0});
+  }
 };
 
 // One row per (capture, OS thread) seen in API calls, ranges or NCCL calls.

@@ -101,7 +101,7 @@ void Builder::draw_utilization(const DeviceKey& dev, float y) {
   const double span = std::max(1.0, static_cast<double>(f_.t1 - f_.t0));
   const std::string label = "busy: compute " + std::to_string(static_cast<int>(std::lround(100 * compute_ns / span))) +
                             "%, copy " + std::to_string(static_cast<int>(std::lround(100 * copy_ns / span))) + "%";
-  s_.text(make_text(f_.left - 8, y + 15, label, 10, palette::kMuted, Anchor::kEnd));
+  s_.text(make_text(f_.left - kLaneLabelGap, y + kLaneLabelBaseline, label, 10, palette::kMuted, Anchor::kEnd));
 }
 
 // Idle-gap labels above the device's strip, greedily in up to three rows so none overlap;
@@ -185,21 +185,22 @@ void Builder::draw_gpu_lane(const LaneKey& key, Lane& lane) {
   const size_t extra_rows = row_end.size() > 1 ? row_end.size() - 1 : 0;
   st_.overlap_rows += extra_rows;
   const float height = kLaneHeight + static_cast<float>(extra_rows) * kOverlapRow;
-  s_.rect(make_rect(f_.left, y, f_.right - f_.left, height - 2, palette::kLaneBand));
-  s_.text(make_text(f_.left - 8, y + 15, fit(lane_label(m_, key, o_.lanes, lane.priority), kLabelWidth - 20), kFontSize,
-                    palette::kText, Anchor::kEnd));
+  s_.rect(make_rect(f_.left, y, f_.right - f_.left, height - kLaneGap, palette::kLaneBand));
+  s_.text(make_text(f_.left - kLaneLabelGap, y + kLaneLabelBaseline,
+                    fit(lane_label(m_, key, o_.lanes, lane.priority), kLabelWidth - 20), kFontSize, palette::kText,
+                    Anchor::kEnd));
   // Coverage first, individual events on top.
   // A lane whose coverage flickers column by column would give one rectangle per column;
   // two levels instead of four keep such lanes to a few hundred rectangles.
   const int levels = exec.runs(4).size() > static_cast<size_t>(cols / 4) ? 2 : 4;
   for (const auto& r : wait.runs(levels)) {
-    Rect rc = make_rect(f_.left + static_cast<float>(r.x0), y + 1, static_cast<float>(r.x1 - r.x0), 5,
-                        with_alpha(palette::kQueuedToStart, level_alpha(r.level, levels)));
+    Rect rc = make_rect(f_.left + static_cast<float>(r.x0), y + kWaitStripY, static_cast<float>(r.x1 - r.x0),
+                        kWaitStripHeight, with_alpha(palette::kQueuedToStart, level_alpha(r.level, levels)));
     s_.rect(std::move(rc));
   }
   for (const auto& r : exec.runs(levels)) {
-    Rect rc = make_rect(f_.left + static_cast<float>(r.x0), y + 7, static_cast<float>(r.x1 - r.x0), 14,
-                        with_alpha(palette::kComputeUtil, level_alpha(r.level, levels)));
+    Rect rc = make_rect(f_.left + static_cast<float>(r.x0), y + kExecBarY, static_cast<float>(r.x1 - r.x0),
+                        kExecBarHeight, with_alpha(palette::kComputeUtil, level_alpha(r.level, levels)));
     // Tooltips only where a pointer can find them: they are most of an SVG's bytes.
     if (r.x1 - r.x0 >= 4) {
       const uint64_t tb = f_.t0 + static_cast<uint64_t>(r.x0 / f_.px_per_ns);
@@ -216,15 +217,18 @@ void Builder::draw_gpu_lane(const LaneKey& key, Lane& lane) {
     const float ry = y + static_cast<float>(row[i]) * kOverlapRow;
     const uint64_t launch = m_.launch_ns(e), q = ev.queued_ns[e];
     if (launch && q && q > launch)
-      s_.rect(make_rect(f_.x(launch), ry + 1, f_.x(q) - f_.x(launch), 5, palette::kLaunchToQueued));
-    if (q && q < ev.start_ns[e]) s_.rect(make_rect(f_.x(q), ry + 1, x0 - f_.x(q), 5, palette::kQueuedToStart));
-    Rect rc = make_rect(x0, ry + 7, std::max(x1 - x0, 1.0f), 14, exec_color(m_, e));
+      s_.rect(make_rect(f_.x(launch), ry + kWaitStripY, f_.x(q) - f_.x(launch), kWaitStripHeight,
+                        palette::kLaunchToQueued));
+    if (q && q < ev.start_ns[e])
+      s_.rect(make_rect(f_.x(q), ry + kWaitStripY, x0 - f_.x(q), kWaitStripHeight, palette::kQueuedToStart));
+    Rect rc = make_rect(x0, ry + kExecBarY, std::max(x1 - x0, 1.0f), kExecBarHeight, exec_color(m_, e));
     rc.stroke = Color{255, 255, 255, 180};
     rc.stroke_width = 0.5f;
     rc.tooltip = event_tooltip(m_, e, f_.t0);
     s_.rect(std::move(rc));
-    if (x1 - x0 > 40) {
-      Text t = make_text(x0 + 3, ry + 18, fit(m_.display_name(e), x1 - x0 - 6, 5.6f), 9, Color{255, 255, 255, 255});
+    if (x1 - x0 > kExecLabelMinWidthPx) {
+      Text t = make_text(x0 + 3, ry + kExecLabelBaseline, fit(m_.display_name(e), x1 - x0 - 6, 5.6f), 9,
+                         Color{255, 255, 255, 255});
       s_.text(std::move(t));
     }
     drawn_[e] = ry;
@@ -261,7 +265,7 @@ void Builder::draw_device_section(const DeviceKey& dev, const std::vector<LaneKe
   section_y_[dev] = y_;
   s_.text(make_text(12, y_ + 13, fit(device_section_label(m_, dev.first, dev.second), 600), 12, palette::kText,
                     Anchor::kStart, true));
-  y_ += 18;
+  y_ += kSectionTitleHeight;
   y_ += place_labels(dev, y_);
   draw_utilization(dev, y_);
   const float strip_y = y_;
@@ -275,17 +279,19 @@ void Builder::draw_device_section(const DeviceKey& dev, const std::vector<LaneKe
     ++st_.annotations_drawn;
   }
   y_ += kUtilHeight + 4;
-  for (const LaneKey& k : lanes) {
-    // The chart's size must not grow without bound with the number of streams either.
-    if (gpu_lanes_drawn_ >= kMaxGpuLanes) {
-      ++st_.lanes_left_out;
-      st_.events_left_out += lanes_[k].events.size();
-      continue;
-    }
-    ++gpu_lanes_drawn_;
-    draw_gpu_lane(k, lanes_[k]);
+  for (const LaneKey& k : lanes) draw_gpu_lane_within_cap(k, lanes_[k]);
+  y_ += kSectionGap;
+}
+
+void Builder::draw_gpu_lane_within_cap(const LaneKey& key, Lane& lane) {
+  // The chart's size must not grow without bound with the number of streams either.
+  if (gpu_lanes_drawn_ >= kMaxGpuLanes) {
+    ++st_.lanes_left_out;
+    st_.events_left_out += lane.events.size();
+    return;
   }
-  y_ += 6;
+  ++gpu_lanes_drawn_;
+  draw_gpu_lane(key, lane);
 }
 
 void Builder::draw_annotations() {
@@ -380,16 +386,8 @@ Scene Builder::build() {
       if (o_.lanes != LaneMode::kThread && o_.lanes != LaneMode::kRank) sections[{key.capture, key.device}].push_back(key);
     for (const auto& [dev, keys] : sections) draw_device_section(dev, keys);
     if (o_.lanes == LaneMode::kThread || o_.lanes == LaneMode::kRank) {
-      for (auto& [key, lane] : lanes_) {
-        if (gpu_lanes_drawn_ >= kMaxGpuLanes) {
-          ++st_.lanes_left_out;
-          st_.events_left_out += lane.events.size();
-          continue;
-        }
-        ++gpu_lanes_drawn_;
-        draw_gpu_lane(key, lane);
-      }
-      y_ += 6;
+      for (auto& [key, lane] : lanes_) draw_gpu_lane_within_cap(key, lane);
+      y_ += kSectionGap;
     }
     if (o_.collective_links && m_.captures.size() > 1) draw_rank_links();
     draw_peer_links();

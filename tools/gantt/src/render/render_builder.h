@@ -19,8 +19,18 @@
 
 namespace gantt::detail {
 
+// A GPU lane, top to bottom: the wait strip (launch->queued->start), then the exec bar.
 inline constexpr float kLaneHeight = 24;   // wait strip 6 + exec 16 + gaps
+inline constexpr float kWaitStripY = 1, kWaitStripHeight = 5;
+inline constexpr float kExecBarY = 7, kExecBarHeight = 14;
+inline constexpr float kExecLabelBaseline = 18;    // the kernel name inside a wide exec bar
+inline constexpr float kExecLabelMinWidthPx = 40;  // narrower bars carry no name
+inline constexpr float kLaneLabelBaseline = 15;    // lane and strip labels, right-aligned...
+inline constexpr float kLaneLabelGap = 8;          // ...this far left of the plot
+inline constexpr float kLaneGap = 2;               // between one lane's band and the next
 inline constexpr float kUtilHeight = 22;
+inline constexpr float kSectionTitleHeight = 18;   // "GPU n: name" above a device's strip
+inline constexpr float kSectionGap = 6;            // after a device's last lane
 inline constexpr float kLabelRow = 12;
 inline constexpr int kMaxLabelRows = 3;
 inline constexpr size_t kMaxHostBars = 3000;
@@ -69,6 +79,9 @@ class Builder {
   void draw_device_section(const DeviceKey& dev, const std::vector<LaneKey>& lanes);
   void draw_utilization(const DeviceKey& dev, float y);
   void draw_gpu_lane(const LaneKey& key, Lane& lane);
+  // draw_gpu_lane while fewer than kMaxGpuLanes are drawn; past that the lane is counted (the
+  // footer says how many lanes and events were left out).
+  void draw_gpu_lane_within_cap(const LaneKey& key, Lane& lane);
   void draw_brackets(const Lane& lane, float y, float height);
   void draw_annotations();
   void draw_rank_links();
