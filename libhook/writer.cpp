@@ -11,6 +11,7 @@
 #include <cstring>
 #include <exception>
 
+#include <gpuhook/record_times.h>
 #include <gpuhook/version.h>
 
 #include "clock.h"
@@ -34,23 +35,6 @@ const char* kind_label(int kind) {
     case wire::Record::kDevice: return "device";
     case wire::Record::kHostFunction: return "host_function";
     default: return nullptr;
-  }
-}
-
-// The time that places a record inside or outside the capture window; 0 = no time.
-uint64_t record_time_ns(const wire::Record& r) {
-  switch (r.kind_case()) {
-    case wire::Record::kApi: return static_cast<uint64_t>(r.api().start_ns());
-    case wire::Record::kKernel: return static_cast<uint64_t>(r.kernel().start_ns());
-    case wire::Record::kMemcpy: return static_cast<uint64_t>(r.memcpy().start_ns());
-    case wire::Record::kMemset: return static_cast<uint64_t>(r.memset().start_ns());
-    case wire::Record::kSync: return static_cast<uint64_t>(r.sync().start_ns());
-    case wire::Record::kNccl: return static_cast<uint64_t>(r.nccl().start_ns());
-    case wire::Record::kRange: return static_cast<uint64_t>(r.range().time_ns());
-    case wire::Record::kMemory: return static_cast<uint64_t>(r.memory().time_ns());
-    case wire::Record::kOverhead: return static_cast<uint64_t>(r.overhead().start_ns());
-    case wire::Record::kHostFunction: return static_cast<uint64_t>(r.host_function().start_ns());
-    default: return 0;
   }
 }
 
@@ -305,7 +289,7 @@ void Writer::finish() {
   summary_ = line;
 }
 
-bool Writer::in_window(const wire::Record& record) const { return in_window(record_time_ns(record)); }
+bool Writer::in_window(const wire::Record& record) const { return in_window(placing_time_ns(record)); }
 
 // `time_ns`: the record's time that places it inside or outside the window; 0 = none.
 bool Writer::in_window(uint64_t time_ns) const {
@@ -408,12 +392,12 @@ void Writer::emit(wire::Record& record) {
     file_->write(record);
     return;
   }
-  write_in_window(record, record_time_ns(record));
+  write_in_window(record, placing_time_ns(record));
 }
 void Writer::emit(const KernelFields& kernel) { write_in_window(kernel, static_cast<uint64_t>(kernel.start_ns)); }
 void Writer::emit(const ApiFields& api) { write_in_window(api, static_cast<uint64_t>(api.start_ns)); }
 
-// `time_ns` places the record inside or outside the capture window (record_time_ns's rule).
+// `time_ns` places the record inside or outside the capture window (gpuhook::placing_time_ns's rule).
 template <class Record>
 void Writer::write_in_window(const Record& record, uint64_t time_ns) {
   if (!in_window(time_ns) || out_of_time()) return;

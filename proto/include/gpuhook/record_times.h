@@ -5,40 +5,56 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include <gpuhook/v1/capture.pb.h>
 
 namespace gpuhook {
 
+namespace detail {
+// r's sub-message: mutable when r is, const when it is not.
+template <class R, class Mutable, class Const>
+auto message(R& r, Mutable mut, Const get) {
+  if constexpr (std::is_const_v<R>) return &(r.*get)();
+  else return (r.*mut)();
+}
+}  // namespace detail
+
 // Calls f(has, value) for every time field of `r`, in declaration order; f may change both.
 // This order is part of the format: each known time is coded as the difference from the
 // previous known time in the chunk (see proto/README.md).
-// R: v1::Record or wire::Record (the hook's, without libprotobuf).
+// R: v1::Record or wire::Record (the hook's, without libprotobuf), const or not.
+
 template <class R, class F>
 void visit_times(R& r, F&& f) {
-#define GPUHOOK_T(msg, field)                        \
-  do {                                               \
-    bool has = msg->has_##field();                   \
-    int64_t v = has ? msg->field() : 0;              \
-    f(has, v);                                       \
-    if (has) msg->set_##field(v); else msg->clear_##field(); \
+  using detail::message;
+  // A const record is read (f's changes are not kept); a mutable one is written back.
+  constexpr bool kReadOnly = std::is_const_v<R>;
+#define GPUHOOK_T(msg, field)                                  \
+  do {                                                         \
+    bool has = msg->has_##field();                             \
+    int64_t v = has ? msg->field() : 0;                        \
+    f(has, v);                                                 \
+    if constexpr (!kReadOnly) {                                \
+      if (has) msg->set_##field(v); else msg->clear_##field(); \
+    }                                                          \
   } while (0)
   switch (r.kind_case()) {
     case R::kClockSync: {
-      auto* m = r.mutable_clock_sync();
+      auto* m = message(r, &R::mutable_clock_sync, &R::clock_sync);
       GPUHOOK_T(m, host_ns);
       GPUHOOK_T(m, gpu_ns);
       GPUHOOK_T(m, realtime_ns);
       break;
     }
     case R::kApi: {
-      auto* m = r.mutable_api();
+      auto* m = message(r, &R::mutable_api, &R::api);
       GPUHOOK_T(m, start_ns);
       GPUHOOK_T(m, end_ns);
       break;
     }
     case R::kKernel: {
-      auto* m = r.mutable_kernel();
+      auto* m = message(r, &R::mutable_kernel, &R::kernel);
       GPUHOOK_T(m, queued_ns);
       GPUHOOK_T(m, submitted_ns);
       GPUHOOK_T(m, start_ns);
@@ -46,57 +62,57 @@ void visit_times(R& r, F&& f) {
       break;
     }
     case R::kMemcpy: {
-      auto* m = r.mutable_memcpy();
+      auto* m = message(r, &R::mutable_memcpy, &R::memcpy);
       GPUHOOK_T(m, start_ns);
       GPUHOOK_T(m, end_ns);
       break;
     }
     case R::kMemset: {
-      auto* m = r.mutable_memset();
+      auto* m = message(r, &R::mutable_memset, &R::memset);
       GPUHOOK_T(m, start_ns);
       GPUHOOK_T(m, end_ns);
       break;
     }
     case R::kSync: {
-      auto* m = r.mutable_sync();
+      auto* m = message(r, &R::mutable_sync, &R::sync);
       GPUHOOK_T(m, start_ns);
       GPUHOOK_T(m, end_ns);
       break;
     }
     case R::kNccl: {
-      auto* m = r.mutable_nccl();
+      auto* m = message(r, &R::mutable_nccl, &R::nccl);
       GPUHOOK_T(m, start_ns);
       GPUHOOK_T(m, end_ns);
       break;
     }
     case R::kRange: {
-      auto* m = r.mutable_range();
+      auto* m = message(r, &R::mutable_range, &R::range);
       GPUHOOK_T(m, time_ns);
       break;
     }
     case R::kMemory: {
-      auto* m = r.mutable_memory();
+      auto* m = message(r, &R::mutable_memory, &R::memory);
       GPUHOOK_T(m, time_ns);
       break;
     }
     case R::kOverhead: {
-      auto* m = r.mutable_overhead();
+      auto* m = message(r, &R::mutable_overhead, &R::overhead);
       GPUHOOK_T(m, start_ns);
       GPUHOOK_T(m, end_ns);
       break;
     }
     case R::kDrops: {
-      auto* m = r.mutable_drops();
+      auto* m = message(r, &R::mutable_drops, &R::drops);
       GPUHOOK_T(m, time_ns);
       break;
     }
     case R::kNotice: {
-      auto* m = r.mutable_notice();
+      auto* m = message(r, &R::mutable_notice, &R::notice);
       GPUHOOK_T(m, time_ns);
       break;
     }
     case R::kHostFunction: {
-      auto* m = r.mutable_host_function();
+      auto* m = message(r, &R::mutable_host_function, &R::host_function);
       GPUHOOK_T(m, start_ns);
       GPUHOOK_T(m, end_ns);
       break;
@@ -105,6 +121,27 @@ void visit_times(R& r, F&& f) {
       break;
   }
 #undef GPUHOOK_T
+}
+
+// The time that places a record inside or outside a time window (the hook's --range, the
+// reader's windowed reads): the start of what the record describes. A kernel's is start_ns,
+// not its first time field: its queued and submitted stamps may be unknown (graph nodes,
+// devices without latency timestamps). 0 for records that belong to the whole capture rather
+// than to a moment of it (clock pairs, drop counts, notices) and for kinds with no time.
+template <class R>
+uint64_t placing_time_ns(const R& r) {
+  switch (r.kind_case()) {
+    case R::kKernel: return r.kernel().start_ns() > 0 ? static_cast<uint64_t>(r.kernel().start_ns()) : 0;
+    case R::kClockSync:
+    case R::kDrops:
+    case R::kNotice: return 0;
+    default: break;
+  }
+  uint64_t first = 0;
+  visit_times(r, [&first](bool& has, int64_t& v) {
+    if (first == 0 && has && v > 0) first = static_cast<uint64_t>(v);
+  });
+  return first;
 }
 
 }  // namespace gpuhook

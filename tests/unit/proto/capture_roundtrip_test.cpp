@@ -6,6 +6,8 @@
 #include <random>
 #include <set>
 
+#include <gpuhook/record_times.h>
+
 #include "capture_test_util.h"
 #include "record_codec.h"
 
@@ -293,12 +295,47 @@ TEST(CaptureFormat, VisitTimesListsEveryTimeFieldOfEveryKind) {
         want.insert(v);
       }
     }
-    std::set<int64_t> seen;
+    std::set<int64_t> seen, seen_const;
     visit_times(r, [&seen](bool& has, int64_t& v) {
       if (has) seen.insert(v);
     });
     EXPECT_EQ(seen, want) << "record kind " << kind->name();
+    // A const record is read the same way, and nothing is written back.
+    const v1::Record& cr = r;
+    visit_times(cr, [&seen_const](bool& has, int64_t& v) {
+      if (has) seen_const.insert(v);
+      v = 7;
+    });
+    EXPECT_EQ(seen_const, want) << "record kind " << kind->name();
   }
+}
+
+// What places a record in a time window: a kernel by its start (graph nodes have unknown
+// queued stamps), capture-wide records by nothing, the rest by their first known time.
+TEST(CaptureFormat, PlacingTimeIsAKernelsStartAndNoneForCaptureWideRecords) {
+  v1::Record k;
+  k.mutable_kernel()->set_start_ns(5'000);
+  k.mutable_kernel()->set_end_ns(6'000);
+  EXPECT_EQ(placing_time_ns(k), 5'000u);
+  k.mutable_kernel()->set_queued_ns(4'000);
+  EXPECT_EQ(placing_time_ns(k), 5'000u);
+  v1::Record api;
+  api.mutable_api()->set_end_ns(9'000);  // start unknown: placed by what is known
+  EXPECT_EQ(placing_time_ns(api), 9'000u);
+  api.mutable_api()->set_start_ns(8'000);
+  EXPECT_EQ(placing_time_ns(api), 8'000u);
+  v1::Record drops;
+  drops.mutable_drops()->set_time_ns(1'000);
+  EXPECT_EQ(placing_time_ns(drops), 0u);
+  v1::Record notice;
+  notice.mutable_notice()->set_time_ns(1'000);
+  EXPECT_EQ(placing_time_ns(notice), 0u);
+  v1::Record header;
+  header.mutable_header()->set_pid(1);
+  EXPECT_EQ(placing_time_ns(header), 0u);
+  v1::Record range;
+  range.mutable_range()->set_time_ns(3'000);
+  EXPECT_EQ(placing_time_ns(range), 3'000u);
 }
 
 }  // namespace
