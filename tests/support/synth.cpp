@@ -1,4 +1,5 @@
 #include "synth.h"
+#include "fake_device.h"
 
 #include <algorithm>
 #include <cmath>
@@ -71,17 +72,7 @@ void generate(const SynthOptions& o, const Sink& sink) {
   auto* d = rec.mutable_device();
   d->set_ordinal(0);
   d->set_name("Synthetic GPU (not a measurement)");
-  d->set_sm_count(132);
-  d->set_cc_major(9);
-  d->set_cc_minor(0);
-  d->set_max_threads_per_sm(2048);
-  d->set_max_warps_per_sm(64);
-  d->set_max_blocks_per_sm(32);
-  d->set_max_threads_per_block(1024);
-  d->set_registers_per_sm(65536);
-  d->set_registers_per_block(65536);
-  d->set_shared_memory_per_sm_bytes(233472);
-  d->set_shared_memory_per_block_bytes(49152);
+  gpuhook::test::set_sm_limits(d, 9);
   d->set_shared_memory_per_block_optin_bytes(232448);
   d->set_warp_size(32);
   d->set_global_memory_bytes(80ull << 30);

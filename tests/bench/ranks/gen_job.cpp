@@ -12,6 +12,8 @@
 
 #include <gpuhook/capture.h>
 
+#include "fake_device.h"
+
 namespace v1 = gpuhook::v1;
 
 int main(int argc, char** argv) {
@@ -71,16 +73,7 @@ int main(int argc, char** argv) {
     auto* d = rec.mutable_device();
     d->set_ordinal(0);
     d->set_name("synthetic H200");
-    d->set_sm_count(132);
-    d->set_cc_major(9);
-    d->set_max_threads_per_sm(2048);
-    d->set_max_warps_per_sm(64);
-    d->set_max_blocks_per_sm(32);
-    d->set_max_threads_per_block(1024);
-    d->set_registers_per_sm(65536);
-    d->set_registers_per_block(65536);
-    d->set_shared_memory_per_sm_bytes(233472);
-    d->set_shared_memory_per_block_bytes(49152);
+    gpuhook::test::set_sm_limits(d, 9);
     d->set_warp_size(32);
     w->write(rec);
     const uint32_t launch = w->intern("cudaLaunchKernel");

@@ -8,6 +8,8 @@
 
 #include <gpuhook/capture.h>
 
+#include "fake_device.h"
+
 namespace v1 = gpuhook::v1;
 
 namespace {
@@ -43,16 +45,7 @@ struct Gen {
     auto* d = r.mutable_device();
     d->set_ordinal(ordinal);
     d->set_name(cc_major == 9 ? "NVIDIA H100 80GB HBM3" : "NVIDIA A100-SXM4-80GB");
-    d->set_sm_count(cc_major == 9 ? 132 : 108);
-    d->set_cc_major(cc_major);
-    d->set_max_threads_per_sm(2048);
-    d->set_max_warps_per_sm(64);
-    d->set_max_blocks_per_sm(32);
-    d->set_max_threads_per_block(1024);
-    d->set_registers_per_sm(65536);
-    d->set_registers_per_block(65536);
-    d->set_shared_memory_per_sm_bytes(cc_major == 9 ? 233472 : 167936);
-    d->set_shared_memory_per_block_bytes(49152);
+    gpuhook::test::set_sm_limits(d, cc_major);
     d->set_shared_memory_per_block_optin_bytes(cc_major == 9 ? 232448 : 166912);
     d->set_reserved_shared_memory_per_block_bytes(1024);
     d->set_warp_size(32);

@@ -7,6 +7,8 @@
 
 #include <gpuhook/capture.h>
 
+#include "fake_device.h"
+
 namespace gantt_test {
 
 namespace v1 = gpuhook::v1;
@@ -29,17 +31,7 @@ inline v1::Record a100(uint32_t ordinal = 0) {
   auto* d = r.mutable_device();
   d->set_ordinal(ordinal);
   d->set_name("NVIDIA A100-SXM4-80GB");
-  d->set_sm_count(108);
-  d->set_cc_major(8);
-  d->set_cc_minor(0);
-  d->set_max_threads_per_sm(2048);
-  d->set_max_warps_per_sm(64);
-  d->set_max_blocks_per_sm(32);
-  d->set_max_threads_per_block(1024);
-  d->set_registers_per_sm(65536);
-  d->set_registers_per_block(65536);
-  d->set_shared_memory_per_sm_bytes(167936);
-  d->set_shared_memory_per_block_bytes(49152);
+  gpuhook::test::set_sm_limits(d, 8);
   d->set_shared_memory_per_block_optin_bytes(166912);
   d->set_reserved_shared_memory_per_block_bytes(1024);
   d->set_warp_size(32);
@@ -51,10 +43,7 @@ inline v1::Record h100(uint32_t ordinal = 0) {
   v1::Record r = a100(ordinal);
   auto* d = r.mutable_device();
   d->set_name("NVIDIA H100 80GB HBM3");
-  d->set_sm_count(132);
-  d->set_cc_major(9);
-  d->set_max_blocks_per_sm(32);
-  d->set_shared_memory_per_sm_bytes(233472);
+  gpuhook::test::set_sm_limits(d, 9);
   d->set_shared_memory_per_block_optin_bytes(232448);
   return r;
 }
