@@ -14,6 +14,7 @@
 #include "engine.h"
 #include "graph.h"
 #include "ops.h"
+#include "allocations.h"
 #include "records.h"
 
 using namespace gpuhook::sim;
@@ -37,10 +38,19 @@ std::map<uintptr_t, Allocation>& allocations() {
   return *map;
 }
 
+}  // namespace
+
+namespace gpuhook::sim {
+
+std::mutex& allocation_mutex() {
+  static auto* mu = new std::mutex;
+  return *mu;
+}
+
 // The kind of memory at p, and whether [p, p+bytes) lies inside that allocation; *device (when
 // asked) the device owning it, -1 for host memory.
-CUpti_ActivityMemoryKind classify(const void* p, size_t bytes, bool* in_bounds, int* device = nullptr) {
-  std::lock_guard<std::mutex> lock(g_alloc_mu);
+CUpti_ActivityMemoryKind classify(const void* p, size_t bytes, bool* in_bounds, int* device) {
+  std::lock_guard<std::mutex> lock(allocation_mutex());
   const auto addr = reinterpret_cast<uintptr_t>(p);
   auto it = allocations().upper_bound(addr);
   *in_bounds = true;
@@ -53,11 +63,11 @@ CUpti_ActivityMemoryKind classify(const void* p, size_t bytes, bool* in_bounds, 
   return it->second.kind;
 }
 
-void* allocate(size_t bytes, CUpti_ActivityMemoryKind kind, int device = 0, PoolView* pool = nullptr) {
+void* allocate(size_t bytes, CUpti_ActivityMemoryKind kind, int device, PoolView* pool) {
   const size_t rounded = ((bytes == 0 ? 1 : bytes) + 255) & ~size_t{255};
   void* p = std::aligned_alloc(256, rounded);
   if (p == nullptr) return nullptr;
-  std::lock_guard<std::mutex> lock(g_alloc_mu);
+  std::lock_guard<std::mutex> lock(allocation_mutex());
   allocations()[reinterpret_cast<uintptr_t>(p)] = {bytes, kind, true, device, pool};
   if (pool != nullptr) {
     pool->utilized += bytes;
@@ -66,18 +76,9 @@ void* allocate(size_t bytes, CUpti_ActivityMemoryKind kind, int device = 0, Pool
   return p;
 }
 
-// What a release reports: the allocation's size, device, and its pool as it is after the release.
-struct Released {
-  size_t bytes = 0;
-  CUpti_ActivityMemoryKind kind = CUPTI_ACTIVITY_MEMORY_KIND_UNKNOWN;
-  int device = 0;
-  bool from_pool = false;
-  PoolView pool;
-};
-
 // Releases p when it is an allocation of one of `kinds` (a bit per CUpti_ActivityMemoryKind).
 bool release(void* p, unsigned kinds, Released* out) {
-  std::lock_guard<std::mutex> lock(g_alloc_mu);
+  std::lock_guard<std::mutex> lock(allocation_mutex());
   auto it = allocations().find(reinterpret_cast<uintptr_t>(p));
   if (it == allocations().end() || (kinds & (1u << it->second.kind)) == 0) return false;
   out->bytes = it->second.bytes;
@@ -108,6 +109,10 @@ bool is_device(CUpti_ActivityMemoryKind k) {
   return k == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE || k == CUPTI_ACTIVITY_MEMORY_KIND_MANAGED;
 }
 bool is_host_reachable(CUpti_ActivityMemoryKind k) { return k != CUPTI_ACTIVITY_MEMORY_KIND_DEVICE; }
+
+}  // namespace gpuhook::sim
+
+namespace {
 
 // cudaMemPrefetchAsync / cudaMemAdvise: the range must lie in one managed allocation, and a
 // device location must name a device.
@@ -296,168 +301,12 @@ cudaError_t cudaFree(void* ptr) {
   return api.ret(cudaSuccess);
 }
 
-// Stream-ordered allocation: the memory is there at once (a pool hands it out), and a free
-// happens when the stream reaches it, so earlier work on the stream may still use it.
-// A pool belongs to one device; each device has a default one.
-struct MemPool {
-  int device = 0;
-  bool is_default = false;
-  PoolView view;  // guarded by g_alloc_mu
-};
-
-namespace {
-
-MemPool* default_pool(int device) {
-  static MemPool* pools = [] {
-    auto* p = new MemPool[16];
-    for (int d = 0; d < 16; ++d) {
-      p[d].device = d;
-      p[d].is_default = true;
-      p[d].view.address = reinterpret_cast<uint64_t>(&p[d]);
-    }
-    return p;
-  }();
-  return &pools[device];
-}
-
-// "Allocates memory ... from the memory pool current to the stream's device" (cuda_runtime_api.h,
-// cudaMallocAsync): the memory belongs to the stream's device.
-cudaError_t malloc_async(ApiScope& api, void** ptr, size_t bytes, MemPool* pool, cudaStream_t stream) {
-  if (ptr == nullptr) return cudaErrorInvalidValue;
-  Stream* s = Engine::instance().resolve(stream);
-  if (s == nullptr) return cudaErrorInvalidResourceHandle;
-  if (pool == nullptr) pool = default_pool(s->device);
-  *ptr = allocate(bytes, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, pool->device, &pool->view);
-  if (*ptr == nullptr) return cudaErrorMemoryAllocation;
-  PoolView view;
-  {
-    std::lock_guard<std::mutex> lock(g_alloc_mu);
-    view = pool->view;
-  }
-  emit_memory_record(true, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, *ptr, bytes, api.correlation_id(), pool->device,
-                     s->id, &view);
-  return cudaSuccess;
-}
-
-}  // namespace
-
-cudaError_t cudaMallocAsync(void** ptr, size_t bytes, cudaStream_t stream) {
-  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020, "cudaMallocAsync");
-  return api.ret(malloc_async(api, ptr, bytes, nullptr, stream));
-}
-
-cudaError_t cudaMallocFromPoolAsync(void** ptr, size_t bytes, cudaMemPool_t pool, cudaStream_t stream) {
-  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_v11020, "cudaMallocFromPoolAsync");
-  if (pool == nullptr) return api.ret(cudaErrorInvalidValue);
-  return api.ret(malloc_async(api, ptr, bytes, reinterpret_cast<MemPool*>(pool), stream));
-}
-
-cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream) {
-  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020, "cudaFreeAsync");
-  if (ptr == nullptr) return api.ret(cudaSuccess);
-  bool in_bounds = false;
-  Stream* s = Engine::instance().resolve(stream);
-  if (s != nullptr && classify(ptr, 1, &in_bounds) != CUPTI_ACTIVITY_MEMORY_KIND_DEVICE) {
-    return api.ret(cudaErrorInvalidValue);
-  }
-  const uint32_t correlation = api.correlation_id();
-  const uint32_t stream_id = s != nullptr ? s->id : CUPTI_INVALID_STREAM_ID;
-  return api.ret(enqueue_host(api, stream, [ptr, correlation, stream_id] {
-    Released r;
-    if (release(ptr, 1u << CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, &r)) {
-      emit_memory_record(false, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, ptr, r.bytes, correlation, r.device,
-                         r.from_pool ? stream_id : CUPTI_INVALID_STREAM_ID, r.from_pool ? &r.pool : nullptr);
-    }
-  }));
-}
-
-cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device) {
-  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaDeviceGetDefaultMemPool_v11020, "cudaDeviceGetDefaultMemPool");
-  if (pool == nullptr) return api.ret(cudaErrorInvalidValue);
-  if (!Engine::instance().valid_device(device)) return api.ret(cudaErrorInvalidDevice);
-  *pool = reinterpret_cast<cudaMemPool_t>(default_pool(device));
-  return api.ret(cudaSuccess);
-}
-
-// Pool creation, destruction and trimming each write a MEMORY_POOL record (records.cpp).
-cudaError_t cudaMemPoolCreate(cudaMemPool_t* pool, const cudaMemPoolProps* props) {
-  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaMemPoolCreate_v11020, "cudaMemPoolCreate");
-  if (pool == nullptr || props == nullptr) return api.ret(cudaErrorInvalidValue);
-  if (props->location.type != cudaMemLocationTypeDevice || !Engine::instance().valid_device(props->location.id)) {
-    return api.ret(cudaErrorInvalidDevice);
-  }
-  auto* p = new MemPool();
-  p->device = props->location.id;
-  p->view.address = reinterpret_cast<uint64_t>(p);
-  *pool = reinterpret_cast<cudaMemPool_t>(p);
-  emit_memory_pool_record(CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_CREATED, p->device, p->view, 0,
-                          api.correlation_id());
-  return api.ret(cudaSuccess);
-}
-
-cudaError_t cudaMemPoolDestroy(cudaMemPool_t pool) {
-  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaMemPoolDestroy_v11020, "cudaMemPoolDestroy");
-  if (pool == nullptr) return api.ret(cudaErrorInvalidValue);
-  auto* p = reinterpret_cast<MemPool*>(pool);
-  if (p->is_default) return api.ret(cudaErrorInvalidValue);
-  PoolView view;
-  {
-    std::lock_guard<std::mutex> lock(g_alloc_mu);
-    view = p->view;
-  }
-  emit_memory_pool_record(CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_DESTROYED, p->device, view, 0,
-                          api.correlation_id());
-  // Allocations still out keep pointing at the view; the pool object stays (a few bytes).
-  return api.ret(cudaSuccess);
-}
-
-cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value) {
-  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaMemPoolSetAttribute_v11020, "cudaMemPoolSetAttribute");
-  if (pool == nullptr || value == nullptr) return api.ret(cudaErrorInvalidValue);
-  // The release threshold is kept (CUPTI reports it); the rest is accepted and not modelled,
-  // as the simulator's pools keep nothing cached.
-  if (attr == cudaMemPoolAttrReleaseThreshold) {
-    std::lock_guard<std::mutex> lock(g_alloc_mu);
-    reinterpret_cast<MemPool*>(pool)->view.release_threshold = *static_cast<uint64_t*>(value);
-  }
-  return api.ret(cudaSuccess);
-}
-
-cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value) {
-  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaMemPoolGetAttribute_v11020, "cudaMemPoolGetAttribute");
-  if (pool == nullptr || value == nullptr) return api.ret(cudaErrorInvalidValue);
-  const PoolView& v = reinterpret_cast<MemPool*>(pool)->view;
-  std::lock_guard<std::mutex> lock(g_alloc_mu);
-  switch (attr) {
-    case cudaMemPoolAttrReleaseThreshold: *static_cast<uint64_t*>(value) = v.release_threshold; break;
-    case cudaMemPoolAttrReservedMemCurrent:
-    case cudaMemPoolAttrUsedMemCurrent: *static_cast<uint64_t*>(value) = v.utilized; break;
-    // Every other attribute is a 64-bit value or smaller: 0 (nothing kept, no high-water mark).
-    default: *static_cast<uint64_t*>(value) = 0; break;
-  }
-  return api.ret(cudaSuccess);
-}
-
-cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t min_bytes_to_keep) {
-  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaMemPoolTrimTo_v11020, "cudaMemPoolTrimTo");
-  if (pool == nullptr) return api.ret(cudaErrorInvalidValue);
-  auto* p = reinterpret_cast<MemPool*>(pool);
-  PoolView view;
-  {
-    std::lock_guard<std::mutex> lock(g_alloc_mu);
-    view = p->view;
-  }
-  emit_memory_pool_record(CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_TRIMMED, p->device, view, min_bytes_to_keep,
-                          api.correlation_id());
-  return api.ret(cudaSuccess);
-}
-
 // Registered host memory is pinned for copies; the device reaches it at the same address.
 cudaError_t cudaHostRegister(void* ptr, size_t bytes, unsigned int) {
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaHostRegister_v4000, "cudaHostRegister");
   if (ptr == nullptr || bytes == 0) return api.ret(cudaErrorInvalidValue);
   {
-    std::lock_guard<std::mutex> lock(g_alloc_mu);
+    std::lock_guard<std::mutex> lock(allocation_mutex());
     auto [it, added] = allocations().emplace(reinterpret_cast<uintptr_t>(ptr),
                                              Allocation{bytes, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, false});
     if (!added) return api.ret(cudaErrorHostMemoryAlreadyRegistered);
@@ -468,7 +317,7 @@ cudaError_t cudaHostRegister(void* ptr, size_t bytes, unsigned int) {
 
 cudaError_t cudaHostUnregister(void* ptr) {
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaHostUnregister_v4000, "cudaHostUnregister");
-  std::lock_guard<std::mutex> lock(g_alloc_mu);
+  std::lock_guard<std::mutex> lock(allocation_mutex());
   auto it = allocations().find(reinterpret_cast<uintptr_t>(ptr));
   if (it == allocations().end() || it->second.owned) return api.ret(cudaErrorHostMemoryNotRegistered);
   const size_t bytes = it->second.bytes;

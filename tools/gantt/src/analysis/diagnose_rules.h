@@ -1,0 +1,37 @@
+// What the diagnose rules share (diagnose.cpp, diagnose_host_rules.cpp): the devices with
+// their GPU work and busy intervals, and the rules' signatures. Internal to libgantt.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gantt/analysis/diagnose.h"
+#include "gantt/analysis/intervals.h"
+#include "gantt/model.h"
+
+namespace gantt::analysis::detail {
+
+// CUPTI gives the legacy default stream (the NULL stream) id 7.
+inline constexpr uint32_t kLegacyStream = 7;
+
+struct Device {
+  std::string label;
+  uint16_t capture = 0;
+  uint32_t ordinal = 0;
+  std::vector<uint32_t> events;  // GPU work, by start time
+  std::vector<Interval> busy, compute, copy;
+  uint64_t span_ns = 0;
+};
+
+std::vector<Device> devices(const Model& m);
+bool is_compute(const Model& m, uint32_t e);
+std::string api_name(const Model& m, uint32_t e);  // of the call that launched e, or ""
+std::string pct(double v);
+std::string usn(uint64_t ns);
+
+// The rules the host's behaviour fires (diagnose_host_rules.cpp).
+void rule_launch_bound(const Model& m, const std::vector<Device>& devs, DiagnoseReport& r);
+void rule_sync_stall(const Model& m, const std::vector<Device>& devs, DiagnoseReport& r);
+
+}  // namespace gantt::analysis::detail
