@@ -28,10 +28,12 @@
 #include <vector>
 
 #include <gpuhook/capture.h>
+#include <gpuhook/v1/summary.pb.h>
 
 #include "gantt/analysis/diagnose.h"
 #include "gantt/analysis/diff.h"
 #include "gantt/analysis/stats.h"
+#include "gantt/analysis/summary.h"
 #include "gantt/export.h"
 #include "gantt/filter.h"
 #include "gantt/model.h"
@@ -159,6 +161,19 @@ void exercise(const std::string& path, const std::string& dir) {
     so.by = by;
     const ga::StatsReport s = ga::compute_stats(m, so);
     for (ga::Format f : {ga::Format::kText, ga::Format::kJson, ga::Format::kCsv}) (void)ga::format_stats(s, f);
+  }
+  // The summary of the same values, through its file message and merged with itself: what a
+  // hostile capture's extremes do to the reduce step.
+  {
+    ga::StatsSummary sum = ga::summarize(
+        m, {ga::GroupBy::kKernel, ga::GroupBy::kStream, ga::GroupBy::kDevice, ga::GroupBy::kRange}, 4);
+    gpuhook::v1::StatsSummary message;
+    ga::to_proto(sum, &message);
+    if (!m.captures.empty()) {
+      ga::StatsSummary back = ga::from_proto(message);
+      ga::merge(back, sum);
+      (void)ga::format_stats(ga::report(back, ga::StatsOptions{}), ga::Format::kJson);
+    }
   }
   (void)ga::format_diagnose(ga::diagnose(m), ga::Format::kText);
   (void)ga::format_diff(ga::diff_models(m, m), ga::Format::kCsv);

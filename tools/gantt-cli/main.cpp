@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include <gpuhook/capture.h>
+#include <gpuhook/summary_file.h>
 #include <gpuhook/version.h>
 
 #include "commands.h"
@@ -64,7 +65,11 @@ int main(int argc, char** argv) {
     app.exit(e);
     return gantt_cli::kExitError;
   } catch (const gpuhook::CaptureError& e) {
-    std::cerr << "gantt-cli: " << e.file() << ": byte " << e.offset() << ": " << e.what() << "\n";
+    std::cerr << "gantt-cli: " << e.file() << ": byte " << e.offset() << ": " << e.what();
+    // A summary where a capture was wanted: say what it is and who reads it.
+    if (e.kind() == gpuhook::CaptureErrorKind::kNotACapture && gpuhook::is_summary_file(e.file()))
+      std::cerr << "; it is a stats summary (.gsum), which only `gantt-cli stats` reads";
+    std::cerr << "\n";
     return gantt_cli::kExitError;
   } catch (const std::exception& e) {
     std::cerr << "gantt-cli: " << e.what() << "\n";

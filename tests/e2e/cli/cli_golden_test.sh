@@ -152,7 +152,7 @@ hostile_ok diff "$cli" diff hdev.gpuh hdev.gpuh
 grep -q ',huge_block,.*,does not fit,' hdev.csv || fail "hostile device: the 2^32-1 thread block is not 'does not fit'"
 echo "ok   hostile device and launch shapes"
 
-# Issue 22 item 12: names become CSV cells; one that a spreadsheet would run as a formula
+# Names become CSV cells; one that a spreadsheet would run as a formula
 # is quoted with a ' in export as in stats.
 "$cli" export hostile.gpuh --format csv -o hostile.csv || fail "export csv hostile"
 grep -q ",\"'=cmd|' /C calc'!A0\"," hostile.csv || grep -q ",'=cmd|' /C calc'!A0," hostile.csv ||
@@ -161,6 +161,35 @@ if grep -aEq '(^|,)"?[=+@]' hostile.csv; then fail "export csv: a cell starts wi
 "$cli" stats hostile.gpuh --format csv > hostile_stats.csv || fail "stats csv hostile"
 if grep -aEq '(^|,)"?[=+@]' hostile_stats.csv; then fail "stats csv: a cell starts with a formula character"; fi
 echo "ok   csv cells are never formulas"
+
+# Summaries (.gsum): the report from a capture's summary is the report from the capture, in
+# every grouping and format; summaries of two runs merge into the tables the two captures give,
+# in either order; misuse and damage are clear errors.
+"$cli" stats base.gpuh --summary -o base.gsum 2>/dev/null || fail "stats --summary exit $?"
+for args in "" "--by range --format md" "--by stream --format csv" "--format json --top 2" "--by device --format json"; do
+  # shellcheck disable=SC2086
+  if ! cmp -s <("$cli" stats base.gpuh $args 2>/dev/null) <("$cli" stats base.gsum $args 2>/dev/null); then
+    fail "stats of the summary differs from stats of the capture ($args)"
+  fi
+done
+"$cli" stats same.gpuh --summary -o same.gsum 2>/dev/null && "$cli" stats slow.gpuh --summary -o slow.gsum 2>/dev/null ||
+  fail "stats --summary exit $?"
+cmp -s <("$cli" stats same.gpuh slow.gpuh --format csv 2>/dev/null) <("$cli" stats same.gsum slow.gsum --format csv) ||
+  fail "merged summaries differ from the two captures (kernel table)"
+cmp -s <("$cli" stats same.gsum slow.gsum --format csv) <("$cli" stats slow.gsum same.gsum --format csv) ||
+  fail "merged summaries depend on their order (kernel table)"
+cmp -s <("$cli" stats same.gpuh slow.gsum --format csv 2>/dev/null) <("$cli" stats same.gsum slow.gsum --format csv) ||
+  fail "a capture and a summary do not merge like two summaries"
+"$cli" stats same.gsum slow.gsum | grep -q "makespan: merged from summaries" || fail "merged summaries do not say they are unaligned"
+echo "ok   summaries report what their captures report, merged in any order"
+errexit summary-without-output 2 "-o FILE" "$cli" stats base.gpuh --summary
+errexit summary-output-without-summary 2 "goes with --summary" "$cli" stats base.gpuh -o x.gsum
+errexit summary-exists 2 "never overwritten" "$cli" stats base.gpuh --summary -o base.gsum
+errexit summary-by-graph 2 "needs captures" "$cli" stats base.gsum --by graph
+errexit summary-to-render 2 "only \`gantt-cli stats\` reads" "$cli" render base.gsum -o x.svg
+errexit summary-to-diagnose 2 "stats summary" "$cli" diagnose base.gsum
+head -c 40 base.gsum > short.gsum
+errexit summary-truncated 2 "short.gsum: byte 24" "$cli" stats short.gsum
 
 for sub in info dump record render stats diff diagnose export merge; do
   "$cli" "$sub" --help | grep -q 'Example' || fail "$sub --help has no example"

@@ -1,7 +1,9 @@
 // stats output: an aligned text report for a terminal, markdown for CI summaries, JSON with
 // stable keys and integer nanoseconds for scripts, CSV of the group rows for spreadsheets.
 #include <string>
+#include <vector>
 
+#include "gantt/analysis/sketch.h"
 #include "gantt/analysis/stats.h"
 #include "gantt/analysis/table.h"
 #include "gantt/json.h"
@@ -82,12 +84,28 @@ std::string summary_line(const StatsReport& r) {
          " us, makespan " + us(static_cast<int64_t>(r.makespan_ns)) + " us";
 }
 
+// What the reader must know to trust the numbers: sketched quantiles, unaligned summaries.
+std::vector<std::string> notes(const StatsReport& r) {
+  std::vector<std::string> n;
+  if (r.sketched_groups)
+    n.push_back("quantiles: " + std::to_string(r.sketched_groups) + " group(s) or stage(s) with more than " +
+                std::to_string(DurationDigest::kExactSamples) + " instances have median and p95 from a sketch, within " +
+                fixed(kSketchRelativeError * 100, 0) + "%; the rest are exact");
+  if (r.from_unaligned_summaries)
+    n.push_back("makespan: merged from summaries of captures never aligned together, over their clocks as recorded");
+  return n;
+}
+
 std::string json_report(const StatsReport& r) {
   using json::append_string;
   std::string o = "{\n  \"by\": ";
   append_string(o, to_string(r.by));
   o += ",\n  \"events\": " + std::to_string(r.events) + ",\n  \"gpu_time_ns\": " + std::to_string(r.gpu_time_ns) +
        ",\n  \"makespan_ns\": " + std::to_string(r.makespan_ns) + ",\n  \"groups_total\": " + std::to_string(r.groups_total);
+  o += std::string(",\n  \"quantiles\": {\"exact\": ") + (r.sketched_groups ? "false" : "true") +
+       ", \"sketched_groups\": " + std::to_string(r.sketched_groups) + ", \"relative_error\": ";
+  json::append_number(o, kSketchRelativeError, 3);
+  o += std::string("}") + (r.from_unaligned_summaries ? ",\n  \"unaligned_summaries\": true" : "");
   if (r.by == GroupBy::kGraph) {
     o += ",\n  \"graphs\": [";
     for (size_t i = 0; i < r.graphs.size(); ++i) {
@@ -180,7 +198,9 @@ std::string format_stats(const StatsReport& r, Format f) {
     case Format::kJson: return json_report(r);
     case Format::kCsv: return to_csv(group_table(r));
     case Format::kMarkdown: {
-      std::string o = "**" + summary_line(r) + "**\n\n" + to_markdown(group_table(r));
+      std::string o = "**" + summary_line(r) + "**\n\n";
+      for (const std::string& n : notes(r)) o += "_" + n + "_\n\n";
+      o += to_markdown(group_table(r));
       if (r.by == GroupBy::kGraph && r.graphs.empty()) o += "\n(no CUDA graph launches in the capture)\n";
       if (shown_groups(r) < r.groups_total)
         o += "\n(top " + std::to_string(shown_groups(r)) + " of " + std::to_string(r.groups_total) + " groups)\n";
@@ -191,7 +211,9 @@ std::string format_stats(const StatsReport& r, Format f) {
     }
     case Format::kText: break;
   }
-  std::string o = summary_line(r) + "\n\n" + to_text(group_table(r));
+  std::string o = summary_line(r) + "\n";
+  for (const std::string& n : notes(r)) o += n + "\n";
+  o += "\n" + to_text(group_table(r));
   if (r.by == GroupBy::kGraph && r.graphs.empty()) o += "(no CUDA graph launches in the capture)\n";
   if (shown_groups(r) < r.groups_total)
     o += "(top " + std::to_string(shown_groups(r)) + " of " + std::to_string(r.groups_total) + " groups)\n";

@@ -31,6 +31,7 @@ struct GroupRow {
   Distribution exec;
   double share = 0;  // of all GPU exec time in the report
   uint64_t bytes = 0;
+  bool exact = true;  // false: median and p95 from the sketch, within kSketchRelativeError
 };
 
 // --by graph: one row per CUDA graph, over its launches (graphs.h says what a launch is).
@@ -101,6 +102,12 @@ struct StatsReport {
   std::vector<StageRow> stages;
   std::vector<DeviceRow> devices;
   std::vector<NcclRow> nccl;
+  // Groups and stages whose quantiles come from a sketch (more than
+  // DurationDigest::kExactSamples instances): within kSketchRelativeError. 0 = all exact.
+  uint64_t sketched_groups = 0;
+  // Merged from summaries of captures that were never aligned together: the makespan spans
+  // their clocks as they were (summary.h).
+  bool from_unaligned_summaries = false;
 };
 
 StatsReport compute_stats(const Model& model, const StatsOptions& options = {});

@@ -1,0 +1,91 @@
+// Stats summary files as untrusted input: what is written reads back; a damaged, foreign,
+// too new or oversized file is refused with its kind and byte offset; nothing is overwritten.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include <gpuhook/summary_file.h>
+
+#include "capture_test_util.h"
+
+namespace gpuhook {
+namespace {
+
+v1::StatsSummary sample() {
+  v1::StatsSummary s;
+  s.set_version(1);
+  s.set_relative_error(0.01);
+  s.add_capture()->set_path("rank0.gpuh");
+  s.set_events(3);
+  auto* g = s.add_by_kernel();
+  g->set_key("gemm");
+  g->mutable_exec()->set_count(3);
+  for (int64_t v : {10, 20, 30}) g->mutable_exec()->add_samples(v);
+  return s;
+}
+
+CaptureErrorKind kind_of(const std::string& path, uint64_t* offset = nullptr) {
+  try {
+    read_summary_file(path);
+  } catch (const CaptureError& e) {
+    if (offset) *offset = e.offset();
+    return e.kind();
+  }
+  ADD_FAILURE() << path << " was read";
+  return CaptureErrorKind::kTruncated;
+}
+
+TEST(SummaryFile, ReadsBackWhatWasWrittenAndNeverOverwrites) {
+  const std::string path = testing::temp_path("summary");
+  std::string error;
+  ASSERT_TRUE(write_summary_file(path, sample(), &error)) << error;
+  EXPECT_TRUE(is_summary_file(path));
+  EXPECT_EQ(read_summary_file(path).SerializeAsString(), sample().SerializeAsString());
+  EXPECT_FALSE(write_summary_file(path, sample(), &error));
+  EXPECT_NE(error.find("never overwritten"), std::string::npos) << error;
+}
+
+TEST(SummaryFile, RefusesDamagedForeignAndHostileFiles) {
+  const std::string good = testing::temp_path("summary");
+  std::string error;
+  ASSERT_TRUE(write_summary_file(good, sample(), &error)) << error;
+  const std::string bytes = testing::read_bytes(good);
+  std::string bad;
+  const auto spit = [&bad](const std::string& b) { bad = testing::write_bytes("bad-summary", b); };
+  uint64_t offset = 0;
+
+  spit(bytes.substr(0, bytes.size() - 5));  // truncated frame
+  EXPECT_EQ(kind_of(bad, &offset), CaptureErrorKind::kCorruptFrame);
+  EXPECT_EQ(offset, 24u);
+  spit(bytes.substr(0, 10));
+  EXPECT_EQ(kind_of(bad), CaptureErrorKind::kNotACapture);
+  spit("");
+  EXPECT_EQ(kind_of(bad), CaptureErrorKind::kNotACapture);
+  std::string flipped = bytes;
+  flipped[flipped.size() - 1] ^= 0x55;  // the content checksum
+  spit(flipped);
+  const CaptureErrorKind k = kind_of(bad);
+  EXPECT_TRUE(k == CaptureErrorKind::kChecksum || k == CaptureErrorKind::kCorruptFrame) << to_string(k);
+  std::string newer = bytes;
+  newer[16] = 9;
+  spit(newer);
+  EXPECT_EQ(kind_of(bad, &offset), CaptureErrorKind::kTooNew);
+  EXPECT_EQ(offset, 16u);
+  // A frame declaring 1 TB of content: refused before anything is allocated.
+  std::string huge = bytes.substr(0, 24);
+  // magic, descriptor (8-byte content size), window descriptor, content size 2^40
+  const unsigned char frame[] = {0x28, 0xB5, 0x2F, 0xFD, 0xC0, 0x00, 0, 0, 0, 0, 0, 0x01, 0, 0};
+  huge.append(reinterpret_cast<const char*>(frame), sizeof frame);
+  spit(huge);
+  EXPECT_EQ(kind_of(bad), CaptureErrorKind::kOversizedLength);
+  // Valid zstd around bytes that are not a summary message.
+  spit(bytes.substr(0, 24) + bytes.substr(24, 4) + std::string(40, '\xff'));
+  const CaptureErrorKind garbage = kind_of(bad);
+  EXPECT_TRUE(garbage == CaptureErrorKind::kCorruptFrame || garbage == CaptureErrorKind::kBadRecord) << to_string(garbage);
+  // A capture is not a summary.
+  EXPECT_FALSE(is_summary_file("/nonexistent/missing.gsum"));
+  EXPECT_EQ(kind_of("/nonexistent/missing.gsum"), CaptureErrorKind::kIo);
+}
+
+}  // namespace
+}  // namespace gpuhook

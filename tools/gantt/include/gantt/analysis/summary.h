@@ -1,0 +1,70 @@
+// What `stats` needs of a capture, kept small enough to move and merge: the map step of a job
+// too large to load in one place. Each rank's capture is summarised where it was written
+// (`gantt-cli stats CAPTURE --summary -o rank.gsum`), only the summaries travel, and `stats`
+// merges them into one report. compute_stats() goes through the same summary, so a report
+// from summaries and one from captures read the same on the same data (exact quantiles below
+// DurationDigest::kExactSamples instances per group, within kSketchRelativeError above).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gantt/analysis/sketch.h"
+#include "gantt/analysis/stats.h"
+#include "gantt/model.h"
+
+namespace gpuhook::v1 {
+class StatsSummary;
+}
+
+namespace gantt::analysis {
+
+struct SummaryGroup {
+  std::string key;  // kernel and range groups
+  uint32_t capture = 0, device = 0, stream = 0;  // stream and device groups
+  DurationDigest exec;
+  uint64_t bytes = 0;
+};
+
+struct SummaryCapture {
+  std::string path, host;
+  uint32_t pid = 0;
+  int32_t rank = -1;
+};
+
+struct StatsSummary {
+  std::vector<SummaryCapture> captures;
+  uint64_t events = 0;
+  uint64_t gpu_time_ns = 0;
+  uint64_t first_ns = 0, last_ns = 0;
+  // Indexed by GroupBy (kernel, stream, device, range); graph rows need the timeline and are
+  // not summarised.
+  std::array<std::vector<SummaryGroup>, 4> groups;
+  std::array<bool, 4> grouped{};  // which groupings were summarised
+  DurationDigest launch_to_queued, queued_to_start, exec;
+  std::vector<DeviceRow> devices;  // label empty: named by the report
+  std::vector<NcclRow> nccl;
+  size_t gaps_kept = 0;
+  bool merged = false;  // from summaries whose captures were not aligned together
+};
+
+// Every grouping in `by` (GroupBy::kGraph is ignored), and up to `gaps` idle gaps per device.
+StatsSummary summarize(const Model& model, const std::vector<GroupBy>& by, size_t gaps);
+
+// Appends `other`'s captures after this one's (capture indices shift) and adds its figures.
+// Associative, and the report of a merge does not depend on the order of the summaries.
+void merge(StatsSummary& into, const StatsSummary& other);
+
+// The report of a summary: the same tables compute_stats() gives. Throws std::invalid_argument
+// when the summary lacks the grouping asked for.
+StatsReport report(const StatsSummary& summary, const StatsOptions& options);
+
+// To and from the .gsum message (gpuhook/summary_file.h reads and writes the file). from_proto
+// checks what a hostile file could say (counts that disagree, indices out of range) and throws
+// std::invalid_argument with what was wrong.
+void to_proto(const StatsSummary& summary, gpuhook::v1::StatsSummary* out);
+StatsSummary from_proto(const gpuhook::v1::StatsSummary& in);
+
+}  // namespace gantt::analysis

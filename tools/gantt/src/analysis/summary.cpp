@@ -1,0 +1,482 @@
+#include "gantt/analysis/summary.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+#include <tuple>
+#include <unordered_map>
+
+#include <gpuhook/v1/summary.pb.h>
+
+#include "gantt/analysis/intervals.h"
+#include "gantt/text.h"
+
+namespace gantt::analysis {
+namespace {
+
+namespace v1 = gpuhook::v1;
+
+constexpr size_t kGroupings = 4;  // kernel, stream, device, range: GroupBy's first four
+
+std::string device_label(size_t captures, uint32_t capture, uint32_t device) {
+  std::string l = captures > 1 ? "c" + std::to_string(capture) + ".gpu" : "gpu";
+  return l + std::to_string(device);
+}
+
+uint64_t device_key(uint16_t capture, uint32_t device) { return (uint64_t{capture} << 32) | device; }
+
+// The host API call that overlaps [from, to) the most in this capture, in words. A linear
+// scan per gap: only a few gaps are listed, and sorting a million calls costs more.
+std::string host_activity(const Model& m, uint16_t capture, uint64_t from, uint64_t to) {
+  uint64_t best = 0;
+  uint32_t best_row = kNone;
+  for (uint32_t a = 0; a < m.api.size(); ++a) {
+    if (m.api.capture[a] != capture || m.api.start_ns[a] == 0 || m.api.start_ns[a] >= to || m.api.end_ns[a] <= from)
+      continue;
+    const uint64_t lo = std::max(from, m.api.start_ns[a]), hi = std::min(to, m.api.end_ns[a]);
+    if (hi > lo && hi - lo > best) {
+      best = hi - lo;
+      best_row = a;
+    }
+  }
+  if (best_row == kNone) return "no host API call recorded";
+  const uint64_t pct = (best * 100 + (to - from) / 2) / (to - from);
+  // A call that touched the gap only at its edge: "0% of the gap" read as a contradiction.
+  const std::string share = pct == 0 ? "<1%" : std::to_string(pct) + "%";
+  return std::string(api_display_name(m.string(m.api.name[best_row]))) + " (tid " +
+         std::to_string(m.threads.thread_id[m.api.thread[best_row]]) + ") " + share + " of the gap";
+}
+
+// The id a grouping resolves once per distinct value (name, range row, stream), not per event.
+uint64_t group_id(const Model& m, uint32_t e, GroupBy by) {
+  const EventKind kind = m.events.kind[e];
+  switch (by) {
+    case GroupBy::kKernel: {
+      const uint32_t name = m.events.name[e];
+      const uint32_t disp = name < m.demangled.size() && m.demangled[name] != kNone ? m.demangled[name] : name;
+      return kind == EventKind::kMemcpy ? (uint64_t{1} << 40) | m.events.copy_kind[e]
+             : kind == EventKind::kMemset ? (uint64_t{2} << 40)
+                                          : disp;
+    }
+    case GroupBy::kStream:
+      return (uint64_t{m.events.capture[e]} << 48) | (uint64_t{m.events.device[e] & 0xFFFF} << 32) | m.events.stream[e];
+    case GroupBy::kDevice: return device_key(m.events.capture[e], m.events.device[e]);
+    case GroupBy::kRange: return m.events.range[e];
+    case GroupBy::kGraph: break;
+  }
+  return 0;
+}
+
+SummaryGroup new_group(const Model& m, uint32_t e, GroupBy by) {
+  SummaryGroup g;
+  g.capture = m.events.capture[e];
+  g.device = m.events.device[e];
+  switch (by) {
+    case GroupBy::kKernel: g.key = kernel_key(m, e); break;
+    case GroupBy::kStream: g.stream = m.events.stream[e]; break;
+    case GroupBy::kDevice: break;
+    case GroupBy::kRange: {
+      const uint32_t rr = m.events.range[e];
+      g.key = rr == kNone ? "(no range)" : m.range_path_of_range(rr);
+      break;
+    }
+    case GroupBy::kGraph: break;
+  }
+  if (by == GroupBy::kKernel || by == GroupBy::kRange) g.capture = g.device = 0;
+  return g;
+}
+
+// Kernel and range rows are one per key text; stream and device rows one per place.
+using GroupIdentity = std::tuple<std::string, uint32_t, uint32_t, uint32_t>;
+GroupIdentity identity(const SummaryGroup& g) { return {g.key, g.capture, g.device, g.stream}; }
+
+void merge_groups(std::vector<SummaryGroup>& into, const std::vector<SummaryGroup>& from, uint32_t capture_shift,
+                  bool placed) {
+  std::map<GroupIdentity, size_t> at;
+  for (size_t i = 0; i < into.size(); ++i) at[identity(into[i])] = i;
+  for (SummaryGroup g : from) {
+    if (placed) g.capture += capture_shift;
+    auto [it, fresh] = at.try_emplace(identity(g), into.size());
+    if (fresh) {
+      into.push_back(std::move(g));
+    } else {
+      into[it->second].exec.merge(g.exec);
+      into[it->second].bytes += g.bytes;
+    }
+  }
+}
+
+std::string group_key(const SummaryGroup& g, GroupBy by, size_t captures) {
+  switch (by) {
+    case GroupBy::kStream: return device_label(captures, g.capture, g.device) + " stream " + std::to_string(g.stream);
+    case GroupBy::kDevice: return device_label(captures, g.capture, g.device);
+    default: return g.key;
+  }
+}
+
+Distribution distribution(const DurationDigest& d) {
+  Distribution out;
+  out.count = d.count();
+  if (out.count == 0) return out;
+  out.total_ns = d.total_ns();
+  out.mean_ns = static_cast<double>(out.total_ns) / static_cast<double>(out.count);
+  out.median_ns = d.median_ns();
+  out.p95_ns = d.p95_ns();
+  out.min_ns = d.min_ns();
+  out.max_ns = d.max_ns();
+  return out;
+}
+
+}  // namespace
+
+StatsSummary summarize(const Model& m, const std::vector<GroupBy>& by, size_t gaps) {
+  StatsSummary s;
+  s.gaps_kept = gaps;
+  for (const CaptureInfo& c : m.captures)
+    s.captures.push_back({c.path, c.header.host_name(), c.header.pid(),
+                          c.header.has_rank() ? static_cast<int32_t>(c.header.rank()) : -1});
+  std::array<std::unordered_map<uint64_t, size_t>, kGroupings> slot_of;
+  std::array<std::vector<SummaryGroup>, kGroupings> slots;
+  std::vector<GroupBy> groupings;
+  for (GroupBy g : by)
+    if (g != GroupBy::kGraph && !s.grouped[static_cast<size_t>(g)]) {
+      s.grouped[static_cast<size_t>(g)] = true;
+      groupings.push_back(g);
+    }
+  std::map<uint64_t, std::vector<Interval>> compute_iv, copy_iv, all_iv;
+  for (uint32_t e = 0; e < m.events.size(); ++e) {
+    if (!is_gpu_work(m, e)) continue;
+    const uint64_t b = m.events.start_ns[e], t = m.events.end_ns[e];
+    const int64_t dur = static_cast<int64_t>(t - b);
+    ++s.events;
+    s.gpu_time_ns += static_cast<uint64_t>(dur);
+    s.first_ns = s.first_ns == 0 ? b : std::min(s.first_ns, b);
+    s.last_ns = std::max(s.last_ns, t);
+    const uint64_t dk = device_key(m.events.capture[e], m.events.device[e]);
+    const EventKind kind = m.events.kind[e];
+    all_iv[dk].emplace_back(b, t);
+    if (kind == EventKind::kMemcpy) copy_iv[dk].emplace_back(b, t);
+    else if (kind == EventKind::kKernel || kind == EventKind::kNccl) compute_iv[dk].emplace_back(b, t);
+    if (kind == EventKind::kKernel || kind == EventKind::kNccl) {
+      const Stages st = m.stages(e);
+      if (st.launch_to_queued_ns) s.launch_to_queued.add(*st.launch_to_queued_ns);
+      if (st.queued_to_start_ns) s.queued_to_start.add(*st.queued_to_start_ns);
+      s.exec.add(dur);
+    }
+    for (GroupBy g : groupings) {
+      const size_t gi = static_cast<size_t>(g);
+      auto [it, fresh] = slot_of[gi].try_emplace(group_id(m, e, g), slots[gi].size());
+      if (fresh) slots[gi].push_back(new_group(m, e, g));
+      SummaryGroup& row = slots[gi][it->second];
+      row.exec.add(dur);
+      row.bytes += m.events.bytes[e];
+    }
+  }
+  // Different ids can share a key (two range rows with one path, two mangled names with one
+  // demangled form): merged by key so each key is one row.
+  for (GroupBy g : groupings) merge_groups(s.groups[static_cast<size_t>(g)], slots[static_cast<size_t>(g)], 0, false);
+
+  for (auto& [dk, all] : all_iv) {
+    DeviceRow d;
+    d.capture = static_cast<uint16_t>(dk >> 32);
+    d.device = static_cast<uint32_t>(dk & 0xFFFFFFFF);
+    merge_intervals(all);
+    auto& comp = compute_iv[dk];
+    auto& copy = copy_iv[dk];
+    merge_intervals(comp);
+    merge_intervals(copy);
+    d.span_ns = all.back().second - all.front().first;
+    d.busy_ns = total_length(all);
+    d.compute_ns = total_length(comp);
+    d.copy_ns = total_length(copy);
+    d.overlap_ns = intersection_length(comp, copy);
+    d.idle_ns = d.span_ns - d.busy_ns;
+    std::vector<Interval> holes;
+    for (size_t i = 1; i < all.size(); ++i) holes.emplace_back(all[i - 1].second, all[i].first);
+    std::stable_sort(holes.begin(), holes.end(), [](const Interval& a, const Interval& b) {
+      return a.second - a.first > b.second - b.first;
+    });
+    if (holes.size() > gaps) holes.resize(gaps);
+    for (const Interval& h : holes) d.gaps.push_back({h.first, h.second, host_activity(m, d.capture, h.first, h.second)});
+    s.devices.push_back(std::move(d));
+  }
+
+  std::map<std::string, NcclRow> nccl;
+  for (size_t i = 0; i < m.nccl.size(); ++i) {
+    const uint8_t op = m.nccl.op[i];
+    if (op == gpuhook::v1::NCCL_GROUP_START || op == gpuhook::v1::NCCL_GROUP_END ||
+        op == gpuhook::v1::NCCL_COMM_INIT || op == gpuhook::v1::NCCL_COMM_DESTROY)
+      continue;
+    std::string name(m.string(m.nccl.name[i]));
+    if (name.empty()) name = "nccl op " + std::to_string(op);
+    NcclRow& row = nccl[name];
+    row.op = name;
+    ++row.calls;
+    row.bytes += m.nccl.bytes[i];
+    const uint32_t ev = m.nccl.event[i];
+    if (ev != kNone && m.events.end_ns[ev] > m.events.start_ns[ev] && m.events.start_ns[ev] != 0)
+      row.time_ns += m.events.end_ns[ev] - m.events.start_ns[ev];
+    else if (m.nccl.end_ns[i] > m.nccl.start_ns[i] && m.nccl.start_ns[i] != 0)
+      row.time_ns += m.nccl.end_ns[i] - m.nccl.start_ns[i];
+  }
+  for (auto& [k, v] : nccl) s.nccl.push_back(v);
+  return s;
+}
+
+void merge(StatsSummary& into, const StatsSummary& o) {
+  const auto shift = static_cast<uint32_t>(into.captures.size());
+  into.captures.insert(into.captures.end(), o.captures.begin(), o.captures.end());
+  into.events += o.events;
+  into.gpu_time_ns += o.gpu_time_ns;
+  if (o.first_ns != 0) into.first_ns = into.first_ns == 0 ? o.first_ns : std::min(into.first_ns, o.first_ns);
+  into.last_ns = std::max(into.last_ns, o.last_ns);
+  for (size_t g = 0; g < kGroupings; ++g) {
+    // A grouping is in the merge only when every part has it.
+    into.grouped[g] = into.grouped[g] && o.grouped[g];
+    if (!into.grouped[g]) {
+      into.groups[g].clear();
+      continue;
+    }
+    const bool placed = g == static_cast<size_t>(GroupBy::kStream) || g == static_cast<size_t>(GroupBy::kDevice);
+    merge_groups(into.groups[g], o.groups[g], shift, placed);
+  }
+  into.launch_to_queued.merge(o.launch_to_queued);
+  into.queued_to_start.merge(o.queued_to_start);
+  into.exec.merge(o.exec);
+  for (DeviceRow d : o.devices) {
+    d.capture = static_cast<uint16_t>(d.capture + shift);
+    into.devices.push_back(std::move(d));
+  }
+  std::map<std::string, NcclRow> nccl;
+  const std::vector<NcclRow>* const parts[] = {&into.nccl, &o.nccl};
+  for (const std::vector<NcclRow>* rows : parts)
+    for (const NcclRow& r : *rows) {
+      NcclRow& row = nccl[r.op];
+      row.op = r.op;
+      row.calls += r.calls;
+      row.time_ns += r.time_ns;
+      row.bytes += r.bytes;
+    }
+  into.nccl.clear();
+  for (auto& [k, v] : nccl) into.nccl.push_back(v);
+  into.gaps_kept = std::min(into.gaps_kept, o.gaps_kept);
+  into.merged = true;
+}
+
+StatsReport report(const StatsSummary& s, const StatsOptions& o) {
+  StatsReport r;
+  r.by = o.by;
+  r.events = s.events;
+  r.gpu_time_ns = s.gpu_time_ns;
+  r.makespan_ns = s.last_ns > s.first_ns ? s.last_ns - s.first_ns : 0;
+  r.first_ns = s.first_ns;
+  r.from_unaligned_summaries = s.merged;
+  if (o.by != GroupBy::kGraph) {
+    const size_t gi = static_cast<size_t>(o.by);
+    if (!s.grouped[gi])
+      throw std::invalid_argument(std::string("the summary has no --by ") + to_string(o.by) + " grouping");
+    for (const SummaryGroup& g : s.groups[gi]) {
+      GroupRow row;
+      row.key = group_key(g, o.by, s.captures.size());
+      row.exec = distribution(g.exec);
+      row.exact = g.exec.exact();
+      row.bytes = g.bytes;
+      row.share = r.gpu_time_ns ? static_cast<double>(row.exec.total_ns) / static_cast<double>(r.gpu_time_ns) : 0;
+      r.groups.push_back(std::move(row));
+    }
+    std::sort(r.groups.begin(), r.groups.end(), [](const GroupRow& a, const GroupRow& b) {
+      return a.exec.total_ns != b.exec.total_ns ? a.exec.total_ns > b.exec.total_ns : a.key < b.key;
+    });
+    r.groups_total = r.groups.size();
+    for (const GroupRow& g : r.groups) r.sketched_groups += g.exact ? 0 : 1;
+    if (o.top > 0 && r.groups.size() > o.top) r.groups.resize(o.top);
+  }
+  const auto stage = [&r](const char* name, const DurationDigest& d) {
+    if (!d.exact()) ++r.sketched_groups;
+    return StageRow{name, d.count(), d.median_ns(), d.p95_ns()};
+  };
+  r.stages.push_back(stage("launch->queued", s.launch_to_queued));
+  r.stages.push_back(stage("queued->start", s.queued_to_start));
+  r.stages.push_back(stage("exec", s.exec));
+  r.devices = s.devices;
+  std::stable_sort(r.devices.begin(), r.devices.end(), [](const DeviceRow& a, const DeviceRow& b) {
+    return std::tie(a.capture, a.device) < std::tie(b.capture, b.device);
+  });
+  for (DeviceRow& d : r.devices) {
+    d.label = device_label(s.captures.size(), d.capture, d.device);
+    d.busy_pct = d.span_ns ? 100.0 * static_cast<double>(d.busy_ns) / static_cast<double>(d.span_ns) : 0;
+    d.overlap_pct = d.copy_ns ? 100.0 * static_cast<double>(d.overlap_ns) / static_cast<double>(d.copy_ns) : 0;
+    if (d.gaps.size() > o.gaps) d.gaps.resize(o.gaps);
+  }
+  r.nccl = s.nccl;
+  return r;
+}
+
+namespace {
+
+void digest_to_proto(const DurationDigest& d, v1::Digest* out) {
+  out->set_count(d.count());
+  out->set_total_ns(d.total_ns());
+  out->set_min_ns(d.min_ns());
+  out->set_max_ns(d.max_ns());
+  out->set_sketched(!d.exact());
+  if (d.exact()) {
+    for (int64_t v : d.samples()) out->add_samples(v);
+    return;
+  }
+  for (const auto& [i, n] : d.sketch().positive()) {
+    out->add_positive_index(i);
+    out->add_positive_count(n);
+  }
+  for (const auto& [i, n] : d.sketch().negative()) {
+    out->add_negative_index(i);
+    out->add_negative_count(n);
+  }
+  out->set_zeros(d.sketch().zeros());
+}
+
+DurationDigest digest_from_proto(const v1::Digest& in, const std::string& where) {
+  const auto bad = [&where](const std::string& what) { return std::invalid_argument(where + ": " + what); };
+  if (in.count() == 0) return {};
+  if (!in.sketched()) {
+    if (static_cast<uint64_t>(in.samples_size()) != in.count() || in.count() > DurationDigest::kExactSamples)
+      throw bad("exact digest of " + std::to_string(in.count()) + " values holds " + std::to_string(in.samples_size()));
+    return DurationDigest::from_parts(in.count(), in.total_ns(), in.min_ns(), in.max_ns(),
+                                      {in.samples().begin(), in.samples().end()}, nullptr);
+  }
+  if (in.positive_index_size() != in.positive_count_size() || in.negative_index_size() != in.negative_count_size())
+    throw bad("sketch buckets and counts differ in number");
+  QuantileSketch sk;
+  const auto take = [&](const auto& index, const auto& count, bool negative) {
+    for (int i = 0; i < index.size(); ++i)
+      if (!sk.add_bucket(index[i], negative, count[i]))
+        throw bad("sketch bucket " + std::to_string(index[i]) + " holds no int64 value");
+  };
+  take(in.positive_index(), in.positive_count(), false);
+  take(in.negative_index(), in.negative_count(), true);
+  sk.add(0, in.zeros());
+  if (sk.count() != in.count()) throw bad("sketch counts add up to " + std::to_string(sk.count()) + ", not " + std::to_string(in.count()));
+  return DurationDigest::from_parts(in.count(), in.total_ns(), in.min_ns(), in.max_ns(), {}, &sk);
+}
+
+}  // namespace
+
+void to_proto(const StatsSummary& s, v1::StatsSummary* out) {
+  out->Clear();
+  out->set_version(1);
+  out->set_relative_error(kSketchRelativeError);
+  out->set_exact_samples(DurationDigest::kExactSamples);
+  for (const SummaryCapture& c : s.captures) {
+    auto* p = out->add_capture();
+    p->set_path(c.path);
+    p->set_host(c.host);
+    p->set_pid(c.pid);
+    p->set_rank(c.rank);
+  }
+  out->set_events(s.events);
+  out->set_gpu_time_ns(s.gpu_time_ns);
+  out->set_first_ns(s.first_ns);
+  out->set_last_ns(s.last_ns);
+  using Field = google::protobuf::RepeatedPtrField<v1::SummaryGroup>* (v1::StatsSummary::*)();
+  const std::array<Field, kGroupings> fields = {&v1::StatsSummary::mutable_by_kernel, &v1::StatsSummary::mutable_by_stream,
+                                                &v1::StatsSummary::mutable_by_device, &v1::StatsSummary::mutable_by_range};
+  for (size_t g = 0; g < kGroupings; ++g) {
+    if (!s.grouped[g]) continue;
+    auto* rows = (out->*fields[g])();
+    for (const SummaryGroup& row : s.groups[g]) {
+      auto* p = rows->Add();
+      p->set_key(row.key);
+      p->set_capture(row.capture);
+      p->set_device(row.device);
+      p->set_stream(row.stream);
+      digest_to_proto(row.exec, p->mutable_exec());
+      p->set_bytes(row.bytes);
+    }
+  }
+  digest_to_proto(s.launch_to_queued, out->mutable_launch_to_queued());
+  digest_to_proto(s.queued_to_start, out->mutable_queued_to_start());
+  digest_to_proto(s.exec, out->mutable_exec());
+  for (const DeviceRow& d : s.devices) {
+    auto* p = out->add_device();
+    p->set_capture(d.capture);
+    p->set_device(d.device);
+    p->set_span_ns(d.span_ns);
+    p->set_busy_ns(d.busy_ns);
+    p->set_compute_ns(d.compute_ns);
+    p->set_copy_ns(d.copy_ns);
+    p->set_overlap_ns(d.overlap_ns);
+    p->set_idle_ns(d.idle_ns);
+    for (const IdleGap& g : d.gaps) {
+      auto* q = p->add_gap();
+      q->set_start_ns(g.start_ns);
+      q->set_end_ns(g.end_ns);
+      q->set_host(g.host);
+    }
+  }
+  for (const NcclRow& n : s.nccl) {
+    auto* p = out->add_nccl();
+    p->set_op(n.op);
+    p->set_calls(n.calls);
+    p->set_time_ns(n.time_ns);
+    p->set_bytes(n.bytes);
+  }
+  out->set_gaps_kept(static_cast<uint32_t>(s.gaps_kept));
+  out->set_merged(s.merged);
+}
+
+StatsSummary from_proto(const v1::StatsSummary& in) {
+  if (in.relative_error() != kSketchRelativeError)
+    throw std::invalid_argument("made with sketch error " + std::to_string(in.relative_error()) +
+                                ", this build merges only " + std::to_string(kSketchRelativeError));
+  if (in.capture_size() == 0 || in.capture_size() > 65535)
+    throw std::invalid_argument(std::to_string(in.capture_size()) + " captures (1 to 65535 expected)");
+  StatsSummary s;
+  for (const auto& c : in.capture()) s.captures.push_back({c.path(), c.host(), c.pid(), c.rank()});
+  const auto captures = static_cast<uint32_t>(in.capture_size());
+  s.events = in.events();
+  s.gpu_time_ns = in.gpu_time_ns();
+  s.first_ns = in.first_ns();
+  s.last_ns = in.last_ns();
+  using Rows = const google::protobuf::RepeatedPtrField<v1::SummaryGroup>& (v1::StatsSummary::*)() const;
+  const std::array<Rows, kGroupings> fields = {&v1::StatsSummary::by_kernel, &v1::StatsSummary::by_stream,
+                                               &v1::StatsSummary::by_device, &v1::StatsSummary::by_range};
+  for (size_t g = 0; g < kGroupings; ++g) {
+    const auto& rows = (in.*fields[g])();
+    s.grouped[g] = !rows.empty() || in.events() == 0;
+    for (const v1::SummaryGroup& p : rows) {
+      if (p.capture() >= captures) throw std::invalid_argument("a group names capture " + std::to_string(p.capture()));
+      SummaryGroup row;
+      row.key = p.key();
+      row.capture = p.capture();
+      row.device = p.device();
+      row.stream = p.stream();
+      row.exec = digest_from_proto(p.exec(), "group '" + ellipsize(p.key(), 80) + "'");
+      row.bytes = p.bytes();
+      s.groups[g].push_back(std::move(row));
+    }
+  }
+  s.launch_to_queued = digest_from_proto(in.launch_to_queued(), "launch->queued");
+  s.queued_to_start = digest_from_proto(in.queued_to_start(), "queued->start");
+  s.exec = digest_from_proto(in.exec(), "exec");
+  for (const v1::SummaryDevice& p : in.device()) {
+    if (p.capture() >= captures) throw std::invalid_argument("a device names capture " + std::to_string(p.capture()));
+    DeviceRow d;
+    d.capture = static_cast<uint16_t>(p.capture());
+    d.device = p.device();
+    d.span_ns = p.span_ns();
+    d.busy_ns = p.busy_ns();
+    d.compute_ns = p.compute_ns();
+    d.copy_ns = p.copy_ns();
+    d.overlap_ns = p.overlap_ns();
+    d.idle_ns = p.idle_ns();
+    for (const v1::SummaryGap& g : p.gap()) d.gaps.push_back({g.start_ns(), g.end_ns(), g.host()});
+    s.devices.push_back(std::move(d));
+  }
+  for (const v1::SummaryNccl& p : in.nccl()) s.nccl.push_back({p.op(), p.calls(), p.time_ns(), p.bytes()});
+  s.gaps_kept = in.gaps_kept();
+  s.merged = in.merged();
+  return s;
+}
+
+}  // namespace gantt::analysis
