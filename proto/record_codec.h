@@ -232,14 +232,14 @@ void delta_encode(R& r, Cursors& cursors, Note&& note) {
     note(v);
     int64_t t = v;
     int64_t base = prev;
-    if (kernel && index == 0 && launch_base != nullptr) base = *launch_base;
-    if (kernel && index == 2 && stream_base != nullptr) base = *stream_base;
+    if (kernel && index == kKernelQueuedTime && launch_base != nullptr) base = *launch_base;
+    if (kernel && index == kKernelStartTime && stream_base != nullptr) base = *stream_base;
     v = wrap_sub(t, base);
     prev = t;
     if (first) cursor = t;
     first = false;
-    if (kernel && index == 3) end_ns = t;
-    if (api && index == 0) api_start_ns = t;
+    if (kernel && index == kKernelEndTime) end_ns = t;
+    if (api && index == kApiStartTime) api_start_ns = t;
   });
   if (kernel && end_ns != 0) cursors.set_end(r.kernel().context(), r.kernel().stream(), end_ns);
   if (api) cursors.set_launch(correlation_id, api_start_ns);
@@ -268,17 +268,17 @@ inline void delta_decode(v1::Record& r, Cursors& cursors) {
     int index = field++;
     if (!has) return;
     int64_t base = prev;
-    if (kernel && index == 0 && launch_base != nullptr) base = *launch_base;
-    if (kernel && index == 2 && stream_base != nullptr) base = *stream_base;
+    if (kernel && index == kKernelQueuedTime && launch_base != nullptr) base = *launch_base;
+    if (kernel && index == kKernelStartTime && stream_base != nullptr) base = *stream_base;
     prev = wrap_add(base, v);
     v = prev;
     if (first) cursor = prev;
     first = false;
-    if (kernel && index == 3) {
+    if (kernel && index == kKernelEndTime) {
       has_end = true;
       end_ns = prev;
     }
-    if (api && index == 0) api_start_ns = prev;
+    if (api && index == kApiStartTime) api_start_ns = prev;
   });
   if (has_end && end_ns != 0) cursors.set_end(r.kernel().context(), r.kernel().stream(), end_ns);
   if (api) cursors.set_launch(correlation_id, api_start_ns);

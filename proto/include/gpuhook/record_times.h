@@ -25,6 +25,13 @@ auto message(R& r, Mutable mut, Const get) {
 // previous known time in the chunk (see proto/README.md).
 // R: v1::Record or wire::Record (the hook's, without libprotobuf), const or not.
 
+// Positions in visit_times' order, for code that treats one field of a kind specially (the
+// delta coder bases a kernel's queued stamp on its launch and its start on the stream's last
+// end; a merge shifts only a clock pair's host time). CaptureFormat tests pin them.
+inline constexpr int kKernelQueuedTime = 0, kKernelSubmittedTime = 1, kKernelStartTime = 2, kKernelEndTime = 3;
+inline constexpr int kApiStartTime = 0, kApiEndTime = 1;
+inline constexpr int kClockSyncHostTime = 0;
+
 template <class R, class F>
 void visit_times(R& r, F&& f) {
   using detail::message;

@@ -310,6 +310,32 @@ TEST(CaptureFormat, VisitTimesListsEveryTimeFieldOfEveryKind) {
   }
 }
 
+// The named positions the coders use are the fields they name.
+TEST(CaptureFormat, NamedTimePositionsAreTheirFields) {
+  const auto position_of = [](v1::Record r, int64_t marker) {
+    int at = -1, i = 0;
+    visit_times(r, [&](bool& has, int64_t& v) {
+      if (has && v == marker) at = i;
+      ++i;
+    });
+    return at;
+  };
+  v1::Record k;
+  auto* kk = k.mutable_kernel();
+  kk->set_queued_ns(1), kk->set_submitted_ns(2), kk->set_start_ns(3), kk->set_end_ns(4);
+  EXPECT_EQ(position_of(k, 1), kKernelQueuedTime);
+  EXPECT_EQ(position_of(k, 2), kKernelSubmittedTime);
+  EXPECT_EQ(position_of(k, 3), kKernelStartTime);
+  EXPECT_EQ(position_of(k, 4), kKernelEndTime);
+  v1::Record a;
+  a.mutable_api()->set_start_ns(5), a.mutable_api()->set_end_ns(6);
+  EXPECT_EQ(position_of(a, 5), kApiStartTime);
+  EXPECT_EQ(position_of(a, 6), kApiEndTime);
+  v1::Record c;
+  c.mutable_clock_sync()->set_host_ns(7), c.mutable_clock_sync()->set_gpu_ns(8);
+  EXPECT_EQ(position_of(c, 7), kClockSyncHostTime);
+}
+
 // What places a record in a time window: a kernel by its start (graph nodes have unknown
 // queued stamps), capture-wide records by nothing, the rest by their first known time.
 TEST(CaptureFormat, PlacingTimeIsAKernelsStartAndNoneForCaptureWideRecords) {

@@ -59,7 +59,7 @@ void shift_record(v1::Record& r, int64_t delta, bool gpu_on_host_clock) {
   int index = 0;
   gpuhook::visit_times(r, [&](bool& has, int64_t& v) {
     const int i = index++;
-    if (clock_sync && i != 0) return;  // gpu_ns and realtime_ns are other clocks
+    if (clock_sync && i != gpuhook::kClockSyncHostTime) return;  // gpu_ns and realtime_ns are other clocks
     if (has && v != 0) v = static_cast<int64_t>(static_cast<uint64_t>(v) + static_cast<uint64_t>(delta));
   });
 }
