@@ -2,19 +2,20 @@
 # The installed format library is enough to read a capture: install the `format` component
 # into a scratch prefix, build consumer/ against it with find_package(gpuhook), and compare
 # what it reads with what gantt-cli info says of the same file.
-# usage: check_install.sh BUILD_DIR GANTT_CLI CAPTURE WORK_DIR
+# usage: check_install.sh BUILD_DIR GANTT_CLI CAPTURE WORK_DIR [CONSUMER_FLAGS]
 set -euo pipefail
-build=$1 cli=$2 capture=$3 work=$4
+build=$1 cli=$2 capture=$3 work=$4 flags=${5:-}
 here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$work" && mkdir -p "$work"
 cmake --install "$build" --prefix "$work/prefix" --component format > "$work/install.log"
 # Only the public API is installed: no private header of the format may leak.
-for private in framing.h record_codec.h fast_encode.h wire_format.h wire_capture.h; do
+for private in framing.h record_codec.h fast_encode.h wire_format.h wire_capture.h wire_from_proto.h; do
   if find "$work/prefix" -name "$private" | grep -q .; then
     echo "FAIL: private header $private was installed"; exit 1
   fi
 done
-cmake -S "$here/consumer" -B "$work/consumer" -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release > "$work/configure.log" 2>&1 ||
+cmake -S "$here/consumer" -B "$work/consumer" -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags" > "$work/configure.log" 2>&1 ||
   { cat "$work/configure.log"; echo "FAIL: the consumer does not configure against the installed package"; exit 1; }
 cmake --build "$work/consumer" > "$work/build.log" 2>&1 ||
   { cat "$work/build.log"; echo "FAIL: the consumer does not build against the installed headers"; exit 1; }

@@ -287,6 +287,7 @@ TEST(SimDevices, AKernelOnAnotherDevicesStreamIsRefusedAndACopyIsNot) {
   EXPECT_EQ(cudaEventRecord(e0, s1), cudaErrorInvalidResourceHandle);
   cudaGetLastError();
   drain();
+  EXPECT_EQ(cudaEventDestroy(e0), cudaSuccess);
 }
 
 TEST(SimDevices, PeerAccessIsOneWayAndSaysWhatIsAlreadyDone) {

@@ -322,6 +322,7 @@ TEST_F(Graphs, HostAndEventNodesJoinTheOrder) {
   EXPECT_GE(waiter[0].start, kk[0].end) << "a stream waiting on the graph's event waits for the node";
   EXPECT_EQ(cudaGraphExecDestroy(e), cudaSuccess);
   EXPECT_EQ(cudaGraphDestroy(g), cudaSuccess);
+  EXPECT_EQ(cudaEventDestroy(ev), cudaSuccess);
 }
 
 TEST_F(Graphs, ForkJoinCaptureYieldsParallelBranches) {
@@ -370,6 +371,8 @@ TEST_F(Graphs, ForkJoinCaptureYieldsParallelBranches) {
   EXPECT_GE(last[0].start, main_k[0].end);
   EXPECT_EQ(cudaGraphExecDestroy(e), cudaSuccess);
   EXPECT_EQ(cudaGraphDestroy(g), cudaSuccess);
+  EXPECT_EQ(cudaEventDestroy(fork), cudaSuccess);
+  EXPECT_EQ(cudaEventDestroy(join), cudaSuccess);
 }
 
 TEST_F(Graphs, AnUnjoinedForkFailsTheCapture) {
@@ -393,6 +396,7 @@ TEST_F(Graphs, AnUnjoinedForkFailsTheCapture) {
   cudaGetLastError();
   finish_tracing();
   EXPECT_TRUE(kernels_named("quick_kernel_b").empty()) << "captured work never ran";
+  EXPECT_EQ(cudaEventDestroy(fork), cudaSuccess);
 }
 
 TEST_F(Graphs, CaptureRulesRefuseAndInvalidate) {
