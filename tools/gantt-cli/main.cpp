@@ -1,11 +1,46 @@
+#include <algorithm>
 #include <exception>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include <gpuhook/capture.h>
 #include <gpuhook/summary_file.h>
 #include <gpuhook/version.h>
 
 #include "commands.h"
+
+namespace {
+
+// Edits between a and b (insert, delete, substitute): how far a typo is from a name.
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The subcommand a mistyped word was meant to be: the nearest within two edits, or a name it
+// starts.
+std::string nearest(const std::string& word, const std::vector<std::string>& names) {
+  std::string best;
+  size_t best_d = 3;
+  for (const std::string& n : names) {
+    const size_t d = n.rfind(word, 0) == 0 && word.size() >= 2 ? 0 : edit_distance(word, n);
+    if (d < best_d) best_d = d, best = n;
+  }
+  return best;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -18,7 +53,8 @@ int main(int argc, char** argv) {
       "  gantt-cli diff before.gpuh after.gpuh       # exit 1 on a real regression: a CI gate\n"
       "\n"
       "Exit codes: 0 success, 1 a check failed (diff, diagnose --fail-on), 2 usage or input error.\n"
-      "'gantt-cli SUBCOMMAND --help' explains each one with examples.\n",
+      "'gantt-cli SUBCOMMAND --help' (or 'gantt-cli help SUBCOMMAND') explains each one with examples;\n"
+      "'gantt-cli version' or --version prints the version.\n",
       "gantt-cli"};
   app.set_version_flag("--version", std::string("gantt-cli ") + GPUHOOK_VERSION);
   app.require_subcommand(1);
@@ -41,16 +77,46 @@ int main(int argc, char** argv) {
       {"info", "what a capture holds and whether it is intact"},
       {"dump", "every record as one stable line"},
       {"render", "draw captures as a Gantt chart or flame graph (SVG, PNG, PDF)"},
-      {"stats", "per kernel, stream, device, range or collective: counts, times, stages, busy %"},
+      {"stats", "per kernel, stream, device, range or collective: counts, times, stages, busy %; --summary"},
       {"diff", "compare two runs, noise-aware; exit 1 on a regression"},
       {"diagnose", "the classic scheduling mistakes, with evidence and the fix"},
       {"export", "Chrome trace JSON (Perfetto), CSV, folded stacks"},
       {"merge", "the captures of a multi-rank job as one capture on one clock"},
   };
+  std::vector<std::string> names;
   for (const auto& [name, summary] : kSummaries) {
     CLI::App* sub = app.get_subcommand(name);
     sub->footer(sub->get_description());
     sub->description(summary);
+    sub->set_version_flag("--version", std::string("gantt-cli ") + GPUHOOK_VERSION);
+    names.emplace_back(name);
+  }
+  // `gantt-cli version` and `gantt-cli help [SUBCOMMAND]`, as people type them.
+  if (argc >= 2 && std::string(argv[1]) == "version") {
+    std::cout << "gantt-cli " << GPUHOOK_VERSION << "\n";
+    return gantt_cli::kExitOk;
+  }
+  if (argc >= 2 && std::string(argv[1]) == "help") {
+    if (argc == 2) {
+      std::cout << app.help();
+      return gantt_cli::kExitOk;
+    }
+    for (const std::string& n : names)
+      if (n == argv[2]) {
+        std::cout << app.get_subcommand(n)->help();
+        return gantt_cli::kExitOk;
+      }
+    std::cerr << "gantt-cli: help: no subcommand '" << argv[2] << "'\n";
+    return gantt_cli::kExitError;
+  }
+  if (argc >= 2 && argv[1][0] != '-' && std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+    const std::string guess = nearest(argv[1], names);
+    std::cerr << "gantt-cli: no subcommand '" << argv[1] << "'";
+    if (!guess.empty()) std::cerr << "; did you mean '" << guess << "'?";
+    std::cerr << " (subcommands:";
+    for (const std::string& n : names) std::cerr << " " << n;
+    std::cerr << ")\n";
+    return gantt_cli::kExitError;
   }
 
   try {

@@ -191,6 +191,14 @@ errexit summary-to-diagnose 2 "stats summary" "$cli" diagnose base.gsum
 head -c 40 base.gsum > short.gsum
 errexit summary-truncated 2 "short.gsum: byte 24" "$cli" stats short.gsum
 
+# The words people type: a near miss names the subcommand, `version` and `help SUB` work.
+errexit subcommand-typo 2 "did you mean 'render'?" "$cli" rendr base.gpuh
+errexit subcommand-unknown 2 "subcommands: record info" "$cli" frobnicate
+[[ $("$cli" version) == "gantt-cli "* ]] || fail "gantt-cli version: $("$cli" version 2>&1)"
+[[ $("$cli" stats --version) == "gantt-cli "* ]] || fail "gantt-cli stats --version"
+"$cli" help stats | grep -q -- '--summary' || fail "gantt-cli help stats does not show stats' help"
+errexit help-unknown 2 "no subcommand 'nope'" "$cli" help nope
+
 for sub in info dump record render stats diff diagnose export merge; do
   "$cli" "$sub" --help | grep -q 'Example' || fail "$sub --help has no example"
 done
