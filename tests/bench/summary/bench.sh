@@ -22,7 +22,7 @@ timed() {  # timed OUT CMD...: runs CMD, appends "wall_s max_rss_kib" to OUT
 
 # Map: one process per capture, $jobs at a time (the nodes of a real job run theirs at once).
 start=$(date +%s.%N)
-ls "$dir"/job/rank*.gpuh | xargs -P "$jobs" -I{} /usr/bin/time -a -o "$dir/map.txt" -f "%e %M" \
+printf '%s\n' "$dir"/job/rank*.gpuh | xargs -P "$jobs" -I{} /usr/bin/time -a -o "$dir/map.txt" -f "%e %M" \
   "$cli" stats {} --summary -o {}.gsum 2>/dev/null
 map_wall=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
 map_med=$(sort -n "$dir/map.txt" | awk '{ a[NR] = $1 } END { printf "%.2f", a[int((NR + 1) / 2)] }')
@@ -38,18 +38,20 @@ red_rss=$((red_kib / 1024))
 "$cli" stats "$dir"/job/rank*.gpuh.gsum --top 3 >&2
 
 # The first $direct captures both ways: same kernel table, and the memory of each way.
-first=$(ls "$dir"/job/rank*.gpuh | head -n "$direct")
-timed "$dir/direct.txt" "$cli" stats $first --format csv
+all=("$dir"/job/rank*.gpuh)
+first=("${all[@]:0:$direct}")
+sums=("${first[@]/%/.gsum}")
+timed "$dir/direct.txt" "$cli" stats "${first[@]}" --format csv
 read -r dir_wall dir_kib < "$dir/direct.txt"
-"$cli" stats $first --format csv > "$dir/direct.csv" 2>/dev/null
-timed "$dir/direct_sum.txt" "$cli" stats $(for f in $first; do echo "$f.gsum"; done) --format csv
+"$cli" stats "${first[@]}" --format csv > "$dir/direct.csv" 2>/dev/null
+timed "$dir/direct_sum.txt" "$cli" stats "${sums[@]}" --format csv
 read -r ds_wall ds_kib < "$dir/direct_sum.txt"
-"$cli" stats $(for f in $first; do echo "$f.gsum"; done) --format csv > "$dir/direct_sum.csv"
+"$cli" stats "${sums[@]}" --format csv > "$dir/direct_sum.csv"
 same=0; cmp -s "$dir/direct.csv" "$dir/direct_sum.csv" && same=1
 n=$((captures * events))
 row "summary: map, $captures captures x $events events, one stats --summary per capture" "median $map_med s, peak RSS $map_rss MiB per capture; all in $map_wall s on $jobs cores" "per node: <= 3 s, <= 500 MB" "$(ok "$map_med" 3)"
 row "summary: reduce $captures summaries ($((sum_bytes / 1024)) KiB, $n events) in one stats" "$red_wall s, peak RSS $red_rss MiB" "<= 60 s, <= 2 GB" "$([[ $(ok "$red_wall" 60) == 1 && $(ok "$red_rss" 2048) == 1 ]] && echo 1 || echo 0)"
-row "summary: $direct captures, stats of the captures vs of their summaries" "$dir_wall s / $((dir_kib / 1024)) MiB vs $ds_wall s / $((ds_kib / 1024)) MiB; kernel tables $([[ $same == 1 ]] && echo identical || echo DIFFER)" "identical tables" "$same"
+row "summary: $direct captures, stats of the captures vs of their summaries (made above)" "$dir_wall s / $((dir_kib / 1024)) MiB vs $ds_wall s / $((ds_kib / 1024)) MiB; kernel tables $([[ $same == 1 ]] && echo identical || echo DIFFER)" "identical tables" "$same"
 "$build/tests/bench/summary/summary_sketch_error" > "$dir/err.txt"
 cat "$dir/err.txt" >&2
 worst=$(awk '$1 == "worst" { print $2 }' "$dir/err.txt")
