@@ -27,6 +27,12 @@ double QuantileSketch::bucket_value(int32_t index) {
   return 2 * std::pow(kGamma, index) / (kGamma + 1);
 }
 
+void QuantileSketch::add_to(std::vector<uint64_t>& counts, int32_t index, uint64_t n) {
+  const auto i = static_cast<size_t>(index);
+  if (i >= counts.size()) counts.resize(i + 1, 0);
+  counts[i] = add_sat(counts[i], n);
+}
+
 void QuantileSketch::add(int64_t v, uint64_t n) {
   if (n == 0) return;
   count_ = add_sat(count_, n);
@@ -34,8 +40,12 @@ void QuantileSketch::add(int64_t v, uint64_t n) {
     zeros_ = add_sat(zeros_, n);
     return;
   }
-  uint64_t& slot = (v > 0 ? positive_ : negative_)[bucket(magnitude(v))];
-  slot = add_sat(slot, n);
+  const uint64_t m = magnitude(v);
+  if (m != last_magnitude_) {
+    last_magnitude_ = m;
+    last_bucket_ = bucket(m);
+  }
+  add_to(v > 0 ? positive_ : negative_, last_bucket_, n);
 }
 
 bool QuantileSketch::add_bucket(int32_t index, bool negative, uint64_t n) {
@@ -43,16 +53,24 @@ bool QuantileSketch::add_bucket(int32_t index, bool negative, uint64_t n) {
   if (index < 0 || index > kLast) return false;
   if (n == 0) return true;
   count_ = add_sat(count_, n);
-  uint64_t& slot = (negative ? negative_ : positive_)[index];
-  slot = add_sat(slot, n);
+  add_to(negative ? negative_ : positive_, index, n);
   return true;
 }
 
 void QuantileSketch::merge(const QuantileSketch& o) {
-  for (const auto& [i, n] : o.positive_) positive_[i] = add_sat(positive_[i], n);
-  for (const auto& [i, n] : o.negative_) negative_[i] = add_sat(negative_[i], n);
+  for (size_t i = 0; i < o.positive_.size(); ++i)
+    if (o.positive_[i]) add_to(positive_, static_cast<int32_t>(i), o.positive_[i]);
+  for (size_t i = 0; i < o.negative_.size(); ++i)
+    if (o.negative_[i]) add_to(negative_, static_cast<int32_t>(i), o.negative_[i]);
   zeros_ = add_sat(zeros_, o.zeros_);
   count_ = add_sat(count_, o.count_);
+}
+
+std::vector<std::pair<int32_t, uint64_t>> QuantileSketch::nonempty(const std::vector<uint64_t>& counts) {
+  std::vector<std::pair<int32_t, uint64_t>> out;
+  for (size_t i = 0; i < counts.size(); ++i)
+    if (counts[i]) out.emplace_back(static_cast<int32_t>(i), counts[i]);
+  return out;
 }
 
 double QuantileSketch::value_at_rank(uint64_t k) const {
@@ -60,17 +78,17 @@ double QuantileSketch::value_at_rank(uint64_t k) const {
   k = std::clamp<uint64_t>(k, 1, count_);
   uint64_t seen = 0;
   // Smallest first: the most negative values are the largest magnitudes below zero.
-  for (auto it = negative_.rbegin(); it != negative_.rend(); ++it) {
-    seen = add_sat(seen, it->second);
-    if (seen >= k) return -bucket_value(it->first);
+  for (size_t i = negative_.size(); i-- > 0;) {
+    seen = add_sat(seen, negative_[i]);
+    if (negative_[i] && seen >= k) return -bucket_value(static_cast<int32_t>(i));
   }
   seen = add_sat(seen, zeros_);
   if (seen >= k) return 0;
-  for (const auto& [i, n] : positive_) {
-    seen = add_sat(seen, n);
-    if (seen >= k) return bucket_value(i);
+  for (size_t i = 0; i < positive_.size(); ++i) {
+    seen = add_sat(seen, positive_[i]);
+    if (positive_[i] && seen >= k) return bucket_value(static_cast<int32_t>(i));
   }
-  return positive_.empty() ? 0 : bucket_value(positive_.rbegin()->first);
+  return positive_.empty() ? 0 : bucket_value(static_cast<int32_t>(positive_.size() - 1));
 }
 
 void DurationDigest::add(int64_t v) {
