@@ -27,75 +27,6 @@ std::optional<bool> parse_bool(const char* s) {
   return std::nullopt;
 }
 
-std::optional<uint32_t> parse_api(const std::string& text) {
-  if (text == "all") return kApiAll;
-  if (text == "none") return 0u;
-  uint32_t mask = 0;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t comma = text.find(',', pos);
-    std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    if (item == "launch") mask |= kApiLaunch;
-    else if (item == "sync") mask |= kApiSync;
-    else if (item == "memcpy") mask |= kApiMemcpy;
-    else if (item == "alloc") mask |= kApiAlloc;
-    else return std::nullopt;
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
-  return mask;
-}
-
-std::optional<CaptureRange> parse_range(const std::string& text) {
-  CaptureRange r;
-  r.text = text;
-  if (text == "all" || text.empty()) {
-    r.text.clear();
-    return r;
-  }
-  if (text == "cudaProfilerApi") {
-    r.kind = RangeKind::kProfilerApi;
-    return r;
-  }
-  if (text.rfind("time:", 0) == 0) {
-    // time:DELAY, time:DELAY+DURATION or time:DELAY-END (END counted from the start too)
-    std::string rest = text.substr(5);
-    size_t sep = rest.find_first_of("+-");
-    auto delay = parse_duration_ns(rest.substr(0, sep));
-    if (!delay) return std::nullopt;
-    r.kind = RangeKind::kTime;
-    r.delay_ns = *delay;
-    if (sep != std::string::npos) {
-      auto second = parse_duration_ns(rest.substr(sep + 1));
-      if (!second) return std::nullopt;
-      if (rest[sep] == '+') r.duration_ns = *second;
-      else if (*second > *delay) r.duration_ns = *second - *delay;
-      if (r.duration_ns == 0) return std::nullopt;
-    }
-    return r;
-  }
-  // nvtx:NAME[@A[-B]] or NAME[@A[-B]]
-  std::string spec = text.rfind("nvtx:", 0) == 0 ? text.substr(5) : text;
-  size_t at = spec.rfind('@');
-  r.kind = RangeKind::kNvtx;
-  r.nvtx_name = spec.substr(0, at);
-  if (r.nvtx_name.empty()) return std::nullopt;
-  if (at != std::string::npos) {
-    std::string window = spec.substr(at + 1);
-    size_t dash = window.find('-');
-    auto first = parse_int(window.substr(0, dash).c_str());
-    if (!first || *first < 1) return std::nullopt;
-    r.first = static_cast<uint64_t>(*first);
-    r.last = r.first;
-    if (dash != std::string::npos) {
-      auto last = parse_int(window.substr(dash + 1).c_str());
-      if (!last || *last < *first) return std::nullopt;
-      r.last = static_cast<uint64_t>(*last);
-    }
-  }
-  return r;
-}
-
 std::optional<int32_t> first_int(const EnvLookup& getenv_fn, const char* const* names, size_t n) {
   for (size_t i = 0; i < n; ++i) {
     const char* v = getenv_fn(names[i]);
@@ -108,25 +39,7 @@ std::optional<int32_t> first_int(const EnvLookup& getenv_fn, const char* const* 
 
 }  // namespace
 
-std::optional<uint64_t> parse_duration_ns(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  size_t unit_at = text.find_first_not_of("0123456789.");
-  std::string number = text.substr(0, unit_at);
-  std::string unit = unit_at == std::string::npos ? "s" : text.substr(unit_at);
-  if (number.empty() || number.find('.') != number.rfind('.')) return std::nullopt;
-  char* end = nullptr;
-  double v = std::strtod(number.c_str(), &end);
-  if (end == number.c_str() || *end != '\0') return std::nullopt;
-  double scale;
-  if (unit == "ns") scale = 1;
-  else if (unit == "us") scale = 1e3;
-  else if (unit == "ms") scale = 1e6;
-  else if (unit == "s") scale = 1e9;
-  else return std::nullopt;
-  double ns = v * scale;
-  if (!std::isfinite(ns) || ns < 0 || ns > 1e18) return std::nullopt;
-  return static_cast<uint64_t>(std::llround(ns));
-}
+std::optional<uint64_t> parse_duration_ns(const std::string& text) { return settings::detail::duration(text); }
 
 Config parse_config(const EnvLookup& getenv_fn, std::vector<std::string>* problems) {
   Config c;

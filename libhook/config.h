@@ -7,30 +7,24 @@
 #include <string>
 #include <vector>
 
+#include <gpuhook/settings.h>
+
 namespace gpuhook::hook {
 
-// API record groups (GPUHOOK_API); a CUPTI callback id belongs to a group by its name.
-enum ApiGroup : uint32_t {
-  kApiLaunch = 1u << 0,
-  kApiSync = 1u << 1,
-  kApiMemcpy = 1u << 2,  // copies and memsets
-  kApiAlloc = 1u << 3,   // also turns on MEMORY2 records
-  kApiOther = 1u << 4,   // everything else ("all" only)
-  kApiAll = 0x1f,
-};
-
-enum class RangeKind { kAll, kProfilerApi, kNvtx, kTime };
+// The grammars of GPUHOOK_API and GPUHOOK_RANGE are <gpuhook/settings.h>: gantt-cli record
+// checks its flags with the same code before it starts the program.
+using settings::ApiGroup;
+using settings::kApiLaunch;
+using settings::kApiSync;
+using settings::kApiMemcpy;
+using settings::kApiAlloc;
+using settings::kApiOther;
+using settings::kApiAll;
+using settings::RangeKind;
+using settings::CaptureRange;
+using settings::parse_api;
+using settings::parse_range;
 enum class OnFull { kDrop, kBlock };
-
-struct CaptureRange {
-  RangeKind kind = RangeKind::kAll;
-  std::string nvtx_name;      // kNvtx
-  uint64_t first = 1;         // kNvtx: 1-based occurrence window, inclusive
-  uint64_t last = UINT64_MAX;
-  uint64_t delay_ns = 0;      // kTime: from the hook's start
-  uint64_t duration_ns = 0;   // kTime: 0 = to the end
-  std::string text;           // as given, for the header
-};
 
 struct Config {
   std::string output_pattern = "gpuhook-%h-%p.gpuh";

@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include <gpuhook/settings.h>
+
 #include "commands.h"
 
 namespace gantt_cli {
@@ -212,6 +214,19 @@ int run_child(const std::vector<std::string>& command, bool* started, int* signa
 int record(const RecordOptions& o) {
   if (o.command.empty()) {
     std::cerr << "gantt-cli: record: no command given (usage: gantt-cli record [options] -- CMD ARGS...)\n";
+    return kExitError;
+  }
+  // The hook would ignore a setting it cannot parse, with one line, and record everything:
+  // refuse it here instead, before the program runs (the same grammar, gpuhook/settings.h).
+  if (!o.range.empty() && !gpuhook::settings::parse_range(o.range)) {
+    std::cerr << "gantt-cli: record: --range '" << o.range
+              << "' is not a range: all | cudaProfilerApi | nvtx:NAME[@FIRST[-LAST]] | time:DELAY[+DURATION|-END], "
+                 "durations with a unit (2s, 500ms, 20us, 100ns); the program was not started\n";
+    return kExitError;
+  }
+  if (!o.api.empty() && !gpuhook::settings::parse_api(o.api)) {
+    std::cerr << "gantt-cli: record: --api '" << o.api
+              << "' is not a list of launch, sync, memcpy, alloc (or all, none); the program was not started\n";
     return kExitError;
   }
   std::string tried;

@@ -25,8 +25,8 @@ gantt::EventFilter make_filter(const FilterFlags& flags) {
 int64_t duration_arg(const std::string& flag, const std::string& text) {
   if (text.empty()) return -1;
   int64_t ns = 0;
-  if (!gantt::parse_duration(text, &ns))
-    throw CLI::ValidationError(flag, "'" + text + "' is not a duration (e.g. 1.5ms, 200us, 3s, 250000ns)");
+  std::string why;
+  if (!gantt::parse_duration(text, &ns, &why)) throw CLI::ValidationError(flag, "'" + text + "': " + why);
   return ns;
 }
 

@@ -22,6 +22,18 @@ check "existing LD_PRELOAD is kept after the hook" "$GPUHOOK_LIB:/keep/me.so" "$
 out=$("$cli" record -- sh -c 'echo "$@"' sh -o --help 2>/dev/null)
 check "arguments after -- belong to the command" "-o --help" "$out"
 
+# Settings the hook could not parse are refused before the program starts: the same grammar
+# (gpuhook/settings.h), a bare number is not a duration, exit 2, the command never ran.
+for bad in "--range time:5" "--range nvtx:step@3-1" "--range time:2s-1s" "--api launch,bogus"; do
+  # shellcheck disable=SC2086
+  err=$("$cli" record $bad -- touch "$work/ran" 2>&1 >/dev/null)
+  check "record $bad exits 2" 2 $?
+  check "record $bad does not start the program" "no" "$([[ -e $work/ran ]] && echo yes || echo no)"
+  [[ $err == *"the program was not started"* ]] || { echo "FAIL record $bad: message [$err]"; fails=$((fails + 1)); }
+done
+out=$("$cli" record --range 'time:2s+500ms' -- sh -c 'echo "$GPUHOOK_RANGE"' 2>/dev/null)
+check "a valid time range passes" "time:2s+500ms" "$out"
+
 # The capture is found by the pattern, whatever pid wrote it.
 err=$("$cli" record -o "$work/cap-%p.gpuh" -- sh -c ': > "$0/cap-4242.gpuh"' "$work" 2>&1 >/dev/null)
 check "prints where the capture went" "gantt-cli: record: capture $work/cap-4242.gpuh" "$err"

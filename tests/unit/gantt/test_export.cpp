@@ -132,8 +132,13 @@ TEST(Text, ParsesDurationsWithUnits) {
   EXPECT_EQ(ns, 1'500'000);
   EXPECT_TRUE(gantt::parse_duration("200us", &ns));
   EXPECT_EQ(ns, 200'000);
-  EXPECT_TRUE(gantt::parse_duration("42", &ns));
+  EXPECT_TRUE(gantt::parse_duration("42ns", &ns));
   EXPECT_EQ(ns, 42);
+  EXPECT_TRUE(gantt::parse_duration("7\xC2\xB5s", &ns));  // µs, as people type it
+  EXPECT_EQ(ns, 7'000);
+  std::string why;
+  EXPECT_FALSE(gantt::parse_duration("42", &ns, &why));  // the hook read it as seconds: never guess
+  EXPECT_NE(why.find("add a unit"), std::string::npos) << why;
   EXPECT_FALSE(gantt::parse_duration("3 parsecs", &ns));
   EXPECT_FALSE(gantt::parse_duration("-1ms", &ns));
   EXPECT_EQ(gantt::format_duration(2'300'000), "2.30 ms");

@@ -1,5 +1,7 @@
 #include "gantt/text.h"
 
+#include <gpuhook/duration.h>
+
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -181,22 +183,10 @@ std::string_view api_display_name(std::string_view name) {
   return name.substr(0, v);
 }
 
-bool parse_duration(std::string_view text, int64_t* ns) {
-  if (text.empty() || text.size() > 40) return false;
-  std::string s(text);
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (end == s.c_str() || !std::isfinite(v) || v < 0) return false;
-  const std::string unit(end);
-  double scale;
-  if (unit.empty() || unit == "ns") scale = 1;
-  else if (unit == "us") scale = 1e3;
-  else if (unit == "ms") scale = 1e6;
-  else if (unit == "s") scale = 1e9;
-  else return false;
-  const double r = v * scale;
-  if (r > 9.2e18) return false;
-  *ns = static_cast<int64_t>(std::llround(r));
+bool parse_duration(std::string_view text, int64_t* ns, std::string* why) {
+  uint64_t v = 0;
+  if (!gpuhook::parse_duration(text, &v, why)) return false;
+  *ns = static_cast<int64_t>(v);
   return true;
 }
 

@@ -59,7 +59,8 @@ std::string format_bytes(uint64_t bytes);
 // them without it. Other names are returned unchanged.
 std::string_view api_display_name(std::string_view name);
 
-// Parses "1.5ms", "200us", "3s", "250000ns", "250000" (ns). false on bad input.
-bool parse_duration(std::string_view text, int64_t* ns);
+// Parses "1.5ms", "200us", "200µs", "3s", "250000ns" (gpuhook/duration.h: a bare number is
+// refused). false, and *why says why, on bad input.
+bool parse_duration(std::string_view text, int64_t* ns, std::string* why = nullptr);
 
 }  // namespace gantt
