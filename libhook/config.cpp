@@ -10,14 +10,7 @@
 namespace gpuhook::hook {
 namespace {
 
-std::optional<int64_t> parse_int(const char* s) {
-  if (s == nullptr || *s == '\0') return std::nullopt;
-  errno = 0;
-  char* end = nullptr;
-  long long v = std::strtoll(s, &end, 10);
-  if (errno != 0 || end == s || *end != '\0') return std::nullopt;
-  return static_cast<int64_t>(v);
-}
+using settings::detail::parse_int;
 
 std::optional<bool> parse_bool(const char* s) {
   std::string v = s;
