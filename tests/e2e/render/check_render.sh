@@ -45,6 +45,9 @@ for v in "${views[@]}"; do
   xmllint --noout "$out/view$i.svg" 2>/dev/null && ok "view '$v' is XML" || bad "view '$v' is not XML"
 done
 grep -q 'idle 2.0[0-9] ms' "$out/basic.svg" && ok "idle gap labelled" || bad "idle gap label missing"
+# Tooltips are several lines; a newline must stay one (a character reference), not U+FFFD.
+grep -q '&#10;launch ' "$out/basic.svg" && ! grep -q $'\xEF\xBF\xBD' "$out/basic.svg" && ok "tooltips keep their line breaks" ||
+  bad "tooltip line breaks lost"
 grep -q 'host in cudaStreamSynchronize' "$out/basic.svg" && ok "gap names the host call" || bad "gap host call missing"
 ! grep -q 'queued 1' "$out/view10.svg" && ok "--queue-delay raises the threshold" || bad "--queue-delay ignored"
 grep -q 'flags: off' "$out/view3.svg" && ok "--no-annotate" || bad "--no-annotate still flags"

@@ -107,6 +107,16 @@ void append_xml_escaped(std::string& out, std::string_view s) {
   }
 }
 
+void append_xml_escaped_lines(std::string& out, std::string_view s) {
+  for (size_t start = 0;;) {
+    const size_t nl = s.find('\n', start);
+    append_xml_escaped(out, s.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start));
+    if (nl == std::string_view::npos) return;
+    out += "&#10;";
+    start = nl + 1;
+  }
+}
+
 bool csv_formula_like(std::string_view v) {
   if (v.empty()) return false;
   switch (v[0]) {

@@ -37,6 +37,9 @@ std::string printable_utf8(std::string_view bytes);
 
 // XML text and attribute escaping (& < > " ') of the cleaned string.
 void append_xml_escaped(std::string& out, std::string_view s);
+// The same, line by line: each '\n' becomes a character reference (&#10;) that viewers show
+// as a line break in a tooltip, where the cleaning would have made it U+FFFD.
+void append_xml_escaped_lines(std::string& out, std::string_view s);
 
 // RFC 4180: quoted when it holds , " CR or LF (quotes doubled); cleaned to UTF-8; a cell
 // that a spreadsheet would run as a formula gets a leading ' (csv_formula_like).

@@ -44,7 +44,7 @@ void color(std::string& out, const char* name, const Color& c) {
 
 void title(std::string& out, const std::string& tip) {
   out += "<title>";
-  append_xml_escaped(out, tip);
+  append_xml_escaped_lines(out, tip);
   out += "</title>";
 }
 
