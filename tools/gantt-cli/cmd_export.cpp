@@ -74,7 +74,8 @@ void register_export(CLI::App& app, int& exit_code) {
       "\n\nExamples:\n"
       "  gantt-cli export app.gpuh --format chrome -o app.json     # open in ui.perfetto.dev\n"
       "  gantt-cli export app.gpuh --format csv -o events.csv\n"
-      "  gantt-cli export app.gpuh --format folded | flamegraph.pl > flame.svg\n");
+      "  gantt-cli export app.gpuh --format folded | flamegraph.pl > flame.svg\n"
+      "\nFolded stacks weigh each stack by its GPU time in nanoseconds (flamegraph.pl --countname=ns).\n");
   cmd->add_option("files", o->files, "capture files (.gpuh)")->required();
   add_load_flags(*cmd, o->load);
   cmd->add_option("-f,--format", o->format, "output format")->capture_default_str();

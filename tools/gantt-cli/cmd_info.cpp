@@ -239,7 +239,10 @@ void register_info(CLI::App& app, int& exit_code) {
       "  gantt-cli info app.gpuh\n"
       "  gantt-cli info --json rank*.gpuh | python3 -m json.tool\n");
   cmd->add_option("files", opts->files, "capture files (.gpuh)")->required();
-  cmd->add_flag("--json", opts->json, "one JSON array, one object per file");
+  cmd->add_flag("--json", opts->json, "one JSON array, one object per file (the same as --format json)");
+  cmd->add_option_function<std::string>(
+         "--format", [opts](const std::string& f) { opts->json = f == "json"; }, "text or json, as the other subcommands")
+      ->check(CLI::IsMember({"text", "json"}));
   add_load_flags(*cmd, opts->load);
   cmd->callback([opts, &exit_code] {
     bool ok = true;

@@ -191,6 +191,12 @@ errexit summary-to-diagnose 2 "stats summary" "$cli" diagnose base.gsum
 head -c 40 base.gsum > short.gsum
 errexit summary-truncated 2 "short.gsum: byte 24" "$cli" stats short.gsum
 
+# A window past the end says so, with the span; info speaks --format json like the others.
+errexit from-past-the-end 2 "past the end of the capture (span" "$cli" render base.gpuh --from 100s -o x.svg
+errexit from-bare-number 2 "add a unit" "$cli" render base.gpuh --from 5 -o x.svg
+cmp -s <("$cli" info --format json base.gpuh) <("$cli" info --json base.gpuh) || fail "info --format json differs from --json"
+"$cli" export --help | grep -q 'nanoseconds' || fail "export --help does not say folded weights are nanoseconds"
+
 # The words people type: a near miss names the subcommand, `version` and `help SUB` work.
 errexit subcommand-typo 2 "did you mean 'render'?" "$cli" rendr base.gpuh
 errexit subcommand-unknown 2 "subcommands: record info" "$cli" frobnicate

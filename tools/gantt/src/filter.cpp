@@ -7,6 +7,8 @@
 
 #include <re2/re2.h>
 
+#include "gantt/text.h"
+
 namespace gantt {
 
 uint64_t event_begin_ns(const Model& m, uint32_t e) {
@@ -67,6 +69,10 @@ Selection select_events(const Model& m, const EventFilter& f) {
     desc.push_back("range " + f.range);
   }
   if (f.from_ns >= 0 || f.to_ns >= 0) desc.push_back("window");
+  if (to < from && f.to_ns < 0 && f.range.empty())
+    throw std::invalid_argument("--from " + format_duration(f.from_ns) + " is past the end of the capture (span " +
+                                format_duration(static_cast<int64_t>(std::max(m.last_ns(), t0) - t0)) +
+                                "; times count from the first event)");
   if (to < from) throw std::invalid_argument("the window ends before it starts (--to < --from)");
   sel.window_start_ns = from;
   sel.window_end_ns = to;
