@@ -70,7 +70,7 @@ std::string find_hook_library(std::string* tried) {
   }
   const std::string dir = exe_dir();
   const std::vector<std::string> candidates = {
-      dir + "/../lib/libgpuhook.so",   dir + "/../lib64/libgpuhook.so",
+      dir + "/" GPUHOOK_LIBDIR_FROM_BINDIR "/libgpuhook.so", dir + "/../lib/libgpuhook.so", dir + "/../lib64/libgpuhook.so",
       dir + "/../../libhook/libgpuhook.so", dir + "/libgpuhook.so",
   };
   for (const auto& c : candidates) {
