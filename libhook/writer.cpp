@@ -245,12 +245,17 @@ void Writer::finish() {
   const WriterStats& st = file_->stats();
   std::string line = "gpuhook: " + path_ + ": " + std::to_string(st.records) + " records (";
   bool first = true;
+  uint64_t named = 0;
   for (int k = 0; k < 32; ++k) {
     const char* label = kind_label(k);
     if (label == nullptr || st.records_by_kind[k] == 0) continue;
     line += (first ? "" : ", ") + std::to_string(st.records_by_kind[k]) + " " + label;
+    named += st.records_by_kind[k];
     first = false;
   }
+  // The rest, so the counts add up to the total: what every capture carries beside the events.
+  if (st.records > named)
+    line += (first ? "" : ", ") + std::to_string(st.records - named) + " context (header, names, threads, streams, footer)";
   line += "), " + std::to_string(st.bytes_written) + " bytes, dropped " + std::to_string(dropped);
   if (dropped != 0) {
     std::string causes;

@@ -21,4 +21,14 @@ n=$("$cli" stats "$capture" --format json | python3 -c 'import json,sys; print(j
 "$cli" record -o "$work/bad-%p.gpuh" -- "$example" --no-such-flag >/dev/null 2>&1
 rc=$?
 [[ $rc == 2 ]] && echo "ok   the program's exit code (2, bad arguments) passes through" || { echo "FAIL: exit $rc, expected 2"; fails=$((fails + 1)); }
+# The hook's one exit line: its counts by kind add up to its total.
+line=$(env -u GPUHOOK_QUIET LD_PRELOAD=$hook GPUHOOK_OUTPUT="$work/exit-%p.gpuh" "$example" --iterations 1 --size 4096 2>&1 >/dev/null |
+  grep '^gpuhook: .* records (')
+if python3 - "$line" <<'PY'
+import re, sys
+m = re.search(r": (\d+) records \((.*?)\), \d+ bytes", sys.argv[1])
+parts = [int(p.split()[0]) for p in re.split(r", (?=\d)", m.group(2))] if m else []
+sys.exit(0 if m and sum(parts) == int(m.group(1)) else 1)
+PY
+then echo "ok   the exit line's counts add up: ${line#gpuhook: }"; else echo "FAIL: exit line counts: $line"; fails=$((fails + 1)); fi
 exit $((fails > 0))
