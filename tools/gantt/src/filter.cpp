@@ -125,6 +125,7 @@ Selection select_events(const Model& m, const EventFilter& f) {
       sel.window_start_ns = std::max(from, lo > pad ? lo - pad : 0);
       sel.window_end_ns = std::min(to, hi + pad);
       if (sel.window_end_ns < sel.window_start_ns) sel.window_end_ns = sel.window_start_ns;
+      sel.window_fitted = true;
     }
   }
   std::stable_sort(sel.events.begin(), sel.events.end(), [&](uint32_t a, uint32_t b) {

@@ -24,6 +24,9 @@ struct Selection {
   uint64_t window_start_ns = 0;  // absolute; the span the output shows
   uint64_t window_end_ns = 0;
   std::string description;       // "", or e.g. "range step@3, kernel ~ gemm"
+  // No window was asked for (--from, --to, --range): the window above was fitted to the
+  // selected GPU work for a chart. Exports then keep every host record, before and after.
+  bool window_fitted = false;
 };
 
 // Throws std::invalid_argument with a clear message on a bad regex or an unknown range.

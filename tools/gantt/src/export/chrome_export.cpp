@@ -78,11 +78,14 @@ void ChromeExporter::write(const Model& m, const Selection& sel, std::ostream& o
   // The time origin: the earliest time of anything written, so no timestamp is negative.
   uint64_t base = m.first_ns();
   const uint64_t w0 = sel.window_start_ns, w1 = sel.window_end_ns;
-  const auto in_window = [&](uint64_t s, uint64_t e) { return w1 == 0 || (e >= w0 && s <= w1); };
+  // Without an asked-for window every host record is written: the API calls before the first
+  // kernel (allocation, set-up) and after the last are part of the program's story.
+  const auto in_window = [&](uint64_t s, uint64_t e) { return w1 == 0 || sel.window_fitted || (e >= w0 && s <= w1); };
   for (uint32_t e : sel.events)
     if (m.events.start_ns[e] && m.events.start_ns[e] < base) base = m.events.start_ns[e];
 
-  // Host slices: API calls, NCCL calls and NVTX ranges that overlap the window.
+  // Host slices: API calls, NCCL calls and NVTX ranges that overlap the window (all of them
+  // when none was asked for).
   std::vector<Slice> host;
   for (uint32_t a = 0; a < m.api.size(); ++a)
     if (m.api.start_ns[a] && m.api.end_ns[a] >= m.api.start_ns[a] && in_window(m.api.start_ns[a], m.api.end_ns[a]))
