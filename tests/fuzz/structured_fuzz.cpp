@@ -167,12 +167,14 @@ void exercise(const std::string& path, const std::string& dir) {
   {
     ga::StatsSummary sum = ga::summarize(
         m, {ga::GroupBy::kKernel, ga::GroupBy::kStream, ga::GroupBy::kDevice, ga::GroupBy::kRange}, 4);
+    ga::add_diff_samples(sum, m);
     gpuhook::v1::StatsSummary message;
     ga::to_proto(sum, &message);
     if (!m.captures.empty()) {
       ga::StatsSummary back = ga::from_proto(message);
       ga::merge(back, sum);
       (void)ga::format_stats(ga::report(back, ga::StatsOptions{}), ga::Format::kJson);
+      (void)ga::format_diff(ga::diff_inputs(ga::diff_input(back, true), ga::diff_input(m, true)), ga::Format::kCsv);
     }
   }
   (void)ga::format_diagnose(ga::diagnose(m), ga::Format::kText);

@@ -12,7 +12,10 @@
 
 #include <fstream>
 
+#include <gpuhook/summary_file.h>
+
 #include <gantt/analysis/diff.h>
+#include <gantt/analysis/summary.h>
 #include <gantt/analysis/flame.h>
 #include <gantt/filter.h>
 #include <gantt/model.h>
@@ -137,6 +140,38 @@ bool parse_threshold(const std::string& text, double* out) {
   return percent ? v < 1000 : v < 1.0;
 }
 
+// A side given as a stats summary (.gsum): its matches stand for the per-instance samples.
+// Either side may be a capture; a chart needs both captures.
+int run_diff_summaries(const DiffOptions& o, const ga::DiffOptions& d) {
+  if (!o.chart.empty()) {
+    std::cerr << "gantt-cli: diff: -o draws the two timelines and needs two captures, not summaries\n";
+    return kExitError;
+  }
+  ga::DiffInput side[2];
+  const std::string* files[2] = {&o.base, &o.next};
+  for (int i = 0; i < 2; ++i) {
+    if (gpuhook::is_summary_file(*files[i])) {
+      try {
+        side[i] = ga::diff_input(ga::from_proto(gpuhook::read_summary_file(*files[i])), d.match_range);
+      } catch (const std::invalid_argument& e) {
+        std::cerr << "gantt-cli: " << *files[i] << ": not a usable summary: " << e.what() << "\n";
+        return kExitError;
+      }
+      continue;
+    }
+    const LoadedJob job = load_captures({*files[i]}, o.load);
+    if (!reportable(job.model)) return kExitError;
+    if (job.corrupt) {
+      std::cerr << "gantt-cli: diff: a capture is corrupt; not comparing\n";
+      return kExitError;
+    }
+    side[i] = ga::diff_input(job.model, d.match_range);
+  }
+  const ga::DiffReport r = ga::diff_inputs(side[0], side[1], d);
+  std::cout << ga::format_diff(r, report_format(o.format), o.format == "text" || o.format == "md" ? o.top : 0);
+  return r.regressions > 0 ? kExitCheckFailed : kExitOk;
+}
+
 int run_diff(const DiffOptions& o) {
   ga::DiffOptions d;
   if (!parse_threshold(o.threshold, &d.noise.threshold)) {
@@ -151,6 +186,7 @@ int run_diff(const DiffOptions& o) {
   }
   d.noise.alpha = o.alpha;
   d.match_range = !o.name_only;
+  if (gpuhook::is_summary_file(o.base) || gpuhook::is_summary_file(o.next)) return run_diff_summaries(o, d);
   // Loading dominates on large captures; the two files load side by side.
   // Each side is a job like any other subcommand's: a merged file becomes its ranks, put on
   // one clock.
@@ -194,7 +230,12 @@ void register_diff(CLI::App& app, int& exit_code) {
       "\n"
       "Examples:\n"
       "  gantt-cli diff before.gpuh after.gpuh -o diff.svg\n"
-      "  gantt-cli diff base.gpuh new.gpuh --threshold 3% --metric exec,queue --format md >> $GITHUB_STEP_SUMMARY\n");
+      "  gantt-cli diff base.gpuh new.gpuh --threshold 3% --metric exec,queue --format md >> $GITHUB_STEP_SUMMARY\n"
+      "  gantt-cli diff baseline.gsum new.gpuh        # a baseline kept as a small stats summary\n"
+      "\n"
+      "Either side may be a stats summary (gantt-cli stats --summary): its per-kernel durations\n"
+      "are exact up to 10000 instances and from a 1% sketch above, which the rank tests use as\n"
+      "samples. Summaries of different hosts are not aligned; a chart (-o) needs captures.\n");
   cmd->add_option("base", o->base, "the baseline capture")->required();
   cmd->add_option("new", o->next, "the capture to judge")->required();
   add_load_flags(*cmd, o->load);

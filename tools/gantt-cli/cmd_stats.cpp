@@ -61,6 +61,7 @@ int run_summaries(const StatsOptions& o, const std::vector<std::string>& capture
     if (!reportable(job.model)) return kExitError;
     corrupt = job.corrupt;
     all = ga::summarize(job.model, every, std::max(kSummaryGaps, o.gaps));
+    if (o.summary) ga::add_diff_samples(all, job.model);  // a written summary can be diffed
     have = true;
   }
   for (const std::string& path : summaries) {

@@ -182,6 +182,17 @@ cmp -s <("$cli" stats same.gpuh slow.gsum --format csv 2>/dev/null) <("$cli" sta
   fail "a capture and a summary do not merge like two summaries"
 "$cli" stats same.gsum slow.gsum | grep -q "makespan: merged from summaries" || fail "merged summaries do not say they are unaligned"
 echo "ok   summaries report what their captures report, merged in any order"
+# diff takes a summary on either side: the same report and exit code as from the captures.
+for pair in "same slow" "base same"; do
+  set -- $pair
+  "$cli" diff "$1.gpuh" "$2.gpuh" > diff_c.txt 2>/dev/null; rc_c=$?
+  "$cli" diff "$1.gsum" "$2.gsum" > diff_s.txt 2>/dev/null; rc_s=$?
+  "$cli" diff "$1.gsum" "$2.gpuh" > diff_m.txt 2>/dev/null; rc_m=$?
+  [[ $rc_c == "$rc_s" && $rc_c == "$rc_m" ]] || fail "diff $pair: exit $rc_c from captures, $rc_s from summaries, $rc_m mixed"
+  cmp -s diff_c.txt diff_s.txt && cmp -s diff_c.txt diff_m.txt || fail "diff $pair: summaries give another report"
+done
+echo "ok   diff of summaries is diff of their captures"
+errexit diff-summary-chart 2 "needs two captures" "$cli" diff base.gsum same.gsum -o x.svg
 errexit summary-without-output 2 "-o FILE" "$cli" stats base.gpuh --summary
 errexit summary-output-without-summary 2 "goes with --summary" "$cli" stats base.gpuh -o x.gsum
 errexit summary-exists 2 "never overwritten" "$cli" stats base.gpuh --summary -o base.gsum

@@ -15,26 +15,18 @@
 namespace gantt::analysis {
 namespace {
 
-struct Samples {
-  std::string name;
-  std::string range;
-  uint32_t graph_node = 0;
-  std::vector<int64_t> exec;
-  std::vector<int64_t> queue;
-};
-
 // Per-instance samples by match key. Names and range paths are resolved once per distinct
 // (name id, range row), not once per event: a million launches have a few dozen of those.
 // A graph node is matched by its place in the launch as well as its name: a graph replays
 // the same sequence, and a change to one node (a slower third kernel of eight) must show as
 // that node, not be averaged into every launch of the same kernel elsewhere in the graph.
-std::map<std::string, Samples> collect(const Model& m, bool match_range) {
-  std::unordered_map<uint64_t, Samples*> slot;
-  std::map<std::tuple<uint64_t, uint32_t>, Samples*> graph_slot;
+std::map<std::string, MatchSamples> collect(const Model& m, bool match_range) {
+  std::unordered_map<uint64_t, MatchSamples*> slot;
+  std::map<std::tuple<uint64_t, uint32_t>, MatchSamples*> graph_slot;
   std::unordered_map<uint32_t, uint32_t> node_order;  // graph node event -> 1-based order in its launch
   for (const GraphLaunch& g : graph_launches(m))
     for (size_t k = 0; k < g.nodes.size(); ++k) node_order.emplace(g.nodes[k], static_cast<uint32_t>(k + 1));
-  std::map<std::string, Samples> out;
+  std::map<std::string, MatchSamples> out;
   for (uint32_t e = 0; e < m.events.size(); ++e) {
     if (!is_gpu_work(m, e)) continue;
     const EventKind kind = m.events.kind[e];
@@ -46,7 +38,7 @@ std::map<std::string, Samples> collect(const Model& m, bool match_range) {
     uint32_t node = 0;
     if (!node_order.empty())
       if (auto n = node_order.find(e); n != node_order.end()) node = n->second;
-    Samples** found = nullptr;
+    MatchSamples** found = nullptr;
     if (node != 0) {
       found = &graph_slot[{id, node}];
     } else {
@@ -56,20 +48,26 @@ std::map<std::string, Samples> collect(const Model& m, bool match_range) {
     if (*found == nullptr) {
       const std::string name = kernel_key(m, e);
       const std::string range = match_range ? m.range_path(e) : std::string();
-      // Zero-padded so a kernel's nodes sort in launch order.
-      char node_key[16] = "";
-      if (node != 0) std::snprintf(node_key, sizeof node_key, "\x1f%010u", node);
-      Samples& s = out[range + '\x1f' + name + node_key];
+      MatchSamples& s = out[match_key(range, name, node)];
       s.name = name;
       s.range = range;
       s.graph_node = node;
       *found = &s;
     }
-    Samples* const it_s = *found;
+    MatchSamples* const it_s = *found;
     it_s->exec.push_back(static_cast<int64_t>(m.events.end_ns[e] - m.events.start_ns[e]));
     const uint64_t q = m.events.queued_ns[e];
     if (q != 0 && m.events.start_ns[e] >= q) it_s->queue.push_back(static_cast<int64_t>(m.events.start_ns[e] - q));
   }
+  return out;
+}
+
+// Durations of the top-level ranges (not marks), by name.
+std::map<std::string, std::vector<int64_t>> top_level_ranges(const Model& m) {
+  std::map<std::string, std::vector<int64_t>> out;
+  for (size_t r = 0; r < m.ranges.size(); ++r)
+    if (m.ranges.depth[r] == 0 && m.ranges.kind[r] != RangeKind::kMark && m.ranges.end_ns[r] > m.ranges.start_ns[r])
+      out[std::string(m.string(m.ranges.name[r]))].push_back(static_cast<int64_t>(m.ranges.end_ns[r] - m.ranges.start_ns[r]));
   return out;
 }
 
@@ -93,41 +91,59 @@ uint32_t parse_metrics(const std::string& list) {
   return mask;
 }
 
-std::vector<int64_t> iteration_samples(const Model& m, std::string* name) {
-  std::vector<int64_t> out;
+std::string match_key(const std::string& range, const std::string& name, uint32_t graph_node) {
+  // Zero-padded so a kernel's nodes sort in launch order.
+  char node_key[16] = "";
+  if (graph_node != 0) std::snprintf(node_key, sizeof node_key, "\x1f%010u", graph_node);
+  return range + '\x1f' + name + node_key;
+}
+
+DiffInput diff_input(const Model& m, bool match_range) {
+  DiffInput in;
+  in.matches = collect(m, match_range);
+  in.top_ranges = top_level_ranges(m);
+  in.stats = compute_stats(m);
+  return in;
+}
+
+std::vector<int64_t> iteration_samples(const DiffInput& in, std::string* name) {
   if (name->empty()) {
-    std::map<std::string, size_t> count;
-    for (size_t r = 0; r < m.ranges.size(); ++r)
-      if (m.ranges.depth[r] == 0 && m.ranges.kind[r] != RangeKind::kMark && m.ranges.end_ns[r] > m.ranges.start_ns[r])
-        ++count[std::string(m.string(m.ranges.name[r]))];
     size_t best = 0;
-    for (const auto& [n, c] : count)
-      if (c > best) {  // ties: the first name in sorted order, for determinism
-        best = c;
+    for (const auto& [n, d] : in.top_ranges)
+      if (d.size() > best) {  // ties: the first name in sorted order, for determinism
+        best = d.size();
         *name = n;
       }
     if (best < kMinSamples) {
       name->clear();
-      return out;
+      return {};
     }
   }
-  for (size_t r = 0; r < m.ranges.size(); ++r)
-    if (m.ranges.depth[r] == 0 && m.ranges.end_ns[r] > m.ranges.start_ns[r] && m.string(m.ranges.name[r]) == *name)
-      out.push_back(static_cast<int64_t>(m.ranges.end_ns[r] - m.ranges.start_ns[r]));
-  return out;
+  const auto it = in.top_ranges.find(*name);
+  return it == in.top_ranges.end() ? std::vector<int64_t>{} : it->second;
+}
+
+std::vector<int64_t> iteration_samples(const Model& m, std::string* name) {
+  DiffInput in;
+  in.top_ranges = top_level_ranges(m);
+  return iteration_samples(in, name);
 }
 
 DiffReport diff_models(const Model& base, const Model& next, const DiffOptions& o) {
+  // The two runs are independent until they are compared: summarise them side by side.
+  auto a = std::async(std::launch::async, [&] { return diff_input(base, o.match_range); });
+  const DiffInput b = diff_input(next, o.match_range);
+  return diff_inputs(a.get(), b, o);
+}
+
+DiffReport diff_inputs(const DiffInput& in_a, const DiffInput& in_b, const DiffOptions& o) {
   DiffReport r;
   r.threshold = o.noise.threshold;
   r.metrics = o.metrics;
-  // The two runs are independent until they are compared: summarise them side by side.
-  auto a_future = std::async(std::launch::async, [&] { return collect(base, o.match_range); });
-  auto sb_future = std::async(std::launch::async, [&] { return compute_stats(next); });
-  const auto b = collect(next, o.match_range);
-  const StatsReport sa = compute_stats(base);
-  const auto a = a_future.get();
-  const StatsReport sb = sb_future.get();
+  const auto& a = in_a.matches;
+  const auto& b = in_b.matches;
+  const StatsReport& sa = in_a.stats;
+  const StatsReport& sb = in_b.stats;
   const bool gate_exec = o.metrics & static_cast<uint32_t>(Metric::kExec);
   const bool gate_queue = o.metrics & static_cast<uint32_t>(Metric::kQueue);
 
@@ -164,6 +180,18 @@ DiffReport diff_models(const Model& base, const Model& next, const DiffOptions& 
     }
     k.base = summarize(ea);
     k.next = summarize(eb);
+    // Stand-in samples (a summary's sketch): the exact count, total and extremes are known.
+    const auto exact = [&r](Distribution& d, const MatchSamples& m) {
+      if (!m.exec_exact) return;
+      const double median = d.median_ns;
+      const int64_t p95 = d.p95_ns;
+      d = *m.exec_exact;
+      d.median_ns = median;
+      d.p95_ns = p95;
+      ++r.sketched_matches;
+    };
+    if (take_a) exact(k.base, ia->second);
+    if (take_b) exact(k.next, ib->second);
     r.regressions += k.regression;
     r.improvements += k.improvement;
     r.added += k.added;
@@ -180,6 +208,10 @@ DiffReport diff_models(const Model& base, const Model& next, const DiffOptions& 
     return delta(x) > delta(y);
   });
 
+  if (r.sketched_matches)
+    r.samples_note = std::to_string(r.sketched_matches) +
+                     " side(s) of kernels with more than 10000 instances compared through their summary's sketch: "
+                     "medians within 1%, counts and totals exact";
   // Whole-run figures.
   {
     ScalarDiff s;
@@ -188,8 +220,8 @@ DiffReport diff_models(const Model& base, const Model& next, const DiffOptions& 
     s.next = static_cast<double>(sb.makespan_ns);
     s.change = s.base > 0 ? s.next / s.base - 1 : 0;
     std::string iter;
-    const std::vector<int64_t> ia_s = iteration_samples(base, &iter);
-    const std::vector<int64_t> ib_s = iter.empty() ? std::vector<int64_t>{} : iteration_samples(next, &iter);
+    const std::vector<int64_t> ia_s = iteration_samples(in_a, &iter);
+    const std::vector<int64_t> ib_s = iter.empty() ? std::vector<int64_t>{} : iteration_samples(in_b, &iter);
     if (ia_s.size() >= kMinSamples && ib_s.size() >= kMinSamples) {
       const Comparison c = compare_samples(ia_s, ib_s, o.noise);
       const bool gated = o.metrics & static_cast<uint32_t>(Metric::kMakespan);

@@ -103,6 +103,10 @@ std::string json_report(const DiffReport& r) {
        std::to_string(r.improvements) + ",\n  \"added\": " + std::to_string(r.added) + ",\n  \"removed\": " +
        std::to_string(r.removed) + ",\n  \"makespan_note\": ";
   json::append_string(o, r.makespan_note);
+  if (!r.samples_note.empty()) {
+    o += ",\n  \"samples_note\": ";
+    json::append_string(o, r.samples_note);
+  }
   o += ",\n  \"summary\": [";
   for (size_t i = 0; i < r.summary.size(); ++i) {
     const ScalarDiff& s = r.summary[i];
@@ -153,10 +157,12 @@ std::string format_diff(const DiffReport& r, Format f, size_t top) {
     case Format::kCsv: return to_csv(kernel_table(r, top));
     case Format::kMarkdown:
       return "**" + headline(r) + "**\n\n" + to_markdown(summary_table(r)) + "\n" + r.makespan_note + "\n\n" +
+             (r.samples_note.empty() ? "" : "_" + r.samples_note + "_\n\n") +
              to_markdown(kernel_table(r, top));
     case Format::kText: break;
   }
-  std::string o = headline(r) + "\n\n" + to_text(summary_table(r)) + r.makespan_note + "\n\n" +
+  std::string o = headline(r) + "\n\n" + to_text(summary_table(r)) + r.makespan_note + "\n" +
+                  (r.samples_note.empty() ? "" : r.samples_note + "\n") + "\n" +
                   to_text(kernel_table(r, top));
   if (top && r.kernels.size() > top)
     o += "(" + std::to_string(r.kernels.size() - top) + " more kernels not shown; --top 0 shows all)\n";

@@ -224,6 +224,88 @@ StatsSummary summarize(const Model& m, const std::vector<GroupBy>& by, size_t ga
   return s;
 }
 
+namespace {
+
+// A digest's values for the rank tests: the exact ones, or each sketch bucket's value as many
+// times as it holds. At most kMaxExpanded values: larger sketches (or a hostile file's counts)
+// are scaled down bucket by bucket, which keeps the distribution's shape.
+constexpr uint64_t kMaxExpanded = 1'000'000;
+
+std::vector<int64_t> expand(const DurationDigest& d) {
+  if (d.exact()) return d.samples();
+  std::vector<int64_t> out;
+  const QuantileSketch& sk = d.sketch();
+  const double scale = sk.count() > kMaxExpanded ? static_cast<double>(kMaxExpanded) / static_cast<double>(sk.count()) : 1.0;
+  const auto put = [&](double value, uint64_t n) {
+    const auto k = static_cast<uint64_t>(std::llround(static_cast<double>(n) * scale));
+    const int64_t v = static_cast<int64_t>(std::llround(std::clamp(value, static_cast<double>(d.min_ns()), static_cast<double>(d.max_ns()))));
+    out.insert(out.end(), std::min<uint64_t>(std::max<uint64_t>(k, 1), kMaxExpanded - std::min<uint64_t>(out.size(), kMaxExpanded)), v);
+  };
+  const auto neg = sk.negative();
+  for (auto it = neg.rbegin(); it != neg.rend(); ++it) put(-QuantileSketch::bucket_value(it->first), it->second);
+  if (sk.zeros()) put(0, sk.zeros());
+  for (const auto& [i, n] : sk.positive()) put(QuantileSketch::bucket_value(i), n);
+  return out;
+}
+
+}  // namespace
+
+void add_diff_samples(StatsSummary& s, const Model& m) {
+  const DiffInput in = diff_input(m, true);
+  for (const auto& [key, samples] : in.matches) {
+    SummaryMatch& row = s.matches[key];
+    row.name = samples.name;
+    row.range = samples.range;
+    row.graph_node = samples.graph_node;
+    for (int64_t v : samples.exec) row.exec.add(v);
+    for (int64_t v : samples.queue) row.queue.add(v);
+  }
+  for (const auto& [name, durations] : in.top_ranges)
+    for (int64_t v : durations) s.top_ranges[name].add(v);
+  s.has_matches = true;
+}
+
+DiffInput diff_input(const StatsSummary& s, bool match_range) {
+  if (!s.has_matches)
+    throw std::invalid_argument("the summary holds no per-kernel matches for diff (make it with gantt-cli stats --summary)");
+  DiffInput in;
+  struct Totals {
+    Distribution d;
+    bool sketched = false;
+  };
+  std::map<std::string, Totals> totals;
+  const auto key_of = [](const MatchSamples& m) { return match_key(m.range, m.name, m.graph_node); };
+  for (const auto& [key, row] : s.matches) {
+    // Name only (diff --name-only): the same kernel in every range is one match.
+    const std::string range = match_range ? row.range : std::string();
+    MatchSamples& m = in.matches[match_key(range, row.name, row.graph_node)];
+    m.name = row.name;
+    m.range = range;
+    m.graph_node = row.graph_node;
+    const std::vector<int64_t> e = expand(row.exec), q = expand(row.queue);
+    m.exec.insert(m.exec.end(), e.begin(), e.end());
+    m.queue.insert(m.queue.end(), q.begin(), q.end());
+    // The exact count, total and extremes, summed over the rows merged into this match.
+    Totals& t = totals[key_of(m)];
+    t.sketched = t.sketched || !row.exec.exact();
+    const bool first = t.d.count == 0;
+    t.d.count += row.exec.count();
+    t.d.total_ns += row.exec.total_ns();
+    t.d.min_ns = first ? row.exec.min_ns() : std::min(t.d.min_ns, row.exec.min_ns());
+    t.d.max_ns = first ? row.exec.max_ns() : std::max(t.d.max_ns, row.exec.max_ns());
+  }
+  // Stand-in samples (some row was sketched): the report shows the exact figures beside them.
+  for (auto& [key, m] : in.matches) {
+    const Totals& t = totals[key];
+    if (!t.sketched) continue;
+    m.exec_exact = t.d;
+    m.exec_exact->mean_ns = t.d.count ? static_cast<double>(t.d.total_ns) / static_cast<double>(t.d.count) : 0;
+  }
+  for (const auto& [name, d] : s.top_ranges) in.top_ranges[name] = expand(d);
+  in.stats = report(s, StatsOptions{});
+  return in;
+}
+
 void merge(StatsSummary& into, const StatsSummary& o) {
   const auto shift = static_cast<uint32_t>(into.captures.size());
   into.captures.insert(into.captures.end(), o.captures.begin(), o.captures.end());
@@ -262,6 +344,21 @@ void merge(StatsSummary& into, const StatsSummary& o) {
   for (auto& [k, v] : nccl) into.nccl.push_back(v);
   into.gaps_kept = std::min(into.gaps_kept, o.gaps_kept);
   into.merged = true;
+  // A merge can be diffed only when every part could.
+  into.has_matches = into.has_matches && o.has_matches;
+  if (!into.has_matches) {
+    into.matches.clear();
+    into.top_ranges.clear();
+    return;
+  }
+  for (const auto& [key, row] : o.matches) {
+    auto [it, fresh] = into.matches.try_emplace(key, row);
+    if (!fresh) {
+      it->second.exec.merge(row.exec);
+      it->second.queue.merge(row.queue);
+    }
+  }
+  for (const auto& [name, d] : o.top_ranges) into.top_ranges[name].merge(d);
 }
 
 StatsReport report(const StatsSummary& s, const StatsOptions& o) {
@@ -423,6 +520,20 @@ void to_proto(const StatsSummary& s, v1::StatsSummary* out) {
   }
   out->set_gaps_kept(static_cast<uint32_t>(s.gaps_kept));
   out->set_merged(s.merged);
+  out->set_has_matches(s.has_matches);
+  for (const auto& [key, row] : s.matches) {
+    auto* p = out->add_match();
+    p->set_name(row.name);
+    p->set_range(row.range);
+    p->set_graph_node(row.graph_node);
+    digest_to_proto(row.exec, p->mutable_exec());
+    digest_to_proto(row.queue, p->mutable_queue());
+  }
+  for (const auto& [name, d] : s.top_ranges) {
+    auto* p = out->add_top_range();
+    p->set_name(name);
+    digest_to_proto(d, p->mutable_duration());
+  }
 }
 
 StatsSummary from_proto(const v1::StatsSummary& in) {
@@ -476,6 +587,23 @@ StatsSummary from_proto(const v1::StatsSummary& in) {
   for (const v1::SummaryNccl& p : in.nccl()) s.nccl.push_back({p.op(), p.calls(), p.time_ns(), p.bytes()});
   s.gaps_kept = in.gaps_kept();
   s.merged = in.merged();
+  s.has_matches = in.has_matches();
+  for (const v1::MatchGroup& p : in.match()) {
+    SummaryMatch row;
+    row.name = p.name();
+    row.range = p.range();
+    row.graph_node = p.graph_node();
+    row.exec = digest_from_proto(p.exec(), "match '" + ellipsize(p.name(), 80) + "'");
+    row.queue = digest_from_proto(p.queue(), "match '" + ellipsize(p.name(), 80) + "' queue");
+    const std::string key = match_key(row.range, row.name, row.graph_node);
+    auto [it, fresh] = s.matches.try_emplace(key, row);
+    if (!fresh) {  // a file that lists a match twice: both count
+      it->second.exec.merge(row.exec);
+      it->second.queue.merge(row.queue);
+    }
+  }
+  for (const v1::TopRange& p : in.top_range())
+    s.top_ranges[p.name()].merge(digest_from_proto(p.duration(), "range '" + ellipsize(p.name(), 80) + "'"));
   return s;
 }
 

@@ -12,6 +12,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,17 +63,43 @@ struct DiffReport {
   std::vector<KernelDiff> kernels;  // regressions first, then by |total change|, then name
   std::vector<ScalarDiff> summary;
   std::string makespan_note;        // how makespan noise was (or was not) estimated
+  std::string samples_note;         // "" when every sample is an instance (see MatchSamples)
+  uint64_t sketched_matches = 0;
   uint64_t regressions = 0;
   uint64_t improvements = 0;
   uint64_t added = 0;
   uint64_t removed = 0;
 };
 
+// What diff compares of one run, whether it comes from a capture (diff_input below) or from a
+// stats summary (summary.h): per-instance samples by match key, the durations of each
+// top-level range name, and the run's stats.
+struct MatchSamples {
+  std::string name;
+  std::string range;
+  uint32_t graph_node = 0;
+  std::vector<int64_t> exec;
+  std::vector<int64_t> queue;
+  // Set when `exec` stands for the instances (from a summary's sketch): their exact count,
+  // total, min and max, which the report shows instead of the stand-ins'.
+  std::optional<Distribution> exec_exact;
+};
+struct DiffInput {
+  std::map<std::string, MatchSamples> matches;               // by match key (range, name, node)
+  std::map<std::string, std::vector<int64_t>> top_ranges;    // top-level range name -> durations
+  StatsReport stats;
+};
+DiffInput diff_input(const Model& model, bool match_range);
+// The match key of a kernel: range path, name and (for graph nodes) the node's order.
+std::string match_key(const std::string& range, const std::string& name, uint32_t graph_node);
+
+DiffReport diff_inputs(const DiffInput& base, const DiffInput& next, const DiffOptions& options = {});
 DiffReport diff_models(const Model& base, const Model& next, const DiffOptions& options = {});
 std::string format_diff(const DiffReport& report, Format format, size_t top = 0);
 
 // Durations of the occurrences of the most frequent top-level range name (the iteration),
 // or empty when no top-level name repeats at least kMinSamples times. `name` gets the name.
 std::vector<int64_t> iteration_samples(const Model& model, std::string* name);
+std::vector<int64_t> iteration_samples(const DiffInput& input, std::string* name);
 
 }  // namespace gantt::analysis

@@ -8,9 +8,11 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "gantt/analysis/diff.h"
 #include "gantt/analysis/sketch.h"
 #include "gantt/analysis/stats.h"
 #include "gantt/model.h"
@@ -34,6 +36,13 @@ struct SummaryCapture {
   int32_t rank = -1;
 };
 
+// diff's per-kernel match (diff.h MatchSamples) as digests.
+struct SummaryMatch {
+  std::string name, range;
+  uint32_t graph_node = 0;
+  DurationDigest exec, queue;
+};
+
 struct StatsSummary {
   std::vector<SummaryCapture> captures;
   uint64_t events = 0;
@@ -48,10 +57,23 @@ struct StatsSummary {
   std::vector<NcclRow> nccl;
   size_t gaps_kept = 0;
   bool merged = false;  // from summaries whose captures were not aligned together
+  // What diff needs (add_diff_samples): per match key, and top-level range durations by name.
+  bool has_matches = false;
+  std::map<std::string, SummaryMatch> matches;
+  std::map<std::string, DurationDigest> top_ranges;
 };
 
 // Every grouping in `by` (GroupBy::kGraph is ignored), and up to `gaps` idle gaps per device.
 StatsSummary summarize(const Model& model, const std::vector<GroupBy>& by, size_t gaps);
+
+// Adds what diff compares (matches by range path and name, top-level range durations), so
+// that `gantt-cli diff` can take the summary as one side.
+void add_diff_samples(StatsSummary& summary, const Model& model);
+
+// diff's input from a summary: samples from the exact values, or from the sketch's buckets
+// (each bucket's value as many times as it holds, within kSketchRelativeError). Throws
+// std::invalid_argument when the summary has no matches.
+DiffInput diff_input(const StatsSummary& summary, bool match_range);
 
 // Appends `other`'s captures after this one's (capture indices shift) and adds its figures.
 // Associative, and the report of a merge does not depend on the order of the summaries.
