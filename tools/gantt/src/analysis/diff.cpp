@@ -202,8 +202,8 @@ DiffReport diff_inputs(const DiffInput& in_a, const DiffInput& in_b, const DiffO
   }
   std::stable_sort(r.kernels.begin(), r.kernels.end(), [](const KernelDiff& x, const KernelDiff& y) {
     if (x.regression != y.regression) return x.regression;
-    const auto delta = [](const KernelDiff& k) {
-      return std::llabs(static_cast<long long>(k.next.total_ns) - static_cast<long long>(k.base.total_ns));
+    const auto delta = [](const KernelDiff& k) {  // unsigned: totals from a hostile file may be anything
+      return k.next.total_ns > k.base.total_ns ? k.next.total_ns - k.base.total_ns : k.base.total_ns - k.next.total_ns;
     };
     return delta(x) > delta(y);
   });
