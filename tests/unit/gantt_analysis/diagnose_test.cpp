@@ -157,6 +157,27 @@ TEST(Diagnose, Fragmentation) {
   EXPECT_FALSE(fired(build(false), "fragmentation"));
 }
 
+// Short kernels queued behind another stream's long ones: a priority problem when their stream
+// has no higher priority, and not one when it has.
+TEST(Diagnose, PriorityInversionNamesTheStreamToRaise) {
+  const auto build = [](int32_t short_priority) {
+    Builder b;
+    for (uint64_t i = 0; i < 4; ++i) {
+      const uint64_t t = i * 1'000'000;
+      for (uint64_t j = 0; j < 4; ++j) b.k(kK, 13, t + j * 100, t + 1000 + j * 300'000, t + 1000 + (j + 1) * 300'000);
+      // Queued right after the first long kernel started, started after the last ended.
+      b.b.add(api(kLaunch, 100, t + 500, t + 1000, b.corr));
+      v1::Record r = kernel(kK2, 14, b.corr, t + 1500, t + 1600, t + 1'201'000, t + 1'206'000);
+      r.mutable_kernel()->set_stream_priority(short_priority);
+      b.b.add(r);
+      ++b.corr;
+    }
+    return b.done();
+  };
+  EXPECT_TRUE(fired(build(0), "priority-inversion"));
+  EXPECT_FALSE(fired(build(-5), "priority-inversion"));  // the greatest priority: the fix applied
+}
+
 TEST(Diagnose, FormatsAreDeterministicAndJsonParses) {
   Builder b;
   for (uint64_t i = 0; i < 10; ++i) b.k(kK, 7, i * 1000, 10'000 + i * 10'000, 20'000 + i * 10'000, 32);

@@ -348,6 +348,77 @@ void rule_fragmentation(const Model& m, const std::vector<Device>& devs, Diagnos
   r.rules.push_back(res);
 }
 
+// ---------------------------------------------------------------- 8. priority inversion
+// Short, latency-critical kernels queued behind another stream's long kernels at no higher a
+// priority: the GPU runs work in the order it was queued, so each short kernel waits for the
+// long ones issued before it. More streams do not help; a higher stream priority does (the
+// block scheduler gives the SMs to the higher-priority stream as soon as they free up).
+constexpr uint64_t kPrioMinWaits = 2;       // short kernels that waited
+constexpr double kPrioShortRatio = 0.2;     // their exec at most this share of the other's...
+constexpr double kPrioWaitRatio = 5.0;      // ...and their queued->start at least this many execs
+constexpr uint64_t kPrioMinWaitNs = 50'000;
+
+void rule_priority(const Model& m, const std::vector<Device>& devs, DiagnoseReport& r) {
+  RuleResult res{"priority-inversion", false, ""};
+  for (const Device& d : devs) {
+    struct StreamWork {
+      std::vector<int64_t> exec, waits;
+      int32_t priority = 0;
+      uint32_t name_event = kNone;
+    };
+    std::map<uint32_t, StreamWork> streams;
+    for (uint32_t e : d.events) {
+      if (m.events.kind[e] != EventKind::kKernel) continue;
+      StreamWork& w = streams[m.events.stream[e]];
+      w.exec.push_back(static_cast<int64_t>(m.events.end_ns[e] - m.events.start_ns[e]));
+      w.priority = m.events.priority[e];
+      if (w.name_event == kNone) w.name_event = e;
+    }
+    if (streams.size() < 2) continue;
+    std::map<uint32_t, double> median_exec;
+    for (auto& [s, w] : streams) median_exec[s] = median(w.exec);
+    for (auto& [s, w] : streams) {
+      // The stream its kernels waited behind: the one with the longest kernels, at the same or
+      // a higher priority (CUDA: a lower number is a higher priority).
+      uint32_t other = kNone;
+      for (const auto& [o, ow] : streams)
+        if (o != s && ow.priority <= w.priority && (other == kNone || median_exec[o] > median_exec[other])) other = o;
+      if (other == kNone || median_exec[s] > kPrioShortRatio * median_exec[other]) continue;
+      for (uint32_t e : d.events) {
+        if (m.events.kind[e] != EventKind::kKernel || m.events.stream[e] != s) continue;
+        const uint64_t q = m.events.queued_ns[e], b = m.events.start_ns[e];
+        if (q == 0 || b < q) continue;
+        const uint64_t wait = b - q;
+        if (wait >= kPrioMinWaitNs && static_cast<double>(wait) >= kPrioWaitRatio * static_cast<double>(m.events.end_ns[e] - b))
+          w.waits.push_back(static_cast<int64_t>(wait));
+      }
+      if (w.waits.size() < kPrioMinWaits) continue;
+      Finding f;
+      f.rule = res.rule;
+      f.severity = Severity::kWarning;
+      f.title = d.label + ": short kernels on stream " + std::to_string(s) + " waited behind stream " +
+                std::to_string(other) + "'s long kernels at the same priority";
+      f.condition = "at least " + std::to_string(kPrioMinWaits) + " kernels of one stream, their median exec at most " +
+                    fixed(kPrioShortRatio * 100, 0) + "% of another stream's, waiting queued->start at least " +
+                    fixed(kPrioWaitRatio, 0) + "x their exec (and " + usn(kPrioMinWaitNs) +
+                    "), with no higher priority than that stream";
+      f.evidence.push_back(std::to_string(w.waits.size()) + " of " + std::to_string(w.exec.size()) + " launches of " +
+                           std::string(m.display_name(w.name_event)) + " waited a median " + us(median(w.waits)) +
+                           " us for " + us(median_exec[s]) + " us of work");
+      f.evidence.push_back("stream " + std::to_string(other) + " runs kernels of a median " + us(median_exec[other]) +
+                           " us; priorities: stream " + std::to_string(s) + " " + std::to_string(w.priority) +
+                           ", stream " + std::to_string(other) + " " + std::to_string(streams[other].priority));
+      f.fix = "create stream " + std::to_string(s) +
+              " with cudaStreamCreateWithPriority at the greatest priority of cudaDeviceGetStreamPriorityRange (more "
+              "streams do not help: the GPU still runs the queued work first)";
+      r.findings.push_back(std::move(f));
+      res.fired = true;
+    }
+  }
+  if (!res.fired) res.note = "no short kernels waited behind another stream's long ones at the same priority";
+  r.rules.push_back(res);
+}
+
 }  // namespace
 
 const char* to_string(Severity s) {
@@ -361,7 +432,8 @@ const char* to_string(Severity s) {
 
 const std::vector<std::string>& rule_names() {
   static const std::vector<std::string> names = {"stream-serialisation", "copy-overlap", "launch-bound", "imbalance",
-                                                 "low-occupancy", "sync-stall", "fragmentation"};
+                                                 "low-occupancy", "sync-stall", "fragmentation",
+                                                 "priority-inversion"};
   return names;
 }
 
@@ -375,6 +447,7 @@ DiagnoseReport diagnose(const Model& m) {
   rule_occupancy(m, r);
   rule_sync_stall(m, devs, r);
   rule_fragmentation(m, devs, r);
+  rule_priority(m, devs, r);
   return r;
 }
 
