@@ -128,9 +128,16 @@ void register_dump(CLI::App& app, int& exit_code) {
       "  gantt-cli dump app.gpuh --kind kernel --limit 20\n"
       "  gantt-cli dump app.gpuh --kind nccl,range | grep AllReduce\n");
   cmd->add_option("file", opts->file, "capture file (.gpuh)")->required();
-  cmd->add_option("--kind", opts->kinds,
-                  "only records of these kinds (header, device, string_def, api, kernel, memcpy, memset, sync, "
-                  "nccl, range, memory, overhead, drops, footer, thread, clock_sync)");
+  // The kinds from the schema itself, so a new record kind is listed without a change here.
+  std::string kind_list;
+  const pb::Descriptor* record = gpuhook::v1::Record::descriptor();
+  for (int i = 0; i < record->field_count(); ++i) {
+    const std::string name(record->field(i)->name());
+    if (name == "chunk_start") continue;  // framing, never returned by the reader
+    kind_list += (kind_list.empty() ? "" : ", ") + name;
+  }
+  cmd->add_option("--kind", opts->kinds, "only records of these kinds, comma separated (" + kind_list + ")")
+      ->delimiter(',');
   cmd->add_option("--limit", opts->limit, "stop after this many lines (0 = all)");
   cmd->callback([opts, &exit_code] {
     const pb::Descriptor* rd = gpuhook::v1::Record::descriptor();

@@ -208,6 +208,10 @@ errexit from-bare-number 2 "add a unit" "$cli" render base.gpuh --from 5 -o x.sv
 cmp -s <("$cli" info --format json base.gpuh) <("$cli" info --json base.gpuh) || fail "info --format json differs from --json"
 "$cli" export --help | grep -q 'nanoseconds' || fail "export --help does not say folded weights are nanoseconds"
 
+# dump lists every record kind the schema has (host functions, streams, events, notices).
+"$cli" dump --help | grep -q 'host_function' || fail "dump --help does not list host_function"
+"$cli" dump base.gpuh --kind host_function,stream > /dev/null || fail "dump --kind host_function,stream refused"
+
 # The words people type: a near miss names the subcommand, `version` and `help SUB` work.
 errexit subcommand-typo 2 "did you mean 'render'?" "$cli" rendr base.gpuh
 errexit subcommand-unknown 2 "subcommands: record info" "$cli" frobnicate
