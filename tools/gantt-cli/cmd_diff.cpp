@@ -140,6 +140,17 @@ bool parse_threshold(const std::string& text, double* out) {
   return percent ? v < 1000 : v < 1.0;
 }
 
+// False, after one line on stderr, when a loaded side cannot be compared: nothing to report on,
+// or damaged (a gate that compares half a file would pass or fail for the wrong reason).
+bool comparable(const LoadedJob& job) {
+  if (!reportable(job.model)) return false;
+  if (job.corrupt) {
+    std::cerr << "gantt-cli: diff: a capture is corrupt; not comparing\n";
+    return false;
+  }
+  return true;
+}
+
 // A side given as a stats summary (.gsum): its matches stand for the per-instance samples.
 // Either side may be a capture; a chart needs both captures.
 int run_diff_summaries(const DiffOptions& o, const ga::DiffOptions& d) {
@@ -160,11 +171,7 @@ int run_diff_summaries(const DiffOptions& o, const ga::DiffOptions& d) {
       continue;
     }
     const LoadedJob job = load_captures({*files[i]}, o.load);
-    if (!reportable(job.model)) return kExitError;
-    if (job.corrupt) {
-      std::cerr << "gantt-cli: diff: a capture is corrupt; not comparing\n";
-      return kExitError;
-    }
+    if (!comparable(job)) return kExitError;
     side[i] = ga::diff_input(job.model, d.match_range);
   }
   const ga::DiffReport r = ga::diff_inputs(side[0], side[1], d);
@@ -197,13 +204,8 @@ int run_diff(const DiffOptions& o) {
   const gantt::Model& next = next_job.model;
   for (const LoadedJob* j : {&base_job, &next_job})
     for (const std::string& line : j->warnings) std::cerr << "gantt-cli: " << line << "\n";
-  for (const gantt::Model* m : {&base, &next})
-    if (!reportable(*m)) return kExitError;
-  // A gate that compares half a file would pass or fail for the wrong reason.
-  if (base_job.corrupt || next_job.corrupt) {
-    std::cerr << "gantt-cli: diff: a capture is corrupt; not comparing\n";
-    return kExitError;
-  }
+  for (const LoadedJob* j : {&base_job, &next_job})
+    if (!comparable(*j)) return kExitError;
   const ga::DiffReport r = ga::diff_models(base, next, d);
   std::cout << ga::format_diff(r, report_format(o.format), o.format == "text" || o.format == "md" ? o.top : 0);
   if (!o.chart.empty() && write_chart(o.chart, o.base, o.next, base, next, o.align_range) != kExitOk) return kExitError;

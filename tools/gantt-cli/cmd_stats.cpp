@@ -42,6 +42,14 @@ ga::GroupBy group_by(const std::string& by) {
                           : ga::GroupBy::kKernel;
 }
 
+ga::StatsOptions report_options(const StatsOptions& o) {
+  ga::StatsOptions so;
+  so.by = group_by(o.by);
+  so.top = o.top;
+  so.gaps = o.gaps;
+  return so;
+}
+
 // The map step (--summary -o) and the reduce step (summary files among the inputs): captures
 // are loaded together, as ranks of one job, and summarised with every grouping; summary
 // files are read and merged after them, in the order given.
@@ -88,11 +96,7 @@ int run_summaries(const StatsOptions& o, const std::vector<std::string>& capture
               << all.events << " GPU activities\n";
     return corrupt ? kExitError : kExitOk;
   }
-  ga::StatsOptions so;
-  so.by = group_by(o.by);
-  so.top = o.top;
-  so.gaps = o.gaps;
-  std::cout << ga::format_stats(ga::report(all, so), report_format(o.format));
+  std::cout << ga::format_stats(ga::report(all, report_options(o)), report_format(o.format));
   return corrupt ? kExitError : kExitOk;
 }
 
@@ -120,11 +124,7 @@ int run_stats(const StatsOptions& o) {
     else std::cout << gantt::format_collective_stats(rows);
     return corrupt ? kExitError : kExitOk;
   }
-  ga::StatsOptions so;
-  so.by = group_by(o.by);
-  so.top = o.top;
-  so.gaps = o.gaps;
-  std::cout << ga::format_stats(ga::compute_stats(model, so), report_format(o.format));
+  std::cout << ga::format_stats(ga::compute_stats(model, report_options(o)), report_format(o.format));
   // A damaged capture still gets its numbers, but the exit code says they are partial.
   return corrupt ? kExitError : kExitOk;
 }

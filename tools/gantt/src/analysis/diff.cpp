@@ -98,10 +98,15 @@ std::string match_key(const std::string& range, const std::string& name, uint32_
   return range + '\x1f' + name + node_key;
 }
 
-DiffInput diff_input(const Model& m, bool match_range) {
+DiffInput diff_samples(const Model& m, bool match_range) {
   DiffInput in;
   in.matches = collect(m, match_range);
   in.top_ranges = top_level_ranges(m);
+  return in;
+}
+
+DiffInput diff_input(const Model& m, bool match_range) {
+  DiffInput in = diff_samples(m, match_range);
   in.stats = compute_stats(m);
   return in;
 }

@@ -15,8 +15,6 @@
 namespace gantt::analysis {
 namespace {
 
-constexpr size_t kGroupings = 4;  // kernel, stream, device, range: GroupBy's first four
-
 std::string device_label(size_t captures, uint32_t capture, uint32_t device) {
   std::string l = captures > 1 ? "c" + std::to_string(capture) + ".gpu" : "gpu";
   return l + std::to_string(device);
@@ -134,8 +132,8 @@ StatsSummary summarize(const Model& m, const std::vector<GroupBy>& by, size_t ga
   for (const CaptureInfo& c : m.captures)
     s.captures.push_back({c.path, c.header.host_name(), c.header.pid(),
                           c.header.has_rank() ? static_cast<int32_t>(c.header.rank()) : -1});
-  std::array<std::unordered_map<uint64_t, size_t>, kGroupings> slot_of;
-  std::array<std::vector<SummaryGroup>, kGroupings> slots;
+  std::array<std::unordered_map<uint64_t, size_t>, kSummaryGroupings> slot_of;
+  std::array<std::vector<SummaryGroup>, kSummaryGroupings> slots;
   std::vector<GroupBy> groupings;
   for (GroupBy g : by)
     if (g != GroupBy::kGraph && !s.grouped[static_cast<size_t>(g)]) {
@@ -249,7 +247,7 @@ std::vector<int64_t> expand(const DurationDigest& d) {
 }  // namespace
 
 void add_diff_samples(StatsSummary& s, const Model& m) {
-  const DiffInput in = diff_input(m, true);
+  const DiffInput in = diff_samples(m, true);  // the summary has its own stats
   for (const auto& [key, samples] : in.matches) {
     SummaryMatch& row = s.matches[key];
     row.name = samples.name;
@@ -311,7 +309,7 @@ void merge(StatsSummary& into, const StatsSummary& o) {
   into.gpu_time_ns += o.gpu_time_ns;
   if (o.first_ns != 0) into.first_ns = into.first_ns == 0 ? o.first_ns : std::min(into.first_ns, o.first_ns);
   into.last_ns = std::max(into.last_ns, o.last_ns);
-  for (size_t g = 0; g < kGroupings; ++g) {
+  for (size_t g = 0; g < kSummaryGroupings; ++g) {
     // A grouping is in the merge only when every part has it.
     into.grouped[g] = into.grouped[g] && o.grouped[g];
     if (!into.grouped[g]) {

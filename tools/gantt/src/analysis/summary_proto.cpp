@@ -15,8 +15,6 @@ namespace gantt::analysis {
 
 namespace v1 = gpuhook::v1;
 
-constexpr size_t kGroupings = 4;  // kernel, stream, device, range: GroupBy's first four
-
 namespace {
 
 void digest_to_proto(const DurationDigest& d, v1::Digest* out) {
@@ -83,9 +81,9 @@ void to_proto(const StatsSummary& s, v1::StatsSummary* out) {
   out->set_first_ns(s.first_ns);
   out->set_last_ns(s.last_ns);
   using Field = google::protobuf::RepeatedPtrField<v1::SummaryGroup>* (v1::StatsSummary::*)();
-  const std::array<Field, kGroupings> fields = {&v1::StatsSummary::mutable_by_kernel, &v1::StatsSummary::mutable_by_stream,
+  const std::array<Field, kSummaryGroupings> fields = {&v1::StatsSummary::mutable_by_kernel, &v1::StatsSummary::mutable_by_stream,
                                                 &v1::StatsSummary::mutable_by_device, &v1::StatsSummary::mutable_by_range};
-  for (size_t g = 0; g < kGroupings; ++g) {
+  for (size_t g = 0; g < kSummaryGroupings; ++g) {
     if (!s.grouped[g]) continue;
     auto* rows = (out->*fields[g])();
     for (const SummaryGroup& row : s.groups[g]) {
@@ -157,9 +155,9 @@ StatsSummary from_proto(const v1::StatsSummary& in) {
   s.first_ns = in.first_ns();
   s.last_ns = in.last_ns();
   using Rows = const google::protobuf::RepeatedPtrField<v1::SummaryGroup>& (v1::StatsSummary::*)() const;
-  const std::array<Rows, kGroupings> fields = {&v1::StatsSummary::by_kernel, &v1::StatsSummary::by_stream,
+  const std::array<Rows, kSummaryGroupings> fields = {&v1::StatsSummary::by_kernel, &v1::StatsSummary::by_stream,
                                                &v1::StatsSummary::by_device, &v1::StatsSummary::by_range};
-  for (size_t g = 0; g < kGroupings; ++g) {
+  for (size_t g = 0; g < kSummaryGroupings; ++g) {
     const auto& rows = (in.*fields[g])();
     s.grouped[g] = !rows.empty() || in.events() == 0;
     for (const v1::SummaryGroup& p : rows) {

@@ -90,6 +90,8 @@ struct DiffInput {
   StatsReport stats;
 };
 DiffInput diff_input(const Model& model, bool match_range);
+// The same without `stats` (which summaries compute their own way).
+DiffInput diff_samples(const Model& model, bool match_range);
 // The match key of a kernel: range path, name and (for graph nodes) the node's order.
 std::string match_key(const std::string& range, const std::string& name, uint32_t graph_node);
 

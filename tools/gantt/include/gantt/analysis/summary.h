@@ -43,6 +43,9 @@ struct SummaryMatch {
   DurationDigest exec, queue;
 };
 
+// The groupings a summary keeps: GroupBy's first four (kernel, stream, device, range).
+inline constexpr size_t kSummaryGroupings = 4;
+
 struct StatsSummary {
   std::vector<SummaryCapture> captures;
   uint64_t events = 0;
@@ -50,8 +53,8 @@ struct StatsSummary {
   uint64_t first_ns = 0, last_ns = 0;
   // Indexed by GroupBy (kernel, stream, device, range); graph rows need the timeline and are
   // not summarised.
-  std::array<std::vector<SummaryGroup>, 4> groups;
-  std::array<bool, 4> grouped{};  // which groupings were summarised
+  std::array<std::vector<SummaryGroup>, kSummaryGroupings> groups;
+  std::array<bool, kSummaryGroupings> grouped{};  // which groupings were summarised
   DurationDigest launch_to_queued, queued_to_start, exec;
   std::vector<DeviceRow> devices;  // label empty: named by the report
   std::vector<NcclRow> nccl;
