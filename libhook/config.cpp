@@ -110,6 +110,11 @@ Config parse_config(const EnvLookup& getenv_fn, std::vector<std::string>* proble
   c.rank = first_int(getenv_fn, env::kRankVariables, std::size(env::kRankVariables));
   c.local_rank = first_int(getenv_fn, env::kLocalRankVariables, std::size(env::kLocalRankVariables));
   c.world_size = first_int(getenv_fn, env::kWorldSizeVariables, std::size(env::kWorldSizeVariables));
+  for (const char* name : env::kJobIdVariables)
+    if (const char* v = getenv_fn(name); v != nullptr && *v != '\0') {
+      c.job_id.assign(v, strnlen(v, 256));
+      break;
+    }
   return c;
 }
 

@@ -60,6 +60,7 @@ struct Config {
   std::optional<int32_t> rank;
   std::optional<int32_t> local_rank;
   std::optional<int32_t> world_size;
+  std::string job_id;  // env::kJobIdVariables, "" = none
 };
 
 using EnvLookup = std::function<const char*(const char*)>;

@@ -30,6 +30,8 @@ inline constexpr const char kNvtxInjection[] = "NVTX_INJECTION64_PATH";
 inline constexpr const char* kRankVariables[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"};
 inline constexpr const char* kLocalRankVariables[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
                                                       "SLURM_LOCALID"};
+// The batch job the process runs in, for `gantt-cli jobs --captures` (first one set wins).
+inline constexpr const char* kJobIdVariables[] = {"SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID"};
 inline constexpr const char* kWorldSizeVariables[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
                                                       "SLURM_NTASKS"};
 

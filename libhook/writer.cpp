@@ -348,6 +348,7 @@ bool Writer::create_file() {
   if (config_.rank) h->set_rank(*config_.rank);
   if (config_.local_rank) h->set_local_rank(*config_.local_rank);
   if (config_.world_size) h->set_world_size(*config_.world_size);
+  if (!config_.job_id.empty()) h->set_job_id(config_.job_id);
   for (const auto& arg : facts_.command_line) h->add_command_line(arg);
   h->set_start_monotonic_raw_ns(facts_.start_monotonic_raw_ns);
   h->set_start_realtime_ns(facts_.start_realtime_ns);

@@ -23,6 +23,7 @@ struct Rect {
   float stroke_width = 1;
   bool dashed = false;
   std::string tooltip;       // SVG <title>; ignored by raster back ends
+  std::string link;          // SVG <a href>, e.g. a job's capture file; ignored by raster back ends
 };
 
 struct Line {

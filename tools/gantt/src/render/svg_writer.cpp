@@ -67,6 +67,11 @@ void write_svg(const Scene& scene, std::ostream& os) {
   out += "/>\n";
   for (const Item& item : scene.items) {
     if (const Rect* r = std::get_if<Rect>(&item)) {
+      if (!r->link.empty()) {
+        out += "<a href=\"";
+        append_xml_escaped(out, r->link);
+        out += "\">";
+      }
       out += "<rect";
       attr(out, "x", r->x);
       attr(out, "y", r->y);
@@ -86,6 +91,7 @@ void write_svg(const Scene& scene, std::ostream& os) {
         title(out, r->tooltip);
         out += "</rect>\n";
       }
+      if (!r->link.empty()) out += "</a>\n";
     } else if (const Line* l = std::get_if<Line>(&item)) {
       out += "<line";
       attr(out, "x1", l->x1);

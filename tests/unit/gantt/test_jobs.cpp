@@ -1,0 +1,288 @@
+// The cluster view's pieces: node list grammar, times, AllocTRES, the two input formats, and
+// the statistics against values computed by hand on a small schedule.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "gantt/jobs.h"
+#include "gantt/render.h"
+
+namespace gantt::jobs {
+namespace {
+
+std::vector<std::string> nodes(std::string_view list) {
+  std::vector<std::string> out;
+  std::string why;
+  EXPECT_TRUE(expand_nodelist(list, &out, &why)) << list << ": " << why;
+  return out;
+}
+
+std::string nodelist_error(std::string_view list, size_t limit = 100000) {
+  std::vector<std::string> out;
+  std::string why;
+  EXPECT_FALSE(expand_nodelist(list, &out, &why, limit)) << list;
+  return why;
+}
+
+TEST(JobsNodeList, ExpandsRangesListsAndPadding) {
+  EXPECT_EQ(nodes("gpu[01-04,07]"), (std::vector<std::string>{"gpu01", "gpu02", "gpu03", "gpu04", "gpu07"}));
+  EXPECT_EQ(nodes("login1"), (std::vector<std::string>{"login1"}));
+  EXPECT_EQ(nodes("a[8-10],b1"), (std::vector<std::string>{"a8", "a9", "a10", "b1"}));
+  EXPECT_EQ(nodes("n[098-101]"), (std::vector<std::string>{"n098", "n099", "n100", "n101"}));
+  EXPECT_EQ(nodes("r[1-2]n[1-2]"), (std::vector<std::string>{"r1n1", "r1n2", "r2n1", "r2n2"}));
+  EXPECT_EQ(nodes("gpu[3]-ib"), (std::vector<std::string>{"gpu3-ib"}));
+  EXPECT_TRUE(nodes("None assigned").empty());
+  EXPECT_TRUE(nodes("(null)").empty());
+  EXPECT_TRUE(nodes("").empty());
+}
+
+TEST(JobsNodeList, RefusesBadGrammarAndRunawayRanges) {
+  EXPECT_NE(nodelist_error("gpu[01-04").find("unbalanced"), std::string::npos);
+  EXPECT_NE(nodelist_error("gpu01]").find("unbalanced"), std::string::npos);
+  EXPECT_NE(nodelist_error("gpu[[1]]").find("nested"), std::string::npos);
+  EXPECT_NE(nodelist_error("gpu[4-1]").find("backwards"), std::string::npos);
+  EXPECT_NE(nodelist_error("gpu[a-b]").find("not a number"), std::string::npos);
+  EXPECT_NE(nodelist_error("gpu[]").find("empty"), std::string::npos);
+  EXPECT_NE(nodelist_error("gpu1,,gpu2").find("empty name"), std::string::npos);
+  // 10^18 names, or a product of small ranges, must not be allocated.
+  EXPECT_NE(nodelist_error("n[0-999999999999999999]").find("more than"), std::string::npos);
+  EXPECT_NE(nodelist_error("a[1-1000]b[1-1000]", 1000).find("more than"), std::string::npos);
+}
+
+TEST(JobsTimes, ParsesSlurmFormsAndRefusesTheRest) {
+  int64_t t = 0;
+  ASSERT_TRUE(parse_wall_time("2024-03-01T12:34:56", &t));
+  EXPECT_EQ(t, 1709296496);
+  EXPECT_EQ(format_wall_time(t), "2024-03-01T12:34:56");
+  ASSERT_TRUE(parse_wall_time("2024-03-01 12:34:56", &t));
+  EXPECT_EQ(t, 1709296496);
+  ASSERT_TRUE(parse_wall_time("2024-03-01T12:34:56Z", &t));
+  EXPECT_EQ(t, 1709296496);
+  ASSERT_TRUE(parse_wall_time("2024-03-01", &t));
+  EXPECT_EQ(t, 1709251200);
+  for (const char* unknown : {"Unknown", "None", ""}) {
+    ASSERT_TRUE(parse_wall_time(unknown, &t));
+    EXPECT_EQ(t, kUnknownTime);
+  }
+  for (const char* bad : {"2024-13-01T00:00:00", "2024-03-01T25:00:00", "yesterday", "2024-03-01T12", "1709296496",
+                          "2024-03-01T12:34:56+01:00", "2024-3-1"})
+    EXPECT_FALSE(parse_wall_time(bad, &t)) << bad;
+}
+
+TEST(JobsTimes, SpansInSchedulerUnits) {
+  int64_t s = 0;
+  std::string why;
+  const std::pair<const char*, int64_t> good[] = {{"90s", 90},     {"30m", 1800},      {"4h", 14400},  {"2d", 172800},
+                                                  {"1.5h", 5400}, {"01:30:00", 5400}, {"2-00:00:00", 172800},
+                                                  {"10:00", 600}};
+  for (const auto& [text, want] : good) {
+    ASSERT_TRUE(parse_span(text, &s, &why)) << text << ": " << why;
+    EXPECT_EQ(s, want) << text;
+  }
+  for (const char* bad : {"30", "4 hours", "-1h", "1:2:3:4", "h", ""}) EXPECT_FALSE(parse_span(bad, &s, &why)) << bad;
+  EXPECT_EQ(format_span(7500), "2h 05m");
+  EXPECT_EQ(format_span(45 * 60), "45m");
+  EXPECT_EQ(format_span(3 * 86400 + 4 * 3600), "3d 04h");
+}
+
+TEST(JobsTres, CountsGpus) {
+  uint32_t g = 99;
+  ASSERT_TRUE(parse_tres_gpus("billing=8,cpu=8,gres/gpu=4,mem=64G,node=1", &g));
+  EXPECT_EQ(g, 4u);
+  ASSERT_TRUE(parse_tres_gpus("cpu=8,gres/gpu:a100=2,gres/gpu:h100=2", &g));
+  EXPECT_EQ(g, 4u);
+  ASSERT_TRUE(parse_tres_gpus("gres/gpu:a100=4,gres/gpu=4", &g));  // the typed count is the same GPUs
+  EXPECT_EQ(g, 4u);
+  ASSERT_TRUE(parse_tres_gpus("cpu=8,mem=1G", &g));
+  EXPECT_EQ(g, 0u);
+  ASSERT_TRUE(parse_tres_gpus("", &g));
+  EXPECT_EQ(g, 0u);
+  EXPECT_FALSE(parse_tres_gpus("gres/gpu=four", &g));
+  EXPECT_FALSE(parse_tres_gpus("gres/gpu=99999999999", &g));
+}
+
+// Two nodes of 4 GPUs, times in hours after 2024-03-01T00:00.
+const char kSacct[] =
+    "JobID|JobName|User|Partition|Submit|Start|End|State|NodeList|AllocTRES\n"
+    "1|a|u1|p1|2024-03-01T00:00:00|2024-03-01T00:00:00|2024-03-01T02:00:00|COMPLETED|n1|gres/gpu=4\n"
+    "1.batch|batch||||2024-03-01T00:00:00|2024-03-01T02:00:00|COMPLETED|n1|gres/gpu=4\n"
+    "2|b|u2|p1|2024-03-01T00:00:00|2024-03-01T02:00:00|2024-03-01T04:00:00|COMPLETED|n[1-2]|gres/gpu=8\n"
+    "3|c|u2|p2|2024-03-01T01:00:00|2024-03-01T01:00:00|2024-03-01T01:10:00|FAILED|n2|gres/gpu=2\n"
+    "4|d|u1|p2|2024-03-01T03:00:00|Unknown|Unknown|PENDING|None assigned|\n";
+
+JobSet small_set() {
+  JobSet set = parse_jobs(kSacct, "t");
+  finish_jobs(set);
+  return set;
+}
+
+TEST(JobsParse, ReadsSacctParsable2) {
+  const JobSet set = small_set();
+  EXPECT_TRUE(set.problems.empty());
+  ASSERT_EQ(set.jobs.size(), 4u);
+  EXPECT_EQ(set.steps_skipped, 1u);
+  EXPECT_EQ(set.nodes, (std::vector<std::string>{"n1", "n2"}));
+  EXPECT_EQ(set.gpus_per_node, 4u);  // the most held on one node at once
+  EXPECT_EQ(set.jobs[1].nodes, (std::vector<uint32_t>{0, 1}));
+  EXPECT_EQ(set.jobs[1].gpus, 8u);
+  EXPECT_FALSE(set.jobs[3].started());
+  EXPECT_EQ(set.now_s, 1709251200 + 4 * 3600);
+}
+
+TEST(JobsParse, ReadsTheCsvWithQuotedNodeLists) {
+  JobSet set = parse_jobs(
+      "job,name,user,partition,submit,start,end,state,nodes,gpus\n"
+      "7,\"train, v2\",u,p,2024-03-01T00:00:00,2024-03-01T00:10:00,,RUNNING,\"gpu[1-2],gpu9\",16\n",
+      "c.csv");
+  ASSERT_TRUE(set.problems.empty()) << set.problems.front().what;
+  ASSERT_EQ(set.jobs.size(), 1u);
+  EXPECT_EQ(set.jobs[0].name, "train, v2");
+  EXPECT_EQ(set.nodes, (std::vector<std::string>{"gpu1", "gpu2", "gpu9"}));
+  EXPECT_TRUE(set.jobs[0].running());
+  EXPECT_EQ(set.jobs[0].gpus, 16u);
+}
+
+TEST(JobsParse, BadLinesAreNumberedAndTheRestIsRead) {
+  const JobSet set = parse_jobs(
+      "JobID|JobName|User|Partition|Submit|Start|End|State|NodeList|AllocTRES\n"
+      "1|a|u|p|2024-03-01T00:00:00|2024-03-01T00:00:00|2024-03-01T01:00:00|COMPLETED|n1|gres/gpu=1\n"
+      "2|a|u|p|yesterday|2024-03-01T00:00:00|2024-03-01T01:00:00|COMPLETED|n1|gres/gpu=1\n"
+      "3|a|u|p|2024-03-01T02:00:00|2024-03-01T01:00:00|2024-03-01T03:00:00|COMPLETED|n1|gres/gpu=1\n"
+      "4|a|u|p|2024-03-01T00:00:00|2024-03-01T00:00:00|2024-03-01T01:00:00|COMPLETED|n[1-|gres/gpu=1\n"
+      "5|a|u\n"
+      "6|a|u|p|2024-03-01T00:00:00|2024-03-01T00:00:00|2024-03-01T01:00:00|COMPLETED|n2|gres/gpu=x\n"
+      "7|a|u|p|2024-03-01T00:00:00|2024-03-01T00:00:00|2024-03-01T01:00:00|COMPLETED|n2|gres/gpu=2\n",
+      "bad.txt");
+  ASSERT_EQ(set.jobs.size(), 2u);
+  EXPECT_EQ(set.jobs[0].id, "1");
+  EXPECT_EQ(set.jobs[1].id, "7");
+  ASSERT_EQ(set.problems.size(), 5u);
+  const size_t lines[] = {3, 4, 5, 6, 7};
+  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(set.problems[i].line, lines[i]) << set.problems[i].what;
+  EXPECT_NE(set.problems[0].what.find("bad time"), std::string::npos);
+  EXPECT_NE(set.problems[1].what.find("before it was submitted"), std::string::npos);
+  EXPECT_NE(set.problems[2].what.find("node list"), std::string::npos);
+  EXPECT_NE(set.problems[3].what.find("fields"), std::string::npos);
+}
+
+TEST(JobsParse, NoHeaderIsOneProblemAndNoJobs) {
+  const JobSet set = parse_jobs("1|a|u|p|2024-03-01T00:00:00|||PENDING||\n", "x");
+  EXPECT_TRUE(set.jobs.empty());
+  ASSERT_EQ(set.problems.size(), 1u);
+  EXPECT_NE(set.problems[0].what.find("lacks"), std::string::npos);
+  EXPECT_EQ(parse_jobs("", "empty").problems.size(), 1u);
+}
+
+TEST(JobsStats, MatchHandComputedValues) {
+  const JobSet set = small_set();
+  const ClusterStats st = cluster_stats(set, StatsWindow{});
+  // Window 00:00-04:00, 2 nodes x 4 GPUs = 32 GPU-h. Used: job 1 4 GPU x 2 h, job 2 8 x 2 h,
+  // job 3 2 x 1/6 h.
+  EXPECT_DOUBLE_EQ(st.capacity_gpu_hours, 32.0);
+  EXPECT_NEAR(st.used_gpu_hours, 8 + 16 + 2.0 / 6, 1e-9);
+  EXPECT_NEAR(st.idle_gpu_hours, 32 - 24 - 2.0 / 6, 1e-9);
+  EXPECT_EQ(st.started, 3u);
+  EXPECT_EQ(st.pending, 1u);
+  // Waits: p1 has 0 s (job 1) and 2 h (job 2): nearest-rank p50 0, p90 2 h.
+  ASSERT_EQ(st.by_partition.size(), 2u);
+  EXPECT_EQ(st.by_partition[0].key, "p1");
+  EXPECT_EQ(st.by_partition[0].p50_s, 0);
+  EXPECT_EQ(st.by_partition[0].p90_s, 7200);
+  EXPECT_EQ(st.by_partition[1].key, "p2");
+  EXPECT_EQ(st.by_partition[1].jobs, 1u);
+  EXPECT_EQ(st.by_partition[1].waiting, 1u);
+  // Job 2 (8 GPUs) waited 00:00-02:00 while at most 4 + (4 - 2) GPUs were free: never enough.
+  // Job 4 records no GPUs (pending: AllocTRES is empty), so it counts for nothing.
+  EXPECT_DOUBLE_EQ(st.idle_while_waiting_gpu_hours, 0.0);
+  // Idle holes per GPU slot (short = under 30 min): n2's slots 0-1 idle 00:00-01:00 and
+  // 01:10-02:00 (50 min), slots 2-3 00:00-02:00: no hole is short. All idle time 7.67 GPU-h.
+  EXPECT_DOUBLE_EQ(st.fragmentation, 0.0);
+  const ClusterStats fine = cluster_stats(set, StatsWindow{kUnknownTime, kUnknownTime, 3600 + 1});
+  // Holes under 1 h 1 s: n2 slots 0-1 00:00-01:00 (1 h each) and 01:10-02:00 (50 min each).
+  EXPECT_NEAR(fine.fragmentation, (2 * 60.0 + 2 * 50.0) / (2 * 60 + 2 * 50 + 2 * 120), 1e-9);
+  // Nodes: n1 busy 4 GPU x 4 h = 16 of 16 GPU-h; n2 4 x 2 h + 2/6 of 16.
+  ASSERT_EQ(st.nodes.size(), 2u);
+  EXPECT_EQ(st.nodes[0].node, "n1");
+  EXPECT_DOUBLE_EQ(st.nodes[0].busy_share(), 1.0);
+  EXPECT_NEAR(st.nodes[1].used_gpu_hours, 8 + 2.0 / 6, 1e-9);
+  EXPECT_EQ(st.nodes[1].short_jobs, 1u);
+}
+
+TEST(JobsStats, MissedChanceWhenAWaitingJobWouldHaveFit) {
+  JobSet set = parse_jobs(
+      "job,name,user,partition,submit,start,end,state,nodes,gpus\n"
+      "1,a,u,p,2024-03-01T00:00:00,2024-03-01T00:00:00,2024-03-01T01:00:00,COMPLETED,n1,4\n"
+      "2,b,u,p,2024-03-01T00:00:00,2024-03-01T00:30:00,2024-03-01T01:00:00,COMPLETED,n2,2\n",
+      "m.csv");
+  finish_jobs(set, 4);
+  const std::vector<MissedChance> m = missed_chances(set);
+  // Job 2 waited 00:00-00:30 for 2 GPUs while n2's 4 sat idle.
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].to_s - m[0].from_s, 1800);
+  EXPECT_EQ(m[0].idle_gpus, 4u);
+  EXPECT_EQ(m[0].smallest_waiting_gpus, 2u);
+  EXPECT_DOUBLE_EQ(cluster_stats(set, StatsWindow{}).idle_while_waiting_gpu_hours, 2.0);
+}
+
+TEST(JobsSlots, PackOntoTheLowestFreeGpus) {
+  const JobSet set = small_set();
+  const std::vector<SlotUse> slots = assign_slots(set);
+  // n2: job 3 takes slots 0-1 at 01:00; job 2 takes 4 at 02:00 (job 3 ended at 01:10).
+  std::vector<uint32_t> job3, job2_n2;
+  for (const SlotUse& s : slots) {
+    if (s.job == 2) job3.push_back(s.slot);
+    if (s.job == 1 && s.node == 1) job2_n2.push_back(s.slot);
+  }
+  EXPECT_EQ(job3, (std::vector<uint32_t>{0, 1}));
+  EXPECT_EQ(job2_n2, (std::vector<uint32_t>{0, 1, 2, 3}));
+}
+
+TEST(JobsPlacement, FirstFitWithBackfill) {
+  const JobSet set = small_set();
+  PlacementRequest req;
+  std::string why;
+  ASSERT_TRUE(parse_placement_request("gpus=4,time=1h", &req, &why)) << why;
+  Placement p = place(set, req);
+  // At 00:00 n2 is free until job 3 at 01:00: 1 h fits exactly there (backfill before job 2).
+  ASSERT_TRUE(p.found);
+  EXPECT_EQ(p.start_s, 1709251200);
+  EXPECT_EQ(p.nodes, (std::vector<uint32_t>{1}));
+  ASSERT_TRUE(parse_placement_request("gpus=8,time=30m", &req, &why));
+  p = place(set, req);
+  // 8 GPUs: both nodes free only after job 2 ends at 04:00.
+  ASSERT_TRUE(p.found);
+  EXPECT_EQ(p.start_s, 1709251200 + 4 * 3600);
+  EXPECT_EQ(p.nodes.size(), 2u);
+  ASSERT_TRUE(parse_placement_request("gpus=9,time=1h", &req, &why));
+  EXPECT_FALSE(place(set, req).found);
+  for (const char* bad : {"gpus=0,time=1h", "gpus=4", "time=1h", "gpus=4,time=1h,colour=red", "gpus=4,time=0s"})
+    EXPECT_FALSE(parse_placement_request(bad, &req, &why)) << bad;
+}
+
+TEST(JobsCaptures, MatchByJobIdThenHostAndTime) {
+  JobSet set = small_set();
+  std::vector<CaptureStamp> c = {{"by-id.gpuh", "elsewhere", "2", kUnknownTime},
+                                 {"by-host.gpuh", "n2.cluster.local", "", 1709251200 + 3600 + 60},
+                                 {"nowhere.gpuh", "n9", "", 1709251200}};
+  EXPECT_EQ(match_captures(set, c), 1u);
+  EXPECT_EQ(set.jobs[1].captures, (std::vector<std::string>{"by-id.gpuh"}));
+  EXPECT_EQ(set.jobs[2].captures, (std::vector<std::string>{"by-host.gpuh"}));
+}
+
+TEST(JobsScene, NamesAreEscapedAndBarsLinkToCaptures) {
+  JobSet set = parse_jobs(
+      "job,name,user,partition,submit,start,end,state,nodes,gpus\n"
+      "1,<script>&,\"u\"\"<b>\",p,2024-03-01T00:00:00,2024-03-01T00:00:00,2024-03-01T01:00:00,COMPLETED,n1,1\n",
+      "x.csv");
+  finish_jobs(set);
+  set.jobs[0].captures = {"caps/r0 & r1.gpuh"};
+  std::ostringstream svg;
+  write_svg(jobs_scene(set, ChartOptions{}), svg);
+  const std::string s = svg.str();
+  EXPECT_EQ(s.find("<script>"), std::string::npos);
+  EXPECT_NE(s.find("&lt;script&gt;&amp;"), std::string::npos);
+  EXPECT_NE(s.find("<a href=\"caps/r0 &amp; r1.gpuh\">"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gantt::jobs
