@@ -27,7 +27,7 @@ page() {  # page NAME SUMMARY HELP_TEXT
   } | gzip -9n > "$out/$name.1.gz"
 }
 page gantt-cli "read gpuhook captures, draw them as Gantt charts, compare and diagnose them" "$("$cli" --help)"
-for sub in record info dump render stats diff diagnose export merge; do
+for sub in record info dump render stats diff diagnose export merge jobs; do
   text=$("$cli" "$sub" --help)
   page "gantt-cli-$sub" "$(head -n 1 <<< "$text")" "$text"
 done

@@ -2,7 +2,7 @@
 # --help, so they never drift), and capture/summary files.
 _gantt_cli() {
   local cur=${COMP_WORDS[COMP_CWORD]}
-  local subs="record info dump render stats diff diagnose export merge help version"
+  local subs="record info dump render stats diff diagnose export merge jobs help version"
   if ((COMP_CWORD == 1)); then
     mapfile -t COMPREPLY < <(compgen -W "$subs --help --version" -- "$cur")
     return

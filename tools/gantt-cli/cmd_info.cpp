@@ -94,6 +94,7 @@ void print_text(const std::string& file, const gpuhook::CaptureReader& reader, c
     o << "  host:        " << json_string(h.host_name()) << " pid " << h.pid() << " ppid " << h.ppid();
     if (h.has_rank()) o << " rank " << h.rank();
     if (h.has_world_size()) o << "/" << h.world_size();
+    if (!h.job_id().empty()) o << " job " << json_string(h.job_id());
     o << "\n";
     o << "  command:    ";
     for (const auto& a : h.command_line()) o << " " << json_string(a);
@@ -145,6 +146,7 @@ void print_json(const std::string& file, const gpuhook::CaptureReader& reader, c
     o << ",\"header\":{\"host\":" << json_string(h.host_name()) << ",\"pid\":" << h.pid() << ",\"ppid\":" << h.ppid();
     if (h.has_rank()) o << ",\"rank\":" << h.rank();
     if (h.has_world_size()) o << ",\"world_size\":" << h.world_size();
+    if (!h.job_id().empty()) o << ",\"job_id\":" << json_string(h.job_id());
     o << ",\"command_line\":[";
     for (int i = 0; i < h.command_line_size(); ++i) o << (i ? "," : "") << json_string(h.command_line(i));
     o << "],\"tool_version\":" << json_string(h.tool_version()) << ",\"clock_domain\":" << json_string(h.clock_domain())

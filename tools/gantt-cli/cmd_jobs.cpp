@@ -15,6 +15,7 @@
 #include <gantt/text.h>
 
 #include "commands.h"
+#include "load_captures.h"
 
 namespace gantt_cli {
 
@@ -87,46 +88,6 @@ bool span_arg(const char* flag, const std::string& text, int64_t* out) {
   if (jobs::parse_span(text, out, &why)) return true;
   std::cerr << "gantt-cli: jobs: " << flag << ": " << why << "\n";
   return false;
-}
-
-// Every .gpuh under the paths (directories searched recursively), its header only.
-std::vector<jobs::CaptureStamp> read_capture_stamps(const std::vector<std::string>& paths) {
-  std::vector<std::string> files;
-  for (const std::string& p : paths) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(p, ec)) {
-      for (auto it = std::filesystem::recursive_directory_iterator(
-               p, std::filesystem::directory_options::skip_permission_denied, ec);
-           !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
-        if (it->is_regular_file(ec) && it->path().extension() == ".gpuh") files.push_back(it->path().string());
-    } else {
-      files.push_back(p);
-    }
-  }
-  std::sort(files.begin(), files.end());
-  std::vector<jobs::CaptureStamp> out;
-  for (const std::string& f : files) {
-    try {
-      gpuhook::CaptureReader reader(f, gpuhook::ReaderOptions{false, 0, 0});
-      gpuhook::v1::Record r;
-      while (reader.next(r) && r.kind_case() != gpuhook::v1::Record::kHeader) {
-      }
-      if (r.kind_case() != gpuhook::v1::Record::kHeader) continue;
-      jobs::CaptureStamp s;
-      s.path = f;
-      s.host = gantt::utf8_clean(r.header().host_name());
-      s.job_id = gantt::utf8_clean(r.header().job_id());
-      // The record's times are wall-clock as the cluster prints them: the capture's start in
-      // this machine's local time (TZ), the zone sacct printed in when run here.
-      const time_t t = static_cast<time_t>(r.header().start_realtime_ns() / 1'000'000'000);
-      std::tm tm{};
-      if (t != 0 && localtime_r(&t, &tm)) s.start_s = static_cast<int64_t>(timegm(&tm));
-      out.push_back(std::move(s));
-    } catch (const gpuhook::CaptureError& e) {
-      std::cerr << "gantt-cli: jobs: " << e.file() << ": byte " << e.offset() << ": " << e.what() << "; skipped\n";
-    }
-  }
-  return out;
 }
 
 void print_stats_text(const jobs::JobSet& set, const jobs::ClusterStats& st, std::ostream& out) {

@@ -33,6 +33,7 @@ struct RenderCliOptions {
   std::string idle_gap;
   FilterFlags filter;
   std::string view = "gantt";  // gantt | flame (analysis/flame.h)
+  std::string job;             // --job: the files are searched for this scheduler job's captures
 };
 
 std::string format_of(const RenderCliOptions& o) {
@@ -72,7 +73,20 @@ int run_render(const RenderCliOptions& o) {
 
   // Several captures (or a merged file) are the ranks of one job: put them on one clock and
   // say in the footer what was applied (gantt/ranks.h).
-  const LoadedJob job = load_captures(o.files, o.load);
+  std::vector<std::string> files = o.files;
+  if (!o.job.empty()) {
+    // The captures of one scheduler job: the hook records SLURM_JOB_ID (PBS_JOBID, LSB_JOBID).
+    files.clear();
+    for (const gantt::jobs::CaptureStamp& s : read_capture_stamps(o.files))
+      if (s.job_id == o.job) files.push_back(s.path);
+    if (files.empty()) {
+      std::cerr << "gantt-cli: render: no capture under the given paths records job " << o.job
+                << " (the hook records SLURM_JOB_ID, PBS_JOBID or LSB_JOBID; pass the files themselves otherwise)\n";
+      return kExitError;
+    }
+    std::cerr << "gantt-cli: render: job " << o.job << ": " << files.size() << " capture(s)\n";
+  }
+  const LoadedJob job = load_captures(files, o.load);
   const gantt::Model& model = job.model;
   const bool corrupt = job.corrupt;
   ro.footer_lines = gantt::rank_footer_lines(model, job.alignment);
@@ -134,8 +148,9 @@ void register_render(CLI::App& app, int& exit_code) {
       "  gantt-cli render app.gpuh -o gantt.png\n"
       "  gantt-cli render app.gpuh -o step3.svg --range train_step@3 --kernel 'gemm|softmax'\n"
       "  gantt-cli render rank*.gpuh -o job.pdf --lanes rank\n"
-      "  gantt-cli render app.gpuh -o flame.svg --view flame\n");
-  cmd->add_option("files", o->files, "capture files (.gpuh)")->required();
+      "  gantt-cli render app.gpuh -o flame.svg --view flame\n"
+      "  gantt-cli render --job 4242 /shared/captures -o job4242.svg   # a Slurm job's captures\n");
+  cmd->add_option("files", o->files, "capture files (.gpuh); with --job, directories to search too")->required();
   add_load_flags(*cmd, o->load);
   cmd->add_option("-o,--output", o->output, "output file: .svg, .png or .pdf (- = SVG on stdout)")->required();
   cmd->add_option("--format", o->format, "svg, png or pdf (default: from the output name)");
@@ -151,6 +166,7 @@ void register_render(CLI::App& app, int& exit_code) {
   cmd->add_option("--view", o->view, "gantt: the timeline; flame: a flame graph of GPU time by NVTX range and kernel")
       ->check(CLI::IsMember({"gantt", "flame"}))
       ->capture_default_str();
+  cmd->add_option("--job", o->job, "only the captures recorded in this scheduler job (SLURM_JOB_ID), found under the paths");
   cmd->callback([o, &exit_code] { exit_code = run_render(*o); });
 }
 

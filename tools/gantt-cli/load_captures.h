@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "gantt/analysis/stats.h"
+#include "gantt/jobs.h"
 #include "gantt/model.h"
 #include "gantt/ranks.h"
 
@@ -34,6 +35,11 @@ gantt::LoadOptions load_options(const LoadFlags& flags);
 LoadedJob load_captures(const std::vector<std::string>& files, const LoadFlags& flags);
 // The same without printing, for loads that run side by side (diff): print job.warnings after.
 LoadedJob load_captures_quietly(const std::vector<std::string>& files, const LoadFlags& flags);
+
+// Every .gpuh file among `paths` (directories searched recursively), read as far as its
+// header: where, on which host, in which scheduler job it was recorded. Files that are not
+// captures get one line on stderr and are left out.
+std::vector<gantt::jobs::CaptureStamp> read_capture_stamps(const std::vector<std::string>& paths);
 
 // False, after one line on stderr, when a capture has nothing to report on (no header).
 bool reportable(const gantt::Model& model);

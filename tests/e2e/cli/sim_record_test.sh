@@ -39,4 +39,21 @@ parts = [int(p.split()[0]) for p in re.split(r", (?=\d)", m.group(2))] if m else
 sys.exit(0 if m and sum(parts) == int(m.group(1)) else 1)
 PY
 then echo "ok   the exit line's counts add up: ${line#gpuhook: }"; else echo "FAIL: exit line counts: $line"; fails=$((fails + 1)); fi
+
+# The scheduler's job id: recorded in the header, matched by `jobs --captures`, found by
+# `render --job` among other captures.
+mkdir "$work/caps"
+SLURM_JOB_ID=4242 "$cli" record -o "$work/caps/slurm-%p.gpuh" -- "$example" --iterations 1 --size 4096 >/dev/null 2>&1
+mv "$work"/run-*.gpuh "$work/caps/"
+"$cli" info "$work"/caps/slurm-*.gpuh | grep -q 'job "4242"' && echo "ok   the header records SLURM_JOB_ID" ||
+  { echo "FAIL: no job id in: $("$cli" info "$work"/caps/slurm-*.gpuh | head -5)"; fails=$((fails + 1)); }
+printf 'job,name,user,partition,submit,start,end,state,nodes,gpus\n4242,train,u,gpu,2024-03-01T00:00:00,2024-03-01T00:00:00,2024-03-01T01:00:00,COMPLETED,n1,1\n' > "$work/jobs.csv"
+err=$("$cli" jobs "$work/jobs.csv" --captures "$work/caps" -o "$work/jobs.svg" 2>&1)
+[[ "$err" == *"1 of 2 captures matched"* ]] && grep -q '<a href="[^"]*slurm-[0-9]*.gpuh">' "$work/jobs.svg" &&
+  echo "ok   jobs --captures links the job's bar to its capture" || { echo "FAIL: jobs --captures: $err"; fails=$((fails + 1)); }
+err=$("$cli" render --job 4242 "$work/caps" -o "$work/job.svg" 2>&1)
+[[ "$err" == *"job 4242: 1 capture(s)"* ]] && grep -q "<svg" "$work/job.svg" && echo "ok   render --job finds the job's capture" ||
+  { echo "FAIL: render --job: $err"; fails=$((fails + 1)); }
+"$cli" render --job 9999 "$work/caps" -o "$work/none.svg" >/dev/null 2>&1
+[[ $? == 2 ]] && echo "ok   render --job with no capture of that job: exit 2" || { echo "FAIL: render --job 9999"; fails=$((fails + 1)); }
 exit $((fails > 0))

@@ -202,8 +202,15 @@ Scene jobs_scene(const JobSet& set, const ChartOptions& o, ChartStats* stats_out
     }
   }
 
-  // Idle rows while a job could have run there: a pale orange band over each idle stretch.
-  if (!missed.empty()) {
+  // Idle rows while a job could have run there: a pale orange band over each idle stretch,
+  // the chances less than a pixel apart joined (a busy cluster has thousands of them).
+  std::vector<MissedChance> joined;
+  const int64_t pixel_s = std::max<int64_t>(1, (f.to - f.from) / std::max(columns, 1));
+  for (const MissedChance& m : missed) {
+    if (!joined.empty() && m.from_s - joined.back().to_s < pixel_s) joined.back().to_s = std::max(joined.back().to_s, m.to_s);
+    else joined.push_back(m);
+  }
+  if (!joined.empty()) {
     std::vector<std::vector<std::pair<int64_t, int64_t>>> busy(rows);
     for (const SlotUse& u : slots) busy[o.per_gpu ? size_t{u.node} * slots_per_node + u.slot : u.node].emplace_back(u.from_s, u.to_s);
     for (size_t r = 0; r < rows; ++r) {
@@ -212,11 +219,11 @@ Scene jobs_scene(const JobSet& set, const ChartOptions& o, ChartStats* stats_out
       int64_t at = f.from;
       size_t m = 0;
       const auto idle = [&](int64_t a, int64_t b) {  // [a, b) idle on this row
-        while (m < missed.size() && missed[m].to_s <= a) ++m;
-        for (size_t k = m; k < missed.size() && missed[k].from_s < b; ++k) {
-          const int64_t lo = std::max(a, missed[k].from_s), hi = std::min(b, missed[k].to_s);
+        while (m < joined.size() && joined[m].to_s <= a) ++m;
+        for (size_t k = m; k < joined.size() && joined[k].from_s < b; ++k) {
+          const int64_t lo = std::max(a, joined[k].from_s), hi = std::min(b, joined[k].to_s);
           const float x0 = f.x(lo), x1 = f.x(hi);
-          if (x1 - x0 >= 1) s.rect(make_rect(x0, rows_top + row_h * static_cast<float>(r), x1 - x0, row_h, kMissed));
+          if (x1 - x0 >= 2) s.rect(make_rect(x0, rows_top + row_h * static_cast<float>(r), x1 - x0, row_h, kMissed));
         }
       };
       for (const auto& [a, b] : iv) {
@@ -296,9 +303,11 @@ Scene jobs_scene(const JobSet& set, const ChartOptions& o, ChartStats* stats_out
     s.rect(std::move(r));
     ++st.bars_individual;
   }
+  // About 100,000 coverage rectangles in all, however many rows.
+  const size_t run_budget = std::max<size_t>(50, 100000 / std::max<size_t>(rows, 1));
   for (const auto& [row, cov] : coverage) {
     const float ry = rows_top + row_h * static_cast<float>(row);
-    for (const Coverage::Run& run : cov.runs(cov.levels_within(4, 2000))) {
+    for (const Coverage::Run& run : cov.runs(cov.levels_within(4, run_budget))) {
       Rect r = make_rect(kLeft + static_cast<float>(run.x0), ry + 0.5f, static_cast<float>(run.x1 - run.x0),
                          std::max(row_h - 1, 1.0f), Color{90, 90, 110, static_cast<uint8_t>(60 + 45 * run.level)});
       r.tooltip = std::to_string(run.events) + " short jobs, " + std::to_string(std::lround(run.busy * 100)) + "% busy";
@@ -319,13 +328,14 @@ Scene jobs_scene(const JobSet& set, const ChartOptions& o, ChartStats* stats_out
   });
   st.long_waits = waits.size();
   std::map<size_t, std::vector<std::pair<float, float>>> labelled;  // row -> label spans
-  size_t labels = 0;
+  size_t labels = 0, lines = 0;
   for (uint32_t ji : waits) {
+    if (++lines > 2000) break;  // the longest 2000: more lines are a red smear, not waits
     const Job& j = set.jobs[ji];
     const size_t row = o.per_gpu ? size_t{j.nodes.front()} * slots_per_node : j.nodes.front();
     const float ym = rows_top + row_h * (static_cast<float>(row) + 0.5f);
     const float x0 = f.x(std::max(j.submit_s, f.from)), x1 = f.x(std::min(j.start_s, f.to));
-    if (waits.size() <= 2000 || labels < 200) s.line(make_line(x0, ym, x1, ym, kWait, 1, true));
+    s.line(make_line(x0, ym, x1, ym, kWait, 1, true));
     if (labels >= 40 || row_h < 6) continue;
     const std::string text = "waited " + format_span(j.start_s - j.submit_s) + " (" + ellipsize(j.id, 16) + ")";
     const float tw = 5.8f * static_cast<float>(text.size()), tx = std::max(x1 - tw - 2, kLeft);
