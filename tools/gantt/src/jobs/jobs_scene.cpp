@@ -315,28 +315,31 @@ Scene jobs_scene(const JobSet& set, const ChartOptions& o, ChartStats* stats_out
     }
   }
 
-  // Long waits: a dashed line from submit to start on the job's first row; the longest labelled.
+  // Waits: a line from submit to start on the job's first row, grey; red dashed from
+  // --wait-threshold on, the longest labelled. The longest 3,000 at most: more lines are a smear.
   std::vector<uint32_t> waits;
   for (uint32_t ji = 0; ji < set.jobs.size(); ++ji) {
     const Job& j = set.jobs[ji];
-    if (j.started() && !j.nodes.empty() && j.start_s - j.submit_s >= o.wait_threshold_s && j.start_s > f.from &&
-        j.submit_s < f.to)
-      waits.push_back(ji);
+    if (!j.started() || j.nodes.empty() || j.start_s <= j.submit_s || j.start_s <= f.from || j.submit_s >= f.to) continue;
+    if (f.x(std::min(j.start_s, f.to)) - f.x(std::max(j.submit_s, f.from)) < 1 && j.start_s - j.submit_s < o.wait_threshold_s)
+      continue;
+    waits.push_back(ji);
+    if (j.start_s - j.submit_s >= o.wait_threshold_s) ++st.long_waits;
   }
   std::stable_sort(waits.begin(), waits.end(), [&](uint32_t a, uint32_t b) {
     return set.jobs[a].start_s - set.jobs[a].submit_s > set.jobs[b].start_s - set.jobs[b].submit_s;
   });
-  st.long_waits = waits.size();
+  if (waits.size() > 3000) waits.resize(3000);
   std::map<size_t, std::vector<std::pair<float, float>>> labelled;  // row -> label spans
-  size_t labels = 0, lines = 0;
+  size_t labels = 0;
   for (uint32_t ji : waits) {
-    if (++lines > 2000) break;  // the longest 2000: more lines are a red smear, not waits
     const Job& j = set.jobs[ji];
+    const bool long_wait = j.start_s - j.submit_s >= o.wait_threshold_s;
     const size_t row = o.per_gpu ? size_t{j.nodes.front()} * slots_per_node : j.nodes.front();
     const float ym = rows_top + row_h * (static_cast<float>(row) + 0.5f);
     const float x0 = f.x(std::max(j.submit_s, f.from)), x1 = f.x(std::min(j.start_s, f.to));
-    s.line(make_line(x0, ym, x1, ym, kWait, 1, true));
-    if (labels >= 40 || row_h < 6) continue;
+    s.line(long_wait ? make_line(x0, ym, x1, ym, kWait, 1, true) : make_line(x0, ym, x1, ym, palette::kMuted, 0.6f));
+    if (!long_wait || labels >= 40 || row_h < 6) continue;
     const std::string text = "waited " + format_span(j.start_s - j.submit_s) + " (" + ellipsize(j.id, 16) + ")";
     const float tw = 5.8f * static_cast<float>(text.size()), tx = std::max(x1 - tw - 2, kLeft);
     auto& spans = labelled[row];
@@ -405,8 +408,8 @@ Scene jobs_scene(const JobSet& set, const ChartOptions& o, ChartStats* stats_out
   }
   y += 16;
   s.text(make_text(12, y,
-                   "red dashed: waits of " + format_span(o.wait_threshold_s) +
-                       " or more (submit -> start); orange: idle GPUs while a job that would fit waited "
+                   "lines: waits from submit to start (red dashed: " + format_span(o.wait_threshold_s) +
+                       " or more); orange: idle GPUs while a job that would fit waited "
                        "(by GPU count; partitions and constraints are not in the record); dashed outline: running at the end",
                    9, palette::kMuted));
   y += 13;
