@@ -2,6 +2,8 @@
 // the statistics against values computed by hand on a small schedule.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
 #include <sstream>
 
 #include "gantt/jobs.h"
@@ -257,6 +259,78 @@ TEST(JobsPlacement, FirstFitWithBackfill) {
   EXPECT_FALSE(place(set, req).found);
   for (const char* bad : {"gpus=0,time=1h", "gpus=4", "time=1h", "gpus=4,time=1h,colour=red", "gpus=4,time=0s"})
     EXPECT_FALSE(parse_placement_request(bad, &req, &why)) << bad;
+}
+
+TEST(JobsParse, HostileRecordsAreBounded) {
+  // A few bytes of node-list grammar name 60,000 nodes; two such lines pass the node limit.
+  std::string text = "job,name,user,partition,submit,start,end,state,nodes,gpus\n";
+  for (const char* prefix : {"a", "b"})
+    text += std::string("1,x,u,p,2024-03-01T00:00:00,2024-03-01T00:00:00,2024-03-01T01:00:00,COMPLETED,") + prefix +
+            "[00000-59999],1\n";
+  text += "2,x,u,p,2024-03-01T00:00:00,2024-03-01T00:00:00,2024-03-01T01:00:00,COMPLETED,n1,5000\n";
+  JobSet set = parse_jobs(text, "hostile.csv");
+  ASSERT_EQ(set.jobs.size(), 1u);
+  EXPECT_EQ(set.nodes.size(), 60000u);
+  ASSERT_EQ(set.problems.size(), 2u);
+  EXPECT_NE(set.problems[0].what.find("distinct nodes"), std::string::npos);
+  EXPECT_NE(set.problems[1].what.find("per node"), std::string::npos);
+  finish_jobs(set, 100000);
+  EXPECT_EQ(set.gpus_per_node, kMaxGpusPerNode);
+}
+
+// The what-if against a brute force over every candidate start, on random schedules: the
+// sparse-table lookups must give the same earliest slot.
+TEST(JobsPlacement, AgreesWithBruteForce) {
+  std::mt19937 rng(7);
+  for (int round = 0; round < 40; ++round) {
+    std::string text = "job,name,user,partition,submit,start,end,state,nodes,gpus\n";
+    const int n_jobs = 5 + static_cast<int>(rng() % 30);
+    for (int j = 0; j < n_jobs; ++j) {
+      const int start = static_cast<int>(rng() % 48) * 600, len = 600 * (1 + static_cast<int>(rng() % 12));
+      const int node = 1 + static_cast<int>(rng() % 3), gpus = 1 + static_cast<int>(rng() % 2);
+      text += std::to_string(j) + ",x,u,p," + format_wall_time(1709251200 + start) + "," +
+              format_wall_time(1709251200 + start) + "," + format_wall_time(1709251200 + start + len) +
+              ",COMPLETED,n" + std::to_string(node) + "," + std::to_string(gpus) + "\n";
+    }
+    JobSet set = parse_jobs(text, "r.csv");
+    ASSERT_TRUE(set.problems.empty());
+    finish_jobs(set, 4);
+    PlacementRequest req;
+    req.gpus = 1 + static_cast<uint32_t>(rng() % (4 * set.nodes.size()));
+    req.duration_s = 600 * (1 + static_cast<int64_t>(rng() % 8));
+    const Placement p = place(set, req);
+    // Brute force: in use on node n over [t, t + d) from every job, at every change point.
+    const auto used_max = [&](uint32_t n, int64_t t, int64_t d) {
+      int64_t best = 0;
+      for (int64_t probe = t; probe < t + d; probe += 60) {
+        int64_t in_use = 0;
+        for (const Job& j : set.jobs)
+          if (j.nodes[0] == n && j.start_s <= probe && probe < j.end_s) in_use += j.gpus;
+        best = std::max(best, in_use);
+      }
+      return best;
+    };
+    int64_t at = set.jobs.front().submit_s;
+    for (const Job& j : set.jobs) at = std::min(at, j.submit_s);
+    std::vector<int64_t> candidates = {at};
+    for (const Job& j : set.jobs)
+      if (j.end_s > at) candidates.push_back(j.end_s);
+    std::sort(candidates.begin(), candidates.end());
+    int64_t want = kUnknownTime;
+    for (int64_t t : candidates) {
+      int64_t free = 0;
+      // A random schedule may oversubscribe a node: it then has nothing free, not less.
+      for (uint32_t n = 0; n < set.nodes.size(); ++n) free += std::max<int64_t>(0, 4 - used_max(n, t, req.duration_s));
+      if (free >= req.gpus) {
+        want = t;
+        break;
+      }
+    }
+    ASSERT_EQ(p.found, want != kUnknownTime) << "round " << round;
+    if (p.found) {
+      EXPECT_EQ(p.start_s, want) << "round " << round;
+    }
+  }
 }
 
 TEST(JobsCaptures, MatchByJobIdThenHostAndTime) {

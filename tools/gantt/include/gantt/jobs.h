@@ -23,6 +23,14 @@ namespace gantt::jobs {
 
 inline constexpr int64_t kUnknownTime = INT64_MIN;
 
+// What one record may hold (the input is untrusted: a few bytes of node-list grammar name a
+// hundred thousand nodes). The largest clusters have tens of thousands of nodes; a month of a
+// busy one is a few hundred thousand jobs.
+inline constexpr size_t kMaxJobs = 2'000'000;
+inline constexpr size_t kMaxNodes = 100'000;
+inline constexpr size_t kMaxMemberships = 4'000'000;  // job-node pairs
+inline constexpr uint32_t kMaxGpusPerNode = 1024;
+
 struct Job {
   std::string id, name, user, partition, state;
   int64_t submit_s = kUnknownTime;

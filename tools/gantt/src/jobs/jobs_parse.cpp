@@ -6,6 +6,7 @@
 #include <ctime>
 #include <map>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 
 #include "gantt/jobs.h"
@@ -272,7 +273,7 @@ JobSet parse_jobs(std::string_view text, std::string source) {
   bool have_header = false;
   std::unordered_map<std::string, uint32_t> node_index;
   std::vector<std::string> cells, names;
-  size_t line_no = 0;
+  size_t line_no = 0, memberships = 0;
   while (!text.empty()) {
     const size_t nl = text.find('\n');
     std::string_view line = text.substr(0, nl);
@@ -353,10 +354,30 @@ JobSet parse_jobs(std::string_view text, std::string source) {
       continue;
     }
     if (!j.started()) names.clear();  // a pending job's NodeList is the reason, not nodes
+    // What a hostile record could make us hold: a few bytes of "a[0-99999]" per line name
+    // 100,000 nodes each.
+    for (std::string& n : names) n = utf8_clean(n);
+    size_t fresh_nodes = 0;
+    for (const std::string& n : names) fresh_nodes += node_index.count(n) ? 0 : 1;
+    if (set.nodes.size() + fresh_nodes > kMaxNodes) why = "more than " + std::to_string(kMaxNodes) + " distinct nodes in the record";
+    else if (memberships + names.size() > kMaxMemberships)
+      why = "more than " + std::to_string(kMaxMemberships) + " job-node pairs in the record";
+    else if (j.gpus > kMaxGpusPerNode * std::max<size_t>(names.size(), 1) && j.started())
+      why = std::to_string(j.gpus) + " GPUs on " + std::to_string(names.size()) + " node(s): more than " +
+            std::to_string(kMaxGpusPerNode) + " per node";
+    if (!why.empty()) {
+      set.problems.push_back({line_no, why});
+      continue;
+    }
+    if (set.jobs.size() >= kMaxJobs) {
+      set.problems.push_back({line_no, "more than " + std::to_string(kMaxJobs) +
+                                           " jobs: the rest is left out (read a window: sacct -S/-E)"});
+      break;
+    }
+    memberships += names.size();
     for (const std::string& n : names) {
-      const std::string clean = utf8_clean(n);
-      auto [it, fresh] = node_index.try_emplace(clean, static_cast<uint32_t>(set.nodes.size()));
-      if (fresh) set.nodes.push_back(clean);
+      auto [it, fresh] = node_index.try_emplace(n, static_cast<uint32_t>(set.nodes.size()));
+      if (fresh) set.nodes.push_back(n);
       j.nodes.push_back(it->second);
     }
     set.jobs.push_back(std::move(j));
@@ -390,24 +411,33 @@ void finish_jobs(JobSet& set, uint32_t gpus_per_node, int64_t now_s) {
   set.now_s = now_s;
   if (gpus_per_node == 0) {
     // The most GPUs allocated on one node at once: a sweep of per-node share changes.
-    std::map<std::pair<uint32_t, int64_t>, int64_t> delta;
+    struct Change {
+      uint32_t node;
+      int64_t t, delta;
+    };
+    std::vector<Change> changes;
     for (const Job& j : set.jobs) {
       if (!j.started() || j.nodes.empty() || j.gpus == 0) continue;
       const int64_t share = (j.gpus + j.nodes.size() - 1) / j.nodes.size();
       for (uint32_t n : j.nodes) {
-        delta[{n, j.start_s}] += share;
-        delta[{n, std::max(j.start_s, set.end_of(j))}] -= share;
+        changes.push_back({n, j.start_s, share});
+        changes.push_back({n, std::max(j.start_s, set.end_of(j)), -share});
       }
     }
+    // At one instant, ends before starts: a job starting as another ends does not overlap it.
+    std::sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
+      return std::tie(a.node, a.t, a.delta) < std::tie(b.node, b.t, b.delta);
+    });
     int64_t cur = 0, best = 0;
     uint32_t node = UINT32_MAX;
-    for (const auto& [key, d] : delta) {
-      if (key.first != node) node = key.first, cur = 0;
-      cur += d;
+    for (const Change& c : changes) {
+      if (c.node != node) node = c.node, cur = 0;
+      cur += c.delta;
       best = std::max(best, cur);
     }
-    gpus_per_node = static_cast<uint32_t>(std::min<int64_t>(best, 1 << 16));
+    gpus_per_node = static_cast<uint32_t>(best);
   }
+  gpus_per_node = std::min(gpus_per_node, kMaxGpusPerNode);
   set.gpus_per_node = gpus_per_node;
 }
 

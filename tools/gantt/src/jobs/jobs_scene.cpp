@@ -116,8 +116,10 @@ Scene jobs_scene(const JobSet& set, const ChartOptions& o, ChartStats* stats_out
   for (const SlotUse& u : slots) slots_per_node = std::max(slots_per_node, u.slot + 1);
   const size_t rows = o.per_gpu ? set.nodes.size() * slots_per_node : set.nodes.size();
   st.rows = rows;
-  const float row_h = o.per_gpu ? std::clamp(1600.0f / std::max<float>(1, static_cast<float>(rows)), 2.0f, 14.0f)
-                                : std::clamp(2400.0f / std::max<float>(1, static_cast<float>(rows)), 3.0f, 22.0f);
+  float row_h = o.per_gpu ? std::clamp(1600.0f / std::max<float>(1, static_cast<float>(rows)), 2.0f, 14.0f)
+                          : std::clamp(2400.0f / std::max<float>(1, static_cast<float>(rows)), 3.0f, 22.0f);
+  // Raster surfaces stop at 32,767 px: a cluster of tens of thousands of rows gets thinner rows.
+  row_h = std::min(row_h, 30000.0f / std::max<float>(1, static_cast<float>(rows)));
 
   float y = 24;
   s.text(make_text(12, y, utf8_clean(s.title), 15, palette::kText, Anchor::kStart, true));
@@ -139,15 +141,27 @@ Scene jobs_scene(const JobSet& set, const ChartOptions& o, ChartStats* stats_out
   const double capacity = static_cast<double>(set.nodes.size()) * gpn;
   const int columns = static_cast<int>(f.w);
   {
-    std::vector<double> busy(static_cast<size_t>(columns) + 1, 0);  // GPU-seconds per column
+    // GPU-seconds per column: the partial first and last columns of each use directly, the
+    // whole ones between through a difference array (a use spanning the window costs O(1)).
+    std::vector<double> busy(static_cast<size_t>(columns) + 1, 0), whole(static_cast<size_t>(columns) + 2, 0);
     const double col_s = static_cast<double>(f.to - f.from) / columns;
     for (const SlotUse& u : slots) {
       if (u.slot >= gpn) continue;
       const double a = std::max<double>(0, static_cast<double>(u.from_s - f.from) / col_s);
       const double b = std::min<double>(columns, static_cast<double>(u.to_s - f.from) / col_s);
-      for (int c = static_cast<int>(a); c < b && c < columns; ++c)
-        busy[static_cast<size_t>(c)] += (std::min<double>(b, c + 1) - std::max<double>(a, c)) * col_s;
+      if (b <= a) continue;
+      const int ca = static_cast<int>(a), cb = static_cast<int>(b);
+      if (ca == cb) {
+        busy[static_cast<size_t>(ca)] += (b - a) * col_s;
+        continue;
+      }
+      busy[static_cast<size_t>(ca)] += (ca + 1 - a) * col_s;
+      busy[static_cast<size_t>(cb)] += (b - cb) * col_s;
+      whole[static_cast<size_t>(ca) + 1] += col_s;
+      whole[static_cast<size_t>(cb)] -= col_s;
     }
+    double running = 0;
+    for (int c = 0; c < columns; ++c) busy[static_cast<size_t>(c)] += running += whole[static_cast<size_t>(c)];
     s.rect(make_rect(kLeft, strip_top, f.w, kStripH, palette::kLaneBand));
     for (int c = 0; c < columns;) {
       const auto level = [&](int k) {

@@ -57,36 +57,61 @@ std::vector<WaitStats> wait_table(const JobSet& set, bool by_partition, int64_t 
   return out;
 }
 
-// Each node's GPUs in use over time, as sorted change points (time, in use from then on).
-std::vector<std::vector<std::pair<int64_t, int64_t>>> node_steps(const JobSet& set) {
-  std::vector<std::map<int64_t, int64_t>> delta(set.nodes.size());
+// One node's GPUs in use over time: change points (time, in use from then on) and a sparse
+// table over the counts, so that the most in use over any window is two lookups.
+struct NodeSteps {
+  std::vector<int64_t> times;
+  std::vector<std::vector<int64_t>> max;  // max[k][i]: the most in use over steps [i, i + 2^k)
+
+  void build(std::vector<std::pair<int64_t, int64_t>>& deltas) {
+    std::sort(deltas.begin(), deltas.end());
+    int64_t cur = 0;
+    std::vector<int64_t> level;
+    for (size_t i = 0; i < deltas.size(); ++i) {
+      cur += deltas[i].second;
+      if (i + 1 < deltas.size() && deltas[i + 1].first == deltas[i].first) continue;
+      times.push_back(deltas[i].first);
+      level.push_back(cur);
+    }
+    max.push_back(std::move(level));
+    for (size_t k = 1; (size_t{1} << k) <= times.size(); ++k) {
+      const std::vector<int64_t>& prev = max[k - 1];
+      std::vector<int64_t> next(times.size() - (size_t{1} << k) + 1);
+      for (size_t i = 0; i < next.size(); ++i) next[i] = std::max(prev[i], prev[i + (size_t{1} << (k - 1))]);
+      max.push_back(std::move(next));
+    }
+  }
+  // The most GPUs in use during [from, to).
+  int64_t max_used(int64_t from, int64_t to) const {
+    // Steps in force during the window: the last at or before `from`, through the last before `to`.
+    size_t lo = static_cast<size_t>(std::upper_bound(times.begin(), times.end(), from) - times.begin());
+    const size_t hi = static_cast<size_t>(std::lower_bound(times.begin(), times.end(), to) - times.begin());
+    if (lo > 0) --lo;
+    if (hi <= lo) return lo < times.size() && times[lo] <= from ? max[0][lo] : 0;
+    const size_t n = hi - lo;
+    size_t k = 0;
+    while ((size_t{2} << k) <= n) ++k;
+    int64_t best = std::max(max[k][lo], max[k][hi - (size_t{1} << k)]);
+    if (times[lo] > from) best = std::max<int64_t>(best, 0);  // before the first step: nothing in use
+    return best;
+  }
+};
+
+std::vector<NodeSteps> node_steps(const JobSet& set) {
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> deltas(set.nodes.size());
   for (const Job& j : set.jobs) {
     if (!j.started()) continue;
     const int64_t end = std::max(j.start_s, set.end_of(j));
     for (size_t i = 0; i < j.nodes.size(); ++i) {
       const uint32_t g = share_on(j, i);
       if (g == 0 || end == j.start_s) continue;
-      delta[j.nodes[i]][j.start_s] += g;
-      delta[j.nodes[i]][end] -= g;
+      deltas[j.nodes[i]].emplace_back(j.start_s, g);
+      deltas[j.nodes[i]].emplace_back(end, -static_cast<int64_t>(g));
     }
   }
-  std::vector<std::vector<std::pair<int64_t, int64_t>>> steps(set.nodes.size());
-  for (size_t n = 0; n < delta.size(); ++n) {
-    int64_t cur = 0;
-    for (const auto& [t, d] : delta[n]) {
-      cur += d;
-      steps[n].emplace_back(t, cur);
-    }
-  }
+  std::vector<NodeSteps> steps(set.nodes.size());
+  for (size_t n = 0; n < deltas.size(); ++n) steps[n].build(deltas[n]);
   return steps;
-}
-
-// The most GPUs in use on a node during [from, to).
-int64_t max_used(const std::vector<std::pair<int64_t, int64_t>>& steps, int64_t from, int64_t to) {
-  auto it = std::upper_bound(steps.begin(), steps.end(), std::make_pair(from, INT64_MAX));
-  int64_t best = it == steps.begin() ? 0 : std::prev(it)->second;
-  for (; it != steps.end() && it->first < to; ++it) best = std::max(best, it->second);
-  return best;
 }
 
 }  // namespace
@@ -173,7 +198,7 @@ std::vector<SlotUse> assign_slots(const JobSet& set) {
           --left;
         }
       // More than the node holds (a --gpus-per-node below what was recorded): extra slots.
-      while (left > 0 && free_at.size() < (1u << 16)) {
+      while (left > 0 && free_at.size() < kMaxGpusPerNode) {
         free_at.push_back(p.to);
         out.push_back({p.job, n, static_cast<uint32_t>(free_at.size() - 1), p.from, p.to});
         --left;
@@ -356,7 +381,7 @@ Placement place(const JobSet& set, const PlacementRequest& req) {
     free.clear();
     uint64_t total = 0;
     for (uint32_t n = 0; n < steps.size(); ++n) {
-      const int64_t f = static_cast<int64_t>(set.gpus_per_node) - max_used(steps[n], t, t + req.duration_s);
+      const int64_t f = static_cast<int64_t>(set.gpus_per_node) - steps[n].max_used(t, t + req.duration_s);
       if (f > 0) free.emplace_back(f, n), total += static_cast<uint64_t>(f);
     }
     if (total < req.gpus) continue;
