@@ -18,6 +18,10 @@ _gantt_cli() {
     mapfile -t COMPREPLY < <(compgen -W "$opts" -- "$cur")
     return
   fi
+  if [[ $sub == jobs ]]; then  # scheduler records: any file (sacct text, CSV)
+    mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+    return
+  fi
   if [[ $sub == record ]]; then
     mapfile -t COMPREPLY < <(compgen -c -- "$cur")
     return

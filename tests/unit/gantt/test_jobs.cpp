@@ -333,6 +333,43 @@ TEST(JobsPlacement, AgreesWithBruteForce) {
   }
 }
 
+// Mutated records (bytes flipped, grammar characters and digits inserted, lines cut) through
+// every step: each line is a job or a numbered problem, and nothing crashes (ASan build too).
+TEST(JobsParse, MutatedRecordsNeverCrash) {
+  std::mt19937 rng(11);
+  const std::string base = kSacct;
+  const char inserts[] = "[]-,|0123456789\n\"Unknown";
+  for (int round = 0; round < 1500; ++round) {
+    std::string text = base;
+    const int edits = 1 + static_cast<int>(rng() % 6);
+    for (int e = 0; e < edits && !text.empty(); ++e) {
+      const size_t at = rng() % text.size();
+      switch (rng() % 4) {
+        case 0: text[at] = static_cast<char>(rng() % 256); break;
+        case 1: text.insert(at, 1, inserts[rng() % (sizeof inserts - 1)]); break;
+        case 2: text.erase(at, 1 + rng() % 8); break;
+        default: text.insert(at, std::to_string(rng() % 100000)); break;
+      }
+    }
+    JobSet set = parse_jobs(text, "fuzz");
+    size_t lines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1;
+    ASSERT_LE(set.jobs.size() + set.problems.size(), lines) << text;
+    finish_jobs(set);
+    const ClusterStats st = cluster_stats(set, StatsWindow{});
+    ASSERT_GE(st.capacity_gpu_hours + 1e-9, 0.0);
+    PlacementRequest req;
+    req.gpus = 1 + static_cast<uint32_t>(rng() % 16);
+    req.duration_s = 3600;
+    (void)place(set, req);
+    ChartOptions co;
+    co.per_gpu = round % 2 == 1;
+    co.width_px = 600;
+    std::ostringstream svg;
+    write_svg(jobs_scene(set, co), svg);
+    ASSERT_NE(svg.str().find("</svg>"), std::string::npos);
+  }
+}
+
 TEST(JobsCaptures, MatchByJobIdThenHostAndTime) {
   JobSet set = small_set();
   std::vector<CaptureStamp> c = {{"by-id.gpuh", "elsewhere", "2", kUnknownTime},
