@@ -1,5 +1,7 @@
 // gantt-cli export FILE... --format FORMAT -o OUT: the events in other tools' formats.
 // Each format is an Exporter in libgantt (export_<format>.cpp); this file only wires options.
+#include <unistd.h>
+
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -31,6 +33,10 @@ int run_export(const ExportOptions& o) {
     std::string known;
     for (const auto* e : gantt::exporters()) known += (known.empty() ? "" : ", ") + std::string(e->format());
     std::cerr << "gantt-cli: export: unknown format '" << o.format << "' (known: " << known << ")\n";
+    return kExitError;
+  }
+  if (o.format == "sqlite" && o.output == "-" && isatty(STDOUT_FILENO)) {
+    std::cerr << "gantt-cli: export: a SQLite database is binary: pass -o FILE.db (or redirect stdout)\n";
     return kExitError;
   }
   const gantt::EventFilter f = make_filter(o.filter);
@@ -75,6 +81,7 @@ void register_export(CLI::App& app, int& exit_code) {
       "  gantt-cli export app.gpuh --format chrome -o app.json     # open in ui.perfetto.dev\n"
       "  gantt-cli export app.gpuh --format csv -o events.csv\n"
       "  gantt-cli export app.gpuh --format folded | flamegraph.pl > flame.svg\n"
+      "  gantt-cli export app.gpuh --format sqlite -o app.db       # tables in README: kernels, api, nvtx, ...\n"
       "\nFolded stacks weigh each stack by its GPU time in nanoseconds (flamegraph.pl --countname=ns).\n");
   cmd->add_option("files", o->files, "capture files (.gpuh)")->required();
   add_load_flags(*cmd, o->load);

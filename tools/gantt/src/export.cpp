@@ -9,6 +9,7 @@ std::vector<const Exporter*> exporters() {
     v.push_back(make_csv_exporter());
     v.push_back(make_chrome_exporter());
     v.push_back(make_folded_exporter());
+    v.push_back(make_sqlite_exporter());
     return v;
   }();
   std::vector<const Exporter*> out;

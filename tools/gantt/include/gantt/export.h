@@ -31,5 +31,6 @@ std::vector<const Exporter*> exporters();
 std::unique_ptr<Exporter> make_csv_exporter();
 std::unique_ptr<Exporter> make_chrome_exporter();  // export/chrome_export.cpp
 std::unique_ptr<Exporter> make_folded_exporter();  // export/folded_export.cpp
+std::unique_ptr<Exporter> make_sqlite_exporter();  // export/sqlite_export.cpp
 
 }  // namespace gantt
