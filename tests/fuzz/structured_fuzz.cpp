@@ -186,7 +186,9 @@ void exercise(const std::string& path, const std::string& dir) {
       const gantt::Selection sel = gantt::select_events(m, fl);
       for (const gantt::Exporter* e : gantt::exporters()) {
         std::ostringstream os;
-        e->write(m, sel, os);
+        gantt::ExportOptions eo;
+        eo.folded_root = gantt::analysis::StackRoot::kDevice;  // the root frame reads the header and device
+        e->write(m, sel, eo, os);
       }
       std::ostringstream svg;
       gantt::write_svg(gantt::build_scene(m, sel, gantt::RenderOptions{}), svg);

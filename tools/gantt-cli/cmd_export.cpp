@@ -25,6 +25,7 @@ struct ExportOptions {
   std::string format = "csv";
   std::string output = "-";
   FilterFlags filter;
+  std::string root = "none";  // folded: rank | device | none
 };
 
 int run_export(const ExportOptions& o) {
@@ -39,6 +40,10 @@ int run_export(const ExportOptions& o) {
     std::cerr << "gantt-cli: export: a SQLite database is binary: pass -o FILE.db (or redirect stdout)\n";
     return kExitError;
   }
+  gantt::ExportOptions eo;
+  eo.folded_root = o.root == "rank" ? gantt::analysis::StackRoot::kRank
+                   : o.root == "device" ? gantt::analysis::StackRoot::kDevice
+                                        : gantt::analysis::StackRoot::kNone;
   const gantt::EventFilter f = make_filter(o.filter);
   const LoadedJob job = load_captures(o.files, o.load);
   const gantt::Model& model = job.model;
@@ -51,7 +56,7 @@ int run_export(const ExportOptions& o) {
     return kExitError;
   }
   if (o.output == "-") {
-    exporter->write(model, sel, std::cout);
+    exporter->write(model, sel, eo, std::cout);
     std::cout.flush();
   } else {
     std::ofstream out(o.output, std::ios::binary | std::ios::trunc);
@@ -59,7 +64,7 @@ int run_export(const ExportOptions& o) {
       std::cerr << "gantt-cli: export: cannot write " << o.output << "\n";
       return kExitError;
     }
-    exporter->write(model, sel, out);
+    exporter->write(model, sel, eo, out);
     out.close();
     if (!out) {
       std::cerr << "gantt-cli: export: writing " << o.output << " failed\n";
@@ -82,12 +87,16 @@ void register_export(CLI::App& app, int& exit_code) {
       "  gantt-cli export app.gpuh --format csv -o events.csv\n"
       "  gantt-cli export app.gpuh --format folded | flamegraph.pl > flame.svg\n"
       "  gantt-cli export app.gpuh --format sqlite -o app.db       # tables in README: kernels, api, nvtx, ...\n"
+      "  gantt-cli export rank*.gpuh --format folded --root rank > ranks.folded   # a flame per rank\n"
       "\nFolded stacks weigh each stack by its GPU time in nanoseconds (flamegraph.pl --countname=ns).\n");
   cmd->add_option("files", o->files, "capture files (.gpuh)")->required();
   add_load_flags(*cmd, o->load);
   cmd->add_option("-f,--format", o->format, "output format")->capture_default_str();
   cmd->add_option("-o,--output", o->output, "output file, - for stdout")->capture_default_str();
   add_filter_flags(*cmd, o->filter);
+  cmd->add_option("--root", o->root, "folded: the frame under every stack: rank (capture), device, or none")
+      ->check(CLI::IsMember({"rank", "device", "none"}))
+      ->capture_default_str();
   cmd->callback([o, &exit_code] { exit_code = run_export(*o); });
 }
 

@@ -36,7 +36,7 @@ gantt::Model two_kernels(const std::string& hostile) {
 
 std::string csv(const gantt::Model& m, const gantt::EventFilter& f = {}) {
   std::ostringstream os;
-  gantt::find_exporter("csv")->write(m, gantt::select_events(m, f), os);
+  gantt::find_exporter("csv")->write(m, gantt::select_events(m, f), gantt::ExportOptions{}, os);
   return os.str();
 }
 

@@ -1,4 +1,5 @@
 // The Chrome trace and folded-stack exporters on fabricated models.
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -47,7 +48,7 @@ std::string run(const char* format, const gantt::Model& m) {
   EXPECT_NE(e, nullptr) << format;
   if (!e) return {};
   std::ostringstream os;
-  e->write(m, all(m), os);
+  e->write(m, all(m), gantt::ExportOptions{}, os);
   return os.str();
 }
 
@@ -97,6 +98,27 @@ TEST(FoldedExport, StacksAreRangePathsThenKernelWithExecWeights) {
     ASSERT_NE(sp, std::string::npos) << line;
     EXPECT_EQ(line.find_first_not_of("0123456789", sp + 1), std::string::npos) << line;
   }
+}
+
+TEST(FoldedExport, RootFramePerRankOrDevice) {
+  const gantt::Model m = model_with_overlaps();
+  const auto stacks = [&](gantt::analysis::StackRoot root) {
+    std::ostringstream os;
+    gantt::ExportOptions eo;
+    eo.folded_root = root;
+    gantt::find_exporter("folded")->write(m, all(m), eo, os);
+    return os.str();
+  };
+  const std::string none = stacks(gantt::analysis::StackRoot::kNone);
+  const std::string rank = stacks(gantt::analysis::StackRoot::kRank);
+  const std::string device = stacks(gantt::analysis::StackRoot::kDevice);
+  // The header records no rank: the frame names the capture. One capture: the device frame alone.
+  EXPECT_NE(rank.find("capture 0;outer:step;inner \"quoted\";kernel() 4000\n"), std::string::npos) << rank;
+  EXPECT_NE(device.find("gpu0;outer:step;inner \"quoted\";kernel() 4000\n"), std::string::npos) << device;
+  // Same lines, each under one root frame: the weights are unchanged.
+  const auto lines = [](const std::string& s) { return std::count(s.begin(), s.end(), '\n'); };
+  EXPECT_EQ(lines(rank), lines(none));
+  EXPECT_EQ(lines(device), lines(none));
 }
 
 namespace {

@@ -48,7 +48,7 @@ class CsvExporter final : public Exporter {
   std::string_view format() const override { return "csv"; }
   std::string_view description() const override { return "one row per GanttEvent (spreadsheets, pandas)"; }
 
-  void write(const Model& m, const Selection& sel, std::ostream& os) const override {
+  void write(const Model& m, const Selection& sel, const ExportOptions&, std::ostream& os) const override {
     std::string out;
     out.reserve(1 << 20);
     out += kColumns;

@@ -8,10 +8,17 @@
 #include <string_view>
 #include <vector>
 
+#include "gantt/analysis/flame.h"
 #include "gantt/filter.h"
 #include "gantt/model.h"
 
 namespace gantt {
+
+// What a format may be asked besides the selection.
+struct ExportOptions {
+  // Folded stacks: the frame under every stack (one flame per rank or per GPU, or none).
+  analysis::StackRoot folded_root = analysis::StackRoot::kNone;
+};
 
 class Exporter {
  public:
@@ -20,7 +27,8 @@ class Exporter {
   virtual std::string_view description() const = 0;  // one line for --help
   // Writes the selected events (and whatever context the format needs from the model).
   // Deterministic: same model and selection, same bytes.
-  virtual void write(const Model& model, const Selection& selection, std::ostream& out) const = 0;
+  virtual void write(const Model& model, const Selection& selection, const ExportOptions& options,
+                     std::ostream& out) const = 0;
 };
 
 // nullptr when unknown.

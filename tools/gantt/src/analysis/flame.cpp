@@ -147,13 +147,24 @@ std::vector<std::string> split_stack(const std::string& stack) {
   return out;
 }
 
-Stacks gpu_stacks(const Model& m, const Selection* sel) {
+Stacks gpu_stacks(const Model& m, const Selection* sel, StackRoot root) {
   Stacks out;
+  // "rank 3" (the recorded rank, else the capture's place), "gpu1" ("rank 3 gpu1" with several captures).
+  const auto rank_frame = [&](uint16_t c) {
+    const auto& h = m.captures[c].header;
+    return h.has_rank() ? "rank " + std::to_string(h.rank()) : "capture " + std::to_string(c);
+  };
   std::vector<std::string> prefix(m.ranges.size());
   std::vector<uint8_t> done(m.ranges.size(), 0);
   const auto add_event = [&](uint32_t e) {
     if (!is_gpu_work(m, e)) return;
     std::string stack;
+    if (root == StackRoot::kRank) {
+      stack = rank_frame(m.events.capture[e]) + kSep;
+    } else if (root == StackRoot::kDevice) {
+      stack = (m.captures.size() > 1 ? rank_frame(m.events.capture[e]) + " " : std::string()) + "gpu" +
+              std::to_string(m.events.device[e]) + kSep;
+    }
     const uint32_t r = m.events.range[e];
     if (r != kNone) {
       if (!done[r]) {
@@ -162,7 +173,7 @@ Stacks gpu_stacks(const Model& m, const Selection* sel) {
         for (auto it = chain.rbegin(); it != chain.rend(); ++it) prefix[r] += clean_frame(m.string(m.ranges.name[*it])) + kSep;
         done[r] = 1;
       }
-      stack = prefix[r];
+      stack += prefix[r];
     }
     stack += clean_frame(kernel_key(m, e));
     out[stack] += m.events.end_ns[e] - m.events.start_ns[e];

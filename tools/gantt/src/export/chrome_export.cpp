@@ -63,7 +63,7 @@ class ChromeExporter : public Exporter {
   std::string_view description() const override {
     return "Chrome trace JSON for Perfetto UI / chrome://tracing (devices, streams, host threads, NVTX, flows)";
   }
-  void write(const Model& m, const Selection& sel, std::ostream& os) const override;
+  void write(const Model& m, const Selection& sel, const ExportOptions&, std::ostream& os) const override;
 };
 
 void ts(std::string& o, uint64_t t, uint64_t base) { json::append_us_from_ns(o, static_cast<int64_t>(t - base)); }
@@ -74,7 +74,7 @@ std::string hex(uint64_t v) {
   return buf;
 }
 
-void ChromeExporter::write(const Model& m, const Selection& sel, std::ostream& os) const {
+void ChromeExporter::write(const Model& m, const Selection& sel, const ExportOptions&, std::ostream& os) const {
   // The time origin: the earliest time of anything written, so no timestamp is negative.
   uint64_t base = m.first_ns();
   const uint64_t w0 = sel.window_start_ns, w1 = sel.window_end_ns;

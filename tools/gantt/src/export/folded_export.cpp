@@ -17,11 +17,11 @@ class FoldedExporter : public Exporter {
   std::string_view description() const override {
     return "folded stacks 'range;range;kernel weight_ns' for flamegraph.pl and speedscope";
   }
-  void write(const Model& m, const Selection& sel, std::ostream& os) const override {
+  void write(const Model& m, const Selection& sel, const ExportOptions& options, std::ostream& os) const override {
     // Frames are cleaned by gpu_stacks (no ';', no controls, valid UTF-8) and joined by a
     // separator byte that becomes ';' here.
     std::string out;
-    for (const auto& [stack, w] : analysis::gpu_stacks(m, &sel)) {
+    for (const auto& [stack, w] : analysis::gpu_stacks(m, &sel, options.folded_root)) {
       std::string line = stack;
       for (char& c : line)
         if (c == '\x1f') c = ';';

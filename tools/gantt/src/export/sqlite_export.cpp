@@ -132,7 +132,7 @@ class SqliteExporter final : public Exporter {
     return "one SQLite database: kernels, copies, syncs, api, nvtx, nccl, devices, threads, strings (ask in SQL)";
   }
 
-  void write(const Model& m, const Selection& sel, std::ostream& os) const override {
+  void write(const Model& m, const Selection& sel, const ExportOptions&, std::ostream& os) const override {
     sqlite3* raw = nullptr;
     if (sqlite3_open(":memory:", &raw) != SQLITE_OK) {
       sqlite3_close(raw);

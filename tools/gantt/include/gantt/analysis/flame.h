@@ -15,12 +15,15 @@
 
 namespace gantt::analysis {
 
+// The frame under every stack: none, the rank (capture) that ran it, or its GPU.
+enum class StackRoot : uint8_t { kNone, kRank, kDevice };
+
 // Frames joined by '\x1f' (a byte no cleaned frame contains) -> exec ns.
 using Stacks = std::map<std::string, uint64_t>;
 
 // The stacks of the selected events (all GPU work when `selection` is null). Frame names are
 // cleaned for display: valid UTF-8, no control characters, ';' shown as ':'.
-Stacks gpu_stacks(const Model& model, const Selection* selection = nullptr);
+Stacks gpu_stacks(const Model& model, const Selection* selection = nullptr, StackRoot root = StackRoot::kNone);
 std::vector<std::string> split_stack(const std::string& stack);
 
 struct FlameOptions {
