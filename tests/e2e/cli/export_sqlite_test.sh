@@ -40,9 +40,15 @@ kernel_groups = [g for g in stats["groups"] if not g["key"].startswith("[")]
 if top and kernel_groups:
     want = max(kernel_groups, key=lambda g: g["total_ns"])
     check("top kernel", (top[0][1], top[0][2]), (want["count"], want["total_ns"]))
-# Every CSV row is one row of the event tables.
+# Every GPU row of the CSV is one row of the event tables; its host rows those of api and nvtx.
+gpu_rows = [r for r in rows if r["kind"] not in ("api", "nvtx")]
 check("event rows", q("select (select count(*) from kernels) + (select count(*) from copies) + "
-                      "(select count(*) from syncs) + (select count(*) from host_functions)")[0][0], len(rows))
+                      "(select count(*) from syncs) + (select count(*) from host_functions)")[0][0], len(gpu_rows))
+check("csv api rows", q("select count(*) from api")[0][0], sum(1 for r in rows if r["kind"] == "api"))
+check("csv nvtx rows", q("select count(*) from nvtx")[0][0], sum(1 for r in rows if r["kind"] == "nvtx"))
+check("csv api durations", sorted(int(r["exec_ns"]) for r in rows if r["kind"] == "api"),
+      sorted(v for (v,) in q("select end_ns - start_ns from api")))
+check("csv host column", {r["host"] for r in rows}, {v for (v,) in q("select host from captures")})
 # Host records whole, as dump lists them.
 check("api rows", q("select count(*) from api")[0][0], sum(1 for l in dump if l.split()[1:2] == ["api"]))
 check("nvtx rows", q("select count(*) from nvtx")[0][0] > 0, any(l.split()[1:2] == ["range"] for l in dump))

@@ -38,6 +38,17 @@ case $mode in
     fi
     "$check" --expect-straggler 2 --min-collectives $((steps - 2)) "${files[@]}"
     if [[ $mode == straggler ]]; then
+      # The CSV export names each kernel's NCCL call (op, communicator, sequence, bytes) and
+      # its rank, and lists the host API calls as rows of their own.
+      "$cli" export "$dir/rank2.gpuh" --format csv -o "$dir/rank2.csv" 2>/dev/null
+      python3 - "$dir/rank2.csv" <<'PY' || { echo "FAIL: the CSV export lacks the NCCL or rank columns"; exit 1; }
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+nccl = [r for r in rows if r["nccl_op"]]
+ok = (len(nccl) >= 28 and all(r["nccl_comm"].startswith("0x") and r["nccl_seq"] and int(r["nccl_bytes"]) > 0 and
+                              r["rank"] == "2" for r in nccl) and any(r["kind"] == "api" for r in rows))
+sys.exit(0 if ok else 1)
+PY
       # The CLI's per-collective table over the 4 rank files: one AllReduce row, 4 ranks.
       "$cli" stats --by collective "${files[@]}" | tee "$dir/stats.txt"
       # (a loaded machine may lose a rank's last kernel record at exit: allow two short)

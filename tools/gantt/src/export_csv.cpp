@@ -1,10 +1,14 @@
-// CSV: one row per GanttEvent, RFC 4180 quoting, UTF-8. Times are absolute nanoseconds in
-// the capture's host clock plus *_rel_ns from the capture start; unknown is an empty cell,
-// never 0, so a spreadsheet average does not silently include invented values.
+// CSV: one row per GanttEvent, then one per host API call and NVTX range (kind "api", "nvtx"),
+// RFC 4180 quoting, UTF-8. Times are absolute nanoseconds in the capture's host clock plus
+// *_rel_ns from the capture start; unknown is an empty cell, never 0, so a spreadsheet average
+// does not silently include invented values. Every row names its capture's rank, host and
+// pid; a kernel an NCCL call ran carries the call's op, communicator, sequence, peer and bytes.
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 
 #include "gantt/export.h"
+#include "gantt/ranks/collectives.h"
 #include "gantt/text.h"
 
 namespace gantt {
@@ -15,7 +19,8 @@ constexpr std::string_view kColumns =
     "capture,device,stream,priority,kind,name,copy_kind,bytes,correlation_id,thread_id,"
     "launch_ns,queued_ns,submitted_ns,start_ns,end_ns,start_rel_ns,end_rel_ns,"
     "launch_to_queued_ns,queued_to_submitted_ns,submitted_to_start_ns,queued_to_start_ns,exec_ns,total_ns,"
-    "grid,block,registers_per_thread,shared_memory_bytes,occupancy,occupancy_limit,range\n";
+    "grid,block,registers_per_thread,shared_memory_bytes,occupancy,occupancy_limit,range,"
+    "rank,host,pid,nccl_op,nccl_comm,nccl_seq,nccl_peer,nccl_bytes\n";
 
 void num(std::string& out, uint64_t v) {
   char buf[24];
@@ -54,6 +59,9 @@ class CsvExporter final : public Exporter {
     out += kColumns;
     const EventTable& ev = m.events;
     const uint64_t t0 = m.first_ns();  // *_rel_ns: from capture start, whatever the window
+    std::vector<uint32_t> nccl_of(ev.size(), kNone);  // the NCCL call behind a kernel
+    for (uint32_t n = 0; n < m.nccl.size(); ++n)
+      if (m.nccl.event[n] < nccl_of.size() && nccl_of[m.nccl.event[n]] == kNone) nccl_of[m.nccl.event[n]] = n;
     for (uint32_t e : sel.events) {
       num(out, ev.capture[e]); out += ',';
       num(out, ev.device[e]); out += ',';
@@ -104,13 +112,86 @@ class CsvExporter final : public Exporter {
       }
       out += ',';
       if (ev.range[e] != kNone) append_csv_field(out, m.range_path(e));
-      out += '\n';
-      if (out.size() > (1u << 20)) {
-        os.write(out.data(), static_cast<std::streamsize>(out.size()));
-        out.clear();
+      out += ',';
+      capture_cells(out, m, ev.capture[e]);
+      if (const uint32_t n = nccl_of[e]; n != kNone) {
+        const NcclTable& nc = m.nccl;
+        out += nccl_op_name(nc.op[n]);
+        out += ',';
+        char comm[24];
+        std::snprintf(comm, sizeof comm, "0x%016llx", static_cast<unsigned long long>(nc.comm_id[n]));
+        out += comm;
+        out += ',';
+        num(out, nc.sequence[n]);
+        out += ',';
+        inum(out, nc.root_or_peer[n]);
+        out += ',';
+        num(out, nc.bytes[n]);
+      } else {
+        out += ",,,,";
       }
+      out += '\n';
+      flush(out, os);
     }
+    host_rows(m, sel, t0, out, os);
     os.write(out.data(), static_cast<std::streamsize>(out.size()));
+  }
+
+ private:
+  static void flush(std::string& out, std::ostream& os) {
+    if (out.size() > (1u << 20)) {
+      os.write(out.data(), static_cast<std::streamsize>(out.size()));
+      out.clear();
+    }
+  }
+  static void capture_cells(std::string& out, const Model& m, uint16_t c) {
+    const auto& h = m.captures[c].header;
+    if (h.has_rank()) inum(out, h.rank());
+    out += ',';
+    append_csv_field(out, h.host_name());
+    out += ',';
+    num(out, h.pid());
+    out += ',';
+  }
+  // API calls and NVTX ranges inside the window (all of them when none was asked for): the
+  // columns that mean the same for them are filled, the GPU ones left empty.
+  static void host_rows(const Model& m, const Selection& sel, uint64_t t0, std::string& out, std::ostream& os) {
+    const uint64_t w0 = sel.window_start_ns, w1 = sel.window_end_ns;
+    const auto in_window = [&](uint64_t s, uint64_t e) { return w1 == 0 || sel.window_fitted || (e >= w0 && s <= w1); };
+    const auto row = [&](const char* kind, uint16_t c, std::string_view name, uint32_t corr, uint32_t thread,
+                         uint64_t s, uint64_t e, std::string_view range) {
+      num(out, c);
+      out += ",,,,";  // device, stream, priority
+      out += kind;
+      out += ',';
+      append_csv_field(out, name);
+      out += ",,,";  // copy_kind, bytes
+      if (corr) num(out, corr);
+      out += ',';
+      if (thread < m.threads.size()) num(out, m.threads.thread_id[thread]);
+      out += ",,,,";  // launch, queued, submitted
+      time_cell(out, s);
+      time_cell(out, e);
+      if (s) inum(out, static_cast<int64_t>(s - t0));
+      out += ',';
+      if (e) inum(out, static_cast<int64_t>(e - t0));
+      out += ",,,,,";  // stages
+      if (s && e >= s) inum(out, static_cast<int64_t>(e - s));
+      out += ",,,,,,,,";  // total, grid, block, registers, shared memory, occupancy, limit
+      append_csv_field(out, range);
+      out += ',';
+      capture_cells(out, m, c);
+      out += ",,,,\n";
+      flush(out, os);
+    };
+    for (uint32_t a = 0; a < m.api.size(); ++a)
+      if (in_window(m.api.start_ns[a], m.api.end_ns[a]))
+        row("api", m.api.capture[a], api_display_name(m.string(m.api.name[a])), m.api.correlation_id[a], m.api.thread[a],
+            m.api.start_ns[a], m.api.end_ns[a], "");
+    for (uint32_t r = 0; r < m.ranges.size(); ++r)
+      if (in_window(m.ranges.start_ns[r], m.ranges.end_ns[r] ? m.ranges.end_ns[r] : UINT64_MAX))
+        row("nvtx", m.ranges.capture[r], m.string(m.ranges.name[r]), 0, m.ranges.thread[r], m.ranges.start_ns[r],
+            m.ranges.end_ns[r], m.range_path_of_range(r));
   }
 };
 
