@@ -69,6 +69,12 @@ TEST(ChromeExport, ViewersCanReadItNoOverlapsFlowsAndExactTimes) {
   EXPECT_NE(json.find("\"ph\":\"f\",\"bp\":\"e\""), std::string::npos);
   EXPECT_NE(json.find("\"cat\":\"nvtx\""), std::string::npos);
   EXPECT_NE(json.find("bad\\ufffd\\u0001<name>\\\\"), std::string::npos);
+  // Stages as async slices (queued 10.310 us -> submitted 10.320 -> start 11.000 from the first
+  // time, 100 ns), and the device's counters: both kernels queued at once before the first starts.
+  EXPECT_NE(json.find("{\"ph\":\"b\",\"cat\":\"stage\",\"name\":\"queued\""), std::string::npos) << json;
+  EXPECT_NE(json.find("{\"ph\":\"b\",\"cat\":\"stage\",\"name\":\"submitted\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"kernels queued\":2}"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"kernels running\":2,"), std::string::npos) << json;
   if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3 not installed";
   EXPECT_EQ(check("python3 " GANTT_ANALYSIS_TEST_DIR "/check_chrome_trace.py", json), 0) << json;
   if (std::system("command -v node >/dev/null 2>&1") == 0) {

@@ -5,7 +5,9 @@
 // its NVTX ranges. Viewers drop or mis-nest "X" slices that overlap on one track without
 // nesting, so any slice that would do that goes to an extra track ("stream 7 #2").
 // Timestamps are microseconds from the model's first time, printed from integer ns with
-// three decimals: no rounding through binary floating point.
+// three decimals: no rounding through binary floating point. A kernel's queued and submitted
+// stages are nestable async slices on its stream; each device has a counter track of the
+// kernels and copies running and the kernels queued.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -225,6 +227,70 @@ void ChromeExporter::write(const Model& m, const Selection& sel, const ExportOpt
               std::to_string(m.nccl.sequence[n]);
     }
     body += "}}";
+  }
+
+  // The queued and submitted stages as nestable async slices under the kernel's stream (many
+  // kernels wait at once: async slices stack instead of mis-nesting on one track).
+  for (uint32_t e : gpu) {
+    const uint64_t q = m.events.queued_ns[e], sb = m.events.submitted_ns[e], st = m.events.start_ns[e];
+    if (q == 0 || q >= st) continue;
+    const std::string id = ",\"id\":\"" + hex(e) + "\",\"pid\":" + std::to_string(gpu_track[e].first) +
+                           ",\"tid\":" + std::to_string(gpu_track[e].second) + ",\"ts\":";
+    const auto async = [&](const char* ph, const char* name, uint64_t at) {
+      open_event();
+      body += std::string("{\"ph\":\"") + ph + "\",\"cat\":\"stage\",\"name\":\"" + name + "\"" + id;
+      ts(body, at, base);
+      body += "}";
+    };
+    async("b", "queued", q);
+    const bool submitted = sb > q && sb < st;
+    if (submitted) {
+      async("b", "submitted", sb);
+      async("e", "submitted", st);
+    }
+    async("e", "queued", st);
+  }
+
+  // Counter tracks per device: kernels and copies running, kernels queued and not started.
+  {
+    struct Change {
+      uint32_t pid;
+      uint64_t t;
+      int32_t kernels, copies, queued;
+    };
+    std::vector<Change> changes;
+    for (uint32_t e : gpu) {
+      const uint32_t pid = gpu_track[e].first;
+      const EventKind k = m.events.kind[e];
+      const bool kernel = k == EventKind::kKernel || k == EventKind::kNccl;
+      const bool copy = k == EventKind::kMemcpy || k == EventKind::kMemset;
+      if (!kernel && !copy) continue;
+      changes.push_back({pid, m.events.start_ns[e], kernel ? 1 : 0, copy ? 1 : 0, 0});
+      changes.push_back({pid, m.events.end_ns[e], kernel ? -1 : 0, copy ? -1 : 0, 0});
+      if (kernel && m.events.queued_ns[e] && m.events.queued_ns[e] < m.events.start_ns[e]) {
+        changes.push_back({pid, m.events.queued_ns[e], 0, 0, 1});
+        changes.push_back({pid, m.events.start_ns[e], 0, 0, -1});
+      }
+    }
+    std::stable_sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
+      return a.pid != b.pid ? a.pid < b.pid : a.t < b.t;
+    });
+    int64_t kernels = 0, copies = 0, queued = 0;
+    for (size_t i = 0; i < changes.size();) {
+      const uint32_t pid = changes[i].pid;
+      if (i == 0 || changes[i - 1].pid != pid) kernels = copies = queued = 0;
+      const uint64_t t = changes[i].t;
+      for (; i < changes.size() && changes[i].pid == pid && changes[i].t == t; ++i) {
+        kernels += changes[i].kernels;
+        copies += changes[i].copies;
+        queued += changes[i].queued;
+      }
+      open_event();
+      body += "{\"ph\":\"C\",\"name\":\"GPU work\",\"pid\":" + std::to_string(pid) + ",\"ts\":";
+      ts(body, t, base);
+      body += ",\"args\":{\"kernels running\":" + std::to_string(kernels) + ",\"copies running\":" +
+              std::to_string(copies) + ",\"kernels queued\":" + std::to_string(queued) + "}}";
+    }
   }
 
   std::map<std::pair<uint32_t, bool>, LaneAssigner> thread_lanes;  // (thread row, nvtx track)
