@@ -32,10 +32,17 @@ else
 fi
 
 echo "demo: building (build-demo/) ..."
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" >/dev/null
+# The build's output is shown only when it fails: the demo's own lines are what matter.
+mkdir -p "$build"
+log=$build/demo-build.log
 targets=(gpuhook gantt-cli "$example")
 [ "$mode" = sim ] && targets+=(gpuhook_sim_cudart gpuhook_sim_cupti)
-cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" >/dev/null
+if ! { cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" &&
+       cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"; } > "$log" 2>&1; then
+  cat "$log" >&2
+  echo "demo: the build failed (output above, also in $log)" >&2
+  exit 1
+fi
 
 cli=$build/tools/gantt-cli/gantt-cli
 exe=$build/examples/$example

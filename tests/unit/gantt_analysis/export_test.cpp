@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "fixture.h"
+#include "gantt/colors.h"
 #include "gantt/export.h"
 #include "gantt/analysis/flame.h"
 #include "gantt/filter.h"
@@ -134,6 +135,26 @@ const gantt::Rect* frame_rect(const gantt::Scene& s, const std::string& name) {
   return nullptr;
 }
 }  // namespace
+
+TEST(Flame, LabelsContrastWithTheirFrames) {
+  EXPECT_EQ(gantt::text_color_on(gantt::Color{20, 20, 60, 255}), (gantt::Color{255, 255, 255, 255}));
+  EXPECT_EQ(gantt::text_color_on(gantt::Color{250, 240, 200, 255}), (gantt::Color{0, 0, 0, 255}));
+  // Every label of a flame graph: the text colour is the one that contrasts with its frame.
+  gantt::analysis::Stacks stacks;
+  for (int i = 0; i < 40; ++i) stacks["step\x1fkernel_" + std::to_string(i * 7919)] = 1000 + static_cast<uint64_t>(i);
+  const gantt::Scene s = gantt::analysis::flame_scene(stacks, gantt::analysis::FlameOptions{});
+  const gantt::Rect* last = nullptr;
+  size_t labels = 0;
+  for (const auto& item : s.items) {
+    if (const auto* r = std::get_if<gantt::Rect>(&item)) last = r;
+    if (const auto* t = std::get_if<gantt::Text>(&item); t && last && t->x > last->x && t->x < last->x + last->w &&
+                                                          t->y > last->y && t->y < last->y + last->h + 1) {
+      EXPECT_EQ(t->color, gantt::text_color_on(last->fill)) << t->text;
+      ++labels;
+    }
+  }
+  EXPECT_GT(labels, 10u);
+}
 
 TEST(Flame, WidthsFollowWeightsAndTheDiffColoursSlowerRed) {
   namespace ga = gantt::analysis;

@@ -97,7 +97,7 @@ struct Layout {
     }
     scene.rect(std::move(r));
     if (const std::string label = fit(n.name, w); !label.empty())
-      scene.text(make_text(x + 3, y + static_cast<float>(o.row_px) - 5, label, 11, Color{0, 0, 0, 255}));
+      scene.text(make_text(x + 3, y + static_cast<float>(o.row_px) - 5, label, 11, text_color_on(color(n))));
     float cx = x;
     for (const auto& [k, c] : n.children) {
       draw(c, cx, level + 1);

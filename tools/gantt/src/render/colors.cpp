@@ -31,6 +31,16 @@ Color hsl(double h, double s, double l) {
 }
 }  // namespace
 
+Color text_color_on(Color bg) {
+  const auto linear = [](uint8_t c) {
+    const double v = c / 255.0;
+    return v <= 0.04045 ? v / 12.92 : std::pow((v + 0.055) / 1.055, 2.4);
+  };
+  const double l = 0.2126 * linear(bg.r) + 0.7152 * linear(bg.g) + 0.0722 * linear(bg.b);
+  // Contrast with black (l + 0.05) / 0.05 against white 1.05 / (l + 0.05): equal at l = 0.179.
+  return l > 0.179 ? Color{0, 0, 0, 255} : Color{255, 255, 255, 255};
+}
+
 Color kernel_color(std::string_view name) {
   const uint64_t h = fnv1a(name);
   const double hue = 180.0 + static_cast<double>(h % 86);
