@@ -92,16 +92,20 @@ PY
 "$cli" render "$out/corrupt.gpuh" -o "$out/corrupt.svg" 2>"$out/corrupt.err"; rc=$?
 [ $rc -lt 128 ] && ok "corrupt capture: exit $rc, no crash ($(head -n1 "$out/corrupt.err"))" || bad "corrupt capture crashed: exit $rc"
 
-# CSV: one row per event, parses with Python's csv module, hostile names survive quoting.
+# CSV: one row per event (then the host API and NVTX rows, kind api/nvtx), parses with Python's
+# csv module, hostile names survive quoting.
 "$cli" export "$out/basic.gpuh" --format csv -o "$out/basic.csv" 2>/dev/null || bad "export exit"
 "$cli" export "$out/hostile.gpuh" --format csv -o "$out/hostile.csv" 2>/dev/null || bad "export hostile exit"
 python3 - "$out/basic.csv" "$out/hostile.csv" <<'PY' && ok "csv parses, one row per event" || bad "csv"
 import csv, sys
+host_kinds = ("api", "nvtx")
 rows = list(csv.DictReader(open(sys.argv[1], encoding="utf-8", newline="")))
+assert any(r["kind"] == "api" for r in rows), "no host API rows"
+rows = [r for r in rows if r["kind"] not in host_kinds]
 assert len(rows) == 30, len(rows)
 k = [r for r in rows if r["name"].startswith("void gemm_f")]
 assert k and k[0]["queued_ns"] and int(k[0]["exec_ns"]) == 60000, k[:1]
-rows = list(csv.DictReader(open(sys.argv[2], encoding="utf-8", newline="")))
+rows = [r for r in csv.DictReader(open(sys.argv[2], encoding="utf-8", newline="")) if r["kind"] not in host_kinds]
 assert len(rows) == 9 and any(r["name"] == "quote\"s'and\"more" for r in rows), [r["name"][:30] for r in rows]
 PY
 expect2 "unknown export format" "$cli" export "$out/basic.gpuh" --format bogus -o "$out/x.csv"
