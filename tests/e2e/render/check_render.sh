@@ -110,6 +110,24 @@ assert len(rows) == 9 and any(r["name"] == "quote\"s'and\"more" for r in rows), 
 PY
 expect2 "unknown export format" "$cli" export "$out/basic.gpuh" --format bogus -o "$out/x.csv"
 
+# The window inside a range: --from/--to count from the range's start, the axis and the footer
+# say so, and bars that began before the window are clipped at the plot's left edge (x = 250).
+"$cli" render "$out/basic.gpuh" -o "$out/inrange.svg" --range train_step@2 --from 100us --to 600us 2>/dev/null ||
+  bad "render --range with --from/--to"
+grep -q '>time from the start of range train_step@2<' "$out/inrange.svg" &&
+  grep -q 'window 100 us … 600 us from the start of range train_step@2' "$out/inrange.svg" &&
+  grep -q 'text-anchor="middle">100 us<' "$out/inrange.svg" && ok "--from/--to inside --range: axis and footer on the range's start" ||
+  bad "--range with --from/--to: axis or footer"
+python3 - "$out/inrange.svg" <<'PY' && ok "bars before the window are clipped to the plot" || bad "a bar crosses into the label column"
+import re, sys
+s = open(sys.argv[1]).read()
+for m in re.finditer(r'<rect x="(-?[0-9.]+)" y="[0-9.]+" width="([0-9.]+)"', s):
+    x, w = float(m.group(1)), float(m.group(2))
+    if x < 0 or (0 < x < 245 and x + w > 250.5):  # (a 3 px queue-delay flag may sit on the edge)
+        print("crossing rect", m.group(0)); sys.exit(1)
+PY
+expect2 "past the end of the range train_step@2" "$cli" render "$out/basic.gpuh" -o "$out/x.svg" --range train_step@2 --from 5ms
+
 # Level of detail: 200,000 events still give an SVG under 5 MB.
 "$gen" big "$out/big.gpuh" 200000 || bad "big fixture"
 "$cli" render "$out/big.gpuh" -o "$out/big.svg" 2>"$out/big.err" || bad "big render"

@@ -61,18 +61,27 @@ Selection select_events(const Model& m, const EventFilter& f) {
   Selection sel;
   const uint64_t t0 = m.first_ns();
   uint64_t from = t0, to = std::max(m.last_ns(), t0);
-  if (f.from_ns >= 0) from = t0 + static_cast<uint64_t>(f.from_ns);
-  if (f.to_ns >= 0) to = t0 + static_cast<uint64_t>(f.to_ns);
   std::vector<std::string> desc;
+  sel.origin_ns = t0;
   if (!f.range.empty()) {
+    // --from/--to inside the range: offsets from its start, the window no wider than it.
     resolve_range(m, f.range, &from, &to);
     desc.push_back("range " + f.range);
+    sel.origin_ns = from;
+    sel.origin_name = "the start of range " + f.range;
+  }
+  const uint64_t span_end = to;
+  if (f.from_ns >= 0) from = std::max(from, sel.origin_ns + static_cast<uint64_t>(f.from_ns));
+  if (f.to_ns >= 0) {
+    const uint64_t asked = sel.origin_ns + static_cast<uint64_t>(f.to_ns);
+    to = f.range.empty() ? asked : std::min(to, asked);  // past the capture's end: empty space, as asked
   }
   if (f.from_ns >= 0 || f.to_ns >= 0) desc.push_back("window");
-  if (to < from && f.to_ns < 0 && f.range.empty())
-    throw std::invalid_argument("--from " + format_duration(f.from_ns) + " is past the end of the capture (span " +
-                                format_duration(static_cast<int64_t>(std::max(m.last_ns(), t0) - t0)) +
-                                "; times count from the first event)");
+  if (to < from && f.to_ns < 0)
+    throw std::invalid_argument("--from " + format_duration(f.from_ns) + " is past the end of the " +
+                                (f.range.empty() ? std::string("capture") : "range " + f.range) + " (span " +
+                                format_duration(static_cast<int64_t>(span_end - sel.origin_ns)) + "; times count from " +
+                                sel.origin_name + ")");
   if (to < from) throw std::invalid_argument("the window ends before it starts (--to < --from)");
   sel.window_start_ns = from;
   sel.window_end_ns = to;

@@ -10,7 +10,8 @@
 namespace gantt {
 
 struct EventFilter {
-  // Window relative to the model's first time (capture start); <0 = open.
+  // Window relative to the model's first time (capture start), or with `range` to that
+  // occurrence's start and inside it; <0 = open.
   int64_t from_ns = -1;
   int64_t to_ns = -1;
   std::string range;              // "NAME@N": the N-th (1-based) occurrence of that range
@@ -27,6 +28,10 @@ struct Selection {
   // No window was asked for (--from, --to, --range): the window above was fitted to the
   // selected GPU work for a chart. Exports then keep every host record, before and after.
   bool window_fitted = false;
+  // Where --from/--to count from, and the chart's axis with them: the capture's start, or
+  // with --range the start of that range occurrence.
+  uint64_t origin_ns = 0;
+  std::string origin_name = "capture start";
 };
 
 // Throws std::invalid_argument with a clear message on a bad regex or an unknown range.

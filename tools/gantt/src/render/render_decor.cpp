@@ -46,26 +46,36 @@ std::string tick_label(double ns, double step) {
 
 }  // namespace
 
-void draw_axis_labels(Scene& s, const Frame& f, float y) {
+namespace {
+
+// Ticks at round multiples of the step counted from the frame's origin (the origin of
+// --from/--to), inside the window: f(time from origin in ns, absolute time).
+template <class F>
+void for_each_tick(const Frame& f, F&& tick) {
   const double span = static_cast<double>(f.t1 - f.t0);
-  s.text(make_text(12, y + 11, "time from window start", 10, palette::kMuted));
   if (span <= 0) return;
   const double step = nice_step(span, (f.right - f.left) / 110.0);
-  for (double t = 0; t <= span + step * 1e-9; t += step) {
-    const float x = f.x(f.t0 + static_cast<uint64_t>(std::llround(t)));
+  const double first = static_cast<double>(static_cast<int64_t>(f.t0 - f.origin));  // window start from origin
+  for (double t = std::ceil(first / step - 1e-9) * step; t <= first + span + step * 1e-9; t += step)
+    tick(t + 0.0, step, f.origin + static_cast<uint64_t>(std::llround(t)));  // + 0.0: no "-0 ms"
+}
+
+}  // namespace
+
+void draw_axis_labels(Scene& s, const Frame& f, float y) {
+  s.text(make_text(12, y + 11, "time from " + f.origin_name, 10, palette::kMuted));
+  for_each_tick(f, [&](double t, double step, uint64_t at) {
+    const float x = f.x(at);
     s.text(make_text(x, y + 11, tick_label(t, step), 10, palette::kText, Anchor::kMiddle));
     s.line(make_line(x, y + 14, x, y + 18, palette::kMuted, 1));
-  }
+  });
 }
 
 void draw_grid(Scene& s, const Frame& f, float y_top, float y_bottom) {
-  const double span = static_cast<double>(f.t1 - f.t0);
-  if (span <= 0) return;
-  const double step = nice_step(span, (f.right - f.left) / 110.0);
-  for (double t = 0; t <= span + step * 1e-9; t += step) {
-    const float x = f.x(f.t0 + static_cast<uint64_t>(std::llround(t)));
+  for_each_tick(f, [&](double, double, uint64_t at) {
+    const float x = f.x(at);
     s.line(make_line(x, y_top, x, y_bottom, palette::kGrid, 1));
-  }
+  });
 }
 
 float draw_legend(Scene& s, float y, int width) {
@@ -175,8 +185,10 @@ float draw_footer(Scene& s, const Model& m, const Selection& sel, const RenderOp
   }
   if (m.captures.size() > 4) lines.push_back("(+" + std::to_string(m.captures.size() - 4) + " more captures)");
   for (const std::string& l : o.footer_lines) lines.push_back(ellipsize(l, 240));
-  lines.push_back("window " + format_duration(static_cast<int64_t>(sel.window_start_ns - m.first_ns())) + " \xE2\x80\xA6 " +
-                  format_duration(static_cast<int64_t>(sel.window_end_ns - m.first_ns())) + " from capture start (span " +
+  const uint64_t origin = sel.origin_ns ? sel.origin_ns : m.first_ns();
+  lines.push_back("window " + format_duration(static_cast<int64_t>(sel.window_start_ns - origin)) + " \xE2\x80\xA6 " +
+                  format_duration(static_cast<int64_t>(sel.window_end_ns - origin)) + " from " + sel.origin_name +
+                  ", the axis's origin and --from/--to's (span " +
                   format_duration(static_cast<int64_t>(sel.window_end_ns - sel.window_start_ns)) + ")" +
                   (o.filter_description.empty() ? "" : " \xC2\xB7 filters: " + o.filter_description));
   char buf[256];

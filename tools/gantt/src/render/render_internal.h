@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <algorithm>
 #include <string>
 
 #include "gantt/annotate.h"
@@ -18,12 +19,16 @@ inline constexpr float kCharWidth = 6.4f;  // DejaVu Sans at 11 px, average, for
 // Time -> x mapping of the plot area.
 struct Frame {
   uint64_t t0 = 0, t1 = 0;  // window, absolute ns
+  uint64_t origin = 0;       // what the axis and the tooltips count from (Selection::origin_ns)
+  std::string origin_name = "capture start";
   float left = 0, right = 0;
   double px_per_ns = 0;
   float x(uint64_t t) const {
     const double dt = static_cast<double>(static_cast<int64_t>(t - t0));
     return static_cast<float>(left + dt * px_per_ns);
   }
+  // x of t, clipped to the plot: a bar that starts before the window starts at its edge.
+  float clipped_x(uint64_t t) const { return x(std::clamp(t, t0, t1)); }
   int columns() const { return static_cast<int>(right - left); }
 };
 

@@ -206,25 +206,25 @@ void Builder::draw_gpu_lane(const LaneKey& key, Lane& lane) {
       const uint64_t tb = f_.t0 + static_cast<uint64_t>(r.x0 / f_.px_per_ns);
       const uint64_t te = f_.t0 + static_cast<uint64_t>(r.x1 / f_.px_per_ns);
       rc.tooltip = std::to_string(r.events) + " event(s) too narrow to draw one by one, busy " +
-                   std::to_string(static_cast<int>(std::lround(r.busy * 100))) + "% between " + rel_time(tb, f_.t0) +
-                   " and " + rel_time(te, f_.t0);
+                   std::to_string(static_cast<int>(std::lround(r.busy * 100))) + "% between " + rel_time(tb, f_.origin) +
+                   " and " + rel_time(te, f_.origin);
     }
     s_.rect(std::move(rc));
   }
   for (size_t i = 0; i < individual.size(); ++i) {
     const uint32_t e = individual[i];
-    const float x0 = f_.x(ev.start_ns[e]), x1 = f_.x(ev.end_ns[e]);
+    const float x0 = f_.clipped_x(ev.start_ns[e]), x1 = f_.clipped_x(ev.end_ns[e]);
     const float ry = y + static_cast<float>(row[i]) * kOverlapRow;
     const uint64_t launch = m_.launch_ns(e), q = ev.queued_ns[e];
-    if (launch && q && q > launch)
-      s_.rect(make_rect(f_.x(launch), ry + kWaitStripY, f_.x(q) - f_.x(launch), kWaitStripHeight,
+    if (launch && q && q > launch && f_.clipped_x(q) > f_.clipped_x(launch))
+      s_.rect(make_rect(f_.clipped_x(launch), ry + kWaitStripY, f_.clipped_x(q) - f_.clipped_x(launch), kWaitStripHeight,
                         palette::kLaunchToQueued));
-    if (q && q < ev.start_ns[e])
-      s_.rect(make_rect(f_.x(q), ry + kWaitStripY, x0 - f_.x(q), kWaitStripHeight, palette::kQueuedToStart));
+    if (q && q < ev.start_ns[e] && x0 > f_.clipped_x(q))
+      s_.rect(make_rect(f_.clipped_x(q), ry + kWaitStripY, x0 - f_.clipped_x(q), kWaitStripHeight, palette::kQueuedToStart));
     Rect rc = make_rect(x0, ry + kExecBarY, std::max(x1 - x0, 1.0f), kExecBarHeight, exec_color(m_, e));
     rc.stroke = Color{255, 255, 255, 180};
     rc.stroke_width = 0.5f;
-    rc.tooltip = event_tooltip(m_, e, f_.t0);
+    rc.tooltip = event_tooltip(m_, e, f_.origin);
     s_.rect(std::move(rc));
     if (x1 - x0 > kExecLabelMinWidthPx) {
       Text t = make_text(x0 + 3, ry + kExecLabelBaseline, fit(m_.display_name(e), x1 - x0 - 6, 5.6f), 9,
@@ -301,10 +301,10 @@ void Builder::draw_annotations() {
     if (it == drawn_.end()) continue;  // drawn as coverage: counted in the footer only
     const float y = it->second;
     const uint32_t e = a.event;
-    const float x0 = f_.x(m_.events.start_ns[e]), x1 = f_.x(m_.events.end_ns[e]);
+    const float x0 = f_.clipped_x(m_.events.start_ns[e]), x1 = f_.clipped_x(m_.events.end_ns[e]);
     switch (a.kind) {
       case AnnotationKind::kQueueDelay: {
-        const float q = f_.x(m_.events.queued_ns[e]);
+        const float q = f_.clipped_x(m_.events.queued_ns[e]);
         Rect r = make_rect(q, y, x0 - q, 7, Color{0, 0, 0, 0});
         r.stroke = palette::kQueueDelay;
         r.stroke_width = 1.5f;
@@ -359,6 +359,8 @@ Scene Builder::build() {
   s_.width = std::max(400, o_.width_px);
   s_.title = title_of(m_);
   f_.t0 = sel_.window_start_ns;
+  f_.origin = sel_.origin_ns ? sel_.origin_ns : m_.first_ns();
+  f_.origin_name = sel_.origin_name;
   f_.t1 = std::max(sel_.window_end_ns, sel_.window_start_ns + 1);
   f_.left = kLabelWidth;
   f_.right = static_cast<float>(s_.width) - kRightMargin;
