@@ -9,6 +9,7 @@
 #include <gantt/ranks.h>
 
 #include "commands.h"
+#include "filter_flags.h"
 #include "load_captures.h"
 
 namespace gantt_cli {
@@ -21,13 +22,14 @@ struct DiagnoseOptions {
   LoadFlags load;
   std::string fail_on = "never";
   std::string format = "text";
+  FilterFlags filter;
 };
 
 int run_diagnose(const DiagnoseOptions& o) {
   LoadedJob job = load_captures(o.files, o.load);
   gantt::Model& model = job.model;
   const bool corrupt = job.corrupt;
-  if (!reportable(model)) return kExitError;
+  if (!reportable(model) || !restrict_to_filter(model, o.filter, "diagnose")) return kExitError;
   const ga::DiagnoseReport r = ga::diagnose(model);
   std::cout << ga::format_diagnose(r, report_format(o.format));
   if (corrupt) return kExitError;
@@ -53,9 +55,11 @@ void register_diagnose(CLI::App& app, int& exit_code) {
       "\n"
       "Examples:\n"
       "  gantt-cli diagnose app.gpuh\n"
-      "  gantt-cli diagnose rank0.gpuh rank1.gpuh --fail-on warning --format md\n");
+      "  gantt-cli diagnose rank0.gpuh rank1.gpuh --fail-on warning --format md\n"
+      "  gantt-cli diagnose app.gpuh --range train_step@10   # one iteration, past the warm-up\n");
   cmd->add_option("files", o->files, "capture files (.gpuh); several = ranks of one job")->required();
   add_load_flags(*cmd, o->load);
+  add_filter_flags(*cmd, o->filter);
   cmd->add_option("--fail-on", o->fail_on, "exit 1 on a finding of this severity or worse")
       ->check(CLI::IsMember({"never", "warning", "error"}))
       ->capture_default_str();

@@ -22,6 +22,7 @@
 #include <gantt/render.h>
 
 #include "commands.h"
+#include "filter_flags.h"
 #include "load_captures.h"
 
 namespace gantt_cli {
@@ -41,6 +42,7 @@ struct DiffOptions {
   bool name_only = false;
   std::string chart;  // -o: the two runs stacked on one time axis, and a differential flame graph
   std::string align_range;  // NAME@N: align the charts at that NVTX range occurrence
+  FilterFlags filter;       // the same selection on both sides
 };
 
 uint64_t first_gpu_start(const gantt::Model& m) {
@@ -170,8 +172,8 @@ int run_diff_summaries(const DiffOptions& o, const ga::DiffOptions& d) {
       }
       continue;
     }
-    const LoadedJob job = load_captures({*files[i]}, o.load);
-    if (!comparable(job)) return kExitError;
+    LoadedJob job = load_captures({*files[i]}, o.load);
+    if (!comparable(job) || !restrict_to_filter(job.model, o.filter, "diff")) return kExitError;
     side[i] = ga::diff_input(job.model, d.match_range);
   }
   const ga::DiffReport r = ga::diff_inputs(side[0], side[1], d);
@@ -198,14 +200,14 @@ int run_diff(const DiffOptions& o) {
   // Each side is a job like any other subcommand's: a merged file becomes its ranks, put on
   // one clock.
   auto base_future = std::async(std::launch::async, [&] { return load_captures_quietly({o.base}, o.load); });
-  const LoadedJob next_job = load_captures_quietly({o.next}, o.load);
-  const LoadedJob base_job = base_future.get();
+  LoadedJob next_job = load_captures_quietly({o.next}, o.load);
+  LoadedJob base_job = base_future.get();
   const gantt::Model& base = base_job.model;
   const gantt::Model& next = next_job.model;
   for (const LoadedJob* j : {&base_job, &next_job})
     for (const std::string& line : j->warnings) std::cerr << "gantt-cli: " << line << "\n";
-  for (const LoadedJob* j : {&base_job, &next_job})
-    if (!comparable(*j)) return kExitError;
+  for (LoadedJob* j : {&base_job, &next_job})
+    if (!comparable(*j) || !restrict_to_filter(j->model, o.filter, "diff")) return kExitError;
   const ga::DiffReport r = ga::diff_models(base, next, d);
   std::cout << ga::format_diff(r, report_format(o.format), o.format == "text" || o.format == "md" ? o.top : 0);
   if (!o.chart.empty() && write_chart(o.chart, o.base, o.next, base, next, o.align_range) != kExitOk) return kExitError;
@@ -234,6 +236,7 @@ void register_diff(CLI::App& app, int& exit_code) {
       "  gantt-cli diff before.gpuh after.gpuh -o diff.svg\n"
       "  gantt-cli diff base.gpuh new.gpuh --threshold 3% --metric exec,queue --format md >> $GITHUB_STEP_SUMMARY\n"
       "  gantt-cli diff baseline.gsum new.gpuh        # a baseline kept as a small stats summary\n"
+      "  gantt-cli diff base.gpuh new.gpuh --kernel gemm --range step@5   # the same selection on both sides\n"
       "\n"
       "Either side may be a stats summary (gantt-cli stats --summary): its per-kernel durations\n"
       "are exact up to 10000 instances and from a 1% sketch above, which the rank tests use as\n"
@@ -241,6 +244,7 @@ void register_diff(CLI::App& app, int& exit_code) {
   cmd->add_option("base", o->base, "the baseline capture")->required();
   cmd->add_option("new", o->next, "the capture to judge")->required();
   add_load_flags(*cmd, o->load);
+  add_filter_flags(*cmd, o->filter);
   cmd->add_option("--threshold", o->threshold, "smallest change that matters: 5% or 0.05")->capture_default_str();
   cmd->add_option("--metric", o->metric, "what gates, comma separated: exec, queue, makespan, all")->capture_default_str();
   cmd->add_option("--alpha", o->alpha, "rank-test significance")->check(CLI::Range(1e-9, 0.5))->capture_default_str();

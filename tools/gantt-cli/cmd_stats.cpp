@@ -13,6 +13,7 @@
 #include <gantt/ranks.h>
 
 #include "commands.h"
+#include "filter_flags.h"
 #include "load_captures.h"
 
 namespace gantt_cli {
@@ -29,6 +30,7 @@ struct StatsOptions {
   std::string format = "text";
   bool summary = false;
   std::string output;
+  FilterFlags filter;
 };
 
 // Idle gaps a summary keeps per device, whatever --gaps the report later asks for.
@@ -66,7 +68,7 @@ int run_summaries(const StatsOptions& o, const std::vector<std::string>& capture
   bool have = false, corrupt = false;
   if (!captures.empty()) {
     LoadedJob job = load_captures(captures, o.load);
-    if (!reportable(job.model)) return kExitError;
+    if (!reportable(job.model) || !restrict_to_filter(job.model, o.filter, "stats")) return kExitError;
     corrupt = job.corrupt;
     all = ga::summarize(job.model, every, std::max(kSummaryGaps, o.gaps));
     if (o.summary) ga::add_diff_samples(all, job.model);  // a written summary can be diffed
@@ -111,11 +113,16 @@ int run_stats(const StatsOptions& o) {
     std::cerr << "gantt-cli: stats: -o goes with --summary (the report itself goes to stdout)\n";
     return kExitError;
   }
+  if (!summaries.empty() && any_filter(o.filter)) {
+    std::cerr << "gantt-cli: stats: the filter flags select events, and a summary (" << summaries.front()
+              << ") keeps none: filter when making it (stats CAPTURE --summary --range ...)\n";
+    return kExitError;
+  }
   if (o.summary || !summaries.empty()) return run_summaries(o, captures, summaries);
   LoadedJob job = load_captures(o.files, o.load);
   gantt::Model& model = job.model;
   const bool corrupt = job.corrupt;
-  if (!reportable(model)) return kExitError;
+  if (!reportable(model) || !restrict_to_filter(model, o.filter, "stats")) return kExitError;
 
   if (o.by == "collective") {
     // One row per (op, size class, ranks) over the collectives matched across captures.
@@ -163,6 +170,7 @@ void register_stats(CLI::App& app, int& exit_code) {
   cmd->add_flag("--summary", o->summary, "write a mergeable summary of the inputs to -o instead of a report");
   cmd->add_option("-o,--output", o->output, "the summary file to write (with --summary; never overwritten)");
   add_load_flags(*cmd, o->load);
+  add_filter_flags(*cmd, o->filter);
   cmd->add_option("--by", o->by, "group by (graph: one row per CUDA graph)")
       ->check(CLI::IsMember({"kernel", "stream", "device", "range", "graph", "collective"}))
       ->capture_default_str();

@@ -1,5 +1,7 @@
 #include "filter_flags.h"
 
+#include <iostream>
+
 namespace gantt_cli {
 
 void add_filter_flags(CLI::App& cmd, FilterFlags& flags) {
@@ -20,6 +22,26 @@ gantt::EventFilter make_filter(const FilterFlags& flags) {
   f.devices = flags.devices;
   f.streams = flags.streams;
   return f;
+}
+
+bool any_filter(const FilterFlags& f) {
+  return !f.from.empty() || !f.to.empty() || !f.range.empty() || !f.kernel.empty() || !f.devices.empty() ||
+         !f.streams.empty();
+}
+
+bool restrict_to_filter(gantt::Model& model, const FilterFlags& flags, const char* subcommand) {
+  if (!any_filter(flags)) return true;
+  try {
+    const gantt::Selection sel = gantt::select_events(model, make_filter(flags));
+    const size_t all = model.events.size();
+    model = gantt::restricted(model, sel);
+    std::cerr << "gantt-cli: " << subcommand << ": " << sel.events.size() << " of " << all << " GPU events ("
+              << sel.description << ")\n";
+    return true;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "gantt-cli: " << subcommand << ": " << e.what() << "\n";
+    return false;
+  }
 }
 
 int64_t duration_arg(const std::string& flag, const std::string& text) {

@@ -1,5 +1,5 @@
-// The event-selection flags that render and export share (--from --to --range --kernel
-// --device --stream), declared once so both subcommands accept and check them the same way.
+// The event-selection flags (--from --to --range --kernel --device --stream), declared once so
+// that render, export, stats, diagnose and diff accept and check them the same way.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +22,14 @@ void add_filter_flags(CLI::App& cmd, FilterFlags& flags);
 
 // Throws CLI::ValidationError naming the flag when a duration does not parse.
 gantt::EventFilter make_filter(const FilterFlags& flags);
+
+// True when any of the flags was given.
+bool any_filter(const FilterFlags& flags);
+
+// The analyses' side of the flags (stats, diagnose, diff): `model` keeps only the selected GPU
+// events (gantt::restricted), and one line on stderr says what was kept. False, after one line
+// naming `subcommand`, when the selection cannot be made (unknown range, bad regex).
+bool restrict_to_filter(gantt::Model& model, const FilterFlags& flags, const char* subcommand);
 
 // "" = not given (-1); otherwise nanoseconds, or CLI::ValidationError naming `flag`.
 int64_t duration_arg(const std::string& flag, const std::string& text);

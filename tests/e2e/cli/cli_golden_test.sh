@@ -48,6 +48,17 @@ errexit() {
 }
 golden stats.txt 0 "$cli" stats base.gpuh
 golden stats_range.md 0 "$cli" stats base.gpuh --by range --format md
+# The filter flags mean the same in stats, diagnose, diff and export: one step's GPU events.
+n_stats=$("$cli" stats base.gpuh --range step@3 --format json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["events"])')
+n_export=$("$cli" export base.gpuh --range step@3 --format csv 2>/dev/null | grep -vc ',api,\|,nvtx,\|^capture,')
+n_all=$("$cli" stats base.gpuh --format json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["events"])')
+[[ $n_stats == "$n_export" && $n_stats -gt 0 && $n_stats -lt $n_all ]] && echo "ok   stats --range counts what export --range writes ($n_stats of $n_all)" ||
+  fail "stats --range: $n_stats events, export --range: $n_export, all: $n_all"
+errexit diagnose_unknown_range 2 "range(s) named 'nostep'" "$cli" diagnose base.gpuh --range nostep@1
+"$cli" diff base.gpuh slow.gpuh --range step@2 --format json > diff_range.json 2> diff_range.err
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["kernels"] and all(k["count"][0] <= 10 and k["count"][1] <= 10 for k in d["kernels"]) else 1)' diff_range.json 2>/dev/null &&
+  grep -q "diff: .* of .* GPU events (range step@2)" diff_range.err && echo "ok   diff --range: one step on each side" ||
+  fail "diff --range: $(head -c 300 diff_range.err)"
 golden stats_stream.csv 0 "$cli" stats base.gpuh --by stream --format csv
 golden stats.json 0 "$cli" stats base.gpuh --format json --top 2
 golden stats_hostile.txt 0 "$cli" stats hostile.gpuh

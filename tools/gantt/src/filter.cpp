@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <map>
 #include <memory>
 #include <stdexcept>
 
@@ -40,9 +41,25 @@ void resolve_range(const Model& m, const std::string& spec, uint64_t* from, uint
   for (uint32_t r = 0; r < m.ranges.size(); ++r)
     if (m.ranges.kind[r] != RangeKind::kMark && m.string(m.ranges.name[r]) == name) hits.push_back(r);
   std::stable_sort(hits.begin(), hits.end(), [&](uint32_t a, uint32_t b) { return m.ranges.start_ns[a] < m.ranges.start_ns[b]; });
-  if (hits.size() < static_cast<size_t>(n))
-    throw std::invalid_argument("--range " + spec + ": the capture has " + std::to_string(hits.size()) +
-                                " range(s) named '" + name + "'");
+  if (hits.size() < static_cast<size_t>(n)) {
+    std::string msg = "--range " + spec + ": the capture has " + std::to_string(hits.size()) + " range(s) named '" +
+                      name + "'";
+    if (hits.empty()) {
+      // The names it does have, most frequent first: a typo or a domain prefix shows at once.
+      std::map<std::string_view, size_t> count;
+      for (uint32_t r = 0; r < m.ranges.size(); ++r)
+        if (m.ranges.kind[r] != RangeKind::kMark) ++count[m.string(m.ranges.name[r])];
+      std::vector<std::pair<size_t, std::string_view>> by_count;
+      for (const auto& [k, c] : count) by_count.emplace_back(c, k);
+      std::stable_sort(by_count.begin(), by_count.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+      std::string seen;
+      for (size_t i = 0; i < by_count.size() && i < 8; ++i)
+        seen += (i ? ", " : "") + printable_utf8(ellipsize(by_count[i].second, 40)) + " (" + std::to_string(by_count[i].first) + ")";
+      if (by_count.size() > 8) seen += ", ...";
+      msg += seen.empty() ? " (it has no NVTX ranges)" : "; the names it has: " + seen;
+    }
+    throw std::invalid_argument(msg);
+  }
   const uint32_t r = hits[static_cast<size_t>(n - 1)];
   *from = m.ranges.start_ns[r];
   *to = m.ranges.end_ns[r] ? m.ranges.end_ns[r] : m.last_ns();
@@ -144,6 +161,22 @@ Selection select_events(const Model& m, const EventFilter& f) {
   });
   for (size_t i = 0; i < desc.size(); ++i) sel.description += (i ? ", " : "") + desc[i];
   return sel;
+}
+
+Model restricted(const Model& m, const Selection& sel) {
+  Model out = m;
+  std::vector<uint32_t> keep = sel.events;
+  std::sort(keep.begin(), keep.end());
+  keep.erase(std::unique(keep.begin(), keep.end()), keep.end());
+  std::vector<uint32_t> new_index(m.events.size(), kNone);
+  for (uint32_t k = 0; k < keep.size(); ++k) new_index[keep[k]] = k;
+  // In place, front to back: keep is ascending and keep[k] >= k.
+  out.events.for_each_column([&](auto& column, auto) {
+    for (size_t k = 0; k < keep.size(); ++k) column[k] = column[keep[k]];
+    column.resize(keep.size());
+  });
+  for (uint32_t& e : out.nccl.event) e = e < new_index.size() ? new_index[e] : kNone;
+  return out;
 }
 
 }  // namespace gantt

@@ -37,6 +37,11 @@ struct Selection {
 // Throws std::invalid_argument with a clear message on a bad regex or an unknown range.
 Selection select_events(const Model& model, const EventFilter& filter);
 
+// The model with only the selection's GPU events (API calls, ranges, NCCL calls and threads
+// kept whole; NCCL calls whose kernel was left out lose that link): how the analyses that
+// read a whole model (stats, diagnose, diff) take the same filter flags as render and export.
+Model restricted(const Model& model, const Selection& selection);
+
 // The time an event occupies for windowing: [start,end] when known, else its launch.
 uint64_t event_begin_ns(const Model& model, uint32_t e);
 uint64_t event_end_ns(const Model& model, uint32_t e);
