@@ -12,6 +12,7 @@
 #include <gpuhook/capture.h>
 
 #include "commands.h"
+#include "load_captures.h"
 
 namespace gantt_cli {
 
@@ -147,7 +148,7 @@ void register_dump(CLI::App& app, int& exit_code) {
     }
     gpuhook::ReaderOptions ro;
     ro.strict = true;
-    gpuhook::CaptureReader reader(opts->file, ro);
+    gpuhook::CaptureReader reader(with_stdin({opts->file}).front(), ro);
     gpuhook::v1::Record rec;
     uint64_t lines = 0;
     std::string out;

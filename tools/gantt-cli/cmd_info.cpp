@@ -249,6 +249,7 @@ void register_info(CLI::App& app, int& exit_code) {
   cmd->callback([opts, &exit_code] {
     bool ok = true;
     uint64_t headers = 0;
+    opts->files = with_stdin(opts->files);
     if (opts->json) std::cout << "[";
     for (size_t i = 0; i < opts->files.size(); ++i) {
       try {

@@ -2,8 +2,13 @@
 
 #include <algorithm>
 #include <ctime>
+#include <unistd.h>
+
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <stdexcept>
 
 #include <gpuhook/capture.h>
 
@@ -24,10 +29,50 @@ gantt::LoadOptions load_options(const LoadFlags& flags) {
   return o;
 }
 
+namespace {
+
+std::string g_stdin_dir;  // the private directory of the stdin copy, removed at exit
+
+void remove_stdin_copy() {
+  if (g_stdin_dir.empty()) return;
+  std::error_code ec;
+  std::filesystem::remove_all(g_stdin_dir, ec);
+}
+
+}  // namespace
+
+std::vector<std::string> with_stdin(const std::vector<std::string>& files) {
+  std::vector<std::string> out = files;
+  bool seen = false;
+  for (std::string& f : out) {
+    if (f != "-") continue;
+    if (seen) throw std::runtime_error("'-' (standard input) can be given once");
+    seen = true;
+    if (!g_stdin_dir.empty()) {  // read already (diff loads its sides one by one)
+      f = g_stdin_dir + "/stdin.gpuh";
+      continue;
+    }
+    if (isatty(STDIN_FILENO)) throw std::runtime_error("'-' reads a capture from standard input, which is a terminal");
+    const char* tmp = std::getenv("TMPDIR");
+    std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/gantt-cli-stdin.XXXXXX";
+    if (!mkdtemp(dir.data())) throw std::runtime_error("cannot make a temporary directory for standard input: " + dir);
+    g_stdin_dir = dir;
+    std::atexit(remove_stdin_copy);
+    const std::string path = dir + "/stdin.gpuh";
+    std::ofstream copy(path, std::ios::binary);
+    char buf[1 << 16];
+    while (std::cin.read(buf, sizeof buf) || std::cin.gcount() > 0) copy.write(buf, std::cin.gcount());
+    copy.close();
+    if (!copy) throw std::runtime_error("cannot copy standard input to " + path + " (disk full?)");
+    f = path;
+  }
+  return out;
+}
+
 LoadedJob load_captures_quietly(const std::vector<std::string>& files, const LoadFlags& flags) {
   LoadedJob job;
   // A merged file (gantt-cli merge) becomes one capture per rank.
-  job.model = gantt::load(files, load_options(flags));
+  job.model = gantt::load(with_stdin(files), load_options(flags));
   job.warnings = gantt::integrity_warnings(job.model, &job.corrupt);
   job.alignment = gantt::align_model_ranks(job.model);
   return job;

@@ -30,6 +30,12 @@ struct LoadFlags {
 void add_load_flags(CLI::App& cmd, LoadFlags& flags);
 gantt::LoadOptions load_options(const LoadFlags& flags);
 
+// `files` with "-" replaced by a copy of standard input (a capture piped in: `ssh node cat
+// run.gpuh | gantt-cli stats -`), kept in a private temporary directory as "stdin.gpuh" and
+// removed at exit. The capture reader needs to seek (index, footer), so it is a file. Throws
+// std::runtime_error when stdin is a terminal, cannot be copied, or "-" is given twice.
+std::vector<std::string> with_stdin(const std::vector<std::string>& files);
+
 // gantt::load (a merged file becomes its ranks), the ranks put on one clock, and the
 // integrity warnings printed on stderr.
 LoadedJob load_captures(const std::vector<std::string>& files, const LoadFlags& flags);

@@ -54,6 +54,12 @@ n_export=$("$cli" export base.gpuh --range step@3 --format csv 2>/dev/null | gre
 n_all=$("$cli" stats base.gpuh --format json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["events"])')
 [[ $n_stats == "$n_export" && $n_stats -gt 0 && $n_stats -lt $n_all ]] && echo "ok   stats --range counts what export --range writes ($n_stats of $n_all)" ||
   fail "stats --range: $n_stats events, export --range: $n_export, all: $n_all"
+# '-' reads a capture from standard input, the same as from the file.
+"$cli" stats - < base.gpuh > stdin.txt 2>/dev/null && cmp -s stdin.txt "$golden/stats.txt" && echo "ok   stats - (stdin) = stats FILE" ||
+  fail "stats - differs from the golden stats.txt"
+"$cli" dump - --limit 3 < base.gpuh > stdin_dump.txt 2>/dev/null && [[ $(wc -l < stdin_dump.txt) == 3 ]] && echo "ok   dump - reads stdin" ||
+  fail "dump -"
+errexit stdin_empty 2 "no header" "$cli" stats - < /dev/null
 errexit diagnose_unknown_range 2 "range(s) named 'nostep'" "$cli" diagnose base.gpuh --range nostep@1
 "$cli" diff base.gpuh slow.gpuh --range step@2 --format json > diff_range.json 2> diff_range.err
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["kernels"] and all(k["count"][0] <= 10 and k["count"][1] <= 10 for k in d["kernels"]) else 1)' diff_range.json 2>/dev/null &&
