@@ -118,25 +118,5 @@ Config parse_config(const EnvLookup& getenv_fn, std::vector<std::string>* proble
   return c;
 }
 
-std::string expand_output(const std::string& pattern, const std::string& host, int pid,
-                          std::optional<int32_t> rank) {
-  std::string out;
-  for (size_t i = 0; i < pattern.size(); ++i) {
-    if (pattern[i] != '%' || i + 1 == pattern.size()) {
-      out += pattern[i];
-      continue;
-    }
-    char k = pattern[++i];
-    if (k == 'h') out += host;
-    else if (k == 'p') out += std::to_string(pid);
-    else if (k == 'r') out += rank ? std::to_string(*rank) : std::string("norank");
-    else if (k == '%') out += '%';
-    else {
-      out += '%';
-      out += k;
-    }
-  }
-  return out;
-}
 
 }  // namespace gpuhook::hook

@@ -27,7 +27,7 @@ using settings::parse_range;
 enum class OnFull { kDrop, kBlock };
 
 struct Config {
-  std::string output_pattern = "gpuhook-%h-%p.gpuh";
+  std::string output_pattern = settings::kDefaultOutputPattern;
   uint32_t api_mask = kApiLaunch | kApiSync | kApiMemcpy | kApiAlloc;
   std::string api_text = "launch,sync,memcpy,alloc";
   bool nvtx = true;
@@ -69,9 +69,7 @@ using EnvLookup = std::function<const char*(const char*)>;
 // "gpuhook: " prefix) to `problems`.
 Config parse_config(const EnvLookup& getenv_fn, std::vector<std::string>* problems);
 
-// Expands %h (host), %p (pid), %r (rank, "norank" when unknown) and %% in the pattern.
-std::string expand_output(const std::string& pattern, const std::string& host, int pid,
-                          std::optional<int32_t> rank);
+using settings::expand_output;  // %h %p %r %% (gpuhook/settings.h)
 
 // Parses "1500ns", "20us", "3ms", "2s", "1.5s" (no unit = seconds). nullopt when malformed.
 std::optional<uint64_t> parse_duration_ns(const std::string& text);

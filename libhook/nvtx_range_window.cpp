@@ -14,6 +14,37 @@ WindowSetter g_setter = nullptr;
 std::atomic<uint64_t> g_occurrences{0};
 std::atomic<uint64_t> g_open_ns{0};
 
+// The range names pushed while an nvtx: window waits, for the message when it never opens (a
+// typo, a name from another domain). Lock-free: a slot is claimed by its name's hash; the
+// claiming thread copies the name, then publishes it.
+struct SeenName {
+  std::atomic<uint64_t> hash{0};
+  std::atomic<uint64_t> count{0};
+  std::atomic<bool> ready{false};
+  char name[48] = {};
+};
+SeenName g_seen[16];
+std::atomic<uint64_t> g_seen_other{0};
+
+void note_name(const char* name) {
+  uint64_t h = 1469598103934665603ull;
+  for (const char* p = name; *p != '\0'; ++p) h = (h ^ static_cast<unsigned char>(*p)) * 1099511628211ull;
+  h |= 1;  // 0 marks a free slot
+  for (SeenName& s : g_seen) {
+    uint64_t cur = s.hash.load(std::memory_order_acquire);
+    if (cur == 0 && s.hash.compare_exchange_strong(cur, h, std::memory_order_acq_rel)) {
+      std::strncpy(s.name, name, sizeof s.name - 1);
+      s.ready.store(true, std::memory_order_release);
+      cur = h;
+    }
+    if (cur == h) {
+      s.count.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+  }
+  g_seen_other.fetch_add(1, std::memory_order_relaxed);
+}
+
 }  // namespace
 
 void window_configure(const CaptureRange* range, WindowSetter setter) {
@@ -23,6 +54,7 @@ void window_configure(const CaptureRange* range, WindowSetter setter) {
 
 void nvtx_window_push(const char* name, int depth) {
   if (g_range == nullptr || g_range->kind != RangeKind::kNvtx || name == nullptr) return;
+  if (g_open_ns.load(std::memory_order_relaxed) == 0) note_name(name);
   if (std::strcmp(name, g_range->nvtx_name.c_str()) != 0) return;
   uint64_t occurrence = g_occurrences.fetch_add(1, std::memory_order_relaxed) + 1;
   if (occurrence == g_range->first) {
@@ -52,6 +84,27 @@ void profiler_window_stop() {
   if (g_range == nullptr || g_range->kind != RangeKind::kProfilerApi) return;
   uint64_t open = g_open_ns.load(std::memory_order_relaxed);
   if (open != 0) g_setter(open, now_ns());
+}
+
+std::string window_never_opened() {
+  if (g_range == nullptr || g_open_ns.load(std::memory_order_acquire) != 0) return {};
+  if (g_range->kind == RangeKind::kProfilerApi)
+    return "capture range '" + g_range->text +
+           "' never opened: the program never called cudaProfilerStart (or gpuhook_capture_start); nothing was recorded";
+  if (g_range->kind != RangeKind::kNvtx) return {};
+  const uint64_t seen = g_occurrences.load(std::memory_order_relaxed);
+  std::string why = "capture range '" + g_range->text + "' never opened: '" + g_range->nvtx_name + "' was pushed " +
+                    std::to_string(seen) + " time" + (seen == 1 ? "" : "s");
+  if (seen != 0) why += " (occurrence " + std::to_string(g_range->first) + " was asked for)";
+  std::string names;
+  for (const SeenName& s : g_seen) {
+    if (!s.ready.load(std::memory_order_acquire)) continue;
+    names += (names.empty() ? "" : ", ") + std::string(s.name) + " (" +
+             std::to_string(s.count.load(std::memory_order_relaxed)) + ")";
+  }
+  if (const uint64_t other = g_seen_other.load(std::memory_order_relaxed)) names += ", " + std::to_string(other) + " more pushes";
+  why += names.empty() ? "; the program pushed no NVTX range" : "; the NVTX ranges pushed were: " + names;
+  return why + "; nothing was recorded";
 }
 
 }  // namespace gpuhook::hook

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "config.h"
 
@@ -17,5 +18,9 @@ void nvtx_window_pop(int depth);
 // cudaProfilerStart/Stop and gpuhook_capture_start/stop.
 void profiler_window_start();
 void profiler_window_stop();
+
+// At exit: "" when the window opened (or none was configured), else why nothing was recorded
+// in words, with the NVTX range names pushed while the window waited (the first 16, counted).
+std::string window_never_opened();
 
 }  // namespace gpuhook::hook

@@ -15,6 +15,7 @@
 
 #include "clock.h"
 #include "device_info.h"
+#include "nvtx_range_window.h"
 #include "recorder.h"
 
 namespace gpuhook::hook {
@@ -229,6 +230,16 @@ void Writer::finish() {
     rec.mutable_drops()->set_time_ns(static_cast<int64_t>(now_ns()));
     file_->write(rec);
   }
+  // A capture range that never opened: the file holds no events, and says why.
+  const std::string never_opened = window_never_opened();
+  if (!never_opened.empty()) {
+    wire::Record rec;
+    auto* n = rec.mutable_notice();
+    n->set_kind(v1::NOTICE_RANGE_NEVER_OPENED);
+    n->set_time_ns(static_cast<int64_t>(now_ns()));
+    n->set_text(never_opened);
+    file_->write(rec);
+  }
   // Records lost, each cause once: refused buffer requests are no records (CUPTI counts the
   // records they cost in its own drops) and records with an invalid time were kept.
   const uint64_t dropped = drops_ring_ + drops_cupti_ + drops_incomplete_ + not_written_at_exit_ + file_->records_lost();
@@ -255,7 +266,7 @@ void Writer::finish() {
   }
   // The rest, so the counts add up to the total: what every capture carries beside the events.
   if (st.records > named)
-    line += (first ? "" : ", ") + std::to_string(st.records - named) + " context (header, names, threads, streams, footer)";
+    line += (first ? "" : ", ") + std::to_string(st.records - named) + " context (header, names, threads, streams, notices, footer)";
   line += "), " + std::to_string(st.bytes_written) + " bytes, dropped " + std::to_string(dropped);
   if (dropped != 0) {
     std::string causes;
@@ -273,6 +284,7 @@ void Writer::finish() {
   timespec cpu{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
   line += ", writer CPU " + std::to_string(cpu.tv_sec * 1000 + cpu.tv_nsec / 1'000'000) + " ms";
+  if (!never_opened.empty()) line += "; " + never_opened;
   if (drops_no_buffer_ != 0) {
     line += "; CUPTI found all " + std::to_string(config_.buffers) + " buffers in use " +
             std::to_string(drops_no_buffer_) + " times (raise GPUHOOK_BUFFERS)";

@@ -1,7 +1,10 @@
-// The grammars of the hook's settings that gantt-cli also speaks: GPUHOOK_API (which API
-// records to keep) and GPUHOOK_RANGE (what part of the run to capture). The hook parses its
-// environment with them; `gantt-cli record` checks its --api and --range with them before it
-// starts the program. Header-only: nothing links across the hook/analysis boundary.
+// The hook's settings in one place, for the hook and for gantt-cli: every environment variable
+// it reads (the README's "Configuration (GPUHOOK_*)" table documents the same list), the output
+// pattern and its default, and the grammars of GPUHOOK_API (which API records to keep) and
+// GPUHOOK_RANGE (what part of the run to capture). The hook parses its environment with them;
+// `gantt-cli record` sets the variables by these names and checks --api, --range and the output
+// with these grammars before it starts the program. Durations take a unit (gpuhook/duration.h).
+// Header-only: nothing links across the hook/analysis boundary.
 #pragma once
 
 #include <cerrno>
@@ -12,7 +15,79 @@
 
 #include <gpuhook/duration.h>
 
+namespace gpuhook::env {
+
+inline constexpr const char kOutput[] = "GPUHOOK_OUTPUT";          // file pattern: %h %p %r %%
+inline constexpr const char kApi[] = "GPUHOOK_API";                // launch,sync,memcpy,alloc | all | none
+inline constexpr const char kNvtx[] = "GPUHOOK_NVTX";              // 1/0
+inline constexpr const char kNccl[] = "GPUHOOK_NCCL";              // 1/0
+inline constexpr const char kCuda[] = "GPUHOOK_CUDA";              // 1/0: CUPTI tracing
+inline constexpr const char kRange[] = "GPUHOOK_RANGE";            // all | cudaProfilerApi | nvtx:NAME[@A-B] | time:D[+DUR|-END]
+inline constexpr const char kRingRecords[] = "GPUHOOK_RING_RECORDS";  // records per thread ring
+inline constexpr const char kBufferBytes[] = "GPUHOOK_BUFFER_BYTES";  // one CUPTI buffer
+inline constexpr const char kBuffers[] = "GPUHOOK_BUFFERS";          // CUPTI buffers in the pool
+inline constexpr const char kFlushMs[] = "GPUHOOK_FLUSH_MS";        // writer flush period
+inline constexpr const char kOnFull[] = "GPUHOOK_ON_FULL";          // drop | block
+inline constexpr const char kZstdLevel[] = "GPUHOOK_ZSTD_LEVEL";    // 1..19
+inline constexpr const char kQuiet[] = "GPUHOOK_QUIET";             // 1: no exit summary line
+inline constexpr const char kExitMs[] = "GPUHOOK_EXIT_MS";          // longest wait at a fatal signal or exec
+inline constexpr const char kCupti[] = "GPUHOOK_CUPTI";             // path of libcupti to load
+// Test-only: make one machine look like several hosts for the multi-host alignment tests.
+inline constexpr const char kTestHost[] = "GPUHOOK_TEST_HOST";
+inline constexpr const char kTestBootId[] = "GPUHOOK_TEST_BOOT_ID";
+inline constexpr const char kTestClockOffsetNs[] = "GPUHOOK_TEST_CLOCK_OFFSET_NS";
+
+// Read, never written by the hook except the two injection variables below.
+inline constexpr const char kCudaInjection[] = "CUDA_INJECTION64_PATH";
+inline constexpr const char kNvtxInjection[] = "NVTX_INJECTION64_PATH";
+inline constexpr const char* kRankVariables[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"};
+inline constexpr const char* kLocalRankVariables[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
+                                                      "SLURM_LOCALID"};
+// The batch job the process runs in, for `gantt-cli jobs --captures` (first one set wins).
+inline constexpr const char* kJobIdVariables[] = {"SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID"};
+inline constexpr const char* kWorldSizeVariables[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
+                                                      "SLURM_NTASKS"};
+
+}  // namespace gpuhook::env
+
 namespace gpuhook::settings {
+
+// GPUHOOK_OUTPUT when unset: a file per process in the working directory.
+inline constexpr const char kDefaultOutputPattern[] = "gpuhook-%h-%p.gpuh";
+
+// Expands %h (host), %p (pid), %r (rank, "norank" when unknown) and %% in the output pattern;
+// any other %x stays as written.
+inline std::string expand_output(const std::string& pattern, const std::string& host, int pid,
+                                 std::optional<int32_t> rank) {
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] != '%' || i + 1 == pattern.size()) {
+      out += pattern[i];
+      continue;
+    }
+    const char k = pattern[++i];
+    if (k == 'h') out += host;
+    else if (k == 'p') out += std::to_string(pid);
+    else if (k == 'r') out += rank ? std::to_string(*rank) : std::string("norank");
+    else if (k == '%') out += '%';
+    else {
+      out += '%';
+      out += k;
+    }
+  }
+  return out;
+}
+
+// True when the pattern names one file whatever the process (no %p or %r): a second run
+// would find it there, and the hook never overwrites a capture.
+inline bool fixed_output(const std::string& pattern) {
+  for (size_t i = 0; i + 1 < pattern.size(); ++i)
+    if (pattern[i] == '%') {
+      if (pattern[i + 1] == 'p' || pattern[i + 1] == 'r') return false;
+      ++i;
+    }
+  return true;
+}
 
 // API record groups (GPUHOOK_API); a CUPTI callback id belongs to a group by its name.
 enum ApiGroup : uint32_t {

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include <gpuhook/capture.h>
 #include <gpuhook/settings.h>
 
 #include "commands.h"
@@ -95,7 +96,7 @@ struct PatternMatcher {
   std::string file_pattern;
 
   static PatternMatcher from(const std::string& pattern) {
-    std::filesystem::path p(pattern.empty() ? "gpuhook-%h-%p.gpuh" : pattern);
+    std::filesystem::path p(pattern.empty() ? gpuhook::settings::kDefaultOutputPattern : pattern);
     PatternMatcher m;
     m.dir = p.has_parent_path() ? p.parent_path() : std::filesystem::path(".");
     m.file_pattern = p.filename().string();
@@ -150,6 +151,29 @@ std::vector<std::string> new_captures(const PatternMatcher& m, const std::string
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+// The hook's notice when the capture range never opened ("" when it did, or none was asked
+// for). Reading stops at the first event: a capture that recorded something is not read through.
+std::string range_never_opened(const std::string& path) {
+  try {
+    gpuhook::CaptureReader reader(path, gpuhook::ReaderOptions{false, 0, 0});
+    gpuhook::v1::Record r;
+    while (reader.next(r)) {
+      switch (r.kind_case()) {
+        case gpuhook::v1::Record::kNotice:
+          if (r.notice().kind() == gpuhook::v1::NOTICE_RANGE_NEVER_OPENED) return r.notice().text();
+          break;
+        case gpuhook::v1::Record::kApi: case gpuhook::v1::Record::kKernel: case gpuhook::v1::Record::kMemcpy:
+        case gpuhook::v1::Record::kRange: case gpuhook::v1::Record::kNccl:
+          return {};
+        default:
+          break;
+      }
+    }
+  } catch (const gpuhook::CaptureError&) {
+  }
+  return {};
 }
 
 void set_env(const char* name, const std::string& value) {
@@ -229,6 +253,35 @@ int record(const RecordOptions& o) {
               << "' is not a list of launch, sync, memcpy, alloc (or all, none); the program was not started\n";
     return kExitError;
   }
+  // Where the captures go must be writable, and a fixed name must not exist yet (the hook never
+  // overwrites a capture): both found out now, not after a long run that recorded nothing.
+  {
+    const char* env_pattern = std::getenv(gpuhook::env::kOutput);
+    const std::string pattern = !o.output.empty()                     ? o.output
+                                : env_pattern && *env_pattern != '\0' ? std::string(env_pattern)
+                                                                      : std::string(gpuhook::settings::kDefaultOutputPattern);
+    const PatternMatcher where = PatternMatcher::from(pattern);
+    std::error_code ec;
+    if (!std::filesystem::is_directory(where.dir, ec)) {
+      std::cerr << "gantt-cli: record: the capture directory " << where.dir.string()
+                << " does not exist (output pattern " << pattern << "); the program was not started\n";
+      return kExitError;
+    }
+    if (access(where.dir.c_str(), W_OK | X_OK) != 0) {
+      std::cerr << "gantt-cli: record: cannot write captures in " << where.dir.string() << ": " << std::strerror(errno)
+                << "; the program was not started\n";
+      return kExitError;
+    }
+    if (gpuhook::settings::fixed_output(pattern)) {
+      const std::string path = gpuhook::settings::expand_output(pattern, host_name(), 0, std::nullopt);
+      if (std::filesystem::exists(path, ec)) {
+        std::cerr << "gantt-cli: record: " << path
+                  << " exists and the hook never overwrites a capture: remove it, or put %p in the pattern; the program "
+                     "was not started\n";
+        return kExitError;
+      }
+    }
+  }
   std::string tried;
   const std::string lib = find_hook_library(&tried);
   if (lib.empty()) {
@@ -243,16 +296,16 @@ int record(const RecordOptions& o) {
       old_preload_env ? std::optional<std::string>(old_preload_env) : std::nullopt;
   if (old_preload && !old_preload->empty()) preload += ":" + *old_preload;
   setenv("LD_PRELOAD", preload.c_str(), 1);
-  set_env("GPUHOOK_OUTPUT", o.output);
-  set_env("GPUHOOK_API", o.api);
-  set_env("GPUHOOK_RANGE", o.range);
-  set_env("GPUHOOK_ON_FULL", o.on_full);
-  if (o.no_nvtx) setenv("GPUHOOK_NVTX", "0", 1);
-  if (o.no_nccl) setenv("GPUHOOK_NCCL", "0", 1);
-  if (o.no_cuda) setenv("GPUHOOK_CUDA", "0", 1);
-  if (o.quiet) setenv("GPUHOOK_QUIET", "1", 1);
+  set_env(gpuhook::env::kOutput, o.output);
+  set_env(gpuhook::env::kApi, o.api);
+  set_env(gpuhook::env::kRange, o.range);
+  set_env(gpuhook::env::kOnFull, o.on_full);
+  if (o.no_nvtx) setenv(gpuhook::env::kNvtx, "0", 1);
+  if (o.no_nccl) setenv(gpuhook::env::kNccl, "0", 1);
+  if (o.no_cuda) setenv(gpuhook::env::kCuda, "0", 1);
+  if (o.quiet) setenv(gpuhook::env::kQuiet, "1", 1);
 
-  const char* pattern_env = std::getenv("GPUHOOK_OUTPUT");
+  const char* pattern_env = std::getenv(gpuhook::env::kOutput);
   const PatternMatcher matcher = PatternMatcher::from(pattern_env ? pattern_env : "");
   const std::string host = host_name();
   // File times have coarse granularity on some filesystems: allow one second of slack.
@@ -275,6 +328,9 @@ int record(const RecordOptions& o) {
   if (!started) return code;
 
   const auto files = new_captures(matcher, host, since);
+  // The program's own failure passes through; a run that succeeded and recorded nothing exits
+  // kExitNothingRecorded, so a script does not go on to analyse an empty capture.
+  const auto nothing = [&code] { return code == 0 ? kExitNothingRecorded : code; };
   if (files.empty()) {
     // The hook writes at exit: a command that died of a signal, or left by _exit() (which
     // skips exit handlers), never reached that point, whatever it used.
@@ -291,6 +347,23 @@ int record(const RecordOptions& o) {
     }
   }
   for (const auto& f : files) std::cerr << "gantt-cli: record: capture " << f << "\n";
+  if (files.empty()) return nothing();
+  // A capture range that never opened: the hook says why in a notice (the names it saw).
+  // The hook's exit line already says it unless it was quiet: then this line does.
+  const char* quiet_env = std::getenv(gpuhook::env::kQuiet);
+  const bool hook_quiet = o.quiet || (quiet_env != nullptr && std::string(quiet_env) == "1");
+  size_t never_opened = 0;
+  for (const auto& f : files) {
+    const std::string why = range_never_opened(f);
+    if (why.empty()) continue;
+    ++never_opened;
+    if (hook_quiet) std::cerr << "gantt-cli: record: " << f << ": " << why << "\n";
+    else std::cerr << "gantt-cli: record: " << f << ": nothing recorded: the capture range never opened (the hook's line above says why)\n";
+  }
+  if (never_opened == files.size()) {
+    if (!o.render.empty()) std::cerr << "gantt-cli: record: nothing to draw\n";
+    return nothing();
+  }
 
   if (!o.render.empty() && !files.empty()) {
     // The renderer must not run under the hook: it would record itself, and both carry the
@@ -316,7 +389,10 @@ void register_record(CLI::App& app, int& exit_code) {
       "record",
       "Run a command under libgpuhook.so and say where the capture went.\n"
       "The exit code is the command's own (128+N if signal N killed it; 127/126 if it\n"
-      "could not be started; 2 for a usage error). SIGINT/SIGTERM/SIGHUP sent to gantt-cli\n"
+      "could not be started; 2 for a usage error, or an output that cannot be written, found\n"
+      "before the command starts; 3 when the command succeeded but nothing was recorded: no\n"
+      "capture written, or the capture range never opened, with the reason and the NVTX range\n"
+      "names that were pushed). SIGINT/SIGTERM/SIGHUP sent to gantt-cli\n"
       "are forwarded to the command. libgpuhook.so is found through GPUHOOK_LIB, else\n"
       "../lib/ next to gantt-cli, else the build tree.\n"
       "\n"

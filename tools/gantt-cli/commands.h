@@ -10,6 +10,7 @@ namespace gantt_cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitCheckFailed = 1;  // diff found a regression, diagnose found a problem
 inline constexpr int kExitError = 2;        // bad usage or bad input, one line says what
+inline constexpr int kExitNothingRecorded = 3;  // record: the program succeeded, nothing was recorded
 
 // `exit_code` is where the subcommand's callback leaves its result.
 void register_record(CLI::App& app, int& exit_code);

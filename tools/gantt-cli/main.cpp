@@ -52,7 +52,8 @@ int main(int argc, char** argv) {
       "  gantt-cli diagnose app-1234.gpuh            # the classic scheduling mistakes, with the fix\n"
       "  gantt-cli diff before.gpuh after.gpuh       # exit 1 on a real regression: a CI gate\n"
       "\n"
-      "Exit codes: 0 success, 1 a check failed (diff, diagnose --fail-on), 2 usage or input error.\n"
+      "Exit codes: 0 success, 1 a check failed (diff, diagnose --fail-on), 2 usage or input error,\n"
+      "3 record: the program succeeded but nothing was recorded (the reason is printed).\n"
       "'gantt-cli SUBCOMMAND --help' (or 'gantt-cli help SUBCOMMAND') explains each one with examples;\n"
       "'gantt-cli version' or --version prints the version.\n",
       "gantt-cli"};

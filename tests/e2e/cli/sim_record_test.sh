@@ -40,6 +40,27 @@ sys.exit(0 if m and sum(parts) == int(m.group(1)) else 1)
 PY
 then echo "ok   the exit line's counts add up: ${line#gpuhook: }"; else echo "FAIL: exit line counts: $line"; fails=$((fails + 1)); fi
 
+# Nothing recorded: a capture range that never opens gives exit 3 and the names that were
+# pushed; a failing program's own code still passes through.
+mkdir "$work/never"
+"$cli" record -q -o "$work/never/r-%p.gpuh" --range nvtx:no_such_range -- "$example" --iterations 1 --size 4096 >/dev/null 2> "$work/never.err"
+rc=$?
+[[ $rc == 3 ]] && grep -q "capture range 'nvtx:no_such_range' never opened: 'no_such_range' was pushed 0 times" "$work/never.err" &&
+  echo "ok   a range that never opened: exit 3, and why" || { echo "FAIL: never-opened range: rc $rc: $(cat "$work/never.err")"; fails=$((fails + 1)); }
+"$cli" record -q -o "$work/never/f-%p.gpuh" --range nvtx:no_such_range -- sh -c "\"$example\" --iterations 1 --size 4096 >/dev/null; exit 5" 2>/dev/null
+rc=$?
+[[ $rc == 5 ]] && echo "ok   the program's failure (5) passes through, nothing recorded or not" || { echo "FAIL: exit $rc, expected 5"; fails=$((fails + 1)); }
+# Found before the program starts: an output directory that does not exist, a fixed name that does.
+"$cli" record -o "$work/missing/r.gpuh" -- sh -c "touch \"$work/ran\"" 2> "$work/dir.err"
+rc=$?
+[[ $rc == 2 && ! -e "$work/ran" ]] && grep -q "does not exist" "$work/dir.err" && echo "ok   missing output directory: exit 2, program not started" ||
+  { echo "FAIL: missing directory: rc $rc: $(cat "$work/dir.err")"; fails=$((fails + 1)); }
+touch "$work/fixed.gpuh"
+"$cli" record -o "$work/fixed.gpuh" -- sh -c "touch \"$work/ran\"" 2> "$work/fixed.err"
+rc=$?
+[[ $rc == 2 && ! -e "$work/ran" ]] && grep -q "never overwrites" "$work/fixed.err" && echo "ok   existing fixed output: exit 2, program not started" ||
+  { echo "FAIL: existing output: rc $rc: $(cat "$work/fixed.err")"; fails=$((fails + 1)); }
+
 # The scheduler's job id: recorded in the header, matched by `jobs --captures`, found by
 # `render --job` among other captures.
 mkdir "$work/caps"
