@@ -2,9 +2,9 @@
 # gantt-cli record on a real program under the real hook (on the simulator): the capture is
 # written where -o says and named on stderr, the exit code is the program's, and --render
 # draws it.
-#   sim_record_test.sh SIM_LIB_DIR HOOK_LIB GANTT_CLI EXAMPLE
+#   sim_record_test.sh SIM_LIB_DIR HOOK_LIB GANTT_CLI EXAMPLE DEVICE_QUERY
 set -u
-sim_lib=$1 hook=$2 cli=$3 example=$4
+sim_lib=$1 hook=$2 cli=$3 example=$4 device_query=$5
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export LD_LIBRARY_PATH=$sim_lib GPUHOOK_LIB=$hook GPUHOOK_QUIET=1
@@ -39,6 +39,13 @@ parts = [int(p.split()[0]) for p in re.split(r", (?=\d)", m.group(2))] if m else
 sys.exit(0 if m and sum(parts) == int(m.group(1)) else 1)
 PY
 then echo "ok   the exit line's counts add up: ${line#gpuhook: }"; else echo "FAIL: exit line counts: $line"; fails=$((fails + 1)); fi
+
+# A program that only queries its devices still gets a capture with their device records.
+"$cli" record -q -o "$work/dq-%p.gpuh" -- "$device_query" >/dev/null 2>&1
+rc=$?
+dq=$(ls "$work"/dq-*.gpuh 2>/dev/null | head -1)
+[[ $rc == 0 && -n "$dq" && $("$cli" dump "$dq" --kind device 2>/dev/null | wc -l) -ge 1 ]] &&
+  echo "ok   a device-only program: a capture with its device record" || { echo "FAIL: device-only program: rc $rc, capture '$dq'"; fails=$((fails + 1)); }
 
 # Nothing recorded: a capture range that never opens gives exit 3 and the names that were
 # pushed; a failing program's own code still passes through.

@@ -432,6 +432,16 @@ case $case_name in
     # 4 cudaMallocFromPoolAsync + 4 cudaFreeAsync, each with its pool.
     [ "$(value memory_async)" = 8 ] || fail "$(value memory_async) stream-ordered memory records name their pool, want 8"
     ;;
+  device_query)
+    # Only device queries, no launch (a pre-flight check, a framework's probe): the capture
+    # still holds a device record per GPU, and the program's output is unchanged.
+    [ -x "$example" ] || { echo "SKIP: no example"; exit 0; }
+    export GPUHOOK_SIM_DEVICES=2
+    sim_pair -- "$example"
+    grep -q '^device 1: ' plain.out || fail "the program did not see two devices: $(head -3 plain.out)"
+    gpuhook_lines 1 "dropped 0"
+    check "$(capture)" --expect device=2 --expect kernel=0
+    ;;
   two_devices)
     # Two devices, one host thread each (3 iterations: a kernel and 4 copies each), then two
     # peer copies device 0 -> device 1, a cooperative kernel and a copy out on device 1.
