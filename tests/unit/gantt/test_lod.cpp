@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "fabricate.h"
+#include "gantt/colors.h"
 #include "gantt/lod.h"
 #include "gantt/render.h"
 
@@ -94,4 +95,48 @@ TEST(Lod, SceneSizeFollowsThePictureNotTheEventCount) {
   // (it may differ by how the coverage levels fall, not by a factor of ten).
   EXPECT_LT(svg_bytes[1], svg_bytes[0] * 3);
   EXPECT_LT(svg_bytes[0], svg_bytes[1] * 3);
+}
+
+// NVTX ranges are drawn in the colour the program gave them (event attributes), with a label
+// that stays readable on it, and their category in the tooltip; uncoloured ones in the range green.
+TEST(RenderRanges, ProgramColoursAndCategories) {
+  using namespace gantt_test;
+  gantt::Model m;
+  gantt::ModelBuilder b(m);
+  b.begin_capture("colours");
+  b.add(header());
+  b.add(a100());
+  b.add(string_def(1, "cudaLaunchKernel"));
+  b.add(string_def(2, "k"));
+  b.add(string_def(3, "dark_blue_step"));
+  b.add(string_def(4, "plain_step"));
+  v1::Record push = range(v1::RANGE_PUSH, 3, 5, 1'000'000);
+  push.mutable_range()->set_color(0xFF102080);  // ARGB: a dark blue
+  push.mutable_range()->set_category(7);
+  b.add(push);
+  b.add(api(1, 5, 1'001'000, 1'001'100, 1));
+  b.add(kernel(2, 10, 1, 1'001'200, 1'001'300, 1'001'400, 1'400'000));
+  b.add(range(v1::RANGE_POP, 0, 5, 1'500'000));
+  b.add(range(v1::RANGE_PUSH, 4, 6, 1'100'000));  // another thread, inside the window
+  b.add(range(v1::RANGE_POP, 0, 6, 1'300'000));
+  b.end_capture({});
+  ASSERT_EQ(m.ranges.color[0], 0xFF102080u);
+  const gantt::Scene s = gantt::build_scene(m, gantt::select_events(m, {}), gantt::RenderOptions{});
+  const gantt::Rect* dark = nullptr;
+  const gantt::Rect* plain = nullptr;
+  const gantt::Text* dark_label = nullptr;
+  for (const auto& item : s.items) {
+    if (const auto* r = std::get_if<gantt::Rect>(&item)) {
+      if (r->tooltip.rfind("dark_blue_step\n", 0) == 0) dark = r;
+      if (r->tooltip.rfind("plain_step\n", 0) == 0) plain = r;
+    }
+    if (const auto* t = std::get_if<gantt::Text>(&item); t && t->text.rfind("dark_blue", 0) == 0) dark_label = t;
+  }
+  ASSERT_NE(dark, nullptr);
+  ASSERT_NE(plain, nullptr);
+  EXPECT_EQ(dark->fill, (gantt::Color{0x10, 0x20, 0x80, 200}));
+  EXPECT_NE(dark->tooltip.find("category 7"), std::string::npos) << dark->tooltip;
+  EXPECT_EQ(plain->fill, gantt::range_color(0));
+  ASSERT_NE(dark_label, nullptr);
+  EXPECT_EQ(dark_label->color, (gantt::Color{255, 255, 255, 255}));  // white on dark blue
 }

@@ -136,7 +136,8 @@ void ModelBuilder::Impl::add(const v1::Record& r) {
     case v1::Record::kRange: {
       const auto& g = r.range();
       const uint64_t ts = t(g.has_time_ns(), g.time_ns());
-      push(raw_ranges, RawRange{g.type(), g.domain_id(), g.name_id(), thread_row(g.thread_id()), ts, g.range_id()});
+      push(raw_ranges, RawRange{g.type(), g.domain_id(), g.name_id(), thread_row(g.thread_id()), ts, g.range_id(),
+                                g.color(), g.category()});
       see(ts);
       break;
     }

@@ -45,6 +45,8 @@ struct RawRange {
   uint32_t thread;
   uint64_t time_ns;
   uint64_t range_id;
+  uint32_t color;     // ARGB from the NVTX event attributes, 0 = none
+  uint32_t category;
 };
 
 

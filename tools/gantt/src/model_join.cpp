@@ -77,6 +77,8 @@ void ModelBuilder::Impl::build_ranges() {
     push(rt.end_ns, kind == RangeKind::kMark ? r.time_ns : 0);
     push(rt.parent, parent);
     push(rt.depth, depth);
+    push(rt.color, r.color);
+    push(rt.category, r.category);
     return static_cast<uint32_t>(rt.size() - 1);
   };
   // NVTX keeps one push/pop stack per thread per domain (nvToolsExt.h: "Nesting is maintained

@@ -16,6 +16,9 @@ Color kernel_color(std::string_view name);
 // Exec colour of an event: kernels by name hash, others by kind and copy direction.
 Color exec_color(const Model& model, uint32_t event);
 Color kind_color(EventKind kind, uint8_t copy_kind);
+// An NVTX range's fill: the ARGB colour the program gave it (opaque, drawn at 200/255 like
+// every range), or the range green when it gave none (0).
+Color range_color(uint32_t argb);
 // Black or white, whichever contrasts more with `background` (WCAG 2 relative luminance):
 // labels on the flame graph's dark violet frames were black on near-black.
 Color text_color_on(Color background);

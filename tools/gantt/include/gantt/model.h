@@ -153,6 +153,8 @@ struct RangeTable {
   std::vector<uint64_t> end_ns;        // 0 = never closed in the capture
   std::vector<uint32_t> parent;        // kNone at the top
   std::vector<uint16_t> depth;
+  std::vector<uint32_t> color;         // ARGB the program gave (nvtxEventAttributes_t), 0 = none
+  std::vector<uint32_t> category;      // NVTX category, 0 = none
 
   size_t size() const { return capture.size(); }
 };

@@ -328,10 +328,20 @@ void ChromeExporter::write(const Model& m, const Selection& sel, const ExportOpt
               std::to_string(m.nccl.count[h.row]) + ",\"comm\":\"" + hex(m.nccl.comm_id[h.row]) + "\",\"rank\":" +
               std::to_string(m.nccl.rank[h.row]) + ",\"nranks\":" + std::to_string(m.nccl.nranks[h.row]) +
               ",\"sequence\":" + std::to_string(m.nccl.sequence[h.row]) + "}";
-    } else if (h.what == 2 && m.ranges.domain[h.row]) {
-      body += ",\"args\":{\"domain\":";
-      json::append_string(body, m.string(m.ranges.domain[h.row]));
-      body += "}";
+    } else if (h.what == 2) {
+      // The domain, and the colour and category the program gave the range.
+      std::string args;
+      if (m.ranges.domain[h.row]) {
+        args += "\"domain\":";
+        json::append_string(args, m.string(m.ranges.domain[h.row]));
+      }
+      if (const uint32_t c = m.ranges.color[h.row]) {
+        char hexc[16];
+        std::snprintf(hexc, sizeof hexc, "#%06x", c & 0xFFFFFFu);
+        args += std::string(args.empty() ? "" : ",") + "\"color\":\"" + hexc + "\"";
+      }
+      if (const uint32_t c = m.ranges.category[h.row]) args += std::string(args.empty() ? "" : ",") + "\"category\":" + std::to_string(c);
+      if (!args.empty()) body += ",\"args\":{" + args + "}";
     }
     body += "}";
   }

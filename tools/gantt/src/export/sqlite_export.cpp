@@ -42,7 +42,8 @@ CREATE TABLE host_functions(id INTEGER PRIMARY KEY, capture INTEGER, device INTE
 CREATE TABLE api(id INTEGER PRIMARY KEY, capture INTEGER, thread_id INTEGER, domain INTEGER, cbid INTEGER,
                  name_id INTEGER, start_ns INTEGER, end_ns INTEGER, correlation_id INTEGER, return_value INTEGER);
 CREATE TABLE nvtx(id INTEGER PRIMARY KEY, capture INTEGER, thread_id INTEGER, kind TEXT, name_id INTEGER,
-                  domain_id INTEGER, start_ns INTEGER, end_ns INTEGER, parent_id INTEGER, depth INTEGER);
+                  domain_id INTEGER, start_ns INTEGER, end_ns INTEGER, parent_id INTEGER, depth INTEGER,
+                  color INTEGER, category INTEGER);
 CREATE TABLE nccl(id INTEGER PRIMARY KEY, capture INTEGER, thread_id INTEGER, op INTEGER, name_id INTEGER,
                   count INTEGER, datatype INTEGER, bytes INTEGER, reduce_op INTEGER, root_or_peer INTEGER,
                   comm_id INTEGER, rank INTEGER, nranks INTEGER, sequence INTEGER, device INTEGER,
@@ -208,11 +209,17 @@ class SqliteExporter final : public Exporter {
       api.u(a).u(m.api.capture[a]).u(m.threads.thread_id[m.api.thread[a]]).u(m.api.domain[a]).u(m.api.cbid[a])
           .u(m.api.name[a]).time(m.api.start_ns[a]).time(m.api.end_ns[a]).u(m.api.correlation_id[a])
           .i(m.api.return_value[a]).row();
-    Insert nvtx(raw, "INSERT INTO nvtx VALUES(?,?,?,?,?,?,?,?,?,?)");
+    Insert nvtx(raw, "INSERT INTO nvtx VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
     const RangeTable& r = m.ranges;
-    for (uint32_t g = 0; g < r.size(); ++g)
+    for (uint32_t g = 0; g < r.size(); ++g) {
       nvtx.u(g).u(r.capture[g]).u(m.threads.thread_id[r.thread[g]]).text(range_kind(r.kind[g])).u(r.name[g])
-          .u(r.domain[g]).time(r.start_ns[g]).time(r.end_ns[g]).id(r.parent[g]).u(r.depth[g]).row();
+          .u(r.domain[g]).time(r.start_ns[g]).time(r.end_ns[g]).id(r.parent[g]).u(r.depth[g]);
+      if (r.color[g]) nvtx.u(r.color[g]);  // ARGB as the program gave it
+      else nvtx.null();
+      if (r.category[g]) nvtx.u(r.category[g]);
+      else nvtx.null();
+      nvtx.row();
+    }
     Insert nccl(raw, "INSERT INTO nccl VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     const NcclTable& n = m.nccl;
     for (uint32_t c = 0; c < n.size(); ++c)

@@ -31,6 +31,11 @@ Color hsl(double h, double s, double l) {
 }
 }  // namespace
 
+Color range_color(uint32_t argb) {
+  if (argb == 0) return Color{palette::kRange.r, palette::kRange.g, palette::kRange.b, 200};
+  return Color{static_cast<uint8_t>(argb >> 16), static_cast<uint8_t>(argb >> 8), static_cast<uint8_t>(argb), 200};
+}
+
 Color text_color_on(Color bg) {
   const auto linear = [](uint8_t c) {
     const double v = c / 255.0;

@@ -58,12 +58,15 @@ void Builder::draw_host_lanes() {
       const float x1 = std::min(f_.right, m_.ranges.end_ns[r] ? f_.x(m_.ranges.end_ns[r]) : f_.right);
       if (x1 - x0 < 1 && m_.ranges.kind[r] != RangeKind::kMark) continue;
       const float y = ry + static_cast<float>(m_.ranges.depth[r]) * 10;
-      Rect rc = make_rect(x0, y, std::max(1.0f, x1 - x0), 9, with_alpha(palette::kRange, 200));
-      rc.tooltip = ellipsize(m_.range_path_of_range(r), 300) + "\n" + rel_time(m_.ranges.start_ns[r], f_.t0) + " \xE2\x80\xA6 " +
-                   rel_time(m_.ranges.end_ns[r], f_.t0);
+      // The colour the program gave its range (NVTX event attributes), else the range green.
+      const Color fill = range_color(m_.ranges.color[r]);
+      Rect rc = make_rect(x0, y, std::max(1.0f, x1 - x0), 9, fill);
+      rc.tooltip = ellipsize(m_.range_path_of_range(r), 300) + "\n" + rel_time(m_.ranges.start_ns[r], f_.origin) + " \xE2\x80\xA6 " +
+                   rel_time(m_.ranges.end_ns[r], f_.origin);
+      if (m_.ranges.category[r]) rc.tooltip += "\ncategory " + std::to_string(m_.ranges.category[r]);
       s_.rect(std::move(rc));
       if (x1 - x0 > 30)
-        s_.text(make_text(x0 + 2, y + 8, fit(m_.string(m_.ranges.name[r]), x1 - x0 - 4, 5.2f), 8, Color{255, 255, 255, 255}));
+        s_.text(make_text(x0 + 2, y + 8, fit(m_.string(m_.ranges.name[r]), x1 - x0 - 4, 5.2f), 8, text_color_on(fill)));
     }
     // Calls: blocking ones and NCCL as bars, the rest as coverage, launches as ticks.
     Coverage other(cols), ticks(cols);
@@ -76,7 +79,7 @@ void Builder::draw_host_lanes() {
       if (blocking && x1 - x0 >= 1 && bars < kMaxHostBars) {
         Rect rc = make_rect(x0, cy + 6, x1 - x0, 10, palette::kBlocking);
         rc.tooltip = utf8_clean(api_display_name(name)) + " " + format_duration(static_cast<int64_t>(m_.api.end_ns[i] - m_.api.start_ns[i])) +
-                     " (host blocked)\n" + rel_time(m_.api.start_ns[i], f_.t0) + " \xE2\x80\xA6 " + rel_time(m_.api.end_ns[i], f_.t0);
+                     " (host blocked)\n" + rel_time(m_.api.start_ns[i], f_.origin) + " \xE2\x80\xA6 " + rel_time(m_.api.end_ns[i], f_.origin);
         s_.rect(std::move(rc));
         ++bars;
       } else {

@@ -252,7 +252,7 @@ void Builder::draw_brackets(const Lane& lane, float y, float height) {
     rc.stroke = palette::kGraph;
     rc.stroke_width = 1;
     rc.tooltip = label + ", launch " + format_duration(static_cast<int64_t>(g.end_ns - g.start_ns)) + " (" +
-                 rel_time(g.start_ns, f_.t0) + " \xE2\x80\xA6 " + rel_time(g.end_ns, f_.t0) + "), correlation id " +
+                 rel_time(g.start_ns, f_.origin) + " \xE2\x80\xA6 " + rel_time(g.end_ns, f_.origin) + "), correlation id " +
                  std::to_string(g.correlation_id);
     s_.rect(std::move(rc));
     if (x1 - x0 >= kMinBracketLabelPx)
