@@ -140,3 +140,33 @@ TEST(RenderRanges, ProgramColoursAndCategories) {
   ASSERT_NE(dark_label, nullptr);
   EXPECT_EQ(dark_label->color, (gantt::Color{255, 255, 255, 255}));  // white on dark blue
 }
+
+// A burst of launches queued behind the same work: their queue-delay boxes overlap and are
+// drawn as one box with a count; a delay alone on its row keeps its own box.
+TEST(RenderAnnotations, OverlappingQueueDelaysAreOneBoxWithACount) {
+  using namespace gantt_test;
+  gantt::Model m;
+  gantt::ModelBuilder b(m);
+  b.begin_capture("burst");
+  b.add(header());
+  b.add(a100());
+  b.add(string_def(1, "cudaLaunchKernel"));
+  b.add(string_def(2, "k"));
+  for (uint32_t k = 0; k < 5; ++k) {  // queued together at 1.0 ms, run one after another from 1.5 ms
+    const uint64_t t = 1'000'000 + k * 1000;
+    b.add(api(1, 5, t, t + 100, k + 1));
+    b.add(kernel(2, 10, k + 1, t + 200, t + 300, 1'500'000 + k * 200'000, 1'690'000 + k * 200'000));
+  }
+  b.add(api(1, 5, 3'000'000, 3'000'100, 9));  // alone on another stream
+  b.add(kernel(2, 11, 9, 3'000'200, 3'000'300, 3'400'000, 3'500'000));
+  b.end_capture({});
+  const gantt::Scene s = gantt::build_scene(m, gantt::select_events(m, {}), gantt::RenderOptions{});
+  size_t boxes = 0, merged = 0;
+  for (const auto& item : s.items)
+    if (const auto* r = std::get_if<gantt::Rect>(&item); r && r->dashed && r->stroke == gantt::palette::kQueueDelay && r->h == 7) {
+      ++boxes;
+      if (r->tooltip.rfind("5 launches queued", 0) == 0) ++merged;
+    }
+  EXPECT_EQ(boxes, 2u);
+  EXPECT_EQ(merged, 1u);
+}

@@ -84,6 +84,12 @@ class Builder {
   void draw_gpu_lane_within_cap(const LaneKey& key, Lane& lane);
   void draw_brackets(const Lane& lane, float y, float height);
   void draw_annotations();
+  struct QueueDelay {
+    float y, q, x0;        // row, queued and start x
+    uint64_t delay_ns;
+    const std::string* label;
+  };
+  void draw_queue_delays(std::vector<QueueDelay>& delays);
   void draw_rank_links();
   void draw_peer_links();
   void draw_host_lanes();

@@ -294,7 +294,40 @@ void Builder::draw_gpu_lane_within_cap(const LaneKey& key, Lane& lane) {
   draw_gpu_lane(key, lane);
 }
 
+// Queue-delay boxes of one row that overlap (a burst of launches all waiting behind the same
+// work) would draw as one smeared band of dashes: they are one box with a count instead.
+void Builder::draw_queue_delays(std::vector<QueueDelay>& delays) {
+  std::stable_sort(delays.begin(), delays.end(), [](const QueueDelay& a, const QueueDelay& b) {
+    return a.y != b.y ? a.y < b.y : a.q < b.q;
+  });
+  for (size_t i = 0; i < delays.size();) {
+    size_t j = i + 1;
+    float end = delays[i].x0;
+    size_t longest = i;
+    while (j < delays.size() && delays[j].y == delays[i].y && delays[j].q <= end + 0.5f) {
+      end = std::max(end, delays[j].x0);
+      if (delays[j].delay_ns > delays[longest].delay_ns) longest = j;
+      ++j;
+    }
+    const QueueDelay& first = delays[i];
+    Rect r = make_rect(first.q, first.y, end - first.q, 7, Color{0, 0, 0, 0});
+    r.stroke = palette::kQueueDelay;
+    r.stroke_width = 1.5f;
+    r.dashed = true;
+    const size_t n = j - i;
+    r.tooltip = n == 1 ? *first.label
+                       : std::to_string(n) + " launches queued past the threshold here, one after another; the longest:\n" +
+                             *delays[longest].label;
+    s_.rect(std::move(r));
+    s_.rect(make_rect(first.q - 1, first.y - 3, 3, 10, palette::kQueueDelay));  // the flag
+    if (n > 1 && end - first.q > 40)
+      s_.text(make_text(first.q + 4, first.y - 1, std::to_string(n) + " queued", 8, palette::kQueueDelay));
+    i = j;
+  }
+}
+
 void Builder::draw_annotations() {
+  std::vector<QueueDelay> delays;
   for (const Annotation& a : ann_.items) {
     if (a.kind == AnnotationKind::kIdleGap) continue;
     auto it = drawn_.find(a.event);
@@ -303,17 +336,10 @@ void Builder::draw_annotations() {
     const uint32_t e = a.event;
     const float x0 = f_.clipped_x(m_.events.start_ns[e]), x1 = f_.clipped_x(m_.events.end_ns[e]);
     switch (a.kind) {
-      case AnnotationKind::kQueueDelay: {
-        const float q = f_.clipped_x(m_.events.queued_ns[e]);
-        Rect r = make_rect(q, y, x0 - q, 7, Color{0, 0, 0, 0});
-        r.stroke = palette::kQueueDelay;
-        r.stroke_width = 1.5f;
-        r.dashed = true;
-        r.tooltip = a.label;
-        s_.rect(std::move(r));
-        s_.rect(make_rect(q - 1, y - 3, 3, 10, palette::kQueueDelay));  // the flag
+      case AnnotationKind::kQueueDelay:
+        delays.push_back({y, f_.clipped_x(m_.events.queued_ns[e]), x0,
+                          m_.events.start_ns[e] - m_.events.queued_ns[e], &a.label});
         break;
-      }
       case AnnotationKind::kLowOccupancy: {
         Rect r = make_rect(x0 + 1, y + 8, 6, 6, palette::kLowOccupancy);
         r.stroke = Color{120, 90, 0, 255};
@@ -341,6 +367,7 @@ void Builder::draw_annotations() {
     }
     ++st_.annotations_drawn;
   }
+  draw_queue_delays(delays);
 }
 
 std::string title_of(const Model& m) {
