@@ -50,7 +50,8 @@ struct RenderOptions {
 };
 
 struct RenderStats {
-  uint64_t events_selected = 0;
+  uint64_t events_selected = 0;       // GPU work drawn on the GPU lanes (synchronisations are host waits)
+  uint64_t syncs_on_host_lanes = 0;   // selected synchronisations: the host lanes show them as blocked calls
   uint64_t events_individual = 0;     // drawn as their own rectangles
   uint64_t events_aggregated = 0;     // drawn as coverage
   uint64_t annotations_drawn = 0;

@@ -52,7 +52,7 @@ std::string short_duration(uint64_t ns) {
 
 void draw_collective_links(Scene& scene, const std::vector<CollectiveLink>& links,
                            const std::function<bool(uint32_t, float*, float*, float*, float*)>& where,
-                           const std::function<float(uint64_t)>& x_of) {
+                           const std::function<float(uint64_t)>& x_of, float label_y) {
   const Color link{90, 90, 90, 200};
   const Color late{200, 30, 30, 255};
   float last_label_x = -1e9f;
@@ -76,11 +76,13 @@ void draw_collective_links(Scene& scene, const std::vector<CollectiveLink>& link
       r.stroke_width = 1.25f;
       r.tooltip = "last to arrive: rank " + std::to_string(l.last_rank) + ", " + short_duration(l.spread_ns) +
                   " after the first";
+      const std::string tip = r.tooltip;
       scene.rect(std::move(r));
       // Labels only where they do not run into the previous one.
-      if (x0 - last_label_x > 90) {
-        scene.text(make_text(x0, y - 1, "last: rank " + std::to_string(l.last_rank) + " +" + short_duration(l.spread_ns),
-                             8, late));
+      if (x0 - last_label_x > 70) {
+        Text t = make_text(x0, label_y, "rank " + std::to_string(l.last_rank) + " +" + short_duration(l.spread_ns), 8, late);
+        t.tooltip = tip;
+        scene.text(std::move(t));
         last_label_x = x0;
       }
     }
@@ -90,13 +92,7 @@ void draw_collective_links(Scene& scene, const std::vector<CollectiveLink>& link
 std::vector<std::string> rank_footer_lines(const Model& model, const RankAlignment& alignment) {
   std::vector<std::string> lines;
   if (model.captures.size() < 2) return lines;
-  std::vector<RankClockInput> inputs(model.captures.size());
-  for (size_t c = 0; c < model.captures.size(); ++c) inputs[c].host = model.captures[c].header.host_name();
-  std::vector<std::string> per = describe(alignment, inputs);
-  const size_t shown = per.size() > 8 ? 8 : per.size();
-  for (size_t i = 0; i < shown; ++i) lines.push_back(per[i]);
-  if (per.size() > shown) lines.push_back("(+" + std::to_string(per.size() - shown) + " more captures)");
-  lines.push_back(summarize(alignment));
+  lines.push_back(summarize(alignment) + " (per capture: gantt-cli info)");
   return lines;
 }
 

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
 
 #include "gantt/colors.h"
 #include "gantt/text.h"
@@ -89,7 +90,6 @@ float draw_legend(Scene& s, float y, int width) {
       {palette::kDtoD, "memcpy DtoD/PtoP", false},
       {palette::kMemset, "memset", false},
       {palette::kNccl, "NCCL", false},
-      {palette::kSync, "sync", false},
       {palette::kComputeUtil, "busy: compute", false},
       {palette::kCopyUtil, "busy: copy", false},
       {palette::kBlocking, "host blocked", false},
@@ -168,7 +168,30 @@ std::string basename(const std::string& p) {
 float draw_footer(Scene& s, const Model& m, const Selection& sel, const RenderOptions& o, const RenderStats& st,
                   const Annotations& ann, float y) {
   std::vector<std::string> lines;
-  for (size_t i = 0; i < m.captures.size() && i < 4; ++i) {
+  if (m.captures.size() > 1) {
+    // A job: one line for all its captures, the alignment line, the window, the flags
+    // (each capture's details: gantt-cli info).
+    std::set<std::string> hosts, gpus;
+    int32_t lo = INT32_MAX, hi = INT32_MIN;
+    bool simulated = false, damaged = false;
+    for (const CaptureInfo& c : m.captures) {
+      hosts.insert(c.header.host_name());
+      for (const auto& d : c.devices) gpus.insert(d.name());
+      if (c.header.has_rank()) lo = std::min(lo, c.header.rank()), hi = std::max(hi, c.header.rank());
+      simulated = simulated || (c.header.features() & gpuhook::v1::FEATURE_SIMULATOR) != 0;
+      damaged = damaged || c.integrity.truncated || c.integrity.error;
+    }
+    std::string l = std::to_string(m.captures.size()) + " captures";
+    if (lo <= hi) l += " (ranks " + std::to_string(lo) + "\xE2\x80\x93" + std::to_string(hi) + ")";
+    l += " on " + std::to_string(hosts.size()) + " host" + (hosts.size() == 1 ? "" : "s");
+    if (hosts.size() <= 3)
+      for (const std::string& h : hosts) l += " " + ellipsize(h, 30);
+    for (const std::string& g : gpus) l += " \xC2\xB7 " + ellipsize(g, 40);
+    if (simulated) l += " \xC2\xB7 SIMULATED GPU (test simulator, not GPU figures)";
+    if (damaged) l += " \xC2\xB7 some captures damaged (gantt-cli info)";
+    lines.push_back(l);
+  }
+  for (size_t i = 0; i < m.captures.size() && i < 4 && m.captures.size() == 1; ++i) {
     const CaptureInfo& c = m.captures[i];
     std::string l = "capture " + ellipsize(basename(c.path), 60) + ": host " + ellipsize(c.header.host_name(), 40) +
                     ", pid " + std::to_string(c.header.pid());
@@ -183,7 +206,6 @@ float draw_footer(Scene& s, const Model& m, const Selection& sel, const RenderOp
     lines.push_back(l);
     lines.push_back("  clock alignment: " + describe(c.alignment));
   }
-  if (m.captures.size() > 4) lines.push_back("(+" + std::to_string(m.captures.size() - 4) + " more captures)");
   for (const std::string& l : o.footer_lines) lines.push_back(ellipsize(l, 240));
   const uint64_t origin = sel.origin_ns ? sel.origin_ns : m.first_ns();
   lines.push_back("window " + format_duration(static_cast<int64_t>(sel.window_start_ns - origin)) + " \xE2\x80\xA6 " +
@@ -200,7 +222,13 @@ float draw_footer(Scene& s, const Model& m, const Selection& sel, const RenderOp
     std::snprintf(buf, sizeof buf, " (narrower than %.0f px, too many to draw one by one)", st.individual_threshold_px);
     events_line += buf;
   }
-  lines.push_back(events_line);
+  if (st.syncs_on_host_lanes) events_line += "; " + std::to_string(st.syncs_on_host_lanes) + " synchronisations shown as host waits";
+  if (m.captures.size() > 1) {
+    // With several captures the window and the events share a line: at most four in all.
+    lines.back() += " \xC2\xB7 " + events_line;
+  } else {
+    lines.push_back(events_line);
+  }
   if (st.lanes_left_out)
     lines.push_back(std::to_string(st.lanes_left_out) + " lanes (" + std::to_string(st.events_left_out) +
                     " events) not drawn: too many for one chart, narrow it with --device, --stream or --lanes device");

@@ -22,6 +22,12 @@ namespace gantt::detail {
 void Builder::bucket_lanes() {
   WidthHistogram widths;
   for (uint32_t e : sel_.events) {
+    // A synchronisation is the host waiting: its bar belongs on the host thread's lane (as the
+    // blocked call), not over the GPU work it waited for.
+    if (m_.events.kind[e] == EventKind::kSync) {
+      ++st_.syncs_on_host_lanes;
+      continue;
+    }
     Lane& lane = lanes_[lane_key(m_, e, o_.lanes)];
     lane.events.push_back(e);
     if (lane.priority == 0) lane.priority = m_.events.priority[e];
@@ -370,16 +376,32 @@ void Builder::draw_annotations() {
   draw_queue_delays(delays);
 }
 
+// The capture's file name; for a job, what names the job: the scheduler's job id the captures
+// share, else the file names' common part ("rank*.gpuh"), with the rank count.
 std::string title_of(const Model& m) {
-  std::string t = "gantt";
-  for (size_t i = 0; i < m.captures.size() && i < 3; ++i) {
-    std::string p = m.captures[i].path;
+  const auto base = [](std::string p) {
     const size_t sl = p.rfind('/');
-    if (sl != std::string::npos) p = p.substr(sl + 1);
-    t += (i ? ", " : ": ") + ellipsize(p, 60);
+    return sl == std::string::npos ? p : p.substr(sl + 1);
+  };
+  if (m.captures.empty()) return "gantt";
+  if (m.captures.size() == 1) return "gantt: " + ellipsize(base(m.captures[0].path), 80);
+  const std::string ranks = " (" + std::to_string(m.captures.size()) + " ranks)";
+  const std::string& job = m.captures[0].header.job_id();
+  bool same_job = !job.empty();
+  for (const CaptureInfo& c : m.captures) same_job = same_job && c.header.job_id() == job;
+  if (same_job) return "gantt: job " + ellipsize(utf8_clean(job), 40) + ranks;
+  std::string prefix = base(m.captures[0].path), suffix = prefix;
+  for (const CaptureInfo& c : m.captures) {
+    const std::string b = base(c.path);
+    size_t p = 0;
+    while (p < prefix.size() && p < b.size() && prefix[p] == b[p]) ++p;
+    prefix.resize(p);
+    size_t s = 0;
+    while (s < suffix.size() && s < b.size() && suffix[suffix.size() - 1 - s] == b[b.size() - 1 - s]) ++s;
+    suffix = suffix.substr(suffix.size() - s);
   }
-  if (m.captures.size() > 3) t += ", +" + std::to_string(m.captures.size() - 3) + " more";
-  return t;
+  if (prefix.empty() && suffix.size() <= 5) return "gantt: " + ellipsize(base(m.captures[0].path), 60) + " and others" + ranks;
+  return "gantt: " + ellipsize(prefix, 60) + "*" + ellipsize(suffix, 30) + ranks;
 }
 
 Scene Builder::build() {
@@ -409,16 +431,29 @@ Scene Builder::build() {
     const float grid_top = y_;
     const size_t grid_at = s_.items.size();  // grid lines go under everything below
     bucket_lanes();
+    st_.events_selected -= st_.syncs_on_host_lanes;
     std::map<DeviceKey, std::vector<LaneKey>> sections;
-    for (uint32_t e : sel_.events) sections[{m_.events.capture[e], m_.events.device[e]}];
-    for (const auto& [key, lane] : lanes_)
-      if (o_.lanes != LaneMode::kThread && o_.lanes != LaneMode::kRank) sections[{key.capture, key.device}].push_back(key);
+    for (uint32_t e : sel_.events)
+      if (m_.events.kind[e] != EventKind::kSync) sections[{m_.events.capture[e], m_.events.device[e]}];
+    if (o_.lanes == LaneMode::kRank) {
+      // Each rank's lane right under its own device header and utilisation strip.
+      std::map<uint16_t, DeviceKey> last_device;
+      for (const auto& [dev, keys] : sections) last_device[dev.first] = dev;
+      for (const auto& [key, lane] : lanes_) sections[last_device[key.capture]].push_back(key);
+    } else if (o_.lanes != LaneMode::kThread) {
+      for (const auto& [key, lane] : lanes_) sections[{key.capture, key.device}].push_back(key);
+    }
     for (const auto& [dev, keys] : sections) draw_device_section(dev, keys);
-    if (o_.lanes == LaneMode::kThread || o_.lanes == LaneMode::kRank) {
+    if (o_.lanes == LaneMode::kThread) {
       for (auto& [key, lane] : lanes_) draw_gpu_lane_within_cap(key, lane);
       y_ += kSectionGap;
     }
-    if (o_.collective_links && m_.captures.size() > 1) draw_rank_links();
+    if (o_.collective_links && m_.captures.size() > 1) {
+      // The last arrivals of the collectives, named in a row of their own under the lanes.
+      s_.text(make_text(f_.left - 8, y_ + 10, "last to arrive", kFontSize, palette::kText, Anchor::kEnd));
+      draw_rank_links(y_ + 10);
+      y_ += 18;
+    }
     draw_peer_links();
     draw_annotations();
     if (o_.host_lanes) draw_host_lanes();
@@ -461,7 +496,7 @@ void Builder::draw_peer_links() {
   }
 }
 
-void Builder::draw_rank_links() {
+void Builder::draw_rank_links(float label_y) {
   draw_collective_links(
       s_, collective_links(m_),
       [&](uint32_t e, float* x0, float* x1, float* y, float* h) {
@@ -476,7 +511,7 @@ void Builder::draw_rank_links() {
         *h = 14;
         return true;
       },
-      [&](uint64_t t) { return f_.x(t); });
+      [&](uint64_t t) { return f_.x(t); }, label_y);
 }
 
 }  // namespace gantt::detail

@@ -83,8 +83,8 @@ void apply_rank_alignment(Model& model, const RankAlignment& alignment);
 // The job rank of a capture: Header.rank when recorded, else the capture index.
 int32_t global_rank(const Model& model, uint16_t capture);
 
-// Footer lines for a job: one per capture (offset and method) and the residual summary;
-// empty when the model holds one capture.
+// The chart footer's line for a job: the alignment summary (each capture's offset and method
+// are `gantt-cli info`'s); empty when the model holds one capture.
 std::vector<std::string> rank_footer_lines(const Model& model, const RankAlignment& alignment);
 
 }  // namespace gantt

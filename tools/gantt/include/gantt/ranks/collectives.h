@@ -174,8 +174,10 @@ std::vector<CollectiveLink> collective_links(const Model& model);
 // Draws each link as a thin vertical line joining its ranks' kernels at the collective's end,
 // with the last arriver's kernel outlined and, where there is room, "last: rank R +spread".
 // `where(event, &x_start, &x_end, &y_top, &lane_height)` says where the chart drew an event
-// (false when it was not drawn individually); `x_of(ns)` maps a time to x.
+// (false when it was not drawn individually); `x_of(ns)` maps a time to x. The last arrival
+// of each collective is outlined on its lane and named ("rank 2 +663 us") on the row at
+// `label_y`, where the labels cannot cover the work.
 void draw_collective_links(Scene& scene, const std::vector<CollectiveLink>& links,
                            const std::function<bool(uint32_t, float*, float*, float*, float*)>& where,
-                           const std::function<float(uint64_t)>& x_of);
+                           const std::function<float(uint64_t)>& x_of, float label_y);
 }  // namespace gantt
