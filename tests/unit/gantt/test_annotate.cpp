@@ -9,7 +9,7 @@ using gantt::AnnotationKind;
 
 namespace {
 
-enum : uint32_t { kLaunch = 1, kK = 2, kCopy = 3, kSync = 4 };
+enum : uint32_t { kLaunch = 1, kK = 2, kCopy = 3, kSync = 4, kSyncCopy = 5 };
 constexpr uint64_t US = 1000, T = 10'000'000;
 
 struct Fixture {
@@ -24,13 +24,14 @@ struct Fixture {
     b.add(string_def(kK, "k"));
     b.add(string_def(kCopy, "cudaMemcpyAsync"));
     b.add(string_def(kSync, "cudaStreamSynchronize"));
+    b.add(string_def(kSyncCopy, "cudaMemcpy"));
   }
   void k(uint32_t stream, uint64_t launch, uint64_t q, uint64_t s, uint64_t e, uint32_t regs = 32) {
     b.add(api(kLaunch, 1, launch, launch + US, ++corr));
     b.add(kernel(kK, stream, corr, q, q ? q + US : 0, s, e, 256, regs));
   }
-  void copy(uint32_t stream, uint64_t s, uint64_t e) {
-    b.add(api(kCopy, 1, s - 5 * US, s - 4 * US, ++corr));
+  void copy(uint32_t stream, uint64_t s, uint64_t e, uint32_t call = kCopy) {
+    b.add(api(call, 1, s - 5 * US, call == kSyncCopy ? e + US : s - 4 * US, ++corr));
     b.add(memcpy_rec(v1::COPY_HTOD, 1 << 20, stream, corr, s, e));
   }
   gantt::Annotations run(const gantt::AnnotateOptions& o = {}) {
@@ -66,16 +67,21 @@ TEST(Annotate, LowOccupancyNamesTheLimit) {
 TEST(Annotate, CopyOverlapAndSerialisedCopy) {
   Fixture f;
   f.k(13, T, 0, T + 100 * US, T + 300 * US);
-  f.copy(14, T + 150 * US, T + 250 * US);   // inside the kernel on another stream: overlapped
-  f.copy(13, T + 305 * US, T + 400 * US);   // right after compute on the same stream: serialised
-  f.copy(14, T + 2000 * US, T + 2100 * US); // nothing near: neither
+  f.copy(14, T + 150 * US, T + 250 * US);               // inside the kernel on another stream: overlapped
+  f.copy(13, T + 305 * US, T + 400 * US, kSyncCopy);    // synchronous, right after compute: serialised
+  f.copy(14, T + 2000 * US, T + 2100 * US);             // nothing near: neither
+  f.copy(13, T + 3000 * US, T + 3200 * US);             // async, a kernel on stream 15 ready and waiting: serialised
+  f.k(15, T + 2990 * US, 0, T + 3210 * US, T + 3300 * US);
+  f.copy(13, T + 3305 * US, T + 3400 * US);             // async right after its stream's work, nothing waits: a pipeline's end
   const auto a = f.run();
   EXPECT_EQ(Fixture::count(a, AnnotationKind::kOverlap), 1u);
-  EXPECT_EQ(Fixture::count(a, AnnotationKind::kMissedOverlap), 1u);
+  EXPECT_EQ(Fixture::count(a, AnnotationKind::kMissedOverlap), 2u);
+  std::vector<uint64_t> missed;
   for (const auto& i : a.items) {
     if (i.kind == AnnotationKind::kOverlap) { EXPECT_EQ(i.label, "overlap 100%"); }
-    if (i.kind == AnnotationKind::kMissedOverlap) { EXPECT_EQ(i.start_ns, T + 305 * US); }
+    if (i.kind == AnnotationKind::kMissedOverlap) missed.push_back(i.start_ns);
   }
+  EXPECT_EQ(missed, (std::vector<uint64_t>{T + 305 * US, T + 3000 * US}));
 }
 
 TEST(Annotate, IdleGapNamesTheBlockingHostCall) {

@@ -138,6 +138,30 @@ Annotations annotate(const Model& m, const Selection& sel, const AnnotateOptions
       extend(all, ev.start_ns[e], ev.end_ns[e]);
       if (is_compute(ev.kind[e])) extend(compute, ev.start_ns[e], ev.end_ns[e]);
     }
+    // When each kernel could have started: launched (or queued) and its stream's previous work
+    // done. A kernel ready while a copy ran alone, that started only after it, is compute the
+    // GPU could have overlapped with the copy and did not. Suffix minima over the kernels in
+    // start order answer "was any kernel starting after t ready before t" in a binary search.
+    std::vector<std::pair<uint64_t, uint64_t>> ready_start;  // (start, ready) of compute, start order
+    {
+      std::map<uint32_t, uint64_t> stream_end;
+      for (uint32_t e : events) {
+        uint64_t& prev = stream_end[ev.stream[e]];
+        if (is_compute(ev.kind[e])) {
+          const uint64_t issued = ev.queued_ns[e] ? ev.queued_ns[e] : m.launch_ns(e);
+          if (issued) ready_start.emplace_back(ev.start_ns[e], std::max(issued, prev));
+        }
+        prev = std::max(prev, ev.end_ns[e]);
+      }
+    }
+    std::vector<uint64_t> min_ready(ready_start.size() + 1, UINT64_MAX);
+    for (size_t i = ready_start.size(); i-- > 0;) min_ready[i] = std::min(min_ready[i + 1], ready_start[i].second);
+    const auto compute_waited = [&](uint64_t copy_start, uint64_t copy_end) {
+      const size_t i = static_cast<size_t>(std::lower_bound(ready_start.begin(), ready_start.end(),
+                                                            std::make_pair(copy_end, uint64_t{0})) -
+                                           ready_start.begin());
+      return min_ready[i] < copy_end && min_ready[i] + (copy_end - copy_start) / 2 < copy_end;
+    };
     for (uint32_t e : events) {
       if (ev.kind[e] != EventKind::kMemcpy) continue;
       const uint64_t b = ev.start_ns[e], en = ev.end_ns[e];
@@ -147,11 +171,21 @@ Annotations annotate(const Model& m, const Selection& sel, const AnnotateOptions
               "overlap " + std::to_string(en > b ? static_cast<int>(std::lround(100.0 * double(ov) / double(en - b))) : 100) + "%"});
         continue;
       }
-      // Compute ran right before or right after, but not during: the copy was serialised.
+      // Serialised: a synchronous copy (the host blocked in it, so nothing else could be
+      // launched) with compute right before or after, or compute that was ready on another
+      // stream and waited for the copy. A pipeline's first copy and last copy have nothing
+      // to overlap with and are not flagged.
       const uint64_t adj = static_cast<uint64_t>(std::max<int64_t>(0, o.adjacent_ns));
       const bool before = overlap_with(compute, b > adj ? b - adj : 0, b) > 0;
       const bool after = overlap_with(compute, en, en + adj) > 0;
-      if (before || after) keep({AnnotationKind::kMissedOverlap, e, key.first, key.second, b, en, "copy not overlapped"});
+      const uint32_t a = ev.api[e];
+      const bool blocking = a != kNone && is_blocking_call(api_display_name(m.string(m.api.name[a])));
+      if (blocking && (before || after))
+        keep({AnnotationKind::kMissedOverlap, e, key.first, key.second, b, en,
+              "copy not overlapped: a synchronous copy, the host waited in it and launched nothing"});
+      else if (compute_waited(b, en))
+        keep({AnnotationKind::kMissedOverlap, e, key.first, key.second, b, en,
+              "copy not overlapped: a kernel on another stream was ready and waited for it"});
     }
     struct Gap { uint64_t b, e; };
     std::vector<Gap> gaps;
