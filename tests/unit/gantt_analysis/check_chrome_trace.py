@@ -2,7 +2,7 @@
 """Checks a Chrome trace JSON the way viewers read it: it parses, every "X" slice on a track
 nests properly (viewers drop or mis-draw partial overlaps), every flow end has a start, every
 async stage slice ("b"/"e", nested per id) ends after it began and closes what it opened, every
-counter value is a count >= 0, and timestamps have at most three decimals (integer
+counter value is a number >= 0, and timestamps have at most three decimals (integer
 nanoseconds). Prints counts; exit 1 on error."""
 import json
 import re
@@ -44,8 +44,8 @@ for e in events:
             async_slices += 1
     elif ph == "C":
         counters += 1
-        if any(not isinstance(v, int) or v < 0 for v in e["args"].values()):
-            errors.append("counter value not a count: %r" % e)
+        if any(not isinstance(v, (int, float)) or v < 0 for v in e["args"].values()):
+            errors.append("counter value not a number >= 0: %r" % e)
     elif ph == "M" and e["name"] == "thread_name":
         names[(e["pid"], e["tid"])] = e["args"]["name"]
 for key, slices in tracks.items():

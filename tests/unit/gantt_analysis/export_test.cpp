@@ -184,3 +184,38 @@ TEST(Flame, WidthsFollowWeightsAndTheDiffColoursSlowerRed) {
     if (const auto* t = std::get_if<gantt::Text>(&item); t && t->text.find("no GPU work") != std::string::npos) says = true;
   EXPECT_TRUE(says);
 }
+
+// The memory counter track: allocations and frees per device, in MiB by kind; a free that
+// leaves its size out is matched to its allocation by address.
+TEST(ChromeExport, MemoryCounterFollowsAllocationsAndFrees) {
+  gantt::Model m = model_with_overlaps();
+  gantt::ModelBuilder b(m);
+  b.begin_capture("memory.gpuh");
+  add_small_capture(b);
+  const auto mem = [&](v1::MemoryOp op, v1::MemoryKind kind, uint64_t address, uint64_t bytes, uint64_t t) {
+    v1::Record r;
+    auto* x = r.mutable_memory();
+    x->set_op(op);
+    x->set_memory_kind(kind);
+    x->set_address(address);
+    x->set_bytes(bytes);
+    x->set_time_ns(static_cast<int64_t>(t));
+    b.add(r);
+  };
+  mem(v1::MEMORY_OP_ALLOC, v1::MEMORY_DEVICE, 0x1000, 2u << 20, 10'100);
+  mem(v1::MEMORY_OP_ALLOC, v1::MEMORY_PINNED, 0x9000, 1u << 20, 10'200);
+  mem(v1::MEMORY_OP_FREE, v1::MEMORY_DEVICE, 0x1000, 0, 10'300);  // size left out: found by address
+  b.end_capture({});
+  const std::string json = run("chrome", m);
+  const size_t a = json.find("\"memory in use (MiB)\"");
+  ASSERT_NE(a, std::string::npos) << json;
+  const std::string rest = json.substr(a);
+  const size_t one = rest.find("\"args\":{\"device\":2}");
+  const size_t two = rest.find("\"args\":{\"pinned host\":1,\"device\":2}");
+  const size_t three = rest.find("\"args\":{\"pinned host\":1,\"device\":0}");
+  EXPECT_NE(one, std::string::npos) << rest.substr(0, 600);
+  EXPECT_NE(two, std::string::npos) << rest.substr(0, 600);
+  EXPECT_NE(three, std::string::npos) << rest.substr(0, 600);
+  EXPECT_LT(one, two);
+  EXPECT_LT(two, three);
+}

@@ -141,6 +141,26 @@ void ModelBuilder::Impl::add(const v1::Record& r) {
       see(ts);
       break;
     }
+    case v1::Record::kMemory: {
+      const auto& x = r.memory();
+      const uint64_t ts = t(x.has_time_ns(), x.time_ns());
+      MemoryTable& mt = m.memory;
+      uint64_t bytes = x.bytes();
+      if (x.op() == v1::MEMORY_OP_ALLOC) {
+        if (live_allocations.size() < (1u << 22)) live_allocations[x.address()] = bytes;
+      } else if (auto it = live_allocations.find(x.address()); it != live_allocations.end()) {
+        if (bytes == 0) bytes = it->second;
+        live_allocations.erase(it);
+      }
+      push(mt.capture, cap);
+      push(mt.device, x.device());
+      push(mt.op, static_cast<uint8_t>(x.op()));
+      push(mt.kind, static_cast<uint8_t>(x.memory_kind()));
+      push(mt.address, x.address());
+      push(mt.bytes, bytes);
+      push(mt.time_ns, ts);  // not `see`n: an allocation's time is its API call's, already seen
+      break;
+    }
     case v1::Record::kNotice:
       if (c.notices.size() < 16) c.notices.push_back(r.notice().text().substr(0, 512));
       break;
@@ -167,7 +187,7 @@ void ModelBuilder::Impl::add(const v1::Record& r) {
       c.footer = r.footer();
       break;
     default:
-      break;  // memory, overhead, chunk starts: not part of the chart
+      break;  // overhead, chunk starts: not part of the chart
   }
 }
 
@@ -255,6 +275,7 @@ void ModelBuilder::Impl::finish(const gpuhook::Integrity& integrity) {
   raw_external.clear();
   host_func_external.clear();
   thread_rows.clear();
+  live_allocations.clear();
   open = false;
 }
 

@@ -68,6 +68,7 @@ struct ModelBuilder::Impl {
   std::vector<uint32_t> local_to_model;  // capture string id -> model string id
   std::unordered_map<uint64_t, uint32_t> thread_rows;
   std::vector<RawRange> raw_ranges;
+  std::unordered_map<uint64_t, uint64_t> live_allocations;  // address -> bytes, for frees that omit the size
   std::vector<RawExternal> raw_external;
   // CUPTI stream id -> the priority it was created with (StreamInfo records, which may come
   // after the stream's kernels: CUDA 13 hands buffers back out of order).

@@ -187,6 +187,21 @@ struct NcclTable {
   size_t size() const { return capture.size(); }
 };
 
+// Allocations and frees the hook recorded (CUPTI MEMORY2 records, GPUHOOK_API with alloc):
+// what the memory counter tracks are drawn from. `bytes` of a free is the size freed (the
+// allocation's, found by address when the record left it 0).
+struct MemoryTable {
+  std::vector<uint16_t> capture;
+  std::vector<uint32_t> device;
+  std::vector<uint8_t> op;             // v1::MemoryOp: alloc or free
+  std::vector<uint8_t> kind;           // v1::MemoryKind
+  std::vector<uint64_t> address;
+  std::vector<uint64_t> bytes;
+  std::vector<uint64_t> time_ns;       // 0 = unknown
+
+  size_t size() const { return capture.size(); }
+};
+
 // Per-capture facts: what the header said, whether the file was intact, what was applied.
 struct CaptureInfo {
   std::string path;
@@ -216,6 +231,7 @@ class Model {
   ThreadTable threads;
   RangeTable ranges;
   NcclTable nccl;
+  MemoryTable memory;
 
   // Demangled kernel name (the recorded one when it is not a mangled C++ name).
   std::string_view display_name(uint32_t event) const;

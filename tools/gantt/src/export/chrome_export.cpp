@@ -68,6 +68,19 @@ class ChromeExporter : public Exporter {
   void write(const Model& m, const Selection& sel, const ExportOptions&, std::ostream& os) const override;
 };
 
+const char* memory_kind_name(uint8_t kind) {
+  switch (kind) {
+    case gpuhook::v1::MEMORY_PAGEABLE: return "pageable host";
+    case gpuhook::v1::MEMORY_PINNED: return "pinned host";
+    case gpuhook::v1::MEMORY_DEVICE: return "device";
+    case gpuhook::v1::MEMORY_ARRAY: return "array";
+    case gpuhook::v1::MEMORY_MANAGED: return "managed";
+    case gpuhook::v1::MEMORY_DEVICE_STATIC: return "device static";
+    case gpuhook::v1::MEMORY_MANAGED_STATIC: return "managed static";
+    default: return "other";
+  }
+}
+
 void ts(std::string& o, uint64_t t, uint64_t base) { json::append_us_from_ns(o, static_cast<int64_t>(t - base)); }
 
 std::string hex(uint64_t v) {
@@ -290,6 +303,50 @@ void ChromeExporter::write(const Model& m, const Selection& sel, const ExportOpt
       ts(body, t, base);
       body += ",\"args\":{\"kernels running\":" + std::to_string(kernels) + ",\"copies running\":" +
               std::to_string(copies) + ",\"kernels queued\":" + std::to_string(queued) + "}}";
+    }
+  }
+
+  // Memory in use per device over time, from the allocations and frees recorded (with
+  // GPUHOOK_API=alloc or all), in MiB by kind: device, pinned host, managed, ...
+  {
+    struct Step {
+      uint32_t pid;
+      uint64_t t;
+      uint8_t kind;
+      int64_t delta;
+    };
+    std::vector<Step> steps;
+    const MemoryTable& mt = m.memory;
+    for (uint32_t i = 0; i < mt.size(); ++i) {
+      if (mt.time_ns[i] == 0 || mt.bytes[i] == 0) continue;
+      if (w1 != 0 && !sel.window_fitted && (mt.time_ns[i] < w0 || mt.time_ns[i] > w1)) continue;
+      const int64_t b = static_cast<int64_t>(std::min<uint64_t>(mt.bytes[i], uint64_t{1} << 60));
+      steps.push_back({device_pid(mt.capture[i], mt.device[i]), mt.time_ns[i], mt.kind[i],
+                       mt.op[i] == gpuhook::v1::MEMORY_OP_FREE ? -b : b});
+    }
+    std::stable_sort(steps.begin(), steps.end(), [](const Step& a, const Step& b) {
+      return a.pid != b.pid ? a.pid < b.pid : a.t < b.t;
+    });
+    std::map<uint8_t, int64_t> in_use;
+    for (size_t i = 0; i < steps.size();) {
+      const uint32_t pid = steps[i].pid;
+      if (i == 0 || steps[i - 1].pid != pid) in_use.clear();
+      const uint64_t t = steps[i].t;
+      for (; i < steps.size() && steps[i].pid == pid && steps[i].t == t; ++i) in_use[steps[i].kind] += steps[i].delta;
+      if (t < base) continue;  // before the trace's origin: no negative timestamps
+      open_event();
+      body += "{\"ph\":\"C\",\"name\":\"memory in use (MiB)\",\"pid\":" + std::to_string(pid) + ",\"ts\":";
+      ts(body, t, base);
+      body += ",\"args\":{";
+      bool first_arg = true;
+      for (const auto& [kind, bytes] : in_use) {
+        body += first_arg ? "" : ",";
+        first_arg = false;
+        json::append_string(body, memory_kind_name(kind));
+        body += ":";
+        json::append_number(body, static_cast<double>(std::max<int64_t>(0, bytes)) / (1 << 20), 3);
+      }
+      body += "}}";
     }
   }
 

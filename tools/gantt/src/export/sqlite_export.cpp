@@ -44,6 +44,8 @@ CREATE TABLE api(id INTEGER PRIMARY KEY, capture INTEGER, thread_id INTEGER, dom
 CREATE TABLE nvtx(id INTEGER PRIMARY KEY, capture INTEGER, thread_id INTEGER, kind TEXT, name_id INTEGER,
                   domain_id INTEGER, start_ns INTEGER, end_ns INTEGER, parent_id INTEGER, depth INTEGER,
                   color INTEGER, category INTEGER);
+CREATE TABLE memory(id INTEGER PRIMARY KEY, capture INTEGER, device INTEGER, op TEXT, kind INTEGER,
+                    address INTEGER, bytes INTEGER, time_ns INTEGER);
 CREATE TABLE nccl(id INTEGER PRIMARY KEY, capture INTEGER, thread_id INTEGER, op INTEGER, name_id INTEGER,
                   count INTEGER, datatype INTEGER, bytes INTEGER, reduce_op INTEGER, root_or_peer INTEGER,
                   comm_id INTEGER, rank INTEGER, nranks INTEGER, sequence INTEGER, device INTEGER,
@@ -130,7 +132,7 @@ class SqliteExporter final : public Exporter {
  public:
   std::string_view format() const override { return "sqlite"; }
   std::string_view description() const override {
-    return "one SQLite database: kernels, copies, syncs, api, nvtx, nccl, devices, threads, strings (ask in SQL)";
+    return "one SQLite database: kernels, copies, syncs, api, nvtx, nccl, memory, devices, threads, strings (ask in SQL)";
   }
 
   void write(const Model& m, const Selection& sel, const ExportOptions&, std::ostream& os) const override {
@@ -227,6 +229,11 @@ class SqliteExporter final : public Exporter {
           .i(n.datatype[c]).u(n.bytes[c]).i(n.reduce_op[c]).i(n.root_or_peer[c]).u(n.comm_id[c]).i(n.rank[c])
           .i(n.nranks[c]).u(n.sequence[c]).i(n.device[c]).time(n.start_ns[c]).time(n.end_ns[c]).i(n.return_value[c])
           .id(n.event[c]).row();
+    Insert memory(raw, "INSERT INTO memory VALUES(?,?,?,?,?,?,?,?)");
+    const MemoryTable& mt = m.memory;
+    for (uint32_t i = 0; i < mt.size(); ++i)
+      memory.u(i).u(mt.capture[i]).u(mt.device[i]).text(mt.op[i] == gpuhook::v1::MEMORY_OP_FREE ? "free" : "alloc")
+          .u(mt.kind[i]).u(mt.address[i]).u(mt.bytes[i]).time(mt.time_ns[i]).row();
     exec(raw, kIndices);
     exec(raw, "COMMIT;");
 
