@@ -81,7 +81,10 @@ Config parse_config(const EnvLookup& getenv_fn, std::vector<std::string>* proble
   boolean(env::kQuiet, &c.quiet);
   if (const char* v = getenv_fn(env::kRange)) {
     auto range = parse_range(v);
-    if (!range) bad(env::kRange, v, "want all, cudaProfilerApi, nvtx:NAME[@FIRST-LAST] or time:DELAY[+DURATION|-END]");
+    if (!range)
+      bad(env::kRange, v,
+          "want all, cudaProfilerApi, nvtx:NAME[@FIRST-LAST] or time:DELAY[+DURATION|-END], durations with a unit: "
+          "2s, 500ms, 20us, 100ns");
     else c.range = *range;
   }
   integer(env::kRingRecords, 64, 1 << 20, [&](int64_t v) {
