@@ -397,3 +397,89 @@ TEST(JobsScene, NamesAreEscapedAndBarsLinkToCaptures) {
 
 }  // namespace
 }  // namespace gantt::jobs
+
+namespace gantt::jobs {
+namespace {
+
+// What a review of hostile and unusual records found, each pinned down.
+TEST(JobsHostile, GrammarLimitsDatesSpansAndCrlf) {
+  std::vector<std::string> out;
+  std::string why;
+  // Bracket groups and name length bound the expansion's recursion and bytes.
+  std::string groups = "n";
+  for (int i = 0; i < 9; ++i) groups += "[0]";
+  EXPECT_FALSE(expand_nodelist(groups, &out, &why));
+  EXPECT_NE(why.find("bracket groups"), std::string::npos) << why;
+  EXPECT_FALSE(expand_nodelist(std::string(300, 'x') + "[0-9]", &out, &why));
+  EXPECT_NE(why.find("255 bytes"), std::string::npos) << why;
+  // A control character in a bad list never reaches the message (a terminal escape).
+  EXPECT_FALSE(expand_nodelist("]\x1b[2J", &out, &why));
+  EXPECT_EQ(why.find('\x1b'), std::string::npos);
+  // Typed GPU counts cannot add up past the per-count limit (and wrap a 32-bit total).
+  std::string tres;
+  for (int i = 0; i < 5; ++i) tres += "gres/gpu:a=1000000,";
+  uint32_t gpus = 0;
+  EXPECT_FALSE(parse_tres_gpus(tres, &gpus));
+  // Dates that do not exist are refused, not moved to the next month.
+  int64_t t = 0;
+  EXPECT_FALSE(parse_wall_time("2024-02-31T00:00:00", &t));
+  EXPECT_FALSE(parse_wall_time("2023-02-29", &t));
+  EXPECT_TRUE(parse_wall_time("2024-02-29", &t));
+  // Slurm's D-HH and D-HH:MM.
+  int64_t s = 0;
+  ASSERT_TRUE(parse_span("1-12:30", &s, &why)) << why;
+  EXPECT_EQ(s, 86400 + 12 * 3600 + 30 * 60);
+  ASSERT_TRUE(parse_span("1-12", &s, &why)) << why;
+  EXPECT_EQ(s, 86400 + 12 * 3600);
+  // CRLF line ends with a quoted last field.
+  const JobSet crlf = parse_jobs(
+      "\"job\",\"name\",\"user\",\"partition\",\"submit\",\"start\",\"end\",\"state\",\"nodes\",\"gpus\"\r\n"
+      "\"1\",\"a\",\"u\",\"p\",\"2024-03-01T00:00:00\",\"2024-03-01T00:00:00\",\"2024-03-01T01:00:00\",\"DONE\",\"n1\",\"2\"\r\n",
+      "crlf.csv");
+  EXPECT_TRUE(crlf.problems.empty()) << crlf.problems.front().what;
+  EXPECT_EQ(crlf.jobs.size(), 1u);
+}
+
+TEST(JobsHostile, CapacityFollowsTheSlotSplitAndHugeClustersStayBounded) {
+  // 3 GPUs on two nodes split 2 + 1 (the first node takes the remainder): n2 holds 1 + 2.
+  JobSet split = parse_jobs(
+      "job,name,user,partition,submit,start,end,state,nodes,gpus\n"
+      "1,a,u,p,2024-03-01T00:00:00,2024-03-01T00:00:00,2024-03-01T01:00:00,DONE,n[1-2],3\n"
+      "2,b,u,p,2024-03-01T00:00:00,2024-03-01T00:00:00,2024-03-01T01:00:00,DONE,n[2-3],3\n",
+      "split.csv");
+  finish_jobs(split);
+  EXPECT_EQ(split.gpus_per_node, 3u);
+  // 100,000 nodes x 1,024 GPUs: statistics in closed form for idle slots, and node rows
+  // instead of 102 M GPU rows.
+  JobSet huge = parse_jobs(
+      "job,name,user,partition,submit,start,end,state,nodes,gpus\n"
+      "1,a,u,p,2024-01-01,2024-01-01,2024-01-02,DONE,n[0-99999],0\n"
+      "2,b,u,p,2024-01-01,2024-01-01,2024-01-02,DONE,n0,1024\n",
+      "huge.csv");
+  finish_jobs(huge);
+  ASSERT_EQ(huge.gpus_per_node, 1024u);
+  const ClusterStats st = cluster_stats(huge, StatsWindow{});
+  EXPECT_NEAR(st.used_gpu_hours, 1024 * 24.0, 1e-6);
+  ChartOptions o;
+  o.per_gpu = true;
+  o.width_px = 800;
+  ChartStats cs;
+  jobs_scene(huge, o, &cs);
+  EXPECT_EQ(cs.rows, 100000u);
+  // A what-if pushed a billion days out: the axis keeps about one tick per 110 px.
+  Placement far;
+  far.found = true;
+  far.start_s = 1704067200;
+  far.end_s = far.start_s + int64_t{1'000'000'000} * 86400;
+  far.nodes = {0};
+  far.gpus_on_node = {1};
+  ChartOptions fo;
+  fo.placement = far;
+  const Scene s = jobs_scene(split, fo);
+  size_t lines = 0;
+  for (const auto& item : s.items) lines += std::holds_alternative<Line>(item) ? 1 : 0;
+  EXPECT_LT(lines, 200u);
+}
+
+}  // namespace
+}  // namespace gantt::jobs

@@ -65,8 +65,8 @@ bool expand_one(std::string_view expr, std::vector<std::string>* out, std::strin
     const std::string_view b = dash == std::string_view::npos ? part : part.substr(dash + 1);
     uint64_t lo = 0, hi = 0;
     if (!parse_u64(a, &lo) || !parse_u64(b, &hi) || a.size() > 18 || b.size() > 18)
-      return *why = "'" + std::string(part) + "' in brackets is not a number or a range N-M", false;
-    if (hi < lo) return *why = "range '" + std::string(part) + "' runs backwards", false;
+      return *why = "'" + printable_utf8(part.substr(0, 40)) + "' in brackets is not a number or a range N-M", false;
+    if (hi < lo) return *why = "range '" + printable_utf8(part.substr(0, 40)) + "' runs backwards", false;
     if (hi - lo >= limit || out->size() + (hi - lo + 1) * tails.size() > limit)
       return *why = "expands to more than " + std::to_string(limit) + " nodes", false;
     for (uint64_t v = lo; v <= hi; ++v) {
@@ -180,16 +180,28 @@ bool expand_nodelist(std::string_view list, std::vector<std::string>* out, std::
   out->clear();
   list = trim(list);
   if (list.empty() || list == "None assigned" || list == "(null)" || list == "None") return true;
+  const std::string shown = printable_utf8(list.substr(0, 40)) + (list.size() > 40 ? "..." : "");
   int depth = 0;
   for (char c : list) {
     depth += c == '[' ? 1 : c == ']' ? -1 : 0;
-    if (depth < 0 || depth > 1) return *why = "unbalanced or nested brackets in '" + std::string(list) + "'", false;
+    if (depth < 0 || depth > 1) return *why = "unbalanced or nested brackets in '" + shown + "'", false;
     if (c == ' ' || c == '|' || static_cast<unsigned char>(c) < 0x20)
       return *why = "node list holds a space or control character", false;
   }
-  if (depth != 0) return *why = "unbalanced brackets in '" + std::string(list) + "'", false;
+  if (depth != 0) return *why = "unbalanced brackets in '" + shown + "'", false;
   for (std::string_view expr : split_top(list, ',')) {
     if (expr.empty()) return *why = "empty name in node list", false;
+    // A host name is at most 255 bytes (RFC 1035); brackets a few per name. Both bound the
+    // expansion's bytes and its recursion, whatever a hostile line holds.
+    size_t groups = 0, text = 0;
+    bool inside = false;
+    for (char c : expr) {
+      if (c == '[') ++groups, inside = true;
+      else if (c == ']') inside = false;
+      else if (!inside) ++text;
+    }
+    if (groups > 8) return *why = "more than 8 bracket groups in one name of '" + shown + "'", false;
+    if (text + 20 * groups > 255) return *why = "a node name longer than 255 bytes in '" + shown + "'", false;
     std::vector<std::string> names;
     if (!expand_one(expr, &names, why, limit - std::min(limit, out->size()))) return false;
     out->insert(out->end(), names.begin(), names.end());
@@ -235,7 +247,11 @@ bool parse_wall_time(std::string_view text, int64_t* seconds) {
   tm.tm_hour = f[3];
   tm.tm_min = f[4];
   tm.tm_sec = f[5];
-  *seconds = static_cast<int64_t>(timegm(&tm));
+  const time_t t = timegm(&tm);
+  // timegm normalises 2024-02-31 to March 2: refuse a date that does not exist.
+  std::tm back{};
+  if (!gmtime_r(&t, &back) || back.tm_mday != f[2] || back.tm_mon != f[1] - 1) return false;
+  *seconds = static_cast<int64_t>(t);
   return true;
 }
 
@@ -261,6 +277,7 @@ bool parse_tres_gpus(std::string_view tres, uint32_t* gpus) {
     if (!parse_u64(value, &n) || n > 1'000'000) return false;
     if (key == "gres/gpu") has_total = true, total = n;
     else typed += n;
+    if (typed > 1'000'000) return false;
   }
   *gpus = static_cast<uint32_t>(has_total ? total : typed);
   return true;
@@ -278,6 +295,7 @@ JobSet parse_jobs(std::string_view text, std::string source) {
     const size_t nl = text.find('\n');
     std::string_view line = text.substr(0, nl);
     text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);  // CRLF (RFC 4180's own line end)
     ++line_no;
     if (trim(line).empty()) continue;
     std::string why;
@@ -418,10 +436,13 @@ void finish_jobs(JobSet& set, uint32_t gpus_per_node, int64_t now_s) {
     std::vector<Change> changes;
     for (const Job& j : set.jobs) {
       if (!j.started() || j.nodes.empty() || j.gpus == 0) continue;
-      const int64_t share = (j.gpus + j.nodes.size() - 1) / j.nodes.size();
-      for (uint32_t n : j.nodes) {
-        changes.push_back({n, j.start_s, share});
-        changes.push_back({n, std::max(j.start_s, set.end_of(j)), -share});
+      // The split the slots use: even, the first nodes taking the remainder.
+      const auto count = static_cast<uint32_t>(j.nodes.size());
+      for (uint32_t i = 0; i < count; ++i) {
+        const int64_t share = j.gpus / count + (i < j.gpus % count ? 1 : 0);
+        if (share == 0) continue;
+        changes.push_back({j.nodes[i], j.start_s, share});
+        changes.push_back({j.nodes[i], std::max(j.start_s, set.end_of(j)), -share});
       }
     }
     // At one instant, ends before starts: a job starting as another ends does not overlap it.

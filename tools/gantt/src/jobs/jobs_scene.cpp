@@ -44,6 +44,9 @@ void draw_axis(Scene& s, const Frame& f, float y, float grid_bottom) {
       step = st;
       break;
     }
+  // Years of record (or a what-if pushed far out): whole weeks, about one tick per 110 px.
+  const int64_t most = std::max<int64_t>(1, static_cast<int64_t>(f.w / 110));
+  if (span / step > most) step = (span / most / 604800 + 1) * 604800;
   for (int64_t t = (f.from / step + 1) * step; t < f.to; t += step) {
     const float x = f.x(t);
     s.line(make_line(x, y + 4, x, grid_bottom, palette::kGrid));
@@ -72,7 +75,8 @@ std::string job_tooltip(const JobSet& set, const Job& j) {
 
 }  // namespace
 
-Scene jobs_scene(const JobSet& set, const ChartOptions& o, ChartStats* stats_out) {
+Scene jobs_scene(const JobSet& set, const ChartOptions& options, ChartStats* stats_out) {
+  ChartOptions o = options;  // per_gpu may be refused below
   ChartStats st;
   Scene s;
   s.width = std::max(o.width_px, 600);
@@ -114,6 +118,10 @@ Scene jobs_scene(const JobSet& set, const ChartOptions& o, ChartStats* stats_out
   const std::vector<SlotUse> slots = assign_slots(set);
   uint32_t slots_per_node = gpn;
   for (const SlotUse& u : slots) slots_per_node = std::max(slots_per_node, u.slot + 1);
+  // A row per GPU while that stays a chart (100,000 rows); past it, a row per node, said below.
+  constexpr size_t kMaxGpuRows = 100'000;
+  const bool per_gpu_refused = o.per_gpu && set.nodes.size() * slots_per_node > kMaxGpuRows;
+  if (per_gpu_refused) o.per_gpu = false;
   const size_t rows = o.per_gpu ? set.nodes.size() * slots_per_node : set.nodes.size();
   st.rows = rows;
   float row_h = o.per_gpu ? std::clamp(1600.0f / std::max<float>(1, static_cast<float>(rows)), 2.0f, 14.0f)
@@ -125,7 +133,7 @@ Scene jobs_scene(const JobSet& set, const ChartOptions& o, ChartStats* stats_out
   s.text(make_text(12, y, utf8_clean(s.title), 15, palette::kText, Anchor::kStart, true));
   const ClusterStats cs = cluster_stats(set, StatsWindow{f.from, f.to, o.short_s});
   y += 18;
-  char line[256];
+  char line[512];
   std::snprintf(line, sizeof line,
                 "%zu jobs (%zu running, %zu pending) on %zu nodes x %u GPUs, %s to %s; GPU busy %.1f%%, "
                 "idle while jobs waited %.0f GPU-h, fragmentation %.0f%%",
@@ -427,8 +435,9 @@ Scene jobs_scene(const JobSet& set, const ChartOptions& o, ChartStats* stats_out
                        "(by GPU count; partitions and constraints are not in the record); dashed outline: running at the end",
                    9, palette::kMuted));
   y += 13;
-  std::snprintf(line, sizeof line, "%zu rows, %zu bars (%zu drawn, %zu as coverage); times as the record writes them, no zone shift",
-                st.rows, st.bars, st.bars_individual, st.bars_aggregated);
+  std::snprintf(line, sizeof line, "%zu rows%s, %zu bars (%zu drawn, %zu as coverage); times as the record writes them, no zone shift",
+                st.rows, per_gpu_refused ? " (a row per node: a row per GPU would be more than 100,000)" : "", st.bars,
+                st.bars_individual, st.bars_aggregated);
   s.text(make_text(12, y, line, 9, palette::kMuted));
   s.height = static_cast<int>(y + 12);
   if (stats_out) *stats_out = st;

@@ -119,12 +119,14 @@ std::vector<NodeSteps> node_steps(const JobSet& set) {
 bool parse_span(std::string_view text, int64_t* seconds, std::string* why) {
   const std::string shown(text.substr(0, 40));
   if (text.empty()) return *why = "empty span", false;
-  if (text.find(':') != std::string_view::npos) {
-    // Slurm's [D-]HH:MM:SS or MM:SS.
+  if (text.find(':') != std::string_view::npos || text.find('-') != std::string_view::npos) {
+    // Slurm's time formats: MM:SS, HH:MM:SS, and after a day count D-HH, D-HH:MM, D-HH:MM:SS.
     int64_t days = 0;
-    if (const size_t dash = text.find('-'); dash != std::string_view::npos) {
+    const bool has_days = text.find('-') != std::string_view::npos;
+    if (has_days) {
+      const size_t dash = text.find('-');
       const auto [p, ec] = std::from_chars(text.data(), text.data() + dash, days);
-      if (ec != std::errc() || p != text.data() + dash || days < 0 || days > 100000)
+      if (dash == 0 || ec != std::errc() || p != text.data() + dash || days < 0 || days > 100000)
         return *why = "'" + shown + "': bad day count", false;
       text.remove_prefix(dash + 1);
     }
@@ -140,9 +142,10 @@ bool parse_span(std::string_view text, int64_t* seconds, std::string* why) {
       if (colon == std::string_view::npos) break;
       text.remove_prefix(colon + 1);
     }
-    if (parts.size() > 3) return *why = "'" + shown + "' is not [D-]HH:MM:SS", false;
+    if (parts.size() > 3 || (!has_days && parts.size() < 2)) return *why = "'" + shown + "' is not [D-]HH:MM:SS", false;
     int64_t s = 0;
     for (int64_t p : parts) s = s * 60 + p;
+    if (has_days) s *= parts.size() == 1 ? 3600 : parts.size() == 2 ? 60 : 1;  // D-HH, D-HH:MM
     *seconds = days * 86400 + s;
     return true;
   }
@@ -293,13 +296,19 @@ ClusterStats cluster_stats(const JobSet& set, const StatsWindow& window) {
   st.capacity_gpu_hours = static_cast<double>(set.nodes.size()) * set.gpus_per_node * span_h;
   st.idle_gpu_hours = std::max(0.0, st.capacity_gpu_hours - st.used_gpu_hours);
 
-  // Fragmentation: the idle holes of each GPU slot inside the window.
-  std::vector<std::vector<std::pair<int64_t, int64_t>>> busy(set.nodes.size() * std::max<uint32_t>(set.gpus_per_node, 1));
+  // Fragmentation: the idle holes of each GPU slot inside the window. Only the slots that held
+  // a job keep intervals; every other slot is one hole the length of the window.
+  std::unordered_map<size_t, std::vector<std::pair<int64_t, int64_t>>> busy;
   for (const SlotUse& s : assign_slots(set))
     if (s.slot < set.gpus_per_node) busy[size_t{s.node} * set.gpus_per_node + s.slot].emplace_back(s.from_s, s.to_s);
   double idle_short = 0, idle_all = 0;
-  for (size_t k = 0; set.gpus_per_node > 0 && k < busy.size(); ++k) {
-    auto& iv = busy[k];
+  {
+    const double untouched = static_cast<double>(set.nodes.size()) * set.gpus_per_node - static_cast<double>(busy.size());
+    const double window_s = static_cast<double>(st.to_s - st.from_s);
+    idle_all += untouched * window_s;
+    if (st.to_s - st.from_s < window.short_s) idle_short += untouched * window_s;
+  }
+  for (auto& [k, iv] : busy) {
     std::sort(iv.begin(), iv.end());
     int64_t at = st.from_s;
     const auto hole = [&](int64_t a, int64_t b) {
