@@ -10,7 +10,6 @@
 #include <memory>
 #include <string>
 
-#include <fstream>
 
 #include <gpuhook/summary_file.h>
 
@@ -21,6 +20,7 @@
 #include <gantt/model.h>
 #include <gantt/render.h>
 
+#include "chart_output.h"
 #include "commands.h"
 #include "filter_flags.h"
 #include "load_captures.h"
@@ -65,13 +65,9 @@ gantt::Scene caption(const std::string& text, int width) {
 // the same number of nanoseconds in both and a slower run is visibly longer.
 int write_chart(const std::string& path, const std::string& base_path, const std::string& new_path,
                 const gantt::Model& base, const gantt::Model& next, const std::string& align_range) {
-  std::string format;
-  for (const char* ext : {"svg", "png", "pdf"})
-    if (path.size() > 4 && path.compare(path.size() - 4, 4, std::string(".") + ext) == 0) format = ext;
-  if (format.empty()) {
-    std::cerr << "gantt-cli: diff: -o " << path << ": name it .svg, .png or .pdf\n";
-    return kExitError;
-  }
+  // No --format here, and stdout carries the report: the name says the format.
+  ChartTarget target{"diff", path, "", false, false};
+  if (!resolve_chart_format(target)) return kExitError;
   const uint64_t fa = first_gpu_start(base), fb = first_gpu_start(next);
   const uint64_t la = base.last_ns(), lb = next.last_ns();
   const uint64_t span = std::max(la > fa ? la - fa : 0, lb > fb ? lb - fb : 0);
@@ -112,22 +108,7 @@ int write_chart(const std::string& path, const std::string& base_path, const std
   page = gantt::analysis::stack_scenes(
       page, gantt::analysis::diff_flame_scene(gantt::analysis::gpu_stacks(base), gantt::analysis::gpu_stacks(next), fo));
   page.title = "gantt-cli diff " + base_path + " " + new_path;
-  if (format == "svg") {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    if (out) gantt::write_svg(page, out);
-    out.close();
-    if (!out) {
-      std::cerr << "gantt-cli: diff: cannot write " << path << "\n";
-      return kExitError;
-    }
-    return kExitOk;
-  }
-  std::string error;
-  if (!gantt::write_raster(page, path, format == "png" ? gantt::RasterFormat::kPng : gantt::RasterFormat::kPdf, &error)) {
-    std::cerr << "gantt-cli: diff: " << error << "\n";
-    return kExitError;
-  }
-  return kExitOk;
+  return write_chart(page, target) ? kExitOk : kExitError;
 }
 
 // "5%" or a fraction "0.05"; false for anything else (a bare "5" is ambiguous).

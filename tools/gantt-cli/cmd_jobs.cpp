@@ -14,6 +14,7 @@
 #include <gantt/render.h>
 #include <gantt/text.h>
 
+#include "chart_output.h"
 #include "commands.h"
 #include "load_captures.h"
 
@@ -181,17 +182,8 @@ void print_stats_json(const jobs::JobSet& set, const jobs::ClusterStats& st, std
 }
 
 int run_jobs(const JobsCliOptions& o) {
-  std::string format = o.format;
-  if (!o.output.empty() && format.empty()) {
-    for (const char* ext : {"svg", "png", "pdf"})
-      if (std::filesystem::path(o.output).extension() == std::string(".") + ext) format = ext;
-    if (o.output == "-") format = "svg";
-    if (format.empty()) {
-      std::cerr << "gantt-cli: jobs: cannot tell the format of '" << o.output
-                << "': name it .svg, .png or .pdf, or pass --format\n";
-      return kExitError;
-    }
-  }
+  ChartTarget target{"jobs", o.output, o.format};
+  if (!o.output.empty() && !resolve_chart_format(target)) return kExitError;
   jobs::ChartOptions co;
   co.width_px = o.width_px;
   co.per_gpu = o.per_gpu;
@@ -274,26 +266,7 @@ int run_jobs(const JobsCliOptions& o) {
   if (!o.output.empty()) {
     jobs::ChartStats cs;
     const gantt::Scene scene = jobs::jobs_scene(set, co, &cs);
-    if (format == "svg") {
-      if (o.output == "-") {
-        gantt::write_svg(scene, std::cout);
-      } else {
-        std::ofstream out(o.output, std::ios::binary | std::ios::trunc);
-        if (out) gantt::write_svg(scene, out);
-        out.close();
-        if (!out) {
-          std::cerr << "gantt-cli: jobs: cannot write " << o.output << "\n";
-          return kExitError;
-        }
-      }
-    } else {
-      std::string error;
-      if (!gantt::write_raster(scene, o.output, format == "png" ? gantt::RasterFormat::kPng : gantt::RasterFormat::kPdf,
-                               &error)) {
-        std::cerr << "gantt-cli: jobs: " << error << "\n";
-        return kExitError;
-      }
-    }
+    if (!write_chart(scene, target)) return kExitError;
     std::cerr << "gantt-cli: jobs: " << o.output << ": " << set.jobs.size() << " jobs, " << cs.rows << " rows, "
               << cs.bars << " bars (" << cs.bars_individual << " drawn, " << cs.bars_aggregated << " as coverage), "
               << cs.long_waits << " long waits\n";

@@ -1,6 +1,5 @@
 // gantt-cli render FILE... -o out.svg|png|pdf: the Gantt chart. Options only; the layout,
 // annotations and back ends live in libgantt (render.h).
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -11,6 +10,7 @@
 #include <gantt/render.h>
 #include <gantt/text.h>
 
+#include "chart_output.h"
 #include "commands.h"
 #include "filter_flags.h"
 #include "load_captures.h"
@@ -36,27 +36,9 @@ struct RenderCliOptions {
   std::string job;             // --job: the files are searched for this scheduler job's captures
 };
 
-std::string format_of(const RenderCliOptions& o) {
-  if (!o.format.empty()) return o.format;
-  for (const char* ext : {"svg", "png", "pdf"}) {
-    const std::string suffix = std::string(".") + ext;
-    if (o.output.size() > suffix.size() && o.output.compare(o.output.size() - suffix.size(), suffix.size(), suffix) == 0)
-      return ext;
-  }
-  return o.output == "-" ? "svg" : "";
-}
-
 int run_render(const RenderCliOptions& o) {
-  const std::string format = format_of(o);
-  if (format != "svg" && format != "png" && format != "pdf") {
-    std::cerr << "gantt-cli: render: cannot tell the format of '" << o.output
-              << "': name it .svg, .png or .pdf, or pass --format\n";
-    return kExitError;
-  }
-  if (o.output == "-" && format != "svg") {
-    std::cerr << "gantt-cli: render: only SVG can go to stdout\n";
-    return kExitError;
-  }
+  ChartTarget target{"render", o.output, o.format};
+  if (!resolve_chart_format(target)) return kExitError;
   gantt::RenderOptions ro;
   if (!gantt::parse_lane_mode(o.lanes, &ro.lanes)) {
     std::cerr << "gantt-cli: render: --lanes must be stream, device, thread or rank\n";
@@ -106,27 +88,7 @@ int run_render(const RenderCliOptions& o) {
   const gantt::Scene scene = o.view == "flame" ? gantt::analysis::flame_scene(gantt::analysis::gpu_stacks(model, &sel), fo)
                                                : gantt::build_scene(model, sel, ro, &stats);
 
-  if (format == "svg") {
-    if (o.output == "-") {
-      gantt::write_svg(scene, std::cout);
-      std::cout.flush();
-    } else {
-      std::ofstream out(o.output, std::ios::binary | std::ios::trunc);
-      if (out) gantt::write_svg(scene, out);
-      out.close();
-      if (!out) {
-        std::cerr << "gantt-cli: render: cannot write " << o.output << "\n";
-        return kExitError;
-      }
-    }
-  } else {
-    std::string error;
-    if (!gantt::write_raster(scene, o.output, format == "png" ? gantt::RasterFormat::kPng : gantt::RasterFormat::kPdf,
-                             &error)) {
-      std::cerr << "gantt-cli: render: " << error << "\n";
-      return kExitError;
-    }
-  }
+  if (!write_chart(scene, target)) return kExitError;
   std::cerr << "gantt-cli: render: " << o.output << ": " << stats.events_selected << " events ("
             << stats.events_individual << " drawn, " << stats.events_aggregated << " as coverage)\n";
   return corrupt ? kExitError : kExitOk;

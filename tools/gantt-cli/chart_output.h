@@ -1,0 +1,27 @@
+// Where a chart goes: render, jobs and diff -o share one rule for the format (the --format
+// given, else the name's .svg, .png or .pdf; "-" is SVG on stdout where stdout is free) and
+// one writer, so their outputs and their messages agree.
+#pragma once
+
+#include <string>
+
+#include <gantt/scene.h>
+
+namespace gantt_cli {
+
+struct ChartTarget {
+  const char* subcommand = "";  // for the messages: "gantt-cli: render: ..."
+  std::string path;             // "-" = stdout
+  std::string format;           // from --format; settled by resolve_chart_format
+  bool format_flag = true;      // the subcommand has --format (the message names it)
+  bool stdout_ok = true;        // false where stdout carries a report (diff)
+};
+
+// Settles target.format. False, after one line on stderr, when the format cannot be told or a
+// raster format is asked for on stdout.
+bool resolve_chart_format(ChartTarget& target);
+
+// Writes the scene in target.format; false after one line on stderr when it cannot.
+bool write_chart(const gantt::Scene& scene, const ChartTarget& target);
+
+}  // namespace gantt_cli
