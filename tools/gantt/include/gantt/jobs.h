@@ -42,6 +42,12 @@ struct Job {
   std::vector<std::string> captures;  // capture files matched to it (match_captures)
 
   bool started() const { return start_s != kUnknownTime; }
+  // GPUs it holds on its i-th node: an even split, the first nodes taking the remainder.
+  uint32_t gpus_on(size_t i) const {
+    if (nodes.empty()) return 0;
+    const auto n = static_cast<uint32_t>(nodes.size());
+    return gpus / n + (i < gpus % n ? 1 : 0);
+  }
   bool running() const { return started() && end_s == kUnknownTime; }
 };
 

@@ -436,10 +436,8 @@ void finish_jobs(JobSet& set, uint32_t gpus_per_node, int64_t now_s) {
     std::vector<Change> changes;
     for (const Job& j : set.jobs) {
       if (!j.started() || j.nodes.empty() || j.gpus == 0) continue;
-      // The split the slots use: even, the first nodes taking the remainder.
-      const auto count = static_cast<uint32_t>(j.nodes.size());
-      for (uint32_t i = 0; i < count; ++i) {
-        const int64_t share = j.gpus / count + (i < j.gpus % count ? 1 : 0);
+      for (size_t i = 0; i < j.nodes.size(); ++i) {
+        const int64_t share = j.gpus_on(i);  // the split the slots use
         if (share == 0) continue;
         changes.push_back({j.nodes[i], j.start_s, share});
         changes.push_back({j.nodes[i], std::max(j.start_s, set.end_of(j)), -share});

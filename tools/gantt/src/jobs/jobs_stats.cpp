@@ -13,13 +13,6 @@
 namespace gantt::jobs {
 namespace {
 
-// GPUs a job holds on the i-th of its nodes: an even split, the first nodes taking the rest.
-uint32_t share_on(const Job& j, size_t i) {
-  if (j.nodes.empty()) return 0;
-  const auto n = static_cast<uint32_t>(j.nodes.size());
-  return j.gpus / n + (i < j.gpus % n ? 1 : 0);
-}
-
 int64_t overlap(int64_t a0, int64_t a1, int64_t b0, int64_t b1) { return std::max<int64_t>(0, std::min(a1, b1) - std::max(a0, b0)); }
 
 int64_t percentile(std::vector<int64_t>& v, double q) {
@@ -103,7 +96,7 @@ std::vector<NodeSteps> node_steps(const JobSet& set) {
     if (!j.started()) continue;
     const int64_t end = std::max(j.start_s, set.end_of(j));
     for (size_t i = 0; i < j.nodes.size(); ++i) {
-      const uint32_t g = share_on(j, i);
+      const uint32_t g = j.gpus_on(i);
       if (g == 0 || end == j.start_s) continue;
       deltas[j.nodes[i]].emplace_back(j.start_s, g);
       deltas[j.nodes[i]].emplace_back(end, -static_cast<int64_t>(g));
@@ -182,7 +175,7 @@ std::vector<SlotUse> assign_slots(const JobSet& set) {
     if (!j.started()) continue;
     const int64_t end = std::max(j.start_s, set.end_of(j));
     for (size_t i = 0; i < j.nodes.size(); ++i)
-      if (const uint32_t g = share_on(j, i)) per_node[j.nodes[i]].push_back({j.start_s, end, ji, g});
+      if (const uint32_t g = j.gpus_on(i)) per_node[j.nodes[i]].push_back({j.start_s, end, ji, g});
   }
   std::vector<SlotUse> out;
   std::vector<int64_t> free_at;
@@ -288,7 +281,7 @@ ClusterStats cluster_stats(const JobSet& set, const StatsWindow& window) {
     st.used_gpu_hours += j.gpus * static_cast<double>(in) / 3600.0;
     for (size_t i = 0; i < j.nodes.size(); ++i) {
       NodeUse& u = st.nodes[j.nodes[i]];
-      u.used_gpu_hours += share_on(j, i) * static_cast<double>(in) / 3600.0;
+      u.used_gpu_hours += j.gpus_on(i) * static_cast<double>(in) / 3600.0;
       ++u.jobs;
       if (!j.running() && end - j.start_s < window.short_s) ++u.short_jobs;
     }
