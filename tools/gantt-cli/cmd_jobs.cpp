@@ -211,17 +211,17 @@ int run_jobs(const JobsCliOptions& o) {
   jobs::JobSet set = jobs::parse_jobs(text, o.file == "-" ? "stdin" : o.file);
   text.clear();
   text.shrink_to_fit();
-  bool bad = false, fatal = false;
-  size_t shown = 0;
-  for (const jobs::ParseProblem& p : set.problems) {
-    fatal = fatal || p.line == 0 || set.jobs.empty();
-    bad = true;
-    if (++shown > 20) continue;
+  const bool bad = !set.problems.empty();
+  bool fatal = bad && set.jobs.empty();
+  for (size_t i = 0; i < set.problems.size(); ++i) {
+    const jobs::ParseProblem& p = set.problems[i];
+    fatal = fatal || p.line == 0;
+    if (i >= 20) continue;
     std::cerr << "gantt-cli: jobs: " << set.source;
     if (p.line) std::cerr << ":" << p.line;
     std::cerr << ": " << p.what << "\n";
   }
-  if (shown > 20) std::cerr << "gantt-cli: jobs: ... and " << shown - 20 << " more bad lines\n";
+  if (set.problems.size() > 20) std::cerr << "gantt-cli: jobs: ... and " << set.problems.size() - 20 << " more bad lines\n";
   if (fatal) {
     if (set.jobs.empty() && !set.problems.empty() && set.problems.front().line != 0)
       std::cerr << "gantt-cli: jobs: " << set.source << ": no line could be read\n";
