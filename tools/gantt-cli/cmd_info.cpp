@@ -102,6 +102,11 @@ void print_text(const std::string& file, const gpuhook::CaptureReader& reader, c
     o << "  tool:        " << json_string(h.tool_version()) << ", clock " << json_string(h.clock_domain())
       << ", cupti " << json_string(h.cupti_version()) << ", features 0x" << std::hex << h.features() << std::dec
       << "\n";
+    if (!h.predicted_from().empty()) {  // gantt-cli whatif wrote it: its times are a prediction
+      o << "  predicted:   from " << json_string(h.predicted_from()) << " by";
+      for (const auto& c : h.predicted_change()) o << " " << json_string(c);
+      o << " (not a measurement)\n";
+    }
   } else {
     o << "  header:      missing\n";
   }
@@ -150,7 +155,13 @@ void print_json(const std::string& file, const gpuhook::CaptureReader& reader, c
     o << ",\"command_line\":[";
     for (int i = 0; i < h.command_line_size(); ++i) o << (i ? "," : "") << json_string(h.command_line(i));
     o << "],\"tool_version\":" << json_string(h.tool_version()) << ",\"clock_domain\":" << json_string(h.clock_domain())
-      << ",\"cupti_version\":" << json_string(h.cupti_version()) << ",\"features\":" << h.features() << "}";
+      << ",\"cupti_version\":" << json_string(h.cupti_version()) << ",\"features\":" << h.features();
+    if (!h.predicted_from().empty()) {
+      o << ",\"predicted_from\":" << json_string(h.predicted_from()) << ",\"predicted_changes\":[";
+      for (int i = 0; i < h.predicted_change_size(); ++i) o << (i ? "," : "") << json_string(h.predicted_change(i));
+      o << "]";
+    }
+    o << "}";
   }
   o << ",\"devices\":[";
   for (size_t i = 0; i < s.devices.size(); ++i) {

@@ -41,7 +41,7 @@ int run_render(const RenderCliOptions& o) {
   if (!resolve_chart_format(target)) return kExitError;
   gantt::RenderOptions ro;
   if (!gantt::parse_lane_mode(o.lanes, &ro.lanes)) {
-    std::cerr << "gantt-cli: render: --lanes must be stream, device, thread or rank\n";
+    std::cerr << "gantt-cli: render: --lanes must be stream, device, thread, rank or capture\n";
     return kExitError;
   }
   ro.width_px = o.width_px;
@@ -117,7 +117,7 @@ void register_render(CLI::App& app, int& exit_code) {
   cmd->add_option("-o,--output", o->output, "output file: .svg, .png or .pdf (- = SVG on stdout)")->required();
   cmd->add_option("--format", o->format, "svg, png or pdf (default: from the output name)");
   cmd->add_option("--width", o->width_px, "chart width in pixels")->capture_default_str()->check(CLI::Range(400, 16000));
-  cmd->add_option("--lanes", o->lanes, "one GPU lane per stream, device, launching thread, or rank (one per capture)")->capture_default_str();
+  cmd->add_option("--lanes", o->lanes, "one GPU lane per stream, device, launching thread, or rank (one per capture; 'capture' says the same)")->capture_default_str();
   cmd->add_flag("--no-annotate", o->no_annotate, "no threshold flags (queue delay, occupancy, overlap, idle gaps)");
   cmd->add_flag("--no-host", o->no_host, "leave out the host thread lanes");
   cmd->add_option("--queue-delay", o->queue_delay, "flag queued->start longer than this")->capture_default_str();

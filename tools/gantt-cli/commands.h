@@ -22,6 +22,7 @@ void register_diff(CLI::App& app, int& exit_code);
 void register_diagnose(CLI::App& app, int& exit_code);
 void register_export(CLI::App& app, int& exit_code);
 void register_merge(CLI::App& app, int& exit_code);
+void register_whatif(CLI::App& app, int& exit_code);
 void register_jobs(CLI::App& app, int& exit_code);
 
 }  // namespace gantt_cli

@@ -71,6 +71,7 @@ int main(int argc, char** argv) {
   gantt_cli::register_export(app, exit_code);
   gantt_cli::register_merge(app, exit_code);
   gantt_cli::register_jobs(app, exit_code);
+  gantt_cli::register_whatif(app, exit_code);
 
   // `gantt-cli --help` lists each subcommand with one line; its own --help shows the whole
   // description, with examples, after the options.
@@ -84,6 +85,7 @@ int main(int argc, char** argv) {
       {"diagnose", "the classic scheduling mistakes, with evidence and the fix"},
       {"export", "Chrome trace JSON (Perfetto), CSV, folded stacks"},
       {"merge", "the captures of a multi-rank job as one capture on one clock"},
+      {"whatif", "predict the timeline of a fix (pin copies, remove syncs, streams, graphs, ...) from a capture"},
       {"jobs", "the cluster view: scheduler jobs on nodes x time, queue waits, idle GPUs (Slurm sacct, CSV)"},
   };
   std::vector<std::string> names;

@@ -11,6 +11,7 @@
 
 #include "gantt/model.h"
 #include "gantt/ranks.h"
+#include "../record_strings.h"
 
 namespace gantt {
 
@@ -62,23 +63,6 @@ void shift_record(v1::Record& r, int64_t delta, bool gpu_on_host_clock) {
     if (clock_sync && i != gpuhook::kClockSyncHostTime) return;  // gpu_ns and realtime_ns are other clocks
     if (has && v != 0) v = static_cast<int64_t>(static_cast<uint64_t>(v) + static_cast<uint64_t>(delta));
   });
-}
-
-// Rewrites the capture-local string ids of a record to the output's ids.
-template <typename Remap>
-void remap_strings(v1::Record& r, Remap remap) {
-  switch (r.kind_case()) {
-    case v1::Record::kApi: r.mutable_api()->set_name_id(remap(r.api().name_id())); break;
-    case v1::Record::kKernel: r.mutable_kernel()->set_name_id(remap(r.kernel().name_id())); break;
-    case v1::Record::kNccl: r.mutable_nccl()->set_name_id(remap(r.nccl().name_id())); break;
-    case v1::Record::kHostFunction: r.mutable_host_function()->set_name_id(remap(r.host_function().name_id())); break;
-    case v1::Record::kThread: r.mutable_thread()->set_name_id(remap(r.thread().name_id())); break;
-    case v1::Record::kRange:
-      r.mutable_range()->set_name_id(remap(r.range().name_id()));
-      r.mutable_range()->set_domain_id(remap(r.range().domain_id()));
-      break;
-    default: break;
-  }
 }
 
 std::string format_offset(int64_t ns) {

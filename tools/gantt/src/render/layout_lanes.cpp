@@ -11,7 +11,9 @@ bool parse_lane_mode(std::string_view text, LaneMode* mode) {
   if (text == "stream") *mode = LaneMode::kStream;
   else if (text == "device") *mode = LaneMode::kDevice;
   else if (text == "thread") *mode = LaneMode::kThread;
-  else if (text == "rank") *mode = LaneMode::kRank;
+  // "capture": the same lanes, said for captures that are not ranks (a run and its whatif
+  // prediction stacked in one chart).
+  else if (text == "rank" || text == "capture") *mode = LaneMode::kRank;
   else return false;
   return true;
 }

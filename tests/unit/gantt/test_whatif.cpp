@@ -1,0 +1,205 @@
+// The whatif replay on small hand-built graphs, each span computed by hand in the comment
+// above its check; and the change spellings.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+#include "gantt/whatif.h"
+
+namespace gantt::whatif {
+namespace {
+
+// One capture, one thread starting at t = 1000, device 0.
+struct G {
+  Graph g;
+  G() {
+    Thread t;
+    t.first_ns = 1000;
+    g.threads.push_back(t);
+  }
+  uint32_t lane(uint32_t stream, bool legacy = false, bool blocking = true, int32_t priority = 0) {
+    Lane l;
+    l.stream = stream, l.legacy = legacy, l.blocking = blocking, l.priority = priority;
+    g.lanes.push_back(l);
+    return static_cast<uint32_t>(g.lanes.size() - 1);
+  }
+  uint32_t call(int64_t gap, int64_t cost, std::vector<uint32_t> waits = {}, int64_t post = 0, uint32_t thread = 0) {
+    HostCall c;
+    c.thread = thread, c.gap_ns = gap, c.cost_ns = cost, c.waits = std::move(waits), c.post_wait_ns = post;
+    c.name = "call";
+    g.calls.push_back(c);
+    g.threads[thread].calls.push_back(static_cast<uint32_t>(g.calls.size() - 1));
+    return static_cast<uint32_t>(g.calls.size() - 1);
+  }
+  uint32_t op(uint32_t lane, uint32_t call, int64_t offset, int64_t duration, double share = 0, int8_t engine = -1) {
+    GpuOp o;
+    o.lane = lane, o.call = call, o.ready_offset_ns = offset, o.duration_ns = duration, o.sm_share = share, o.engine = engine;
+    o.kind = OpKind::kKernel;
+    o.order = g.ops.size() + 1;
+    g.ops.push_back(o);
+    return static_cast<uint32_t>(g.ops.size() - 1);
+  }
+};
+
+TEST(WhatifReplay, HostCallsKeepTheirGapsAndCosts) {
+  G t;
+  t.call(0, 10);
+  t.call(5, 20);
+  t.call(100, 1);
+  replay(t.g);
+  // 1000..1010, +5 -> 1015..1035, +100 -> 1135..1136
+  EXPECT_EQ(t.g.calls[1].start_ns, 1015u);
+  EXPECT_EQ(t.g.calls[2].end_ns, 1136u);
+  EXPECT_EQ(replayed_span(t.g, 0).ns(), 136u);
+}
+
+TEST(WhatifReplay, OneStreamRunsInOrderAndASyncWaitsForItsEnd) {
+  G t;
+  const uint32_t s = t.lane(13);
+  const uint32_t l1 = t.call(0, 5), l2 = t.call(0, 5);
+  const uint32_t k1 = t.op(s, l1, 2, 100), k2 = t.op(s, l2, 2, 50);
+  t.call(0, 3, {k2}, 7);
+  replay(t.g);
+  // k1 ready 1002, runs 1002..1102; k2 ready 1007, after k1: 1102..1152; the sync starts at
+  // 1010 and returns 7 after k2: 1159.
+  EXPECT_EQ(t.g.ops[k1].end_ns, 1102u);
+  EXPECT_EQ(t.g.ops[k2].start_ns, 1102u);
+  EXPECT_EQ(t.g.calls[2].end_ns, 1159u);
+  EXPECT_EQ(replayed_span(t.g, 0).ns(), 159u);
+}
+
+TEST(WhatifReplay, KernelsShareTheSmsOnlyWhileTheyFit) {
+  G t;
+  const uint32_t a = t.lane(13), b = t.lane(14), c = t.lane(15);
+  const uint32_t l = t.call(0, 1);
+  const uint32_t k1 = t.op(a, l, 0, 100, 0.5), k2 = t.op(b, l, 0, 100, 0.5), k3 = t.op(c, l, 0, 100, 0.25);
+  replay(t.g);
+  // k1 and k2 fill the device 1000..1100; k3 (a quarter) waits for room: 1100..1200.
+  EXPECT_EQ(t.g.ops[k1].start_ns, 1000u);
+  EXPECT_EQ(t.g.ops[k2].start_ns, 1000u);
+  EXPECT_EQ(t.g.ops[k3].start_ns, 1100u);
+  EXPECT_EQ(replayed_span(t.g, 0).ns(), 200u);
+}
+
+TEST(WhatifReplay, CopiesOfOneDirectionShareAnEngine) {
+  G t;
+  const uint32_t a = t.lane(13), b = t.lane(14);
+  const uint32_t l = t.call(0, 1);
+  const uint32_t h1 = t.op(a, l, 0, 40, 0, kEngineHtoD), h2 = t.op(b, l, 0, 40, 0, kEngineHtoD);
+  const uint32_t d1 = t.op(b, l, 0, 40, 0, kEngineDtoH);
+  replay(t.g);
+  // h1 1000..1040; h2 waits for the HtoD engine: 1040..1080; d1 is behind h2 on its stream.
+  EXPECT_EQ(t.g.ops[h1].end_ns, 1040u);
+  EXPECT_EQ(t.g.ops[h2].start_ns, 1040u);
+  EXPECT_EQ(t.g.ops[d1].start_ns, 1080u);
+}
+
+TEST(WhatifReplay, AnEventWaitOrdersTwoStreams) {
+  G t;
+  const uint32_t a = t.lane(13), b = t.lane(14);
+  const uint32_t l = t.call(0, 1);
+  const uint32_t k1 = t.op(a, l, 0, 300), k2 = t.op(b, l, 0, 10);
+  t.g.ops[k2].after = {k1};
+  replay(t.g);
+  EXPECT_EQ(t.g.ops[k2].start_ns, 1300u);  // after k1's end, not at its own ready time
+}
+
+TEST(WhatifReplay, TheGreaterPriorityWinsATieForRoom) {
+  G t;
+  const uint32_t low = t.lane(13, false, true, 0), high = t.lane(14, false, true, 5);
+  const uint32_t l = t.call(0, 1);
+  const uint32_t k1 = t.op(low, l, 0, 100, 1.0), k2 = t.op(high, l, 0, 100, 1.0);
+  replay(t.g);
+  // Both ready at 1000 and each needs the whole device: the high-priority one goes first.
+  EXPECT_EQ(t.g.ops[k2].start_ns, 1000u);
+  EXPECT_EQ(t.g.ops[k1].start_ns, 1100u);
+}
+
+TEST(WhatifReplay, ARemovedCallKeepsTheHostWorkBeforeIt) {
+  G t;
+  const uint32_t s = t.lane(13);
+  const uint32_t l = t.call(0, 5);
+  const uint32_t k = t.op(s, l, 0, 1000);
+  const uint32_t sync = t.call(10, 2, {k}, 3);
+  t.call(20, 5);
+  t.g.calls[sync].removed = true;
+  replay(t.g);
+  // launch 1000..1005; the sync is gone but its 10 of host work stays: the last call starts
+  // at 1005 + 10 + 20 = 1035 and ends 1040; the kernel still ends at 2000.
+  EXPECT_EQ(t.g.calls[2].start_ns, 1035u);
+  EXPECT_EQ(replayed_span(t.g, 0).ns(), 1000u);
+}
+
+TEST(WhatifReplay, ACallWaitsForTheCopyItLaunchedItself) {
+  G t;
+  const uint32_t s = t.lane(13);
+  const uint32_t memcpy_call = t.call(0, 4, {}, 6);
+  const uint32_t copy = t.op(s, memcpy_call, 1, 50, 0, kEngineHtoD);
+  t.g.calls[memcpy_call].waits = {copy};
+  replay(t.g);
+  // The copy runs 1001..1051; cudaMemcpy returns 6 after it: 1057.
+  EXPECT_EQ(t.g.calls[memcpy_call].end_ns, 1057u);
+}
+
+TEST(WhatifReplay, ACollectiveEndsAfterItsLastRankArrives) {
+  Graph g;
+  for (uint16_t r = 0; r < 2; ++r) {
+    Thread t;
+    t.capture = r, t.first_ns = 1000;
+    g.threads.push_back(t);
+    Lane l;
+    l.capture = r, l.stream = 13;
+    g.lanes.push_back(l);
+  }
+  auto call = [&](uint32_t thread, int64_t gap, int64_t cost) {
+    HostCall c;
+    c.thread = thread, c.gap_ns = gap, c.cost_ns = cost;
+    g.calls.push_back(c);
+    g.threads[thread].calls.push_back(static_cast<uint32_t>(g.calls.size() - 1));
+    return static_cast<uint32_t>(g.calls.size() - 1);
+  };
+  auto op = [&](uint16_t capture, uint32_t call_index, int64_t duration, uint64_t collective) {
+    GpuOp o;
+    o.capture = capture, o.lane = capture, o.call = call_index, o.duration_ns = duration, o.collective = collective;
+    o.transfer_ns = 30;
+    o.order = g.ops.size() + 1;
+    g.ops.push_back(o);
+    return static_cast<uint32_t>(g.ops.size() - 1);
+  };
+  // Rank 0 computes 100 then joins; rank 1 computes 400 then joins.
+  const uint32_t c0 = call(0, 0, 1), c1 = call(1, 0, 1);
+  op(0, c0, 100, 0);
+  op(1, c1, 400, 0);
+  const uint32_t n0 = op(0, call(0, 0, 1), 0, 77), n1 = op(1, call(1, 0, 1), 0, 77);
+  g.collective_ranks = {{77, 2}};
+  replay(g);
+  // Rank 0 arrives at 1100, rank 1 at 1400: both end at 1400 + 30.
+  EXPECT_EQ(g.ops[n0].start_ns, 1100u);
+  EXPECT_EQ(g.ops[n0].end_ns, 1430u);
+  EXPECT_EQ(g.ops[n1].end_ns, 1430u);
+}
+
+TEST(WhatifReplay, AWaitThatCanNeverEndIsAnError) {
+  G t;
+  const uint32_t a = t.lane(13), b = t.lane(14);
+  const uint32_t l = t.call(0, 1);
+  const uint32_t k1 = t.op(a, l, 0, 10), k2 = t.op(b, l, 0, 10);
+  t.g.ops[k1].after = {k2};
+  t.g.ops[k2].after = {k1};
+  EXPECT_THROW(replay(t.g), std::runtime_error);
+}
+
+TEST(WhatifChange, SpellingsAreExact) {
+  EXPECT_EQ(parse_change("pin-copies").kind, Change::Kind::kPinCopies);
+  EXPECT_EQ(parse_change("remove-syncs=cudaStreamSynchronize").name, "cudaStreamSynchronize");
+  EXPECT_EQ(parse_change("streams=4").streams, 4u);
+  const Change s = parse_change("scale=gemm.*:0.8");
+  EXPECT_EQ(s.name, "gemm.*");
+  EXPECT_DOUBLE_EQ(s.factor, 0.8);
+  for (const char* bad : {"pin_copies", "streams=1", "streams=2.5", "streams=x", "scale=gemm", "scale=:2",
+                          "scale=a:-1", "scale=a:nan", "scale=a:1e9", "remove-syncs=", ""})
+    EXPECT_THROW(parse_change(bad), std::invalid_argument) << bad;
+}
+
+}  // namespace
+}  // namespace gantt::whatif

@@ -1,0 +1,108 @@
+// gantt-cli whatif CAPTURE... --change C [--change C] -o predicted.gpuh: the capture re-timed
+// as if the program had been changed (gantt/whatif.h), written as a capture of its own.
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <gpuhook/capture.h>
+
+#include "commands.h"
+#include "gantt/whatif.h"
+
+namespace gantt_cli {
+
+namespace {
+
+struct WhatifOptions {
+  std::vector<std::string> inputs;
+  std::vector<std::string> changes;
+  std::string output;
+  double pinned_gbps = 0;
+  double graph_launch_us = 0;
+  bool quiet = false;
+};
+
+std::string ms(uint64_t ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f ms", static_cast<double>(ns) / 1e6);
+  return buf;
+}
+
+std::string pct(uint64_t now, uint64_t before) {
+  if (before == 0) return "n/a";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", 100.0 * (static_cast<double>(now) - static_cast<double>(before)) / static_cast<double>(before));
+  return buf;
+}
+
+}  // namespace
+
+void register_whatif(CLI::App& app, int& exit_code) {
+  auto opts = std::make_shared<WhatifOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "whatif",
+      std::string("Predict the timeline of a fix from a capture, before writing the fix. The capture's operations,\n"
+                  "their streams, durations and launching calls, the host's time between calls and what each\n"
+                  "synchronising call waited for become a dependency graph; the changes rewrite it and a replay\n"
+                  "times it again. The result is a capture (its header says predicted, from what, by which\n"
+                  "changes) that render, stats, diff and export read like any other.\n"
+                  "\n"
+                  "Changes (--change, repeatable, applied in order):\n") +
+          gantt::whatif::change_help() +
+          "\n"
+          "Printed: per capture, the measured span, the span the replay gives without the changes (how\n"
+          "well the model fits this capture) and the predicted span. What the model cannot see, it keeps:\n"
+          "data dependencies between kernels, memory contention, graph branches (kept as recorded).\n"
+          "\n"
+          "Examples:\n"
+          "  gantt-cli whatif app.gpuh --change pin-copies --change async-copies -o pinned.gpuh\n"
+          "  gantt-cli diff app.gpuh pinned.gpuh                    # what the fix would change, op by op\n"
+          "  gantt-cli render app.gpuh pinned.gpuh --lanes capture -o before_after.svg\n"
+          "  gantt-cli whatif app.gpuh --change streams=4 -o four.gpuh\n"
+          "  gantt-cli whatif app.gpuh --change 'scale=gemm:0.8' --change remove-syncs -o faster.gpuh\n"
+          "  gantt-cli whatif rank*.gpuh --change balance-ranks -o balanced.gpuh   # one section per rank\n"
+          "\n"
+          "Exit: 0 written; 2 an unreadable capture, a change it cannot make, an existing output.\n");
+  cmd->add_option("inputs", opts->inputs, "captures (several: the ranks of one job, or a merged capture)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("-c,--change", opts->changes, "a change (see above); repeatable")->required();
+  cmd->add_option("-o,--output", opts->output, "the predicted capture to create (never overwritten)")->required();
+  cmd->add_option("--pinned-gbps", opts->pinned_gbps,
+                  "pin-copies: host<->device bandwidth of pinned memory in GB/s (default: measured from the "
+                  "capture's pinned copies)")
+      ->check(CLI::Range(1e-3, 1e6));
+  cmd->add_option("--graph-launch-us", opts->graph_launch_us,
+                  "graphs: host time of one cudaGraphLaunch (default: the capture's own, else one launch call)")
+      ->check(CLI::Range(0.0, 1e6));
+  cmd->add_flag("-q,--quiet", opts->quiet, "print nothing but errors");
+  cmd->callback([opts, &exit_code] {
+    std::vector<gantt::whatif::Change> changes;
+    gantt::whatif::Options options;
+    options.pinned_gbps = opts->pinned_gbps;
+    options.graph_launch_us = opts->graph_launch_us;
+    try {
+      for (const std::string& c : opts->changes) changes.push_back(gantt::whatif::parse_change(c));
+      const gantt::whatif::Prediction p = gantt::whatif::predict(opts->inputs, changes, options, opts->output);
+      for (const std::string& w : p.warnings) std::cerr << "gantt-cli: whatif: " << w << "\n";
+      if (!opts->quiet) {
+        for (const std::string& n : p.notes) std::cout << n << "\n";
+        for (const auto& s : p.sections)
+          std::cout << s.name << ": measured " << ms(s.measured.ns()) << ", replayed unchanged " << ms(s.unchanged.ns())
+                    << " (" << pct(s.unchanged.ns(), s.measured.ns()) << "), predicted " << ms(s.predicted.ns()) << " ("
+                    << pct(s.predicted.ns(), s.measured.ns()) << " against measured)\n";
+        std::cout << opts->output << ": " << p.records_written << " records (predicted, not measured)\n";
+      }
+      exit_code = kExitOk;
+    } catch (const gpuhook::CaptureError& e) {
+      std::cerr << "gantt-cli: whatif: " << e.file() << ": byte " << e.offset() << ": " << e.what() << "\n";
+      exit_code = kExitError;
+    } catch (const std::exception& e) {
+      std::cerr << "gantt-cli: whatif: " << e.what() << "\n";
+      exit_code = kExitError;
+    }
+  });
+}
+
+}  // namespace gantt_cli

@@ -1,0 +1,121 @@
+// gantt::whatif::predict: read, build, change, replay, write (whatif.h).
+#include <sys/stat.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <stdexcept>
+
+#include <gpuhook/capture.h>
+
+#include "whatif_internal.h"
+
+namespace gantt::whatif {
+
+namespace {
+
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+double parse_number(const std::string& text, const std::string& value) {
+  char* end = nullptr;
+  const double v = std::strtod(value.c_str(), &end);
+  if (value.empty() || end != value.c_str() + value.size() || !std::isfinite(v) || v <= 0)
+    throw std::invalid_argument("--change " + text + ": '" + value + "' is not a positive number");
+  return v;
+}
+
+// One input file as sections: a merged capture holds one per rank, each starting at a Header.
+std::vector<detail::Section> read_sections(const std::string& path, std::vector<std::string>* warnings) {
+  gpuhook::CaptureReader reader(path, gpuhook::ReaderOptions{false, 0, 0});
+  std::vector<detail::Section> out;
+  gpuhook::v1::Record r;
+  while (reader.next(r)) {
+    if (r.kind_case() == gpuhook::v1::Record::kHeader || out.empty()) out.emplace_back();
+    out.back().records.push_back(r);
+  }
+  const gpuhook::Integrity& in = reader.integrity();
+  if (in.error) throw *in.error;
+  if (in.truncated)
+    warnings->push_back(path + ": byte " + std::to_string(in.truncated_at) +
+                        ": truncated tail; predicted from what was written before it");
+  if (out.empty()) throw gpuhook::CaptureError(gpuhook::CaptureErrorKind::kTruncated, path, 0, "no records to predict from");
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i].name = out.size() == 1 ? path : path + "#" + std::to_string(i);
+    out[i].strings = reader.strings();
+  }
+  return out;
+}
+
+}  // namespace
+
+Change parse_change(const std::string& text) {
+  Change c;
+  c.text = text;
+  if (text == "pin-copies") c.kind = Change::Kind::kPinCopies;
+  else if (text == "async-copies") c.kind = Change::Kind::kAsyncCopies;
+  else if (text == "remove-syncs") c.kind = Change::Kind::kRemoveSyncs;
+  else if (starts_with(text, "remove-syncs=") && text.size() > 13) c.kind = Change::Kind::kRemoveSyncs, c.name = text.substr(13);
+  else if (text == "graphs") c.kind = Change::Kind::kGraphs;
+  else if (text == "balance-ranks") c.kind = Change::Kind::kBalanceRanks;
+  else if (starts_with(text, "streams=")) {
+    c.kind = Change::Kind::kStreams;
+    const double n = parse_number(text, text.substr(8));
+    if (n != std::floor(n) || n < 2 || n > 1024)
+      throw std::invalid_argument("--change " + text + ": the number of streams is a whole number from 2 to 1024");
+    c.streams = static_cast<uint32_t>(n);
+  } else if (starts_with(text, "scale=")) {
+    c.kind = Change::Kind::kScale;
+    const std::string rest = text.substr(6);
+    const size_t colon = rest.rfind(':');
+    if (colon == std::string::npos || colon == 0)
+      throw std::invalid_argument("--change " + text + ": write scale=KERNEL_REGEX:FACTOR, e.g. scale=gemm:0.8");
+    c.name = rest.substr(0, colon);
+    c.factor = parse_number(text, rest.substr(colon + 1));
+    if (c.factor > 1e6) throw std::invalid_argument("--change " + text + ": a factor above 1e6 is not a prediction");
+  } else {
+    throw std::invalid_argument("--change '" + text + "' is not a change whatif knows:\n" + change_help());
+  }
+  return c;
+}
+
+const char* change_help() {
+  return "  pin-copies             pageable copies at the pinned bandwidth (measured, or --pinned-gbps);\n"
+         "                         cudaMemcpyAsync no longer blocks the host\n"
+         "  async-copies           synchronous copies become async on a copy stream, ordered by events\n"
+         "                         with the work that feeds or reads them\n"
+         "  remove-syncs[=NAME]    drop synchronising calls (only those named NAME) the host does not\n"
+         "                         need: a thread's last wait and waits before it reads a DtoH copy stay\n"
+         "  streams=N              each stream's repeating chains of work spread over N streams\n"
+         "  graphs                 repeated launch sequences become one graph launch each\n"
+         "  scale=REGEX:FACTOR     kernels whose name matches REGEX take FACTOR times as long\n"
+         "  balance-ranks          each step's compute on every rank set to the ranks' mean\n";
+}
+
+Prediction predict(const std::vector<std::string>& inputs, const std::vector<Change>& changes, const Options& options,
+                   const std::string& output) {
+  struct stat st {};
+  if (::stat(output.c_str(), &st) == 0) throw std::runtime_error(output + ": exists; whatif never overwrites a file");
+  std::vector<detail::Section> sections;
+  std::vector<std::string> warnings;
+  for (const std::string& in : inputs)
+    for (detail::Section& s : read_sections(in, &warnings)) sections.push_back(std::move(s));
+  if (sections.size() > UINT16_MAX) throw std::invalid_argument("whatif: more than 65535 captures");
+  detail::Built built = detail::build(std::move(sections));
+  replay(built.graph);  // the unchanged replay: how well the model matches this capture
+  Prediction p;
+  for (uint16_t s = 0; s < built.sections.size(); ++s) {
+    Prediction::Section sec;
+    sec.name = built.sections[s].name;
+    sec.measured = original_span(built.graph, s);
+    sec.unchanged = replayed_span(built.graph, s);
+    p.sections.push_back(sec);
+  }
+  detail::apply(built, changes, options);
+  replay(built.graph);
+  for (uint16_t s = 0; s < built.sections.size(); ++s) p.sections[s].predicted = replayed_span(built.graph, s);
+  p.notes = built.graph.notes;
+  p.warnings = warnings;
+  p.records_written = detail::write(built, changes, output);
+  return p;
+}
+
+}  // namespace gantt::whatif

@@ -1,0 +1,439 @@
+// The changes: each rewrites the graph the way the fix would change the program, and says in
+// one note what it did and what it assumed.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <regex>
+#include <stdexcept>
+
+#include "whatif_internal.h"
+
+namespace gantt::whatif::detail {
+
+namespace {
+
+std::string fmt(const char* f, double a) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, a);
+  return buf;
+}
+
+std::string us(int64_t ns) { return fmt("%.2f us", static_cast<double>(ns) / 1e3); }
+
+uint32_t add_lane(Graph& g, const Lane& like, uint32_t stream) {
+  Lane l;
+  l.capture = like.capture;
+  l.device = like.device;
+  l.stream = stream;
+  l.legacy = false;
+  l.blocking = false;  // created cudaStreamNonBlocking, as the fixes do
+  l.priority = like.priority;
+  l.added = true;
+  g.lanes.push_back(l);
+  return static_cast<uint32_t>(g.lanes.size() - 1);
+}
+
+// Stream ids for added lanes: above every id the capture uses.
+uint32_t next_stream_id(const Graph& g, uint16_t capture) {
+  uint32_t top = 7;
+  for (const Lane& l : g.lanes)
+    if (l.capture == capture) top = std::max(top, l.stream);
+  return top + 1;
+}
+
+// The call no longer waits: it costs what a launch costs in its capture.
+void make_async(Built& b, uint32_t call) {
+  HostCall& c = b.graph.calls[call];
+  const int64_t launch = b.launch_cost_ns[b.graph.threads[c.thread].capture];
+  c.cost_ns = launch > 0 ? std::min(launch, c.cost_ns > 0 ? c.cost_ns : launch) : c.cost_ns;
+  c.post_wait_ns = 0;
+  c.launches_only = true;
+}
+
+void scale(Built& b, const Change& ch) {
+  std::regex re;
+  try {
+    re = std::regex(ch.name, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    throw std::invalid_argument("--change " + ch.text + ": not a regular expression: " + e.what());
+  }
+  size_t matched = 0;
+  for (GpuOp& op : b.graph.ops) {
+    if (op.kind != OpKind::kKernel) continue;
+    if (!std::regex_search(op.name, re) && !std::regex_search(demangle(op.name), re)) continue;
+    op.duration_ns = static_cast<int64_t>(std::llround(static_cast<double>(op.duration_ns) * ch.factor));
+    ++matched;
+  }
+  if (matched == 0)
+    throw std::invalid_argument("--change " + ch.text + ": no kernel name matches " + ch.name +
+                                " (kernels in graph launches are kept as recorded)");
+  b.graph.notes.push_back(ch.text + ": " + std::to_string(matched) + " kernel(s) " + fmt("x%.3g", ch.factor));
+}
+
+// Pinned bandwidth of one direction measured in the capture: bytes over time of its pinned
+// copies (the sum, so that large copies weigh as they should), 0 when it has none.
+double measured_pinned_gbps(const Graph& g, int8_t engine) {
+  double bytes = 0, ns = 0;
+  for (const GpuOp& op : g.ops)
+    if (op.kind == OpKind::kCopy && op.engine == engine && !op.pageable && op.bytes > 0 && op.duration_ns > 0)
+      bytes += static_cast<double>(op.bytes), ns += static_cast<double>(op.duration_ns);
+  return ns > 0 ? bytes / ns : 0;  // bytes per ns = GB/s
+}
+
+void pin_copies(Built& b, const Change& ch, const Options& options) {
+  Graph& g = b.graph;
+  size_t changed = 0, unblocked = 0;
+  std::string bandwidths;
+  for (int8_t engine : {kEngineHtoD, kEngineDtoH}) {
+    bool any = false;
+    for (const GpuOp& op : g.ops) any |= op.kind == OpKind::kCopy && op.pageable && op.engine == engine;
+    if (!any) continue;
+    const double gbps = options.pinned_gbps > 0 ? options.pinned_gbps : measured_pinned_gbps(g, engine);
+    const char* dir = engine == kEngineHtoD ? "HtoD" : "DtoH";
+    if (gbps <= 0)
+      throw std::invalid_argument(std::string("--change pin-copies: the capture has pageable ") + dir +
+                                  " copies but no pinned one to measure the pinned bandwidth from; give --pinned-gbps");
+    bandwidths += std::string(bandwidths.empty() ? "" : ", ") + dir + fmt(" at %.1f GB/s", gbps) +
+                  (options.pinned_gbps > 0 ? " (--pinned-gbps)" : " (measured)");
+    for (uint32_t o = 0; o < g.ops.size(); ++o) {
+      GpuOp& op = g.ops[o];
+      if (op.kind != OpKind::kCopy || !op.pageable || op.engine != engine) continue;
+      op.duration_ns = static_cast<int64_t>(std::llround(static_cast<double>(op.bytes) / gbps));
+      op.pageable = false;
+      ++changed;
+      // cudaMemcpyAsync returns at once once its memory is pinned; cudaMemcpy still waits.
+      if (op.host_waits && op.call != kNone && g.calls[op.call].name.find("Async") != std::string::npos) {
+        op.host_waits = false;
+        auto& waits = b.call_wait[op.call].ops;
+        waits.erase(std::remove(waits.begin(), waits.end(), o), waits.end());
+        if (waits.empty() && b.call_wait[op.call].kind == WaitSpec::Kind::kNone) make_async(b, op.call);
+        ++unblocked;
+      }
+    }
+  }
+  if (changed == 0) {
+    g.notes.push_back(ch.text + ": no copy to or from pageable memory: nothing to change");
+    return;
+  }
+  g.notes.push_back(ch.text + ": " + std::to_string(changed) + " pageable copies, " + bandwidths + "; " +
+                    std::to_string(unblocked) + " cudaMemcpyAsync calls no longer block the host");
+}
+
+// Each synchronous copy moves to a copy stream of its device and direction; the work its
+// stream launched before it (a DtoH copy reads it) and after it (an HtoD copy feeds it) is
+// ordered by events, and the host waits for a DtoH copy at its next waiting call.
+void async_copies(Built& b, const Change& ch) {
+  Graph& g = b.graph;
+  std::map<std::tuple<uint16_t, uint32_t, int8_t>, uint32_t> copy_lane;
+  std::map<uint16_t, uint32_t> next_id;
+  size_t moved = 0, still_blocking = 0;
+  std::vector<uint32_t> read_by_host;
+  for (uint32_t o = 0; o < g.ops.size(); ++o) {
+    GpuOp& op = g.ops[o];
+    if (op.kind != OpKind::kCopy || !op.host_waits || op.call == kNone || op.engine < 0) continue;
+    if (g.calls[op.call].name.find("Async") != std::string::npos && op.pageable) continue;  // stays as written
+    const Lane from = g.lanes[op.lane];
+    auto key = std::make_tuple(from.capture, from.device, op.engine);
+    auto it = copy_lane.find(key);
+    if (it == copy_lane.end()) {
+      if (!next_id.count(from.capture)) next_id[from.capture] = next_stream_id(g, from.capture);
+      it = copy_lane.emplace(key, add_lane(g, from, next_id[from.capture]++)).first;
+    }
+    const uint32_t orig_lane = op.orig_lane;
+    op.lane = it->second;
+    ++moved;
+    EventWait ew;
+    if (op.engine == kEngineHtoD) {  // what its stream runs next reads the data
+      ew.waiting_lane = orig_lane;
+      ew.at_order = op.order;
+      ew.source_ops = {o};
+    } else {  // it reads what its stream wrote before it
+      ew.waiting_op = o;
+      ew.source_lane = orig_lane;
+      ew.source_order = op.order;
+    }
+    b.event_waits.push_back(ew);
+    if (op.pageable) {  // CUDA stages pageable memory: the call still returns when it is done
+      ++still_blocking;
+      continue;
+    }
+    op.host_waits = false;
+    auto& waits = b.call_wait[op.call].ops;
+    waits.erase(std::remove(waits.begin(), waits.end(), o), waits.end());
+    if (waits.empty() && b.call_wait[op.call].kind == WaitSpec::Kind::kNone) make_async(b, op.call);
+    if (op.engine == kEngineDtoH) read_by_host.push_back(o);
+  }
+  // The host reads what a DtoH copy brought: its thread's next call that still waits (once
+  // every copy has been made asynchronous) waits for the copy too, or its last call.
+  for (uint32_t o : read_by_host) {
+    const Thread& t = g.threads[g.calls[g.ops[o].call].thread];
+    auto pos = std::find(t.calls.begin(), t.calls.end(), g.ops[o].call);
+    uint32_t target = t.calls.back();
+    for (auto c = pos + 1; c != t.calls.end(); ++c)
+      if (b.call_wait[*c].kind != WaitSpec::Kind::kNone || !b.call_wait[*c].ops.empty()) {
+        target = *c;
+        break;
+      }
+    b.call_wait[target].ops.push_back(o);
+  }
+  if (moved == 0) {
+    g.notes.push_back(ch.text + ": no synchronous copy: nothing to change");
+    return;
+  }
+  g.notes.push_back(ch.text + ": " + std::to_string(moved) + " synchronous copies on " + std::to_string(copy_lane.size()) +
+                    " copy stream(s)" +
+                    (still_blocking ? "; " + std::to_string(still_blocking) +
+                                          " still block the host: their memory is pageable (add pin-copies)"
+                                    : std::string()));
+}
+
+void remove_syncs(Built& b, const Change& ch) {
+  Graph& g = b.graph;
+  size_t removed = 0, kept = 0;
+  std::vector<bool> launched_dtoh(g.calls.size(), false);
+  for (const GpuOp& op : g.ops)
+    if (op.call != kNone && op.kind == OpKind::kCopy && op.engine == kEngineDtoH) launched_dtoh[op.call] = true;
+  for (const Thread& t : g.threads) {
+    // The last wait of a thread is where it reads its results: kept.
+    uint32_t last_wait = kNone;
+    for (uint32_t c : t.calls)
+      if (b.call_wait[c].kind != WaitSpec::Kind::kNone || !b.call_wait[c].ops.empty()) last_wait = c;
+    bool reads_since = false;  // a DtoH copy since the last wait kept: the host reads its data next
+    for (uint32_t c : t.calls) {
+      const WaitSpec& w = b.call_wait[c];
+      if (launched_dtoh[c]) reads_since = true;
+      const bool sync = w.kind == WaitSpec::Kind::kStream || w.kind == WaitSpec::Kind::kDevice ||
+                        w.kind == WaitSpec::Kind::kEvent;
+      if (!sync || !w.ops.empty()) {
+        if (!w.ops.empty() || w.kind != WaitSpec::Kind::kNone) reads_since = false;
+        continue;
+      }
+      if (!ch.name.empty() && g.calls[c].name.rfind(ch.name, 0) != 0) continue;
+      if (c == last_wait || reads_since) {
+        ++kept;
+        reads_since = false;
+        continue;
+      }
+      g.calls[c].removed = true;
+      ++removed;
+    }
+  }
+  g.notes.push_back(ch.text + ": " + std::to_string(removed) + " synchronising call(s) removed, " + std::to_string(kept) +
+                    " kept (a thread's last wait, or a wait before the host reads a device-to-host copy)");
+}
+
+// What makes two operations "the same step" of a stream: kind, name and size.
+std::string signature(const GpuOp& op) {
+  return std::to_string(static_cast<int>(op.kind)) + "/" + op.name + "/" + std::to_string(op.bytes) + "/" +
+         std::to_string(op.copy_kind);
+}
+
+// A stream's operations split into chains, each starting where the stream's first operation
+// repeats (the HtoD copy of every chunk, or every launch of the one kernel), spread over N
+// new streams round robin. The capture cannot show data dependencies between kernels: the
+// chains are assumed independent unless the host or an event orders them, which still holds.
+void spread_streams(Built& b, const Change& ch) {
+  Graph& g = b.graph;
+  std::map<uint32_t, std::vector<uint32_t>> by_lane;
+  for (uint32_t o = 0; o < g.ops.size(); ++o) {
+    const GpuOp& op = g.ops[o];
+    if (g.lanes[op.lane].added || op.collective || op.kind == OpKind::kOther || op.kind == OpKind::kHostFunc) continue;
+    by_lane[op.lane].push_back(o);
+  }
+  std::map<uint16_t, uint32_t> next_id;
+  size_t spread = 0;
+  for (auto& [lane, ops] : by_lane) {
+    std::sort(ops.begin(), ops.end(), [&](uint32_t a, uint32_t c) { return g.ops[a].order < g.ops[c].order; });
+    // The chain head: the most frequent kind of operation, the first seen among equals (setup
+    // work before its first occurrence joins the first chain).
+    std::map<std::string, std::pair<size_t, size_t>> seen;  // signature -> count, -first position
+    for (size_t i = 0; i < ops.size(); ++i) {
+      auto [it, added] = seen.emplace(signature(g.ops[ops[i]]), std::make_pair(size_t{0}, i));
+      ++it->second.first;
+    }
+    std::string head;
+    size_t best = 0, first = 0;
+    for (const auto& [sig, stat] : seen)
+      if (stat.first > best || (stat.first == best && stat.second < first)) head = sig, best = stat.first, first = stat.second;
+    uint32_t head_op = ops.front();
+    for (uint32_t o : ops)
+      if (signature(g.ops[o]) == head) {
+        head_op = o;
+        break;
+      }
+    std::vector<std::vector<uint32_t>> chains;
+    for (uint32_t o : ops) {
+      if (chains.empty() || (signature(g.ops[o]) == head && o != chains.back().front() && chains.back().size() > 0 &&
+                             std::any_of(chains.back().begin(), chains.back().end(),
+                                         [&](uint32_t x) { return signature(g.ops[x]) == head; })))
+        chains.emplace_back();
+      chains.back().push_back(o);
+    }
+    const Lane from = g.lanes[lane];
+    if (chains.size() < 2) {
+      g.notes.push_back(ch.text + ": stream " + std::to_string(from.stream) + " of device " + std::to_string(from.device) +
+                        " holds one chain: nothing to spread");
+      continue;
+    }
+    if (!next_id.count(from.capture)) next_id[from.capture] = next_stream_id(g, from.capture);
+    std::vector<uint32_t> new_lanes;
+    for (uint32_t i = 0; i < ch.streams; ++i) new_lanes.push_back(add_lane(g, from, next_id[from.capture]++));
+    for (size_t i = 0; i < chains.size(); ++i)
+      for (uint32_t o : chains[i]) g.ops[o].lane = new_lanes[i % new_lanes.size()];
+    ++spread;
+    g.notes.push_back(ch.text + ": stream " + std::to_string(from.stream) + " of device " + std::to_string(from.device) + ": " +
+                      std::to_string(chains.size()) + " chains (each starting with " + g.ops[head_op].name +
+                      ") over " + std::to_string(ch.streams) + " new streams, assumed independent");
+  }
+  if (by_lane.empty()) g.notes.push_back(ch.text + ": no stream with operations to spread");
+}
+
+// The smallest period p >= 2 of `names` (names[i] == names[i + p] for every i), 0 if none
+// repeats at least twice.
+size_t period(const std::vector<std::string>& names) {
+  for (size_t p = 2; p * 2 <= names.size(); ++p) {
+    bool ok = true;
+    for (size_t i = 0; i + p < names.size() && ok; ++i) ok = names[i] == names[i + p];
+    if (ok) return p;
+  }
+  return 0;
+}
+
+// Runs of launch calls on a thread that repeat one sequence: each repetition becomes one
+// graph launch (the first call, at the graph launch's cost); the others and the host time
+// between them go; their work keeps its order on its streams.
+void graphs(Built& b, const Change& ch, const Options& options) {
+  Graph& g = b.graph;
+  std::vector<std::vector<uint32_t>> ops_of_call(g.calls.size());
+  for (uint32_t o = 0; o < g.ops.size(); ++o)
+    if (g.ops[o].call != kNone) ops_of_call[g.ops[o].call].push_back(o);
+  // The capture's own cudaGraphLaunch cost, when it has one.
+  std::map<uint16_t, std::vector<int64_t>> measured;
+  for (const HostCall& c : g.calls)
+    if (c.name.rfind("cudaGraphLaunch", 0) == 0) measured[g.threads[c.thread].capture].push_back(c.orig_end_ns - c.orig_start_ns);
+  size_t launches = 0, folded = 0;
+  uint64_t next_graph_id = 1;
+  for (const Thread& t : g.threads) {
+    int64_t cost = static_cast<int64_t>(options.graph_launch_us * 1e3);
+    std::string source = "--graph-launch-us";
+    if (cost <= 0) {
+      auto& m = measured[t.capture];
+      if (!m.empty()) {
+        std::nth_element(m.begin(), m.begin() + static_cast<std::ptrdiff_t>(m.size() / 2), m.end());
+        cost = m[m.size() / 2], source = "the capture's cudaGraphLaunch";
+      } else {
+        cost = b.launch_cost_ns[t.capture], source = "one launch call of the capture";
+      }
+    }
+    auto flush = [&](std::vector<uint32_t>& run) {
+      std::vector<std::string> names;
+      for (uint32_t c : run) {
+        std::string n = g.calls[c].name;
+        for (uint32_t o : ops_of_call[c]) n += "|" + g.ops[o].name;
+        names.push_back(n);
+      }
+      const size_t p = period(names);
+      if (p != 0) {
+        for (size_t start = 0; start + p <= run.size(); start += p) {
+          const uint32_t launch = run[start];
+          HostCall& first = g.calls[launch];
+          first.cost_ns = cost;
+          b.call_is_graph_launch[launch] = true;
+          uint64_t node = 1;
+          const uint64_t graph_id = next_graph_id;
+          for (size_t i = start; i < start + p; ++i) {
+            const uint32_t c = run[i];
+            if (i != start) {
+              g.calls[c].removed = true;
+              g.calls[c].gap_ns = 0;
+              ++folded;
+            }
+            for (uint32_t o : ops_of_call[c]) {
+              g.ops[o].call = launch;
+              g.ops[o].ready_offset_ns = cost;  // nodes go to the GPU once the launch returns
+              b.op_graph[o] = {launch, graph_id, node++};
+            }
+          }
+          ++launches;
+        }
+        ++next_graph_id;
+      }
+      run.clear();
+    };
+    std::vector<uint32_t> run;
+    for (uint32_t c : t.calls) {
+      if (g.calls[c].launches_only && !g.calls[c].removed && !ops_of_call[c].empty()) run.push_back(c);
+      else flush(run);
+    }
+    flush(run);
+    if (launches) g.notes.push_back(ch.text + ": graph launch cost " + us(cost) + " (" + source + ")");
+  }
+  g.notes.push_back(ch.text + ": " + std::to_string(launches) + " graph launches replace " +
+                    std::to_string(launches + folded) + " launch calls");
+}
+
+// Each rank's compute between two collectives (a step) set to the mean over the ranks: the
+// kernels of the step scaled by mean / own.
+void balance_ranks(Built& b, const Change& ch) {
+  Graph& g = b.graph;
+  const size_t captures = b.sections.size();
+  if (captures < 2) throw std::invalid_argument("--change balance-ranks needs the captures of two ranks or more");
+  std::vector<std::vector<uint32_t>> ops(captures);
+  for (uint32_t o = 0; o < g.ops.size(); ++o) ops[g.ops[o].capture].push_back(o);
+  std::vector<std::vector<std::vector<uint32_t>>> steps(captures);  // capture -> step -> kernels
+  for (size_t c = 0; c < captures; ++c) {
+    std::sort(ops[c].begin(), ops[c].end(), [&](uint32_t a, uint32_t d) { return g.ops[a].order < g.ops[d].order; });
+    steps[c].emplace_back();
+    for (uint32_t o : ops[c]) {
+      if (g.ops[o].collective) steps[c].emplace_back();
+      else if (g.ops[o].kind == OpKind::kKernel) steps[c].back().push_back(o);
+    }
+  }
+  for (size_t c = 1; c < captures; ++c)
+    if (steps[c].size() != steps[0].size())
+      throw std::invalid_argument("--change balance-ranks: the ranks ran different numbers of collectives (" +
+                                  std::to_string(steps[0].size() - 1) + " in " + b.sections[0].name + ", " +
+                                  std::to_string(steps[c].size() - 1) + " in " + b.sections[c].name + ")");
+  size_t scaled = 0;
+  double worst = 1;
+  for (size_t s = 0; s < steps[0].size(); ++s) {
+    std::vector<double> own(captures, 0);
+    double mean = 0;
+    for (size_t c = 0; c < captures; ++c) {
+      for (uint32_t o : steps[c][s]) own[c] += static_cast<double>(g.ops[o].duration_ns);
+      mean += own[c] / static_cast<double>(captures);
+    }
+    for (size_t c = 0; c < captures; ++c) {
+      if (own[c] <= 0) continue;
+      const double factor = mean / own[c];
+      worst = std::min(worst, factor);
+      for (uint32_t o : steps[c][s]) {
+        g.ops[o].duration_ns = static_cast<int64_t>(std::llround(static_cast<double>(g.ops[o].duration_ns) * factor));
+        ++scaled;
+      }
+    }
+  }
+  g.notes.push_back(ch.text + ": " + std::to_string(steps[0].size() - 1) + " collectives, " + std::to_string(scaled) +
+                    " kernels re-timed to their step's mean over " + std::to_string(captures) + " ranks (slowest rank's compute" +
+                    fmt(" x%.2f)", worst));
+}
+
+}  // namespace
+
+void apply(Built& b, const std::vector<Change>& changes, const Options& options) {
+  for (const Change& ch : changes) {
+    switch (ch.kind) {
+      case Change::Kind::kScale: scale(b, ch); break;
+      case Change::Kind::kPinCopies: pin_copies(b, ch, options); break;
+      case Change::Kind::kAsyncCopies: async_copies(b, ch); break;
+      case Change::Kind::kRemoveSyncs: remove_syncs(b, ch); break;
+      case Change::Kind::kStreams: spread_streams(b, ch); break;
+      case Change::Kind::kGraphs: graphs(b, ch, options); break;
+      case Change::Kind::kBalanceRanks: balance_ranks(b, ch); break;
+    }
+    link(b);  // the lanes may have moved: find the waits again
+  }
+}
+
+}  // namespace gantt::whatif::detail

@@ -1,0 +1,583 @@
+// From a capture's records to the whatif graph (whatif.h says what the model is).
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "gantt/occupancy.h"
+#include "whatif_internal.h"
+
+namespace gantt::whatif::detail {
+
+namespace {
+
+// CUPTI gives the legacy default stream (the NULL stream) id 7 in every context.
+constexpr uint32_t kLegacyStreamId = 7;
+// CUpti_ActivityStreamFlag (cupti_activity.h): CUPTI_ACTIVITY_STREAM_CREATE_FLAG_NON_BLOCKING = 2.
+constexpr uint32_t kStreamFlagNonBlocking = 2;
+// Launch order: a call's ops follow it, at most this many apart.
+constexpr uint64_t kOrderStride = 4096;
+
+// Calls that wait for the whole device before they do anything (CUDA runtime API reference:
+// cudaFree and cudaFreeHost "implicitly synchronize the device"; so does cudaDeviceReset).
+bool waits_for_device(const std::string& name) {
+  return name == "cudaFree" || name == "cudaFreeHost" || name == "cudaFreeArray" || name == "cudaDeviceReset";
+}
+
+bool is_query(const std::string& name) {
+  return name.rfind("cudaStreamQuery", 0) == 0 || name.rfind("cudaEventQuery", 0) == 0 ||
+         name.rfind("cuStreamQuery", 0) == 0 || name.rfind("cuEventQuery", 0) == 0;
+}
+
+int8_t engine_of(v1::CopyKind kind) {
+  switch (kind) {
+    case v1::COPY_HTOD: case v1::COPY_HTOA: return kEngineHtoD;
+    case v1::COPY_DTOH: case v1::COPY_ATOH: return kEngineDtoH;
+    case v1::COPY_DTOD: case v1::COPY_PTOP: case v1::COPY_ATOD: case v1::COPY_DTOA: case v1::COPY_ATOA: return kEngineDtoD;
+    default: return -1;
+  }
+}
+
+uint64_t collective_key(uint64_t comm_id, uint64_t sequence) {
+  uint64_t h = comm_id * 0x9E3779B97F4A7C15ull ^ (sequence + 0x632BE59BD9B4E019ull);
+  h ^= h >> 31;
+  return h == 0 ? 1 : h;
+}
+
+bool is_collective(v1::NcclOp op) {
+  switch (op) {
+    case v1::NCCL_ALL_REDUCE: case v1::NCCL_BROADCAST: case v1::NCCL_REDUCE: case v1::NCCL_ALL_GATHER:
+    case v1::NCCL_REDUCE_SCATTER: case v1::NCCL_ALL_TO_ALL: case v1::NCCL_GATHER: case v1::NCCL_SCATTER:
+      return true;
+    default:
+      return false;
+  }
+}
+
+int64_t dur(uint64_t a, uint64_t b) { return b > a ? static_cast<int64_t>(b - a) : 0; }
+
+class SectionBuilder {
+ public:
+  SectionBuilder(Built& b, uint16_t capture) : b_(b), g_(b.graph), s_(b.sections[capture]), capture_(capture) {
+    b_.places.emplace_back(s_.records.size());
+  }
+
+  void run() {
+    scan();
+    make_calls();
+    make_ops();
+    make_order();
+    make_waits();
+  }
+
+ private:
+  struct Candidate {
+    uint32_t record;
+    uint64_t thread_id, start, end;
+  };
+
+  void scan() {
+    for (uint32_t i = 0; i < s_.records.size(); ++i) {
+      const v1::Record& r = s_.records[i];
+      switch (r.kind_case()) {
+        case v1::Record::kDevice: devices_[r.device().ordinal()] = &r.device(); break;
+        case v1::Record::kStream: stream_info_[r.stream().stream()] = &r.stream(); break;
+        case v1::Record::kApi:
+          if (r.api().start_ns() > 0 && r.api().end_ns() >= r.api().start_ns())
+            candidates_.push_back({i, r.api().thread_id(), static_cast<uint64_t>(r.api().start_ns()),
+                                   static_cast<uint64_t>(r.api().end_ns())});
+          break;
+        case v1::Record::kNccl:
+          if (r.nccl().start_ns() > 0 && r.nccl().end_ns() >= r.nccl().start_ns())
+            candidates_.push_back({i, r.nccl().thread_id(), static_cast<uint64_t>(r.nccl().start_ns()),
+                                   static_cast<uint64_t>(r.nccl().end_ns())});
+          break;
+        case v1::Record::kSync: syncs_[r.sync().correlation_id()] = i; break;
+        case v1::Record::kCudaEvent: events_by_id_[r.cuda_event().event_id()].push_back(i); break;
+        case v1::Record::kExternalCorrelation:
+          external_[r.external_correlation().external_id()] = r.external_correlation().correlation_id();
+          break;
+        default: break;
+      }
+    }
+  }
+
+  // Host calls per thread; a call inside another of its thread (a driver launch inside
+  // ncclAllReduce, a runtime call the program made from a callback) is part of the outer one.
+  void make_calls() {
+    std::stable_sort(candidates_.begin(), candidates_.end(), [](const Candidate& a, const Candidate& b) {
+      if (a.thread_id != b.thread_id) return a.thread_id < b.thread_id;
+      if (a.start != b.start) return a.start < b.start;
+      return a.end > b.end;  // the outer first
+    });
+    uint32_t thread = kNone;
+    uint64_t thread_id = 0;
+    for (const Candidate& c : candidates_) {
+      if (thread == kNone || c.thread_id != thread_id) {
+        thread = static_cast<uint32_t>(g_.threads.size());
+        thread_id = c.thread_id;
+        Thread t;
+        t.capture = capture_;
+        t.thread_id = c.thread_id;
+        t.first_ns = c.start;
+        g_.threads.push_back(t);
+      }
+      Thread& t = g_.threads[thread];
+      const v1::Record& r = s_.records[c.record];
+      if (!t.calls.empty()) {
+        const HostCall& outer = g_.calls[t.calls.back()];
+        if (c.start >= outer.orig_start_ns && c.end <= outer.orig_end_ns) {
+          b_.places[capture_][c.record] = {RecordPlace::Kind::kInnerCall, t.calls.back(), dur(outer.orig_start_ns, c.start)};
+          if (r.kind_case() == v1::Record::kApi) call_of_corr_[r.api().correlation_id()] = t.calls.back();
+          continue;
+        }
+      }
+      HostCall call;
+      call.thread = thread;
+      call.orig_start_ns = c.start;
+      call.orig_end_ns = c.end;
+      call.gap_ns = t.calls.empty() ? 0 : dur(g_.calls[t.calls.back()].orig_end_ns, c.start);
+      call.cost_ns = dur(c.start, c.end);
+      if (r.kind_case() == v1::Record::kApi) {
+        call.name = s_.string(r.api().name_id());
+        call_of_corr_[r.api().correlation_id()] = static_cast<uint32_t>(g_.calls.size());
+      } else {
+        call.name = s_.string(r.nccl().name_id());
+        nccl_call_[static_cast<uint32_t>(g_.calls.size())] = c.record;
+      }
+      b_.places[capture_][c.record] = {RecordPlace::Kind::kCall, static_cast<uint32_t>(g_.calls.size()), 0};
+      t.calls.push_back(static_cast<uint32_t>(g_.calls.size()));
+      g_.calls.push_back(std::move(call));
+      b_.call_wait.emplace_back();
+      b_.call_order.push_back(0);
+      b_.call_is_graph_launch.push_back(false);
+    }
+  }
+
+  uint32_t lane(uint32_t device, uint32_t stream) {
+    auto [it, added] = lanes_.emplace(std::make_pair(device, stream), static_cast<uint32_t>(g_.lanes.size()));
+    if (added) {
+      Lane l;
+      l.capture = capture_;
+      l.device = device;
+      l.stream = stream;
+      l.legacy = stream == kLegacyStreamId;
+      auto info = stream_info_.find(stream);
+      if (info != stream_info_.end()) {
+        l.blocking = (info->second->flags() & 0xFFFF) != kStreamFlagNonBlocking;
+        l.priority = -info->second->priority();  // CUDA: a lower number is a greater priority
+      }
+      g_.lanes.push_back(l);
+    }
+    return it->second;
+  }
+
+  double sm_share(const v1::Kernel& k) const {
+    auto d = devices_.find(k.device());
+    if (d == devices_.end() || d->second->sm_count() == 0) return 0;
+    const SmLimits sm = sm_limits(*d->second);
+    if (!sm_limits_problem(sm).empty()) return 0;
+    const uint64_t threads = static_cast<uint64_t>(std::max(k.block_x(), 0)) * std::max(k.block_y(), 0) * std::max(k.block_z(), 0);
+    const uint64_t blocks = static_cast<uint64_t>(std::max(k.grid_x(), 0)) * std::max(k.grid_y(), 0) * std::max(k.grid_z(), 0);
+    if (threads == 0 || blocks == 0 || threads > UINT32_MAX) return 0;
+    LaunchShape shape;
+    shape.threads_per_block = static_cast<uint32_t>(threads);
+    shape.registers_per_thread = k.registers_per_thread();
+    shape.shared_memory_bytes = uint64_t{k.static_shared_memory_bytes()} + k.dynamic_shared_memory_bytes();
+    const Occupancy occ = theoretical_occupancy(shape, sm);
+    if (occ.active_blocks == 0) return 1;
+    return std::min(1.0, static_cast<double>(blocks) / (static_cast<double>(d->second->sm_count()) * occ.active_blocks));
+  }
+
+  uint32_t call_of(uint32_t correlation_id) const {
+    auto it = call_of_corr_.find(correlation_id);
+    return it == call_of_corr_.end() ? kNone : it->second;
+  }
+
+  uint32_t add_op(GpuOp op, uint32_t record) {
+    op.capture = capture_;
+    op.orig_lane = op.lane;
+    if (op.call != kNone) {
+      const HostCall& c = g_.calls[op.call];
+      if (op.kind != OpKind::kKernel)  // handed over during the call (no queued stamp to say when)
+        op.ready_offset_ns = std::min(dur(c.orig_start_ns, op.orig_start_ns), dur(c.orig_start_ns, c.orig_end_ns));
+    }
+    op.duration_ns = dur(op.orig_start_ns, op.orig_end_ns);
+    const uint32_t index = static_cast<uint32_t>(g_.ops.size());
+    if (record != kNone) b_.places[capture_][record] = {RecordPlace::Kind::kOp, index, 0};
+    g_.ops.push_back(std::move(op));
+    b_.op_graph.push_back({kNone, 0, 0});
+    return index;
+  }
+
+  void make_ops() {
+    // A graph launch's nodes run on branch streams the program never sees, in an order only
+    // the graph knows: they are kept as one block, each node where it was within it.
+    struct Block {
+      std::vector<uint32_t> records;
+      uint64_t first = UINT64_MAX, last = 0;
+      uint32_t device = 0, stream = 0, correlation_id = 0;
+    };
+    std::map<std::pair<uint64_t, uint32_t>, Block> blocks;
+    auto times = [](const v1::Record& r, uint64_t* start, uint64_t* end) {
+      int64_t a = 0, b = 0;
+      switch (r.kind_case()) {
+        case v1::Record::kKernel: a = r.kernel().start_ns(), b = r.kernel().end_ns(); break;
+        case v1::Record::kMemcpy: a = r.memcpy().start_ns(), b = r.memcpy().end_ns(); break;
+        case v1::Record::kMemset: a = r.memset().start_ns(), b = r.memset().end_ns(); break;
+        case v1::Record::kHostFunction: a = r.host_function().start_ns(), b = r.host_function().end_ns(); break;
+        default: return false;
+      }
+      if (a <= 0 || b < a) return false;
+      *start = static_cast<uint64_t>(a), *end = static_cast<uint64_t>(b);
+      return true;
+    };
+    std::unordered_map<uint32_t, uint32_t> device_of_stream;
+    for (uint32_t i = 0; i < s_.records.size(); ++i) {
+      const v1::Record& r = s_.records[i];
+      uint64_t start = 0, end = 0;
+      if (!times(r, &start, &end)) continue;
+      GpuOp op;
+      op.orig_start_ns = start;
+      op.orig_end_ns = end;
+      uint64_t graph_id = 0;
+      uint32_t correlation_id = 0, device = 0, stream = 0;
+      switch (r.kind_case()) {
+        case v1::Record::kKernel: {
+          const v1::Kernel& k = r.kernel();
+          graph_id = k.graph_id(), correlation_id = k.correlation_id(), device = k.device(), stream = k.stream();
+          op.kind = OpKind::kKernel;
+          op.name = s_.string(k.name_id());
+          op.sm_share = sm_share(k);
+          op.call = call_of(k.correlation_id());
+          if (op.call != kNone) {
+            const uint64_t call_start = g_.calls[op.call].orig_start_ns;
+            const int64_t stamp = k.submitted_ns() > 0 ? k.submitted_ns() : k.queued_ns() > 0 ? k.queued_ns() : k.start_ns();
+            op.ready_offset_ns = std::min(dur(call_start, static_cast<uint64_t>(std::max<int64_t>(stamp, 0))), dur(call_start, start));
+            auto nc = nccl_call_.find(op.call);
+            if (nc != nccl_call_.end()) {
+              const v1::NcclCall& n = s_.records[nc->second].nccl();
+              op.kind = OpKind::kCollective;
+              op.sm_share = 0;  // NCCL kernels wait for their peers; their SM share is not the limit
+              if (is_collective(n.op()) && n.group_depth() == 0 && n.nranks() > 1) {
+                op.collective = collective_key(n.comm_id(), n.sequence());
+                g_.collective_ranks.emplace_back(op.collective, static_cast<uint32_t>(n.nranks()));
+              }
+            }
+          }
+          break;
+        }
+        case v1::Record::kMemcpy: {
+          const v1::Memcpy& m = r.memcpy();
+          graph_id = m.graph_id(), correlation_id = m.correlation_id(), device = m.device(), stream = m.stream();
+          op.kind = OpKind::kCopy;
+          op.name = "memcpy";
+          op.engine = engine_of(m.copy_kind());
+          op.bytes = m.bytes();
+          op.copy_kind = static_cast<uint8_t>(m.copy_kind());
+          op.pageable = m.src_kind() == v1::MEMORY_PAGEABLE || m.dst_kind() == v1::MEMORY_PAGEABLE;
+          op.host_waits = !m.async() || op.pageable;
+          op.call = call_of(m.correlation_id());
+          break;
+        }
+        case v1::Record::kMemset: {
+          const v1::Memset& m = r.memset();
+          graph_id = m.graph_id(), correlation_id = m.correlation_id(), device = m.device(), stream = m.stream();
+          op.kind = OpKind::kMemset;
+          op.name = "memset";
+          op.bytes = m.bytes();
+          op.call = call_of(m.correlation_id());
+          break;
+        }
+        case v1::Record::kHostFunction: {
+          const v1::HostFunction& h = r.host_function();
+          stream = h.stream();
+          auto d = device_of_stream.find(stream);
+          device = d == device_of_stream.end() ? 0 : d->second;
+          op.kind = OpKind::kHostFunc;
+          op.name = s_.string(h.name_id());
+          auto ext = external_.find(h.external_id());
+          if (h.external_id() != 0 && ext != external_.end()) op.call = call_of(ext->second);
+          break;
+        }
+        default: break;
+      }
+      device_of_stream.emplace(stream, device);
+      if (graph_id != 0) {
+        Block& blk = blocks[{graph_id, correlation_id}];
+        blk.records.push_back(i);
+        blk.first = std::min(blk.first, start);
+        blk.last = std::max(blk.last, end);
+        blk.device = device, blk.stream = stream, blk.correlation_id = correlation_id;
+        if (op.kind == OpKind::kKernel) block_share_[{graph_id, correlation_id}] =
+            std::max(block_share_[{graph_id, correlation_id}], op.sm_share);
+        continue;
+      }
+      op.lane = lane(device, stream);
+      add_op(std::move(op), i);
+    }
+    for (auto& [key, blk] : blocks) {
+      GpuOp op;
+      op.kind = OpKind::kOther;
+      op.name = "graph launch";
+      op.lane = lane(blk.device, blk.stream);
+      op.orig_start_ns = blk.first;
+      op.orig_end_ns = blk.last;
+      op.sm_share = block_share_[key];
+      op.call = call_of(blk.correlation_id);
+      if (op.call != kNone)
+        op.ready_offset_ns = std::min(dur(g_.calls[op.call].orig_start_ns, blk.first),
+                                      dur(g_.calls[op.call].orig_start_ns, g_.calls[op.call].orig_end_ns));
+      const uint32_t index = add_op(std::move(op), kNone);
+      for (uint32_t rec : blk.records) b_.places[capture_][rec] = {RecordPlace::Kind::kMember, index, dur(blk.first, times_of(rec))};
+    }
+  }
+
+  uint64_t times_of(uint32_t record) const {
+    const v1::Record& r = s_.records[record];
+    switch (r.kind_case()) {
+      case v1::Record::kKernel: return static_cast<uint64_t>(r.kernel().start_ns());
+      case v1::Record::kMemcpy: return static_cast<uint64_t>(r.memcpy().start_ns());
+      case v1::Record::kMemset: return static_cast<uint64_t>(r.memset().start_ns());
+      default: return 0;
+    }
+  }
+
+  // Launch order: calls by start time, each call's ops right after it, ops without a call
+  // where they started.
+  void make_order() {
+    struct Item {
+      uint64_t time;
+      bool is_call;
+      uint32_t index;
+    };
+    std::vector<Item> items;
+    std::vector<std::vector<uint32_t>> ops_of_call;
+    for (uint32_t c = first_call_; c < g_.calls.size(); ++c) items.push_back({g_.calls[c].orig_start_ns, true, c});
+    ops_of_call.resize(g_.calls.size());
+    for (uint32_t o = first_op_; o < g_.ops.size(); ++o) {
+      if (g_.ops[o].call == kNone) items.push_back({g_.ops[o].orig_start_ns, false, o});
+      else ops_of_call[g_.ops[o].call].push_back(o);
+    }
+    std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.time < b.time; });
+    uint64_t seq = 1;
+    for (const Item& it : items) {
+      const uint64_t order = seq++ * kOrderStride;
+      if (!it.is_call) {
+        g_.ops[it.index].order = order;
+        continue;
+      }
+      b_.call_order[it.index] = order;
+      uint64_t k = 1;
+      for (uint32_t o : ops_of_call[it.index]) g_.ops[o].order = order + std::min<uint64_t>(k++, kOrderStride - 1);
+    }
+  }
+
+  // The latest cudaEventRecord of `event_id` launched before `order`.
+  const v1::CudaEvent* event_before(uint32_t event_id, uint64_t order) const {
+    auto it = events_by_id_.find(event_id);
+    if (it == events_by_id_.end()) return nullptr;
+    const v1::CudaEvent* best = nullptr;
+    uint64_t best_order = 0;
+    for (uint32_t rec : it->second) {
+      const v1::CudaEvent& e = s_.records[rec].cuda_event();
+      const uint32_t c = call_of(e.correlation_id());
+      const uint64_t o = c == kNone ? 0 : b_.call_order[c];
+      if (o < order && (best == nullptr || o >= best_order)) best = &e, best_order = o;
+    }
+    return best;
+  }
+
+  uint64_t order_of_event(const v1::CudaEvent& e) const {
+    const uint32_t c = call_of(e.correlation_id());
+    return c == kNone ? 0 : b_.call_order[c];
+  }
+
+  void make_waits() {
+    for (uint32_t c = first_call_; c < g_.calls.size(); ++c) {
+      WaitSpec& w = b_.call_wait[c];
+      w.before_order = b_.call_order[c];
+      const std::string& name = g_.calls[c].name;
+      if (waits_for_device(name)) w.kind = WaitSpec::Kind::kCapture;
+    }
+    for (const auto& [correlation_id, rec] : syncs_) {
+      const uint32_t c = call_of(correlation_id);
+      if (c == kNone || is_query(g_.calls[c].name)) continue;
+      const v1::Synchronization& s = s_.records[rec].sync();
+      b_.places[capture_][rec] = {RecordPlace::Kind::kCall, c, 0};  // written with its call's times
+      WaitSpec& w = b_.call_wait[c];
+      switch (s.type()) {
+        case v1::SYNC_STREAM_SYNCHRONIZE:
+          w.kind = WaitSpec::Kind::kStream;
+          w.orig_lane = lane(s.device(), s.stream());
+          break;
+        case v1::SYNC_CONTEXT_SYNCHRONIZE:
+          w.kind = WaitSpec::Kind::kDevice;
+          w.device = s.device();
+          break;
+        case v1::SYNC_EVENT_SYNCHRONIZE:
+          if (const v1::CudaEvent* e = event_before(s.event_id(), b_.call_order[c])) {
+            w.kind = WaitSpec::Kind::kEvent;
+            w.orig_lane = lane(e->device(), e->stream());
+            w.before_order = order_of_event(*e);
+          }
+          break;
+        case v1::SYNC_STREAM_WAIT_EVENT:
+          if (const v1::CudaEvent* e = event_before(s.event_id(), b_.call_order[c])) {
+            EventWait ew;
+            ew.waiting_lane = lane(s.device(), s.stream());
+            ew.at_order = b_.call_order[c];
+            ew.source_lane = lane(e->device(), e->stream());
+            ew.source_order = order_of_event(*e);
+            b_.event_waits.push_back(ew);
+          }
+          break;
+        default: break;
+      }
+    }
+    for (uint32_t o = first_op_; o < g_.ops.size(); ++o)
+      if (g_.ops[o].host_waits && g_.ops[o].call != kNone) b_.call_wait[g_.ops[o].call].ops.push_back(o);
+  }
+
+  Built& b_;
+  Graph& g_;
+  const Section& s_;
+  uint16_t capture_;
+  uint32_t first_call_ = static_cast<uint32_t>(g_.calls.size());
+  uint32_t first_op_ = static_cast<uint32_t>(g_.ops.size());
+  std::vector<Candidate> candidates_;
+  std::map<uint32_t, const v1::DeviceInfo*> devices_;
+  std::unordered_map<uint32_t, const v1::StreamInfo*> stream_info_;
+  std::unordered_map<uint32_t, uint32_t> syncs_;  // correlation id -> record
+  std::unordered_map<uint32_t, std::vector<uint32_t>> events_by_id_;
+  std::unordered_map<uint64_t, uint32_t> external_;
+  std::unordered_map<uint32_t, uint32_t> call_of_corr_;
+  std::unordered_map<uint32_t, uint32_t> nccl_call_;  // call -> NcclCall record
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> lanes_;
+  std::map<std::pair<uint64_t, uint32_t>, double> block_share_;
+};
+
+int64_t median(std::vector<int64_t> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+void link(Built& b) {
+  Graph& g = b.graph;
+  // Per (lane, original lane): the ops in launch order.
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<uint32_t>> lists;
+  for (uint32_t o = 0; o < g.ops.size(); ++o) lists[{g.ops[o].lane, g.ops[o].orig_lane}].push_back(o);
+  for (auto& [key, ops] : lists)
+    std::sort(ops.begin(), ops.end(), [&](uint32_t a, uint32_t c) { return g.ops[a].order < g.ops[c].order; });
+  auto last_before = [&](const std::vector<uint32_t>& ops, uint64_t order) -> uint32_t {
+    auto it = std::lower_bound(ops.begin(), ops.end(), order, [&](uint32_t o, uint64_t v) { return g.ops[o].order < v; });
+    return it == ops.begin() ? kNone : *(it - 1);
+  };
+  auto first_after = [&](const std::vector<uint32_t>& ops, uint64_t order) -> uint32_t {
+    auto it = std::upper_bound(ops.begin(), ops.end(), order, [&](uint64_t v, uint32_t o) { return v < g.ops[o].order; });
+    return it == ops.end() ? kNone : *it;
+  };
+  for (uint32_t c = 0; c < g.calls.size(); ++c) {
+    const WaitSpec& w = b.call_wait[c];
+    const uint16_t capture = g.threads[g.calls[c].thread].capture;
+    std::vector<uint32_t>& waits = g.calls[c].waits;
+    waits = w.ops;
+    if (w.kind == WaitSpec::Kind::kNone) continue;
+    for (const auto& [key, ops] : lists) {
+      const Lane& lane = g.lanes[key.first];
+      if (lane.capture != capture) continue;
+      const bool wanted = w.kind == WaitSpec::Kind::kCapture ||
+                          (w.kind == WaitSpec::Kind::kDevice && lane.device == w.device) ||
+                          ((w.kind == WaitSpec::Kind::kStream || w.kind == WaitSpec::Kind::kEvent) && key.second == w.orig_lane);
+      if (!wanted) continue;
+      const uint32_t o = last_before(ops, w.before_order);
+      if (o != kNone) waits.push_back(o);
+    }
+  }
+  for (GpuOp& op : g.ops) op.after.clear();
+  for (const EventWait& ew : b.event_waits) {
+    std::vector<uint32_t> sources = ew.source_ops;
+    for (const auto& [key, ops] : lists)
+      if (key.second == ew.source_lane) {
+        const uint32_t o = last_before(ops, ew.source_order);
+        if (o != kNone) sources.push_back(o);
+      }
+    if (sources.empty()) continue;
+    if (ew.waiting_op != kNone) {
+      for (uint32_t s : sources)
+        if (s != ew.waiting_op) g.ops[ew.waiting_op].after.push_back(s);
+      continue;
+    }
+    for (const auto& [key, ops] : lists)
+      if (key.second == ew.waiting_lane) {
+        const uint32_t o = first_after(ops, ew.at_order);
+        if (o == kNone) continue;
+        for (uint32_t s : sources)
+          if (s != o) g.ops[o].after.push_back(s);
+      }
+  }
+  // The legacy default stream: it waits for every blocking stream of its device, and they
+  // wait for it (CUDA programming guide, "Default Stream").
+  std::map<std::pair<uint16_t, uint32_t>, std::vector<uint32_t>> by_device;
+  for (uint32_t o = 0; o < g.ops.size(); ++o) by_device[{g.ops[o].capture, g.lanes[g.ops[o].lane].device}].push_back(o);
+  for (auto& [key, ops] : by_device) {
+    bool has_legacy = false;
+    for (uint32_t o : ops) has_legacy |= g.lanes[g.ops[o].lane].legacy;
+    if (!has_legacy) continue;
+    std::sort(ops.begin(), ops.end(), [&](uint32_t a, uint32_t c) { return g.ops[a].order < g.ops[c].order; });
+    std::map<uint32_t, uint32_t> last_on_lane;
+    uint32_t last_legacy = kNone;
+    for (uint32_t o : ops) {
+      const Lane& lane = g.lanes[g.ops[o].lane];
+      if (lane.legacy) {
+        for (const auto& [l, prev] : last_on_lane)
+          if (l != g.ops[o].lane && g.lanes[l].blocking && !g.lanes[l].legacy) g.ops[o].after.push_back(prev);
+        last_legacy = o;
+      } else if (lane.blocking && last_legacy != kNone) {
+        g.ops[o].after.push_back(last_legacy);
+      }
+      last_on_lane[g.ops[o].lane] = o;
+    }
+  }
+}
+
+Built build(std::vector<Section> sections) {
+  Built b;
+  b.sections = std::move(sections);
+  for (uint16_t s = 0; s < b.sections.size(); ++s) SectionBuilder(b, s).run();
+  link(b);
+  Graph& g = b.graph;
+  // What each waiting call cost beyond its wait, from what it waited for in the capture.
+  for (HostCall& c : g.calls) {
+    uint64_t awaited_end = 0;
+    for (uint32_t o : c.waits) awaited_end = std::max(awaited_end, g.ops[o].orig_end_ns);
+    if (awaited_end == 0) continue;
+    const int64_t d = dur(c.orig_start_ns, c.orig_end_ns);
+    c.post_wait_ns = std::min(dur(awaited_end, c.orig_end_ns), d);
+    c.cost_ns = awaited_end <= c.orig_start_ns ? d : c.post_wait_ns;
+  }
+  b.launch_cost_ns.assign(b.sections.size(), 0);
+  std::vector<std::vector<int64_t>> launch_costs(b.sections.size());
+  std::vector<bool> launches(g.calls.size(), false);
+  for (const GpuOp& op : g.ops)
+    if (op.call != kNone && (op.kind == OpKind::kKernel || op.kind == OpKind::kMemset || op.kind == OpKind::kCopy)) launches[op.call] = true;
+  for (uint32_t c = 0; c < g.calls.size(); ++c) {
+    HostCall& call = g.calls[c];
+    call.launches_only = launches[c] && call.waits.empty() && b.call_wait[c].kind == WaitSpec::Kind::kNone;
+    if (call.launches_only) launch_costs[g.threads[call.thread].capture].push_back(dur(call.orig_start_ns, call.orig_end_ns));
+  }
+  for (size_t s = 0; s < b.sections.size(); ++s) b.launch_cost_ns[s] = median(launch_costs[s]);
+  // A collective's transfer: from its last rank's arrival to each rank's end.
+  std::unordered_map<uint64_t, uint64_t> last_arrival;
+  for (const GpuOp& op : g.ops)
+    if (op.collective) last_arrival[op.collective] = std::max(last_arrival[op.collective], op.orig_start_ns);
+  for (GpuOp& op : g.ops)
+    if (op.collective) op.transfer_ns = dur(last_arrival[op.collective], op.orig_end_ns);
+  std::sort(g.collective_ranks.begin(), g.collective_ranks.end());
+  g.collective_ranks.erase(std::unique(g.collective_ranks.begin(), g.collective_ranks.end()), g.collective_ranks.end());
+  return b;
+}
+
+}  // namespace gantt::whatif::detail

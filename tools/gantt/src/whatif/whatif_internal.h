@@ -1,0 +1,82 @@
+// What the whatif steps share beyond the public graph: the capture's records, and what they
+// said about waits and events, kept in the capture's own terms (original streams, launch
+// order) so that the waits can be found again after a change moves operations between lanes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <gpuhook/v1/capture.pb.h>
+
+#include "gantt/whatif.h"
+
+namespace gantt::whatif::detail {
+
+namespace v1 = gpuhook::v1;
+
+// One capture (or one rank's section of a merged file), as read.
+struct Section {
+  std::string name;
+  std::vector<v1::Record> records;  // string ids are `strings`' (the input's)
+  std::vector<std::string> strings;
+  std::string string(uint32_t id) const { return id < strings.size() ? strings[id] : std::string(); }
+};
+
+// What a host call waits for, in the capture's terms.
+struct WaitSpec {
+  enum class Kind : uint8_t { kNone, kStream, kDevice, kCapture, kEvent };
+  Kind kind = Kind::kNone;
+  uint32_t orig_lane = kNone;   // kStream, kEvent (the stream the event was recorded on)
+  uint32_t device = 0;          // kDevice
+  uint64_t before_order = 0;    // kEvent: the record's launch order (work before it); else the call's own
+  std::vector<uint32_t> ops;    // explicit: its own copy, copies a change made asynchronous
+};
+
+// cudaStreamWaitEvent: work of `waiting_lane` launched after `at_order` (or the one op
+// `waiting_op`) starts after the work of `source_lane` launched before `source_order`, and
+// after the explicit `source_ops`.
+struct EventWait {
+  uint32_t waiting_op = kNone;
+  uint32_t waiting_lane = kNone;  // an original lane
+  uint64_t at_order = 0;
+  uint32_t source_lane = kNone;
+  uint64_t source_order = 0;
+  std::vector<uint32_t> source_ops;
+};
+
+// A record's place in the graph, for writing it back.
+struct RecordPlace {
+  enum class Kind : uint8_t { kOther, kCall, kInnerCall, kOp, kMember, kDropped };
+  Kind kind = Kind::kOther;
+  uint32_t index = kNone;  // call or op
+  int64_t offset_ns = 0;   // kInnerCall: from its outer call's start; kMember: from its block's start
+};
+
+struct Built {
+  Graph graph;
+  std::vector<Section> sections;
+  std::vector<WaitSpec> call_wait;        // per call
+  std::vector<uint64_t> call_order;       // per call
+  std::vector<EventWait> event_waits;
+  std::vector<std::vector<RecordPlace>> places;  // per section, per record
+  // Calls that launch work and wait for nothing, median duration per capture: the cost a
+  // launch-like call is given when a change makes a waiting call asynchronous.
+  std::vector<int64_t> launch_cost_ns;
+  // Renames for the writer: a call now a cudaGraphLaunch, ops now nodes of a graph.
+  struct GraphNode {
+    uint32_t call;       // the graph launch call (its correlation id is the nodes')
+    uint64_t graph_id;
+    uint64_t node_id;
+  };
+  std::vector<GraphNode> op_graph;        // per op; call == kNone when not made a node
+  std::vector<bool> call_is_graph_launch; // per call
+};
+
+Built build(std::vector<Section> sections);
+// (Re)computes calls' waits and ops' `after` from the specs and the lanes as they are now.
+void link(Built& b);
+void apply(Built& b, const std::vector<Change>& changes, const Options& options);
+uint64_t write(const Built& b, const std::vector<Change>& changes, const std::string& output);
+
+}  // namespace gantt::whatif::detail

@@ -1,0 +1,230 @@
+// Writing the prediction: every record of the input, in its order, with the replayed times.
+// Records the replay did not time (ranges, memory, notices) move with the host calls around
+// them; a removed call and its records are left out; lanes the changes added get StreamInfo.
+#include <algorithm>
+#include <stdexcept>
+#include <unordered_map>
+
+#include <gpuhook/capture.h>
+#include <gpuhook/record_times.h>
+
+#include "../record_strings.h"
+#include "whatif_internal.h"
+
+namespace gantt::whatif::detail {
+
+namespace {
+
+// CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000 (cupti_runtime_cbid.h).
+constexpr uint32_t kCbidGraphLaunch = 311;
+// Graph ids of graphs whatif made, apart from any the program made.
+constexpr uint64_t kPredictedGraphIdBase = uint64_t{1} << 48;
+constexpr uint32_t kStreamFlagNonBlocking = 2;
+
+// Maps a time of the capture to the replayed timeline by the nearest host call before it.
+class TimeMap {
+ public:
+  void add(uint64_t orig, uint64_t now) {
+    if (orig != 0) anchors_.push_back({orig, now});
+  }
+  void seal() { std::sort(anchors_.begin(), anchors_.end()); }
+  uint64_t operator()(uint64_t t) const {
+    if (t == 0 || anchors_.empty()) return t;
+    auto it = std::upper_bound(anchors_.begin(), anchors_.end(), std::make_pair(t, UINT64_MAX));
+    const auto& a = it == anchors_.begin() ? anchors_.front() : *(it - 1);
+    return a.second + (t - a.first);
+  }
+
+ private:
+  std::vector<std::pair<uint64_t, uint64_t>> anchors_;
+};
+
+// queued and submitted are stamped at launch: they move with the launching call (or, without
+// one, with the kernel), never past the kernel's start.
+void move_launch_stamps(v1::Kernel* k, uint64_t start, int64_t delta) {
+  auto move = [&](int64_t v) { return std::min<int64_t>(v + delta, static_cast<int64_t>(start)); };
+  if (k->queued_ns() > 0) k->set_queued_ns(move(k->queued_ns()));
+  if (k->submitted_ns() > 0) k->set_submitted_ns(move(k->submitted_ns()));
+}
+
+}  // namespace
+
+uint64_t write(const Built& b, const std::vector<Change>& changes, const std::string& output) {
+  const Graph& g = b.graph;
+  std::string error;
+  auto writer = gpuhook::CaptureWriter::create(output, gpuhook::WriterOptions{}, &error);
+  if (!writer) throw std::runtime_error("whatif: " + error);
+  uint64_t written = 0;
+  auto put = [&](const v1::Record& r) {
+    if (writer->write(r)) ++written;
+    writer->maybe_flush(0);
+  };
+  for (uint16_t s = 0; s < b.sections.size(); ++s) {
+    const Section& sec = b.sections[s];
+    const auto& places = b.places[s];
+    TimeMap global;
+    std::unordered_map<uint64_t, TimeMap> per_thread;
+    std::unordered_map<uint32_t, uint32_t> call_record;
+    for (uint32_t i = 0; i < places.size(); ++i)
+      if (places[i].kind == RecordPlace::Kind::kCall && sec.records[i].kind_case() != v1::Record::kSync)
+        call_record[places[i].index] = i;
+    for (const HostCall& c : g.calls) {
+      const Thread& t = g.threads[c.thread];
+      if (t.capture != s) continue;
+      global.add(c.orig_start_ns, c.start_ns), global.add(c.orig_end_ns, c.end_ns);
+      per_thread[t.thread_id].add(c.orig_start_ns, c.start_ns), per_thread[t.thread_id].add(c.orig_end_ns, c.end_ns);
+    }
+    global.seal();
+    for (auto& [tid, m] : per_thread) m.seal();
+    std::unordered_map<uint32_t, uint32_t> ids;
+    auto remap = [&](uint32_t id) -> uint32_t {
+      if (id == 0) return 0;
+      auto it = ids.find(id);
+      if (it != ids.end()) return it->second;
+      return ids.emplace(id, writer->intern(sec.string(id))).first->second;
+    };
+    bool header_seen = false;
+    auto stream_infos = [&] {
+      for (const Lane& l : g.lanes) {
+        if (l.capture != s || !l.added) continue;
+        v1::Record r;
+        r.mutable_stream()->set_context(l.device + 1);
+        r.mutable_stream()->set_stream(l.stream);
+        r.mutable_stream()->set_priority(-l.priority);
+        r.mutable_stream()->set_flags(kStreamFlagNonBlocking);
+        put(r);
+      }
+    };
+    for (uint32_t i = 0; i < sec.records.size(); ++i) {
+      v1::Record r = sec.records[i];
+      if (r.kind_case() == v1::Record::kStringDef) continue;  // the writer defines its own
+      const RecordPlace& place = places[i];
+      switch (place.kind) {
+        case RecordPlace::Kind::kCall: {
+          const HostCall& c = g.calls[place.index];
+          if (c.removed) continue;
+          const int64_t start = static_cast<int64_t>(c.start_ns), end = static_cast<int64_t>(c.end_ns);
+          if (r.has_api()) {
+            r.mutable_api()->set_start_ns(start), r.mutable_api()->set_end_ns(end);
+            if (b.call_is_graph_launch[place.index]) {
+              r.mutable_api()->set_cbid(kCbidGraphLaunch);
+              remap_strings(r, remap);
+              r.mutable_api()->set_name_id(writer->intern("cudaGraphLaunch"));
+              put(r);
+              continue;
+            }
+          } else if (r.has_nccl()) {
+            r.mutable_nccl()->set_start_ns(start), r.mutable_nccl()->set_end_ns(end);
+          } else if (r.has_sync()) {
+            r.mutable_sync()->set_start_ns(start), r.mutable_sync()->set_end_ns(end);
+          }
+          break;
+        }
+        case RecordPlace::Kind::kInnerCall: {
+          const HostCall& c = g.calls[place.index];
+          if (c.removed || !r.has_api()) continue;
+          const int64_t d = r.api().end_ns() - r.api().start_ns();
+          const int64_t start = std::min<int64_t>(static_cast<int64_t>(c.start_ns) + place.offset_ns, static_cast<int64_t>(c.end_ns));
+          r.mutable_api()->set_start_ns(start);
+          r.mutable_api()->set_end_ns(std::min<int64_t>(start + d, static_cast<int64_t>(c.end_ns)));
+          break;
+        }
+        case RecordPlace::Kind::kOp:
+        case RecordPlace::Kind::kMember: {
+          const GpuOp& op = g.ops[place.index];
+          const Built::GraphNode& node = b.op_graph[place.index];
+          uint64_t start = op.start_ns, end = op.end_ns;
+          if (place.kind == RecordPlace::Kind::kMember) {
+            start = op.start_ns + static_cast<uint64_t>(place.offset_ns);
+            end = 0;  // below: the member's own duration
+          }
+          const uint32_t stream = g.lanes[op.lane].stream;
+          uint32_t correlation_id = 0;
+          if (node.call != kNone) {
+            auto cr = call_record.find(node.call);
+            if (cr != call_record.end() && sec.records[cr->second].has_api())
+              correlation_id = sec.records[cr->second].api().correlation_id();
+          }
+          const uint64_t graph_id = node.call != kNone ? kPredictedGraphIdBase + node.graph_id : 0;
+          if (r.has_kernel()) {
+            auto* k = r.mutable_kernel();
+            if (end == 0) end = start + static_cast<uint64_t>(k->end_ns() - k->start_ns());
+            const int64_t delta = op.call != kNone
+                                      ? static_cast<int64_t>(g.calls[op.call].start_ns) -
+                                            static_cast<int64_t>(g.calls[op.call].orig_start_ns)
+                                      : static_cast<int64_t>(start) - k->start_ns();
+            move_launch_stamps(k, start, delta);
+            k->set_start_ns(static_cast<int64_t>(start)), k->set_end_ns(static_cast<int64_t>(end));
+            if (place.kind == RecordPlace::Kind::kOp) k->set_stream(stream);
+            if (graph_id) k->set_graph_id(graph_id), k->set_graph_node_id(node.node_id), k->set_correlation_id(correlation_id);
+          } else if (r.has_memcpy()) {
+            auto* m = r.mutable_memcpy();
+            if (end == 0) end = start + static_cast<uint64_t>(m->end_ns() - m->start_ns());
+            m->set_start_ns(static_cast<int64_t>(start)), m->set_end_ns(static_cast<int64_t>(end));
+            if (place.kind == RecordPlace::Kind::kOp) {
+              m->set_stream(stream);
+              if (!op.pageable) {  // pin-copies
+                if (m->src_kind() == v1::MEMORY_PAGEABLE) m->set_src_kind(v1::MEMORY_PINNED);
+                if (m->dst_kind() == v1::MEMORY_PAGEABLE) m->set_dst_kind(v1::MEMORY_PINNED);
+              }
+              if (!op.host_waits) m->set_async(true);
+            }
+            if (graph_id) m->set_graph_id(graph_id), m->set_graph_node_id(node.node_id), m->set_correlation_id(correlation_id);
+          } else if (r.has_memset()) {
+            auto* m = r.mutable_memset();
+            if (end == 0) end = start + static_cast<uint64_t>(m->end_ns() - m->start_ns());
+            m->set_start_ns(static_cast<int64_t>(start)), m->set_end_ns(static_cast<int64_t>(end));
+            if (place.kind == RecordPlace::Kind::kOp) m->set_stream(stream);
+            if (graph_id) m->set_graph_id(graph_id), m->set_graph_node_id(node.node_id), m->set_correlation_id(correlation_id);
+          } else if (r.has_host_function()) {
+            r.mutable_host_function()->set_start_ns(static_cast<int64_t>(start));
+            r.mutable_host_function()->set_end_ns(static_cast<int64_t>(end));
+          }
+          break;
+        }
+        case RecordPlace::Kind::kDropped:
+          continue;
+        case RecordPlace::Kind::kOther: {
+          if (r.has_header()) {
+            auto* h = r.mutable_header();
+            h->set_predicted_from(sec.name);
+            h->clear_predicted_change();
+            for (const Change& ch : changes) h->add_predicted_change(ch.text);
+            h->set_start_monotonic_raw_ns(global(h->start_monotonic_raw_ns()));
+            std::string note = h->note();
+            h->set_note(note + (note.empty() ? "" : "; ") + "predicted by gantt-cli whatif: not a measurement");
+            remap_strings(r, remap);
+            put(r);
+            if (!header_seen) stream_infos();
+            header_seen = true;
+            continue;
+          }
+          if (r.has_footer()) {
+            r.mutable_footer()->set_end_monotonic_raw_ns(global(r.footer().end_monotonic_raw_ns()));
+            break;
+          }
+          const TimeMap* map = &global;
+          if (r.has_range()) {
+            auto it = per_thread.find(r.range().thread_id());
+            if (it != per_thread.end()) map = &it->second;
+          }
+          const bool clock_sync = r.has_clock_sync();
+          int index = 0;
+          gpuhook::visit_times(r, [&](bool& has, int64_t& v) {
+            const int field = index++;
+            if (clock_sync && field != gpuhook::kClockSyncHostTime) return;
+            if (has && v > 0) v = static_cast<int64_t>((*map)(static_cast<uint64_t>(v)));
+          });
+          break;
+        }
+      }
+      remap_strings(r, remap);
+      put(r);
+    }
+    if (!header_seen) stream_infos();
+  }
+  if (!writer->close()) throw std::runtime_error(output + ": " + writer->last_error());
+  return written;
+}
+
+}  // namespace gantt::whatif::detail
