@@ -147,6 +147,35 @@ for ex in "${examples[@]}"; do
   done
 done
 
+# ---- whatif: predict each --fixed twin from its example -------------------------------------
+# The same table tests/e2e/whatif/predict_twins.sh makes on the simulator, from the captures
+# just recorded: the twin's measured span against the span predicted from the example with the
+# change the twin makes (pin-copies at an assumed 50 GB/s: the example has no pinned copy to
+# measure it from).
+span_ns() { "$cli" info "$1" 2>/dev/null | awk '/time span:/ { print $5 - $3; exit }'; }
+whatif_row() {  # example, change flags...
+  local ex=$1; shift
+  local a b p
+  a=$(ls "$out/$ex".*.gpuh 2>/dev/null | head -n1); b=$(ls "$out/$ex-fixed".*.gpuh 2>/dev/null | head -n1)
+  [ -n "$a" ] && [ -n "$b" ] || { row "whatif $ex" "no captures" "captures" FAIL; return; }
+  rm -f "$out/$ex.predicted.gpuh"
+  if ! "$cli" whatif -q "$a" "$@" -o "$out/$ex.predicted.gpuh" >>"$log" 2>&1; then
+    row "whatif $ex $*" "whatif failed" "a prediction" FAIL; return
+  fi
+  p=$(span_ns "$out/$ex.predicted.gpuh")
+  local err
+  err=$(awk -v b="$(span_ns "$b")" -v p="$p" 'BEGIN { printf "%+.1f%%", 100 * (p - b) / b }')
+  local verdict=pass
+  awk -v e="${err%\%}" 'BEGIN { exit (e > 15 || e < -15) ? 0 : 1 }' && verdict=FAIL
+  # On the simulator at these sizes the kernels' host twins run on the CPU beside the launching
+  # thread: the table that measures the model there is tests/e2e/whatif/predict_twins.sh.
+  [ "$mode" = sim ] && verdict="n/a (simulator)"
+  row "whatif $ex $* (span: example $(span_ns "$a") ns, twin $(span_ns "$b") ns, predicted $p ns)" "$err" "within 15%" "$verdict"
+}
+whatif_row default_stream --change streams=4
+whatif_row pageable_copy --change pin-copies --change async-copies --pinned-gbps 50
+whatif_row sync_loop --change remove-syncs
+
 # ---- NCCL, one rank, under the hook ------------------------------------------------------
 if [ -x "$exdir/allreduce_train" ] || [ -x "$build/examples/allreduce_train" ]; then
   ar=$exdir/allreduce_train; [ -x "$ar" ] || ar=$build/examples/allreduce_train
