@@ -63,7 +63,7 @@ measure_row() {
 # keep that CPU work well below the modelled GPU times (small sizes, kernels made longer with
 # GPUHOOK_SIM_SCALE), so the table measures the model, not the simulator's own cost.
 row default_stream "GPUHOOK_SIM_SCALE=affine:2" "--size 4096 --iterations 8" --change streams=4
-row pageable_copy "GPUHOOK_SIM_SCALE=twice:5" "--size 16384 --iterations 4" --change pin-copies --change async-copies --pinned-gbps 25
+row pageable_copy "GPUHOOK_SIM_SCALE=twice:20" "--size 16384 --iterations 4" --change pin-copies --change async-copies --change streams=2 --pinned-gbps 25
 row sync_loop "GPUHOOK_SIM_SCALE=step_update:20" "--size 4096 --iterations 50" --change remove-syncs
 row graphs "GPUHOOK_SIM_SCALE=layer_:16,loss_grad:16 GPUHOOK_SIM_LAUNCH_NS=40000" "--size 1024 --iterations 40" --change graphs
 

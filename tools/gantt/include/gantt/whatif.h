@@ -137,6 +137,9 @@ struct Span {
 };
 Span original_span(const Graph& graph, uint16_t capture);
 Span replayed_span(const Graph& graph, uint16_t capture);
+// All captures' spans at once (index = capture).
+std::vector<Span> original_spans(const Graph& graph);
+std::vector<Span> replayed_spans(const Graph& graph);
 
 // ---- from a capture and back -------------------------------------------------------------
 

@@ -7,6 +7,8 @@
 
 #include <gpuhook/capture.h>
 
+#include "gantt/model.h"
+
 #include "whatif_internal.h"
 
 namespace gantt::whatif {
@@ -24,11 +26,20 @@ double parse_number(const std::string& text, const std::string& value) {
 }
 
 // One input file as sections: a merged capture holds one per rank, each starting at a Header.
+// The same bound on decoded records as every loader (AmplificationGuard): a file of one chunk
+// repeated decodes to no more than a capture of its size can hold.
 std::vector<detail::Section> read_sections(const std::string& path, std::vector<std::string>* warnings) {
   gpuhook::CaptureReader reader(path, gpuhook::ReaderOptions{false, 0, 0});
+  const AmplificationGuard guard(reader, LoadOptions{});
+  auto strings = std::make_shared<std::unordered_map<uint32_t, std::string>>();
   std::vector<detail::Section> out;
   gpuhook::v1::Record r;
   while (reader.next(r)) {
+    guard.check(reader);
+    if (r.kind_case() == gpuhook::v1::Record::kStringDef) {
+      (*strings)[r.string_def().id()] = r.string_def().value();
+      continue;
+    }
     if (r.kind_case() == gpuhook::v1::Record::kHeader || out.empty()) out.emplace_back();
     out.back().records.push_back(r);
   }
@@ -40,7 +51,7 @@ std::vector<detail::Section> read_sections(const std::string& path, std::vector<
   if (out.empty()) throw gpuhook::CaptureError(gpuhook::CaptureErrorKind::kTruncated, path, 0, "no records to predict from");
   for (size_t i = 0; i < out.size(); ++i) {
     out[i].name = out.size() == 1 ? path : path + "#" + std::to_string(i);
-    out[i].strings = reader.strings();
+    out[i].strings = strings;
   }
   return out;
 }
@@ -102,16 +113,18 @@ Prediction predict(const std::vector<std::string>& inputs, const std::vector<Cha
   detail::Built built = detail::build(std::move(sections));
   replay(built.graph);  // the unchanged replay: how well the model matches this capture
   Prediction p;
+  const std::vector<Span> measured = original_spans(built.graph), unchanged = replayed_spans(built.graph);
   for (uint16_t s = 0; s < built.sections.size(); ++s) {
     Prediction::Section sec;
     sec.name = built.sections[s].name;
-    sec.measured = original_span(built.graph, s);
-    sec.unchanged = replayed_span(built.graph, s);
+    sec.measured = s < measured.size() ? measured[s] : Span{};
+    sec.unchanged = s < unchanged.size() ? unchanged[s] : Span{};
     p.sections.push_back(sec);
   }
   detail::apply(built, changes, options);
   replay(built.graph);
-  for (uint16_t s = 0; s < built.sections.size(); ++s) p.sections[s].predicted = replayed_span(built.graph, s);
+  const std::vector<Span> predicted = replayed_spans(built.graph);
+  for (uint16_t s = 0; s < built.sections.size() && s < predicted.size(); ++s) p.sections[s].predicted = predicted[s];
   p.notes = built.graph.notes;
   p.warnings = warnings;
   p.records_written = detail::write(built, changes, output);

@@ -4,8 +4,10 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
-#include <regex>
+#include <unordered_map>
 #include <stdexcept>
+
+#include <re2/re2.h>
 
 #include "whatif_internal.h"
 
@@ -21,6 +23,14 @@ std::string fmt(const char* f, double a) {
 
 std::string us(int64_t ns) { return fmt("%.2f us", static_cast<double>(ns) / 1e3); }
 
+// A duration times a factor, kept in range (a factor of 1e6 on a long kernel must not leave
+// int64 for llround, whose result is then unspecified).
+int64_t scaled(int64_t ns, double factor) {
+  const double v = static_cast<double>(ns) * factor;
+  if (!(v > 0)) return 0;
+  return v >= 1e18 ? int64_t{1000000000000000000} : static_cast<int64_t>(std::llround(v));
+}
+
 uint32_t add_lane(Graph& g, const Lane& like, uint32_t stream) {
   Lane l;
   l.capture = like.capture;
@@ -34,12 +44,20 @@ uint32_t add_lane(Graph& g, const Lane& like, uint32_t stream) {
   return static_cast<uint32_t>(g.lanes.size() - 1);
 }
 
-// Stream ids for added lanes: above every id the capture uses.
+// Stream ids for added lanes: above every id the capture uses, never the legacy stream's 7
+// (a capture whose ids reach UINT32_MAX gets the first free ids above 7).
 uint32_t next_stream_id(const Graph& g, uint16_t capture) {
   uint32_t top = 7;
   for (const Lane& l : g.lanes)
     if (l.capture == capture) top = std::max(top, l.stream);
-  return top + 1;
+  if (top < UINT32_MAX - 4096) return top + 1;
+  uint32_t id = 8;
+  for (bool used = true; used; ++id) {
+    used = false;
+    for (const Lane& l : g.lanes) used |= l.capture == capture && l.stream == id;
+    if (!used) return id;
+  }
+  return id;
 }
 
 // The call no longer waits: it costs what a launch costs in its capture.
@@ -52,17 +70,20 @@ void make_async(Built& b, uint32_t call) {
 }
 
 void scale(Built& b, const Change& ch) {
-  std::regex re;
-  try {
-    re = std::regex(ch.name, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    throw std::invalid_argument("--change " + ch.text + ": not a regular expression: " + e.what());
-  }
+  // RE2, as the filter flags: kernel names come from the program, and libstdc++'s
+  // backtracking std::regex recursed once per character of a 200,000-character name.
+  RE2::Options options;
+  options.set_log_errors(false);
+  const RE2 re(ch.name, options);
+  if (!re.ok()) throw std::invalid_argument("--change " + ch.text + ": not a regular expression: " + re.error());
   size_t matched = 0;
+  std::unordered_map<std::string, bool> hit;  // per distinct name: demangle and match once
   for (GpuOp& op : b.graph.ops) {
     if (op.kind != OpKind::kKernel) continue;
-    if (!std::regex_search(op.name, re) && !std::regex_search(demangle(op.name), re)) continue;
-    op.duration_ns = static_cast<int64_t>(std::llround(static_cast<double>(op.duration_ns) * ch.factor));
+    auto [it, added] = hit.try_emplace(op.name, false);
+    if (added) it->second = RE2::PartialMatch(op.name, re) || RE2::PartialMatch(demangle(op.name), re);
+    if (!it->second) continue;
+    op.duration_ns = scaled(op.duration_ns, ch.factor);
     ++matched;
   }
   if (matched == 0)
@@ -99,7 +120,7 @@ void pin_copies(Built& b, const Change& ch, const Options& options) {
     for (uint32_t o = 0; o < g.ops.size(); ++o) {
       GpuOp& op = g.ops[o];
       if (op.kind != OpKind::kCopy || !op.pageable || op.engine != engine) continue;
-      op.duration_ns = static_cast<int64_t>(std::llround(static_cast<double>(op.bytes) / gbps));
+      op.duration_ns = scaled(static_cast<int64_t>(std::min<uint64_t>(op.bytes, uint64_t{1} << 62)), 1.0 / gbps);
       op.pageable = false;
       ++changed;
       // cudaMemcpyAsync returns at once once its memory is pinned; cudaMemcpy still waits.
@@ -143,17 +164,27 @@ void async_copies(Built& b, const Change& ch) {
     const uint32_t orig_lane = op.orig_lane;
     op.lane = it->second;
     ++moved;
-    EventWait ew;
-    if (op.engine == kEngineHtoD) {  // what its stream runs next reads the data
-      ew.waiting_lane = orig_lane;
-      ew.at_order = op.order;
-      ew.source_ops = {o};
-    } else {  // it reads what its stream wrote before it
-      ew.waiting_op = o;
-      ew.source_lane = orig_lane;
-      ew.source_order = op.order;
+    // Off the legacy default stream, the copy loses its implicit order with every blocking
+    // stream of the device: the waits stand for it on each of them.
+    std::vector<uint32_t> related{orig_lane};
+    if (from.legacy)
+      for (uint32_t l = 0; l < g.lanes.size(); ++l)
+        if (l != orig_lane && !g.lanes[l].added && g.lanes[l].blocking && g.lanes[l].capture == from.capture &&
+            g.lanes[l].device == from.device)
+          related.push_back(l);
+    for (uint32_t lane : related) {
+      EventWait ew;
+      if (op.engine == kEngineHtoD) {  // what the stream runs next reads the data
+        ew.waiting_lane = lane;
+        ew.at_order = op.order;
+        ew.source_ops = {o};
+      } else {  // it reads what the stream wrote before it
+        ew.waiting_op = o;
+        ew.source_lane = lane;
+        ew.source_order = op.order;
+      }
+      b.event_waits.push_back(ew);
     }
-    b.event_waits.push_back(ew);
     if (op.pageable) {  // CUDA stages pageable memory: the call still returns when it is done
       ++still_blocking;
       continue;
@@ -166,16 +197,21 @@ void async_copies(Built& b, const Change& ch) {
   }
   // The host reads what a DtoH copy brought: its thread's next call that still waits (once
   // every copy has been made asynchronous) waits for the copy too, or its last call.
+  std::vector<uint32_t> position(g.calls.size(), 0);  // a call's index in its thread
+  for (const Thread& t : g.threads)
+    for (uint32_t i = 0; i < t.calls.size(); ++i) position[t.calls[i]] = i;
   for (uint32_t o : read_by_host) {
     const Thread& t = g.threads[g.calls[g.ops[o].call].thread];
-    auto pos = std::find(t.calls.begin(), t.calls.end(), g.ops[o].call);
-    uint32_t target = t.calls.back();
-    for (auto c = pos + 1; c != t.calls.end(); ++c)
-      if (b.call_wait[*c].kind != WaitSpec::Kind::kNone || !b.call_wait[*c].ops.empty()) {
-        target = *c;
-        break;
-      }
+    uint32_t target = kNone;
+    for (size_t i = position[g.ops[o].call] + 1; i < t.calls.size() && target == kNone; ++i) {
+      const uint32_t c = t.calls[i];
+      if (!g.calls[c].removed && (b.call_wait[c].kind != WaitSpec::Kind::kNone || !b.call_wait[c].ops.empty())) target = c;
+    }
+    for (size_t i = t.calls.size(); target == kNone && i-- > position[g.ops[o].call];)
+      if (!g.calls[t.calls[i]].removed) target = t.calls[i];
+    if (target == kNone) continue;
     b.call_wait[target].ops.push_back(o);
+    g.calls[target].launches_only = false;  // it waits now: graphs must not fold it
   }
   if (moved == 0) {
     g.notes.push_back(ch.text + ": no synchronous copy: nothing to change");
@@ -191,9 +227,12 @@ void async_copies(Built& b, const Change& ch) {
 void remove_syncs(Built& b, const Change& ch) {
   Graph& g = b.graph;
   size_t removed = 0, kept = 0;
-  std::vector<bool> launched_dtoh(g.calls.size(), false);
-  for (const GpuOp& op : g.ops)
-    if (op.call != kNone && op.kind == OpKind::kCopy && op.engine == kEngineDtoH) launched_dtoh[op.call] = true;
+  std::vector<bool> launched_dtoh(g.calls.size(), false), launches(g.calls.size(), false);
+  for (const GpuOp& op : g.ops) {
+    if (op.call == kNone) continue;
+    launches[op.call] = true;
+    if (op.kind == OpKind::kCopy && op.engine == kEngineDtoH) launched_dtoh[op.call] = true;
+  }
   for (const Thread& t : g.threads) {
     // The last wait of a thread is where it reads its results: kept.
     uint32_t last_wait = kNone;
@@ -210,6 +249,7 @@ void remove_syncs(Built& b, const Change& ch) {
         continue;
       }
       if (!ch.name.empty() && g.calls[c].name.rfind(ch.name, 0) != 0) continue;
+      if (launches[c]) continue;  // it hands work over too: not a synchronising call to drop
       if (c == last_wait || reads_since) {
         ++kept;
         reads_since = false;
@@ -278,7 +318,8 @@ void spread_streams(Built& b, const Change& ch) {
     }
     if (!next_id.count(from.capture)) next_id[from.capture] = next_stream_id(g, from.capture);
     std::vector<uint32_t> new_lanes;
-    for (uint32_t i = 0; i < ch.streams; ++i) new_lanes.push_back(add_lane(g, from, next_id[from.capture]++));
+    const size_t lanes = std::min<size_t>(ch.streams, chains.size());
+    for (size_t i = 0; i < lanes; ++i) new_lanes.push_back(add_lane(g, from, next_id[from.capture]++));
     for (size_t i = 0; i < chains.size(); ++i)
       for (uint32_t o : chains[i]) g.ops[o].lane = new_lanes[i % new_lanes.size()];
     ++spread;
@@ -290,14 +331,24 @@ void spread_streams(Built& b, const Change& ch) {
 }
 
 // The smallest period p >= 2 of `names` (names[i] == names[i + p] for every i), 0 if none
-// repeats at least twice.
+// repeats at least twice. The smallest period of a sequence is its length minus its longest
+// border (the KMP prefix function): linear, where trying each p was quadratic.
 size_t period(const std::vector<std::string>& names) {
-  for (size_t p = 2; p * 2 <= names.size(); ++p) {
-    bool ok = true;
-    for (size_t i = 0; i + p < names.size() && ok; ++i) ok = names[i] == names[i + p];
-    if (ok) return p;
+  const size_t n = names.size();
+  if (n < 4) return 0;
+  std::unordered_map<std::string, uint32_t> ids;
+  std::vector<uint32_t> s(n);
+  for (size_t i = 0; i < n; ++i) s[i] = ids.try_emplace(names[i], static_cast<uint32_t>(ids.size())).first->second;
+  std::vector<size_t> border(n, 0);
+  for (size_t i = 1; i < n; ++i) {
+    size_t k = border[i - 1];
+    while (k > 0 && s[i] != s[k]) k = border[k - 1];
+    if (s[i] == s[k]) ++k;
+    border[i] = k;
   }
-  return 0;
+  size_t p = n - border[n - 1];
+  if (p == 1) p = 2;  // one name repeated: every p is a period; a graph of two launches at least
+  return p * 2 <= n ? p : 0;
 }
 
 // Runs of launch calls on a thread that repeat one sequence: each repetition becomes one
@@ -395,7 +446,7 @@ void balance_ranks(Built& b, const Change& ch) {
       throw std::invalid_argument("--change balance-ranks: the ranks ran different numbers of collectives (" +
                                   std::to_string(steps[0].size() - 1) + " in " + b.sections[0].name + ", " +
                                   std::to_string(steps[c].size() - 1) + " in " + b.sections[c].name + ")");
-  size_t scaled = 0;
+  size_t retimed = 0;
   double worst = 1;
   for (size_t s = 0; s < steps[0].size(); ++s) {
     std::vector<double> own(captures, 0);
@@ -409,12 +460,12 @@ void balance_ranks(Built& b, const Change& ch) {
       const double factor = mean / own[c];
       worst = std::min(worst, factor);
       for (uint32_t o : steps[c][s]) {
-        g.ops[o].duration_ns = static_cast<int64_t>(std::llround(static_cast<double>(g.ops[o].duration_ns) * factor));
-        ++scaled;
+        g.ops[o].duration_ns = scaled(g.ops[o].duration_ns, factor);
+        ++retimed;
       }
     }
   }
-  g.notes.push_back(ch.text + ": " + std::to_string(steps[0].size() - 1) + " collectives, " + std::to_string(scaled) +
+  g.notes.push_back(ch.text + ": " + std::to_string(steps[0].size() - 1) + " collectives, " + std::to_string(retimed) +
                     " kernels re-timed to their step's mean over " + std::to_string(captures) + " ranks (slowest rank's compute" +
                     fmt(" x%.2f)", worst));
 }

@@ -15,7 +15,10 @@ constexpr uint32_t kLegacyStreamId = 7;
 // CUpti_ActivityStreamFlag (cupti_activity.h): CUPTI_ACTIVITY_STREAM_CREATE_FLAG_NON_BLOCKING = 2.
 constexpr uint32_t kStreamFlagNonBlocking = 2;
 // Launch order: a call's ops follow it, at most this many apart.
-constexpr uint64_t kOrderStride = 4096;
+constexpr uint64_t kOrderStride = uint64_t{1} << 20;
+// Durations, gaps and offsets above this (about 12 days) are not a program's: a hostile or
+// broken capture's. Clamped, so that no sum of them wraps.
+constexpr int64_t kMaxSpanNs = int64_t{1} << 50;
 
 // Calls that wait for the whole device before they do anything (CUDA runtime API reference:
 // cudaFree and cudaFreeHost "implicitly synchronize the device"; so does cudaDeviceReset).
@@ -53,7 +56,7 @@ bool is_collective(v1::NcclOp op) {
   }
 }
 
-int64_t dur(uint64_t a, uint64_t b) { return b > a ? static_cast<int64_t>(b - a) : 0; }
+int64_t dur(uint64_t a, uint64_t b) { return b > a ? std::min<int64_t>(static_cast<int64_t>(std::min<uint64_t>(b - a, kMaxSpanNs)), kMaxSpanNs) : 0; }
 
 class SectionBuilder {
  public:
@@ -164,7 +167,9 @@ class SectionBuilder {
       auto info = stream_info_.find(stream);
       if (info != stream_info_.end()) {
         l.blocking = (info->second->flags() & 0xFFFF) != kStreamFlagNonBlocking;
-        l.priority = -info->second->priority();  // CUDA: a lower number is a greater priority
+        // CUDA: a lower number is a greater priority. Real priorities are small; clamped
+        // before the negation, which overflows for INT32_MIN.
+        l.priority = -std::clamp(info->second->priority(), -1024, 1024);
       }
       g_.lanes.push_back(l);
     }
@@ -372,19 +377,19 @@ class SectionBuilder {
     }
   }
 
-  // The latest cudaEventRecord of `event_id` launched before `order`.
-  const v1::CudaEvent* event_before(uint32_t event_id, uint64_t order) const {
+  // The latest cudaEventRecord of `event_id` launched before `order`: a binary search in the
+  // records of that id, sorted by launch order once.
+  const v1::CudaEvent* event_before(uint32_t event_id, uint64_t order) {
     auto it = events_by_id_.find(event_id);
     if (it == events_by_id_.end()) return nullptr;
-    const v1::CudaEvent* best = nullptr;
-    uint64_t best_order = 0;
-    for (uint32_t rec : it->second) {
-      const v1::CudaEvent& e = s_.records[rec].cuda_event();
-      const uint32_t c = call_of(e.correlation_id());
-      const uint64_t o = c == kNone ? 0 : b_.call_order[c];
-      if (o < order && (best == nullptr || o >= best_order)) best = &e, best_order = o;
+    auto& sorted = sorted_events_[event_id];
+    if (sorted.empty()) {
+      for (uint32_t rec : it->second) sorted.emplace_back(order_of_event(s_.records[rec].cuda_event()), rec);
+      std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     }
-    return best;
+    auto pos = std::lower_bound(sorted.begin(), sorted.end(), order, [](const auto& e, uint64_t v) { return e.first < v; });
+    if (pos == sorted.begin()) return nullptr;
+    return &s_.records[(pos - 1)->second].cuda_event();
   }
 
   uint64_t order_of_event(const v1::CudaEvent& e) const {
@@ -449,6 +454,7 @@ class SectionBuilder {
   std::unordered_map<uint32_t, const v1::StreamInfo*> stream_info_;
   std::unordered_map<uint32_t, uint32_t> syncs_;  // correlation id -> record
   std::unordered_map<uint32_t, std::vector<uint32_t>> events_by_id_;
+  std::unordered_map<uint32_t, std::vector<std::pair<uint64_t, uint32_t>>> sorted_events_;
   std::unordered_map<uint64_t, uint32_t> external_;
   std::unordered_map<uint32_t, uint32_t> call_of_corr_;
   std::unordered_map<uint32_t, uint32_t> nccl_call_;  // call -> NcclCall record
@@ -479,44 +485,81 @@ void link(Built& b) {
     auto it = std::upper_bound(ops.begin(), ops.end(), order, [&](uint64_t v, uint32_t o) { return v < g.ops[o].order; });
     return it == ops.end() ? kNone : *it;
   };
-  for (uint32_t c = 0; c < g.calls.size(); ++c) {
-    const WaitSpec& w = b.call_wait[c];
-    const uint16_t capture = g.threads[g.calls[c].thread].capture;
-    std::vector<uint32_t>& waits = g.calls[c].waits;
-    waits = w.ops;
-    if (w.kind == WaitSpec::Kind::kNone) continue;
-    for (const auto& [key, ops] : lists) {
-      const Lane& lane = g.lanes[key.first];
-      if (lane.capture != capture) continue;
-      const bool wanted = w.kind == WaitSpec::Kind::kCapture ||
-                          (w.kind == WaitSpec::Kind::kDevice && lane.device == w.device) ||
-                          ((w.kind == WaitSpec::Kind::kStream || w.kind == WaitSpec::Kind::kEvent) && key.second == w.orig_lane);
-      if (!wanted) continue;
-      const uint32_t o = last_before(ops, w.before_order);
-      if (o != kNone) waits.push_back(o);
+  // Per (thread, list): the op its last wait already covered. A thread that waited for an op
+  // has seen it end, so a later wait needs only what came after it: without this, every
+  // cudaFree of a program with many streams held one wait per stream (calls x lanes).
+  using List = const std::vector<uint32_t>*;
+  std::map<std::pair<uint32_t, List>, uint32_t> covered;
+  std::map<uint32_t, std::vector<List>> lists_of_orig;                // original lane -> its lists
+  std::map<std::pair<uint16_t, uint32_t>, std::vector<List>> lists_of_device;
+  std::map<uint16_t, std::vector<List>> lists_of_capture;
+  std::map<uint16_t, std::vector<std::pair<uint64_t, List>>> by_order;  // every op's list, in launch order
+  for (const auto& [key, ops] : lists) {
+    const Lane& lane = g.lanes[key.first];
+    lists_of_orig[key.second].push_back(&ops);
+    lists_of_device[{lane.capture, lane.device}].push_back(&ops);
+    lists_of_capture[lane.capture].push_back(&ops);
+    for (uint32_t o : ops) by_order[lane.capture].emplace_back(g.ops[o].order, &ops);
+  }
+  for (auto& [capture, v] : by_order) std::sort(v.begin(), v.end());
+  auto add_wait = [&](uint32_t c, List list, uint64_t before) {
+    const uint32_t o = last_before(*list, before);
+    if (o == kNone) return;
+    uint32_t& seen = covered.try_emplace({g.calls[c].thread, list}, kNone).first->second;
+    if (seen == o) return;
+    seen = o;
+    g.calls[c].waits.push_back(o);
+  };
+  for (const Thread& thread : g.threads) {
+    // A device-wide wait after another of the same scope on this thread needs only the lists
+    // that launched something in between: the rest were covered by the earlier one.
+    std::map<int64_t, uint64_t> last_wide;  // scope (device, or -1 for every device) -> its order
+    for (uint32_t c : thread.calls) {
+      const WaitSpec& w = b.call_wait[c];
+      g.calls[c].waits = w.ops;
+      if (w.kind == WaitSpec::Kind::kNone || g.calls[c].removed) continue;  // a removed call waits for nothing
+      if (w.kind == WaitSpec::Kind::kStream || w.kind == WaitSpec::Kind::kEvent) {
+        for (List list : lists_of_orig[w.orig_lane]) add_wait(c, list, w.before_order);
+        continue;
+      }
+      const bool all = w.kind == WaitSpec::Kind::kCapture;
+      const int64_t scope = all ? -1 : static_cast<int64_t>(w.device);
+      auto prev = last_wide.find(scope);
+      if (prev == last_wide.end()) {
+        for (List list : all ? lists_of_capture[thread.capture] : lists_of_device[{thread.capture, w.device}])
+          add_wait(c, list, w.before_order);
+      } else {
+        const auto& v = by_order[thread.capture];
+        auto it = std::lower_bound(v.begin(), v.end(), std::make_pair(prev->second, List{nullptr}));
+        std::vector<List> touched;
+        for (; it != v.end() && it->first < w.before_order; ++it) touched.push_back(it->second);
+        std::sort(touched.begin(), touched.end());
+        touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+        for (List list : touched)
+          if (all || g.lanes[g.ops[list->front()].lane].device == w.device) add_wait(c, list, w.before_order);
+      }
+      last_wide[scope] = w.before_order;
     }
   }
   for (GpuOp& op : g.ops) op.after.clear();
   for (const EventWait& ew : b.event_waits) {
     std::vector<uint32_t> sources = ew.source_ops;
-    for (const auto& [key, ops] : lists)
-      if (key.second == ew.source_lane) {
-        const uint32_t o = last_before(ops, ew.source_order);
-        if (o != kNone) sources.push_back(o);
-      }
+    for (List list : lists_of_orig[ew.source_lane]) {
+      const uint32_t o = last_before(*list, ew.source_order);
+      if (o != kNone) sources.push_back(o);
+    }
     if (sources.empty()) continue;
     if (ew.waiting_op != kNone) {
       for (uint32_t s : sources)
         if (s != ew.waiting_op) g.ops[ew.waiting_op].after.push_back(s);
       continue;
     }
-    for (const auto& [key, ops] : lists)
-      if (key.second == ew.waiting_lane) {
-        const uint32_t o = first_after(ops, ew.at_order);
-        if (o == kNone) continue;
-        for (uint32_t s : sources)
-          if (s != o) g.ops[o].after.push_back(s);
-      }
+    for (List list : lists_of_orig[ew.waiting_lane]) {
+      const uint32_t o = first_after(*list, ew.at_order);
+      if (o == kNone) continue;
+      for (uint32_t s : sources)
+        if (s != o) g.ops[o].after.push_back(s);
+    }
   }
   // The legacy default stream: it waits for every blocking stream of its device, and they
   // wait for it (CUDA programming guide, "Default Stream").
@@ -527,18 +570,24 @@ void link(Built& b) {
     for (uint32_t o : ops) has_legacy |= g.lanes[g.ops[o].lane].legacy;
     if (!has_legacy) continue;
     std::sort(ops.begin(), ops.end(), [&](uint32_t a, uint32_t c) { return g.ops[a].order < g.ops[c].order; });
-    std::map<uint32_t, uint32_t> last_on_lane;
+    std::vector<uint32_t> since_legacy;          // latest op per blocking lane since the last legacy op
+    std::map<uint32_t, size_t> since_index;      // lane -> its slot in since_legacy
     uint32_t last_legacy = kNone;
     for (uint32_t o : ops) {
       const Lane& lane = g.lanes[g.ops[o].lane];
       if (lane.legacy) {
-        for (const auto& [l, prev] : last_on_lane)
-          if (l != g.ops[o].lane && g.lanes[l].blocking && !g.lanes[l].legacy) g.ops[o].after.push_back(prev);
+        // Only the blocking lanes' ops that came since the previous legacy op: it waited for
+        // the earlier ones already (one entry per op, not one per lane per legacy op).
+        for (uint32_t prev : since_legacy) g.ops[o].after.push_back(prev);
+        since_legacy.clear();
+        since_index.clear();
         last_legacy = o;
-      } else if (lane.blocking && last_legacy != kNone) {
-        g.ops[o].after.push_back(last_legacy);
+      } else if (lane.blocking) {
+        if (last_legacy != kNone) g.ops[o].after.push_back(last_legacy);
+        auto [it, added] = since_index.try_emplace(g.ops[o].lane, since_legacy.size());
+        if (added) since_legacy.push_back(o);
+        else since_legacy[it->second] = o;  // the lane's latest op stands for its earlier ones
       }
-      last_on_lane[g.ops[o].lane] = o;
     }
   }
 }
@@ -557,6 +606,36 @@ Built build(std::vector<Section> sections) {
     const int64_t d = dur(c.orig_start_ns, c.orig_end_ns);
     c.post_wait_ns = std::min(dur(awaited_end, c.orig_end_ns), d);
     c.cost_ns = awaited_end <= c.orig_start_ns ? d : c.post_wait_ns;
+  }
+  // An op that started the moment its stream's previous op ended waited for it: its measured
+  // start says nothing about how soon after its call it could have started. Such ops get the
+  // launch latency of the ops of their kind that did not wait (the median), so that a change
+  // which makes the earlier work shorter lets them start earlier.
+  {
+    std::map<uint32_t, std::vector<uint32_t>> by_lane;
+    for (uint32_t o = 0; o < g.ops.size(); ++o) by_lane[g.ops[o].lane].push_back(o);
+    std::vector<bool> blocked(g.ops.size(), false);
+    std::map<std::pair<uint16_t, int>, std::vector<int64_t>> free_offsets;
+    for (auto& [lane, ops] : by_lane) {
+      std::stable_sort(ops.begin(), ops.end(), [&](uint32_t a, uint32_t c) { return g.ops[a].orig_start_ns < g.ops[c].orig_start_ns; });
+      uint64_t prev_end = 0;
+      for (uint32_t o : ops) {
+        GpuOp& op = g.ops[o];
+        if (op.call != kNone) {
+          const uint64_t call_start = g.calls[op.call].orig_start_ns;
+          blocked[o] = prev_end > call_start && op.orig_start_ns <= prev_end + 1000;
+          if (!blocked[o]) free_offsets[{op.capture, static_cast<int>(op.kind)}].push_back(op.ready_offset_ns);
+        }
+        prev_end = std::max(prev_end, op.orig_end_ns);
+      }
+    }
+    std::map<std::pair<uint16_t, int>, int64_t> typical;
+    for (auto& [key, v] : free_offsets) typical[key] = median(v);
+    for (uint32_t o = 0; o < g.ops.size(); ++o) {
+      if (!blocked[o]) continue;
+      auto t = typical.find({g.ops[o].capture, static_cast<int>(g.ops[o].kind)});
+      if (t != typical.end()) g.ops[o].ready_offset_ns = std::min(g.ops[o].ready_offset_ns, t->second);
+    }
   }
   b.launch_cost_ns.assign(b.sections.size(), 0);
   std::vector<std::vector<int64_t>> launch_costs(b.sections.size());

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <gpuhook/v1/capture.pb.h>
@@ -18,9 +20,14 @@ namespace v1 = gpuhook::v1;
 // One capture (or one rank's section of a merged file), as read.
 struct Section {
   std::string name;
-  std::vector<v1::Record> records;  // string ids are `strings`' (the input's)
-  std::vector<std::string> strings;
-  std::string string(uint32_t id) const { return id < strings.size() ? strings[id] : std::string(); }
+  std::vector<v1::Record> records;  // without StringDefs; string ids are the input's
+  // The input's strings, shared by its sections (a merged file interns across them).
+  std::shared_ptr<const std::unordered_map<uint32_t, std::string>> strings;
+  std::string string(uint32_t id) const {
+    if (!strings) return {};
+    auto it = strings->find(id);
+    return it == strings->end() ? std::string() : it->second;
+  }
 };
 
 // What a host call waits for, in the capture's terms.

@@ -8,6 +8,7 @@
 // bookings only ever need the recent past.
 #include <algorithm>
 #include <map>
+#include <queue>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -20,49 +21,53 @@ namespace {
 constexpr uint64_t kUnset = 0;
 constexpr double kShareSlack = 1e-9;
 
-// The SMs of one device: the kernels placed on it and the share each holds.
+// Times are saturated, never wrapped: a hostile capture's durations cannot turn an end into
+// an earlier time.
+uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+uint64_t nonneg(int64_t v) { return v > 0 ? static_cast<uint64_t>(v) : 0; }
+
+// The SMs of one device: the share in use over time, as a step function (the share from
+// each key to the next). Finding room is one sweep over the steps after the ready time.
 class SmBook {
  public:
+  SmBook() { used_[0] = 0; }
   // The earliest time >= `from` at which `share` more fits for `duration_ns`.
-  uint64_t earliest_fit(uint64_t from, int64_t duration_ns, double share) const {
+  uint64_t earliest_fit(uint64_t from, uint64_t duration_ns, double share) const {
     if (share <= 0) return from;
-    std::vector<uint64_t> candidates{from};
-    for (const Booking& b : booked_)
-      if (b.end_ns > from) candidates.push_back(b.end_ns);
-    std::sort(candidates.begin(), candidates.end());
-    for (uint64_t t : candidates)
-      if (fits(t, t + static_cast<uint64_t>(std::max<int64_t>(duration_ns, 1)), share)) return t;
-    return candidates.back();  // after every booking ends, everything fits
+    uint64_t candidate = from;
+    auto it = std::prev(used_.upper_bound(from));
+    for (; it != used_.end(); ++it) {
+      const auto next = std::next(it);
+      const uint64_t seg_end = next == used_.end() ? UINT64_MAX : next->first;
+      if (seg_end <= candidate) continue;
+      if (it->first >= sat_add(candidate, std::max<uint64_t>(duration_ns, 1))) break;  // fits over the whole run
+      if (it->second + share > 1 + kShareSlack) candidate = seg_end;                   // no room here: after it
+      if (candidate == UINT64_MAX) break;
+    }
+    return candidate;
   }
   void book(uint64_t start_ns, uint64_t end_ns, double share) {
-    if (share > 0) booked_.push_back({start_ns, std::max(end_ns, start_ns + 1), share});
+    if (share <= 0 || end_ns <= start_ns) return;
+    split_at(start_ns);
+    split_at(end_ns);
+    for (auto it = used_.find(start_ns); it != used_.end() && it->first < end_ns; ++it) it->second += share;
   }
-  // Bookings that ended before `t` can no longer hold anything placed at or after it.
+  // Steps that ended before `t` can no longer hold anything placed at or after it.
   void forget_before(uint64_t t) {
-    if (booked_.size() < 256) return;
-    booked_.erase(std::remove_if(booked_.begin(), booked_.end(), [t](const Booking& b) { return b.end_ns <= t; }),
-                  booked_.end());
+    auto it = std::prev(used_.upper_bound(t));  // the step in force at t
+    if (it == used_.begin()) return;
+    const double in_force = it->second;
+    used_.erase(used_.begin(), std::next(it));
+    used_[0] = in_force;
   }
 
  private:
-  struct Booking {
-    uint64_t start_ns, end_ns;
-    double share;
-  };
-  // The share in use is greatest at `from` or at a booking's start inside [from, to).
-  bool fits(uint64_t from, uint64_t to, double share) const {
-    auto used_at = [&](uint64_t t) {
-      double used = 0;
-      for (const Booking& b : booked_)
-        if (b.start_ns <= t && t < b.end_ns) used += b.share;
-      return used;
-    };
-    if (used_at(from) + share > 1 + kShareSlack) return false;
-    for (const Booking& b : booked_)
-      if (b.start_ns > from && b.start_ns < to && used_at(b.start_ns) + share > 1 + kShareSlack) return false;
-    return true;
+  void split_at(uint64_t t) {
+    auto it = used_.upper_bound(t);
+    const double before = std::prev(it)->second;
+    used_.emplace_hint(it, t, before);
   }
-  std::vector<Booking> booked_;
+  std::map<uint64_t, double> used_;
 };
 
 struct DeviceKey {
@@ -88,139 +93,156 @@ class Replayer {
       std::stable_sort(ops.begin(), ops.end(), [&](uint32_t a, uint32_t b) { return g.ops[a].order < g.ops[b].order; });
     lane_head_.assign(g.lanes.size(), 0);
     lane_end_.assign(g.lanes.size(), 0);
+    queued_.assign(g.lanes.size(), false);
     placed_.assign(g.ops.size(), false);
     arrived_.assign(g.ops.size(), false);
-    next_call_.assign(g.threads.size(), 0);
     timed_.assign(g.calls.size(), false);
+    next_call_.assign(g.threads.size(), 0);
     clock_.resize(g.threads.size());
     for (size_t t = 0; t < g.threads.size(); ++t) clock_[t] = g.threads[t].first_ns;
-    for (const auto& [key, ranks] : g.collective_ranks) needed_[key] = ranks;
+    dependents_.resize(g.ops.size());
     for (uint32_t i = 0; i < g.ops.size(); ++i)
-      if (g.ops[i].collective != 0) members_[g.ops[i].collective].push_back(i);
-    for (auto it = needed_.begin(); it != needed_.end();) {  // a collective missing a rank keeps its measured time
-      auto m = members_.find(it->first);
-      if (m == members_.end() || m->second.size() != it->second) it = needed_.erase(it);
-      else ++it;
+      for (uint32_t dep : g.ops[i].after)
+        if (dep < g.ops.size()) dependents_[dep].push_back(g.ops[i].lane);
+    launched_.resize(g.calls.size());
+    for (uint32_t i = 0; i < g.ops.size(); ++i)
+      if (g.ops[i].call < g.calls.size()) launched_[g.ops[i].call].push_back(g.ops[i].lane);
+    waiting_.resize(g.ops.size());
+    // A collective is coupled only when each of its ranks (one op per capture) is here.
+    std::unordered_map<uint64_t, std::vector<uint32_t>> members;
+    for (uint32_t i = 0; i < g.ops.size(); ++i)
+      if (g.ops[i].collective != 0) members[g.ops[i].collective].push_back(i);
+    for (const auto& [key, ranks] : g.collective_ranks) {
+      auto m = members.find(key);
+      if (m == members.end() || m->second.size() != ranks) continue;
+      std::vector<uint16_t> captures;
+      for (uint32_t op : m->second) captures.push_back(g.ops[op].capture);
+      std::sort(captures.begin(), captures.end());
+      if (std::adjacent_find(captures.begin(), captures.end()) != captures.end()) continue;
+      members_[key] = m->second;
     }
   }
 
   void run() {
     size_t remaining = g_.ops.size();
-    for (;;) {
-      run_threads();
-      if (remaining == 0) break;
-      uint32_t best = kNone;
-      uint64_t best_at = 0;
-      for (uint32_t lane = 0; lane < g_.lanes.size(); ++lane) {
-        if (lane_head_[lane] >= lane_ops_[lane].size()) continue;
-        const uint32_t op = lane_ops_[lane][lane_head_[lane]];
-        if (arrived_[op]) continue;  // a collective waiting for its other ranks
-        uint64_t at = 0;
-        if (!earliest(op, &at)) continue;
-        if (best == kNone || at < best_at || (at == best_at && better(op, best))) best = op, best_at = at;
-      }
-      if (best == kNone) throw std::runtime_error(stuck_message());
-      remaining -= place(best, best_at);
+    for (size_t t = 0; t < g_.threads.size(); ++t) run_thread(t);
+    for (uint32_t lane = 0; lane < g_.lanes.size(); ++lane) consider(lane);
+    while (remaining > 0) {
+      if (ready_.empty()) throw std::runtime_error(stuck_message());
+      const Ready r = ready_.top();
+      ready_.pop();
+      queued_[r.lane] = false;
+      remaining -= place(r.op, r.at);
     }
-    run_threads();
     for (size_t t = 0; t < g_.threads.size(); ++t)
       if (next_call_[t] < g_.threads[t].calls.size()) throw std::runtime_error(stuck_message());
   }
 
  private:
-  // Runs every host thread until it finishes or waits for an op not yet placed.
-  void run_threads() {
-    for (size_t t = 0; t < g_.threads.size(); ++t) {
-      const Thread& thread = g_.threads[t];
-      while (next_call_[t] < thread.calls.size()) {
-        HostCall& c = g_.calls[thread.calls[next_call_[t]]];
-        if (c.removed) {  // the host work before it still happens; the call itself is gone
-          clock_[t] += static_cast<uint64_t>(std::max<int64_t>(c.gap_ns, 0));
-          c.start_ns = c.end_ns = clock_[t];
+  struct Ready {
+    uint64_t at;
+    int32_t priority;
+    uint64_t order;
+    uint32_t op, lane;
+    // std::priority_queue pops the greatest: the earliest, then the greater stream priority,
+    // then the earlier launch.
+    bool operator<(const Ready& o) const {
+      if (at != o.at) return at > o.at;
+      if (priority != o.priority) return priority < o.priority;
+      return order > o.order;
+    }
+  };
+
+  // Runs a host thread until it finishes or waits for an op not yet placed.
+  void run_thread(size_t t) {
+    const Thread& thread = g_.threads[t];
+    while (next_call_[t] < thread.calls.size()) {
+      const uint32_t index = thread.calls[next_call_[t]];
+      HostCall& c = g_.calls[index];
+      if (!timed_[index]) {
+        // The host work before it happens whether or not the call stays; a removed call
+        // takes no time of its own. Started before it waits: the work it launches itself
+        // (a cudaMemcpy's copy) needs its start.
+        c.start_ns = sat_add(clock_[t], nonneg(c.gap_ns));
+        timed_[index] = true;
+        for (uint32_t lane : launched_[index]) consider(lane);
+        if (c.removed) {
+          c.end_ns = c.start_ns;
+          clock_[t] = c.end_ns;
           ++next_call_[t];
           continue;
         }
-        // Started before it waits: the work it launches itself (a cudaMemcpy's copy) needs its start.
-        const uint32_t index = thread.calls[next_call_[t]];
-        if (!timed_[index]) {
-          c.start_ns = clock_[t] + static_cast<uint64_t>(std::max<int64_t>(c.gap_ns, 0));
-          timed_[index] = true;
-        }
-        uint64_t waited_until = 0;
-        bool blocked = false;
-        for (uint32_t op : c.waits) {
-          if (!placed_[op]) {
-            blocked = true;
-            break;
-          }
-          waited_until = std::max(waited_until, g_.ops[op].end_ns);
-        }
-        if (blocked) break;
-        c.end_ns = c.start_ns + static_cast<uint64_t>(std::max<int64_t>(c.cost_ns, 0));
-        if (waited_until != 0)
-          c.end_ns = std::max(c.end_ns, waited_until + static_cast<uint64_t>(std::max<int64_t>(c.post_wait_ns, 0)));
-        clock_[t] = c.end_ns;
-        ++next_call_[t];
       }
+      uint64_t waited_until = 0;
+      for (uint32_t op : c.waits) {
+        if (op >= g_.ops.size()) continue;
+        if (!placed_[op]) {
+          waiting_[op].push_back(static_cast<uint32_t>(t));
+          return;
+        }
+        waited_until = std::max(waited_until, g_.ops[op].end_ns);
+      }
+      c.end_ns = sat_add(c.start_ns, nonneg(c.cost_ns));
+      if (waited_until != 0) c.end_ns = std::max(c.end_ns, sat_add(waited_until, nonneg(c.post_wait_ns)));
+      clock_[t] = c.end_ns;
+      ++next_call_[t];
     }
   }
 
-  // When `op` could start, if its launch and everything before it are placed.
-  bool earliest(uint32_t op, uint64_t* at) const {
+  // Queues the lane's head op if everything it needs is placed (its time is then final).
+  void consider(uint32_t lane) {
+    if (queued_[lane] || lane_head_[lane] >= lane_ops_[lane].size()) return;
+    const uint32_t op = lane_ops_[lane][lane_head_[lane]];
+    if (arrived_[op]) return;  // a collective waiting for its other ranks
     const GpuOp& o = g_.ops[op];
-    uint64_t t = 0;
+    uint64_t t = o.orig_start_ns;
     if (o.call != kNone) {
-      if (!timed_[o.call]) return false;
-      t = g_.calls[o.call].start_ns + static_cast<uint64_t>(std::max<int64_t>(o.ready_offset_ns, 0));
-    } else {
-      t = o.orig_start_ns;
+      if (o.call >= g_.calls.size() || !timed_[o.call]) return;
+      t = sat_add(g_.calls[o.call].start_ns, nonneg(o.ready_offset_ns));
     }
-    t = std::max(t, lane_end_[o.lane]);
+    t = std::max(t, lane_end_[lane]);
     for (uint32_t dep : o.after) {
-      if (!placed_[dep]) return false;
+      if (dep >= g_.ops.size()) continue;
+      if (!placed_[dep]) return;
       t = std::max(t, g_.ops[dep].end_ns);
     }
-    *at = t;
-    return true;
-  }
-
-  bool better(uint32_t a, uint32_t b) const {
-    const int32_t pa = g_.lanes[g_.ops[a].lane].priority, pb = g_.lanes[g_.ops[b].lane].priority;
-    if (pa != pb) return pa > pb;
-    return g_.ops[a].order < g_.ops[b].order;
+    queued_[lane] = true;
+    ready_.push({t, g_.lanes[lane].priority, o.order, op, lane});
   }
 
   // Places `op` (and, for the last rank of a collective, all of it); returns how many ops.
   size_t place(uint32_t op, uint64_t at) {
     GpuOp& o = g_.ops[op];
-    DeviceState& dev = devices_[{o.capture, g_.lanes[o.lane].device}];
-    if (o.collective != 0 && needed_.count(o.collective)) {
+    auto m = o.collective != 0 ? members_.find(o.collective) : members_.end();
+    if (m != members_.end()) {
       o.start_ns = at;
       arrived_[op] = true;
-      const auto& members = members_[o.collective];
       uint64_t last_arrival = 0;
-      for (uint32_t m : members) {
-        if (!arrived_[m]) return 0;
-        last_arrival = std::max(last_arrival, g_.ops[m].start_ns);
+      for (uint32_t x : m->second) {
+        if (!arrived_[x]) return 0;
+        last_arrival = std::max(last_arrival, g_.ops[x].start_ns);
       }
-      for (uint32_t m : members) {
-        GpuOp& mo = g_.ops[m];
-        mo.end_ns = std::max(last_arrival + static_cast<uint64_t>(std::max<int64_t>(mo.transfer_ns, 0)), mo.start_ns);
-        finish(m);
+      for (uint32_t x : m->second) {
+        GpuOp& xo = g_.ops[x];
+        xo.end_ns = std::max(sat_add(last_arrival, nonneg(xo.transfer_ns)), xo.start_ns);
+        finish(x);
       }
-      return members.size();
+      return m->second.size();
     }
+    DeviceState& dev = devices_[{o.capture, g_.lanes[o.lane].device}];
     uint64_t start = at;
-    const uint64_t duration = static_cast<uint64_t>(std::max<int64_t>(o.duration_ns, 0));
-    if (o.engine >= 0 && o.engine < kEngines) start = std::max(start, dev.engine_free_ns[o.engine]);
-    if (o.sm_share > 0) {
+    const uint64_t duration = nonneg(o.duration_ns);
+    const bool engine = o.engine >= 0 && o.engine < kEngines;
+    if (engine) start = std::max(start, dev.engine_free_ns[o.engine]);
+    const double share = std::min(o.sm_share, 1.0);
+    if (share > 0) {
       dev.sms.forget_before(at);
-      start = dev.sms.earliest_fit(start, o.duration_ns, std::min(o.sm_share, 1.0));
-      dev.sms.book(start, start + duration, std::min(o.sm_share, 1.0));
+      start = dev.sms.earliest_fit(start, duration, share);
+      dev.sms.book(start, sat_add(start, std::max<uint64_t>(duration, 1)), share);
     }
     o.start_ns = start;
-    o.end_ns = start + duration;
-    if (o.engine >= 0 && o.engine < kEngines) dev.engine_free_ns[o.engine] = o.end_ns;
+    o.end_ns = sat_add(start, duration);
+    if (engine) dev.engine_free_ns[o.engine] = o.end_ns;
     finish(op);
     return 1;
   }
@@ -230,6 +252,11 @@ class Replayer {
     const uint32_t lane = g_.ops[op].lane;
     lane_end_[lane] = std::max(lane_end_[lane], g_.ops[op].end_ns);
     ++lane_head_[lane];
+    consider(lane);
+    for (uint32_t l : dependents_[op]) consider(l);
+    std::vector<uint32_t> threads;
+    threads.swap(waiting_[op]);
+    for (uint32_t t : threads) run_thread(t);
   }
 
   std::string stuck_message() const {
@@ -246,39 +273,57 @@ class Replayer {
   std::vector<std::vector<uint32_t>> lane_ops_;
   std::vector<size_t> lane_head_;
   std::vector<uint64_t> lane_end_;
+  std::vector<bool> queued_;   // per lane: its head is in ready_
   std::vector<bool> placed_, arrived_;
-  std::vector<bool> timed_;  // per call: its start is known (it may still wait)
+  std::vector<bool> timed_;    // per call: its start is known (it may still wait)
   std::vector<size_t> next_call_;
   std::vector<uint64_t> clock_;
+  std::vector<std::vector<uint32_t>> dependents_;  // op -> lanes with an op after it
+  std::vector<std::vector<uint32_t>> launched_;    // call -> lanes of the ops it launched
+  std::vector<std::vector<uint32_t>> waiting_;     // op -> threads waiting for it
+  std::priority_queue<Ready> ready_;
   std::map<DeviceKey, DeviceState> devices_;
-  std::unordered_map<uint64_t, uint32_t> needed_;
   std::unordered_map<uint64_t, std::vector<uint32_t>> members_;
 };
 
+// Spans of every capture in one pass over the graph.
 template <class Start, class End>
-Span span_of(const Graph& g, uint16_t capture, bool with_removed, Start start, End end) {
-  Span s;
-  auto add = [&](uint64_t a, uint64_t b) {
+std::vector<Span> spans_of(const Graph& g, bool with_removed, Start start, End end) {
+  uint16_t captures = 0;
+  for (const Thread& t : g.threads) captures = std::max<uint16_t>(captures, static_cast<uint16_t>(t.capture + 1));
+  for (const GpuOp& o : g.ops) captures = std::max<uint16_t>(captures, static_cast<uint16_t>(o.capture + 1));
+  std::vector<Span> spans(captures);
+  auto add = [&](uint16_t capture, uint64_t a, uint64_t b) {
+    Span& s = spans[capture];
     if (a != kUnset && (s.first_ns == 0 || a < s.first_ns)) s.first_ns = a;
     if (b != kUnset && b > s.last_ns) s.last_ns = b;
   };
   for (const HostCall& c : g.calls)
-    if (g.threads[c.thread].capture == capture && (with_removed || !c.removed)) add(start(c), end(c));
-  for (const GpuOp& o : g.ops)
-    if (o.capture == capture) add(start(o), end(o));
-  return s;
+    if (with_removed || !c.removed) add(g.threads[c.thread].capture, start(c), end(c));
+  for (const GpuOp& o : g.ops) add(o.capture, start(o), end(o));
+  return spans;
 }
 
 }  // namespace
 
 void replay(Graph& graph) { Replayer(graph).run(); }
 
+std::vector<Span> original_spans(const Graph& graph) {
+  return spans_of(graph, true, [](const auto& x) { return x.orig_start_ns; }, [](const auto& x) { return x.orig_end_ns; });
+}
+
+std::vector<Span> replayed_spans(const Graph& graph) {
+  return spans_of(graph, false, [](const auto& x) { return x.start_ns; }, [](const auto& x) { return x.end_ns; });
+}
+
 Span original_span(const Graph& graph, uint16_t capture) {
-  return span_of(graph, capture, true, [](const auto& x) { return x.orig_start_ns; }, [](const auto& x) { return x.orig_end_ns; });
+  const std::vector<Span> all = original_spans(graph);
+  return capture < all.size() ? all[capture] : Span{};
 }
 
 Span replayed_span(const Graph& graph, uint16_t capture) {
-  return span_of(graph, capture, false, [](const auto& x) { return x.start_ns; }, [](const auto& x) { return x.end_ns; });
+  const std::vector<Span> all = replayed_spans(graph);
+  return capture < all.size() ? all[capture] : Span{};
 }
 
 }  // namespace gantt::whatif

@@ -40,12 +40,18 @@ class TimeMap {
 };
 
 // queued and submitted are stamped at launch: they move with the launching call (or, without
-// one, with the kernel), never past the kernel's start.
+// one, with the kernel), never past the kernel's start, never below 1 (0 means unknown).
 void move_launch_stamps(v1::Kernel* k, uint64_t start, int64_t delta) {
-  auto move = [&](int64_t v) { return std::min<int64_t>(v + delta, static_cast<int64_t>(start)); };
+  auto move = [&](int64_t v) {
+    const int64_t moved = delta > 0 ? (v > INT64_MAX - delta ? INT64_MAX : v + delta) : std::max<int64_t>(v + delta, 1);
+    return std::min<int64_t>(moved, static_cast<int64_t>(start));
+  };
   if (k->queued_ns() > 0) k->set_queued_ns(move(k->queued_ns()));
   if (k->submitted_ns() > 0) k->set_submitted_ns(move(k->submitted_ns()));
 }
+
+// A replayed time as the format stores it (sint64): saturated, never wrapped negative.
+int64_t as_time(uint64_t t) { return t > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(t); }
 
 }  // namespace
 
@@ -59,6 +65,9 @@ uint64_t write(const Built& b, const std::vector<Change>& changes, const std::st
     if (writer->write(r)) ++written;
     writer->maybe_flush(0);
   };
+  std::vector<std::vector<uint32_t>> calls_of(b.sections.size()), ops_of(b.sections.size());
+  for (uint32_t c = 0; c < g.calls.size(); ++c) calls_of[g.threads[g.calls[c].thread].capture].push_back(c);
+  for (uint32_t o = 0; o < g.ops.size(); ++o) ops_of[g.ops[o].capture].push_back(o);
   for (uint16_t s = 0; s < b.sections.size(); ++s) {
     const Section& sec = b.sections[s];
     const auto& places = b.places[s];
@@ -68,13 +77,17 @@ uint64_t write(const Built& b, const std::vector<Change>& changes, const std::st
     for (uint32_t i = 0; i < places.size(); ++i)
       if (places[i].kind == RecordPlace::Kind::kCall && sec.records[i].kind_case() != v1::Record::kSync)
         call_record[places[i].index] = i;
-    for (const HostCall& c : g.calls) {
+    for (uint32_t ci : calls_of[s]) {
+      const HostCall& c = g.calls[ci];
       const Thread& t = g.threads[c.thread];
-      if (t.capture != s) continue;
       global.add(c.orig_start_ns, c.start_ns), global.add(c.orig_end_ns, c.end_ns);
       per_thread[t.thread_id].add(c.orig_start_ns, c.start_ns), per_thread[t.thread_id].add(c.orig_end_ns, c.end_ns);
     }
     global.seal();
+    uint64_t latest = 0;
+    for (uint32_t c : calls_of[s])
+      if (!g.calls[c].removed) latest = std::max(latest, g.calls[c].end_ns);
+    for (uint32_t o : ops_of[s]) latest = std::max(latest, g.ops[o].end_ns);
     for (auto& [tid, m] : per_thread) m.seal();
     std::unordered_map<uint32_t, uint32_t> ids;
     auto remap = [&](uint32_t id) -> uint32_t {
@@ -86,7 +99,7 @@ uint64_t write(const Built& b, const std::vector<Change>& changes, const std::st
     bool header_seen = false;
     auto stream_infos = [&] {
       for (const Lane& l : g.lanes) {
-        if (l.capture != s || !l.added) continue;
+        if (l.capture != s || !l.added) continue;  // (lanes: a few per stream of the capture)
         v1::Record r;
         r.mutable_stream()->set_context(l.device + 1);
         r.mutable_stream()->set_stream(l.stream);
@@ -103,7 +116,7 @@ uint64_t write(const Built& b, const std::vector<Change>& changes, const std::st
         case RecordPlace::Kind::kCall: {
           const HostCall& c = g.calls[place.index];
           if (c.removed) continue;
-          const int64_t start = static_cast<int64_t>(c.start_ns), end = static_cast<int64_t>(c.end_ns);
+          const int64_t start = as_time(c.start_ns), end = as_time(c.end_ns);
           if (r.has_api()) {
             r.mutable_api()->set_start_ns(start), r.mutable_api()->set_end_ns(end);
             if (b.call_is_graph_launch[place.index]) {
@@ -124,9 +137,9 @@ uint64_t write(const Built& b, const std::vector<Change>& changes, const std::st
           const HostCall& c = g.calls[place.index];
           if (c.removed || !r.has_api()) continue;
           const int64_t d = r.api().end_ns() - r.api().start_ns();
-          const int64_t start = std::min<int64_t>(static_cast<int64_t>(c.start_ns) + place.offset_ns, static_cast<int64_t>(c.end_ns));
+          const int64_t start = std::min<int64_t>(as_time(c.start_ns + static_cast<uint64_t>(place.offset_ns)), as_time(c.end_ns));
           r.mutable_api()->set_start_ns(start);
-          r.mutable_api()->set_end_ns(std::min<int64_t>(start + d, static_cast<int64_t>(c.end_ns)));
+          r.mutable_api()->set_end_ns(std::min<int64_t>(d > 0 && start <= INT64_MAX - d ? start + d : start, as_time(c.end_ns)));
           break;
         }
         case RecordPlace::Kind::kOp:
@@ -138,6 +151,7 @@ uint64_t write(const Built& b, const std::vector<Change>& changes, const std::st
             start = op.start_ns + static_cast<uint64_t>(place.offset_ns);
             end = 0;  // below: the member's own duration
           }
+          auto own_end = [&](int64_t a, int64_t z) { return start + static_cast<uint64_t>(z > a ? z - a : 0); };
           const uint32_t stream = g.lanes[op.lane].stream;
           uint32_t correlation_id = 0;
           if (node.call != kNone) {
@@ -148,19 +162,19 @@ uint64_t write(const Built& b, const std::vector<Change>& changes, const std::st
           const uint64_t graph_id = node.call != kNone ? kPredictedGraphIdBase + node.graph_id : 0;
           if (r.has_kernel()) {
             auto* k = r.mutable_kernel();
-            if (end == 0) end = start + static_cast<uint64_t>(k->end_ns() - k->start_ns());
+            if (end == 0) end = own_end(k->start_ns(), k->end_ns());
             const int64_t delta = op.call != kNone
                                       ? static_cast<int64_t>(g.calls[op.call].start_ns) -
                                             static_cast<int64_t>(g.calls[op.call].orig_start_ns)
                                       : static_cast<int64_t>(start) - k->start_ns();
             move_launch_stamps(k, start, delta);
-            k->set_start_ns(static_cast<int64_t>(start)), k->set_end_ns(static_cast<int64_t>(end));
+            k->set_start_ns(as_time(start)), k->set_end_ns(as_time(end));
             if (place.kind == RecordPlace::Kind::kOp) k->set_stream(stream);
             if (graph_id) k->set_graph_id(graph_id), k->set_graph_node_id(node.node_id), k->set_correlation_id(correlation_id);
           } else if (r.has_memcpy()) {
             auto* m = r.mutable_memcpy();
-            if (end == 0) end = start + static_cast<uint64_t>(m->end_ns() - m->start_ns());
-            m->set_start_ns(static_cast<int64_t>(start)), m->set_end_ns(static_cast<int64_t>(end));
+            if (end == 0) end = own_end(m->start_ns(), m->end_ns());
+            m->set_start_ns(as_time(start)), m->set_end_ns(as_time(end));
             if (place.kind == RecordPlace::Kind::kOp) {
               m->set_stream(stream);
               if (!op.pageable) {  // pin-copies
@@ -172,13 +186,13 @@ uint64_t write(const Built& b, const std::vector<Change>& changes, const std::st
             if (graph_id) m->set_graph_id(graph_id), m->set_graph_node_id(node.node_id), m->set_correlation_id(correlation_id);
           } else if (r.has_memset()) {
             auto* m = r.mutable_memset();
-            if (end == 0) end = start + static_cast<uint64_t>(m->end_ns() - m->start_ns());
-            m->set_start_ns(static_cast<int64_t>(start)), m->set_end_ns(static_cast<int64_t>(end));
+            if (end == 0) end = own_end(m->start_ns(), m->end_ns());
+            m->set_start_ns(as_time(start)), m->set_end_ns(as_time(end));
             if (place.kind == RecordPlace::Kind::kOp) m->set_stream(stream);
             if (graph_id) m->set_graph_id(graph_id), m->set_graph_node_id(node.node_id), m->set_correlation_id(correlation_id);
           } else if (r.has_host_function()) {
-            r.mutable_host_function()->set_start_ns(static_cast<int64_t>(start));
-            r.mutable_host_function()->set_end_ns(static_cast<int64_t>(end));
+            r.mutable_host_function()->set_start_ns(as_time(start));
+            r.mutable_host_function()->set_end_ns(as_time(end));
           }
           break;
         }
@@ -199,8 +213,8 @@ uint64_t write(const Built& b, const std::vector<Change>& changes, const std::st
             header_seen = true;
             continue;
           }
-          if (r.has_footer()) {
-            r.mutable_footer()->set_end_monotonic_raw_ns(global(r.footer().end_monotonic_raw_ns()));
+          if (r.has_footer()) {  // after everything predicted, as the real one is
+            r.mutable_footer()->set_end_monotonic_raw_ns(std::max(global(r.footer().end_monotonic_raw_ns()), latest));
             break;
           }
           const TimeMap* map = &global;
@@ -208,12 +222,21 @@ uint64_t write(const Built& b, const std::vector<Change>& changes, const std::st
             auto it = per_thread.find(r.range().thread_id());
             if (it != per_thread.end()) map = &it->second;
           }
+          // The record's first time is mapped and the others keep their distance to it: mapped
+          // one by one, a start and an end could land on two threads' timelines out of order.
           const bool clock_sync = r.has_clock_sync();
           int index = 0;
+          bool first = true;
+          int64_t delta = 0;
           gpuhook::visit_times(r, [&](bool& has, int64_t& v) {
             const int field = index++;
             if (clock_sync && field != gpuhook::kClockSyncHostTime) return;
-            if (has && v > 0) v = static_cast<int64_t>((*map)(static_cast<uint64_t>(v)));
+            if (!has || v <= 0) return;
+            if (first) {
+              delta = as_time((*map)(static_cast<uint64_t>(v))) - v;
+              first = false;
+            }
+            v = delta > 0 ? (v > INT64_MAX - delta ? INT64_MAX : v + delta) : std::max<int64_t>(v + delta, 1);
           });
           break;
         }
