@@ -1,9 +1,13 @@
 // The whatif replay on small hand-built graphs, each span computed by hand in the comment
 // above its check; and the change spellings.
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
+#include <filesystem>
+#include <map>
 #include <stdexcept>
 
+#include "fabricate.h"
 #include "gantt/whatif.h"
 
 namespace gantt::whatif {
@@ -199,6 +203,119 @@ TEST(WhatifChange, SpellingsAreExact) {
   for (const char* bad : {"pin_copies", "streams=1", "streams=2.5", "streams=x", "scale=gemm", "scale=:2",
                           "scale=a:-1", "scale=a:nan", "scale=a:1e9", "remove-syncs=", ""})
     EXPECT_THROW(parse_change(bad), std::invalid_argument) << bad;
+}
+
+}  // namespace
+}  // namespace gantt::whatif
+
+// ---- predict(): from a capture file to a predicted one ----------------------------------
+
+namespace gantt::whatif {
+namespace {
+
+namespace v1 = gpuhook::v1;
+
+class WhatifPredict : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/gpuhook-whatif-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // Writes `records` (after a header and a device) as a capture; names are interned here.
+  std::string write(const std::string& name, const std::vector<v1::Record>& records) {
+    const std::string path = dir_ + "/" + name;
+    std::string err;
+    auto w = gpuhook::CaptureWriter::create(path, {}, &err);
+    EXPECT_TRUE(w) << err;
+    w->write(gantt_test::header());
+    w->write(gantt_test::h100());
+    for (const v1::Record& r : records) w->write(r);
+    EXPECT_TRUE(w->close());
+    return path;
+  }
+  uint32_t id(const std::string& s) { return ids_.try_emplace(s, static_cast<uint32_t>(ids_.size() + 1)).first->second; }
+  std::vector<v1::Record> with_strings(std::vector<v1::Record> records) {
+    std::vector<v1::Record> out;
+    for (const auto& [s, i] : ids_) out.push_back(gantt_test::string_def(i, s));
+    out.insert(out.end(), records.begin(), records.end());
+    return out;
+  }
+  v1::Record stream_sync(uint32_t stream, uint32_t corr, uint64_t start, uint64_t end) {
+    v1::Record r;
+    r.mutable_sync()->set_type(v1::SYNC_STREAM_SYNCHRONIZE);
+    r.mutable_sync()->set_stream(stream);
+    r.mutable_sync()->set_correlation_id(corr);
+    r.mutable_sync()->set_start_ns(static_cast<int64_t>(start));
+    r.mutable_sync()->set_end_ns(static_cast<int64_t>(end));
+    return r;
+  }
+
+  std::string dir_;
+  std::map<std::string, uint32_t> ids_;
+};
+
+TEST_F(WhatifPredict, AKernelQueuedBehindAScaledOneStartsEarlier) {
+  using gantt_test::api;
+  using gantt_test::kernel;
+  const uint32_t launch = id("cudaLaunchKernel"), sync = id("cudaStreamSynchronize"), big = id("big"), small = id("small");
+  // big runs 10 us from 1015; small, launched at 1020, waits for it (no launch stamps): it
+  // starts the moment big ends. The sync returns 85 ns after small.
+  const std::string in = write("in.gpuh", with_strings({
+      api(launch, 7, 1000, 1010, 1), kernel(big, 13, 1, 0, 0, 1015, 11015),
+      api(launch, 7, 1020, 1030, 2), kernel(small, 13, 2, 0, 0, 11015, 12015),
+      api(sync, 7, 1040, 12100, 3), stream_sync(13, 3, 1040, 12100)}));
+  const Prediction p = predict({in}, {parse_change("scale=big:0.1")}, {}, dir_ + "/out.gpuh");
+  ASSERT_EQ(p.sections.size(), 1u);
+  EXPECT_EQ(p.sections[0].measured.ns(), 11100u);
+  EXPECT_EQ(p.sections[0].unchanged.ns(), 11100u);
+  // big 1015..2015; small ready 1035 (the 15 ns latency of an unblocked launch), runs
+  // 2015..3015; the sync returns at 3100.
+  EXPECT_EQ(p.sections[0].predicted.ns(), 2100u);
+  const Model m = load({dir_ + "/out.gpuh"});
+  ASSERT_EQ(m.captures.size(), 1u);
+  EXPECT_EQ(m.captures[0].header.predicted_change_size(), 1);
+  EXPECT_EQ(m.captures[0].header.predicted_from(), in);
+}
+
+TEST_F(WhatifPredict, RemoveSyncsKeepsTheLastWaitAndEveryLaunch) {
+  using gantt_test::api;
+  using gantt_test::kernel;
+  const uint32_t launch = id("cudaLaunchKernel"), sync = id("cudaStreamSynchronize"), k = id("k");
+  const std::string in = write("in.gpuh", with_strings({
+      api(launch, 7, 1000, 1010, 1), kernel(k, 13, 1, 1005, 1006, 1015, 2015),
+      api(sync, 7, 1020, 2100, 2), stream_sync(13, 2, 1020, 2100),
+      api(launch, 7, 2110, 2120, 3), kernel(k, 13, 3, 2115, 2116, 2125, 3125),
+      api(sync, 7, 2130, 3200, 4), stream_sync(13, 4, 2130, 3200)}));
+  const Prediction p = predict({in}, {parse_change("remove-syncs")}, {}, dir_ + "/out.gpuh");
+  // The first sync goes: the second launch starts right after the first (1010 + its gap of
+  // 10 + the first sync's host gap of 10), and the kernels run back to back.
+  EXPECT_LT(p.sections[0].predicted.ns(), p.sections[0].measured.ns());
+  const Model m = load({dir_ + "/out.gpuh"});
+  int syncs = 0, launches = 0;
+  for (size_t i = 0; i < m.api.size(); ++i) {
+    syncs += m.string(m.api.name[i]) == "cudaStreamSynchronize";
+    launches += m.string(m.api.name[i]) == "cudaLaunchKernel";
+  }
+  EXPECT_EQ(syncs, 1);
+  EXPECT_EQ(launches, 2);
+  EXPECT_EQ(m.events.size(), 2u + 1u);  // two kernels and the kept sync's record
+}
+
+TEST_F(WhatifPredict, AHostileDurationSaturatesInsteadOfWrapping) {
+  using gantt_test::api;
+  using gantt_test::kernel;
+  const uint32_t launch = id("cudaLaunchKernel"), k = id("k");
+  const uint64_t huge = uint64_t{1} << 62;
+  const std::string in = write("in.gpuh", with_strings({
+      api(launch, 7, 1000, 1010, 1), kernel(k, 13, 1, 0, 0, 1015, huge),
+      api(launch, 7, 1020, 1030, 2), kernel(k, 13, 2, 0, 0, huge, huge + huge / 2)}));
+  const Prediction p = predict({in}, {parse_change("scale=k:1000")}, {}, dir_ + "/out.gpuh");
+  EXPECT_GE(p.sections[0].predicted.last_ns, p.sections[0].predicted.first_ns);
+  const Model m = load({dir_ + "/out.gpuh"});
+  for (size_t e = 0; e < m.events.size(); ++e) EXPECT_LE(m.events.start_ns[e], m.events.end_ns[e]);
 }
 
 }  // namespace
