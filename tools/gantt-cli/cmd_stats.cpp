@@ -9,6 +9,7 @@
 
 #include <gantt/analysis/stats.h>
 #include <gantt/analysis/summary.h>
+#include <gantt/analysis/waits.h>
 #include <gantt/model.h>
 #include <gantt/ranks.h>
 
@@ -57,9 +58,9 @@ ga::StatsOptions report_options(const StatsOptions& o) {
 // files are read and merged after them, in the order given.
 int run_summaries(const StatsOptions& o, const std::vector<std::string>& captures,
                   const std::vector<std::string>& summaries) {
-  if (!o.summary && (o.by == "graph" || o.by == "collective")) {
+  if (!o.summary && (o.by == "graph" || o.by == "collective" || o.by == "wait")) {
     std::cerr << "gantt-cli: stats: --by " << o.by << " needs captures: a summary keeps per-group totals, not "
-              << (o.by == "graph" ? "graph launches" : "collective calls") << "\n";
+              << (o.by == "graph" ? "graph launches" : o.by == "wait" ? "kernel waits" : "collective calls") << "\n";
     return kExitError;
   }
   const std::vector<ga::GroupBy> every = {ga::GroupBy::kKernel, ga::GroupBy::kStream, ga::GroupBy::kDevice,
@@ -124,6 +125,15 @@ int run_stats(const StatsOptions& o) {
   const bool corrupt = job.corrupt;
   if (!reportable(model) || !restrict_to_filter(model, o.filter, "stats")) return kExitError;
 
+  if (o.by == "wait") {
+    // Why each kernel waited between queued and start (analysis/waits.h).
+    std::vector<uint32_t> all(model.events.size());
+    for (uint32_t e = 0; e < all.size(); ++e) all[e] = e;
+    const auto splits = ga::wait_causes(model, all);
+    if (splits.empty()) std::cout << "no kernel with a queued stamp waited in the capture(s) (latency timestamps off?)\n";
+    else std::cout << ga::format_wait_stats(model, splits, o.format);
+    return corrupt ? kExitError : kExitOk;
+  }
   if (o.by == "collective") {
     // One row per (op, size class, ranks) over the collectives matched across captures.
     const auto rows = gantt::collective_stats(gantt::match_collectives(gantt::collective_calls(model)));
@@ -162,6 +172,7 @@ void register_stats(CLI::App& app, int& exit_code) {
       "  gantt-cli stats app.gpuh --top 10\n"
       "  gantt-cli stats app.gpuh --by range --format json > stats.json\n"
       "  gantt-cli stats app.gpuh --by graph\n"
+      "  gantt-cli stats app.gpuh --by wait      # why kernels waited: own stream, event, priority, device full\n"
       "  gantt-cli stats rank0.gpuh rank1.gpuh --by collective\n"
       "  gantt-cli stats rank7.gpuh --summary -o rank7.gsum      # on the node, by the job launcher\n"
       "  gantt-cli stats summaries/*.gsum --top 20               # anywhere, afterwards\n");
@@ -172,7 +183,7 @@ void register_stats(CLI::App& app, int& exit_code) {
   add_load_flags(*cmd, o->load);
   add_filter_flags(*cmd, o->filter);
   cmd->add_option("--by", o->by, "group by (graph: one row per CUDA graph)")
-      ->check(CLI::IsMember({"kernel", "stream", "device", "range", "graph", "collective"}))
+      ->check(CLI::IsMember({"kernel", "stream", "device", "range", "graph", "collective", "wait"}))
       ->capture_default_str();
   cmd->add_option("--top", o->top, "only the N groups with the most GPU time, or graphs with the most launch span (0 = all)")->capture_default_str();
   cmd->add_option("--gaps", o->gaps, "idle gaps listed per device")->capture_default_str();

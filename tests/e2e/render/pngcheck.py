@@ -67,8 +67,9 @@ def main():
     assert (img[0], img[1]) == (int(w), int(h)), "PNG %dx%d, SVG %dx%d" % (img[0], img[1], w, h)
     m = None
     for r in re.finditer(r'<rect x="([\d.]+)" y="([\d.]+)" width="([\d.]+)" height="([\d.]+)" fill="#(\w{6})"([^>]*)><title>([^<]*)', text):
-        # "*": the first opaque, titled rectangle at least 3 px wide (an event or a host call).
-        if prefix == "*" and ("opacity" in r.group(6) or float(r.group(3)) < 3):
+        # "*": the first opaque, titled rectangle at least 3 px wide (an event or a host call;
+        # not a queued-stage segment, which the next launch's stages may draw over).
+        if prefix == "*" and ("opacity" in r.group(6) or float(r.group(3)) < 3 or r.group(7).startswith("queued:")):
             continue
         if prefix == "*" or r.group(7).startswith(prefix):
             m = r

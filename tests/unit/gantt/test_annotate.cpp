@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "fabricate.h"
+#include "gantt/analysis/waits.h"
 #include "gantt/annotate.h"
 
 using namespace gantt_test;
@@ -49,10 +50,72 @@ TEST(Annotate, QueueDelayOverThreshold) {
   f.k(13, T, T + 210 * US, T + 260 * US, T + 300 * US);  // queued 50 us
   const auto a = f.run();
   ASSERT_EQ(Fixture::count(a, AnnotationKind::kQueueDelay), 1u);
-  EXPECT_EQ(a.items[0].label, "queued 150 us");
+  EXPECT_EQ(a.items[0].label, "queued 150 us: 150 us launch");  // nothing else ran: the launch path
   gantt::AnnotateOptions strict;
   strict.queue_delay_ns = 10 * US;
   EXPECT_EQ(Fixture::count(gantt::annotate(f.m, gantt::select_events(f.m, {}), strict), AnnotationKind::kQueueDelay), 2u);
+}
+
+// Why each launch waited (analysis/waits.h): the queue-delay flag counts only the part that is
+// not the program's own ordering.
+TEST(Annotate, AKernelBehindItsOwnStreamIsNotAQueueDelay) {
+  Fixture f;
+  f.k(13, T, T + 1 * US, T + 2 * US, T + 400 * US);
+  f.k(13, T + 5 * US, T + 6 * US, T + 401 * US, T + 500 * US);  // queued 395 us, all behind the first
+  const auto a = f.run();
+  EXPECT_EQ(Fixture::count(a, AnnotationKind::kQueueDelay), 0u);
+  const auto w = gantt::analysis::wait_causes(f.m, gantt::select_events(f.m, {}).events);
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_EQ(w[1].ns[static_cast<size_t>(gantt::analysis::WaitCause::kOwnStream)], 394 * US);
+  EXPECT_EQ(w[1].ns[static_cast<size_t>(gantt::analysis::WaitCause::kLaunch)], 1 * US);
+}
+
+TEST(Annotate, AKernelWaitingForRoomIsDeviceFullOrPriority) {
+  Fixture f;
+  f.k(13, T, T + 1 * US, T + 2 * US, T + 400 * US);
+  f.k(14, T + 5 * US, T + 6 * US, T + 400 * US, T + 500 * US);  // another stream: waited for the device
+  const auto a = f.run();
+  ASSERT_EQ(Fixture::count(a, AnnotationKind::kQueueDelay), 1u);
+  EXPECT_EQ(a.items[0].label, "queued 394 us: 394 us device full");
+
+  Fixture g;
+  g.k(13, T, T + 1 * US, T + 2 * US, T + 400 * US);
+  g.k(14, T + 5 * US, T + 6 * US, T + 400 * US, T + 500 * US);
+  g.m.events.priority.back() = 0;
+  const auto b = g.run();
+  g.m.events.priority[0] = -5;  // the running kernel's stream has the greater priority
+  const auto w = gantt::analysis::wait_causes(g.m, gantt::select_events(g.m, {}).events);
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_EQ(w[1].largest(), gantt::analysis::WaitCause::kPriority);
+}
+
+TEST(Annotate, AWaitOnAnEventIsTheProgramsOwnOrdering) {
+  Fixture f;
+  // Stream 13 runs a long kernel; the event recorded after it is waited for by stream 14,
+  // whose kernel is then queued 390 us: a dependency, not a queue delay.
+  f.k(13, T, T + 1 * US, T + 2 * US, T + 400 * US);
+  f.b.add(api(kLaunch, 1, T + 3 * US, T + 4 * US, 50));  // cudaEventRecord (any call name will do)
+  v1::Record ev;
+  ev.mutable_cuda_event()->set_event_id(77);
+  ev.mutable_cuda_event()->set_stream(13);
+  ev.mutable_cuda_event()->set_correlation_id(50);
+  f.b.add(ev);
+  f.b.add(api(kSync, 1, T + 5 * US, T + 6 * US, 51));    // cudaStreamWaitEvent
+  v1::Record w;
+  w.mutable_sync()->set_type(v1::SYNC_STREAM_WAIT_EVENT);
+  w.mutable_sync()->set_stream(14);
+  w.mutable_sync()->set_event_id(77);
+  w.mutable_sync()->set_correlation_id(51);
+  w.mutable_sync()->set_start_ns(static_cast<int64_t>(T + 5 * US));
+  w.mutable_sync()->set_end_ns(static_cast<int64_t>(T + 6 * US));
+  f.b.add(w);
+  f.k(14, T + 7 * US, T + 8 * US, T + 400 * US, T + 500 * US);
+  const auto a = f.run();
+  EXPECT_EQ(Fixture::count(a, AnnotationKind::kQueueDelay), 0u);
+  const auto splits = gantt::analysis::wait_causes(f.m, gantt::select_events(f.m, {}).events);
+  ASSERT_FALSE(splits.empty());
+  EXPECT_EQ(splits.back().largest(), gantt::analysis::WaitCause::kDependency);
+  EXPECT_EQ(splits.back().ns[static_cast<size_t>(gantt::analysis::WaitCause::kDependency)], 392 * US);
 }
 
 TEST(Annotate, LowOccupancyNamesTheLimit) {

@@ -152,15 +152,19 @@ TEST(RenderAnnotations, OverlappingQueueDelaysAreOneBoxWithACount) {
   b.add(a100());
   b.add(string_def(1, "cudaLaunchKernel"));
   b.add(string_def(2, "k"));
-  for (uint32_t k = 0; k < 5; ++k) {  // queued together at 1.0 ms, run one after another from 1.5 ms
+  // Queued together at 1.0 ms on five streams, run one after another from 1.5 ms: each waited
+  // for the device (not for its own stream), so each is a queue delay.
+  for (uint32_t k = 0; k < 5; ++k) {
     const uint64_t t = 1'000'000 + k * 1000;
     b.add(api(1, 5, t, t + 100, k + 1));
-    b.add(kernel(2, 10, k + 1, t + 200, t + 300, 1'500'000 + k * 200'000, 1'690'000 + k * 200'000));
+    b.add(kernel(2, 10 + k, k + 1, t + 200, t + 300, 1'500'000 + k * 200'000, 1'690'000 + k * 200'000));
   }
   b.add(api(1, 5, 3'000'000, 3'000'100, 9));  // alone on another stream
-  b.add(kernel(2, 11, 9, 3'000'200, 3'000'300, 3'400'000, 3'500'000));
+  b.add(kernel(2, 20, 9, 3'000'200, 3'000'300, 3'400'000, 3'500'000));
   b.end_capture({});
-  const gantt::Scene s = gantt::build_scene(m, gantt::select_events(m, {}), gantt::RenderOptions{});
+  gantt::RenderOptions options;
+  options.lanes = gantt::LaneMode::kDevice;  // the five streams in one lane: their flags overlap there
+  const gantt::Scene s = gantt::build_scene(m, gantt::select_events(m, {}), options);
   size_t boxes = 0, merged = 0;
   for (const auto& item : s.items)
     if (const auto* r = std::get_if<gantt::Rect>(&item); r && r->dashed && r->stroke == gantt::palette::kQueueDelay && r->h == 7) {

@@ -86,6 +86,14 @@ void ModelBuilder::Impl::add(const v1::Record& r) {
     }
     case v1::Record::kSync: {
       const auto& k = r.sync();
+      if (k.type() == v1::SYNC_STREAM_WAIT_EVENT) {
+        push(m.stream_waits.capture, cap);
+        push(m.stream_waits.device, k.device());
+        push(m.stream_waits.stream, k.stream());
+        push(m.stream_waits.event_id, k.event_id());
+        push(m.stream_waits.correlation_id, k.correlation_id());
+        push(m.stream_waits.api, kNone);
+      }
       // A query that found work pending (CUDA_ERROR_NOT_READY) returned at once: no wait to draw
       // or to blame (CUDA 13 writes SYNCHRONIZATION records for queries, with their returnValue).
       if (k.return_value() != 0) break;
@@ -165,8 +173,24 @@ void ModelBuilder::Impl::add(const v1::Record& r) {
       if (c.notices.size() < 16) c.notices.push_back(r.notice().text().substr(0, 512));
       break;
     case v1::Record::kStream:
-      if (stream_priority.size() < (1u << 20)) stream_priority[r.stream().stream()] = r.stream().priority();
+      if (stream_priority.size() < (1u << 20)) {
+        stream_priority[r.stream().stream()] = r.stream().priority();
+        push(m.streams.capture, cap);
+        push(m.streams.stream, r.stream().stream());
+        push(m.streams.priority, r.stream().priority());
+        push(m.streams.flags, r.stream().flags());
+      }
       break;
+    case v1::Record::kCudaEvent: {
+      const auto& x = r.cuda_event();
+      push(m.cuda_events.capture, cap);
+      push(m.cuda_events.event_id, x.event_id());
+      push(m.cuda_events.stream, x.stream());
+      push(m.cuda_events.device, x.device());
+      push(m.cuda_events.correlation_id, x.correlation_id());
+      push(m.cuda_events.api, kNone);
+      break;
+    }
     case v1::Record::kExternalCorrelation: {
       const auto& x = r.external_correlation();
       if (x.kind() == kHookExternalKind && x.external_id() != 0 && x.correlation_id() != 0)
@@ -294,6 +318,8 @@ uint16_t ModelBuilder::begin_capture(const std::string& path) {
   b.th0 = b.m.threads.size();
   b.rg0 = b.m.ranges.size();
   b.nc0 = b.m.nccl.size();
+  b.ce0 = b.m.cuda_events.size();
+  b.sw0 = b.m.stream_waits.size();
   b.open = true;
   return b.cap;
 }

@@ -30,6 +30,14 @@ void ModelBuilder::Impl::join() {
     else by_corr_sparse[corr] = static_cast<uint32_t>(i);
   }
   CaptureInfo& c = m.captures[cap];
+  auto api_of = [&](uint32_t corr) -> uint32_t {
+    if (corr == 0) return kNone;
+    if (dense) return corr <= max_corr ? by_corr[corr] : kNone;
+    auto it = by_corr_sparse.find(corr);
+    return it == by_corr_sparse.end() ? kNone : it->second;
+  };
+  for (size_t i = ce0; i < m.cuda_events.size(); ++i) m.cuda_events.api[i] = api_of(m.cuda_events.correlation_id[i]);
+  for (size_t i = sw0; i < m.stream_waits.size(); ++i) m.stream_waits.api[i] = api_of(m.stream_waits.correlation_id[i]);
   std::vector<uint32_t> event_of_api(api.size() - api0, kNone);
   for (size_t i = ev0; i < e.size(); ++i) {
     const uint32_t corr = e.correlation_id[i];

@@ -25,7 +25,12 @@ Color text_color_on(Color background);
 
 namespace palette {
 inline constexpr Color kLaunchToQueued{160, 160, 160, 255};   // grey
-inline constexpr Color kQueuedToStart{166, 206, 235, 255};    // light blue
+inline constexpr Color kQueuedToStart{166, 206, 235, 255};    // light blue: behind its own stream
+// queued -> start by cause (analysis/waits.h); own stream stays kQueuedToStart.
+inline constexpr Color kWaitDependency{197, 176, 213, 255};   // light violet: an event, the legacy stream
+inline constexpr Color kWaitPriority{247, 182, 210, 255};     // light pink: higher-priority work
+inline constexpr Color kWaitDeviceFull{255, 187, 120, 255};   // light orange: no room on the device
+inline constexpr Color kWaitLaunch{199, 199, 199, 255};       // light grey: the launch path
 inline constexpr Color kHtoD{230, 159, 0, 255};               // amber
 inline constexpr Color kDtoH{166, 86, 40, 255};               // brown
 inline constexpr Color kDtoD{188, 189, 34, 255};              // olive

@@ -202,6 +202,46 @@ struct MemoryTable {
   size_t size() const { return capture.size(); }
 };
 
+// Streams as the program created them (CUPTI STREAM records): what decides how they order
+// against each other. A capture without such records has none here; its streams are then
+// taken as CUDA creates them by default (blocking).
+struct StreamTable {
+  std::vector<uint16_t> capture;
+  std::vector<uint32_t> stream;        // CUPTI stream id
+  std::vector<int32_t> priority;       // as created (lower = greater)
+  std::vector<uint32_t> flags;         // CUpti_ActivityStreamFlag: 1 default (blocking), 2 non-blocking, 3 NULL
+
+  size_t size() const { return capture.size(); }
+  // CUPTI_ACTIVITY_STREAM_CREATE_FLAG_NON_BLOCKING (cupti_activity.h).
+  static constexpr uint32_t kNonBlocking = 2;
+};
+
+// cudaEventRecord calls (CUPTI CUDA_EVENT records): which stream a later
+// cudaStreamWaitEvent or cudaEventSynchronize on the event waits for.
+struct CudaEventTable {
+  std::vector<uint16_t> capture;
+  std::vector<uint32_t> event_id;
+  std::vector<uint32_t> stream;        // the stream it was recorded on
+  std::vector<uint32_t> device;
+  std::vector<uint32_t> correlation_id;
+  std::vector<uint32_t> api;           // row of the cudaEventRecord call, or kNone
+
+  size_t size() const { return capture.size(); }
+};
+
+// cudaStreamWaitEvent calls (SYNCHRONIZATION records of type STREAM_WAIT_EVENT): from then
+// on, `stream` waits for the work its event's record covered.
+struct StreamWaitTable {
+  std::vector<uint16_t> capture;
+  std::vector<uint32_t> device;
+  std::vector<uint32_t> stream;        // the waiting stream
+  std::vector<uint32_t> event_id;
+  std::vector<uint32_t> correlation_id;
+  std::vector<uint32_t> api;           // row of the cudaStreamWaitEvent call, or kNone
+
+  size_t size() const { return capture.size(); }
+};
+
 // Per-capture facts: what the header said, whether the file was intact, what was applied.
 struct CaptureInfo {
   std::string path;
@@ -232,6 +272,9 @@ class Model {
   RangeTable ranges;
   NcclTable nccl;
   MemoryTable memory;
+  StreamTable streams;
+  CudaEventTable cuda_events;
+  StreamWaitTable stream_waits;
 
   // Demangled kernel name (the recorded one when it is not a mangled C++ name).
   std::string_view display_name(uint32_t event) const;

@@ -5,6 +5,7 @@
 #include <map>
 #include <tuple>
 
+#include "gantt/analysis/waits.h"
 #include "gantt/text.h"
 
 namespace gantt {
@@ -102,12 +103,24 @@ Annotations annotate(const Model& m, const Selection& sel, const AnnotateOptions
     if (out.count[k]++ < max_per_kind) out.items.push_back(std::move(a));
   };
 
-  // Per-event rules.
+  // Per-event rules. A queue delay is the part of queued -> start that is not the program's
+  // own ordering (its stream's previous work, its events): a kernel that simply follows its
+  // predecessor is not flagged, one that waited for room, for higher-priority work or for
+  // its launch is (analysis/waits.h).
+  const std::vector<analysis::WaitSplit> waits = analysis::wait_causes(m, sel.events);
+  auto split_of = [&](uint32_t e) -> const analysis::WaitSplit* {
+    auto it = std::lower_bound(waits.begin(), waits.end(), e,
+                               [](const analysis::WaitSplit& w, uint32_t v) { return w.event < v; });
+    return it != waits.end() && it->event == e ? &*it : nullptr;
+  };
   for (uint32_t e : sel.events) {
-    if (ev.queued_ns[e] && ev.start_ns[e] && ev.start_ns[e] > ev.queued_ns[e] &&
-        static_cast<int64_t>(ev.start_ns[e] - ev.queued_ns[e]) > o.queue_delay_ns) {
-      keep({AnnotationKind::kQueueDelay, e, ev.capture[e], ev.device[e], ev.queued_ns[e], ev.start_ns[e],
-            "queued " + format_duration(static_cast<int64_t>(ev.start_ns[e] - ev.queued_ns[e]))});
+    if (const analysis::WaitSplit* w = split_of(e);
+        w && static_cast<int64_t>(w->unexplained_by_program()) > o.queue_delay_ns) {
+      const analysis::WaitCause cause = w->largest_not_own();
+      std::string label = "queued " + format_duration(static_cast<int64_t>(w->total())) + ": " +
+                          format_duration(static_cast<int64_t>(w->ns[static_cast<size_t>(cause)])) + " " +
+                          analysis::to_string(cause);
+      keep({AnnotationKind::kQueueDelay, e, ev.capture[e], ev.device[e], ev.queued_ns[e], ev.start_ns[e], std::move(label)});
     }
     if (is_compute(ev.kind[e]) && !std::isnan(ev.occupancy[e]) && ev.occupancy[e] < o.low_occupancy) {
       keep({AnnotationKind::kLowOccupancy, e, ev.capture[e], ev.device[e], ev.start_ns[e], ev.end_ns[e],

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "gantt/analysis/waits.h"
 #include "gantt/annotate.h"
 #include "gantt/graphs.h"
 #include "gantt/render.h"
@@ -79,6 +80,7 @@ class Builder {
   void draw_device_section(const DeviceKey& dev, const std::vector<LaneKey>& lanes);
   void draw_utilization(const DeviceKey& dev, float y);
   void draw_gpu_lane(const LaneKey& key, Lane& lane);
+  void draw_wait(uint32_t event, float row_y, float start_x);
   // draw_gpu_lane while fewer than kMaxGpuLanes are drawn; past that the lane is counted (the
   // footer says how many lanes and events were left out).
   void draw_gpu_lane_within_cap(const LaneKey& key, Lane& lane);
@@ -109,6 +111,7 @@ class Builder {
   std::unordered_map<uint32_t, float> drawn_;  // individually drawn event -> lane y
   std::map<DeviceKey, float> section_y_;       // each device section's top
   Annotations ann_;
+  std::vector<analysis::WaitSplit> waits_;     // why each drawn kernel waited, by event
   size_t gpu_lanes_drawn_ = 0;
 };
 

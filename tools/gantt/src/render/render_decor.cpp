@@ -83,7 +83,11 @@ float draw_legend(Scene& s, float y, int width) {
   struct Entry { Color c; const char* label; bool dashed; };
   const Entry entries[] = {
       {palette::kLaunchToQueued, "launch\xE2\x86\x92queued", false},
-      {palette::kQueuedToStart, "queued\xE2\x86\x92start", false},
+      {palette::kQueuedToStart, "queued: own stream", false},
+      {palette::kWaitDependency, "queued: event/legacy", false},
+      {palette::kWaitPriority, "queued: priority", false},
+      {palette::kWaitDeviceFull, "queued: device full", false},
+      {palette::kWaitLaunch, "queued: launch", false},
       {kernel_color("legend kernel"), "kernel (colour by name)", false},
       {palette::kHtoD, "memcpy HtoD", false},
       {palette::kDtoH, "memcpy DtoH", false},

@@ -151,6 +151,33 @@ float Builder::place_labels(const DeviceKey& dev, float y) {
   return height;
 }
 
+// queued -> start, one segment per cause in the order they happened (analysis/waits.h):
+// behind its stream, behind an event or the legacy stream, then held by the device.
+void Builder::draw_wait(uint32_t e, float ry, float x0) {
+  static constexpr Color kCauseColor[analysis::kWaitCauses] = {palette::kQueuedToStart, palette::kWaitDependency,
+                                                               palette::kWaitPriority, palette::kWaitDeviceFull,
+                                                               palette::kWaitLaunch};
+  const uint64_t q = m_.events.queued_ns[e];
+  auto it = std::lower_bound(waits_.begin(), waits_.end(), e,
+                             [](const analysis::WaitSplit& w, uint32_t v) { return w.event < v; });
+  if (it == waits_.end() || it->event != e) {
+    s_.rect(make_rect(f_.clipped_x(q), ry + kWaitStripY, x0 - f_.clipped_x(q), kWaitStripHeight, palette::kQueuedToStart));
+    return;
+  }
+  uint64_t t = q;
+  for (size_t c = 0; c < analysis::kWaitCauses; ++c) {
+    if (it->ns[c] == 0) continue;
+    const float a = f_.clipped_x(t), b = std::min(f_.clipped_x(t + it->ns[c]), x0);
+    t += it->ns[c];
+    if (b <= a) continue;
+    Rect r = make_rect(a, ry + kWaitStripY, b - a, kWaitStripHeight, kCauseColor[c]);
+    if (b - a >= 4)  // tooltips only where a pointer can find them
+      r.tooltip = std::string("queued: ") + format_duration(static_cast<int64_t>(it->ns[c])) + " " +
+                  analysis::to_string(static_cast<analysis::WaitCause>(c));
+    s_.rect(std::move(r));
+  }
+}
+
 void Builder::draw_gpu_lane(const LaneKey& key, Lane& lane) {
   const float y = y_;
   lane.y = y;
@@ -225,8 +252,7 @@ void Builder::draw_gpu_lane(const LaneKey& key, Lane& lane) {
     if (launch && q && q > launch && f_.clipped_x(q) > f_.clipped_x(launch))
       s_.rect(make_rect(f_.clipped_x(launch), ry + kWaitStripY, f_.clipped_x(q) - f_.clipped_x(launch), kWaitStripHeight,
                         palette::kLaunchToQueued));
-    if (q && q < ev.start_ns[e] && x0 > f_.clipped_x(q))
-      s_.rect(make_rect(f_.clipped_x(q), ry + kWaitStripY, x0 - f_.clipped_x(q), kWaitStripHeight, palette::kQueuedToStart));
+    if (q && q < ev.start_ns[e] && x0 > f_.clipped_x(q)) draw_wait(e, ry, x0);
     Rect rc = make_rect(x0, ry + kExecBarY, std::max(x1 - x0, 1.0f), kExecBarHeight, exec_color(m_, e));
     rc.stroke = Color{255, 255, 255, 180};
     rc.stroke_width = 0.5f;
@@ -426,6 +452,7 @@ Scene Builder::build() {
     y_ += 90;
   } else {
     ann_ = annotate(m_, sel_, o_.annotate);
+    waits_ = analysis::wait_causes(m_, sel_.events);
     draw_axis_labels(s_, f_, y_);
     y_ += 22;
     const float grid_top = y_;

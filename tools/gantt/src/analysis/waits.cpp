@@ -1,0 +1,254 @@
+// Why each launch waited (analysis/waits.h).
+#include "gantt/analysis/waits.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+
+#include "gantt/analysis/table.h"
+#include "gantt/json.h"
+
+namespace gantt::analysis {
+
+namespace {
+
+// CUPTI gives the legacy default stream (the NULL stream) id 7 in every context.
+constexpr uint32_t kLegacyStream = 7;
+// How many operations before a kernel's start are looked at for one still running then: a
+// kernel that ran through the whole wait started among the last few on its device.
+constexpr size_t kLookBack = 64;
+
+struct Op {
+  uint32_t event;
+  uint64_t launch, start, end;
+};
+
+// One device of one capture: its operations per stream in launch order, and all of them in
+// start order.
+struct Device {
+  std::map<uint32_t, std::vector<Op>> by_stream;
+  std::vector<Op> by_start;
+};
+
+uint64_t launch_of(const Model& m, uint32_t e) {
+  const uint64_t l = m.launch_ns(e);
+  if (l) return l;
+  return m.events.queued_ns[e] ? m.events.queued_ns[e] : m.events.start_ns[e];
+}
+
+// The end of the last op of `ops` (launch order) launched before `t`, 0 when none.
+uint64_t end_before(const std::vector<Op>& ops, uint64_t t) {
+  auto it = std::lower_bound(ops.begin(), ops.end(), t, [](const Op& o, uint64_t v) { return o.launch < v; });
+  return it == ops.begin() ? 0 : (it - 1)->end;
+}
+
+}  // namespace
+
+const char* to_string(WaitCause cause) {
+  switch (cause) {
+    case WaitCause::kOwnStream: return "own stream";
+    case WaitCause::kDependency: return "event or legacy stream";
+    case WaitCause::kPriority: return "higher-priority work";
+    case WaitCause::kDeviceFull: return "device full";
+    case WaitCause::kLaunch: return "launch";
+  }
+  return "?";
+}
+
+WaitCause WaitSplit::largest() const {
+  size_t best = 0;
+  for (size_t i = 1; i < kWaitCauses; ++i)
+    if (ns[i] > ns[best]) best = i;
+  return static_cast<WaitCause>(best);
+}
+
+WaitCause WaitSplit::largest_not_own() const {
+  size_t best = static_cast<size_t>(WaitCause::kPriority);
+  for (size_t i = best + 1; i < kWaitCauses; ++i)
+    if (ns[i] > ns[best]) best = i;
+  return static_cast<WaitCause>(best);
+}
+
+std::vector<WaitSplit> wait_causes(const Model& m, const std::vector<uint32_t>& events) {
+  const EventTable& ev = m.events;
+  std::vector<uint32_t> wanted;
+  for (uint32_t e : events)
+    if (e < ev.size() && ev.kind[e] == EventKind::kKernel && ev.queued_ns[e] && ev.start_ns[e] > ev.queued_ns[e])
+      wanted.push_back(e);
+  std::sort(wanted.begin(), wanted.end());
+  wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+  std::vector<WaitSplit> out;
+  if (wanted.empty()) return out;
+
+  using Key = std::pair<uint16_t, uint32_t>;
+  std::map<Key, Device> devices;
+  for (uint32_t e = 0; e < ev.size(); ++e) {
+    if (ev.kind[e] == EventKind::kSync || ev.kind[e] == EventKind::kHostFunc || !ev.start_ns[e] || ev.end_ns[e] < ev.start_ns[e])
+      continue;
+    Device& d = devices[{ev.capture[e], ev.device[e]}];
+    const Op op{e, launch_of(m, e), ev.start_ns[e], ev.end_ns[e]};
+    d.by_stream[ev.stream[e]].push_back(op);
+    if (ev.kind[e] == EventKind::kKernel || ev.kind[e] == EventKind::kNccl) d.by_start.push_back(op);
+  }
+  for (auto& [key, d] : devices) {
+    for (auto& [stream, ops] : d.by_stream)
+      std::stable_sort(ops.begin(), ops.end(), [](const Op& a, const Op& b) { return a.launch < b.launch; });
+    std::stable_sort(d.by_start.begin(), d.by_start.end(), [](const Op& a, const Op& b) { return a.start < b.start; });
+  }
+  // Streams as created: non-blocking ones do not sync with the legacy stream.
+  std::map<std::pair<uint16_t, uint32_t>, bool> non_blocking;
+  for (size_t i = 0; i < m.streams.size(); ++i)
+    non_blocking[{m.streams.capture[i], m.streams.stream[i]}] = (m.streams.flags[i] & 0xFFFF) == StreamTable::kNonBlocking;
+  // cudaEventRecord calls per (capture, event id), in call order.
+  std::map<std::pair<uint16_t, uint32_t>, std::vector<std::pair<uint64_t, uint32_t>>> records;  // (time, row)
+  for (size_t i = 0; i < m.cuda_events.size(); ++i) {
+    const uint32_t a = m.cuda_events.api[i];
+    if (a == kNone) continue;
+    records[{m.cuda_events.capture[i], m.cuda_events.event_id[i]}].emplace_back(m.api.start_ns[a], static_cast<uint32_t>(i));
+  }
+  for (auto& [key, v] : records) std::sort(v.begin(), v.end());
+  // cudaStreamWaitEvent calls per (capture, waiting stream), in call order.
+  std::map<std::pair<uint16_t, uint32_t>, std::vector<std::pair<uint64_t, uint32_t>>> waits;
+  for (size_t i = 0; i < m.stream_waits.size(); ++i) {
+    const uint32_t a = m.stream_waits.api[i];
+    if (a == kNone) continue;
+    waits[{m.stream_waits.capture[i], m.stream_waits.stream[i]}].emplace_back(m.api.start_ns[a], static_cast<uint32_t>(i));
+  }
+  for (auto& [key, v] : waits) std::sort(v.begin(), v.end());
+
+  out.reserve(wanted.size());
+  for (uint32_t e : wanted) {
+    auto dit = devices.find({ev.capture[e], ev.device[e]});
+    if (dit == devices.end()) continue;
+    const Device& d = dit->second;
+    const uint16_t capture = ev.capture[e];
+    const uint32_t stream = ev.stream[e];
+    const uint64_t q = ev.queued_ns[e], s = ev.start_ns[e], launch = launch_of(m, e);
+    WaitSplit w;
+    w.event = e;
+    auto add = [&](WaitCause c, uint64_t from, uint64_t to) {
+      if (to > from) w.ns[static_cast<size_t>(c)] += to - from;
+    };
+    // 1. Its own stream's previous operation.
+    uint64_t t = q;
+    const std::vector<Op>& own = d.by_stream.at(stream);
+    const uint64_t prev_end = end_before(own, launch);
+    const uint64_t own_end = std::min(s, std::max(q, prev_end));
+    add(WaitCause::kOwnStream, t, own_end);
+    t = own_end;
+    // 2. What it was told to wait for: events, and the legacy stream's barrier.
+    uint64_t dep_end = 0;
+    const bool legacy = stream == kLegacyStream;
+    auto nb = non_blocking.find({capture, stream});
+    const bool blocking = !legacy && (nb == non_blocking.end() || !nb->second);
+    for (const auto& [other, ops] : d.by_stream) {
+      if (other == stream) continue;
+      const bool other_legacy = other == kLegacyStream;
+      auto onb = non_blocking.find({capture, other});
+      const bool other_blocking = !other_legacy && (onb == non_blocking.end() || !onb->second);
+      if ((legacy && other_blocking) || (blocking && other_legacy)) dep_end = std::max(dep_end, end_before(ops, launch));
+    }
+    if (auto wv = waits.find({capture, stream}); wv != waits.end()) {
+      // The waits issued since its stream's previous launch (earlier ones held that one too).
+      const uint64_t since = own.empty() ? 0 : [&] {
+        auto it = std::lower_bound(own.begin(), own.end(), launch, [](const Op& o, uint64_t v) { return o.launch < v; });
+        return it == own.begin() ? uint64_t{0} : (it - 1)->launch;
+      }();
+      auto lo = std::lower_bound(wv->second.begin(), wv->second.end(), std::make_pair(since, uint32_t{0}));
+      for (auto it = lo; it != wv->second.end() && it->first < launch; ++it) {
+        auto rec = records.find({capture, m.stream_waits.event_id[it->second]});
+        if (rec == records.end()) continue;
+        auto r = std::lower_bound(rec->second.begin(), rec->second.end(), std::make_pair(it->first, uint32_t{0}));
+        if (r == rec->second.begin()) continue;
+        const uint32_t row = (r - 1)->second;
+        auto src = d.by_stream.find(m.cuda_events.stream[row]);
+        if (src != d.by_stream.end()) dep_end = std::max(dep_end, end_before(src->second, (r - 1)->first));
+      }
+    }
+    const uint64_t ready = std::min(s, std::max(t, dep_end));
+    add(WaitCause::kDependency, t, ready);
+    t = ready;
+    // 3. Ready: who held the device from then to its start.
+    if (t < s) {
+      bool higher = false, other = false;
+      auto it = std::lower_bound(d.by_start.begin(), d.by_start.end(), s, [](const Op& o, uint64_t v) { return o.start < v; });
+      for (size_t n = 0; it != d.by_start.begin() && n < kLookBack; ++n) {
+        --it;
+        if (it->event == e || it->end <= t) continue;
+        other = true;
+        if (ev.priority[it->event] < ev.priority[e]) higher = true;  // CUDA: lower number = greater priority
+      }
+      add(higher ? WaitCause::kPriority : other ? WaitCause::kDeviceFull : WaitCause::kLaunch, t, s);
+    }
+    out.push_back(w);
+  }
+  return out;
+}
+
+std::string format_wait_stats(const Model& m, const std::vector<WaitSplit>& splits, const std::string& format) {
+  struct Row {
+    uint64_t kernels = 0, waited = 0;
+    std::array<uint64_t, kWaitCauses> ns{};
+  };
+  std::map<std::tuple<uint16_t, uint32_t, uint32_t>, Row> rows;
+  Row all;
+  for (const WaitSplit& w : splits) {
+    Row& r = rows[{m.events.capture[w.event], m.events.device[w.event], m.events.stream[w.event]}];
+    for (Row* x : {&r, &all}) {
+      ++x->kernels;
+      x->waited += w.total();
+      for (size_t c = 0; c < kWaitCauses; ++c) x->ns[c] += w.ns[c];
+    }
+  }
+  auto lane = [&](const std::tuple<uint16_t, uint32_t, uint32_t>& k) {
+    std::string s = "gpu" + std::to_string(std::get<1>(k)) + " stream " + std::to_string(std::get<2>(k));
+    return m.captures.size() > 1 ? "c" + std::to_string(std::get<0>(k)) + "." + s : s;
+  };
+  if (format == "json") {
+    std::string o = "{\"causes\":[";
+    for (size_t c = 0; c < kWaitCauses; ++c) o += (c ? "," : "") + json::quoted(to_string(static_cast<WaitCause>(c)));
+    o += "],\"streams\":[";
+    bool first = true;
+    auto row_json = [&](const std::string& name, const Row& r) {
+      std::string x = "{\"stream\":" + json::quoted(name) + ",\"kernels\":" + std::to_string(r.kernels) +
+                      ",\"queued_ns\":" + std::to_string(r.waited) + ",\"by_cause_ns\":[";
+      for (size_t c = 0; c < kWaitCauses; ++c) x += (c ? "," : "") + std::to_string(r.ns[c]);
+      return x + "]}";
+    };
+    for (const auto& [k, r] : rows) {
+      o += (first ? "" : ",") + row_json(lane(k), r);
+      first = false;
+    }
+    return o + "],\"all\":" + row_json("all", all) + "}\n";
+  }
+  Table t;
+  t.header = {"stream", "kernels_waited", "queued_us"};
+  for (size_t c = 0; c < kWaitCauses; ++c) {
+    std::string name = to_string(static_cast<WaitCause>(c));
+    for (char& ch : name)
+      if (ch == ' ' || ch == '-') ch = '_';
+    t.header.push_back(name + "_us");
+  }
+  t.header.push_back("not_own_ordering_%");
+  t.right.assign(t.header.size(), true);
+  t.right[0] = false;
+  auto add = [&](const std::string& name, const Row& r) {
+    std::vector<std::string> cells{name, std::to_string(r.kernels), us(static_cast<int64_t>(r.waited))};
+    uint64_t not_own = 0;
+    for (size_t c = 0; c < kWaitCauses; ++c) {
+      cells.push_back(us(static_cast<int64_t>(r.ns[c])));
+      if (!is_own_ordering(static_cast<WaitCause>(c))) not_own += r.ns[c];
+    }
+    cells.push_back(r.waited ? fixed(100.0 * static_cast<double>(not_own) / static_cast<double>(r.waited), 1) : "-");
+    t.rows.push_back(std::move(cells));
+  };
+  for (const auto& [k, r] : rows) add(lane(k), r);
+  add("all", all);
+  if (format == "md") return to_markdown(t);
+  if (format == "csv") return to_csv(t);
+  return "why kernels waited between queued and start (own stream and event/legacy are the program's own ordering):\n" +
+         to_text(t);
+}
+
+}  // namespace gantt::analysis
