@@ -32,7 +32,8 @@ struct RenderCliOptions {
   double low_occupancy = 0.5;
   std::string idle_gap;
   FilterFlags filter;
-  std::string view = "gantt";  // gantt | flame (analysis/flame.h)
+  std::string view = "gantt";  // gantt | flame (analysis/flame.h) | utilisation (analysis/timeline.h)
+  std::string bucket;          // --view utilisation: "" = about 200 buckets over the window
   std::string job;             // --job: the files are searched for this scheduler job's captures
 };
 
@@ -84,9 +85,21 @@ int run_render(const RenderCliOptions& o) {
   gantt::analysis::FlameOptions fo;
   fo.width_px = o.width_px;
   fo.title = "GPU time by NVTX range and kernel";
-  if (o.view == "flame") stats.events_selected = stats.events_individual = sel.events.size();
-  const gantt::Scene scene = o.view == "flame" ? gantt::analysis::flame_scene(gantt::analysis::gpu_stacks(model, &sel), fo)
-                                               : gantt::build_scene(model, sel, ro, &stats);
+  if (o.view != "gantt") stats.events_selected = stats.events_individual = sel.events.size();
+  gantt::Scene scene;
+  if (o.view == "flame") {
+    scene = gantt::analysis::flame_scene(gantt::analysis::gpu_stacks(model, &sel), fo);
+  } else if (o.view == "utilisation") {
+    const int64_t bucket = duration_arg("--bucket", o.bucket);
+    try {
+      scene = gantt::utilisation_scene(model, sel, gantt::analysis::utilisation_timeline(model, sel, bucket > 0 ? bucket : 0), ro);
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "gantt-cli: render: " << e.what() << "\n";
+      return kExitError;
+    }
+  } else {
+    scene = gantt::build_scene(model, sel, ro, &stats);
+  }
 
   if (!write_chart(scene, target)) return kExitError;
   std::cerr << "gantt-cli: render: " << o.output << ": " << stats.events_selected << " events ("
@@ -111,6 +124,7 @@ void register_render(CLI::App& app, int& exit_code) {
       "  gantt-cli render app.gpuh -o step3.svg --range train_step@3 --kernel 'gemm|softmax'\n"
       "  gantt-cli render rank*.gpuh -o job.pdf --lanes rank\n"
       "  gantt-cli render app.gpuh -o flame.svg --view flame\n"
+      "  gantt-cli render app.gpuh -o util.png --view utilisation --bucket 10ms\n"
       "  gantt-cli render --job 4242 /shared/captures -o job4242.svg   # a Slurm job's captures\n");
   cmd->add_option("files", o->files, "capture files (.gpuh); with --job, directories to search too")->required();
   add_load_flags(*cmd, o->load);
@@ -125,9 +139,12 @@ void register_render(CLI::App& app, int& exit_code) {
       ->capture_default_str()->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--idle-gap", o->idle_gap, "flag device idle gaps longer than this (default: 2% of the window)");
   add_filter_flags(*cmd, o->filter);
-  cmd->add_option("--view", o->view, "gantt: the timeline; flame: a flame graph of GPU time by NVTX range and kernel")
-      ->check(CLI::IsMember({"gantt", "flame"}))
+  cmd->add_option("--view", o->view,
+                  "gantt: the timeline; flame: a flame graph of GPU time by NVTX range and kernel; utilisation: "
+                  "compute/copy/busy share per time bucket per device, drops marked")
+      ->check(CLI::IsMember({"gantt", "flame", "utilisation"}))
       ->capture_default_str();
+  cmd->add_option("--bucket", o->bucket, "--view utilisation: the time bucket (e.g. 10ms; default: about 200 over the window)");
   cmd->add_option("--job", o->job, "only the captures recorded in this scheduler job (SLURM_JOB_ID), found under the paths");
   cmd->callback([o, &exit_code] { exit_code = run_render(*o); });
 }

@@ -9,6 +9,7 @@
 
 #include <gantt/analysis/stats.h>
 #include <gantt/analysis/summary.h>
+#include <gantt/analysis/timeline.h>
 #include <gantt/analysis/waits.h>
 #include <gantt/model.h>
 #include <gantt/ranks.h>
@@ -29,6 +30,7 @@ struct StatsOptions {
   size_t top = 0;
   size_t gaps = 3;
   std::string format = "text";
+  std::string timeline;  // --timeline BUCKET: the utilisation series instead of the tables
   bool summary = false;
   std::string output;
   FilterFlags filter;
@@ -125,6 +127,19 @@ int run_stats(const StatsOptions& o) {
   const bool corrupt = job.corrupt;
   if (!reportable(model) || !restrict_to_filter(model, o.filter, "stats")) return kExitError;
 
+  if (!o.timeline.empty()) {
+    // The series `render --view utilisation` draws (analysis/timeline.h).
+    const int64_t bucket = o.timeline == "auto" ? 0 : duration_arg("--timeline", o.timeline);
+    gantt::Selection sel = gantt::select_events(model, {});
+    try {
+      std::cout << ga::format_timeline(model, ga::utilisation_timeline(model, sel, bucket > 0 ? static_cast<uint64_t>(bucket) : 0),
+                                       o.format);
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "gantt-cli: stats: --timeline: " << e.what() << "\n";
+      return kExitError;
+    }
+    return corrupt ? kExitError : kExitOk;
+  }
   if (o.by == "wait") {
     // Why each kernel waited between queued and start (analysis/waits.h).
     std::vector<uint32_t> all(model.events.size());
@@ -173,6 +188,7 @@ void register_stats(CLI::App& app, int& exit_code) {
       "  gantt-cli stats app.gpuh --by range --format json > stats.json\n"
       "  gantt-cli stats app.gpuh --by graph\n"
       "  gantt-cli stats app.gpuh --by wait      # why kernels waited: own stream, event, priority, device full\n"
+      "  gantt-cli stats app.gpuh --timeline 10ms --format csv > util.csv   # utilisation over time\n"
       "  gantt-cli stats rank0.gpuh rank1.gpuh --by collective\n"
       "  gantt-cli stats rank7.gpuh --summary -o rank7.gsum      # on the node, by the job launcher\n"
       "  gantt-cli stats summaries/*.gsum --top 20               # anywhere, afterwards\n");
@@ -187,6 +203,9 @@ void register_stats(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--top", o->top, "only the N groups with the most GPU time, or graphs with the most launch span (0 = all)")->capture_default_str();
   cmd->add_option("--gaps", o->gaps, "idle gaps listed per device")->capture_default_str();
+  cmd->add_option("--timeline", o->timeline,
+                  "instead of the tables: per device and time bucket of this size (e.g. 10ms, or auto), compute, "
+                  "copy, busy and idle % and the drops, as render --view utilisation draws them");
   cmd->add_option("--format", o->format, "output format")
       ->check(CLI::IsMember({"text", "md", "json", "csv"}))
       ->capture_default_str();

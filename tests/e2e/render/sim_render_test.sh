@@ -24,6 +24,13 @@ for variant in plain fixed; do
   "$cli" render "$cap" -o "$out/$name.$variant.png" 2>/dev/null || bad "render png $variant"
   python3 "$here/pngcheck.py" "$out/$name.$variant.png" "$out/$name.$variant.svg" "*" >/dev/null || bad "$variant png pixels"
   "$cli" render "$cap" -o "$out/$name.$variant.pdf" 2>/dev/null || bad "render pdf $variant"
+  # The utilisation view and the series behind it (analysis/timeline.h).
+  "$cli" render "$cap" --view utilisation -o "$out/$name.$variant.util.svg" 2>/dev/null || bad "--view utilisation"
+  xmllint --noout "$out/$name.$variant.util.svg" || bad "--view utilisation not XML"
+  grep -q "compute (a kernel running)" "$out/$name.$variant.util.svg" || bad "--view utilisation has no legend"
+  "$cli" render "$cap" --view utilisation -o "$out/$name.$variant.util.png" 2>/dev/null || bad "--view utilisation png"
+  "$cli" stats "$cap" --timeline auto --format csv 2>/dev/null | head -n1 | grep -q '^start_us,device,compute_%,copy_%,busy_%,idle_%,drop$' ||
+    bad "stats --timeline csv header"
   for lanes in device thread; do
     "$cli" render "$cap" --lanes $lanes -o "$out/$name.$variant.$lanes.svg" 2>/dev/null || bad "--lanes $lanes"
     xmllint --noout "$out/$name.$variant.$lanes.svg" || bad "--lanes $lanes not XML"

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gantt/annotate.h"
+#include "gantt/analysis/timeline.h"
 #include "gantt/filter.h"
 #include "gantt/model.h"
 #include "gantt/scene.h"
@@ -62,6 +63,11 @@ struct RenderStats {
   uint64_t graph_brackets = 0;       // CUDA graph launches bracketed on their lane
   uint64_t overlap_rows = 0;         // extra rows lanes grew so overlapping events stay visible
 };
+
+// `render --view utilisation`: the timeline (analysis/timeline.h) drawn per device, drops
+// marked; the same back ends as the Gantt chart.
+Scene utilisation_scene(const Model& model, const Selection& selection, const analysis::Timeline& timeline,
+                        const RenderOptions& options);
 
 Scene build_scene(const Model& model, const Selection& selection, const RenderOptions& options,
                   RenderStats* stats = nullptr);

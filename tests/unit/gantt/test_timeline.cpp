@@ -1,0 +1,91 @@
+// Utilisation over time (analysis/timeline.h) on events whose shares are computed by hand.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+#include "fabricate.h"
+#include "gantt/analysis/timeline.h"
+
+using namespace gantt_test;
+
+namespace {
+
+constexpr uint64_t US = 1000, T = 10'000'000;
+
+struct Fixture {
+  gantt::Model m;
+  gantt::ModelBuilder b{m};
+  uint32_t corr = 0;
+  Fixture() {
+    b.begin_capture("a");
+    b.add(header());
+    b.add(a100());
+    b.add(string_def(1, "cudaLaunchKernel"));
+    b.add(string_def(2, "k"));
+  }
+  void k(uint32_t stream, uint64_t s, uint64_t e) {
+    b.add(api(1, 1, s - US / 2, s - US / 4, ++corr));
+    b.add(kernel(2, stream, corr, 0, 0, s, e));
+  }
+  void copy(uint64_t s, uint64_t e) {
+    b.add(api(1, 1, s - US / 2, s - US / 4, ++corr));
+    b.add(memcpy_rec(v1::COPY_HTOD, 1 << 20, 13, corr, s, e));
+  }
+  gantt::analysis::Timeline run(uint64_t bucket) {
+    b.end_capture({});
+    gantt::Selection sel = gantt::select_events(m, {});
+    sel.window_start_ns = T;  // the buckets start where the first kernel does
+    return gantt::analysis::utilisation_timeline(m, sel, bucket);
+  }
+};
+
+}  // namespace
+
+TEST(Timeline, SharesPerBucket) {
+  Fixture f;
+  f.k(13, T, T + 10 * US);            // bucket 0 whole
+  f.k(14, T + 5 * US, T + 15 * US);   // overlaps it; half of bucket 1
+  f.copy(T + 20 * US, T + 30 * US);   // bucket 2 whole
+  const auto t = f.run(10 * US);
+  ASSERT_EQ(t.buckets, 3u);
+  ASSERT_EQ(t.devices.size(), 1u);
+  const auto& d = t.devices[0];
+  EXPECT_DOUBLE_EQ(d.compute[0], 1.0);
+  EXPECT_DOUBLE_EQ(d.compute[1], 0.5);
+  EXPECT_DOUBLE_EQ(d.compute[2], 0.0);
+  EXPECT_DOUBLE_EQ(d.copy[2], 1.0);
+  EXPECT_DOUBLE_EQ(d.busy[0], 1.0);  // two kernels at once count once
+  EXPECT_DOUBLE_EQ(d.busy[1], 0.5);
+  EXPECT_DOUBLE_EQ(d.busy[2], 1.0);
+  const std::string csv = gantt::analysis::format_timeline(f.m, t, "csv");
+  EXPECT_NE(csv.find("10.000,gpu0,50.0,0.0,50.0,50.0,0"), std::string::npos) << csv;
+}
+
+TEST(Timeline, ADropIsALowRunTheDeviceRecoversFrom) {
+  Fixture f;
+  // 20 busy buckets, 2 at 10%, 5 busy, then 4 idle to the end (the end is not a drop).
+  uint64_t t = T;
+  for (int i = 0; i < 20; ++i, t += 10 * US) f.k(13, t, t + 10 * US);
+  for (int i = 0; i < 2; ++i, t += 10 * US) f.k(13, t, t + 1 * US);
+  for (int i = 0; i < 5; ++i, t += 10 * US) f.k(13, t, t + 10 * US);
+  f.k(13, t + 39 * US, t + 40 * US);  // a last short kernel 4 buckets later: the window's end
+  const auto tl = f.run(10 * US);
+  ASSERT_EQ(tl.devices.size(), 1u);
+  const auto& d = tl.devices[0];
+  ASSERT_EQ(d.drops.size(), 1u);
+  EXPECT_EQ(d.drops[0].first, 20u);
+  EXPECT_EQ(d.drops[0].buckets, 2u);
+  EXPECT_DOUBLE_EQ(d.drops[0].median, 1.0);
+  EXPECT_DOUBLE_EQ(d.drops[0].lowest, 0.1);
+  EXPECT_TRUE(d.in_drop(21));
+  EXPECT_FALSE(d.in_drop(22));
+}
+
+TEST(Timeline, BucketsAreBoundedAndChosenRound) {
+  EXPECT_EQ(gantt::analysis::auto_bucket_ns(163'000'000), 1'000'000u);  // 815 us -> 1 ms
+  EXPECT_EQ(gantt::analysis::auto_bucket_ns(1'000'000'000), 5'000'000u);
+  EXPECT_EQ(gantt::analysis::auto_bucket_ns(0), 1u);
+  Fixture f;
+  f.k(13, T, T + 10'000'000'000);  // 10 s at 1 ns: 1e10 buckets
+  EXPECT_THROW(f.run(1), std::invalid_argument);
+}

@@ -1,0 +1,150 @@
+// Utilisation over time (analysis/timeline.h).
+#include "gantt/analysis/timeline.h"
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+
+#include "gantt/analysis/intervals.h"
+#include "gantt/analysis/table.h"
+#include "gantt/json.h"
+#include "gantt/text.h"
+
+namespace gantt::analysis {
+
+namespace {
+
+// Adds the parts of the merged intervals `u` that fall in each bucket to `share` (as ns).
+void spread(const std::vector<Interval>& u, uint64_t start, uint64_t bucket, std::vector<double>& share) {
+  const uint64_t end = start + bucket * share.size();
+  for (const Interval& iv : u) {
+    const uint64_t b = std::max(iv.first, start), e = std::min(iv.second, end);
+    if (e <= b) continue;
+    for (uint64_t i = (b - start) / bucket; i < share.size(); ++i) {
+      const uint64_t lo = start + i * bucket, hi = lo + bucket;
+      if (lo >= e) break;
+      share[i] += static_cast<double>(std::min(e, hi) - std::max(b, lo));
+    }
+  }
+  for (double& s : share) s = std::min(1.0, s / static_cast<double>(bucket));
+}
+
+double median_of(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+std::string device_name(const Model& m, const DeviceTimeline& d) {
+  std::string s = "gpu" + std::to_string(d.device);
+  return m.captures.size() > 1 ? "c" + std::to_string(d.capture) + "." + s : s;
+}
+
+}  // namespace
+
+bool DeviceTimeline::in_drop(size_t bucket) const {
+  auto it = std::upper_bound(drops.begin(), drops.end(), bucket, [](size_t b, const Drop& d) { return b < d.first; });
+  return it != drops.begin() && bucket < (it - 1)->first + (it - 1)->buckets;
+}
+
+uint64_t auto_bucket_ns(uint64_t span_ns, size_t target) {
+  const uint64_t want = std::max<uint64_t>(1, span_ns / std::max<size_t>(target, 1));
+  uint64_t p = 1;
+  while (p <= want / 10) p *= 10;
+  for (uint64_t m : {1, 2, 5, 10})
+    if (p * m >= want) return p * m;
+  return p * 10;
+}
+
+Timeline utilisation_timeline(const Model& m, const Selection& sel, uint64_t bucket_ns) {
+  Timeline t;
+  const uint64_t span = sel.window_end_ns > sel.window_start_ns ? sel.window_end_ns - sel.window_start_ns : 1;
+  t.bucket_ns = bucket_ns ? bucket_ns : auto_bucket_ns(span);
+  const uint64_t n = (span + t.bucket_ns - 1) / t.bucket_ns;
+  if (n > kMaxBuckets)
+    throw std::invalid_argument("a bucket of " + format_duration(static_cast<int64_t>(t.bucket_ns)) + " makes " +
+                                std::to_string(n) + " buckets over " + format_duration(static_cast<int64_t>(span)) +
+                                "; at most " + std::to_string(kMaxBuckets) + ": give a larger --bucket");
+  t.start_ns = sel.window_start_ns;
+  t.buckets = static_cast<size_t>(std::max<uint64_t>(n, 1));
+  struct Unions {
+    std::vector<Interval> compute, copy, all;
+  };
+  std::map<std::pair<uint16_t, uint32_t>, Unions> by_device;
+  const EventTable& ev = m.events;
+  for (uint32_t e : sel.events) {
+    if (!ev.start_ns[e] || ev.end_ns[e] <= ev.start_ns[e]) continue;
+    const EventKind k = ev.kind[e];
+    if (k == EventKind::kSync || k == EventKind::kHostFunc) continue;  // waits and host work: not device activity
+    Unions& u = by_device[{ev.capture[e], ev.device[e]}];
+    const Interval iv{ev.start_ns[e], ev.end_ns[e]};
+    u.all.push_back(iv);
+    if (k == EventKind::kKernel || k == EventKind::kNccl) u.compute.push_back(iv);
+    else if (k == EventKind::kMemcpy) u.copy.push_back(iv);
+  }
+  for (auto& [key, u] : by_device) {
+    DeviceTimeline d;
+    d.capture = key.first;
+    d.device = key.second;
+    for (auto* v : {&u.compute, &u.copy, &u.all}) merge_intervals(*v);
+    d.compute.assign(t.buckets, 0);
+    d.copy.assign(t.buckets, 0);
+    d.busy.assign(t.buckets, 0);
+    spread(u.compute, t.start_ns, t.bucket_ns, d.compute);
+    spread(u.copy, t.start_ns, t.bucket_ns, d.copy);
+    spread(u.all, t.start_ns, t.bucket_ns, d.busy);
+    for (size_t i = kDropWindow; i < t.buckets; ++i) {
+      const double med = median_of(std::vector<double>(d.busy.begin() + static_cast<std::ptrdiff_t>(i - kDropWindow),
+                                                       d.busy.begin() + static_cast<std::ptrdiff_t>(i)));
+      if (med < kDropMinMedian || d.busy[i] >= kDropFraction * med) continue;
+      size_t j = i;
+      double lowest = 1;
+      while (j < t.buckets && d.busy[j] < kDropFraction * med) lowest = std::min(lowest, d.busy[j++]);
+      if (j == t.buckets) break;  // never busy again: the end of the work, not a drop
+      d.drops.push_back({i, j - i, med, lowest});
+      i = j;
+    }
+    t.devices.push_back(std::move(d));
+  }
+  return t;
+}
+
+std::string format_timeline(const Model& m, const Timeline& t, const std::string& format) {
+  if (format == "json") {
+    std::string o = "{\"start_ns\":" + std::to_string(t.start_ns) + ",\"bucket_ns\":" + std::to_string(t.bucket_ns) +
+                    ",\"devices\":[";
+    for (size_t d = 0; d < t.devices.size(); ++d) {
+      const DeviceTimeline& x = t.devices[d];
+      o += (d ? "," : "") + std::string("{\"device\":") + json::quoted(device_name(m, x)) + ",\"compute\":[";
+      auto series = [&](const std::vector<double>& v) {
+        std::string s;
+        for (size_t i = 0; i < v.size(); ++i) {
+          if (i) s += ",";
+          json::append_number(s, v[i], 4);
+        }
+        return s;
+      };
+      o += series(x.compute) + "],\"copy\":[" + series(x.copy) + "],\"busy\":[" + series(x.busy) + "],\"drops\":[";
+      for (size_t i = 0; i < x.drops.size(); ++i)
+        o += (i ? "," : "") + std::string("{\"first\":") + std::to_string(x.drops[i].first) +
+             ",\"buckets\":" + std::to_string(x.drops[i].buckets) + "}";
+      o += "]}";
+    }
+    return o + "]}\n";
+  }
+  Table tb;
+  tb.header = {"start_us", "device", "compute_%", "copy_%", "busy_%", "idle_%", "drop"};
+  tb.right = {true, false, true, true, true, true, true};
+  for (size_t i = 0; i < t.buckets; ++i)
+    for (const DeviceTimeline& d : t.devices) {
+      const bool drop = d.in_drop(i);
+      tb.rows.push_back({us(static_cast<int64_t>(i * t.bucket_ns)), device_name(m, d), fixed(100 * d.compute[i], 1),
+                         fixed(100 * d.copy[i], 1), fixed(100 * d.busy[i], 1), fixed(100 * (1 - d.busy[i]), 1),
+                         drop ? "1" : "0"});
+    }
+  if (format == "csv") return to_csv(tb);
+  if (format == "md") return to_markdown(tb);
+  return "utilisation per " + format_duration(static_cast<int64_t>(t.bucket_ns)) + " bucket (start_us from " +
+         std::to_string(t.start_ns) + " ns):\n" + to_text(tb);
+}
+
+}  // namespace gantt::analysis
