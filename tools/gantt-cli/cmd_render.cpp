@@ -89,6 +89,8 @@ int run_render(const RenderCliOptions& o) {
   gantt::Scene scene;
   if (o.view == "flame") {
     scene = gantt::analysis::flame_scene(gantt::analysis::gpu_stacks(model, &sel), fo);
+  } else if (o.view == "memory") {
+    scene = gantt::memory_scene(model, sel, gantt::analysis::memory_report(model), ro);
   } else if (o.view == "utilisation") {
     const int64_t bucket = duration_arg("--bucket", o.bucket);
     try {
@@ -125,6 +127,7 @@ void register_render(CLI::App& app, int& exit_code) {
       "  gantt-cli render rank*.gpuh -o job.pdf --lanes rank\n"
       "  gantt-cli render app.gpuh -o flame.svg --view flame\n"
       "  gantt-cli render app.gpuh -o util.png --view utilisation --bucket 10ms\n"
+      "  gantt-cli render app.gpuh -o memory.svg --view memory\n"
       "  gantt-cli render --job 4242 /shared/captures -o job4242.svg   # a Slurm job's captures\n");
   cmd->add_option("files", o->files, "capture files (.gpuh); with --job, directories to search too")->required();
   add_load_flags(*cmd, o->load);
@@ -141,8 +144,9 @@ void register_render(CLI::App& app, int& exit_code) {
   add_filter_flags(*cmd, o->filter);
   cmd->add_option("--view", o->view,
                   "gantt: the timeline; flame: a flame graph of GPU time by NVTX range and kernel; utilisation: "
-                  "compute/copy/busy share per time bucket per device, drops marked")
-      ->check(CLI::IsMember({"gantt", "flame", "utilisation"}))
+                  "compute/copy/busy share per time bucket per device, drops marked; memory: memory in use "
+                  "per device over time by kind, the peak and what was live at it")
+      ->check(CLI::IsMember({"gantt", "flame", "utilisation", "memory"}))
       ->capture_default_str();
   cmd->add_option("--bucket", o->bucket, "--view utilisation: the time bucket (e.g. 10ms; default: about 200 over the window)");
   cmd->add_option("--job", o->job, "only the captures recorded in this scheduler job (SLURM_JOB_ID), found under the paths");

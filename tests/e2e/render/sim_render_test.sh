@@ -31,6 +31,10 @@ for variant in plain fixed; do
   "$cli" render "$cap" --view utilisation -o "$out/$name.$variant.util.png" 2>/dev/null || bad "--view utilisation png"
   "$cli" stats "$cap" --timeline auto --format csv 2>/dev/null | head -n1 | grep -q '^start_us,device,compute_%,copy_%,busy_%,idle_%,drop$' ||
     bad "stats --timeline csv header"
+  "$cli" render "$cap" --view memory -o "$out/$name.$variant.mem.svg" 2>/dev/null || bad "--view memory"
+  xmllint --noout "$out/$name.$variant.mem.svg" || bad "--view memory not XML"
+  grep -q "GPU memory in use" "$out/$name.$variant.mem.svg" || bad "--view memory has no title"
+  "$cli" stats "$cap" --by memory --format json 2>/dev/null | grep -q '"peak_bytes":[1-9]' || bad "stats --by memory: no peak"
   for lanes in device thread; do
     "$cli" render "$cap" --lanes $lanes -o "$out/$name.$variant.$lanes.svg" 2>/dev/null || bad "--lanes $lanes"
     xmllint --noout "$out/$name.$variant.$lanes.svg" || bad "--lanes $lanes not XML"

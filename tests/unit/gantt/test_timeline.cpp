@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "fabricate.h"
+#include "gantt/analysis/memory.h"
 #include "gantt/analysis/timeline.h"
 
 using namespace gantt_test;
@@ -88,4 +89,70 @@ TEST(Timeline, BucketsAreBoundedAndChosenRound) {
   Fixture f;
   f.k(13, T, T + 10'000'000'000);  // 10 s at 1 ns: 1e10 buckets
   EXPECT_THROW(f.run(1), std::invalid_argument);
+}
+
+// ---- memory over time (analysis/memory.h) -----------------------------------------------
+
+namespace {
+
+v1::Record mem(v1::MemoryOp op, uint64_t address, uint64_t bytes, uint64_t t, v1::MemoryKind kind, uint32_t corr,
+               bool async = false) {
+  v1::Record r;
+  auto* x = r.mutable_memory();
+  x->set_op(op);
+  x->set_address(address);
+  x->set_bytes(bytes);
+  x->set_time_ns(static_cast<int64_t>(t));
+  x->set_memory_kind(kind);
+  x->set_correlation_id(corr);
+  x->set_async(async);
+  return r;
+}
+
+}  // namespace
+
+TEST(Memory, PeakByClassAndWhatWasLiveAtIt) {
+  gantt::Model m;
+  gantt::ModelBuilder b{m};
+  b.begin_capture("a");
+  b.add(header());
+  b.add(a100());
+  b.add(string_def(1, "cudaMalloc"));
+  b.add(string_def(2, "forward"));
+  b.add(string_def(3, "cudaFree"));
+  // params 100 B outside any range; in "forward": 300 B device, 50 B from a pool, 20 B pinned;
+  // the 300 B freed after the peak; a free of memory allocated before the capture (ignored).
+  b.add(api(1, 7, T, T + 10, 1));
+  b.add(mem(v1::MEMORY_OP_ALLOC, 0x1000, 100, T + 5, v1::MEMORY_DEVICE, 1));
+  b.add(range(v1::RANGE_PUSH, 2, 7, T + 100));
+  b.add(api(1, 7, T + 200, T + 210, 2));
+  b.add(mem(v1::MEMORY_OP_ALLOC, 0x2000, 300, T + 205, v1::MEMORY_DEVICE, 2));
+  b.add(api(1, 7, T + 300, T + 310, 3));
+  b.add(mem(v1::MEMORY_OP_ALLOC, 0x3000, 50, T + 305, v1::MEMORY_DEVICE, 3, true));
+  b.add(api(1, 7, T + 400, T + 410, 4));
+  b.add(mem(v1::MEMORY_OP_ALLOC, 0x4000, 20, T + 405, v1::MEMORY_PINNED, 4));
+  b.add(range(v1::RANGE_POP, 0, 7, T + 500));
+  b.add(api(3, 7, T + 600, T + 610, 5));
+  b.add(mem(v1::MEMORY_OP_FREE, 0x2000, 0, T + 605, v1::MEMORY_DEVICE, 5));
+  b.add(api(3, 7, T + 700, T + 710, 6));
+  b.add(mem(v1::MEMORY_OP_FREE, 0x9000, 0, T + 705, v1::MEMORY_DEVICE, 6));
+  b.end_capture({});
+  const auto report = gantt::analysis::memory_report(m);
+  ASSERT_EQ(report.size(), 1u);
+  const auto& d = report[0];
+  EXPECT_EQ(d.peak_bytes, 470u);
+  EXPECT_EQ(d.peak_ns, T + 405);
+  EXPECT_EQ(d.peak_by_class[static_cast<size_t>(gantt::analysis::MemoryClass::kDevice)], 400u);
+  EXPECT_EQ(d.peak_by_class[static_cast<size_t>(gantt::analysis::MemoryClass::kPool)], 50u);
+  EXPECT_EQ(d.peak_by_class[static_cast<size_t>(gantt::analysis::MemoryClass::kPinnedHost)], 20u);
+  EXPECT_EQ(d.allocations, 4u);
+  EXPECT_EQ(d.frees, 1u);
+  EXPECT_EQ(d.live_at_end_bytes, 170u);
+  ASSERT_EQ(d.at_peak.size(), 4u);
+  EXPECT_EQ(d.at_peak[0].bytes, 300u);
+  EXPECT_EQ(d.at_peak[0].where, "forward");
+  EXPECT_EQ(d.at_peak[1].where, "");  // the params, outside any range
+  ASSERT_FALSE(d.peak_by_range.empty());
+  EXPECT_EQ(d.peak_by_range[0].first, "forward");
+  EXPECT_EQ(d.peak_by_range[0].second, 370u);
 }

@@ -167,6 +167,9 @@ void ModelBuilder::Impl::add(const v1::Record& r) {
       push(mt.address, x.address());
       push(mt.bytes, bytes);
       push(mt.time_ns, ts);  // not `see`n: an allocation's time is its API call's, already seen
+      push(mt.api, kNone);
+      push(mt.pool, static_cast<uint8_t>(x.async() || x.pool_address() != 0));
+      push(memory_correlation, x.correlation_id());
       break;
     }
     case v1::Record::kNotice:
@@ -320,6 +323,7 @@ uint16_t ModelBuilder::begin_capture(const std::string& path) {
   b.nc0 = b.m.nccl.size();
   b.ce0 = b.m.cuda_events.size();
   b.sw0 = b.m.stream_waits.size();
+  b.mem0 = b.m.memory.size();
   b.open = true;
   return b.cap;
 }

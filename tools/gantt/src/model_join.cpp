@@ -38,6 +38,9 @@ void ModelBuilder::Impl::join() {
   };
   for (size_t i = ce0; i < m.cuda_events.size(); ++i) m.cuda_events.api[i] = api_of(m.cuda_events.correlation_id[i]);
   for (size_t i = sw0; i < m.stream_waits.size(); ++i) m.stream_waits.api[i] = api_of(m.stream_waits.correlation_id[i]);
+  for (size_t i = mem0; i < m.memory.size() && i - mem0 < memory_correlation.size(); ++i)
+    m.memory.api[i] = api_of(memory_correlation[i - mem0]);
+  memory_correlation.clear();
   std::vector<uint32_t> event_of_api(api.size() - api0, kNone);
   for (size_t i = ev0; i < e.size(); ++i) {
     const uint32_t corr = e.correlation_id[i];

@@ -198,6 +198,8 @@ struct MemoryTable {
   std::vector<uint64_t> address;
   std::vector<uint64_t> bytes;
   std::vector<uint64_t> time_ns;       // 0 = unknown
+  std::vector<uint32_t> api;           // row of the call that allocated or freed it, or kNone
+  std::vector<uint8_t> pool;           // 1: stream-ordered (cudaMallocAsync / a memory pool)
 
   size_t size() const { return capture.size(); }
 };

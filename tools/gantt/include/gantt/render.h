@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gantt/annotate.h"
+#include "gantt/analysis/memory.h"
 #include "gantt/analysis/timeline.h"
 #include "gantt/filter.h"
 #include "gantt/model.h"
@@ -63,6 +64,11 @@ struct RenderStats {
   uint64_t graph_brackets = 0;       // CUDA graph launches bracketed on their lane
   uint64_t overlap_rows = 0;         // extra rows lanes grew so overlapping events stay visible
 };
+
+// `render --view memory`: memory in use per device over time by class, the peak and what was
+// live at it (analysis/memory.h).
+Scene memory_scene(const Model& model, const Selection& selection, const std::vector<analysis::DeviceMemory>& report,
+                   const RenderOptions& options);
 
 // `render --view utilisation`: the timeline (analysis/timeline.h) drawn per device, drops
 // marked; the same back ends as the Gantt chart.

@@ -1,0 +1,56 @@
+// GPU memory in use over time, per device, from the allocations and frees the hook recorded
+// (CUPTI MEMORY2 records: GPUHOOK_API with alloc, the default), and what was live at its peak.
+// `render --view memory` draws it; `stats --by memory` tabulates it.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gantt/model.h"
+
+namespace gantt::analysis {
+
+// How the memory was allocated, as the chart stacks it.
+enum class MemoryClass : uint8_t { kDevice = 0, kPool = 1, kPinnedHost = 2, kManaged = 3, kOther = 4 };
+inline constexpr size_t kMemoryClasses = 5;
+const char* to_string(MemoryClass c);
+MemoryClass memory_class(uint8_t memory_kind, bool pool);
+
+struct LiveAllocation {
+  uint32_t row = kNone;      // in Model::memory (the allocation)
+  uint64_t bytes = 0;
+  MemoryClass cls = MemoryClass::kOther;
+  uint64_t alloc_ns = 0;
+  std::string where;         // NVTX range path of the allocating call, "" when none
+};
+
+struct DeviceMemory {
+  uint16_t capture = 0;
+  uint32_t device = 0;
+  // The step function: after the change at t[i], in_use[i] bytes by class.
+  std::vector<uint64_t> t;
+  std::vector<std::array<uint64_t, kMemoryClasses>> in_use;
+  uint64_t peak_bytes = 0, peak_ns = 0;
+  std::array<uint64_t, kMemoryClasses> peak_by_class{};
+  std::vector<LiveAllocation> at_peak;  // live at the peak, largest first (at most kPeakList)
+  std::vector<std::pair<std::string, uint64_t>> peak_by_range;  // top-level range at allocation -> bytes at peak
+  uint64_t allocations = 0, frees = 0, live_at_end_bytes = 0;
+  uint64_t total(size_t i) const {
+    uint64_t s = 0;
+    for (uint64_t v : in_use[i]) s += v;
+    return s;
+  }
+};
+
+inline constexpr size_t kPeakList = 10;
+
+// Every device of every capture that has allocation records. Frees of allocations made before
+// the capture began (address unknown) change nothing.
+std::vector<DeviceMemory> memory_report(const Model& model);
+
+// `stats --by memory`: per device the peak and its make-up, then what was live at each peak.
+std::string format_memory_stats(const Model& model, const std::vector<DeviceMemory>& report, const std::string& format);
+
+}  // namespace gantt::analysis

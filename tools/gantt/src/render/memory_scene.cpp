@@ -1,0 +1,127 @@
+// `render --view memory`: per device, memory in use over time stacked by how it was allocated,
+// the peak marked and what was live at it listed (analysis/memory.h).
+#include <algorithm>
+#include <cstdio>
+
+#include "gantt/analysis/table.h"
+#include "gantt/colors.h"
+#include "gantt/render.h"
+#include "gantt/text.h"
+#include "render_builder.h"
+#include "render_internal.h"
+
+namespace gantt {
+
+namespace {
+
+constexpr float kRowHeight = 110;
+constexpr size_t kListed = 5;  // live allocations listed under each device's row
+
+constexpr Color kClassColor[analysis::kMemoryClasses] = {
+    {70, 110, 190, 255},   // device
+    {44, 160, 44, 255},    // pool
+    {230, 159, 0, 255},    // pinned host
+    {148, 103, 189, 255},  // managed
+    {150, 150, 150, 255},  // other
+};
+
+}  // namespace
+
+Scene memory_scene(const Model& m, const Selection& sel, const std::vector<analysis::DeviceMemory>& report,
+                   const RenderOptions& o) {
+  using namespace detail;
+  Scene s;
+  s.width = std::max(400, o.width_px);
+  s.title = "GPU memory in use";
+  s.text(make_text(12, 20, s.title, 14, palette::kText, Anchor::kStart, true));
+  float y = 30;
+  if (report.empty()) {
+    s.text(make_text(static_cast<float>(s.width) / 2, y + 50,
+                     "no allocations recorded (record with GPUHOOK_API including alloc, the default)", 16, palette::kMuted,
+                     Anchor::kMiddle));
+    s.height = static_cast<int>(y + 90);
+    return s;
+  }
+  Frame f;
+  f.t0 = sel.window_start_ns;
+  f.t1 = std::max(sel.window_end_ns, sel.window_start_ns + 1);
+  for (const auto& d : report)
+    if (!d.t.empty()) f.t0 = std::min(f.t0, d.t.front()), f.t1 = std::max(f.t1, d.t.back());
+  f.origin = sel.origin_ns ? sel.origin_ns : m.first_ns();
+  f.origin_name = sel.origin_name;
+  f.left = kLabelWidth;
+  f.right = static_cast<float>(s.width) - kRightMargin;
+  f.px_per_ns = (f.right - f.left) / static_cast<double>(f.t1 - f.t0);
+  draw_axis_labels(s, f, y);
+  y += 34;
+  const int cols = f.columns();
+  for (const analysis::DeviceMemory& d : report) {
+    const float base = y + kRowHeight;
+    const double scale = d.peak_bytes ? kRowHeight / static_cast<double>(d.peak_bytes) : 0;
+    s.rect(make_rect(f.left, y, f.right - f.left, kRowHeight, palette::kLaneBand));
+    s.text(make_text(f.left - 10, y + 14, fit(device_section_label(m, d.capture, d.device), kLabelWidth - 20), kFontSize,
+                     palette::kText, Anchor::kEnd));
+    s.text(make_text(f.left - 10, y + 30, "peak " + analysis::bytes_text(d.peak_bytes), 10, palette::kMuted, Anchor::kEnd));
+    // Per pixel column, the step with the most in use: a peak narrower than a pixel stays visible.
+    size_t i = 0;
+    std::array<uint64_t, analysis::kMemoryClasses> carried{};
+    for (int c = 0; c < cols && !d.t.empty(); ++c) {
+      const uint64_t c0 = f.t0 + static_cast<uint64_t>(c / f.px_per_ns), c1 = f.t0 + static_cast<uint64_t>((c + 1) / f.px_per_ns);
+      std::array<uint64_t, analysis::kMemoryClasses> best = carried;
+      uint64_t best_total = 0;
+      for (uint64_t v : best) best_total += v;
+      for (; i < d.t.size() && d.t[i] < c1; ++i) {
+        carried = d.in_use[i];
+        if (d.total(i) > best_total) best = d.in_use[i], best_total = d.total(i);
+      }
+      (void)c0;
+      float top = base;
+      for (size_t k = 0; k < analysis::kMemoryClasses; ++k) {
+        if (best[k] == 0) continue;
+        const float h = static_cast<float>(static_cast<double>(best[k]) * scale);
+        s.rect(make_rect(f.left + static_cast<float>(c), top - h, 1, h, kClassColor[k]));
+        top -= h;
+      }
+    }
+    // The peak.
+    const float px = f.x(d.peak_ns);
+    s.line(make_line(px, y - 4, px, base, palette::kIdle, 1, true));
+    Rect mark = make_rect(px - 3, y - 8, 6, 6, palette::kIdle);
+    mark.tooltip = "peak " + analysis::bytes_text(d.peak_bytes) + " at " + rel_time(d.peak_ns, f.origin);
+    s.rect(std::move(mark));
+    const std::string label = "peak " + analysis::bytes_text(d.peak_bytes) + " at " + rel_time(d.peak_ns, f.origin);
+    const bool room = px + 6 + static_cast<float>(label.size()) * 5.5f < f.right;
+    s.text(make_text(room ? px + 6 : px - 6, y - 2, label, 10, palette::kIdle, room ? Anchor::kStart : Anchor::kEnd));
+    y = base + 16;
+    size_t listed = 0;
+    if (!d.at_peak.empty()) {
+      s.text(make_text(f.left - 10, y, "live at the peak:", 10, palette::kMuted, Anchor::kEnd));
+    }
+    for (const analysis::LiveAllocation& a : d.at_peak) {
+      if (listed++ == kListed) break;
+      std::string line = analysis::bytes_text(a.bytes) + " " + analysis::to_string(a.cls) + ", allocated " +
+                         rel_time(a.alloc_ns, f.origin) + (a.where.empty() ? "" : " in " + a.where) + " (" +
+                         format_duration(static_cast<int64_t>(d.peak_ns - a.alloc_ns)) + " before the peak)";
+      s.text(make_text(f.left, y, fit(utf8_clean(line), f.right - f.left), 10, palette::kText));
+      y += 14;
+    }
+    y += 22;
+  }
+  float x = 12;
+  for (size_t k = 0; k < analysis::kMemoryClasses; ++k) {
+    s.rect(make_rect(x, y, 14, 9, kClassColor[k]));
+    const std::string label = analysis::to_string(static_cast<analysis::MemoryClass>(k));
+    s.text(make_text(x + 20, y + 9, label, 10, palette::kText));
+    x += 40 + static_cast<float>(label.size()) * 6.0f;
+  }
+  y += 24;
+  std::string foot = "from the recorded allocations and frees";
+  bool simulated = false;
+  for (const CaptureInfo& c : m.captures) simulated |= (c.header.features() & gpuhook::v1::FEATURE_SIMULATOR) != 0;
+  if (simulated) foot += " \xC2\xB7 SIMULATED GPU (test simulator, not GPU figures)";
+  s.text(make_text(12, y, foot, 10, palette::kMuted));
+  s.height = static_cast<int>(y + 16);
+  return s;
+}
+
+}  // namespace gantt
