@@ -433,7 +433,7 @@ const char* to_string(Severity s) {
 const std::vector<std::string>& rule_names() {
   static const std::vector<std::string> names = {"stream-serialisation", "copy-overlap", "launch-bound", "imbalance",
                                                  "low-occupancy", "sync-stall", "fragmentation",
-                                                 "priority-inversion"};
+                                                 "priority-inversion", "memory-peak"};
   return names;
 }
 
@@ -448,6 +448,7 @@ DiagnoseReport diagnose(const Model& m) {
   rule_sync_stall(m, devs, r);
   rule_fragmentation(m, devs, r);
   rule_priority(m, devs, r);
+  rule_memory_peak(m, r);
   return r;
 }
 

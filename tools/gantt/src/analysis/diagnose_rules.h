@@ -33,5 +33,7 @@ std::string usn(uint64_t ns);
 // The rules the host's behaviour fires (diagnose_host_rules.cpp).
 void rule_launch_bound(const Model& m, const std::vector<Device>& devs, DiagnoseReport& r);
 void rule_sync_stall(const Model& m, const std::vector<Device>& devs, DiagnoseReport& r);
+// What dominated a memory peak (diagnose_memory_rules.cpp).
+void rule_memory_peak(const Model& m, DiagnoseReport& r);
 
 }  // namespace gantt::analysis::detail

@@ -89,6 +89,7 @@ std::vector<DeviceMemory> memory_report(const Model& m) {
   // Live allocations per capture by address: a free takes away exactly what its allocation
   // added, on the allocation's device and class.
   std::map<std::pair<uint16_t, uint64_t>, uint32_t> live;
+  std::unordered_map<uint32_t, uint64_t> freed_at;  // allocation row -> its free's time
   for (uint32_t row : rows) {
     const uint16_t capture = mt.capture[row];
     uint32_t alloc_row = row;
@@ -96,6 +97,7 @@ std::vector<DeviceMemory> memory_report(const Model& m) {
       auto it = live.find({capture, mt.address[row]});
       if (it == live.end()) continue;  // allocated before the capture began
       alloc_row = it->second;
+      freed_at[alloc_row] = mt.time_ns[row];
       live.erase(it);
     } else {
       if (mt.bytes[row] == 0) continue;
@@ -138,6 +140,7 @@ std::vector<DeviceMemory> memory_report(const Model& m) {
   std::vector<DeviceMemory> result;
   for (auto& [key, d] : out) {
     std::map<std::string, uint64_t> by_range;
+    std::map<std::string, PeakGroup> by_path;
     std::vector<LiveAllocation> all;
     for (const auto& [addr, row] : live_at[key]) {
       LiveAllocation a;
@@ -146,13 +149,21 @@ std::vector<DeviceMemory> memory_report(const Model& m) {
       a.cls = memory_class(mt.kind[row], row < mt.pool.size() && mt.pool[row]);
       a.alloc_ns = mt.time_ns[row];
       a.where = where(row);
+      if (auto f = freed_at.find(row); f != freed_at.end()) a.freed_ns = f->second;
       const std::string top = a.where.empty() ? "(no range)" : a.where.substr(0, a.where.find('/'));
       by_range[top] += a.bytes;
+      PeakGroup& g = by_path[a.where];
+      g.path = a.where;
+      g.bytes += a.bytes;
+      ++g.count;
+      if (a.freed_ns > d.peak_ns) g.freed_later_bytes += a.bytes;
       all.push_back(std::move(a));
     }
     std::stable_sort(all.begin(), all.end(), [](const LiveAllocation& a, const LiveAllocation& b) { return a.bytes > b.bytes; });
     if (all.size() > kPeakList) all.resize(kPeakList);
     d.at_peak = std::move(all);
+    for (auto& [path, g] : by_path) d.peak_by_path.push_back(std::move(g));
+    std::stable_sort(d.peak_by_path.begin(), d.peak_by_path.end(), [](const PeakGroup& a, const PeakGroup& b) { return a.bytes > b.bytes; });
     d.peak_by_range.assign(by_range.begin(), by_range.end());
     std::stable_sort(d.peak_by_range.begin(), d.peak_by_range.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
     d.live_at_end_bytes = d.in_use.empty() ? 0 : d.total(d.in_use.size() - 1);

@@ -11,6 +11,8 @@
 //   low-occupancy         kernels that matter with low theoretical occupancy
 //   sync-stall            the GPU idles while the host sits in a synchronize call
 //   fragmentation         a kernel's executions stretched while other kernels shared the GPU
+//   priority-inversion    short kernels queued behind another stream's long ones at no higher priority
+//   memory-peak           allocations of one NVTX range, freed later, hold most of a memory peak
 #pragma once
 
 #include <string>

@@ -24,6 +24,14 @@ struct LiveAllocation {
   MemoryClass cls = MemoryClass::kOther;
   uint64_t alloc_ns = 0;
   std::string where;         // NVTX range path of the allocating call, "" when none
+  uint64_t freed_ns = 0;     // when it was freed, 0 = never in the capture
+};
+
+// The allocations live at a peak that were made under one NVTX range path.
+struct PeakGroup {
+  std::string path;          // "" = outside any range
+  uint64_t bytes = 0, count = 0;
+  uint64_t freed_later_bytes = 0;  // of those, freed after the peak (transient)
 };
 
 struct DeviceMemory {
@@ -36,6 +44,7 @@ struct DeviceMemory {
   std::array<uint64_t, kMemoryClasses> peak_by_class{};
   std::vector<LiveAllocation> at_peak;  // live at the peak, largest first (at most kPeakList)
   std::vector<std::pair<std::string, uint64_t>> peak_by_range;  // top-level range at allocation -> bytes at peak
+  std::vector<PeakGroup> peak_by_path;  // full range path at allocation, most bytes first
   uint64_t allocations = 0, frees = 0, live_at_end_bytes = 0;
   uint64_t total(size_t i) const {
     uint64_t s = 0;
