@@ -28,6 +28,7 @@ struct RenderCliOptions {
   std::string lanes = "stream";
   bool no_annotate = false;
   bool no_host = false;
+  bool memory_strip = false;
   std::string queue_delay = "100us";
   double low_occupancy = 0.5;
   std::string idle_gap;
@@ -47,6 +48,7 @@ int run_render(const RenderCliOptions& o) {
   }
   ro.width_px = o.width_px;
   ro.host_lanes = !o.no_host;
+  ro.memory_strip = o.memory_strip;
   ro.annotate.enabled = !o.no_annotate;
   ro.annotate.queue_delay_ns = duration_arg("--queue-delay", o.queue_delay);
   ro.annotate.low_occupancy = o.low_occupancy;
@@ -148,6 +150,9 @@ void register_render(CLI::App& app, int& exit_code) {
                   "per device over time by kind, the peak and what was live at it")
       ->check(CLI::IsMember({"gantt", "flame", "utilisation", "memory"}))
       ->capture_default_str();
+  cmd->add_flag("--memory-strip", o->memory_strip,
+                "a strip of GPU memory in use (by kind, from the recorded allocations) under each device's "
+                "utilisation strip");
   cmd->add_option("--bucket", o->bucket, "--view utilisation: the time bucket (e.g. 10ms; default: about 200 over the window)");
   cmd->add_option("--job", o->job, "only the captures recorded in this scheduler job (SLURM_JOB_ID), found under the paths");
   cmd->callback([o, &exit_code] { exit_code = run_render(*o); });

@@ -35,6 +35,8 @@ for variant in plain fixed; do
   xmllint --noout "$out/$name.$variant.mem.svg" || bad "--view memory not XML"
   grep -q "GPU memory in use" "$out/$name.$variant.mem.svg" || bad "--view memory has no title"
   "$cli" stats "$cap" --by memory --format json 2>/dev/null | grep -q '"peak_bytes":[1-9]' || bad "stats --by memory: no peak"
+  "$cli" render "$cap" --memory-strip -o "$out/$name.$variant.strip.svg" 2>/dev/null || bad "--memory-strip"
+  grep -q "memory: peak [1-9]" "$out/$name.$variant.strip.svg" || bad "--memory-strip draws no strip"
   for lanes in device thread; do
     "$cli" render "$cap" --lanes $lanes -o "$out/$name.$variant.$lanes.svg" 2>/dev/null || bad "--lanes $lanes"
     xmllint --noout "$out/$name.$variant.$lanes.svg" || bad "--lanes $lanes not XML"

@@ -49,6 +49,7 @@ struct RenderOptions {
   std::string filter_description;     // for the footer
   std::vector<std::string> footer_lines;  // extra footer lines, e.g. the rank alignment (ranks.h)
   bool collective_links = true;       // several captures: join matching collectives across ranks
+  bool memory_strip = false;          // a strip of memory in use under each device's utilisation strip
 };
 
 struct RenderStats {

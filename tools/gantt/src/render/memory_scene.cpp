@@ -27,6 +27,37 @@ constexpr Color kClassColor[analysis::kMemoryClasses] = {
 
 }  // namespace
 
+namespace detail {
+
+// Per pixel column, the step with the most in use, stacked by class: a peak narrower than a
+// pixel stays visible. Heights scale to the device's peak.
+void draw_memory_columns(Scene& s, const Frame& f, const analysis::DeviceMemory& d, float base, float height) {
+  const double scale = d.peak_bytes ? height / static_cast<double>(d.peak_bytes) : 0;
+  size_t i = 0;
+  std::array<uint64_t, analysis::kMemoryClasses> carried{};
+  // Steps before the window set the level it starts at.
+  while (i < d.t.size() && d.t[i] < f.t0) carried = d.in_use[i++];
+  for (int c = 0; c < f.columns(); ++c) {
+    const uint64_t c1 = f.t0 + static_cast<uint64_t>((c + 1) / f.px_per_ns);
+    std::array<uint64_t, analysis::kMemoryClasses> best = carried;
+    uint64_t best_total = 0;
+    for (uint64_t v : best) best_total += v;
+    for (; i < d.t.size() && d.t[i] < c1; ++i) {
+      carried = d.in_use[i];
+      if (d.total(i) > best_total) best = d.in_use[i], best_total = d.total(i);
+    }
+    float top = base;
+    for (size_t k = 0; k < analysis::kMemoryClasses; ++k) {
+      if (best[k] == 0) continue;
+      const float h = static_cast<float>(static_cast<double>(best[k]) * scale);
+      s.rect(make_rect(f.left + static_cast<float>(c), top - h, 1, h, kClassColor[k]));
+      top -= h;
+    }
+  }
+}
+
+}  // namespace detail
+
 Scene memory_scene(const Model& m, const Selection& sel, const std::vector<analysis::DeviceMemory>& report,
                    const RenderOptions& o) {
   using namespace detail;
@@ -54,35 +85,13 @@ Scene memory_scene(const Model& m, const Selection& sel, const std::vector<analy
   f.px_per_ns = (f.right - f.left) / static_cast<double>(f.t1 - f.t0);
   draw_axis_labels(s, f, y);
   y += 34;
-  const int cols = f.columns();
   for (const analysis::DeviceMemory& d : report) {
     const float base = y + kRowHeight;
-    const double scale = d.peak_bytes ? kRowHeight / static_cast<double>(d.peak_bytes) : 0;
     s.rect(make_rect(f.left, y, f.right - f.left, kRowHeight, palette::kLaneBand));
     s.text(make_text(f.left - 10, y + 14, fit(device_section_label(m, d.capture, d.device), kLabelWidth - 20), kFontSize,
                      palette::kText, Anchor::kEnd));
     s.text(make_text(f.left - 10, y + 30, "peak " + analysis::bytes_text(d.peak_bytes), 10, palette::kMuted, Anchor::kEnd));
-    // Per pixel column, the step with the most in use: a peak narrower than a pixel stays visible.
-    size_t i = 0;
-    std::array<uint64_t, analysis::kMemoryClasses> carried{};
-    for (int c = 0; c < cols && !d.t.empty(); ++c) {
-      const uint64_t c0 = f.t0 + static_cast<uint64_t>(c / f.px_per_ns), c1 = f.t0 + static_cast<uint64_t>((c + 1) / f.px_per_ns);
-      std::array<uint64_t, analysis::kMemoryClasses> best = carried;
-      uint64_t best_total = 0;
-      for (uint64_t v : best) best_total += v;
-      for (; i < d.t.size() && d.t[i] < c1; ++i) {
-        carried = d.in_use[i];
-        if (d.total(i) > best_total) best = d.in_use[i], best_total = d.total(i);
-      }
-      (void)c0;
-      float top = base;
-      for (size_t k = 0; k < analysis::kMemoryClasses; ++k) {
-        if (best[k] == 0) continue;
-        const float h = static_cast<float>(static_cast<double>(best[k]) * scale);
-        s.rect(make_rect(f.left + static_cast<float>(c), top - h, 1, h, kClassColor[k]));
-        top -= h;
-      }
-    }
+    draw_memory_columns(s, f, d, base, kRowHeight);
     // The peak.
     const float px = f.x(d.peak_ns);
     s.line(make_line(px, y - 4, px, base, palette::kIdle, 1, true));

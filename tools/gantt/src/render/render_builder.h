@@ -112,6 +112,7 @@ class Builder {
   std::map<DeviceKey, float> section_y_;       // each device section's top
   Annotations ann_;
   std::vector<analysis::WaitSplit> waits_;     // why each drawn kernel waited, by event
+  std::map<DeviceKey, analysis::DeviceMemory> memory_;  // --memory-strip: per device
   size_t gpu_lanes_drawn_ = 0;
 };
 

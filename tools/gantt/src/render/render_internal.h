@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 
+#include "gantt/analysis/memory.h"
 #include "gantt/annotate.h"
 #include "gantt/render.h"
 #include "gantt/scene.h"
@@ -41,5 +42,7 @@ float draw_footer(Scene& s, const Model& m, const Selection& sel, const RenderOp
 std::string event_tooltip(const Model& m, uint32_t e, uint64_t t0);
 std::string rel_time(uint64_t t, uint64_t t0);  // "+1.23 ms", "?" when t == 0
 Color with_alpha(Color c, uint8_t a);
+// Memory in use per pixel column, stacked by class, bottom at `base` (memory_scene.cpp).
+void draw_memory_columns(Scene& s, const Frame& f, const analysis::DeviceMemory& d, float base, float height);
 
 }  // namespace gantt::detail

@@ -14,6 +14,7 @@
 #include "gantt/ranks.h"
 #include "gantt/render.h"
 #include "gantt/text.h"
+#include "gantt/analysis/table.h"
 #include "render_builder.h"
 #include "render_internal.h"
 
@@ -311,6 +312,14 @@ void Builder::draw_device_section(const DeviceKey& dev, const std::vector<LaneKe
     ++st_.annotations_drawn;
   }
   y_ += kUtilHeight + 4;
+  if (auto mem = memory_.find(dev); mem != memory_.end()) {
+    // Memory in use under the utilisation strip, scaled to the device's peak.
+    s_.rect(make_rect(f_.left, y_, f_.right - f_.left, kUtilHeight, palette::kLaneBand));
+    draw_memory_columns(s_, f_, mem->second, y_ + kUtilHeight, kUtilHeight);
+    s_.text(make_text(f_.left - kLaneLabelGap, y_ + kLaneLabelBaseline,
+                      "memory: peak " + analysis::bytes_text(mem->second.peak_bytes), 10, palette::kMuted, Anchor::kEnd));
+    y_ += kUtilHeight + 4;
+  }
   for (const LaneKey& k : lanes) draw_gpu_lane_within_cap(k, lanes_[k]);
   y_ += kSectionGap;
 }
@@ -453,6 +462,11 @@ Scene Builder::build() {
   } else {
     ann_ = annotate(m_, sel_, o_.annotate);
     waits_ = analysis::wait_causes(m_, sel_.events);
+    if (o_.memory_strip)
+      for (analysis::DeviceMemory& d : analysis::memory_report(m_)) {
+        const DeviceKey key{d.capture, d.device};
+        memory_.emplace(key, std::move(d));
+      }
     draw_axis_labels(s_, f_, y_);
     y_ += 22;
     const float grid_top = y_;
