@@ -74,7 +74,8 @@ std::vector<WaitSplit> wait_causes(const Model& m, const std::vector<uint32_t>& 
   const EventTable& ev = m.events;
   std::vector<uint32_t> wanted;
   for (uint32_t e : events)
-    if (e < ev.size() && ev.kind[e] == EventKind::kKernel && ev.queued_ns[e] && ev.start_ns[e] > ev.queued_ns[e])
+    if (e < ev.size() && ev.kind[e] == EventKind::kKernel && ev.queued_ns[e] && ev.start_ns[e] > ev.queued_ns[e] &&
+        ev.end_ns[e] >= ev.start_ns[e])
       wanted.push_back(e);
   std::sort(wanted.begin(), wanted.end());
   wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
@@ -132,7 +133,9 @@ std::vector<WaitSplit> wait_causes(const Model& m, const std::vector<uint32_t>& 
     };
     // 1. Its own stream's previous operation.
     uint64_t t = q;
-    const std::vector<Op>& own = d.by_stream.at(stream);
+    auto own_it = d.by_stream.find(stream);
+    if (own_it == d.by_stream.end()) continue;
+    const std::vector<Op>& own = own_it->second;
     const uint64_t prev_end = end_before(own, launch);
     const uint64_t own_end = std::min(s, std::max(q, prev_end));
     add(WaitCause::kOwnStream, t, own_end);
