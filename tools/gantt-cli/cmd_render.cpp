@@ -29,6 +29,7 @@ struct RenderCliOptions {
   bool no_annotate = false;
   bool no_host = false;
   bool memory_strip = false;
+  bool deps = false;
   std::string queue_delay = "100us";
   double low_occupancy = 0.5;
   std::string idle_gap;
@@ -49,6 +50,7 @@ int run_render(const RenderCliOptions& o) {
   ro.width_px = o.width_px;
   ro.host_lanes = !o.no_host;
   ro.memory_strip = o.memory_strip;
+  ro.deps = o.deps;
   ro.annotate.enabled = !o.no_annotate;
   ro.annotate.queue_delay_ns = duration_arg("--queue-delay", o.queue_delay);
   ro.annotate.low_occupancy = o.low_occupancy;
@@ -150,6 +152,9 @@ void register_render(CLI::App& app, int& exit_code) {
                   "per device over time by kind, the peak and what was live at it")
       ->check(CLI::IsMember({"gantt", "flame", "utilisation", "memory"}))
       ->capture_default_str();
+  cmd->add_flag("--deps", o->deps,
+                "arrows for the dependencies the program made with events (cudaEventRecord -> cudaStreamWaitEvent): "
+                "from the work the event covered to the work that waited");
   cmd->add_flag("--memory-strip", o->memory_strip,
                 "a strip of GPU memory in use (by kind, from the recorded allocations) under each device's "
                 "utilisation strip");

@@ -94,18 +94,18 @@ TEST(Annotate, AWaitOnAnEventIsTheProgramsOwnOrdering) {
   // Stream 13 runs a long kernel; the event recorded after it is waited for by stream 14,
   // whose kernel is then queued 390 us: a dependency, not a queue delay.
   f.k(13, T, T + 1 * US, T + 2 * US, T + 400 * US);
-  f.b.add(api(kLaunch, 1, T + 3 * US, T + 4 * US, 50));  // cudaEventRecord (any call name will do)
+  // The record and the wait carry their calls' correlation ids (call order), as CUPTI gives
+  // them even when the hook records no API call for them (not in the default GPUHOOK_API).
   v1::Record ev;
   ev.mutable_cuda_event()->set_event_id(77);
   ev.mutable_cuda_event()->set_stream(13);
-  ev.mutable_cuda_event()->set_correlation_id(50);
+  ev.mutable_cuda_event()->set_correlation_id(++f.corr);
   f.b.add(ev);
-  f.b.add(api(kSync, 1, T + 5 * US, T + 6 * US, 51));    // cudaStreamWaitEvent
   v1::Record w;
   w.mutable_sync()->set_type(v1::SYNC_STREAM_WAIT_EVENT);
   w.mutable_sync()->set_stream(14);
   w.mutable_sync()->set_event_id(77);
-  w.mutable_sync()->set_correlation_id(51);
+  w.mutable_sync()->set_correlation_id(++f.corr);
   w.mutable_sync()->set_start_ns(static_cast<int64_t>(T + 5 * US));
   w.mutable_sync()->set_end_ns(static_cast<int64_t>(T + 6 * US));
   f.b.add(w);

@@ -304,6 +304,33 @@ TEST_F(WhatifPredict, RemoveSyncsKeepsTheLastWaitAndEveryLaunch) {
   EXPECT_EQ(m.events.size(), 2u + 1u);  // two kernels and the kept sync's record
 }
 
+TEST_F(WhatifPredict, AnEventWaitHoldsEvenWithoutItsApiRecords) {
+  using gantt_test::api;
+  using gantt_test::kernel;
+  const uint32_t launch = id("cudaLaunchKernel"), a = id("producer"), b = id("consumer");
+  // producer on stream 13 (10 us); cudaEventRecord and cudaStreamWaitEvent recorded only as
+  // their CUDA_EVENT / SYNCHRONIZATION records (the default GPUHOOK_API leaves the calls out);
+  // consumer on stream 14 waits: it started when producer ended.
+  v1::Record ev;
+  ev.mutable_cuda_event()->set_event_id(9);
+  ev.mutable_cuda_event()->set_stream(13);
+  ev.mutable_cuda_event()->set_correlation_id(2);
+  v1::Record wait;
+  wait.mutable_sync()->set_type(v1::SYNC_STREAM_WAIT_EVENT);
+  wait.mutable_sync()->set_stream(14);
+  wait.mutable_sync()->set_event_id(9);
+  wait.mutable_sync()->set_correlation_id(3);
+  wait.mutable_sync()->set_start_ns(1020);
+  wait.mutable_sync()->set_end_ns(1021);
+  const std::string in = write("in.gpuh", with_strings({
+      api(launch, 7, 1000, 1010, 1), kernel(a, 13, 1, 1005, 1015, 1015, 11015), ev, wait,
+      api(launch, 7, 1030, 1040, 4), kernel(b, 14, 4, 1035, 1036, 11015, 12015)}));
+  const Prediction p = predict({in}, {parse_change("scale=producer:0.5")}, {}, dir_ + "/out.gpuh");
+  // producer 1015..6015; consumer waits for it: 6015..7015 (without the wait it would start
+  // at 1036 and the span would be 5,015 ns).
+  EXPECT_EQ(p.sections[0].predicted.ns(), 6015u);
+}
+
 TEST_F(WhatifPredict, AHostileDurationSaturatesInsteadOfWrapping) {
   using gantt_test::api;
   using gantt_test::kernel;

@@ -22,12 +22,23 @@ constexpr size_t kLookBack = 64;
 struct Op {
   uint32_t event;
   uint64_t launch, start, end;
+  uint32_t corr = 0;  // the launching call's correlation id: call order within a process
 };
+
+// The hook's default API set leaves cudaEventRecord and cudaStreamWaitEvent out of the host
+// calls it records, but CUPTI still gives their CUDA_EVENT and SYNCHRONIZATION records the
+// calls' correlation ids, which count up in call order within a process: the order that
+// places an event's record and its waits among the launches.
+uint32_t end_index_before_corr(const std::vector<Op>& by_corr, uint32_t corr) {
+  auto it = std::lower_bound(by_corr.begin(), by_corr.end(), corr, [](const Op& o, uint32_t v) { return o.corr < v; });
+  return it == by_corr.begin() ? kNone : static_cast<uint32_t>(it - by_corr.begin() - 1);
+}
 
 // One device of one capture: its operations per stream in launch order, and all of them in
 // start order.
 struct Device {
-  std::map<uint32_t, std::vector<Op>> by_stream;
+  std::map<uint32_t, std::vector<Op>> by_stream;       // launch order
+  std::map<uint32_t, std::vector<Op>> by_stream_corr;  // call order (correlation ids), ops that have one
   std::vector<Op> by_start;
 };
 
@@ -88,35 +99,35 @@ std::vector<WaitSplit> wait_causes(const Model& m, const std::vector<uint32_t>& 
     if (ev.kind[e] == EventKind::kSync || ev.kind[e] == EventKind::kHostFunc || !ev.start_ns[e] || ev.end_ns[e] < ev.start_ns[e])
       continue;
     Device& d = devices[{ev.capture[e], ev.device[e]}];
-    const Op op{e, launch_of(m, e), ev.start_ns[e], ev.end_ns[e]};
+    const Op op{e, launch_of(m, e), ev.start_ns[e], ev.end_ns[e], ev.correlation_id[e]};
     d.by_stream[ev.stream[e]].push_back(op);
+    d.by_stream_corr[ev.stream[e]];  // every stream has a list, maybe empty
+    if (op.corr != 0) d.by_stream_corr[ev.stream[e]].push_back(op);
     if (ev.kind[e] == EventKind::kKernel || ev.kind[e] == EventKind::kNccl) d.by_start.push_back(op);
   }
   for (auto& [key, d] : devices) {
     for (auto& [stream, ops] : d.by_stream)
       std::stable_sort(ops.begin(), ops.end(), [](const Op& a, const Op& b) { return a.launch < b.launch; });
+    for (auto& [stream, ops] : d.by_stream_corr)
+      std::stable_sort(ops.begin(), ops.end(), [](const Op& a, const Op& b) { return a.corr < b.corr; });
     std::stable_sort(d.by_start.begin(), d.by_start.end(), [](const Op& a, const Op& b) { return a.start < b.start; });
   }
   // Streams as created: non-blocking ones do not sync with the legacy stream.
   std::map<std::pair<uint16_t, uint32_t>, bool> non_blocking;
   for (size_t i = 0; i < m.streams.size(); ++i)
     non_blocking[{m.streams.capture[i], m.streams.stream[i]}] = (m.streams.flags[i] & 0xFFFF) == StreamTable::kNonBlocking;
-  // cudaEventRecord calls per (capture, event id), in call order.
-  std::map<std::pair<uint16_t, uint32_t>, std::vector<std::pair<uint64_t, uint32_t>>> records;  // (time, row)
-  for (size_t i = 0; i < m.cuda_events.size(); ++i) {
-    const uint32_t a = m.cuda_events.api[i];
-    if (a == kNone) continue;
-    records[{m.cuda_events.capture[i], m.cuda_events.event_id[i]}].emplace_back(m.api.start_ns[a], static_cast<uint32_t>(i));
-  }
-  for (auto& [key, v] : records) std::sort(v.begin(), v.end());
-  // cudaStreamWaitEvent calls per (capture, waiting stream), in call order.
-  std::map<std::pair<uint16_t, uint32_t>, std::vector<std::pair<uint64_t, uint32_t>>> waits;
-  for (size_t i = 0; i < m.stream_waits.size(); ++i) {
-    const uint32_t a = m.stream_waits.api[i];
-    if (a == kNone) continue;
-    waits[{m.stream_waits.capture[i], m.stream_waits.stream[i]}].emplace_back(m.api.start_ns[a], static_cast<uint32_t>(i));
-  }
-  for (auto& [key, v] : waits) std::sort(v.begin(), v.end());
+  // cudaEventRecord calls per (capture, event id) and cudaStreamWaitEvent calls per (capture,
+  // waiting stream), by correlation id (call order).
+  std::map<std::pair<uint16_t, uint32_t>, std::vector<std::pair<uint32_t, uint32_t>>> records, waits;  // (corr, row)
+  for (size_t i = 0; i < m.cuda_events.size(); ++i)
+    records[{m.cuda_events.capture[i], m.cuda_events.event_id[i]}].emplace_back(m.cuda_events.correlation_id[i],
+                                                                                  static_cast<uint32_t>(i));
+  for (size_t i = 0; i < m.stream_waits.size(); ++i)
+    if (m.stream_waits.correlation_id[i] != 0)
+      waits[{m.stream_waits.capture[i], m.stream_waits.stream[i]}].emplace_back(m.stream_waits.correlation_id[i],
+                                                                                static_cast<uint32_t>(i));
+  for (auto* table : {&records, &waits})
+    for (auto& [key, v] : *table) std::sort(v.begin(), v.end());
 
   out.reserve(wanted.size());
   for (uint32_t e : wanted) {
@@ -152,21 +163,21 @@ std::vector<WaitSplit> wait_causes(const Model& m, const std::vector<uint32_t>& 
       const bool other_blocking = !other_legacy && (onb == non_blocking.end() || !onb->second);
       if ((legacy && other_blocking) || (blocking && other_legacy)) dep_end = std::max(dep_end, end_before(ops, launch));
     }
-    if (auto wv = waits.find({capture, stream}); wv != waits.end()) {
+    if (auto wv = waits.find({capture, stream}); wv != waits.end() && ev.correlation_id[e] != 0) {
       // The waits issued since its stream's previous launch (earlier ones held that one too).
-      const uint64_t since = own.empty() ? 0 : [&] {
-        auto it = std::lower_bound(own.begin(), own.end(), launch, [](const Op& o, uint64_t v) { return o.launch < v; });
-        return it == own.begin() ? uint64_t{0} : (it - 1)->launch;
-      }();
-      auto lo = std::lower_bound(wv->second.begin(), wv->second.end(), std::make_pair(since, uint32_t{0}));
-      for (auto it = lo; it != wv->second.end() && it->first < launch; ++it) {
+      const auto& own_corr = d.by_stream_corr.at(stream);
+      const uint32_t prev = end_index_before_corr(own_corr, ev.correlation_id[e]);
+      const uint32_t since = prev == kNone ? 0 : own_corr[prev].corr;
+      auto lo = std::upper_bound(wv->second.begin(), wv->second.end(), std::make_pair(since, UINT32_MAX));
+      for (auto it = lo; it != wv->second.end() && it->first < ev.correlation_id[e]; ++it) {
         auto rec = records.find({capture, m.stream_waits.event_id[it->second]});
         if (rec == records.end()) continue;
         auto r = std::lower_bound(rec->second.begin(), rec->second.end(), std::make_pair(it->first, uint32_t{0}));
         if (r == rec->second.begin()) continue;
-        const uint32_t row = (r - 1)->second;
-        auto src = d.by_stream.find(m.cuda_events.stream[row]);
-        if (src != d.by_stream.end()) dep_end = std::max(dep_end, end_before(src->second, (r - 1)->first));
+        auto src = d.by_stream_corr.find(m.cuda_events.stream[(r - 1)->second]);
+        if (src == d.by_stream_corr.end()) continue;
+        const uint32_t x = end_index_before_corr(src->second, (r - 1)->first);
+        if (x != kNone) dep_end = std::max(dep_end, src->second[x].end);
       }
     }
     const uint64_t ready = std::min(s, std::max(t, dep_end));
@@ -185,6 +196,41 @@ std::vector<WaitSplit> wait_causes(const Model& m, const std::vector<uint32_t>& 
       add(higher ? WaitCause::kPriority : other ? WaitCause::kDeviceFull : WaitCause::kLaunch, t, s);
     }
     out.push_back(w);
+  }
+  return out;
+}
+
+std::vector<std::pair<uint32_t, uint32_t>> event_dependencies(const Model& m) {
+  const EventTable& ev = m.events;
+  std::vector<std::pair<uint32_t, uint32_t>> out;
+  if (m.stream_waits.size() == 0) return out;
+  // Per (capture, stream), the GPU work in call order.
+  std::map<std::pair<uint16_t, uint32_t>, std::vector<Op>> by_stream;
+  for (uint32_t e = 0; e < ev.size(); ++e) {
+    if (ev.kind[e] == EventKind::kSync || !ev.start_ns[e] || ev.end_ns[e] < ev.start_ns[e] || ev.correlation_id[e] == 0) continue;
+    by_stream[{ev.capture[e], ev.stream[e]}].push_back({e, 0, ev.start_ns[e], ev.end_ns[e], ev.correlation_id[e]});
+  }
+  for (auto& [key, ops] : by_stream)
+    std::stable_sort(ops.begin(), ops.end(), [](const Op& a, const Op& b) { return a.corr < b.corr; });
+  std::map<std::pair<uint16_t, uint32_t>, std::vector<std::pair<uint32_t, uint32_t>>> records;  // (corr, row)
+  for (size_t i = 0; i < m.cuda_events.size(); ++i)
+    records[{m.cuda_events.capture[i], m.cuda_events.event_id[i]}].emplace_back(m.cuda_events.correlation_id[i],
+                                                                                  static_cast<uint32_t>(i));
+  for (auto& [key, v] : records) std::sort(v.begin(), v.end());
+  for (size_t w = 0; w < m.stream_waits.size(); ++w) {
+    const uint16_t capture = m.stream_waits.capture[w];
+    const uint32_t at = m.stream_waits.correlation_id[w];
+    auto rec = records.find({capture, m.stream_waits.event_id[w]});
+    if (rec == records.end() || at == 0) continue;
+    auto r = std::lower_bound(rec->second.begin(), rec->second.end(), std::make_pair(at, uint32_t{0}));
+    if (r == rec->second.begin()) continue;
+    auto src = by_stream.find({capture, m.cuda_events.stream[(r - 1)->second]});
+    auto dst = by_stream.find({capture, m.stream_waits.stream[w]});
+    if (src == by_stream.end() || dst == by_stream.end()) continue;
+    const uint32_t s = end_index_before_corr(src->second, (r - 1)->first);
+    auto d = std::upper_bound(dst->second.begin(), dst->second.end(), at, [](uint32_t v, const Op& o) { return v < o.corr; });
+    if (s == kNone || d == dst->second.end()) continue;
+    out.emplace_back(src->second[s].event, d->event);
   }
   return out;
 }

@@ -94,6 +94,7 @@ class Builder {
   void draw_queue_delays(std::vector<QueueDelay>& delays);
   void draw_rank_links(float label_y);
   void draw_peer_links();
+  void draw_dependencies();
   void draw_host_lanes();
   float place_labels(const DeviceKey& dev, float y);
 

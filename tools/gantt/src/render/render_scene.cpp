@@ -496,6 +496,7 @@ Scene Builder::build() {
       y_ += 18;
     }
     draw_peer_links();
+    if (o_.deps) draw_dependencies();
     draw_annotations();
     if (o_.host_lanes) draw_host_lanes();
     Scene grid;
@@ -533,6 +534,25 @@ void Builder::draw_peer_links() {
     Line l = make_line(x, from, x, to, with_alpha(kind_color(EventKind::kMemcpy, m_.events.copy_kind[e]), 170), 1);
     l.dashed = true;
     s_.line(std::move(l));
+    ++drawn;
+  }
+}
+
+// --deps: an arrow from the end of the work an event covered to the start of the work that
+// waited for it, where both are drawn one by one.
+void Builder::draw_dependencies() {
+  constexpr size_t kMaxArrows = 2000;
+  constexpr Color kDep{120, 80, 160, 220};
+  size_t drawn = 0;
+  for (const auto& [src, dst] : analysis::event_dependencies(m_)) {
+    auto a = drawn_.find(src), b = drawn_.find(dst);
+    if (a == drawn_.end() || b == drawn_.end() || drawn >= kMaxArrows) continue;
+    const float x0 = f_.clipped_x(m_.events.end_ns[src]), x1 = f_.clipped_x(m_.events.start_ns[dst]);
+    const float y0 = a->second + kExecBarY + kExecBarHeight / 2, y1 = b->second + kExecBarY + kExecBarHeight / 2;
+    s_.line(make_line(x0, y0, x1, y1, kDep, 1.2f));
+    const float dir = y1 >= y0 ? -1.f : 1.f;  // arrowhead pointing into the waiting work
+    s_.line(make_line(x1, y1, x1 - 4, y1 + dir * 4, kDep, 1.2f));
+    s_.line(make_line(x1, y1, x1 + 4, y1 + dir * 4, kDep, 1.2f));
     ++drawn;
   }
 }

@@ -392,9 +392,24 @@ class SectionBuilder {
     return &s_.records[(pos - 1)->second].cuda_event();
   }
 
-  uint64_t order_of_event(const v1::CudaEvent& e) const {
-    const uint32_t c = call_of(e.correlation_id());
-    return c == kNone ? 0 : b_.call_order[c];
+  uint64_t order_of_event(const v1::CudaEvent& e) { return order_of_corr(e.correlation_id()); }
+
+  // The launch order of the call with this correlation id. The hook's default API set leaves
+  // cudaEventRecord and cudaStreamWaitEvent out of the recorded calls, but their records keep
+  // the calls' correlation ids, which count up in call order: such a call sits right after
+  // the last recorded call before it (and that call's work).
+  uint64_t order_of_corr(uint32_t corr) {
+    if (const uint32_t c = call_of(corr); c != kNone) return b_.call_order[c];
+    if (by_corr_.empty()) {
+      for (const auto& [id, c] : call_of_corr_) by_corr_.emplace_back(id, c);
+      std::sort(by_corr_.begin(), by_corr_.end());
+    }
+    auto it = std::lower_bound(by_corr_.begin(), by_corr_.end(), std::make_pair(corr, uint32_t{0}));
+    // Between two recorded calls, unrecorded ones keep their own call order too (a record and
+    // the wait on it often both fall there).
+    const uint64_t half = kOrderStride / 2;
+    if (it == by_corr_.begin()) return 1 + std::min<uint64_t>(corr, half - 2);
+    return b_.call_order[(it - 1)->second] + half + std::min<uint64_t>(corr - (it - 1)->first, half - 1);
   }
 
   void make_waits() {
@@ -406,8 +421,21 @@ class SectionBuilder {
     }
     for (const auto& [correlation_id, rec] : syncs_) {
       const uint32_t c = call_of(correlation_id);
-      if (c == kNone || is_query(g_.calls[c].name)) continue;
       const v1::Synchronization& s = s_.records[rec].sync();
+      if (c == kNone && s.type() == v1::SYNC_STREAM_WAIT_EVENT) {
+        // A cudaStreamWaitEvent the hook recorded no call for: placed by its correlation id.
+        const uint64_t at = order_of_corr(correlation_id);
+        if (const v1::CudaEvent* e = event_before(s.event_id(), at)) {
+          EventWait ew;
+          ew.waiting_lane = lane(s.device(), s.stream());
+          ew.at_order = at;
+          ew.source_lane = lane(e->device(), e->stream());
+          ew.source_order = order_of_event(*e);
+          b_.event_waits.push_back(ew);
+        }
+        continue;
+      }
+      if (c == kNone || is_query(g_.calls[c].name)) continue;
       b_.places[capture_][rec] = {RecordPlace::Kind::kCall, c, 0};  // written with its call's times
       WaitSpec& w = b_.call_wait[c];
       switch (s.type()) {
@@ -457,6 +485,7 @@ class SectionBuilder {
   std::unordered_map<uint32_t, std::vector<std::pair<uint64_t, uint32_t>>> sorted_events_;
   std::unordered_map<uint64_t, uint32_t> external_;
   std::unordered_map<uint32_t, uint32_t> call_of_corr_;
+  std::vector<std::pair<uint32_t, uint32_t>> by_corr_;  // (correlation id, call), sorted: order_of_corr
   std::unordered_map<uint32_t, uint32_t> nccl_call_;  // call -> NcclCall record
   std::map<std::pair<uint32_t, uint32_t>, uint32_t> lanes_;
   std::map<std::pair<uint64_t, uint32_t>, double> block_share_;

@@ -49,6 +49,12 @@ struct WaitSplit {
 // by event. Context (other streams, events, priorities) comes from the whole model.
 std::vector<WaitSplit> wait_causes(const Model& model, const std::vector<uint32_t>& events);
 
+// Cross-stream dependencies the program made with events: for each cudaStreamWaitEvent, the
+// last operation its event's cudaEventRecord covered (on the recording stream) and the first
+// operation the waiting stream launched after the wait. (source event, waiting event) pairs,
+// in the order of the waits. `render --deps` draws them as arrows.
+std::vector<std::pair<uint32_t, uint32_t>> event_dependencies(const Model& model);
+
 // `stats --by wait`: per stream, the kernels that waited and their queued time by cause, and
 // a last row over all streams. `format`: text, md, csv or json.
 std::string format_wait_stats(const Model& model, const std::vector<WaitSplit>& splits, const std::string& format);
