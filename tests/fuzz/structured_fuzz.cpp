@@ -38,7 +38,9 @@
 #include "gantt/filter.h"
 #include "gantt/model.h"
 #include "gantt/ranks.h"
+#include "gantt/analysis/waits.h"
 #include "gantt/render.h"
+#include "gantt/whatif.h"
 
 namespace {
 
@@ -191,8 +193,33 @@ void exercise(const std::string& path, const std::string& dir) {
         e->write(m, sel, eo, os);
       }
       std::ostringstream svg;
-      gantt::write_svg(gantt::build_scene(m, sel, gantt::RenderOptions{}), svg);
+      gantt::RenderOptions ro;
+      ro.memory_strip = ro.deps = true;
+      gantt::write_svg(gantt::build_scene(m, sel, ro), svg);
+      // The views and the tables behind them: waits, utilisation, memory.
+      const auto waits = ga::wait_causes(m, sel.events);
+      (void)ga::format_wait_stats(m, waits, "json");
+      (void)ga::event_dependencies(m);
+      const auto memory = ga::memory_report(m);
+      (void)ga::format_memory_stats(m, memory, "text");
+      gantt::write_svg(gantt::memory_scene(m, sel, memory, ro), svg);
+      const ga::Timeline t = ga::utilisation_timeline(m, sel, 0);
+      (void)ga::format_timeline(m, t, "csv");
+      gantt::write_svg(gantt::utilisation_scene(m, sel, t, ro), svg);
     } catch (const std::invalid_argument&) {
+    }
+  }
+  // What if: the same capture re-timed under each change (a hostile one must get an error or
+  // a prediction, never a crash or a hang).
+  for (const char* change : {"graphs", "streams=4", "remove-syncs", "scale=.*:2", "async-copies", "pin-copies"}) {
+    const std::string predicted = dir + "/predicted.gpuh";
+    std::filesystem::remove(predicted);
+    try {
+      gantt::whatif::Options wo;
+      wo.pinned_gbps = 10;
+      (void)gantt::whatif::predict({path}, {gantt::whatif::parse_change(change)}, wo, predicted);
+      (void)gantt::load({predicted}, gantt::LoadOptions{});
+    } catch (const std::exception&) {
     }
   }
   (void)gantt::find_straggler(gantt::match_collectives(gantt::collective_calls(m)));
