@@ -36,4 +36,14 @@ row() {  # row FIGURE "wall cpu"
 }
 row "gantt-cli stats, $kernels-kernel synthetic capture" "$(best "$cli" stats "$work/base.gpuh")"
 row "gantt-cli diff, two $kernels-kernel synthetic captures" "$(best "$cli" diff "$work/base.gpuh" "$work/new.gpuh")"
+# whatif holds the capture's records and its graph in memory (no goal set yet): wall, CPU and
+# peak memory, a new output each run (it never overwrites).
+whatif_run() {
+  rm -f "$work/predicted.gpuh"
+  /usr/bin/time -f "%e %U %S %M" -o "$work/t" "$cli" whatif -q "$work/base.gpuh" --change 'scale=.*:0.9' -o "$work/predicted.gpuh" \
+    >/dev/null 2>"$work/err" || { cat "$work/err" >&2; exit 2; }
+  read -r wall user sys kb < "$work/t"
+  echo "| gantt-cli whatif --change scale, $kernels-kernel synthetic capture | ${wall} s wall ($(awk -v u="$user" -v s="$sys" 'BEGIN{printf "%.2f", u+s}') s CPU), $((kb / 1024)) MiB peak | (none yet) | - |"
+}
+whatif_run
 echo "cli bench: load average after $(cut -d' ' -f1-3 /proc/loadavg)" >&2
