@@ -203,6 +203,10 @@ void exercise(const std::string& path, const std::string& dir) {
       const auto memory = ga::memory_report(m);
       (void)ga::format_memory_stats(m, memory, "text");
       gantt::write_svg(gantt::memory_scene(m, sel, memory, ro), svg);
+      std::vector<std::string> comm_notes;
+      const auto comm = ga::comm_matrices(m, &comm_notes);
+      (void)ga::format_comm_stats(comm, comm_notes, "json");
+      gantt::write_svg(gantt::comm_scene(m, comm, comm_notes, ro), svg);
       const ga::Timeline t = ga::utilisation_timeline(m, sel, 0);
       (void)ga::format_timeline(m, t, "csv");
       gantt::write_svg(gantt::utilisation_scene(m, sel, t, ro), svg);

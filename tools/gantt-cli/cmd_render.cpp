@@ -93,6 +93,10 @@ int run_render(const RenderCliOptions& o) {
   gantt::Scene scene;
   if (o.view == "flame") {
     scene = gantt::analysis::flame_scene(gantt::analysis::gpu_stacks(model, &sel), fo);
+  } else if (o.view == "comm") {
+    std::vector<std::string> notes;
+    const auto matrices = gantt::analysis::comm_matrices(model, &notes);
+    scene = gantt::comm_scene(model, matrices, notes, ro);
   } else if (o.view == "memory") {
     scene = gantt::memory_scene(model, sel, gantt::analysis::memory_report(model), ro);
   } else if (o.view == "utilisation") {
@@ -132,6 +136,7 @@ void register_render(CLI::App& app, int& exit_code) {
       "  gantt-cli render app.gpuh -o flame.svg --view flame\n"
       "  gantt-cli render app.gpuh -o util.png --view utilisation --bucket 10ms\n"
       "  gantt-cli render app.gpuh -o memory.svg --view memory\n"
+      "  gantt-cli render rank*.gpuh -o comm.svg --view comm\n"
       "  gantt-cli render --job 4242 /shared/captures -o job4242.svg   # a Slurm job's captures\n");
   cmd->add_option("files", o->files, "capture files (.gpuh); with --job, directories to search too")->required();
   add_load_flags(*cmd, o->load);
@@ -149,8 +154,9 @@ void register_render(CLI::App& app, int& exit_code) {
   cmd->add_option("--view", o->view,
                   "gantt: the timeline; flame: a flame graph of GPU time by NVTX range and kernel; utilisation: "
                   "compute/copy/busy share per time bucket per device, drops marked; memory: memory in use "
-                  "per device over time by kind, the peak and what was live at it")
-      ->check(CLI::IsMember({"gantt", "flame", "utilisation", "memory"}))
+                  "per device over time by kind, the peak and what was live at it; comm: rank x rank traffic per "
+                  "NCCL communicator (p2p exact, collectives under the ring model), p2p bandwidth, slow pairs")
+      ->check(CLI::IsMember({"gantt", "flame", "utilisation", "memory", "comm"}))
       ->capture_default_str();
   cmd->add_flag("--deps", o->deps,
                 "arrows for the dependencies the program made with events (cudaEventRecord -> cudaStreamWaitEvent): "

@@ -9,6 +9,7 @@
 
 #include <gantt/analysis/stats.h>
 #include <gantt/analysis/summary.h>
+#include <gantt/analysis/comm.h>
 #include <gantt/analysis/memory.h>
 #include <gantt/analysis/timeline.h>
 #include <gantt/analysis/waits.h>
@@ -61,9 +62,9 @@ ga::StatsOptions report_options(const StatsOptions& o) {
 // files are read and merged after them, in the order given.
 int run_summaries(const StatsOptions& o, const std::vector<std::string>& captures,
                   const std::vector<std::string>& summaries) {
-  if (!o.summary && (o.by == "graph" || o.by == "collective" || o.by == "wait" || o.by == "memory")) {
+  if (!o.summary && (o.by == "graph" || o.by == "collective" || o.by == "wait" || o.by == "memory" || o.by == "comm")) {
     std::cerr << "gantt-cli: stats: --by " << o.by << " needs captures: a summary keeps per-group totals, not "
-              << (o.by == "graph" ? "graph launches" : o.by == "wait" ? "kernel waits" : o.by == "memory" ? "allocations" : "collective calls") << "\n";
+              << (o.by == "graph" ? "graph launches" : o.by == "wait" ? "kernel waits" : o.by == "memory" ? "allocations" : o.by == "comm" ? "rank pairs" : "collective calls") << "\n";
     return kExitError;
   }
   const std::vector<ga::GroupBy> every = {ga::GroupBy::kKernel, ga::GroupBy::kStream, ga::GroupBy::kDevice,
@@ -141,6 +142,11 @@ int run_stats(const StatsOptions& o) {
     }
     return corrupt ? kExitError : kExitOk;
   }
+  if (o.by == "comm") {
+    std::vector<std::string> notes;
+    std::cout << ga::format_comm_stats(ga::comm_matrices(model, &notes), notes, o.format);
+    return corrupt ? kExitError : kExitOk;
+  }
   if (o.by == "memory") {
     const auto report = ga::memory_report(model);
     if (report.empty()) std::cout << "no allocations recorded in the capture(s) (GPUHOOK_API without alloc?)\n";
@@ -197,6 +203,7 @@ void register_stats(CLI::App& app, int& exit_code) {
       "  gantt-cli stats app.gpuh --by wait      # why kernels waited: own stream, event, priority, device full\n"
       "  gantt-cli stats app.gpuh --timeline 10ms --format csv > util.csv   # utilisation over time\n"
       "  gantt-cli stats app.gpuh --by memory    # peak memory per device and what was live at it\n"
+      "  gantt-cli stats rank*.gpuh --by comm    # bytes and bandwidth per rank pair, slow pairs\n"
       "  gantt-cli stats rank0.gpuh rank1.gpuh --by collective\n"
       "  gantt-cli stats rank7.gpuh --summary -o rank7.gsum      # on the node, by the job launcher\n"
       "  gantt-cli stats summaries/*.gsum --top 20               # anywhere, afterwards\n");
@@ -207,7 +214,7 @@ void register_stats(CLI::App& app, int& exit_code) {
   add_load_flags(*cmd, o->load);
   add_filter_flags(*cmd, o->filter);
   cmd->add_option("--by", o->by, "group by (graph: one row per CUDA graph)")
-      ->check(CLI::IsMember({"kernel", "stream", "device", "range", "graph", "collective", "wait", "memory"}))
+      ->check(CLI::IsMember({"kernel", "stream", "device", "range", "graph", "collective", "wait", "memory", "comm"}))
       ->capture_default_str();
   cmd->add_option("--top", o->top, "only the N groups with the most GPU time, or graphs with the most launch span (0 = all)")->capture_default_str();
   cmd->add_option("--gaps", o->gaps, "idle gaps listed per device")->capture_default_str();

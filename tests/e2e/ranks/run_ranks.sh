@@ -64,6 +64,17 @@ PY
       grep -q "last to arrive: rank 2" "$dir/ranks.svg"
       grep -q "ranks aligned: 4 captures" "$dir/ranks.svg"
       grep -q ">rank 3 " "$dir/ranks.svg"
+      # The traffic per rank pair: every all-reduce puts its ring-model bytes on each rank's
+      # link to the next (4 links of the 16 cells), the view parses.
+      links=$("$cli" stats "${files[@]}" --by comm --format json | python3 -c '
+import json, sys
+c = json.load(sys.stdin)["communicators"][0]
+n = c["nranks"]
+print(sum(1 for f in range(n) for t in range(n) if c["ring_model_bytes"][f * n + t] > 0 and t == (f + 1) % n), n)')
+      [[ $links == "4 4" ]] || { echo "FAIL: stats --by comm: ring links $links, expected 4 of 4 ranks"; exit 1; }
+      "$cli" render "${files[@]}" --view comm -o "$dir/comm.svg" 2>/dev/null
+      xmllint --noout "$dir/comm.svg"
+      grep -q "collectives per link (ring model)" "$dir/comm.svg"
     fi
     ;;
   twin)

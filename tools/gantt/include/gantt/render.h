@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gantt/annotate.h"
+#include "gantt/analysis/comm.h"
 #include "gantt/analysis/memory.h"
 #include "gantt/analysis/timeline.h"
 #include "gantt/filter.h"
@@ -66,6 +67,10 @@ struct RenderStats {
   uint64_t graph_brackets = 0;       // CUDA graph launches bracketed on their lane
   uint64_t overlap_rows = 0;         // extra rows lanes grew so overlapping events stay visible
 };
+
+// `render --view comm`: rank x rank heatmaps per communicator (analysis/comm.h).
+Scene comm_scene(const Model& model, const std::vector<analysis::CommMatrix>& matrices,
+                 const std::vector<std::string>& notes, const RenderOptions& options);
 
 // `render --view memory`: memory in use per device over time by class, the peak and what was
 // live at it (analysis/memory.h).

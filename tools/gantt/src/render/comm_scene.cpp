@@ -1,0 +1,124 @@
+// `render --view comm`: per communicator, rank x rank heatmaps of point-to-point bytes (exact),
+// collective traffic per link (ring model) and achieved point-to-point bandwidth, the slow
+// pairs outlined (analysis/comm.h).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "gantt/analysis/table.h"
+#include "gantt/colors.h"
+#include "gantt/render.h"
+#include "gantt/text.h"
+#include "render_internal.h"
+
+namespace gantt {
+
+namespace {
+
+constexpr float kMaxCell = 36, kGridGap = 60, kTitleWidth = 220;
+
+Color heat(double share) {  // white -> dark blue
+  const double s = std::clamp(share, 0.0, 1.0);
+  auto mix = [&](int a, int b) { return static_cast<uint8_t>(std::lround(a + (b - a) * s)); };
+  return Color{mix(247, 8), mix(251, 48), mix(255, 107), 255};
+}
+
+}  // namespace
+
+Scene comm_scene(const Model& m, const std::vector<analysis::CommMatrix>& ms, const std::vector<std::string>& notes,
+                 const RenderOptions& o) {
+  using namespace detail;
+  Scene s;
+  s.width = std::max(400, o.width_px);
+  s.title = "communication per rank pair";
+  s.text(make_text(12, 20, s.title, 14, palette::kText, Anchor::kStart, true));
+  float y = 40;
+  for (const std::string& n : notes) {
+    s.text(make_text(12, y, utf8_clean(n), 10, palette::kMuted));
+    y += 14;
+  }
+  if (ms.empty()) {
+    s.text(make_text(static_cast<float>(s.width) / 2, y + 40, "no NCCL point-to-point or matched collective traffic", 16,
+                     palette::kMuted, Anchor::kMiddle));
+    s.height = static_cast<int>(y + 80);
+    return s;
+  }
+  for (const analysis::CommMatrix& c : ms) {
+    const int32_t n = c.nranks;
+    const float avail = (static_cast<float>(s.width) - 3 * kGridGap - 40) / 3;
+    const float cell = std::min(kMaxCell, avail / static_cast<float>(n));
+    char head[160];
+    std::snprintf(head, sizeof head, "communicator 0x%llx \xC2\xB7 %d ranks \xC2\xB7 %llu sends \xC2\xB7 %llu collectives",
+                  static_cast<unsigned long long>(c.comm_id), n, static_cast<unsigned long long>(c.sends),
+                  static_cast<unsigned long long>(c.collectives));
+    s.text(make_text(12, y + 4, head, 12, palette::kText, Anchor::kStart, true));
+    y += 34;
+    struct Panel {
+      const char* title;
+      std::vector<double> values;
+      bool bandwidth;
+    };
+    Panel panels[3] = {{"point-to-point bytes (exact)", {}, false},
+                       {"collectives per link (ring model)", {}, false},
+                       {"point-to-point GB/s achieved", {}, true}};
+    for (int32_t f = 0; f < n; ++f)
+      for (int32_t t = 0; t < n; ++t) {
+        panels[0].values.push_back(static_cast<double>(c.p2p_bytes[c.at(f, t)]));
+        panels[1].values.push_back(static_cast<double>(c.ring_bytes[c.at(f, t)]));
+        panels[2].values.push_back(c.p2p_gbps(f, t));
+      }
+    float x = 40;
+    for (const Panel& p : panels) {
+      const double top = *std::max_element(p.values.begin(), p.values.end());
+      s.text(make_text(x, y - 8, p.title, 11, palette::kText));
+      for (int32_t f = 0; f < n; ++f) {
+        for (int32_t t = 0; t < n; ++t) {
+          const double v = p.values[static_cast<size_t>(f) * static_cast<size_t>(n) + static_cast<size_t>(t)];
+          Rect r = make_rect(x + static_cast<float>(t) * cell, y + static_cast<float>(f) * cell, cell - 1, cell - 1,
+                             v > 0 ? heat(top > 0 ? v / top : 0) : Color{240, 240, 240, 255});
+          if (v > 0) {
+            r.tooltip = "rank " + std::to_string(f) + " -> rank " + std::to_string(t) + ": " +
+                        (p.bandwidth ? analysis::fixed(v, 2) + " GB/s" : analysis::bytes_text(static_cast<uint64_t>(v)));
+            if (p.bandwidth)
+              for (const auto& sp : c.slow)
+                if (sp.from == f && sp.to == t) {
+                  r.stroke = palette::kIdle;
+                  r.stroke_width = 2;
+                  r.tooltip += " (slow: the median pair " + analysis::fixed(sp.median_gbps, 2) + " GB/s)";
+                }
+          }
+          s.rect(std::move(r));
+          if (v > 0 && cell >= 34) {
+            const std::string label = p.bandwidth ? analysis::fixed(v, 1) : analysis::bytes_text(static_cast<uint64_t>(v));
+            s.text(make_text(x + (static_cast<float>(t) + 0.5f) * cell, y + (static_cast<float>(f) + 0.62f) * cell,
+                             label.substr(0, 8), 7, text_color_on(heat(top > 0 ? v / top : 0)), Anchor::kMiddle));
+          }
+        }
+        if (cell >= 10)
+          s.text(make_text(x - 3, y + (static_cast<float>(f) + 0.7f) * cell, std::to_string(f), 8, palette::kMuted, Anchor::kEnd));
+      }
+      x += std::max(static_cast<float>(n) * cell, kTitleWidth) + kGridGap;  // room for the panel's title
+    }
+    y += static_cast<float>(n) * cell + 8;
+    s.text(make_text(40, y + 10, "rows: sending rank, columns: receiving rank", 10, palette::kMuted));
+    y += 22;
+    for (const auto& sp : c.slow) {
+      s.text(make_text(40, y + 10,
+                       "slow pair: rank " + std::to_string(sp.from) + " -> rank " + std::to_string(sp.to) + " at " +
+                           analysis::fixed(sp.gbps, 2) + " GB/s, the median pair " + analysis::fixed(sp.median_gbps, 2) + " GB/s",
+                       10, palette::kIdle));
+      y += 14;
+    }
+    y += 20;
+  }
+  std::string foot = "p2p: exact (each ncclSend's bytes and kernel time); ring model: every collective adds bus factor x size "
+                     "to each rank's link to the next (a model, not a measurement)";
+  bool simulated = false;
+  for (const CaptureInfo& c : m.captures) simulated |= (c.header.features() & gpuhook::v1::FEATURE_SIMULATOR) != 0;
+  if (simulated) foot += " \xC2\xB7 SIMULATED GPU";
+  s.text(make_text(12, y, foot, 10, palette::kMuted));
+  s.height = static_cast<int>(y + 16);
+  return s;
+}
+
+}  // namespace gantt
