@@ -113,11 +113,7 @@ Scene comm_scene(const Model& m, const std::vector<analysis::CommMatrix>& ms, co
   }
   std::string foot = "p2p: exact (each ncclSend's bytes and kernel time); ring model: every collective adds bus factor x size "
                      "to each rank's link to the next (a model, not a measurement)";
-  bool simulated = false;
-  for (const CaptureInfo& c : m.captures) simulated |= (c.header.features() & gpuhook::v1::FEATURE_SIMULATOR) != 0;
-  if (simulated) foot += " \xC2\xB7 SIMULATED GPU";
-  s.text(make_text(12, y, foot, 10, palette::kMuted));
-  s.height = static_cast<int>(y + 16);
+  draw_view_footer(s, m, std::move(foot), y);
   return s;
 }
 

@@ -125,11 +125,7 @@ Scene memory_scene(const Model& m, const Selection& sel, const std::vector<analy
   }
   y += 24;
   std::string foot = "from the recorded allocations and frees";
-  bool simulated = false;
-  for (const CaptureInfo& c : m.captures) simulated |= (c.header.features() & gpuhook::v1::FEATURE_SIMULATOR) != 0;
-  if (simulated) foot += " \xC2\xB7 SIMULATED GPU (test simulator, not GPU figures)";
-  s.text(make_text(12, y, foot, 10, palette::kMuted));
-  s.height = static_cast<int>(y + 16);
+  draw_view_footer(s, m, std::move(foot), y);
   return s;
 }
 

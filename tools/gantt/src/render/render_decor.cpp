@@ -256,4 +256,12 @@ float draw_footer(Scene& s, const Model& m, const Selection& sel, const RenderOp
   return static_cast<float>(lines.size()) * 14 + 6;
 }
 
+void draw_view_footer(Scene& s, const Model& m, std::string what, float y) {
+  bool simulated = false;
+  for (const CaptureInfo& c : m.captures) simulated |= (c.header.features() & gpuhook::v1::FEATURE_SIMULATOR) != 0;
+  if (simulated) what += " \xC2\xB7 SIMULATED GPU (test simulator, not GPU figures)";
+  s.text(make_text(12, y, utf8_clean(what), 10, palette::kMuted));
+  s.height = static_cast<int>(y + 16);
+}
+
 }  // namespace gantt::detail

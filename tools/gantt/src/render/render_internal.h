@@ -42,6 +42,9 @@ float draw_footer(Scene& s, const Model& m, const Selection& sel, const RenderOp
 std::string event_tooltip(const Model& m, uint32_t e, uint64_t t0);
 std::string rel_time(uint64_t t, uint64_t t0);  // "+1.23 ms", "?" when t == 0
 Color with_alpha(Color c, uint8_t a);
+// The last line of a view's chart: `what`, then " · SIMULATED GPU (...)" when a capture came
+// from the test simulator; sets the scene's height under it.
+void draw_view_footer(Scene& s, const Model& m, std::string what, float y);
 // Memory in use per pixel column, stacked by class, bottom at `base` (memory_scene.cpp).
 void draw_memory_columns(Scene& s, const Frame& f, const analysis::DeviceMemory& d, float base, float height);
 

@@ -123,12 +123,8 @@ Scene utilisation_scene(const Model& m, const Selection& sel, const analysis::Ti
   y += 24;
   std::string foot = "bucket " + format_duration(static_cast<int64_t>(t.bucket_ns)) + " \xC2\xB7 " +
                      std::to_string(t.buckets) + " buckets \xC2\xB7 " + std::to_string(sel.events.size()) + " events";
-  bool simulated = false;
-  for (const CaptureInfo& c : m.captures) simulated |= (c.header.features() & gpuhook::v1::FEATURE_SIMULATOR) != 0;
-  if (simulated) foot += " \xC2\xB7 SIMULATED GPU (test simulator, not GPU figures)";
   if (!sel.description.empty()) foot += " \xC2\xB7 " + sel.description;
-  s.text(make_text(12, y, utf8_clean(foot), 10, palette::kMuted));
-  s.height = static_cast<int>(y + 16);
+  draw_view_footer(s, m, std::move(foot), y);
   return s;
 }
 
