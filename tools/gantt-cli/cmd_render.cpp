@@ -1,6 +1,9 @@
 // gantt-cli render FILE... -o out.svg|png|pdf: the Gantt chart. Options only; the layout,
 // annotations and back ends live in libgantt (render.h).
+#include <fstream>
 #include <iostream>
+#include <iterator>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +39,7 @@ struct RenderCliOptions {
   FilterFlags filter;
   std::string view = "gantt";  // gantt | flame (analysis/flame.h) | utilisation (analysis/timeline.h)
   std::string bucket;          // --view utilisation: "" = about 200 buckets over the window
+  std::string topology;        // --view comm: an `nvidia-smi topo -m` output to draw the links from
   std::string job;             // --job: the files are searched for this scheduler job's captures
 };
 
@@ -96,7 +100,20 @@ int run_render(const RenderCliOptions& o) {
   } else if (o.view == "comm") {
     std::vector<std::string> notes;
     const auto matrices = gantt::analysis::comm_matrices(model, &notes);
-    scene = gantt::comm_scene(model, matrices, notes, ro);
+    std::optional<gantt::analysis::Topology> topo;
+    if (!o.topology.empty()) {
+      std::ifstream in(o.topology, std::ios::binary);
+      std::string text;
+      if (in) text.assign(std::istreambuf_iterator<char>(in), {});
+      try {
+        if (!in) throw std::invalid_argument(o.topology + ": cannot read it");
+        topo = gantt::analysis::parse_topology(text, o.topology);
+      } catch (const std::invalid_argument& e) {
+        std::cerr << "gantt-cli: render: --topology: " << e.what() << "\n";
+        return kExitError;
+      }
+    }
+    scene = gantt::comm_scene(model, matrices, notes, ro, topo ? &*topo : nullptr);
   } else if (o.view == "memory") {
     scene = gantt::memory_scene(model, sel, gantt::analysis::memory_report(model), ro);
   } else if (o.view == "utilisation") {
@@ -136,7 +153,7 @@ void register_render(CLI::App& app, int& exit_code) {
       "  gantt-cli render app.gpuh -o flame.svg --view flame\n"
       "  gantt-cli render app.gpuh -o util.png --view utilisation --bucket 10ms\n"
       "  gantt-cli render app.gpuh -o memory.svg --view memory\n"
-      "  gantt-cli render rank*.gpuh -o comm.svg --view comm\n"
+      "  gantt-cli render rank*.gpuh -o comm.svg --view comm --topology topo.txt   # nvidia-smi topo -m > topo.txt\n"
       "  gantt-cli render --job 4242 /shared/captures -o job4242.svg   # a Slurm job's captures\n");
   cmd->add_option("files", o->files, "capture files (.gpuh); with --job, directories to search too")->required();
   add_load_flags(*cmd, o->load);
@@ -164,6 +181,9 @@ void register_render(CLI::App& app, int& exit_code) {
   cmd->add_flag("--memory-strip", o->memory_strip,
                 "a strip of GPU memory in use (by kind, from the recorded allocations) under each device's "
                 "utilisation strip");
+  cmd->add_option("--topology", o->topology,
+                  "--view comm: the output of `nvidia-smi topo -m` on the job's nodes: the GPUs and their links drawn, "
+                  "as thick as the measured traffic");
   cmd->add_option("--bucket", o->bucket, "--view utilisation: the time bucket (e.g. 10ms; default: about 200 over the window)");
   cmd->add_option("--job", o->job, "only the captures recorded in this scheduler job (SLURM_JOB_ID), found under the paths");
   cmd->callback([o, &exit_code] { exit_code = run_render(*o); });

@@ -75,6 +75,15 @@ print(sum(1 for f in range(n) for t in range(n) if c["ring_model_bytes"][f * n +
       "$cli" render "${files[@]}" --view comm -o "$dir/comm.svg" 2>/dev/null
       xmllint --noout "$dir/comm.svg"
       grep -q "collectives per link (ring model)" "$dir/comm.svg"
+      # With the machine's topology (nvidia-smi topo -m), the GPUs and their links; a file
+      # that is not one is refused with exit 2.
+      topo="$(cd "$(dirname "$0")/../../fixtures/topology" && pwd)/dgx_4gpu.txt"
+      "$cli" render "${files[@]}" --view comm --topology "$topo" -o "$dir/topo.svg" 2>/dev/null
+      xmllint --noout "$dir/topo.svg"
+      grep -q ">GPU3<" "$dir/topo.svg" && grep -q "NV18 " "$dir/topo.svg" || { echo "FAIL: --topology drew no GPU links"; exit 1; }
+      rc=0
+      "$cli" render "${files[@]}" --view comm --topology "$0" -o "$dir/bad.svg" 2>/dev/null || rc=$?
+      [[ $rc == 2 ]] || { echo "FAIL: --topology with a script exited $rc, not 2"; exit 1; }
     fi
     ;;
   twin)

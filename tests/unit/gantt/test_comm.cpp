@@ -1,7 +1,11 @@
 // Rank x rank traffic (analysis/comm.h) on NCCL calls whose matrix is known by hand.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+
 #include "gantt/analysis/comm.h"
+#include "gantt/analysis/topology.h"
 #include "gantt/model.h"
 
 namespace {
@@ -53,4 +57,26 @@ TEST(Comm, PointToPointMatrixAndTheSlowPair) {
   EXPECT_DOUBLE_EQ(c.slow[0].median_gbps, 10.0);
   const std::string text = gantt::analysis::format_comm_stats(ms, notes, "text");
   EXPECT_NE(text.find("slow pair: rank 2 -> rank 0 at 1.00 GB/s, the median pair 10.00 GB/s"), std::string::npos) << text;
+}
+
+TEST(Topology, ParsesNvidiaSmiTopoM) {
+  std::ifstream in(std::string(GPUHOOK_SOURCE_DIR) + "/tests/fixtures/topology/dgx_4gpu.txt");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const gantt::analysis::Topology t = gantt::analysis::parse_topology(text, "dgx_4gpu.txt");
+  ASSERT_EQ(t.devices.size(), 5u);
+  EXPECT_EQ(t.devices[4], "NIC0");
+  EXPECT_EQ(t.link(0, 1), "NV18");
+  EXPECT_EQ(t.link(2, 3), "PHB");
+  EXPECT_EQ(t.link(0, 4), "PXB");
+  EXPECT_EQ(t.link(1, 1), "X");
+  EXPECT_EQ(gantt::analysis::Topology::rank_of("NV18"), 3);
+  EXPECT_EQ(gantt::analysis::Topology::rank_of("SYS"), 0);
+}
+
+TEST(Topology, RefusesWhatIsNotAMatrix) {
+  for (const char* bad : {"", "hello\nworld\n", "\tGPU0\tGPU1\nGPU0\t X \tNV4\n",   // a row missing
+                          "\tGPU0\tGPU1\nGPU1\t X \tNV4\nGPU0\tNV4\t X \n",            // rows out of order
+                          "\tGPU0\tGPU1\nGPU0\t X \nGPU1\tNV4\t X \n"})                // a short row
+    EXPECT_THROW(gantt::analysis::parse_topology(bad, "t.txt"), std::invalid_argument) << bad;
+  EXPECT_THROW(gantt::analysis::parse_topology(std::string(2 << 20, ' '), "big.txt"), std::invalid_argument);
 }

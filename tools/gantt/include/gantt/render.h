@@ -16,6 +16,7 @@
 #include "gantt/analysis/comm.h"
 #include "gantt/analysis/memory.h"
 #include "gantt/analysis/timeline.h"
+#include "gantt/analysis/topology.h"
 #include "gantt/filter.h"
 #include "gantt/model.h"
 #include "gantt/scene.h"
@@ -69,8 +70,10 @@ struct RenderStats {
 };
 
 // `render --view comm`: rank x rank heatmaps per communicator (analysis/comm.h).
+// With `topology` (nvidia-smi topo -m), the GPUs and their links drawn under each matrix.
 Scene comm_scene(const Model& model, const std::vector<analysis::CommMatrix>& matrices,
-                 const std::vector<std::string>& notes, const RenderOptions& options);
+                 const std::vector<std::string>& notes, const RenderOptions& options,
+                 const analysis::Topology* topology = nullptr);
 
 // `render --view memory`: memory in use per device over time by class, the peak and what was
 // live at it (analysis/memory.h).

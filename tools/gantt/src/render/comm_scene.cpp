@@ -25,8 +25,75 @@ Color heat(double share) {  // white -> dark blue
 
 }  // namespace
 
+// The GPUs on a circle with the link between each pair (nvidia-smi topo -m), each edge as
+// thick as the traffic the communicator put between the two GPUs' ranks.
+float draw_topology(Scene& s, const Model& m, const analysis::CommMatrix& c, const analysis::Topology& topo, float y) {
+  using namespace detail;
+  std::vector<size_t> gpus;
+  for (size_t i = 0; i < topo.devices.size(); ++i)
+    if (topo.devices[i].rfind("GPU", 0) == 0) gpus.push_back(i);
+  if (gpus.size() < 2) return y;
+  // Traffic between GPU indexes (both directions, p2p and ring model).
+  const std::vector<int32_t> gpu_of = analysis::rank_gpus(m, c.comm_id, c.nranks);
+  const size_t g = gpus.size();
+  std::vector<double> traffic(g * g, 0);
+  for (int32_t f = 0; f < c.nranks; ++f)
+    for (int32_t t = 0; t < c.nranks; ++t) {
+      const int32_t a = gpu_of[static_cast<size_t>(f)], b = gpu_of[static_cast<size_t>(t)];
+      if (a < 0 || b < 0 || a == b || static_cast<size_t>(a) >= g || static_cast<size_t>(b) >= g) continue;
+      const double bytes = static_cast<double>(c.p2p_bytes[c.at(f, t)] + c.ring_bytes[c.at(f, t)]);
+      traffic[static_cast<size_t>(std::min(a, b)) * g + static_cast<size_t>(std::max(a, b))] += bytes;
+    }
+  const double top = *std::max_element(traffic.begin(), traffic.end());
+  s.text(make_text(40, y + 4, "topology (nvidia-smi topo -m): edges by link, as thick as the traffic between the GPUs' ranks",
+                   11, palette::kText));
+  const float radius = std::min(160.f, 40.f + 14.f * static_cast<float>(g));
+  const float cx = 40 + radius + 40, cy = y + 30 + radius;
+  auto pos = [&](size_t i) {
+    const double a = 2 * 3.14159265358979 * static_cast<double>(i) / static_cast<double>(g) - 3.14159265358979 / 2;
+    return std::make_pair(cx + radius * static_cast<float>(std::cos(a)), cy + radius * static_cast<float>(std::sin(a)));
+  };
+  for (size_t i = 0; i < g; ++i)
+    for (size_t j = i + 1; j < g; ++j) {
+      const std::string& link = topo.link(gpus[i], gpus[j]);
+      const int r = analysis::Topology::rank_of(link);
+      const Color col = r == 3 ? Color{44, 160, 44, 200} : r == 2 ? Color{230, 159, 0, 200} : r == 1 ? Color{90, 120, 170, 200}
+                                                                                           : Color{170, 170, 170, 160};
+      const double bytes = traffic[i * g + j];
+      const float width = 1 + (top > 0 ? static_cast<float>(5 * bytes / top) : 0);
+      const auto [x1, y1] = pos(i);
+      const auto [x2, y2] = pos(j);
+      s.line(make_line(x1, y1, x2, y2, col, width, r == 0));
+      if (bytes > 0 || g <= 4)
+        // At 35% of the way: two diagonals cross at their middles, their labels would too.
+        s.text(make_text(x1 + 0.35f * (x2 - x1), y1 + 0.35f * (y2 - y1) - 3,
+                         link + (bytes > 0 ? " " + analysis::bytes_text(static_cast<uint64_t>(bytes)) : ""), 8, palette::kText,
+                         Anchor::kMiddle));
+    }
+  for (size_t i = 0; i < g; ++i) {
+    const auto [x, yy] = pos(i);
+    Rect r = make_rect(x - 16, yy - 9, 32, 18, Color{255, 255, 255, 255});
+    r.stroke = palette::kText;
+    r.tooltip = topo.devices[gpus[i]];
+    s.rect(std::move(r));
+    s.text(make_text(x, yy + 4, topo.devices[gpus[i]], 9, palette::kText, Anchor::kMiddle));
+  }
+  float ly = cy + radius + 30;
+  const std::pair<Color, const char*> legend[] = {{Color{44, 160, 44, 200}, "NVLink (NV#)"},
+                                                  {Color{230, 159, 0, 200}, "PCIe switch (PIX, PXB)"},
+                                                  {Color{90, 120, 170, 200}, "host bridge (PHB, NODE)"},
+                                                  {Color{170, 170, 170, 160}, "across sockets (SYS)"}};
+  float lx = 40;
+  for (const auto& [col, label] : legend) {
+    s.line(make_line(lx, ly - 4, lx + 18, ly - 4, col, 3));
+    s.text(make_text(lx + 24, ly, label, 10, palette::kText));
+    lx += 40 + static_cast<float>(std::string_view(label).size()) * 6.0f;
+  }
+  return ly + 20;
+}
+
 Scene comm_scene(const Model& m, const std::vector<analysis::CommMatrix>& ms, const std::vector<std::string>& notes,
-                 const RenderOptions& o) {
+                 const RenderOptions& o, const analysis::Topology* topology) {
   using namespace detail;
   Scene s;
   s.width = std::max(400, o.width_px);
@@ -110,6 +177,11 @@ Scene comm_scene(const Model& m, const std::vector<analysis::CommMatrix>& ms, co
       y += 14;
     }
     y += 20;
+    if (topology) y = draw_topology(s, m, c, *topology, y);
+  }
+  if (topology && ms.empty()) {
+    analysis::CommMatrix none;
+    y = draw_topology(s, m, none, *topology, y);
   }
   std::string foot = "p2p: exact (each ncclSend's bytes and kernel time); ring model: every collective adds bus factor x size "
                      "to each rank's link to the next (a model, not a measurement)";
