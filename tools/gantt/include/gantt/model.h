@@ -204,6 +204,9 @@ struct MemoryTable {
   size_t size() const { return capture.size(); }
 };
 
+// CUPTI gives the legacy default stream (the NULL stream) id 7 in every context.
+inline constexpr uint32_t kLegacyStreamId = 7;
+
 // Streams as the program created them (CUPTI STREAM records): what decides how they order
 // against each other. A capture without such records has none here; its streams are then
 // taken as CUDA creates them by default (blocking).

@@ -38,7 +38,7 @@ std::vector<Device> devices(const Model& m) {
   }
   std::vector<Device> out;
   for (auto& [k, d] : by) {
-    d.label = (m.captures.size() > 1 ? "c" + std::to_string(d.capture) + ".gpu" : "gpu") + std::to_string(d.ordinal);
+    d.label = device_label(m.captures.size(), d.capture, d.ordinal);
     std::sort(d.events.begin(), d.events.end(), [&](uint32_t a, uint32_t b) {
       return m.events.start_ns[a] != m.events.start_ns[b] ? m.events.start_ns[a] < m.events.start_ns[b] : a < b;
     });

@@ -12,8 +12,7 @@
 
 namespace gantt::analysis::detail {
 
-// CUPTI gives the legacy default stream (the NULL stream) id 7.
-inline constexpr uint32_t kLegacyStream = 7;
+inline constexpr uint32_t kLegacyStream = kLegacyStreamId;  // model.h
 
 struct Device {
   std::string label;

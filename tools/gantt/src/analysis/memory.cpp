@@ -42,10 +42,7 @@ class RangeFinder {
   std::unordered_map<uint32_t, std::vector<uint32_t>> by_thread_;
 };
 
-std::string device_name(const Model& m, const DeviceMemory& d) {
-  std::string s = "gpu" + std::to_string(d.device);
-  return m.captures.size() > 1 ? "c" + std::to_string(d.capture) + "." + s : s;
-}
+std::string device_name(const Model& m, const DeviceMemory& d) { return device_label(m.captures.size(), d.capture, d.device); }
 
 }  // namespace
 

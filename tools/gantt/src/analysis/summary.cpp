@@ -10,15 +10,11 @@
 #include <unordered_map>
 
 #include "gantt/analysis/intervals.h"
+#include "gantt/analysis/table.h"
 #include "gantt/text.h"
 
 namespace gantt::analysis {
 namespace {
-
-std::string device_label(size_t captures, uint32_t capture, uint32_t device) {
-  std::string l = captures > 1 ? "c" + std::to_string(capture) + ".gpu" : "gpu";
-  return l + std::to_string(device);
-}
 
 uint64_t device_key(uint16_t capture, uint32_t device) { return (uint64_t{capture} << 32) | device; }
 

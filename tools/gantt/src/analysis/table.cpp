@@ -119,6 +119,11 @@ std::string fixed(double v, int decimals) {
   return s;
 }
 
+std::string device_label(size_t captures, uint32_t capture, uint32_t device) {
+  std::string l = captures > 1 ? "c" + std::to_string(capture) + ".gpu" : "gpu";
+  return l + std::to_string(device);
+}
+
 std::string bytes_text(uint64_t b) {
   if (b < 1024) return std::to_string(b) + " B";
   const char* units[] = {"KiB", "MiB", "GiB", "TiB"};

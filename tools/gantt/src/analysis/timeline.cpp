@@ -34,10 +34,7 @@ double median_of(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-std::string device_name(const Model& m, const DeviceTimeline& d) {
-  std::string s = "gpu" + std::to_string(d.device);
-  return m.captures.size() > 1 ? "c" + std::to_string(d.capture) + "." + s : s;
-}
+std::string device_name(const Model& m, const DeviceTimeline& d) { return device_label(m.captures.size(), d.capture, d.device); }
 
 }  // namespace
 

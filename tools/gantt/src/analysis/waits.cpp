@@ -13,8 +13,6 @@ namespace gantt::analysis {
 
 namespace {
 
-// CUPTI gives the legacy default stream (the NULL stream) id 7 in every context.
-constexpr uint32_t kLegacyStream = 7;
 // How many operations before a kernel's start are looked at for one still running then: a
 // kernel that ran through the whole wait started among the last few on its device.
 constexpr size_t kLookBack = 64;
@@ -153,12 +151,12 @@ std::vector<WaitSplit> wait_causes(const Model& m, const std::vector<uint32_t>& 
     t = own_end;
     // 2. What it was told to wait for: events, and the legacy stream's barrier.
     uint64_t dep_end = 0;
-    const bool legacy = stream == kLegacyStream;
+    const bool legacy = stream == kLegacyStreamId;
     auto nb = non_blocking.find({capture, stream});
     const bool blocking = !legacy && (nb == non_blocking.end() || !nb->second);
     for (const auto& [other, ops] : d.by_stream) {
       if (other == stream) continue;
-      const bool other_legacy = other == kLegacyStream;
+      const bool other_legacy = other == kLegacyStreamId;
       auto onb = non_blocking.find({capture, other});
       const bool other_blocking = !other_legacy && (onb == non_blocking.end() || !onb->second);
       if ((legacy && other_blocking) || (blocking && other_legacy)) dep_end = std::max(dep_end, end_before(ops, launch));
@@ -251,8 +249,7 @@ std::string format_wait_stats(const Model& m, const std::vector<WaitSplit>& spli
     }
   }
   auto lane = [&](const std::tuple<uint16_t, uint32_t, uint32_t>& k) {
-    std::string s = "gpu" + std::to_string(std::get<1>(k)) + " stream " + std::to_string(std::get<2>(k));
-    return m.captures.size() > 1 ? "c" + std::to_string(std::get<0>(k)) + "." + s : s;
+    return device_label(m.captures.size(), std::get<0>(k), std::get<1>(k)) + " stream " + std::to_string(std::get<2>(k));
   };
   if (format == "json") {
     std::string o = "{\"causes\":[";

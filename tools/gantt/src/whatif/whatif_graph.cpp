@@ -3,6 +3,8 @@
 #include <map>
 #include <unordered_map>
 
+#include <gpuhook/nccl_types.h>
+
 #include "gantt/occupancy.h"
 #include "whatif_internal.h"
 
@@ -10,10 +12,6 @@ namespace gantt::whatif::detail {
 
 namespace {
 
-// CUPTI gives the legacy default stream (the NULL stream) id 7 in every context.
-constexpr uint32_t kLegacyStreamId = 7;
-// CUpti_ActivityStreamFlag (cupti_activity.h): CUPTI_ACTIVITY_STREAM_CREATE_FLAG_NON_BLOCKING = 2.
-constexpr uint32_t kStreamFlagNonBlocking = 2;
 // Launch order: a call's ops follow it, at most this many apart.
 constexpr uint64_t kOrderStride = uint64_t{1} << 20;
 // Durations, gaps and offsets above this (about 12 days) are not a program's: a hostile or
@@ -44,16 +42,6 @@ uint64_t collective_key(uint64_t comm_id, uint64_t sequence) {
   uint64_t h = comm_id * 0x9E3779B97F4A7C15ull ^ (sequence + 0x632BE59BD9B4E019ull);
   h ^= h >> 31;
   return h == 0 ? 1 : h;
-}
-
-bool is_collective(v1::NcclOp op) {
-  switch (op) {
-    case v1::NCCL_ALL_REDUCE: case v1::NCCL_BROADCAST: case v1::NCCL_REDUCE: case v1::NCCL_ALL_GATHER:
-    case v1::NCCL_REDUCE_SCATTER: case v1::NCCL_ALL_TO_ALL: case v1::NCCL_GATHER: case v1::NCCL_SCATTER:
-      return true;
-    default:
-      return false;
-  }
 }
 
 int64_t dur(uint64_t a, uint64_t b) { return b > a ? std::min<int64_t>(static_cast<int64_t>(std::min<uint64_t>(b - a, kMaxSpanNs)), kMaxSpanNs) : 0; }
@@ -166,7 +154,7 @@ class SectionBuilder {
       l.legacy = stream == kLegacyStreamId;
       auto info = stream_info_.find(stream);
       if (info != stream_info_.end()) {
-        l.blocking = (info->second->flags() & 0xFFFF) != kStreamFlagNonBlocking;
+        l.blocking = (info->second->flags() & 0xFFFF) != StreamTable::kNonBlocking;
         // CUDA: a lower number is a greater priority. Real priorities are small; clamped
         // before the negation, which overflows for INT32_MIN.
         l.priority = -std::clamp(info->second->priority(), -1024, 1024);
@@ -263,7 +251,7 @@ class SectionBuilder {
               const v1::NcclCall& n = s_.records[nc->second].nccl();
               op.kind = OpKind::kCollective;
               op.sm_share = 0;  // NCCL kernels wait for their peers; their SM share is not the limit
-              if (is_collective(n.op()) && n.group_depth() == 0 && n.nranks() > 1) {
+              if (gpuhook::nccl_op_is_collective(n.op()) && n.group_depth() == 0 && n.nranks() > 1) {
                 op.collective = collective_key(n.comm_id(), n.sequence());
                 g_.collective_ranks.emplace_back(op.collective, static_cast<uint32_t>(n.nranks()));
               }

@@ -54,7 +54,7 @@ struct EventWait {
 
 // A record's place in the graph, for writing it back.
 struct RecordPlace {
-  enum class Kind : uint8_t { kOther, kCall, kInnerCall, kOp, kMember, kDropped };
+  enum class Kind : uint8_t { kOther, kCall, kInnerCall, kOp, kMember };
   Kind kind = Kind::kOther;
   uint32_t index = kNone;  // call or op
   int64_t offset_ns = 0;   // kInnerCall: from its outer call's start; kMember: from its block's start

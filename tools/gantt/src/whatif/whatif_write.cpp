@@ -19,7 +19,6 @@ namespace {
 constexpr uint32_t kCbidGraphLaunch = 311;
 // Graph ids of graphs whatif made, apart from any the program made.
 constexpr uint64_t kPredictedGraphIdBase = uint64_t{1} << 48;
-constexpr uint32_t kStreamFlagNonBlocking = 2;
 
 // Maps a time of the capture to the replayed timeline by the nearest host call before it.
 class TimeMap {
@@ -104,7 +103,7 @@ uint64_t write(const Built& b, const std::vector<Change>& changes, const std::st
         r.mutable_stream()->set_context(l.device + 1);
         r.mutable_stream()->set_stream(l.stream);
         r.mutable_stream()->set_priority(-l.priority);
-        r.mutable_stream()->set_flags(kStreamFlagNonBlocking);
+        r.mutable_stream()->set_flags(StreamTable::kNonBlocking);
         put(r);
       }
     };
@@ -196,8 +195,6 @@ uint64_t write(const Built& b, const std::vector<Change>& changes, const std::st
           }
           break;
         }
-        case RecordPlace::Kind::kDropped:
-          continue;
         case RecordPlace::Kind::kOther: {
           if (r.has_header()) {
             auto* h = r.mutable_header();

@@ -22,6 +22,8 @@ std::string to_csv(const Table& t);       // RFC 4180 quoting; cells that start 
 std::string us(int64_t ns);
 std::string us(double ns);  // rounded to the nearest ns first
 std::string fixed(double v, int decimals);
+// A device in a table row: "gpu3", or "c1.gpu3" when several captures are loaded.
+std::string device_label(size_t captures, uint32_t capture, uint32_t device);
 // Human byte counts: "512 B", "4.0 KiB", "1.5 MiB".
 std::string bytes_text(uint64_t b);
 
