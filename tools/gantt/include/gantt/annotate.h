@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "gantt/analysis/waits.h"
 #include "gantt/filter.h"
 #include "gantt/model.h"
 
@@ -38,9 +39,11 @@ struct Annotations {
 };
 
 // The per-event rules (queue delay, low occupancy) keep the first `max_per_kind` in time;
-// counts are always complete.
+// counts are always complete. `waits`: analysis::wait_causes of the selection when the caller
+// has them already (the chart draws them too); computed here when null.
+inline constexpr size_t kMaxAnnotationsPerKind = 10000;
 Annotations annotate(const Model& model, const Selection& selection, const AnnotateOptions& options,
-                     size_t max_per_kind = 10000);
+                     size_t max_per_kind = kMaxAnnotationsPerKind, const std::vector<analysis::WaitSplit>* waits = nullptr);
 
 // The idle-gap threshold actually used for a window.
 int64_t idle_gap_threshold_ns(const AnnotateOptions& options, uint64_t window_ns);

@@ -94,7 +94,8 @@ std::string host_activity(const Model& m, uint32_t next, uint64_t b, uint64_t e)
 
 }  // namespace
 
-Annotations annotate(const Model& m, const Selection& sel, const AnnotateOptions& o, size_t max_per_kind) {
+Annotations annotate(const Model& m, const Selection& sel, const AnnotateOptions& o, size_t max_per_kind,
+                     const std::vector<analysis::WaitSplit>* given_waits) {
   Annotations out;
   if (!o.enabled) return out;
   const EventTable& ev = m.events;
@@ -107,7 +108,9 @@ Annotations annotate(const Model& m, const Selection& sel, const AnnotateOptions
   // own ordering (its stream's previous work, its events): a kernel that simply follows its
   // predecessor is not flagged, one that waited for room, for higher-priority work or for
   // its launch is (analysis/waits.h).
-  const std::vector<analysis::WaitSplit> waits = analysis::wait_causes(m, sel.events);
+  std::vector<analysis::WaitSplit> computed;
+  if (!given_waits) computed = analysis::wait_causes(m, sel.events);
+  const std::vector<analysis::WaitSplit>& waits = given_waits ? *given_waits : computed;
   auto split_of = [&](uint32_t e) -> const analysis::WaitSplit* {
     auto it = std::lower_bound(waits.begin(), waits.end(), e,
                                [](const analysis::WaitSplit& w, uint32_t v) { return w.event < v; });

@@ -460,8 +460,8 @@ Scene Builder::build() {
     s_.text(make_text(static_cast<float>(s_.width) / 2, y_ + 50, why, 16, palette::kMuted, Anchor::kMiddle));
     y_ += 90;
   } else {
-    ann_ = annotate(m_, sel_, o_.annotate);
     waits_ = analysis::wait_causes(m_, sel_.events);
+    ann_ = annotate(m_, sel_, o_.annotate, kMaxAnnotationsPerKind, &waits_);  // the split is drawn and flagged: computed once
     if (o_.memory_strip)
       for (analysis::DeviceMemory& d : analysis::memory_report(m_)) {
         const DeviceKey key{d.capture, d.device};
