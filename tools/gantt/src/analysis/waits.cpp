@@ -32,6 +32,31 @@ uint32_t end_index_before_corr(const std::vector<Op>& by_corr, uint32_t corr) {
   return it == by_corr.begin() ? kNone : static_cast<uint32_t>(it - by_corr.begin() - 1);
 }
 
+// cudaEventRecord calls per (capture, event id), in call order: which record a later wait on
+// the event refers to (the last one called before it).
+class EventRecords {
+ public:
+  explicit EventRecords(const Model& m) {
+    for (size_t i = 0; i < m.cuda_events.size(); ++i)
+      by_event_[{m.cuda_events.capture[i], m.cuda_events.event_id[i]}].emplace_back(m.cuda_events.correlation_id[i],
+                                                                                   static_cast<uint32_t>(i));
+    for (auto& [key, v] : by_event_) std::sort(v.begin(), v.end());
+  }
+  // The record's row in Model::cuda_events and its correlation id, or false when none.
+  bool before(uint16_t capture, uint32_t event_id, uint32_t corr, uint32_t* row, uint32_t* record_corr) const {
+    auto it = by_event_.find({capture, event_id});
+    if (it == by_event_.end()) return false;
+    auto r = std::lower_bound(it->second.begin(), it->second.end(), std::make_pair(corr, uint32_t{0}));
+    if (r == it->second.begin()) return false;
+    *record_corr = (r - 1)->first;
+    *row = (r - 1)->second;
+    return true;
+  }
+
+ private:
+  std::map<std::pair<uint16_t, uint32_t>, std::vector<std::pair<uint32_t, uint32_t>>> by_event_;  // (corr, row)
+};
+
 // One device of one capture: its operations per stream in launch order, and all of them in
 // start order.
 struct Device {
@@ -114,18 +139,14 @@ std::vector<WaitSplit> wait_causes(const Model& m, const std::vector<uint32_t>& 
   std::map<std::pair<uint16_t, uint32_t>, bool> non_blocking;
   for (size_t i = 0; i < m.streams.size(); ++i)
     non_blocking[{m.streams.capture[i], m.streams.stream[i]}] = (m.streams.flags[i] & 0xFFFF) == StreamTable::kNonBlocking;
-  // cudaEventRecord calls per (capture, event id) and cudaStreamWaitEvent calls per (capture,
-  // waiting stream), by correlation id (call order).
-  std::map<std::pair<uint16_t, uint32_t>, std::vector<std::pair<uint32_t, uint32_t>>> records, waits;  // (corr, row)
-  for (size_t i = 0; i < m.cuda_events.size(); ++i)
-    records[{m.cuda_events.capture[i], m.cuda_events.event_id[i]}].emplace_back(m.cuda_events.correlation_id[i],
-                                                                                  static_cast<uint32_t>(i));
+  // cudaStreamWaitEvent calls per (capture, waiting stream), by correlation id (call order).
+  const EventRecords records(m);
+  std::map<std::pair<uint16_t, uint32_t>, std::vector<std::pair<uint32_t, uint32_t>>> waits;  // (corr, row)
   for (size_t i = 0; i < m.stream_waits.size(); ++i)
     if (m.stream_waits.correlation_id[i] != 0)
       waits[{m.stream_waits.capture[i], m.stream_waits.stream[i]}].emplace_back(m.stream_waits.correlation_id[i],
                                                                                 static_cast<uint32_t>(i));
-  for (auto* table : {&records, &waits})
-    for (auto& [key, v] : *table) std::sort(v.begin(), v.end());
+  for (auto& [key, v] : waits) std::sort(v.begin(), v.end());
 
   out.reserve(wanted.size());
   for (uint32_t e : wanted) {
@@ -168,13 +189,11 @@ std::vector<WaitSplit> wait_causes(const Model& m, const std::vector<uint32_t>& 
       const uint32_t since = prev == kNone ? 0 : own_corr[prev].corr;
       auto lo = std::upper_bound(wv->second.begin(), wv->second.end(), std::make_pair(since, UINT32_MAX));
       for (auto it = lo; it != wv->second.end() && it->first < ev.correlation_id[e]; ++it) {
-        auto rec = records.find({capture, m.stream_waits.event_id[it->second]});
-        if (rec == records.end()) continue;
-        auto r = std::lower_bound(rec->second.begin(), rec->second.end(), std::make_pair(it->first, uint32_t{0}));
-        if (r == rec->second.begin()) continue;
-        auto src = d.by_stream_corr.find(m.cuda_events.stream[(r - 1)->second]);
+        uint32_t row = 0, recorded = 0;
+        if (!records.before(capture, m.stream_waits.event_id[it->second], it->first, &row, &recorded)) continue;
+        auto src = d.by_stream_corr.find(m.cuda_events.stream[row]);
         if (src == d.by_stream_corr.end()) continue;
-        const uint32_t x = end_index_before_corr(src->second, (r - 1)->first);
+        const uint32_t x = end_index_before_corr(src->second, recorded);
         if (x != kNone) dep_end = std::max(dep_end, src->second[x].end);
       }
     }
@@ -210,22 +229,16 @@ std::vector<std::pair<uint32_t, uint32_t>> event_dependencies(const Model& m) {
   }
   for (auto& [key, ops] : by_stream)
     std::stable_sort(ops.begin(), ops.end(), [](const Op& a, const Op& b) { return a.corr < b.corr; });
-  std::map<std::pair<uint16_t, uint32_t>, std::vector<std::pair<uint32_t, uint32_t>>> records;  // (corr, row)
-  for (size_t i = 0; i < m.cuda_events.size(); ++i)
-    records[{m.cuda_events.capture[i], m.cuda_events.event_id[i]}].emplace_back(m.cuda_events.correlation_id[i],
-                                                                                  static_cast<uint32_t>(i));
-  for (auto& [key, v] : records) std::sort(v.begin(), v.end());
+  const EventRecords records(m);
   for (size_t w = 0; w < m.stream_waits.size(); ++w) {
     const uint16_t capture = m.stream_waits.capture[w];
     const uint32_t at = m.stream_waits.correlation_id[w];
-    auto rec = records.find({capture, m.stream_waits.event_id[w]});
-    if (rec == records.end() || at == 0) continue;
-    auto r = std::lower_bound(rec->second.begin(), rec->second.end(), std::make_pair(at, uint32_t{0}));
-    if (r == rec->second.begin()) continue;
-    auto src = by_stream.find({capture, m.cuda_events.stream[(r - 1)->second]});
+    uint32_t row = 0, recorded = 0;
+    if (at == 0 || !records.before(capture, m.stream_waits.event_id[w], at, &row, &recorded)) continue;
+    auto src = by_stream.find({capture, m.cuda_events.stream[row]});
     auto dst = by_stream.find({capture, m.stream_waits.stream[w]});
     if (src == by_stream.end() || dst == by_stream.end()) continue;
-    const uint32_t s = end_index_before_corr(src->second, (r - 1)->first);
+    const uint32_t s = end_index_before_corr(src->second, recorded);
     auto d = std::upper_bound(dst->second.begin(), dst->second.end(), at, [](uint32_t v, const Op& o) { return v < o.corr; });
     if (s == kNone || d == dst->second.end()) continue;
     out.emplace_back(src->second[s].event, d->event);
