@@ -95,10 +95,7 @@ float draw_topology(Scene& s, const Model& m, const analysis::CommMatrix& c, con
 Scene comm_scene(const Model& m, const std::vector<analysis::CommMatrix>& ms, const std::vector<std::string>& notes,
                  const RenderOptions& o, const analysis::Topology* topology) {
   using namespace detail;
-  Scene s;
-  s.width = std::max(400, o.width_px);
-  s.title = "communication per rank pair";
-  s.text(make_text(12, 20, s.title, 14, palette::kText, Anchor::kStart, true));
+  Scene s = begin_view("communication per rank pair", o);
   float y = 40;
   for (const std::string& n : notes) {
     s.text(make_text(12, y, utf8_clean(n), 10, palette::kMuted));

@@ -61,10 +61,7 @@ void draw_memory_columns(Scene& s, const Frame& f, const analysis::DeviceMemory&
 Scene memory_scene(const Model& m, const Selection& sel, const std::vector<analysis::DeviceMemory>& report,
                    const RenderOptions& o) {
   using namespace detail;
-  Scene s;
-  s.width = std::max(400, o.width_px);
-  s.title = "GPU memory in use";
-  s.text(make_text(12, 20, s.title, 14, palette::kText, Anchor::kStart, true));
+  Scene s = begin_view("GPU memory in use", o);
   float y = 30;
   if (report.empty()) {
     s.text(make_text(static_cast<float>(s.width) / 2, y + 50,
@@ -73,16 +70,11 @@ Scene memory_scene(const Model& m, const Selection& sel, const std::vector<analy
     s.height = static_cast<int>(y + 90);
     return s;
   }
-  Frame f;
-  f.t0 = sel.window_start_ns;
-  f.t1 = std::max(sel.window_end_ns, sel.window_start_ns + 1);
+  // The window, widened to every allocation and free: memory has no gaps to leave out.
+  uint64_t t0 = sel.window_start_ns, t1 = std::max(sel.window_end_ns, sel.window_start_ns + 1);
   for (const auto& d : report)
-    if (!d.t.empty()) f.t0 = std::min(f.t0, d.t.front()), f.t1 = std::max(f.t1, d.t.back());
-  f.origin = sel.origin_ns ? sel.origin_ns : m.first_ns();
-  f.origin_name = sel.origin_name;
-  f.left = kLabelWidth;
-  f.right = static_cast<float>(s.width) - kRightMargin;
-  f.px_per_ns = (f.right - f.left) / static_cast<double>(f.t1 - f.t0);
+    if (!d.t.empty()) t0 = std::min(t0, d.t.front()), t1 = std::max(t1, d.t.back());
+  const Frame f = make_frame(m, sel, t0, t1, s.width);
   draw_axis_labels(s, f, y);
   y += 34;
   for (const analysis::DeviceMemory& d : report) {
@@ -116,14 +108,10 @@ Scene memory_scene(const Model& m, const Selection& sel, const std::vector<analy
     }
     y += 22;
   }
-  float x = 12;
-  for (size_t k = 0; k < analysis::kMemoryClasses; ++k) {
-    s.rect(make_rect(x, y, 14, 9, kClassColor[k]));
-    const std::string label = analysis::to_string(static_cast<analysis::MemoryClass>(k));
-    s.text(make_text(x + 20, y + 9, label, 10, palette::kText));
-    x += 40 + static_cast<float>(label.size()) * 6.0f;
-  }
-  y += 24;
+  std::vector<LegendEntry> legend;
+  for (size_t k = 0; k < analysis::kMemoryClasses; ++k)
+    legend.push_back({kClassColor[k], analysis::to_string(static_cast<analysis::MemoryClass>(k))});
+  y += draw_legend(s, y, s.width, legend) + 6;
   std::string foot = "from the recorded allocations and frees";
   draw_view_footer(s, m, std::move(foot), y);
   return s;

@@ -79,9 +79,30 @@ void draw_grid(Scene& s, const Frame& f, float y_top, float y_bottom) {
   });
 }
 
+float draw_legend(Scene& s, float y, int width, const std::vector<LegendEntry>& entries) {
+  float x = 12;
+  float row_y = y;
+  for (const LegendEntry& e : entries) {
+    const float w = 14 + 6 + static_cast<float>(e.label.size()) * 6.0f + 14;
+    if (x + w > static_cast<float>(width) - 8) {
+      x = 12;
+      row_y += 16;
+    }
+    Rect r = make_rect(x, row_y + 2, 14, 9, e.dashed ? Color{255, 255, 255, 255} : e.color);
+    if (e.dashed) {
+      r.stroke = e.color;
+      r.dashed = true;
+      r.stroke_width = 1.5f;
+    }
+    s.rect(r);
+    s.text(make_text(x + 19, row_y + 10.5f, e.label, 10, palette::kText));
+    x += w;
+  }
+  return row_y + 18 - y;
+}
+
 float draw_legend(Scene& s, float y, int width) {
-  struct Entry { Color c; const char* label; bool dashed; };
-  const Entry entries[] = {
+  const std::vector<LegendEntry> entries = {
       {palette::kLaunchToQueued, "launch\xE2\x86\x92queued", false},
       {palette::kQueuedToStart, "queued: own stream", false},
       {palette::kWaitDependency, "queued: event/legacy", false},
@@ -105,25 +126,27 @@ float draw_legend(Scene& s, float y, int width) {
       {palette::kMissedOverlap, "copy not overlapped", true},
       {with_alpha(palette::kIdle, 60), "idle gap", false},
   };
-  float x = 12;
-  float row_y = y;
-  for (const Entry& e : entries) {
-    const float w = 14 + 6 + static_cast<float>(std::string_view(e.label).size()) * 6.0f + 14;
-    if (x + w > static_cast<float>(width) - 8) {
-      x = 12;
-      row_y += 16;
-    }
-    Rect r = make_rect(x, row_y + 2, 14, 9, e.dashed ? Color{255, 255, 255, 255} : e.c);
-    if (e.dashed) {
-      r.stroke = e.c;
-      r.dashed = true;
-      r.stroke_width = 1.5f;
-    }
-    s.rect(r);
-    s.text(make_text(x + 19, row_y + 10.5f, e.label, 10, palette::kText));
-    x += w;
-  }
-  return row_y + 18 - y;
+  return draw_legend(s, y, width, entries);
+}
+
+Frame make_frame(const Model& m, const Selection& sel, uint64_t t0, uint64_t t1, int width) {
+  Frame f;
+  f.t0 = t0;
+  f.t1 = std::max(t1, t0 + 1);
+  f.origin = sel.origin_ns ? sel.origin_ns : m.first_ns();
+  f.origin_name = sel.origin_name;
+  f.left = kLabelWidth;
+  f.right = static_cast<float>(width) - kRightMargin;
+  f.px_per_ns = (f.right - f.left) / static_cast<double>(f.t1 - f.t0);
+  return f;
+}
+
+Scene begin_view(std::string title, const RenderOptions& o) {
+  Scene s;
+  s.width = std::max(400, o.width_px);
+  s.title = std::move(title);
+  s.text(make_text(12, 20, s.title, 14, palette::kText, Anchor::kStart, true));
+  return s;
 }
 
 std::string event_tooltip(const Model& m, uint32_t e, uint64_t t0) {

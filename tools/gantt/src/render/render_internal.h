@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "gantt/analysis/memory.h"
 #include "gantt/annotate.h"
@@ -36,7 +37,19 @@ struct Frame {
 // Returns the y after the axis labels; draws grid lines from y_grid_top to y_grid_bottom.
 void draw_axis_labels(Scene& s, const Frame& f, float y);
 void draw_grid(Scene& s, const Frame& f, float y_top, float y_bottom);
+// The Gantt chart's legend; the second form draws any list of swatches the same way (wrapping
+// at `width`). Both return the height used.
+struct LegendEntry {
+  Color color;
+  std::string label;
+  bool dashed = false;  // an outline, as the dashed flags are drawn
+};
 float draw_legend(Scene& s, float y, int width);
+float draw_legend(Scene& s, float y, int width, const std::vector<LegendEntry>& entries);
+// The time axis of a chart over [t0, t1] at `width` pixels, counting from the selection's origin.
+Frame make_frame(const Model& m, const Selection& sel, uint64_t t0, uint64_t t1, int width);
+// A view's scene: its width and its bold title line.
+Scene begin_view(std::string title, const RenderOptions& o);
 float draw_footer(Scene& s, const Model& m, const Selection& sel, const RenderOptions& o, const RenderStats& st,
                   const Annotations& ann, float y);
 std::string event_tooltip(const Model& m, uint32_t e, uint64_t t0);

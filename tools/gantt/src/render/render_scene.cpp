@@ -440,18 +440,9 @@ std::string title_of(const Model& m) {
 }
 
 Scene Builder::build() {
-  s_.width = std::max(400, o_.width_px);
-  s_.title = title_of(m_);
-  f_.t0 = sel_.window_start_ns;
-  f_.origin = sel_.origin_ns ? sel_.origin_ns : m_.first_ns();
-  f_.origin_name = sel_.origin_name;
-  f_.t1 = std::max(sel_.window_end_ns, sel_.window_start_ns + 1);
-  f_.left = kLabelWidth;
-  f_.right = static_cast<float>(s_.width) - kRightMargin;
-  f_.px_per_ns = (f_.right - f_.left) / static_cast<double>(f_.t1 - f_.t0);
+  s_ = begin_view(title_of(m_), o_);
+  f_ = make_frame(m_, sel_, sel_.window_start_ns, sel_.window_end_ns, s_.width);
   st_.events_selected = sel_.events.size();
-
-  s_.text(make_text(12, 20, s_.title, 14, palette::kText, Anchor::kStart, true));
   y_ = 30;
   if (sel_.events.empty()) {
     const std::string why = m_.events.size() == 0 ? "no GPU activity in this capture"

@@ -16,7 +16,8 @@ namespace {
 
 constexpr float kRowHeight = 90;
 constexpr float kRowGap = 26;
-constexpr size_t kDropLabels = 3;  // per device; every drop gets a marker
+constexpr size_t kDropLabels = 3;
+constexpr Color kBusy{190, 200, 215, 255};  // anything running: under the compute bars  // per device; every drop gets a marker
 
 std::string pct(double v) {
   char b[16];
@@ -28,18 +29,8 @@ std::string pct(double v) {
 
 Scene utilisation_scene(const Model& m, const Selection& sel, const analysis::Timeline& t, const RenderOptions& o) {
   using namespace detail;
-  Scene s;
-  s.width = std::max(400, o.width_px);
-  s.title = "utilisation per " + format_duration(static_cast<int64_t>(t.bucket_ns));
-  Frame f;
-  f.t0 = t.start_ns;
-  f.t1 = t.start_ns + std::max<uint64_t>(t.bucket_ns * t.buckets, 1);
-  f.origin = sel.origin_ns ? sel.origin_ns : m.first_ns();
-  f.origin_name = sel.origin_name;
-  f.left = kLabelWidth;
-  f.right = static_cast<float>(s.width) - kRightMargin;
-  f.px_per_ns = (f.right - f.left) / static_cast<double>(f.t1 - f.t0);
-  s.text(make_text(12, 20, s.title, 14, palette::kText, Anchor::kStart, true));
+  Scene s = begin_view("utilisation per " + format_duration(static_cast<int64_t>(t.bucket_ns)), o);
+  const Frame f = make_frame(m, sel, t.start_ns, t.start_ns + std::max<uint64_t>(t.bucket_ns * t.buckets, 1), s.width);
   float y = 30;
   if (t.devices.empty()) {
     s.text(make_text(static_cast<float>(s.width) / 2, y + 50, "no GPU activity in the window", 16, palette::kMuted, Anchor::kMiddle));
@@ -68,7 +59,7 @@ Scene utilisation_scene(const Model& m, const Selection& sel, const analysis::Ti
       const float w = std::max(bucket_px, 0.5f);
       if (d.busy[i] > 0) {
         Rect r = make_rect(x, base - static_cast<float>(d.busy[i]) * kRowHeight, w, static_cast<float>(d.busy[i]) * kRowHeight,
-                           Color{190, 200, 215, 255});
+                           kBusy);
         if (w >= 4)
           r.tooltip = rel_time(t.start_ns + i * t.bucket_ns, f.origin) + ": busy " + pct(d.busy[i]) + ", compute " +
                       pct(d.compute[i]) + ", copy " + pct(d.copy[i]);
@@ -106,21 +97,12 @@ Scene utilisation_scene(const Model& m, const Selection& sel, const analysis::Ti
   draw_grid(grid, f, grid_top, y - kRowGap);
   s.items.insert(s.items.begin() + static_cast<std::ptrdiff_t>(grid_at), grid.items.begin(), grid.items.end());
   // Legend and footer.
-  struct Entry {
-    Color c;
-    const char* label;
-  };
-  const Entry entries[] = {{Color{190, 200, 215, 255}, "busy (anything running)"},
-                           {palette::kComputeUtil, "compute (a kernel running)"},
-                           {palette::kCopyUtil, "copy (a copy running)"},
-                           {palette::kIdle, "drop: busy under half its recent median"}};
-  float x = 12;
-  for (const Entry& e : entries) {
-    s.rect(make_rect(x, y, 14, 9, e.c));
-    s.text(make_text(x + 20, y + 9, e.label, 10, palette::kText));
-    x += 40 + static_cast<float>(std::string_view(e.label).size()) * 6.0f;
-  }
-  y += 24;
+  y += draw_legend(s, y, s.width,
+                   {{kBusy, "busy (anything running)"},
+                    {palette::kComputeUtil, "compute (a kernel running)"},
+                    {palette::kCopyUtil, "copy (a copy running)"},
+                    {palette::kIdle, "drop: busy under half its recent median"}}) +
+       6;
   std::string foot = "bucket " + format_duration(static_cast<int64_t>(t.bucket_ns)) + " \xC2\xB7 " +
                      std::to_string(t.buckets) + " buckets \xC2\xB7 " + std::to_string(sel.events.size()) + " events";
   if (!sel.description.empty()) foot += " \xC2\xB7 " + sel.description;
