@@ -69,6 +69,16 @@ void make_async(Built& b, uint32_t call) {
   c.launches_only = true;
 }
 
+// Op `o` no longer holds its call: the call stops waiting for it, and costs what a launch
+// costs once it waits for nothing at all.
+void stop_waiting(Built& b, uint32_t o) {
+  GpuOp& op = b.graph.ops[o];
+  op.host_waits = false;
+  auto& waits = b.call_wait[op.call].ops;
+  waits.erase(std::remove(waits.begin(), waits.end(), o), waits.end());
+  if (waits.empty() && b.call_wait[op.call].kind == WaitSpec::Kind::kNone) make_async(b, op.call);
+}
+
 void scale(Built& b, const Change& ch) {
   // RE2, as the filter flags: kernel names come from the program, and libstdc++'s
   // backtracking std::regex recursed once per character of a 200,000-character name.
@@ -125,10 +135,7 @@ void pin_copies(Built& b, const Change& ch, const Options& options) {
       ++changed;
       // cudaMemcpyAsync returns at once once its memory is pinned; cudaMemcpy still waits.
       if (op.host_waits && op.call != kNone && g.calls[op.call].name.find("Async") != std::string::npos) {
-        op.host_waits = false;
-        auto& waits = b.call_wait[op.call].ops;
-        waits.erase(std::remove(waits.begin(), waits.end(), o), waits.end());
-        if (waits.empty() && b.call_wait[op.call].kind == WaitSpec::Kind::kNone) make_async(b, op.call);
+        stop_waiting(b, o);
         ++unblocked;
       }
     }
@@ -189,10 +196,7 @@ void async_copies(Built& b, const Change& ch) {
       ++still_blocking;
       continue;
     }
-    op.host_waits = false;
-    auto& waits = b.call_wait[op.call].ops;
-    waits.erase(std::remove(waits.begin(), waits.end(), o), waits.end());
-    if (waits.empty() && b.call_wait[op.call].kind == WaitSpec::Kind::kNone) make_async(b, op.call);
+    stop_waiting(b, o);
     if (op.engine == kEngineDtoH) read_by_host.push_back(o);
   }
   // The host reads what a DtoH copy brought: its thread's next call that still waits (once

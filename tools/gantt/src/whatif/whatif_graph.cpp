@@ -206,7 +206,7 @@ class SectionBuilder {
     // A graph launch's nodes run on branch streams the program never sees, in an order only
     // the graph knows: they are kept as one block, each node where it was within it.
     struct Block {
-      std::vector<uint32_t> records;
+      std::vector<std::pair<uint32_t, uint64_t>> records;  // (record, start)
       uint64_t first = UINT64_MAX, last = 0;
       uint32_t device = 0, stream = 0, correlation_id = 0;
     };
@@ -297,7 +297,7 @@ class SectionBuilder {
       device_of_stream.emplace(stream, device);
       if (graph_id != 0) {
         Block& blk = blocks[{graph_id, correlation_id}];
-        blk.records.push_back(i);
+        blk.records.emplace_back(i, start);
         blk.first = std::min(blk.first, start);
         blk.last = std::max(blk.last, end);
         blk.device = device, blk.stream = stream, blk.correlation_id = correlation_id;
@@ -321,17 +321,7 @@ class SectionBuilder {
         op.ready_offset_ns = std::min(dur(g_.calls[op.call].orig_start_ns, blk.first),
                                       dur(g_.calls[op.call].orig_start_ns, g_.calls[op.call].orig_end_ns));
       const uint32_t index = add_op(std::move(op), kNone);
-      for (uint32_t rec : blk.records) b_.places[capture_][rec] = {RecordPlace::Kind::kMember, index, dur(blk.first, times_of(rec))};
-    }
-  }
-
-  uint64_t times_of(uint32_t record) const {
-    const v1::Record& r = s_.records[record];
-    switch (r.kind_case()) {
-      case v1::Record::kKernel: return static_cast<uint64_t>(r.kernel().start_ns());
-      case v1::Record::kMemcpy: return static_cast<uint64_t>(r.memcpy().start_ns());
-      case v1::Record::kMemset: return static_cast<uint64_t>(r.memset().start_ns());
-      default: return 0;
+      for (const auto& [rec, start] : blk.records) b_.places[capture_][rec] = {RecordPlace::Kind::kMember, index, dur(blk.first, start)};
     }
   }
 
