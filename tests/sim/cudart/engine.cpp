@@ -285,6 +285,9 @@ void Engine::release(Resource& r, double share, uint64_t end_ns) {
 namespace {
 // Set by gpuhook_sim_kernel_end_at() from the host twin running on this stream's worker.
 thread_local uint64_t t_reported_end_ns = 0;
+// The simulated start of the kernel whose host twin runs on this worker, for
+// gpuhook_sim_kernel_start_ns(): the worker itself may run it later than that on a busy machine.
+thread_local uint64_t t_kernel_start_ns = 0;
 }  // namespace
 
 void Engine::execute(std::unique_lock<std::mutex>& lock, Stream* s, Op& op) {
@@ -303,6 +306,7 @@ void Engine::execute(std::unique_lock<std::mutex>& lock, Stream* s, Op& op) {
   // The work itself: device memory is host memory, so copies and memsets are real, and a
   // kernel with a registered host twin computes its result on this worker thread.
   t_reported_end_ns = 0;
+  t_kernel_start_ns = start;
   switch (op.kind) {
     case OpKind::kKernel:
       if (op.kernel != nullptr && op.kernel->twin != nullptr) {
@@ -320,7 +324,7 @@ void Engine::execute(std::unique_lock<std::mutex>& lock, Stream* s, Op& op) {
     case OpKind::kHost:
       // The stream waits for the host work: later work starts after it returned.
       if (op.host_work) op.host_work();
-      end = std::max(end, gpuhook_sim_now_ns());
+      if (!op.bookkeeping) end = std::max(end, gpuhook_sim_now_ns());
       break;
     default: break;
   }
@@ -368,4 +372,11 @@ void Engine::worker_main(Stream* s) {
 // Used by the simulated NCCL, whose collectives end when every rank has arrived.
 extern "C" __attribute__((visibility("default"))) void gpuhook_sim_kernel_end_at(uint64_t end_ns) {
   gpuhook::sim::t_reported_end_ns = end_ns;
+}
+
+// When the kernel running on the calling worker thread started on the simulated timeline
+// (CUPTI clock), 0 outside a host twin. The simulated NCCL takes its arrival from it: a
+// worker woken late by the OS must not look like a late rank.
+extern "C" __attribute__((visibility("default"))) uint64_t gpuhook_sim_kernel_start_ns() {
+  return gpuhook::sim::t_kernel_start_ns;
 }

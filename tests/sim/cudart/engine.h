@@ -71,6 +71,7 @@ struct Op {
   bool started = false;  // guarded by Engine's mutex: it holds or is done with its resource
   uint64_t record_slot = 0;  // its CUPTI record's room in the launching thread's buffer
   std::function<void()> host_work;  // kHost
+  bool bookkeeping = false;         // kHost: the simulator's own, no time on the stream's timeline
   uint32_t graph_id = 0;     // launched as a node of a graph (CUpti_ActivityKernel10.graphId)
   uint64_t graph_node_id = 0;
   uint32_t record_stream_id = 0;  // non-zero: the streamId its record reports (graph nodes)

@@ -82,8 +82,11 @@ class ApiScope {
 };
 
 // Host work in stream order (cudaLaunchHostFunc, cudaStreamAddCallback, cudaFreeAsync's free):
-// run on the stream's worker once its earlier work is done (rt_host.cpp).
-cudaError_t enqueue_host(const ApiScope& api, cudaStream_t stream, std::function<void()> work);
+// run on the stream's worker once its earlier work is done (rt_host.cpp). A host function
+// holds the stream for as long as it runs; the simulator's own bookkeeping (the free of
+// cudaFreeAsync, which a GPU does in stream order at no cost) takes no time on the stream.
+cudaError_t enqueue_host(const ApiScope& api, cudaStream_t stream, std::function<void()> work,
+                         bool bookkeeping = false);
 
 void ensure_initialized();
 uint32_t current_process_id();

@@ -15,7 +15,7 @@ using namespace gpuhook::sim;
 
 namespace gpuhook::sim {
 
-cudaError_t enqueue_host(const ApiScope& api, cudaStream_t stream, std::function<void()> work) {
+cudaError_t enqueue_host(const ApiScope& api, cudaStream_t stream, std::function<void()> work, bool bookkeeping) {
   Engine& engine = Engine::instance();
   Stream* s = engine.resolve(stream);
   if (s == nullptr) return cudaErrorInvalidResourceHandle;
@@ -26,6 +26,7 @@ cudaError_t enqueue_host(const ApiScope& api, cudaStream_t stream, std::function
   op->queued_ns = gpuhook_sim_now_ns();
   op->submitted_ns = op->queued_ns + config().submit_ns;
   op->host_work = std::move(work);
+  op->bookkeeping = bookkeeping;
   engine.enqueue(s, std::move(op));
   return cudaSuccess;
 }

@@ -88,7 +88,7 @@ cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream) {
       emit_memory_record(false, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, ptr, r.bytes, correlation, r.device,
                          r.from_pool ? stream_id : CUPTI_INVALID_STREAM_ID, r.from_pool ? &r.pool : nullptr);
     }
-  }));
+  }, /*bookkeeping=*/true));
 }
 
 cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device) {

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "comm.h"
 #include "reduce.h"
@@ -39,6 +41,43 @@ double env_double(const char* name, double fallback) {
   char* end = nullptr;
   double v = strtod(s, &end);
   return (end && *end == 0 && v > 0) ? v : fallback;
+}
+
+// GPUHOOK_SIM_NCCL_SLOW_LINK=A-B:GBPS[,C-D:GBPS...]: point-to-point traffic between ranks A
+// and B (both directions) moves at GBPS instead of the bus bandwidth, as over a degraded
+// NVLink or a PCIe fallback. Malformed entries are ignored with one line on stderr.
+struct SlowLink {
+  int a = 0, b = 0;
+  double bytes_per_ns = 0;
+};
+
+std::vector<SlowLink> slow_links() {
+  std::vector<SlowLink> out;
+  const char* spec = getenv("GPUHOOK_SIM_NCCL_SLOW_LINK");
+  if (!spec) return out;
+  std::string s(spec);
+  size_t at = 0;
+  while (at < s.size()) {
+    size_t comma = s.find(',', at);
+    if (comma == std::string::npos) comma = s.size();
+    const std::string item = s.substr(at, comma - at);
+    SlowLink l;
+    char tail = 0;
+    if (sscanf(item.c_str(), "%d-%d:%lf%c", &l.a, &l.b, &l.bytes_per_ns, &tail) == 3 && l.a >= 0 && l.b >= 0 &&
+        l.bytes_per_ns > 0)
+      out.push_back(l);
+    else
+      fprintf(stderr, "simnccl: GPUHOOK_SIM_NCCL_SLOW_LINK: ignored \"%s\" (want A-B:GBPS)\n", item.c_str());
+    at = comma + 1;
+  }
+  return out;
+}
+
+double link_bytes_per_ns(int me, int peer, double fallback) {
+  static const std::vector<SlowLink> links = slow_links();
+  for (const SlowLink& l : links)
+    if ((l.a == me && l.b == peer) || (l.a == peer && l.b == me)) return l.bytes_per_ns;  // GB/s = bytes/ns
+  return fallback;
 }
 
 void ring(SharedHeader* h, int rank) {
@@ -111,6 +150,9 @@ ncclResult_t execute_sendrecv(const Op& op, uint64_t start_ns) {
   SharedHeader* h = seg->header();
   const int me = comm->rank;
   std::vector<size_t> done(op.p2p.size(), 0);
+  // The transfer begins when both ends have started: a receive that waited for its sender
+  // ends the modelled time after the sender began, not after itself.
+  uint64_t arrival = start_ns;
   const uint64_t deadline = monotonic_raw_ns() + timeout_ns();
   for (;;) {
     uint32_t bell = h->doorbell[me].load(std::memory_order_acquire);
@@ -125,6 +167,10 @@ ncclResult_t execute_sendrecv(const Op& op, uint64_t start_ns) {
         size_t c = p.bytes - done[k] < kMailboxBytes ? p.bytes - done[k] : kMailboxBytes;
         memcpy(seg->mailbox_buffer(me, p.peer), static_cast<const unsigned char*>(p.buffer) + done[k], c);
         m.bytes = c;
+        m.sender_start_ns = start_ns;
+        // A chunk after the first goes in only once the receiver took the one before: the
+        // receiver has arrived (rendezvous). The first goes in eagerly, as NCCL's buffers allow.
+        if (done[k] > 0 && m.receiver_start_ns > arrival) arrival = m.receiver_start_ns;
         m.written.fetch_add(1, std::memory_order_acq_rel);
         done[k] += c;
         ring(h, p.peer);
@@ -134,6 +180,8 @@ ncclResult_t execute_sendrecv(const Op& op, uint64_t start_ns) {
         size_t c = m.bytes;
         if (c > p.bytes - done[k]) c = p.bytes - done[k];  // a larger send than recv: truncate
         memcpy(static_cast<unsigned char*>(p.buffer) + done[k], seg->mailbox_buffer(p.peer, me), c);
+        if (m.sender_start_ns > arrival) arrival = m.sender_start_ns;  // the data left no earlier
+        m.receiver_start_ns = start_ns;
         m.consumed.fetch_add(1, std::memory_order_acq_rel);
         done[k] += c;
         ring(h, p.peer);
@@ -149,7 +197,7 @@ ncclResult_t execute_sendrecv(const Op& op, uint64_t start_ns) {
     }
     futex_wait(h->doorbell[me], bell, 50'000'000);
   }
-  end_at(start_ns + model_ns(op));
+  end_at(arrival + model_ns(op));
   return ncclSuccess;
 }
 
@@ -168,9 +216,13 @@ uint64_t model_ns(const Op& op) {
     case Kind::kBroadcast: case Kind::kReduce: bytes = static_cast<double>(op.count) * es; break;
     case Kind::kAllGather: case Kind::kReduceScatter: case Kind::kAlltoAll: case Kind::kGather: case Kind::kScatter:
       bytes = static_cast<double>(op.count) * es * n; factor = (n - 1) / n; break;
-    case Kind::kSendRecv:
-      for (const P2p& p : op.p2p) bytes += static_cast<double>(p.bytes);
-      break;
+    case Kind::kSendRecv: {
+      // Point-to-point bytes cross the link between this rank and each peer, at that link's
+      // bandwidth: a slow link (GPUHOOK_SIM_NCCL_SLOW_LINK) slows only the pairs across it.
+      double ns = latency_ns;
+      for (const P2p& p : op.p2p) ns += static_cast<double>(p.bytes) / link_bytes_per_ns(op.comm->rank, p.peer, busbw_bytes_per_ns);
+      return static_cast<uint64_t>(ns);
+    }
   }
   return static_cast<uint64_t>(latency_ns + bytes * factor / busbw_bytes_per_ns);
 }
@@ -203,7 +255,7 @@ std::string kernel_name(const Op& op) {
 }
 
 ncclResult_t execute(const Op& op) {
-  const uint64_t start_ns = monotonic_raw_ns();
+  const uint64_t start_ns = kernel_start_raw();
   ncclResult_t r = op.kind == Kind::kSendRecv ? execute_sendrecv(op, start_ns) : execute_collective(op, start_ns);
   if (r != ncclSuccess) {
     int expected = ncclSuccess;

@@ -72,5 +72,8 @@ ncclResult_t launch(Op* op, cudaStream_t stream);
 // Ends the running operation at `end_raw_ns` (CLOCK_MONOTONIC_RAW): tells the simulated
 // runtime when its kernel ends, when the runtime can be told; otherwise sleeps until then.
 void end_at(uint64_t end_raw_ns);
+// CLOCK_MONOTONIC_RAW when the running kernel started on the simulated timeline (now, outside
+// a host twin): a rank's arrival at an operation.
+uint64_t kernel_start_raw();
 
 }  // namespace simnccl

@@ -51,6 +51,7 @@ struct SimRuntime {
   // collective ends at the same planned instant instead of whenever its thread wakes up.
   KernelEndAtFn kernel_end_at = nullptr;
   NowFn now = nullptr;
+  NowFn kernel_start = nullptr;  // the running kernel's simulated start (CUPTI clock)
   DeviceFn set_device = nullptr;
   GetDeviceFn get_device = nullptr;
   void** module = nullptr;
@@ -77,6 +78,7 @@ const SimRuntime& sim_runtime() {
     }
     r.kernel_end_at = reinterpret_cast<KernelEndAtFn>(dlsym(RTLD_DEFAULT, "gpuhook_sim_kernel_end_at"));
     r.now = reinterpret_cast<NowFn>(dlsym(RTLD_DEFAULT, "gpuhook_sim_now_ns"));
+    r.kernel_start = reinterpret_cast<NowFn>(dlsym(RTLD_DEFAULT, "gpuhook_sim_kernel_start_ns"));
     r.set_device = reinterpret_cast<DeviceFn>(dlsym(RTLD_DEFAULT, "cudaSetDevice"));
     r.get_device = reinterpret_cast<GetDeviceFn>(dlsym(RTLD_DEFAULT, "cudaGetDevice"));
     if (r.available()) {
@@ -128,6 +130,17 @@ const void* stub_for(const std::string& name) {
 }
 
 }  // namespace
+
+uint64_t kernel_start_raw() {
+  const SimRuntime& rt = sim_runtime();
+  const uint64_t raw = monotonic_raw_ns();
+  if (!t_in_twin || !rt.kernel_start || !rt.now) return raw;
+  const uint64_t start = rt.kernel_start();
+  if (start == 0) return raw;
+  const int64_t delta = static_cast<int64_t>(rt.now()) - static_cast<int64_t>(raw);  // as end_at converts
+  const int64_t start_raw = static_cast<int64_t>(start) - delta;
+  return start_raw > 0 && static_cast<uint64_t>(start_raw) < raw ? static_cast<uint64_t>(start_raw) : raw;
+}
 
 void end_at(uint64_t end_raw_ns) {
   const SimRuntime& rt = sim_runtime();

@@ -28,6 +28,8 @@ struct Mailbox {
   std::atomic<uint32_t> written;   // chunks the sender has put in
   std::atomic<uint32_t> consumed;  // chunks the receiver has taken out
   uint64_t bytes;                  // size of the chunk in the buffer
+  uint64_t sender_start_ns;        // CLOCK_MONOTONIC_RAW when the sending kernel started
+  uint64_t receiver_start_ns;      // ... when the kernel that took the last chunk out started
 };
 
 struct SharedHeader {
