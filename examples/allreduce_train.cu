@@ -15,8 +15,6 @@
 // Runs on a GPU with the real NCCL, and unchanged on the gpuhook simulator.
 #include <nccl.h>
 #include <nvtx3/nvToolsExt.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -27,6 +25,7 @@
 
 #include "common.h"
 #include "nccl_check.h"
+#include "ranks.h"
 
 namespace {
 
@@ -115,42 +114,6 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-int env_int(const char* a, const char* b, int fallback) {
-  const char* s = std::getenv(a);
-  if (!s && b) s = std::getenv(b);
-  return s ? std::atoi(s) : fallback;
-}
-
-std::string id_file_path() {
-  if (const char* f = std::getenv("ALLREDUCE_TRAIN_ID_FILE")) return f;
-  const char* port = std::getenv("MASTER_PORT");
-  return std::string("/tmp/allreduce_train-") + (port ? port : "29500") + ".id";
-}
-
-// Rank 0 writes the id (to a temporary name, then rename: readers never see half of it).
-void publish_id(const ncclUniqueId& id, const std::string& path) {
-  std::string tmp = path + ".tmp";
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f || std::fwrite(&id, sizeof id, 1, f) != 1 || std::fclose(f) != 0 || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::fprintf(stderr, "allreduce_train: cannot write %s\n", path.c_str());
-    std::exit(1);
-  }
-}
-
-ncclUniqueId wait_for_id(const std::string& path) {
-  ncclUniqueId id;
-  for (int tries = 0; tries < 60000; ++tries) {
-    if (FILE* f = std::fopen(path.c_str(), "rb")) {
-      size_t got = std::fread(&id, sizeof id, 1, f);
-      std::fclose(f);
-      if (got == 1) return id;
-    }
-    usleep(1000);
-  }
-  std::fprintf(stderr, "allreduce_train: no NCCL id in %s after 60 s\n", path.c_str());
-  std::exit(1);
-}
-
 int run_rank(const Options& o, int rank, int world, int local_rank) {
   int devices = 0;
   CHECK_CUDA(cudaGetDeviceCount(&devices));
@@ -160,14 +123,8 @@ int run_rank(const Options& o, int rank, int world, int local_rank) {
   const int threads = 1024;
   const int wave_blocks = prop.multiProcessorCount * (prop.maxThreadsPerMultiProcessor / threads);
 
-  const std::string id_path = id_file_path();
-  ncclUniqueId id;
-  if (rank == 0) {
-    CHECK_NCCL(ncclGetUniqueId(&id));
-    publish_id(id, id_path);
-  } else {
-    id = wait_for_id(id_path);
-  }
+  const std::string id_path = examples::ranks::id_file_path("allreduce_train", "ALLREDUCE_TRAIN_ID_FILE");
+  const ncclUniqueId id = examples::ranks::exchange_id(rank, id_path, "allreduce_train");
   ncclComm_t comm;
   CHECK_NCCL(ncclCommInitRank(&comm, world, id, rank));
   cudaStream_t stream;
@@ -218,45 +175,9 @@ int run_rank(const Options& o, int rank, int world, int local_rank) {
   return 0;
 }
 
-// Starts `ranks` copies of this program (fresh processes through exec, so a preloaded
-// profiler writes one file per rank) and waits for all of them.
+// Starts the ranks itself when no launcher did, and says what ran.
 int launch(const Options& o, char** argv) {
-  char dir_template[] = "/tmp/allreduce_train.XXXXXX";
-  if (!mkdtemp(dir_template)) {
-    std::perror("allreduce_train: mkdtemp");
-    return 1;
-  }
-  const std::string id_path = std::string(dir_template) + "/nccl.id";
-  std::vector<pid_t> pids;
-  for (int r = 0; r < o.ranks; ++r) {
-    pid_t pid = fork();
-    if (pid < 0) {
-      std::perror("allreduce_train: fork");
-      return 1;
-    }
-    if (pid == 0) {
-      std::string rank = std::to_string(r), world = std::to_string(o.ranks);
-      setenv("RANK", rank.c_str(), 1);
-      setenv("LOCAL_RANK", rank.c_str(), 1);
-      setenv("WORLD_SIZE", world.c_str(), 1);
-      setenv("ALLREDUCE_TRAIN_ID_FILE", id_path.c_str(), 1);
-      execv("/proc/self/exe", argv);
-      std::perror("allreduce_train: exec");
-      _exit(127);
-    }
-    pids.push_back(pid);
-  }
-  int failed = 0;
-  for (pid_t pid : pids) {
-    int status = 0;
-    if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
-  }
-  std::remove(id_path.c_str());
-  rmdir(dir_template);
-  if (failed) {
-    std::fprintf(stderr, "allreduce_train: %d of %d ranks failed\n", failed, o.ranks);
-    return 1;
-  }
+  if (examples::ranks::launch("allreduce_train", o.ranks, argv, "ALLREDUCE_TRAIN_ID_FILE") != 0) return 1;
   std::printf("allreduce_train: %d ranks, %d steps, %s\n", o.ranks, o.steps,
               o.extra_us == 0 ? "balanced" : o.fixed ? "extra work spread evenly (fixed)" : "one slow rank");
   return 0;
@@ -266,13 +187,11 @@ int launch(const Options& o, char** argv) {
 
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
-  const int rank = env_int("RANK", "OMPI_COMM_WORLD_RANK", -1);
-  if (rank < 0) return launch(o, argv);
-  const int world = env_int("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", o.ranks);
-  const int local_rank = env_int("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", rank);
-  if (world < 1 || rank >= world) {
-    std::fprintf(stderr, "allreduce_train: RANK %d outside WORLD_SIZE %d\n", rank, world);
+  const examples::ranks::Identity me = examples::ranks::from_environment(o.ranks);
+  if (me.rank < 0) return launch(o, argv);
+  if (me.world < 1 || me.rank >= me.world) {
+    std::fprintf(stderr, "allreduce_train: RANK %d outside WORLD_SIZE %d\n", me.rank, me.world);
     return 2;
   }
-  return run_rank(o, rank, world, local_rank);
+  return run_rank(o, me.rank, me.world, me.local_rank);
 }

@@ -177,7 +177,8 @@ void register_render(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_flag("--deps", o->deps,
                 "arrows for the dependencies the program made with events (cudaEventRecord -> cudaStreamWaitEvent): "
-                "from the work the event covered to the work that waited");
+                "from the work the event covered to the work that waited (purple); and from each NCCL send to its "
+                "matched receive on the other rank, from when both had started to when the data had arrived (teal)");
   cmd->add_flag("--memory-strip", o->memory_strip,
                 "a strip of GPU memory in use (by kind, from the recorded allocations) under each device's "
                 "utilisation strip");

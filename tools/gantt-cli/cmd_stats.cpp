@@ -11,6 +11,7 @@
 #include <gantt/analysis/summary.h>
 #include <gantt/analysis/comm.h>
 #include <gantt/analysis/memory.h>
+#include <gantt/analysis/pipeline.h>
 #include <gantt/analysis/timeline.h>
 #include <gantt/analysis/waits.h>
 #include <gantt/model.h>
@@ -32,6 +33,7 @@ struct StatsOptions {
   size_t top = 0;
   size_t gaps = 3;
   std::string format = "text";
+  std::string step;      // --by pipeline: the step range
   std::string timeline;  // --timeline BUCKET: the utilisation series instead of the tables
   bool summary = false;
   std::string output;
@@ -62,9 +64,10 @@ ga::StatsOptions report_options(const StatsOptions& o) {
 // files are read and merged after them, in the order given.
 int run_summaries(const StatsOptions& o, const std::vector<std::string>& captures,
                   const std::vector<std::string>& summaries) {
-  if (!o.summary && (o.by == "graph" || o.by == "collective" || o.by == "wait" || o.by == "memory" || o.by == "comm")) {
+  if (!o.summary && (o.by == "graph" || o.by == "collective" || o.by == "wait" || o.by == "memory" || o.by == "comm" ||
+                     o.by == "pipeline")) {
     std::cerr << "gantt-cli: stats: --by " << o.by << " needs captures: a summary keeps per-group totals, not "
-              << (o.by == "graph" ? "graph launches" : o.by == "wait" ? "kernel waits" : o.by == "memory" ? "allocations" : o.by == "comm" ? "rank pairs" : "collective calls") << "\n";
+              << (o.by == "graph" ? "graph launches" : o.by == "wait" ? "kernel waits" : o.by == "memory" ? "allocations" : o.by == "comm" || o.by == "pipeline" ? "rank pairs" : "collective calls") << "\n";
     return kExitError;
   }
   const std::vector<ga::GroupBy> every = {ga::GroupBy::kKernel, ga::GroupBy::kStream, ga::GroupBy::kDevice,
@@ -147,6 +150,10 @@ int run_stats(const StatsOptions& o) {
     std::cout << ga::format_comm_stats(ga::comm_matrices(model, &notes), notes, o.format);
     return corrupt ? kExitError : kExitOk;
   }
+  if (o.by == "pipeline") {
+    std::cout << ga::format_pipeline_stats(model, ga::pipeline_reports(model, o.step), o.format);
+    return corrupt ? kExitError : kExitOk;
+  }
   if (o.by == "memory") {
     const auto report = ga::memory_report(model);
     if (report.empty()) std::cout << "no allocations recorded in the capture(s) (GPUHOOK_API without alloc?)\n";
@@ -204,6 +211,7 @@ void register_stats(CLI::App& app, int& exit_code) {
       "  gantt-cli stats app.gpuh --timeline 10ms --format csv > util.csv   # utilisation over time\n"
       "  gantt-cli stats app.gpuh --by memory    # peak memory per device and what was live at it\n"
       "  gantt-cli stats rank*.gpuh --by comm    # bytes and bandwidth per rank pair, slow pairs\n"
+      "  gantt-cli stats stage*.gpuh --by pipeline --step train_step   # bubble per pipeline stage\n"
       "  gantt-cli stats rank0.gpuh rank1.gpuh --by collective\n"
       "  gantt-cli stats rank7.gpuh --summary -o rank7.gsum      # on the node, by the job launcher\n"
       "  gantt-cli stats summaries/*.gsum --top 20               # anywhere, afterwards\n");
@@ -213,9 +221,13 @@ void register_stats(CLI::App& app, int& exit_code) {
   cmd->add_option("-o,--output", o->output, "the summary file to write (with --summary; never overwritten)");
   add_load_flags(*cmd, o->load);
   add_filter_flags(*cmd, o->filter);
-  cmd->add_option("--by", o->by, "group by (graph: one row per CUDA graph)")
-      ->check(CLI::IsMember({"kernel", "stream", "device", "range", "graph", "collective", "wait", "memory", "comm"}))
+  cmd->add_option("--by", o->by, "group by (graph: one row per CUDA graph; pipeline: bubble per pipeline stage)")
+      ->check(CLI::IsMember({"kernel", "stream", "device", "range", "graph", "collective", "wait", "memory", "comm",
+                            "pipeline"}))
       ->capture_default_str();
+  cmd->add_option("--step", o->step,
+                  "--by pipeline: the NVTX range that is one training step (default: the top-level range that "
+                  "encloses the stages' sends and receives most often)");
   cmd->add_option("--top", o->top, "only the N groups with the most GPU time, or graphs with the most launch span (0 = all)")->capture_default_str();
   cmd->add_option("--gaps", o->gaps, "idle gaps listed per device")->capture_default_str();
   cmd->add_option("--timeline", o->timeline,

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 
+#include "gantt/analysis/p2p.h"
 #include "gantt/analysis/table.h"
 #include "gantt/json.h"
 #include "gantt/ranks/collectives.h"
@@ -50,7 +51,12 @@ std::vector<CommMatrix> comm_matrices(const Model& m, std::vector<std::string>* 
     return c.nranks == nranks ? &c : nullptr;  // a hostile file giving one id two sizes: the first wins
   };
   const NcclTable& n = m.nccl;
-  for (size_t i = 0; i < n.size(); ++i) {
+  // A send matched with its receive is timed from when both ends had started to when the data
+  // had arrived: the link's time, not the time one kernel waited for the other.
+  std::map<uint32_t, uint64_t> matched_ns;
+  for (const P2pTransfer& t : match_p2p(m).transfers)
+    if (t.transfer_ns()) matched_ns[t.send_call] = t.transfer_ns();
+  for (uint32_t i = 0; i < n.size(); ++i) {
     if (n.op[i] != v1::NCCL_SEND) continue;
     CommMatrix* c = matrix(n.comm_id[i], n.nranks[i]);
     const int32_t from = n.rank[i], to = n.root_or_peer[i];
@@ -59,7 +65,9 @@ std::vector<CommMatrix> comm_matrices(const Model& m, std::vector<std::string>* 
     c->p2p_bytes[cell] += n.bytes[i];
     ++c->sends;
     const uint32_t e = n.event[i];
-    if (e < m.events.size() && m.events.end_ns[e] > m.events.start_ns[e] && m.events.start_ns[e])
+    if (auto t = matched_ns.find(i); t != matched_ns.end())
+      c->p2p_ns[cell] += t->second;
+    else if (e < m.events.size() && m.events.end_ns[e] > m.events.start_ns[e] && m.events.start_ns[e])
       c->p2p_ns[cell] += m.events.end_ns[e] - m.events.start_ns[e];
   }
   for (const CollectiveInstance& ci : match_collectives(collective_calls(m))) {
@@ -142,7 +150,8 @@ std::string format_comm_stats(const std::vector<CommMatrix>& ms, const std::vect
     out += "\n";
   }
   if (ms.empty()) out += "no NCCL point-to-point or matched collective traffic in the capture(s)\n";
-  return out + "(p2p: exact, from each ncclSend and its kernel; ring model: each rank sends bus factor x size to the next "
+  return out + "(p2p: exact, the bytes of each ncclSend, timed from when its kernel and the matching receive's had both started "
+               "to when the receive ended (the send's kernel alone when the receiver's capture is missing); ring model: each rank sends bus factor x size to the next "
                "for every collective, a model of NCCL's ring, not a measurement)\n";
 }
 

@@ -14,6 +14,7 @@
 #include "gantt/ranks.h"
 #include "gantt/render.h"
 #include "gantt/text.h"
+#include "gantt/analysis/p2p.h"
 #include "gantt/analysis/table.h"
 #include "render_builder.h"
 #include "render_internal.h"
@@ -530,22 +531,27 @@ void Builder::draw_peer_links() {
 }
 
 // --deps: an arrow from the end of the work an event covered to the start of the work that
-// waited for it, where both are drawn one by one.
+// waited for it, and one from each NCCL send to its matched receive on the other rank (from
+// when both had started to when the data had arrived), where both are drawn one by one.
 void Builder::draw_dependencies() {
   constexpr size_t kMaxArrows = 2000;
-  constexpr Color kDep{120, 80, 160, 220};
+  constexpr Color kDep{120, 80, 160, 220}, kP2p{20, 140, 140, 220};
   size_t drawn = 0;
-  for (const auto& [src, dst] : analysis::event_dependencies(m_)) {
+  auto arrow = [&](uint32_t src, uint64_t t0, uint32_t dst, uint64_t t1, Color color) {
     auto a = drawn_.find(src), b = drawn_.find(dst);
-    if (a == drawn_.end() || b == drawn_.end() || drawn >= kMaxArrows) continue;
-    const float x0 = f_.clipped_x(m_.events.end_ns[src]), x1 = f_.clipped_x(m_.events.start_ns[dst]);
+    if (a == drawn_.end() || b == drawn_.end() || drawn >= kMaxArrows) return;
+    const float x0 = f_.clipped_x(t0), x1 = f_.clipped_x(t1);
     const float y0 = a->second + kExecBarY + kExecBarHeight / 2, y1 = b->second + kExecBarY + kExecBarHeight / 2;
-    s_.line(make_line(x0, y0, x1, y1, kDep, 1.2f));
+    s_.line(make_line(x0, y0, x1, y1, color, 1.2f));
     const float dir = y1 >= y0 ? -1.f : 1.f;  // arrowhead pointing into the waiting work
-    s_.line(make_line(x1, y1, x1 - 4, y1 + dir * 4, kDep, 1.2f));
-    s_.line(make_line(x1, y1, x1 + 4, y1 + dir * 4, kDep, 1.2f));
+    s_.line(make_line(x1, y1, x1 - 4, y1 + dir * 4, color, 1.2f));
+    s_.line(make_line(x1, y1, x1 + 4, y1 + dir * 4, color, 1.2f));
     ++drawn;
-  }
+  };
+  for (const auto& [src, dst] : analysis::event_dependencies(m_))
+    arrow(src, m_.events.end_ns[src], dst, m_.events.start_ns[dst], kDep);
+  for (const analysis::P2pTransfer& t : analysis::match_p2p(m_).transfers)
+    if (t.send_event != t.recv_event && t.transfer_ns()) arrow(t.send_event, t.start_ns, t.recv_event, t.end_ns, kP2p);
 }
 
 void Builder::draw_rank_links(float label_y) {

@@ -1,5 +1,6 @@
 // Who sent how much to whom: per NCCL communicator, rank x rank matrices of point-to-point
-// traffic (exact: the bytes of each ncclSend and the time of its kernel) and of collective
+// traffic (exact: the bytes of each ncclSend, timed as its matched transfer, analysis/p2p.h,
+// or by its kernel when the receiver was not captured) and of collective
 // traffic under the ring model (each rank sends bus_factor x size to the next, as nccl-tests'
 // bus bandwidth assumes: a model, labelled so), the achieved bandwidth of each pair, and the
 // pairs well below the others. `stats --by comm` prints them; `render --view comm` draws them.

@@ -13,6 +13,8 @@
 //   fragmentation         a kernel's executions stretched while other kernels shared the GPU
 //   priority-inversion    short kernels queued behind another stream's long ones at no higher priority
 //   memory-peak           allocations of one NVTX range, freed later, hold most of a memory peak
+//   pipeline-bubble       pipeline stages idle a large share of each step waiting for neighbours
+//   slow-link             a rank pair's point-to-point bandwidth far under the other pairs'
 #pragma once
 
 #include <string>

@@ -1,0 +1,223 @@
+// Pipeline bubbles per stage (analysis/pipeline.h).
+#include "gantt/analysis/pipeline.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+
+#include "gantt/analysis/intervals.h"
+#include "gantt/analysis/table.h"
+#include "gantt/json.h"
+
+namespace gantt::analysis {
+
+namespace {
+
+namespace v1 = gpuhook::v1;
+
+// The outermost range enclosing `range` (kNone stays kNone). Bounded: a hostile file's parent
+// links cannot loop it forever.
+uint32_t top_range(const Model& m, uint32_t range) {
+  for (int hops = 0; range < m.ranges.size() && m.ranges.parent[range] != kNone && hops < (1 << 16); ++hops)
+    range = m.ranges.parent[range];
+  return range < m.ranges.size() ? range : kNone;
+}
+
+bool timed(const Model& m, uint32_t e) {
+  return e < m.events.size() && m.events.start_ns[e] != 0 && m.events.end_ns[e] > m.events.start_ns[e];
+}
+
+struct Candidate {
+  int32_t nranks = 0;
+  bool chain = true;                      // every transfer joins neighbours
+  std::map<int32_t, std::pair<uint16_t, uint32_t>> stage;  // rank -> (capture, device)
+  std::vector<uint32_t> calls;            // its sends and receives
+};
+
+// The step windows of one stage: per occurrence of the step range, its GPU work.
+struct Window {
+  uint64_t lo = UINT64_MAX, hi = 0;
+  std::vector<Interval> busy, p2p;
+};
+
+void clip(std::vector<Interval>& v, uint64_t lo, uint64_t hi) {
+  for (Interval& iv : v) iv = {std::max(iv.first, lo), std::min(iv.second, hi)};
+  merge_intervals(v);  // drops what the clip emptied
+}
+
+}  // namespace
+
+double PipelineReport::bubble_share() const {
+  uint64_t bubble = 0, step = 0;
+  for (const PipelineStage& s : stages) {
+    bubble += s.bubble_ns;
+    step += s.step_ns;
+  }
+  return step ? static_cast<double>(bubble) / static_cast<double>(step) : 0;
+}
+
+double PipelineReport::ideal_share() const {
+  const double p = nranks;
+  return micro_batches > 0 && p > 1 ? (p - 1) / (micro_batches + p - 1) : 0;
+}
+
+std::vector<PipelineReport> pipeline_reports(const Model& m, const std::string& step_range) {
+  const NcclTable& n = m.nccl;
+  std::map<uint64_t, Candidate> comms;
+  for (uint32_t i = 0; i < n.size(); ++i) {
+    if (n.op[i] != v1::NCCL_SEND && n.op[i] != v1::NCCL_RECV) continue;
+    Candidate& c = comms[n.comm_id[i]];
+    if (c.nranks == 0) c.nranks = n.nranks[i];
+    const int32_t me = n.rank[i], peer = n.root_or_peer[i];
+    if (n.nranks[i] != c.nranks || me < 0 || me >= c.nranks || peer < 0 || peer >= c.nranks ||
+        std::llabs(static_cast<long long>(me) - peer) != 1) {
+      c.chain = false;
+      continue;
+    }
+    const uint32_t e = n.event[i];
+    const uint32_t device = timed(m, e) ? m.events.device[e] : static_cast<uint32_t>(std::max(n.device[i], 0));
+    c.stage.try_emplace(me, n.capture[i], device);
+    c.calls.push_back(i);
+  }
+  std::vector<PipelineReport> out;
+  for (const auto& [comm_id, c] : comms) {
+    if (!c.chain || c.nranks < 2 || c.stage.size() < 2) continue;
+    // The step: the top-level range name that encloses the most of these calls' kernels.
+    uint32_t step_name = 0;
+    bool named = false;
+    if (!step_range.empty()) {
+      for (uint32_t s = 1; s < m.strings.size() && !named; ++s)
+        if (m.strings[s] == step_range) step_name = s, named = true;
+      if (!named) step_name = kNone;  // asked for a range the captures do not have: no steps
+    } else {
+      std::map<uint32_t, uint64_t> votes;
+      for (uint32_t i : c.calls)
+        if (timed(m, n.event[i]))
+          if (const uint32_t top = top_range(m, m.events.range[n.event[i]]); top != kNone) ++votes[m.ranges.name[top]];
+      uint64_t best = 0;
+      for (const auto& [name, count] : votes)
+        if (count > best) best = count, step_name = name, named = true;
+    }
+    PipelineReport r;
+    r.comm_id = comm_id;
+    r.nranks = c.nranks;
+    r.step = named ? m.strings[step_name] : step_range;
+    std::map<std::pair<uint16_t, uint32_t>, int32_t> rank_of;
+    for (const auto& [rank, where] : c.stage) rank_of.emplace(where, rank);
+    std::map<int32_t, std::map<uint32_t, Window>> windows;  // rank -> step occurrence -> window
+    std::map<uint32_t, bool> p2p_event;
+    for (uint32_t i : c.calls)
+      if (timed(m, n.event[i])) p2p_event[n.event[i]] = true;
+    const EventTable& ev = m.events;
+    for (uint32_t e = 0; e < ev.size(); ++e) {
+      if (!timed(m, e) || ev.kind[e] == EventKind::kSync || ev.kind[e] == EventKind::kHostFunc) continue;
+      auto stage = rank_of.find({ev.capture[e], ev.device[e]});
+      if (stage == rank_of.end()) continue;
+      uint32_t occurrence = 0;  // the whole capture when no range is asked for or found
+      if (named || !step_range.empty()) {
+        const uint32_t top = top_range(m, ev.range[e]);
+        if (top == kNone || m.ranges.name[top] != step_name) continue;
+        occurrence = top;
+      }
+      Window& w = windows[stage->second][occurrence];
+      w.lo = std::min(w.lo, ev.start_ns[e]);
+      w.hi = std::max(w.hi, ev.end_ns[e]);
+      if (p2p_event.count(e)) w.p2p.push_back({ev.start_ns[e], ev.end_ns[e]});
+      else if (ev.kind[e] != EventKind::kNccl) w.busy.push_back({ev.start_ns[e], ev.end_ns[e]});
+    }
+    for (const auto& [rank, where] : c.stage) {
+      PipelineStage s;
+      s.rank = rank;
+      s.capture = where.first;
+      s.device = where.second;
+      for (auto& [occurrence, w] : windows[rank]) {
+        if (w.hi <= w.lo) continue;
+        clip(w.busy, w.lo, w.hi);
+        clip(w.p2p, w.lo, w.hi);
+        const uint64_t step = w.hi - w.lo, busy = total_length(w.busy);
+        const uint64_t bubble = total_length(w.p2p) - intersection_length(w.p2p, w.busy);
+        ++s.steps;
+        s.step_ns += step;
+        s.busy_ns += busy;
+        s.bubble_ns += bubble;
+        if (bubble > s.worst_step_bubble_ns) s.worst_step_bubble_ns = bubble, s.worst_step_ns = step;
+      }
+      r.stages.push_back(s);
+    }
+    // Micro-batches: stage 0's forward sends per step.
+    if (!r.stages.empty() && r.stages.front().rank == 0 && r.stages.front().steps) {
+      uint64_t sends = 0;
+      for (uint32_t i : c.calls) {
+        if (n.op[i] != v1::NCCL_SEND || n.rank[i] != 0 || n.root_or_peer[i] != 1 || !timed(m, n.event[i])) continue;
+        if (named || !step_range.empty()) {
+          const uint32_t top = top_range(m, m.events.range[n.event[i]]);
+          if (top == kNone || m.ranges.name[top] != step_name) continue;
+        }
+        ++sends;
+      }
+      r.micro_batches = static_cast<double>(sends) / static_cast<double>(r.stages.front().steps);
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::string format_pipeline_stats(const Model& m, const std::vector<PipelineReport>& reports, const std::string& format) {
+  auto share_text = [](double v) { return fixed(100 * v, 1) + "%"; };
+  if (format == "json") {
+    std::string o = "{\"pipelines\":[";
+    for (size_t k = 0; k < reports.size(); ++k) {
+      const PipelineReport& r = reports[k];
+      std::string mb, share, ideal;
+      json::append_number(mb, r.micro_batches, 2);
+      json::append_number(share, r.bubble_share(), 4);
+      json::append_number(ideal, r.ideal_share(), 4);
+      char id[24];
+      std::snprintf(id, sizeof id, "0x%llx", static_cast<unsigned long long>(r.comm_id));
+      o += (k ? "," : "") + std::string("{\"comm_id\":") + json::quoted(id) + ",\"stages_total\":" + std::to_string(r.nranks) +
+           ",\"step\":" + json::quoted(r.step) + ",\"micro_batches_per_step\":" + mb + ",\"bubble_share\":" + share +
+           ",\"ideal_share\":" + ideal + ",\"stages\":[";
+      for (size_t i = 0; i < r.stages.size(); ++i) {
+        const PipelineStage& s = r.stages[i];
+        o += (i ? "," : "") + std::string("{\"stage\":") + std::to_string(s.rank) + ",\"capture\":" + std::to_string(s.capture) +
+             ",\"device\":" + std::to_string(s.device) + ",\"steps\":" + std::to_string(s.steps) + ",\"step_ns\":" +
+             std::to_string(s.step_ns) + ",\"busy_ns\":" + std::to_string(s.busy_ns) + ",\"bubble_ns\":" +
+             std::to_string(s.bubble_ns) + ",\"worst_step_bubble_ns\":" + std::to_string(s.worst_step_bubble_ns) +
+             ",\"worst_step_ns\":" + std::to_string(s.worst_step_ns) + "}";
+      }
+      o += "]}";
+    }
+    return o + "]}\n";
+  }
+  std::string out;
+  for (const PipelineReport& r : reports) {
+    char id[24];
+    std::snprintf(id, sizeof id, "0x%llx", static_cast<unsigned long long>(r.comm_id));
+    out += "pipeline on communicator " + std::string(id) + ": " + std::to_string(r.nranks) + " stages, step = " +
+           (r.step.empty() ? std::string("the whole capture") : "range \"" + r.step + "\"") + "\n";
+    Table t;
+    t.header = {"stage", "device", "steps", "step_us", "busy", "bubble_us", "bubble", "worst_step_bubble_us"};
+    t.right = {true, false, true, true, true, true, true, true};
+    for (const PipelineStage& s : r.stages) {
+      const double steps = s.steps ? static_cast<double>(s.steps) : 1;
+      t.rows.push_back({std::to_string(s.rank), device_label(m.captures.size(), s.capture, s.device), std::to_string(s.steps),
+                        us(static_cast<double>(s.step_ns) / steps),
+                        share_text(s.step_ns ? static_cast<double>(s.busy_ns) / static_cast<double>(s.step_ns) : 0),
+                        us(static_cast<double>(s.bubble_ns) / steps), share_text(s.share()),
+                        us(static_cast<int64_t>(s.worst_step_bubble_ns))});
+    }
+    out += format == "csv" ? to_csv(t) : format == "md" ? to_markdown(t) : to_text(t);
+    out += "bubble: " + share_text(r.bubble_share()) + " of the stages' step time";
+    if (r.micro_batches > 0)
+      out += "; " + fixed(r.micro_batches, 1) + " micro-batches per step over " + std::to_string(r.nranks) +
+             " stages: a GPipe or 1F1B schedule with no other cost idles (p-1)/(m+p-1) = " + share_text(r.ideal_share());
+    out += "\n\n";
+  }
+  if (reports.empty())
+    out += "no pipeline: no NCCL communicator whose sends and receives only join neighbouring ranks (r <-> r+1)\n";
+  return out + "(bubble: time a stage's GPU ran none of its own work while one of its sends or receives was in flight, "
+               "within a step: from the first start to the last end of the work launched inside the step range)\n";
+}
+
+}  // namespace gantt::analysis
