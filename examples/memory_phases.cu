@@ -8,7 +8,11 @@
 // the rest as soon as the next layer has read them; the backward pass recomputes each segment
 // from its checkpoint. Same gradients, a lower peak, some extra compute.
 //
+// Each allocation says what it is for with gpuhook_mem_tag() (params, grads, data,
+// activations): `render --view memory` stacks the memory by it.
+//
 // The check: every layer's gradient buffer against a CPU replay of the same arithmetic.
+#include <gpuhook/gpuhook.h>
 #include <nvtx3/nvToolsExt.h>
 
 #include <vector>
@@ -64,18 +68,22 @@ int main(int argc, char** argv) {
   for (int l = 0; l < kLayers; ++l) {
     CHECK_CUDA(cudaMalloc(&w[l], w_bytes));
     CHECK_CUDA(cudaMalloc(&g[l], w_bytes));
+    gpuhook_mem_tag(w[l], "params");
+    gpuhook_mem_tag(g[l], "grads");
     for (long long i = 0; i < n; ++i) host_w[static_cast<size_t>(i)] = 0.5f + 0.01f * static_cast<float>((i + l) % 7);
     CHECK_CUDA(cudaMemcpy(w[l], host_w.data(), w_bytes, cudaMemcpyHostToDevice));
     CHECK_CUDA(cudaMemset(g[l], 0, w_bytes));
   }
   float* input = nullptr;
   CHECK_CUDA(cudaMalloc(&input, act_bytes));
+  gpuhook_mem_tag(input, "data");
   std::vector<float> host_in(static_cast<size_t>(total));
   for (long long i = 0; i < total; ++i) host_in[static_cast<size_t>(i)] = 0.001f * static_cast<float>(i % 1000);
   CHECK_CUDA(cudaMemcpy(input, host_in.data(), act_bytes, cudaMemcpyHostToDevice));
 
   auto forward = [&](const float* in, int l, float** out) {
     CHECK_CUDA(cudaMalloc(out, act_bytes));
+    gpuhook_mem_tag(*out, "activations");
     layer_forward<<<fwd_grid, block>>>(in, w[l], *out, n, total);
     CHECK_LAUNCH();
   };

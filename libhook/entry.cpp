@@ -38,6 +38,7 @@ int resolve_nccl();
 int resolve_exec();
 int install_nvtx(NvtxGetExportTableFunc_t get_export_table);
 void annotate_range(v1::RangeType type, const char* name);
+void annotate_memory(const void* ptr, const char* category);
 
 namespace {
 
@@ -414,6 +415,9 @@ extern "C" GPUHOOK_EXPORT void gpuhook_api_range_pop(void) {
 }
 extern "C" GPUHOOK_EXPORT void gpuhook_api_mark(const char* name) {
   if (g_state.load(std::memory_order_relaxed) == kRunning) annotate_range(v1::RANGE_MARK, name);
+}
+extern "C" GPUHOOK_EXPORT void gpuhook_api_mem_tag(const void* ptr, const char* category) {
+  if (g_state.load(std::memory_order_relaxed) == kRunning) annotate_memory(ptr, category);
 }
 extern "C" GPUHOOK_EXPORT void gpuhook_api_capture_start(void) { profiler_window_start(); }
 extern "C" GPUHOOK_EXPORT void gpuhook_api_capture_stop(void) { profiler_window_stop(); }

@@ -7,8 +7,10 @@
 
 namespace gpuhook::hook {
 
-// kNameMore: the continuation of a long name (see RangePayload).
-enum class HostKind : uint8_t { kNone = 0, kNccl = 1, kRange = 2, kThreadName = 3, kNameMore = 4, kHostFunc = 5 };
+// kNameMore: the continuation of a long name (see RangePayload). kMemoryTag: gpuhook_mem_tag(),
+// a RangePayload whose name is the category and whose range_id is the address.
+enum class HostKind : uint8_t { kNone = 0, kNccl = 1, kRange = 2, kThreadName = 3, kNameMore = 4, kHostFunc = 5,
+                                kMemoryTag = 6 };
 
 // Range names are copied into the record because NVTX strings live only for the call. Most
 // names fit the record itself; a longer one (up to kMaxNameBytes, below) continues in

@@ -393,6 +393,12 @@ int install_nvtx(NvtxGetExportTableFunc_t get_export_table) {
 }
 
 // The gpuhook.h API goes through the same path with source = 1, in the global domain.
+void annotate_memory(const void* ptr, const char* category) {
+  if (ptr == nullptr || category == nullptr) return;
+  write_range(HostKind::kMemoryTag, v1::RANGE_MARK, nullptr, ascii_name(category), Attributes{},
+              reinterpret_cast<uintptr_t>(ptr), 1, this_thread_id());
+}
+
 void annotate_range(v1::RangeType type, const char* name) {
   if (type == v1::RANGE_PUSH) {
     global_push(ascii_name(name), Attributes{}, 1);

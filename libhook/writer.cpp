@@ -34,6 +34,7 @@ const char* kind_label(int kind) {
     case wire::Record::kOverhead: return "overhead";
     case wire::Record::kDevice: return "device";
     case wire::Record::kHostFunction: return "host_function";
+    case wire::Record::kMemoryTag: return "memory_tag";
     default: return nullptr;
   }
 }

@@ -55,7 +55,8 @@ void Writer::write_host(const HostRecord& record) {
     size_t left = total > long_name_.size() ? total - long_name_.size() : 0;
     long_name_.append(record.name_more.text, std::min(left, kMoreNameBytes));
     if (--long_name_more_ != 0) return;
-  } else if ((record.kind == HostKind::kRange || record.kind == HostKind::kThreadName) &&
+  } else if ((record.kind == HostKind::kRange || record.kind == HostKind::kThreadName ||
+              record.kind == HostKind::kMemoryTag) &&
              record.range.more_records != 0) {
     long_name_head_ = record;
     long_name_.assign(record.range.name, std::min<size_t>(record.range.name_bytes, kInlineNameBytes));
@@ -66,7 +67,7 @@ void Writer::write_host(const HostRecord& record) {
   }
   const HostRecord& r = record.kind == HostKind::kNameMore ? long_name_head_ : record;
   std::string_view name;
-  if (r.kind == HostKind::kRange || r.kind == HostKind::kThreadName) {
+  if (r.kind == HostKind::kRange || r.kind == HostKind::kThreadName || r.kind == HostKind::kMemoryTag) {
     if (&r != &long_name_head_) long_name_.assign(r.range.name, std::min<size_t>(r.range.name_bytes, kInlineNameBytes));
     // A name the hook had to cut says so: it ends in "…" (README.md, NVTX names).
     if (r.range.name_truncated) long_name_ += kCutMarker;
@@ -116,6 +117,13 @@ void Writer::write_host(const HostRecord& record) {
     } else if (!name.empty()) {
       g->set_name_id(file_->intern(name));
     }
+  } else if (r.kind == HostKind::kMemoryTag) {
+    auto* g = rec.mutable_memory_tag();
+    g->set_address(r.range.range_id);
+    g->set_thread_id(r.thread_id);
+    g->set_time_ns(static_cast<int64_t>(r.start_ns));
+    if (!in_window(rec) || out_of_time() || !open_file()) return;
+    g->set_category_id(file_->intern(name));
   } else if (r.kind == HostKind::kHostFunc) {
     auto* h = rec.mutable_host_function();
     const HostFuncPayload& p = r.host_func;

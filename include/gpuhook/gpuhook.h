@@ -3,6 +3,7 @@
  *   gpuhook_range_push("step"); ... gpuhook_range_pop();
  *   gpuhook_mark("checkpoint");
  *   gpuhook_capture_start(); ... gpuhook_capture_stop();   (with GPUHOOK_RANGE=cudaProfilerApi)
+ *   gpuhook_mem_tag(weights, "params");  (what an allocation is for: the memory view stacks by it)
  *
  * Header only; nothing to link. The calls reach libgpuhook.so when it is preloaded
  * (LD_PRELOAD) and are no-ops otherwise: the hook's entry points are weak references that
@@ -21,6 +22,7 @@ void gpuhook_api_range_pop(void) __attribute__((weak));
 void gpuhook_api_mark(const char* name) __attribute__((weak));
 void gpuhook_api_capture_start(void) __attribute__((weak));
 void gpuhook_api_capture_stop(void) __attribute__((weak));
+void gpuhook_api_mem_tag(const void* ptr, const char* category) __attribute__((weak));
 
 static inline void gpuhook_range_push(const char* name) {
   if (gpuhook_api_range_push) gpuhook_api_range_push(name);
@@ -30,6 +32,13 @@ static inline void gpuhook_range_pop(void) {
 }
 static inline void gpuhook_mark(const char* name) {
   if (gpuhook_api_mark) gpuhook_api_mark(name);
+}
+/* Names what the allocation holding `ptr` (cudaMalloc, cudaMallocAsync, cudaMallocHost,
+ * cudaMallocManaged; any address inside it) is for: "params", "activations", "optimizer".
+ * Call it after the allocation; the category stays with that allocation until it is freed.
+ * Untagged allocations are grouped by the NVTX range they were made in. */
+static inline void gpuhook_mem_tag(const void* ptr, const char* category) {
+  if (gpuhook_api_mem_tag) gpuhook_api_mem_tag(ptr, category);
 }
 static inline void gpuhook_capture_start(void) {
   if (gpuhook_api_capture_start) gpuhook_api_capture_start();

@@ -32,6 +32,7 @@ struct RenderCliOptions {
   bool no_annotate = false;
   bool no_host = false;
   bool memory_strip = false;
+  std::string memory_by = "auto";
   bool deps = false;
   std::string queue_delay = "100us";
   double low_occupancy = 0.5;
@@ -54,6 +55,7 @@ int run_render(const RenderCliOptions& o) {
   ro.width_px = o.width_px;
   ro.host_lanes = !o.no_host;
   ro.memory_strip = o.memory_strip;
+  ro.memory_by = o.memory_by;
   ro.deps = o.deps;
   ro.annotate.enabled = !o.no_annotate;
   ro.annotate.queue_delay_ns = duration_arg("--queue-delay", o.queue_delay);
@@ -179,6 +181,12 @@ void register_render(CLI::App& app, int& exit_code) {
                 "arrows for the dependencies the program made with events (cudaEventRecord -> cudaStreamWaitEvent): "
                 "from the work the event covered to the work that waited (purple); and from each NCCL send to its "
                 "matched receive on the other rank, from when both had started to when the data had arrived (teal)");
+  cmd->add_option("--memory-by", o->memory_by,
+                  "--view memory and --memory-strip: stack memory by kind (device, pool, pinned host, managed) or by "
+                  "category (what it is for: the program's gpuhook_mem_tag(), else the NVTX range it was allocated "
+                  "in); auto: by category when the program tagged any allocation")
+      ->check(CLI::IsMember({"auto", "kind", "category"}))
+      ->capture_default_str();
   cmd->add_flag("--memory-strip", o->memory_strip,
                 "a strip of GPU memory in use (by kind, from the recorded allocations) under each device's "
                 "utilisation strip");

@@ -124,6 +124,11 @@ void visit_times(R& r, F&& f) {
       GPUHOOK_T(m, end_ns);
       break;
     }
+    case R::kMemoryTag: {
+      auto* m = message(r, &R::mutable_memory_tag, &R::memory_tag);
+      GPUHOOK_T(m, time_ns);
+      break;
+    }
     default:
       break;
   }

@@ -156,3 +156,74 @@ TEST(Memory, PeakByClassAndWhatWasLiveAtIt) {
   EXPECT_EQ(d.peak_by_range[0].first, "forward");
   EXPECT_EQ(d.peak_by_range[0].second, 370u);
 }
+
+namespace {
+
+v1::Record tag(uint64_t address, uint32_t category, uint64_t t) {
+  v1::Record r;
+  auto* g = r.mutable_memory_tag();
+  g->set_address(address);
+  g->set_category_id(category);
+  g->set_time_ns(static_cast<int64_t>(t));
+  g->set_thread_id(7);
+  return r;
+}
+
+}  // namespace
+
+// gpuhook_mem_tag(): a tag names the allocation holding its address at its time; an address
+// reused after a free belongs to the new allocation; a tag that matches nothing is ignored.
+// Untagged memory is grouped by the top-level range it was allocated in.
+TEST(Memory, CategoriesFromTagsElseTheRange) {
+  gantt::Model m;
+  gantt::ModelBuilder b{m};
+  b.begin_capture("a");
+  b.add(header());
+  b.add(a100());
+  b.add(string_def(1, "cudaMalloc"));
+  b.add(string_def(2, "forward"));
+  b.add(string_def(3, "cudaFree"));
+  b.add(string_def(4, "params"));
+  b.add(string_def(5, "activations"));
+  b.add(string_def(6, "nothing"));
+  b.add(api(1, 7, T, T + 10, 1));
+  b.add(mem(v1::MEMORY_OP_ALLOC, 0x1000, 0x100, T + 5, v1::MEMORY_DEVICE, 1));  // A
+  b.add(tag(0x1080, 4, T + 20));  // inside A: params
+  b.add(api(3, 7, T + 30, T + 40, 2));
+  b.add(mem(v1::MEMORY_OP_FREE, 0x1000, 0, T + 35, v1::MEMORY_DEVICE, 2));
+  b.add(api(1, 7, T + 50, T + 60, 3));
+  b.add(mem(v1::MEMORY_OP_ALLOC, 0x1000, 0x200, T + 55, v1::MEMORY_DEVICE, 3));  // B, A's address again
+  b.add(tag(0x1000, 5, T + 70));  // B: activations
+  b.add(tag(0x1300, 6, T + 70));  // past B's end: nothing
+  b.add(range(v1::RANGE_PUSH, 2, 7, T + 100));
+  b.add(api(1, 7, T + 200, T + 210, 4));
+  b.add(mem(v1::MEMORY_OP_ALLOC, 0x8000, 0x40, T + 205, v1::MEMORY_DEVICE, 4));  // C: untagged, in forward
+  b.add(range(v1::RANGE_POP, 0, 7, T + 300));
+  b.end_capture({});
+  const gantt::MemoryTable& mt = m.memory;
+  ASSERT_EQ(mt.size(), 4u);
+  EXPECT_EQ(m.string(mt.category[0]), "params");
+  EXPECT_EQ(mt.category[1], 0u);  // the free
+  EXPECT_EQ(m.string(mt.category[2]), "activations");
+  EXPECT_EQ(mt.category[3], 0u);
+  const auto report = gantt::analysis::memory_report(m);
+  ASSERT_EQ(report.size(), 1u);
+  const auto& d = report[0];
+  EXPECT_TRUE(d.tagged);
+  // Layers in first-met order: params (A), activations (B), then "range forward" (C).
+  ASSERT_EQ(d.categories.size(), 3u);
+  EXPECT_EQ(d.categories[0], "params");
+  EXPECT_EQ(d.categories[1], "activations");
+  EXPECT_EQ(d.categories[2], "range forward");
+  // The peak is B + C (0x240 B) after A was freed.
+  EXPECT_EQ(d.peak_bytes, 0x240u);
+  EXPECT_EQ(d.peak_by_category[0], 0u);
+  EXPECT_EQ(d.peak_by_category[1], 0x200u);
+  EXPECT_EQ(d.peak_by_category[2], 0x40u);
+  // Per step, the layers add up to the classes.
+  for (size_t i = 0; i < d.t.size(); ++i) {
+    uint64_t by_category = 0;
+    for (uint64_t v : d.in_use_by_category[i]) by_category += v;
+    EXPECT_EQ(by_category, d.total(i)) << "step " << i;
+  }
+}

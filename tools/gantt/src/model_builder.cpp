@@ -169,7 +169,15 @@ void ModelBuilder::Impl::add(const v1::Record& r) {
       push(mt.time_ns, ts);  // not `see`n: an allocation's time is its API call's, already seen
       push(mt.api, kNone);
       push(mt.pool, static_cast<uint8_t>(x.async() || x.pool_address() != 0));
+      push(mt.category, 0u);
       push(memory_correlation, x.correlation_id());
+      break;
+    }
+    case v1::Record::kMemoryTag: {
+      const auto& g = r.memory_tag();
+      // Bounded like the live allocations: a file of nothing but tags cannot grow this forever.
+      if (memory_tags.size() < (1u << 20) && g.category_id() != 0)
+        memory_tags.push_back({g.address(), t(g.has_time_ns(), g.time_ns()), g.category_id()});
       break;
     }
     case v1::Record::kNotice:
@@ -295,6 +303,7 @@ void ModelBuilder::Impl::finish(const gpuhook::Integrity& integrity) {
   }
   align();
   join_host_functions();
+  apply_memory_tags();
   join();
   occupancy();
   demangle_names();
@@ -303,6 +312,7 @@ void ModelBuilder::Impl::finish(const gpuhook::Integrity& integrity) {
   host_func_external.clear();
   thread_rows.clear();
   live_allocations.clear();
+  memory_tags.clear();
   open = false;
 }
 

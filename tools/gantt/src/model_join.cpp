@@ -343,3 +343,34 @@ void ModelBuilder::Impl::join_host_functions() {
 }
 
 }  // namespace gantt
+
+namespace gantt {
+
+// gpuhook_mem_tag(): each tag goes to the allocation of this capture that held its address at
+// its time: among the allocations starting at or below the address and reaching past it, the
+// latest made no later than the tag (an address reused after a free belongs to the new one).
+void ModelBuilder::Impl::apply_memory_tags() {
+  if (memory_tags.empty()) return;
+  MemoryTable& mt = m.memory;
+  std::vector<uint32_t> rows;
+  for (size_t i = mem0; i < mt.size(); ++i)
+    if (mt.op[i] == gpuhook::v1::MEMORY_OP_ALLOC && mt.bytes[i] != 0) rows.push_back(static_cast<uint32_t>(i));
+  std::sort(rows.begin(), rows.end(), [&](uint32_t a, uint32_t b) {
+    return mt.address[a] != mt.address[b] ? mt.address[a] < mt.address[b] : mt.time_ns[a] < mt.time_ns[b];
+  });
+  constexpr size_t kLookBack = 64;  // allocations below the address looked at: bounded, for hostile files
+  for (const RawTag& tag : memory_tags) {
+    auto it = std::upper_bound(rows.begin(), rows.end(), tag.address,
+                               [&](uint64_t address, uint32_t row) { return address < mt.address[row]; });
+    uint32_t best = kNone;
+    for (size_t k = 0; k < kLookBack && it != rows.begin(); ++k) {
+      const uint32_t row = *--it;
+      const bool covers = tag.address - mt.address[row] < mt.bytes[row];
+      const bool before = tag.time_ns == 0 || mt.time_ns[row] <= tag.time_ns;
+      if (covers && before && (best == kNone || mt.time_ns[row] > mt.time_ns[best])) best = row;
+    }
+    if (best != kNone) mt.category[best] = remap(tag.category);
+  }
+}
+
+}  // namespace gantt

@@ -200,6 +200,7 @@ struct MemoryTable {
   std::vector<uint64_t> time_ns;       // 0 = unknown
   std::vector<uint32_t> api;           // row of the call that allocated or freed it, or kNone
   std::vector<uint8_t> pool;           // 1: stream-ordered (cudaMallocAsync / a memory pool)
+  std::vector<uint32_t> category;      // allocations: the gpuhook_mem_tag() category (string id), 0 = none
 
   size_t size() const { return capture.size(); }
 };

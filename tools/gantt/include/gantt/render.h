@@ -52,6 +52,7 @@ struct RenderOptions {
   std::vector<std::string> footer_lines;  // extra footer lines, e.g. the rank alignment (ranks.h)
   bool collective_links = true;       // several captures: join matching collectives across ranks
   bool memory_strip = false;          // a strip of memory in use under each device's utilisation strip
+  std::string memory_by = "auto";     // memory stacked by "kind", "category", or "auto" (category when tagged)
   bool deps = false;                  // arrows for cross-stream event dependencies (cudaStreamWaitEvent)
 };
 

@@ -40,6 +40,17 @@ void rule_memory_peak(const Model& m, DiagnoseReport& r) {
     uint64_t kept = 0;
     for (const PeakGroup& g : d.peak_by_path) kept += g.bytes - g.freed_later_bytes;
     if (kept) f.evidence.push_back(bytes_text(kept) + " live at the peak and never freed in the capture (weights, state)");
+    if (d.tagged) {
+      // What the program said each allocation was for (gpuhook_mem_tag), largest first.
+      std::vector<std::pair<uint64_t, std::string>> parts;
+      for (size_t c = 0; c < d.categories.size(); ++c)
+        if (d.peak_by_category[c]) parts.emplace_back(d.peak_by_category[c], d.categories[c]);
+      std::stable_sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+      std::string line = "at the peak, by what it is for:";
+      for (size_t i = 0; i < parts.size(); ++i)
+        line += (i ? ", " : " ") + utf8_clean(parts[i].second) + " " + bytes_text(parts[i].first);
+      f.evidence.push_back(line);
+    }
     f.fix = "the memory is held for a later phase: recompute it there instead of keeping it (activation checkpointing), "
             "free each buffer as soon as it has been read, or split the batch; `render --view memory` shows what was "
             "live at the peak";

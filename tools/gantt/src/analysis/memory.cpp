@@ -82,7 +82,13 @@ std::vector<DeviceMemory> memory_report(const Model& m) {
     const uint32_t r = ranges.at(m.api.thread[a], m.api.start_ns[a]);
     return r == kNone ? std::string() : m.range_path_of_range(r);
   };
+  auto category = [&](uint32_t row) -> std::string {
+    if (row < mt.category.size() && mt.category[row] != 0) return std::string(m.string(mt.category[row]));
+    const std::string w = where(row);
+    return w.empty() ? "(no range)" : "range " + w.substr(0, w.find('/'));
+  };
   std::map<std::pair<uint16_t, uint32_t>, DeviceMemory> out;
+  std::unordered_map<uint32_t, uint8_t> layer_of;  // allocation row -> its category's layer
   // Live allocations per capture by address: a free takes away exactly what its allocation
   // added, on the allocation's device and class.
   std::map<std::pair<uint16_t, uint64_t>, uint32_t> live;
@@ -105,17 +111,43 @@ std::vector<DeviceMemory> memory_report(const Model& m) {
     d.device = mt.device[alloc_row];
     const size_t cls = static_cast<size_t>(memory_class(mt.kind[alloc_row], alloc_row < mt.pool.size() && mt.pool[alloc_row]));
     std::array<uint64_t, kMemoryClasses> now = d.in_use.empty() ? std::array<uint64_t, kMemoryClasses>{} : d.in_use.back();
+    std::array<uint64_t, kMemoryCategories> by_category =
+        d.in_use_by_category.empty() ? std::array<uint64_t, kMemoryCategories>{} : d.in_use_by_category.back();
     if (mt.op[row] == v1::MEMORY_OP_FREE) {
-      now[cls] -= std::min(now[cls], mt.bytes[alloc_row]);
+      const uint64_t bytes = mt.bytes[alloc_row];
+      now[cls] -= std::min(now[cls], bytes);
+      uint64_t& layer = by_category[layer_of[alloc_row]];
+      layer -= std::min(layer, bytes);
+      layer_of.erase(alloc_row);
       ++d.frees;
     } else {
+      const std::string name = category(row);
+      if (row < mt.category.size() && mt.category[row] != 0) d.tagged = true;
+      auto known = std::find(d.categories.begin(), d.categories.end(), name);
+      if (known == d.categories.end() && d.categories.size() < kMemoryCategories - 1) {
+        d.categories.push_back(name);
+        known = d.categories.end() - 1;
+      } else if (known == d.categories.end()) {
+        if (d.categories.size() < kMemoryCategories) d.categories.push_back("other");
+        known = d.categories.end() - 1;
+      }
+      const uint8_t layer = static_cast<uint8_t>(known - d.categories.begin());
+      layer_of[row] = layer;
       now[cls] += mt.bytes[row];
+      by_category[layer] += mt.bytes[row];
       ++d.allocations;
     }
-    if (!d.t.empty() && d.t.back() == mt.time_ns[row]) d.in_use.back() = now;
-    else d.t.push_back(mt.time_ns[row]), d.in_use.push_back(now);
+    if (!d.t.empty() && d.t.back() == mt.time_ns[row]) {
+      d.in_use.back() = now;
+      d.in_use_by_category.back() = by_category;
+    } else {
+      d.t.push_back(mt.time_ns[row]);
+      d.in_use.push_back(now);
+      d.in_use_by_category.push_back(by_category);
+    }
     const uint64_t total = d.total(d.in_use.size() - 1);
-    if (total > d.peak_bytes) d.peak_bytes = total, d.peak_ns = mt.time_ns[row], d.peak_by_class = now;
+    if (total > d.peak_bytes)
+      d.peak_bytes = total, d.peak_ns = mt.time_ns[row], d.peak_by_class = now, d.peak_by_category = by_category;
   }
   // What was live at each device's peak: replay up to it.
   std::map<std::pair<uint16_t, uint32_t>, std::map<uint64_t, uint32_t>> live_at;  // device -> address -> row
@@ -146,6 +178,7 @@ std::vector<DeviceMemory> memory_report(const Model& m) {
       a.cls = memory_class(mt.kind[row], row < mt.pool.size() && mt.pool[row]);
       a.alloc_ns = mt.time_ns[row];
       a.where = where(row);
+      a.category = category(row);
       if (auto f = freed_at.find(row); f != freed_at.end()) a.freed_ns = f->second;
       const std::string top = a.where.empty() ? "(no range)" : a.where.substr(0, a.where.find('/'));
       by_range[top] += a.bytes;
@@ -180,10 +213,14 @@ std::string format_memory_stats(const Model& m, const std::vector<DeviceMemory>&
            ",\"live_at_end_bytes\":" + std::to_string(d.live_at_end_bytes) + ",\"peak_by_class\":{";
       for (size_t c = 0; c < kMemoryClasses; ++c)
         o += (c ? "," : "") + json::quoted(to_string(static_cast<MemoryClass>(c))) + ":" + std::to_string(d.peak_by_class[c]);
+      o += "},\"peak_by_category\":{";
+      for (size_t c = 0; c < d.categories.size(); ++c)
+        o += (c ? "," : "") + json::quoted(d.categories[c]) + ":" + std::to_string(d.peak_by_category[c]);
       o += "},\"at_peak\":[";
       for (size_t a = 0; a < d.at_peak.size(); ++a)
         o += (a ? "," : "") + std::string("{\"bytes\":") + std::to_string(d.at_peak[a].bytes) + ",\"class\":" +
-             json::quoted(to_string(d.at_peak[a].cls)) + ",\"where\":" + json::quoted(d.at_peak[a].where) +
+             json::quoted(to_string(d.at_peak[a].cls)) + ",\"category\":" + json::quoted(d.at_peak[a].category) +
+             ",\"where\":" + json::quoted(d.at_peak[a].where) +
              ",\"age_ns\":" + std::to_string(d.peak_ns - d.at_peak[a].alloc_ns) + "}";
       o += "]}";
     }
@@ -202,17 +239,26 @@ std::string format_memory_stats(const Model& m, const std::vector<DeviceMemory>&
                       bytes_text(d.peak_by_class[3]), std::to_string(d.allocations), std::to_string(d.frees),
                       bytes_text(d.live_at_end_bytes), top});
   }
+  Table categories;
+  categories.header = {"device", "category", "at_peak", "share"};
+  categories.right = {false, false, true, true};
+  for (const DeviceMemory& d : report)
+    for (size_t c = 0; c < d.categories.size(); ++c)
+      if (d.peak_by_category[c])
+        categories.rows.push_back({device_name(m, d), d.categories[c], bytes_text(d.peak_by_category[c]),
+                                   fixed(100.0 * static_cast<double>(d.peak_by_category[c]) / static_cast<double>(d.peak_bytes), 1) + "%"});
   Table live;
-  live.header = {"device", "bytes", "class", "allocated_in", "age_at_peak_us"};
-  live.right = {false, true, false, false, true};
+  live.header = {"device", "bytes", "class", "category", "allocated_in", "age_at_peak_us"};
+  live.right = {false, true, false, false, false, true};
   for (const DeviceMemory& d : report)
     for (const LiveAllocation& a : d.at_peak)
-      live.rows.push_back({device_name(m, d), bytes_text(a.bytes), to_string(a.cls), a.where.empty() ? "(no range)" : a.where,
-                           us(static_cast<int64_t>(d.peak_ns - a.alloc_ns))});
-  if (format == "csv") return to_csv(t) + "\n" + to_csv(live);
-  if (format == "md") return to_markdown(t) + "\n" + to_markdown(live);
+      live.rows.push_back({device_name(m, d), bytes_text(a.bytes), to_string(a.cls), a.category,
+                           a.where.empty() ? "(no range)" : a.where, us(static_cast<int64_t>(d.peak_ns - a.alloc_ns))});
+  if (format == "csv") return to_csv(t) + "\n" + to_csv(categories) + "\n" + to_csv(live);
+  if (format == "md") return to_markdown(t) + "\n" + to_markdown(categories) + "\n" + to_markdown(live);
   return "GPU memory in use (from the recorded allocations and frees):\n" + to_text(t) +
-         "\nlargest allocations live at each peak:\n" + to_text(live);
+         "\nwhat it was for at each peak (gpuhook_mem_tag(), else the NVTX range it was allocated in):\n" +
+         to_text(categories) + "\nlargest allocations live at each peak:\n" + to_text(live);
 }
 
 }  // namespace gantt::analysis

@@ -25,35 +25,59 @@ constexpr Color kClassColor[analysis::kMemoryClasses] = {
     {150, 150, 150, 255},  // other
 };
 
+// One per category layer; the last is "other" when a device had more categories.
+constexpr Color kCategoryColor[analysis::kMemoryCategories] = {
+    {31, 119, 180, 255}, {255, 127, 14, 255}, {44, 160, 44, 255}, {214, 39, 40, 255},
+    {148, 103, 189, 255}, {140, 86, 75, 255}, {23, 190, 207, 255}, {150, 150, 150, 255},
+};
+
+// Per pixel column, the step with the most in use, stacked by layer: a peak narrower than a
+// pixel stays visible. Heights scale to the device's peak.
+template <class Step, size_t N>
+void draw_columns(Scene& s, const detail::Frame& f, const std::vector<uint64_t>& t, const std::vector<Step>& steps,
+                  const Color (&colors)[N], uint64_t peak, float base, float height) {
+  auto sum = [](const Step& v) {
+    uint64_t total = 0;
+    for (uint64_t x : v) total += x;
+    return total;
+  };
+  const double scale = peak ? height / static_cast<double>(peak) : 0;
+  size_t i = 0;
+  Step carried{};
+  // Steps before the window set the level it starts at.
+  while (i < t.size() && t[i] < f.t0) carried = steps[i++];
+  for (int c = 0; c < f.columns(); ++c) {
+    const uint64_t c1 = f.t0 + static_cast<uint64_t>((c + 1) / f.px_per_ns);
+    Step best = carried;
+    uint64_t best_total = sum(best);
+    for (; i < t.size() && t[i] < c1; ++i) {
+      carried = steps[i];
+      if (const uint64_t total = sum(steps[i]); total > best_total) best = steps[i], best_total = total;
+    }
+    float top = base;
+    for (size_t k = 0; k < N; ++k) {
+      if (best[k] == 0) continue;
+      const float h = static_cast<float>(static_cast<double>(best[k]) * scale);
+      s.rect(make_rect(f.left + static_cast<float>(c), top - h, 1, h, colors[k]));
+      top -= h;
+    }
+  }
+}
+
 }  // namespace
 
 namespace detail {
 
-// Per pixel column, the step with the most in use, stacked by class: a peak narrower than a
-// pixel stays visible. Heights scale to the device's peak.
-void draw_memory_columns(Scene& s, const Frame& f, const analysis::DeviceMemory& d, float base, float height) {
-  const double scale = d.peak_bytes ? height / static_cast<double>(d.peak_bytes) : 0;
-  size_t i = 0;
-  std::array<uint64_t, analysis::kMemoryClasses> carried{};
-  // Steps before the window set the level it starts at.
-  while (i < d.t.size() && d.t[i] < f.t0) carried = d.in_use[i++];
-  for (int c = 0; c < f.columns(); ++c) {
-    const uint64_t c1 = f.t0 + static_cast<uint64_t>((c + 1) / f.px_per_ns);
-    std::array<uint64_t, analysis::kMemoryClasses> best = carried;
-    uint64_t best_total = 0;
-    for (uint64_t v : best) best_total += v;
-    for (; i < d.t.size() && d.t[i] < c1; ++i) {
-      carried = d.in_use[i];
-      if (d.total(i) > best_total) best = d.in_use[i], best_total = d.total(i);
-    }
-    float top = base;
-    for (size_t k = 0; k < analysis::kMemoryClasses; ++k) {
-      if (best[k] == 0) continue;
-      const float h = static_cast<float>(static_cast<double>(best[k]) * scale);
-      s.rect(make_rect(f.left + static_cast<float>(c), top - h, 1, h, kClassColor[k]));
-      top -= h;
-    }
-  }
+bool memory_by_category(const RenderOptions& o, const std::vector<analysis::DeviceMemory>& report) {
+  if (o.memory_by == "category") return true;
+  if (o.memory_by == "kind") return false;
+  return std::any_of(report.begin(), report.end(), [](const analysis::DeviceMemory& d) { return d.tagged; });
+}
+
+void draw_memory_columns(Scene& s, const Frame& f, const analysis::DeviceMemory& d, float base, float height,
+                         bool by_category) {
+  if (by_category) draw_columns(s, f, d.t, d.in_use_by_category, kCategoryColor, d.peak_bytes, base, height);
+  else draw_columns(s, f, d.t, d.in_use, kClassColor, d.peak_bytes, base, height);
 }
 
 }  // namespace detail
@@ -75,6 +99,7 @@ Scene memory_scene(const Model& m, const Selection& sel, const std::vector<analy
   for (const auto& d : report)
     if (!d.t.empty()) t0 = std::min(t0, d.t.front()), t1 = std::max(t1, d.t.back());
   const Frame f = make_frame(m, sel, t0, t1, s.width);
+  const bool by_category = memory_by_category(o, report);
   draw_axis_labels(s, f, y);
   y += 34;
   for (const analysis::DeviceMemory& d : report) {
@@ -83,7 +108,7 @@ Scene memory_scene(const Model& m, const Selection& sel, const std::vector<analy
     s.text(make_text(f.left - 10, y + 14, fit(device_section_label(m, d.capture, d.device), kLabelWidth - 20), kFontSize,
                      palette::kText, Anchor::kEnd));
     s.text(make_text(f.left - 10, y + 30, "peak " + analysis::bytes_text(d.peak_bytes), 10, palette::kMuted, Anchor::kEnd));
-    draw_memory_columns(s, f, d, base, kRowHeight);
+    draw_memory_columns(s, f, d, base, kRowHeight, by_category);
     // The peak.
     const float px = f.x(d.peak_ns);
     s.line(make_line(px, y - 4, px, base, palette::kIdle, 1, true));
@@ -100,7 +125,11 @@ Scene memory_scene(const Model& m, const Selection& sel, const std::vector<analy
     }
     for (const analysis::LiveAllocation& a : d.at_peak) {
       if (listed++ == kListed) break;
-      std::string line = analysis::bytes_text(a.bytes) + " " + analysis::to_string(a.cls) + ", allocated " +
+      std::string line = analysis::bytes_text(a.bytes) + " " + analysis::to_string(a.cls) +
+                         (a.category.empty() || a.category.rfind("range ", 0) == 0 || a.category == "(no range)"
+                              ? ""
+                              : " (" + a.category + ")") +
+                         ", allocated " +
                          rel_time(a.alloc_ns, f.origin) + (a.where.empty() ? "" : " in " + a.where) + " (" +
                          format_duration(static_cast<int64_t>(d.peak_ns - a.alloc_ns)) + " before the peak)";
       s.text(make_text(f.left, y, fit(utf8_clean(line), f.right - f.left), 10, palette::kText));
@@ -109,10 +138,24 @@ Scene memory_scene(const Model& m, const Selection& sel, const std::vector<analy
     y += 22;
   }
   std::vector<LegendEntry> legend;
-  for (size_t k = 0; k < analysis::kMemoryClasses; ++k)
-    legend.push_back({kClassColor[k], analysis::to_string(static_cast<analysis::MemoryClass>(k))});
+  if (by_category) {
+    // The categories of every device in first-met order; a name twice gets one entry (the
+    // layers of two devices can differ: each device names its own).
+    std::vector<std::string> seen;
+    for (const analysis::DeviceMemory& d : report)
+      for (size_t k = 0; k < d.categories.size(); ++k)
+        if (std::find(seen.begin(), seen.end(), d.categories[k]) == seen.end()) {
+          seen.push_back(d.categories[k]);
+          legend.push_back({kCategoryColor[k], utf8_clean(d.categories[k])});
+        }
+  } else {
+    for (size_t k = 0; k < analysis::kMemoryClasses; ++k)
+      legend.push_back({kClassColor[k], analysis::to_string(static_cast<analysis::MemoryClass>(k))});
+  }
   y += draw_legend(s, y, s.width, legend) + 6;
-  std::string foot = "from the recorded allocations and frees";
+  std::string foot = by_category ? "from the recorded allocations and frees, stacked by what they are for "
+                                   "(gpuhook_mem_tag(), else the NVTX range they were allocated in)"
+                                 : "from the recorded allocations and frees, stacked by how they were allocated";
   draw_view_footer(s, m, std::move(foot), y);
   return s;
 }

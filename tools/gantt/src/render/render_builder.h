@@ -114,6 +114,7 @@ class Builder {
   Annotations ann_;
   std::vector<analysis::WaitSplit> waits_;     // why each drawn kernel waited, by event
   std::map<DeviceKey, analysis::DeviceMemory> memory_;  // --memory-strip: per device
+  bool memory_by_category_ = false;                     // ...stacked by category (memory_by_category())
   size_t gpu_lanes_drawn_ = 0;
 };
 

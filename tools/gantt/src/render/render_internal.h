@@ -59,6 +59,10 @@ Color with_alpha(Color c, uint8_t a);
 // from the test simulator; sets the scene's height under it.
 void draw_view_footer(Scene& s, const Model& m, std::string what, float y);
 // Memory in use per pixel column, stacked by class, bottom at `base` (memory_scene.cpp).
-void draw_memory_columns(Scene& s, const Frame& f, const analysis::DeviceMemory& d, float base, float height);
+void draw_memory_columns(Scene& s, const Frame& f, const analysis::DeviceMemory& d, float base, float height,
+                         bool by_category);
+// Whether the memory drawings stack by category (RenderOptions::memory_by; auto: when some
+// allocation was tagged with gpuhook_mem_tag()) or by how the memory was allocated.
+bool memory_by_category(const RenderOptions& o, const std::vector<analysis::DeviceMemory>& report);
 
 }  // namespace gantt::detail

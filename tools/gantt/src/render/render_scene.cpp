@@ -316,7 +316,7 @@ void Builder::draw_device_section(const DeviceKey& dev, const std::vector<LaneKe
   if (auto mem = memory_.find(dev); mem != memory_.end()) {
     // Memory in use under the utilisation strip, scaled to the device's peak.
     s_.rect(make_rect(f_.left, y_, f_.right - f_.left, kUtilHeight, palette::kLaneBand));
-    draw_memory_columns(s_, f_, mem->second, y_ + kUtilHeight, kUtilHeight);
+    draw_memory_columns(s_, f_, mem->second, y_ + kUtilHeight, kUtilHeight, memory_by_category_);
     s_.text(make_text(f_.left - kLaneLabelGap, y_ + kLaneLabelBaseline,
                       "memory: peak " + analysis::bytes_text(mem->second.peak_bytes), 10, palette::kMuted, Anchor::kEnd));
     y_ += kUtilHeight + 4;
@@ -454,11 +454,14 @@ Scene Builder::build() {
   } else {
     waits_ = analysis::wait_causes(m_, sel_.events);
     ann_ = annotate(m_, sel_, o_.annotate, kMaxAnnotationsPerKind, &waits_);  // the split is drawn and flagged: computed once
-    if (o_.memory_strip)
-      for (analysis::DeviceMemory& d : analysis::memory_report(m_)) {
+    if (o_.memory_strip) {
+      std::vector<analysis::DeviceMemory> report = analysis::memory_report(m_);
+      memory_by_category_ = memory_by_category(o_, report);
+      for (analysis::DeviceMemory& d : report) {
         const DeviceKey key{d.capture, d.device};
         memory_.emplace(key, std::move(d));
       }
+    }
     draw_axis_labels(s_, f_, y_);
     y_ += 22;
     const float grid_top = y_;

@@ -1,5 +1,8 @@
 // GPU memory in use over time, per device, from the allocations and frees the hook recorded
 // (CUPTI MEMORY2 records: GPUHOOK_API with alloc, the default), and what was live at its peak.
+// Stacked two ways: by how it was allocated (the class), and by what it is for (the category:
+// the gpuhook_mem_tag() the program gave the allocation, else "range NAME", the top-level NVTX
+// range it was made in, else "(no range)").
 // `render --view memory` draws it; `stats --by memory` tabulates it.
 #pragma once
 
@@ -15,6 +18,8 @@ namespace gantt::analysis {
 // How the memory was allocated, as the chart stacks it.
 enum class MemoryClass : uint8_t { kDevice = 0, kPool = 1, kPinnedHost = 2, kManaged = 3, kOther = 4 };
 inline constexpr size_t kMemoryClasses = 5;
+// Categories drawn apart per device: the first kMemoryCategories - 1 met, then "other".
+inline constexpr size_t kMemoryCategories = 8;
 const char* to_string(MemoryClass c);
 MemoryClass memory_class(uint8_t memory_kind, bool pool);
 
@@ -24,6 +29,7 @@ struct LiveAllocation {
   MemoryClass cls = MemoryClass::kOther;
   uint64_t alloc_ns = 0;
   std::string where;         // NVTX range path of the allocating call, "" when none
+  std::string category;      // as the header says
   uint64_t freed_ns = 0;     // when it was freed, 0 = never in the capture
 };
 
@@ -42,6 +48,11 @@ struct DeviceMemory {
   std::vector<std::array<uint64_t, kMemoryClasses>> in_use;
   uint64_t peak_bytes = 0, peak_ns = 0;
   std::array<uint64_t, kMemoryClasses> peak_by_class{};
+  // The same steps by category: categories[k] is layer k ("other" last when there were more).
+  std::vector<std::string> categories;
+  std::vector<std::array<uint64_t, kMemoryCategories>> in_use_by_category;
+  std::array<uint64_t, kMemoryCategories> peak_by_category{};
+  bool tagged = false;  // some allocation of the device has a gpuhook_mem_tag() category
   std::vector<LiveAllocation> at_peak;  // live at the peak, largest first (at most kPeakList)
   std::vector<std::pair<std::string, uint64_t>> peak_by_range;  // top-level range at allocation -> bytes at peak
   std::vector<PeakGroup> peak_by_path;  // full range path at allocation, most bytes first
