@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -83,10 +84,11 @@ Config parse_config(const EnvLookup& getenv_fn, std::vector<std::string>* proble
     auto range = parse_range(v);
     if (!range)
       bad(env::kRange, v,
-          "want all, cudaProfilerApi, nvtx:NAME[@FIRST-LAST] or time:DELAY[+DURATION|-END], durations with a unit: "
-          "2s, 500ms, 20us, 100ns");
+          "want all, cudaProfilerApi, nvtx:NAME[%N|~P][@FIRST-LAST] (%N: every Nth occurrence, ~P: each with "
+          "probability P in (0,1]) or time:DELAY[+DURATION|-END], durations with a unit: 2s, 500ms, 20us, 100ns");
     else c.range = *range;
   }
+  integer(env::kSeed, 0, INT64_MAX, [&](int64_t v) { c.seed = static_cast<uint64_t>(v); });
   integer(env::kRingRecords, 64, 1 << 20, [&](int64_t v) {
     uint32_t p = 64;
     while (p < v) p <<= 1;  // rings index with a mask

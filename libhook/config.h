@@ -34,6 +34,7 @@ struct Config {
   bool nccl = true;
   bool cuda = true;
   CaptureRange range;
+  uint64_t seed = 1;                    // GPUHOOK_SEED: which occurrences nvtx:NAME~P draws
   uint32_t ring_records = 8192;         // power of two
   // 32 x 1 MiB: CUPTI keeps one buffer per launching thread, and the writer returns full
   // ones within a flush period, so 32 covers 16 busy threads with RSS under 64 MiB.

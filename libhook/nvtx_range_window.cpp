@@ -11,7 +11,10 @@ namespace {
 
 const CaptureRange* g_range = nullptr;
 WindowSetter g_setter = nullptr;
+WindowMark g_open_next = nullptr, g_close = nullptr;
+uint64_t g_seed = 0;
 std::atomic<uint64_t> g_occurrences{0};
+std::atomic<uint64_t> g_recorded{0};
 std::atomic<uint64_t> g_open_ns{0};
 
 // The range names pushed while an nvtx: window waits, for the message when it never opens (a
@@ -47,16 +50,34 @@ void note_name(const char* name) {
 
 }  // namespace
 
-void window_configure(const CaptureRange* range, WindowSetter setter) {
+void window_configure(const CaptureRange* range, WindowSetter setter, WindowMark open_next, WindowMark close,
+                      uint64_t seed) {
   g_range = range;
   g_setter = setter;
+  g_open_next = open_next;
+  g_close = close;
+  g_seed = seed;
 }
+
+uint64_t window_occurrences() { return g_occurrences.load(std::memory_order_relaxed); }
+uint64_t window_recorded() { return g_recorded.load(std::memory_order_relaxed); }
 
 void nvtx_window_push(const char* name, int depth) {
   if (g_range == nullptr || g_range->kind != RangeKind::kNvtx || name == nullptr) return;
   if (g_open_ns.load(std::memory_order_relaxed) == 0) note_name(name);
   if (std::strcmp(name, g_range->nvtx_name.c_str()) != 0) return;
   uint64_t occurrence = g_occurrences.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (g_range->sampled()) {
+    // One window per occurrence drawn, closed by its own pop (unless one is open on this
+    // thread already: a nested push of the same name stays inside it).
+    if (t_state.close_depth >= 0 || !settings::occurrence_sampled(*g_range, occurrence, g_seed)) return;
+    const uint64_t t = now_ns();
+    g_open_ns.store(t, std::memory_order_relaxed);
+    g_recorded.fetch_add(1, std::memory_order_relaxed);
+    g_open_next(t);
+    t_state.close_depth = depth;
+    return;
+  }
   if (occurrence == g_range->first) {
     uint64_t t = now_ns();
     g_open_ns.store(t, std::memory_order_relaxed);
@@ -68,7 +89,8 @@ void nvtx_window_push(const char* name, int depth) {
 void nvtx_window_pop(int depth) {
   if (t_state.close_depth < 0 || depth != t_state.close_depth) return;
   t_state.close_depth = -1;
-  g_setter(g_open_ns.load(std::memory_order_relaxed), now_ns());
+  if (g_range != nullptr && g_range->sampled()) g_close(now_ns());
+  else g_setter(g_open_ns.load(std::memory_order_relaxed), now_ns());
 }
 
 // The window spans the first start to the last stop: one window per capture.
@@ -95,7 +117,12 @@ std::string window_never_opened() {
   const uint64_t seen = g_occurrences.load(std::memory_order_relaxed);
   std::string why = "capture range '" + g_range->text + "' never opened: '" + g_range->nvtx_name + "' was pushed " +
                     std::to_string(seen) + " time" + (seen == 1 ? "" : "s");
-  if (seen != 0) why += " (occurrence " + std::to_string(g_range->first) + " was asked for)";
+  if (seen != 0 && g_range->sampled())
+    why += " (none of them drawn: occurrences from " + std::to_string(g_range->first) + ", " +
+           (g_range->every ? "every " + std::to_string(g_range->every) + "th"
+                           : "each with probability " + std::to_string(g_range->probability)) + ")";
+  else if (seen != 0)
+    why += " (occurrence " + std::to_string(g_range->first) + " was asked for)";
   std::string names;
   for (const SeenName& s : g_seen) {
     if (!s.ready.load(std::memory_order_acquire)) continue;

@@ -65,8 +65,26 @@ Writer::~Writer() {
 }
 
 void Writer::set_window(uint64_t open_ns, uint64_t close_ns) {
-  window_close_ns_.store(close_ns, std::memory_order_relaxed);
-  window_open_ns_.store(open_ns, std::memory_order_release);
+  Window& w = windows_[(windows_started_.load(std::memory_order_acquire) - 1) % kWindows];
+  w.close_ns.store(close_ns, std::memory_order_relaxed);
+  w.open_ns.store(open_ns, std::memory_order_release);
+}
+
+void Writer::open_next_window(uint64_t open_ns) {
+  const uint64_t latest = windows_started_.load(std::memory_order_acquire);
+  if (windows_[(latest - 1) % kWindows].open_ns.load(std::memory_order_relaxed) == 0) {
+    set_window(open_ns, UINT64_MAX);  // the first: slot 0 waited for it
+    return;
+  }
+  Window& w = windows_[latest % kWindows];
+  w.close_ns.store(UINT64_MAX, std::memory_order_relaxed);
+  w.open_ns.store(open_ns, std::memory_order_relaxed);
+  windows_started_.store(latest + 1, std::memory_order_release);
+}
+
+void Writer::close_window(uint64_t close_ns) {
+  windows_[(windows_started_.load(std::memory_order_acquire) - 1) % kWindows].close_ns.store(close_ns,
+                                                                                           std::memory_order_release);
 }
 
 void Writer::set_cupti_version(const std::string& v) {
@@ -241,6 +259,17 @@ void Writer::finish() {
     n->set_text(never_opened);
     file_->write(rec);
   }
+  // A sampled range: which share of the run the file holds.
+  if (config_.range.kind == RangeKind::kNvtx && config_.range.sampled() && never_opened.empty()) {
+    wire::Record rec;
+    auto* n = rec.mutable_notice();
+    n->set_kind(v1::NOTICE_RANGE_SAMPLED);
+    n->set_time_ns(static_cast<int64_t>(now_ns()));
+    n->set_text("capture range '" + config_.range.text + "': " + std::to_string(window_recorded()) + " of " +
+                std::to_string(window_occurrences()) + " occurrences of '" + config_.range.nvtx_name + "' recorded" +
+                (config_.range.probability != 0 ? " (GPUHOOK_SEED=" + std::to_string(config_.seed) + ")" : ""));
+    file_->write(rec);
+  }
   // Records lost, each cause once: refused buffer requests are no records (CUPTI counts the
   // records they cost in its own drops) and records with an invalid time were kept.
   const uint64_t dropped = drops_ring_ + drops_cupti_ + drops_incomplete_ + not_written_at_exit_ + file_->records_lost();
@@ -310,10 +339,20 @@ bool Writer::in_window(const wire::Record& record) const { return in_window(plac
 
 // `time_ns`: the record's time that places it inside or outside the window; 0 = none.
 bool Writer::in_window(uint64_t time_ns) const {
-  uint64_t open = window_open_ns_.load(std::memory_order_acquire);
-  if (open == 1 && config_.range.kind == RangeKind::kAll) return true;
-  if (time_ns == 0) return open != 0;  // untimed records follow the window's existence
-  return open != 0 && time_ns >= open && time_ns <= window_close_ns_.load(std::memory_order_relaxed);
+  const uint64_t started = windows_started_.load(std::memory_order_acquire);
+  if (config_.range.kind == RangeKind::kAll) return true;
+  const uint64_t first_open = windows_[0].open_ns.load(std::memory_order_acquire);
+  if (time_ns == 0) return first_open != 0 || started > 1;  // untimed records follow the windows' existence
+  // Newest first: windows follow each other in time, so once one closed before time_ns, every
+  // older one did too.
+  for (uint64_t k = started; k > 0 && started - k < kWindows; --k) {
+    const Window& w = windows_[(k - 1) % kWindows];
+    const uint64_t open = w.open_ns.load(std::memory_order_acquire);
+    if (open == 0) return false;
+    if (time_ns > w.close_ns.load(std::memory_order_relaxed)) return false;
+    if (time_ns >= open) return true;
+  }
+  return false;
 }
 
 bool Writer::create_file() {

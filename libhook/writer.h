@@ -64,7 +64,11 @@ class Writer final : private RecordSink {
   void add_features(uint64_t bits) { features_.fetch_or(bits, std::memory_order_relaxed); }
 
   // The window of the capture range; records outside it are not written.
+  // The latest window becomes [open_ns, close_ns] (the only one, for most ranges).
   void set_window(uint64_t open_ns, uint64_t close_ns);
+  // A sampled range: a new window opens after the latest (closed) one, and closes later.
+  void open_next_window(uint64_t open_ns);
+  void close_window(uint64_t close_ns);
 
   // The exit summary line, "" when nothing was written.
   const std::string& summary() const { return summary_; }
@@ -111,8 +115,16 @@ class Writer final : private RecordSink {
   std::atomic<bool> file_opened_{false};
   std::atomic<GpuSource*> gpu_{nullptr};
   std::atomic<uint64_t> features_{0};
-  std::atomic<uint64_t> window_open_ns_{0};
-  std::atomic<uint64_t> window_close_ns_{UINT64_MAX};
+  // The capture windows, oldest first: one for most ranges, one per recorded occurrence for a
+  // sampled one (nvtx:NAME%N, ~P). A ring of the latest kWindows; a record placed before all
+  // of them (GPU records arrive late, but not that late) is left out. open 0 = not open yet.
+  static constexpr uint32_t kWindows = 1024;
+  struct Window {
+    std::atomic<uint64_t> open_ns{0};
+    std::atomic<uint64_t> close_ns{UINT64_MAX};
+  };
+  Window windows_[kWindows];
+  std::atomic<uint64_t> windows_started_{1};  // slot 0 is the first window
   std::string cupti_version_;
   std::string note_;
   mutable std::mutex facts_mutex_;  // guards cupti_version_, note_ (set from other threads)

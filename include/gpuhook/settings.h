@@ -22,7 +22,8 @@ inline constexpr const char kApi[] = "GPUHOOK_API";                // launch,syn
 inline constexpr const char kNvtx[] = "GPUHOOK_NVTX";              // 1/0
 inline constexpr const char kNccl[] = "GPUHOOK_NCCL";              // 1/0
 inline constexpr const char kCuda[] = "GPUHOOK_CUDA";              // 1/0: CUPTI tracing
-inline constexpr const char kRange[] = "GPUHOOK_RANGE";            // all | cudaProfilerApi | nvtx:NAME[@A-B] | time:D[+DUR|-END]
+inline constexpr const char kRange[] = "GPUHOOK_RANGE";            // all | cudaProfilerApi | nvtx:NAME[%N|~P][@A-B] | time:D[+DUR|-END]
+inline constexpr const char kSeed[] = "GPUHOOK_SEED";              // nvtx:NAME~P: which occurrences are drawn
 inline constexpr const char kRingRecords[] = "GPUHOOK_RING_RECORDS";  // records per thread ring
 inline constexpr const char kBufferBytes[] = "GPUHOOK_BUFFER_BYTES";  // one CUPTI buffer
 inline constexpr const char kBuffers[] = "GPUHOOK_BUFFERS";          // CUPTI buffers in the pool
@@ -106,6 +107,12 @@ struct CaptureRange {
   std::string nvtx_name;      // kNvtx
   uint64_t first = 1;         // kNvtx: 1-based occurrence window, inclusive
   uint64_t last = UINT64_MAX;
+  // kNvtx sampling: every `every`-th occurrence from `first` (NAME%N), or each with
+  // `probability` (NAME~P). Sampled occurrences are recorded one by one, each from its push to
+  // its pop; unsampled windows span first..last whole.
+  uint64_t every = 0;         // 0 = not sampled by count
+  double probability = 0;     // 0 = not sampled by chance
+  bool sampled() const { return every != 0 || probability != 0; }
   uint64_t delay_ns = 0;      // kTime: from the hook's start
   uint64_t duration_ns = 0;   // kTime: 0 = to the end
   std::string text;           // as given, for the header
@@ -129,7 +136,26 @@ inline std::optional<uint64_t> duration(const std::string& text) {
   return ns;
 }
 
+// splitmix64: the draw of NAME~P. Occurrence k is recorded when
+// splitmix64(seed + k) / 2^64 < P, so a seed gives the same occurrences in every run and
+// tools can say which were drawn.
+inline uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
 }  // namespace detail
+
+// Whether occurrence k (1-based) of a sampled range is recorded.
+inline bool occurrence_sampled(const CaptureRange& r, uint64_t k, uint64_t seed) {
+  if (k < r.first || k > r.last) return false;
+  if (r.every != 0) return (k - r.first) % r.every == 0;
+  if (r.probability != 0)
+    return static_cast<double>(detail::splitmix64(seed + k)) < r.probability * 18446744073709551616.0;
+  return true;
+}
 
 inline std::optional<uint32_t> parse_api(const std::string& text) {
   if (text == "all") return kApiAll;
@@ -178,11 +204,28 @@ inline std::optional<CaptureRange> parse_range(const std::string& text) {
     }
     return r;
   }
-  // nvtx:NAME[@A[-B]] or NAME[@A[-B]]
+  // nvtx:NAME[%N|~P][@A[-B]] or NAME[...]. A '%' or '~' followed by anything but a count or a
+  // probability is part of the name.
   std::string spec = text.rfind("nvtx:", 0) == 0 ? text.substr(5) : text;
   size_t at = spec.rfind('@');
   r.kind = RangeKind::kNvtx;
   r.nvtx_name = spec.substr(0, at);
+  if (size_t mark = r.nvtx_name.find_last_of("%~"); mark != std::string::npos && mark > 0) {
+    const std::string value = r.nvtx_name.substr(mark + 1);
+    if (r.nvtx_name[mark] == '%') {
+      if (auto n = detail::parse_int(value.c_str())) {
+        if (*n < 1) return std::nullopt;
+        r.every = static_cast<uint64_t>(*n);
+        r.nvtx_name.resize(mark);
+      }
+    } else if (!value.empty() && value.find_first_not_of("0123456789.") == std::string::npos) {
+      char* end = nullptr;
+      const double p = std::strtod(value.c_str(), &end);
+      if (end == nullptr || *end != '\0' || !(p > 0) || p > 1) return std::nullopt;
+      r.probability = p;
+      r.nvtx_name.resize(mark);
+    }
+  }
   if (r.nvtx_name.empty()) return std::nullopt;
   if (at != std::string::npos) {
     std::string window = spec.substr(at + 1);

@@ -244,7 +244,7 @@ int record(const RecordOptions& o) {
   // refuse it here instead, before the program runs (the same grammar, gpuhook/settings.h).
   if (!o.range.empty() && !gpuhook::settings::parse_range(o.range)) {
     std::cerr << "gantt-cli: record: --range '" << o.range
-              << "' is not a range: all | cudaProfilerApi | nvtx:NAME[@FIRST[-LAST]] | time:DELAY[+DURATION|-END], "
+              << "' is not a range: all | cudaProfilerApi | nvtx:NAME[%N|~P][@FIRST[-LAST]] | time:DELAY[+DURATION|-END], "
                  "durations with a unit (2s, 500ms, 20us, 100ns); the program was not started\n";
     return kExitError;
   }
@@ -401,7 +401,8 @@ void register_record(CLI::App& app, int& exit_code) {
   sub->add_option("-o,--output", opts->output, "capture file pattern (%h host, %p pid, %r rank) [GPUHOOK_OUTPUT]");
   sub->add_option("--api", opts->api, "API records: launch,sync,memcpy,alloc | all | none [GPUHOOK_API]");
   sub->add_option("--range", opts->range,
-                  "what to capture: all | cudaProfilerApi | nvtx:NAME[@A-B] | time:D[-E] [GPUHOOK_RANGE]");
+                  "what to capture: all | cudaProfilerApi | nvtx:NAME[@A-B] | time:D[-E]; nvtx:NAME%N every Nth occurrence, "
+                  "nvtx:NAME~P each with probability P (GPUHOOK_SEED) [GPUHOOK_RANGE]");
   sub->add_option("--on-full", opts->on_full, "drop | block when a buffer is full [GPUHOOK_ON_FULL]")
       ->check(CLI::IsMember({"drop", "block"}));
   sub->add_flag("--no-nvtx", opts->no_nvtx, "do not record NVTX ranges");

@@ -296,6 +296,28 @@ case $case_name in
     pair GPUHOOK_RANGE=nvtx:outer@3-4 -- "$app" nvtx 10
     check "$(capture)" --expect range=$((2 * ranges_per_iteration)) --nesting
     ;;
+  range_sampled)
+    # Every 3rd occurrence of "outer" from the 2nd (2, 5, 8) among 2-9: three whole
+    # iterations, each its own window; the file says how many were seen and recorded.
+    pair GPUHOOK_RANGE=nvtx:outer%3@2-9 -- "$app" nvtx 10
+    check "$(capture)" --expect range=$((3 * ranges_per_iteration)) --nesting
+    [ -z "$gantt_cli" ] || "$gantt_cli" info "$(capture)" | grep -q "3 of 10 occurrences of 'outer' recorded" ||
+      fail "info does not say 3 of 10 occurrences were recorded: $("$gantt_cli" info "$(capture)" | grep -i occurrence)"
+    # Each with probability 0.5, drawn by GPUHOOK_SEED: the occurrences splitmix64 picks, exactly.
+    want=$(python3 -c '
+M = (1 << 64) - 1
+def splitmix64(x):
+    x = (x + 0x9e3779b97f4a7c15) & M
+    x = ((x ^ (x >> 30)) * 0xbf58476d1ce4e5b9) & M
+    x = ((x ^ (x >> 27)) * 0x94d049bb133111eb) & M
+    return x ^ (x >> 31)
+print(sum(1 for k in range(1, 41) if splitmix64(42 + k) < 0.5 * 2**64))')
+    rm -f "$work"/cap-*.gpuh*
+    pair GPUHOOK_RANGE=nvtx:outer~0.5 GPUHOOK_SEED=42 -- "$app" nvtx 40
+    check "$(capture)" --expect range=$((want * ranges_per_iteration)) --nesting
+    [ -z "$gantt_cli" ] || "$gantt_cli" info "$(capture)" | grep -q "$want of 40 occurrences of 'outer' recorded (GPUHOOK_SEED=42)" ||
+      fail "info does not say $want of 40 occurrences were drawn"
+    ;;
   nvtx_domains)
     # nvtx3::scoped_range (the global domain through nvtxDomain*(NULL, ...)) mixed with core
     # pushes and pops, and a named domain interleaved with the core stack.

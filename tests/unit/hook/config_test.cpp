@@ -126,7 +126,33 @@ TEST(Config, CaptureRanges) {
   EXPECT_EQ(c.range.delay_ns, 1'000'000'000u);
   EXPECT_EQ(c.range.duration_ns, 2'000'000'000u);
 
-  for (const char* bad : {"nvtx:@1-2", "x@0", "x@5-2", "time:3s-1s", "time:1s+0s", "time:"}) {
+  // Sampled: every Nth occurrence, or each with a probability, with or without a window.
+  env.vars = {{"GPUHOOK_RANGE", "nvtx:train_step%100@1000-5000"}, {"GPUHOOK_SEED", "7"}};
+  c = parse(env);
+  EXPECT_EQ(c.range.nvtx_name, "train_step");
+  EXPECT_EQ(c.range.every, 100u);
+  EXPECT_EQ(c.range.first, 1000u);
+  EXPECT_EQ(c.range.last, 5000u);
+  EXPECT_EQ(c.seed, 7u);
+  EXPECT_TRUE(gpuhook::settings::occurrence_sampled(c.range, 1000, c.seed));
+  EXPECT_TRUE(gpuhook::settings::occurrence_sampled(c.range, 1100, c.seed));
+  EXPECT_FALSE(gpuhook::settings::occurrence_sampled(c.range, 1099, c.seed));
+  EXPECT_FALSE(gpuhook::settings::occurrence_sampled(c.range, 5100, c.seed));  // past LAST
+  env.vars = {{"GPUHOOK_RANGE", "nvtx:step~0.25"}};
+  c = parse(env);
+  EXPECT_EQ(c.range.nvtx_name, "step");
+  EXPECT_DOUBLE_EQ(c.range.probability, 0.25);
+  uint64_t drawn = 0;
+  for (uint64_t k = 1; k <= 100000; ++k) drawn += gpuhook::settings::occurrence_sampled(c.range, k, c.seed);
+  EXPECT_NEAR(static_cast<double>(drawn), 25000.0, 600.0);  // binomial sd 137: over 4 sd either way
+  // A '%' or '~' not followed by a count or a probability belongs to the name.
+  env.vars = {{"GPUHOOK_RANGE", "nvtx:50%_done"}};
+  c = parse(env);
+  EXPECT_EQ(c.range.nvtx_name, "50%_done");
+  EXPECT_FALSE(c.range.sampled());
+
+  for (const char* bad : {"nvtx:@1-2", "x@0", "x@5-2", "time:3s-1s", "time:1s+0s", "time:", "x%0", "x%-2", "x~0",
+                          "x~1.5", "x~0.5.5"}) {
     env.vars = {{"GPUHOOK_RANGE", bad}};
     std::vector<std::string> problems;
     c = parse(env, &problems);
