@@ -40,7 +40,7 @@ struct RenderCliOptions {
   FilterFlags filter;
   std::string view = "gantt";  // gantt | flame (analysis/flame.h) | utilisation (analysis/timeline.h)
   std::string bucket;          // --view utilisation: "" = about 200 buckets over the window
-  std::string topology;        // --view comm: an `nvidia-smi topo -m` output to draw the links from
+  std::string topology;        // --view comm: `nvidia-smi topo -m` output or NCCL's topology XML
   std::string job;             // --job: the files are searched for this scheduler job's captures
 };
 
@@ -156,6 +156,7 @@ void register_render(CLI::App& app, int& exit_code) {
       "  gantt-cli render app.gpuh -o util.png --view utilisation --bucket 10ms\n"
       "  gantt-cli render app.gpuh -o memory.svg --view memory\n"
       "  gantt-cli render rank*.gpuh -o comm.svg --view comm --topology topo.txt   # nvidia-smi topo -m > topo.txt\n"
+      "  gantt-cli render rank*.gpuh -o comm.svg --view comm --topology topo.xml   # run with NCCL_TOPO_DUMP_FILE=topo.xml\n"
       "  gantt-cli render --job 4242 /shared/captures -o job4242.svg   # a Slurm job's captures\n");
   cmd->add_option("files", o->files, "capture files (.gpuh); with --job, directories to search too")->required();
   add_load_flags(*cmd, o->load);
@@ -191,8 +192,9 @@ void register_render(CLI::App& app, int& exit_code) {
                 "a strip of GPU memory in use (by kind, from the recorded allocations) under each device's "
                 "utilisation strip");
   cmd->add_option("--topology", o->topology,
-                  "--view comm: the output of `nvidia-smi topo -m` on the job's nodes: the GPUs and their links drawn, "
-                  "as thick as the measured traffic");
+                  "--view comm: the output of `nvidia-smi topo -m` on the job's nodes, or the XML NCCL writes to "
+                  "NCCL_TOPO_DUMP_FILE (told apart by content): the GPUs and their links drawn, as thick as the "
+                  "measured traffic");
   cmd->add_option("--bucket", o->bucket, "--view utilisation: the time bucket (e.g. 10ms; default: about 200 over the window)");
   cmd->add_option("--job", o->job, "only the captures recorded in this scheduler job (SLURM_JOB_ID), found under the paths");
   cmd->callback([o, &exit_code] { exit_code = run_render(*o); });

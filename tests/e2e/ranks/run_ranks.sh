@@ -75,15 +75,24 @@ print(sum(1 for f in range(n) for t in range(n) if c["ring_model_bytes"][f * n +
       "$cli" render "${files[@]}" --view comm -o "$dir/comm.svg" 2>/dev/null
       xmllint --noout "$dir/comm.svg"
       grep -q "collectives per link (ring model)" "$dir/comm.svg"
-      # With the machine's topology (nvidia-smi topo -m), the GPUs and their links; a file
-      # that is not one is refused with exit 2.
-      topo="$(cd "$(dirname "$0")/../../fixtures/topology" && pwd)/dgx_4gpu.txt"
-      "$cli" render "${files[@]}" --view comm --topology "$topo" -o "$dir/topo.svg" 2>/dev/null
+      # With the machine's topology (nvidia-smi topo -m, or NCCL's topology XML), the GPUs and
+      # their links; a file that is neither is refused with exit 2, a cut XML with its line.
+      fixtures="$(cd "$(dirname "$0")/../../fixtures/topology" && pwd)"
+      "$cli" render "${files[@]}" --view comm --topology "$fixtures/dgx_4gpu.txt" -o "$dir/topo.svg" 2>/dev/null
       xmllint --noout "$dir/topo.svg"
       grep -q ">GPU3<" "$dir/topo.svg" && grep -q "NV18 " "$dir/topo.svg" || { echo "FAIL: --topology drew no GPU links"; exit 1; }
+      "$cli" render "${files[@]}" --view comm --topology "$fixtures/dgx_h100.xml" -o "$dir/topo_xml.svg" 2>/dev/null
+      xmllint --noout "$dir/topo_xml.svg"
+      grep -q ">GPU7<" "$dir/topo_xml.svg" && grep -q "NV18 " "$dir/topo_xml.svg" ||
+        { echo "FAIL: --topology with NCCL's XML drew no GPU links"; exit 1; }
       rc=0
       "$cli" render "${files[@]}" --view comm --topology "$0" -o "$dir/bad.svg" 2>/dev/null || rc=$?
       [[ $rc == 2 ]] || { echo "FAIL: --topology with a script exited $rc, not 2"; exit 1; }
+      head -c 2000 "$fixtures/dgx_h100.xml" > "$dir/cut.xml"
+      rc=0
+      "$cli" render "${files[@]}" --view comm --topology "$dir/cut.xml" -o "$dir/bad.svg" 2>"$dir/cut.err" || rc=$?
+      [[ $rc == 2 ]] && grep -q "cut.xml: line [0-9]*: not well-formed XML" "$dir/cut.err" ||
+        { echo "FAIL: --topology with a cut XML exited $rc: $(cat "$dir/cut.err")"; exit 1; }
     fi
     ;;
   twin)

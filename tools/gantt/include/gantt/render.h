@@ -71,7 +71,8 @@ struct RenderStats {
 };
 
 // `render --view comm`: rank x rank heatmaps per communicator (analysis/comm.h).
-// With `topology` (nvidia-smi topo -m), the GPUs and their links drawn under each matrix.
+// With `topology` (nvidia-smi topo -m or NCCL's topology XML), the GPUs and their links drawn
+// under each matrix.
 Scene comm_scene(const Model& model, const std::vector<analysis::CommMatrix>& matrices,
                  const std::vector<std::string>& notes, const RenderOptions& options,
                  const analysis::Topology* topology = nullptr);

@@ -1,8 +1,10 @@
-// `nvidia-smi topo -m` (analysis/topology.h).
+// `nvidia-smi topo -m` (analysis/topology.h); NCCL's XML is read in topology_xml.cpp.
 #include "gantt/analysis/topology.h"
 
 #include <sstream>
 #include <stdexcept>
+
+#include "topology_xml.h"
 
 namespace gantt::analysis {
 
@@ -19,18 +21,15 @@ bool is_device(const std::string& token) {
   return numbered("GPU") || numbered("NIC") || numbered("mlx5_");
 }
 
-}  // namespace
-
-int Topology::rank_of(const std::string& link) {
-  if (link.rfind("NV", 0) == 0) return 3;
-  if (link == "PIX" || link == "PXB") return 2;
-  if (link == "PHB" || link == "NODE") return 1;
-  return 0;
+// NCCL writes its topology with no prolog, starting "<system"; a hand-edited NCCL_TOPO_FILE may
+// have an <?xml?> prolog, a comment or a BOM first. The matrix starts with a tab or "GPU0".
+bool is_xml(const std::string& text) {
+  size_t i = text.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
+  while (i < text.size() && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r' || text[i] == '\n')) ++i;
+  return i < text.size() && text[i] == '<';
 }
 
-Topology parse_topology(const std::string& text, const std::string& name) {
-  if (text.size() > kMaxTopologyBytes)
-    throw std::invalid_argument(name + ": larger than " + std::to_string(kMaxTopologyBytes) + " bytes: not a topology matrix");
+Topology parse_matrix(const std::string& text, const std::string& name) {
   Topology t;
   std::istringstream in(text);
   std::string line;
@@ -71,6 +70,21 @@ Topology parse_topology(const std::string& text, const std::string& name) {
     throw std::invalid_argument(name + ": " + std::to_string(rows) + " rows for " + std::to_string(t.devices.size()) +
                                 " devices: the matrix is cut short");
   return t;
+}
+
+}  // namespace
+
+int Topology::rank_of(const std::string& link) {
+  if (link.rfind("NV", 0) == 0) return 3;
+  if (link == "PIX" || link == "PXB") return 2;
+  if (link == "PHB" || link == "NODE") return 1;
+  return 0;
+}
+
+Topology parse_topology(const std::string& text, const std::string& name) {
+  if (text.size() > kMaxTopologyBytes)
+    throw std::invalid_argument(name + ": larger than " + std::to_string(kMaxTopologyBytes) + " bytes: not a topology");
+  return is_xml(text) ? parse_nccl_topology_xml(text, name) : parse_matrix(text, name);
 }
 
 std::vector<int32_t> rank_gpus(const Model& m, uint64_t comm_id, int32_t nranks) {

@@ -2,8 +2,10 @@
 // collective traffic per link (ring model) and achieved point-to-point bandwidth, the slow
 // pairs outlined (analysis/comm.h).
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <map>
 
 #include "gantt/analysis/table.h"
 #include "gantt/colors.h"
@@ -25,27 +27,37 @@ Color heat(double share) {  // white -> dark blue
 
 }  // namespace
 
-// The GPUs on a circle with the link between each pair (nvidia-smi topo -m), each edge as
-// thick as the traffic the communicator put between the two GPUs' ranks.
+// The GPUs on a circle with the link between each pair (as nvidia-smi topo -m names it), each
+// edge as thick as the traffic the communicator put between the two GPUs' ranks.
 float draw_topology(Scene& s, const Model& m, const analysis::CommMatrix& c, const analysis::Topology& topo, float y) {
   using namespace detail;
   std::vector<size_t> gpus;
   for (size_t i = 0; i < topo.devices.size(); ++i)
     if (topo.devices[i].rfind("GPU", 0) == 0) gpus.push_back(i);
   if (gpus.size() < 2) return y;
-  // Traffic between GPU indexes (both directions, p2p and ring model).
+  // The slot on the circle of each GPU index, by its name: NCCL's topology XML lists only the
+  // job's GPUs (GPU4 to GPU7 for a job on the second half of a box), so slot and index differ.
+  std::map<int32_t, size_t> slot;
+  for (size_t k = 0; k < gpus.size(); ++k) {
+    const std::string& dev = topo.devices[gpus[k]];
+    int32_t index = -1;
+    std::from_chars(dev.data() + 3, dev.data() + dev.size(), index);
+    if (index >= 0) slot.emplace(index, k);
+  }
+  // Traffic between GPU slots (both directions, p2p and ring model).
   const std::vector<int32_t> gpu_of = analysis::rank_gpus(m, c.comm_id, c.nranks);
   const size_t g = gpus.size();
   std::vector<double> traffic(g * g, 0);
   for (int32_t f = 0; f < c.nranks; ++f)
     for (int32_t t = 0; t < c.nranks; ++t) {
-      const int32_t a = gpu_of[static_cast<size_t>(f)], b = gpu_of[static_cast<size_t>(t)];
-      if (a < 0 || b < 0 || a == b || static_cast<size_t>(a) >= g || static_cast<size_t>(b) >= g) continue;
+      const auto a = slot.find(gpu_of[static_cast<size_t>(f)]), b = slot.find(gpu_of[static_cast<size_t>(t)]);
+      if (a == slot.end() || b == slot.end() || a == b) continue;
       const double bytes = static_cast<double>(c.p2p_bytes[c.at(f, t)] + c.ring_bytes[c.at(f, t)]);
-      traffic[static_cast<size_t>(std::min(a, b)) * g + static_cast<size_t>(std::max(a, b))] += bytes;
+      traffic[std::min(a->second, b->second) * g + std::max(a->second, b->second)] += bytes;
     }
   const double top = *std::max_element(traffic.begin(), traffic.end());
-  s.text(make_text(40, y + 4, "topology (nvidia-smi topo -m): edges by link, as thick as the traffic between the GPUs' ranks",
+  s.text(make_text(40, y + 4,
+                   "topology: edges by link (nvidia-smi topo -m's names), as thick as the traffic between the GPUs' ranks",
                    11, palette::kText));
   const float radius = std::min(160.f, 40.f + 14.f * static_cast<float>(g));
   const float cx = 40 + radius + 40, cy = y + 30 + radius;

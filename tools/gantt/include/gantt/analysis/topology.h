@@ -1,6 +1,8 @@
 // The machine's GPU topology as `nvidia-smi topo -m` prints it: devices (GPUs, NICs) and the
-// link between each pair (X, NV#, PIX, PXB, PHB, NODE, SYS). `render --view comm --topology
-// FILE` draws the GPUs with their links, weighted by the traffic the capture measured.
+// link between each pair (X, NV#, PIX, PXB, PHB, NODE, SYS). Read from that matrix or from
+// NCCL's topology XML (NCCL_TOPO_DUMP_FILE), which gives the same matrix (topology_xml.cpp).
+// `render --view comm --topology FILE` draws the GPUs with their links, weighted by the
+// traffic the capture measured.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +17,7 @@ inline constexpr size_t kMaxTopologyDevices = 1024;
 inline constexpr size_t kMaxTopologyBytes = 1u << 20;
 
 struct Topology {
-  std::vector<std::string> devices;  // "GPU0", "GPU1", "NIC0", ... in the matrix's order
+  std::vector<std::string> devices;  // "GPU0", "GPU1", "NIC0", ... in the matrix's order (XML: GPUs by dev, then NICs)
   std::vector<std::string> links;    // [i * n + j]
   const std::string& link(size_t i, size_t j) const { return links[i * devices.size() + j]; }
   // NVLink (NV#) = 3, same PCIe switch (PIX, PXB) = 2, through the host bridge (PHB, NODE) = 1,
@@ -23,7 +25,9 @@ struct Topology {
   static int rank_of(const std::string& link);
 };
 
-// Throws std::invalid_argument("NAME: line N: what") on text that is not such a matrix.
+// Either format, told apart by content: XML starts with '<' (after whitespace or a UTF-8 BOM),
+// the matrix never does. Throws std::invalid_argument("NAME: line N: what") on text that is
+// neither, and on anything over kMaxTopologyBytes or kMaxTopologyDevices.
 Topology parse_topology(const std::string& text, const std::string& name);
 
 // The GPU index each rank of a communicator ran on: the capture's local rank when the header
