@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include <cerrno>
+#include <csignal>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -89,6 +90,37 @@ Config parse_config(const EnvLookup& getenv_fn, std::vector<std::string>* proble
     else c.range = *range;
   }
   integer(env::kSeed, 0, INT64_MAX, [&](int64_t v) { c.seed = static_cast<uint64_t>(v); });
+  if (const char* v = getenv_fn(env::kFlight)) {
+    auto d = parse_duration_ns(v);
+    if (!d || *d == 0) bad(env::kFlight, v, "want a duration with a unit: 30s, 500ms");
+    else c.flight_ns = *d;
+  }
+  integer(env::kFlightMb, 1, 1 << 16, [&](int64_t v) { c.flight_bytes = static_cast<uint64_t>(v) << 20; });
+  integer(env::kFlightMax, 1, 1000, [&](int64_t v) { c.flight_max = static_cast<uint32_t>(v); });
+  if (const char* v = getenv_fn(env::kFlightSignal)) {
+    const std::string s = v;
+    if (s == "none" || s == "0") c.flight_signal = 0;
+    else if (s == "USR1" || s == "SIGUSR1") c.flight_signal = SIGUSR1;
+    else if (s == "USR2" || s == "SIGUSR2") c.flight_signal = SIGUSR2;
+    else if (auto n = parse_int(v); n && *n >= SIGRTMIN && *n <= SIGRTMAX) c.flight_signal = static_cast<int>(*n);
+    else bad(env::kFlightSignal, v, "want USR1, USR2, a real-time signal number, or none");
+  }
+  if (const char* v = getenv_fn(env::kSlow)) {
+    const std::string s = v;
+    const size_t colon = s.rfind(':');
+    char* end = nullptr;
+    const double factor = colon == std::string::npos ? 0 : std::strtod(s.c_str() + colon + 1, &end);
+    if (colon == 0 || colon == std::string::npos || end == nullptr || *end != '\0' || !(factor > 1) || factor > 1e6)
+      bad(env::kSlow, v, "want NAME:FACTOR, an NVTX range and a factor over 1: train_step:2");
+    else c.slow_name = s.substr(0, colon), c.slow_factor = factor;
+  }
+  if (c.flight_ns != 0) {
+    c.flight_text = std::string(env::kFlight) + "=" + getenv_fn(env::kFlight);
+    if (!c.slow_name.empty()) c.flight_text += std::string(" ") + env::kSlow + "=" + getenv_fn(env::kSlow);
+  } else if (!c.slow_name.empty()) {
+    bad(env::kSlow, getenv_fn(env::kSlow), "needs GPUHOOK_FLIGHT: a slow occurrence triggers a flight recorder dump");
+    c.slow_name.clear();
+  }
   integer(env::kRingRecords, 64, 1 << 20, [&](int64_t v) {
     uint32_t p = 64;
     while (p < v) p <<= 1;  // rings index with a mask

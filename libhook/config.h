@@ -35,6 +35,14 @@ struct Config {
   bool cuda = true;
   CaptureRange range;
   uint64_t seed = 1;                    // GPUHOOK_SEED: which occurrences nvtx:NAME~P draws
+  // The flight recorder (flight.h): 0 = off, the normal capture file is written.
+  uint64_t flight_ns = 0;
+  uint64_t flight_bytes = 256ull << 20;
+  int flight_signal = 12;               // SIGUSR2; 0 = none
+  uint32_t flight_max = 10;
+  std::string slow_name;                // GPUHOOK_SLOW=NAME:FACTOR, "" = off
+  double slow_factor = 0;
+  std::string flight_text;              // the settings in force, for the dump's header
   uint32_t ring_records = 8192;         // power of two
   // 32 x 1 MiB: CUPTI keeps one buffer per launching thread, and the writer returns full
   // ones within a flush period, so 32 covers 16 busy threads with RSS under 64 MiB.

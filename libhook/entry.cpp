@@ -249,6 +249,29 @@ void install_signal_handlers() {
   }
 }
 
+// GPUHOOK_FLIGHT_SIGNAL (SIGUSR2 by default): the flight recorder writes what it keeps. Only
+// set when the flight recorder is on (the user asked for it); a handler the program had is
+// called after, its SIG_IGN or default (which would end the process) is not.
+struct sigaction g_previous_flight{};
+
+void on_flight_signal(int sig, siginfo_t* info, void* context) {
+  int saved_errno = errno;
+  if (Writer* w = g_writer.load(std::memory_order_acquire)) w->request_dump(Writer::Trigger::kSignal);
+  if (g_previous_flight.sa_flags & SA_SIGINFO) g_previous_flight.sa_sigaction(sig, info, context);
+  else if (g_previous_flight.sa_handler != SIG_DFL && g_previous_flight.sa_handler != SIG_IGN) g_previous_flight.sa_handler(sig);
+  errno = saved_errno;
+}
+
+void install_flight_signal(int sig) {
+  if (sig <= 0 || sig >= NSIG) return;
+  if (sigaction(sig, nullptr, &g_previous_flight) != 0) return;
+  struct sigaction ours{};
+  ours.sa_sigaction = &on_flight_signal;
+  ours.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&ours.sa_mask);
+  sigaction(sig, &ours, nullptr);
+}
+
 // std::terminate (an exception nobody caught, e.g. on a watchdog thread): finish the file, then
 // the previous handler, which normally prints and aborts.
 [[noreturn]] void on_terminate() {
@@ -342,6 +365,7 @@ void start_unguarded() {
   std::atexit(&on_exit_handler);
   pthread_atfork(nullptr, nullptr, &on_fork_child);
   install_signal_handlers();
+  if (config->flight_ns != 0) install_flight_signal(config->flight_signal);
   g_previous_terminate = std::set_terminate(&on_terminate);
   g_pid.store(getpid(), std::memory_order_relaxed);
   g_state.store(kRunning, std::memory_order_release);
@@ -424,6 +448,10 @@ extern "C" GPUHOOK_EXPORT void gpuhook_api_mark(const char* name) {
 }
 extern "C" GPUHOOK_EXPORT void gpuhook_api_mem_tag(const void* ptr, const char* category) {
   if (g_state.load(std::memory_order_relaxed) == kRunning) annotate_memory(ptr, category);
+}
+extern "C" GPUHOOK_EXPORT void gpuhook_api_trigger(const char* reason) {
+  if (g_state.load(std::memory_order_relaxed) != kRunning) return;
+  if (Writer* w = g_writer.load(std::memory_order_acquire)) w->request_dump(Writer::Trigger::kCall, reason ? reason : "");
 }
 extern "C" GPUHOOK_EXPORT void gpuhook_api_capture_start(void) { profiler_window_start(); }
 extern "C" GPUHOOK_EXPORT void gpuhook_api_capture_stop(void) { profiler_window_stop(); }

@@ -46,7 +46,9 @@ void sleep_ms(uint32_t ms) {
 
 }  // namespace
 
-Writer::Writer(const Config& config, ProcessFacts facts) : config_(config), facts_(std::move(facts)) {
+Writer::Writer(const Config& config, ProcessFacts facts)
+    : config_(config), facts_(std::move(facts)), slow_(config.slow_name, config.slow_factor) {
+  if (config_.flight_ns != 0) flight_ = std::make_unique<FlightBuffer>(config_.flight_ns, config_.flight_bytes);
   sem_init(&wake_sem_, 0, 0);
   sem_init(&done_sem_, 0, 0);
   if (config_.range.kind == RangeKind::kTime) {
@@ -213,6 +215,16 @@ void Writer::loop() {
       hurry_.store(false, std::memory_order_release);  // finish() sets it again for stop(hurry)
       flushes_done_.store(requested, std::memory_order_release);
     }
+    if (const uint32_t t = trigger_.load(std::memory_order_acquire); t != 0 && flight_) {
+      std::string reason;
+      if (t == static_cast<uint32_t>(Trigger::kCall) || t == static_cast<uint32_t>(Trigger::kSlow)) {
+        reason.assign(trigger_reason_, strnlen(trigger_reason_, sizeof trigger_reason_));
+        trigger_reason_busy_.store(false, std::memory_order_release);
+      }
+      const uint64_t when = trigger_ns_.load(std::memory_order_relaxed);
+      trigger_.store(0, std::memory_order_release);
+      dump_flight(static_cast<Trigger>(t), reason, when);
+    }
   }
   finish();
   recorder().writer_alive.store(false, std::memory_order_release);
@@ -220,6 +232,7 @@ void Writer::loop() {
 }
 
 void Writer::drain_once(bool flush_gpu, bool final) {
+  if (flight_) flight_oldest_ns_ = now_ns() - std::min(now_ns(), config_.flight_ns);
   for (Ring* ring = recorder().rings.first(); ring != nullptr; ring = ring->next) {
     ring->drain([this](const HostRecord& r) { write_host(r); });
     drops_ring_ += ring->take_dropped();
@@ -240,6 +253,10 @@ void Writer::finish() {
     discarding_ = now_ns() > limit;
   }
   drain_once(true, true);
+  if (flight_) {
+    finish_flight();
+    return;
+  }
   if (!file_) return;
   write_drops(true);
   if (not_written_at_exit_ != 0) {
@@ -362,8 +379,9 @@ bool Writer::create_file() {
   options.zstd_level = config_.zstd_level;
   options.hurry = &hurry_;
   options.flush_interval_ns = uint64_t{config_.flush_ms} * 1'000'000u;
+  options.sink = flight_.get();
   std::string error;
-  file_ = CaptureWriter::create(path_, options, &error);
+  file_ = flight_ ? CaptureWriter::in_memory(options, &error) : CaptureWriter::create(path_, options, &error);
   struct stat existing;
   if (!file_ && config_.output_pattern.find("%p") != std::string::npos && lstat(path_.c_str(), &existing) == 0) {
     // A per-process name that exists: an exec'd program keeps its pid, and the image before
@@ -413,15 +431,23 @@ bool Writer::create_file() {
     h->set_cupti_version(cupti_version_);
     h->set_note(note_);
   }
-  file_->write(rec);
-  // The header gets a frame of its own: whatever happens later, the file says whose it is.
-  file_->flush();
+  if (flight_) {
+    header_record_ = rec;  // each dump starts with it; the kept chunks never hold it
+  } else {
+    file_->write(rec);
+    // The header gets a frame of its own: whatever happens later, the file says whose it is.
+    file_->flush();
+  }
   for (const auto& [tid, name] : pending_thread_names_) write_thread_name(tid, name);
   pending_thread_names_.clear();
   return true;
 }
 
 void Writer::write_thread_name(uint64_t thread_id, std::string_view name) {
+  if (flight_) {
+    if (thread_names_.size() < 4096 || thread_names_.count(thread_id)) thread_names_[thread_id] = std::string(name);
+    return;
+  }
   wire::Record rec;
   auto* t = rec.mutable_thread();
   t->set_thread_id(thread_id);
@@ -446,7 +472,8 @@ void Writer::emit(wire::Record& record) {
     // CUPTI's DEVICE record: written once per device, whether it or the attribute query came
     // first; outside any window, as the context every later record needs.
     if (!devices_written_.insert(record.device().ordinal()).second || !open_file()) return;
-    file_->write(record);
+    if (flight_) device_records_.push_back(record);
+    else file_->write(record);
     return;
   }
   write_in_window(record, placing_time_ns(record));
@@ -458,6 +485,10 @@ void Writer::emit(const ApiFields& api) { write_in_window(api, static_cast<uint6
 template <class Record>
 void Writer::write_in_window(const Record& record, uint64_t time_ns) {
   if (!in_window(time_ns) || out_of_time()) return;
+  // The flight recorder: CUPTI hands a busy thread's buffer over only when it is full, so a
+  // kernel record may come long after it ran; one older than the flight window could never
+  // be in a dump and is not kept.
+  if (time_ns != 0 && time_ns < flight_oldest_ns_) return;
   if (!open_file()) return;
   file_->write(record);
   after_emit();
@@ -499,7 +530,8 @@ void Writer::device_seen(uint32_t device) {
     devices_written_.insert(device);
     wire::Record rec;
     *rec.mutable_device() = *d;
-    file_->write(rec);
+    if (flight_) device_records_.push_back(rec);
+    else file_->write(rec);
   }
 }
 

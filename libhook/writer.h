@@ -18,6 +18,7 @@
 
 #include <gpuhook/capture.h>
 #include "config.h"
+#include "flight.h"
 #include "gpu_source.h"
 #include "host_record.h"
 
@@ -70,6 +71,14 @@ class Writer final : private RecordSink {
   void open_next_window(uint64_t open_ns);
   void close_window(uint64_t close_ns);
 
+  // The flight recorder (GPUHOOK_FLIGHT): asks the writer thread to write what it keeps as a
+  // capture of its own. Async-signal-safe for kSignal (no reason is copied); `reason` is
+  // copied when the slot is free (a second call meanwhile keeps the first reason).
+  enum class Trigger : uint32_t { kNone = 0, kSignal = 1, kCall = 2, kSlow = 3, kCrash = 4 };
+  // `when_ns`: the moment it is about (a slow occurrence's end), 0 = now.
+  void request_dump(Trigger trigger, const char* reason = nullptr, uint64_t when_ns = 0);
+  bool flight() const { return flight_ != nullptr; }
+
   // The exit summary line, "" when nothing was written.
   const std::string& summary() const { return summary_; }
   bool file_opened() const { return file_opened_.load(std::memory_order_acquire); }
@@ -102,6 +111,10 @@ class Writer final : private RecordSink {
   uint32_t intern_pointer(const void* key, const char* s);
   uint32_t intern_function(const void* function);
   void write_drops(bool final);
+  // The flight recorder's side: a dump now, and the end of a flight run.
+  void dump_flight(Trigger trigger, const std::string& reason, uint64_t when_ns);
+  void finish_flight();
+  std::string dump_path(uint32_t sequence) const;
   bool in_window(const wire::Record& record) const;
   bool in_window(uint64_t time_ns) const;
   void report_write_failure();
@@ -163,6 +176,22 @@ class Writer final : private RecordSink {
   std::atomic<bool> dying_{false};
   bool discarding_ = false;
   uint64_t not_written_at_exit_ = 0;
+
+  // The flight recorder: file_ writes into flight_; what a dump needs besides the kept chunks
+  // (the header, devices, thread names) is kept here, never in the chunks.
+  std::unique_ptr<FlightBuffer> flight_;
+  uint64_t flight_oldest_ns_ = 0;              // records placed before this are not kept (0 = all)
+  SlowDetector slow_;
+  wire::Record header_record_;
+  std::vector<wire::Record> device_records_;
+  std::unordered_map<uint64_t, std::string> thread_names_;  // at most 4096
+  std::atomic<uint32_t> trigger_{0};           // a Trigger waiting for the writer thread
+  std::atomic<uint64_t> trigger_ns_{0};
+  std::atomic<bool> trigger_reason_busy_{false};
+  char trigger_reason_[256] = {};
+  uint32_t dumps_ = 0;
+  uint32_t triggers_ignored_ = 0;              // past GPUHOOK_FLIGHT_MAX
+  std::vector<std::string> dump_lines_;        // "path (trigger: reason)" per dump
   std::atomic<uint32_t> flush_requests_{0};
   std::atomic<uint32_t> flushes_done_{0};
 

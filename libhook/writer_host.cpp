@@ -101,8 +101,19 @@ void Writer::write_host(const HostRecord& record) {
     if (!in_window(rec) || out_of_time() || !open_file()) return;
     n->set_name_id(intern_pointer(p.function, p.function));
   } else if (r.kind == HostKind::kRange) {
-    auto* g = rec.mutable_range();
     const RangePayload& p = r.range;
+    // GPUHOOK_SLOW: the global domain's push/pop pairs, whatever the capture window.
+    if (slow_.enabled() && p.domain == nullptr) {
+      if (p.type == v1::RANGE_PUSH) {
+        const std::string_view pushed =
+            p.registered_name != nullptr ? std::string_view(*static_cast<const char* const*>(p.registered_name)) : name;
+        slow_.push(r.thread_id, pushed, r.start_ns);
+      } else if (p.type == v1::RANGE_POP) {
+        std::string why;
+        if (slow_.pop(r.thread_id, r.start_ns, &why)) request_dump(Trigger::kSlow, why.c_str(), r.start_ns);
+      }
+    }
+    auto* g = rec.mutable_range();
     g->set_type(static_cast<v1::RangeType>(p.type));
     g->set_thread_id(r.thread_id);
     g->set_time_ns(static_cast<int64_t>(r.start_ns));

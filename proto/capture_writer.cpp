@@ -266,10 +266,20 @@ struct CaptureWriter::Impl {
     if (ZSTD_isError(n)) {
       fail(std::string("zstd compression failed: ") + ZSTD_getErrorName(n));
       ok = false;
+    } else if (options.sink != nullptr) {
+      ChunkFrame f;
+      f.bytes.assign(compressed.data(), n);
+      f.records = chunk_records;
+      f.min_ns = chunk_min_ns;
+      f.max_ns = chunk_max_ns;
+      f.has_string_defs = chunk_has_strings;
+      f.has_context = chunk_has_context;
+      stats.bytes_written += n;
+      options.sink->frame(std::move(f));
     } else {
       ok = write_all(compressed.data(), n);
     }
-    if (ok) {
+    if (ok && options.sink == nullptr) {
       auto* e = index.add_chunk();
       e->set_offset(frame_offset);
       e->set_compressed_bytes(n);
@@ -278,6 +288,8 @@ struct CaptureWriter::Impl {
       e->set_max_ns(chunk_max_ns);
       e->set_has_string_defs(chunk_has_strings);
       e->set_has_context(chunk_has_context);
+    }
+    if (ok) {
       stats.chunks++;
       stats.raw_bytes += raw.size();
       sequence++;
@@ -303,12 +315,20 @@ std::unique_ptr<CaptureWriter> CaptureWriter::create(const std::string& path, co
   return from_fd(move_out_of_the_way(fd), options, error);
 }
 
+std::unique_ptr<CaptureWriter> CaptureWriter::in_memory(const WriterOptions& options, std::string* error) {
+  if (options.sink == nullptr) {
+    if (error != nullptr) *error = "an in-memory capture writer needs a frame sink";
+    return nullptr;
+  }
+  return from_fd(-1, options, error);
+}
+
 std::unique_ptr<CaptureWriter> CaptureWriter::from_fd(int fd, const WriterOptions& options, std::string* error) {
   std::unique_ptr<CaptureWriter> w(new CaptureWriter());
   Impl& m = *w->impl_;
   m.fd = fd;
-  m.remember_identity();
   m.options = options;
+  if (m.options.sink == nullptr) m.remember_identity();
   if (m.options.chunk_bytes == 0 || m.options.chunk_bytes > framing::kMaxWriterChunkBytes) {
     m.options.chunk_bytes = framing::kMaxWriterChunkBytes;
   }
@@ -321,7 +341,7 @@ std::unique_ptr<CaptureWriter> CaptureWriter::from_fd(int fd, const WriterOption
   m.set_level(options.zstd_level);
   ZSTD_CCtx_setParameter(m.cctx, ZSTD_c_checksumFlag, 1);
   m.raw.reserve(m.options.chunk_bytes + 4096);
-  if (!m.write_header_frame()) {
+  if (m.options.sink == nullptr && !m.write_header_frame()) {
     if (error != nullptr) *error = m.last_error;
     return nullptr;
   }
@@ -415,6 +435,37 @@ bool CaptureWriter::flush() {
   return impl_->flush_chunk();
 }
 
+bool CaptureWriter::append_frame(const ChunkFrame& frame) {
+  Impl& m = *impl_;
+  if (m.closed || m.failed || m.options.sink != nullptr) return false;
+  if (!m.flush_chunk()) return false;
+  const uint64_t offset = m.file_offset;
+  if (!m.write_all(frame.bytes.data(), frame.bytes.size())) return false;
+  auto* e = m.index.add_chunk();
+  e->set_offset(offset);
+  e->set_compressed_bytes(frame.bytes.size());
+  e->set_records(frame.records);
+  e->set_min_ns(frame.min_ns);
+  e->set_max_ns(frame.max_ns);
+  e->set_has_string_defs(frame.has_string_defs);
+  e->set_has_context(frame.has_context);
+  m.stats.chunks++;
+  m.stats.records += frame.records;
+  m.sequence++;
+  return true;
+}
+
+bool CaptureWriter::write_string_def(uint32_t id, std::string_view value) {
+  wire::Record def;
+  def.mutable_string_def()->set_id(id);
+  def.mutable_string_def()->set_value(value);
+  return write(def);
+}
+
+void CaptureWriter::for_each_string_impl(const std::function<void(uint32_t, std::string_view)>& f) const {
+  for (const auto& [text, id] : impl_->strings) f(id, text);
+}
+
 bool CaptureWriter::maybe_flush(uint64_t now_ns) {
   Impl& m = *impl_;
   if (m.closed) return !m.failed;
@@ -432,6 +483,10 @@ bool CaptureWriter::close() {
   Impl& m = *impl_;
   if (m.closed) return !m.failed;
   m.flush_chunk();
+  if (m.options.sink != nullptr) {  // in memory: no index, no file
+    m.closed = true;
+    return !m.failed;
+  }
   if (!m.failed) {
     std::string payload(m.index.ByteSizeLong(), '\0');
     m.index.Write(reinterpret_cast<uint8_t*>(payload.data()));

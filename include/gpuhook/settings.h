@@ -24,6 +24,12 @@ inline constexpr const char kNccl[] = "GPUHOOK_NCCL";              // 1/0
 inline constexpr const char kCuda[] = "GPUHOOK_CUDA";              // 1/0: CUPTI tracing
 inline constexpr const char kRange[] = "GPUHOOK_RANGE";            // all | cudaProfilerApi | nvtx:NAME[%N|~P][@A-B] | time:D[+DUR|-END]
 inline constexpr const char kSeed[] = "GPUHOOK_SEED";              // nvtx:NAME~P: which occurrences are drawn
+// The flight recorder: keep the last DURATION in memory, write it out when a trigger fires.
+inline constexpr const char kFlight[] = "GPUHOOK_FLIGHT";                // DURATION (30s); unset = off
+inline constexpr const char kFlightMb[] = "GPUHOOK_FLIGHT_MB";           // memory bound, MiB
+inline constexpr const char kFlightSignal[] = "GPUHOOK_FLIGHT_SIGNAL";   // USR2 (default), USR1, a number, or none
+inline constexpr const char kFlightMax[] = "GPUHOOK_FLIGHT_MAX";         // dumps per process at most
+inline constexpr const char kSlow[] = "GPUHOOK_SLOW";                    // NAME:FACTOR: a slow occurrence triggers
 inline constexpr const char kRingRecords[] = "GPUHOOK_RING_RECORDS";  // records per thread ring
 inline constexpr const char kBufferBytes[] = "GPUHOOK_BUFFER_BYTES";  // one CUPTI buffer
 inline constexpr const char kBuffers[] = "GPUHOOK_BUFFERS";          // CUPTI buffers in the pool

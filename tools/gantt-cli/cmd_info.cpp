@@ -107,6 +107,18 @@ void print_text(const std::string& file, const gpuhook::CaptureReader& reader, c
       for (const auto& c : h.predicted_change()) o << " " << json_string(c);
       o << " (not a measurement)\n";
     }
+    if (!h.flight_trigger().empty()) {  // a flight recorder's dump: what made the hook write it
+      const double at_s = h.flight_time_ns() > h.start_monotonic_raw_ns()
+                              ? static_cast<double>(h.flight_time_ns() - h.start_monotonic_raw_ns()) / 1e9
+                              : 0.0;
+      char when[64];
+      std::snprintf(when, sizeof when, "%.3f", at_s);
+      o << "  flight:      dump " << h.flight_sequence() << ", trigger " << json_string(h.flight_trigger());
+      if (!h.flight_reason().empty()) o << ": " << json_string(h.flight_reason());
+      o << " at +" << when << " s; kept the last " << h.flight_duration_ns() / 1'000'000 << " ms (at most "
+        << (h.flight_max_bytes() >> 20) << " MiB), " << h.flight_chunks_dropped() << " older chunks let go; "
+        << json_string(h.flight_settings()) << "\n";
+    }
   } else {
     o << "  header:      missing\n";
   }
@@ -161,6 +173,12 @@ void print_json(const std::string& file, const gpuhook::CaptureReader& reader, c
       for (int i = 0; i < h.predicted_change_size(); ++i) o << (i ? "," : "") << json_string(h.predicted_change(i));
       o << "]";
     }
+    if (!h.flight_trigger().empty())
+      o << ",\"flight\":{\"sequence\":" << h.flight_sequence() << ",\"trigger\":" << json_string(h.flight_trigger())
+        << ",\"reason\":" << json_string(h.flight_reason()) << ",\"time_ns\":" << h.flight_time_ns()
+        << ",\"duration_ns\":" << h.flight_duration_ns() << ",\"max_bytes\":" << h.flight_max_bytes()
+        << ",\"chunks_dropped\":" << h.flight_chunks_dropped() << ",\"settings\":" << json_string(h.flight_settings())
+        << "}";
     o << "}";
   }
   o << ",\"devices\":[";

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -113,6 +114,19 @@ class CaptureReader {
   std::unique_ptr<Impl> impl_;
 };
 
+// Where a CaptureWriter::in_memory() writer puts each chunk: the zstd frame and what the
+// chunk index would say of it. The flight recorder keeps the latest ones.
+struct ChunkFrame {
+  std::string bytes;
+  uint64_t records = 0, min_ns = 0, max_ns = 0;
+  bool has_string_defs = false, has_context = false;
+};
+class FrameSink {
+ public:
+  virtual ~FrameSink() = default;
+  virtual void frame(ChunkFrame&& frame) = 0;
+};
+
 struct WriterOptions {
   int zstd_level = 3;
   size_t chunk_bytes = 4u << 20;          // flush a chunk when it reaches this size...
@@ -120,6 +134,8 @@ struct WriterOptions {
   // While *hurry is true (the process is exiting or exec'ing), chunks are compressed at level
   // 1, and a slow-level chunk being compressed when it turns true is started again at level 1.
   const std::atomic<bool>* hurry = nullptr;
+  // in_memory() writers only: where the chunks go.
+  FrameSink* sink = nullptr;
 };
 
 struct WriterStats {
@@ -175,6 +191,8 @@ class CaptureWriter {
                                                std::string* error);
   // Takes ownership of an open fd (tests, pipes).
   static std::unique_ptr<CaptureWriter> from_fd(int fd, const WriterOptions& options, std::string* error);
+  // No file: each chunk's frame goes to options.sink (which must be set) when it is flushed.
+  static std::unique_ptr<CaptureWriter> in_memory(const WriterOptions& options, std::string* error);
   ~CaptureWriter();  // closes the fd; does not write the index (call close())
 
   // Interns `s`: returns its id and queues a StringDef the first time.
@@ -193,6 +211,16 @@ class CaptureWriter {
 
   // Ends the current chunk now (compress + write one frame). The crash-safety point.
   bool flush();
+  // Ends the current chunk, then writes a frame another writer made (ChunkFrame) as it is, with
+  // its index entry. The frame's string ids must be defined in this file (write_string_def).
+  bool append_frame(const ChunkFrame& frame);
+  // A StringDef with this exact id, for frames appended from another writer. Does not intern.
+  bool write_string_def(uint32_t id, std::string_view value);
+  // Every string interned so far, in no particular order.
+  template <class F>
+  void for_each_string(F&& f) const {
+    for_each_string_impl([&](uint32_t id, std::string_view s) { f(id, s); });
+  }
   // flush() if the chunk is over chunk_bytes or flush_interval_ns passed since the last.
   bool maybe_flush(uint64_t now_ns);
   // Flushes, appends the index frame, fsyncs and closes.
@@ -204,6 +232,7 @@ class CaptureWriter {
 
  private:
   CaptureWriter();
+  void for_each_string_impl(const std::function<void(uint32_t, std::string_view)>& f) const;
   // The steps of writing one generic record, shared by the wire and the protobuf paths.
   bool accepting();                        // false (and the record counted lost) once failed or closed
   void open_chunk_at(int64_t first_time);  // opens a chunk unless one is open

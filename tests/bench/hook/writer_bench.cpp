@@ -21,7 +21,7 @@ constexpr size_t kRecordsPerBuffer = 4096;  // about 1 MiB of Kernel10 records, 
 class BufferSource : public GpuSource {
  public:
   explicit BufferSource(const std::vector<const CUpti_Activity*>* buffer) : buffer_(buffer) {}
-  void poll(RecordSink& sink, bool, bool) override {
+  void poll(RecordSink& sink, bool, bool, bool) override {
     if (!ready) return;
     ready = false;
     for (const CUpti_Activity* a : *buffer_) convert_activity(a, options, sink);

@@ -97,6 +97,39 @@ TEST(Config, ApiAllAndNone) {
   EXPECT_EQ(parse(env).api_mask, 0u);
 }
 
+TEST(Config, FlightRecorder) {
+  Env env;
+  env.vars = {{"GPUHOOK_FLIGHT", "30s"}, {"GPUHOOK_FLIGHT_MB", "64"}, {"GPUHOOK_FLIGHT_SIGNAL", "USR1"},
+              {"GPUHOOK_FLIGHT_MAX", "3"}, {"GPUHOOK_SLOW", "train:step:2.5"}};
+  Config c = parse(env);
+  EXPECT_EQ(c.flight_ns, 30'000'000'000u);
+  EXPECT_EQ(c.flight_bytes, 64u << 20);
+  EXPECT_EQ(c.flight_signal, SIGUSR1);
+  EXPECT_EQ(c.flight_max, 3u);
+  EXPECT_EQ(c.slow_name, "train:step");  // the last ':' splits: names may hold one
+  EXPECT_DOUBLE_EQ(c.slow_factor, 2.5);
+  EXPECT_EQ(c.flight_text, "GPUHOOK_FLIGHT=30s GPUHOOK_SLOW=train:step:2.5");
+  env.vars = {{"GPUHOOK_FLIGHT", "1s"}, {"GPUHOOK_FLIGHT_SIGNAL", "none"}};
+  EXPECT_EQ(parse(env).flight_signal, 0);
+  // Off by default; GPUHOOK_SLOW alone is refused (nothing to dump); bad values each one line.
+  env.vars = {};
+  EXPECT_EQ(parse(env).flight_ns, 0u);
+  for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
+           {"GPUHOOK_FLIGHT", "30"}, {"GPUHOOK_FLIGHT", "0s"}, {"GPUHOOK_FLIGHT_MB", "0"}, {"GPUHOOK_FLIGHT_SIGNAL", "KILL"},
+           {"GPUHOOK_FLIGHT_MAX", "0"}, {"GPUHOOK_SLOW", "step:1"}, {"GPUHOOK_SLOW", ":2"}, {"GPUHOOK_SLOW", "step"}}) {
+    env.vars = {{name, value}};
+    if (name != "GPUHOOK_FLIGHT") env.vars["GPUHOOK_FLIGHT"] = "1s";
+    std::vector<std::string> problems;
+    c = parse(env, &problems);
+    EXPECT_EQ(problems.size(), 1u) << name << "=" << value;
+  }
+  env.vars = {{"GPUHOOK_SLOW", "step:2"}};
+  std::vector<std::string> problems;
+  c = parse(env, &problems);
+  EXPECT_EQ(problems.size(), 1u);
+  EXPECT_TRUE(c.slow_name.empty());
+}
+
 TEST(Config, CaptureRanges) {
   Env env;
   env.vars = {{"GPUHOOK_RANGE", "nvtx:train_step@10-20"}};

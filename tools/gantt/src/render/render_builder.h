@@ -95,6 +95,7 @@ class Builder {
   void draw_rank_links(float label_y);
   void draw_peer_links();
   void draw_dependencies();
+  void draw_flight_triggers(float top);
   void draw_host_lanes();
   float place_labels(const DeviceKey& dev, float y);
 

@@ -494,6 +494,7 @@ Scene Builder::build() {
     if (o_.deps) draw_dependencies();
     draw_annotations();
     if (o_.host_lanes) draw_host_lanes();
+    draw_flight_triggers(grid_top);
     Scene grid;
     draw_grid(grid, f_, grid_top, y_);
     s_.items.insert(s_.items.begin() + static_cast<std::ptrdiff_t>(grid_at), grid.items.begin(), grid.items.end());
@@ -555,6 +556,22 @@ void Builder::draw_dependencies() {
     arrow(src, m_.events.end_ns[src], dst, m_.events.start_ns[dst], kDep);
   for (const analysis::P2pTransfer& t : analysis::match_p2p(m_).transfers)
     if (t.send_event != t.recv_event && t.transfer_ns()) arrow(t.send_event, t.start_ns, t.recv_event, t.end_ns, kP2p);
+}
+
+// A flight recorder's dump: a dashed line down the chart where its trigger fired, named.
+void Builder::draw_flight_triggers(float top) {
+  for (const CaptureInfo& c : m_.captures) {
+    const gpuhook::v1::Header& h = c.header;
+    const uint64_t t = h.flight_time_ns();
+    if (h.flight_trigger().empty() || t < f_.t0 || t > f_.t1) continue;
+    const float x = f_.x(t);
+    Line l = make_line(x, top - 6, x, y_, palette::kIdle, 1.2f);
+    l.dashed = true;
+    s_.line(std::move(l));
+    Text label = make_text(x + 4, top - 8, "trigger: " + utf8_clean(h.flight_trigger()), 10, palette::kIdle);
+    label.tooltip = utf8_clean(h.flight_reason());
+    s_.text(std::move(label));
+  }
 }
 
 void Builder::draw_rank_links(float label_y) {

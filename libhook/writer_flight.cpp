@@ -1,0 +1,149 @@
+// The writer's flight-recorder side (flight.h): triggers, dumps, and the end of a flight run.
+#include <sys/stat.h>
+
+#include <cstring>
+
+#include "clock.h"
+#include "writer.h"
+
+namespace gpuhook::hook {
+
+namespace {
+
+const char* trigger_name(Writer::Trigger t) {
+  switch (t) {
+    case Writer::Trigger::kSignal: return "signal";
+    case Writer::Trigger::kCall: return "call";
+    case Writer::Trigger::kSlow: return "slow";
+    case Writer::Trigger::kCrash: return "crash";
+    default: return "?";
+  }
+}
+
+}  // namespace
+
+void Writer::request_dump(Trigger trigger, const char* reason, uint64_t when_ns) {
+  if (!flight_) return;
+  if (reason != nullptr) {
+    bool expected = false;
+    if (trigger_reason_busy_.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) {
+      strncpy(trigger_reason_, reason, sizeof trigger_reason_ - 1);
+      trigger_reason_[sizeof trigger_reason_ - 1] = '\0';
+    }
+  }
+  uint32_t none = 0;
+  // One trigger at a time: a second while the first waits for the writer joins it.
+  if (trigger_.compare_exchange_strong(none, static_cast<uint32_t>(trigger), std::memory_order_acq_rel)) {
+    trigger_ns_.store(when_ns != 0 ? when_ns : now_ns(), std::memory_order_relaxed);
+  }
+  sem_post(&wake_sem_);
+}
+
+// The output pattern with ".flightN" before its extension: run-%p.gpuh -> run-1234.flight1.gpuh.
+std::string Writer::dump_path(uint32_t sequence) const {
+  std::string base = path_;
+  std::string ext;
+  const size_t slash = base.rfind('/');
+  const size_t dot = base.rfind('.');
+  if (dot != std::string::npos && (slash == std::string::npos || dot > slash)) {
+    ext = base.substr(dot);
+    base.resize(dot);
+  }
+  return base + ".flight" + std::to_string(sequence) + ext;
+}
+
+void Writer::dump_flight(Trigger trigger, const std::string& reason, uint64_t when_ns) {
+  if (dumps_ >= config_.flight_max) {
+    ++triggers_ignored_;
+    return;
+  }
+  // What happened up to now: the rings, CUPTI's buffers (forced, as before an exec: the
+  // threads' partly filled buffers too), the open chunk.
+  drain_once(true, true);
+  if (!open_file()) return;
+  file_->flush();
+  const uint32_t sequence = ++dumps_;
+  std::string path = dump_path(sequence);
+  WriterOptions options;
+  options.zstd_level = config_.zstd_level;
+  options.hurry = &hurry_;
+  std::string error;
+  std::unique_ptr<CaptureWriter> out = CaptureWriter::create(path, options, &error);
+  for (int n = 1; !out && n <= 9; ++n) {  // never overwrite: a name taken gets a suffix
+    struct stat existing;
+    if (lstat(path.c_str(), &existing) != 0) break;
+    const std::string candidate = dump_path(sequence) + "." + std::to_string(n);
+    out = CaptureWriter::create(candidate, options, &error);
+    if (out) path = candidate;
+  }
+  const std::string why = std::string(trigger_name(trigger)) + (reason.empty() ? "" : ": " + reason);
+  if (!out) {
+    dump_lines_.push_back("cannot create " + path + " (" + error + ") for " + why);
+    return;
+  }
+  wire::Record header = header_record_;
+  auto* f = header.mutable_header();
+  f->set_flight_trigger(trigger_name(trigger));
+  f->set_flight_reason(reason);
+  f->set_flight_time_ns(when_ns);
+  f->set_flight_sequence(sequence);
+  f->set_flight_duration_ns(config_.flight_ns);
+  f->set_flight_max_bytes(config_.flight_bytes);
+  f->set_flight_settings(config_.flight_text);
+  f->set_flight_chunks_dropped(flight_->frames_dropped());
+  out->write(header);
+  // The context the kept chunks refer to: every string (their ids as they are), the devices,
+  // the thread names.
+  std::vector<std::pair<uint64_t, uint32_t>> thread_ids;
+  for (const auto& [tid, name] : thread_names_) thread_ids.emplace_back(tid, file_->intern(name));
+  file_->for_each_string([&](uint32_t id, std::string_view s) { out->write_string_def(id, s); });
+  for (const wire::Record& d : device_records_) out->write(d);
+  for (const auto& [tid, name_id] : thread_ids) {
+    wire::Record t;
+    t.mutable_thread()->set_thread_id(tid);
+    t.mutable_thread()->set_name_id(name_id);
+    out->write(t);
+  }
+  out->flush();
+  uint64_t records = 0;
+  for (const ChunkFrame& frame : flight_->frames()) {
+    out->append_frame(frame);
+    records += frame.records;
+  }
+  wire::Record footer;
+  auto* foot = footer.mutable_footer();
+  foot->set_end_monotonic_raw_ns(now_ns());
+  foot->set_end_realtime_ns(realtime_ns());
+  foot->set_records(out->stats().records);
+  foot->set_clean(true);
+  out->write(footer);
+  const bool ok = out->close();
+  dump_lines_.push_back(path + " (" + why + ", " + std::to_string(records) + " records" +
+                        (ok ? "" : "; writing failed: " + out->last_error()) + ")");
+}
+
+void Writer::finish_flight() {
+  // A fatal signal or std::terminate: the moments before it are what a dump is for.
+  if (dying_.load(std::memory_order_acquire) && file_) dump_flight(Trigger::kCrash, "the process is dying", now_ns());
+  if (file_) file_->close();
+  std::string line = "gpuhook: flight recorder (" + config_.flight_text + "): ";
+  if (dump_lines_.empty()) {
+    line += "no trigger fired, nothing written";
+  } else {
+    line += std::to_string(dumps_) + (dumps_ == 1 ? " dump: " : " dumps: ");
+    for (size_t i = 0; i < dump_lines_.size(); ++i) line += (i ? "; " : "") + dump_lines_[i];
+  }
+  if (const uint64_t lost = drops_ring_ + drops_cupti_ + drops_incomplete_; lost != 0)
+    line += "; " + std::to_string(lost) + " records lost (" + std::to_string(drops_ring_) + " ring full, " +
+            std::to_string(drops_cupti_) + " by CUPTI, " + std::to_string(drops_incomplete_) + " in incomplete buffers)";
+  if (triggers_ignored_ != 0)
+    line += "; " + std::to_string(triggers_ignored_) + " later triggers ignored (GPUHOOK_FLIGHT_MAX=" +
+            std::to_string(config_.flight_max) + ")";
+  if (flight_->frames_dropped() != 0)
+    line += "; " + std::to_string(flight_->frames_dropped()) + " older chunks let go (kept the last " +
+            std::to_string(config_.flight_ns / 1'000'000) + " ms, at most " +
+            std::to_string(config_.flight_bytes >> 20) + " MiB)";
+  summary_ = line;
+}
+
+}  // namespace gpuhook::hook

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The flight recorder (GPUHOOK_FLIGHT) on the simulator with examples/long_run: each trigger
+# writes one dump that holds what it should, the program's output and exit code are its own,
+# and every subcommand reads the dumps.
+#   run_flight.sh SIM_LIB_DIR HOOK_LIB GANTT_CLI LONG_RUN MODE
+# MODE: slow | call | signal | quiet (no trigger: nothing written) | max (GPUHOOK_FLIGHT_MAX)
+set -euo pipefail
+sim=$1 hook=$2 cli=$3 example=$4 mode=$5
+work=$(mktemp -d /tmp/gpuhook-flight.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL ($mode): $*"; exit 1; }
+export LD_LIBRARY_PATH=$sim
+run() {  # run ENV... -- ARGS...: the example alone, then under the hook; same stdout and exit code
+  local envs=()
+  while [[ $1 != -- ]]; do envs+=("$1"); shift; done
+  shift
+  "$example" "$@" > "$work/plain.out" 2> "$work/plain.err" || fail "long_run failed alone: $(cat "$work/plain.err")"
+  local rc=0
+  env "${envs[@]}" LD_PRELOAD="$hook" GPUHOOK_OUTPUT="$work/run.gpuh" "$example" "$@" > "$work/hooked.out" 2> "$work/hooked.err" || rc=$?
+  [[ $rc == 0 ]] || fail "exit code $rc under the hook: $(cat "$work/hooked.err")"
+  if [[ $mode != signal && $mode != max ]]; then  # --signal-at says "not sent" alone, and sends it hooked
+    cmp -s "$work/plain.out" "$work/hooked.out" || fail "stdout differs: $(diff "$work/plain.out" "$work/hooked.out" | head -5)"
+  fi
+  [[ ! -e $work/run.gpuh ]] || fail "the flight recorder wrote the normal capture file too"
+}
+readable() {  # every subcommand reads a dump
+  local f=$1
+  "$cli" info "$f" > /dev/null || fail "info $f"
+  "$cli" dump "$f" --limit 5 > /dev/null || fail "dump $f"
+  "$cli" stats "$f" > /dev/null 2>&1 || fail "stats $f"
+  "$cli" diagnose "$f" > /dev/null || [[ $? == 1 ]] || fail "diagnose $f"
+  "$cli" render "$f" -o "$work/dump.svg" 2>/dev/null || fail "render $f"
+  xmllint --noout "$work/dump.svg"
+  "$cli" export "$f" --format chrome -o "$work/dump.json" 2>/dev/null || fail "export $f"
+}
+kernels() {  # kernels FILE NAME: how many of that kernel the dump holds
+  "$cli" stats "$1" --format csv 2>/dev/null | python3 -c '
+import csv, sys
+print(sum(int(r["count"]) for r in csv.DictReader(sys.stdin) if sys.argv[1] in r.get("kernel", r.get("name", ""))))' "$2"
+}
+case $mode in
+  slow)
+    # 2000 steps of ~0.6 ms kept 300 ms deep; step 1500 takes ~60x the median. A loaded machine
+    # can stretch a step by a few ms (20x is 12 ms): a dump it caused is named, not failed.
+    run GPUHOOK_FLIGHT=300ms GPUHOOK_SLOW=train_step:20 -- --steps 2000 --slow-at 1500
+    dump=""
+    for f in "$work"/run.flight*.gpuh; do
+      [[ -f $f ]] || continue
+      if "$cli" info "$f" | grep -q "trigger \"slow\": \"occurrence 1500 of 'train_step' took"; then dump=$f
+      else echo "note: another dump, the machine's jitter: $("$cli" info "$f" | grep flight)"; fi
+    done
+    [[ -n $dump ]] || fail "no dump names occurrence 1500: $(ls "$work"); $(cat "$work/hooked.err")"
+    # The slow step ran its backward 200 times: 199 more backward than forward kernels in the
+    # dump, give or take the step the window's start cuts in two.
+    fwd=$(kernels "$dump" step_forward) bwd=$(kernels "$dump" step_backward)
+    (((bwd - fwd) >= 198 && (bwd - fwd) <= 200)) || fail "the dump does not hold the slow step whole: $fwd forward, $bwd backward kernels"
+    ((fwd > 100 && fwd < 1500)) || fail "the dump holds $fwd steps: not the last 300 ms of 1500"
+    grep -q "flight recorder (GPUHOOK_FLIGHT=300ms GPUHOOK_SLOW=train_step:20): [0-9]* dumps\?: .*(slow: occurrence 1500" "$work/hooked.err" ||
+      fail "the exit line does not list the dump: $(cat "$work/hooked.err")"
+    readable "$dump"
+    "$cli" render "$dump" -o "$work/slow.svg" 2>/dev/null
+    grep -q "trigger: slow" "$work/slow.svg" || fail "the chart does not mark the trigger"
+    echo "slow: a dump of $fwd steps holding step 1500"
+    ;;
+  call)
+    run GPUHOOK_FLIGHT=10s -- --steps 100 --trigger-at 50
+    [[ -f $work/run.flight1.gpuh ]] || fail "no dump: $(cat "$work/hooked.err")"
+    "$cli" info "$work/run.flight1.gpuh" | grep -q "dump 1, trigger \"call\": \"long_run: --trigger-at reached\"" ||
+      fail "info does not give the program's reason"
+    # The 50 steps before the call, and the few the program ran before the writer got to it.
+    fwd=$(kernels "$work/run.flight1.gpuh" step_forward)
+    ((fwd >= 50 && fwd < 100)) || fail "the dump holds $fwd steps, want the 50 before the call (and a few after)"
+    readable "$work/run.flight1.gpuh"
+    ;;
+  signal)
+    run GPUHOOK_FLIGHT=10s -- --steps 60 --signal-at 30
+    grep -q "nothing handles SIGUSR2" "$work/plain.out" || fail "alone, the example should not send SIGUSR2"
+    [[ -f $work/run.flight1.gpuh ]] || fail "no dump on SIGUSR2: $(cat "$work/hooked.err")"
+    "$cli" info "$work/run.flight1.gpuh" | grep -q "dump 1, trigger \"signal\"" || fail "info does not say signal"
+    readable "$work/run.flight1.gpuh"
+    ;;
+  quiet)
+    run GPUHOOK_FLIGHT=1s -- --steps 100
+    [[ -z $(ls "$work" | grep flight || true) ]] || fail "a dump without a trigger"
+    grep -q "flight recorder (GPUHOOK_FLIGHT=1s): no trigger fired, nothing written" "$work/hooked.err" ||
+      fail "the exit line does not say nothing was written: $(cat "$work/hooked.err")"
+    ;;
+  max)
+    run GPUHOOK_FLIGHT=10s GPUHOOK_FLIGHT_MAX=1 -- --steps 60 --trigger-at 20 --signal-at 40
+    [[ -f $work/run.flight1.gpuh && ! -e $work/run.flight2.gpuh ]] || fail "want one dump: $(ls "$work")"
+    grep -q "1 later triggers ignored (GPUHOOK_FLIGHT_MAX=1)" "$work/hooked.err" || fail "the ignored trigger is not said"
+    ;;
+  *) echo "unknown mode $mode" >&2; exit 2 ;;
+esac
+echo "ok: $mode"
