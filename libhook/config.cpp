@@ -114,6 +114,7 @@ Config parse_config(const EnvLookup& getenv_fn, std::vector<std::string>* proble
       bad(env::kSlow, v, "want NAME:FACTOR, an NVTX range and a factor over 1: train_step:2");
     else c.slow_name = s.substr(0, colon), c.slow_factor = factor;
   }
+  boolean(env::kFlightSummary, &c.flight_summary);
   if (c.flight_ns != 0) {
     c.flight_text = std::string(env::kFlight) + "=" + getenv_fn(env::kFlight);
     if (!c.slow_name.empty()) c.flight_text += std::string(" ") + env::kSlow + "=" + getenv_fn(env::kSlow);

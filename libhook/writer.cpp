@@ -233,6 +233,7 @@ void Writer::loop() {
 
 void Writer::drain_once(bool flush_gpu, bool final) {
   if (flight_) flight_oldest_ns_ = now_ns() - std::min(now_ns(), config_.flight_ns);
+  if (summary_file_) summary_file_->maybe_flush(now_ns());
   for (Ring* ring = recorder().rings.first(); ring != nullptr; ring = ring->next) {
     ring->drain([this](const HostRecord& r) { write_host(r); });
     drops_ring_ += ring->take_dropped();
@@ -433,6 +434,21 @@ bool Writer::create_file() {
   }
   if (flight_) {
     header_record_ = rec;  // each dump starts with it; the kept chunks never hold it
+    if (config_.flight_summary) {
+      // The output file: the whole run's NVTX ranges and a notice per dump.
+      options.sink = nullptr;
+      summary_file_ = CaptureWriter::create(path_, options, &error);
+      if (!summary_file_) {
+        fputs(("gpuhook: cannot create " + path_ + ": " + error + "; no flight summary\n").c_str(), stderr);
+      } else {
+        wire::Record summary_header = rec;
+        summary_header.mutable_header()->set_note("flight recorder summary (GPUHOOK_FLIGHT_SUMMARY): the NVTX ranges of "
+                                                  "the whole run; the dumps hold the detail");
+        summary_header.mutable_header()->set_flight_settings(config_.flight_text);
+        summary_file_->write(summary_header);
+        summary_file_->flush();
+      }
+    }
   } else {
     file_->write(rec);
     // The header gets a frame of its own: whatever happens later, the file says whose it is.
@@ -446,6 +462,12 @@ bool Writer::create_file() {
 void Writer::write_thread_name(uint64_t thread_id, std::string_view name) {
   if (flight_) {
     if (thread_names_.size() < 4096 || thread_names_.count(thread_id)) thread_names_[thread_id] = std::string(name);
+    if (summary_file_) {
+      wire::Record rec;
+      rec.mutable_thread()->set_thread_id(thread_id);
+      rec.mutable_thread()->set_name_id(summary_file_->intern(name));
+      summary_file_->write(rec);
+    }
     return;
   }
   wire::Record rec;

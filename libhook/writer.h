@@ -180,6 +180,10 @@ class Writer final : private RecordSink {
   // The flight recorder: file_ writes into flight_; what a dump needs besides the kept chunks
   // (the header, devices, thread names) is kept here, never in the chunks.
   std::unique_ptr<FlightBuffer> flight_;
+  // GPUHOOK_FLIGHT_SUMMARY: the output file holds the whole run's NVTX ranges (and a notice per
+  // dump), a few bytes per step, with its own string ids.
+  std::unique_ptr<CaptureWriter> summary_file_;
+  void summarise_range(const wire::Record& range, std::string_view name, std::string_view domain);
   uint64_t flight_oldest_ns_ = 0;              // records placed before this are not kept (0 = all)
   SlowDetector slow_;
   wire::Record header_record_;

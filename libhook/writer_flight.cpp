@@ -120,6 +120,22 @@ void Writer::dump_flight(Trigger trigger, const std::string& reason, uint64_t wh
   const bool ok = out->close();
   dump_lines_.push_back(path + " (" + why + ", " + std::to_string(records) + " records" +
                         (ok ? "" : "; writing failed: " + out->last_error()) + ")");
+  if (summary_file_) {  // the summary marks each dump at its trigger's time
+    wire::Record n;
+    n.mutable_notice()->set_kind(v1::NOTICE_FLIGHT_DUMP);
+    n.mutable_notice()->set_time_ns(static_cast<int64_t>(when_ns));
+    n.mutable_notice()->set_text("flight dump " + std::to_string(sequence) + ": " + path + " (" + why + ")");
+    summary_file_->write(n);
+  }
+}
+
+// The flight summary's copy of a range record: the same fields, its own string ids.
+void Writer::summarise_range(const wire::Record& range, std::string_view name, std::string_view domain) {
+  wire::Record copy = range;
+  auto* g = copy.mutable_range();
+  g->set_name_id(summary_file_->intern(name));
+  g->set_domain_id(summary_file_->intern(domain));
+  summary_file_->write(copy);
 }
 
 void Writer::finish_flight() {
@@ -127,6 +143,18 @@ void Writer::finish_flight() {
   if (dying_.load(std::memory_order_acquire) && file_) dump_flight(Trigger::kCrash, "the process is dying", now_ns());
   if (file_) file_->close();
   std::string line = "gpuhook: flight recorder (" + config_.flight_text + "): ";
+  if (summary_file_) {
+    wire::Record footer;
+    auto* foot = footer.mutable_footer();
+    foot->set_end_monotonic_raw_ns(now_ns());
+    foot->set_end_realtime_ns(realtime_ns());
+    foot->set_records(summary_file_->stats().records);
+    foot->set_clean(!dying_.load(std::memory_order_acquire));
+    summary_file_->write(footer);
+    const bool ok = summary_file_->close();
+    line += "the whole run's NVTX ranges in " + path_ + (ok ? "" : " (writing failed: " + summary_file_->last_error() + ")") +
+            "; ";
+  }
   if (dump_lines_.empty()) {
     line += "no trigger fired, nothing written";
   } else {

@@ -122,6 +122,12 @@ void Writer::write_host(const HostRecord& record) {
     g->set_color(p.color);
     g->set_source(p.source);
     if (!in_window(rec) || out_of_time() || !open_file()) return;
+    if (summary_file_) {
+      summarise_range(rec,
+                      p.registered_name != nullptr ? std::string_view(*static_cast<const char* const*>(p.registered_name))
+                                                   : name,
+                      p.domain != nullptr ? std::string_view(*static_cast<const char* const*>(p.domain)) : std::string_view());
+    }
     if (p.domain != nullptr) g->set_domain_id(intern_pointer(p.domain, *static_cast<const char* const*>(p.domain)));
     if (p.registered_name != nullptr) {
       g->set_name_id(intern_pointer(p.registered_name, *static_cast<const char* const*>(p.registered_name)));

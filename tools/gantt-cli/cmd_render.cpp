@@ -41,6 +41,7 @@ struct RenderCliOptions {
   std::string view = "gantt";  // gantt | flame (analysis/flame.h) | utilisation (analysis/timeline.h)
   std::string bucket;          // --view utilisation: "" = about 200 buckets over the window
   std::string topology;        // --view comm: `nvidia-smi topo -m` output or NCCL's topology XML
+  std::string step;            // --view steps: the step range
   std::string job;             // --job: the files are searched for this scheduler job's captures
 };
 
@@ -116,6 +117,8 @@ int run_render(const RenderCliOptions& o) {
       }
     }
     scene = gantt::comm_scene(model, matrices, notes, ro, topo ? &*topo : nullptr);
+  } else if (o.view == "steps") {
+    scene = gantt::steps_scene(model, sel, gantt::analysis::step_series(model, o.step), ro);
   } else if (o.view == "memory") {
     scene = gantt::memory_scene(model, sel, gantt::analysis::memory_report(model), ro);
   } else if (o.view == "utilisation") {
@@ -175,9 +178,11 @@ void register_render(CLI::App& app, int& exit_code) {
                   "gantt: the timeline; flame: a flame graph of GPU time by NVTX range and kernel; utilisation: "
                   "compute/copy/busy share per time bucket per device, drops marked; memory: memory in use "
                   "per device over time by kind, the peak and what was live at it; comm: rank x rank traffic per "
-                  "NCCL communicator (p2p exact, collectives under the ring model), p2p bandwidth, slow pairs")
-      ->check(CLI::IsMember({"gantt", "flame", "utilisation", "memory", "comm"}))
+                  "NCCL communicator (p2p exact, collectives under the ring model), p2p bandwidth, slow pairs; steps: each step's duration over the run (an NVTX range, --step), the flight recorder's dumps marked")
+      ->check(CLI::IsMember({"gantt", "flame", "utilisation", "memory", "comm", "steps"}))
       ->capture_default_str();
+  cmd->add_option("--step", o->step,
+                  "--view steps: the NVTX range that is one step (default: the top-level range that occurs most often)");
   cmd->add_flag("--deps", o->deps,
                 "arrows for the dependencies the program made with events (cudaEventRecord -> cudaStreamWaitEvent): "
                 "from the work the event covered to the work that waited (purple); and from each NCCL send to its "

@@ -12,6 +12,7 @@
 #include <gantt/analysis/comm.h>
 #include <gantt/analysis/memory.h>
 #include <gantt/analysis/pipeline.h>
+#include <gantt/analysis/steps.h>
 #include <gantt/analysis/timeline.h>
 #include <gantt/analysis/waits.h>
 #include <gantt/model.h>
@@ -174,6 +175,11 @@ int run_stats(const StatsOptions& o) {
     const auto rows = gantt::collective_stats(gantt::match_collectives(gantt::collective_calls(model)));
     if (rows.empty()) std::cout << "no NCCL collectives with kernels in the capture(s)\n";
     else std::cout << gantt::format_collective_stats(rows);
+    return corrupt ? kExitError : kExitOk;
+  }
+  if (o.by == "range" && model.events.size() == 0 && model.ranges.size() != 0 && o.format != "json") {
+    // A flight summary (GPUHOOK_FLIGHT_SUMMARY): ranges without GPU work, timed on the host.
+    std::cout << ga::format_range_occurrences(model, o.format);
     return corrupt ? kExitError : kExitOk;
   }
   std::cout << ga::format_stats(ga::compute_stats(model, report_options(o)), report_format(o.format));

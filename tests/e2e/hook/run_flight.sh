@@ -3,7 +3,8 @@
 # writes one dump that holds what it should, the program's output and exit code are its own,
 # and every subcommand reads the dumps.
 #   run_flight.sh SIM_LIB_DIR HOOK_LIB GANTT_CLI LONG_RUN MODE
-# MODE: slow | call | signal | quiet (no trigger: nothing written) | max (GPUHOOK_FLIGHT_MAX)
+# MODE: slow | call | signal | quiet (no trigger: nothing written) | max (GPUHOOK_FLIGHT_MAX) |
+#       summary (GPUHOOK_FLIGHT_SUMMARY: every step's range in the output, the dumps marked)
 set -euo pipefail
 sim=$1 hook=$2 cli=$3 example=$4 mode=$5
 work=$(mktemp -d /tmp/gpuhook-flight.XXXXXX)
@@ -21,7 +22,7 @@ run() {  # run ENV... -- ARGS...: the example alone, then under the hook; same s
   if [[ $mode != signal && $mode != max ]]; then  # --signal-at says "not sent" alone, and sends it hooked
     cmp -s "$work/plain.out" "$work/hooked.out" || fail "stdout differs: $(diff "$work/plain.out" "$work/hooked.out" | head -5)"
   fi
-  [[ ! -e $work/run.gpuh ]] || fail "the flight recorder wrote the normal capture file too"
+  [[ $mode == summary || ! -e $work/run.gpuh ]] || fail "the flight recorder wrote the normal capture file too"
 }
 readable() {  # every subcommand reads a dump
   local f=$1
@@ -89,6 +90,28 @@ case $mode in
     run GPUHOOK_FLIGHT=10s GPUHOOK_FLIGHT_MAX=1 -- --steps 60 --trigger-at 20 --signal-at 40
     [[ -f $work/run.flight1.gpuh && ! -e $work/run.flight2.gpuh ]] || fail "want one dump: $(ls "$work")"
     grep -q "1 later triggers ignored (GPUHOOK_FLIGHT_MAX=1)" "$work/hooked.err" || fail "the ignored trigger is not said"
+    ;;
+  summary)
+    run GPUHOOK_FLIGHT=300ms GPUHOOK_SLOW=train_step:20 GPUHOOK_FLIGHT_SUMMARY=1 -- --steps 2000 --slow-at 1500 --trigger-at 1800
+    [[ -f $work/run.gpuh && -f $work/run.flight1.gpuh && -f $work/run.flight2.gpuh ]] || fail "want the summary and two dumps: $(ls "$work")"
+    # Every step, a few bytes each; the slow one the longest.
+    "$cli" stats "$work/run.gpuh" --by range --format csv > "$work/ranges.csv"
+    python3 - "$work/ranges.csv" <<'PY' || fail "the summary's steps: $(cat "$work/ranges.csv")"
+import csv, sys
+rows = {r["range"]: r for r in csv.DictReader(open(sys.argv[1]))}
+step = rows["train_step"]
+assert int(step["count"]) == 2000, step
+assert float(step["max_us"]) > 20 * float(step["median_us"]), step
+PY
+    bytes=$(stat -c %s "$work/run.gpuh")
+    ((bytes < 40 * 2000)) || fail "the summary takes $bytes bytes for 2000 steps"
+    "$cli" render "$work/run.gpuh" --view steps -o "$work/steps.svg" 2>/dev/null
+    xmllint --noout "$work/steps.svg"
+    grep -q "flight dump 1: " "$work/steps.svg" && grep -q "flight dump 2: " "$work/steps.svg" ||
+      fail "the steps view does not mark both dumps"
+    grep -q "2000 steps" "$work/steps.svg" || fail "the steps view does not count 2000 steps"
+    readable "$work/run.gpuh"
+    echo "summary: 2000 steps in $bytes bytes"
     ;;
   *) echo "unknown mode $mode" >&2; exit 2 ;;
 esac

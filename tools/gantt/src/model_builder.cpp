@@ -181,6 +181,11 @@ void ModelBuilder::Impl::add(const v1::Record& r) {
       break;
     }
     case v1::Record::kNotice:
+      if (r.notice().kind() == v1::NOTICE_FLIGHT_DUMP) {
+        if (c.flight_dumps.size() < 1000)
+          c.flight_dumps.emplace_back(t(r.notice().has_time_ns(), r.notice().time_ns()), r.notice().text().substr(0, 512));
+        break;
+      }
       if (c.notices.size() < 16) c.notices.push_back(r.notice().text().substr(0, 512));
       break;
     case v1::Record::kStream:

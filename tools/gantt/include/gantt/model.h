@@ -263,6 +263,8 @@ struct CaptureInfo {
   uint64_t unbalanced_range_pops = 0;
   std::vector<std::string> device_problems;      // recorded devices unusable for occupancy, and why
   std::vector<std::string> notices;              // what happened to the recording (Notice records)
+  // A flight summary's dumps (NOTICE_FLIGHT_DUMP): the trigger's time and the notice's text.
+  std::vector<std::pair<uint64_t, std::string>> flight_dumps;
 
   // The DeviceInfo with this ordinal, or nullptr.
   const gpuhook::v1::DeviceInfo* device(uint32_t ordinal) const;

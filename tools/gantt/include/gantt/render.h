@@ -15,6 +15,7 @@
 #include "gantt/annotate.h"
 #include "gantt/analysis/comm.h"
 #include "gantt/analysis/memory.h"
+#include "gantt/analysis/steps.h"
 #include "gantt/analysis/timeline.h"
 #include "gantt/analysis/topology.h"
 #include "gantt/filter.h"
@@ -86,6 +87,11 @@ Scene memory_scene(const Model& model, const Selection& selection, const std::ve
 // marked; the same back ends as the Gantt chart.
 Scene utilisation_scene(const Model& model, const Selection& selection, const analysis::Timeline& timeline,
                         const RenderOptions& options);
+
+// `render --view steps`: each step's duration over the run, the flight recorder's dumps marked
+// (analysis/steps.h).
+Scene steps_scene(const Model& model, const Selection& selection, const analysis::Steps& steps,
+                  const RenderOptions& options);
 
 Scene build_scene(const Model& model, const Selection& selection, const RenderOptions& options,
                   RenderStats* stats = nullptr);
