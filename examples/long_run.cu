@@ -8,6 +8,8 @@
 //   ./long_run --steps 100 --trigger-at 50       # gpuhook_trigger("step 50") at step 50
 //   ./long_run --steps 100 --signal-at 50        # SIGUSR2 to itself at step 50 (only when
 //                                                # something handles it: the flight recorder)
+//   ./long_run --steps 100 --hang-at 50          # step 50 stalls the GPU for 3 s (a kernel
+//                                                # spinning; on the simulator its cost sidecar)
 //
 // The check: the weights after the run against a CPU replay of the same updates.
 #include <gpuhook/gpuhook.h>
@@ -30,6 +32,20 @@ __global__ void step_backward(const float* act, float* grad, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) grad[i] = act[i] * 1e-3f;
 }
+// A stall: one block spinning `ms` milliseconds on the GPU's global timer, as a kernel waiting
+// on a peer that never comes would.
+__global__ void step_stall(unsigned ms) {
+  unsigned long long start;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  for (;;) {
+    unsigned long long now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    if (now - start >= 1000000ull * ms) break;
+  }
+}
+static void step_stall_host(dim3, dim3, unsigned) {}
+HOST_TWIN(step_stall, step_stall_host);
+
 __global__ void step_update(float* w, const float* grad, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) w[i] -= grad[i];
@@ -53,11 +69,12 @@ namespace {
 struct Options {
   int steps = 2000;
   int size = 4096;
-  int slow_at = 0, trigger_at = 0, signal_at = 0;  // 1-based steps, 0 = none
+  int slow_at = 0, trigger_at = 0, signal_at = 0, hang_at = 0;  // 1-based steps, 0 = none
 };
 
 [[noreturn]] void usage(const char* argv0) {
-  std::fprintf(stderr, "usage: %s [--steps N] [--size N] [--slow-at K] [--trigger-at K] [--signal-at K]\n", argv0);
+  std::fprintf(stderr, "usage: %s [--steps N] [--size N] [--slow-at K] [--trigger-at K] [--signal-at K] [--hang-at K]\n",
+               argv0);
   std::exit(2);
 }
 
@@ -73,9 +90,11 @@ Options parse(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--slow-at")) o.slow_at = value();
     else if (!std::strcmp(argv[i], "--trigger-at")) o.trigger_at = value();
     else if (!std::strcmp(argv[i], "--signal-at")) o.signal_at = value();
+    else if (!std::strcmp(argv[i], "--hang-at")) o.hang_at = value();
     else usage(argv[0]);
   }
-  if (o.steps < 1 || o.size < 1 || o.size > (1 << 26) || o.slow_at < 0 || o.trigger_at < 0 || o.signal_at < 0)
+  if (o.steps < 1 || o.size < 1 || o.size > (1 << 26) || o.slow_at < 0 || o.trigger_at < 0 || o.signal_at < 0 ||
+      o.hang_at < 0)
     usage(argv[0]);
   return o;
 }
@@ -112,6 +131,10 @@ int main(int argc, char** argv) {
     }
     step_update<<<grid, block, 0, s>>>(w, grad, n);
     CHECK_LAUNCH();
+    if (step == o.hang_at) {
+      step_stall<<<1, 1, 0, s>>>(3000);
+      CHECK_LAUNCH();
+    }
     CHECK_CUDA(cudaStreamSynchronize(s));
     nvtxRangePop();
     if (step == o.trigger_at) gpuhook_trigger("long_run: --trigger-at reached");

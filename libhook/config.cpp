@@ -115,12 +115,24 @@ Config parse_config(const EnvLookup& getenv_fn, std::vector<std::string>* proble
     else c.slow_name = s.substr(0, colon), c.slow_factor = factor;
   }
   boolean(env::kFlightSummary, &c.flight_summary);
+  if (const char* v = getenv_fn(env::kHang)) {
+    auto d = parse_duration_ns(v);
+    if (!d || *d < 1'000'000) bad(env::kHang, v, "want a duration of 1ms or more, with a unit: 30s, 500ms");
+    else c.hang_ns = *d;
+  }
   if (c.flight_ns != 0) {
     c.flight_text = std::string(env::kFlight) + "=" + getenv_fn(env::kFlight);
     if (!c.slow_name.empty()) c.flight_text += std::string(" ") + env::kSlow + "=" + getenv_fn(env::kSlow);
-  } else if (!c.slow_name.empty()) {
-    bad(env::kSlow, getenv_fn(env::kSlow), "needs GPUHOOK_FLIGHT: a slow occurrence triggers a flight recorder dump");
-    c.slow_name.clear();
+    if (c.hang_ns != 0) c.flight_text += std::string(" ") + env::kHang + "=" + getenv_fn(env::kHang);
+  } else {
+    if (!c.slow_name.empty()) {
+      bad(env::kSlow, getenv_fn(env::kSlow), "needs GPUHOOK_FLIGHT: a slow occurrence triggers a flight recorder dump");
+      c.slow_name.clear();
+    }
+    if (c.hang_ns != 0) {
+      bad(env::kHang, getenv_fn(env::kHang), "needs GPUHOOK_FLIGHT: a hang triggers a flight recorder dump");
+      c.hang_ns = 0;
+    }
   }
   integer(env::kRingRecords, 64, 1 << 20, [&](int64_t v) {
     uint32_t p = 64;

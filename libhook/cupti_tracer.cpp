@@ -12,6 +12,7 @@
 #include "api_groups.h"
 #include "cbid_names.h"
 #include "clock.h"
+#include "recorder.h"
 #include "nvtx_range_window.h"
 
 namespace gpuhook::hook {
@@ -137,6 +138,7 @@ void CUPTIAPI CuptiTracer::on_callback(void*, CUpti_CallbackDomain domain, CUpti
     // Remembered for the takeover check: a synchronize that returned has a SYNCHRONIZATION
     // record, unless another client took the activity API away.
     CuptiTracer* self = instance();
+    if (self != nullptr) self->note_sync(info->callbackSite == CUPTI_API_ENTER, cbid);
     const auto* rc = static_cast<const cudaError_t*>(info->functionReturnValue);
     if (self != nullptr && info->callbackSite == CUPTI_API_EXIT && rc != nullptr && *rc == cudaSuccess) {
       const uint32_t slot = self->recent_sync_next_.fetch_add(1, std::memory_order_relaxed) % kRecentSyncs;
@@ -149,6 +151,40 @@ void CUPTIAPI CuptiTracer::on_callback(void*, CUpti_CallbackDomain domain, CUpti
   // The window opens when Start returns and closes when Stop is entered.
   if (start && info->callbackSite == CUPTI_API_EXIT) profiler_window_start();
   if (!start && info->callbackSite == CUPTI_API_ENTER) profiler_window_stop();
+}
+
+namespace {
+thread_local int32_t t_sync_slot = -1;  // -2: no slot left for this thread
+}  // namespace
+
+void CuptiTracer::note_sync(bool enter, CUpti_CallbackId cbid) {
+  if (t_sync_slot == -1) {
+    const uint32_t i = sync_slots_used_.fetch_add(1, std::memory_order_relaxed);
+    t_sync_slot = i < kSyncSlots ? static_cast<int32_t>(i) : -2;
+  }
+  if (t_sync_slot < 0) return;
+  SyncSlot& s = sync_slots_[t_sync_slot];
+  if (enter) {
+    s.cbid.store(cbid, std::memory_order_relaxed);
+    s.thread_id.store(this_thread_id(), std::memory_order_relaxed);
+    s.since_ns.store(now_ns(), std::memory_order_release);
+  } else {
+    s.since_ns.store(0, std::memory_order_release);
+  }
+}
+
+uint64_t CuptiTracer::blocked_since_ns(std::string* what) const {
+  uint64_t oldest = 0;
+  const uint32_t used = std::min(sync_slots_used_.load(std::memory_order_acquire), kSyncSlots);
+  for (uint32_t i = 0; i < used; ++i) {
+    const uint64_t since = sync_slots_[i].since_ns.load(std::memory_order_acquire);
+    if (since == 0 || (oldest != 0 && since >= oldest)) continue;
+    oldest = since;
+    const char* name = builtin_callback_name(CUPTI_CB_DOMAIN_RUNTIME_API, sync_slots_[i].cbid.load(std::memory_order_relaxed));
+    *what = std::string(name != nullptr ? name : "a synchronize call") +
+            " on thread " + std::to_string(sync_slots_[i].thread_id.load(std::memory_order_relaxed));
+  }
+  return oldest;
 }
 
 CuptiTracer* CuptiTracer::start(const Config& config, std::string* why) {

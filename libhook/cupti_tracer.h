@@ -98,6 +98,7 @@ class CuptiTracer final : public GpuSource {
   static CuptiTracer* instance();
 
   void poll(RecordSink& sink, bool flush, bool final, bool forced = false) override;
+  uint64_t blocked_since_ns(std::string* what) const override;
   uint64_t take_cupti_dropped() override;
   uint64_t take_no_buffer_dropped() override;
   uint64_t take_incomplete() override;
@@ -145,6 +146,17 @@ class CuptiTracer final : public GpuSource {
   static constexpr uint32_t kRecentSyncs = 4;
   std::atomic<uint32_t> recent_syncs_[kRecentSyncs] = {};
   std::atomic<uint32_t> recent_sync_next_{0};
+  // Synchronize calls in progress, one slot per calling thread (the first kSyncSlots threads):
+  // GPUHOOK_HANG's witness that queued work has not finished.
+  static constexpr uint32_t kSyncSlots = 256;
+  struct SyncSlot {
+    std::atomic<uint64_t> since_ns{0};
+    std::atomic<uint32_t> cbid{0};
+    std::atomic<uint64_t> thread_id{0};
+  };
+  SyncSlot sync_slots_[kSyncSlots];
+  std::atomic<uint32_t> sync_slots_used_{0};
+  void note_sync(bool enter, CUpti_CallbackId cbid);
   std::vector<uint64_t> sync_seen_ = std::vector<uint64_t>(1024, 0);  // writer thread only
   bool sync_watch_ = false;
   std::unordered_map<uint64_t, const char*> names_;  // writer thread only

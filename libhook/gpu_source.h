@@ -42,6 +42,12 @@ class GpuSource {
   virtual uint64_t take_incomplete() { return 0; }
   // After the final poll: what went wrong with the GPU side that the exit line must say.
   virtual std::string final_note() const { return {}; }
+  // The oldest blocking synchronize still waiting (GPUHOOK_HANG): since when (0 = none) and
+  // *what, in words.
+  virtual uint64_t blocked_since_ns(std::string* what) const {
+    (void)what;
+    return 0;
+  }
 };
 
 }  // namespace gpuhook::hook

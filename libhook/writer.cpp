@@ -215,9 +215,24 @@ void Writer::loop() {
       hurry_.store(false, std::memory_order_release);  // finish() sets it again for stop(hurry)
       flushes_done_.store(requested, std::memory_order_release);
     }
+    // GPUHOOK_HANG: a synchronize that has waited that long for queued work; each wait fires once.
+    if (flight_ && config_.hang_ns != 0) {
+      if (GpuSource* gpu = gpu_.load(std::memory_order_acquire)) {
+        std::string what;
+        const uint64_t since = gpu->blocked_since_ns(&what);
+        if (since != 0 && since != hang_reported_since_ && now - std::min(now, since) > config_.hang_ns) {
+          hang_reported_since_ = since;
+          char line[200];
+          std::snprintf(line, sizeof line, " has waited %.0f ms for the GPU (GPUHOOK_HANG)",
+                        static_cast<double>(now - since) / 1e6);
+          request_dump(Trigger::kHang, (what + line).c_str(), now);
+        }
+      }
+    }
     if (const uint32_t t = trigger_.load(std::memory_order_acquire); t != 0 && flight_) {
       std::string reason;
-      if (t == static_cast<uint32_t>(Trigger::kCall) || t == static_cast<uint32_t>(Trigger::kSlow)) {
+      if (t == static_cast<uint32_t>(Trigger::kCall) || t == static_cast<uint32_t>(Trigger::kSlow) ||
+          t == static_cast<uint32_t>(Trigger::kHang)) {
         reason.assign(trigger_reason_, strnlen(trigger_reason_, sizeof trigger_reason_));
         trigger_reason_busy_.store(false, std::memory_order_release);
       }

@@ -74,7 +74,7 @@ class Writer final : private RecordSink {
   // The flight recorder (GPUHOOK_FLIGHT): asks the writer thread to write what it keeps as a
   // capture of its own. Async-signal-safe for kSignal (no reason is copied); `reason` is
   // copied when the slot is free (a second call meanwhile keeps the first reason).
-  enum class Trigger : uint32_t { kNone = 0, kSignal = 1, kCall = 2, kSlow = 3, kCrash = 4 };
+  enum class Trigger : uint32_t { kNone = 0, kSignal = 1, kCall = 2, kSlow = 3, kCrash = 4, kHang = 5 };
   // `when_ns`: the moment it is about (a slow occurrence's end), 0 = now.
   void request_dump(Trigger trigger, const char* reason = nullptr, uint64_t when_ns = 0);
   bool flight() const { return flight_ != nullptr; }
@@ -194,6 +194,7 @@ class Writer final : private RecordSink {
   std::atomic<bool> trigger_reason_busy_{false};
   char trigger_reason_[256] = {};
   uint32_t dumps_ = 0;
+  uint64_t hang_reported_since_ = 0;           // the wait GPUHOOK_HANG already fired for
   uint32_t triggers_ignored_ = 0;              // past GPUHOOK_FLIGHT_MAX
   std::vector<std::string> dump_lines_;        // "path (trigger: reason)" per dump
   std::atomic<uint32_t> flush_requests_{0};

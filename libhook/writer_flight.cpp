@@ -16,6 +16,7 @@ const char* trigger_name(Writer::Trigger t) {
     case Writer::Trigger::kCall: return "call";
     case Writer::Trigger::kSlow: return "slow";
     case Writer::Trigger::kCrash: return "crash";
+    case Writer::Trigger::kHang: return "hang";
     default: return "?";
   }
 }

@@ -30,6 +30,7 @@ inline constexpr const char kFlightMb[] = "GPUHOOK_FLIGHT_MB";           // memo
 inline constexpr const char kFlightSignal[] = "GPUHOOK_FLIGHT_SIGNAL";   // USR2 (default), USR1, a number, or none
 inline constexpr const char kFlightMax[] = "GPUHOOK_FLIGHT_MAX";         // dumps per process at most
 inline constexpr const char kSlow[] = "GPUHOOK_SLOW";                    // NAME:FACTOR: a slow occurrence triggers
+inline constexpr const char kHang[] = "GPUHOOK_HANG";                    // DURATION: a synchronize waiting this long triggers
 inline constexpr const char kFlightSummary[] = "GPUHOOK_FLIGHT_SUMMARY";  // 1: the NVTX ranges of the whole run to the output
 inline constexpr const char kRingRecords[] = "GPUHOOK_RING_RECORDS";  // records per thread ring
 inline constexpr const char kBufferBytes[] = "GPUHOOK_BUFFER_BYTES";  // one CUPTI buffer

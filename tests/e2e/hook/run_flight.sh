@@ -91,6 +91,16 @@ case $mode in
     [[ -f $work/run.flight1.gpuh && ! -e $work/run.flight2.gpuh ]] || fail "want one dump: $(ls "$work")"
     grep -q "1 later triggers ignored (GPUHOOK_FLIGHT_MAX=1)" "$work/hooked.err" || fail "the ignored trigger is not said"
     ;;
+  hang)
+    # Step 30 stalls the GPU for 3 s: the synchronize after it waits; at 500 ms the hook writes.
+    run GPUHOOK_FLIGHT=10s GPUHOOK_HANG=500ms -- --steps 40 --hang-at 30
+    [[ -f $work/run.flight1.gpuh && ! -e $work/run.flight2.gpuh ]] || fail "want one dump: $(ls "$work"); $(cat "$work/hooked.err")"
+    "$cli" info "$work/run.flight1.gpuh" | grep -q "dump 1, trigger \"hang\": \"cudaStreamSynchronize.* has waited [0-9]* ms for the GPU" ||
+      fail "info does not say which call hung: $("$cli" info "$work/run.flight1.gpuh" | grep flight)"
+    fwd=$(kernels "$work/run.flight1.gpuh" step_forward)
+    [[ $fwd == 30 ]] || fail "the dump holds $fwd steps, want the 30 up to the stall"
+    readable "$work/run.flight1.gpuh"
+    ;;
   summary)
     run GPUHOOK_FLIGHT=300ms GPUHOOK_SLOW=train_step:20 GPUHOOK_FLIGHT_SUMMARY=1 -- --steps 2000 --slow-at 1500 --trigger-at 1800
     [[ -f $work/run.gpuh && -f $work/run.flight1.gpuh && -f $work/run.flight2.gpuh ]] || fail "want the summary and two dumps: $(ls "$work")"
