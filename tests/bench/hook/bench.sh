@@ -49,6 +49,12 @@ read -r pair_rate _ < <(stats writer "$work/writer.json" BM_WriterLaunchPairs)
 pair_ns=$(python3 -c "print('%.0f' % (2e3 / $pair_rate))")
 echo "writer: ${pair_rate}M records/s as kernel + cudaLaunchKernel pairs = ${pair_ns} ns of writer CPU per launch" >&2
 row "writer, kernel + launch record pairs (one core)" "${pair_ns} ns per launch" "(info)" 1
+read -r flight_rate _ < <(stats writer "$work/writer.json" BM_WriterLaunchPairsFlight)
+flight_ns=$(python3 -c "print('%.0f' % (2e3 / $flight_rate))")
+flight_ratio=$(python3 -c "print('%.2f' % ($pair_rate / $flight_rate))")
+echo "writer, flight recorder: ${flight_rate}M records/s = ${flight_ns} ns per launch, ${flight_ratio}x normal recording" >&2
+row "writer, kernel + launch pairs through the flight recorder (GPUHOOK_FLIGHT)" \
+  "${flight_ns} ns per launch, ${flight_ratio}x normal" "<= 1.10x" "$(stats le "$flight_ratio" 1.10)"
 
 # 4. Simulator: 200,192 launches of tiny_kernels (782 iterations x 256 chunks)
 # Both runs on one core, with the simulator's modelled launch cost off:
