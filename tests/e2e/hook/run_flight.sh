@@ -91,6 +91,23 @@ case $mode in
     [[ -f $work/run.flight1.gpuh && ! -e $work/run.flight2.gpuh ]] || fail "want one dump: $(ls "$work")"
     grep -q "1 later triggers ignored (GPUHOOK_FLIGHT_MAX=1)" "$work/hooked.err" || fail "the ignored trigger is not said"
     ;;
+  crash)
+    # SIGTERM with its default disposition ends the process: the hook writes what it keeps
+    # first, then the process dies of the signal as it would have (exit status 143).
+    env GPUHOOK_FLIGHT=10s LD_PRELOAD="$hook" GPUHOOK_OUTPUT="$work/run.gpuh" "$example" --steps 1000000 \
+      > "$work/hooked.out" 2> "$work/hooked.err" &
+    pid=$!
+    sleep 1
+    kill -TERM "$pid"
+    rc=0
+    wait "$pid" || rc=$?
+    [[ $rc == 143 ]] || fail "exit status $rc after SIGTERM, want 143 (killed by the signal)"
+    [[ -f $work/run.flight1.gpuh ]] || fail "no dump on SIGTERM: $(cat "$work/hooked.err")"
+    "$cli" info "$work/run.flight1.gpuh" | grep -q "dump 1, trigger \"crash\"" || fail "info does not say crash"
+    fwd=$(kernels "$work/run.flight1.gpuh" step_forward)
+    ((fwd > 10)) || fail "the crash dump holds $fwd steps"
+    readable "$work/run.flight1.gpuh"
+    ;;
   hang)
     # Step 30 stalls the GPU for 3 s: the synchronize after it waits; at 500 ms the hook writes.
     run GPUHOOK_FLIGHT=10s GPUHOOK_HANG=500ms -- --steps 40 --hang-at 30
