@@ -61,10 +61,10 @@ else
 fi
 
 # ---- build -------------------------------------------------------------------------------
-examples=(default_stream pageable_copy tiny_kernels occupancy priorities sync_loop nvtx_layers)
+examples=(default_stream pageable_copy tiny_kernels occupancy priorities sync_loop nvtx_layers memory_phases)
 if [ -z "$prebuilt" ]; then
   say "building (hook, CLI, checker, examples for arch=$arch) into $build"
-  targets=(gpuhook gantt-cli capture_check "${examples[@]}" thread_storm allreduce_train)
+  targets=(gpuhook gantt-cli capture_check "${examples[@]}" thread_storm allreduce_train long_run)
   [ "$mode" = sim ] && targets+=(gpuhook_sim_cudart gpuhook_sim_cupti sim_nccl)
   if ! { cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" &&
          cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"; } >>"$log" 2>&1; then
@@ -78,8 +78,8 @@ else
   [ -d "$build/runtime-libs" ] && export LD_LIBRARY_PATH="$build/runtime-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   if [ "$mode" = gpu ]; then
     mkdir -p "$out/examples"
-    for ex in "${examples[@]}" thread_storm; do
-      nvcc -O2 -std=c++17 -arch=native -cudart shared -I examples -I /usr/local/cuda/include \
+    for ex in "${examples[@]}" thread_storm long_run; do
+      nvcc -O2 -std=c++17 -arch=native -cudart shared -I examples -I include -I /usr/local/cuda/include \
         -o "$out/examples/$ex" "examples/$ex.cu" >>"$log" 2>&1 || say "nvcc failed for $ex"
     done
   fi
@@ -187,6 +187,30 @@ if [ -x "$exdir/allreduce_train" ] || [ -x "$build/examples/allreduce_train" ]; 
   else
     row "NCCL 1 rank: NcclCall records" "see allreduce.check.txt" ">= 10" FAIL
   fi
+fi
+
+# ---- memory categories: memory_phases tags its allocations (gpuhook_mem_tag) ---------------
+mp=$(ls "$out"/memory_phases.*.gpuh 2>/dev/null | head -n1)
+if [ -n "$mp" ]; then
+  cats=$("$cli" stats "$mp" --by memory --format json 2>/dev/null |
+    python3 -c 'import json, sys; d = json.load(sys.stdin)["devices"][0]["peak_by_category"]; print(" ".join(sorted(d)))' 2>/dev/null)
+  verdict=FAIL; [ "$cats" = "activations data grads params" ] && verdict=pass
+  row "memory_phases: peak by gpuhook_mem_tag category" "${cats:-none}" "activations data grads params" "$verdict"
+fi
+
+# ---- flight recorder: a slow step of long_run written out, the run going on ----------------
+lr=$exdir/long_run; [ -x "$lr" ] || lr=$build/examples/long_run
+if [ -x "$lr" ]; then
+  rm -f "$out"/flight.*
+  GPUHOOK_FLIGHT=2s GPUHOOK_SLOW=train_step:20 LD_PRELOAD=$hook GPUHOOK_OUTPUT="$out/flight.gpuh" \
+    "$lr" --steps 2000 --slow-at 1500 >"$out/flight.txt" 2>&1
+  dump=""
+  for f in "$out"/flight.flight*.gpuh; do
+    [ -f "$f" ] && "$cli" info "$f" 2>/dev/null | grep -q "occurrence 1500 of 'train_step'" && dump=$f
+  done
+  verdict=FAIL; [ -n "$dump" ] && grep -qx OK "$out/flight.txt" && verdict=pass
+  row "flight recorder: GPUHOOK_SLOW=train_step:20 dumps the slow step 1500 of 2000" \
+    "$(ls "$out"/flight.flight*.gpuh 2>/dev/null | wc -l) dumps${dump:+, $(basename "$dump") names it}" "a dump naming it" "$verdict"
 fi
 
 # ---- what the simulator models from the CUDA 13 headers, settled on the real libraries ----
