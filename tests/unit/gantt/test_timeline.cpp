@@ -227,3 +227,32 @@ TEST(Memory, CategoriesFromTagsElseTheRange) {
     EXPECT_EQ(by_category, d.total(i)) << "step " << i;
   }
 }
+
+TEST(Memory, EachStepsTagGoesToThatStepsAllocationWhenTheAddressIsReused) {
+  // A training loop: each step allocates its activations at the address the previous step
+  // freed (cudaMalloc hands the same block back; so does a pool) and tags them. 200 steps:
+  // far more reuses of the address than the loader ever looked back over.
+  gantt::Model m;
+  gantt::ModelBuilder b{m};
+  b.begin_capture("a");
+  b.add(header());
+  b.add(a100());
+  b.add(string_def(1, "activations"));
+  b.add(string_def(2, "workspace"));
+  constexpr int kSteps = 200;
+  for (int s = 0; s < kSteps; ++s) {
+    const uint64_t t = T + 100 * static_cast<uint64_t>(s);
+    b.add(mem(v1::MEMORY_OP_ALLOC, 0x1000, 0x100, t, v1::MEMORY_DEVICE, 0));
+    b.add(tag(0x1000, s % 2 ? 2 : 1, t + 10));  // odd steps call it something else
+    b.add(mem(v1::MEMORY_OP_FREE, 0x1000, 0, t + 50, v1::MEMORY_DEVICE, 0));
+  }
+  b.add(tag(0x1000, 2, T + 100 * kSteps));  // after the last free: nothing is live there
+  b.end_capture({});
+  const gantt::MemoryTable& mt = m.memory;
+  ASSERT_EQ(mt.size(), 2u * kSteps);
+  for (int s = 0; s < kSteps; ++s) {
+    const uint32_t alloc = 2 * static_cast<uint32_t>(s);
+    ASSERT_NE(mt.category[alloc], 0u) << "step " << s << "'s allocation lost its tag";
+    EXPECT_EQ(m.string(mt.category[alloc]), s % 2 ? "workspace" : "activations") << "step " << s;
+  }
+}

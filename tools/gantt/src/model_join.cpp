@@ -347,29 +347,57 @@ void ModelBuilder::Impl::join_host_functions() {
 namespace gantt {
 
 // gpuhook_mem_tag(): each tag goes to the allocation of this capture that held its address at
-// its time: among the allocations starting at or below the address and reaching past it, the
-// latest made no later than the tag (an address reused after a free belongs to the new one).
+// its time. One sweep in time order keeps the live allocations by start address: an address
+// freed and allocated again (cudaFree then cudaMalloc of the same size, a pool's blocks each
+// step) belongs at each tag's time to the allocation live then. Looking among all allocations
+// ever made at or below the address instead missed every tag of a training loop but its last
+// few steps once the address had been reused more often than the look-back. A tag without a
+// time goes to the latest allocation made over its address.
 void ModelBuilder::Impl::apply_memory_tags() {
   if (memory_tags.empty()) return;
   MemoryTable& mt = m.memory;
-  std::vector<uint32_t> rows;
+  std::vector<uint32_t> rows;  // allocations and frees, by time (recorded order at equal times)
   for (size_t i = mem0; i < mt.size(); ++i)
-    if (mt.op[i] == gpuhook::v1::MEMORY_OP_ALLOC && mt.bytes[i] != 0) rows.push_back(static_cast<uint32_t>(i));
-  std::sort(rows.begin(), rows.end(), [&](uint32_t a, uint32_t b) {
-    return mt.address[a] != mt.address[b] ? mt.address[a] < mt.address[b] : mt.time_ns[a] < mt.time_ns[b];
-  });
-  constexpr size_t kLookBack = 64;  // allocations below the address looked at: bounded, for hostile files
-  for (const RawTag& tag : memory_tags) {
-    auto it = std::upper_bound(rows.begin(), rows.end(), tag.address,
-                               [&](uint64_t address, uint32_t row) { return address < mt.address[row]; });
+    if ((mt.op[i] == gpuhook::v1::MEMORY_OP_ALLOC && mt.bytes[i] != 0) || mt.op[i] == gpuhook::v1::MEMORY_OP_FREE)
+      rows.push_back(static_cast<uint32_t>(i));
+  std::stable_sort(rows.begin(), rows.end(), [&](uint32_t a, uint32_t b) { return mt.time_ns[a] < mt.time_ns[b]; });
+  std::stable_sort(memory_tags.begin(), memory_tags.end(),
+                   [](const RawTag& a, const RawTag& b) { return a.time_ns < b.time_ns; });
+  std::map<uint64_t, uint32_t> live;    // start address -> allocation row, at the sweep's time
+  std::map<uint64_t, uint32_t> latest;  // start address -> the latest allocation made there
+  // A program's live allocations do not overlap, so the one starting at or below the address
+  // is the only candidate; a hostile file's overlapping ones get a bounded look further down.
+  constexpr size_t kLookBack = 64;
+  auto holder = [&](const std::map<uint64_t, uint32_t>& at, uint64_t address) {
     uint32_t best = kNone;
-    for (size_t k = 0; k < kLookBack && it != rows.begin(); ++k) {
-      const uint32_t row = *--it;
-      const bool covers = tag.address - mt.address[row] < mt.bytes[row];
-      const bool before = tag.time_ns == 0 || mt.time_ns[row] <= tag.time_ns;
-      if (covers && before && (best == kNone || mt.time_ns[row] > mt.time_ns[best])) best = row;
+    auto it = at.upper_bound(address);
+    for (size_t k = 0; k < kLookBack && it != at.begin(); ++k) {
+      const uint32_t row = (--it)->second;
+      if (address - mt.address[row] < mt.bytes[row] && (best == kNone || mt.time_ns[row] > mt.time_ns[best])) best = row;
     }
-    if (best != kNone) mt.category[best] = remap(tag.category);
+    return best;
+  };
+  size_t next = 0;
+  auto replay_until = [&](uint64_t time_ns) {
+    for (; next < rows.size() && mt.time_ns[rows[next]] <= time_ns; ++next) {
+      const uint32_t row = rows[next];
+      if (mt.op[row] == gpuhook::v1::MEMORY_OP_FREE) {
+        live.erase(mt.address[row]);
+      } else {
+        live[mt.address[row]] = row;
+        latest[mt.address[row]] = row;
+      }
+    }
+  };
+  for (const RawTag& tag : memory_tags) {
+    if (tag.time_ns == 0) continue;
+    replay_until(tag.time_ns);
+    if (const uint32_t best = holder(live, tag.address); best != kNone) mt.category[best] = remap(tag.category);
+  }
+  replay_until(UINT64_MAX);
+  for (const RawTag& tag : memory_tags) {
+    if (tag.time_ns != 0) break;  // sorted: the untimed ones come first
+    if (const uint32_t best = holder(latest, tag.address); best != kNone) mt.category[best] = remap(tag.category);
   }
 }
 
