@@ -208,5 +208,46 @@ TEST(Merge, StringIdsWithoutADefinitionAreNamedMissingNotIndexed) {
   EXPECT_EQ(names[3], "<string 1073741824 missing>");
 }
 
+// gpuhook_mem_tag()'s category is a string id like a kernel's name: merged files must carry it
+// re-interned, else each tag names whatever string the output gave that number (or none).
+TEST(Merge, MemoryTagCategoriesAreReinterned) {
+  TempDir dir;
+  const std::string a = dir.path + "/a.gpuh", b = dir.path + "/b.gpuh", out = dir.path + "/job.gpuh";
+  auto write = [](const std::string& path, const std::vector<std::string>& interned_first, const std::string& category) {
+    std::string err;
+    auto w = gpuhook::CaptureWriter::create(path, gpuhook::WriterOptions{}, &err);
+    ASSERT_TRUE(w) << err;
+    v1::Record r;
+    r.mutable_header()->set_format_version(1);
+    r.mutable_header()->set_start_monotonic_raw_ns(10'000'000'000);
+    w->write(r);
+    for (const std::string& s : interned_first) w->intern(s);  // shifts the category's id apart per input
+    r.Clear();
+    auto* x = r.mutable_memory();
+    x->set_op(v1::MEMORY_OP_ALLOC);
+    x->set_address(0x1000);
+    x->set_bytes(0x100);
+    x->set_time_ns(10'000'100'000);
+    x->set_memory_kind(v1::MEMORY_DEVICE);
+    w->write(r);
+    r.Clear();
+    auto* g = r.mutable_memory_tag();
+    g->set_address(0x1000);
+    g->set_category_id(w->intern(category));
+    g->set_time_ns(10'000'200'000);
+    w->write(r);
+    ASSERT_TRUE(w->close());
+  };
+  write(a, {}, "params");
+  write(b, {"unused-1", "unused-2"}, "activations");
+  MergeResult r = merge_captures({a, b}, out);
+  EXPECT_TRUE(r.warnings.empty()) << r.warnings[0];
+  Model m = load({out}, LoadOptions{});
+  ASSERT_EQ(m.memory.size(), 2u);
+  ASSERT_EQ(m.memory.capture[1], 1u);
+  EXPECT_EQ(m.string(m.memory.category[0]), "params");
+  EXPECT_EQ(m.string(m.memory.category[1]), "activations");
+}
+
 }  // namespace
 }  // namespace gantt

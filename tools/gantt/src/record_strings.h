@@ -16,6 +16,7 @@ void remap_strings(gpuhook::v1::Record& r, Remap remap) {
     case v1::Record::kNccl: r.mutable_nccl()->set_name_id(remap(r.nccl().name_id())); break;
     case v1::Record::kHostFunction: r.mutable_host_function()->set_name_id(remap(r.host_function().name_id())); break;
     case v1::Record::kThread: r.mutable_thread()->set_name_id(remap(r.thread().name_id())); break;
+    case v1::Record::kMemoryTag: r.mutable_memory_tag()->set_category_id(remap(r.memory_tag().category_id())); break;
     case v1::Record::kRange:
       r.mutable_range()->set_name_id(remap(r.range().name_id()));
       r.mutable_range()->set_domain_id(remap(r.range().domain_id()));
