@@ -152,7 +152,9 @@ int run_stats(const StatsOptions& o) {
     return corrupt ? kExitError : kExitOk;
   }
   if (o.by == "pipeline") {
-    std::cout << ga::format_pipeline_stats(model, ga::pipeline_reports(model, o.step), o.format);
+    std::vector<std::string> notes;
+    const auto reports = ga::pipeline_reports(model, o.step, &notes);
+    std::cout << ga::format_pipeline_stats(model, reports, o.format, notes);
     return corrupt ? kExitError : kExitOk;
   }
   if (o.by == "memory") {

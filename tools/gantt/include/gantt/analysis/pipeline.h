@@ -43,8 +43,14 @@ struct PipelineReport {
   double ideal_share() const;
 };
 
-// step_range: the NVTX range that is one step; "" picks it as the header says.
-std::vector<PipelineReport> pipeline_reports(const Model& model, const std::string& step_range = "");
-std::string format_pipeline_stats(const Model& model, const std::vector<PipelineReport>& reports, const std::string& format);
+// Pipelines analysed at most: the ones with the most sends and receives (see pipeline.cpp).
+inline constexpr size_t kMaxPipelines = 64;
+
+// step_range: the NVTX range that is one step; "" picks it as the header says. `notes` gets
+// what was left out.
+std::vector<PipelineReport> pipeline_reports(const Model& model, const std::string& step_range = "",
+                                             std::vector<std::string>* notes = nullptr);
+std::string format_pipeline_stats(const Model& model, const std::vector<PipelineReport>& reports, const std::string& format,
+                                  const std::vector<std::string>& notes = {});
 
 }  // namespace gantt::analysis
