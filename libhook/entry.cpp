@@ -110,11 +110,11 @@ void wake_writer() {
 void set_window(uint64_t open_ns, uint64_t close_ns) {
   if (Writer* w = g_writer.load(std::memory_order_acquire)) w->set_window(open_ns, close_ns);
 }
-void open_next_window(uint64_t open_ns) {
-  if (Writer* w = g_writer.load(std::memory_order_acquire)) w->open_next_window(open_ns);
+void open_window(uint64_t number, uint64_t open_ns) {
+  if (Writer* w = g_writer.load(std::memory_order_acquire)) w->open_window(number, open_ns);
 }
-void close_window(uint64_t close_ns) {
-  if (Writer* w = g_writer.load(std::memory_order_acquire)) w->close_window(close_ns);
+void close_window(uint64_t number, uint64_t close_ns) {
+  if (Writer* w = g_writer.load(std::memory_order_acquire)) w->close_window(number, close_ns);
 }
 
 std::string read_first_line(const char* path) {
@@ -306,6 +306,7 @@ void on_fork_child() {
     say(why + "; this child records nothing");
   }
   g_writer.store(w, std::memory_order_release);
+  window_after_fork();
 }
 
 void start_unguarded();
@@ -353,7 +354,7 @@ void start_unguarded() {
     return;
   }
   g_writer.store(writer, std::memory_order_release);
-  window_configure(&config->range, &set_window, &open_next_window, &close_window, config->seed);
+  window_configure(&config->range, &set_window, &open_window, &close_window, config->seed);
   recorder().wake_writer.store(&wake_writer, std::memory_order_release);
   if (config->nccl) {
     resolve_nccl();

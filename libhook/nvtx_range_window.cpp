@@ -11,11 +11,21 @@ namespace {
 
 const CaptureRange* g_range = nullptr;
 WindowSetter g_setter = nullptr;
-WindowMark g_open_next = nullptr, g_close = nullptr;
+WindowEdge g_open = nullptr, g_close = nullptr;
 uint64_t g_seed = 0;
 std::atomic<uint64_t> g_occurrences{0};
 std::atomic<uint64_t> g_recorded{0};
 std::atomic<uint64_t> g_open_ns{0};
+
+// A sampled range's drawn occurrences in flight, on all threads, and the windows opened so far,
+// in one word: (windows << kInFlightBits) | in flight. A window opens when the first goes in
+// flight and closes when the last ends, so occurrences that overlap on several threads (each
+// of a job's worker threads pushing "step") are one window, and the windows follow each other
+// in time as Writer::in_window needs. Two counters could not say which window a pop closes
+// once another thread has opened the next.
+constexpr uint32_t kInFlightBits = 24;
+constexpr uint64_t kInFlightMask = (uint64_t{1} << kInFlightBits) - 1;
+std::atomic<uint64_t> g_sampled{0};
 
 // The range names pushed while an nvtx: window waits, for the message when it never opens (a
 // typo, a name from another domain). Lock-free: a slot is claimed by its name's hash; the
@@ -50,11 +60,10 @@ void note_name(const char* name) {
 
 }  // namespace
 
-void window_configure(const CaptureRange* range, WindowSetter setter, WindowMark open_next, WindowMark close,
-                      uint64_t seed) {
+void window_configure(const CaptureRange* range, WindowSetter setter, WindowEdge open, WindowEdge close, uint64_t seed) {
   g_range = range;
   g_setter = setter;
-  g_open_next = open_next;
+  g_open = open;
   g_close = close;
   g_seed = seed;
 }
@@ -68,13 +77,20 @@ void nvtx_window_push(const char* name, int depth) {
   if (std::strcmp(name, g_range->nvtx_name.c_str()) != 0) return;
   uint64_t occurrence = g_occurrences.fetch_add(1, std::memory_order_relaxed) + 1;
   if (g_range->sampled()) {
-    // One window per occurrence drawn, closed by its own pop (unless one is open on this
-    // thread already: a nested push of the same name stays inside it).
+    // Each occurrence drawn is recorded to its own pop (a nested push of the same name on a
+    // thread with one in flight stays inside it). The time is read first: the window then
+    // never opens after a record of this occurrence.
     if (t_state.close_depth >= 0 || !settings::occurrence_sampled(*g_range, occurrence, g_seed)) return;
     const uint64_t t = now_ns();
-    g_open_ns.store(t, std::memory_order_relaxed);
+    uint64_t s = g_sampled.load(std::memory_order_relaxed), next = 0;
+    do {
+      next = (s & kInFlightMask) == 0 ? (((s >> kInFlightBits) + 1) << kInFlightBits) | 1 : s + 1;
+    } while (!g_sampled.compare_exchange_weak(s, next, std::memory_order_acq_rel, std::memory_order_relaxed));
+    if ((s & kInFlightMask) == 0) {
+      g_open_ns.store(t, std::memory_order_relaxed);
+      g_open((next >> kInFlightBits) - 1, t);
+    }
     g_recorded.fetch_add(1, std::memory_order_relaxed);
-    g_open_next(t);
     t_state.close_depth = depth;
     return;
   }
@@ -89,8 +105,20 @@ void nvtx_window_push(const char* name, int depth) {
 void nvtx_window_pop(int depth) {
   if (t_state.close_depth < 0 || depth != t_state.close_depth) return;
   t_state.close_depth = -1;
-  if (g_range != nullptr && g_range->sampled()) g_close(now_ns());
-  else g_setter(g_open_ns.load(std::memory_order_relaxed), now_ns());
+  if (g_range != nullptr && g_range->sampled()) {
+    const uint64_t t = now_ns();  // before the count drops: no later window can close before this one
+    const uint64_t s = g_sampled.fetch_sub(1, std::memory_order_acq_rel);
+    if ((s & kInFlightMask) == 1) g_close((s >> kInFlightBits) - 1, t);
+  } else {
+    g_setter(g_open_ns.load(std::memory_order_relaxed), now_ns());
+  }
+}
+
+void window_after_fork() {
+  if (g_range == nullptr || g_range->kind != RangeKind::kNvtx || !g_range->sampled()) return;
+  const bool mine = t_state.close_depth >= 0;
+  g_sampled.store(mine ? (uint64_t{1} << kInFlightBits) | 1 : 0, std::memory_order_relaxed);
+  if (mine) g_open(0, now_ns());
 }
 
 // The window spans the first start to the last stop: one window per capture.

@@ -72,21 +72,19 @@ void Writer::set_window(uint64_t open_ns, uint64_t close_ns) {
   w.open_ns.store(open_ns, std::memory_order_release);
 }
 
-void Writer::open_next_window(uint64_t open_ns) {
-  const uint64_t latest = windows_started_.load(std::memory_order_acquire);
-  if (windows_[(latest - 1) % kWindows].open_ns.load(std::memory_order_relaxed) == 0) {
-    set_window(open_ns, UINT64_MAX);  // the first: slot 0 waited for it
-    return;
-  }
-  Window& w = windows_[latest % kWindows];
+// Opens are never concurrent (a window opens when no drawn occurrence is in flight, and the
+// next only after the one that opened it ended), so windows_started_ needs no read-modify-write.
+void Writer::open_window(uint64_t number, uint64_t open_ns) {
+  Window& w = windows_[number % kWindows];
   w.close_ns.store(UINT64_MAX, std::memory_order_relaxed);
-  w.open_ns.store(open_ns, std::memory_order_relaxed);
-  windows_started_.store(latest + 1, std::memory_order_release);
+  w.open_ns.store(open_ns, std::memory_order_release);
+  if (number + 1 > windows_started_.load(std::memory_order_relaxed))
+    windows_started_.store(number + 1, std::memory_order_release);
 }
 
-void Writer::close_window(uint64_t close_ns) {
-  windows_[(windows_started_.load(std::memory_order_acquire) - 1) % kWindows].close_ns.store(close_ns,
-                                                                                           std::memory_order_release);
+void Writer::close_window(uint64_t number, uint64_t close_ns) {
+  if (number + kWindows < windows_started_.load(std::memory_order_acquire)) return;  // its slot holds a newer one
+  windows_[number % kWindows].close_ns.store(close_ns, std::memory_order_release);
 }
 
 void Writer::set_cupti_version(const std::string& v) {

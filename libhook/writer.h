@@ -67,9 +67,11 @@ class Writer final : private RecordSink {
   // The window of the capture range; records outside it are not written.
   // The latest window becomes [open_ns, close_ns] (the only one, for most ranges).
   void set_window(uint64_t open_ns, uint64_t close_ns);
-  // A sampled range: a new window opens after the latest (closed) one, and closes later.
-  void open_next_window(uint64_t open_ns);
-  void close_window(uint64_t close_ns);
+  // A sampled range: window `number` (0, 1, ... in the order they open; nvtx_range_window.cpp
+  // numbers them) opens, and later closes. Each call names its window: the close of one and
+  // the open of the next come from different threads, in either order.
+  void open_window(uint64_t number, uint64_t open_ns);
+  void close_window(uint64_t number, uint64_t close_ns);
 
   // The flight recorder (GPUHOOK_FLIGHT): asks the writer thread to write what it keeps as a
   // capture of its own. Async-signal-safe for kSignal (no reason is copied); `reason` is
@@ -128,9 +130,10 @@ class Writer final : private RecordSink {
   std::atomic<bool> file_opened_{false};
   std::atomic<GpuSource*> gpu_{nullptr};
   std::atomic<uint64_t> features_{0};
-  // The capture windows, oldest first: one for most ranges, one per recorded occurrence for a
-  // sampled one (nvtx:NAME%N, ~P). A ring of the latest kWindows; a record placed before all
-  // of them (GPU records arrive late, but not that late) is left out. open 0 = not open yet.
+  // The capture windows, oldest first: one for most ranges, one per stretch of drawn
+  // occurrences for a sampled one (nvtx:NAME%N, ~P; occurrences in flight together on several
+  // threads share one). A ring of the latest kWindows; a record placed before all of them (GPU
+  // records arrive late, but not that late) is left out. open 0 = not open yet.
   static constexpr uint32_t kWindows = 1024;
   struct Window {
     std::atomic<uint64_t> open_ns{0};

@@ -317,6 +317,11 @@ print(sum(1 for k in range(1, 41) if splitmix64(42 + k) < 0.5 * 2**64))')
     check "$(capture)" --expect range=$((want * ranges_per_iteration)) --nesting
     [ -z "$gantt_cli" ] || "$gantt_cli" info "$(capture)" | grep -q "$want of 40 occurrences of 'outer' recorded (GPUHOOK_SEED=42)" ||
       fail "info does not say $want of 40 occurrences were drawn"
+    # Sixteen threads push "outer" at once: their occurrences overlap and each is recorded
+    # whole (one thread's pop once closed the window another thread's push had opened).
+    rm -f "$work"/cap-*.gpuh*
+    pair GPUHOOK_RANGE=nvtx:outer%1 -- "$app" threads 50
+    check "$(capture)" --expect range=$((16 * 50 * ranges_per_iteration)) --nesting
     ;;
   nvtx_domains)
     # nvtx3::scoped_range (the global domain through nvtxDomain*(NULL, ...)) mixed with core

@@ -328,6 +328,27 @@ TEST_F(WriterTest, CaptureWindowKeepsOnlyRecordsInside) {
   EXPECT_EQ(ranges, 1);
 }
 
+// A sampled range's windows are numbered: the pop that closes one and the push that opens the
+// next run on different threads, and the close can land after the open. It must close its
+// own window, not the newest one (that cut the new window short and left the old one open to
+// the end).
+TEST_F(WriterTest, SampledWindowsCloseTheWindowTheyName) {
+  config.range.kind = RangeKind::kNvtx;
+  config.range.nvtx_name = "step";
+  config.range.every = 1;
+  Writer w(config, facts());
+  w.open_window(0, 1100);
+  w.open_window(1, 1300);
+  w.close_window(0, 1200);  // late
+  w.close_window(1, 1400);
+  for (uint64_t t : {1050, 1150, 1250, 1350, 1450}) push_range(v1::RANGE_MARK, "m", t);
+  w.finish();
+  std::vector<int64_t> times;
+  for (auto& r : read_back())
+    if (r.has_range()) times.push_back(r.range().time_ns());
+  EXPECT_EQ(times, (std::vector<int64_t>{1150, 1350}));
+}
+
 TEST_F(WriterTest, TimeRangeOpensAfterTheDelayForTheDuration) {
   config.range.kind = RangeKind::kTime;
   config.range.delay_ns = 100;
