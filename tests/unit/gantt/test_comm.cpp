@@ -77,6 +77,7 @@ TEST(Comm, PointToPointMatrixAndTheSlowPair) {
   send(m, 0x42, 3, 0, 1, 1'000'000, 100'000);    // the same pair again: adds up
   send(m, 0x42, 3, 5, 1, 1'000'000, 100'000);    // a rank outside the communicator: left out
   send(m, 0x43, 1 << 20, 0, 1, 1, 1);            // 2^20 ranks: no matrix, a note
+  send(m, 0x43, 1 << 20, 1, 2, 1, 1);            // the same communicator again: no second note
   std::vector<std::string> notes;
   const auto ms = gantt::analysis::comm_matrices(m, &notes);
   ASSERT_EQ(ms.size(), 1u);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <set>
 
 #include "gantt/analysis/p2p.h"
 #include "gantt/analysis/table.h"
@@ -33,11 +34,13 @@ double CommMatrix::p2p_gbps(int32_t from, int32_t to) const {
 
 std::vector<CommMatrix> comm_matrices(const Model& m, std::vector<std::string>* notes) {
   std::map<uint64_t, CommMatrix> by_comm;
+  std::set<uint64_t> too_large;  // noted once each, not once per send or collective
   auto matrix = [&](uint64_t comm, int32_t nranks) -> CommMatrix* {
     if (nranks < 2) return nullptr;
     if (nranks > kMaxMatrixRanks) {
-      if (notes) notes->push_back("communicator " + hex(comm) + ": " + std::to_string(nranks) + " ranks, more than the " +
-                                  std::to_string(kMaxMatrixRanks) + " a matrix is drawn for");
+      if (notes && too_large.insert(comm).second)
+        notes->push_back("communicator " + hex(comm) + ": " + std::to_string(nranks) + " ranks, more than the " +
+                         std::to_string(kMaxMatrixRanks) + " a matrix is drawn for");
       return nullptr;
     }
     auto [it, added] = by_comm.try_emplace(comm);
