@@ -228,6 +228,39 @@ TEST(Memory, CategoriesFromTagsElseTheRange) {
   }
 }
 
+TEST(Memory, EveryDeviceStacksACategoryOnTheSameLayer) {
+  // The memory view has one legend: layer k is colour k on every device. Rank 0 tags params
+  // then activations, rank 1 the other way round; and a program's own "other" is one layer
+  // with the overflow, not a second "other".
+  gantt::Model m;
+  gantt::ModelBuilder b{m};
+  auto rank = [&](const std::string& name, const std::vector<std::string>& categories) {
+    b.begin_capture(name);
+    b.add(header());
+    b.add(a100());
+    uint64_t t = T;
+    uint32_t id = 1;
+    for (const std::string& c : categories) {
+      b.add(string_def(id, c));
+      b.add(mem(v1::MEMORY_OP_ALLOC, 0x1000 * id, 0x100, t, v1::MEMORY_DEVICE, 0));
+      b.add(tag(0x1000 * id, id, t + 1));
+      t += 10, ++id;
+    }
+    b.end_capture({});
+  };
+  rank("r0", {"params", "activations"});
+  rank("r1", {"activations", "params", "c3", "c4", "c5", "other", "c7", "c8", "c9"});
+  const auto report = gantt::analysis::memory_report(m);
+  ASSERT_EQ(report.size(), 2u);
+  const std::vector<std::string> layers = {"params", "activations", "c3", "c4", "c5", "other", "c7"};
+  EXPECT_EQ(report[0].categories, layers);
+  EXPECT_EQ(report[1].categories, layers);
+  EXPECT_EQ(report[0].peak_by_category[0], 0x100u);  // params
+  EXPECT_EQ(report[1].peak_by_category[0], 0x100u);
+  EXPECT_EQ(report[1].peak_by_category[1], 0x100u);  // activations
+  EXPECT_EQ(report[1].peak_by_category[5], 0x300u);  // its own "other", c8 and c9
+}
+
 TEST(Memory, EachStepsTagGoesToThatStepsAllocationWhenTheAddressIsReused) {
   // A training loop: each step allocates its activations at the address the previous step
   // freed (cudaMalloc hands the same block back; so does a pool) and tags them. 200 steps:

@@ -88,6 +88,18 @@ std::vector<DeviceMemory> memory_report(const Model& m) {
     return w.empty() ? "(no range)" : "range " + w.substr(0, w.find('/'));
   };
   std::map<std::pair<uint16_t, uint32_t>, DeviceMemory> out;
+  // The category layers, shared by all devices: with a list per device, a category met first on
+  // one device and third on another was layer 0 there and layer 2 here, and the chart's one
+  // legend gave one of them the wrong colour. A program's own "other" takes the overflow too,
+  // rather than a second layer of that name.
+  std::vector<std::string> layers;
+  auto layer_for = [&](const std::string& name) {
+    auto known = std::find(layers.begin(), layers.end(), name);
+    if (known == layers.end() && layers.size() < kMemoryCategories - 1) known = layers.insert(layers.end(), name);
+    if (known == layers.end()) known = std::find(layers.begin(), layers.end(), "other");
+    if (known == layers.end()) known = layers.insert(layers.end(), "other");
+    return static_cast<uint8_t>(known - layers.begin());
+  };
   std::unordered_map<uint32_t, uint8_t> layer_of;  // allocation row -> its category's layer
   // Live allocations per capture by address: a free takes away exactly what its allocation
   // added, on the allocation's device and class.
@@ -121,17 +133,8 @@ std::vector<DeviceMemory> memory_report(const Model& m) {
       layer_of.erase(alloc_row);
       ++d.frees;
     } else {
-      const std::string name = category(row);
       if (row < mt.category.size() && mt.category[row] != 0) d.tagged = true;
-      auto known = std::find(d.categories.begin(), d.categories.end(), name);
-      if (known == d.categories.end() && d.categories.size() < kMemoryCategories - 1) {
-        d.categories.push_back(name);
-        known = d.categories.end() - 1;
-      } else if (known == d.categories.end()) {
-        if (d.categories.size() < kMemoryCategories) d.categories.push_back("other");
-        known = d.categories.end() - 1;
-      }
-      const uint8_t layer = static_cast<uint8_t>(known - d.categories.begin());
+      const uint8_t layer = layer_for(category(row));
       layer_of[row] = layer;
       now[cls] += mt.bytes[row];
       by_category[layer] += mt.bytes[row];
@@ -168,6 +171,7 @@ std::vector<DeviceMemory> memory_report(const Model& m) {
   }
   std::vector<DeviceMemory> result;
   for (auto& [key, d] : out) {
+    d.categories = layers;
     std::map<std::string, uint64_t> by_range;
     std::map<std::string, PeakGroup> by_path;
     std::vector<LiveAllocation> all;

@@ -139,8 +139,8 @@ Scene memory_scene(const Model& m, const Selection& sel, const std::vector<analy
   }
   std::vector<LegendEntry> legend;
   if (by_category) {
-    // The categories of every device in first-met order; a name twice gets one entry (the
-    // layers of two devices can differ: each device names its own).
+    // The categories in first-met order, layer k in colour k on every device (the devices
+    // share their layers: analysis/memory.h).
     std::vector<std::string> seen;
     for (const analysis::DeviceMemory& d : report)
       for (size_t k = 0; k < d.categories.size(); ++k)

@@ -18,7 +18,7 @@ namespace gantt::analysis {
 // How the memory was allocated, as the chart stacks it.
 enum class MemoryClass : uint8_t { kDevice = 0, kPool = 1, kPinnedHost = 2, kManaged = 3, kOther = 4 };
 inline constexpr size_t kMemoryClasses = 5;
-// Categories drawn apart per device: the first kMemoryCategories - 1 met, then "other".
+// Categories drawn apart: the first kMemoryCategories - 1 met on any device, then "other".
 inline constexpr size_t kMemoryCategories = 8;
 const char* to_string(MemoryClass c);
 MemoryClass memory_class(uint8_t memory_kind, bool pool);
@@ -49,6 +49,7 @@ struct DeviceMemory {
   uint64_t peak_bytes = 0, peak_ns = 0;
   std::array<uint64_t, kMemoryClasses> peak_by_class{};
   // The same steps by category: categories[k] is layer k ("other" last when there were more).
+  // The layers are the same on every device (one legend), so a device may have none of some.
   std::vector<std::string> categories;
   std::vector<std::array<uint64_t, kMemoryCategories>> in_use_by_category;
   std::array<uint64_t, kMemoryCategories> peak_by_category{};
