@@ -32,6 +32,7 @@
 
 #include "gantt/analysis/diagnose.h"
 #include "gantt/analysis/diff.h"
+#include "gantt/analysis/pipeline.h"
 #include "gantt/analysis/stats.h"
 #include "gantt/analysis/summary.h"
 #include "gantt/export.h"
@@ -57,6 +58,128 @@ std::vector<v1::Record> read_seed(const std::string& path) {
     v1::Record r;
     while (out.size() < kMaxSeedRecords && reader.next(r)) out.push_back(r);
   } catch (const gpuhook::CaptureError&) {
+  }
+  return out;
+}
+
+// A seed the committed captures lack: two pipeline stages (one process, two devices) sending
+// to and receiving from each other inside "step" ranges, with their kernels, and allocations
+// at one address reused each step, tagged with gpuhook_mem_tag(). Without it no mutation
+// reaches the send/receive matching, the pipeline bubbles or the memory categories (a
+// mutated op never becomes a send).
+std::vector<v1::Record> pipeline_seed() {
+  std::vector<v1::Record> out;
+  v1::Record r;
+  r.mutable_header()->set_format_version(1);
+  r.mutable_header()->set_start_monotonic_raw_ns(1'000'000);
+  r.mutable_header()->set_features(v1::FEATURE_HOST_CLOCK_CALLBACK | v1::FEATURE_NCCL | v1::FEATURE_NVTX);
+  out.push_back(r);
+  uint32_t next_id = 1;
+  auto string = [&](const std::string& s) {
+    v1::Record d;
+    d.mutable_string_def()->set_id(next_id);
+    d.mutable_string_def()->set_value(s);
+    out.push_back(d);
+    return next_id++;
+  };
+  const uint32_t step = string("step"), send = string("ncclSend"), recv = string("ncclRecv"),
+                 kernel = string("ncclDevKernel_SendRecv"), work = string("work"), launch = string("cudaLaunchKernel"),
+                 activations = string("activations");
+  for (uint32_t dev = 0; dev < 2; ++dev) {
+    r.Clear();
+    r.mutable_device()->set_ordinal(dev);
+    r.mutable_device()->set_name("Fuzz GPU");
+    out.push_back(r);
+  }
+  uint32_t corr = 1;
+  uint64_t external = 1;
+  int64_t t = 2'000'000;
+  auto launch_kernel = [&](uint32_t name, uint32_t dev, uint64_t tid, int64_t at, int64_t run_ns) {
+    r.Clear();
+    auto* a = r.mutable_api();
+    a->set_domain(v1::API_DOMAIN_RUNTIME);
+    a->set_name_id(launch);
+    a->set_thread_id(tid);
+    a->set_start_ns(at);
+    a->set_end_ns(at + 5);
+    a->set_correlation_id(corr);
+    out.push_back(r);
+    r.Clear();
+    auto* k = r.mutable_kernel();
+    k->set_name_id(name);
+    k->set_device(dev);
+    k->set_stream(7 + dev);
+    k->set_correlation_id(corr);
+    k->set_start_ns(at + 100);
+    k->set_end_ns(at + 100 + run_ns);
+    k->set_grid_x(1), k->set_grid_y(1), k->set_grid_z(1), k->set_block_x(32), k->set_block_y(1), k->set_block_z(1);
+    out.push_back(r);
+    return corr++;
+  };
+  auto p2p = [&](bool is_send, int32_t rank, int64_t at, int64_t run_ns) {
+    const uint64_t tid = 100 + static_cast<uint64_t>(rank);
+    r.Clear();
+    auto* n = r.mutable_nccl();
+    n->set_op(is_send ? v1::NCCL_SEND : v1::NCCL_RECV);
+    n->set_name_id(is_send ? send : recv);
+    n->set_bytes(1 << 20);
+    n->set_count(1 << 18);
+    n->set_root_or_peer(1 - rank);
+    n->set_comm_id(0x77);
+    n->set_rank(rank);
+    n->set_nranks(2);
+    n->set_device(rank);
+    n->set_thread_id(tid);
+    n->set_start_ns(at);
+    n->set_end_ns(at + 50);
+    n->set_external_id(external);
+    out.push_back(r);
+    const uint32_t c = launch_kernel(kernel, static_cast<uint32_t>(rank), tid, at + 10, run_ns);
+    r.Clear();
+    r.mutable_external_correlation()->set_kind(5);
+    r.mutable_external_correlation()->set_external_id(external++);
+    r.mutable_external_correlation()->set_correlation_id(c);
+    out.push_back(r);
+  };
+  auto range = [&](v1::RangeType type, uint64_t tid, int64_t at) {
+    r.Clear();
+    r.mutable_range()->set_type(type);
+    if (type == v1::RANGE_PUSH) r.mutable_range()->set_name_id(step);
+    r.mutable_range()->set_thread_id(tid);
+    r.mutable_range()->set_time_ns(at);
+    out.push_back(r);
+  };
+  auto memory = [&](v1::MemoryOp op, int64_t at) {
+    r.Clear();
+    auto* x = r.mutable_memory();
+    x->set_op(op);
+    x->set_address(0x10000);
+    x->set_bytes(op == v1::MEMORY_OP_ALLOC ? 1 << 20 : 0);
+    x->set_time_ns(at);
+    x->set_memory_kind(v1::MEMORY_DEVICE);
+    out.push_back(r);
+  };
+  for (int s = 0; s < 4; ++s) {
+    range(v1::RANGE_PUSH, 100, t);
+    range(v1::RANGE_PUSH, 101, t);
+    memory(v1::MEMORY_OP_ALLOC, t + 1);
+    r.Clear();
+    r.mutable_memory_tag()->set_address(0x10000 + 64);
+    r.mutable_memory_tag()->set_category_id(activations);
+    r.mutable_memory_tag()->set_time_ns(t + 2);
+    r.mutable_memory_tag()->set_thread_id(100);
+    out.push_back(r);
+    launch_kernel(work, 0, 100, t + 10, 1'000);
+    p2p(true, 0, t + 1'200, 300);
+    p2p(false, 1, t + 20, 1'600);
+    launch_kernel(work, 1, 101, t + 1'700, 2'000);
+    p2p(true, 1, t + 3'800, 200);
+    p2p(false, 0, t + 1'300, 2'800);
+    launch_kernel(work, 0, 100, t + 4'200, 900);
+    memory(v1::MEMORY_OP_FREE, t + 5'000);
+    range(v1::RANGE_POP, 100, t + 5'500);
+    range(v1::RANGE_POP, 101, t + 5'500);
+    t += 10'000;
   }
   return out;
 }
@@ -109,7 +232,7 @@ void mutate_field(pb::Message& m, std::mt19937_64& rng, int depth = 0) {
       break;
     case pb::FieldDescriptor::CPPTYPE_BOOL: r->SetBool(&m, f, !r->GetBool(m, f)); break;
     case pb::FieldDescriptor::CPPTYPE_ENUM:
-      r->SetEnumValue(&m, f, pick<int>(rng, {0, 1, 2, 3, 7, -1, 1000, INT32_MAX}));
+      r->SetEnumValue(&m, f, pick<int>(rng, {0, 1, 2, 3, 6, 7, -1, 1000, INT32_MAX}));
       break;
     case pb::FieldDescriptor::CPPTYPE_STRING: {
       // Proto3 string fields must stay UTF-8 (the writer would refuse the record).
@@ -133,7 +256,8 @@ std::vector<v1::Record> mutate(const std::vector<std::vector<v1::Record>>& seeds
   for (size_t k = 0; k < recs.size(); ++k) {
     switch (recs[k].kind_case()) {
       case v1::Record::kDevice: case v1::Record::kKernel: case v1::Record::kApi: case v1::Record::kNccl:
-      case v1::Record::kRange: case v1::Record::kStringDef: case v1::Record::kHeader: rich.push_back(k); break;
+      case v1::Record::kRange: case v1::Record::kStringDef: case v1::Record::kHeader: case v1::Record::kMemory:
+      case v1::Record::kMemoryTag: rich.push_back(k); break;
       default: break;
     }
   }
@@ -203,7 +327,12 @@ void exercise(const std::string& path, const std::string& dir) {
       const auto memory = ga::memory_report(m);
       (void)ga::format_memory_stats(m, memory, "text");
       gantt::write_svg(gantt::memory_scene(m, sel, memory, ro), svg);
-      std::vector<std::string> comm_notes;
+      std::vector<std::string> comm_notes, pipeline_notes;
+      for (const char* step : {"", "step"}) {
+        const auto pipelines = ga::pipeline_reports(m, step, &pipeline_notes);
+        (void)ga::format_pipeline_stats(m, pipelines, "json", pipeline_notes);
+        (void)ga::format_pipeline_stats(m, pipelines, "text", pipeline_notes);
+      }
       const auto comm = ga::comm_matrices(m, &comm_notes);
       (void)ga::format_comm_stats(comm, comm_notes, "json");
       gantt::write_svg(gantt::comm_scene(m, comm, comm_notes, ro), svg);
@@ -277,6 +406,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "structured_fuzz: no readable seed capture given\n");
     return 2;
   }
+  seeds.push_back(pipeline_seed());
   char tmpl[] = "/tmp/structured_fuzz.XXXXXX";
   const std::string dir = mkdtemp(tmpl);
   for (int sig : {SIGSEGV, SIGFPE, SIGABRT, SIGBUS, SIGILL}) signal(sig, on_crash);
