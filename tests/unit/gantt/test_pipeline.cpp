@@ -163,6 +163,28 @@ TEST(Pipeline, OwnWorkDuringATransferIsNoBubble) {
   EXPECT_EQ(r[0].stages[0].busy_ns, 2900u);
 }
 
+TEST(Pipeline, AnUnnamedTopLevelRangeIsNotTheStep) {
+  // The same two stages with their work in unnamed ranges (a push whose message the hook could
+  // not read is recorded without a name): no step range is found, so the step is the whole
+  // capture, as the report says, including stage 0's kernel at [9000, 9500).
+  Job j(2);
+  const uint32_t s0 = j.range(0, "", 900, 5100), s1 = j.range(1, "", 400, 4200);
+  j.kernel(0, 1000, 2000, s0);
+  j.p2p(true, 0, 0x77, 2, 0, 1, 1 << 20, 950, 2000, 2100, s0);
+  j.p2p(false, 0, 0x77, 2, 0, 1, 1 << 20, 960, 2100, 4100, s0);
+  j.kernel(0, 4100, 5000, s0);
+  j.kernel(0, 9000, 9500, kNone);
+  j.p2p(false, 1, 0x77, 2, 1, 0, 1 << 20, 450, 500, 2100, s1);
+  j.kernel(1, 2100, 4000, s1);
+  j.p2p(true, 1, 0x77, 2, 1, 0, 1 << 20, 460, 4000, 4100, s1);
+  const auto r = ga::pipeline_reports(j.m);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].step, "");
+  ASSERT_EQ(r[0].stages.size(), 2u);
+  EXPECT_EQ(r[0].stages[0].steps, 1u);
+  EXPECT_EQ(r[0].stages[0].step_ns, 8500u);  // 1000 to 9500
+}
+
 TEST(Pipeline, ThousandsOfCommunicatorsOnTheSameGpusAreBoundedAndCounted) {
   // Every pipeline reads the work on its stages' GPUs: a file that gives thousands of
   // communicators the same two GPUs made that thousands of passes over every kernel (20,000

@@ -117,10 +117,13 @@ std::vector<PipelineReport> pipeline_reports(const Model& m, const std::string& 
         if (m.strings[s] == step_range) step_name = s, named = true;
       if (!named) step_name = kNone;  // asked for a range the captures do not have: no steps
     } else {
+      // An unnamed range (a push whose message the hook could not read) is no step: reported
+      // as "" it read as "the whole capture" while the steps were its occurrences.
       std::map<uint32_t, uint64_t> votes;
       for (uint32_t i : c.calls)
         if (timed(m, n.event[i]))
-          if (const uint32_t top = top_range(m, m.events.range[n.event[i]]); top != kNone) ++votes[m.ranges.name[top]];
+          if (const uint32_t top = top_range(m, m.events.range[n.event[i]]); top != kNone && m.ranges.name[top] != 0)
+            ++votes[m.ranges.name[top]];
       uint64_t best = 0;
       for (const auto& [name, count] : votes)
         if (count > best) best = count, step_name = name, named = true;
@@ -128,7 +131,7 @@ std::vector<PipelineReport> pipeline_reports(const Model& m, const std::string& 
     PipelineReport r;
     r.comm_id = comm_id;
     r.nranks = c.nranks;
-    r.step = named ? m.strings[step_name] : step_range;
+    r.step = named ? std::string(m.string(step_name)) : step_range;
     std::map<std::pair<uint16_t, uint32_t>, int32_t> rank_of;
     for (const auto& [rank, where] : c.stage) rank_of.emplace(where, rank);
     std::map<int32_t, std::map<uint32_t, Window>> windows;  // rank -> step occurrence -> window
