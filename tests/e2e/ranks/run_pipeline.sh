@@ -54,7 +54,12 @@ print(sum(1 for f in range(n) for t in range(n) if c["p2p_bytes"][f * n + t] > 0
   twin)
     # 1F1B with 16 micro-batches: (p-1)/(m+p-1) = 16%, under the 25% the rule fires at. The
     # stages are four processes on two cores; a run on a machine busy with other work can
-    # stretch the waits, so the best of three runs decides.
+    # stretch the waits, so the best of three runs decides. In a sanitizer build the
+    # simulator's timing is the instrumentation's (measured: 25-60% bubble): not a test there.
+    if ldd "$hook" 2>/dev/null | grep -Eq 'lib(a|t)san'; then
+      echo "SKIPPED: sanitizer build, the simulated stages' timing is the instrumentation's"
+      exit 77
+    fi
     best=100
     for attempt in 1 2 3; do
       run fixed --fixed

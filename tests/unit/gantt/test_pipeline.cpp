@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "gantt/analysis/comm.h"
@@ -125,8 +126,10 @@ TEST(P2p, MatchesTheKthSendWithTheKthReceiveAndTimesTheTransfer) {
 
 TEST(Pipeline, BubblePerStageFromIdleTimeWithATransferInFlight) {
   Job j = two_stages();
-  // A communicator whose traffic skips a rank is not a pipeline.
+  // A communicator whose traffic skips a rank is not a pipeline, nor one of 2^31 - 1 ranks.
   j.p2p(true, 0, 0x99, 3, 0, 2, 64, 1, 10, 20);
+  j.p2p(true, 0, 0x98, INT32_MAX, 0, 1, 64, 1, 10, 20);
+  j.p2p(false, 1, 0x98, INT32_MAX, 1, 0, 64, 1, 10, 20);
   const auto reports = ga::pipeline_reports(j.m);
   ASSERT_EQ(reports.size(), 1u);
   const ga::PipelineReport& r = reports[0];

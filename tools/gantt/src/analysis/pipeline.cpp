@@ -86,7 +86,9 @@ std::vector<PipelineReport> pipeline_reports(const Model& m, const std::string& 
   // receives are analysed, the others counted.
   std::vector<const std::pair<const uint64_t, Candidate>*> pipelines;
   for (const auto& entry : comms)
-    if (entry.second.chain && entry.second.nranks >= 2 && entry.second.stage.size() >= 2) pipelines.push_back(&entry);
+    if (entry.second.chain && entry.second.nranks >= 2 && entry.second.nranks <= kMaxPipelineStages &&
+        entry.second.stage.size() >= 2)
+      pipelines.push_back(&entry);
   if (pipelines.size() > kMaxPipelines) {
     std::stable_sort(pipelines.begin(), pipelines.end(),
                      [](const auto* a, const auto* b) { return a->second.calls.size() > b->second.calls.size(); });

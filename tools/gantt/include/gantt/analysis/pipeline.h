@@ -45,6 +45,8 @@ struct PipelineReport {
 
 // Pipelines analysed at most: the ones with the most sends and receives (see pipeline.cpp).
 inline constexpr size_t kMaxPipelines = 64;
+// A communicator of more ranks than this is no pipeline (a hostile file's 2^31 "stages").
+inline constexpr int32_t kMaxPipelineStages = 4096;
 
 // step_range: the NVTX range that is one step; "" picks it as the header says. `notes` gets
 // what was left out.
