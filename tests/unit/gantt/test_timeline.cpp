@@ -289,3 +289,20 @@ TEST(Memory, EachStepsTagGoesToThatStepsAllocationWhenTheAddressIsReused) {
     EXPECT_EQ(m.string(mt.category[alloc]), s % 2 ? "workspace" : "activations") << "step " << s;
   }
 }
+
+// Two live allocations of 2^63 bytes each (a hostile file): the peak stops at UINT64_MAX
+// instead of wrapping to 0.
+TEST(Memory, SizesNearTheLimitSaturate) {
+  gantt::Model m;
+  gantt::ModelBuilder b{m};
+  b.begin_capture("a");
+  b.add(header());
+  b.add(a100());
+  b.add(mem(v1::MEMORY_OP_ALLOC, 0x1000, uint64_t{1} << 63, T + 5, v1::MEMORY_DEVICE, 1));
+  b.add(mem(v1::MEMORY_OP_ALLOC, 0x2000, uint64_t{1} << 63, T + 6, v1::MEMORY_DEVICE, 2));
+  b.end_capture({});
+  const auto report = gantt::analysis::memory_report(m);
+  ASSERT_EQ(report.size(), 1u);
+  EXPECT_EQ(report[0].peak_bytes, UINT64_MAX);
+  EXPECT_EQ(report[0].peak_ns, T + 6);
+}

@@ -136,8 +136,8 @@ std::vector<DeviceMemory> memory_report(const Model& m) {
       if (row < mt.category.size() && mt.category[row] != 0) d.tagged = true;
       const uint8_t layer = layer_for(category(row));
       layer_of[row] = layer;
-      now[cls] += mt.bytes[row];
-      by_category[layer] += mt.bytes[row];
+      now[cls] = saturating_add(now[cls], mt.bytes[row]);
+      by_category[layer] = saturating_add(by_category[layer], mt.bytes[row]);
       ++d.allocations;
     }
     if (!d.t.empty() && d.t.back() == mt.time_ns[row]) {
@@ -185,12 +185,12 @@ std::vector<DeviceMemory> memory_report(const Model& m) {
       a.category = category(row);
       if (auto f = freed_at.find(row); f != freed_at.end()) a.freed_ns = f->second;
       const std::string top = a.where.empty() ? "(no range)" : a.where.substr(0, a.where.find('/'));
-      by_range[top] += a.bytes;
+      by_range[top] = saturating_add(by_range[top], a.bytes);
       PeakGroup& g = by_path[a.where];
       g.path = a.where;
-      g.bytes += a.bytes;
+      g.bytes = saturating_add(g.bytes, a.bytes);
       ++g.count;
-      if (a.freed_ns > d.peak_ns) g.freed_later_bytes += a.bytes;
+      if (a.freed_ns > d.peak_ns) g.freed_later_bytes = saturating_add(g.freed_later_bytes, a.bytes);
       all.push_back(std::move(a));
     }
     std::stable_sort(all.begin(), all.end(), [](const LiveAllocation& a, const LiveAllocation& b) { return a.bytes > b.bytes; });

@@ -23,6 +23,10 @@ inline constexpr size_t kMemoryCategories = 8;
 const char* to_string(MemoryClass c);
 MemoryClass memory_class(uint8_t memory_kind, bool pool);
 
+// Sums of allocation sizes stop at UINT64_MAX: a hostile file's sizes must not wrap a peak
+// into a small number.
+inline uint64_t saturating_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
 struct LiveAllocation {
   uint32_t row = kNone;      // in Model::memory (the allocation)
   uint64_t bytes = 0;
@@ -60,7 +64,7 @@ struct DeviceMemory {
   uint64_t allocations = 0, frees = 0, live_at_end_bytes = 0;
   uint64_t total(size_t i) const {
     uint64_t s = 0;
-    for (uint64_t v : in_use[i]) s += v;
+    for (uint64_t v : in_use[i]) s = saturating_add(s, v);
     return s;
   }
 };
