@@ -19,7 +19,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -92,20 +91,14 @@ struct Options {
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    auto value = [&]() -> int {
-      if (i + 1 >= argc) usage(argv[0]);
-      return std::atoi(argv[++i]);
-    };
-    if (!std::strcmp(argv[i], "--ranks")) o.ranks = value();
-    else if (!std::strcmp(argv[i], "--steps")) o.steps = value();
-    else if (!std::strcmp(argv[i], "--size")) o.size = value();
-    else if (!std::strcmp(argv[i], "--compute-us")) o.compute_us = value();
-    else if (!std::strcmp(argv[i], "--slow-rank")) o.slow_rank = value();
-    else if (!std::strcmp(argv[i], "--extra-us")) o.extra_us = value();
-    else if (!std::strcmp(argv[i], "--fixed")) o.fixed = true;
-    else usage(argv[0]);
-  }
+  examples::parse_flags(argc, argv,
+                        {{"--ranks", &o.ranks},
+                         {"--steps", &o.steps},
+                         {"--size", &o.size},
+                         {"--compute-us", &o.compute_us},
+                         {"--slow-rank", &o.slow_rank},
+                         {"--extra-us", &o.extra_us}},
+                        {{"--fixed", &o.fixed}}, usage);
   if (o.ranks < 1 || o.ranks > 64 || o.steps < 1 || o.size < 1 || o.compute_us < 0 || o.extra_us < 0) usage(argv[0]);
   if (o.extra_us > 0 && (o.slow_rank < 0 || o.slow_rank >= o.ranks)) {
     std::fprintf(stderr, "%s: --extra-us needs --slow-rank between 0 and %d\n", argv[0], o.ranks - 1);

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <type_traits>
 #include <utility>
 
@@ -55,6 +56,38 @@ inline Options parse_options(int argc, char** argv, int default_iterations, long
     std::exit(2);
   }
   return o;
+}
+
+// The options of the programs that take more than parse_options' three: "--name N" integers
+// and bare "--name" flags. An unknown option, or a name without its value, calls usage (which
+// exits 2).
+struct IntOption {
+  const char* name;
+  int* value;
+};
+struct FlagOption {
+  const char* name;
+  bool* value;
+};
+
+inline void parse_flags(int argc, char** argv, std::initializer_list<IntOption> ints,
+                        std::initializer_list<FlagOption> flags, void (*usage)(const char* argv0)) {
+  for (int i = 1; i < argc; ++i) {
+    bool known = false;
+    for (const IntOption& o : ints) {
+      if (std::strcmp(argv[i], o.name) != 0) continue;
+      if (i + 1 >= argc) usage(argv[0]);
+      *o.value = std::atoi(argv[++i]);
+      known = true;
+      break;
+    }
+    for (const FlagOption& f : flags) {
+      if (known || std::strcmp(argv[i], f.name) != 0) continue;
+      *f.value = true;
+      known = true;
+    }
+    if (!known) usage(argv[0]);
+  }
 }
 
 // Exits 1 with a message when a computed value is wrong, so a test fails on a wrong result.

@@ -19,7 +19,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <vector>
 
 #include "common.h"
@@ -80,19 +79,14 @@ struct Options {
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    auto value = [&]() -> int {
-      if (i + 1 >= argc) usage(argv[0]);
-      return std::atoi(argv[++i]);
-    };
-    if (!std::strcmp(argv[i], "--steps")) o.steps = value();
-    else if (!std::strcmp(argv[i], "--size")) o.size = value();
-    else if (!std::strcmp(argv[i], "--slow-at")) o.slow_at = value();
-    else if (!std::strcmp(argv[i], "--trigger-at")) o.trigger_at = value();
-    else if (!std::strcmp(argv[i], "--signal-at")) o.signal_at = value();
-    else if (!std::strcmp(argv[i], "--hang-at")) o.hang_at = value();
-    else usage(argv[0]);
-  }
+  examples::parse_flags(argc, argv,
+                        {{"--steps", &o.steps},
+                         {"--size", &o.size},
+                         {"--slow-at", &o.slow_at},
+                         {"--trigger-at", &o.trigger_at},
+                         {"--signal-at", &o.signal_at},
+                         {"--hang-at", &o.hang_at}},
+                        {}, usage);
   if (o.steps < 1 || o.size < 1 || o.size > (1 << 26) || o.slow_at < 0 || o.trigger_at < 0 || o.signal_at < 0 ||
       o.hang_at < 0)
     usage(argv[0]);

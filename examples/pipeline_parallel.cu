@@ -25,7 +25,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -113,20 +112,14 @@ struct Options {
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    auto value = [&]() -> int {
-      if (i + 1 >= argc) usage(argv[0]);
-      return std::atoi(argv[++i]);
-    };
-    if (!std::strcmp(argv[i], "--ranks")) o.ranks = value();
-    else if (!std::strcmp(argv[i], "--steps")) o.steps = value();
-    else if (!std::strcmp(argv[i], "--batch")) o.batch = value();
-    else if (!std::strcmp(argv[i], "--micro-batches")) o.micro_batches = value();
-    else if (!std::strcmp(argv[i], "--sample-us")) o.sample_us = value();
-    else if (!std::strcmp(argv[i], "--width")) o.width = value();
-    else if (!std::strcmp(argv[i], "--fixed")) o.fixed = true;
-    else usage(argv[0]);
-  }
+  examples::parse_flags(argc, argv,
+                        {{"--ranks", &o.ranks},
+                         {"--steps", &o.steps},
+                         {"--batch", &o.batch},
+                         {"--micro-batches", &o.micro_batches},
+                         {"--sample-us", &o.sample_us},
+                         {"--width", &o.width}},
+                        {{"--fixed", &o.fixed}}, usage);
   if (o.micro_batches == 0) o.micro_batches = o.fixed ? 16 : 4;
   if (o.ranks < 2 || o.ranks > 64 || o.steps < 1 || o.batch < 1 || o.micro_batches < 1 || o.batch % o.micro_batches ||
       o.sample_us < 1 || o.sample_us > 100000 || o.width < 1 || o.width > (1 << 24))

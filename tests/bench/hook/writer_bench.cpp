@@ -21,7 +21,7 @@ constexpr size_t kRecordsPerBuffer = 4096;  // about 1 MiB of Kernel10 records, 
 class BufferSource : public GpuSource {
  public:
   explicit BufferSource(const std::vector<const CUpti_Activity*>* buffer) : buffer_(buffer) {}
-  void poll(RecordSink& sink, bool, bool, bool) override {
+  void poll(RecordSink& sink, bool, bool) override {
     if (!ready) return;
     ready = false;
     for (const CUpti_Activity* a : *buffer_) convert_activity(a, options, sink);
@@ -120,7 +120,7 @@ BENCHMARK(BM_WriterKernelRecords)->Unit(benchmark::kMillisecond)->Iterations(5);
 
 // What the hook writes per launch by default: the kernel and its cudaLaunchKernel record,
 // launches first as CUPTI's runtime buffers complete before the kernels' (items = records).
-void BM_WriterLaunchPairs(benchmark::State& state) {
+std::vector<const CUpti_Activity*> launch_pair_buffer() {
   static const auto kernels = kernel_records();
   static const auto launches = launch_records(kernels);
   std::vector<const CUpti_Activity*> buffer;
@@ -128,22 +128,15 @@ void BM_WriterLaunchPairs(benchmark::State& state) {
     for (size_t j = i; j < i + 256 && j < kernels.size(); ++j) buffer.push_back(reinterpret_cast<const CUpti_Activity*>(&launches[j]));
     for (size_t j = i; j < i + 256 && j < kernels.size(); ++j) buffer.push_back(reinterpret_cast<const CUpti_Activity*>(&kernels[j]));
   }
-  run_writer(state, buffer, true);
+  return buffer;
 }
+
+void BM_WriterLaunchPairs(benchmark::State& state) { run_writer(state, launch_pair_buffer(), true); }
 BENCHMARK(BM_WriterLaunchPairs)->Unit(benchmark::kMillisecond)->Iterations(5);
 
 // The same through the flight recorder: chunks kept in memory (the oldest let go past 256
 // MiB) instead of written; the goal is within 10% of normal recording.
-void BM_WriterLaunchPairsFlight(benchmark::State& state) {
-  static const auto kernels = kernel_records();
-  static const auto launches = launch_records(kernels);
-  std::vector<const CUpti_Activity*> buffer;
-  for (size_t i = 0; i < kernels.size(); i += 256) {
-    for (size_t j = i; j < i + 256 && j < kernels.size(); ++j) buffer.push_back(reinterpret_cast<const CUpti_Activity*>(&launches[j]));
-    for (size_t j = i; j < i + 256 && j < kernels.size(); ++j) buffer.push_back(reinterpret_cast<const CUpti_Activity*>(&kernels[j]));
-  }
-  run_writer(state, buffer, true, true);
-}
+void BM_WriterLaunchPairsFlight(benchmark::State& state) { run_writer(state, launch_pair_buffer(), true, true); }
 BENCHMARK(BM_WriterLaunchPairsFlight)->Unit(benchmark::kMillisecond)->Iterations(5);
 
 }  // namespace
