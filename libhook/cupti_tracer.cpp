@@ -387,11 +387,11 @@ const char* CuptiTracer::callback_name(CUpti_CallbackDomain domain, uint32_t cbi
   return name;
 }
 
-void CuptiTracer::poll(RecordSink& sink, bool flush, bool final, bool forced) {
+void CuptiTracer::poll(RecordSink& sink, bool flush, bool final) {
   // FlushAll runs bufferCompleted on this thread; that only marks pool slots, so no lock of
   // ours is involved. FORCED at the end also returns buffers with incomplete records.
   const CUptiResult flushed =
-      flush ? api_.cuptiActivityFlushAll(final || forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0) : CUPTI_SUCCESS;
+      flush ? api_.cuptiActivityFlushAll(final ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0) : CUPTI_SUCCESS;
   // Counted before the drain: converting records may call the runtime (a device query), whose
   // API records take a fresh buffer that no later flush returns.
   const uint32_t not_returned = final ? pool_.with_cupti() : 0;

@@ -97,7 +97,7 @@ class CuptiTracer final : public GpuSource {
   // The tracer started in this process, if any.
   static CuptiTracer* instance();
 
-  void poll(RecordSink& sink, bool flush, bool final, bool forced = false) override;
+  void poll(RecordSink& sink, bool flush, bool final) override;
   uint64_t blocked_since_ns(std::string* what) const override;
   uint64_t take_cupti_dropped() override;
   uint64_t take_no_buffer_dropped() override;

@@ -32,9 +32,8 @@ class GpuSource {
  public:
   virtual ~GpuSource() = default;
   // Hands every completed buffer's records to the sink. `flush`: ask CUPTI for what it holds
-  // first; `final`: also incomplete buffers (exit); `forced`: incomplete buffers too, mid-run
-  // (the flight recorder: its chunks must hold each record near its time).
-  virtual void poll(RecordSink& sink, bool flush, bool final, bool forced = false) = 0;
+  // first; `final`: also incomplete buffers (exit).
+  virtual void poll(RecordSink& sink, bool flush, bool final) = 0;
   // Counts since the last call.
   virtual uint64_t take_cupti_dropped() = 0;
   virtual uint64_t take_no_buffer_dropped() = 0;

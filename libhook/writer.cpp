@@ -245,8 +245,11 @@ void Writer::loop() {
 }
 
 void Writer::drain_once(bool flush_gpu, bool final) {
-  if (flight_) flight_oldest_ns_ = now_ns() - std::min(now_ns(), config_.flight_ns);
-  if (summary_file_) summary_file_->maybe_flush(now_ns());
+  if (flight_) {
+    const uint64_t now = now_ns();
+    flight_oldest_ns_ = now - std::min(now, config_.flight_ns);
+    if (summary_file_) summary_file_->maybe_flush(now);
+  }
   for (Ring* ring = recorder().rings.first(); ring != nullptr; ring = ring->next) {
     ring->drain([this](const HostRecord& r) { write_host(r); });
     drops_ring_ += ring->take_dropped();
@@ -304,15 +307,7 @@ void Writer::finish() {
   // Records lost, each cause once: refused buffer requests are no records (CUPTI counts the
   // records they cost in its own drops) and records with an invalid time were kept.
   const uint64_t dropped = drops_ring_ + drops_cupti_ + drops_incomplete_ + not_written_at_exit_ + file_->records_lost();
-  wire::Record footer;
-  auto* f = footer.mutable_footer();
-  f->set_end_monotonic_raw_ns(now_ns());
-  f->set_end_realtime_ns(realtime_ns());
-  f->set_records(file_->stats().records);
-  f->set_dropped(dropped);
-  f->set_clean(!dying_.load(std::memory_order_acquire));
-  file_->write(footer);
-  bool ok = file_->close();
+  bool ok = close_with_footer(*file_, dropped, !dying_.load(std::memory_order_acquire));
   report_write_failure();
   const WriterStats& st = file_->stats();
   std::string line = "gpuhook: " + path_ + ": " + std::to_string(st.records) + " records (";
@@ -395,17 +390,10 @@ bool Writer::create_file() {
   options.flush_interval_ns = uint64_t{config_.flush_ms} * 1'000'000u;
   options.sink = flight_.get();
   std::string error;
-  file_ = flight_ ? CaptureWriter::in_memory(options, &error) : CaptureWriter::create(path_, options, &error);
-  struct stat existing;
-  if (!file_ && config_.output_pattern.find("%p") != std::string::npos && lstat(path_.c_str(), &existing) == 0) {
-    // A per-process name that exists: an exec'd program keeps its pid, and the image before
-    // the exec already wrote this file. Never overwrite it; take the next free suffix.
-    for (int n = 1; n <= 9 && !file_; ++n) {
-      std::string candidate = path_ + "." + std::to_string(n);
-      file_ = CaptureWriter::create(candidate, options, &error);
-      if (file_) path_ = candidate;
-    }
-  }
+  // A per-process name that exists: an exec'd program keeps its pid, and the image before the
+  // exec already wrote this file. Never overwrite it; take the next free suffix.
+  file_ = flight_ ? CaptureWriter::in_memory(options, &error)
+                  : create_new_file(&path_, options, config_.output_pattern.find("%p") != std::string::npos, &error);
   if (!file_) {
     open_failed_ = true;
     // The one line about it; the records that would have gone there are counted nowhere else.
@@ -568,6 +556,31 @@ void Writer::device_seen(uint32_t device) {
     if (flight_) device_records_.push_back(rec);
     else file_->write(rec);
   }
+}
+
+std::unique_ptr<CaptureWriter> Writer::create_new_file(std::string* path, const WriterOptions& options, bool suffixes,
+                                                      std::string* error) {
+  std::unique_ptr<CaptureWriter> file = CaptureWriter::create(*path, options, error);
+  struct stat existing;
+  if (file || !suffixes || lstat(path->c_str(), &existing) != 0) return file;
+  for (int n = 1; n <= 9 && !file; ++n) {
+    const std::string candidate = *path + "." + std::to_string(n);
+    file = CaptureWriter::create(candidate, options, error);
+    if (file) *path = candidate;
+  }
+  return file;
+}
+
+bool Writer::close_with_footer(CaptureWriter& file, uint64_t dropped, bool clean) {
+  wire::Record footer;
+  auto* f = footer.mutable_footer();
+  f->set_end_monotonic_raw_ns(now_ns());
+  f->set_end_realtime_ns(realtime_ns());
+  f->set_records(file.stats().records);
+  f->set_dropped(dropped);
+  f->set_clean(clean);
+  file.write(footer);
+  return file.close();
 }
 
 void Writer::write_drops(bool final) {

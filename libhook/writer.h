@@ -113,6 +113,12 @@ class Writer final : private RecordSink {
   uint32_t intern_pointer(const void* key, const char* s);
   uint32_t intern_function(const void* function);
   void write_drops(bool final);
+  // Creates *path, never over an existing file; when it exists and `suffixes`, the first free
+  // of *path + ".1" .. ".9" instead (*path then names it). nullptr and *error when none.
+  static std::unique_ptr<CaptureWriter> create_new_file(std::string* path, const WriterOptions& options, bool suffixes,
+                                                        std::string* error);
+  // Ends a capture: the footer (end times, the records written, those lost), then close().
+  static bool close_with_footer(CaptureWriter& file, uint64_t dropped, bool clean);
   // The flight recorder's side: a dump now, and the end of a flight run.
   void dump_flight(Trigger trigger, const std::string& reason, uint64_t when_ns);
   void finish_flight();

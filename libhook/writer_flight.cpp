@@ -1,6 +1,4 @@
 // The writer's flight-recorder side (flight.h): triggers, dumps, and the end of a flight run.
-#include <sys/stat.h>
-
 #include <cstring>
 
 #include "clock.h"
@@ -69,14 +67,7 @@ void Writer::dump_flight(Trigger trigger, const std::string& reason, uint64_t wh
   options.zstd_level = config_.zstd_level;
   options.hurry = &hurry_;
   std::string error;
-  std::unique_ptr<CaptureWriter> out = CaptureWriter::create(path, options, &error);
-  for (int n = 1; !out && n <= 9; ++n) {  // never overwrite: a name taken gets a suffix
-    struct stat existing;
-    if (lstat(path.c_str(), &existing) != 0) break;
-    const std::string candidate = dump_path(sequence) + "." + std::to_string(n);
-    out = CaptureWriter::create(candidate, options, &error);
-    if (out) path = candidate;
-  }
+  std::unique_ptr<CaptureWriter> out = create_new_file(&path, options, true, &error);
   const std::string why = std::string(trigger_name(trigger)) + (reason.empty() ? "" : ": " + reason);
   if (!out) {
     dump_lines_.push_back("cannot create " + path + " (" + error + ") for " + why);
@@ -111,14 +102,7 @@ void Writer::dump_flight(Trigger trigger, const std::string& reason, uint64_t wh
     out->append_frame(frame);
     records += frame.records;
   }
-  wire::Record footer;
-  auto* foot = footer.mutable_footer();
-  foot->set_end_monotonic_raw_ns(now_ns());
-  foot->set_end_realtime_ns(realtime_ns());
-  foot->set_records(out->stats().records);
-  foot->set_clean(true);
-  out->write(footer);
-  const bool ok = out->close();
+  const bool ok = close_with_footer(*out, 0, true);
   dump_lines_.push_back(path + " (" + why + ", " + std::to_string(records) + " records" +
                         (ok ? "" : "; writing failed: " + out->last_error()) + ")");
   if (summary_file_) {  // the summary marks each dump at its trigger's time
@@ -145,14 +129,7 @@ void Writer::finish_flight() {
   if (file_) file_->close();
   std::string line = "gpuhook: flight recorder (" + config_.flight_text + "): ";
   if (summary_file_) {
-    wire::Record footer;
-    auto* foot = footer.mutable_footer();
-    foot->set_end_monotonic_raw_ns(now_ns());
-    foot->set_end_realtime_ns(realtime_ns());
-    foot->set_records(summary_file_->stats().records);
-    foot->set_clean(!dying_.load(std::memory_order_acquire));
-    summary_file_->write(footer);
-    const bool ok = summary_file_->close();
+    const bool ok = close_with_footer(*summary_file_, 0, !dying_.load(std::memory_order_acquire));
     line += "the whole run's NVTX ranges in " + path_ + (ok ? "" : " (writing failed: " + summary_file_->last_error() + ")") +
             "; ";
   }

@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 
 class FakeGpu : public GpuSource {
  public:
-  void poll(RecordSink& sink, bool, bool final, bool) override {
+  void poll(RecordSink& sink, bool, bool final) override {
     ++polls;
     if (final) saw_final = true;
     for (auto& k : pending) convert_activity(reinterpret_cast<CUpti_Activity*>(&k), ConvertOptions{}, sink);

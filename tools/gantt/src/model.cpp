@@ -54,6 +54,12 @@ uint64_t dim3_count(const std::array<int32_t, 3>& d) {
   return n;
 }
 
+uint32_t Model::find_string(std::string_view s) const {
+  for (uint32_t id = 1; id < strings.size(); ++id)
+    if (strings[id] == s) return id;
+  return kNone;
+}
+
 std::string_view Model::display_name(uint32_t event) const {
   const uint32_t id = events.name[event];
   if (id < demangled.size() && demangled[id] != kNone) return string(demangled[id]);

@@ -287,6 +287,8 @@ class Model {
   // Demangled kernel name (the recorded one when it is not a mangled C++ name).
   std::string_view display_name(uint32_t event) const;
   std::string_view string(uint32_t id) const { return id < strings.size() ? std::string_view(strings[id]) : std::string_view(); }
+  // The id of a string the captures hold (a range name asked for by name), kNone when none does.
+  uint32_t find_string(std::string_view s) const;
   // Host time of the API call that launched the event, or 0.
   uint64_t launch_ns(uint32_t event) const;
   // OS thread id that launched the event, or 0.

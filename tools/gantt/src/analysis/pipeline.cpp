@@ -107,6 +107,7 @@ std::vector<PipelineReport> pipeline_reports(const Model& m, const std::string& 
     if (!timed(m, e) || ev.kind[e] == EventKind::kSync || ev.kind[e] == EventKind::kHostFunc) continue;
     if (auto w = work_on.find({ev.capture[e], ev.device[e]}); w != work_on.end()) w->second.push_back(e);
   }
+  const uint32_t asked = step_range.empty() ? kNone : m.find_string(step_range);
   std::vector<PipelineReport> out;
   for (const auto* p : pipelines) {
     const uint64_t comm_id = p->first;
@@ -115,9 +116,8 @@ std::vector<PipelineReport> pipeline_reports(const Model& m, const std::string& 
     uint32_t step_name = 0;
     bool named = false;
     if (!step_range.empty()) {
-      for (uint32_t s = 1; s < m.strings.size() && !named; ++s)
-        if (m.strings[s] == step_range) step_name = s, named = true;
-      if (!named) step_name = kNone;  // asked for a range the captures do not have: no steps
+      step_name = asked;  // kNone when the captures do not have it: no steps
+      named = asked != kNone;
     } else {
       // An unnamed range (a push whose message the hook could not read) is no step: reported
       // as "" it read as "the whole capture" while the steps were its occurrences.

@@ -14,11 +14,7 @@ Steps step_series(const Model& m, const std::string& step_range) {
   Steps out;
   uint32_t name = kNone;
   if (!step_range.empty()) {
-    for (uint32_t s = 1; s < m.strings.size(); ++s)
-      if (m.strings[s] == step_range) {
-        name = s;
-        break;
-      }
+    name = m.find_string(step_range);
     out.name = step_range;
   } else {
     std::map<uint32_t, uint64_t> count;
