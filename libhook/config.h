@@ -43,8 +43,9 @@ struct Config {
   std::string slow_name;                // GPUHOOK_SLOW=NAME:FACTOR, "" = off
   double slow_factor = 0;
   std::string flight_text;              // the settings in force, for the dump's header
-  bool flight_summary = false;
-  uint64_t hang_ns = 0;                 // GPUHOOK_HANG: a synchronize waiting this long for the GPU, 0 = off          // GPUHOOK_FLIGHT_SUMMARY: the NVTX ranges of the whole run to the output
+  bool flight_summary = false;          // GPUHOOK_FLIGHT_SUMMARY: the NVTX ranges of the whole run to the output
+  uint64_t hang_ns = 0;                 // GPUHOOK_HANG: a synchronize waiting this long for the GPU, 0 = off
+  bool mem_use = false;                 // GPUHOOK_MEM_USE: the addresses each launch, copy, memset is given
   uint32_t ring_records = 8192;         // power of two
   // 32 x 1 MiB: CUPTI keeps one buffer per launching thread, and the writer returns full
   // ones within a flush period, so 32 covers 16 busy threads with RSS under 64 MiB.

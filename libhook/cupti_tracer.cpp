@@ -13,6 +13,7 @@
 #include "cbid_names.h"
 #include "clock.h"
 #include "recorder.h"
+#include "memory_use.h"
 #include "nvtx_range_window.h"
 
 namespace gpuhook::hook {
@@ -144,6 +145,14 @@ void CUPTIAPI CuptiTracer::on_callback(void*, CUpti_CallbackDomain domain, CUpti
       const uint32_t slot = self->recent_sync_next_.fetch_add(1, std::memory_order_relaxed) % kRecentSyncs;
       self->recent_syncs_[slot].store(info->correlationId, std::memory_order_relaxed);
     }
+    return;
+  }
+  const bool profiler = (domain == CUPTI_CB_DOMAIN_RUNTIME_API && (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000 ||
+                                                                     cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000)) ||
+                        (domain == CUPTI_CB_DOMAIN_DRIVER_API &&
+                         (cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart || cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop));
+  if (!profiler) {
+    note_memory_use(domain, cbid, *info);  // the launches, copies and memsets GPUHOOK_MEM_USE watches
     return;
   }
   bool start = (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000) ||
@@ -297,6 +306,7 @@ bool CuptiTracer::enable(std::string* why) {
   }
   enable_api_records();
   if (config_.range.kind == RangeKind::kProfilerApi) subscribe_profiler_range(&notes_);
+  if (config_.mem_use) subscribe_memory_use(&notes_);
   return true;
 }
 
@@ -338,6 +348,21 @@ void CuptiTracer::enable_api_records() {
                                                                         : CUPTI_ACTIVITY_KIND_DRIVER);
     }
   }
+}
+
+// GPUHOOK_MEM_USE: a callback on each launch, copy and memset (memory_use.h).
+void CuptiTracer::subscribe_memory_use(std::string* note) {
+  uint32_t enabled = 0;
+  if (subscriber_ != nullptr && api_.cuptiEnableCallback != nullptr) {
+    for (size_t i = 0; i < kUseCallbackCount; ++i)
+      if (api_.cuptiEnableCallback(1, subscriber_, kUseCallbacks[i].domain, kUseCallbacks[i].cbid) == CUPTI_SUCCESS)
+        ++enabled;
+  }
+  if (enabled == 0) {
+    *note += "GPUHOOK_MEM_USE off: no CUPTI subscription for the launch callbacks. ";
+    return;
+  }
+  start_memory_use(now_ns());
 }
 
 void CuptiTracer::subscribe_profiler_range(std::string* note) {

@@ -117,6 +117,7 @@ class CuptiTracer final : public GpuSource {
   bool enable(std::string* why);
   void enable_api_records();
   void subscribe_profiler_range(std::string* note);
+  void subscribe_memory_use(std::string* note);
   CUptiResult subscribe_first(std::string* holder);
   // `missing`: our buffers CUPTI kept through the final FORCED flush.
   void note_takeover(RecordSink& sink, uint32_t missing);

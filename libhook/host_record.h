@@ -8,9 +8,10 @@
 namespace gpuhook::hook {
 
 // kNameMore: the continuation of a long name (see RangePayload). kMemoryTag: gpuhook_mem_tag(),
-// a RangePayload whose name is the category and whose range_id is the address.
+// a RangePayload whose name is the category and whose range_id is the address. kMemoryUse:
+// addresses a launch, copy or memset was given (memory_use.h).
 enum class HostKind : uint8_t { kNone = 0, kNccl = 1, kRange = 2, kThreadName = 3, kNameMore = 4, kHostFunc = 5,
-                                kMemoryTag = 6 };
+                                kMemoryTag = 6, kMemoryUse = 7 };
 
 // Range names are copied into the record because NVTX strings live only for the call. Most
 // names fit the record itself; a longer one (up to kMaxNameBytes, below) continues in
@@ -71,6 +72,15 @@ struct HostFuncPayload {
   uint8_t api;                // gpuhook::v1::HostFunctionApi
 };
 
+// Addresses one call was given (GPUHOOK_MEM_USE, memory_use.h): the writer writes a MemoryUse
+// record for each. A call with more writes several records.
+inline constexpr size_t kUsesPerRecord = 10;
+struct MemoryUsePayload {
+  uint32_t correlation_id;  // the call's CUPTI correlation id, 0 = none
+  uint32_t count;           // addresses used in address[]
+  uint64_t address[kUsesPerRecord];
+};
+
 // The next kMoreNameBytes of a name; the last one holds the rest.
 struct NameMorePayload {
   char text[kMoreNameBytes];
@@ -87,12 +97,14 @@ struct HostRecord {
     RangePayload range;
     NameMorePayload name_more;
     HostFuncPayload host_func;
+    MemoryUsePayload memory_use;
   };
 };
 
 // One cache-line pair per record: small enough that a ring of 8192 is 1 MiB, large enough
 // for a short range name without a pointer into the app's memory.
 static_assert(sizeof(HostRecord) == 128, "HostRecord must stay 128 bytes");
-static_assert(sizeof(RangePayload) <= 96 && sizeof(NcclPayload) <= 96 && sizeof(NameMorePayload) <= 96);
+static_assert(sizeof(RangePayload) <= 96 && sizeof(NcclPayload) <= 96 && sizeof(NameMorePayload) <= 96 &&
+              sizeof(MemoryUsePayload) <= 96);
 
 }  // namespace gpuhook::hook

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <type_traits>
 
 #include <gpuhook/nccl_types.h>
 
@@ -17,6 +18,7 @@
 #include "comm_map.h"
 #include "cupti_tracer.h"
 #include "interpose.h"
+#include "memory_use.h"
 #include "nccl_table.h"
 #include "recorder.h"
 #include "visibility.h"
@@ -229,6 +231,28 @@ int resolve_nccl() {
   return found;
 }
 
+// GPUHOOK_MEM_USE: the buffers of a call (its leading void* arguments: sendbuff, recvbuff).
+// NCCL's kernels get them packed in one argument block (ncclDevKernelArgs, through `extra`),
+// which the launch callback cannot read.
+template <class... A>
+void note_nccl_buffers(const A&... a) {
+  if (!memory_use_on()) return;
+  const void* buffers[2] = {nullptr, nullptr};
+  size_t n = 0;
+  bool leading = true;
+  auto take = [&](const auto& v) {
+    using T = std::decay_t<decltype(v)>;
+    if constexpr (std::is_same_v<T, void*> || std::is_same_v<T, const void*>) {
+      if (leading && n < 2) buffers[n++] = v;
+    } else {
+      leading = false;
+    }
+  };
+  (take(a), ...);
+  (void)take;  // a call without arguments (ncclGroupStart)
+  if (n != 0) note_buffers_used(buffers[0], buffers[1]);
+}
+
 }  // namespace gpuhook::hook
 
 using namespace gpuhook::hook;
@@ -262,6 +286,7 @@ namespace v1 = gpuhook::v1;
     int saved_errno = errno;                                                                                      \
     if (pushed) pop_external_correlation();                                                                       \
     adjust_group_depth(v1::op);                                                                                   \
+    if (rc == ncclSuccess || rc == ncclInProgress) note_nccl_buffers args;                                        \
     record_call(v1::op, #name, static_cast<uint64_t>(count_expr), static_cast<int>(dtype_expr),                   \
                 static_cast<int>(redop_expr), static_cast<int>(root_expr), to_info(comm_expr, v1::op),            \
                 stream_value(stream_expr), start_ns, end_ns, rc, pushed ? external_id : 0);                       \

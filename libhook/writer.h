@@ -109,6 +109,7 @@ class Writer final : private RecordSink {
   bool open_file() { return file_ != nullptr || create_file(); }
   bool create_file();
   void write_host(const HostRecord& r);
+  void write_memory_uses(const HostRecord& r);
   void write_thread_name(uint64_t thread_id, std::string_view name);
   uint32_t intern_pointer(const void* key, const char* s);
   uint32_t intern_function(const void* function);

@@ -45,6 +45,22 @@ uint32_t Writer::intern_function(const void* function) {
   return id;
 }
 
+// GPUHOOK_MEM_USE: one MemoryUse record per address the call was given.
+void Writer::write_memory_uses(const HostRecord& r) {
+  const MemoryUsePayload& p = r.memory_use;
+  for (uint32_t i = 0; i < std::min<uint32_t>(p.count, kUsesPerRecord); ++i) {
+    wire::Record rec;
+    auto* u = rec.mutable_memory_use();
+    u->set_address(p.address[i]);
+    u->set_time_ns(static_cast<int64_t>(r.start_ns));
+    u->set_correlation_id(p.correlation_id);
+    u->set_thread_id(r.thread_id);
+    if (!in_window(rec) || out_of_time() || !open_file()) return;
+    file_->write(rec);
+    after_emit();
+  }
+}
+
 void Writer::write_host(const HostRecord& record) {
   // A name longer than one record: the head waits here for the kNameMore records behind it in
   // the same ring. The hook commits them in one step and a drain takes everything committed,
@@ -72,6 +88,10 @@ void Writer::write_host(const HostRecord& record) {
     // A name the hook had to cut says so: it ends in "…" (README.md, NVTX names).
     if (r.range.name_truncated) long_name_ += kCutMarker;
     name = long_name_;
+  }
+  if (r.kind == HostKind::kMemoryUse) {
+    write_memory_uses(r);
+    return;
   }
   wire::Record rec;
   // Names are interned only after the window test, so the file holds no unused strings.

@@ -169,6 +169,12 @@ std::vector<v1::Record> pipeline_seed() {
     r.mutable_memory_tag()->set_time_ns(t + 2);
     r.mutable_memory_tag()->set_thread_id(100);
     out.push_back(r);
+    r.Clear();
+    r.mutable_memory_use()->set_address(0x10000 + 128);
+    r.mutable_memory_use()->set_time_ns(t + 12);
+    r.mutable_memory_use()->set_correlation_id(1);
+    r.mutable_memory_use()->set_thread_id(100);
+    out.push_back(r);
     launch_kernel(work, 0, 100, t + 10, 1'000);
     p2p(true, 0, t + 1'200, 300);
     p2p(false, 1, t + 20, 1'600);
@@ -257,7 +263,7 @@ std::vector<v1::Record> mutate(const std::vector<std::vector<v1::Record>>& seeds
     switch (recs[k].kind_case()) {
       case v1::Record::kDevice: case v1::Record::kKernel: case v1::Record::kApi: case v1::Record::kNccl:
       case v1::Record::kRange: case v1::Record::kStringDef: case v1::Record::kHeader: case v1::Record::kMemory:
-      case v1::Record::kMemoryTag: rich.push_back(k); break;
+      case v1::Record::kMemoryTag: case v1::Record::kMemoryUse: rich.push_back(k); break;
       default: break;
     }
   }

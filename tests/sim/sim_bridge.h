@@ -33,9 +33,11 @@ void gpuhook_sim_complete(uint64_t reservation, const void* record, size_t recor
 
 // Runtime-API callback for a subscriber (cuptiSubscribe + cuptiEnableDomain/Callback), and the
 // external-correlation record that precedes each API record. `site` is CUpti_ApiCallbackSite.
+// `params`: the call's *_params struct (generated_cuda_runtime_api_meta.h), or nullptr where
+// the simulator builds none (as CUPTI gives none for __cudaLaunchKernel).
 void gpuhook_sim_api_callback(int site, CUpti_CallbackId cbid, const char* function_name,
                               const char* symbol_name, uint32_t correlation_id,
-                              uint64_t* correlation_data, void* return_value);
+                              uint64_t* correlation_data, void* return_value, const void* params);
 void gpuhook_sim_emit_external_correlations(uint32_t correlation_id);
 
 // The other way, defined by the simulated runtime and found with dlsym (the runtime may not be

@@ -129,6 +129,11 @@ void visit_times(R& r, F&& f) {
       GPUHOOK_T(m, time_ns);
       break;
     }
+    case R::kMemoryUse: {
+      auto* m = message(r, &R::mutable_memory_use, &R::memory_use);
+      GPUHOOK_T(m, time_ns);
+      break;
+    }
     default:
       break;
   }

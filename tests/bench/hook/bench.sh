@@ -56,6 +56,14 @@ echo "writer, flight recorder: ${flight_rate}M records/s = ${flight_ns} ns per l
 row "writer, kernel + launch pairs through the flight recorder (GPUHOOK_FLIGHT)" \
   "${flight_ns} ns per launch, ${flight_ratio}x normal" "<= 1.10x" "$(stats le "$flight_ratio" 1.10)"
 
+# 3b. GPUHOOK_MEM_USE: a launch's arguments scanned and filtered on the launching thread (the
+# hook's side; CUPTI's callback per launch comes on top and only a GPU can time it).
+"$bench/hook_bench_memuse" --benchmark_format=json >"$work/memuse.json" 2>/dev/null
+scan=$(stats gbench "$work/memuse.json" 1)
+echo "GPUHOOK_MEM_USE: ${scan} ns per launch of 6 arguments (4 buffers), steady state" >&2
+row "GPUHOOK_MEM_USE argument scan per launch, 4 buffers of 6 arguments (hook side)" "$scan ns" "<= 50 ns" \
+  "$(stats le "$scan" 50)"
+
 # 4. Simulator: 200,192 launches of tiny_kernels (782 iterations x 256 chunks)
 # Both runs on one core, with the simulator's modelled launch cost off:
 # - that cost is a busy wait on the wall clock, and a busy wait absorbs whatever else runs on

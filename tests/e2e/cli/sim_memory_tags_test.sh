@@ -11,24 +11,26 @@ export LD_LIBRARY_PATH=$sim_lib GPUHOOK_LIB=$hook GPUHOOK_QUIET=1
 "$cli" record -o "$work/m.gpuh" -- "$example" --iterations 1 --size 16384 >/dev/null
 "$cli" dump "$work/m.gpuh" --kind memory_tag > "$work/tags.txt" || true
 n=$(grep -c . "$work/tags.txt" || true)
-# 16 layers x (params, grads) + data + 16 activations = 49 tags
-[[ $n == 49 ]] || { echo "FAIL: $n memory_tag records, expected 49"; head "$work/tags.txt"; exit 1; }
+# init + 16 layers x (params, grads) + data + 16 activations = 50 tags
+[[ $n == 50 ]] || { echo "FAIL: $n memory_tag records, expected 50"; head "$work/tags.txt"; exit 1; }
 "$cli" stats "$work/m.gpuh" --by memory --format json > "$work/mem.json"
 python3 - "$work/mem.json" <<'PY' || exit 1
 import json, sys
 d = json.load(open(sys.argv[1]))["devices"][0]
 cat = d["peak_by_category"]
 # --size 16384 floats: a weight 64 KiB, an activation 4 x that; at the peak 16 of each.
-want = {"params": 16 * 65536, "grads": 16 * 65536, "data": 4 * 65536, "activations": 16 * 4 * 65536}
+want = {"init": 16 * 65536, "params": 16 * 65536, "grads": 16 * 65536, "data": 4 * 65536,
+        "activations": 16 * 4 * 65536}
 if cat != want:
     print("FAIL: peak_by_category", cat, "expected", want)
     sys.exit(1)
-if not all(a["category"] == "activations" for a in d["at_peak"][:5]):
-    print("FAIL: the largest allocations at the peak are not the activations:", d["at_peak"][:5])
+# The largest: the initial-weights table (1 MiB), then the activations (256 KiB each).
+if d["at_peak"][0]["category"] != "init" or not all(a["category"] == "activations" for a in d["at_peak"][1:6]):
+    print("FAIL: the largest allocations at the peak are not the table and the activations:", d["at_peak"][:6])
     sys.exit(1)
 PY
 "$cli" diagnose "$work/m.gpuh" > "$work/diagnose.txt" || true
-grep -q "at the peak, by what it is for: activations 4.0 MiB, params 1.0 MiB, grads 1.0 MiB, data 256.0 KiB" "$work/diagnose.txt" ||
+grep -q "at the peak, by what it is for: activations 4.0 MiB, init 1.0 MiB, params 1.0 MiB, grads 1.0 MiB, data 256.0 KiB" "$work/diagnose.txt" ||
   { echo "FAIL: memory-peak does not say what the peak was for"; cat "$work/diagnose.txt"; exit 1; }
 # The view stacks by category (auto: the program tagged), or by kind when asked.
 "$cli" render "$work/m.gpuh" --view memory -o "$work/cat.svg" 2>/dev/null
@@ -40,4 +42,4 @@ grep -q ">pinned host<" "$work/kind.svg" && ! grep -q ">activations<" "$work/kin
   { echo "FAIL: --memory-by kind is not stacked by kind"; exit 1; }
 "$cli" render "$work/m.gpuh" --memory-strip -o "$work/strip.svg" 2>/dev/null
 xmllint --noout "$work/strip.svg"
-echo "ok: 49 tags; peak by category $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["devices"][0]["peak_by_category"])' "$work/mem.json")"
+echo "ok: 50 tags; peak by category $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["devices"][0]["peak_by_category"])' "$work/mem.json")"

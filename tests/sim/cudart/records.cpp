@@ -119,15 +119,15 @@ void ensure_initialized() {
 }
 
 ApiScope::ApiScope(CUpti_CallbackId cbid, const char* name, const char* symbol,
-                   CUpti_CallbackDomain domain)
-    : cbid_(cbid), domain_(domain), name_(name), symbol_(symbol) {
+                   CUpti_CallbackDomain domain, const void* params)
+    : cbid_(cbid), domain_(domain), name_(name), symbol_(symbol), params_(params) {
   ensure_initialized();
   correlation_id_ = g_next_correlation.fetch_add(1);
   entry_ns_ = gpuhook_sim_now_ns();
   // Subscriber callbacks are simulated for the runtime domain only.
   if (domain_ != CUPTI_CB_DOMAIN_RUNTIME_API) return;
   gpuhook_sim_api_callback(CUPTI_API_ENTER, cbid_, name_, symbol_, correlation_id_,
-                           &correlation_data_, nullptr);
+                           &correlation_data_, nullptr, params_);
 }
 
 cudaError_t ApiScope::ret(cudaError_t err) {
@@ -144,7 +144,7 @@ ApiScope::~ApiScope() {
   const bool driver = domain_ == CUPTI_CB_DOMAIN_DRIVER_API;
   if (!driver) {
     gpuhook_sim_api_callback(CUPTI_API_EXIT, cbid_, name_, symbol_, correlation_id_,
-                             &correlation_data_, &result_);
+                             &correlation_data_, &result_, params_);
   }
   if (!(driver ? gpuhook_sim_driver_api_enabled(cbid_) : gpuhook_sim_runtime_api_enabled(cbid_))) return;
   gpuhook_sim_emit_external_correlations(correlation_id_);

@@ -59,8 +59,10 @@ class ApiScope {
  public:
   // `domain` DRIVER: a driver call (cbid from cupti_driver_cbid.h), written as a DRIVER-kind
   // record; the simulated NCCL launches that way, as the real one does (cuLaunchKernelEx).
+  // `params`: the call's *_params struct for the subscriber's callbacks (CUpti_CallbackData::
+  // functionParams), alive until the scope ends; nullptr where none is built.
   ApiScope(CUpti_CallbackId cbid, const char* name, const char* symbol = nullptr,
-           CUpti_CallbackDomain domain = CUPTI_CB_DOMAIN_RUNTIME_API);
+           CUpti_CallbackDomain domain = CUPTI_CB_DOMAIN_RUNTIME_API, const void* params = nullptr);
   ~ApiScope();
   ApiScope(const ApiScope&) = delete;
   ApiScope& operator=(const ApiScope&) = delete;
@@ -75,6 +77,7 @@ class ApiScope {
   CUpti_CallbackDomain domain_;
   const char* name_;
   const char* symbol_;
+  const void* params_;
   uint32_t correlation_id_;
   uint64_t entry_ns_;
   uint64_t correlation_data_ = 0;

@@ -3,6 +3,7 @@
 #include <cupti.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -116,8 +117,8 @@ namespace {
 cudaError_t launch(CUpti_CallbackId cbid, const char* api_name, KernelInfo* k, dim3 grid,
                    dim3 block, void** args, size_t shared_bytes, cudaStream_t stream,
                    bool per_thread, CUpti_CallbackDomain domain = CUPTI_CB_DOMAIN_RUNTIME_API,
-                   bool cooperative = false) {
-  ApiScope api(cbid, api_name, k != nullptr ? k->name.c_str() : nullptr, domain);
+                   bool cooperative = false, const void* params = nullptr) {
+  ApiScope api(cbid, api_name, k != nullptr ? k->name.c_str() : nullptr, domain, params);
   if (k == nullptr) return api.ret(cudaErrorInvalidDeviceFunction);
   Engine& engine = Engine::instance();
   Stream* s = engine.resolve(per_thread && stream == nullptr ? cudaStreamPerThread : stream);
@@ -313,15 +314,18 @@ cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid, dim3 block, 
 
 cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void** args,
                              size_t shared_bytes, cudaStream_t stream) {
+  const cudaLaunchKernel_v7000_params params{func, grid, block, args, shared_bytes, stream};
   return launch(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, "cudaLaunchKernel",
-                find_kernel(func), grid, block, args, shared_bytes, stream, false);
+                find_kernel(func), grid, block, args, shared_bytes, stream, false, CUPTI_CB_DOMAIN_RUNTIME_API,
+                false, &params);
 }
 
 cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 grid, dim3 block, void** args,
                                         size_t shared_bytes, cudaStream_t stream) {
+  const cudaLaunchCooperativeKernel_v9000_params params{func, grid, block, args, shared_bytes, stream};
   return launch(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000, "cudaLaunchCooperativeKernel",
                 find_kernel(func), grid, block, args, shared_bytes, stream, false, CUPTI_CB_DOMAIN_RUNTIME_API,
-                true);
+                true, &params);
 }
 
 // What the cudaLaunchKernelEx template calls. Of the launch attributes only
@@ -338,9 +342,32 @@ cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* fu
   // func is the kernel's stub, or (\note_cudaKernel_t) a cudaKernel_t from cudaGetKernel.
   KernelInfo* k = find_kernel(func);
   if (k == nullptr) k = kernel_of_handle(func);
+  const cudaLaunchKernelExC_v11060_params params{config, func, args};
   return launch(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060, "cudaLaunchKernelExC", k, config->gridDim,
                 config->blockDim, args, config->dynamicSmemBytes, config->stream, false,
-                CUPTI_CB_DOMAIN_RUNTIME_API, cooperative);
+                CUPTI_CB_DOMAIN_RUNTIME_API, cooperative, &params);
+}
+
+// "Returns the offset and size of a kernel parameter in the device-side parameter layout"
+// (cuda_runtime_api.h, cudaFuncGetParamInfo; func may be a cudaKernel_t, \note_cudaKernel_t).
+// The simulator knows the sizes of the kernels examples gave a host twin (HOST_TWIN); each
+// parameter is placed at the next multiple of the smaller of its size and 8. For any other
+// kernel it cannot say: cudaErrorInvalidDeviceFunction.
+cudaError_t cudaFuncGetParamInfo(const void* func, size_t index, size_t* offset, size_t* size) {
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaFuncGetParamInfo_v12040, "cudaFuncGetParamInfo");
+  KernelInfo* k = find_kernel(func);
+  if (k == nullptr) k = kernel_of_handle(func);
+  if (k == nullptr || k->twin == nullptr) return api.ret(cudaErrorInvalidDeviceFunction);
+  if (offset == nullptr || size == nullptr || index >= k->arg_sizes.size()) return api.ret(cudaErrorInvalidValue);
+  size_t at = 0;
+  for (size_t i = 0; i <= index; ++i) {
+    const size_t align = std::min<size_t>(std::max<size_t>(k->arg_sizes[i], 1), 8);
+    at = (at + align - 1) / align * align;
+    if (i < index) at += k->arg_sizes[i];
+  }
+  *offset = at;
+  *size = k->arg_sizes[index];
+  return api.ret(cudaSuccess);
 }
 
 cudaError_t cudaGetFuncBySymbol(cudaFunction_t* function, const void* symbol) {

@@ -425,23 +425,29 @@ cudaError_t cudaMemcpyPeerAsync(void* dst, int dst_device, const void* src, int 
 }
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
-  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, "cudaMemcpy");
+  const cudaMemcpy_v3020_params params{dst, src, bytes, kind};
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, "cudaMemcpy", nullptr, CUPTI_CB_DOMAIN_RUNTIME_API, &params);
   return api.ret(copy(api, dst, src, bytes, kind, nullptr, false));
 }
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
                             cudaStream_t stream) {
-  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, "cudaMemcpyAsync");
+  const cudaMemcpyAsync_v3020_params params{dst, src, bytes, kind, stream};
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, "cudaMemcpyAsync", nullptr, CUPTI_CB_DOMAIN_RUNTIME_API,
+               &params);
   return api.ret(copy(api, dst, src, bytes, kind, stream, true));
 }
 
 cudaError_t cudaMemset(void* dst, int value, size_t bytes) {
-  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020, "cudaMemset");
+  const cudaMemset_v3020_params params{dst, value, bytes};
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020, "cudaMemset", nullptr, CUPTI_CB_DOMAIN_RUNTIME_API, &params);
   return api.ret(set(api, dst, value, bytes, nullptr, false));
 }
 
 cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t stream) {
-  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020, "cudaMemsetAsync");
+  const cudaMemsetAsync_v3020_params params{dst, value, bytes, stream};
+  ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020, "cudaMemsetAsync", nullptr, CUPTI_CB_DOMAIN_RUNTIME_API,
+               &params);
   return api.ret(set(api, dst, value, bytes, stream, true));
 }
 

@@ -153,7 +153,7 @@ void gpuhook_sim_emit_external_correlations(uint32_t correlation_id) {
 
 void gpuhook_sim_api_callback(int site, CUpti_CallbackId cbid, const char* function_name,
                               const char* symbol_name, uint32_t correlation_id,
-                              uint64_t* correlation_data, void* return_value) {
+                              uint64_t* correlation_data, void* return_value, const void* params) {
   auto& s = state();
   if (cbid >= kMaxCbid || !s.runtime_domain_on.load() || !s.runtime_cb_on[cbid].load()) return;
   CUpti_CallbackFunc fn;
@@ -167,7 +167,8 @@ void gpuhook_sim_api_callback(int site, CUpti_CallbackId cbid, const char* funct
   CUpti_CallbackData cb{};
   cb.callbackSite = static_cast<CUpti_ApiCallbackSite>(site);
   cb.functionName = function_name;
-  cb.functionParams = nullptr;  // the simulator does not build the *_params structs
+  // Built for the launches, copies and memsets (ApiScope's `params`); nullptr for the rest.
+  cb.functionParams = params;
   cb.functionReturnValue = return_value;
   cb.symbolName = symbol_name;
   cb.context = nullptr;

@@ -306,3 +306,101 @@ TEST(Memory, SizesNearTheLimitSaturate) {
   EXPECT_EQ(report[0].peak_bytes, UINT64_MAX);
   EXPECT_EQ(report[0].peak_ns, T + 6);
 }
+
+// ---- which allocations calls used (GPUHOOK_MEM_USE) ---------------------------------------
+
+namespace {
+
+v1::Record use(uint64_t address, uint64_t t, uint32_t corr) {
+  v1::Record r;
+  auto* u = r.mutable_memory_use();
+  u->set_address(address);
+  u->set_time_ns(static_cast<int64_t>(t));
+  u->set_correlation_id(corr);
+  u->set_thread_id(7);
+  return r;
+}
+
+}  // namespace
+
+// Each use goes to the allocation holding its address at its time (an interior pointer too;
+// an address reused after a free belongs to the new allocation); a value inside no allocation
+// is ignored. The report then knows, for each allocation live at the peak, its last use and
+// how long it was held unused after it.
+TEST(Memory, UsesGoToTheAllocationLiveAtTheirAddressAndTime) {
+  gantt::Model m;
+  gantt::ModelBuilder b{m};
+  b.begin_capture("a");
+  b.add(header());
+  b.add(a100());
+  b.add(string_def(1, "cudaMalloc"));
+  b.add(string_def(3, "cudaFree"));
+  b.add(api(1, 7, T, T + 10, 1));
+  b.add(mem(v1::MEMORY_OP_ALLOC, 0x10000, 0x1000, T + 5, v1::MEMORY_DEVICE, 1));   // A: the table
+  b.add(api(1, 7, T + 20, T + 30, 2));
+  b.add(mem(v1::MEMORY_OP_ALLOC, 0x20000, 0x1000, T + 25, v1::MEMORY_DEVICE, 2));  // B: the weights
+  b.add(use(0x10800, T + 40, 11));  // A, inside
+  b.add(use(0x10000, T + 50, 12));  // A, its last use
+  b.add(use(0x20000, T + 60, 13));  // B
+  b.add(use(0x90000, T + 60, 14));  // nothing there: an integer argument
+  b.add(api(1, 7, T + 100, T + 110, 3));
+  b.add(mem(v1::MEMORY_OP_ALLOC, 0x30000, 0x2000, T + 105, v1::MEMORY_DEVICE, 3));  // C: the peak
+  b.add(use(0x30000, T + 120, 15));
+  b.add(api(3, 7, T + 200, T + 210, 4));
+  b.add(mem(v1::MEMORY_OP_FREE, 0x30000, 0, T + 205, v1::MEMORY_DEVICE, 4));
+  b.add(use(0x20010, T + 900, 16));  // B again, long after the peak
+  b.add(api(1, 7, T + 950, T + 960, 5));
+  b.add(mem(v1::MEMORY_OP_ALLOC, 0x30000, 0x100, T + 955, v1::MEMORY_DEVICE, 5));   // D at C's address
+  b.add(use(0x30000, T + 970, 17));  // D, not C
+  b.add(api(1, 7, T + 1000, T + 1010, 6));  // the capture ends here
+  b.end_capture({});
+  const gantt::MemoryTable& mt = m.memory;
+  ASSERT_EQ(mt.size(), 5u);
+  EXPECT_EQ(m.captures[0].memory_uses, 7u);
+  EXPECT_EQ(mt.uses[0], 2u);
+  EXPECT_EQ(mt.first_use_ns[0], T + 40);
+  EXPECT_EQ(mt.last_use_ns[0], T + 50);
+  EXPECT_EQ(mt.last_use_correlation[0], 12u);
+  EXPECT_EQ(mt.uses[1], 2u);
+  EXPECT_EQ(mt.last_use_ns[1], T + 900);
+  EXPECT_EQ(mt.uses[2], 1u);
+  EXPECT_EQ(mt.last_use_ns[2], T + 120);  // C's use before its free; D's is D's
+  EXPECT_EQ(mt.uses[4], 1u);
+  EXPECT_EQ(mt.last_use_ns[4], T + 970);
+  const auto report = gantt::analysis::memory_report(m);
+  ASSERT_EQ(report.size(), 1u);
+  const auto& d = report[0];
+  ASSERT_TRUE(d.uses_recorded);
+  EXPECT_EQ(d.peak_ns, T + 105);
+  // At the peak A, B and C are live; A was last used before it and never again: held unused
+  // from T+50 to the capture's end (T+1010).
+  ASSERT_EQ(d.unused_after_peak.size(), 1u);
+  EXPECT_EQ(d.unused_after_peak[0].bytes, 0x1000u);
+  EXPECT_EQ(d.unused_after_peak[0].last_use_ns, T + 50);
+  EXPECT_EQ(d.unused_after_peak[0].idle_ns, 960u);
+  EXPECT_EQ(d.unused_after_peak_bytes, 0x1000u);
+  // C: freed at T+205, 85 ns after its last use.
+  for (const auto& a : d.at_peak) {
+    if (a.bytes == 0x2000) {
+      EXPECT_EQ(a.idle_ns, 85u);
+    }
+  }
+}
+
+// Without MemoryUse records nothing is said about use: not "never used".
+TEST(Memory, NoUseRecordsMeansUnknownNotUnused) {
+  gantt::Model m;
+  gantt::ModelBuilder b{m};
+  b.begin_capture("a");
+  b.add(header());
+  b.add(a100());
+  b.add(string_def(1, "cudaMalloc"));
+  b.add(api(1, 7, T, T + 10, 1));
+  b.add(mem(v1::MEMORY_OP_ALLOC, 0x10000, 0x1000, T + 5, v1::MEMORY_DEVICE, 1));
+  b.end_capture({});
+  const auto report = gantt::analysis::memory_report(m);
+  ASSERT_EQ(report.size(), 1u);
+  EXPECT_FALSE(report[0].uses_recorded);
+  EXPECT_TRUE(report[0].unused_after_peak.empty());
+  EXPECT_EQ(report[0].at_peak[0].idle_ns, 0u);
+}

@@ -170,14 +170,32 @@ void ModelBuilder::Impl::add(const v1::Record& r) {
       push(mt.api, kNone);
       push(mt.pool, static_cast<uint8_t>(x.async() || x.pool_address() != 0));
       push(mt.category, 0u);
+      push(mt.first_use_ns, uint64_t{0});
+      push(mt.last_use_ns, uint64_t{0});
+      push(mt.uses, 0u);
+      push(mt.last_use_correlation, 0u);
       push(memory_correlation, x.correlation_id());
       break;
     }
     case v1::Record::kMemoryTag: {
       const auto& g = r.memory_tag();
       // Bounded like the live allocations: a file of nothing but tags cannot grow this forever.
-      if (memory_tags.size() < (1u << 20) && g.category_id() != 0)
-        memory_tags.push_back({g.address(), t(g.has_time_ns(), g.time_ns()), g.category_id()});
+      if (memory_tags < (1u << 20) && g.category_id() != 0) {
+        memory_marks.push_back({g.address(), t(g.has_time_ns(), g.time_ns()), g.category_id(), false});
+        ++memory_tags;
+      }
+      break;
+    }
+    case v1::Record::kMemoryUse: {
+      const auto& u = r.memory_use();
+      // Bounded too: past it the uses are counted, and the rule that reads them says so.
+      if (c.memory_uses < kMaxMemoryUses) {
+        if (u.has_time_ns() && u.time_ns() > 0)
+          memory_marks.push_back({u.address(), t(true, u.time_ns()), u.correlation_id(), true});
+      } else {
+        ++c.memory_uses_ignored;
+      }
+      ++c.memory_uses;
       break;
     }
     case v1::Record::kNotice:
@@ -308,7 +326,7 @@ void ModelBuilder::Impl::finish(const gpuhook::Integrity& integrity) {
   }
   align();
   join_host_functions();
-  apply_memory_tags();
+  apply_memory_marks();
   join();
   occupancy();
   demangle_names();
@@ -317,7 +335,8 @@ void ModelBuilder::Impl::finish(const gpuhook::Integrity& integrity) {
   host_func_external.clear();
   thread_rows.clear();
   live_allocations.clear();
-  memory_tags.clear();
+  memory_marks.clear();
+  memory_tags = 0;
   open = false;
 }
 

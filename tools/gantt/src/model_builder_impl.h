@@ -70,11 +70,16 @@ struct ModelBuilder::Impl {
   std::unordered_map<uint64_t, uint32_t> thread_rows;
   std::vector<RawRange> raw_ranges;
   std::unordered_map<uint64_t, uint64_t> live_allocations;  // address -> bytes, for frees that omit the size
-  struct RawTag {
+  // gpuhook_mem_tag() and MemoryUse records, given to the allocation live at their address and
+  // time when the capture ends.
+  struct RawMark {
     uint64_t address = 0, time_ns = 0;
-    uint32_t category = 0;  // local string id
+    uint32_t value = 0;  // a tag's category (local string id), a use's correlation id
+    bool use = false;
   };
-  std::vector<RawTag> memory_tags;  // gpuhook_mem_tag(): given to allocations when the capture ends
+  std::vector<RawMark> memory_marks;
+  uint64_t memory_tags = 0;
+  static constexpr uint64_t kMaxMemoryUses = uint64_t{1} << 22;  // 4M uses, 100 MB, per capture
   std::vector<RawExternal> raw_external;
   // CUPTI stream id -> the priority it was created with (StreamInfo records, which may come
   // after the stream's kernels: CUDA 13 hands buffers back out of order).
@@ -152,7 +157,7 @@ struct ModelBuilder::Impl {
   void join_nccl(const std::vector<uint32_t>& event_of_api);
   void join_nccl_by_external_id();
   void join_host_functions();
-  void apply_memory_tags();
+  void apply_memory_marks();
   void occupancy();
   void demangle_names();
 };

@@ -346,23 +346,24 @@ void ModelBuilder::Impl::join_host_functions() {
 
 namespace gantt {
 
-// gpuhook_mem_tag(): each tag goes to the allocation of this capture that held its address at
-// its time. One sweep in time order keeps the live allocations by start address: an address
-// freed and allocated again (cudaFree then cudaMalloc of the same size, a pool's blocks each
-// step) belongs at each tag's time to the allocation live then. Looking among all allocations
-// ever made at or below the address instead missed every tag of a training loop but its last
-// few steps once the address had been reused more often than the look-back. A tag without a
-// time goes to the latest allocation made over its address.
-void ModelBuilder::Impl::apply_memory_tags() {
-  if (memory_tags.empty()) return;
+// gpuhook_mem_tag() tags and MemoryUse records (GPUHOOK_MEM_USE): each goes to the allocation
+// of this capture that held its address at its time. One sweep in time order keeps the live
+// allocations by start address: an address freed and allocated again (cudaFree then cudaMalloc
+// of the same size, a pool's blocks each step) belongs at each mark's time to the allocation
+// live then. Looking among all allocations ever made at or below the address instead missed
+// every tag of a training loop but its last few steps once the address had been reused more
+// often than the look-back. A tag without a time goes to the latest allocation made over its
+// address; a use without one is not placed (the loader dropped it).
+void ModelBuilder::Impl::apply_memory_marks() {
+  if (memory_marks.empty()) return;
   MemoryTable& mt = m.memory;
   std::vector<uint32_t> rows;  // allocations and frees, by time (recorded order at equal times)
   for (size_t i = mem0; i < mt.size(); ++i)
     if ((mt.op[i] == gpuhook::v1::MEMORY_OP_ALLOC && mt.bytes[i] != 0) || mt.op[i] == gpuhook::v1::MEMORY_OP_FREE)
       rows.push_back(static_cast<uint32_t>(i));
   std::stable_sort(rows.begin(), rows.end(), [&](uint32_t a, uint32_t b) { return mt.time_ns[a] < mt.time_ns[b]; });
-  std::stable_sort(memory_tags.begin(), memory_tags.end(),
-                   [](const RawTag& a, const RawTag& b) { return a.time_ns < b.time_ns; });
+  std::stable_sort(memory_marks.begin(), memory_marks.end(),
+                   [](const RawMark& a, const RawMark& b) { return a.time_ns < b.time_ns; });
   std::map<uint64_t, uint32_t> live;    // start address -> allocation row, at the sweep's time
   std::map<uint64_t, uint32_t> latest;  // start address -> the latest allocation made there
   // A program's live allocations do not overlap, so the one starting at or below the address
@@ -389,15 +390,25 @@ void ModelBuilder::Impl::apply_memory_tags() {
       }
     }
   };
-  for (const RawTag& tag : memory_tags) {
-    if (tag.time_ns == 0) continue;
-    replay_until(tag.time_ns);
-    if (const uint32_t best = holder(live, tag.address); best != kNone) mt.category[best] = remap(tag.category);
+  for (const RawMark& mark : memory_marks) {
+    if (mark.time_ns == 0) continue;
+    replay_until(mark.time_ns);
+    const uint32_t best = holder(live, mark.address);
+    if (best == kNone) continue;
+    if (!mark.use) {
+      mt.category[best] = remap(mark.value);
+      continue;
+    }
+    if (mt.first_use_ns[best] == 0) mt.first_use_ns[best] = mark.time_ns;
+    mt.last_use_ns[best] = mark.time_ns;  // marks in time order: the latest so far
+    mt.last_use_correlation[best] = mark.value;
+    if (mt.uses[best] != UINT32_MAX) ++mt.uses[best];
   }
   replay_until(UINT64_MAX);
-  for (const RawTag& tag : memory_tags) {
-    if (tag.time_ns != 0) break;  // sorted: the untimed ones come first
-    if (const uint32_t best = holder(latest, tag.address); best != kNone) mt.category[best] = remap(tag.category);
+  for (const RawMark& mark : memory_marks) {
+    if (mark.time_ns != 0) break;  // sorted: the untimed ones come first
+    if (mark.use) continue;
+    if (const uint32_t best = holder(latest, mark.address); best != kNone) mt.category[best] = remap(mark.value);
   }
 }
 

@@ -201,6 +201,13 @@ struct MemoryTable {
   std::vector<uint32_t> api;           // row of the call that allocated or freed it, or kNone
   std::vector<uint8_t> pool;           // 1: stream-ordered (cudaMallocAsync / a memory pool)
   std::vector<uint32_t> category;      // allocations: the gpuhook_mem_tag() category (string id), 0 = none
+  // Allocations, when the hook recorded which addresses calls were given (GPUHOOK_MEM_USE,
+  // MemoryUse records): the first and last such record inside it while it was live (0 = none),
+  // how many, and the CUPTI correlation id of the call of the last one (0 = an NCCL call).
+  std::vector<uint64_t> first_use_ns;
+  std::vector<uint64_t> last_use_ns;
+  std::vector<uint32_t> uses;
+  std::vector<uint32_t> last_use_correlation;
 
   size_t size() const { return capture.size(); }
 };
@@ -265,6 +272,8 @@ struct CaptureInfo {
   std::vector<std::string> notices;              // what happened to the recording (Notice records)
   // A flight summary's dumps (NOTICE_FLIGHT_DUMP): the trigger's time and the notice's text.
   std::vector<std::pair<uint64_t, std::string>> flight_dumps;
+  uint64_t memory_uses = 0;                      // MemoryUse records read (GPUHOOK_MEM_USE was on)
+  uint64_t memory_uses_ignored = 0;              // of them, past the loader's bound
 
   // The DeviceInfo with this ordinal, or nullptr.
   const gpuhook::v1::DeviceInfo* device(uint32_t ordinal) const;

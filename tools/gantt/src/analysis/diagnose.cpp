@@ -433,7 +433,7 @@ const char* to_string(Severity s) {
 const std::vector<std::string>& rule_names() {
   static const std::vector<std::string> names = {"stream-serialisation", "copy-overlap", "launch-bound", "imbalance",
                                                  "low-occupancy", "sync-stall", "fragmentation",
-                                                 "priority-inversion", "memory-peak", "pipeline-bubble",
+                                                 "priority-inversion", "memory-peak", "memory-idle", "pipeline-bubble",
                                                  "slow-link"};
   return names;
 }
@@ -450,6 +450,7 @@ DiagnoseReport diagnose(const Model& m) {
   rule_fragmentation(m, devs, r);
   rule_priority(m, devs, r);
   rule_memory_peak(m, r);
+  rule_memory_unused(m, r);
   rule_pipeline_bubble(m, r);
   rule_slow_link(m, r);
   return r;

@@ -34,6 +34,7 @@ void rule_launch_bound(const Model& m, const std::vector<Device>& devs, Diagnose
 void rule_sync_stall(const Model& m, const std::vector<Device>& devs, DiagnoseReport& r);
 // What dominated a memory peak (diagnose_memory_rules.cpp).
 void rule_memory_peak(const Model& m, DiagnoseReport& r);
+void rule_memory_unused(const Model& m, DiagnoseReport& r);
 // What the ranks' point-to-point traffic shows (diagnose_comm_rules.cpp).
 void rule_pipeline_bubble(const Model& m, DiagnoseReport& r);
 void rule_slow_link(const Model& m, DiagnoseReport& r);

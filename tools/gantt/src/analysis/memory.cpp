@@ -174,7 +174,9 @@ std::vector<DeviceMemory> memory_report(const Model& m) {
     d.categories = layers;
     std::map<std::string, uint64_t> by_range;
     std::map<std::string, PeakGroup> by_path;
-    std::vector<LiveAllocation> all;
+    std::vector<LiveAllocation> all, unused;
+    d.uses_recorded = m.captures[d.capture].memory_uses != 0;
+    const uint64_t capture_end = m.captures[d.capture].last_ns;
     for (const auto& [addr, row] : live_at[key]) {
       LiveAllocation a;
       a.row = row;
@@ -184,6 +186,19 @@ std::vector<DeviceMemory> memory_report(const Model& m) {
       a.where = where(row);
       a.category = category(row);
       if (auto f = freed_at.find(row); f != freed_at.end()) a.freed_ns = f->second;
+      if (d.uses_recorded && row < mt.last_use_ns.size()) {
+        a.first_use_ns = mt.first_use_ns[row];
+        a.last_use_ns = mt.last_use_ns[row];
+        a.uses = mt.uses[row];
+        a.last_use_correlation = mt.last_use_correlation[row];
+        const uint64_t idle_from = std::max(a.alloc_ns, a.last_use_ns);
+        const uint64_t idle_to = a.freed_ns != 0 ? a.freed_ns : std::max(capture_end, idle_from);
+        a.idle_ns = idle_to - std::min(idle_to, idle_from);
+        if (a.last_use_ns <= d.peak_ns && a.cls != MemoryClass::kPinnedHost && a.cls != MemoryClass::kOther) {
+          d.unused_after_peak_bytes = saturating_add(d.unused_after_peak_bytes, a.bytes);
+          unused.push_back(a);
+        }
+      }
       const std::string top = a.where.empty() ? "(no range)" : a.where.substr(0, a.where.find('/'));
       by_range[top] = saturating_add(by_range[top], a.bytes);
       PeakGroup& g = by_path[a.where];
@@ -196,6 +211,9 @@ std::vector<DeviceMemory> memory_report(const Model& m) {
     std::stable_sort(all.begin(), all.end(), [](const LiveAllocation& a, const LiveAllocation& b) { return a.bytes > b.bytes; });
     if (all.size() > kPeakList) all.resize(kPeakList);
     d.at_peak = std::move(all);
+    std::stable_sort(unused.begin(), unused.end(), [](const LiveAllocation& a, const LiveAllocation& b) { return a.bytes > b.bytes; });
+    if (unused.size() > kPeakList) unused.resize(kPeakList);
+    d.unused_after_peak = std::move(unused);
     for (auto& [path, g] : by_path) d.peak_by_path.push_back(std::move(g));
     std::stable_sort(d.peak_by_path.begin(), d.peak_by_path.end(), [](const PeakGroup& a, const PeakGroup& b) { return a.bytes > b.bytes; });
     d.peak_by_range.assign(by_range.begin(), by_range.end());
@@ -225,8 +243,15 @@ std::string format_memory_stats(const Model& m, const std::vector<DeviceMemory>&
         o += (a ? "," : "") + std::string("{\"bytes\":") + std::to_string(d.at_peak[a].bytes) + ",\"class\":" +
              json::quoted(to_string(d.at_peak[a].cls)) + ",\"category\":" + json::quoted(d.at_peak[a].category) +
              ",\"where\":" + json::quoted(d.at_peak[a].where) +
-             ",\"age_ns\":" + std::to_string(d.peak_ns - d.at_peak[a].alloc_ns) + "}";
-      o += "]}";
+             ",\"age_ns\":" + std::to_string(d.peak_ns - d.at_peak[a].alloc_ns) +
+             (d.uses_recorded ? ",\"uses\":" + std::to_string(d.at_peak[a].uses) +
+                                    ",\"last_use_ns\":" + std::to_string(d.at_peak[a].last_use_ns) +
+                                    ",\"idle_ns\":" + std::to_string(d.at_peak[a].idle_ns)
+                              : std::string()) +
+             "}";
+      o += "]";
+      if (d.uses_recorded) o += ",\"unused_after_peak_bytes\":" + std::to_string(d.unused_after_peak_bytes);
+      o += "}";
     }
     return o + "]}\n";
   }
@@ -254,10 +279,26 @@ std::string format_memory_stats(const Model& m, const std::vector<DeviceMemory>&
   Table live;
   live.header = {"device", "bytes", "class", "category", "allocated_in", "age_at_peak_us"};
   live.right = {false, true, false, false, false, true};
+  // GPUHOOK_MEM_USE: when each was last given to a call, and how long it was then held unused.
+  const bool uses = std::any_of(report.begin(), report.end(), [](const DeviceMemory& d) { return d.uses_recorded; });
+  if (uses) {
+    live.header.insert(live.header.end(), {"uses", "last_used_at_us", "then_unused_us"});
+    live.right.insert(live.right.end(), {true, true, true});
+  }
   for (const DeviceMemory& d : report)
-    for (const LiveAllocation& a : d.at_peak)
+    for (const LiveAllocation& a : d.at_peak) {
       live.rows.push_back({device_name(m, d), bytes_text(a.bytes), to_string(a.cls), a.category,
                            a.where.empty() ? "(no range)" : a.where, us(static_cast<int64_t>(d.peak_ns - a.alloc_ns))});
+      if (!uses) continue;
+      if (!d.uses_recorded) {
+        live.rows.back().insert(live.rows.back().end(), {"-", "-", "-"});
+        continue;
+      }
+      live.rows.back().insert(live.rows.back().end(),
+                              {std::to_string(a.uses),
+                               a.uses == 0 ? "never" : us(static_cast<int64_t>(a.last_use_ns - std::min(first, a.last_use_ns))),
+                               us(static_cast<int64_t>(a.idle_ns))});
+    }
   if (format == "csv") return to_csv(t) + "\n" + to_csv(categories) + "\n" + to_csv(live);
   if (format == "md") return to_markdown(t) + "\n" + to_markdown(categories) + "\n" + to_markdown(live);
   return "GPU memory in use (from the recorded allocations and frees):\n" + to_text(t) +

@@ -35,6 +35,13 @@ struct LiveAllocation {
   std::string where;         // NVTX range path of the allocating call, "" when none
   std::string category;      // as the header says
   uint64_t freed_ns = 0;     // when it was freed, 0 = never in the capture
+  // GPUHOOK_MEM_USE (MemoryTable): when calls were given it, 0 = never; how often.
+  uint64_t first_use_ns = 0, last_use_ns = 0;
+  uint32_t uses = 0;
+  uint32_t last_use_correlation = 0;
+  // Held without use after its last one until freed or the capture ended (alloc time when
+  // never used); 0 when uses were not recorded.
+  uint64_t idle_ns = 0;
 };
 
 // The allocations live at a peak that were made under one NVTX range path.
@@ -62,6 +69,12 @@ struct DeviceMemory {
   std::vector<std::pair<std::string, uint64_t>> peak_by_range;  // top-level range at allocation -> bytes at peak
   std::vector<PeakGroup> peak_by_path;  // full range path at allocation, most bytes first
   uint64_t allocations = 0, frees = 0, live_at_end_bytes = 0;
+  // GPUHOOK_MEM_USE was on: the allocations live at the peak that no call was given after
+  // it (a device, pool or managed allocation last used before the peak, or never), and for
+  // how long they stayed so; largest first (at most kPeakList), and their total.
+  bool uses_recorded = false;
+  std::vector<LiveAllocation> unused_after_peak;
+  uint64_t unused_after_peak_bytes = 0;
   uint64_t total(size_t i) const {
     uint64_t s = 0;
     for (uint64_t v : in_use[i]) s = saturating_add(s, v);
