@@ -194,8 +194,23 @@ mp=$(ls "$out"/memory_phases.*.gpuh 2>/dev/null | head -n1)
 if [ -n "$mp" ]; then
   cats=$("$cli" stats "$mp" --by memory --format json 2>/dev/null |
     python3 -c 'import json, sys; d = json.load(sys.stdin)["devices"][0]["peak_by_category"]; print(" ".join(sorted(d)))' 2>/dev/null)
-  verdict=FAIL; [ "$cats" = "activations data grads params" ] && verdict=pass
-  row "memory_phases: peak by gpuhook_mem_tag category" "${cats:-none}" "activations data grads params" "$verdict"
+  verdict=FAIL; [ "$cats" = "activations data grads init params" ] && verdict=pass
+  row "memory_phases: peak by gpuhook_mem_tag category" "${cats:-none}" "activations data grads init params" "$verdict"
+fi
+
+# ---- memory use: GPUHOOK_MEM_USE reads each launch's arguments; the init table held unused ---
+mpx=$exdir/memory_phases; [ -x "$mpx" ] || mpx=$build/examples/memory_phases
+if [ -x "$mpx" ]; then
+  rm -f "$out"/memuse.*
+  GPUHOOK_MEM_USE=1 LD_PRELOAD=$hook GPUHOOK_OUTPUT="$out/memuse.gpuh" "$mpx" --iterations 3 --size 16384 \
+    >"$out/memuse.out" 2>&1
+  rc=$?
+  uses=$("$cli" dump "$out/memuse.gpuh" --kind memory_use 2>/dev/null | grep -c . || true)
+  "$cli" diagnose "$out/memuse.gpuh" >"$out/memuse.diagnose.txt" 2>&1 || true
+  named=$(grep -c "1.0 MiB (init) allocated at .*, last used at .* by init_weights" "$out/memuse.diagnose.txt" || true)
+  verdict=FAIL; [ "$rc" = 0 ] && [ "${uses:-0}" -gt 16 ] && [ "$named" = 1 ] && verdict=pass
+  row "GPUHOOK_MEM_USE: memory_phases exit code, MemoryUse records, memory-idle names the init table" \
+    "rc $rc, ${uses:-0} records, named $named" "rc 0, > 16, named 1" "$verdict"
 fi
 
 # ---- flight recorder: a slow step of long_run written out, the run going on ----------------
