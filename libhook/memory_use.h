@@ -16,8 +16,8 @@
 //   64) is a candidate, so a pointer inside a struct argument counts too.
 // - A candidate is kept when it may be a device address (may_be_address) and this thread has
 //   not written it within the pause (UseFilter): the capture holds, per address, about
-//   128 x ln(run / 128 ms) records at most, and an allocation's last record is within
-//   max(1 ms, run so far / 128) of its last use.
+//   32 x ln(run / 32 ms) records at most, and an allocation's last record is within
+//   max(1 ms, run so far / 32) of its last use (diagnose memory-idle asks for half the run).
 #pragma once
 
 #include <cupti.h>
@@ -31,9 +31,9 @@ namespace gpuhook::hook {
 // small integers, sizes and doubles (whose exponent bits put them above 2^57) do not.
 inline bool may_be_address(uint64_t v) { return v >= (uint64_t{1} << 32) && v < (uint64_t{1} << 57); }
 
-// The pause after which an address is written again: 1 ms, or 1/128 of the run so far.
+// The pause after which an address is written again: 1 ms, or 1/32 of the run so far.
 inline uint64_t use_pause_ns(uint64_t since_start_ns) {
-  const uint64_t share = since_start_ns / 128;
+  const uint64_t share = since_start_ns / 32;
   return share > 1'000'000 ? share : 1'000'000;
 }
 
