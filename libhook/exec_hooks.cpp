@@ -37,7 +37,7 @@ GPUHOOK_EXEC_TABLE(GPUHOOK_EXEC_REAL)
 // Resolved at start: a fork child about to exec should not be the first to call dlsym.
 int resolve_exec() {
   int found = 0;
-#define GPUHOOK_EXEC_RESOLVE(name, ...) found += resolve<void*>(g_real_##name, #name) != nullptr;
+#define GPUHOOK_EXEC_RESOLVE(name, ...) found += resolve_early(g_real_##name, #name);
   GPUHOOK_EXEC_TABLE(GPUHOOK_EXEC_RESOLVE)
 #undef GPUHOOK_EXEC_RESOLVE
   return found;

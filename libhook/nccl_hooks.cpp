@@ -225,7 +225,7 @@ GPUHOOK_NCCL_TABLE(GPUHOOK_NCCL_REAL)
 // Resolves every row at start so the first call pays nothing; rows the library lacks stay null.
 int resolve_nccl() {
   int found = 0;
-#define GPUHOOK_NCCL_RESOLVE(name, ...) found += resolve<void*>(g_real_##name, #name) != nullptr;
+#define GPUHOOK_NCCL_RESOLVE(name, ...) found += resolve_early(g_real_##name, #name);
   GPUHOOK_NCCL_TABLE(GPUHOOK_NCCL_RESOLVE)
 #undef GPUHOOK_NCCL_RESOLVE
   return found;
