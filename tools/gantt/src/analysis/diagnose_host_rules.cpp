@@ -95,9 +95,15 @@ void rule_launch_bound(const Model& m, const std::vector<Device>& devs, Diagnose
               "replay it with one cudaGraphLaunch per iteration: its nodes run back to back without a launch each; "
               "fusing the kernels also cuts launches";
     } else if (period == 1) {
+      // Runs of one kernel after another: name the one launched most, not merely the first.
+      std::map<uint32_t, uint64_t> count;
+      for (uint32_t name : busiest->second) ++count[name];
+      const auto most = std::max_element(count.begin(), count.end(),
+                                         [](const auto& a, const auto& b) { return a.second < b.second; });
       f.evidence.push_back("stream " + std::to_string(busiest->first) + " launches " +
-                           ellipsize(demangle(m.string(busiest->second[0])), 60) + " over and over (" +
-                           std::to_string(busiest->second.size()) + " launches)");
+                           ellipsize(demangle(m.string(most->first)), 60) + " over and over (" +
+                           std::to_string(most->second) + " of its " + std::to_string(busiest->second.size()) +
+                           " launches)");
       f.fix = "do more work per launch (fuse kernels, a grid-stride loop over all elements), or capture the sequence "
               "in a CUDA graph and launch it once";
     } else {
