@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <new>
 #include <unordered_map>
@@ -202,6 +203,7 @@ void note_memory_use(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const C
   }
   ThreadUses* t = thread_uses();
   if (t == nullptr) return;
+  const int saved_errno = errno;  // the program's call is under way: it sees its own errno
   const uint64_t now = now_ns();
   UseCollector uses(t->filter, now, use_pause_ns(now > start_ns ? now - start_ns : 0));
   const void* p = info.functionParams;
@@ -248,7 +250,7 @@ void note_memory_use(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const C
         if (p) uses.add(reinterpret_cast<uintptr_t>(static_cast<const cudaMemset_v3020_params*>(p)->devPtr));
         break;
       default:
-        return;
+        break;
     }
   } else if (p != nullptr) {
     switch (cbid) {
@@ -267,10 +269,11 @@ void note_memory_use(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const C
                static_cast<const cuLaunchCooperativeKernel_params*>(p)->kernelParams, true);
         break;
       default:
-        return;
+        break;
     }
   }
   uses.write(info.correlationId, this_thread_id());
+  errno = saved_errno;
 }
 
 void note_buffers_used(const void* a, const void* b) {

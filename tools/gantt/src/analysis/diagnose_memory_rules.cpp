@@ -77,7 +77,7 @@ void rule_memory_unused(const Model& m, DiagnoseReport& r) {
   RuleResult res{"memory-idle", false, ""};
   const std::vector<DeviceMemory> report = memory_report(m);
   bool recorded = false;
-  uint64_t behind_graphs = 0;
+  uint64_t behind_graphs = 0, capped = 0;
   // Per capture, the last start of a kernel, copy or memset run by a CUDA graph.
   std::vector<uint64_t> last_graph_ns(m.captures.size(), 0);
   for (size_t e = 0; e < m.events.size(); ++e)
@@ -87,6 +87,11 @@ void rule_memory_unused(const Model& m, DiagnoseReport& r) {
     if (!d.uses_recorded) continue;
     recorded = true;
     const CaptureInfo& c = m.captures[d.capture];
+    // Uses past the loader's bound were not read: the last uses it has may be early ones.
+    if (c.memory_uses_ignored != 0) {
+      ++capped;
+      continue;
+    }
     const uint64_t span = c.last_ns - std::min(c.last_ns, c.first_ns);
     if (d.peak_bytes < kUnusedMinBytes || span == 0) continue;
     std::vector<const LiveAllocation*> idle;
@@ -149,6 +154,9 @@ void rule_memory_unused(const Model& m, DiagnoseReport& r) {
     res.note = "no device's memory peak held " + pct(100 * kUnusedShare) + " or more in allocations unused from then on";
     if (behind_graphs != 0)
       res.note += " (" + std::to_string(behind_graphs) + " allocations last used before a CUDA graph ran not judged)";
+    if (capped != 0)
+      res.note += " (" + std::to_string(capped) + " devices not judged: their capture has more memory uses than the "
+                  "loader reads)";
   }
   r.rules.push_back(res);
 }
