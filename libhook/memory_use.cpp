@@ -13,6 +13,7 @@
 
 #include "clock.h"
 #include "host_record.h"
+#include "interpose.h"
 #include "recorder.h"
 
 namespace gpuhook::hook {
@@ -121,15 +122,24 @@ ThreadUses* thread_uses() {
 }
 
 // The runtime's and the driver's parameter queries, from the libraries the program loaded
-// (the hook never loads CUDA itself). A program linked with the static cudart exports
-// neither cudaFuncGetParamInfo nor its kernels' stubs to the dynamic linker: its launches
-// through the runtime are then not looked into.
+// (the hook never loads CUDA itself), in the global scope or loaded with RTLD_LOCAL (a Python
+// import: interpose.h). A program linked with the static cudart exports neither
+// cudaFuncGetParamInfo nor its kernels' stubs to the dynamic linker: its launches through the
+// runtime are then not looked into.
 using RuntimeInfo = cudaError_t (*)(const void*, size_t, size_t*, size_t*);
 using DriverInfo = CUresult (*)(CUfunction, size_t, size_t*, size_t*);
 
-void* find_symbol(const char* library, const char* name) {
+void* find_symbol(const char* name) {
   if (void* p = dlsym(RTLD_DEFAULT, name)) return p;
-  void* lib = dlopen(library, RTLD_NOW | RTLD_NOLOAD);
+  return find_real(name);
+}
+
+// `name` from the library that defines `of` (the runtime's error calls from the runtime whose
+// cudaFuncGetParamInfo is used: each runtime keeps its own last error).
+void* sibling(void* of, const char* name) {
+  Dl_info info{};
+  if (of == nullptr || dladdr(of, &info) == 0 || info.dli_fname == nullptr) return nullptr;
+  void* lib = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
   if (lib == nullptr) return nullptr;
   void* p = dlsym(lib, name);
   dlclose(lib);  // NOLOAD took a reference; the process keeps its own
@@ -138,15 +148,19 @@ void* find_symbol(const char* library, const char* name) {
 
 using RuntimeError = cudaError_t (*)();
 struct Runtime {
-  RuntimeInfo param_info = reinterpret_cast<RuntimeInfo>(find_symbol("libcudart.so.13", "cudaFuncGetParamInfo"));
-  RuntimeError peek = reinterpret_cast<RuntimeError>(find_symbol("libcudart.so.13", "cudaPeekAtLastError"));
-  RuntimeError get = reinterpret_cast<RuntimeError>(find_symbol("libcudart.so.13", "cudaGetLastError"));
+  void* info = find_symbol("cudaFuncGetParamInfo");
+  RuntimeInfo param_info = reinterpret_cast<RuntimeInfo>(info);
+  RuntimeError peek = reinterpret_cast<RuntimeError>(sibling(info, "cudaPeekAtLastError"));
+  RuntimeError get = reinterpret_cast<RuntimeError>(sibling(info, "cudaGetLastError"));
 };
+const Runtime& runtime() {
+  static const Runtime rt;  // looked up at the first launch, when the runtime is loaded
+  return rt;
+}
 
 bool runtime_param(const void* function, size_t index, size_t* size) {
-  static const Runtime rt;
   size_t offset = 0;
-  return rt.param_info != nullptr && rt.param_info(function, index, &offset, size) == cudaSuccess;
+  return runtime().param_info != nullptr && runtime().param_info(function, index, &offset, size) == cudaSuccess;
 }
 
 // The runtime keeps the last error of each thread (cudaGetLastError), and the query past the
@@ -154,16 +168,15 @@ bool runtime_param(const void* function, size_t index, size_t* size) {
 // thread has none, and the query's error is taken back at once (cudaGetLastError "resets it to
 // cudaSuccess"), leaving the thread as it was.
 bool runtime_layout_allowed() {
-  static const Runtime rt;
+  const Runtime& rt = runtime();
   return rt.param_info != nullptr && rt.peek != nullptr && rt.get != nullptr && rt.peek() == cudaSuccess;
 }
 void runtime_layout_done() {
-  static const Runtime rt;
-  if (rt.get != nullptr) rt.get();
+  if (runtime().get != nullptr) runtime().get();
 }
 
 bool driver_param(const void* function, size_t index, size_t* size) {
-  static const auto fn = reinterpret_cast<DriverInfo>(find_symbol("libcuda.so.1", "cuFuncGetParamInfo"));
+  static const auto fn = reinterpret_cast<DriverInfo>(find_symbol("cuFuncGetParamInfo"));
   size_t offset = 0;
   return fn != nullptr && fn(static_cast<CUfunction>(const_cast<void*>(function)), index, &offset, size) == CUDA_SUCCESS;
 }
