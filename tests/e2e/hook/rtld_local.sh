@@ -19,4 +19,8 @@ k=$(count kernel _Z5scale) h=$(count host_function) n=$(count nccl ALL_REDUCE) u
 [[ $k == 1 && $h == 1 && $n == 1 && $u -ge 2 ]] ||
   { echo "FAIL: recorded $k scale kernels (want 1), $h host functions (1), $n ncclAllReduce calls (1), $u memory uses (>= 2)"
     "$cli" dump "$work/r.gpuh" | head -60; exit 1; }
+# The kernel's own arguments were read (its launch went through the interposed __cudaLaunchKernel).
+corr=$("$cli" dump "$work/r.gpuh" --kind kernel | grep _Z5scale | sed -n 's/.* correlation_id=\([0-9]*\).*/\1/p')
+"$cli" dump "$work/r.gpuh" --kind memory_use | grep -q " correlation_id=$corr " ||
+  { echo "FAIL: no memory use of the scale kernel's launch (correlation id $corr)"; exit 1; }
 echo "ok: through RTLD_LOCAL: $k kernel, $h host function, $n NCCL calls, $u memory uses"
