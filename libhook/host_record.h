@@ -9,8 +9,9 @@ namespace gpuhook::hook {
 
 // kNameMore: the continuation of a long name (see RangePayload). kMemoryTag: gpuhook_mem_tag(),
 // a RangePayload whose name is the category and whose range_id is the address.
+// kGpuMetrics: one NVML sample of one device (nvml_sampler.cpp).
 enum class HostKind : uint8_t { kNone = 0, kNccl = 1, kRange = 2, kThreadName = 3, kNameMore = 4, kHostFunc = 5,
-                                kMemoryTag = 6 };
+                                kMemoryTag = 6, kGpuMetrics = 7 };
 
 // Range names are copied into the record because NVTX strings live only for the call. Most
 // names fit the record itself; a longer one (up to kMaxNameBytes, below) continues in
@@ -71,6 +72,15 @@ struct HostFuncPayload {
   uint8_t api;                // gpuhook::v1::HostFunctionApi
 };
 
+// One read of a device's counters: value[m - 1] is GpuMetric m (capture.proto), present when bit
+// m of `present` is set. start_ns is when the read returned.
+inline constexpr uint32_t kGpuMetricSlots = 11;
+struct GpuMetricsPayload {
+  uint32_t device;   // CUDA ordinal
+  uint32_t present;  // bit m: GpuMetric m was read
+  uint64_t value[kGpuMetricSlots];
+};
+
 // The next kMoreNameBytes of a name; the last one holds the rest.
 struct NameMorePayload {
   char text[kMoreNameBytes];
@@ -87,12 +97,14 @@ struct HostRecord {
     RangePayload range;
     NameMorePayload name_more;
     HostFuncPayload host_func;
+    GpuMetricsPayload metrics;
   };
 };
 
 // One cache-line pair per record: small enough that a ring of 8192 is 1 MiB, large enough
 // for a short range name without a pointer into the app's memory.
 static_assert(sizeof(HostRecord) == 128, "HostRecord must stay 128 bytes");
-static_assert(sizeof(RangePayload) <= 96 && sizeof(NcclPayload) <= 96 && sizeof(NameMorePayload) <= 96);
+static_assert(sizeof(RangePayload) <= 96 && sizeof(NcclPayload) <= 96 && sizeof(NameMorePayload) <= 96 &&
+              sizeof(GpuMetricsPayload) <= 96);
 
 }  // namespace gpuhook::hook
