@@ -434,7 +434,7 @@ const std::vector<std::string>& rule_names() {
   static const std::vector<std::string> names = {"stream-serialisation", "copy-overlap", "launch-bound", "imbalance",
                                                  "low-occupancy", "sync-stall", "fragmentation",
                                                  "priority-inversion", "memory-peak", "pipeline-bubble",
-                                                 "slow-link"};
+                                                 "slow-link", "throttled"};
   return names;
 }
 
@@ -452,6 +452,7 @@ DiagnoseReport diagnose(const Model& m) {
   rule_memory_peak(m, r);
   rule_pipeline_bubble(m, r);
   rule_slow_link(m, r);
+  rule_throttled(m, r);
   return r;
 }
 
