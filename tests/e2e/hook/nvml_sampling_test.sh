@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# NVML sampling end to end on the simulator: nvml_app under the hook with the simulated
+# libnvidia-ml.so.1. The GPU utilisation NVML reported is held against the kernels of the same
+# capture, memory used against the program's allocation; a forced power cap is found by
+# diagnose (and not in the run without it); GPUHOOK_NVML_HZ=0 samples nothing; a missing NVML
+# is one line and the program runs on.
+#   nvml_sampling_test.sh SIM_LIB_DIR HOOK_LIB GANTT_CLI NVML_APP
+set -euo pipefail
+sim_lib=$1 hook=$2 cli=$3 app=$4
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# Kernels of 20 ms (one full wave), NVML's utilisation period 20 ms, samples every 10 ms.
+export LD_LIBRARY_PATH=$sim_lib GPUHOOK_QUIET=1 GPUHOOK_SIM_BLOCK_NS=20000000 GPUHOOK_SIM_NVML_PERIOD_MS=20
+run() {  # run NAME [VAR=VALUE...]: nvml_app idles 300 ms, runs 15 kernels (300 ms), idles 300 ms
+  local name=$1
+  shift
+  env "$@" GPUHOOK_OUTPUT="$work/$name.gpuh" LD_PRELOAD="$hook" "$app" 300 15 300 >"$work/$name.out" 2>"$work/$name.err" ||
+    { echo "FAIL: nvml_app ($name) exited $?"; cat "$work/$name.err"; exit 1; }
+  grep -q "nvml_app done" "$work/$name.out" || { echo "FAIL: nvml_app ($name) did not finish"; exit 1; }
+}
+
+run plain
+if grep "^gpuhook:" "$work/plain.err"; then echo "FAIL: the hook complained"; exit 1; fi
+"$cli" dump "$work/plain.gpuh" --kind kernel,metric_sample > "$work/plain.txt"
+python3 - "$work/plain.txt" <<'PY'
+import re, sys
+kernels, samples = [], {}
+for line in open(sys.argv[1]):
+    f = dict(re.findall(r"(\w+)=(\S+)", line))
+    if " kernel " in line:
+        kernels.append((int(f["start_ns"]), int(f["end_ns"])))
+    elif " metric_sample " in line:
+        samples.setdefault(f["metric"], []).append((int(f["time_ns"]), int(f.get("value", "0"))))
+if len(kernels) != 15:
+    sys.exit(f"FAIL: {len(kernels)} kernels, expected 15")
+util = samples.get("GPU_METRIC_GPU_UTIL_PERCENT", [])
+if len(util) < 50:
+    sys.exit(f"FAIL: {len(util)} utilisation samples in a 0.9 s run at 100 Hz")
+def busy_ns(a, b):  # kernel time inside [a, b)
+    return sum(max(0, min(e, b) - max(s, a)) for s, e in kernels)
+# NVML's utilisation covers the 20 ms before the read: a window the trace shows all busy
+# (with 2 ms to spare for the read's own delay) must read high, one it shows all idle low.
+period, spare = 20_000_000, 2_000_000
+busy = [v for t, v in util if busy_ns(t - period - spare, t) >= period + spare]
+idle = [v for t, v in util if busy_ns(t - period - spare, t) == 0]
+if len(busy) < 5 or len(idle) < 10:
+    sys.exit(f"FAIL: too few samples to compare: {len(busy)} in busy windows, {len(idle)} in idle ones")
+if min(busy) < 90 or max(idle) > 5:
+    sys.exit(f"FAIL: utilisation disagrees with the trace: busy windows {min(busy)}..{max(busy)}%, "
+             f"idle windows {min(idle)}..{max(idle)}%")
+used = {v for t, v in samples.get("GPU_METRIC_MEMORY_USED_BYTES", [])}
+if used != {64 << 20}:
+    sys.exit(f"FAIL: memory used {sorted(used)}, expected the program's 64 MiB")
+sm = samples.get("GPU_METRIC_SM_CLOCK_MHZ", [])
+busy_sm = {v for t, v in sm if busy_ns(t - period - spare, t) >= period + spare}
+idle_sm = {v for t, v in sm if busy_ns(t - period - spare, t) == 0}
+if busy_sm != {1980} or idle_sm != {345}:
+    sys.exit(f"FAIL: SM clock busy {busy_sm}, idle {idle_sm}")
+print(f"ok: {len(util)} utilisation samples; {len(busy)} in busy windows ({min(busy)}..{max(busy)}%), "
+      f"{len(idle)} in idle ones ({min(idle)}..{max(idle)}%)")
+PY
+# stats --metrics: busy_kernel's mean utilisation high, no-kernel's low (the samples just after
+# a kernel still see it, so the bound is looser than per window).
+"$cli" stats "$work/plain.gpuh" --metrics --format csv > "$work/stats.csv"
+python3 - "$work/stats.csv" <<'PY'
+import csv, sys
+rows = {r["while"]: r for r in csv.DictReader(open(sys.argv[1]))}
+for need in ("(all)", "(any kernel)", "(no kernel)", "busy_kernel"):
+    if need not in rows:
+        sys.exit(f"FAIL: stats --metrics has no row '{need}': {list(rows)}")
+if float(rows["busy_kernel"]["GPU util %"]) < 85 or float(rows["(no kernel)"]["GPU util %"]) > 20:
+    sys.exit(f"FAIL: stats --metrics means: busy_kernel {rows['busy_kernel']['GPU util %']}%, "
+             f"no kernel {rows['(no kernel)']['GPU util %']}%")
+PY
+"$cli" diagnose "$work/plain.gpuh" > "$work/plain.diag" || true
+if grep -q "power cap" "$work/plain.diag"; then echo "FAIL: throttled fired without a power cap"; cat "$work/plain.diag"; exit 1; fi
+"$cli" export "$work/plain.gpuh" --format chrome -o "$work/plain.json" 2>/dev/null
+grep -q '"ph":"C","name":"GPU util %"' "$work/plain.json" || { echo "FAIL: no utilisation counter track"; exit 1; }
+
+# A power cap from 400 ms after NVML started, for 150 ms: inside the busy stretch.
+run capped GPUHOOK_SIM_POWER_CAP=400+150
+"$cli" diagnose "$work/capped.gpuh" > "$work/capped.diag" || true
+grep -Eq "gpu0: power cap: SM clock 1.98 -> 1.41 GHz during 1[0-9][0-9] ms" "$work/capped.diag" ||
+  { echo "FAIL: the power cap is not found"; cat "$work/capped.diag"; exit 1; }
+grep -q "busy_kernel ran" "$work/capped.diag" || { echo "FAIL: no kernel named as evidence"; exit 1; }
+
+run off GPUHOOK_NVML_HZ=0
+n=$("$cli" dump "$work/off.gpuh" --kind metric_sample | grep -c . || true)
+[[ $n == 0 ]] || { echo "FAIL: $n metric samples with GPUHOOK_NVML_HZ=0"; exit 1; }
+
+run missing GPUHOOK_NVML=/nonexistent/libnvidia-ml.so.1
+[[ $(grep -c "^gpuhook: NVML not loaded" "$work/missing.err") == 1 ]] ||
+  { echo "FAIL: a missing NVML is not one line"; cat "$work/missing.err"; exit 1; }
+k=$("$cli" dump "$work/missing.gpuh" --kind kernel | grep -c . || true)
+[[ $k == 15 ]] || { echo "FAIL: $k kernels recorded without NVML, expected 15"; exit 1; }
+grep -m1 "power cap" "$work/capped.diag"
