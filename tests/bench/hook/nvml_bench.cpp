@@ -1,0 +1,64 @@
+// CPU cost of one NVML read of one device (GPUHOOK_NVML_HZ): sample_device against the
+// simulated libnvidia-ml.so.1 with the simulated runtime loaded beside it, as the hook runs it,
+// without the PCIe reads (once a second) and with them. SIMULATOR figures: the real NVML's cost
+// is the driver's, and its PCIe read waits 20 ms.
+#include <benchmark/benchmark.h>
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "nvml_sampler.h"
+
+namespace {
+
+using gpuhook::hook::GpuMetricsPayload;
+using gpuhook::hook::NvmlDevice;
+namespace nvml = gpuhook::hook::nvml;
+
+struct Loaded {
+  nvml::Api api;
+  NvmlDevice device;
+  bool ok = false;
+};
+
+Loaded& loaded() {
+  static Loaded l = [] {
+    Loaded x;
+    // The runtime first, global, as in a CUDA program: the simulated NVML reads its plan.
+    dlopen(SIM_CUDART, RTLD_NOW | RTLD_GLOBAL);
+    std::string why;
+    if (!gpuhook::hook::load_nvml(SIM_NVML, &x.api, &why) || x.api.init() != nvml::kSuccess) {
+      std::fprintf(stderr, "nvml_bench: %s\n", why.c_str());
+      return x;
+    }
+    nvml::Device h = nullptr;
+    x.ok = x.api.by_pci_bus_id("00000000:01:00.0", &h) == nvml::kSuccess;
+    x.device = NvmlDevice{0, h, 0};
+    return x;
+  }();
+  return l;
+}
+
+void sample(benchmark::State& state, bool pcie) {
+  Loaded& l = loaded();
+  if (!l.ok) {
+    state.SkipWithError("the simulated NVML did not load");
+    return;
+  }
+  GpuMetricsPayload p;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(gpuhook::hook::sample_device(l.api, l.device, pcie, &p));
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_NvmlSample(benchmark::State& state) { sample(state, false); }
+void BM_NvmlSampleWithPcie(benchmark::State& state) { sample(state, true); }
+
+}  // namespace
+
+BENCHMARK(BM_NvmlSample)->Repetitions(5)->ReportAggregatesOnly(true);
+BENCHMARK(BM_NvmlSampleWithPcie)->Repetitions(5)->ReportAggregatesOnly(true);
+BENCHMARK_MAIN();
