@@ -102,10 +102,11 @@ if [ -x "$bench/hook_bench_nvml" ]; then
   "$bench/hook_bench_nvml" --benchmark_format=json >"$work/nvml.json" 2>"$work/nvml.err"
   read -r nvml_ns nvml_pcie_ns < <(python3 - "$work/nvml.json" <<'PY'
 import json, sys
-b = {r["name"]: r for r in json.load(open(sys.argv[1]))["benchmarks"]}
+runs = json.load(open(sys.argv[1]))["benchmarks"]
+median = {r["run_name"].split("/")[0]: r for r in runs if r.get("aggregate_name") == "median"}
 scale = {"ns": 1, "us": 1e3, "ms": 1e6}
-ns = lambda n: b[n]["cpu_time"] * scale[b[n]["time_unit"]]
-print("%.0f %.0f" % (ns("BM_NvmlSample_median"), ns("BM_NvmlSampleWithPcie_median")))
+ns = lambda n: median[n]["cpu_time"] * scale[median[n]["time_unit"]]
+print("%.0f %.0f" % (ns("BM_NvmlSample"), ns("BM_NvmlSampleWithPcie")))
 PY
 )
   echo "NVML read, one device: ${nvml_ns} ns of CPU, ${nvml_pcie_ns} ns with the PCIe pair (simulated library)" >&2
