@@ -38,7 +38,9 @@ bool load_nvml(const std::string& path, nvml::Api* api, std::string* why) {
   // RTLD_LOCAL: the program's own NVML users (if any) keep theirs; the library is refcounted.
   void* lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) {
-    *why = std::string("NVML not loaded (") + name + ": no such library); no GPU metrics";
+    // The default name missing means no NVIDIA driver on this machine (it ships NVML): the
+    // CUDA side says what matters then, so this says nothing. A path the user named does.
+    if (!path.empty()) *why = std::string("NVML not loaded (") + name + ": no such library); no GPU metrics";
     return false;
   }
   nvml::Api a;

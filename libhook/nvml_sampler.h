@@ -31,7 +31,7 @@ struct NvmlDevice {
 };
 
 // Loads the library and finds the entry points; false and *why when it cannot be loaded or
-// lacks nvmlInit_v2. `path` "" = libnvidia-ml.so.1.
+// lacks nvmlInit_v2. `path` "" = libnvidia-ml.so.1, whose absence (no driver) leaves *why empty.
 bool load_nvml(const std::string& path, nvml::Api* api, std::string* why);
 
 // The CUDA side of the mapping: the process's device count, and a device's PCI bus id

@@ -142,6 +142,21 @@ TEST(NvmlSampler, AMissingLibraryIsOneReasonNotACrash) {
   EXPECT_EQ(why, "NVML not loaded (/nonexistent/libnvidia-ml.so.1: no such library); no GPU metrics");
 }
 
+TEST(NvmlSampler, NoDriverLibraryAtAllIsNoComplaint) {
+  if (void* present = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_NOLOAD)) {
+    dlclose(present);
+    GTEST_SKIP() << "an NVML is loaded in this process";
+  }
+  if (void* found = dlopen("libnvidia-ml.so.1", RTLD_NOW)) {
+    dlclose(found);
+    GTEST_SKIP() << "this machine has an NVML on the library path";
+  }
+  nvml::Api api;
+  std::string why = "unchanged";
+  EXPECT_FALSE(load_nvml("", &api, &why));
+  EXPECT_EQ(why, "unchanged");
+}
+
 #ifdef SIM_NVML
 // The simulated NVML with no simulated runtime in the process: every counter answers, and an
 // idle GPU reports the idle clock with the GpuIdle reason.
