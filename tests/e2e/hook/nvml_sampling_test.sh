@@ -76,6 +76,10 @@ PY
 if grep -q "power cap" "$work/plain.diag"; then echo "FAIL: throttled fired without a power cap"; cat "$work/plain.diag"; exit 1; fi
 "$cli" export "$work/plain.gpuh" --format chrome -o "$work/plain.json" 2>/dev/null
 grep -q '"ph":"C","name":"GPU util %"' "$work/plain.json" || { echo "FAIL: no utilisation counter track"; exit 1; }
+"$cli" export "$work/plain.gpuh" --format metrics-csv -o "$work/plain.csv" 2>/dev/null
+rows=$(grep -c ',gpu_util_pct,' "$work/plain.csv" || true)
+samples=$(grep -c 'GPU_METRIC_GPU_UTIL_PERCENT' "$work/plain.txt" || true)
+[[ $rows == "$samples" && $rows -gt 0 ]] || { echo "FAIL: metrics-csv has $rows utilisation rows, the capture $samples"; exit 1; }
 
 # A power cap from 400 ms after NVML started, for 150 ms: inside the busy stretch.
 run capped GPUHOOK_SIM_POWER_CAP=400+150

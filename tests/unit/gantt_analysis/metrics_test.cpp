@@ -237,3 +237,19 @@ TEST(Metrics, AHostileCaptureOfSamplesLoadsBoundedAndEveryReportStillRuns) {
   EXPECT_FALSE(ga::format_metric_stats(m, rows, ga::Format::kText).empty());
   EXPECT_NO_THROW(ga::diagnose(m));
 }
+
+TEST(Metrics, MetricsCsvHasOneRowPerSampleInTheShownUnit) {
+  Capture c;
+  c.read(10 * kMs, 97, 1410, 0x5);
+  c.b.add(sample(0, 10 * kMs, v1::GPU_METRIC_POWER_MW, 612'500));
+  const gantt::Model m = c.done();
+  std::ostringstream os;
+  gantt::find_exporter("metrics-csv")->write(m, gantt::select_events(m, gantt::EventFilter{}), gantt::ExportOptions{}, os);
+  const uint64_t rel = 10 * kMs - m.first_ns();
+  const std::string t = std::to_string(10 * kMs) + "," + std::to_string(rel) + ",";
+  EXPECT_EQ(os.str(), "capture,device,counter,time_ns,time_rel_ns,value\n"
+                      "0,0,gpu_util_pct," + t + "97\n"
+                      "0,0,sm_clock_mhz," + t + "1410\n"
+                      "0,0,power_w," + t + "612.5\n"
+                      "0,0,clocks_event_reasons," + t + "5\n");
+}

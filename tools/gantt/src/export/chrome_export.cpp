@@ -119,6 +119,11 @@ void ChromeExporter::write(const Model& m, const Selection& sel, const ExportOpt
     return a.what < b.what;
   });
   for (const Slice& h : host) if (h.start < base) base = h.start;  // never negative ts
+  // GPU counter samples start with CUDA, before the first record of the program's own.
+  for (size_t i = 0; i < m.metrics.size(); ++i) {
+    const uint64_t t = m.metrics.time_ns[i];
+    if (t != 0 && t < base && (!sel.window_asked || (t >= w0 && t <= w1))) base = t;
+  }
   std::string head = "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"gantt-cli export --format chrome\","
                      "\"time_origin_ns\":" + std::to_string(base);
   if (!sel.description.empty()) {
@@ -361,7 +366,7 @@ void ChromeExporter::write(const Model& m, const Selection& sel, const ExportOpt
     const uint32_t pid = device_pid(series.capture, series.device);
     for (size_t i = series.begin; i < series.end; ++i) {
       const uint64_t t = m.metrics.time_ns[i];
-      if (t < base || (w1 != 0 && !sel.window_fitted && (t < w0 || t > w1))) continue;
+      if (t < base || (sel.window_asked && (t < w0 || t > w1))) continue;
       open_event();
       body += "{\"ph\":\"C\",\"name\":";
       json::append_string(body, name);
