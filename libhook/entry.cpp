@@ -173,6 +173,14 @@ bool preloaded() {
          theirs.dli_fbase == mine.dli_fbase;
 }
 
+// Stops the NVML sampler once (the exit handler and stop_all both ask). Nothing here
+// allocates: it runs in signal handlers too.
+void stop_nvml() {
+  if (NvmlSampler* s = g_nvml.exchange(nullptr, std::memory_order_acq_rel); s != nullptr && !s->stop(100)) {
+    RawLine() << "the NVML sampler did not stop within 100 ms";
+  }
+}
+
 // Ends recording and finishes the file. Runs in signal handlers: nothing here allocates.
 //   timeout_ms: a normal exit waits up to 10 s (a CUPTI wedged by a dying CUDA must not turn
 //   into a hung exit); a dying process (signal, terminate) only exit_ms, and hurries
@@ -182,9 +190,7 @@ void stop_all(bool dying) {
   if (!g_state.compare_exchange_strong(expected, kStopped)) return;
   // The sampler first, so that it is out of NVML before the process tears libraries down; a
   // read takes microseconds (20 ms for PCIe), so 100 ms is ample and bounds a wedged driver.
-  if (NvmlSampler* s = g_nvml.load(std::memory_order_acquire); s != nullptr && !s->stop(100)) {
-    RawLine() << "the NVML sampler did not stop within 100 ms";
-  }
+  stop_nvml();
   recorder().enabled.store(false, std::memory_order_release);
   Writer* w = g_writer.load(std::memory_order_acquire);
   if (w == nullptr) return;
@@ -208,6 +214,7 @@ void stop_all(bool dying) {
 }
 
 void on_exit_handler() { stop_all(g_dying.load(std::memory_order_acquire)); }
+
 
 void on_signal(int sig, siginfo_t* info, void* context) {
   int saved_errno = errno;
@@ -422,8 +429,15 @@ extern "C" GPUHOOK_EXPORT int InitializeInjection(void) {
   try {
     std::string why;
     NvmlSampler* sampler = NvmlSampler::start(*g_config, &why);
-    if (sampler != nullptr) g_nvml.store(sampler, std::memory_order_release);
-    else if (!why.empty()) say(why);
+    if (sampler != nullptr) {
+      g_nvml.store(sampler, std::memory_order_release);
+      // Exit runs handlers and static destructors in reverse order: registered now, the stop
+      // runs before the destructors of everything constructed so far (NVML's own state, the
+      // CUDA library's), which the sampler must not call into once they are gone.
+      std::atexit(&stop_nvml);
+    } else if (!why.empty()) {
+      say(why);
+    }
   } catch (...) {
     say("NVML set-up failed (out of memory?); no GPU metrics");
   }

@@ -31,8 +31,10 @@ struct DeviceLog {
   std::atomic<int64_t> device_bytes{0};
 };
 
+// Never destroyed: the NVML sampler of a tool may read it while exit() runs the static
+// destructors (a crash seen under load), as a driver's NVML answers until the process ends.
 DeviceLog& log_of(int device) {
-  static DeviceLog logs[kDevices];
+  static DeviceLog* const logs = new DeviceLog[kDevices];
   return logs[static_cast<size_t>(device) % kDevices];
 }
 
