@@ -45,16 +45,22 @@ busy = [v for t, v in util if busy_ns(t - period - spare, t) >= period + spare]
 idle = [v for t, v in util if busy_ns(t - period - spare, t) == 0]
 if len(busy) < 5 or len(idle) < 10:
     sys.exit(f"FAIL: too few samples to compare: {len(busy)} in busy windows, {len(idle)} in idle ones")
-if min(busy) < 90 or max(idle) > 5:
-    sys.exit(f"FAIL: utilisation disagrees with the trace: busy windows {min(busy)}..{max(busy)}%, "
+# On a busy machine a stream's worker wakes late after a kernel and notes the next one late,
+# so the simulated NVML sees a gap the plan does not have (tests/sim/README.md, Limits): a
+# sample in a busy window may read low, but most must not, and an idle window never reads busy.
+low = [v for v in busy if v < 90]
+if len(low) > len(busy) // 5 or max(idle) > 5:
+    sys.exit(f"FAIL: utilisation disagrees with the trace: busy windows {sorted(busy)}%, "
              f"idle windows {min(idle)}..{max(idle)}%")
-used = {v for t, v in samples.get("GPU_METRIC_MEMORY_USED_BYTES", [])}
+# The sampler starts with CUDA, before the program's cudaMalloc: from the first kernel on, the
+# device holds the program's 64 MiB.
+used = {v for t, v in samples.get("GPU_METRIC_MEMORY_USED_BYTES", []) if t >= kernels[0][0]}
 if used != {64 << 20}:
-    sys.exit(f"FAIL: memory used {sorted(used)}, expected the program's 64 MiB")
+    sys.exit(f"FAIL: memory used {sorted(used)} while the kernels ran, expected the program's 64 MiB")
 sm = samples.get("GPU_METRIC_SM_CLOCK_MHZ", [])
-busy_sm = {v for t, v in sm if busy_ns(t - period - spare, t) >= period + spare}
+busy_sm = [v for t, v in sm if busy_ns(t - period - spare, t) >= period + spare]
 idle_sm = {v for t, v in sm if busy_ns(t - period - spare, t) == 0}
-if busy_sm != {1980} or idle_sm != {345}:
+if busy_sm.count(1980) < len(busy_sm) * 4 // 5 or not set(busy_sm) <= {1980, 345} or idle_sm != {345}:
     sys.exit(f"FAIL: SM clock busy {busy_sm}, idle {idle_sm}")
 print(f"ok: {len(util)} utilisation samples; {len(busy)} in busy windows ({min(busy)}..{max(busy)}%), "
       f"{len(idle)} in idle ones ({min(idle)}..{max(idle)}%)")
@@ -80,6 +86,9 @@ grep -q '"ph":"C","name":"GPU util %"' "$work/plain.json" || { echo "FAIL: no ut
 rows=$(grep -c ',gpu_util_pct,' "$work/plain.csv" || true)
 samples=$(grep -c 'GPU_METRIC_GPU_UTIL_PERCENT' "$work/plain.txt" || true)
 [[ $rows == "$samples" && $rows -gt 0 ]] || { echo "FAIL: metrics-csv has $rows utilisation rows, the capture $samples"; exit 1; }
+"$cli" export "$work/plain.gpuh" --format sqlite -o "$work/plain.db" 2>/dev/null
+sql=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(\"select count(*) from metrics where counter='gpu_util_pct'\").fetchone()[0])" "$work/plain.db")
+[[ $sql == "$samples" ]] || { echo "FAIL: the sqlite metrics table has $sql utilisation rows, the capture $samples"; exit 1; }
 
 # A power cap from 400 ms after NVML started, for 150 ms: inside the busy stretch.
 run capped GPUHOOK_SIM_POWER_CAP=400+150

@@ -74,12 +74,25 @@ uint64_t now_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+// One read of a device asks for the same window several times (utilisation, clock, power,
+// reasons): within 100 us a thread reuses its answer, so the runtime's activity log, whose
+// lock its stream workers take at every operation, is scanned once or twice per read.
 GpuhookSimActivity activity(int device, uint64_t window_ns) {
+  struct Cached {
+    int device = -1;
+    uint64_t window_ns = 0, at_ns = 0;
+    GpuhookSimActivity a{};
+  };
+  thread_local Cached cache[3];
+  const uint64_t now = now_ns();
+  for (const Cached& c : cache)
+    if (c.device == device && c.window_ns == window_ns && now >= c.at_ns && now - c.at_ns < 100'000) return c.a;
   GpuhookSimActivity a{};
   // Looked up at each call: the runtime may be loaded after NVML.
   auto fn = reinterpret_cast<ActivityFn>(dlsym(RTLD_DEFAULT, "gpuhook_sim_device_activity"));
-  const uint64_t now = now_ns();
   if (fn != nullptr && now > window_ns) fn(device, now - window_ns, now, &a);
+  Cached& slot = cache[window_ns % 3];
+  slot = Cached{device, window_ns, now, a};
   return a;
 }
 
