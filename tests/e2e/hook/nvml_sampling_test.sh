@@ -100,6 +100,10 @@ grep -q "busy_kernel ran" "$work/capped.diag" || { echo "FAIL: no kernel named a
 run off GPUHOOK_NVML_HZ=0
 n=$("$cli" dump "$work/off.gpuh" --kind metric_sample | grep -c . || true)
 [[ $n == 0 ]] || { echo "FAIL: $n metric samples with GPUHOOK_NVML_HZ=0"; exit 1; }
+# gantt-cli record --nvml-hz sets it too.
+GPUHOOK_LIB=$hook "$cli" record --nvml-hz 20 -o "$work/rec.gpuh" -- "$app" 0 5 300 >/dev/null 2>&1
+n=$("$cli" dump "$work/rec.gpuh" --kind metric_sample | grep -c GPU_METRIC_GPU_UTIL_PERCENT || true)
+(( n >= 5 && n <= 12 )) || { echo "FAIL: $n utilisation samples in 0.4 s at --nvml-hz 20"; exit 1; }
 
 run missing GPUHOOK_NVML=/nonexistent/libnvidia-ml.so.1
 [[ $(grep -c "^gpuhook: NVML not loaded" "$work/missing.err") == 1 ]] ||
