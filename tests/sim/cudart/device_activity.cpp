@@ -1,7 +1,10 @@
 #include "device_activity.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -64,6 +67,26 @@ void note_busy(int device, BusyKind kind, uint64_t start_ns, uint64_t end_ns, do
   if (log.ring.empty()) log.ring.resize(kIntervals, Interval{0, 0, 0, 0, BusyKind::kKernel});
   log.ring[log.next % kIntervals] = Interval{start_ns, end_ns, share, bytes, kind};
   ++log.next;
+}
+
+uint64_t clock_scaled_ns(uint64_t duration_ns, uint64_t start_ns) {
+  // The cap's window is NVML's (it starts counting at nvmlInit_v2), so the runtime asks the
+  // loaded simulated NVML; without the setting it never looks.
+  static const bool wanted = std::getenv("GPUHOOK_SIM_POWER_CAP") != nullptr;
+  if (!wanted) return duration_ns;
+  using CappedAt = int (*)(uint64_t);
+  static std::atomic<CappedAt> capped_at{nullptr};
+  CappedAt fn = capped_at.load(std::memory_order_acquire);
+  if (fn == nullptr) {
+    void* nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (nvml == nullptr) return duration_ns;
+    fn = reinterpret_cast<CappedAt>(dlsym(nvml, "gpuhook_sim_nvml_capped_at"));
+    dlclose(nvml);  // NOLOAD took a reference; whoever loaded it keeps theirs
+    if (fn == nullptr) return duration_ns;
+    capped_at.store(fn, std::memory_order_release);
+  }
+  if (fn(start_ns) == 0) return duration_ns;
+  return duration_ns * 1980 / 1410;
 }
 
 void note_device_bytes(int device, int64_t delta) {

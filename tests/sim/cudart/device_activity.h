@@ -13,6 +13,10 @@ enum class BusyKind : uint8_t { kKernel, kCopyToDevice, kCopyFromDevice, kCopyOn
 
 // [start_ns, end_ns) on the CUPTI clock; `share` the fraction of the SMs a kernel fills.
 void note_busy(int device, BusyKind kind, uint64_t start_ns, uint64_t end_ns, double share, uint64_t bytes);
+// A kernel's duration when it starts at start_ns: longer by the boost clock over the capped
+// one (1980 / 1410 MHz) while the simulated NVML reports a power cap (GPUHOOK_SIM_POWER_CAP),
+// as a compute-bound kernel runs at a lower SM clock. Unchanged without the setting.
+uint64_t clock_scaled_ns(uint64_t duration_ns, uint64_t start_ns);
 // Device memory allocated (positive) or released (negative) on `device`.
 void note_device_bytes(int device, int64_t delta);
 

@@ -12,7 +12,8 @@
 //
 // GPUHOOK_SIM_POWER_CAP=FROM_MS+DURATION_MS: from FROM_MS after nvmlInit_v2, for DURATION_MS,
 // the SM clock is capped at 1410 MHz with nvmlClocksEventReasonSwPowerCap set and the power
-// at its limit, as a GPU that hit its power cap reports it. Kernels are not slowed by it.
+// at its limit, as a GPU that hit its power cap reports it; kernels that start inside it run
+// 1980/1410 times longer (the simulated runtime asks gpuhook_sim_nvml_capped_at).
 #include <dlfcn.h>
 #include <time.h>
 
@@ -22,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include "../sim_bridge.h"
 
@@ -96,11 +98,13 @@ GpuhookSimActivity activity(int device, uint64_t window_ns) {
   return a;
 }
 
-bool capped() {
-  if (g_cap_to_ns == 0) return false;
-  const uint64_t t = now_ns() - g_init_ns;
+bool capped_at(uint64_t t_ns) {
+  if (g_cap_to_ns == 0 || g_init_count.load() <= 0 || t_ns < g_init_ns) return false;
+  const uint64_t t = t_ns - g_init_ns;
   return t >= g_cap_from_ns && t < g_cap_to_ns;
 }
+
+bool capped() { return capped_at(now_ns()); }
 
 double sm_share(int device) {
   const GpuhookSimActivity a = activity(device, g_period_ns);
@@ -146,12 +150,20 @@ int device_of(const void* handle) {
 
 extern "C" {
 
+// For the simulated runtime (device_activity.cpp): 1 when the SM clock is capped at t_ns, so
+// that kernels starting then run longer, as on a GPU at its power limit.
+__attribute__((visibility("default"))) int gpuhook_sim_nvml_capped_at(uint64_t t_ns) { return capped_at(t_ns) ? 1 : 0; }
+
 Return nvmlInit_v2() {
-  if (g_init_count.fetch_add(1) == 0) {
+  // The settings and the cap's origin are set once, before any caller can see the library
+  // initialised (the runtime's workers read them through gpuhook_sim_nvml_capped_at).
+  static std::once_flag once;
+  std::call_once(once, [] {
     read_settings();
     for (int d = 0; d < 16; ++d) g_devices[d].index = d;
     g_init_ns = now_ns();
-  }
+  });
+  g_init_count.fetch_add(1);
   return kSuccess;
 }
 

@@ -171,6 +171,25 @@ TEST(Metrics, ThrottledFiresOnAPowerCapWhileAKernelRanAndNotOnItsTwin) {
   }
 }
 
+TEST(Metrics, ThrottledMeasuresWhatTheCapCostTheKernelsThatRanUnderIt) {
+  Capture c;
+  c.k(kBusy, 2 * kMs, 22 * kMs);    // outside: 20 ms
+  c.k(kBusy, 30 * kMs, 58 * kMs);   // starts inside: 28 ms
+  c.k(kBusy, 80 * kMs, 100 * kMs);  // outside: 20 ms
+  for (uint64_t t = 1; t < 25; ++t) c.read(t * kMs, 100, 1980, 0);
+  for (uint64_t t = 25; t < 70; ++t) c.read(t * kMs, 100, 1410, 0x4);
+  c.read(70 * kMs, 100, 1980, 0);
+  const ga::DiagnoseReport r = ga::diagnose(c.done());
+  std::string evidence;
+  for (const auto& f : r.findings)
+    if (f.rule == "throttled")
+      for (const auto& e : f.evidence) evidence += e + "\n";
+  EXPECT_NE(evidence.find("busyKernel ran 28000.000 us inside it; its 1 runs that started inside took 28000.000 us on "
+                          "average, its 2 others 20000.000 us (1.40x)"),
+            std::string::npos)
+      << evidence;
+}
+
 TEST(Metrics, ThrottledSaysWhyItCouldNotLookWithoutMetrics) {
   Capture c;
   c.k(kBusy, 5 * kMs, 60 * kMs);

@@ -49,8 +49,28 @@ void rule_throttled(const Model& m, DiagnoseReport& r) {
     f.evidence.push_back("from +" + usn(d.start_ns - std::min(d.start_ns, m.first_ns())) + ", " +
                          std::to_string(d.samples) + " samples with the reason set; SM clock " +
                          std::to_string(d.from_mhz) + " MHz before, " + std::to_string(d.to_mhz) + " MHz at the lowest");
-    for (size_t i = 0; i < top.size() && i < kThrottleKernels; ++i)
-      f.evidence.push_back(utf8_clean(top[i].second) + " ran " + usn(top[i].first) + " inside it");
+    for (size_t i = 0; i < top.size() && i < kThrottleKernels; ++i) {
+      // The same kernel's runs that started inside the stretch against those that started
+      // outside it on the same device: what the lower clock cost, measured.
+      uint64_t in_ns = 0, out_ns = 0, in_n = 0, out_n = 0;
+      for (uint32_t k = 0; k < e.size(); ++k) {
+        if (e.kind[k] != EventKind::kKernel || e.capture[k] != d.capture || e.device[k] != d.device ||
+            e.start_ns[k] == 0 || e.end_ns[k] <= e.start_ns[k] || m.display_name(k) != top[i].second)
+          continue;
+        const bool inside_drop = e.start_ns[k] >= d.start_ns && e.start_ns[k] < d.end_ns;
+        (inside_drop ? in_ns : out_ns) += e.end_ns[k] - e.start_ns[k];
+        ++(inside_drop ? in_n : out_n);
+      }
+      std::string line = utf8_clean(top[i].second) + " ran " + usn(top[i].first) + " inside it";
+      if (in_n != 0 && out_n != 0 && out_ns != 0) {
+        const double in_mean = static_cast<double>(in_ns) / static_cast<double>(in_n);
+        const double out_mean = static_cast<double>(out_ns) / static_cast<double>(out_n);
+        line += "; its " + std::to_string(in_n) + " runs that started inside took " + usn(static_cast<uint64_t>(in_mean)) +
+                " on average, its " + std::to_string(out_n) + " others " + usn(static_cast<uint64_t>(out_mean)) + " (" +
+                fixed(in_mean / out_mean, 2) + "x)";
+      }
+      f.evidence.push_back(line);
+    }
     const double slower = d.to_mhz ? static_cast<double>(d.from_mhz) / static_cast<double>(d.to_mhz) : 0;
     if (slower > 1)
       f.evidence.push_back("compute-bound kernels in it run up to " + fixed(slower, 2) + "x longer than at " +
