@@ -9,7 +9,9 @@
 #include "fixture.h"
 #include "gantt/analysis/diagnose.h"
 #include "gantt/export.h"
+#include "gantt/analysis/timeline.h"
 #include "gantt/filter.h"
+#include "gantt/render.h"
 
 namespace ga = gantt::analysis;
 using namespace gantt_analysis_test;
@@ -271,4 +273,26 @@ TEST(Metrics, MetricsCsvHasOneRowPerSampleInTheShownUnit) {
                       "0,0,sm_clock_mhz," + t + "1410\n"
                       "0,0,power_w," + t + "612.5\n"
                       "0,0,clocks_event_reasons," + t + "5\n");
+}
+
+TEST(Metrics, TheChartsDrawTheMeasuredUtilisationAndTheDropOnlyWhenThereAreSamples) {
+  for (const bool sampled : {true, false}) {
+    Capture c;
+    c.k(kBusy, 5 * kMs, 200 * kMs);
+    if (sampled) {
+      for (uint64_t t = 10; t < 20; ++t) c.read(t * kMs, 100, 1980, 0);
+      for (uint64_t t = 20; t < 140; ++t) c.read(t * kMs, 100, 1410, 0x4);
+      c.read(140 * kMs, 100, 1980, 0);
+    }
+    const gantt::Model m = c.done();
+    const gantt::Selection sel = gantt::select_events(m, gantt::EventFilter{});
+    std::ostringstream gantt_svg, util_svg;
+    gantt::write_svg(gantt::build_scene(m, sel, gantt::RenderOptions{}), gantt_svg);
+    gantt::write_svg(gantt::utilisation_scene(m, sel, ga::utilisation_timeline(m, sel, 0), gantt::RenderOptions{}), util_svg);
+    const std::string drop = "power cap: SM clock 1.98 -&gt; 1.41 GHz during 120 ms";
+    EXPECT_EQ(gantt_svg.str().find("GPU util (NVML)") != std::string::npos, sampled);
+    EXPECT_EQ(gantt_svg.str().find(drop) != std::string::npos, sampled) << "the chart's drop label";
+    EXPECT_EQ(util_svg.str().find("GPU utilisation NVML measured") != std::string::npos, sampled);
+    EXPECT_EQ(util_svg.str().find(drop) != std::string::npos, sampled) << "the view's drop label";
+  }
 }
