@@ -257,6 +257,7 @@ TEST(Metrics, AHostileCaptureOfSamplesLoadsBoundedAndEveryReportStillRuns) {
   EXPECT_FALSE(ga::format_metric_stats(m, rows, ga::Format::kJson).empty());
   EXPECT_FALSE(ga::format_metric_stats(m, rows, ga::Format::kText).empty());
   EXPECT_NO_THROW(ga::diagnose(m));
+  EXPECT_NE(ga::format_metric_stats(m, rows, ga::Format::kText).find(": 2 samples left out ("), std::string::npos);
 }
 
 TEST(Metrics, MetricsCsvHasOneRowPerSampleInTheShownUnit) {

@@ -243,6 +243,11 @@ std::string format_metric_stats(const Model& m, const std::vector<MetricStatsRow
   if (format == Format::kCsv) return to_csv(t);
   if (format == Format::kMarkdown) out = to_markdown(t);
   else out = to_text(t);
+  for (size_t c = 0; c < m.captures.size(); ++c)
+    if (m.captures[c].metric_samples_left_out != 0)
+      out += m.captures[c].path + ": " + std::to_string(m.captures[c].metric_samples_left_out) +
+             " samples left out (a counter this version does not know, a device number past 4095, no time, or past " +
+             std::to_string(MetricTable::kMaxRowsPerCapture) + " samples)\n";
   std::vector<ClockDrop> drops = clock_drops(m);
   for (const ClockDrop& d : drops)
     out += device_label(m.captures.size(), d.capture, d.device) + " at +" +
