@@ -153,6 +153,8 @@ Config parse_config(const EnvLookup& getenv_fn, std::vector<std::string>* proble
     else bad(env::kOnFull, v, "want drop or block");
   }
   if (const char* v = getenv_fn(env::kCupti)) c.cupti_path = v;
+  integer(env::kNvmlHz, 0, 1000, [&](int64_t v) { c.nvml_hz = static_cast<uint32_t>(v); });
+  if (const char* v = getenv_fn(env::kNvml)) c.nvml_path = v;
   if (const char* v = getenv_fn(env::kTestHost)) c.test_host = v;
   if (const char* v = getenv_fn(env::kTestBootId)) c.test_boot_id = v;
   integer(env::kTestClockOffsetNs, -(int64_t{1} << 62), int64_t{1} << 62,

@@ -66,6 +66,11 @@ struct Config {
   // chunks compressed at level 1 the writer needs well under this.
   uint32_t exit_ms = 1000;
   std::string cupti_path;  // "" = search
+  // GPUHOOK_NVML_HZ: NVML reads of every device the process uses, per second; 0 = off. 100 Hz
+  // is what the issue of the hardware's counters asks for; NVML's own utilisation averages over
+  // 1/6 s to 1 s (nvmlUtilization_t), so faster reads only resample that average.
+  uint32_t nvml_hz = 100;
+  std::string nvml_path;   // GPUHOOK_NVML, "" = libnvidia-ml.so.1
   std::string test_host;
   std::string test_boot_id;
   int64_t test_clock_offset_ns = 0;

@@ -128,7 +128,72 @@ std::optional<wire::DeviceInfo> from_runtime(uint32_t ordinal) {
   return d;
 }
 
+using CuDeviceGetCount = CUresult (*)(int*);
+using CuDeviceGetPciBusId = CUresult (*)(char*, int, CUdevice);
+using CudaGetDeviceCount = cudaError_t (*)(int*);
+using CudaDeviceGetPciBusId = cudaError_t (*)(char*, int, int);
+
+// A symbol of the driver, else of the runtime, from a library the process already loaded.
+template <class Fn>
+Fn driver_symbol(const char* name) {
+  void* lib = loaded("libcuda.so.1");
+  auto f = reinterpret_cast<Fn>(symbol(lib, name));
+  if (lib != nullptr) dlclose(lib);
+  return f;
+}
+
+template <class Fn>
+Fn runtime_symbol(const char* name) {
+  void* lib = loaded("libcudart.so.13");
+  auto f = reinterpret_cast<Fn>(symbol(lib, name));
+  if (lib != nullptr) dlclose(lib);
+  return f;
+}
+
 }  // namespace
+
+int cuda_device_count() {
+  int n = 0;
+  if (auto count = driver_symbol<CuDeviceGetCount>("cuDeviceGetCount"); count != nullptr && count(&n) == CUDA_SUCCESS)
+    return n;
+  n = 0;
+  if (auto count = runtime_symbol<CudaGetDeviceCount>("cudaGetDeviceCount"); count != nullptr && count(&n) == cudaSuccess)
+    return n;
+  return 0;
+}
+
+std::string cuda_pci_bus_id(uint32_t ordinal) {
+  char text[64] = {};
+  auto get = driver_symbol<CuDeviceGet>("cuDeviceGet");
+  auto bus = driver_symbol<CuDeviceGetPciBusId>("cuDeviceGetPCIBusId");
+  CUdevice dev = 0;
+  if (get != nullptr && bus != nullptr && get(&dev, static_cast<int>(ordinal)) == CUDA_SUCCESS &&
+      bus(text, sizeof(text) - 1, dev) == CUDA_SUCCESS)
+    return text;
+  auto rt_bus = runtime_symbol<CudaDeviceGetPciBusId>("cudaDeviceGetPCIBusId");
+  if (rt_bus != nullptr && rt_bus(text, sizeof(text) - 1, static_cast<int>(ordinal)) == cudaSuccess) return text;
+  return {};
+}
+
+std::string cuda_uuid_text(uint32_t ordinal) {
+  auto get = driver_symbol<CuDeviceGet>("cuDeviceGet");
+  auto uuid = driver_symbol<CuDeviceGetUuid>("cuDeviceGetUuid_v2");
+  CUdevice dev = 0;
+  CUuuid id{};
+  if (get == nullptr || uuid == nullptr || get(&dev, static_cast<int>(ordinal)) != CUDA_SUCCESS ||
+      uuid(&id, dev) != CUDA_SUCCESS)
+    return {};
+  // NVML's form: GPU-8-4-4-4-12 hex digits (nvmlDeviceGetUUID).
+  static const char kHex[] = "0123456789abcdef";
+  std::string text = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) text += '-';
+    const auto b = static_cast<unsigned char>(id.bytes[i]);
+    text += kHex[b >> 4];
+    text += kHex[b & 15];
+  }
+  return text;
+}
 
 bool is_simulator_device_name(const std::string& name) {
   return name.find("gpuhook simulator") != std::string::npos;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +24,7 @@
 #include "config.h"
 #include "cupti_tracer.h"
 #include "env_names.h"
+#include "nvml_sampler.h"
 #include "nvtx_range_window.h"
 #include "recorder.h"
 #include "visibility.h"
@@ -46,6 +48,7 @@ enum State : int { kIdle = 0, kStarting = 1, kRunning = 2, kStopped = 3 };
 std::atomic<int> g_state{kIdle};
 const Config* g_config = nullptr;
 std::atomic<Writer*> g_writer{nullptr};
+std::atomic<NvmlSampler*> g_nvml{nullptr};  // GPUHOOK_NVML_HZ; started with CUDA
 Writer* g_parent_writer = nullptr;  // in a fork child: the parent's, never used again
 std::atomic<bool> g_cuda_started{false};
 // The process the running writer belongs to: a vfork child shares this memory but not the pid.
@@ -170,6 +173,14 @@ bool preloaded() {
          theirs.dli_fbase == mine.dli_fbase;
 }
 
+// Stops the NVML sampler once (the exit handler and stop_all both ask). Nothing here
+// allocates: it runs in signal handlers too.
+void stop_nvml() {
+  if (NvmlSampler* s = g_nvml.exchange(nullptr, std::memory_order_acq_rel); s != nullptr && !s->stop(100)) {
+    RawLine() << "the NVML sampler did not stop within 100 ms";
+  }
+}
+
 // Ends recording and finishes the file. Runs in signal handlers: nothing here allocates.
 //   timeout_ms: a normal exit waits up to 10 s (a CUPTI wedged by a dying CUDA must not turn
 //   into a hung exit); a dying process (signal, terminate) only exit_ms, and hurries
@@ -177,6 +188,9 @@ bool preloaded() {
 void stop_all(bool dying) {
   int expected = kRunning;
   if (!g_state.compare_exchange_strong(expected, kStopped)) return;
+  // The sampler first, so that it is out of NVML before the process tears libraries down; a
+  // read takes microseconds (20 ms for PCIe), so 100 ms is ample and bounds a wedged driver.
+  stop_nvml();
   recorder().enabled.store(false, std::memory_order_release);
   Writer* w = g_writer.load(std::memory_order_acquire);
   if (w == nullptr) return;
@@ -200,6 +214,7 @@ void stop_all(bool dying) {
 }
 
 void on_exit_handler() { stop_all(g_dying.load(std::memory_order_acquire)); }
+
 
 void on_signal(int sig, siginfo_t* info, void* context) {
   int saved_errno = errno;
@@ -290,6 +305,8 @@ void on_fork_child() {
   // The parent's writer has no thread here: stopping it at exit would wait for nothing. It
   // stays reachable (not freed: its state may be mid-operation from the parent's thread).
   g_parent_writer = g_writer.exchange(nullptr, std::memory_order_acq_rel);
+  // Nor does the parent's NVML sampler: the child samples nothing (it cannot use CUDA either).
+  g_nvml.store(nullptr, std::memory_order_release);
   recorder().writer_alive.store(false, std::memory_order_release);
   Writer* w = nullptr;
   try {
@@ -407,6 +424,24 @@ extern "C" GPUHOOK_EXPORT int InitializeInjection(void) {
   } catch (...) {
     say("CUPTI set-up failed (out of memory?); GPU tracing off");
   }
+  // NVML needs no profiling permission: it samples whether CUPTI came up or not.
+  const int saved_errno = errno;
+  try {
+    std::string why;
+    NvmlSampler* sampler = NvmlSampler::start(*g_config, &why);
+    if (sampler != nullptr) {
+      g_nvml.store(sampler, std::memory_order_release);
+      // Exit runs handlers and static destructors in reverse order: registered now, the stop
+      // runs before the destructors of everything constructed so far (NVML's own state, the
+      // CUDA library's), which the sampler must not call into once they are gone.
+      std::atexit(&stop_nvml);
+    } else if (!why.empty()) {
+      say(why);
+    }
+  } catch (...) {
+    say("NVML set-up failed (out of memory?); no GPU metrics");
+  }
+  errno = saved_errno;
   return 1;
 }
 

@@ -9,9 +9,10 @@ namespace gpuhook::hook {
 
 // kNameMore: the continuation of a long name (see RangePayload). kMemoryTag: gpuhook_mem_tag(),
 // a RangePayload whose name is the category and whose range_id is the address. kMemoryUse:
-// addresses a launch, copy or memset was given (memory_use.h).
+// addresses a launch, copy or memset was given (memory_use.h). kGpuMetrics: one NVML sample
+// of one device (nvml_sampler.cpp).
 enum class HostKind : uint8_t { kNone = 0, kNccl = 1, kRange = 2, kThreadName = 3, kNameMore = 4, kHostFunc = 5,
-                                kMemoryTag = 6, kMemoryUse = 7 };
+                                kMemoryTag = 6, kMemoryUse = 7, kGpuMetrics = 8 };
 
 // Range names are copied into the record because NVTX strings live only for the call. Most
 // names fit the record itself; a longer one (up to kMaxNameBytes, below) continues in
@@ -81,6 +82,15 @@ struct MemoryUsePayload {
   uint64_t address[kUsesPerRecord];
 };
 
+// One read of a device's counters: value[m - 1] is GpuMetric m (capture.proto), present when bit
+// m of `present` is set. start_ns is when the read returned.
+inline constexpr uint32_t kGpuMetricSlots = 11;
+struct GpuMetricsPayload {
+  uint32_t device;   // CUDA ordinal
+  uint32_t present;  // bit m: GpuMetric m was read
+  uint64_t value[kGpuMetricSlots];
+};
+
 // The next kMoreNameBytes of a name; the last one holds the rest.
 struct NameMorePayload {
   char text[kMoreNameBytes];
@@ -98,6 +108,7 @@ struct HostRecord {
     NameMorePayload name_more;
     HostFuncPayload host_func;
     MemoryUsePayload memory_use;
+    GpuMetricsPayload metrics;
   };
 };
 
@@ -105,6 +116,6 @@ struct HostRecord {
 // for a short range name without a pointer into the app's memory.
 static_assert(sizeof(HostRecord) == 128, "HostRecord must stay 128 bytes");
 static_assert(sizeof(RangePayload) <= 96 && sizeof(NcclPayload) <= 96 && sizeof(NameMorePayload) <= 96 &&
-              sizeof(MemoryUsePayload) <= 96);
+              sizeof(MemoryUsePayload) <= 96 && sizeof(GpuMetricsPayload) <= 96);
 
 }  // namespace gpuhook::hook

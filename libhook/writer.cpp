@@ -36,6 +36,7 @@ const char* kind_label(int kind) {
     case wire::Record::kHostFunction: return "host_function";
     case wire::Record::kMemoryTag: return "memory_tag";
     case wire::Record::kMemoryUse: return "memory_use";
+    case wire::Record::kMetricSample: return "metric_sample";
     default: return nullptr;
   }
 }

@@ -173,6 +173,22 @@ void Writer::write_host(const HostRecord& record) {
     h->set_api(static_cast<v1::HostFunctionApi>(p.api));
     if (!in_window(rec) || out_of_time() || !open_file()) return;
     h->set_name_id(intern_function(p.function));
+  } else if (r.kind == HostKind::kGpuMetrics) {
+    // One MetricSample per counter read, all at the read's time.
+    const GpuMetricsPayload& p = r.metrics;
+    for (uint32_t m = 1; m <= kGpuMetricSlots; ++m) {
+      if ((p.present & (1u << m)) == 0) continue;
+      wire::Record sample;
+      auto* s = sample.mutable_metric_sample();
+      s->set_device(p.device);
+      s->set_time_ns(static_cast<int64_t>(r.start_ns));
+      s->set_metric(static_cast<v1::GpuMetric>(m));
+      s->set_value(p.value[m - 1]);
+      if (!in_window(sample) || out_of_time() || !open_file()) return;
+      file_->write(sample);
+      after_emit();
+    }
+    return;
   } else if (r.kind == HostKind::kThreadName) {
     // A thread name alone never creates the file; names given before it exists (or before
     // the capture window opened) are written right after the header.

@@ -290,8 +290,13 @@ def write_value(enc, number, fname):
 
 def gen_record(w, m):
     kinds = sorted(m["fields"], key=lambda f: f[3])
-    if any(not f[4] for f in kinds) or [f[3] for f in kinds] != list(range(1, len(kinds) + 1)):
-        sys.exit("gen_wire: Record must be one oneof numbered 1..N")
+    numbers = [f[3] for f in kinds]
+    if any(not f[4] for f in kinds) or len(set(numbers)) != len(numbers) or numbers[0] < 1 or numbers[-1] > 64:
+        sys.exit("gen_wire: Record must be one oneof numbered from 1, at most 64")
+    # A number not (or no longer) used holds a std::monostate, so that every alternative's
+    # index in kind_ stays its field number.
+    by_number = {f[3]: f[1] for f in kinds}
+    alternatives = [by_number.get(n, "std::monostate") for n in range(1, numbers[-1] + 1)]
     w("// One record: the oneof `kind`. The alternative's index in `kind_` is its field number.")
     w("class Record {")
     w(" public:")
@@ -300,7 +305,7 @@ def gen_record(w, m):
     for _, ftype, fname, number, _ in kinds:
         w(f"    k{camel(fname)} = {number},")
     w("  };")
-    w(f"  static constexpr int kKindCount = {len(kinds) + 1};  // KIND_NOT_SET and every kind: each number is below it")
+    w(f"  static constexpr int kKindCount = {numbers[-1] + 1};  // KIND_NOT_SET and every kind: each number is below it")
     w("  KindCase kind_case() const { return static_cast<KindCase>(kind_.index()); }")
     w("  void Clear() { kind_.emplace<0>(); }")
     for _, ftype, fname, number, _ in kinds:
@@ -332,7 +337,7 @@ def gen_record(w, m):
     w("  }")
     w("")
     w(" private:")
-    w("  std::variant<std::monostate, " + ", ".join(f[1] for f in kinds) + "> kind_;")
+    w("  std::variant<std::monostate, " + ", ".join(alternatives) + "> kind_;")
     w("};")
     w("")
 

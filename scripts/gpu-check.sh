@@ -14,7 +14,8 @@
 # hook's overhead (launch-bound: >= 100,000 tiny kernels; GPU-bound: long saxpy loop) as the
 # median wall-time ratio over several runs, compares theoretical occupancy computed by
 # gantt-cli with cudaOccupancyMaxActiveBlocksPerMultiprocessor, and, when PyTorch is
-# installed, times the same launch-bound loop under torch.profiler beside it. Captures,
+# installed, times the same launch-bound loop under torch.profiler beside it; reads back the
+# GPU's own counters NVML sampled beside the trace (GPUHOOK_NVML_HZ). Captures,
 # charts and logs go to OUTDIR; the table comes last. Budget: under 8 minutes.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -211,6 +212,35 @@ if [ -x "$mpx" ]; then
   verdict=FAIL; [ "$rc" = 0 ] && [ "${uses:-0}" -gt 16 ] && [ "$named" = 1 ] && verdict=pass
   row "GPUHOOK_MEM_USE: memory_phases exit code, MemoryUse records, memory-idle names the init table" \
     "rc $rc, ${uses:-0} records, named $named" "rc 0, > 16, named 1" "$verdict"
+fi
+
+# ---- NVML: the GPU's own counters, sampled beside the trace (GPUHOOK_NVML_HZ=100) ----------
+# From the captures above. NVML's utilisation is the driver's average over 1/6 s to 1 s, so
+# the highest read of a run of short kernels is what shows the GPU was busy; the highest SM
+# clock and power say it left idle. The expected orders of magnitude (an H200: 1980 MHz
+# boost, 700 W limit) are in the goal column.
+for ex in occupancy pageable_copy; do
+  cap=$(ls "$out/$ex".*.gpuh 2>/dev/null | head -n1)
+  [ -n "$cap" ] || continue
+  read -r n util sm power < <("$cli" export "$cap" --format metrics-csv -o - 2>/dev/null | python3 -c '
+import csv, sys
+top, n = {}, 0
+for r in csv.DictReader(sys.stdin):
+    if r["device"] != "0": continue
+    n += r["counter"] == "gpu_util_pct"
+    top[r["counter"]] = max(top.get(r["counter"], -1.0), float(r["value"]))
+print(n, top.get("gpu_util_pct", -1), top.get("sm_clock_mhz", -1), top.get("power_w", -1))' 2>/dev/null || echo "0 -1 -1 -1")
+  verdict=FAIL
+  # Utilisation is not judged: a few milliseconds of kernels in NVML's 1/6 s to 1 s average
+  # can round to 0%. The SM clock leaving idle (a few hundred MHz) is the sign of work.
+  python3 -c "import sys; sys.exit(0 if $n > 0 and $sm > 500 and $power > 0 else 1)" && verdict=pass
+  row "NVML during $ex (device 0): reads, highest utilisation, SM clock, power" \
+    "$n reads; $util%, $sm MHz, $power W" "reads > 0; (info), ~1000-2000 MHz, 100s of W" "$verdict"
+done
+occ=$(ls "$out"/occupancy.*.gpuh 2>/dev/null | head -n1)
+if [ -n "$occ" ]; then
+  "$cli" diagnose "$occ" >"$out/nvml.diagnose.txt" 2>&1 || true
+  grep -m1 "\[throttled\]" "$out/nvml.diagnose.txt" >>"$log" 2>&1 && say "occupancy ran throttled: see nvml.diagnose.txt"
 fi
 
 # ---- flight recorder: a slow step of long_run written out, the run going on ----------------

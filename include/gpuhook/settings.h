@@ -42,6 +42,8 @@ inline constexpr const char kZstdLevel[] = "GPUHOOK_ZSTD_LEVEL";    // 1..19
 inline constexpr const char kQuiet[] = "GPUHOOK_QUIET";             // 1: no exit summary line
 inline constexpr const char kExitMs[] = "GPUHOOK_EXIT_MS";          // longest wait at a fatal signal or exec
 inline constexpr const char kCupti[] = "GPUHOOK_CUPTI";             // path of libcupti to load
+inline constexpr const char kNvmlHz[] = "GPUHOOK_NVML_HZ";          // NVML samples per second, 0 = off
+inline constexpr const char kNvml[] = "GPUHOOK_NVML";               // path of libnvidia-ml to load
 // Test-only: make one machine look like several hosts for the multi-host alignment tests.
 inline constexpr const char kTestHost[] = "GPUHOOK_TEST_HOST";
 inline constexpr const char kTestBootId[] = "GPUHOOK_TEST_BOOT_ID";

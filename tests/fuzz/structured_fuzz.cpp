@@ -32,6 +32,7 @@
 
 #include "gantt/analysis/diagnose.h"
 #include "gantt/analysis/diff.h"
+#include "gantt/analysis/metrics.h"
 #include "gantt/analysis/pipeline.h"
 #include "gantt/analysis/stats.h"
 #include "gantt/analysis/summary.h"
@@ -175,6 +176,16 @@ std::vector<v1::Record> pipeline_seed() {
     r.mutable_memory_use()->set_correlation_id(1);
     r.mutable_memory_use()->set_thread_id(100);
     out.push_back(r);
+    // An NVML read of device 0 in the middle of the step: utilisation, SM clock, reasons.
+    for (const auto& [metric, value] : {std::pair{v1::GPU_METRIC_GPU_UTIL_PERCENT, uint64_t{90}},
+                                        std::pair{v1::GPU_METRIC_SM_CLOCK_MHZ, uint64_t{s == 2 ? 1410u : 1980u}},
+                                        std::pair{v1::GPU_METRIC_CLOCKS_EVENT_REASONS, uint64_t{s == 2 ? 4u : 0u}}}) {
+      r.Clear();
+      r.mutable_metric_sample()->set_time_ns(t + 500);
+      r.mutable_metric_sample()->set_metric(metric);
+      r.mutable_metric_sample()->set_value(value);
+      out.push_back(r);
+    }
     launch_kernel(work, 0, 100, t + 10, 1'000);
     p2p(true, 0, t + 1'200, 300);
     p2p(false, 1, t + 20, 1'600);
@@ -263,7 +274,9 @@ std::vector<v1::Record> mutate(const std::vector<std::vector<v1::Record>>& seeds
     switch (recs[k].kind_case()) {
       case v1::Record::kDevice: case v1::Record::kKernel: case v1::Record::kApi: case v1::Record::kNccl:
       case v1::Record::kRange: case v1::Record::kStringDef: case v1::Record::kHeader: case v1::Record::kMemory:
-      case v1::Record::kMemoryTag: case v1::Record::kMemoryUse: rich.push_back(k); break;
+      case v1::Record::kMemoryTag: case v1::Record::kMemoryUse: case v1::Record::kMetricSample:
+        rich.push_back(k);
+        break;
       default: break;
     }
   }
@@ -311,6 +324,8 @@ void exercise(const std::string& path, const std::string& dir) {
   }
   (void)ga::format_diagnose(ga::diagnose(m), ga::Format::kText);
   (void)ga::format_diff(ga::diff_models(m, m), ga::Format::kCsv);
+  for (ga::Format f : {ga::Format::kText, ga::Format::kJson, ga::Format::kCsv})
+    (void)ga::format_metric_stats(m, ga::metric_stats(m), f);
   gantt::EventFilter filter;
   filter.kernel_regex = "(a+)+$";
   for (const gantt::EventFilter& fl : {gantt::EventFilter{}, filter}) {

@@ -46,4 +46,17 @@ uint32_t gpuhook_sim_stream_id(const void* stream, int per_thread);
 // The device a stream handle belongs to (the current device when it was created), -1 when the
 // handle is unknown; `per_thread` as above. Defined by the simulated runtime, found with dlsym.
 int gpuhook_sim_stream_device(const void* stream, int per_thread);
+
+// For the simulated NVML (tests/sim/nvml): what device `device` did in [from_ns, to_ns) of the
+// CUPTI clock, from the runtime's plan. Defined by the simulated runtime, found with dlsym (NVML
+// works without it: no activity). 0, or -1 for a bad device or window.
+struct GpuhookSimActivity {
+  uint64_t kernel_busy_ns;       // time at least one kernel ran
+  double sm_share_ns;            // the SM share in use, integrated over time (at most the window)
+  uint64_t memory_busy_ns;       // time a copy or memset ran (kernels' own memory traffic is not modelled)
+  uint64_t pcie_tx_bytes;        // device-to-host bytes moved in the window
+  uint64_t pcie_rx_bytes;        // host-to-device bytes moved in the window
+  uint64_t device_memory_bytes;  // device memory allocated now (cudaMalloc, cudaMallocAsync, pools)
+};
+int gpuhook_sim_device_activity(int device, uint64_t from_ns, uint64_t to_ns, struct GpuhookSimActivity* out);
 }

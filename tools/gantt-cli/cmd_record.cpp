@@ -33,6 +33,7 @@ struct RecordOptions {
   std::string api;
   std::string range;
   std::string on_full;
+  std::string nvml_hz;  // GPUHOOK_NVML_HZ, "" = the hook's default
   bool no_nvtx = false;
   bool no_nccl = false;
   bool no_cuda = false;
@@ -301,6 +302,7 @@ int record(const RecordOptions& o) {
   set_env(gpuhook::env::kApi, o.api);
   set_env(gpuhook::env::kRange, o.range);
   set_env(gpuhook::env::kOnFull, o.on_full);
+  set_env(gpuhook::env::kNvmlHz, o.nvml_hz);
   if (o.no_nvtx) setenv(gpuhook::env::kNvtx, "0", 1);
   if (o.no_nccl) setenv(gpuhook::env::kNccl, "0", 1);
   if (o.no_cuda) setenv(gpuhook::env::kCuda, "0", 1);
@@ -407,6 +409,10 @@ void register_record(CLI::App& app, int& exit_code) {
                   "nvtx:NAME~P each with probability P (GPUHOOK_SEED) [GPUHOOK_RANGE]");
   sub->add_option("--on-full", opts->on_full, "drop | block when a buffer is full [GPUHOOK_ON_FULL]")
       ->check(CLI::IsMember({"drop", "block"}));
+  sub->add_option("--nvml-hz", opts->nvml_hz,
+                  "GPU counters (NVML: utilisation, clocks, power, ...) read per second, 0 = none (default 100) "
+                  "[GPUHOOK_NVML_HZ]")
+      ->check(CLI::Range(0, 1000));
   sub->add_flag("--no-nvtx", opts->no_nvtx, "do not record NVTX ranges");
   sub->add_flag("--no-nccl", opts->no_nccl, "do not interpose NCCL");
   sub->add_flag("--no-cuda", opts->no_cuda, "do not trace CUDA through CUPTI");

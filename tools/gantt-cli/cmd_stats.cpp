@@ -11,6 +11,7 @@
 #include <gantt/analysis/summary.h>
 #include <gantt/analysis/comm.h>
 #include <gantt/analysis/memory.h>
+#include <gantt/analysis/metrics.h>
 #include <gantt/analysis/pipeline.h>
 #include <gantt/analysis/steps.h>
 #include <gantt/analysis/timeline.h>
@@ -37,6 +38,7 @@ struct StatsOptions {
   std::string step;      // --by pipeline: the step range
   std::string timeline;  // --timeline BUCKET: the utilisation series instead of the tables
   bool summary = false;
+  bool metrics = false;  // --metrics: the GPU's own counters per kernel name
   std::string output;
   FilterFlags filter;
 };
@@ -127,6 +129,10 @@ int run_stats(const StatsOptions& o) {
               << ") keeps none: filter when making it (stats CAPTURE --summary --range ...)\n";
     return kExitError;
   }
+  if (o.metrics && (o.summary || !summaries.empty())) {
+    std::cerr << "gantt-cli: stats: --metrics needs captures: a summary keeps no GPU metrics\n";
+    return kExitError;
+  }
   if (o.summary || !summaries.empty()) return run_summaries(o, captures, summaries);
   LoadedJob job = load_captures(o.files, o.load);
   gantt::Model& model = job.model;
@@ -144,6 +150,12 @@ int run_stats(const StatsOptions& o) {
       std::cerr << "gantt-cli: stats: --timeline: " << e.what() << "\n";
       return kExitError;
     }
+    return corrupt ? kExitError : kExitOk;
+  }
+  if (o.metrics) {
+    const auto rows = ga::metric_stats(model);
+    if (rows.empty()) std::cout << "no GPU metrics recorded in the capture(s) (NVML missing, or GPUHOOK_NVML_HZ=0)\n";
+    else std::cout << ga::format_metric_stats(model, rows, report_format(o.format));
     return corrupt ? kExitError : kExitOk;
   }
   if (o.by == "comm") {
@@ -218,6 +230,7 @@ void register_stats(CLI::App& app, int& exit_code) {
       "  gantt-cli stats app.gpuh --by wait      # why kernels waited: own stream, event, priority, device full\n"
       "  gantt-cli stats app.gpuh --timeline 10ms --format csv > util.csv   # utilisation over time\n"
       "  gantt-cli stats app.gpuh --by memory    # peak memory per device and what was live at it\n"
+      "  gantt-cli stats app.gpuh --metrics      # NVML counters: means while each kernel ran, clock drops\n"
       "  gantt-cli stats rank*.gpuh --by comm    # bytes and bandwidth per rank pair, slow pairs\n"
       "  gantt-cli stats stage*.gpuh --by pipeline --step train_step   # bubble per pipeline stage\n"
       "  gantt-cli stats rank0.gpuh rank1.gpuh --by collective\n"
@@ -238,6 +251,10 @@ void register_stats(CLI::App& app, int& exit_code) {
                   "encloses the stages' sends and receives most often)");
   cmd->add_option("--top", o->top, "only the N groups with the most GPU time, or graphs with the most launch span (0 = all)")->capture_default_str();
   cmd->add_option("--gaps", o->gaps, "idle gaps listed per device")->capture_default_str();
+  cmd->add_flag("--metrics", o->metrics,
+                "instead of the tables: the GPU's own counters (NVML: utilisation, clocks, power, temperature, memory, "
+                "PCIe) per device, their means over the samples read while each kernel name ran, while any ran, while "
+                "none did, and the stretches where the SM clock dropped for power or heat");
   cmd->add_option("--timeline", o->timeline,
                   "instead of the tables: per device and time bucket of this size (e.g. 10ms, or auto), compute, "
                   "copy, busy and idle % and the drops, as render --view utilisation draws them");

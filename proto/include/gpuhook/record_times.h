@@ -134,6 +134,11 @@ void visit_times(R& r, F&& f) {
       GPUHOOK_T(m, time_ns);
       break;
     }
+    case R::kMetricSample: {
+      auto* m = message(r, &R::mutable_metric_sample, &R::metric_sample);
+      GPUHOOK_T(m, time_ns);
+      break;
+    }
     default:
       break;
   }

@@ -103,3 +103,23 @@ if [ -x "$example" ] && [ -f "$sim_lib/libcudart.so.13" ]; then
 else
   echo "simulator or tiny_kernels not built: no simulator rows" >&2
 fi
+
+# 5. NVML: one read of one device's counters (GPUHOOK_NVML_HZ) against the simulated library.
+# At the default 100 Hz a read of 100 us would be 1% of a core per device.
+if [ -x "$bench/hook_bench_nvml" ]; then
+  "$bench/hook_bench_nvml" --benchmark_format=json >"$work/nvml.json" 2>"$work/nvml.err"
+  read -r nvml_ns nvml_pcie_ns < <(python3 - "$work/nvml.json" <<'PY'
+import json, sys
+runs = json.load(open(sys.argv[1]))["benchmarks"]
+median = {r["run_name"].split("/")[0]: r for r in runs if r.get("aggregate_name") == "median"}
+scale = {"ns": 1, "us": 1e3, "ms": 1e6}
+ns = lambda n: median[n]["cpu_time"] * scale[median[n]["time_unit"]]
+print("%.0f %.0f" % (ns("BM_NvmlSample"), ns("BM_NvmlSampleWithPcie")))
+PY
+)
+  echo "NVML read, one device: ${nvml_ns} ns of CPU, ${nvml_pcie_ns} ns with the PCIe pair (simulated library)" >&2
+  row "NVML read of one device, thread CPU (SIMULATOR figure)" "$nvml_ns ns" "<= 100000 ns (1% of a core at 100 Hz)" \
+    "$(stats le "$nvml_ns" 100000)"
+else
+  echo "hook_bench_nvml not built: no NVML row" >&2
+fi

@@ -17,6 +17,7 @@ fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 "$make_capture" steps same.gpuh 2 1.0 || exit 2
 "$make_capture" steps slow.gpuh 3 1.1 || exit 2
 "$make_capture" hostile hostile.gpuh || exit 2
+"$make_capture" metrics metrics.gpuh || exit 2
 
 # golden NAME EXPECTED_EXIT CMD...: stdout must equal golden/NAME, exit code must match.
 golden() {
@@ -78,6 +79,10 @@ golden diagnose_hostile.txt 0 "$cli" diagnose hostile.gpuh
 golden diagnose.json 0 "$cli" diagnose base.gpuh --format json
 golden folded.txt 0 "$cli" export base.gpuh --format folded -o -
 golden folded_hostile.txt 0 "$cli" export hostile.gpuh --format folded -o -
+golden stats_metrics.txt 0 "$cli" stats metrics.gpuh --metrics
+golden stats_metrics.json 0 "$cli" stats metrics.gpuh --metrics --format json
+golden diagnose_metrics.txt 0 "$cli" diagnose metrics.gpuh
+golden metrics.csv 0 "$cli" export metrics.gpuh --format metrics-csv -o -
 
 # Chrome traces: parse in python and node, no partial overlaps on a track, flows paired,
 # integer-ns timestamps; hostile names included.

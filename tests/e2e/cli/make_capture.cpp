@@ -2,6 +2,7 @@
 //   make_capture steps OUT SEED SCALE [ITER]  ITER NVTX "step" ranges of kernels A, B and a
 //                                              copy; exec times with 3% noise from SEED; A
 //                                              scaled by SCALE
+//   make_capture metrics OUT                  kernels and NVML samples with a power cap
 //   make_capture hostile OUT                  names with quotes, controls, invalid UTF-8
 //   make_capture hostile_device OUT           a device record and launch shapes no GPU has
 //   make_capture synth OUT KERNELS SEED        gpuhook_synth's realistic capture (names from
@@ -104,6 +105,14 @@ struct Out {
     m->set_async(true);
     w->write(r);
   }
+  void sample(uint64_t t, v1::GpuMetric metric, uint64_t value) {
+    v1::Record r;
+    auto* m = r.mutable_metric_sample();
+    m->set_time_ns(static_cast<int64_t>(t));
+    m->set_metric(metric);
+    m->set_value(value);
+    w->write(r);
+  }
   void close() {
     if (!w->close()) {
       std::fprintf(stderr, "make_capture: %s\n", w->last_error().c_str());
@@ -135,6 +144,32 @@ void steps(const std::string& path, uint32_t seed, double scale, int iterations)
     o.api("cudaStreamSynchronize", t + 1000, end + 200, 0);
     o.range(v1::RANGE_POP, "", end + 300);
     t = end + 3000;
+  }
+  o.close();
+}
+
+// An idle GPU, then 12 kernels "gemm" of 20 ms back to back with a power cap from 100 to
+// 220 ms of them, then idle again; NVML read every 10 ms. Every figure is chosen, none
+// measured: the goldens pin stats --metrics, the throttled finding and the exports.
+void metrics(const std::string& path) {
+  Out o(path);
+  const uint64_t t0 = 2'000'000, ms = 1'000'000;
+  uint32_t corr = 1;
+  for (int i = 0; i < 12; ++i) {
+    const uint64_t s = t0 + 50 * ms + static_cast<uint64_t>(i) * 20 * ms;
+    o.api("cudaLaunchKernel", s - 40'000, s - 35'000, corr);
+    o.kernel("_Z4gemmPfS_S_i", 7, corr, s - 38'000, s, s + 20 * ms);
+    ++corr;
+  }
+  for (uint64_t k = 0; k <= 35; ++k) {
+    const uint64_t t = t0 + k * 10 * ms;
+    const bool busy = t > t0 + 50 * ms && t <= t0 + 290 * ms;
+    const bool capped = busy && t >= t0 + 150 * ms && t < t0 + 270 * ms;
+    o.sample(t, v1::GPU_METRIC_GPU_UTIL_PERCENT, busy ? 100 : 0);
+    o.sample(t, v1::GPU_METRIC_MEMORY_USED_BYTES, 512ull << 20);
+    o.sample(t, v1::GPU_METRIC_SM_CLOCK_MHZ, !busy ? 345 : capped ? 1410 : 1980);
+    o.sample(t, v1::GPU_METRIC_POWER_MW, !busy ? 80'000 : capped ? 700'000 : 640'000);
+    o.sample(t, v1::GPU_METRIC_CLOCKS_EVENT_REASONS, !busy ? 0x1 : capped ? 0x4 : 0);
   }
   o.close();
 }
@@ -212,6 +247,8 @@ int main(int argc, char** argv) {
   if (mode == "steps" && argc >= 5) {
     steps(argv[2], static_cast<uint32_t>(std::strtoul(argv[3], nullptr, 10)), std::strtod(argv[4], nullptr),
           argc > 5 ? std::atoi(argv[5]) : 20);
+  } else if (mode == "metrics" && argc == 3) {
+    metrics(argv[2]);
   } else if (mode == "hostile" && argc == 3) {
     hostile(argv[2]);
   } else if (mode == "hostile_device" && argc == 3) {

@@ -11,6 +11,7 @@
 
 #include "../sim_bridge.h"
 #include "config.h"
+#include "device_activity.h"
 #include "graph.h"
 #include "records.h"
 
@@ -290,6 +291,25 @@ thread_local uint64_t t_reported_end_ns = 0;
 thread_local uint64_t t_kernel_start_ns = 0;
 }  // namespace
 
+namespace {
+// What the simulated NVML reads back (device_activity.h): the planned interval of each kernel,
+// copy and memset on its stream's device.
+void note_planned(int device, const Op& op, uint64_t start_ns, uint64_t end_ns) {
+  switch (op.kind) {
+    case OpKind::kKernel: note_busy(device, BusyKind::kKernel, start_ns, end_ns, op.share, 0); break;
+    case OpKind::kMemset: note_busy(device, BusyKind::kMemset, start_ns, end_ns, 0, op.bytes); break;
+    case OpKind::kMemcpy: {
+      BusyKind k = BusyKind::kCopyOnDevice;
+      if (op.engine == CopyEngine::kHostToDevice) k = BusyKind::kCopyToDevice;
+      else if (op.engine == CopyEngine::kDeviceToHost) k = BusyKind::kCopyFromDevice;
+      note_busy(device, k, start_ns, end_ns, 0, op.bytes);
+      break;
+    }
+    default: break;
+  }
+}
+}  // namespace
+
 void Engine::execute(std::unique_lock<std::mutex>& lock, Stream* s, Op& op) {
   uint64_t ready = std::max(op.submitted_ns, s->prev_end_ns);
   for (const auto& d : op.deps) ready = std::max(ready, d->end_ns);
@@ -299,10 +319,13 @@ void Engine::execute(std::unique_lock<std::mutex>& lock, Stream* s, Op& op) {
   const double share = op.kind == OpKind::kKernel ? op.share : 1.0;
   if (resource != nullptr) start = acquire(lock, *resource, share, s->priority, op.seq, ready);
   op.started = true;
-  if (op.kind == OpKind::kKernel || op.kind == OpKind::kMemcpy || op.kind == OpKind::kMemset) {
+  if (op.kind == OpKind::kKernel) {
+    end = start + clock_scaled_ns(op.duration_ns, start);  // a power-capped clock runs it longer
+  } else if (op.kind == OpKind::kMemcpy || op.kind == OpKind::kMemset) {
     end = start + op.duration_ns;
   }
   lock.unlock();
+  note_planned(s->device, op, start, end);
   // The work itself: device memory is host memory, so copies and memsets are real, and a
   // kernel with a registered host twin computes its result on this worker thread.
   t_reported_end_ns = 0;
@@ -330,7 +353,10 @@ void Engine::execute(std::unique_lock<std::mutex>& lock, Stream* s, Op& op) {
   }
   // A twin that waits for other processes (a simulated NCCL collective ends when the last
   // rank arrives) knows the real end only after it ran; it reports it here.
-  if (op.kind == OpKind::kKernel && t_reported_end_ns > end) end = t_reported_end_ns;
+  if (op.kind == OpKind::kKernel && t_reported_end_ns > end) {
+    note_busy(s->device, BusyKind::kKernel, end, t_reported_end_ns, op.share, 0);
+    end = t_reported_end_ns;
+  }
   sleep_until_ns(end);
   emit_op_record(*s, op, start, end);
   lock.lock();

@@ -15,6 +15,7 @@
 #include "graph.h"
 #include "ops.h"
 #include "allocations.h"
+#include "device_activity.h"
 #include "records.h"
 
 using namespace gpuhook::sim;
@@ -69,6 +70,7 @@ void* allocate(size_t bytes, CUpti_ActivityMemoryKind kind, int device, PoolView
   if (p == nullptr) return nullptr;
   std::lock_guard<std::mutex> lock(allocation_mutex());
   allocations()[reinterpret_cast<uintptr_t>(p)] = {bytes, kind, true, device, pool};
+  if (kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE) note_device_bytes(device, static_cast<int64_t>(bytes));
   if (pool != nullptr) {
     pool->utilized += bytes;
     pool->size = pool->utilized;
@@ -91,6 +93,8 @@ bool release(void* p, unsigned kinds, Released* out) {
     out->pool = *pool;
   }
   const bool owned = it->second.owned;
+  if (it->second.kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE)
+    note_device_bytes(it->second.device, -static_cast<int64_t>(it->second.bytes));
   allocations().erase(it);
   if (owned) std::free(p);
   return true;

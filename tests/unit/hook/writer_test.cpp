@@ -309,6 +309,46 @@ TEST_F(WriterTest, ALongThreadNameIsJoinedToo) {
   EXPECT_EQ(thread_name, pattern(200));
 }
 
+// One NVML read of a device (nvml_sampler.cpp) becomes one MetricSample per counter it read,
+// at the read's time, and only inside the capture window.
+TEST_F(WriterTest, AnNvmlReadBecomesOneSamplePerCounterReadInsideTheWindow) {
+  config.range.kind = RangeKind::kNvtx;  // closed until opened
+  Writer w(config, facts());
+  auto push_read = [&](uint64_t t, uint32_t device) {
+    HostRecord* r = begin_record();
+    ASSERT_NE(r, nullptr);
+    std::memset(r, 0, sizeof(*r));
+    r->kind = HostKind::kGpuMetrics;
+    r->thread_id = 9;
+    r->start_ns = t;
+    r->metrics.device = device;
+    r->metrics.present = (1u << v1::GPU_METRIC_GPU_UTIL_PERCENT) | (1u << v1::GPU_METRIC_POWER_MW) |
+                         (1u << v1::GPU_METRIC_PCIE_RX_KBPS);
+    r->metrics.value[v1::GPU_METRIC_GPU_UTIL_PERCENT - 1] = 0;  // a zero read is a value, not nothing
+    r->metrics.value[v1::GPU_METRIC_POWER_MW - 1] = 412'000;
+    r->metrics.value[v1::GPU_METRIC_PCIE_RX_KBPS - 1] = 7;
+    r->metrics.value[v1::GPU_METRIC_SM_CLOCK_MHZ - 1] = 1980;  // not present: not written
+    end_record();
+  };
+  push_read(100, 0);
+  w.drain_once(false, false);
+  w.set_window(200, 300);
+  push_read(250, 3);
+  push_read(350, 0);
+  w.finish();
+  std::map<int, uint64_t> got;
+  for (auto& r : read_back()) {
+    if (!r.has_metric_sample()) continue;
+    const v1::MetricSample& s = r.metric_sample();
+    EXPECT_EQ(s.time_ns(), 250);
+    EXPECT_EQ(s.device(), 3u);
+    EXPECT_TRUE(got.emplace(s.metric(), s.value()).second) << "a counter twice";
+  }
+  const std::map<int, uint64_t> want = {
+      {v1::GPU_METRIC_GPU_UTIL_PERCENT, 0}, {v1::GPU_METRIC_POWER_MW, 412'000}, {v1::GPU_METRIC_PCIE_RX_KBPS, 7}};
+  EXPECT_EQ(got, want);
+}
+
 TEST_F(WriterTest, CaptureWindowKeepsOnlyRecordsInside) {
   config.range.kind = RangeKind::kNvtx;  // closed until opened
   Writer w(config, facts());

@@ -10,6 +10,7 @@ std::vector<const Exporter*> exporters() {
     v.push_back(make_chrome_exporter());
     v.push_back(make_folded_exporter());
     v.push_back(make_sqlite_exporter());
+    v.push_back(make_metrics_csv_exporter());
     return v;
   }();
   std::vector<const Exporter*> out;

@@ -94,6 +94,7 @@ Selection select_events(const Model& m, const EventFilter& f) {
     to = f.range.empty() ? asked : std::min(to, asked);  // past the capture's end: empty space, as asked
   }
   if (f.from_ns >= 0 || f.to_ns >= 0) desc.push_back("window");
+  sel.window_asked = !f.range.empty() || f.from_ns >= 0 || f.to_ns >= 0;
   if (to < from && f.to_ns < 0)
     throw std::invalid_argument("--from " + format_duration(f.from_ns) + " is past the end of the " +
                                 (f.range.empty() ? std::string("capture") : "range " + f.range) + " (span " +

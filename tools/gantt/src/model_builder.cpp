@@ -198,6 +198,24 @@ void ModelBuilder::Impl::add(const v1::Record& r) {
       ++c.memory_uses;
       break;
     }
+    case v1::Record::kMetricSample: {
+      const auto& x = r.metric_sample();
+      const uint64_t ts = t(x.has_time_ns(), x.time_ns());
+      // A metric this reader does not know (a newer writer's), a device past what any host
+      // holds, or an unknown time cannot be placed; a hostile file cannot grow this past the bound.
+      const bool known = x.metric() > v1::GPU_METRIC_UNKNOWN && x.metric() <= v1::GPU_METRIC_PCIE_RX_KBPS;
+      if (!known || x.device() >= 4096 || ts == 0 || m.metrics.size() - mt0 >= MetricTable::kMaxRowsPerCapture) {
+        c.metric_samples_left_out++;
+        break;
+      }
+      MetricTable& mt = m.metrics;
+      push(mt.capture, cap);
+      push(mt.device, x.device());
+      push(mt.metric, static_cast<uint8_t>(x.metric()));
+      push(mt.time_ns, ts);  // not `see`n: samples go on while nothing else happens
+      push(mt.value, x.value());
+      break;
+    }
     case v1::Record::kNotice:
       if (r.notice().kind() == v1::NOTICE_FLIGHT_DUMP) {
         if (c.flight_dumps.size() < 1000)
@@ -258,6 +276,28 @@ void ModelBuilder::Impl::align() {
     see(e.start_ns[i]);
     see(e.end_ns[i]);
   }
+}
+
+// Rows of this capture by (device, metric, time): each series one sorted run. Written per
+// read in time order, so this is close to sorted already.
+void ModelBuilder::Impl::sort_metrics() {
+  MetricTable& mt = m.metrics;
+  const size_t n = mt.size() - mt0;
+  if (n == 0) return;
+  std::vector<uint32_t> order(n);
+  for (uint32_t i = 0; i < n; ++i) order[i] = i;
+  auto key = [&](uint32_t i) { return std::make_tuple(mt.device[mt0 + i], mt.metric[mt0 + i], mt.time_ns[mt0 + i]); };
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+  auto permute = [&](auto& column) {
+    using T = typename std::decay_t<decltype(column)>::value_type;
+    std::vector<T> sorted(n);
+    for (size_t i = 0; i < n; ++i) sorted[i] = column[mt0 + order[i]];
+    std::copy(sorted.begin(), sorted.end(), column.begin() + static_cast<std::ptrdiff_t>(mt0));
+  };
+  permute(mt.device);
+  permute(mt.metric);
+  permute(mt.time_ns);
+  permute(mt.value);
 }
 
 void ModelBuilder::Impl::occupancy() {
@@ -325,6 +365,7 @@ void ModelBuilder::Impl::finish(const gpuhook::Integrity& integrity) {
     stream_priority.clear();
   }
   align();
+  sort_metrics();
   join_host_functions();
   apply_memory_marks();
   join();
@@ -358,6 +399,7 @@ uint16_t ModelBuilder::begin_capture(const std::string& path) {
   b.ce0 = b.m.cuda_events.size();
   b.sw0 = b.m.stream_waits.size();
   b.mem0 = b.m.memory.size();
+  b.mt0 = b.m.metrics.size();
   b.open = true;
   return b.cap;
 }

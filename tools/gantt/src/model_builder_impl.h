@@ -64,7 +64,7 @@ struct ModelBuilder::Impl {
   std::unordered_map<std::string, uint32_t> string_ids;
   uint16_t cap = 0;
   bool open = false;
-  size_t ev0 = 0, api0 = 0, th0 = 0, rg0 = 0, nc0 = 0, ce0 = 0, sw0 = 0, mem0 = 0;
+  size_t ev0 = 0, api0 = 0, th0 = 0, rg0 = 0, nc0 = 0, ce0 = 0, sw0 = 0, mem0 = 0, mt0 = 0;
   std::vector<uint32_t> memory_correlation;  // per memory row of this capture: its correlation id
   std::vector<uint32_t> local_to_model;  // capture string id -> model string id
   std::unordered_map<uint64_t, uint32_t> thread_rows;
@@ -158,6 +158,7 @@ struct ModelBuilder::Impl {
   void join_nccl_by_external_id();
   void join_host_functions();
   void apply_memory_marks();
+  void sort_metrics();
   void occupancy();
   void demangle_names();
 };

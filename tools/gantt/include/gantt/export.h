@@ -40,5 +40,6 @@ std::unique_ptr<Exporter> make_csv_exporter();
 std::unique_ptr<Exporter> make_chrome_exporter();  // export/chrome_export.cpp
 std::unique_ptr<Exporter> make_folded_exporter();  // export/folded_export.cpp
 std::unique_ptr<Exporter> make_sqlite_exporter();  // export/sqlite_export.cpp
+std::unique_ptr<Exporter> make_metrics_csv_exporter();  // export/metrics_csv_export.cpp
 
 }  // namespace gantt

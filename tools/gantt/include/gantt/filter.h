@@ -28,6 +28,9 @@ struct Selection {
   // No window was asked for (--from, --to, --range): the window above was fitted to the
   // selected GPU work for a chart. Exports then keep every host record, before and after.
   bool window_fitted = false;
+  // --from, --to or --range was given: the window above is the one asked for. Records that
+  // are not GPU work (GPU counter samples) are cut to it only then.
+  bool window_asked = false;
   // Where --from/--to count from, and the chart's axis with them: the capture's start, or
   // with --range the start of that range occurrence.
   uint64_t origin_ns = 0;

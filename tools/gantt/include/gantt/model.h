@@ -212,6 +212,22 @@ struct MemoryTable {
   size_t size() const { return capture.size(); }
 };
 
+// The GPU's own counters (MetricSample records: NVML, read by the hook's sampler), one row per
+// value, on the host clock. Rows of one capture are sorted by (device, metric, time), so a
+// series is one run of rows (analysis/metrics.h finds them).
+struct MetricTable {
+  std::vector<uint16_t> capture;
+  std::vector<uint32_t> device;        // CUDA ordinal
+  std::vector<uint8_t> metric;         // v1::GpuMetric
+  std::vector<uint64_t> time_ns;
+  std::vector<uint64_t> value;         // in the metric's unit (the enum name says which)
+
+  size_t size() const { return capture.size(); }
+  // A capture holds at most this many rows; the rest are counted in
+  // CaptureInfo::metric_samples_left_out. 100 Hz x 10 counters x 8 GPUs for 2 hours.
+  static constexpr size_t kMaxRowsPerCapture = size_t{1} << 26;
+};
+
 // CUPTI gives the legacy default stream (the NULL stream) id 7 in every context.
 inline constexpr uint32_t kLegacyStreamId = 7;
 
@@ -274,6 +290,9 @@ struct CaptureInfo {
   std::vector<std::pair<uint64_t, std::string>> flight_dumps;
   uint64_t memory_uses = 0;                      // MemoryUse records read (GPUHOOK_MEM_USE was on)
   uint64_t memory_uses_ignored = 0;              // of them, past the loader's bound
+  // MetricSample records not kept: past MetricTable::kMaxRowsPerCapture, or naming a metric,
+  // device or time no reader can place.
+  uint64_t metric_samples_left_out = 0;
 
   // The DeviceInfo with this ordinal, or nullptr.
   const gpuhook::v1::DeviceInfo* device(uint32_t ordinal) const;
@@ -292,6 +311,7 @@ class Model {
   StreamTable streams;
   CudaEventTable cuda_events;
   StreamWaitTable stream_waits;
+  MetricTable metrics;
 
   // Demangled kernel name (the recorded one when it is not a mangled C++ name).
   std::string_view display_name(uint32_t event) const;

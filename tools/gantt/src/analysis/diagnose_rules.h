@@ -38,5 +38,7 @@ void rule_memory_unused(const Model& m, DiagnoseReport& r);
 // What the ranks' point-to-point traffic shows (diagnose_comm_rules.cpp).
 void rule_pipeline_bubble(const Model& m, DiagnoseReport& r);
 void rule_slow_link(const Model& m, DiagnoseReport& r);
+// Clocks the hardware lowered while kernels ran (diagnose_metric_rules.cpp).
+void rule_throttled(const Model& m, DiagnoseReport& r);
 
 }  // namespace gantt::analysis::detail

@@ -7,7 +7,8 @@
 // Timestamps are microseconds from the model's first time, printed from integer ns with
 // three decimals: no rounding through binary floating point. A kernel's queued and submitted
 // stages are nestable async slices on its stream; each device has a counter track of the
-// kernels and copies running and the kernels queued.
+// kernels and copies running and the kernels queued, and one per GPU counter the hook sampled
+// (NVML: "GPU util %", "SM MHz", "power W", ...).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "gantt/analysis/metrics.h"
 #include "gantt/export.h"
 #include "gantt/json.h"
 #include "gantt/ranks.h"
@@ -117,6 +119,11 @@ void ChromeExporter::write(const Model& m, const Selection& sel, const ExportOpt
     return a.what < b.what;
   });
   for (const Slice& h : host) if (h.start < base) base = h.start;  // never negative ts
+  // GPU counter samples start with CUDA, before the first record of the program's own.
+  for (size_t i = 0; i < m.metrics.size(); ++i) {
+    const uint64_t t = m.metrics.time_ns[i];
+    if (t != 0 && t < base && (!sel.window_asked || (t >= w0 && t <= w1))) base = t;
+  }
   std::string head = "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"gantt-cli export --format chrome\","
                      "\"time_origin_ns\":" + std::to_string(base);
   if (!sel.description.empty()) {
@@ -346,6 +353,29 @@ void ChromeExporter::write(const Model& m, const Selection& sel, const ExportOpt
         body += ":";
         json::append_number(body, static_cast<double>(std::max<int64_t>(0, bytes)) / (1 << 20), 3);
       }
+      body += "}}";
+    }
+  }
+  // The GPU's own counters (NVML), one counter track per counter on its device's process; the
+  // reason mask becomes "throttled" (1 while a power or thermal reason is set).
+  for (const analysis::MetricSeries& series : analysis::metric_series(m)) {
+    const analysis::MetricInfo* info = analysis::metric_info(series.metric);
+    if (info == nullptr) continue;
+    const bool reasons = series.metric == gpuhook::v1::GPU_METRIC_CLOCKS_EVENT_REASONS;
+    const std::string name = reasons ? "throttled" : info->label;
+    const uint32_t pid = device_pid(series.capture, series.device);
+    for (size_t i = series.begin; i < series.end; ++i) {
+      const uint64_t t = m.metrics.time_ns[i];
+      if (t < base || (sel.window_asked && (t < w0 || t > w1))) continue;
+      open_event();
+      body += "{\"ph\":\"C\",\"name\":";
+      json::append_string(body, name);
+      body += ",\"pid\":" + std::to_string(pid) + ",\"ts\":";
+      ts(body, t, base);
+      body += ",\"args\":{\"value\":";
+      const uint64_t v = m.metrics.value[i];
+      if (reasons) body += (v & analysis::kThrottleReasons) != 0 ? "1" : "0";
+      else json::append_number(body, static_cast<double>(v) * info->scale, 3);
       body += "}}";
     }
   }

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "gantt/analysis/metrics.h"
 #include "gantt/export.h"
 #include "gantt/text.h"
 
@@ -50,6 +51,7 @@ CREATE TABLE nccl(id INTEGER PRIMARY KEY, capture INTEGER, thread_id INTEGER, op
                   count INTEGER, datatype INTEGER, bytes INTEGER, reduce_op INTEGER, root_or_peer INTEGER,
                   comm_id INTEGER, rank INTEGER, nranks INTEGER, sequence INTEGER, device INTEGER,
                   start_ns INTEGER, end_ns INTEGER, return_value INTEGER, kernel_id INTEGER);
+CREATE TABLE metrics(capture INTEGER, device INTEGER, counter TEXT, time_ns INTEGER, value REAL);
 )sql";
 
 constexpr const char* kIndices = R"sql(
@@ -61,6 +63,7 @@ CREATE INDEX api_correlation ON api(capture, correlation_id);
 CREATE INDEX api_start ON api(start_ns);
 CREATE INDEX nvtx_start ON nvtx(start_ns);
 CREATE INDEX nccl_comm ON nccl(comm_id, sequence);
+CREATE INDEX metrics_series ON metrics(capture, device, counter, time_ns);
 )sql";
 
 struct DbCloser {
@@ -234,6 +237,15 @@ class SqliteExporter final : public Exporter {
     for (uint32_t i = 0; i < mt.size(); ++i)
       memory.u(i).u(mt.capture[i]).u(mt.device[i]).text(mt.op[i] == gpuhook::v1::MEMORY_OP_FREE ? "free" : "alloc")
           .u(mt.kind[i]).u(mt.address[i]).u(mt.bytes[i]).time(mt.time_ns[i]).row();
+    // The GPU's own counters (NVML), in the unit the counter's name says (power_w, sm_clock_mhz).
+    Insert metrics(raw, "INSERT INTO metrics VALUES(?,?,?,?,?)");
+    for (const analysis::MetricSeries& series : analysis::metric_series(m)) {
+      const analysis::MetricInfo* info = analysis::metric_info(series.metric);
+      if (info == nullptr) continue;
+      for (size_t i = series.begin; i < series.end; ++i)
+        metrics.u(series.capture).u(series.device).text(info->key).time(m.metrics.time_ns[i])
+            .real(static_cast<double>(m.metrics.value[i]) * info->scale).row();
+    }
     exec(raw, kIndices);
     exec(raw, "COMMIT;");
 

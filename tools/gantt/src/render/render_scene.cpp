@@ -321,6 +321,7 @@ void Builder::draw_device_section(const DeviceKey& dev, const std::vector<LaneKe
                       "memory: peak " + analysis::bytes_text(mem->second.peak_bytes), 10, palette::kMuted, Anchor::kEnd));
     y_ += kUtilHeight + 4;
   }
+  y_ += draw_measured_strip(s_, f_, m_, dev.first, dev.second, y_);
   for (const LaneKey& k : lanes) draw_gpu_lane_within_cap(k, lanes_[k]);
   y_ += kSectionGap;
 }

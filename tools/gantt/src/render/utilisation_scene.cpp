@@ -42,6 +42,7 @@ Scene utilisation_scene(const Model& m, const Selection& sel, const analysis::Ti
   const float grid_top = y;
   const size_t grid_at = s.items.size();
   const float bucket_px = static_cast<float>(static_cast<double>(t.bucket_ns) * f.px_per_ns);
+  bool measured = false;  // some device has NVML samples: the legend names their line
   for (const analysis::DeviceTimeline& d : t.devices) {
     const float base = y + kRowHeight;
     s.rect(make_rect(f.left, y, f.right - f.left, kRowHeight, palette::kLaneBand));
@@ -88,6 +89,7 @@ Scene utilisation_scene(const Model& m, const Selection& sel, const analysis::Ti
                          room ? Anchor::kStart : Anchor::kEnd));
       }
     }
+    measured |= draw_measured_line(s, f, m, d.capture, d.device, y, kRowHeight);
     if (d.drops.size() > kDropLabels)
       s.text(make_text(f.right, y - 2, std::to_string(d.drops.size()) + " drops", 9, palette::kIdle, Anchor::kEnd));
     y = base + kRowGap;
@@ -97,12 +99,15 @@ Scene utilisation_scene(const Model& m, const Selection& sel, const analysis::Ti
   draw_grid(grid, f, grid_top, y - kRowGap);
   s.items.insert(s.items.begin() + static_cast<std::ptrdiff_t>(grid_at), grid.items.begin(), grid.items.end());
   // Legend and footer.
-  y += draw_legend(s, y, s.width,
-                   {{kBusy, "busy (anything running)"},
-                    {palette::kComputeUtil, "compute (a kernel running)"},
-                    {palette::kCopyUtil, "copy (a copy running)"},
-                    {palette::kIdle, "drop: busy under half its recent median"}}) +
-       6;
+  std::vector<LegendEntry> legend = {{kBusy, "busy (anything running)"},
+                                     {palette::kComputeUtil, "compute (a kernel running)"},
+                                     {palette::kCopyUtil, "copy (a copy running)"},
+                                     {palette::kIdle, "drop: busy under half its recent median"}};
+  if (measured) {
+    legend.push_back({kMeasuredLine, "GPU utilisation NVML measured (its own moving average)"});
+    legend.push_back({with_alpha(palette::kMissedOverlap, 70), "SM clock lowered (power, heat)"});
+  }
+  y += draw_legend(s, y, s.width, legend) + 6;
   std::string foot = "bucket " + format_duration(static_cast<int64_t>(t.bucket_ns)) + " \xC2\xB7 " +
                      std::to_string(t.buckets) + " buckets \xC2\xB7 " + std::to_string(sel.events.size()) + " events";
   if (!sel.description.empty()) foot += " \xC2\xB7 " + sel.description;
