@@ -18,7 +18,7 @@
   // Events drawn one by one per frame, all lanes together; past it, or where more than two
   // would share a pixel column, a lane is drawn as coverage (which then says more, and costs
   // a rectangle per run of columns, not per event).
-  const INDIVIDUAL_BUDGET = 12000, EVENTS_PER_COLUMN = 2;
+  const INDIVIDUAL_BUDGET = 8000, EVENTS_PER_COLUMN = 2;
   const KIND = ['queue delay', 'low occupancy', 'copy overlapped compute', 'copy not overlapped', 'idle gap'];
 
   const canvas = document.getElementById('canvas');
@@ -368,40 +368,58 @@
     return { x: x0, y: l.y + oy + ev.row[i] * G.row, w: Math.max(1, x1 - x0) };
   }
 
+  // In passes, one colour each where it can be: setting fillStyle parses a colour, and with
+  // thousands of events in view that cost more than the rectangles.
   function drawEvents(l, y, i0, i1) {
     const ev = l.ev;
     const L = plotL(), R = plotR();
     const clip = (x) => Math.max(L, Math.min(R, x));
-    const dim = search !== null;
+    ctx.fillStyle = P.launch_to_queued;
     for (let i = i0; i < i1; i++) {
-      const ry = y + ev.row[i] * G.row;
-      const x0 = clip(X(ev.start[i])), x1 = clip(X(ev.end[i]));
-      const ln = X(ev.launch[i]), q = X(ev.queued[i]);
-      if (!Number.isNaN(ln) && !Number.isNaN(q) && clip(q) > clip(ln)) {
-        ctx.fillStyle = P.launch_to_queued;
-        ctx.fillRect(clip(ln), ry + WAIT_Y, clip(q) - clip(ln), WAIT_H);
+      const a = clip(X(ev.launch[i])), b = clip(X(ev.queued[i]));
+      if (b - a >= 0.5) ctx.fillRect(a, y + ev.row[i] * G.row + WAIT_Y, b - a, WAIT_H);  // NaN (unknown) fails the test
+    }
+    ctx.fillStyle = P.queued_to_start;
+    for (let i = i0; i < i1; i++) {
+      const a = clip(X(ev.queued[i])), b = clip(X(ev.start[i]));
+      if (b - a >= 0.5) ctx.fillRect(a, y + ev.row[i] * G.row + WAIT_Y, b - a, WAIT_H);
+    }
+    const dim = search !== null;
+    let colour = '';
+    for (let i = i0; i < i1; i++) {
+      const lab = ev.label[i];
+      if (dim && !search.labels[lab]) continue;
+      if (labels[lab][2] !== colour) { colour = labels[lab][2]; ctx.fillStyle = colour; }
+      const x0 = clip(X(ev.start[i]));
+      ctx.fillRect(x0, y + ev.row[i] * G.row + EXEC_Y, Math.max(1, clip(X(ev.end[i])) - x0), EXEC_H);
+    }
+    if (dim) {
+      // What the search does not match, faded; what it does, outlined.
+      ctx.globalAlpha = 0.25;
+      colour = '';
+      for (let i = i0; i < i1; i++) {
+        const lab = ev.label[i];
+        if (search.labels[lab]) continue;
+        if (labels[lab][2] !== colour) { colour = labels[lab][2]; ctx.fillStyle = colour; }
+        const x0 = clip(X(ev.start[i]));
+        ctx.fillRect(x0, y + ev.row[i] * G.row + EXEC_Y, Math.max(1, clip(X(ev.end[i])) - x0), EXEC_H);
       }
-      if (!Number.isNaN(q) && x0 > clip(q)) {
-        ctx.fillStyle = P.queued_to_start;
-        ctx.fillRect(clip(q), ry + WAIT_Y, x0 - clip(q), WAIT_H);
-      }
-      const match = dim && search.labels[ev.label[i]];
-      ctx.globalAlpha = dim && !match ? 0.25 : 1;
-      ctx.fillStyle = labels[ev.label[i]][2];
-      ctx.fillRect(x0, ry + EXEC_Y, Math.max(1, x1 - x0), EXEC_H);
       ctx.globalAlpha = 1;
-      if (match) {
-        ctx.strokeStyle = '#ff00aa';
-        ctx.lineWidth = 2;
-        ctx.strokeRect(x0 - 1, ry + EXEC_Y - 1, Math.max(1, x1 - x0) + 2, EXEC_H + 2);
-        ctx.lineWidth = 1;
+      ctx.strokeStyle = '#ff00aa';
+      ctx.lineWidth = 2;
+      for (let i = i0; i < i1; i++) {
+        if (!search.labels[ev.label[i]]) continue;
+        const x0 = clip(X(ev.start[i]));
+        ctx.strokeRect(x0 - 1, y + ev.row[i] * G.row + EXEC_Y - 1, Math.max(1, clip(X(ev.end[i])) - x0) + 2, EXEC_H + 2);
       }
-      if (x1 - x0 > 40) {
-        ctx.font = '9px "DejaVu Sans", sans-serif';
-        ctx.fillStyle = '#ffffff';
-        ctx.textAlign = 'left';
-        ctx.fillText(fitText(labels[ev.label[i]][0], x1 - x0 - 6), x0 + 3, ry + 18);
-      }
+      ctx.lineWidth = 1;
+    }
+    ctx.font = '9px "DejaVu Sans", sans-serif';
+    ctx.fillStyle = '#ffffff';
+    ctx.textAlign = 'left';
+    for (let i = i0; i < i1; i++) {
+      const x0 = clip(X(ev.start[i])), x1 = clip(X(ev.end[i]));
+      if (x1 - x0 > 40) ctx.fillText(fitText(labels[ev.label[i]][0], x1 - x0 - 6), x0 + 3, y + ev.row[i] * G.row + 18);
     }
     drawAnnotations(l, y, i0, i1);
   }
