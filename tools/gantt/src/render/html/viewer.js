@@ -165,8 +165,17 @@
     const av = Math.abs(v);
     return v.toFixed(av >= 100 ? 0 : av >= 10 ? 1 : 2) + ' ' + unit;
   }
-  // Time on the axis: from the origin (capture start or the --range occurrence), as the chart's.
-  const rel = (t) => (Number.isNaN(t) ? '?' : (t - data.origin_ns >= 0 ? '+' : '') + fmtDuration(t - data.origin_ns));
+  // A time from the origin (capture start or the --range occurrence), as the chart's axis
+  // counts, in the unit of its size with decimals down to `resolution` ns: the tooltips give
+  // every ns (1), the ruler as many digits as its step needs.
+  function rel(t, resolution = 1) {
+    if (Number.isNaN(t)) return '?';
+    const d = t - data.origin_ns, a = Math.abs(d);
+    const unit = a >= 1e9 ? 1e9 : a >= 1e6 ? 1e6 : a >= 1e3 ? 1e3 : 1;
+    const name = { 1e9: 's', 1e6: 'ms', 1e3: 'us', 1: 'ns' }[unit];
+    const decimals = Math.max(0, Math.min(9, Math.ceil(Math.log10(unit / resolution) - 1e-9)));
+    return (d >= 0 ? '+' : '') + (d / unit).toFixed(decimals) + ' ' + name;
+  }
 
   function resize() {
     dpr = window.devicePixelRatio || 1;
@@ -269,7 +278,7 @@
       ctx.moveTo(x, RULER_H - 6);
       ctx.lineTo(x, H);
       ctx.stroke();
-      ctx.fillText(rel(t), x, RULER_H - 9);
+      ctx.fillText(rel(t, step), x, RULER_H - 9);
     }
     ctx.strokeStyle = '#999';
     ctx.beginPath();
@@ -507,8 +516,9 @@
     if (stats.frameMs.length > 500) stats.frameMs.shift();
     // From navigation start (performance's time origin), as a person waits for it.
     if (stats.firstPaintMs === null) stats.firstPaintMs = performance.now();
+    const res = Math.pow(10, Math.floor(Math.log10(Math.max(1, (view.b - view.a) / 1000))));
     document.getElementById('range').textContent =
-      rel(view.a) + ' \u2026 ' + rel(view.b) + ' (' + fmtDuration(view.b - view.a) + ')';
+      rel(view.a, res) + ' \u2026 ' + rel(view.b, res) + ' (' + fmtDuration(view.b - view.a) + ')';
   }
 
   // ---- interaction ----------------------------------------------------------------------------
