@@ -92,6 +92,28 @@ try {
           Math.abs(panned.end_ns - panned.start_ns - span1) < 1,
           `drag panned by 200 px: ${(zoomed.start_ns - panned.start_ns).toFixed(0)} ns, want ${want.toFixed(0)}`);
 
+    // Shift+drag: measure 300 px of the view; the events starting in it, counted on the page,
+    // against a count from the decoded starts.
+    await page.keyboard.down('Shift');
+    await page.mouse.move(x, y);
+    await page.mouse.down();
+    for (let k = 1; k <= 10; k++) await page.mouse.move(x + 30 * k, y);
+    await page.mouse.up();
+    await page.keyboard.up('Shift');
+    const m = await V(() => gpuhookViewer.measure());
+    const spanPx = (m ? m.end_ns - m.start_ns : 0) * (plot.right - plot.left) / span1;
+    const startsIn = await V((a, b) => {
+      let n = 0;
+      const counts = gpuhookViewer.laneCounts();
+      for (let l = 0; l < counts.length; l++)
+        for (let i = 0; i < counts[l]; i++) { const t = gpuhookViewer.event(l, i).start_ns; if (t >= a && t <= b) n++; }
+      return n;
+    }, m ? m.start_ns : 0, m ? m.end_ns : 0);
+    check(m && Math.abs(spanPx - 300) < 2 && m.events === startsIn && m.events > 0,
+          `shift+drag measured ${spanPx.toFixed(1)} px with ${m && m.events} events starting in it (counted: ${startsIn})`);
+    const still = await V(() => gpuhookViewer.view());
+    check(still.start_ns === panned.start_ns, 'measuring did not pan');
+
     // Zoomed in on the sample event: it is drawn on its own; hover shows every stage.
     await V((a, b) => gpuhookViewer.setView(a, b), ev.start_ns - 20000, ev.end_ns + 20000);
     const pt = await V((l, i) => gpuhookViewer.eventPoint(l, i), sl, si);

@@ -1,5 +1,6 @@
 // The HTML back end: the viewer's template (src/render/html/, compiled in by
-// cmake/embed_text.cmake) with its style, its script and the data block put in place.
+// cmake/embed_text.cmake) with its style, its scripts (viewer_data.js, then viewer.js, in one
+// element) and the data block put in place.
 #include <stdexcept>
 #include <string>
 
@@ -8,6 +9,7 @@
 namespace gantt::html::assets {
 extern const char kViewerHtml[];
 extern const char kViewerCss[];
+extern const char kViewerDataJs[];
 extern const char kViewerJs[];
 }  // namespace gantt::html::assets
 
@@ -27,6 +29,7 @@ std::string page(std::string_view data_json) {
   // Style and script first: the data goes in last, so no marker text inside a kernel name
   // can be taken for one (and the data is escaped so it has no '<' at all).
   put(out, "/*@VIEWER_CSS@*/", assets::kViewerCss);
+  put(out, "/*@VIEWER_DATA_JS@*/", assets::kViewerDataJs);
   put(out, "/*@VIEWER_JS@*/", assets::kViewerJs);
   put(out, "/*@VIEWER_DATA@*/", data_json);
   return out;

@@ -5,10 +5,12 @@
 // level-of-detail pyramid (busy share per time bucket, the level whose buckets are about a
 // pixel wide); zoomed in, only the events in view, found by binary search on the lanes' start
 // order (and a running maximum of their ends, so long events are not missed). The first frame
-// is drawn from the pyramids alone; the events are decoded lane by lane after it.
+// is drawn from the pyramids alone; the events are decoded lane by lane after it. The formats
+// and searches are viewer_data.js's, which comes first in the page's script.
 // Names are shown with textContent and fillText only: nothing from the capture becomes markup.
 'use strict';
 (function () {
+  const { pyramid, decodeEvents, upper, inView, addSpan, fmtDuration, fmtTime } = viewerData;
   const data = JSON.parse(document.getElementById('gpuhook-data').textContent);
   const G = data.geometry;
   const P = data.palette;
@@ -19,7 +21,6 @@
   // would share a pixel column, a lane is drawn as coverage (which then says more, and costs
   // a rectangle per run of columns, not per event).
   const INDIVIDUAL_BUDGET = 8000, EVENTS_PER_COLUMN = 2;
-  const KIND = ['queue delay', 'low occupancy', 'copy overlapped compute', 'copy not overlapped', 'idle gap'];
 
   const canvas = document.getElementById('canvas');
   const ctx = canvas.getContext('2d', { alpha: false });
@@ -36,25 +37,6 @@
   }
 
   // ---- data ---------------------------------------------------------------------------------
-  function b64bytes(s) {
-    const bin = atob(s);
-    const out = new Uint8Array(bin.length);
-    for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
-    return out;
-  }
-  // A pyramid: levels finest first, each half the buckets of the one before.
-  function pyramid(b64, buckets, bucketNs) {
-    const bytes = b64bytes(b64);
-    const levels = [];
-    let off = 0, n = buckets, w = bucketNs;
-    while (off + n <= bytes.length && n >= 1) {
-      levels.push({ v: bytes.subarray(off, off + n), n: n, w: w });
-      off += n;
-      n >>= 1;
-      w *= 2;
-    }
-    return levels;
-  }
   const labels = data.labels;  // [display name, kind, colour]
   const calls = data.calls;
   const lanes = data.lanes.map((l, i) => ({
@@ -75,55 +57,6 @@
   }
   for (const l of lanes) l.ann.sort((a, b) => A.index[a] - A.index[b]);
   const totalEvents = lanes.reduce((s, l) => s + l.n, 0);
-
-  // The fields of one event, in the order html_data.cpp writes them: start delta (zigzag),
-  // duration, overlap row, label, queued/submitted/launch as zigzag(start - t) + 1 (0 = unknown),
-  // host call (0 = none) and, with one, its duration.
-  function decodeLane(l) {
-    const b = b64bytes(l.packed);
-    let p = 0;
-    function rd() {
-      let v = 0, mul = 1, c;
-      do { c = b[p++]; v += (c & 127) * mul; mul *= 128; } while (c & 128);
-      return v;
-    }
-    const unzig = (z) => (z % 2 === 1 ? -(z + 1) / 2 : z / 2);
-    const n = l.n;
-    const ev = {
-      start: new Float64Array(n), end: new Float64Array(n), runEnd: new Float64Array(n),
-      queued: new Float64Array(n), submitted: new Float64Array(n), launch: new Float64Array(n),
-      row: new Uint8Array(n), label: new Uint32Array(n), call: new Uint32Array(n), callNs: new Float64Array(n),
-    };
-    let t = 0, maxEnd = -Infinity;
-    for (let i = 0; i < n; i++) {
-      t += unzig(rd());
-      ev.start[i] = t;
-      ev.end[i] = t + rd();
-      maxEnd = Math.max(maxEnd, ev.end[i]);
-      ev.runEnd[i] = maxEnd;
-      ev.row[i] = rd();
-      ev.label[i] = rd();
-      for (const col of [ev.queued, ev.submitted, ev.launch]) {
-        const z = rd();
-        col[i] = z === 0 ? NaN : t - unzig(z - 1);
-      }
-      const c = rd();
-      ev.call[i] = c;
-      ev.callNs[i] = c ? rd() : NaN;
-    }
-    l.packed = null;
-    l.ev = ev;
-  }
-  // First index whose value is > x (arr ascending).
-  function upper(arr, x, lo, hi) {
-    while (lo < hi) { const m = (lo + hi) >> 1; if (arr[m] > x) hi = m; else lo = m + 1; }
-    return lo;
-  }
-  // Events of a lane that meet [a, b): their running end passes a, their start is before b.
-  function inView(l, a, b) {
-    const ev = l.ev;
-    return [upper(ev.runEnd, a, 0, l.n), upper(ev.start, b - 1e-9, 0, l.n)];
-  }
 
   // ---- layout -------------------------------------------------------------------------------
   let contentH = 0;
@@ -157,24 +90,10 @@
   const X = (t) => plotL() + (t - view.a) * pxPerNs();
   const T = (x) => view.a + (x - plotL()) / pxPerNs();
 
-  function fmtDuration(ns) {
-    const a = Math.abs(ns);
-    let v = ns, unit = 'ns';
-    if (a >= 1e9) { v = ns / 1e9; unit = 's'; } else if (a >= 1e6) { v = ns / 1e6; unit = 'ms'; } else if (a >= 1e3) { v = ns / 1e3; unit = 'us'; }
-    if (unit === 'ns') return Math.round(ns) + ' ns';
-    const av = Math.abs(v);
-    return v.toFixed(av >= 100 ? 0 : av >= 10 ? 1 : 2) + ' ' + unit;
-  }
-  // A time from the origin (capture start or the --range occurrence), as the chart's axis
-  // counts, in the unit of its size with decimals down to `resolution` ns: the tooltips give
-  // every ns (1), the ruler as many digits as its step needs.
-  function rel(t, resolution = 1) {
-    if (Number.isNaN(t)) return '?';
-    const d = t - data.origin_ns, a = Math.abs(d);
-    const unit = a >= 1e9 ? 1e9 : a >= 1e6 ? 1e6 : a >= 1e3 ? 1e3 : 1;
-    const name = { 1e9: 's', 1e6: 'ms', 1e3: 'us', 1: 'ns' }[unit];
-    const decimals = Math.max(0, Math.min(9, Math.ceil(Math.log10(unit / resolution) - 1e-9)));
-    return (d >= 0 ? '+' : '') + (d / unit).toFixed(decimals) + ' ' + name;
+  const rel = (t, resolution = 1) => fmtTime(t - data.origin_ns, resolution);
+  function decodeLane(l) {
+    l.ev = decodeEvents(l.packed, l.n);
+    l.packed = null;
   }
 
   function resize() {
@@ -224,16 +143,6 @@
       addSpan(out, (b * lv.w - view.a) * ppn, ((b + 1) * lv.w - view.a) * ppn, v / 255);
     }
     return out;
-  }
-  function addSpan(cols, x0, x1, weight) {
-    const n = cols.length;
-    if (x1 <= 0 || x0 >= n) return;
-    x0 = Math.max(0, x0); x1 = Math.min(n, x1);
-    const c0 = Math.floor(x0), c1 = Math.floor(x1);
-    if (c0 === c1) { cols[c0] += (x1 - x0) * weight; return; }
-    cols[c0] += (c0 + 1 - x0) * weight;
-    for (let c = c0 + 1; c < c1 && c < n; c++) cols[c] += weight;
-    if (c1 < n) cols[c1] += (x1 - c1) * weight;
   }
   // Columns as runs of four alpha levels, as the PNG chart draws coverage.
   function drawColumns(cols, y, h, colour, fromBottom, scale) {
@@ -330,7 +239,7 @@
     ctx.fillText(fitText(l.label, LABEL_W - 20), plotL() - 8, y + 15);
     const cols = Math.max(1, Math.floor(plotR() - plotL()));
     let i0 = 0, i1 = 0;
-    if (l.ev) [i0, i1] = inView(l, view.a, view.b);
+    if (l.ev) [i0, i1] = inView(l.ev, view.a, view.b);
     const finest = l.lod[0];
     if (l.ev && i1 - i0 <= budget && i1 - i0 <= EVENTS_PER_COLUMN * cols) {
       drawEvents(l, y, i0, i1);
@@ -508,6 +417,7 @@
       ctx.strokeRect(b.x - 1.5, b.y + EXEC_Y - 1.5, b.w + 3, EXEC_H + 3);
       ctx.lineWidth = 1;
     }
+    drawMeasure();
     // Lane labels and the ruler stay put over the content.
     drawRuler();
     stats.frames++;
@@ -535,7 +445,7 @@
     const tol = 2 / pxPerNs();
     const t = T(x);
     const ev = l.ev;
-    const [i0, i1] = inView(l, t - tol, t + tol);
+    const [i0, i1] = inView(l.ev, t - tol, t + tol);
     let best = null, bestD = Infinity;
     for (let i = i0; i < i1; i++) {
       if (ev.row[i] !== row) continue;
@@ -587,8 +497,31 @@
   }
 
   let drag = null;
+  // Shift+drag measures a span: its length, and how many events start in it.
+  let measure = null;  // { a, b } in ns
+  function setMeasure(a, b) {
+    measure = { a: Math.min(a, b), b: Math.max(a, b) };
+    let n = 0;
+    for (const l of lanes) if (l.ev) n += upper(l.ev.start, measure.b, 0, l.n) - upper(l.ev.start, measure.a - 1e-9, 0, l.n);
+    measure.events = n;
+    document.getElementById('selection').textContent = 'span ' + fmtDuration(measure.b - measure.a) + ', ' + rel(measure.a) +
+      ' \u2026 ' + rel(measure.b) + ': ' + n + ' events start in it (Escape clears)';
+    requestDraw();
+  }
+  function drawMeasure() {
+    if (!measure) return;
+    const x0 = Math.max(plotL(), X(measure.a)), x1 = Math.min(plotR(), X(measure.b));
+    if (x1 < plotL() || x0 > plotR()) return;
+    ctx.fillStyle = 'rgba(40, 40, 40, 0.10)';
+    ctx.fillRect(x0, RULER_H, Math.max(1, x1 - x0), H - RULER_H);
+    ctx.fillStyle = P.text;
+    ctx.textAlign = 'center';
+    ctx.font = 'bold 11px "DejaVu Sans", sans-serif';
+    ctx.fillText(fmtDuration(measure.b - measure.a), (x0 + x1) / 2, RULER_H + 12);
+  }
+
   canvas.addEventListener('pointerdown', (e) => {
-    drag = { x: e.offsetX, y: e.offsetY, a: view.a, b: view.b, scroll: view.scroll, moved: false };
+    drag = { x: e.offsetX, y: e.offsetY, a: view.a, b: view.b, scroll: view.scroll, moved: false, measure: e.shiftKey };
     canvas.setPointerCapture(e.pointerId);
     canvas.classList.add('dragging');
   });
@@ -596,6 +529,10 @@
     if (drag) {
       const dx = e.offsetX - drag.x, dy = e.offsetY - drag.y;
       if (Math.abs(dx) + Math.abs(dy) > 3) drag.moved = true;
+      if (drag.moved && drag.measure) {
+        setMeasure(T(drag.x), T(e.offsetX));
+        return;
+      }
       if (drag.moved) {
         const dt = dx / pxPerNs();
         view.scroll = drag.scroll - dy;
@@ -637,6 +574,7 @@
   }, { passive: false });
   window.addEventListener('keydown', (e) => {
     if (e.target === searchBox) { if (e.key === 'Escape') searchBox.blur(); return; }
+    if (e.key === 'Escape' && measure) { measure = null; document.getElementById('selection').textContent = ''; requestDraw(); }
     if (e.key === '/') { e.preventDefault(); searchBox.focus(); }
     else if (e.key === '0') setView(0, data.span_ns);
   });
@@ -712,6 +650,7 @@
     laneCounts: () => lanes.map((l) => l.n),
     search: (text) => { searchBox.value = text; return runSearch(text); },
     matches: () => (search ? search.count : 0),
+    measure: () => (measure ? { start_ns: measure.a, end_ns: measure.b, events: measure.events } : null),
     select: (lane, index) => select(lane === null ? null : [lane, index]),
     selected: () => (selected ? Object.assign({ text: describe(selected.lane, selected.index) }, selected) : null),
     event: (lane, i) => {
