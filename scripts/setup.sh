@@ -26,6 +26,29 @@ else
   echo "setup: build dependencies present"
 fi
 
+# The HTML page's browser tests (tests/browser) and its benchmark (tests/bench/html): Debian's
+# chromium, Node with npm (Debian's, unless a Node is there already: NodeSource's bundles npm
+# and conflicts with Debian's npm package), and puppeteer-core as pinned in package-lock.json.
+browser=()
+dpkg-query -W -f='${Status}' chromium 2>/dev/null | grep -q "install ok installed" || browser+=(chromium)
+command -v node >/dev/null || browser+=(nodejs)
+command -v npm >/dev/null || browser+=(npm)
+if ((${#browser[@]})); then
+  echo "setup: installing ${browser[*]} (browser tests)"
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${browser[@]}" >/dev/null
+fi
+browser_dir="$(cd "$(dirname "$0")/.." && pwd)/tests/browser"
+if [ ! -d "$browser_dir/node_modules/puppeteer-core" ] || [ "$browser_dir/package-lock.json" -nt "$browser_dir/node_modules" ]; then
+  echo "setup: npm ci in tests/browser (puppeteer-core, pinned)"
+  (cd "$browser_dir" && npm ci --no-audit --no-fund --loglevel=error) >/dev/null
+  touch "$browser_dir/node_modules"
+else
+  echo "setup: browser test dependencies present"
+fi
+
 cuda_root="${CUDA_HOME:-${CUDA_PATH:-/usr/local/cuda}}"
 if [ -x "$cuda_root/bin/nvcc" ] || command -v nvcc >/dev/null; then
   nvcc_bin="$(command -v nvcc || echo "$cuda_root/bin/nvcc")"

@@ -1,4 +1,4 @@
-// gantt-cli render FILE... -o out.svg|png|pdf: the Gantt chart. Options only; the layout,
+// gantt-cli render FILE... -o out.svg|png|pdf|html: the Gantt chart. Options only; the layout,
 // annotations and back ends live in libgantt (render.h).
 #include <fstream>
 #include <iostream>
@@ -26,7 +26,7 @@ struct RenderCliOptions {
   std::vector<std::string> files;
   LoadFlags load;
   std::string output;
-  std::string format;  // svg, png, pdf; default from the output name
+  std::string format;  // svg, png, pdf, html; default from the output name
   int width_px = 1920;
   std::string lanes = "stream";
   bool no_annotate = false;
@@ -47,7 +47,12 @@ struct RenderCliOptions {
 
 int run_render(const RenderCliOptions& o) {
   ChartTarget target{"render", o.output, o.format};
+  target.html_ok = true;
   if (!resolve_chart_format(target)) return kExitError;
+  if (target.format == "html" && o.view != "gantt") {
+    std::cerr << "gantt-cli: render: --view " << o.view << " has no HTML page yet: name the output .svg, .png or .pdf\n";
+    return kExitError;
+  }
   gantt::RenderOptions ro;
   if (!gantt::parse_lane_mode(o.lanes, &ro.lanes)) {
     std::cerr << "gantt-cli: render: --lanes must be stream, device, thread, rank or capture\n";
@@ -92,6 +97,16 @@ int run_render(const RenderCliOptions& o) {
     return kExitError;
   }
   ro.filter_description = sel.description;
+  if (target.format == "html") {
+    gantt::HtmlStats hs;
+    if (!write_html_chart(model, sel, ro, target, &hs)) return kExitError;
+    std::cerr << "gantt-cli: render: " << o.output << ": " << hs.events << " events on " << hs.lanes << " lanes, "
+              << hs.annotations << " flags";
+    if (hs.syncs) std::cerr << ", " << hs.syncs << " synchronisations (host waits) left off the lanes";
+    if (hs.events_untimed) std::cerr << ", " << hs.events_untimed << " without start or end left off";
+    std::cerr << "\n";
+    return corrupt ? kExitError : kExitOk;
+  }
   gantt::RenderStats stats;
   gantt::analysis::FlameOptions fo;
   fo.width_px = o.width_px;
@@ -151,8 +166,15 @@ void register_render(CLI::App& app, int& exit_code) {
       "Each CUDA graph launch is bracketed on its lane (\"graph 3 \xC2\xB7 8 nodes\"); events that\n"
       "overlap on one lane get rows of their own.\n"
       "\n"
+      "-o chart.html writes one self-contained page (no network; open it from file://) with the\n"
+      "same lanes, colours and flags on a canvas: wheel zooms around the pointer, drag pans, hover\n"
+      "shows every stage time and the host call, click selects, the search box highlights kernels.\n"
+      "Zoomed out it draws per-lane coverage from a level-of-detail pyramid, zoomed in the events\n"
+      "themselves. The page has the GPU lanes and utilisation strips only (--view gantt).\n"
+      "\n"
       "Examples:\n"
       "  gantt-cli render app.gpuh -o gantt.png\n"
+      "  gantt-cli render app.gpuh -o gantt.html   # one file, opens offline: zoom, pan, hover, search\n"
       "  gantt-cli render app.gpuh -o step3.svg --range train_step@3 --kernel 'gemm|softmax'\n"
       "  gantt-cli render rank*.gpuh -o job.pdf --lanes rank\n"
       "  gantt-cli render app.gpuh -o flame.svg --view flame\n"
@@ -163,8 +185,8 @@ void register_render(CLI::App& app, int& exit_code) {
       "  gantt-cli render --job 4242 /shared/captures -o job4242.svg   # a Slurm job's captures\n");
   cmd->add_option("files", o->files, "capture files (.gpuh); with --job, directories to search too")->required();
   add_load_flags(*cmd, o->load);
-  cmd->add_option("-o,--output", o->output, "output file: .svg, .png or .pdf (- = SVG on stdout)")->required();
-  cmd->add_option("--format", o->format, "svg, png or pdf (default: from the output name)");
+  cmd->add_option("-o,--output", o->output, "output file: .svg, .png, .pdf or .html (- = SVG on stdout)")->required();
+  cmd->add_option("--format", o->format, "svg, png, pdf or html (default: from the output name)");
   cmd->add_option("--width", o->width_px, "chart width in pixels")->capture_default_str()->check(CLI::Range(400, 16000));
   cmd->add_option("--lanes", o->lanes, "one GPU lane per stream, device, launching thread, or rank (one per capture; 'capture' says the same)")->capture_default_str();
   cmd->add_flag("--no-annotate", o->no_annotate, "no threshold flags (queue delay, occupancy, overlap, idle gaps)");

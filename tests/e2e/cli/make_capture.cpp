@@ -5,6 +5,8 @@
 //   make_capture metrics OUT                  kernels and NVML samples with a power cap
 //   make_capture hostile OUT                  names with quotes, controls, invalid UTF-8
 //   make_capture hostile_device OUT           a device record and launch shapes no GPU has
+//   make_capture script_names OUT             kernels named to break out of an HTML page's
+//                                              <script> (the HTML output's hostile test)
 //   make_capture synth OUT KERNELS SEED        gpuhook_synth's realistic capture (names from
 //                                              seed 1, so two SEEDs share kernels; SEED
 //                                              jitters each exec time by up to 2%)
@@ -240,6 +242,25 @@ void hostile_device(const std::string& path) {
   o.close();
 }
 
+// Names that close a <script> element, open a comment or an element, or end a JavaScript
+// line: the HTML page must show each as text (tests/browser).
+void script_names(const std::string& path) {
+  Out o(path);
+  const std::string names[] = {"</script><script>alert(1)</script>\"'", "<img src=x onerror=alert(1)>",
+                               "<!--<script>", "&lt;b&gt;\xE2\x80\xA8\"", "gemm_ok"};
+  uint64_t t = 2'000'000;
+  uint32_t corr = 1;
+  for (int i = 0; i < 3; ++i) {
+    for (const std::string& n : names) {
+      o.api("cudaLaunchKernel", t, t + 100, corr);
+      o.kernel(n, 7, corr, t + 50, t + 200, t + 1200);
+      ++corr;
+      t += 2000;
+    }
+  }
+  o.close();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -251,6 +272,8 @@ int main(int argc, char** argv) {
     metrics(argv[2]);
   } else if (mode == "hostile" && argc == 3) {
     hostile(argv[2]);
+  } else if (mode == "script_names" && argc == 3) {
+    script_names(argv[2]);
   } else if (mode == "hostile_device" && argc == 3) {
     hostile_device(argv[2]);
   } else if (mode == "synth" && argc == 5) {
@@ -282,7 +305,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   } else {
-    std::fprintf(stderr, "usage: make_capture steps OUT SEED SCALE [ITER] | hostile OUT | hostile_device OUT | synth OUT KERNELS SEED\n");
+    std::fprintf(stderr, "usage: make_capture steps OUT SEED SCALE [ITER] | hostile OUT | hostile_device OUT | script_names OUT | synth OUT KERNELS SEED\n");
     return 2;
   }
   return 0;

@@ -64,6 +64,13 @@ python3 "$here/pngcheck.py" "$out/basic.png" "$out/basic.svg" "void gemm_f" && o
 python3 "$here/pngcheck.py" "$out/hostile.png" "$out/hostile.svg" "&lt;script" && ok "hostile png pixels" || bad "hostile png pixels"
 "$cli" render "$out/basic.gpuh" -o "$out/basic.pdf" 2>/dev/null && head -c 5 "$out/basic.pdf" | grep -q '%PDF-' && ok "pdf" || bad "pdf"
 
+# The HTML page (tests/browser drives it in chromium): same capture, same bytes; hostile names
+# stay inside the data block (the page's only two </script> are its own).
+"$cli" render "$out/basic.gpuh" -o "$out/basic.html" 2>/dev/null && "$cli" render "$out/basic.gpuh" -o "$out/basic2.html" 2>/dev/null &&
+  cmp -s "$out/basic.html" "$out/basic2.html" && ok "html: deterministic bytes" || bad "html: two renders differ"
+"$cli" render "$out/hostile.gpuh" -o "$out/hostile.html" 2>/dev/null && [ "$(grep -o '</script' "$out/hostile.html" | wc -l)" = 2 ] &&
+  ok "html: hostile names cannot close the script" || bad "html: hostile.html has a stray </script or failed"
+
 # Bad inputs: one clear line, exit 2, never a crash.
 expect2() {  # description, command...
   local d=$1; shift
@@ -78,6 +85,7 @@ expect2 "bad duration" "$cli" render "$out/basic.gpuh" --from "3 parsecs" -o "$o
 expect2 "bad regex" "$cli" render "$out/basic.gpuh" --kernel '([' -o "$out/x.svg"
 expect2 "bad lanes" "$cli" render "$out/basic.gpuh" --lanes bogus -o "$out/x.svg"
 expect2 "unknown output type" "$cli" render "$out/basic.gpuh" -o "$out/x.bmp"
+expect2 "html of a view with no page" "$cli" render "$out/basic.gpuh" --view flame -o "$out/x.html"
 expect2 "unwritable output" "$cli" render "$out/basic.gpuh" -o /nonexistent/dir/x.png
 size=$(stat -c %s "$out/basic.gpuh")
 head -c $((size - 40)) "$out/basic.gpuh" > "$out/truncated.gpuh"

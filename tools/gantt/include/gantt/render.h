@@ -40,6 +40,11 @@ struct LaneKey {
 LaneKey lane_key(const Model& model, uint32_t event, LaneMode mode);
 // `priority`: the stream priority recorded on the lane's events (0 = none recorded).
 std::string lane_label(const Model& model, const LaneKey& key, LaneMode mode, int32_t priority = 0);
+// Rows for work that overlaps on one lane (independent branches of a CUDA graph, concurrent
+// kernels in --lanes device), so the later event does not hide the earlier: first fit in the
+// given order (start order), at most `max_rows` (past the cap the last row stacks).
+// Synchronisations are waits drawn over the work they wait for: row 0, taking no row.
+std::vector<int> overlap_rows(const Model& model, const std::vector<uint32_t>& events, int max_rows);
 // "GPU0 A100-SXM4-80GB (sm_80, 108 SMs)"
 std::string device_section_label(const Model& model, uint16_t capture, uint32_t device);
 

@@ -1,4 +1,5 @@
 // Lane grouping: which lane an event sits in and what the lane is called.
+#include <algorithm>
 #include <cstdio>
 
 #include "gantt/ranks.h"
@@ -77,6 +78,25 @@ std::string lane_label(const Model& m, const LaneKey& k, LaneMode mode, int32_t 
       return utf8_clean(rank_lane_label(m, k.capture));
   }
   return "";
+}
+
+std::vector<int> overlap_rows(const Model& m, const std::vector<uint32_t>& events, int max_rows) {
+  std::vector<int> row(events.size(), 0);
+  std::vector<uint64_t> row_end;
+  for (size_t i = 0; i < events.size(); ++i) {
+    const uint32_t e = events[i];
+    if (m.events.kind[e] == EventKind::kSync) continue;
+    size_t r = 0;
+    while (r < row_end.size() && m.events.start_ns[e] < row_end[r]) ++r;
+    if (r >= static_cast<size_t>(max_rows)) {
+      r = static_cast<size_t>(max_rows) - 1;  // past the cap the last row stacks, as one lane did before
+    } else if (r == row_end.size()) {
+      row_end.push_back(0);
+    }
+    row_end[r] = std::max(row_end[r], m.events.end_ns[e]);
+    row[i] = static_cast<int>(r);
+  }
+  return row;
 }
 
 std::string device_section_label(const Model& m, uint16_t capture, uint32_t device) {

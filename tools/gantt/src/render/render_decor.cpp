@@ -192,8 +192,8 @@ std::string basename(const std::string& p) {
 }
 }  // namespace
 
-float draw_footer(Scene& s, const Model& m, const Selection& sel, const RenderOptions& o, const RenderStats& st,
-                  const Annotations& ann, float y) {
+std::vector<std::string> footer_lines(const Model& m, const Selection& sel, const RenderOptions& o,
+                                      const RenderStats& st, const Annotations& ann) {
   std::vector<std::string> lines;
   if (m.captures.size() > 1) {
     // A job: one line for all its captures, the alignment line, the window, the flags
@@ -272,6 +272,12 @@ float draw_footer(Scene& s, const Model& m, const Selection& sel, const RenderOp
   } else {
     lines.push_back("flags: off (--no-annotate)");
   }
+  return lines;
+}
+
+float draw_footer(Scene& s, const Model& m, const Selection& sel, const RenderOptions& o, const RenderStats& st,
+                  const Annotations& ann, float y) {
+  const std::vector<std::string> lines = footer_lines(m, sel, o, st, ann);
   for (const std::string& l : lines) {
     y += 14;
     s.text(make_text(12, y, l, 10, palette::kMuted));

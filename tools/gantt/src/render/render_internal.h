@@ -34,6 +34,8 @@ struct Frame {
   int columns() const { return static_cast<int>(right - left); }
 };
 
+// The chart's title: the capture's file name, or what names a job of several captures.
+std::string title_of(const Model& m);
 // Returns the y after the axis labels; draws grid lines from y_grid_top to y_grid_bottom.
 void draw_axis_labels(Scene& s, const Frame& f, float y);
 void draw_grid(Scene& s, const Frame& f, float y_top, float y_bottom);
@@ -50,6 +52,9 @@ float draw_legend(Scene& s, float y, int width, const std::vector<LegendEntry>& 
 Frame make_frame(const Model& m, const Selection& sel, uint64_t t0, uint64_t t1, int width);
 // A view's scene: its width and its bold title line.
 Scene begin_view(std::string title, const RenderOptions& o);
+// The footer's lines (captures, window, event counts, flags); draw_footer draws them.
+std::vector<std::string> footer_lines(const Model& m, const Selection& sel, const RenderOptions& o,
+                                      const RenderStats& st, const Annotations& ann);
 float draw_footer(Scene& s, const Model& m, const Selection& sel, const RenderOptions& o, const RenderStats& st,
                   const Annotations& ann, float y);
 std::string event_tooltip(const Model& m, uint32_t e, uint64_t t0);

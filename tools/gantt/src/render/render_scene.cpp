@@ -202,22 +202,8 @@ void Builder::draw_gpu_lane(const LaneKey& key, Lane& lane) {
   }
   // Rows for overlapping GPU work, first fit in start order (the selection's order). Syncs are
   // waits drawn over the work they wait for, as before; they take no row.
-  std::vector<int> row(individual.size(), 0);
-  std::vector<uint64_t> row_end;
-  for (size_t i = 0; i < individual.size(); ++i) {
-    const uint32_t e = individual[i];
-    if (ev.kind[e] == EventKind::kSync) continue;
-    size_t r = 0;
-    while (r < row_end.size() && ev.start_ns[e] < row_end[r]) ++r;
-    if (r >= static_cast<size_t>(kMaxOverlapRows)) {
-      r = kMaxOverlapRows - 1;  // past the cap the last row stacks, as one lane did before
-    } else if (r == row_end.size()) {
-      row_end.push_back(0);
-    }
-    row_end[r] = std::max(row_end[r], ev.end_ns[e]);
-    row[i] = static_cast<int>(r);
-  }
-  const size_t extra_rows = row_end.size() > 1 ? row_end.size() - 1 : 0;
+  const std::vector<int> row = overlap_rows(m_, individual, kMaxOverlapRows);
+  const size_t extra_rows = row.empty() ? 0 : static_cast<size_t>(*std::max_element(row.begin(), row.end()));
   st_.overlap_rows += extra_rows;
   const float height = kLaneHeight + static_cast<float>(extra_rows) * kOverlapRow;
   s_.rect(make_rect(f_.left, y, f_.right - f_.left, height - kLaneGap, palette::kLaneBand));

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The HTML page of `gantt-cli render -o x.html` in a real browser: Debian's chromium, driven
+# headless by puppeteer-core (package.json here; scripts/setup.sh installs both). Without them
+# it says what is missing and exits 77, which ctest reports as skipped.
+#   viewer_test.sh GANTT_CLI MAKE_CAPTURE OUT_DIR viewer|hostile|edges
+# viewer: a 60,000-kernel capture, every control; hostile: kernel names that try to break out
+# of the page; edges: an empty selection, two ranks, --lanes rank and device.
+# OUT_DIR keeps the page and the screenshot for people to look at.
+set -u
+cli=$1
+make_capture=$2
+out=$3
+mode=${4:-viewer}
+here=$(cd "$(dirname "$0")" && pwd)
+chromium=${CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
+if [[ -z "$chromium" || ! -x "$chromium" ]]; then
+  echo "SKIP: no chromium on PATH (scripts/setup.sh installs Debian's chromium; or set CHROMIUM)"
+  exit 77
+fi
+if ! command -v node >/dev/null || [[ ! -d "$here/node_modules/puppeteer-core" ]]; then
+  echo "SKIP: node or $here/node_modules/puppeteer-core missing (scripts/setup.sh runs npm ci there)"
+  exit 77
+fi
+export CHROMIUM=$chromium
+mkdir -p "$out"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+fails=0
+# page NAME EXPECT_ARGS... -- RENDER_ARGS...: renders, computes what dump says, checks in chromium.
+page() {
+  local name=$1 expect=() dumps=()
+  shift
+  while [[ $1 != -- ]]; do expect+=("$1"); shift; done
+  shift
+  for f in "$@"; do
+    [[ $f == *.gpuh ]] || continue
+    "$cli" dump "$f" > "$f.dump" || exit 2
+    dumps+=("$f.dump")
+  done
+  "$cli" render "$@" -o "$out/$name.html" 2>"$work/render.err" || { echo "FAIL render $* -o $name.html: $(cat "$work/render.err")"; fails=$((fails + 1)); return; }
+  python3 "$here/expect_from_dump.py" "${expect[@]}" "${dumps[@]}" > "$work/$name.json" || exit 2
+  echo "-- $name"
+  node "$here/viewer_test.mjs" "$pagemode" "$out/$name.html" "$out" "$work/$name.json" || fails=$((fails + 1))
+}
+
+case $mode in
+  viewer)
+    # Enough events that the whole window is drawn from the pyramid, few enough to stay quick.
+    "$make_capture" synth "$work/app.gpuh" 60000 1 || exit 2
+    pagemode=viewer page viewer --search GemmUniversal --sample GemmUniversal -- "$work/app.gpuh" ;;
+  hostile)
+    "$make_capture" script_names "$work/app.gpuh" || exit 2
+    pagemode=hostile page hostile --search 'alert\(1\)' --sample '^</script><script>alert' -- "$work/app.gpuh" ;;
+  edges)
+    "$make_capture" steps "$work/rank0.gpuh" 1 1.0 5 || exit 2
+    "$make_capture" steps "$work/rank1.gpuh" 2 1.3 5 || exit 2
+    pagemode=smoke page empty --kernel '^no_such_kernel$' -- "$work/rank0.gpuh" --kernel '^no_such_kernel$'
+    pagemode=smoke page ranks -- "$work/rank0.gpuh" "$work/rank1.gpuh"
+    pagemode=smoke page ranks_by_rank --lanes rank -- "$work/rank0.gpuh" "$work/rank1.gpuh" --lanes rank
+    pagemode=smoke page by_device --lanes device -- "$work/rank0.gpuh" "$work/rank1.gpuh" --lanes device ;;
+  *) echo "usage: viewer_test.sh GANTT_CLI MAKE_CAPTURE OUT_DIR viewer|hostile|edges"; exit 2 ;;
+esac
+exit $((fails > 0))

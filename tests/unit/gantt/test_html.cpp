@@ -1,0 +1,126 @@
+// The HTML page's data: the packing the viewer decodes, the escaping that keeps kernel names
+// inside their <script> element, and the level-of-detail pyramid.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "fabricate.h"
+#include "gantt/html.h"
+#include "gantt/render.h"
+
+namespace {
+
+size_t count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Two streams of kernels, one of them named to break out of a <script> element.
+gantt::Model two_streams(const std::string& hostile_name, uint32_t n) {
+  using namespace gantt_test;
+  gantt::Model m;
+  gantt::ModelBuilder b(m);
+  b.begin_capture("html");
+  b.add(header());
+  b.add(a100());
+  b.add(string_def(1, "cudaLaunchKernel"));
+  b.add(string_def(2, "gemm"));
+  b.add(string_def(3, hostile_name));
+  for (uint32_t k = 0; k < n; ++k) {
+    const uint64_t t = 1'000'000 + uint64_t(k) * 1000;
+    b.add(api(1, 5, t, t + 100, k + 1));
+    b.add(kernel(k % 2 ? 3 : 2, 10 + k % 2, k + 1, t + 200, t + 300, t + 400, t + 900));
+  }
+  b.end_capture({});
+  return m;
+}
+
+}  // namespace
+
+TEST(Html, VarintsAreLeb128LowBitsFirst) {
+  std::string out;
+  gantt::html::append_varint(out, 0);
+  gantt::html::append_varint(out, 127);
+  gantt::html::append_varint(out, 300);
+  gantt::html::append_varint(out, 1ull << 40);
+  EXPECT_EQ(out, std::string("\x00\x7f\xac\x02\x80\x80\x80\x80\x80\x20", 10));
+  EXPECT_EQ(gantt::html::zigzag(0), 0u);
+  EXPECT_EQ(gantt::html::zigzag(-1), 1u);
+  EXPECT_EQ(gantt::html::zigzag(1), 2u);
+  EXPECT_EQ(gantt::html::zigzag(-5'000'000'000), 9'999'999'999u);
+}
+
+TEST(Html, Base64MatchesRfc4648Vectors) {
+  EXPECT_EQ(gantt::html::base64(""), "");
+  EXPECT_EQ(gantt::html::base64("f"), "Zg==");
+  EXPECT_EQ(gantt::html::base64("fo"), "Zm8=");
+  EXPECT_EQ(gantt::html::base64("foo"), "Zm9v");
+  EXPECT_EQ(gantt::html::base64("foobar"), "Zm9vYmFy");
+  EXPECT_EQ(gantt::html::base64(std::string("\xff\xfe\x00", 3)), "//4A");
+}
+
+TEST(Html, ScriptStringsHaveNoAngleBracketAmpersandOrLineSeparator) {
+  std::string out;
+  gantt::html::append_script_string(out, "</script><script>alert(\"1\")</script>&amp;<!--\xE2\x80\xA8\xE2\x80\xA9\xFF");
+  EXPECT_EQ(out.find('<'), std::string::npos);
+  EXPECT_EQ(out.find('>'), std::string::npos);
+  EXPECT_EQ(out.find('&'), std::string::npos);
+  EXPECT_EQ(out.find("\xE2\x80\xA8"), std::string::npos);
+  EXPECT_NE(out.find("\\u003c/script\\u003e"), std::string::npos);
+  EXPECT_NE(out.find("\\\"1\\\""), std::string::npos);
+  EXPECT_NE(out.find("\\u2028"), std::string::npos);
+}
+
+TEST(Html, PyramidHalvesDownToTheCoarsestLevelAndKeepsLoneEvents) {
+  const std::string levels = gantt::html::lod_levels({1.0, 0.0, 0.5, 0.25, 0.0001, 0.0, 0.0, 0.0}, 2);
+  ASSERT_EQ(levels.size(), 8u + 4u + 2u);
+  const auto at = [&](size_t i) { return static_cast<unsigned>(static_cast<uint8_t>(levels[i])); };
+  EXPECT_EQ(at(0), 255u);
+  EXPECT_EQ(at(1), 0u);
+  EXPECT_EQ(at(2), 128u);
+  EXPECT_EQ(at(4), 1u);  // a sliver stays visible
+  EXPECT_EQ(at(8), 128u);   // (1 + 0) / 2
+  EXPECT_EQ(at(9), 96u);    // (0.5 + 0.25) / 2
+  EXPECT_EQ(at(12), 112u);  // (0.5 + 0.375) / 2
+  EXPECT_EQ(gantt::html::lod_buckets(10), gantt::html::kMinBuckets);
+  EXPECT_EQ(gantt::html::lod_buckets(1'000'000), gantt::html::kMaxBuckets);
+  EXPECT_EQ(gantt::html::lod_buckets(3000), 2048u);
+}
+
+TEST(Html, PageHoldsExactlyItsOwnScriptsWhateverTheKernelNames) {
+  const gantt::Model m = two_streams("</script><script>alert(1)</script>\"'<!--", 40);
+  const auto sel = gantt::select_events(m, {});
+  gantt::HtmlStats st;
+  const std::string data = gantt::html::data_json(m, sel, gantt::RenderOptions{}, &st);
+  EXPECT_EQ(st.lanes, 2u);
+  EXPECT_EQ(st.events, 40u);
+  EXPECT_EQ(data.find('<'), std::string::npos);
+  const std::string page = gantt::html::page(data);
+  // The data block and the viewer: two script elements, however the names read.
+  EXPECT_EQ(count(page, "<script"), 2u);
+  EXPECT_EQ(count(page, "</script"), 2u);
+  EXPECT_EQ(count(page, "<!--"), 1u);  // the template's own comment
+  EXPECT_EQ(page.find("/*@VIEWER_"), std::string::npos);
+  EXPECT_NE(page.find("\\u003c/script\\u003e\\u003cscript\\u003ealert(1)"), std::string::npos);
+  EXPECT_EQ(page.find("http://"), std::string::npos);   // nothing to fetch
+  EXPECT_EQ(page.find("https://"), std::string::npos);
+}
+
+TEST(Html, EventsArePackedNotOneObjectEach) {
+  const gantt::Model small = two_streams("k", 2'000), big = two_streams("k", 20'000);
+  gantt::RenderOptions no_flags;  // flag labels are text per flagged event: counted apart
+  no_flags.annotate.enabled = false;
+  const auto bytes = [&](const gantt::Model& m) {
+    return gantt::html::data_json(m, gantt::select_events(m, {}), no_flags).size();
+  };
+  const size_t a = bytes(small), b = bytes(big);
+  // 18,000 more events: each costs its nine varints in base64 (about 19 bytes here) and its
+  // share of the finer pyramids, lane and device (about 7 bytes at this size; they stop
+  // growing at kMaxBuckets); one JSON object per event would be over 100.
+  EXPECT_LT((b - a) / 18'000.0, 30.0);
+  const auto objects = [](const gantt::Model& m) {
+    return count(gantt::html::data_json(m, gantt::select_events(m, {}), gantt::RenderOptions{}), "{");
+  };
+  EXPECT_EQ(objects(small), objects(big));
+}

@@ -1,0 +1,47 @@
+// The HTML back end: the viewer's template (src/render/html/, compiled in by
+// cmake/embed_text.cmake) with its style, its scripts (viewer_data.js, then viewer.js, in one
+// element) and the data block put in place.
+#include <stdexcept>
+#include <string>
+
+#include "gantt/html.h"
+
+namespace gantt::html::assets {
+extern const char kViewerHtml[];
+extern const char kViewerCss[];
+extern const char kViewerDataJs[];
+extern const char kViewerJs[];
+}  // namespace gantt::html::assets
+
+namespace gantt::html {
+
+namespace {
+// Replaces the one `marker` in `page`; a template without it is a build mistake.
+void put(std::string& page, std::string_view marker, std::string_view text) {
+  const size_t at = page.find(marker);
+  if (at == std::string::npos) throw std::logic_error("viewer.html lacks " + std::string(marker));
+  page.replace(at, marker.size(), text);
+}
+}  // namespace
+
+std::string page(std::string_view data_json) {
+  std::string out = assets::kViewerHtml;
+  // Style and script first: the data goes in last, so no marker text inside a kernel name
+  // can be taken for one (and the data is escaped so it has no '<' at all).
+  put(out, "/*@VIEWER_CSS@*/", assets::kViewerCss);
+  put(out, "/*@VIEWER_DATA_JS@*/", assets::kViewerDataJs);
+  put(out, "/*@VIEWER_JS@*/", assets::kViewerJs);
+  put(out, "/*@VIEWER_DATA@*/", data_json);
+  return out;
+}
+
+}  // namespace gantt::html
+
+namespace gantt {
+
+void write_html(const Model& model, const Selection& selection, const RenderOptions& options, std::ostream& out,
+                HtmlStats* stats) {
+  out << html::page(html::data_json(model, selection, options, stats));
+}
+
+}  // namespace gantt
