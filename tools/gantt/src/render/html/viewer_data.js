@@ -24,8 +24,9 @@ const viewerData = (function () {
   }
   // The fields of one event, in the order html_data.cpp writes them: start delta (zigzag),
   // duration, overlap row, label, queued/submitted/launch as zigzag(start - t) + 1 (0 = unknown),
-  // host call (0 = none) and, with one, its duration.
-  function decodeEvents(packed, n) {
+  // host call (0 = none) and, with one, its duration; where the page has NVTX ranges, the
+  // innermost one the launch was made in (page index + 1, 0 = none).
+  function decodeEvents(packed, n, hasRanges) {
     const b = b64bytes(packed);
     let p = 0;
     function rd() {
@@ -38,6 +39,7 @@ const viewerData = (function () {
       start: new Float64Array(n), end: new Float64Array(n), runEnd: new Float64Array(n),
       queued: new Float64Array(n), submitted: new Float64Array(n), launch: new Float64Array(n),
       row: new Uint8Array(n), label: new Uint32Array(n), call: new Uint32Array(n), callNs: new Float64Array(n),
+      range: hasRanges ? new Uint32Array(n) : null,
     };
     let t = 0, maxEnd = -Infinity;
     for (let i = 0; i < n; i++) {
@@ -55,6 +57,7 @@ const viewerData = (function () {
       const c = rd();
       ev.call[i] = c;
       ev.callNs[i] = c ? rd() : NaN;
+      if (hasRanges) ev.range[i] = rd();
     }
     return ev;
   }
