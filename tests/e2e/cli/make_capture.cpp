@@ -109,6 +109,16 @@ struct Out {
     m->set_async(true);
     w->write(r);
   }
+  void memory(v1::MemoryOp op, uint64_t address, uint64_t bytes, uint64_t t) {
+    v1::Record r;
+    auto* m = r.mutable_memory();
+    m->set_op(op);
+    m->set_address(address);
+    m->set_bytes(bytes);
+    m->set_time_ns(static_cast<int64_t>(t));
+    m->set_memory_kind(v1::MEMORY_DEVICE);
+    w->write(r);
+  }
   void sample(uint64_t t, v1::GpuMetric metric, uint64_t value) {
     v1::Record r;
     auto* m = r.mutable_metric_sample();
@@ -247,11 +257,14 @@ void hostile_device(const std::string& path) {
 // NVTX ranges nested three deep, as a training loop marks them: per iteration "step" >
 // "forward" > "layer0".."layer2" (a gemm and a relu each) and "step" > "backward" (a gemm per
 // layer), on thread 100; thread 101 loads data in "load" ranges (a copy each), overlapping.
-// The HTML page's range <-> kernel linkage is checked on it (tests/browser).
+// Each forward layer allocates its activations (1, 2, 3 MiB), backward frees them, and a
+// 64 MiB weight buffer stays for the whole run: memory in use rises and falls per step.
+// The HTML page's range <-> kernel linkage and memory strip are checked on it (tests/browser).
 void nvtx(const std::string& path, int iterations) {
   Out o(path);
   uint64_t t = 2'000'000;
   uint32_t corr = 1;
+  o.memory(v1::MEMORY_OP_ALLOC, 0x7f0000000000, 64ull << 20, t - 1000);
   const auto launch = [&](const std::string& kernel, uint64_t exec_ns, uint32_t stream) {
     o.api("cudaLaunchKernel", t, t + 200, corr);
     o.kernel(kernel, stream, corr, t + 100, t + 400, t + 400 + exec_ns);
@@ -264,13 +277,17 @@ void nvtx(const std::string& path, int iterations) {
     o.range(v1::RANGE_PUSH, "forward", t += 100);
     for (int l = 0; l < 3; ++l) {
       o.range(v1::RANGE_PUSH, "layer" + std::to_string(l), t += 100);
+      o.memory(v1::MEMORY_OP_ALLOC, 0x7f1000000000 + (static_cast<uint64_t>(l) << 24), static_cast<uint64_t>(l + 1) << 20, t);
       launch("gemm_fwd", 4000 + 1000 * l, 7);
       launch("relu", 800, 7);
       o.range(v1::RANGE_POP, "", t += 50);
     }
     o.range(v1::RANGE_POP, "", t += 50);
     o.range(v1::RANGE_PUSH, "backward", t += 100);
-    for (int l = 0; l < 3; ++l) launch("gemm_bwd", 6000, 7);
+    for (int l = 0; l < 3; ++l) {
+      launch("gemm_bwd", 6000, 7);
+      o.memory(v1::MEMORY_OP_FREE, 0x7f1000000000 + (static_cast<uint64_t>(2 - l) << 24), 0, t);
+    }
     o.range(v1::RANGE_POP, "", t += 50);
     o.range(v1::RANGE_POP, "", t += 50);
     // The loader thread: a range and a copy inside the step's time, on its own thread.
