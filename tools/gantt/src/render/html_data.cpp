@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <map>
 
+#include "gantt/analysis/memory.h"
+#include "gantt/analysis/table.h"
 #include "gantt/analysis/timeline.h"
 #include "gantt/analysis/waits.h"
 #include "gantt/annotate.h"
@@ -228,6 +230,11 @@ void DataWriter::write_sections() {
   const uint64_t bucket_ns = std::max<uint64_t>((span + buckets - 1) / buckets, 1);
   analysis::Timeline tl;
   if (!lanes_.empty()) tl = analysis::utilisation_timeline(m_, sel_, bucket_ns);
+  // --memory-strip: memory in use per device, the step function of analysis::memory_report
+  // (all classes together; the PNG chart splits them by class or category).
+  std::map<std::pair<uint16_t, uint32_t>, analysis::DeviceMemory> memory;
+  if (o_.memory_strip && !lanes_.empty())
+    for (analysis::DeviceMemory& d : analysis::memory_report(m_)) memory.emplace(std::make_pair(d.capture, d.device), std::move(d));
   j_ += ",\"util_buckets\":" + std::to_string(buckets) + ",\"util_bucket_ns\":" + std::to_string(bucket_ns);
   j_ += ",\"sections\":[";
   for (size_t i = 0; i < sections_.size(); ++i) {
@@ -254,6 +261,23 @@ void DataWriter::write_sections() {
       j_ += ",\"busy_label\":";
       append_script_string(j_, "busy: compute " + std::to_string(std::lround(100 * compute_ns * scale)) + "%, copy " +
                                    std::to_string(std::lround(100 * copy_ns * scale)) + "%");
+    }
+    if (auto mem = memory.find({s.capture, s.device}); s.device != kNone && mem != memory.end()) {
+      // One varint run: per change, its time as a delta from the one before (zigzag, ns from
+      // the window's start), then the bytes in use after it (viewer_draw.js drawMemory).
+      const analysis::DeviceMemory& d = mem->second;
+      std::string packed;
+      int64_t prev = 0;
+      for (size_t i = 0; i < d.t.size(); ++i) {
+        const int64_t t = rel(d.t[i]);
+        append_varint(packed, zigzag(t - prev));
+        prev = t;
+        append_varint(packed, d.total(i));
+      }
+      j_ += ",\"memory\":{\"n\":" + std::to_string(d.t.size()) + ",\"peak_bytes\":" + std::to_string(d.peak_bytes) +
+            ",\"peak_ns\":" + std::to_string(rel(d.peak_ns)) + ",\"steps\":\"" + base64(packed) + "\",\"label\":";
+      append_script_string(j_, "memory: peak " + analysis::bytes_text(d.peak_bytes));
+      j_ += '}';
     }
     j_ += '}';
   }

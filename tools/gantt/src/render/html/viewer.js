@@ -49,6 +49,7 @@
     label: s.label, lanes: s.lanes, busyLabel: s.busy_label || '',
     compute: s.compute ? pyramid(s.compute, data.util_buckets, data.util_bucket_ns) : null,
     copy: s.copy ? pyramid(s.copy, data.util_buckets, data.util_bucket_ns) : null,
+    memory: s.memory ? viewerData.decodeMemory(s.memory) : null, memY: 0,
     y: 0, stripY: 0, gaps: [],
   }));
   const A = data.annotations;
@@ -79,6 +80,7 @@
       s.y = y;
       y += SECTION_TITLE_H;
       if (s.compute) { s.stripY = y; y += G.util + STRIP_GAP; }
+      if (s.memory) { s.memY = y; y += G.util + STRIP_GAP; }
       for (const li of s.lanes) {
         const l = lanes[li];
         l.y = y;
@@ -110,6 +112,8 @@
   const T = (x) => view.a + (x - plotL()) / pxPerNs();
 
   const rel = (t, resolution = 1) => fmtTime(t - data.origin_ns, resolution);
+  const bytesText = (b) => (b >= 1 << 30 ? (b / (1 << 30)).toFixed(2) + ' GiB' : b >= 1 << 20 ? (b / (1 << 20)).toFixed(1) + ' MiB'
+    : b >= 1024 ? (b / 1024).toFixed(1) + ' KiB' : b + ' B');
   function decodeLane(l) {
     l.ev = decodeEvents(l.packed, l.n, hasRanges);
     l.packed = null;
@@ -237,6 +241,8 @@
   function gapAt(x, y) {
     const cy = y + view.scroll;
     for (const s of sections) {
+      if (s.memory && cy >= s.memY && cy < s.memY + G.util)
+        return 'memory in use at ' + rel(T(x)) + ': ' + bytesText(s.memory.at(T(x))) + ' (' + s.memory.label + ')';
       if (!s.compute || cy < s.stripY || cy >= s.stripY + G.util) continue;
       const t = T(x);
       for (const i of s.gaps) if (t >= A.start[i] && t <= A.end[i]) return A.label[i];
@@ -483,6 +489,13 @@
     toClient: (t) => canvas.getBoundingClientRect().left + X(t),
     plot: () => { const r = canvas.getBoundingClientRect(); return { left: r.left + plotL(), right: r.left + plotR(), top: r.top, bottom: r.bottom }; },
     tooltip: () => (tip.hidden ? '' : tip.textContent),
+    // The memory strip of a section: bytes in use at t, the peak, and the client point of t on it.
+    memory: (si) => (sections[si].memory ? { peak_bytes: sections[si].memory.peak, n: sections[si].memory.n } : null),
+    memoryAt: (si, t) => sections[si].memory.at(t),
+    memoryPoint: (si, t) => {
+      const r = canvas.getBoundingClientRect();
+      return { x: r.left + X(t), y: r.top + sections[si].memY - view.scroll + G.util / 2 };
+    },
     selectionText: () => document.getElementById('selection').textContent,
     // NVTX ranges on the host thread lanes, by page index (start order).
     ranges: host.n,

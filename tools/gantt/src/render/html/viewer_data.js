@@ -61,6 +61,23 @@ const viewerData = (function () {
     }
     return ev;
   }
+  // A device's memory in use (html_data.cpp): per change, time delta (zigzag) and bytes after
+  // it. `at(t)`: the bytes in use at t (0 before the first change).
+  function decodeMemory(m) {
+    const b = b64bytes(m.steps);
+    let p = 0;
+    const rd = () => { let v = 0, mul = 1, c; do { c = b[p++]; v += (c & 127) * mul; mul *= 128; } while (c & 128); return v; };
+    const t = new Float64Array(m.n), bytes = new Float64Array(m.n);
+    let at = 0;
+    for (let i = 0; i < m.n; i++) {
+      const z = rd();
+      at += z % 2 === 1 ? -(z + 1) / 2 : z / 2;
+      t[i] = at;
+      bytes[i] = rd();
+    }
+    return { n: m.n, t, bytes, peak: m.peak_bytes, label: m.label,
+             at: (x) => { const i = upper(t, x, 0, m.n) - 1; return i < 0 ? 0 : bytes[i]; } };
+  }
   // First index whose value is > x (arr ascending).
   function upper(arr, x, lo, hi) {
     while (lo < hi) { const m = (lo + hi) >> 1; if (arr[m] > x) hi = m; else lo = m + 1; }
@@ -101,5 +118,5 @@ const viewerData = (function () {
     return (d >= 0 ? '+' : '') + (d / unit).toFixed(decimals) + ' ' + name;
   }
 
-  return { b64bytes, pyramid, decodeEvents, upper, inView, addSpan, fmtDuration, fmtTime };
+  return { b64bytes, pyramid, decodeEvents, decodeMemory, upper, inView, addSpan, fmtDuration, fmtTime };
 })();

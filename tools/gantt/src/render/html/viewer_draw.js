@@ -11,6 +11,7 @@ const viewerDraw = function (data, env) {
   // Where more than two events would share a pixel column, a lane is drawn as coverage (which
   // then says more, and costs a rectangle per run of columns, not per event).
   const EVENTS_PER_COLUMN = 2;
+  const MEMORY_COLOUR = '#8c6bb1';
   function alphaColour(hex, a) {
     const n = parseInt(hex.slice(1), 16);
     return 'rgba(' + (n >> 16) + ',' + ((n >> 8) & 255) + ',' + (n & 255) + ',' + a + ')';
@@ -91,6 +92,7 @@ const viewerDraw = function (data, env) {
     ctx.fillStyle = P.text;
     ctx.textAlign = 'left';
     ctx.fillText(s.label, 12, s.y + oy + 13);
+    if (s.memory) drawMemory(s.memory, s.memY + oy);
     if (!s.compute) return;
     const y = s.stripY + oy;
     ctx.fillStyle = P.band;
@@ -108,6 +110,31 @@ const viewerDraw = function (data, env) {
     ctx.fillStyle = P.muted;
     ctx.textAlign = 'right';
     ctx.fillText(s.busyLabel, plotL() - 8, y + 15);
+  }
+
+  // Memory in use under the utilisation strip, scaled to the device's peak as the PNG chart's:
+  // per pixel column the most in use during it, so a short peak is not lost between columns.
+  function drawMemory(m, y) {
+    const L = plotL(), cols = Math.max(1, Math.floor(plotR() - L));
+    ctx.fillStyle = P.band;
+    ctx.fillRect(L, y, cols, G.util);
+    const col = new Float64Array(cols).fill(-1);
+    const ppn = pxPerNs();
+    for (let i = Math.max(0, upper(m.t, view.a, 0, m.n) - 1); i < m.n && m.t[i] < view.b; i++) {
+      const c0 = Math.max(0, Math.floor((m.t[i] - view.a) * ppn));
+      const c1 = Math.min(cols - 1, i + 1 < m.n ? Math.floor((m.t[i + 1] - view.a) * ppn) : cols - 1);
+      for (let c = c0; c <= c1; c++) if (m.bytes[i] > col[c]) col[c] = m.bytes[i];
+    }
+    ctx.fillStyle = MEMORY_COLOUR;
+    for (let c = 0; c < cols; c++) {
+      if (col[c] <= 0 || !m.peak) continue;
+      const h = Math.max(1, G.util * col[c] / m.peak);
+      ctx.fillRect(L + c, y + G.util - h, 1, h);
+    }
+    ctx.font = '10px "DejaVu Sans", sans-serif';
+    ctx.fillStyle = P.muted;
+    ctx.textAlign = 'right';
+    ctx.fillText(m.label, L - 8, y + 15);
   }
 
   function fitText(text, width) {
