@@ -6,7 +6,8 @@ occurrence and one time span the figures the page's linkage, stats table and fla
 must agree with.
   expect_nvtx.py DUMP.txt RANGE_NAME OCCURRENCE > expect.json
 RANGE_NAME OCCURRENCE: the range the test selects (e.g. forward 1: the second "forward"); the
-span the stats and flame graph are checked on is the top-level range around it."""
+span the stats and flame graph are checked on is the top-level range around it. And memory in
+use after each allocation and free (the memory strip)."""
 import json
 import re
 import sys
@@ -15,6 +16,7 @@ dump, range_name, occurrence = sys.argv[1], sys.argv[2], int(sys.argv[3])
 field = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)')
 
 ranges, stacks, api, events = [], {}, {}, []
+live, memory = {}, []  # address -> bytes; (time, bytes in use after it) per change
 for line in open(dump, encoding='ascii'):
     parts = line.split(' ', 2)
     if len(parts) < 3:
@@ -30,6 +32,12 @@ for line in open(dump, encoding='ascii'):
             ranges.append(r)
         elif 'POP' in f['type'] and stack:
             ranges[stack.pop()]['end'] = t
+    elif kind == 'memory':
+        if f['op'] == 'MEMORY_OP_ALLOC':
+            live[f['address']] = int(f['bytes'])
+        else:
+            live.pop(f['address'], None)
+        memory.append((int(f['time_ns']), sum(live.values())))
     elif kind == 'api' and 'correlation_id' in f:
         api[f['correlation_id']] = (f['thread_id'], int(f['start_ns']))
     elif kind in ('kernel', 'memcpy', 'memset') and 'start_ns' in f and 'end_ns' in f:
@@ -87,4 +95,6 @@ print(json.dumps({
              'all_ns': sum(e['end'] - e['start'] for e in in_span)},
     'relu_events': sum(1 for e in events if re.search('relu', e['name'], re.I)),
     'zoom_into': ranges[picked]['path'],
+    'memory': memory,
+    'memory_peak': max((b for _, b in memory), default=0),
 }))

@@ -1,4 +1,4 @@
-// The page's NVTX linkage, stats table and flame graph, checked against figures computed from
+// The page's NVTX linkage, stats table, flame graph and memory strip, checked against figures computed from
 // `gantt-cli dump`'s raw push/pop records (expect_nvtx.py), through real clicks where a
 // person would click. `rel` maps dump's absolute ns to the page's (from the window start).
 export async function nvtxChecks(page, V, X, rel, check) {
@@ -97,4 +97,18 @@ export async function nvtxChecks(page, V, X, rel, check) {
     const z2 = await V(() => gpuhookViewer.flameZoom());
     check(z2 === X.zoom_into.split('/').slice(0, -1).join('/'), `clicking the top frame zoomed out a level (to "${z2}")`);
   }
+
+  // The memory strip (render --memory-strip): the peak, and the bytes in use right after each
+  // allocation and free dump records, to the byte; hovering it says so.
+  const mem = await V(() => gpuhookViewer.memory(0));
+  check(mem && mem.peak_bytes === X.memory_peak, `memory strip: peak ${mem && mem.peak_bytes} bytes, dump ${X.memory_peak}`);
+  let wrong = 0;
+  for (const [t, bytes] of X.memory) if ((await V((t) => gpuhookViewer.memoryAt(0, t), rel(t))) !== bytes) wrong++;
+  check(X.memory.length > 0 && wrong === 0, `memory in use after each of dump's ${X.memory.length} allocations and frees: ${wrong} differ`);
+  await V(() => gpuhookViewer.setView(0, gpuhookViewer.span_ns));
+  const [tPeak] = X.memory.find(([, b]) => b === X.memory_peak);
+  const mp = await V((t) => gpuhookViewer.memoryPoint(0, t + 1), rel(tPeak));
+  await page.mouse.move(mp.x, mp.y);
+  const memTip = await V(() => gpuhookViewer.tooltip());
+  check(/^memory in use at .*: 70\.0 MiB/.test(memTip) && X.memory_peak === 70 << 20, `hovering the strip at the peak: ${JSON.stringify(memTip)}`);
 }

@@ -5,7 +5,8 @@
 #   viewer_test.sh GANTT_CLI MAKE_CAPTURE OUT_DIR viewer|hostile|edges|nvtx
 # viewer: a 60,000-kernel capture, every control; hostile: kernel names that try to break out
 # of the page; edges: an empty selection, two ranks, --lanes rank and device; nvtx: nested
-# NVTX ranges on two threads, the range <-> kernel linkage, the stats table and flame graph.
+# NVTX ranges on two threads, the range <-> kernel linkage, the stats table, flame graph and
+# memory strip.
 # OUT_DIR keeps the page and the screenshot for people to look at.
 set -u
 cli=$1
@@ -63,7 +64,7 @@ case $mode in
   nvtx)
     "$make_capture" nvtx "$work/app.gpuh" 4 || exit 2
     "$cli" dump "$work/app.gpuh" > "$work/app.dump" || exit 2
-    "$cli" render "$work/app.gpuh" -o "$out/nvtx.html" 2>"$work/render.err" || { echo "FAIL render: $(cat "$work/render.err")"; exit 1; }
+    "$cli" render "$work/app.gpuh" --memory-strip -o "$out/nvtx.html" 2>"$work/render.err" || { echo "FAIL render: $(cat "$work/render.err")"; exit 1; }
     # The second "forward" range is the one selected; its step is the measured span.
     python3 "$here/expect_from_dump.py" "$work/app.dump" > "$work/counts.json" || exit 2
     python3 "$here/expect_nvtx.py" "$work/app.dump" forward 1 > "$work/nvtx.json" || exit 2
