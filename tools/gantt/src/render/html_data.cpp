@@ -302,7 +302,7 @@ void DataWriter::write_lanes() {
     const size_t buckets = lod_buckets(lane.events.size());
     Coverage cov(static_cast<int>(buckets));
     const double per_ns = static_cast<double>(buckets) / static_cast<double>(span);
-    int64_t prev = 0;
+    int64_t prev = 0, prev_range = 0;
     const EventTable& ev = m_.events;
     for (size_t k = 0; k < lane.events.size(); ++k) {
       const uint32_t e = lane.events[k];
@@ -320,10 +320,14 @@ void DataWriter::write_lanes() {
         const uint32_t a = ev.api[e];
         append_varint(packed, m_.api.end_ns[a] > m_.api.start_ns[a] ? m_.api.end_ns[a] - m_.api.start_ns[a] : 0);
       }
-      // Only where the page has ranges: a capture without NVTX pays nothing for them.
+      // Only where the page has ranges: a capture without NVTX pays nothing for them. As a
+      // delta from the event before's (zigzag): neighbours on a lane mostly share a range or
+      // come from the next one, a byte where the index itself takes up to three.
       if (!page_ranges_.empty()) {
         const uint32_t r = ev.range[e];
-        append_varint(packed, r < range_index_.size() && range_index_[r] != kNone ? range_index_[r] + 1 : 0);
+        const int64_t range = r < range_index_.size() && range_index_[r] != kNone ? int64_t{range_index_[r]} + 1 : 0;
+        append_varint(packed, zigzag(range - prev_range));
+        prev_range = range;
       }
       cov.add(static_cast<double>(start) * per_ns, static_cast<double>(rel(ev.end_ns[e])) * per_ns);
     }

@@ -25,7 +25,8 @@ const viewerData = (function () {
   // The fields of one event, in the order html_data.cpp writes them: start delta (zigzag),
   // duration, overlap row, label, queued/submitted/launch as zigzag(start - t) + 1 (0 = unknown),
   // host call (0 = none) and, with one, its duration; where the page has NVTX ranges, the
-  // innermost one the launch was made in (page index + 1, 0 = none).
+  // innermost one the launch was made in (page index + 1, 0 = none), as a zigzag delta from
+  // the event before's.
   function decodeEvents(packed, n, hasRanges) {
     const b = b64bytes(packed);
     let p = 0;
@@ -41,7 +42,7 @@ const viewerData = (function () {
       row: new Uint8Array(n), label: new Uint32Array(n), call: new Uint32Array(n), callNs: new Float64Array(n),
       range: hasRanges ? new Uint32Array(n) : null,
     };
-    let t = 0, maxEnd = -Infinity;
+    let t = 0, maxEnd = -Infinity, range = 0;
     for (let i = 0; i < n; i++) {
       t += unzig(rd());
       ev.start[i] = t;
@@ -57,7 +58,7 @@ const viewerData = (function () {
       const c = rd();
       ev.call[i] = c;
       ev.callNs[i] = c ? rd() : NaN;
-      if (hasRanges) ev.range[i] = rd();
+      if (hasRanges) ev.range[i] = (range += unzig(rd()));
     }
     return ev;
   }
