@@ -9,6 +9,7 @@
 //   duration, overlap row, name, the other stages as offsets from the start, the host call,
 //   and where the page has NVTX ranges, the innermost range the launch was made in);
 // - the NVTX ranges of the host threads, one varint run (lane, start, end, depth, parent);
+// - with --memory-strip, per device the memory in use as a step function (analysis::memory_report);
 // - a string table of names (display names, colours, kinds) the events point into;
 // - a level-of-detail pyramid per lane (exec coverage per time bucket, finest level first,
 //   each coarser level half as many buckets) and per device (compute and copy share), so that
