@@ -48,6 +48,8 @@ export async function nvtxChecks(page, V, X, rel, check) {
     check(sel.includes('launched in NVTX range ' + X.sample.path + '\n') || sel.endsWith('launched in NVTX range ' + X.sample.path),
           `selecting it shows the range path ${X.sample.path} (${JSON.stringify(sel.split('\n').find((l) => l.includes('NVTX')))})`);
     check((await V(() => gpuhookViewer.selectedRange())) === -1, 'selecting a kernel drops the range selection');
+    const marked = await V(() => { const r = gpuhookViewer.markedRange(); return r < 0 ? null : gpuhookViewer.range(r).path; });
+    check(marked === X.sample.path, `and outlines the range it was launched in on the host lane (${marked})`);
   }
 
   // The stats table of a measured span (the top-level range around the picked one): per

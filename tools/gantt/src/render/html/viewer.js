@@ -381,6 +381,8 @@
   function select(hit) {
     selected = hit ? { lane: hit[0], index: hit[1] } : null;
     host.select(-1);
+    // Its range on the host lanes, outlined: the other way of the link.
+    if (hit && hasRanges) host.mark(lanes[hit[0]].ev.range[hit[1]] - 1);
     document.getElementById('selection').textContent = hit ? describe(hit[0], hit[1]) : '';
     updateMarks();
   }

@@ -61,6 +61,7 @@ const viewerHook = function (v) {
     range: (r) => host.range(r),
     selectRange: (r) => { selectRange(r); return v.state().litCount; },
     selectedRange: () => host.selected,
+    markedRange: () => host.marked,
     litEvents: () => v.state().litCount,
     rangePoint: (r) => {
       const hl = host.lanes[host.range(r).lane];

@@ -43,6 +43,7 @@ const viewerHost = function (data, env) {
     l.h = l.depth * RANGE_STEP + 6;
   }
   let titleY = 0, selected = -1;
+  let marked = -1;  // the range the selected kernel was launched in, outlined dashed
   let lit = null;  // Uint8Array over range index + 1: 1 where the range is the selected one or nested in it
 
   function path(r) {
@@ -109,10 +110,12 @@ const viewerHost = function (data, env) {
           ctx.fillStyle = '#ffffff';
           ctx.fillText(env.fitText(R.names[name[r]], w - 4), x0 + 2, ry + 8);
         }
-        if (r === selected) {
+        if (r === selected || r === marked) {
           ctx.strokeStyle = '#000000';
           ctx.lineWidth = 2;
+          if (r === marked) ctx.setLineDash([4, 2]);
           ctx.strokeRect(x0 - 1, ry - 1, w + 2, RANGE_H + 2);
+          ctx.setLineDash([]);
           ctx.lineWidth = 1;
         }
       }
@@ -142,6 +145,7 @@ const viewerHost = function (data, env) {
   // always comes before its children in the page's order, so one pass does).
   function select(r) {
     selected = r;
+    marked = -1;
     if (r < 0) { lit = null; return; }
     lit = new Uint8Array(n + 1);
     for (let i = r; i < n; i++) if (i === r || (parent[i] >= 0 && lit[parent[i] + 1])) lit[i + 1] = 1;
@@ -150,6 +154,8 @@ const viewerHost = function (data, env) {
     n, lanes, layout, draw, rangeAt, describe, select, path, frames,
     name: (r) => R.names[name[r]], colour: (r) => R.colours[colour[r]],
     get selected() { return selected; },
+    get marked() { return marked; },
+    mark: (r) => { marked = r; },
     get lit() { return lit; },
     range: (r) => ({ name: R.names[name[r]], path: path(r), lane: lane[r], start_ns: start[r], end_ns: end[r], depth: depth[r], parent: parent[r] }),
     // Client-space point in the middle of range r's bar (for tests).
