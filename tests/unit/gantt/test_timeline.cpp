@@ -398,3 +398,19 @@ TEST(Memory, NoUseRecordsMeansUnknownNotUnused) {
   EXPECT_TRUE(report[0].unused_after_peak.empty());
   EXPECT_EQ(report[0].at_peak[0].idle_ns, 0u);
 }
+
+// The loader reads at most 2^20 tags a capture: the rest are counted, and stats says so.
+TEST(Memory, TagsPastTheBoundAreCountedAndSaid) {
+  gantt::Model m;
+  gantt::ModelBuilder b{m};
+  begin_memory_capture(b);
+  b.add(string_def(4, "params"));
+  b.add(api(1, 7, T, T + 10, 1));
+  b.add(mem(v1::MEMORY_OP_ALLOC, 0x10000, 0x1000, T + 5, v1::MEMORY_DEVICE, 1));
+  for (uint64_t i = 0; i < (uint64_t{1} << 20) + 3; ++i) b.add(tag(0x10000, 4, T + 20));
+  b.end_capture({});
+  EXPECT_EQ(m.captures[0].memory_tags_ignored, 3u);
+  EXPECT_EQ(m.string(m.memory.category[0]), "params");  // the ones read still count
+  const std::string text = gantt::analysis::format_memory_stats(m, gantt::analysis::memory_report(m), "text");
+  EXPECT_NE(text.find("3 gpuhook_mem_tag() tags past the first 1048576 were not read"), std::string::npos) << text;
+}
