@@ -70,7 +70,8 @@ struct NodeMetrics {
 
 // Reads the CSV forms above; hosts are matched to the record's nodes by name, by the name
 // without a ":port" (Prometheus' instance label), or by the first label of a domain name.
-NodeMetrics parse_dcgm_metrics(std::string_view text, std::string source, const JobSet& set);
+NodeMetrics parse_dcgm_metrics(std::string_view text, std::string source, const JobSet& set,
+                               size_t max_samples = kMaxMetricSamples);
 
 struct NodeUtilisation {
   int64_t from_s = 0, bucket_s = 1;

@@ -118,7 +118,8 @@ bool looks_like_dmon(std::string_view line) {
 
 const char* metric_name(MetricKind k) { return k < MetricKind::kCount ? kNames[size_t(k)] : "?"; }
 
-NodeMetrics parse_dcgm_metrics(std::string_view text, std::string source, const JobSet& set) {
+NodeMetrics parse_dcgm_metrics(std::string_view text, std::string source, const JobSet& set, size_t max_samples) {
+  max_samples = std::min(max_samples, kMaxMetricSamples);
   NodeMetrics m;
   m.source = std::move(source);
   std::unordered_map<std::string, uint32_t> by_name;
@@ -231,8 +232,8 @@ NodeMetrics parse_dcgm_metrics(std::string_view text, std::string source, const 
       m.unknown_node_samples += n_out;
       continue;
     }
-    if (m.samples.size() + n_out > kMaxMetricSamples) {
-      m.problems.push_back({line_no, "more than " + std::to_string(kMaxMetricSamples) +
+    if (m.samples.size() + n_out > max_samples) {
+      m.problems.push_back({line_no, "more than " + std::to_string(max_samples) +
                                          " samples: the rest is left out (query a shorter range or a larger step)"});
       m.truncated = true;
       break;
@@ -344,7 +345,17 @@ MetricsStats metrics_stats(const JobSet& set, const NodeMetrics& m, const NodeUt
   MetricsStats st;
   st.metric = m.has_kind ? metric_name(m.kind) : "";
   st.bucket_s = u.bucket_s;
-  const auto runs = runs_by_node(set);
+  // Per node, the time some job ran: runs merged, so a sample finds its run by one search
+  // (a node of a busy month has thousands of jobs and each of its samples is looked up).
+  auto runs = runs_by_node(set);
+  for (auto& r : runs) {
+    size_t w = 0;
+    for (size_t i = 0; i < r.size(); ++i) {
+      if (w > 0 && r[i].first <= r[w - 1].second) r[w - 1].second = std::max(r[w - 1].second, r[i].second);
+      else r[w++] = r[i];
+    }
+    r.resize(w);
+  }
   const int64_t from_ms = u.from_s * 1000, to_ms = u.bucket_start(u.buckets) * 1000;
   std::vector<double> sum(set.nodes.size(), 0);
   std::vector<size_t> n(set.nodes.size(), 0), any(set.nodes.size(), 0);
@@ -352,10 +363,9 @@ MetricsStats metrics_stats(const JobSet& set, const NodeMetrics& m, const NodeUt
     if (!m.has_kind || s.kind != uint8_t(m.kind) || s.t_ms < from_ms || s.t_ms >= to_ms) continue;
     ++any[s.node];
     const auto& r = runs[s.node];
-    // Runs may overlap (two jobs share a node): any run holding the sample counts it once.
-    const int64_t t_s = s.t_ms / 1000;
-    const auto end = std::upper_bound(r.begin(), r.end(), std::make_pair(t_s, INT64_MAX));
-    if (std::any_of(r.begin(), end, [&](const auto& x) { return s.t_ms >= x.first * 1000 && s.t_ms < x.second * 1000; })) {
+    auto it = std::upper_bound(r.begin(), r.end(), s.t_ms,
+                               [](int64_t t_ms, const std::pair<int64_t, int64_t>& x) { return t_ms < x.first * 1000; });
+    if (it != r.begin() && s.t_ms < (it - 1)->second * 1000) {
       sum[s.node] += s.share;
       ++n[s.node];
     }
