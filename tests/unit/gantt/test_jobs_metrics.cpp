@@ -231,5 +231,23 @@ TEST(JobsMetricsScene, StripsUnderEachNodeAndTheDropMarkedOnlyWhereThereIsOne) {
   EXPECT_NE(with.find("<a href=\"#svgView(viewBox("), std::string::npos);
 }
 
+TEST(JobsMetricsScene, StripsOfTenThousandNodesStayUnderTheRasterLimit) {
+  JobSet set = parse_jobs(
+      "job,name,user,partition,submit,start,end,state,nodes,gpus\n"
+      "1,a,u,p,2024-03-01T00:00:00,2024-03-01T00:00:00,2024-03-01T06:00:00,COMPLETED,\"n[1-10000]\",10000\n",
+      "jobs.csv");
+  finish_jobs(set);
+  ASSERT_EQ(set.nodes.size(), 10000u);
+  NodeMetrics m;
+  m.has_kind = true;
+  for (uint32_t n = 0; n < 10000; ++n) m.samples.push_back({kT0 * 1000, n, 0, uint8_t(MetricKind::kGpuUtil), 0.5f});
+  ChartOptions o;
+  o.metrics = &m;
+  ChartStats cs;
+  const Scene s = jobs_scene(set, o, &cs);
+  EXPECT_EQ(cs.utilisation_strips, 10000u);
+  EXPECT_LT(s.height, 32767);
+}
+
 }  // namespace
 }  // namespace gantt::jobs

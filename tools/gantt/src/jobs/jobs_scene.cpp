@@ -217,7 +217,13 @@ Scene jobs_scene(const JobSet& set, const ChartOptions& options, ChartStats* sta
   y += 6;
   const float rows_top = y;
   // --metrics: a strip under each node's row (or its GPUs' rows); without it no room is taken.
-  const float strip_h = o.metrics ? std::clamp(row_h * 0.6f, 4.0f, 12.0f) : 0.0f;
+  float strip_h = o.metrics ? std::clamp(row_h * 0.6f, 4.0f, 12.0f) : 0.0f;
+  // Rows and strips together stay under the raster limit above, thinner alike past it.
+  if (const float total = row_h * static_cast<float>(rows) + strip_h * static_cast<float>(set.nodes.size());
+      o.metrics && total > 30000.0f) {
+    row_h *= 30000.0f / total;
+    strip_h *= 30000.0f / total;
+  }
   const auto row_y = [&](size_t r) {
     return rows_top + row_h * static_cast<float>(r) + strip_h * static_cast<float>(o.per_gpu ? r / slots_per_node : r);
   };
