@@ -12,6 +12,7 @@
 #include "gantt/jobs_metrics.h"
 #include "gantt/lod.h"
 #include "gantt/text.h"
+#include "jobs_strips.h"
 
 namespace gantt::jobs {
 namespace {
@@ -22,8 +23,6 @@ constexpr Color kMissed{255, 127, 14, 90};
 constexpr Color kMissedStrip{255, 127, 14, 200};
 constexpr Color kPlacement{31, 119, 180, 255};
 constexpr Color kOther{170, 170, 170, 255};
-constexpr Color kStripBand{236, 238, 242, 255};
-constexpr Color kDrop{214, 39, 40, 150};  // a utilisation drop while a job ran (--metrics)
 // Tableau 10: distinct at a glance; the busiest keys get them, the rest grey.
 constexpr Color kCategorical[] = {{78, 121, 167, 255},  {242, 142, 43, 255}, {225, 87, 89, 255},  {118, 183, 178, 255},
                                   {89, 161, 79, 255},   {237, 201, 72, 255}, {176, 122, 161, 255}, {255, 157, 167, 255},
@@ -245,47 +244,9 @@ Scene jobs_scene(const JobSet& set, const ChartOptions& options, ChartStats* sta
     }
   }
 
-  // Under each node, its GPUs' utilisation as DCGM sampled it: a bar per run of buckets at one
-  // level (a pixel of the strip's height), the drops while a job ran in the idle colour over it.
-  if (o.metrics) {
-    const NodeUtilisation u = node_utilisation(set, *o.metrics, f.from, f.to);
-    const std::string metric = metric_name(o.metrics->kind);
-    const auto pct = [](double v) { return std::to_string(std::lround(100 * v)) + "%"; };
-    for (size_t n = 0; n < u.nodes.size(); ++n) {
-      const NodeUtilisation::Node& node = u.nodes[n];
-      if (node.share.empty()) continue;
-      ++st.utilisation_strips;
-      const float top = row_y(o.per_gpu ? (n + 1) * slots_per_node - 1 : n) + row_h;
-      Rect band = make_rect(kLeft, top, f.w, strip_h, kStripBand);
-      band.tooltip = set.nodes[n] + ": " + metric + ", mean of its GPUs per " + format_span(u.bucket_s) + "; 100% = strip height";
-      s.rect(std::move(band));
-      const auto level = [&](size_t b) {
-        return std::isnan(node.share[b]) ? -1L : std::lround(node.share[b] * static_cast<double>(strip_h));
-      };
-      for (size_t b = 0; b < u.buckets;) {
-        const long lv = level(b);
-        size_t e = b + 1;
-        while (e < u.buckets && level(e) == lv) ++e;
-        const int64_t t0 = std::max(u.bucket_start(b), f.from), t1 = std::min(u.bucket_start(e), f.to);
-        if (lv > 0 && t1 > t0) {
-          Rect r = make_rect(f.x(t0), top + strip_h - static_cast<float>(lv), f.x(t1) - f.x(t0), static_cast<float>(lv),
-                             palette::kComputeUtil);
-          r.tooltip = set.nodes[n] + " " + metric + " " + pct(node.share[b]) + " from " + format_wall_time(u.bucket_start(b));
-          s.rect(std::move(r));
-        }
-        b = e;
-      }
-      for (const analysis::DeviceTimeline::Drop& d : node.drops) {
-        const int64_t t0 = std::max(u.bucket_start(d.first), f.from), t1 = std::min(u.bucket_start(d.first + d.buckets), f.to);
-        Rect r = make_rect(f.x(t0), top, std::max(f.x(t1) - f.x(t0), 2.0f), strip_h, kDrop);
-        r.tooltip = set.nodes[n] + " " + format_wall_time(u.bucket_start(d.first)) + ": drop: " + metric + " " +
-                    pct(d.lowest) + " for " + format_span(u.bucket_s * static_cast<int64_t>(d.buckets)) + " (was " +
-                    pct(d.median) + ") while a job ran";
-        s.rect(std::move(r));
-        ++st.utilisation_drops;
-      }
-    }
-  }
+  if (o.metrics)
+    draw_utilisation_strips(s, set, *o.metrics, StripFrame{f.from, f.to, f.x0, f.w, strip_h},
+                            [&](size_t n) { return row_y(o.per_gpu ? (n + 1) * slots_per_node - 1 : n) + row_h; }, &st);
 
   // Idle rows while a job could have run there: a pale orange band over each idle stretch,
   // the chances less than a pixel apart joined (a busy cluster has thousands of them).
