@@ -223,11 +223,14 @@ inline std::optional<CaptureRange> parse_range(const std::string& text) {
   r.nvtx_name = spec.substr(0, at);
   if (size_t mark = r.nvtx_name.find_last_of("%~"); mark != std::string::npos && mark > 0) {
     const std::string value = r.nvtx_name.substr(mark + 1);
+    const bool digits = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
     if (r.nvtx_name[mark] == '%') {
       if (auto n = detail::parse_int(value.c_str())) {
         if (*n < 1) return std::nullopt;
         r.every = static_cast<uint64_t>(*n);
         r.nvtx_name.resize(mark);
+      } else if (digits) {
+        return std::nullopt;  // a count past int64: a mistake, not a name ending in "%99999..."
       }
     } else if (!value.empty() && value.find_first_not_of("0123456789.") == std::string::npos) {
       char* end = nullptr;

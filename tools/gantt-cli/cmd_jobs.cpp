@@ -4,12 +4,14 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <gpuhook/capture.h>
 #include <gantt/jobs.h>
+#include <gantt/jobs_metrics.h>
 #include <gantt/json.h>
 #include <gantt/render.h>
 #include <gantt/text.h>
@@ -38,6 +40,7 @@ struct JobsCliOptions {
   uint32_t gpus_per_node = 0;
   std::vector<std::string> captures;
   std::string submit;
+  std::string metrics;  // --metrics: DCGM samples as a Prometheus CSV
   bool skip_bad = false;
   int width_px = 1920;
 };
@@ -133,7 +136,95 @@ void print_stats_text(const jobs::JobSet& set, const jobs::ClusterStats& st, std
   nodes("idlest nodes:", false);
 }
 
-void print_stats_json(const jobs::JobSet& set, const jobs::ClusterStats& st, std::ostream& os) {
+void print_metrics_text(const jobs::MetricsStats& st, std::ostream& out) {
+  char line[512];
+  out << "\nGPU utilisation while jobs ran (" << st.metric << ", mean of the node's GPUs; drops per "
+      << jobs::format_span(st.bucket_s) << " bucket):\n";
+  for (const jobs::MetricsStats::Node& n : st.nodes) {
+    if (n.samples_while_jobs)
+      std::snprintf(line, sizeof line, "  %-30s %5.1f%%  %8zu samples  %3zu drops\n",
+                    gantt::printable_utf8(gantt::ellipsize(n.node, 30)).c_str(), 100.0 * n.mean_while_jobs,
+                    n.samples_while_jobs, n.drops);
+    else
+      std::snprintf(line, sizeof line, "  %-30s     -   no sample while a job ran\n",
+                    gantt::printable_utf8(gantt::ellipsize(n.node, 30)).c_str());
+    out << line;
+  }
+  out << "drops (under half the median of the " << gantt::analysis::kDropWindow
+      << " buckets before, while a job ran): " << st.drops.size() << "\n";
+  for (const jobs::MetricsStats::DropAt& d : st.drops) {
+    std::snprintf(line, sizeof line, "  %-30s %s for %s: %.0f%% (was %.0f%%)\n",
+                  gantt::printable_utf8(gantt::ellipsize(d.node, 30)).c_str(), jobs::format_wall_time(d.from_s).c_str(),
+                  jobs::format_span(d.to_s - d.from_s).c_str(), 100.0 * d.lowest, 100.0 * d.median);
+    out << line;
+  }
+}
+
+std::string metrics_json(const jobs::MetricsStats& st) {
+  using gantt::json::append_number;
+  using gantt::json::append_string;
+  std::string o = ",\"metrics\":{\"series\":";
+  append_string(o, st.metric);
+  o += ",\"bucket_s\":" + std::to_string(st.bucket_s) + ",\"nodes\":[";
+  for (size_t i = 0; i < st.nodes.size(); ++i) {
+    o += i ? ",{\"node\":" : "{\"node\":";
+    append_string(o, st.nodes[i].node);
+    o += ",\"mean_while_jobs\":";
+    append_number(o, st.nodes[i].mean_while_jobs, 4);
+    o += ",\"samples_while_jobs\":" + std::to_string(st.nodes[i].samples_while_jobs) +
+         ",\"drops\":" + std::to_string(st.nodes[i].drops) + "}";
+  }
+  o += "],\"drops\":[";
+  for (size_t i = 0; i < st.drops.size(); ++i) {
+    const jobs::MetricsStats::DropAt& d = st.drops[i];
+    o += i ? ",{\"node\":" : "{\"node\":";
+    append_string(o, d.node);
+    o += ",\"from\":";
+    append_string(o, jobs::format_wall_time(d.from_s));
+    o += ",\"to\":";
+    append_string(o, jobs::format_wall_time(d.to_s));
+    o += ",\"lowest\":";
+    append_number(o, d.lowest, 4);
+    o += ",\"median\":";
+    append_number(o, d.median, 4);
+    o += "}";
+  }
+  return o + "]}";
+}
+
+// Reads --metrics after the jobs (hosts are matched to the record's nodes): every problem
+// named with its line like the jobs' own, the hosts not in the record said once.
+bool read_metrics(const std::string& path, const jobs::JobSet& set, jobs::NodeMetrics* m, bool* bad) {
+  std::string text;
+  if (!read_input(path, &text)) return false;
+  *m = jobs::parse_dcgm_metrics(text, path == "-" ? "stdin" : path, set);
+  for (size_t i = 0; i < m->problems.size() && i < 20; ++i) {
+    std::cerr << "gantt-cli: jobs: " << m->source;
+    if (m->problems[i].line) std::cerr << ":" << m->problems[i].line;
+    std::cerr << ": " << m->problems[i].what << "\n";
+  }
+  if (m->problems.size() > 20) std::cerr << "gantt-cli: jobs: ... and " << m->problems.size() - 20 << " more bad lines\n";
+  *bad = *bad || !m->problems.empty();
+  // A refused header (dcgmi dmon output, no known columns) or no line read: nothing to draw.
+  if (!m->problems.empty() && m->samples_read == 0 && m->other_series_ignored == 0) return false;
+  if (m->unknown_node_samples) {
+    std::cerr << "gantt-cli: jobs: " << m->source << ": " << m->unknown_node_samples << " samples from "
+              << m->unknown_node_count << " hosts not in the job record left out (";
+    for (size_t i = 0; i < m->unknown_nodes.size(); ++i) std::cerr << (i ? ", " : "") << m->unknown_nodes[i];
+    std::cerr << (m->unknown_node_count > m->unknown_nodes.size() ? ", ...)\n" : ")\n");
+  }
+  if (m->other_series_ignored)
+    std::cerr << "gantt-cli: jobs: " << m->source << ": " << m->other_series_ignored
+              << " samples of other series than utilisation left aside\n";
+  if (!m->has_kind) {
+    std::cerr << "gantt-cli: jobs: " << m->source << ": no utilisation sample of a node in the job record\n";
+    return false;
+  }
+  return true;
+}
+
+void print_stats_json(const jobs::JobSet& set, const jobs::ClusterStats& st, const jobs::MetricsStats* metrics,
+                      std::ostream& os) {
   using gantt::json::append_number;
   using gantt::json::append_string;
   std::string o = "{\"from\":";
@@ -177,7 +268,9 @@ void print_stats_json(const jobs::JobSet& set, const jobs::ClusterStats& st, std
     append_number(o, u.used_gpu_hours, 3);
     o += ",\"jobs\":" + std::to_string(u.jobs) + ",\"short_jobs\":" + std::to_string(u.short_jobs) + "}";
   }
-  o += "]}\n";
+  o += "]";
+  if (metrics) o += metrics_json(*metrics);
+  o += "}\n";
   os << o;
 }
 
@@ -211,7 +304,7 @@ int run_jobs(const JobsCliOptions& o) {
   jobs::JobSet set = jobs::parse_jobs(text, o.file == "-" ? "stdin" : o.file);
   text.clear();
   text.shrink_to_fit();
-  const bool bad = !set.problems.empty();
+  bool bad = !set.problems.empty();
   bool fatal = bad && set.jobs.empty();
   for (size_t i = 0; i < set.problems.size(); ++i) {
     const jobs::ParseProblem& p = set.problems[i];
@@ -245,6 +338,11 @@ int run_jobs(const JobsCliOptions& o) {
     std::cerr << "gantt-cli: jobs: " << stamps.size() - unmatched << " of " << stamps.size()
               << " captures matched to a job (by recorded job id, else host and time)\n";
   }
+  jobs::NodeMetrics metrics;
+  if (!o.metrics.empty()) {
+    if (!read_metrics(o.metrics, set, &metrics, &bad)) return kExitError;
+    co.metrics = &metrics;
+  }
   if (!o.submit.empty()) {
     co.placement = jobs::place(set, request);
     if (co.placement->found) {
@@ -260,8 +358,18 @@ int run_jobs(const JobsCliOptions& o) {
 
   if (o.stats || o.output.empty()) {
     const jobs::ClusterStats st = jobs::cluster_stats(set, jobs::StatsWindow{co.from_s, co.to_s, co.short_s});
-    if (o.stats_format == "json") print_stats_json(set, st, std::cout);
-    else print_stats_text(set, st, std::cout);
+    std::optional<jobs::MetricsStats> ms;
+    if (co.metrics) {
+      // The same window as the statistics above: the record's, unless --from/--to.
+      const int64_t from = co.from_s != jobs::kUnknownTime ? co.from_s : st.from_s;
+      const int64_t to = co.to_s != jobs::kUnknownTime ? co.to_s : st.to_s;
+      ms = jobs::metrics_stats(set, metrics, jobs::node_utilisation(set, metrics, from, to));
+    }
+    if (o.stats_format == "json") print_stats_json(set, st, ms ? &*ms : nullptr, std::cout);
+    else {
+      print_stats_text(set, st, std::cout);
+      if (ms) print_metrics_text(*ms, std::cout);
+    }
   }
   if (!o.output.empty()) {
     jobs::ChartStats cs;
@@ -269,7 +377,9 @@ int run_jobs(const JobsCliOptions& o) {
     if (!write_chart(scene, target)) return kExitError;
     std::cerr << "gantt-cli: jobs: " << o.output << ": " << set.jobs.size() << " jobs, " << cs.rows << " rows, "
               << cs.bars << " bars (" << cs.bars_individual << " drawn, " << cs.bars_aggregated << " as coverage), "
-              << cs.long_waits << " long waits\n";
+              << cs.long_waits << " long waits";
+    if (co.metrics) std::cerr << ", " << cs.utilisation_strips << " utilisation strips, " << cs.utilisation_drops << " drops";
+    std::cerr << "\n";
   }
   return bad && !o.skip_bad ? kExitError : kExitOk;
 }
@@ -295,6 +405,12 @@ void register_jobs(CLI::App& app, int& exit_code) {
       "user, GPU-hours used and idle, the fragmentation index (the share of idle GPU time in holes\n"
       "shorter than --short) and the busiest and idlest nodes.\n"
       "\n"
+      "--metrics FILE reads the GPUs' utilisation as DCGM sampled it, a Prometheus range query of the\n"
+      "DCGM_FI_* series saved as CSV (timestamp,Hostname,gpu,metric,value, or a column per series;\n"
+      "Unix seconds, UTC: read sacct with TZ=UTC), and draws a strip under each node with its drops\n"
+      "while a job ran; --stats adds each node's mean while jobs ran and the drops. dcgmi dmon output\n"
+      "has no timestamps nor host names and is refused.\n"
+      "\n"
       "A bad line is reported with its number and the rest is still read; the exit code is then 2\n"
       "unless --skip-bad.\n"
       "\n"
@@ -305,6 +421,7 @@ void register_jobs(CLI::App& app, int& exit_code) {
       "  gantt-cli jobs jobs.txt --stats --stats-format json\n"
       "  gantt-cli jobs jobs.txt -o gpus.png --per-gpu --color-by partition --wait-threshold 1h\n"
       "  gantt-cli jobs jobs.txt -o cluster.svg --captures /shared/captures   # bars link to captures\n"
+      "  gantt-cli jobs jobs.txt --metrics dcgm.csv -o cluster.svg          # utilisation under the nodes\n"
       "  gantt-cli jobs jobs.txt --submit 'gpus=16,time=4h' -o whatif.svg    # earliest slot\n"
       "  gantt-cli render --job 4242 /shared/captures -o job4242.svg         # a job's own chart\n");
   cmd->add_option("file", o->file, "sacct --parsable2 output or the jobs CSV (- = stdin)")->required();
@@ -330,6 +447,9 @@ void register_jobs(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(1u, 65536u));
   cmd->add_option("--captures", o->captures, "directories or .gpuh files: link each job's bar to its captures");
   cmd->add_option("--submit", o->submit, "what-if: 'gpus=N,time=SPAN[,at=TIME]', the earliest slot (first fit, backfill)");
+  cmd->add_option("--metrics", o->metrics,
+                  "DCGM samples as a Prometheus CSV (DCGM_FI_DEV_GPU_UTIL, DCGM_FI_PROF_SM_ACTIVE or _GR_ENGINE_ACTIVE): "
+                  "a utilisation strip under each node, its drops while a job ran, and their statistics");
   cmd->add_flag("--skip-bad", o->skip_bad, "exit 0 even when some lines could not be read");
   cmd->add_option("--width", o->width_px, "chart width in pixels")->capture_default_str()->check(CLI::Range(600, 16000));
   cmd->callback([o, &exit_code] { exit_code = run_jobs(*o); });

@@ -93,5 +93,45 @@ head -c 100000 /dev/urandom > "$work/noise.bin"
 "$cli" jobs "$fixture" --submit gpus=999,time=1h --stats 2>/dev/null | grep -q "what-if: the cluster in the record has 32 GPUs" &&
   ok "an impossible what-if says why" || fail "impossible what-if"
 
+# --metrics: DCGM samples under the nodes (tests/fixtures/jobs/make_dcgm.py). The drop fixture
+# has one drop on n1 at 03:00; its twin (the wide form) has none.
+mdir=$here/../../fixtures/jobs
+golden_metrics=$here/golden/jobs_metrics_stats.txt
+(cd "$mdir" && "$cli" jobs dcgm_jobs.csv --metrics dcgm_drop.csv --stats) > "$work/mstats.txt" 2> "$work/err" ||
+  fail "stats --metrics exit $?: $(cat "$work/err")"
+if [[ ${UPDATE_GOLDEN:-0} == 1 ]]; then
+  cp "$work/mstats.txt" "$golden_metrics" && echo "golden updated: $golden_metrics"
+elif cmp -s "$work/mstats.txt" "$golden_metrics"; then
+  ok "jobs --stats --metrics matches its golden text"
+else
+  fail "jobs --stats --metrics differs from $golden_metrics: $(diff "$golden_metrics" "$work/mstats.txt" | head -20)"
+fi
+[[ $(grep -c "hosts not in the job record" "$work/err") == 1 ]] && grep -q "360 samples from 1 hosts not in the job record left out (n9)" "$work/err" &&
+  ok "samples of a host not in the record: counted and said once" || fail "unknown hosts: $(cat "$work/err")"
+for twin in drop steady; do
+  (cd "$mdir" && "$cli" jobs dcgm_jobs.csv --metrics "dcgm_$twin.csv" -o "$work/m_$twin.svg") > /dev/null 2> "$work/err_$twin" ||
+    fail "chart --metrics $twin exit $?: $(cat "$work/err_$twin")"
+  xmllint --noout "$work/m_$twin.svg" && ok "chart with dcgm_$twin.csv is valid XML (xmllint)" || fail "xmllint $twin"
+done
+grep -q "2 utilisation strips, 1 drops" "$work/err_drop" && grep -q "drop: DCGM_FI_DEV_GPU_UTIL 5% for 10m (was 90%)" "$work/m_drop.svg" &&
+  ok "the drop is marked under n1" || fail "drop mark: $(cat "$work/err_drop")"
+grep -q "2 utilisation strips, 0 drops" "$work/err_steady" && ! grep -q ": drop: " "$work/m_steady.svg" &&
+  grep -q "mean of its GPUs per 2m" "$work/m_steady.svg" && ok "the steady twin has strips and no drop mark" ||
+  fail "steady twin: $(cat "$work/err_steady")"
+[[ $(grep -c '<a href="#svgView(viewBox(' "$work/m_drop.svg") == 2 ]] && ok "each job bar links to its interval" ||
+  fail "bar links: $(grep -c '<a href=' "$work/m_drop.svg")"
+printf '#Entity   GPUTL\nID\nGPU 0     87\n' > "$work/dmon.txt"
+(cd "$mdir" && "$cli" jobs dcgm_jobs.csv --metrics "$work/dmon.txt" --stats) > /dev/null 2> "$work/err"
+[[ $? == 2 ]] && grep -q "dmon.txt:1: this is dcgmi dmon output: it has no timestamps and no host names" "$work/err" &&
+  ok "dcgmi dmon output refused with the reason, exit 2" || fail "dmon: $(cat "$work/err")"
+{ head -3 "$mdir/dcgm_drop.csv"; echo "1709251200,n1,0,DCGM_FI_DEV_GPU_UTIL,NaN"; echo "1709251200,n1,0,DCGM_FI_DEV_GPU_UTIL,-3"; } > "$work/badm.csv"
+(cd "$mdir" && "$cli" jobs dcgm_jobs.csv --metrics "$work/badm.csv" --stats) > /dev/null 2> "$work/err"
+rc=$?
+[[ $rc == 2 ]] && grep -q "badm.csv:4: DCGM_FI_DEV_GPU_UTIL NaN is not a finite number" "$work/err" &&
+  grep -q "badm.csv:5: DCGM_FI_DEV_GPU_UTIL -3 is outside 0..100" "$work/err" && ok "bad metrics lines named, exit 2" ||
+  fail "bad metrics: rc $rc: $(cat "$work/err")"
+(cd "$mdir" && "$cli" jobs dcgm_jobs.csv --metrics "$work/badm.csv" --stats --skip-bad) > /dev/null 2>&1 &&
+  ok "bad metrics lines with --skip-bad: exit 0" || fail "--skip-bad with metrics"
+
 echo "$fails failure(s)"
 exit $((fails > 0))

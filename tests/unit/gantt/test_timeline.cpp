@@ -109,17 +109,23 @@ v1::Record mem(v1::MemoryOp op, uint64_t address, uint64_t bytes, uint64_t t, v1
   return r;
 }
 
+// A capture of one A100 whose string table names the allocation calls (1 cudaMalloc,
+// 3 cudaFree) and, when given, an NVTX range (2).
+void begin_memory_capture(gantt::ModelBuilder& b, const char* range_name = nullptr) {
+  b.begin_capture("a");
+  b.add(header());
+  b.add(a100());
+  b.add(string_def(1, "cudaMalloc"));
+  if (range_name != nullptr) b.add(string_def(2, range_name));
+  b.add(string_def(3, "cudaFree"));
+}
+
 }  // namespace
 
 TEST(Memory, PeakByClassAndWhatWasLiveAtIt) {
   gantt::Model m;
   gantt::ModelBuilder b{m};
-  b.begin_capture("a");
-  b.add(header());
-  b.add(a100());
-  b.add(string_def(1, "cudaMalloc"));
-  b.add(string_def(2, "forward"));
-  b.add(string_def(3, "cudaFree"));
+  begin_memory_capture(b, "forward");
   // params 100 B outside any range; in "forward": 300 B device, 50 B from a pool, 20 B pinned;
   // the 300 B freed after the peak; a free of memory allocated before the capture (ignored).
   b.add(api(1, 7, T, T + 10, 1));
@@ -177,12 +183,7 @@ v1::Record tag(uint64_t address, uint32_t category, uint64_t t) {
 TEST(Memory, CategoriesFromTagsElseTheRange) {
   gantt::Model m;
   gantt::ModelBuilder b{m};
-  b.begin_capture("a");
-  b.add(header());
-  b.add(a100());
-  b.add(string_def(1, "cudaMalloc"));
-  b.add(string_def(2, "forward"));
-  b.add(string_def(3, "cudaFree"));
+  begin_memory_capture(b, "forward");
   b.add(string_def(4, "params"));
   b.add(string_def(5, "activations"));
   b.add(string_def(6, "nothing"));
@@ -330,11 +331,7 @@ v1::Record use(uint64_t address, uint64_t t, uint32_t corr) {
 TEST(Memory, UsesGoToTheAllocationLiveAtTheirAddressAndTime) {
   gantt::Model m;
   gantt::ModelBuilder b{m};
-  b.begin_capture("a");
-  b.add(header());
-  b.add(a100());
-  b.add(string_def(1, "cudaMalloc"));
-  b.add(string_def(3, "cudaFree"));
+  begin_memory_capture(b);
   b.add(api(1, 7, T, T + 10, 1));
   b.add(mem(v1::MEMORY_OP_ALLOC, 0x10000, 0x1000, T + 5, v1::MEMORY_DEVICE, 1));   // A: the table
   b.add(api(1, 7, T + 20, T + 30, 2));
@@ -391,10 +388,7 @@ TEST(Memory, UsesGoToTheAllocationLiveAtTheirAddressAndTime) {
 TEST(Memory, NoUseRecordsMeansUnknownNotUnused) {
   gantt::Model m;
   gantt::ModelBuilder b{m};
-  b.begin_capture("a");
-  b.add(header());
-  b.add(a100());
-  b.add(string_def(1, "cudaMalloc"));
+  begin_memory_capture(b);
   b.add(api(1, 7, T, T + 10, 1));
   b.add(mem(v1::MEMORY_OP_ALLOC, 0x10000, 0x1000, T + 5, v1::MEMORY_DEVICE, 1));
   b.end_capture({});
@@ -403,4 +397,20 @@ TEST(Memory, NoUseRecordsMeansUnknownNotUnused) {
   EXPECT_FALSE(report[0].uses_recorded);
   EXPECT_TRUE(report[0].unused_after_peak.empty());
   EXPECT_EQ(report[0].at_peak[0].idle_ns, 0u);
+}
+
+// The loader reads at most 2^20 tags a capture: the rest are counted, and stats says so.
+TEST(Memory, TagsPastTheBoundAreCountedAndSaid) {
+  gantt::Model m;
+  gantt::ModelBuilder b{m};
+  begin_memory_capture(b);
+  b.add(string_def(4, "params"));
+  b.add(api(1, 7, T, T + 10, 1));
+  b.add(mem(v1::MEMORY_OP_ALLOC, 0x10000, 0x1000, T + 5, v1::MEMORY_DEVICE, 1));
+  for (uint64_t i = 0; i < (uint64_t{1} << 20) + 3; ++i) b.add(tag(0x10000, 4, T + 20));
+  b.end_capture({});
+  EXPECT_EQ(m.captures[0].memory_tags_ignored, 3u);
+  EXPECT_EQ(m.string(m.memory.category[0]), "params");  // the ones read still count
+  const std::string text = gantt::analysis::format_memory_stats(m, gantt::analysis::memory_report(m), "text");
+  EXPECT_NE(text.find("3 gpuhook_mem_tag() tags past the first 1048576 were not read"), std::string::npos) << text;
 }

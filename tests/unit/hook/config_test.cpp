@@ -185,7 +185,7 @@ TEST(Config, CaptureRanges) {
   EXPECT_FALSE(c.range.sampled());
 
   for (const char* bad : {"nvtx:@1-2", "x@0", "x@5-2", "time:3s-1s", "time:1s+0s", "time:", "x%0", "x%-2", "x~0",
-                          "x~1.5", "x~0.5.5"}) {
+                          "x~1.5", "x~0.5.5", "x%99999999999999999999"}) {  // a count past int64
     env.vars = {{"GPUHOOK_RANGE", bad}};
     std::vector<std::string> problems;
     c = parse(env, &problems);

@@ -180,9 +180,12 @@ void ModelBuilder::Impl::add(const v1::Record& r) {
     case v1::Record::kMemoryTag: {
       const auto& g = r.memory_tag();
       // Bounded like the live allocations: a file of nothing but tags cannot grow this forever.
-      if (memory_tags < (1u << 20) && g.category_id() != 0) {
+      if (g.category_id() == 0) break;
+      if (memory_tags < (1u << 20)) {
         memory_marks.push_back({g.address(), t(g.has_time_ns(), g.time_ns()), g.category_id(), false});
         ++memory_tags;
+      } else {
+        ++c.memory_tags_ignored;  // said by stats --by memory
       }
       break;
     }

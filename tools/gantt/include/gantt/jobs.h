@@ -93,6 +93,10 @@ std::string format_span(int64_t seconds);
 // false when a gres/gpu count is not a number.
 bool parse_tres_gpus(std::string_view tres, uint32_t* gpus);
 
+// The fields of one RFC 4180 CSV line, each trimmed; false and *why on a quote left open or
+// text after a closing quote. Shared by the jobs CSV and the DCGM metrics CSV.
+bool split_csv(std::string_view line, std::vector<std::string>* out, std::string* why);
+
 // Reads `sacct --parsable2 --allocations --format
 // JobID,JobName,User,Partition,Submit,Start,End,State,NodeList,AllocTRES` output (columns in
 // any order, found by the header line; '|' separated) or the documented CSV (header
@@ -189,6 +193,8 @@ size_t match_captures(JobSet& set, const std::vector<CaptureStamp>& captures);
 
 enum class ColorBy : uint8_t { kUser, kPartition };
 
+struct NodeMetrics;  // gantt/jobs_metrics.h
+
 struct ChartOptions {
   int width_px = 1920;
   bool per_gpu = false;  // one row per GPU slot instead of per node
@@ -198,12 +204,14 @@ struct ChartOptions {
   int64_t short_s = 30 * 60;
   size_t max_individual_bars = 20000;  // beyond this, narrow bars are drawn as coverage
   std::optional<Placement> placement;  // --submit, drawn dashed
+  const NodeMetrics* metrics = nullptr;  // --metrics: a utilisation strip under each node row
   std::string title;
 };
 
 struct ChartStats {
   size_t rows = 0, bars = 0, bars_individual = 0, bars_aggregated = 0;
   size_t long_waits = 0, missed_chances = 0;
+  size_t utilisation_strips = 0, utilisation_drops = 0;  // --metrics
 };
 
 Scene jobs_scene(const JobSet& set, const ChartOptions& options, ChartStats* stats = nullptr);

@@ -290,6 +290,7 @@ struct CaptureInfo {
   std::vector<std::pair<uint64_t, std::string>> flight_dumps;
   uint64_t memory_uses = 0;                      // MemoryUse records read (GPUHOOK_MEM_USE was on)
   uint64_t memory_uses_ignored = 0;              // of them, past the loader's bound
+  uint64_t memory_tags_ignored = 0;              // MemoryTag records past the loader's bound (2^20)
   // MetricSample records not kept: past MetricTable::kMaxRowsPerCapture, or naming a metric,
   // device or time no reader can place.
   uint64_t metric_samples_left_out = 0;

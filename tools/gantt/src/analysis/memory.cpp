@@ -301,9 +301,18 @@ std::string format_memory_stats(const Model& m, const std::vector<DeviceMemory>&
     }
   if (format == "csv") return to_csv(t) + "\n" + to_csv(categories) + "\n" + to_csv(live);
   if (format == "md") return to_markdown(t) + "\n" + to_markdown(categories) + "\n" + to_markdown(live);
+  std::string bounds;
+  for (const CaptureInfo& c : m.captures) {
+    if (c.memory_tags_ignored != 0)
+      bounds += "\n" + c.path + ": " + std::to_string(c.memory_tags_ignored) +
+                " gpuhook_mem_tag() tags past the first 1048576 were not read\n";
+    if (c.memory_uses_ignored != 0)
+      bounds += "\n" + c.path + ": " + std::to_string(c.memory_uses_ignored) +
+                " memory uses past the first 4194304 were not read: last uses may be later than shown\n";
+  }
   return "GPU memory in use (from the recorded allocations and frees):\n" + to_text(t) +
          "\nwhat it was for at each peak (gpuhook_mem_tag(), else the NVTX range it was allocated in):\n" +
-         to_text(categories) + "\nlargest allocations live at each peak:\n" + to_text(live);
+         to_text(categories) + "\nlargest allocations live at each peak:\n" + to_text(live) + bounds;
 }
 
 }  // namespace gantt::analysis

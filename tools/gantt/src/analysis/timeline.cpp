@@ -43,6 +43,22 @@ bool DeviceTimeline::in_drop(size_t bucket) const {
   return it != drops.begin() && bucket < (it - 1)->first + (it - 1)->buckets;
 }
 
+std::vector<DeviceTimeline::Drop> find_drops(const std::vector<double>& share) {
+  std::vector<DeviceTimeline::Drop> drops;
+  for (size_t i = kDropWindow; i < share.size(); ++i) {
+    const double med = median_of(std::vector<double>(share.begin() + static_cast<std::ptrdiff_t>(i - kDropWindow),
+                                                     share.begin() + static_cast<std::ptrdiff_t>(i)));
+    if (med < kDropMinMedian || share[i] >= kDropFraction * med) continue;
+    size_t j = i;
+    double lowest = 1;
+    while (j < share.size() && share[j] < kDropFraction * med) lowest = std::min(lowest, share[j++]);
+    if (j == share.size()) break;  // never busy again: the end of the work, not a drop
+    drops.push_back({i, j - i, med, lowest});
+    i = j;
+  }
+  return drops;
+}
+
 uint64_t auto_bucket_ns(uint64_t span_ns, size_t target) {
   const uint64_t want = std::max<uint64_t>(1, span_ns / std::max<size_t>(target, 1));
   uint64_t p = 1;
@@ -89,17 +105,7 @@ Timeline utilisation_timeline(const Model& m, const Selection& sel, uint64_t buc
     spread(u.compute, t.start_ns, t.bucket_ns, d.compute);
     spread(u.copy, t.start_ns, t.bucket_ns, d.copy);
     spread(u.all, t.start_ns, t.bucket_ns, d.busy);
-    for (size_t i = kDropWindow; i < t.buckets; ++i) {
-      const double med = median_of(std::vector<double>(d.busy.begin() + static_cast<std::ptrdiff_t>(i - kDropWindow),
-                                                       d.busy.begin() + static_cast<std::ptrdiff_t>(i)));
-      if (med < kDropMinMedian || d.busy[i] >= kDropFraction * med) continue;
-      size_t j = i;
-      double lowest = 1;
-      while (j < t.buckets && d.busy[j] < kDropFraction * med) lowest = std::min(lowest, d.busy[j++]);
-      if (j == t.buckets) break;  // never busy again: the end of the work, not a drop
-      d.drops.push_back({i, j - i, med, lowest});
-      i = j;
-    }
+    d.drops = find_drops(d.busy);
     t.devices.push_back(std::move(d));
   }
   return t;

@@ -101,7 +101,8 @@ bool natural_less(const std::string& a, const std::string& b) {
   return a.size() - i < b.size() - j || (a.size() - i == b.size() - j && a < b);
 }
 
-// The fields of one line: '|' separated (parsable2 has no quoting) or RFC 4180 CSV.
+}  // namespace
+
 bool split_csv(std::string_view line, std::vector<std::string>* out, std::string* why) {
   out->clear();
   std::string cell;
@@ -132,6 +133,8 @@ bool split_csv(std::string_view line, std::vector<std::string>* out, std::string
     ++i;  // the comma
   }
 }
+
+namespace {
 
 enum Column { kId, kName, kUser, kPartition, kSubmit, kStart, kEnd, kState, kNodes, kTres, kColumns };
 

@@ -9,8 +9,10 @@
 
 #include "gantt/colors.h"
 #include "gantt/jobs.h"
+#include "gantt/jobs_metrics.h"
 #include "gantt/lod.h"
 #include "gantt/text.h"
+#include "jobs_strips.h"
 
 namespace gantt::jobs {
 namespace {
@@ -71,6 +73,13 @@ std::string job_tooltip(const JobSet& set, const Job& j) {
   for (size_t i = 0; i < j.captures.size() && i < 8; ++i) t += "\ncapture " + j.captures[i];
   if (j.captures.size() > 8) t += "\n... " + std::to_string(j.captures.size() - 8) + " more captures";
   return t;
+}
+
+std::string interval_link(float x0, float x1, float top, float bottom) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "#svgView(viewBox(%.0f,%.0f,%.0f,%.0f))", std::floor(x0) - 20, std::floor(top) - 30,
+                std::ceil(x1 - x0) + 40, std::ceil(bottom - top) + 60);
+  return buf;
 }
 
 }  // namespace
@@ -206,13 +215,24 @@ Scene jobs_scene(const JobSet& set, const ChartOptions& options, ChartStats* sta
   const float axis_y = y;
   y += 6;
   const float rows_top = y;
-  const float rows_bottom = rows_top + row_h * static_cast<float>(rows);
+  // --metrics: a strip under each node's row (or its GPUs' rows); without it no room is taken.
+  float strip_h = o.metrics ? std::clamp(row_h * 0.6f, 4.0f, 12.0f) : 0.0f;
+  // Rows and strips together stay under the raster limit above, thinner alike past it.
+  if (const float total = row_h * static_cast<float>(rows) + strip_h * static_cast<float>(set.nodes.size());
+      o.metrics && total > 30000.0f) {
+    row_h *= 30000.0f / total;
+    strip_h *= 30000.0f / total;
+  }
+  const auto row_y = [&](size_t r) {
+    return rows_top + row_h * static_cast<float>(r) + strip_h * static_cast<float>(o.per_gpu ? r / slots_per_node : r);
+  };
+  const float rows_bottom = rows_top + row_h * static_cast<float>(rows) + strip_h * static_cast<float>(set.nodes.size());
   draw_axis(s, f, axis_y, rows_bottom);
 
   // Row bands and labels.
   const size_t label_every = std::max<size_t>(1, static_cast<size_t>(std::ceil(11.0f / row_h)));
   for (size_t r = 0; r < rows; ++r) {
-    const float ry = rows_top + row_h * static_cast<float>(r);
+    const float ry = row_y(r);
     const size_t node = o.per_gpu ? r / slots_per_node : r;
     if ((o.per_gpu ? node : r) % 2 == 0 && (!o.per_gpu || r % slots_per_node == 0))
       s.rect(make_rect(kLeft, ry, f.w, row_h * static_cast<float>(o.per_gpu ? slots_per_node : 1), palette::kLaneBand));
@@ -223,6 +243,10 @@ Scene jobs_scene(const JobSet& set, const ChartOptions& options, ChartStats* sta
                        palette::kText, Anchor::kEnd));
     }
   }
+
+  if (o.metrics)
+    draw_utilisation_strips(s, set, *o.metrics, StripFrame{f.from, f.to, f.x0, f.w, strip_h},
+                            [&](size_t n) { return row_y(o.per_gpu ? (n + 1) * slots_per_node - 1 : n) + row_h; }, &st);
 
   // Idle rows while a job could have run there: a pale orange band over each idle stretch,
   // the chances less than a pixel apart joined (a busy cluster has thousands of them).
@@ -245,7 +269,7 @@ Scene jobs_scene(const JobSet& set, const ChartOptions& options, ChartStats* sta
         for (size_t k = m; k < joined.size() && joined[k].from_s < b; ++k) {
           const int64_t lo = std::max(a, joined[k].from_s), hi = std::min(b, joined[k].to_s);
           const float x0 = f.x(lo), x1 = f.x(hi);
-          if (x1 - x0 >= 2) s.rect(make_rect(x0, rows_top + row_h * static_cast<float>(r), x1 - x0, row_h, kMissed));
+          if (x1 - x0 >= 2) s.rect(make_rect(x0, row_y(r), x1 - x0, row_h, kMissed));
         }
       };
       for (const auto& [a, b] : iv) {
@@ -282,9 +306,9 @@ Scene jobs_scene(const JobSet& set, const ChartOptions& options, ChartStats* sta
       if (u.to_s > f.from && u.from_s < f.to) {
         if (o.per_gpu) {
           const size_t row = size_t{u.node} * slots_per_node + u.slot;
-          bars.push_back({u.job, row, rows_top + row_h * static_cast<float>(row) + 0.5f, std::max(row_h - 1, 1.0f), u.from_s, u.to_s});
+          bars.push_back({u.job, row, row_y(row) + 0.5f, std::max(row_h - 1, 1.0f), u.from_s, u.to_s});
         } else {
-          bars.push_back({u.job, u.node, rows_top + row_h * static_cast<float>(u.node) + slot_h * static_cast<float>(u.slot),
+          bars.push_back({u.job, u.node, row_y(u.node) + slot_h * static_cast<float>(u.slot),
                           std::max(slot_h * static_cast<float>(e - i) - (row_h >= 6 ? 0.5f : 0.0f), 0.5f), u.from_s, u.to_s});
         }
       }
@@ -296,7 +320,7 @@ Scene jobs_scene(const JobSet& set, const ChartOptions& options, ChartStats* sta
         const Job& j = set.jobs[ji];
         if (!j.started() || j.gpus != 0 || set.end_of(j) <= f.from || j.start_s >= f.to) continue;
         for (uint32_t n : j.nodes)
-          bars.push_back({ji, n, rows_top + row_h * static_cast<float>(n), row_h, j.start_s, set.end_of(j)});
+          bars.push_back({ji, n, row_y(n), row_h, j.start_s, set.end_of(j)});
       }
   }
   st.bars = bars.size();
@@ -321,14 +345,17 @@ Scene jobs_scene(const JobSet& set, const ChartOptions& options, ChartStats* sta
       r.stroke_width = 0.8f;
     }
     r.tooltip = job_tooltip(set, j);
+    // The bar links to its captures, else to its own interval: SVG's view fragment zooms a
+    // viewer onto the job's span over all rows (SVG 1.1, 17.2.4 "SVG fragment identifiers").
     if (!j.captures.empty()) r.link = j.captures.front();
+    else r.link = interval_link(f.x(std::max(j.start_s, f.from)), f.x(std::min(set.end_of(j), f.to)), rows_top, rows_bottom);
     s.rect(std::move(r));
     ++st.bars_individual;
   }
   // About 100,000 coverage rectangles in all, however many rows.
   const size_t run_budget = std::max<size_t>(50, 100000 / std::max<size_t>(rows, 1));
   for (const auto& [row, cov] : coverage) {
-    const float ry = rows_top + row_h * static_cast<float>(row);
+    const float ry = row_y(row);
     for (const Coverage::Run& run : cov.runs(cov.levels_within(4, run_budget))) {
       Rect r = make_rect(kLeft + static_cast<float>(run.x0), ry + 0.5f, static_cast<float>(run.x1 - run.x0),
                          std::max(row_h - 1, 1.0f), Color{90, 90, 110, static_cast<uint8_t>(60 + 45 * run.level)});
@@ -358,7 +385,7 @@ Scene jobs_scene(const JobSet& set, const ChartOptions& options, ChartStats* sta
     const Job& j = set.jobs[ji];
     const bool long_wait = j.start_s - j.submit_s >= o.wait_threshold_s;
     const size_t row = o.per_gpu ? size_t{j.nodes.front()} * slots_per_node : j.nodes.front();
-    const float ym = rows_top + row_h * (static_cast<float>(row) + 0.5f);
+    const float ym = row_y(row) + row_h * 0.5f;
     const float x0 = f.x(std::max(j.submit_s, f.from)), x1 = f.x(std::min(j.start_s, f.to));
     s.line(long_wait ? make_line(x0, ym, x1, ym, kWait, 1, true) : make_line(x0, ym, x1, ym, palette::kMuted, 0.6f));
     if (!long_wait || labels >= 40 || row_h < 6) continue;
@@ -385,7 +412,7 @@ Scene jobs_scene(const JobSet& set, const ChartOptions& options, ChartStats* sta
     for (size_t i = 0; i < hot.size() && i < 5; ++i) {
       const uint32_t n = index[hot[i]->node];
       const size_t row = o.per_gpu ? size_t{n} * slots_per_node : n;
-      Text t = make_text(kLeft + f.w + 6, rows_top + row_h * static_cast<float>(row) + std::min(row_h, 11.0f) - 1.5f,
+      Text t = make_text(kLeft + f.w + 6, row_y(row) + std::min(row_h, 11.0f) - 1.5f,
                          std::to_string(hot[i]->short_jobs) + " jobs < " + format_span(o.short_s), 9, palette::kMissedOverlap);
       t.tooltip = hot[i]->node + ": " + std::to_string(hot[i]->short_jobs) + " of its " + std::to_string(hot[i]->jobs) +
                   " jobs ran shorter than " + format_span(o.short_s) + ": many short jobs fragment a node";
@@ -399,7 +426,7 @@ Scene jobs_scene(const JobSet& set, const ChartOptions& options, ChartStats* sta
     for (size_t i = 0; i < p.nodes.size(); ++i) {
       const size_t row = o.per_gpu ? size_t{p.nodes[i]} * slots_per_node : p.nodes[i];
       const float h = o.per_gpu ? row_h * static_cast<float>(std::min(p.gpus_on_node[i], slots_per_node)) : row_h;
-      Rect r = make_rect(f.x(p.start_s), rows_top + row_h * static_cast<float>(row), f.x(p.end_s) - f.x(p.start_s), h,
+      Rect r = make_rect(f.x(p.start_s), row_y(row), f.x(p.end_s) - f.x(p.start_s), h,
                          Color{31, 119, 180, 40});
       r.stroke = kPlacement;
       r.stroke_width = 1.5f;
@@ -409,7 +436,7 @@ Scene jobs_scene(const JobSet& set, const ChartOptions& options, ChartStats* sta
       s.rect(std::move(r));
     }
     const size_t row = o.per_gpu ? size_t{p.nodes.front()} * slots_per_node : p.nodes.front();
-    s.text(make_text(f.x(p.start_s) + 3, rows_top + row_h * static_cast<float>(row) - 2,
+    s.text(make_text(f.x(p.start_s) + 3, row_y(row) - 2,
                      "what-if: could start " + format_wall_time(p.start_s), 10, kPlacement, Anchor::kStart, true));
   }
 
@@ -434,6 +461,14 @@ Scene jobs_scene(const JobSet& set, const ChartOptions& options, ChartStats* sta
                        " or more); orange: idle GPUs while a job that would fit waited "
                        "(by GPU count; partitions and constraints are not in the record); dashed outline: running at the end",
                    9, palette::kMuted));
+  if (o.metrics) {
+    y += 13;
+    s.text(make_text(12, y,
+                     std::string("strips under the rows: ") + metric_name(o.metrics->kind) + " from " +
+                         utf8_clean(o.metrics->source) + ", mean of the node's GPUs (100% = strip height); red: a drop under "
+                         "half the median of the " + std::to_string(analysis::kDropWindow) + " buckets before, while a job ran",
+                     9, palette::kMuted));
+  }
   y += 13;
   std::snprintf(line, sizeof line, "%zu rows%s, %zu bars (%zu drawn, %zu as coverage); times as the record writes them, no zone shift",
                 st.rows, per_gpu_refused ? " (a row per node: a row per GPU would be more than 100,000)" : "", st.bars,

@@ -43,6 +43,10 @@ struct Timeline {
   std::vector<DeviceTimeline> devices;  // by (capture, device)
 };
 
+// The drops (as above) of one series of shares per bucket, 0..1: the timeline's busy share,
+// or a node's GPU utilisation as DCGM sampled it (jobs --metrics).
+std::vector<DeviceTimeline::Drop> find_drops(const std::vector<double>& share);
+
 // A bucket that gives about `target` buckets over `span_ns`: 1, 2 or 5 times a power of ten ns.
 uint64_t auto_bucket_ns(uint64_t span_ns, size_t target = 200);
 
