@@ -3,11 +3,13 @@
 //   node viewer_test.mjs viewer PAGE.html OUT_DIR EXPECT.json   # counts, zoom, pan, search, hover
 //   node viewer_test.mjs hostile PAGE.html OUT_DIR EXPECT.json  # names that try to break out
 //   node viewer_test.mjs smoke PAGE.html OUT_DIR EXPECT.json    # counts, and no error on input
+//   node viewer_test.mjs nvtx PAGE.html OUT_DIR EXPECT.json     # ranges <-> kernels, stats table, flame graph
 // EXPECT.json comes from `gantt-cli dump` (viewer_test.sh). Prints "ok"/"FAIL" lines; exit 1
 // on any failure.
 import fs from 'node:fs';
 import path from 'node:path';
 import puppeteer from 'puppeteer-core';
+import { nvtxChecks } from './viewer_nvtx.mjs';
 
 const [mode, pagePath, outDir, expectPath] = process.argv.slice(2);
 const expect = JSON.parse(fs.readFileSync(expectPath, 'utf8'));
@@ -44,7 +46,7 @@ try {
   const t0 = BigInt(await V(() => gpuhookViewer.window_start_ns));
   const rel = (abs) => Number(BigInt(abs) - t0);
   let sl, si, ev;
-  if (mode !== 'smoke') {
+  if (mode === 'viewer' || mode === 'hostile') {
     const s = expect.sample;
     const found = await V((start) => {
       const V = gpuhookViewer;
@@ -146,6 +148,9 @@ try {
     const ms = await V(() => gpuhookViewer.draw());
     check(ms < 2000, `a frame of the whole window took ${ms.toFixed(1)} ms`);
     await page.screenshot({ path: path.join(outDir, 'viewer.png') });
+  } else if (mode === 'nvtx') {
+    await nvtxChecks(page, V, expect.nvtx, rel, check);
+    await page.screenshot({ path: path.join(outDir, "nvtx.png") });
   } else if (mode === 'smoke') {
     // Whatever the capture (empty, several ranks, other lane groupings): zoom, pan and hover
     // across the chart raise no error.

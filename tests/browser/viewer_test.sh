@@ -2,9 +2,11 @@
 # The HTML page of `gantt-cli render -o x.html` in a real browser: Debian's chromium, driven
 # headless by puppeteer-core (package.json here; scripts/setup.sh installs both). Without them
 # it says what is missing and exits 77, which ctest reports as skipped.
-#   viewer_test.sh GANTT_CLI MAKE_CAPTURE OUT_DIR viewer|hostile|edges
+#   viewer_test.sh GANTT_CLI MAKE_CAPTURE OUT_DIR viewer|hostile|edges|nvtx
 # viewer: a 60,000-kernel capture, every control; hostile: kernel names that try to break out
-# of the page; edges: an empty selection, two ranks, --lanes rank and device.
+# of the page; edges: an empty selection, two ranks, --lanes rank and device; nvtx: nested
+# NVTX ranges on two threads, the range <-> kernel linkage, the stats table, flame graph and
+# memory strip.
 # OUT_DIR keeps the page and the screenshot for people to look at.
 set -u
 cli=$1
@@ -59,6 +61,17 @@ case $mode in
     pagemode=smoke page ranks -- "$work/rank0.gpuh" "$work/rank1.gpuh"
     pagemode=smoke page ranks_by_rank --lanes rank -- "$work/rank0.gpuh" "$work/rank1.gpuh" --lanes rank
     pagemode=smoke page by_device --lanes device -- "$work/rank0.gpuh" "$work/rank1.gpuh" --lanes device ;;
-  *) echo "usage: viewer_test.sh GANTT_CLI MAKE_CAPTURE OUT_DIR viewer|hostile|edges"; exit 2 ;;
+  nvtx)
+    "$make_capture" nvtx "$work/app.gpuh" 4 || exit 2
+    "$cli" dump "$work/app.gpuh" > "$work/app.dump" || exit 2
+    "$cli" render "$work/app.gpuh" --memory-strip -o "$out/nvtx.html" 2>"$work/render.err" || { echo "FAIL render: $(cat "$work/render.err")"; exit 1; }
+    # The second "forward" range is the one selected; its step is the measured span.
+    python3 "$here/expect_from_dump.py" "$work/app.dump" > "$work/counts.json" || exit 2
+    python3 "$here/expect_nvtx.py" "$work/app.dump" forward 1 > "$work/nvtx.json" || exit 2
+    python3 -c 'import json, sys; e = json.load(open(sys.argv[1])); e["nvtx"] = json.load(open(sys.argv[2])); print(json.dumps(e))' \
+      "$work/counts.json" "$work/nvtx.json" > "$work/expect.json" || exit 2
+    echo "-- nvtx"
+    node "$here/viewer_test.mjs" nvtx "$out/nvtx.html" "$out" "$work/expect.json" || fails=$((fails + 1)) ;;
+  *) echo "usage: viewer_test.sh GANTT_CLI MAKE_CAPTURE OUT_DIR viewer|hostile|edges|nvtx"; exit 2 ;;
 esac
 exit $((fails > 0))

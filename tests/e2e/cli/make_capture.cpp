@@ -2,6 +2,8 @@
 //   make_capture steps OUT SEED SCALE [ITER]  ITER NVTX "step" ranges of kernels A, B and a
 //                                              copy; exec times with 3% noise from SEED; A
 //                                              scaled by SCALE
+//   make_capture nvtx OUT ITER                ITER steps of nested NVTX ranges (step > forward >
+//                                              layerN > kernels; a loader thread's copies)
 //   make_capture metrics OUT                  kernels and NVML samples with a power cap
 //   make_capture hostile OUT                  names with quotes, controls, invalid UTF-8
 //   make_capture hostile_device OUT           a device record and launch shapes no GPU has
@@ -57,20 +59,20 @@ struct Out {
     d.mutable_device()->set_warp_size(32);
     w->write(d);
   }
-  void range(v1::RangeType t, const std::string& name, uint64_t at) {
+  void range(v1::RangeType t, const std::string& name, uint64_t at, uint64_t tid = 100) {
     v1::Record r;
     r.mutable_range()->set_type(t);
     if (!name.empty()) r.mutable_range()->set_name_id(w->intern(name));
-    r.mutable_range()->set_thread_id(100);
+    r.mutable_range()->set_thread_id(tid);
     r.mutable_range()->set_time_ns(static_cast<int64_t>(at));
     w->write(r);
   }
-  void api(const std::string& name, uint64_t s, uint64_t e, uint32_t corr) {
+  void api(const std::string& name, uint64_t s, uint64_t e, uint32_t corr, uint64_t tid = 100) {
     v1::Record r;
     auto* a = r.mutable_api();
     a->set_domain(v1::API_DOMAIN_RUNTIME);
     a->set_name_id(w->intern(name));
-    a->set_thread_id(100);
+    a->set_thread_id(tid);
     a->set_start_ns(static_cast<int64_t>(s));
     a->set_end_ns(static_cast<int64_t>(e));
     a->set_correlation_id(corr);
@@ -105,6 +107,16 @@ struct Out {
     m->set_start_ns(static_cast<int64_t>(s));
     m->set_end_ns(static_cast<int64_t>(e));
     m->set_async(true);
+    w->write(r);
+  }
+  void memory(v1::MemoryOp op, uint64_t address, uint64_t bytes, uint64_t t) {
+    v1::Record r;
+    auto* m = r.mutable_memory();
+    m->set_op(op);
+    m->set_address(address);
+    m->set_bytes(bytes);
+    m->set_time_ns(static_cast<int64_t>(t));
+    m->set_memory_kind(v1::MEMORY_DEVICE);
     w->write(r);
   }
   void sample(uint64_t t, v1::GpuMetric metric, uint64_t value) {
@@ -242,6 +254,53 @@ void hostile_device(const std::string& path) {
   o.close();
 }
 
+// NVTX ranges nested three deep, as a training loop marks them: per iteration "step" >
+// "forward" > "layer0".."layer2" (a gemm and a relu each) and "step" > "backward" (a gemm per
+// layer), on thread 100; thread 101 loads data in "load" ranges (a copy each), overlapping.
+// Each forward layer allocates its activations (1, 2, 3 MiB), backward frees them, and a
+// 64 MiB weight buffer stays for the whole run: memory in use rises and falls per step.
+// The HTML page's range <-> kernel linkage and memory strip are checked on it (tests/browser).
+void nvtx(const std::string& path, int iterations) {
+  Out o(path);
+  uint64_t t = 2'000'000;
+  uint32_t corr = 1;
+  o.memory(v1::MEMORY_OP_ALLOC, 0x7f0000000000, 64ull << 20, t - 1000);
+  const auto launch = [&](const std::string& kernel, uint64_t exec_ns, uint32_t stream) {
+    o.api("cudaLaunchKernel", t, t + 200, corr);
+    o.kernel(kernel, stream, corr, t + 100, t + 400, t + 400 + exec_ns);
+    ++corr;
+    t += exec_ns + 600;
+  };
+  for (int i = 0; i < iterations; ++i) {
+    const uint64_t step_at = t;
+    o.range(v1::RANGE_PUSH, "step", t);
+    o.range(v1::RANGE_PUSH, "forward", t += 100);
+    for (int l = 0; l < 3; ++l) {
+      o.range(v1::RANGE_PUSH, "layer" + std::to_string(l), t += 100);
+      o.memory(v1::MEMORY_OP_ALLOC, 0x7f1000000000 + (static_cast<uint64_t>(l) << 24), static_cast<uint64_t>(l + 1) << 20, t);
+      launch("gemm_fwd", 4000 + 1000 * l, 7);
+      launch("relu", 800, 7);
+      o.range(v1::RANGE_POP, "", t += 50);
+    }
+    o.range(v1::RANGE_POP, "", t += 50);
+    o.range(v1::RANGE_PUSH, "backward", t += 100);
+    for (int l = 0; l < 3; ++l) {
+      launch("gemm_bwd", 6000, 7);
+      o.memory(v1::MEMORY_OP_FREE, 0x7f1000000000 + (static_cast<uint64_t>(2 - l) << 24), 0, t);
+    }
+    o.range(v1::RANGE_POP, "", t += 50);
+    o.range(v1::RANGE_POP, "", t += 50);
+    // The loader thread: a range and a copy inside the step's time, on its own thread.
+    o.range(v1::RANGE_PUSH, "load", step_at + 500, 101);
+    o.api("cudaMemcpyAsync", step_at + 600, step_at + 800, corr, 101);
+    o.copy(8, corr, step_at + 900, step_at + 3900, 1 << 20);
+    ++corr;
+    o.range(v1::RANGE_POP, "", step_at + 4000, 101);
+    t += 2000;
+  }
+  o.close();
+}
+
 // Names that close a <script> element, open a comment or an element, or end a JavaScript
 // line: the HTML page must show each as text (tests/browser).
 void script_names(const std::string& path) {
@@ -268,6 +327,8 @@ int main(int argc, char** argv) {
   if (mode == "steps" && argc >= 5) {
     steps(argv[2], static_cast<uint32_t>(std::strtoul(argv[3], nullptr, 10)), std::strtod(argv[4], nullptr),
           argc > 5 ? std::atoi(argv[5]) : 20);
+  } else if (mode == "nvtx" && argc == 4) {
+    nvtx(argv[2], std::atoi(argv[3]));
   } else if (mode == "metrics" && argc == 3) {
     metrics(argv[2]);
   } else if (mode == "hostile" && argc == 3) {
@@ -305,7 +366,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   } else {
-    std::fprintf(stderr, "usage: make_capture steps OUT SEED SCALE [ITER] | hostile OUT | hostile_device OUT | script_names OUT | synth OUT KERNELS SEED\n");
+    std::fprintf(stderr, "usage: make_capture steps OUT SEED SCALE [ITER] | nvtx OUT ITER | hostile OUT | hostile_device OUT | script_names OUT | synth OUT KERNELS SEED\n");
     return 2;
   }
   return 0;

@@ -124,3 +124,64 @@ TEST(Html, EventsArePackedNotOneObjectEach) {
   };
   EXPECT_EQ(objects(small), objects(big));
 }
+
+namespace {
+
+// Kernels launched inside "step" > a range named to break out of the page, on thread 5.
+gantt::Model nested_ranges() {
+  using namespace gantt_test;
+  gantt::Model m;
+  gantt::ModelBuilder b(m);
+  b.begin_capture("html");
+  b.add(header());
+  b.add(a100());
+  b.add(string_def(1, "cudaLaunchKernel"));
+  b.add(string_def(2, "gemm"));
+  b.add(string_def(3, "step"));
+  b.add(string_def(4, "</script><b>"));
+  b.add(range(v1::RANGE_PUSH, 3, 5, 900'000));
+  b.add(range(v1::RANGE_PUSH, 4, 5, 950'000));
+  for (uint32_t k = 0; k < 4; ++k) {
+    const uint64_t t = 1'000'000 + uint64_t(k) * 1000;
+    b.add(api(1, 5, t, t + 100, k + 1));
+    b.add(kernel(2, 10, k + 1, t + 200, t + 300, t + 400, t + 900));
+  }
+  b.add(range(v1::RANGE_POP, 0, 5, 1'100'000));
+  b.add(range(v1::RANGE_POP, 0, 5, 1'200'000));
+  b.end_capture({});
+  return m;
+}
+
+}  // namespace
+
+TEST(Html, RangesGoOnTheirThreadsLaneWithTheirNamesEscaped) {
+  const gantt::Model m = nested_ranges();
+  gantt::HtmlStats st;
+  const std::string data = gantt::html::data_json(m, gantt::select_events(m, {}), gantt::RenderOptions{}, &st);
+  EXPECT_EQ(st.ranges, 2u);
+  EXPECT_NE(data.find("\"host_lanes\":[\"tid 5\"]"), std::string::npos);
+  EXPECT_NE(data.find("\"ranges\":{\"n\":2,"), std::string::npos);
+  EXPECT_NE(data.find("\"names\":[\"step\",\"\\u003c/script\\u003e\\u003cb\\u003e\"]"), std::string::npos);
+  EXPECT_EQ(data.find('<'), std::string::npos);
+}
+
+TEST(Html, EventsCarryTheirRangeOnlyWhereThePageHasRanges) {
+  const gantt::Model m = nested_ranges();
+  gantt::RenderOptions no_host;
+  no_host.host_lanes = false;
+  gantt::HtmlStats with, without;
+  const std::string a = gantt::html::data_json(m, gantt::select_events(m, {}), gantt::RenderOptions{}, &with);
+  const std::string b = gantt::html::data_json(m, gantt::select_events(m, {}), no_host, &without);
+  EXPECT_EQ(without.ranges, 0u);
+  EXPECT_NE(b.find("\"ranges\":{\"n\":0,"), std::string::npos);
+  // The events' run: one more varint each with ranges (the first event's range delta is
+  // zigzag(+2) = 4: the inner range, page index 1, + 1; the others' 0). Four events, 4 bytes
+  // more before base64.
+  const auto events_b64 = [](const std::string& d) {
+    const size_t at = d.find("\"events\":\"") + 10;
+    return d.substr(at, d.find('"', at) - at);
+  };
+  const size_t ea = events_b64(a).size(), eb = events_b64(b).size();
+  EXPECT_GE(ea, eb + 4);
+  EXPECT_LE(ea, eb + 8);
+}

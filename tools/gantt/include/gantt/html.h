@@ -6,7 +6,10 @@
 // chart uses (lane_key, lane_label, exec_color, analysis::utilisation_timeline, annotate).
 // What the page gets is data, packed so that a million events stay a few tens of MB:
 // - per lane, the events sorted by start as one base64 run of LEB128 varints (start deltas,
-//   duration, overlap row, name, the other stages as offsets from the start, the host call);
+//   duration, overlap row, name, the other stages as offsets from the start, the host call,
+//   and where the page has NVTX ranges, the innermost range the launch was made in);
+// - the NVTX ranges of the host threads, one varint run (lane, start, end, depth, parent);
+// - with --memory-strip, per device the memory in use as a step function (analysis::memory_report);
 // - a string table of names (display names, colours, kinds) the events point into;
 // - a level-of-detail pyramid per lane (exec coverage per time bucket, finest level first,
 //   each coarser level half as many buckets) and per device (compute and copy share), so that
@@ -33,6 +36,8 @@ struct HtmlStats {
   uint64_t events_untimed = 0;   // selected, but start or end unknown: not on a lane
   uint64_t syncs = 0;            // synchronisations: host waits, not lane work (as build_scene)
   uint64_t annotations = 0;
+  uint64_t ranges = 0;           // NVTX ranges on the host thread lanes
+  uint64_t ranges_left_out = 0;  // past the page's limit on ranges
   uint64_t data_bytes = 0;       // the data block's size
 };
 

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <map>
 
+#include "gantt/analysis/memory.h"
+#include "gantt/analysis/table.h"
 #include "gantt/analysis/timeline.h"
 #include "gantt/analysis/waits.h"
 #include "gantt/annotate.h"
@@ -111,6 +113,8 @@ class DataWriter {
   void write_sections();
   void write_lanes();
   void write_annotations();
+  void pick_ranges();
+  void write_ranges();
   uint32_t label_of(uint32_t e);
   uint32_t call_of(uint32_t e);
   int64_t rel(uint64_t t) const { return static_cast<int64_t>(t - t0_); }
@@ -131,7 +135,16 @@ class DataWriter {
   std::map<std::pair<uint32_t, uint32_t>, uint32_t> call_ids_;
   std::vector<uint32_t> call_api_{kNone};  // an API row with the call; [0] = none
   std::vector<uint32_t> lane_of_, index_of_;  // event -> lane and its place in it, kNone where not on one
+  // NVTX ranges on the host thread lanes: the ranges in page order (start, then depth, so a
+  // parent comes before its children) and each range's place in it (kNone: not on the page).
+  std::vector<uint32_t> page_ranges_;
+  std::vector<uint32_t> range_index_;
 };
+
+// Ranges the page carries: every depth (the page nests them all, and a kernel's range path
+// needs its innermost range), up to this many; past it, the earliest, and events launched in
+// a range left out have no range on the page.
+constexpr size_t kMaxPageRanges = 200000;
 
 uint32_t DataWriter::label_of(uint32_t e) {
   const auto key = std::make_tuple(m_.events.name[e], m_.events.kind[e], m_.events.copy_kind[e]);
@@ -217,6 +230,11 @@ void DataWriter::write_sections() {
   const uint64_t bucket_ns = std::max<uint64_t>((span + buckets - 1) / buckets, 1);
   analysis::Timeline tl;
   if (!lanes_.empty()) tl = analysis::utilisation_timeline(m_, sel_, bucket_ns);
+  // --memory-strip: memory in use per device, the step function of analysis::memory_report
+  // (all classes together; the PNG chart splits them by class or category).
+  std::map<std::pair<uint16_t, uint32_t>, analysis::DeviceMemory> memory;
+  if (o_.memory_strip && !lanes_.empty())
+    for (analysis::DeviceMemory& d : analysis::memory_report(m_)) memory.emplace(std::make_pair(d.capture, d.device), std::move(d));
   j_ += ",\"util_buckets\":" + std::to_string(buckets) + ",\"util_bucket_ns\":" + std::to_string(bucket_ns);
   j_ += ",\"sections\":[";
   for (size_t i = 0; i < sections_.size(); ++i) {
@@ -244,6 +262,23 @@ void DataWriter::write_sections() {
       append_script_string(j_, "busy: compute " + std::to_string(std::lround(100 * compute_ns * scale)) + "%, copy " +
                                    std::to_string(std::lround(100 * copy_ns * scale)) + "%");
     }
+    if (auto mem = memory.find({s.capture, s.device}); s.device != kNone && mem != memory.end()) {
+      // One varint run: per change, its time as a delta from the one before (zigzag, ns from
+      // the window's start), then the bytes in use after it (viewer_draw.js drawMemory).
+      const analysis::DeviceMemory& d = mem->second;
+      std::string packed;
+      int64_t prev = 0;
+      for (size_t i = 0; i < d.t.size(); ++i) {
+        const int64_t t = rel(d.t[i]);
+        append_varint(packed, zigzag(t - prev));
+        prev = t;
+        append_varint(packed, d.total(i));
+      }
+      j_ += ",\"memory\":{\"n\":" + std::to_string(d.t.size()) + ",\"peak_bytes\":" + std::to_string(d.peak_bytes) +
+            ",\"peak_ns\":" + std::to_string(rel(d.peak_ns)) + ",\"steps\":\"" + base64(packed) + "\",\"label\":";
+      append_script_string(j_, "memory: peak " + analysis::bytes_text(d.peak_bytes));
+      j_ += '}';
+    }
     j_ += '}';
   }
   j_ += ']';
@@ -267,7 +302,7 @@ void DataWriter::write_lanes() {
     const size_t buckets = lod_buckets(lane.events.size());
     Coverage cov(static_cast<int>(buckets));
     const double per_ns = static_cast<double>(buckets) / static_cast<double>(span);
-    int64_t prev = 0;
+    int64_t prev = 0, prev_range = 0;
     const EventTable& ev = m_.events;
     for (size_t k = 0; k < lane.events.size(); ++k) {
       const uint32_t e = lane.events[k];
@@ -285,6 +320,15 @@ void DataWriter::write_lanes() {
         const uint32_t a = ev.api[e];
         append_varint(packed, m_.api.end_ns[a] > m_.api.start_ns[a] ? m_.api.end_ns[a] - m_.api.start_ns[a] : 0);
       }
+      // Only where the page has ranges: a capture without NVTX pays nothing for them. As a
+      // delta from the event before's (zigzag): neighbours on a lane mostly share a range or
+      // come from the next one, a byte where the index itself takes up to three.
+      if (!page_ranges_.empty()) {
+        const uint32_t r = ev.range[e];
+        const int64_t range = r < range_index_.size() && range_index_[r] != kNone ? int64_t{range_index_[r]} + 1 : 0;
+        append_varint(packed, zigzag(range - prev_range));
+        prev_range = range;
+      }
       cov.add(static_cast<double>(start) * per_ns, static_cast<double>(rel(ev.end_ns[e])) * per_ns);
     }
     j_ += ",\"events\":\"" + base64(packed) + "\"";
@@ -293,6 +337,73 @@ void DataWriter::write_lanes() {
     j_ += ",\"lod_buckets\":" + std::to_string(buckets) + ",\"lod\":\"" + base64(lod_levels(finest, kMinBuckets)) + "\"}";
   }
   j_ += ']';
+}
+
+void DataWriter::pick_ranges() {
+  range_index_.assign(m_.ranges.size(), kNone);
+  if (!o_.host_lanes) return;
+  for (uint32_t r = 0; r < m_.ranges.size(); ++r) {
+    const uint64_t b = m_.ranges.start_ns[r], e = m_.ranges.end_ns[r] ? m_.ranges.end_ns[r] : t1_;
+    if (b && b <= t1_ && e >= t0_ && m_.ranges.thread[r] < m_.threads.size()) page_ranges_.push_back(r);
+  }
+  std::stable_sort(page_ranges_.begin(), page_ranges_.end(), [&](uint32_t a, uint32_t b) {
+    return std::make_pair(m_.ranges.start_ns[a], m_.ranges.depth[a]) < std::make_pair(m_.ranges.start_ns[b], m_.ranges.depth[b]);
+  });
+  if (page_ranges_.size() > kMaxPageRanges) {
+    st_.ranges_left_out = page_ranges_.size() - kMaxPageRanges;
+    page_ranges_.resize(kMaxPageRanges);
+  }
+  for (size_t i = 0; i < page_ranges_.size(); ++i) range_index_[page_ranges_[i]] = static_cast<uint32_t>(i);
+  st_.ranges = page_ranges_.size();
+}
+
+void DataWriter::write_ranges() {
+  // Host thread lanes, (capture, tid) order as build_scene's, each the ranges of one thread.
+  std::map<std::pair<uint16_t, uint64_t>, uint32_t> threads;
+  for (uint32_t r : page_ranges_) {
+    const uint32_t t = m_.ranges.thread[r];
+    threads.emplace(std::make_pair(m_.threads.capture[t], m_.threads.thread_id[t]), t);
+  }
+  std::map<uint32_t, uint32_t> lane_of_thread;
+  std::vector<int> depth(threads.size(), 0);
+  j_ += ",\"host_lanes\":[";
+  for (const auto& [key, t] : threads) {
+    if (!lane_of_thread.empty()) j_ += ',';
+    const uint32_t lane = static_cast<uint32_t>(lane_of_thread.size());
+    lane_of_thread[t] = lane;
+    std::string label = "tid " + std::to_string(key.second);
+    if (m_.threads.name[t]) label += " " + utf8_clean(m_.string(m_.threads.name[t]));
+    if (m_.captures.size() > 1) label = "#" + std::to_string(key.first) + " " + label;
+    append_script_string(j_, label);
+  }
+  // The ranges: one varint run, fields per range in this order (viewer_host.js decodeRanges):
+  // host lane, start delta (zigzag), end as end - start + 1 (0 = never closed), depth, parent
+  // as page index + 1 (0 = none), name, colour.
+  std::map<uint32_t, uint32_t> name_ids, colour_ids;
+  std::string names = "[", colours = "[", packed;
+  int64_t prev = 0;
+  for (uint32_t r : page_ranges_) {
+    const RangeTable& R = m_.ranges;
+    append_varint(packed, lane_of_thread[R.thread[r]]);
+    const int64_t start = rel(R.start_ns[r]);
+    append_varint(packed, zigzag(start - prev));
+    prev = start;
+    append_varint(packed, R.end_ns[r] >= R.start_ns[r] ? R.end_ns[r] - R.start_ns[r] + 1 : 0);
+    append_varint(packed, R.depth[r]);
+    const uint32_t parent = R.parent[r] < range_index_.size() ? range_index_[R.parent[r]] : kNone;
+    append_varint(packed, parent == kNone ? 0 : uint64_t{parent} + 1);
+    auto [n, new_name] = name_ids.emplace(R.name[r], static_cast<uint32_t>(name_ids.size()));
+    if (new_name) {
+      if (n->second) names += ',';
+      append_script_string(names, utf8_clean(m_.string(R.name[r])));
+    }
+    append_varint(packed, n->second);
+    auto [c, new_colour] = colour_ids.emplace(R.color[r], static_cast<uint32_t>(colour_ids.size()));
+    if (new_colour) colours += std::string(c->second ? "," : "") + "\"" + hex(range_color(R.color[r])) + "\"";
+    append_varint(packed, c->second);
+  }
+  j_ += "],\"ranges\":{\"n\":" + std::to_string(page_ranges_.size()) + ",\"packed\":\"" + base64(packed) +
+        "\",\"names\":" + names + "],\"colours\":" + colours + "],\"left_out\":" + std::to_string(st_.ranges_left_out) + "}";
 }
 
 void DataWriter::write_strings() {
@@ -382,6 +493,7 @@ std::string DataWriter::build() {
   t0_ = sel_.window_start_ns;
   t1_ = std::max(sel_.window_end_ns, t0_ + 1);
   bucket_lanes();
+  pick_ranges();
   const uint64_t origin = sel_.origin_ns ? sel_.origin_ns : m_.first_ns();
   j_ = "{\"format\":1,\"title\":";
   append_script_string(j_, detail::title_of(m_));
@@ -410,6 +522,7 @@ std::string DataWriter::build() {
   write_sections();
   write_lanes();
   write_strings();
+  write_ranges();
   write_annotations();
   j_ += '}';
   st_.data_bytes = j_.size();

@@ -1,6 +1,7 @@
 // The HTML back end: the viewer's template (src/render/html/, compiled in by
-// cmake/embed_text.cmake) with its style, its scripts (viewer_data.js, then viewer.js, in one
-// element) and the data block put in place.
+// cmake/embed_text.cmake) with its style, its scripts (viewer_data.js, viewer_draw.js,
+// viewer_host.js, viewer_panels.js, viewer_hook.js, then viewer.js, in one element) and the
+// data block put in place.
 #include <stdexcept>
 #include <string>
 
@@ -10,6 +11,10 @@ namespace gantt::html::assets {
 extern const char kViewerHtml[];
 extern const char kViewerCss[];
 extern const char kViewerDataJs[];
+extern const char kViewerDrawJs[];
+extern const char kViewerHostJs[];
+extern const char kViewerPanelsJs[];
+extern const char kViewerHookJs[];
 extern const char kViewerJs[];
 }  // namespace gantt::html::assets
 
@@ -30,6 +35,10 @@ std::string page(std::string_view data_json) {
   // can be taken for one (and the data is escaped so it has no '<' at all).
   put(out, "/*@VIEWER_CSS@*/", assets::kViewerCss);
   put(out, "/*@VIEWER_DATA_JS@*/", assets::kViewerDataJs);
+  put(out, "/*@VIEWER_DRAW_JS@*/", assets::kViewerDrawJs);
+  put(out, "/*@VIEWER_HOST_JS@*/", assets::kViewerHostJs);
+  put(out, "/*@VIEWER_PANELS_JS@*/", assets::kViewerPanelsJs);
+  put(out, "/*@VIEWER_HOOK_JS@*/", assets::kViewerHookJs);
   put(out, "/*@VIEWER_JS@*/", assets::kViewerJs);
   put(out, "/*@VIEWER_DATA@*/", data_json);
   return out;

@@ -24,8 +24,10 @@ const viewerData = (function () {
   }
   // The fields of one event, in the order html_data.cpp writes them: start delta (zigzag),
   // duration, overlap row, label, queued/submitted/launch as zigzag(start - t) + 1 (0 = unknown),
-  // host call (0 = none) and, with one, its duration.
-  function decodeEvents(packed, n) {
+  // host call (0 = none) and, with one, its duration; where the page has NVTX ranges, the
+  // innermost one the launch was made in (page index + 1, 0 = none), as a zigzag delta from
+  // the event before's.
+  function decodeEvents(packed, n, hasRanges) {
     const b = b64bytes(packed);
     let p = 0;
     function rd() {
@@ -38,8 +40,9 @@ const viewerData = (function () {
       start: new Float64Array(n), end: new Float64Array(n), runEnd: new Float64Array(n),
       queued: new Float64Array(n), submitted: new Float64Array(n), launch: new Float64Array(n),
       row: new Uint8Array(n), label: new Uint32Array(n), call: new Uint32Array(n), callNs: new Float64Array(n),
+      range: hasRanges ? new Uint32Array(n) : null,
     };
-    let t = 0, maxEnd = -Infinity;
+    let t = 0, maxEnd = -Infinity, range = 0;
     for (let i = 0; i < n; i++) {
       t += unzig(rd());
       ev.start[i] = t;
@@ -55,8 +58,26 @@ const viewerData = (function () {
       const c = rd();
       ev.call[i] = c;
       ev.callNs[i] = c ? rd() : NaN;
+      if (hasRanges) ev.range[i] = (range += unzig(rd()));
     }
     return ev;
+  }
+  // A device's memory in use (html_data.cpp): per change, time delta (zigzag) and bytes after
+  // it. `at(t)`: the bytes in use at t (0 before the first change).
+  function decodeMemory(m) {
+    const b = b64bytes(m.steps);
+    let p = 0;
+    const rd = () => { let v = 0, mul = 1, c; do { c = b[p++]; v += (c & 127) * mul; mul *= 128; } while (c & 128); return v; };
+    const t = new Float64Array(m.n), bytes = new Float64Array(m.n);
+    let at = 0;
+    for (let i = 0; i < m.n; i++) {
+      const z = rd();
+      at += z % 2 === 1 ? -(z + 1) / 2 : z / 2;
+      t[i] = at;
+      bytes[i] = rd();
+    }
+    return { n: m.n, t, bytes, peak: m.peak_bytes, label: m.label,
+             at: (x) => { const i = upper(t, x, 0, m.n) - 1; return i < 0 ? 0 : bytes[i]; } };
   }
   // First index whose value is > x (arr ascending).
   function upper(arr, x, lo, hi) {
@@ -98,5 +119,5 @@ const viewerData = (function () {
     return (d >= 0 ? '+' : '') + (d / unit).toFixed(decimals) + ' ' + name;
   }
 
-  return { b64bytes, pyramid, decodeEvents, upper, inView, addSpan, fmtDuration, fmtTime };
+  return { b64bytes, pyramid, decodeEvents, decodeMemory, upper, inView, addSpan, fmtDuration, fmtTime };
 })();
