@@ -49,6 +49,7 @@ std::atomic<int> g_state{kIdle};
 const Config* g_config = nullptr;
 std::atomic<Writer*> g_writer{nullptr};
 std::atomic<NvmlSampler*> g_nvml{nullptr};  // GPUHOOK_NVML_HZ; started with CUDA
+std::atomic<NvmlSampler*> g_nvml_stopped{nullptr};  // the stopped sampler (stop_nvml)
 Writer* g_parent_writer = nullptr;  // in a fork child: the parent's, never used again
 std::atomic<bool> g_cuda_started{false};
 // The process the running writer belongs to: a vfork child shares this memory but not the pid.
@@ -176,9 +177,12 @@ bool preloaded() {
 // Stops the NVML sampler once (the exit handler and stop_all both ask). Nothing here
 // allocates: it runs in signal handlers too.
 void stop_nvml() {
-  if (NvmlSampler* s = g_nvml.exchange(nullptr, std::memory_order_acq_rel); s != nullptr && !s->stop(100)) {
-    RawLine() << "the NVML sampler did not stop within 100 ms";
-  }
+  NvmlSampler* s = g_nvml.exchange(nullptr, std::memory_order_acq_rel);
+  if (s == nullptr) return;
+  // Kept, not deleted (no free in a signal handler, and a sampler that did not stop may still
+  // run): held here for the process's life, LeakSanitizer sees it as reachable.
+  g_nvml_stopped.store(s, std::memory_order_release);
+  if (!s->stop(100)) RawLine() << "the NVML sampler did not stop within 100 ms";
 }
 
 // Ends recording and finishes the file. Runs in signal handlers: nothing here allocates.
