@@ -204,9 +204,25 @@ bool memory_use_on() { return g_start_ns.load(std::memory_order_relaxed) != 0; }
 
 void set_pending_launch(const void* kernel, void** args) { t_pending = {kernel, args}; }
 
-void note_memory_use(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData& info) {
+// What a call on this thread was given: `collect` adds the addresses to a collector over the
+// thread's filter, and what it kept is written. errno stays the program's (its call is under
+// way); nothing when memory use is off or the thread has no state.
+template <typename Collect>
+void collect_uses(uint32_t correlation_id, Collect collect) {
   const uint64_t start_ns = g_start_ns.load(std::memory_order_relaxed);
-  if (start_ns == 0 || info.callbackSite != CUPTI_API_EXIT || !recorder().enabled.load(std::memory_order_relaxed)) return;
+  if (start_ns == 0 || !recorder().enabled.load(std::memory_order_relaxed)) return;
+  ThreadUses* t = thread_uses();
+  if (t == nullptr) return;
+  const int saved_errno = errno;
+  const uint64_t now = now_ns();
+  UseCollector uses(t->filter, now, use_pause_ns(now > start_ns ? now - start_ns : 0));
+  collect(uses, *t);
+  uses.write(correlation_id, this_thread_id());
+  errno = saved_errno;
+}
+
+void note_memory_use(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData& info) {
+  if (info.callbackSite != CUPTI_API_EXIT) return;
   const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
   // A call that failed used nothing.
   if (info.functionReturnValue == nullptr) return;
@@ -214,91 +230,82 @@ void note_memory_use(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const C
               : *static_cast<const CUresult*>(info.functionReturnValue) != CUDA_SUCCESS) {
     return;
   }
-  ThreadUses* t = thread_uses();
-  if (t == nullptr) return;
-  const int saved_errno = errno;  // the program's call is under way: it sees its own errno
-  const uint64_t now = now_ns();
-  UseCollector uses(t->filter, now, use_pause_ns(now > start_ns ? now - start_ns : 0));
-  const void* p = info.functionParams;
-  auto kernel = [&](const void* function, void** args, bool driver) {
-    if (function == nullptr || args == nullptr) return;
-    uses.add_kernel_args(layout_of(driver ? t->driver_layouts : t->runtime_layouts, function, driver), args);
-  };
-  if (runtime) {
-    switch (cbid) {
-      case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000:
-      case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000:
-        // No parameter struct: what memory_use_hooks.cpp left for this call, if it saw it.
-        kernel(t_pending.kernel, t_pending.args, false);
-        t_pending = {};
-        break;
-      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
-      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:  // the same members
-        if (p) kernel(static_cast<const cudaLaunchKernel_v7000_params*>(p)->func,
-                      static_cast<const cudaLaunchKernel_v7000_params*>(p)->args, false);
-        break;
-      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
-      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060:
-        if (p) kernel(static_cast<const cudaLaunchKernelExC_v11060_params*>(p)->func,
-                      static_cast<const cudaLaunchKernelExC_v11060_params*>(p)->args, false);
-        break;
-      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
-      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000:
-        if (p) kernel(static_cast<const cudaLaunchCooperativeKernel_v9000_params*>(p)->func,
-                      static_cast<const cudaLaunchCooperativeKernel_v9000_params*>(p)->args, false);
-        break;
-      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020:
-      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000:
-      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020:
-      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000:  // dst, src first in each
-        if (p) {
-          uses.add(reinterpret_cast<uintptr_t>(static_cast<const cudaMemcpy_v3020_params*>(p)->dst));
-          uses.add(reinterpret_cast<uintptr_t>(static_cast<const cudaMemcpy_v3020_params*>(p)->src));
-        }
-        break;
-      case CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020:
-      case CUPTI_RUNTIME_TRACE_CBID_cudaMemset_ptds_v7000:
-      case CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020:
-      case CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000:  // devPtr first in each
-        if (p) uses.add(reinterpret_cast<uintptr_t>(static_cast<const cudaMemset_v3020_params*>(p)->devPtr));
-        break;
-      default:
-        break;
+  collect_uses(info.correlationId, [&](UseCollector& uses, ThreadUses& thread) {
+    ThreadUses* t = &thread;
+    const void* p = info.functionParams;
+    auto kernel = [&](const void* function, void** args, bool driver) {
+      if (function == nullptr || args == nullptr) return;
+      uses.add_kernel_args(layout_of(driver ? t->driver_layouts : t->runtime_layouts, function, driver), args);
+    };
+    if (runtime) {
+      switch (cbid) {
+        case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000:
+        case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000:
+          // No parameter struct: what memory_use_hooks.cpp left for this call, if it saw it.
+          kernel(t_pending.kernel, t_pending.args, false);
+          t_pending = {};
+          break;
+        case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:  // the same members
+          if (p) kernel(static_cast<const cudaLaunchKernel_v7000_params*>(p)->func,
+                        static_cast<const cudaLaunchKernel_v7000_params*>(p)->args, false);
+          break;
+        case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060:
+          if (p) kernel(static_cast<const cudaLaunchKernelExC_v11060_params*>(p)->func,
+                        static_cast<const cudaLaunchKernelExC_v11060_params*>(p)->args, false);
+          break;
+        case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000:
+          if (p) kernel(static_cast<const cudaLaunchCooperativeKernel_v9000_params*>(p)->func,
+                        static_cast<const cudaLaunchCooperativeKernel_v9000_params*>(p)->args, false);
+          break;
+        case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000:  // dst, src first in each
+          if (p) {
+            uses.add(reinterpret_cast<uintptr_t>(static_cast<const cudaMemcpy_v3020_params*>(p)->dst));
+            uses.add(reinterpret_cast<uintptr_t>(static_cast<const cudaMemcpy_v3020_params*>(p)->src));
+          }
+          break;
+        case CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaMemset_ptds_v7000:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000:  // devPtr first in each
+          if (p) uses.add(reinterpret_cast<uintptr_t>(static_cast<const cudaMemset_v3020_params*>(p)->devPtr));
+          break;
+        default:
+          break;
+      }
+    } else if (p != nullptr) {
+      switch (cbid) {
+        case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+        case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+          kernel(static_cast<const cuLaunchKernel_params*>(p)->f, static_cast<const cuLaunchKernel_params*>(p)->kernelParams,
+                 true);
+          break;
+        case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+        case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+          kernel(static_cast<const cuLaunchKernelEx_params*>(p)->f,
+                 static_cast<const cuLaunchKernelEx_params*>(p)->kernelParams, true);
+          break;
+        case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+          kernel(static_cast<const cuLaunchCooperativeKernel_params*>(p)->f,
+                 static_cast<const cuLaunchCooperativeKernel_params*>(p)->kernelParams, true);
+          break;
+        default:
+          break;
+      }
     }
-  } else if (p != nullptr) {
-    switch (cbid) {
-      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
-      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
-        kernel(static_cast<const cuLaunchKernel_params*>(p)->f, static_cast<const cuLaunchKernel_params*>(p)->kernelParams,
-               true);
-        break;
-      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
-      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
-        kernel(static_cast<const cuLaunchKernelEx_params*>(p)->f,
-               static_cast<const cuLaunchKernelEx_params*>(p)->kernelParams, true);
-        break;
-      case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
-        kernel(static_cast<const cuLaunchCooperativeKernel_params*>(p)->f,
-               static_cast<const cuLaunchCooperativeKernel_params*>(p)->kernelParams, true);
-        break;
-      default:
-        break;
-    }
-  }
-  uses.write(info.correlationId, this_thread_id());
-  errno = saved_errno;
+  });
 }
 
 void note_buffers_used(const void* a, const void* b) {
-  const uint64_t start_ns = g_start_ns.load(std::memory_order_relaxed);
-  if (start_ns == 0 || !recorder().enabled.load(std::memory_order_relaxed)) return;
-  ThreadUses* t = thread_uses();
-  if (t == nullptr) return;
-  const uint64_t now = now_ns();
-  UseCollector uses(t->filter, now, use_pause_ns(now > start_ns ? now - start_ns : 0));
-  uses.add(reinterpret_cast<uintptr_t>(a));
-  uses.add(reinterpret_cast<uintptr_t>(b));
-  uses.write(0, this_thread_id());
+  collect_uses(0, [&](UseCollector& uses, ThreadUses&) {
+    uses.add(reinterpret_cast<uintptr_t>(a));
+    uses.add(reinterpret_cast<uintptr_t>(b));
+  });
 }
 
 }  // namespace gpuhook::hook
