@@ -295,7 +295,9 @@ struct CaptureReader::Impl {
           return false;
         }
         const auto& e = index->chunk(static_cast<int>(next_index_entry++));
-        bool overlaps = in_window(e.min_ns(), e.max_ns());
+        const uint64_t entry = next_index_entry - 1;
+        const bool in_range = options.end_chunk == 0 || (entry >= options.first_chunk && entry < options.end_chunk);
+        bool overlaps = in_range && in_window(e.min_ns(), e.max_ns());
         if (!overlaps && !e.has_context() && !e.has_string_defs()) continue;
         at = e.offset();
         context_only = !overlaps;
@@ -412,9 +414,9 @@ struct CaptureReader::Impl {
       integrity.records++;
       if (kind == v1::Record::kStringDef) keep_string(out.string_def());
       if (kind == v1::Record::kFooter) integrity.has_footer = true;
-      if (options.from_ns != 0 || options.to_ns != 0) {
-        if (!framing::is_context_kind(kind)) {
-          if (context_only) continue;
+      if (!framing::is_context_kind(kind)) {
+        if (context_only) continue;
+        if (options.from_ns != 0 || options.to_ns != 0) {
           uint64_t lo = 0, hi = 0;
           if (!time_span(out, lo, hi) || !in_window(lo, hi)) continue;
         }
@@ -430,7 +432,8 @@ CaptureReader::CaptureReader(const std::string& path, ReaderOptions options) : i
   impl_->open_file();
   impl_->read_header_frame();
   impl_->read_index();
-  impl_->windowed = impl_->index.has_value() && (options.from_ns != 0 || options.to_ns != 0);
+  impl_->windowed =
+      impl_->index.has_value() && (options.from_ns != 0 || options.to_ns != 0 || options.end_chunk != 0);
 }
 
 CaptureReader::~CaptureReader() = default;

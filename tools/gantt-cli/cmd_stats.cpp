@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include <gantt/analysis/metrics.h>
 #include <gantt/analysis/pipeline.h>
 #include <gantt/analysis/steps.h>
+#include <gantt/analysis/stream_stats.h>
 #include <gantt/analysis/timeline.h>
 #include <gantt/analysis/waits.h>
 #include <gantt/model.h>
@@ -39,6 +41,8 @@ struct StatsOptions {
   std::string timeline;  // --timeline BUCKET: the utilisation series instead of the tables
   bool summary = false;
   bool metrics = false;  // --metrics: the GPU's own counters per kernel name
+  unsigned jobs = 0;     // decoding threads of a streamed capture; 0 = every core
+  bool in_memory = false;  // --in-memory: load the capture whole even when it could stream
   std::string output;
   FilterFlags filter;
 };
@@ -113,6 +117,31 @@ int run_summaries(const StatsOptions& o, const std::vector<std::string>& capture
   return corrupt ? kExitError : kExitOk;
 }
 
+// The tables of one capture without loading it (gantt/analysis/stream_stats.h): memory
+// bounded by names, streams and devices, chunks decoded on every core. Nothing when the
+// report needs the whole timeline; the caller then loads the capture.
+std::optional<int> try_stream(const StatsOptions& o) {
+  if (o.in_memory || o.files.size() != 1 || o.files.front() == "-" || any_filter(o.filter) || !o.timeline.empty() ||
+      o.metrics || (o.by != "kernel" && o.by != "stream" && o.by != "device"))
+    return std::nullopt;
+  ga::StreamStatsOptions so;
+  so.by = {group_by(o.by)};
+  so.gaps = o.gaps;
+  so.jobs = o.jobs;
+  so.load = load_options(o.load);
+  std::string why_not;
+  std::optional<ga::StreamedStats> streamed = ga::stream_stats(o.files.front(), so, &why_not);
+  if (!streamed) return std::nullopt;
+  for (const std::string& line : streamed->warnings) std::cerr << "gantt-cli: " << line << "\n";
+  if (!reportable(streamed->context)) return kExitError;
+  if (!streamed->busy_exact)
+    std::cerr << "gantt-cli: stats: " << streamed->late_activities
+              << " GPU activities arrived after the idle gaps before them had been counted; busy and idle times are "
+                 "within their length of the exact figures (--in-memory computes them exactly)\n";
+  std::cout << ga::format_stats(ga::report(streamed->summary, report_options(o)), report_format(o.format));
+  return streamed->corrupt ? kExitError : kExitOk;
+}
+
 int run_stats(const StatsOptions& o) {
   std::vector<std::string> captures, summaries;
   for (const std::string& f : o.files) (gpuhook::is_summary_file(f) ? summaries : captures).push_back(f);
@@ -134,6 +163,7 @@ int run_stats(const StatsOptions& o) {
     return kExitError;
   }
   if (o.summary || !summaries.empty()) return run_summaries(o, captures, summaries);
+  if (const auto streamed = try_stream(o)) return *streamed;
   LoadedJob job = load_captures(o.files, o.load);
   gantt::Model& model = job.model;
   const bool corrupt = job.corrupt;
@@ -251,6 +281,14 @@ void register_stats(CLI::App& app, int& exit_code) {
                   "encloses the stages' sends and receives most often)");
   cmd->add_option("--top", o->top, "only the N groups with the most GPU time, or graphs with the most launch span (0 = all)")->capture_default_str();
   cmd->add_option("--gaps", o->gaps, "idle gaps listed per device")->capture_default_str();
+  cmd->add_option("-j,--jobs", o->jobs,
+                  "threads that decode one capture's chunks side by side (0 = every core; the tables are the same "
+                  "for any number)")
+      ->capture_default_str();
+  cmd->add_flag("--in-memory", o->in_memory,
+                "load the capture whole before counting, as render and diagnose do; by default --by kernel, "
+                "stream and device read one capture as a stream, in memory that does not grow with its events "
+                "(captures with NCCL calls, merged files and filters are always loaded whole)");
   cmd->add_flag("--metrics", o->metrics,
                 "instead of the tables: the GPU's own counters (NVML: utilisation, clocks, power, temperature, memory, "
                 "PCIe) per device, their means over the samples read while each kernel name ran, while any ran, while "

@@ -84,6 +84,12 @@ struct ReaderOptions {
   // present; header, device and string records are always returned). 0,0 = everything.
   uint64_t from_ns = 0;
   uint64_t to_ns = 0;
+  // Only the records of index entries [first_chunk, end_chunk); other chunks give only their
+  // context records (header, devices, threads, strings, ...), so that several readers can
+  // share one file's chunks, each seeing every string. Needs the index: without one (the
+  // file was not closed cleanly) every chunk is read. 0,0 = every chunk.
+  uint64_t first_chunk = 0;
+  uint64_t end_chunk = 0;
 };
 
 class CaptureReader {

@@ -13,6 +13,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include <google/protobuf/arena.h>
 #include <gpuhook/capture.h>
 
 #include "gantt/model.h"
@@ -56,7 +57,10 @@ constexpr size_t kBatchRecords = 4096;
 constexpr size_t kBatchesInFlight = 4;
 
 struct Batch {
-  std::vector<v1::Record> records;  // reused between batches: no reallocation per record
+  // On an arena dropped when the batch is recycled: a record message reused for another kind
+  // frees and allocates its oneof's message, which cost a quarter of the parse time.
+  google::protobuf::Arena arena;
+  std::vector<v1::Record*> records;
   size_t count = 0;
   size_t file = 0;
   bool end_of_file = false;
@@ -96,6 +100,8 @@ class Pipe {
     std::lock_guard<std::mutex> lock(mu_);
     b->count = 0;
     b->end_of_file = false;
+    b->records.clear();
+    b->arena.Reset();
     free_.push_back(std::move(b));
     cv_.notify_all();
   }
@@ -132,8 +138,8 @@ void read_all(const std::vector<std::string>& paths, const LoadOptions& options,
     if (!b) return;
     b->file = f;
     for (;;) {
-      if (b->records.size() <= b->count) b->records.emplace_back();
-      if (!reader.next(b->records[b->count])) break;
+      if (b->records.size() <= b->count) b->records.push_back(google::protobuf::Arena::Create<v1::Record>(&b->arena));
+      if (!reader.next(*b->records[b->count])) break;
       guard.check(reader);
       if (++b->count == kBatchRecords) {
         b->integrity = reader.integrity();
@@ -198,7 +204,7 @@ Model load(const std::vector<std::string>& paths, const LoadOptions& options) {
         strings.clear();
       }
       for (size_t i = 0; i < b->count; ++i) {
-        const v1::Record& record = b->records[i];
+        const v1::Record& record = *b->records[i];
         if (record.kind_case() == v1::Record::kStringDef) {
           strings[record.string_def().id()] = record.string_def().value();
         } else if (record.kind_case() == v1::Record::kHeader) {

@@ -32,12 +32,8 @@ std::string host_activity(const Model& m, uint16_t capture, uint64_t from, uint6
       best_row = a;
     }
   }
-  if (best_row == kNone) return "no host API call recorded";
-  const uint64_t pct = (best * 100 + (to - from) / 2) / (to - from);
-  // A call that touched the gap only at its edge: "0% of the gap" read as a contradiction.
-  const std::string share = pct == 0 ? "<1%" : std::to_string(pct) + "%";
-  return std::string(api_display_name(m.string(m.api.name[best_row]))) + " (tid " +
-         std::to_string(m.threads.thread_id[m.api.thread[best_row]]) + ") " + share + " of the gap";
+  if (best_row == kNone) return host_activity_text({}, 0, 0, from, to);
+  return host_activity_text(m.string(m.api.name[best_row]), m.threads.thread_id[m.api.thread[best_row]], best, from, to);
 }
 
 // The id a grouping resolves once per distinct value (name, range row, stream), not per event.
@@ -121,6 +117,14 @@ Distribution distribution(const DurationDigest& d) {
 }
 
 }  // namespace
+
+std::string host_activity_text(std::string_view call, uint64_t thread_id, uint64_t overlap_ns, uint64_t from, uint64_t to) {
+  if (overlap_ns == 0 || to <= from) return "no host API call recorded";
+  const uint64_t pct = (overlap_ns * 100 + (to - from) / 2) / (to - from);
+  // A call that touched the gap only at its edge: "0% of the gap" read as a contradiction.
+  const std::string share = pct == 0 ? "<1%" : std::to_string(pct) + "%";
+  return std::string(api_display_name(call)) + " (tid " + std::to_string(thread_id) + ") " + share + " of the gap";
+}
 
 StatsSummary summarize(const Model& m, const std::vector<GroupBy>& by, size_t gaps) {
   StatsSummary s;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gantt/analysis/diff.h"
@@ -65,6 +66,10 @@ struct StatsSummary {
   std::map<std::string, SummaryMatch> matches;
   std::map<std::string, DurationDigest> top_ranges;
 };
+
+// What the host did during an idle gap [from, to): the API call that overlapped it the most
+// (`overlap_ns`; 0 = none recorded), "cudaStreamSynchronize (tid 12) 98% of the gap".
+std::string host_activity_text(std::string_view call, uint64_t thread_id, uint64_t overlap_ns, uint64_t from, uint64_t to);
 
 // Every grouping in `by` (GroupBy::kGraph is ignored), and up to `gaps` idle gaps per device.
 StatsSummary summarize(const Model& model, const std::vector<GroupBy>& by, size_t gaps);

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# One large capture, `stats` read as a stream with one and with every core, against the same
+# capture loaded whole (--in-memory); `render` for comparison (it loads the capture). Each
+# way runs `runs` times, alternating; the medians are reported. CPU-only figures, on a
+# synthetic capture (tests/bench/ranks/gen_job): not a GPU measurement.
+#   tests/bench/stream/bench.sh BUILD_DIR [events=10000000] [runs=3]
+set -euo pipefail
+build=$1 events=${2:-10000000} runs=${3:-3}
+cli=$build/tools/gantt-cli/gantt-cli
+dir=$(mktemp -d /tmp/gpuhook-stream-bench.XXXXXX)
+trap 'rm -rf "$dir"' EXIT
+"$build/tests/bench/ranks/ranks_gen_job" "$dir" 1 "$events" >&2
+cap=$dir/rank00.gpuh
+cores=$(nproc)
+row() { echo "| $1 | $2 | $3 | $([[ $4 == 1 ]] && echo pass || echo miss) |"; }
+ok() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }' && echo 1 || echo 0; }
+timed() {  # timed NAME CMD...: appends "wall_s max_rss_kib" to $dir/NAME.txt, stdout to $dir/NAME.out
+  /usr/bin/time -a -o "$dir/$1.txt" -f "%e %M" "${@:2}" > "$dir/$1.out" 2>/dev/null
+}
+median() { sort -n "$dir/$1.txt" | awk -v c="$2" '{ a[NR] = $c } END { print a[int((NR + 1) / 2)] }'; }
+
+for ((i = 0; i < runs; ++i)); do
+  timed one "$cli" stats "$cap" -j 1
+  timed all "$cli" stats "$cap" -j "$cores"
+  timed whole "$cli" stats "$cap" --in-memory
+done
+timed render "$cli" render "$cap" -o "$dir/chart.svg"
+same=1
+cmp -s "$dir/one.out" "$dir/whole.out" && cmp -s "$dir/all.out" "$dir/whole.out" || same=0
+one=$(median one 1) all=$(median all 1) whole=$(median whole 1)
+one_mb=$(($(median one 2) / 1024)) all_mb=$(($(median all 2) / 1024)) whole_mb=$(($(median whole 2) / 1024))
+read -r render_s render_kib < "$dir/render.txt"
+speedup=$(awk -v a="$one" -v b="$all" 'BEGIN { printf "%.2f", a / b }')
+echo "stats of $events events, medians of $runs: -j 1 $one s $one_mb MiB, -j $cores $all s $all_mb MiB, --in-memory $whole s $whole_mb MiB; render $render_s s" >&2
+row "stream: stats of one $events-event capture, -j $cores (streamed)" "$all s, peak RSS $all_mb MiB" "<= 3 s, <= 500 MB" "$([[ $(ok "$all" 3) == 1 && $(ok "$all_mb" 500) == 1 ]] && echo 1 || echo 0)"
+row "stream: the same loaded whole (--in-memory)" "$whole s, peak RSS $whole_mb MiB" "(the path before)" 1
+row "stream: -j $cores against -j 1 ($one s, $one_mb MiB)" "${speedup}x" ">= 1.7x on 2 cores" "$(ok 1.7 "$speedup")"
+row "stream: streamed tables equal the loaded ones (-j 1, -j $cores)" "$([[ $same == 1 ]] && echo identical || echo DIFFER)" "identical" "$same"
+row "stream: render of the same capture (loads it whole)" "$render_s s, peak RSS $((render_kib / 1024)) MiB" "<= 3 s, <= 500 MB" "$([[ $(ok "$render_s" 3) == 1 && $(ok "$((render_kib / 1024))" 500) == 1 ]] && echo 1 || echo 0)"

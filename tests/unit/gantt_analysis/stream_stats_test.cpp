@@ -1,0 +1,240 @@
+// stream_stats() against summarize() of the loaded capture: the same report, for any number
+// of decoding threads, on a capture made to exercise the joins and the shares' seams.
+#include "gantt/analysis/stream_stats.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <random>
+#include <string>
+
+#include <gpuhook/capture.h>
+
+#include "../../support/fake_device.h"
+#include "gantt/analysis/summary.h"
+
+namespace gantt::analysis {
+namespace {
+
+namespace v1 = gpuhook::v1;
+
+std::string temp_path(const std::string& name) {
+  return ::testing::TempDir() + "/stream_" + std::to_string(::getpid()) + "_" + name + ".gpuh";
+}
+
+struct Spec {
+  uint32_t devices = 3;
+  uint64_t activities = 40000;
+  bool nccl = false;
+  bool merged = false;
+  size_t chunk_bytes = 64 << 10;  // many chunks, so that several threads get shares
+};
+
+// Kernels, copies and memsets on several devices and streams, with idle gaps of equal
+// lengths (ties), launches that come after their kernels, kernels whose launch is lost,
+// unknown queued stamps, zero-length and unknown-time activities, API calls across gaps.
+std::string write_capture(const std::string& name, const Spec& spec) {
+  const std::string path = temp_path(name);
+  std::remove(path.c_str());
+  gpuhook::WriterOptions wo;
+  wo.chunk_bytes = spec.chunk_bytes;
+  std::string err;
+  auto w = gpuhook::CaptureWriter::create(path, wo, &err);
+  EXPECT_TRUE(w) << err;
+  std::mt19937_64 rng(7);
+  const auto header = [&] {
+    v1::Record h;
+    h.mutable_header()->set_format_version(gpuhook::kFormatVersion);
+    h.mutable_header()->set_host_name("stream-host");
+    h.mutable_header()->set_pid(77);
+    h.mutable_header()->set_features(v1::FEATURE_HOST_CLOCK_CALLBACK | v1::FEATURE_LATENCY_TIMESTAMPS);
+    w->write(h);
+  };
+  header();
+  for (uint32_t d = 0; d < spec.devices; ++d) {
+    v1::Record dev;
+    dev.mutable_device()->set_ordinal(d);
+    dev.mutable_device()->set_name("Fabricated GPU");
+    gpuhook::test::set_sm_limits(dev.mutable_device(), 9);
+    w->write(dev);
+  }
+  std::vector<uint32_t> names;
+  for (int i = 0; i < 12; ++i) names.push_back(w->intern("_Z6kernelILi" + std::to_string(i) + "EEvPf"));
+  names.push_back(w->intern("plain_kernel"));
+  const uint32_t launch = w->intern("cudaLaunchKernel"), sync = w->intern("cudaStreamSynchronize");
+  uint64_t t = 5'000'000'000ull;
+  uint32_t corr = 1;
+  std::vector<v1::Record> late_launches;
+  for (uint64_t i = 0; i < spec.activities; ++i) {
+    const uint32_t dev = static_cast<uint32_t>(rng() % spec.devices), stream = 7 + static_cast<uint32_t>(rng() % 4);
+    const uint64_t len = 1000 + rng() % 20000, start = t + rng() % 500;
+    const uint64_t gap = rng() % 5 == 0 ? 50'000 : 0;  // equal idle gaps: ties in the largest ones
+    t += len / 3 + gap;
+    v1::Record api;
+    auto* a = api.mutable_api();
+    a->set_domain(v1::API_DOMAIN_RUNTIME);
+    a->set_name_id(launch);
+    a->set_thread_id(4242 + rng() % 2);
+    a->set_correlation_id(corr);
+    a->set_start_ns(static_cast<int64_t>(start - 3000));
+    a->set_end_ns(static_cast<int64_t>(start - 3000 + 2500 + (gap ? gap / 2 : 0)));
+    const uint64_t kind = rng() % 10;
+    v1::Record r;
+    if (kind < 7) {
+      auto* k = r.mutable_kernel();
+      k->set_name_id(names[rng() % names.size()]);
+      k->set_device(dev);
+      k->set_stream(stream);
+      k->set_correlation_id(corr);
+      if (rng() % 8 != 0) k->set_queued_ns(static_cast<int64_t>(start - 1000 - rng() % 1000));
+      if (rng() % 200 != 0) k->set_start_ns(static_cast<int64_t>(start));
+      k->set_end_ns(static_cast<int64_t>(rng() % 300 == 0 ? start : start + len));
+    } else if (kind < 9) {
+      auto* c = r.mutable_memcpy();
+      c->set_device(dev);
+      c->set_stream(stream);
+      c->set_correlation_id(corr);
+      c->set_copy_kind(static_cast<v1::CopyKind>(1 + rng() % 3));
+      c->set_bytes(1 + rng() % (1 << 24));
+      c->set_start_ns(static_cast<int64_t>(start));
+      c->set_end_ns(static_cast<int64_t>(start + len / 2));
+    } else {
+      auto* m = r.mutable_memset();
+      m->set_device(dev);
+      m->set_stream(stream);
+      m->set_correlation_id(corr);
+      m->set_bytes(4096);
+      m->set_start_ns(static_cast<int64_t>(start));
+      m->set_end_ns(static_cast<int64_t>(start + 700));
+    }
+    ++corr;
+    const uint64_t fate = rng() % 50;
+    if (fate == 0) {
+      // lost launch: no API record
+    } else if (fate < 4) {
+      late_launches.push_back(api);  // written after its kernel, a few hundred records later
+    } else {
+      w->write(api);
+    }
+    w->write(r);
+    if (late_launches.size() > 40) {
+      for (const auto& l : late_launches) w->write(l);
+      late_launches.clear();
+    }
+    if (i % 1000 == 999) {
+      v1::Record s;
+      s.mutable_api()->set_domain(v1::API_DOMAIN_RUNTIME);
+      s.mutable_api()->set_name_id(sync);
+      s.mutable_api()->set_thread_id(4242);
+      s.mutable_api()->set_correlation_id(corr++);
+      s.mutable_api()->set_start_ns(static_cast<int64_t>(t));
+      s.mutable_api()->set_end_ns(static_cast<int64_t>(t + 400'000));
+      w->write(s);
+      t += 400'000;  // the GPU waits for the host: the largest gaps, named after this call
+    }
+    if (spec.merged && i == spec.activities / 2) header();
+    if (spec.nccl && i == spec.activities / 3) {
+      v1::Record n;
+      n.mutable_nccl()->set_op(v1::NCCL_ALL_REDUCE);
+      n.mutable_nccl()->set_bytes(1 << 20);
+      w->write(n);
+    }
+  }
+  for (const auto& l : late_launches) w->write(l);
+  EXPECT_TRUE(w->close()) << w->last_error();
+  return path;
+}
+
+std::string report_of(const StatsSummary& s, GroupBy by, Format f) {
+  StatsOptions o;
+  o.by = by;
+  o.gaps = 5;
+  return format_stats(report(s, o), f);
+}
+
+TEST(StreamStats, EqualsTheLoadedCaptureForAnyNumberOfThreads) {
+  const std::string path = write_capture("mixed", {});
+  const Model model = load({path});
+  ASSERT_GT(model.captures.front().integrity.chunks, 8u);
+  for (GroupBy by : {GroupBy::kKernel, GroupBy::kStream, GroupBy::kDevice}) {
+    const StatsSummary want = summarize(model, {by}, 5);
+    for (unsigned jobs : {1u, 2u, 3u, 8u}) {
+      StreamStatsOptions o;
+      o.by = {by};
+      o.gaps = 5;
+      o.jobs = jobs;
+      std::string why;
+      const auto got = stream_stats(path, o, &why);
+      ASSERT_TRUE(got) << why;
+      EXPECT_EQ(got->threads, jobs);
+      EXPECT_TRUE(got->busy_exact);
+      for (Format f : {Format::kText, Format::kJson})
+        EXPECT_EQ(report_of(got->summary, by, f), report_of(want, by, f)) << to_string(by) << " with " << jobs << " threads";
+      EXPECT_EQ(got->summary.launch_to_queued.count(), want.launch_to_queued.count());
+      EXPECT_EQ(got->summary.devices.size(), 3u);
+      EXPECT_EQ(got->summary.devices.front().gaps.size(), 5u);
+      EXPECT_NE(got->summary.devices.front().gaps.front().host.find("cudaStreamSynchronize"), std::string::npos)
+          << got->summary.devices.front().gaps.front().host;
+    }
+  }
+  std::remove(path.c_str());
+}
+
+TEST(StreamStats, WhatNeedsTheWholeTimelineIsLeftToTheLoader) {
+  std::string why;
+  StreamStatsOptions o;
+  o.by = {GroupBy::kRange};
+  EXPECT_FALSE(stream_stats("/nonexistent", o, &why));
+  EXPECT_NE(why.find("--by range"), std::string::npos) << why;
+
+  o.by = {GroupBy::kKernel};
+  for (const auto& [name, spec] : {std::pair<std::string, Spec>{"nccl", {3, 6000, true, false}},
+                                   std::pair<std::string, Spec>{"merged", {3, 6000, false, true}}}) {
+    const std::string path = write_capture(name, spec);
+    for (unsigned jobs : {1u, 4u}) {
+      o.jobs = jobs;
+      why.clear();
+      EXPECT_FALSE(stream_stats(path, o, &why)) << name;
+      EXPECT_NE(why.find(name == "nccl" ? "NCCL" : "merged"), std::string::npos) << why;
+    }
+    std::remove(path.c_str());
+  }
+}
+
+TEST(StreamStats, DamageEndsTheCaptureWhereTheLoaderEndsIt) {
+  const std::string path = write_capture("damaged", {3, 20000});
+  {
+    // Flip a byte in the middle of the file: a chunk that does not decode.
+    std::FILE* f = std::fopen(path.c_str(), "r+b");
+    ASSERT_TRUE(f);
+    std::fseek(f, 0, SEEK_END);
+    const long size = std::ftell(f);
+    std::fseek(f, size / 2, SEEK_SET);
+    const int c = std::fgetc(f);
+    std::fseek(f, size / 2, SEEK_SET);
+    std::fputc(c ^ 0x5A, f);
+    std::fclose(f);
+  }
+  const Model model = load({path});
+  bool corrupt = false;
+  const auto lines = integrity_warnings(model, &corrupt);
+  ASSERT_TRUE(corrupt);
+  const StatsSummary want = summarize(model, {GroupBy::kKernel}, 5);
+  for (unsigned jobs : {1u, 2u, 5u}) {
+    StreamStatsOptions o;
+    o.by = {GroupBy::kKernel};
+    o.gaps = 5;
+    o.jobs = jobs;
+    std::string why;
+    const auto got = stream_stats(path, o, &why);
+    ASSERT_TRUE(got) << why;
+    EXPECT_TRUE(got->corrupt);
+    EXPECT_EQ(got->warnings, lines);
+    EXPECT_EQ(report_of(got->summary, GroupBy::kKernel, Format::kJson), report_of(want, GroupBy::kKernel, Format::kJson));
+  }
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace gantt::analysis

@@ -1,0 +1,48 @@
+// `stats` of one capture without loading it: the file's chunks are decoded by several threads
+// (each a contiguous share of the chunk index), each thread folds its records into group
+// digests, stage digests and per-device busy trackers, and the shares are merged in file
+// order. Memory grows with kernel names, streams, devices and open idle gaps, not with the
+// events; the summary equals summarize() of the loaded capture (tests/unit: the fixtures).
+//
+// What needs the whole timeline is not streamed: NCCL calls (joined to their kernels through
+// external correlation records), range paths (a launch's NVTX stack), a merged file's ranks,
+// filters. stream_stats() then returns nothing and says why, and the caller loads the capture.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gantt/analysis/summary.h"
+#include "gantt/model.h"
+
+namespace gantt::analysis {
+
+struct StreamStatsOptions {
+  std::vector<GroupBy> by;  // kernel, stream, device
+  size_t gaps = 3;          // idle gaps kept per device
+  unsigned jobs = 0;        // decoding threads; 0 = every core
+  LoadOptions load;
+};
+
+struct StreamedStats {
+  StatsSummary summary;
+  Model context;                      // the capture's header, devices, threads, integrity; no events
+  std::vector<std::string> warnings;  // what load_captures() would print for the capture
+  bool corrupt = false;
+  unsigned threads = 1;               // decoding threads used
+  // Busy/idle figures computed with clipped late activities (BusyTracker): close, not exact.
+  uint64_t late_activities = 0;
+  bool busy_exact = true;
+};
+
+// Why `by` cannot be streamed at all ("" when it can).
+std::string stream_refusal(const std::vector<GroupBy>& by);
+
+// The summary of `path`, or nullopt with *why_not set when the capture holds what needs the
+// whole timeline (found while reading). Throws gpuhook::CaptureError as load() does.
+std::optional<StreamedStats> stream_stats(const std::string& path, const StreamStatsOptions& options,
+                                          std::string* why_not);
+
+}  // namespace gantt::analysis

@@ -1,0 +1,485 @@
+// stats of one capture, streamed (stream_stats.h). The folding below mirrors summarize()
+// (summary.cpp) record by record: the same GPU work (stats.cpp is_gpu_work), the same group
+// ids and keys, the launch joined by correlation id as ModelBuilder::Impl::join() does.
+#include "gantt/analysis/stream_stats.h"
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <map>
+#include <thread>
+#include <tuple>
+#include <unordered_map>
+
+#include <google/protobuf/arena.h>
+#include <gpuhook/capture.h>
+
+#include "gantt/align.h"
+#include "gantt/analysis/busy_tracker.h"
+
+namespace gantt::analysis {
+namespace {
+
+namespace v1 = gpuhook::v1;
+
+uint64_t known(bool has, int64_t v) { return has && v > 0 ? static_cast<uint64_t>(v) : 0; }
+
+// API start times by correlation id over a window of ids, for joining kernels to their
+// launches. CUPTI numbers a process's API calls 1, 2, 3, ... and a kernel's record comes
+// soon after its launch's; the window slides with the ids (`sliding`) or keeps the first
+// ids a share saw (a launch whose kernel the share before it read).
+class CorrWindow {
+ public:
+  static constexpr uint32_t kIds = 1u << 18;  // 2 MB of times
+  explicit CorrWindow(bool sliding) : sliding_(sliding) {}
+
+  void set(uint32_t corr, uint64_t start_ns) {
+    if (slots_.empty()) {
+      // Centred on the first id: launches written after their kernels come with lower ids.
+      slots_.assign(kIds, 0);
+      base_ = corr > kIds / 2 ? corr - kIds / 2 : 0;
+    }
+    if (corr < base_) return;
+    if (uint64_t{corr} >= uint64_t{base_} + kIds) {
+      if (!sliding_) return;
+      const uint32_t next = corr - kIds / 2;
+      for (uint64_t c = base_; c < std::min<uint64_t>(next, uint64_t{base_} + kIds); ++c) slots_[c % kIds] = 0;
+      base_ = next;
+    }
+    slots_[corr % kIds] = start_ns;
+  }
+  uint64_t get(uint32_t corr) const {
+    if (slots_.empty() || corr < base_ || uint64_t{corr} >= uint64_t{base_} + kIds) return 0;
+    return slots_[corr % kIds];
+  }
+
+ private:
+  bool sliding_;
+  uint32_t base_ = 0;
+  std::vector<uint64_t> slots_;
+};
+
+struct GroupAcc {
+  uint32_t device = 0, stream = 0;
+  std::string key;  // kernel groups, once the share is read
+  DurationDigest exec;
+  uint64_t bytes = 0;
+};
+
+// One thread's contiguous run of chunks, and what it folded them into.
+struct Share {
+  uint64_t first_chunk = 0, end_chunk = 0;  // 0,0: the whole file
+  bool keep_context = false;                // the first share keeps the header, devices, ...
+
+  std::vector<GroupBy> groupings;
+  std::array<std::unordered_map<uint64_t, uint32_t>, 3> slot_of;
+  std::array<std::vector<std::pair<uint64_t, GroupAcc>>, 3> slots;  // in order of first event
+  DurationDigest launch_to_queued, queued_to_start, exec;
+  uint64_t events = 0, gpu_time_ns = 0, first_ns = 0, last_ns = 0;
+  std::map<uint32_t, BusyTracker> busy;
+  size_t gaps = 0;
+  CorrWindow recent{true}, earliest{false};
+  std::unordered_multimap<uint32_t, uint64_t> waiting;  // kernels whose launch is not read yet: corr -> queued
+  std::vector<v1::Record> context;
+  uint32_t headers = 0;
+  gpuhook::Integrity integrity;
+  std::string needs_model;
+  std::exception_ptr error;
+
+  uint64_t launch_of(uint32_t corr) const {
+    const uint64_t t = recent.get(corr);
+    return t != 0 ? t : earliest.get(corr);
+  }
+};
+
+constexpr size_t kMaxWaiting = size_t{1} << 20;
+
+uint64_t group_id(GroupBy by, EventKind kind, uint32_t name, uint8_t copy_kind, uint32_t device, uint32_t stream) {
+  switch (by) {
+    case GroupBy::kKernel:
+      return kind == EventKind::kMemcpy ? (uint64_t{1} << 40) | copy_kind
+             : kind == EventKind::kMemset ? (uint64_t{2} << 40)
+                                          : name;
+    case GroupBy::kStream: return (uint64_t{device & 0xFFFF} << 32) | stream;  // summary.cpp group_id
+    default: return device;
+  }
+}
+
+size_t slot_index(GroupBy by) { return by == GroupBy::kKernel ? 0 : by == GroupBy::kStream ? 1 : 2; }
+
+void fold_work(Share& sh, EventKind kind, uint32_t name, uint8_t copy_kind, uint64_t bytes, uint32_t device,
+               uint32_t stream, uint64_t start, uint64_t end) {
+  const int64_t dur = static_cast<int64_t>(end - start);
+  ++sh.events;
+  sh.gpu_time_ns += static_cast<uint64_t>(dur);
+  sh.first_ns = sh.first_ns == 0 ? start : std::min(sh.first_ns, start);
+  sh.last_ns = std::max(sh.last_ns, end);
+  auto tracker = sh.busy.find(device);
+  if (tracker == sh.busy.end()) tracker = sh.busy.emplace(device, BusyTracker(sh.gaps)).first;
+  tracker->second.add(start, end,
+                      kind == EventKind::kKernel  ? BusyTracker::Work::kCompute
+                      : kind == EventKind::kMemcpy ? BusyTracker::Work::kCopy
+                                                   : BusyTracker::Work::kOther);
+  if (kind == EventKind::kKernel) sh.exec.add(dur);
+  for (GroupBy g : sh.groupings) {
+    const size_t gi = slot_index(g);
+    const uint64_t id = group_id(g, kind, name, copy_kind, device, stream);
+    auto [it, fresh] = sh.slot_of[gi].try_emplace(id, static_cast<uint32_t>(sh.slots[gi].size()));
+    if (fresh) {
+      GroupAcc acc;
+      acc.device = device;
+      acc.stream = stream;
+      sh.slots[gi].emplace_back(id, std::move(acc));
+    }
+    GroupAcc& acc = sh.slots[gi][it->second].second;
+    acc.exec.add(dur);
+    acc.bytes += bytes;
+  }
+}
+
+void fold_kernel(Share& sh, const v1::Kernel& k) {
+  if (k.name_id() == 0) {
+    sh.needs_model = "a kernel record without a name (named after its launch call)";
+    return;
+  }
+  const uint64_t q = known(k.has_queued_ns(), k.queued_ns()), s = known(k.has_start_ns(), k.start_ns()),
+                 e = known(k.has_end_ns(), k.end_ns());
+  if (s == 0 || e <= s) return;
+  fold_work(sh, EventKind::kKernel, k.name_id(), 0, 0, k.device(), k.stream(), s, e);
+  if (q == 0) return;
+  sh.queued_to_start.add(static_cast<int64_t>(s - q));
+  if (k.correlation_id() == 0) return;
+  if (const uint64_t launch = sh.launch_of(k.correlation_id()); launch != 0)
+    sh.launch_to_queued.add(static_cast<int64_t>(q - launch));
+  else if (sh.waiting.size() < kMaxWaiting)
+    sh.waiting.emplace(k.correlation_id(), q);
+}
+
+void fold_api(Share& sh, const v1::ApiCall& a) {
+  if (a.correlation_id() == 0 || a.domain() == v1::API_DOMAIN_NCCL) return;
+  const uint64_t start = known(a.has_start_ns(), a.start_ns());
+  if (start == 0) return;
+  sh.recent.set(a.correlation_id(), start);
+  sh.earliest.set(a.correlation_id(), start);
+  if (sh.waiting.empty()) return;
+  const auto [from, to] = sh.waiting.equal_range(a.correlation_id());
+  for (auto it = from; it != to; ++it) sh.launch_to_queued.add(static_cast<int64_t>(it->second - start));
+  sh.waiting.erase(from, to);
+}
+
+void keep_context(Share& sh, const v1::Record& r) {
+  switch (r.kind_case()) {
+    case v1::Record::kHeader:
+      if (++sh.headers > 1) sh.needs_model = "a merged file (several ranks, put on one clock when loaded)";
+      [[fallthrough]];
+    case v1::Record::kDevice:
+    case v1::Record::kThread:
+    case v1::Record::kStringDef:
+    case v1::Record::kDrops:
+    case v1::Record::kNotice:
+    case v1::Record::kFooter:
+      sh.context.push_back(r);
+      break;
+    default: break;
+  }
+}
+
+void read_share(const std::string& path, const StreamStatsOptions& o, Share& sh, std::atomic<bool>& stop) {
+  gpuhook::ReaderOptions ro;
+  ro.strict = o.load.strict;
+  ro.from_ns = o.load.from_ns;
+  ro.to_ns = o.load.to_ns;
+  ro.first_chunk = sh.first_chunk;
+  ro.end_chunk = sh.end_chunk;
+  gpuhook::CaptureReader reader(path, ro);
+  const AmplificationGuard guard(reader, o.load);
+  // Records on an arena, dropped in batches: parsing a kind other than the last one's frees
+  // and allocates the oneof's message, a quarter of the parse time when kernels and API
+  // calls alternate.
+  google::protobuf::Arena arena;
+  v1::Record* record = google::protobuf::Arena::Create<v1::Record>(&arena);
+  for (uint64_t n = 1; reader.next(*record); ++n) {
+    const v1::Record& r = *record;
+    guard.check(reader);
+    switch (r.kind_case()) {
+      case v1::Record::kKernel: fold_kernel(sh, r.kernel()); break;
+      case v1::Record::kApi: fold_api(sh, r.api()); break;
+      case v1::Record::kMemcpy: {
+        const auto& c = r.memcpy();
+        const uint64_t s = known(c.has_start_ns(), c.start_ns()), e = known(c.has_end_ns(), c.end_ns());
+        if (s != 0 && e > s)
+          fold_work(sh, EventKind::kMemcpy, 0, static_cast<uint8_t>(c.copy_kind()), c.bytes(), c.device(), c.stream(), s, e);
+        break;
+      }
+      case v1::Record::kMemset: {
+        const auto& c = r.memset();
+        const uint64_t s = known(c.has_start_ns(), c.start_ns()), e = known(c.has_end_ns(), c.end_ns());
+        if (s != 0 && e > s) fold_work(sh, EventKind::kMemset, 0, 0, c.bytes(), c.device(), c.stream(), s, e);
+        break;
+      }
+      case v1::Record::kNccl:
+        sh.needs_model = "NCCL calls (joined to their kernels through the whole capture's correlation records)";
+        break;
+      default:
+        if (sh.keep_context) keep_context(sh, r);
+        break;
+    }
+    if (!sh.needs_model.empty()) stop = true;
+    if ((n & 4095) == 0) {
+      if (stop.load(std::memory_order_relaxed)) break;
+      arena.Reset();
+      record = google::protobuf::Arena::Create<v1::Record>(&arena);
+    }
+  }
+  sh.integrity = reader.integrity();
+  for (auto& [id, acc] : sh.slots[0])
+    if (id < (uint64_t{1} << 40)) acc.key = demangle(reader.string(static_cast<uint32_t>(id)));
+}
+
+// Contiguous runs of the index's chunks with about equal records each.
+std::vector<Share> plan_shares(const gpuhook::CaptureReader& reader, unsigned jobs) {
+  const auto& index = reader.index();
+  if (!index || jobs <= 1 || index->chunk_size() < 2) return std::vector<Share>(1);
+  const size_t n = static_cast<size_t>(index->chunk_size());
+  std::vector<uint64_t> before(n + 1, 0);  // records in the chunks before each
+  for (size_t i = 0; i < n; ++i)
+    before[i + 1] = before[i] + std::min<uint64_t>(index->chunk(static_cast<int>(i)).records(), 1u << 30);
+  const size_t parts = std::min<size_t>(jobs, n);
+  std::vector<Share> shares(parts);
+  size_t at = 0;
+  for (size_t p = 0; p < parts; ++p) {
+    const uint64_t goal = before[n] / parts * (p + 1);
+    size_t end = p + 1 == parts ? n : static_cast<size_t>(std::lower_bound(before.begin(), before.end(), goal) - before.begin());
+    end = std::clamp(end, at + 1, n - (parts - p - 1));
+    shares[p].first_chunk = at;
+    shares[p].end_chunk = end;
+    at = end;
+  }
+  return shares;
+}
+
+using GroupIdentity = std::tuple<std::string, uint32_t, uint32_t, uint32_t>;
+
+SummaryGroup to_group(GroupBy by, uint64_t id, GroupAcc& acc) {
+  SummaryGroup g;
+  switch (by) {
+    case GroupBy::kKernel:
+      g.key = id == (uint64_t{2} << 40) ? std::string("[memset]")
+              : id > (uint64_t{1} << 40) || id == (uint64_t{1} << 40)
+                  ? std::string("[memcpy ") + copy_kind_name(static_cast<uint8_t>(id & 0xFF)) + "]"
+                  : std::move(acc.key);
+      break;
+    case GroupBy::kStream:
+      g.device = acc.device;
+      g.stream = acc.stream;
+      break;
+    default: g.device = acc.device; break;
+  }
+  g.exec = std::move(acc.exec);
+  g.bytes = acc.bytes;
+  return g;
+}
+
+GroupIdentity identity(const SummaryGroup& g) { return {g.key, g.capture, g.device, g.stream}; }
+
+// Per gap, the API call that overlapped it most (first in file order on ties), as
+// summary.cpp host_activity() chooses it, from the chunks whose times reach a gap.
+void name_host_activity(const std::string& path, const StreamStatsOptions& o,
+                        std::vector<std::pair<DeviceRow*, Interval>>& gaps) {
+  if (gaps.empty()) return;
+  struct Best {
+    uint64_t overlap = 0, thread = 0;
+    std::string call;
+  };
+  std::vector<Best> best(gaps.size());
+  std::vector<std::pair<uint64_t, uint64_t>> runs;  // chunk ranges to read; {0,0}: the whole file
+  {
+    gpuhook::CaptureReader probe(path, gpuhook::ReaderOptions{o.load.strict, 0, 0});
+    if (const auto& index = probe.index()) {
+      for (int i = 0; i < index->chunk_size(); ++i) {
+        const auto& c = index->chunk(i);
+        const bool reaches = std::any_of(gaps.begin(), gaps.end(), [&](const auto& g) {
+          return c.min_ns() < g.second.second && c.max_ns() > g.second.first;
+        });
+        if (!reaches) continue;
+        const uint64_t at = static_cast<uint64_t>(i);
+        if (!runs.empty() && runs.back().second == at) runs.back().second = at + 1;
+        else runs.emplace_back(at, at + 1);
+      }
+      if (runs.empty()) runs.emplace_back(0, 0);  // nothing reaches: read it all, as a check
+    } else {
+      runs.emplace_back(0, 0);
+    }
+  }
+  for (const auto& [first, end] : runs) {
+    gpuhook::ReaderOptions ro;
+    ro.strict = o.load.strict;
+    ro.first_chunk = first;
+    ro.end_chunk = end;
+    gpuhook::CaptureReader reader(path, ro);
+    v1::Record r;
+    while (reader.next(r)) {
+      if (r.kind_case() != v1::Record::kApi) continue;
+      const auto& a = r.api();
+      const uint64_t s = known(a.has_start_ns(), a.start_ns()), e = known(a.has_end_ns(), a.end_ns());
+      if (s == 0) continue;
+      for (size_t g = 0; g < gaps.size(); ++g) {
+        const uint64_t from = gaps[g].second.first, to = gaps[g].second.second;
+        if (s >= to || e <= from) continue;
+        const uint64_t over = std::min(to, e) - std::max(from, s);
+        if (over > best[g].overlap) best[g] = {over, a.thread_id(), std::string(reader.string(a.name_id()))};
+      }
+    }
+  }
+  for (size_t g = 0; g < gaps.size(); ++g) {
+    const auto& [row, gap] = gaps[g];
+    row->gaps.push_back({gap.first, gap.second,
+                         host_activity_text(best[g].call, best[g].thread, best[g].overlap, gap.first, gap.second)});
+  }
+}
+
+}  // namespace
+
+std::string stream_refusal(const std::vector<GroupBy>& by) {
+  for (GroupBy g : by)
+    if (g != GroupBy::kKernel && g != GroupBy::kStream && g != GroupBy::kDevice)
+      return std::string("--by ") + to_string(g) + " needs the launches' NVTX ranges or graph launches";
+  return {};
+}
+
+std::optional<StreamedStats> stream_stats(const std::string& path, const StreamStatsOptions& o, std::string* why_not) {
+  if (const std::string no = stream_refusal(o.by); !no.empty()) {
+    if (why_not) *why_not = no;
+    return std::nullopt;
+  }
+  std::vector<GroupBy> groupings;
+  for (GroupBy g : o.by)
+    if (std::find(groupings.begin(), groupings.end(), g) == groupings.end()) groupings.push_back(g);
+
+  const unsigned jobs = o.jobs != 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
+  std::vector<Share> shares;
+  {
+    gpuhook::CaptureReader probe(path, gpuhook::ReaderOptions{o.load.strict, 0, 0});
+    shares = plan_shares(probe, jobs);
+  }
+  shares.front().keep_context = true;
+  for (Share& sh : shares) {
+    sh.groupings = groupings;
+    sh.gaps = o.gaps;
+  }
+  std::atomic<bool> stop{false};
+  const auto run = [&](Share& sh) {
+    try {
+      read_share(path, o, sh, stop);
+    } catch (...) {
+      sh.error = std::current_exception();
+      stop = true;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t i = 1; i < shares.size(); ++i) threads.emplace_back(run, std::ref(shares[i]));
+  run(shares.front());
+  for (std::thread& t : threads) t.join();
+
+  // In file order: an error ends the capture where it stood, as load() reads it.
+  size_t used = shares.size();
+  for (size_t i = 0; i < shares.size(); ++i) {
+    if (shares[i].error) std::rethrow_exception(shares[i].error);
+    if (!shares[i].needs_model.empty()) {
+      if (why_not) *why_not = shares[i].needs_model;
+      return std::nullopt;
+    }
+    if (shares[i].integrity.error) {
+      used = i + 1;
+      break;
+    }
+  }
+  shares.resize(used);
+
+  StreamedStats out;
+  out.threads = static_cast<unsigned>(shares.size());
+  gpuhook::Integrity integrity = shares.front().integrity;
+  integrity.error = shares.back().integrity.error;
+  integrity.truncated = shares.back().integrity.truncated;
+  integrity.truncated_at = shares.back().integrity.truncated_at;
+  integrity.truncated_bytes = shares.back().integrity.truncated_bytes;
+  {
+    ModelBuilder builder(out.context);
+    builder.begin_capture(path);
+    for (const v1::Record& r : shares.front().context) builder.add(r);
+    builder.end_capture(integrity);
+  }
+  const CaptureInfo& capture = out.context.captures.front();
+
+  StatsSummary& s = out.summary;
+  s.gaps_kept = o.gaps;
+  s.captures.push_back({path, capture.header.host_name(), capture.header.pid(),
+                        capture.header.has_rank() ? static_cast<int32_t>(capture.header.rank()) : -1});
+  std::array<std::map<GroupIdentity, size_t>, 3> at;
+  std::map<uint32_t, BusyTracker> busy;
+  for (size_t i = 0; i < shares.size(); ++i) {
+    Share& sh = shares[i];
+    s.events += sh.events;
+    s.gpu_time_ns += sh.gpu_time_ns;
+    if (sh.first_ns != 0) s.first_ns = s.first_ns == 0 ? sh.first_ns : std::min(s.first_ns, sh.first_ns);
+    s.last_ns = std::max(s.last_ns, sh.last_ns);
+    s.exec.merge(sh.exec);
+    s.queued_to_start.merge(sh.queued_to_start);
+    s.launch_to_queued.merge(sh.launch_to_queued);
+    for (GroupBy g : groupings) {
+      const size_t gi = slot_index(g);
+      auto& rows = s.groups[static_cast<size_t>(g)];
+      for (auto& [id, acc] : sh.slots[gi]) {
+        SummaryGroup row = to_group(g, id, acc);
+        auto [it, fresh] = at[gi].try_emplace(identity(row), rows.size());
+        if (fresh) {
+          rows.push_back(std::move(row));
+        } else {
+          rows[it->second].exec.merge(row.exec);
+          rows[it->second].bytes += row.bytes;
+        }
+      }
+    }
+    for (auto& [device, tracker] : sh.busy) {
+      auto [it, fresh] = busy.try_emplace(device, BusyTracker(o.gaps));
+      it->second.absorb(std::move(tracker));
+    }
+    // Kernels read before their launch: the launch may be in another share.
+    for (const auto& [corr, queued] : sh.waiting) {
+      uint64_t launch = 0;
+      for (size_t j = shares.size(); j-- > 0 && launch == 0;)
+        if (j != i) launch = shares[j].launch_of(corr);
+      if (launch != 0) s.launch_to_queued.add(static_cast<int64_t>(queued - launch));
+    }
+    sh.waiting.clear();
+  }
+  for (GroupBy g : groupings) s.grouped[static_cast<size_t>(g)] = true;
+
+  std::vector<std::pair<DeviceRow*, Interval>> gaps;
+  s.devices.reserve(busy.size());
+  for (auto& [device, tracker] : busy) {
+    const BusyTracker::Totals t = tracker.finish();
+    out.late_activities += tracker.late();
+    out.busy_exact = out.busy_exact && tracker.exact();
+    DeviceRow d;
+    d.capture = 0;
+    d.device = device;
+    d.span_ns = t.last_ns - t.first_ns;
+    d.busy_ns = t.busy_ns;
+    d.compute_ns = t.compute_ns;
+    d.copy_ns = t.copy_ns;
+    d.overlap_ns = t.overlap_ns;
+    d.idle_ns = d.span_ns - std::min(d.span_ns, d.busy_ns);
+    s.devices.push_back(std::move(d));
+    for (const Interval& gap : t.gaps) gaps.emplace_back(nullptr, gap);
+    for (size_t k = gaps.size() - t.gaps.size(); k < gaps.size(); ++k) gaps[k].first = &s.devices.back();
+  }
+  name_host_activity(path, o, gaps);
+
+  out.warnings = integrity_warnings(out.context, &out.corrupt);
+  if (s.events != 0 && capture.alignment.method == AlignMethod::kNone)
+    out.warnings.push_back(capture.path + ": " + describe(capture.alignment));
+  return out;
+}
+
+}  // namespace gantt::analysis
