@@ -28,6 +28,7 @@ struct Spec {
   uint64_t activities = 40000;
   bool nccl = false;
   bool merged = false;
+  bool nccl_linked = false;  // all-reduces every 40 activities, joined through external ids
   size_t chunk_bytes = 64 << 10;  // many chunks, so that several threads get shares
 };
 
@@ -63,6 +64,9 @@ std::string write_capture(const std::string& name, const Spec& spec) {
   for (int i = 0; i < 12; ++i) names.push_back(w->intern("_Z6kernelILi" + std::to_string(i) + "EEvPf"));
   names.push_back(w->intern("plain_kernel"));
   const uint32_t launch = w->intern("cudaLaunchKernel"), sync = w->intern("cudaStreamSynchronize");
+  const uint32_t all_reduce = w->intern("ncclAllReduce"),
+                 nccl_kernel = w->intern("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)");
+  uint64_t external = 1;
   uint64_t t = 5'000'000'000ull;
   uint32_t corr = 1;
   std::vector<v1::Record> late_launches;
@@ -81,7 +85,33 @@ std::string write_capture(const std::string& name, const Spec& spec) {
     a->set_end_ns(static_cast<int64_t>(start - 3000 + 2500 + (gap ? gap / 2 : 0)));
     const uint64_t kind = rng() % 10;
     v1::Record r;
-    if (kind < 7) {
+    if (spec.nccl_linked && i % 40 == 0) {
+      // The hook's record of the call, CUPTI's external id around its launch, the kernel.
+      v1::Record call;
+      auto* n = call.mutable_nccl();
+      n->set_op(v1::NCCL_ALL_REDUCE);
+      n->set_name_id(all_reduce);
+      n->set_bytes(1024 * (1 + rng() % 4096));
+      n->set_thread_id(4242);
+      n->set_device(static_cast<int32_t>(dev));
+      n->set_start_ns(static_cast<int64_t>(start - 3500));
+      n->set_end_ns(static_cast<int64_t>(start - 200));
+      n->set_external_id(external);
+      w->write(call);
+      v1::Record x;
+      x.mutable_external_correlation()->set_kind(5);  // CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2
+      x.mutable_external_correlation()->set_external_id(external++);
+      x.mutable_external_correlation()->set_correlation_id(corr);
+      w->write(x);
+      auto* k = r.mutable_kernel();
+      k->set_name_id(nccl_kernel);
+      k->set_device(dev);
+      k->set_stream(stream);
+      k->set_correlation_id(corr);
+      k->set_queued_ns(static_cast<int64_t>(start - 900));
+      k->set_start_ns(static_cast<int64_t>(start));
+      k->set_end_ns(static_cast<int64_t>(start + len));
+    } else if (kind < 7) {
       auto* k = r.mutable_kernel();
       k->set_name_id(names[rng() % names.size()]);
       k->set_device(dev);
@@ -181,6 +211,31 @@ TEST(StreamStats, EqualsTheLoadedCaptureForAnyNumberOfThreads) {
   std::remove(path.c_str());
 }
 
+TEST(StreamStats, NcclCallsJoinTheirKernelsAsWhenLoaded) {
+  Spec spec;
+  spec.activities = 20000;
+  spec.nccl_linked = true;
+  const std::string path = write_capture("nccl_linked", spec);
+  const Model model = load({path});
+  for (GroupBy by : {GroupBy::kKernel, GroupBy::kStream, GroupBy::kDevice}) {
+    const StatsSummary want = summarize(model, {by}, 5);
+    ASSERT_EQ(want.nccl.size(), 1u);
+    ASSERT_GT(want.nccl.front().bytes, 0u);
+    for (unsigned jobs : {1u, 3u}) {
+      StreamStatsOptions o;
+      o.by = {by};
+      o.gaps = 5;
+      o.jobs = jobs;
+      std::string why;
+      const auto got = stream_stats(path, o, &why);
+      ASSERT_TRUE(got) << why;
+      for (Format f : {Format::kText, Format::kJson})
+        EXPECT_EQ(report_of(got->summary, by, f), report_of(want, by, f)) << to_string(by) << " with " << jobs << " threads";
+    }
+  }
+  std::remove(path.c_str());
+}
+
 TEST(StreamStats, WhatNeedsTheWholeTimelineIsLeftToTheLoader) {
   std::string why;
   StreamStatsOptions o;
@@ -196,7 +251,7 @@ TEST(StreamStats, WhatNeedsTheWholeTimelineIsLeftToTheLoader) {
       o.jobs = jobs;
       why.clear();
       EXPECT_FALSE(stream_stats(path, o, &why)) << name;
-      EXPECT_NE(why.find(name == "nccl" ? "NCCL" : "merged"), std::string::npos) << why;
+      EXPECT_NE(why.find(name == "nccl" ? "without external ids" : "merged"), std::string::npos) << why;
     }
     std::remove(path.c_str());
   }

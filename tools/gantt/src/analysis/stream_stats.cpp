@@ -4,6 +4,7 @@
 #include "gantt/analysis/stream_stats.h"
 
 #include <algorithm>
+#include <cctype>
 #include <atomic>
 #include <exception>
 #include <map>
@@ -82,6 +83,18 @@ struct Share {
   std::unordered_multimap<uint32_t, uint64_t> waiting;  // kernels whose launch is not read yet: corr -> queued
   std::vector<v1::Record> context;
   uint32_t headers = 0;
+  // What the NCCL join needs (ModelBuilder::Impl::join_nccl_by_external_id): the calls, the
+  // hook's external ids (first share only: every share sees them all), and the kernels NCCL
+  // may have launched: those under an external id seen so far or named nccl*. A few records
+  // per collective, not per kernel.
+  struct NcclKernel {
+    uint32_t corr, name, device, stream;
+    int64_t start_ns, end_ns;
+  };
+  std::vector<v1::Record> nccl_calls, externals;
+  std::vector<NcclKernel> nccl_kernels;
+  std::unordered_map<uint32_t, bool> nccl_corr;  // correlation ids under the hook's external ids
+  std::vector<int8_t> nccl_named;                 // per string id: -1 unknown, 0 no, 1 yes
   gpuhook::Integrity integrity;
   std::string needs_model;
   std::exception_ptr error;
@@ -167,6 +180,25 @@ void fold_api(Share& sh, const v1::ApiCall& a) {
   sh.waiting.erase(from, to);
 }
 
+// CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2 (cupti_activity.h): the kind the hook pushes its
+// NCCL call ids under (model_builder_impl.h kHookExternalKind).
+constexpr uint32_t kHookExternalKind = 5;
+
+bool maybe_nccl(Share& sh, const gpuhook::CaptureReader& reader, const v1::Kernel& k) {
+  // Without the hook's external ids there is nothing to join by (the capture is then loaded).
+  if (sh.nccl_corr.empty()) return false;
+  if (sh.nccl_corr.count(k.correlation_id()) != 0) return true;
+  const uint32_t id = k.name_id();
+  if (id >= (1u << 24)) return false;
+  if (id >= sh.nccl_named.size()) sh.nccl_named.resize(id + 1, -1);
+  if (sh.nccl_named[id] < 0) {
+    std::string name(reader.string(id));
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+    sh.nccl_named[id] = name.find("nccl") != std::string::npos ? 1 : 0;
+  }
+  return sh.nccl_named[id] == 1;
+}
+
 void keep_context(Share& sh, const v1::Record& r) {
   switch (r.kind_case()) {
     case v1::Record::kHeader:
@@ -202,7 +234,14 @@ void read_share(const std::string& path, const StreamStatsOptions& o, Share& sh,
     const v1::Record& r = *record;
     guard.check(reader);
     switch (r.kind_case()) {
-      case v1::Record::kKernel: fold_kernel(sh, r.kernel()); break;
+      case v1::Record::kKernel:
+        fold_kernel(sh, r.kernel());
+        if (maybe_nccl(sh, reader, r.kernel())) {
+          const auto& k = r.kernel();
+          sh.nccl_kernels.push_back({k.correlation_id(), k.name_id(), k.device(), k.stream(),
+                                     k.has_start_ns() ? k.start_ns() : 0, k.has_end_ns() ? k.end_ns() : 0});
+        }
+        break;
       case v1::Record::kApi: fold_api(sh, r.api()); break;
       case v1::Record::kMemcpy: {
         const auto& c = r.memcpy();
@@ -217,9 +256,15 @@ void read_share(const std::string& path, const StreamStatsOptions& o, Share& sh,
         if (s != 0 && e > s) fold_work(sh, EventKind::kMemset, 0, 0, c.bytes(), c.device(), c.stream(), s, e);
         break;
       }
-      case v1::Record::kNccl:
-        sh.needs_model = "NCCL calls (joined to their kernels through the whole capture's correlation records)";
+      case v1::Record::kNccl: sh.nccl_calls.push_back(r); break;
+      case v1::Record::kExternalCorrelation: {
+        const auto& x = r.external_correlation();
+        if (x.kind() == kHookExternalKind && x.external_id() != 0 && x.correlation_id() != 0) {
+          sh.nccl_corr.emplace(x.correlation_id(), true);
+          if (sh.keep_context) sh.externals.push_back(r);
+        }
         break;
+      }
       default:
         if (sh.keep_context) keep_context(sh, r);
         break;
@@ -338,6 +383,62 @@ void name_host_activity(const std::string& path, const StreamStatsOptions& o,
   }
 }
 
+// The NCCL rows, and the bytes of the kernels NCCL calls ran, by the loader's own join run on
+// a model of only the records it reads. False (with *why_not) when the join would need the
+// launches of the whole capture: calls recorded without the hook's external ids.
+bool join_nccl(const std::string& path, std::vector<Share>& shares, const gpuhook::Integrity& integrity,
+               const std::vector<GroupBy>& groupings, std::array<std::map<GroupIdentity, size_t>, 3>& at,
+               StatsSummary& s, std::string* why_not) {
+  size_t calls = 0;
+  bool unlinked = shares.front().externals.empty();
+  for (const Share& sh : shares) {
+    calls += sh.nccl_calls.size();
+    for (const v1::Record& r : sh.nccl_calls)
+      if (r.nccl().has_start_ns() && r.nccl().start_ns() > 0 && r.nccl().external_id() == 0) unlinked = true;
+  }
+  if (calls == 0) return true;
+  if (unlinked) {
+    if (why_not) *why_not = "NCCL calls recorded without external ids (joined to their launches on the whole capture)";
+    return false;
+  }
+  Model mini;
+  {
+    ModelBuilder builder(mini);
+    builder.begin_capture(path);
+    for (const v1::Record& r : shares.front().context) builder.add(r);
+    for (const v1::Record& r : shares.front().externals) builder.add(r);
+    for (const Share& sh : shares)
+      for (const v1::Record& r : sh.nccl_calls) builder.add(r);
+    v1::Record r;
+    for (const Share& sh : shares)
+      for (const Share::NcclKernel& k : sh.nccl_kernels) {
+        v1::Kernel* kernel = r.mutable_kernel();
+        kernel->set_correlation_id(k.corr);
+        kernel->set_name_id(k.name);
+        kernel->set_device(k.device);
+        kernel->set_stream(k.stream);
+        kernel->set_start_ns(k.start_ns);
+        kernel->set_end_ns(k.end_ns);
+        builder.add(r);
+      }
+    builder.end_capture(integrity);
+  }
+  s.nccl = summarize(mini, {}, 0).nccl;
+  for (uint32_t e = 0; e < mini.events.size(); ++e) {
+    if (mini.events.kind[e] != EventKind::kNccl || mini.events.bytes[e] == 0 || !is_gpu_work(mini, e)) continue;
+    for (GroupBy g : groupings) {
+      SummaryGroup key;
+      if (g == GroupBy::kKernel) key.key = kernel_key(mini, e);
+      else key.device = mini.events.device[e];
+      if (g == GroupBy::kStream) key.stream = mini.events.stream[e];
+      const auto& index = at[slot_index(g)];
+      if (auto it = index.find(identity(key)); it != index.end())
+        s.groups[static_cast<size_t>(g)][it->second].bytes += mini.events.bytes[e];
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string stream_refusal(const std::vector<GroupBy>& by) {
@@ -454,6 +555,7 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
     sh.waiting.clear();
   }
   for (GroupBy g : groupings) s.grouped[static_cast<size_t>(g)] = true;
+  if (!join_nccl(path, shares, integrity, groupings, at, s, why_not)) return std::nullopt;
 
   std::vector<std::pair<DeviceRow*, Interval>> gaps;
   s.devices.reserve(busy.size());

@@ -4,9 +4,12 @@
 // order. Memory grows with kernel names, streams, devices and open idle gaps, not with the
 // events; the summary equals summarize() of the loaded capture (tests/unit: the fixtures).
 //
-// What needs the whole timeline is not streamed: NCCL calls (joined to their kernels through
-// external correlation records), range paths (a launch's NVTX stack), a merged file's ranks,
-// filters. stream_stats() then returns nothing and says why, and the caller loads the capture.
+// NCCL calls are joined to their kernels by the loader's own join, run at the end on only the
+// records it needs (the calls, the hook's external ids, the kernels named nccl* or launched
+// under those ids: a few per collective). What needs the whole timeline is not streamed: range
+// paths (a launch's NVTX stack), a merged file's ranks, NCCL calls without external ids
+// (joined by launch times). stream_stats() then returns nothing and says why, and the caller
+// loads the capture.
 #pragma once
 
 #include <cstdint>
