@@ -81,7 +81,24 @@ int run_summaries(const StatsOptions& o, const std::vector<std::string>& capture
                                           ga::GroupBy::kRange};
   ga::StatsSummary all;
   bool have = false, corrupt = false;
-  if (!captures.empty()) {
+  std::optional<ga::StreamedStats> streamed;
+  if (captures.size() == 1 && !o.in_memory && !any_filter(o.filter) && captures.front() != "-") {
+    // One capture: read as a stream, as a report of it is (try_stream).
+    ga::StreamStatsOptions so;
+    so.by = every;
+    so.gaps = std::max(kSummaryGaps, o.gaps);
+    so.jobs = o.jobs;
+    so.load = load_options(o.load);
+    so.matches = o.summary;
+    streamed = ga::stream_stats(captures.front(), so, nullptr);
+  }
+  if (streamed) {
+    for (const std::string& line : streamed->warnings) std::cerr << "gantt-cli: " << line << "\n";
+    if (!reportable(streamed->context)) return kExitError;
+    corrupt = streamed->corrupt;
+    all = std::move(streamed->summary);
+    have = true;
+  } else if (!captures.empty()) {
     LoadedJob job = load_captures(captures, o.load);
     if (!reportable(job.model) || !restrict_to_filter(job.model, o.filter, "stats")) return kExitError;
     corrupt = job.corrupt;
@@ -122,7 +139,7 @@ int run_summaries(const StatsOptions& o, const std::vector<std::string>& capture
 // report needs the whole timeline; the caller then loads the capture.
 std::optional<int> try_stream(const StatsOptions& o) {
   if (o.in_memory || o.files.size() != 1 || o.files.front() == "-" || any_filter(o.filter) || !o.timeline.empty() ||
-      o.metrics || (o.by != "kernel" && o.by != "stream" && o.by != "device"))
+      o.metrics || (o.by != "kernel" && o.by != "stream" && o.by != "device" && o.by != "range"))
     return std::nullopt;
   ga::StreamStatsOptions so;
   so.by = {group_by(o.by)};
@@ -286,9 +303,10 @@ void register_stats(CLI::App& app, int& exit_code) {
                   "for any number)")
       ->capture_default_str();
   cmd->add_flag("--in-memory", o->in_memory,
-                "load the capture whole before counting, as render and diagnose do; by default --by kernel, "
-                "stream and device read one capture as a stream, in memory that does not grow with its events "
-                "(captures with NCCL calls, merged files and filters are always loaded whole)");
+                "load the capture whole before counting, as render and diagnose do; by default one capture is "
+                "read as a stream (--by kernel, stream, device, range and --summary), in memory that does not grow "
+                "with its events (merged files, filters, NVTX ranges for --by range and --summary, and graph "
+                "launches for --summary load it whole)");
   cmd->add_flag("--metrics", o->metrics,
                 "instead of the tables: the GPU's own counters (NVML: utilisation, clocks, power, temperature, memory, "
                 "PCIe) per device, their means over the samples read while each kernel name ran, while any ran, while "

@@ -36,7 +36,7 @@ run() {  # run NAME ARGS...: stdout, stderr and exit code in $work/NAME.*
 
 compared=0
 for cap in "${captures[@]}"; do
-  for by in kernel stream device; do
+  for by in kernel stream device range; do
     for fmt in text json; do
       run whole "$cap" --by "$by" --format "$fmt" --gaps 5 --in-memory
       for jobs in 1 3; do
@@ -52,6 +52,35 @@ for cap in "${captures[@]}"; do
       done
     done
   done
+done
+
+# The map step: a summary written from the stream reads back as the loaded capture's does,
+# in stats and in diff (against the capture itself).
+mkdir "$work/s" "$work/w"
+i=0
+for cap in "${captures[@]}"; do
+  i=$((i + 1))
+  name=$i-$(basename "$cap" .gpuh)
+  # Written from inside each directory, so that "wrote NAME" reads the same in both.
+  (cd "$work/s" && "$cli" stats "$cap" --summary -o "$name.gsum" -j 3 >/dev/null 2>"$work/sum_s.err")
+  rc_s=$?
+  (cd "$work/w" && "$cli" stats "$cap" --summary -o "$name.gsum" --in-memory >/dev/null 2>"$work/sum_w.err")
+  rc_w=$?
+  if [ "$rc_s" != "$rc_w" ] || ! cmp -s "$work/sum_s.err" "$work/sum_w.err"; then
+    echo "FAIL: $name --summary: exit $rc_s/$rc_w or stderr differs from --in-memory"; diff "$work/sum_w.err" "$work/sum_s.err" | head -5
+    fail=1
+    continue
+  fi
+  [ -s "$work/w/$name.gsum" ] || continue  # no summary written (no header)
+  for by in kernel stream device range; do
+    run a "$work/s/$name.gsum" --by "$by" --format json
+    run b "$work/w/$name.gsum" --by "$by" --format json
+    cmp -s "$work/a.out" "$work/b.out" || { echo "FAIL: $name: the streamed summary's --by $by report differs"; diff "$work/b.out" "$work/a.out" | head -6; fail=1; }
+  done
+  "$cli" diff "$work/s/$name.gsum" "$cap" --format json >"$work/da.json" 2>&1
+  "$cli" diff "$work/w/$name.gsum" "$cap" --format json >"$work/db.json" 2>&1
+  cmp -s "$work/da.json" "$work/db.json" || { echo "FAIL: $name: diff from the streamed summary differs"; diff "$work/db.json" "$work/da.json" | head -6; fail=1; }
+  compared=$((compared + 1))
 done
 
 # The streamed path is the one taken: its memory stays far below the loaded model's. A

@@ -64,8 +64,11 @@ struct GroupAcc {
   uint32_t device = 0, stream = 0;
   std::string key;  // kernel groups, once the share is read
   DurationDigest exec;
+  DurationDigest queue;  // queued -> start, for diff's matches (kernel groups, when asked)
   uint64_t bytes = 0;
 };
+
+constexpr size_t kGroupings = 4;  // kernel, stream, device, range (GroupBy's first four)
 
 // One thread's contiguous run of chunks, and what it folded them into.
 struct Share {
@@ -73,8 +76,9 @@ struct Share {
   bool keep_context = false;                // the first share keeps the header, devices, ...
 
   std::vector<GroupBy> groupings;
-  std::array<std::unordered_map<uint64_t, uint32_t>, 3> slot_of;
-  std::array<std::vector<std::pair<uint64_t, GroupAcc>>, 3> slots;  // in order of first event
+  bool matches = false;  // diff's per-kernel samples too (a summary file)
+  std::array<std::unordered_map<uint64_t, uint32_t>, kGroupings> slot_of;
+  std::array<std::vector<std::pair<uint64_t, GroupAcc>>, kGroupings> slots;  // in order of first event
   DurationDigest launch_to_queued, queued_to_start, exec;
   uint64_t events = 0, gpu_time_ns = 0, first_ns = 0, last_ns = 0;
   std::map<uint32_t, BusyTracker> busy;
@@ -114,14 +118,15 @@ uint64_t group_id(GroupBy by, EventKind kind, uint32_t name, uint8_t copy_kind, 
              : kind == EventKind::kMemset ? (uint64_t{2} << 40)
                                           : name;
     case GroupBy::kStream: return (uint64_t{device & 0xFFFF} << 32) | stream;  // summary.cpp group_id
+    case GroupBy::kRange: return 0;  // streamed only without NVTX ranges: every event in "(no range)"
     default: return device;
   }
 }
 
-size_t slot_index(GroupBy by) { return by == GroupBy::kKernel ? 0 : by == GroupBy::kStream ? 1 : 2; }
+size_t slot_index(GroupBy by) { return static_cast<size_t>(by); }
 
 void fold_work(Share& sh, EventKind kind, uint32_t name, uint8_t copy_kind, uint64_t bytes, uint32_t device,
-               uint32_t stream, uint64_t start, uint64_t end) {
+               uint32_t stream, uint64_t start, uint64_t end, uint64_t queued = 0) {
   const int64_t dur = static_cast<int64_t>(end - start);
   ++sh.events;
   sh.gpu_time_ns += static_cast<uint64_t>(dur);
@@ -147,6 +152,9 @@ void fold_work(Share& sh, EventKind kind, uint32_t name, uint8_t copy_kind, uint
     GroupAcc& acc = sh.slots[gi][it->second].second;
     acc.exec.add(dur);
     acc.bytes += bytes;
+    // diff.cpp collect(): the wait of every event with a queued stamp before its start.
+    if (sh.matches && g == GroupBy::kKernel && queued != 0 && start >= queued)
+      acc.queue.add(static_cast<int64_t>(start - queued));
   }
 }
 
@@ -158,7 +166,7 @@ void fold_kernel(Share& sh, const v1::Kernel& k) {
   const uint64_t q = known(k.has_queued_ns(), k.queued_ns()), s = known(k.has_start_ns(), k.start_ns()),
                  e = known(k.has_end_ns(), k.end_ns());
   if (s == 0 || e <= s) return;
-  fold_work(sh, EventKind::kKernel, k.name_id(), 0, 0, k.device(), k.stream(), s, e);
+  fold_work(sh, EventKind::kKernel, k.name_id(), 0, 0, k.device(), k.stream(), s, e, q);
   if (q == 0) return;
   sh.queued_to_start.add(static_cast<int64_t>(s - q));
   if (k.correlation_id() == 0) return;
@@ -216,6 +224,8 @@ void keep_context(Share& sh, const v1::Record& r) {
   }
 }
 
+constexpr const char* kGraphReason = "CUDA graph launches (diff matches a graph's nodes by their place in the launch)";
+
 void read_share(const std::string& path, const StreamStatsOptions& o, Share& sh, std::atomic<bool>& stop) {
   gpuhook::ReaderOptions ro;
   ro.strict = o.load.strict;
@@ -234,7 +244,12 @@ void read_share(const std::string& path, const StreamStatsOptions& o, Share& sh,
     const v1::Record& r = *record;
     guard.check(reader);
     switch (r.kind_case()) {
+      case v1::Record::kRange:
+        if (sh.matches || std::find(sh.groupings.begin(), sh.groupings.end(), GroupBy::kRange) != sh.groupings.end())
+          sh.needs_model = "NVTX ranges (a launch's range path needs the whole timeline)";
+        break;
       case v1::Record::kKernel:
+        if (sh.matches && r.kernel().graph_id() != 0) sh.needs_model = kGraphReason;
         fold_kernel(sh, r.kernel());
         if (maybe_nccl(sh, reader, r.kernel())) {
           const auto& k = r.kernel();
@@ -245,6 +260,7 @@ void read_share(const std::string& path, const StreamStatsOptions& o, Share& sh,
       case v1::Record::kApi: fold_api(sh, r.api()); break;
       case v1::Record::kMemcpy: {
         const auto& c = r.memcpy();
+        if (sh.matches && c.graph_id() != 0) sh.needs_model = kGraphReason;
         const uint64_t s = known(c.has_start_ns(), c.start_ns()), e = known(c.has_end_ns(), c.end_ns());
         if (s != 0 && e > s)
           fold_work(sh, EventKind::kMemcpy, 0, static_cast<uint8_t>(c.copy_kind()), c.bytes(), c.device(), c.stream(), s, e);
@@ -252,6 +268,7 @@ void read_share(const std::string& path, const StreamStatsOptions& o, Share& sh,
       }
       case v1::Record::kMemset: {
         const auto& c = r.memset();
+        if (sh.matches && c.graph_id() != 0) sh.needs_model = kGraphReason;
         const uint64_t s = known(c.has_start_ns(), c.start_ns()), e = known(c.has_end_ns(), c.end_ns());
         if (s != 0 && e > s) fold_work(sh, EventKind::kMemset, 0, 0, c.bytes(), c.device(), c.stream(), s, e);
         break;
@@ -318,6 +335,7 @@ SummaryGroup to_group(GroupBy by, uint64_t id, GroupAcc& acc) {
       g.device = acc.device;
       g.stream = acc.stream;
       break;
+    case GroupBy::kRange: g.key = "(no range)"; break;
     default: g.device = acc.device; break;
   }
   g.exec = std::move(acc.exec);
@@ -387,7 +405,7 @@ void name_host_activity(const std::string& path, const StreamStatsOptions& o,
 // a model of only the records it reads. False (with *why_not) when the join would need the
 // launches of the whole capture: calls recorded without the hook's external ids.
 bool join_nccl(const std::string& path, std::vector<Share>& shares, const gpuhook::Integrity& integrity,
-               const std::vector<GroupBy>& groupings, std::array<std::map<GroupIdentity, size_t>, 3>& at,
+               const std::vector<GroupBy>& groupings, std::array<std::map<GroupIdentity, size_t>, kGroupings>& at,
                StatsSummary& s, std::string* why_not) {
   size_t calls = 0;
   bool unlinked = shares.front().externals.empty();
@@ -429,6 +447,7 @@ bool join_nccl(const std::string& path, std::vector<Share>& shares, const gpuhoo
     for (GroupBy g : groupings) {
       SummaryGroup key;
       if (g == GroupBy::kKernel) key.key = kernel_key(mini, e);
+      else if (g == GroupBy::kRange) key.key = "(no range)";
       else key.device = mini.events.device[e];
       if (g == GroupBy::kStream) key.stream = mini.events.stream[e];
       const auto& index = at[slot_index(g)];
@@ -443,8 +462,7 @@ bool join_nccl(const std::string& path, std::vector<Share>& shares, const gpuhoo
 
 std::string stream_refusal(const std::vector<GroupBy>& by) {
   for (GroupBy g : by)
-    if (g != GroupBy::kKernel && g != GroupBy::kStream && g != GroupBy::kDevice)
-      return std::string("--by ") + to_string(g) + " needs the launches' NVTX ranges or graph launches";
+    if (g == GroupBy::kGraph) return "--by graph needs the graph launches' timelines";
   return {};
 }
 
@@ -464,8 +482,11 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
     shares = plan_shares(probe, jobs);
   }
   shares.front().keep_context = true;
+  if (o.matches && std::find(groupings.begin(), groupings.end(), GroupBy::kKernel) == groupings.end())
+    groupings.push_back(GroupBy::kKernel);  // the matches are the kernel groups' samples
   for (Share& sh : shares) {
     sh.groupings = groupings;
+    sh.matches = o.matches;
     sh.gaps = o.gaps;
   }
   std::atomic<bool> stop{false};
@@ -516,7 +537,8 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
   s.gaps_kept = o.gaps;
   s.captures.push_back({path, capture.header.host_name(), capture.header.pid(),
                         capture.header.has_rank() ? static_cast<int32_t>(capture.header.rank()) : -1});
-  std::array<std::map<GroupIdentity, size_t>, 3> at;
+  std::array<std::map<GroupIdentity, size_t>, kGroupings> at;
+  std::map<std::string, DurationDigest> queue_of;  // kernel key -> queued->start, for the matches
   std::map<uint32_t, BusyTracker> busy;
   for (size_t i = 0; i < shares.size(); ++i) {
     Share& sh = shares[i];
@@ -532,6 +554,7 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
       auto& rows = s.groups[static_cast<size_t>(g)];
       for (auto& [id, acc] : sh.slots[gi]) {
         SummaryGroup row = to_group(g, id, acc);
+        if (o.matches && g == GroupBy::kKernel) queue_of[row.key].merge(acc.queue);
         auto [it, fresh] = at[gi].try_emplace(identity(row), rows.size());
         if (fresh) {
           rows.push_back(std::move(row));
@@ -556,6 +579,20 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
   }
   for (GroupBy g : groupings) s.grouped[static_cast<size_t>(g)] = true;
   if (!join_nccl(path, shares, integrity, groupings, at, s, why_not)) return std::nullopt;
+  if (o.matches) {
+    // add_diff_samples() without ranges or graphs: one match per kernel key.
+    for (const SummaryGroup& row : s.groups[static_cast<size_t>(GroupBy::kKernel)]) {
+      SummaryMatch& m = s.matches[match_key("", row.key, 0)];
+      m.name = row.key;
+      m.exec = row.exec;
+      m.queue = queue_of[row.key];
+    }
+    s.has_matches = true;
+    if (std::find(o.by.begin(), o.by.end(), GroupBy::kKernel) == o.by.end()) {
+      s.groups[static_cast<size_t>(GroupBy::kKernel)].clear();
+      s.grouped[static_cast<size_t>(GroupBy::kKernel)] = false;
+    }
+  }
 
   std::vector<std::pair<DeviceRow*, Interval>> gaps;
   s.devices.reserve(busy.size());

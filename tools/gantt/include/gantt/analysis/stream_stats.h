@@ -7,7 +7,8 @@
 // NCCL calls are joined to their kernels by the loader's own join, run at the end on only the
 // records it needs (the calls, the hook's external ids, the kernels named nccl* or launched
 // under those ids: a few per collective). What needs the whole timeline is not streamed: range
-// paths (a launch's NVTX stack), a merged file's ranks, NCCL calls without external ids
+// paths (a launch's NVTX stack: --by range and summaries of captures with NVTX ranges), CUDA
+// graph launches in a summary (diff matches nodes by place), a merged file's ranks, NCCL calls without external ids
 // (joined by launch times). stream_stats() then returns nothing and says why, and the caller
 // loads the capture.
 #pragma once
@@ -23,8 +24,9 @@
 namespace gantt::analysis {
 
 struct StreamStatsOptions {
-  std::vector<GroupBy> by;  // kernel, stream, device
+  std::vector<GroupBy> by;  // kernel, stream, device, range (without NVTX ranges: one "(no range)" row)
   size_t gaps = 3;          // idle gaps kept per device
+  bool matches = false;     // diff's per-kernel samples too (add_diff_samples), for a summary file
   unsigned jobs = 0;        // decoding threads; 0 = every core
   LoadOptions load;
 };
