@@ -144,6 +144,16 @@ int main(int argc, char** argv) {
       n->set_start_ns(t(host_t));
       n->set_end_ns(t(host_t + 5'000));
       n->set_sequence(static_cast<uint64_t>(s));
+      // As the hook records a call: its own id, pushed as CUPTI's external correlation id
+      // (CUSTOM2) around the call, joins the call to the kernel it launched.
+      const uint64_t external = static_cast<uint64_t>(s) + 1;
+      n->set_external_id(external);
+      w->write(rec);
+      rec.Clear();
+      auto* x = rec.mutable_external_correlation();
+      x->set_kind(5);
+      x->set_external_id(external);
+      x->set_correlation_id(corr);
       w->write(rec);
       rec.Clear();
       auto* a = rec.mutable_api();
