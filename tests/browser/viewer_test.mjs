@@ -4,12 +4,14 @@
 //   node viewer_test.mjs hostile PAGE.html OUT_DIR EXPECT.json  # names that try to break out
 //   node viewer_test.mjs smoke PAGE.html OUT_DIR EXPECT.json    # counts, and no error on input
 //   node viewer_test.mjs nvtx PAGE.html OUT_DIR EXPECT.json     # ranges <-> kernels, stats table, flame graph
+//   node viewer_test.mjs ranks PAGE.html OUT_DIR EXPECT.json    # collectives' last arrivals, n / p
 // EXPECT.json comes from `gantt-cli dump` (viewer_test.sh). Prints "ok"/"FAIL" lines; exit 1
 // on any failure.
 import fs from 'node:fs';
 import path from 'node:path';
 import puppeteer from 'puppeteer-core';
 import { nvtxChecks } from './viewer_nvtx.mjs';
+import { rankChecks } from './viewer_ranks.mjs';
 
 const [mode, pagePath, outDir, expectPath] = process.argv.slice(2);
 const expect = JSON.parse(fs.readFileSync(expectPath, 'utf8'));
@@ -151,6 +153,9 @@ try {
   } else if (mode === 'nvtx') {
     await nvtxChecks(page, V, expect.nvtx, rel, check);
     await page.screenshot({ path: path.join(outDir, "nvtx.png") });
+  } else if (mode === 'ranks') {
+    await rankChecks(page, V, expect.ranks, check);
+    await page.screenshot({ path: path.join(outDir, 'ranks.png') });
   } else if (mode === 'smoke') {
     // Whatever the capture (empty, several ranks, other lane groupings): zoom, pan and hover
     // across the chart raise no error.

@@ -2,17 +2,19 @@
 # The HTML page of `gantt-cli render -o x.html` in a real browser: Debian's chromium, driven
 # headless by puppeteer-core (package.json here; scripts/setup.sh installs both). Without them
 # it says what is missing and exits 77, which ctest reports as skipped.
-#   viewer_test.sh GANTT_CLI MAKE_CAPTURE OUT_DIR viewer|hostile|edges|nvtx
+#   viewer_test.sh GANTT_CLI MAKE_CAPTURE OUT_DIR viewer|hostile|edges|nvtx|ranks [GEN_JOB]
 # viewer: a 60,000-kernel capture, every control; hostile: kernel names that try to break out
 # of the page; edges: an empty selection, two ranks, --lanes rank and device; nvtx: nested
 # NVTX ranges on two threads, the range <-> kernel linkage, the stats table, flame graph and
-# memory strip.
+# memory strip; ranks: a job of 8 ranks (GEN_JOB: tests/bench/ranks' generator, rank 5 the
+# straggler), each collective's last to arrive against the SVG chart's, and n / p.
 # OUT_DIR keeps the page and the screenshot for people to look at.
 set -u
 cli=$1
 make_capture=$2
 out=$3
 mode=${4:-viewer}
+gen_job=${5:-}
 here=$(cd "$(dirname "$0")" && pwd)
 chromium=${CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
 if [[ -z "$chromium" || ! -x "$chromium" ]]; then
@@ -72,6 +74,25 @@ case $mode in
       "$work/counts.json" "$work/nvtx.json" > "$work/expect.json" || exit 2
     echo "-- nvtx"
     node "$here/viewer_test.mjs" nvtx "$out/nvtx.html" "$out" "$work/expect.json" || fails=$((fails + 1)) ;;
-  *) echo "usage: viewer_test.sh GANTT_CLI MAKE_CAPTURE OUT_DIR viewer|hostile|edges|nvtx"; exit 2 ;;
+  ranks)
+    # 8 ranks: rank 5 comes last every time; 4 ranks: no straggler, the last differs by a few us.
+    for n in 8 4; do
+      mkdir -p "$work/job$n"
+      "$gen_job" "$work/job$n" $n 1000 >/dev/null || exit 2
+      files=("$work"/job$n/rank*.gpuh)
+      "$cli" render "${files[@]}" -o "$out/ranks$n.html" 2>"$work/render.err" || { echo "FAIL render: $(cat "$work/render.err")"; exit 1; }
+      "$cli" render "${files[@]}" -o "$work/ranks$n.svg" 2>/dev/null || exit 2
+      for f in "${files[@]}"; do "$cli" dump "$f" > "$f.dump" || exit 2; done
+      python3 "$here/expect_from_dump.py" "${files[@]/%/.dump}" > "$work/counts.json" || exit 2
+      # The SVG outlines each collective's last arrival with a tooltip, in the order of the links.
+      python3 -c 'import json, re, sys
+e = json.load(open(sys.argv[1]))
+svg = open(sys.argv[2]).read()
+e["ranks"] = {"last_ranks": [int(r) for r in re.findall(r"<rect[^>]*><title>last to arrive: rank (\d+)", svg)], "ranks": int(sys.argv[3])}
+print(json.dumps(e))' "$work/counts.json" "$work/ranks$n.svg" $n > "$work/expect.json" || exit 2
+      echo "-- ranks ($n)"
+      node "$here/viewer_test.mjs" ranks "$out/ranks$n.html" "$out" "$work/expect.json" || fails=$((fails + 1))
+    done ;;
+  *) echo "usage: viewer_test.sh GANTT_CLI MAKE_CAPTURE OUT_DIR viewer|hostile|edges|nvtx|ranks [GEN_JOB]"; exit 2 ;;
 esac
 exit $((fails > 0))

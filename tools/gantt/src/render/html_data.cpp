@@ -113,6 +113,7 @@ class DataWriter {
   void write_sections();
   void write_lanes();
   void write_annotations();
+  void write_collectives();
   void pick_ranges();
   void write_ranges();
   uint32_t label_of(uint32_t e);
@@ -406,6 +407,47 @@ void DataWriter::write_ranges() {
         "\",\"names\":" + names + "],\"colours\":" + colours + "],\"left_out\":" + std::to_string(st_.ranges_left_out) + "}";
 }
 
+// Several ranks: each collective matched across them (collective_links, the same the chart
+// links and outlines), its ranks' kernels on the page and the last to arrive. One varint run,
+// fields per collective in this order (viewer_ranks.js decodeCollectives): first start delta
+// (zigzag, ns from the window's start), end - first start, last rank + 1, spread (last - first
+// arrival), how many of its kernels are on the page, then per kernel its lane and index, then
+// which of them arrived last (its place in that list + 1, 0 = not on the page).
+void DataWriter::write_collectives() {
+  std::string packed;
+  size_t n = 0;
+  int64_t prev = 0;
+  if (o_.collective_links && m_.captures.size() > 1) {
+    for (const CollectiveLink& l : collective_links(m_)) {
+      std::vector<uint32_t> on_page;
+      uint64_t first = UINT64_MAX;
+      for (uint32_t e : l.events) {
+        if (e >= lane_of_.size() || lane_of_[e] == kNone) continue;
+        on_page.push_back(e);
+        first = std::min(first, m_.events.start_ns[e]);
+      }
+      if (on_page.empty()) continue;
+      const int64_t start = rel(first);
+      append_varint(packed, zigzag(start - prev));
+      prev = start;
+      append_varint(packed, l.end_ns > first ? l.end_ns - first : 0);
+      append_varint(packed, static_cast<uint64_t>(std::max(l.last_rank, -1) + 1));
+      append_varint(packed, l.spread_ns);
+      append_varint(packed, on_page.size());
+      size_t last = 0;
+      for (size_t k = 0; k < on_page.size(); ++k) {
+        append_varint(packed, lane_of_[on_page[k]]);
+        append_varint(packed, index_of_[on_page[k]]);
+        if (on_page[k] == l.last_event) last = k + 1;
+      }
+      append_varint(packed, last);
+      ++n;
+    }
+  }
+  st_.collectives = n;
+  j_ += ",\"collectives\":{\"n\":" + std::to_string(n) + ",\"packed\":\"" + base64(packed) + "\"}";
+}
+
 void DataWriter::write_strings() {
   j_ += ",\"labels\":[";
   for (size_t i = 0; i < label_event_.size(); ++i) {
@@ -524,6 +566,7 @@ std::string DataWriter::build() {
   write_strings();
   write_ranges();
   write_annotations();
+  write_collectives();
   j_ += '}';
   st_.data_bytes = j_.size();
   return std::move(j_);

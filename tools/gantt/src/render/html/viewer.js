@@ -8,7 +8,8 @@
 // is drawn from the pyramids alone; the events are decoded lane by lane after it. The formats
 // and searches are viewer_data.js's, which comes first in the page's script; the drawing of
 // the ruler, sections and lanes viewer_draw.js's; the host thread lanes (NVTX ranges)
-// viewer_host.js's; the stats table and flame graph viewer_panels.js's; the test hook
+// viewer_host.js's; the collectives of several ranks viewer_ranks.js's; the stats table and
+// flame graph viewer_panels.js's; the test hook
 // viewer_hook.js's. This file holds the data, the layout, the view and the input.
 // Names are shown with textContent and fillText only: nothing from the capture becomes markup.
 'use strict';
@@ -99,6 +100,9 @@
   env.view = view;
   const drawing = viewerDraw(data, env);
   const { EXEC_Y, EXEC_H, fitText, drawRuler, drawSection, drawLane } = drawing;
+  Object.assign(env, { EXEC_Y, EXEC_H, setView: (a, b) => setView(a, b),
+                       say: (text) => { document.getElementById('selection').textContent = text; } });
+  const ranks = viewerRanks(data, env);
   let W = 0, H = 0, dpr = 1;
   let search = null;          // { re, labels: Uint8Array, count }
   let marks = null;           // per lane, Float64Array of the starts of the events search or a range picks out
@@ -179,6 +183,7 @@
     });
     for (const l of lanes) if (!visible.includes(l)) l.mode = 'hidden';
     host.draw(oy);
+    ranks.draw(oy);
     if (selected && lanes[selected.lane].ev) {
       const b = eventBox(lanes[selected.lane], selected.index, oy);
       ctx.strokeStyle = '#000000';
@@ -236,6 +241,7 @@
     lines.push(ev.call[i] ? 'host call: ' + calls[ev.call[i]] + ', ' + fmtDuration(ev.callNs[i]) : 'host call: unknown');
     if (hasRanges) lines.push(ev.range[i] ? 'launched in NVTX range ' + host.path(ev.range[i] - 1) : 'launched in no NVTX range');
     for (const a of l.ann) if (A.index[a] === i) lines.push('\u25b2 ' + A.label[a]);
+    lines.push(...ranks.describe(li, i));
     return lines.join('\n');
   }
   function gapAt(x, y) {
@@ -374,7 +380,14 @@
     }
     if (e.key === '/') { e.preventDefault(); searchBox.focus(); }
     else if (e.key === '0') setView(0, data.span_ns);
+    else if (e.key === 'n' || e.key === 'p') ranks.jump(e.key === 'n' ? 1 : -1);
   });
+  if (ranks.n) {
+    document.getElementById('collectives').hidden = false;
+    document.getElementById('help').textContent += ' \u00b7 n / p: next / previous collective (its last to arrive outlined in red)';
+  }
+  document.getElementById('coll-prev').addEventListener('click', () => ranks.jump(-1));
+  document.getElementById('coll-next').addEventListener('click', () => ranks.jump(1));
   document.getElementById('reset').addEventListener('click', () => setView(0, data.span_ns));
   window.addEventListener('resize', resize);
 
@@ -453,7 +466,7 @@
   window.gpuhookViewer = viewerHook({
     data, lanes, labels, calls, sections, A, G, view, stats, totalEvents, host, panels, canvas, tip, searchBox,
     RULER_H, EXEC_Y, EXEC_H, X, plotL, plotR, setView, runSearch, select, describe, eventBox, draw, clampScroll,
-    selectRange, setMeasure, updatePanels,
+    selectRange, setMeasure, updatePanels, ranks,
     state: () => ({ ready: next >= lanes.length, H, search, measure, selected, litCount }),
   });
 })();

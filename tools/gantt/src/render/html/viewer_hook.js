@@ -6,7 +6,7 @@
 const viewerHook = function (v) {
   const { data, lanes, labels, calls, sections, A, G, view, stats, totalEvents, host, panels, canvas, tip, searchBox,
           RULER_H, EXEC_Y, EXEC_H, X, plotL, plotR, setView, runSearch, select, describe, eventBox, draw, clampScroll,
-          selectRange, setMeasure, updatePanels } = v;
+          selectRange, setMeasure, updatePanels, ranks } = v;
   return {
     get ready() { return v.state().ready && stats.frames > 0; },
     get readyMs() { return stats.readyMs; },
@@ -82,5 +82,9 @@ const viewerHook = function (v) {
       return { x: r.left + f.x + Math.min(f.w / 2, 20), y: r.top + f.y + 8 };
     },
     draw: () => { draw(); return stats.frameMs[stats.frameMs.length - 1]; },
+    // Several ranks: the collectives (first arrival, end, last rank, its event as [lane, index])
+    // and the one the last n / p centred.
+    collectives: () => ranks.list(),
+    currentCollective: () => ranks.current,
   };
 };
