@@ -5,6 +5,7 @@
 //   node viewer_test.mjs smoke PAGE.html OUT_DIR EXPECT.json    # counts, and no error on input
 //   node viewer_test.mjs nvtx PAGE.html OUT_DIR EXPECT.json     # ranges <-> kernels, stats table, flame graph
 //   node viewer_test.mjs ranks PAGE.html OUT_DIR EXPECT.json    # collectives' last arrivals, n / p
+//   node viewer_test.mjs diff PAGE.html OUT_DIR EXPECT.json     # diff -o x.html: alignment, differential flame graph
 // EXPECT.json comes from `gantt-cli dump` (viewer_test.sh). Prints "ok"/"FAIL" lines; exit 1
 // on any failure.
 import fs from 'node:fs';
@@ -12,6 +13,7 @@ import path from 'node:path';
 import puppeteer from 'puppeteer-core';
 import { nvtxChecks } from './viewer_nvtx.mjs';
 import { rankChecks } from './viewer_ranks.mjs';
+import { diffChecks } from './viewer_diff.mjs';
 
 const [mode, pagePath, outDir, expectPath] = process.argv.slice(2);
 const expect = JSON.parse(fs.readFileSync(expectPath, 'utf8'));
@@ -153,6 +155,16 @@ try {
   } else if (mode === 'nvtx') {
     await nvtxChecks(page, V, expect.nvtx, rel, check);
     await page.screenshot({ path: path.join(outDir, "nvtx.png") });
+  } else if (mode === 'diff' || mode === 'diff-hostile') {
+    await diffChecks(page, V, expect.diff, check);
+    if (mode === 'diff-hostile') {
+      const scripts = await page.$$eval('script', (l) => l.length);
+      const injected = await page.$$eval('body img, body iframe, body svg', (l) => l.length);
+      check(scripts === 2 && injected === 0, `the document has only its own 2 scripts (${scripts}) and no injected elements (${injected})`);
+      const paths = (await V(() => gpuhookViewer.flameFrames())).map((f) => f.path);
+      check(paths.includes(expect.sample_display), `the flame graph shows ${JSON.stringify(expect.sample_display)} as a frame`);
+    }
+    await page.screenshot({ path: path.join(outDir, mode + '.png') });
   } else if (mode === 'ranks') {
     await rankChecks(page, V, expect.ranks, check);
     await page.screenshot({ path: path.join(outDir, 'ranks.png') });

@@ -7,7 +7,8 @@
 # of the page; edges: an empty selection, two ranks, --lanes rank and device; nvtx: nested
 # NVTX ranges on two threads, the range <-> kernel linkage, the stats table, flame graph and
 # memory strip; ranks: a job of 8 ranks (GEN_JOB: tests/bench/ranks' generator, rank 5 the
-# straggler), each collective's last to arrive against the SVG chart's, and n / p.
+# straggler), each collective's last to arrive against the SVG chart's, and n / p; diff: the
+# page of `diff -o x.html` for a pair where one kernel got slower, and for hostile names.
 # OUT_DIR keeps the page and the screenshot for people to look at.
 set -u
 cli=$1
@@ -93,6 +94,34 @@ print(json.dumps(e))' "$work/counts.json" "$work/ranks$n.svg" $n > "$work/expect
       echo "-- ranks ($n)"
       node "$here/viewer_test.mjs" ranks "$out/ranks$n.html" "$out" "$work/expect.json" || fails=$((fails + 1))
     done ;;
-  *) echo "usage: viewer_test.sh GANTT_CLI MAKE_CAPTURE OUT_DIR viewer|hostile|edges|nvtx|ranks [GEN_JOB]"; exit 2 ;;
+  diff)
+    # kernelA 1.3 times slower in the new run; aligned on the third step.
+    "$make_capture" steps "$work/base.gpuh" 1 1.0 20 || exit 2
+    "$make_capture" steps "$work/new.gpuh" 2 1.3 20 || exit 2
+    "$make_capture" script_names "$work/hostile.gpuh" || exit 2
+    for f in base new hostile; do "$cli" dump "$work/$f.gpuh" > "$work/$f.dump" || exit 2; done
+    # diff page NAME BASE NEW EXPECT_ARGS -- DIFF_ARGS...
+    diffpage() {
+      local name=$1 base=$2 new=$3 expect=()
+      shift 3
+      while [[ $1 != -- ]]; do expect+=("$1"); shift; done
+      shift
+      "$cli" diff "$work/$base.gpuh" "$work/$new.gpuh" "$@" --format json > "$work/report.json" 2>/dev/null
+      [[ $? -le 1 ]] || { echo "FAIL diff --format json"; exit 1; }
+      "$cli" diff "$work/$base.gpuh" "$work/$new.gpuh" "$@" -o "$out/$name.html" >/dev/null 2>"$work/diff.err"
+      [[ $? -le 1 && -s "$out/$name.html" ]] || { echo "FAIL diff -o $name.html: $(cat "$work/diff.err")"; fails=$((fails + 1)); return; }
+      python3 "$here/expect_from_dump.py" "${expect[@]}" "$work/$base.dump" "$work/$new.dump" > "$work/counts.json" || exit 2
+      python3 -c 'import json, sys
+e = json.load(open(sys.argv[1]))
+e["diff"] = {"report": json.load(open(sys.argv[2])), "align": sys.argv[3], "sections_per_run": 1,
+             "slower": sys.argv[4] == "slower", "unchanged": "kernelB()"}
+print(json.dumps(e))' "$work/counts.json" "$work/report.json" "$align" "$slower" > "$work/$name.json" || exit 2
+      echo "-- $name"
+      node "$here/viewer_test.mjs" "$pagemode" "$out/$name.html" "$out" "$work/$name.json" || fails=$((fails + 1))
+    }
+    align=step@3 slower=slower pagemode=diff diffpage diff base new -- --align-range step@3
+    align= slower=slower pagemode=diff diffpage diff_start base new --
+    align= slower=no pagemode=diff-hostile diffpage diff_hostile hostile hostile --search 'alert\(1\)' --sample '^</script><script>alert' -- ;;
+  *) echo "usage: viewer_test.sh GANTT_CLI MAKE_CAPTURE OUT_DIR viewer|hostile|edges|nvtx|ranks|diff [GEN_JOB]"; exit 2 ;;
 esac
 exit $((fails > 0))

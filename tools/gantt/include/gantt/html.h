@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gantt/analysis/flame.h"
 #include "gantt/filter.h"
 #include "gantt/model.h"
 #include "gantt/render.h"
@@ -48,10 +49,35 @@ struct HtmlStats {
 void write_html(const Model& model, const Selection& selection, const RenderOptions& options, std::ostream& out,
                 HtmlStats* stats = nullptr);
 
+// One run on a page. A diff page holds two, base first: each run's lanes under its own
+// sections (labelled with `label`), on one time axis where both runs' `selection.origin_ns`
+// (capture start, or the range occurrence they are aligned on) fall at the same time.
+struct HtmlRun {
+  const Model* model = nullptr;
+  Selection selection;
+  std::string label;  // "" on a page of one run
+};
+
+// What only a diff page has: the differential flame graph's stacks (analysis::gpu_stacks of
+// each run), the page's title, and how much of the page to show first (ns after the origin;
+// 0 = all of it).
+struct HtmlDiff {
+  analysis::Stacks base, next;
+  std::string title;
+  uint64_t view_ns = 0;
+};
+
+// `gantt-cli diff A B -o x.html`: both runs and the differential flame graph on one page.
+void write_diff_html(const std::vector<HtmlRun>& runs, const HtmlDiff& diff, const RenderOptions& options,
+                     std::ostream& out, HtmlStats* stats = nullptr);
+
 namespace html {
 
 // The data block the page reads (a JSON object; see viewer.js for its fields).
 std::string data_json(const Model& model, const Selection& selection, const RenderOptions& options,
+                      HtmlStats* stats = nullptr);
+// The same for several runs (a diff page: `diff` set, two runs).
+std::string data_json(const std::vector<HtmlRun>& runs, const RenderOptions& options, const HtmlDiff* diff,
                       HtmlStats* stats = nullptr);
 
 // The template with the style, the script and `data_json` in place of its markers.

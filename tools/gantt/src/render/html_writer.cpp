@@ -55,4 +55,9 @@ void write_html(const Model& model, const Selection& selection, const RenderOpti
   out << html::page(html::data_json(model, selection, options, stats));
 }
 
+void write_diff_html(const std::vector<HtmlRun>& runs, const HtmlDiff& diff, const RenderOptions& options,
+                     std::ostream& out, HtmlStats* stats) {
+  out << html::page(html::data_json(runs, options, &diff, stats));
+}
+
 }  // namespace gantt

@@ -447,6 +447,8 @@
 
   // ---- start: a first frame from the pyramids, then the events lane by lane ------------------
   resize();
+  // A diff page aligned on a range occurrence opens on it (the longer of the two).
+  if (data.diff && data.diff.view_ns) setView(data.origin_ns - data.diff.view_ns * 0.05, data.origin_ns + data.diff.view_ns * 1.05);
   let next = 0;
   function decodeSome() {
     const until = performance.now() + 30;

@@ -24,6 +24,7 @@ const viewerHook = function (v) {
       aggregatedLanes: stats.aggregatedLanes, frameMs: stats.frameMs.slice(), modes: lanes.map((l) => l.mode),
     }),
     laneLabels: () => lanes.map((l) => l.label),
+    sectionLabels: () => sections.map((s) => s.label),
     laneCounts: () => lanes.map((l) => l.n),
     search: (text) => { searchBox.value = text; return runSearch(text); },
     matches: () => { const { search } = v.state(); return search ? search.count : 0; },
@@ -75,6 +76,7 @@ const viewerHook = function (v) {
     statsRows: () => { updatePanels(); return panels.rows(); },
     flameFrames: () => { updatePanels(); return panels.frames(); },
     flameZoom: () => panels.zoom(),
+    flameTooltip: () => panels.tooltip(),
     flamePoint: (path) => {
       const f = panels.frames().find((x) => x.path === path);
       if (!f) return null;
