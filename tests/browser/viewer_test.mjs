@@ -6,6 +6,7 @@
 //   node viewer_test.mjs nvtx PAGE.html OUT_DIR EXPECT.json     # ranges <-> kernels, stats table, flame graph
 //   node viewer_test.mjs ranks PAGE.html OUT_DIR EXPECT.json    # collectives' last arrivals, n / p
 //   node viewer_test.mjs diff PAGE.html OUT_DIR EXPECT.json     # diff -o x.html: alignment, differential flame graph
+//   node viewer_test.mjs calls PAGE.html OUT_DIR EXPECT.json    # host calls on the host lanes
 // EXPECT.json comes from `gantt-cli dump` (viewer_test.sh). Prints "ok"/"FAIL" lines; exit 1
 // on any failure.
 import fs from 'node:fs';
@@ -14,6 +15,7 @@ import puppeteer from 'puppeteer-core';
 import { nvtxChecks } from './viewer_nvtx.mjs';
 import { rankChecks } from './viewer_ranks.mjs';
 import { diffChecks } from './viewer_diff.mjs';
+import { callChecks } from './viewer_calls.mjs';
 
 const [mode, pagePath, outDir, expectPath] = process.argv.slice(2);
 const expect = JSON.parse(fs.readFileSync(expectPath, 'utf8'));
@@ -152,8 +154,12 @@ try {
     const ms = await V(() => gpuhookViewer.draw());
     check(ms < 2000, `a frame of the whole window took ${ms.toFixed(1)} ms`);
     await page.screenshot({ path: path.join(outDir, 'viewer.png') });
+  } else if (mode === 'calls') {
+    await callChecks(page, V, expect.host, rel, check);
+    await page.screenshot({ path: path.join(outDir, 'calls.png') });
   } else if (mode === 'nvtx') {
     await nvtxChecks(page, V, expect.nvtx, rel, check);
+    await callChecks(page, V, expect.host, rel, check);
     await page.screenshot({ path: path.join(outDir, "nvtx.png") });
   } else if (mode === 'diff' || mode === 'diff-hostile') {
     await diffChecks(page, V, expect.diff, check);

@@ -8,7 +8,8 @@
 # NVTX ranges on two threads, the range <-> kernel linkage, the stats table, flame graph and
 # memory strip; ranks: a job of 8 ranks (GEN_JOB: tests/bench/ranks' generator, rank 5 the
 # straggler), each collective's last to arrive against the SVG chart's, and n / p; diff: the
-# page of `diff -o x.html` for a pair where one kernel got slower, and for hostile names.
+# page of `diff -o x.html` for a pair where one kernel got slower, and for hostile names;
+# calls: the host calls on the host thread lanes against dump's api records.
 # OUT_DIR keeps the page and the screenshot for people to look at.
 set -u
 cli=$1
@@ -64,6 +65,11 @@ case $mode in
     pagemode=smoke page ranks -- "$work/rank0.gpuh" "$work/rank1.gpuh"
     pagemode=smoke page ranks_by_rank --lanes rank -- "$work/rank0.gpuh" "$work/rank1.gpuh" --lanes rank
     pagemode=smoke page by_device --lanes device -- "$work/rank0.gpuh" "$work/rank1.gpuh" --lanes device ;;
+  calls)
+    # Synchronisations (written apart, the host blocked in them) and launches (rebuilt from
+    # the events) on one thread.
+    "$make_capture" steps "$work/app.gpuh" 1 1.0 20 || exit 2
+    pagemode=calls page calls -- "$work/app.gpuh" ;;
   nvtx)
     "$make_capture" nvtx "$work/app.gpuh" 4 || exit 2
     "$cli" dump "$work/app.gpuh" > "$work/app.dump" || exit 2
@@ -122,6 +128,6 @@ print(json.dumps(e))' "$work/counts.json" "$work/report.json" "$align" "$slower"
     align=step@3 slower=slower pagemode=diff diffpage diff base new -- --align-range step@3
     align= slower=slower pagemode=diff diffpage diff_start base new --
     align= slower=no pagemode=diff-hostile diffpage diff_hostile hostile hostile --search 'alert\(1\)' --sample '^</script><script>alert' -- ;;
-  *) echo "usage: viewer_test.sh GANTT_CLI MAKE_CAPTURE OUT_DIR viewer|hostile|edges|nvtx|ranks|diff [GEN_JOB]"; exit 2 ;;
+  *) echo "usage: viewer_test.sh GANTT_CLI MAKE_CAPTURE OUT_DIR viewer|hostile|edges|nvtx|ranks|diff|calls [GEN_JOB]"; exit 2 ;;
 esac
 exit $((fails > 0))

@@ -205,7 +205,8 @@ TEST(Html, TwoRunsShareOneAxisAtTheirOrigins) {
   EXPECT_NE(data.find("\"title\":\"diff \\u003c/script\\u003e\""), std::string::npos);
   EXPECT_NE(data.find("\"label\":\"base \xC2\xB7 "), std::string::npos);
   EXPECT_NE(data.find("\"label\":\"new \xC2\xB7 "), std::string::npos);
-  EXPECT_NE(data.find("\"host_lanes\":[\"new tid 5\"]"), std::string::npos);
+  // Host lanes: the threads with calls (base, new) or ranges (new).
+  EXPECT_NE(data.find("\"host_lanes\":[\"base tid 5\",\"new tid 5\"]"), std::string::npos);
   // Stacks: [frames..., base ns, new ns]; gemm ran in base outside any range, in new inside two.
   EXPECT_NE(data.find("[\"gemm\",1000,0]"), std::string::npos);
   EXPECT_NE(data.find("[\"step\",\"\\u003c/script\\u003e\\u003cb\\u003e\",\"gemm\",0,2000]"), std::string::npos);

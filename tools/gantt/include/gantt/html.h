@@ -9,6 +9,8 @@
 //   duration, overlap row, name, the other stages as offsets from the start, the host call,
 //   and where the page has NVTX ranges, the innermost range the launch was made in);
 // - the NVTX ranges of the host threads, one varint run (lane, start, end, depth, parent);
+// - the host calls on the host thread lanes: those that launched an event on the page the
+//   viewer rebuilds from the events (call, launch time, duration), the others one varint run;
 // - with several ranks, the collectives matched across them (collective_links, as the chart's
 //   links): their kernels on the page and the last to arrive;
 // - with --memory-strip, per device the memory in use as a step function (analysis::memory_report);
@@ -42,6 +44,8 @@ struct HtmlStats {
   uint64_t ranges = 0;           // NVTX ranges on the host thread lanes
   uint64_t ranges_left_out = 0;  // past the page's limit on ranges
   uint64_t collectives = 0;      // collectives matched across ranks with a kernel on the page
+  uint64_t host_calls = 0;       // host calls written apart: those that launched no event on the page
+  uint64_t calls_left_out = 0;   // past the page's limit on those
   uint64_t data_bytes = 0;       // the data block's size
 };
 

@@ -130,6 +130,7 @@ class DataWriter {
   void write_collectives();
   void write_diff();
   void pick_ranges();
+  void pick_host_lanes();
   void write_ranges();
   uint32_t label_of(size_t run, uint32_t e);
   uint32_t call_of(size_t run, uint32_t e);
@@ -162,12 +163,22 @@ class DataWriter {
   // the page).
   std::vector<std::pair<size_t, uint32_t>> page_ranges_;
   std::vector<std::vector<uint32_t>> range_index_;
+  // Host thread lanes: (run, thread row) -> lane, in (run, capture, tid) order. The host calls
+  // on them: those that launched a GPU event on the page the viewer rebuilds from the events
+  // (their call, launch time and duration are there already), so only the others are written:
+  // (run, API row) in lane, then start order.
+  std::map<std::pair<size_t, uint32_t>, uint32_t> host_lane_;
+  std::vector<std::tuple<size_t, uint16_t, uint64_t, uint32_t>> host_threads_;  // run, capture, tid, thread row
+  std::vector<std::pair<size_t, uint32_t>> other_calls_;
 };
 
 // Ranges the page carries: every depth (the page nests them all, and a kernel's range path
 // needs its innermost range), up to this many; past it, the earliest, and events launched in
 // a range left out have no range on the page.
 constexpr size_t kMaxPageRanges = 200000;
+// Host calls that launched nothing on the page (synchronisations, allocations, ...), written
+// one by one up to this many; past it, the earliest.
+constexpr size_t kMaxPageCalls = 500000;
 
 DataWriter::DataWriter(const std::vector<HtmlRun>& runs, const RenderOptions& o, const HtmlDiff* diff, HtmlStats& st)
     : o_(o), diff_(diff), st_(st) {
@@ -443,21 +454,61 @@ void DataWriter::pick_ranges() {
   st_.ranges = page_ranges_.size();
 }
 
-void DataWriter::write_ranges() {
-  // Host thread lanes, (run, capture, tid) order as build_scene's, each the ranges of one thread.
+// Host thread lanes, as build_scene's: every thread with NVTX ranges or host calls in the
+// window, in (run, capture, tid) order. Runs after write_lanes, which interns the calls that
+// launched the page's events; the others are interned here, so write_strings has them all.
+void DataWriter::pick_host_lanes() {
+  if (!o_.host_lanes) return;
   std::map<std::tuple<size_t, uint16_t, uint64_t>, uint32_t> threads;
-  for (const auto& [run, r] : page_ranges_) {
-    const uint32_t t = m(run).ranges.thread[r];
-    threads.emplace(std::make_tuple(run, m(run).threads.capture[t], m(run).threads.thread_id[t]), t);
-  }
-  std::map<std::pair<size_t, uint32_t>, uint32_t> lane_of_thread;
-  j_ += ",\"host_lanes\":[";
-  for (const auto& [key, t] : threads) {
-    const auto& [run, capture, tid] = key;
+  const auto add_thread = [&](size_t run, uint32_t t) {
     const Model& mm = m(run);
-    if (!lane_of_thread.empty()) j_ += ',';
-    const uint32_t lane = static_cast<uint32_t>(lane_of_thread.size());
-    lane_of_thread[{run, t}] = lane;
+    if (t < mm.threads.size()) threads.emplace(std::make_tuple(run, mm.threads.capture[t], mm.threads.thread_id[t]), t);
+  };
+  for (const auto& [run, r] : page_ranges_) add_thread(run, m(run).ranges.thread[r]);
+  for (size_t i = 1; i < call_api_.size(); ++i) add_thread(call_api_[i].first, m(call_api_[i].first).api.thread[call_api_[i].second]);
+  for (size_t run = 0; run < runs_.size(); ++run) {
+    const Model& mm = m(run);
+    std::vector<uint8_t> launched(mm.api.size(), 0);
+    for (const PageLane* l : lanes_)
+      if (l->run == run)
+        for (uint32_t e : l->events)
+          if (mm.events.api[e] < launched.size()) launched[mm.events.api[e]] = 1;
+    const uint64_t t0 = runs_[run].t0, t1 = t0 + span_;
+    for (uint32_t a = 0; a < mm.api.size(); ++a) {
+      const uint64_t b = mm.api.start_ns[a], e = mm.api.end_ns[a] ? mm.api.end_ns[a] : b;
+      if (launched[a] || !b || b > t1 || e < t0 || mm.api.thread[a] >= mm.threads.size()) continue;
+      other_calls_.emplace_back(run, a);
+    }
+  }
+  const auto key = [&](const std::pair<size_t, uint32_t>& c) { return rel(c.first, m(c.first).api.start_ns[c.second]); };
+  std::stable_sort(other_calls_.begin(), other_calls_.end(), [&](const auto& a, const auto& b) { return key(a) < key(b); });
+  if (other_calls_.size() > kMaxPageCalls) {
+    st_.calls_left_out = other_calls_.size() - kMaxPageCalls;
+    other_calls_.resize(kMaxPageCalls);
+  }
+  for (const auto& [run, a] : other_calls_) {
+    add_thread(run, m(run).api.thread[a]);
+    auto [it, added] = call_ids_.emplace(std::make_tuple(run, m(run).api.name[a], m(run).api.thread[a]),
+                                         static_cast<uint32_t>(call_api_.size()));
+    if (added) call_api_.emplace_back(run, a);
+  }
+  for (const auto& [k, t] : threads) {
+    host_lane_[{std::get<0>(k), t}] = static_cast<uint32_t>(host_threads_.size());
+    host_threads_.emplace_back(std::get<0>(k), std::get<1>(k), std::get<2>(k), t);
+  }
+  // Lane, then start order: each lane's calls one sorted run for the viewer.
+  std::stable_sort(other_calls_.begin(), other_calls_.end(), [&](const auto& a, const auto& b) {
+    return host_lane_[{a.first, m(a.first).api.thread[a.second]}] < host_lane_[{b.first, m(b.first).api.thread[b.second]}];
+  });
+  st_.host_calls = other_calls_.size();
+}
+
+void DataWriter::write_ranges() {
+  j_ += ",\"host_lanes\":[";
+  for (size_t lane = 0; lane < host_threads_.size(); ++lane) {
+    const auto& [run, capture, tid, t] = host_threads_[lane];
+    const Model& mm = m(run);
+    if (lane) j_ += ',';
     std::string label = "tid " + std::to_string(tid);
     if (mm.threads.name[t]) label += " " + utf8_clean(mm.string(mm.threads.name[t]));
     if (mm.captures.size() > 1) label = "#" + std::to_string(capture) + " " + label;
@@ -473,7 +524,7 @@ void DataWriter::write_ranges() {
   for (const auto& [run, r] : page_ranges_) {
     const Model& mm = m(run);
     const RangeTable& R = mm.ranges;
-    append_varint(packed, lane_of_thread[{run, R.thread[r]}]);
+    append_varint(packed, host_lane_[{run, R.thread[r]}]);
     const int64_t start = rel(run, R.start_ns[r]);
     append_varint(packed, zigzag(start - prev));
     prev = start;
@@ -493,6 +544,22 @@ void DataWriter::write_ranges() {
   }
   j_ += "],\"ranges\":{\"n\":" + std::to_string(page_ranges_.size()) + ",\"packed\":\"" + base64(packed) +
         "\",\"names\":" + names + "],\"colours\":" + colours + "],\"left_out\":" + std::to_string(st_.ranges_left_out) + "}";
+  // The host calls that launched nothing on the page: one varint run, fields per call in this
+  // order (viewer_host.js): host lane, start delta (zigzag), duration + 1 (0 = it never
+  // returned in the capture), call (an index into "calls").
+  std::string calls;
+  prev = 0;
+  for (const auto& [run, a] : other_calls_) {
+    const ApiTable& api = m(run).api;
+    append_varint(calls, host_lane_[{run, api.thread[a]}]);
+    const int64_t start = rel(run, api.start_ns[a]);
+    append_varint(calls, zigzag(start - prev));
+    prev = start;
+    append_varint(calls, api.end_ns[a] >= api.start_ns[a] ? api.end_ns[a] - api.start_ns[a] + 1 : 0);
+    append_varint(calls, call_ids_.at(std::make_tuple(run, api.name[a], api.thread[a])));
+  }
+  j_ += ",\"host_calls\":{\"n\":" + std::to_string(other_calls_.size()) + ",\"packed\":\"" + base64(calls) +
+        "\",\"left_out\":" + std::to_string(st_.calls_left_out) + "}";
 }
 
 void DataWriter::write_strings() {
@@ -524,7 +591,15 @@ void DataWriter::write_strings() {
     j_ += ',';
     append_script_string(j_, c);
   }
-  j_ += ']';
+  // Per call: its host lane (-1: none on the page) and whether the host blocks in it.
+  std::string lanes = "-1", blocking = "0";
+  for (size_t i = 1; i < call_api_.size(); ++i) {
+    const auto [run, a] = call_api_[i];
+    const auto it = host_lane_.find({run, m(run).api.thread[a]});
+    lanes += "," + (it == host_lane_.end() ? std::string("-1") : std::to_string(it->second));
+    blocking += is_blocking_call(m(run).string(m(run).api.name[a])) ? ",1" : ",0";
+  }
+  j_ += "],\"call_lane\":[" + lanes + "],\"call_blocking\":[" + blocking + "]";
 }
 
 void DataWriter::write_annotations() {
@@ -683,12 +758,14 @@ std::string DataWriter::build() {
       {"overlap", palette::kOverlap},                {"missed_overlap", palette::kMissedOverlap},
       {"idle", palette::kIdle},                      {"band", palette::kLaneBand},
       {"grid", palette::kGrid},                      {"text", palette::kText},
-      {"muted", palette::kMuted}};
+      {"muted", palette::kMuted},                    {"api", palette::kApi},
+      {"blocking", palette::kBlocking},              {"launch_tick", palette::kLaunchTick}};
   for (size_t i = 0; i < std::size(colours); ++i)
     j_ += std::string(i ? "," : "") + "\"" + colours[i].first + "\":\"" + hex(colours[i].second) + "\"";
   j_ += '}';
   write_sections();
   write_lanes();
+  pick_host_lanes();
   write_strings();
   write_ranges();
   write_annotations();

@@ -1,6 +1,6 @@
 // The HTML back end: the viewer's template (src/render/html/, compiled in by
 // cmake/embed_text.cmake) with its style, its scripts (viewer_data.js, viewer_draw.js,
-// viewer_host.js, viewer_ranks.js, viewer_panels.js, viewer_hook.js, then viewer.js, in one element) and the
+// viewer_calls.js, viewer_host.js, viewer_ranks.js, viewer_panels.js, viewer_hook.js, then viewer.js, in one element) and the
 // data block put in place.
 #include <stdexcept>
 #include <string>
@@ -12,6 +12,7 @@ extern const char kViewerHtml[];
 extern const char kViewerCss[];
 extern const char kViewerDataJs[];
 extern const char kViewerDrawJs[];
+extern const char kViewerCallsJs[];
 extern const char kViewerHostJs[];
 extern const char kViewerRanksJs[];
 extern const char kViewerPanelsJs[];
@@ -37,6 +38,7 @@ std::string page(std::string_view data_json) {
   put(out, "/*@VIEWER_CSS@*/", assets::kViewerCss);
   put(out, "/*@VIEWER_DATA_JS@*/", assets::kViewerDataJs);
   put(out, "/*@VIEWER_DRAW_JS@*/", assets::kViewerDrawJs);
+  put(out, "/*@VIEWER_CALLS_JS@*/", assets::kViewerCallsJs);
   put(out, "/*@VIEWER_HOST_JS@*/", assets::kViewerHostJs);
   put(out, "/*@VIEWER_RANKS_JS@*/", assets::kViewerRanksJs);
   put(out, "/*@VIEWER_PANELS_JS@*/", assets::kViewerPanelsJs);

@@ -270,6 +270,8 @@
     if (hit) return showTip(describe(hit[0], hit[1]), x, y);
     const r = host.rangeAt(x, y, view.scroll);
     if (r >= 0) return showTip(host.describe(r), x, y);
+    const c = host.callAt(x, y, view.scroll);
+    if (c) return showTip(host.calls.describe(c[0], c[1]), x, y);
     const l = laneAt(y);
     if (l && l.mode !== 'events' && x >= plotL() && x <= plotR())
       return showTip(l.label + ': ' + l.n + ' events, drawn as coverage here (busy share per pixel); zoom in to see them one by one', x, y);
@@ -458,6 +460,9 @@
     }
     requestDraw();
     if (next < lanes.length) { setTimeout(decodeSome, 0); return; }
+    const t0 = performance.now();
+    host.calls.build(lanes);
+    stats.callsMs = performance.now() - t0;
     stats.readyMs = performance.now();
     if (searchBox.value) runSearch(searchBox.value);
     updatePanels();

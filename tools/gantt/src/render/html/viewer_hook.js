@@ -10,6 +10,7 @@ const viewerHook = function (v) {
   return {
     get ready() { return v.state().ready && stats.frames > 0; },
     get readyMs() { return stats.readyMs; },
+    get callsMs() { return stats.callsMs; },
     lanes: lanes.length,
     events: totalEvents,
     sections: sections.length,
@@ -64,6 +65,16 @@ const viewerHook = function (v) {
     selectedRange: () => host.selected,
     markedRange: () => host.marked,
     litEvents: () => v.state().litCount,
+    // Host calls on the host lanes: how many on lane li, call k's fields, its client point.
+    hostCalls: (li) => host.calls.count(li),
+    hostCall: (li, k) => host.calls.call(li, k),
+    callPoint: (li, k) => {
+      const hl = host.lanes[li];
+      if (hl.y - view.scroll < RULER_H || hl.y - view.scroll + hl.h > v.state().H) { view.scroll = hl.y - RULER_H - 20; clampScroll(); }
+      draw();
+      const p = host.callPoint(li, k, view.scroll), rc = canvas.getBoundingClientRect();
+      return { x: rc.left + p.x, y: rc.top + p.y };
+    },
     rangePoint: (r) => {
       const hl = host.lanes[host.range(r).lane];
       if (hl.y - view.scroll < RULER_H || hl.y - view.scroll + hl.h > v.state().H) { view.scroll = hl.y - RULER_H - 20; clampScroll(); }
