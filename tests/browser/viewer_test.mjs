@@ -7,6 +7,7 @@
 //   node viewer_test.mjs ranks PAGE.html OUT_DIR EXPECT.json    # collectives' last arrivals, n / p
 //   node viewer_test.mjs diff PAGE.html OUT_DIR EXPECT.json     # diff -o x.html: alignment, differential flame graph
 //   node viewer_test.mjs calls PAGE.html OUT_DIR EXPECT.json    # host calls on the host lanes
+//   node viewer_test.mjs png PAGE.html OUT_DIR EXPECT.json      # a screenshot against render -o x.png
 // EXPECT.json comes from `gantt-cli dump` (viewer_test.sh). Prints "ok"/"FAIL" lines; exit 1
 // on any failure.
 import fs from 'node:fs';
@@ -16,6 +17,7 @@ import { nvtxChecks } from './viewer_nvtx.mjs';
 import { rankChecks } from './viewer_ranks.mjs';
 import { diffChecks } from './viewer_diff.mjs';
 import { callChecks } from './viewer_calls.mjs';
+import { pngChecks } from './viewer_png.mjs';
 
 const [mode, pagePath, outDir, expectPath] = process.argv.slice(2);
 const expect = JSON.parse(fs.readFileSync(expectPath, 'utf8'));
@@ -38,15 +40,17 @@ try {
   page.on('console', (m) => { if (m.type() === 'error') errors.push('console: ' + m.text()); });
   page.on('pageerror', (e) => errors.push('page: ' + e.message));
   page.on('dialog', async (d) => { dialogs.push(d.type() + ': ' + d.message()); await d.dismiss(); });
-  page.on('request', (r) => { if (!r.url().startsWith('file:')) fetched.push(r.url()); });
+  page.on('request', (r) => { if (!/^(file|data):/.test(r.url())) fetched.push(r.url()); });
   await page.goto('file://' + path.resolve(pagePath), { waitUntil: 'load' });
   await page.waitForFunction(() => window.gpuhookViewer && window.gpuhookViewer.ready, { timeout: 60000 });
   const V = (fn, ...args) => page.evaluate(fn, ...args);
 
   const lanes = await V(() => gpuhookViewer.lanes);
   const events = await V(() => gpuhookViewer.events);
-  check(lanes === expect.lanes, `lanes: the page has ${lanes}, dump says ${expect.lanes}`);
-  check(events === expect.events, `events: the page has ${events}, dump says ${expect.events}`);
+  if (expect.lanes !== null) {
+    check(lanes === expect.lanes, `lanes: the page has ${lanes}, dump says ${expect.lanes}`);
+    check(events === expect.events, `events: the page has ${events}, dump says ${expect.events}`);
+  }
 
   // An event dump printed, found on the page by its start: the same stage times to the ns.
   const t0 = BigInt(await V(() => gpuhookViewer.window_start_ns));
@@ -154,6 +158,10 @@ try {
     const ms = await V(() => gpuhookViewer.draw());
     check(ms < 2000, `a frame of the whole window took ${ms.toFixed(1)} ms`);
     await page.screenshot({ path: path.join(outDir, 'viewer.png') });
+  } else if (mode === 'png') {
+    const X = expect.png;
+    await pngChecks(page, V, { png: fs.readFileSync(X.path).toString('base64'), lanes: X.lanes }, check, X.tolerance);
+    await page.screenshot({ path: path.join(outDir, 'png-' + path.basename(pagePath, '.html') + '.png') });
   } else if (mode === 'calls') {
     await callChecks(page, V, expect.host, rel, check);
     await page.screenshot({ path: path.join(outDir, 'calls.png') });

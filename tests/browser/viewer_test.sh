@@ -9,7 +9,8 @@
 # memory strip; ranks: a job of 8 ranks (GEN_JOB: tests/bench/ranks' generator, rank 5 the
 # straggler), each collective's last to arrive against the SVG chart's, and n / p; diff: the
 # page of `diff -o x.html` for a pair where one kernel got slower, and for hostile names;
-# calls: the host calls on the host thread lanes against dump's api records.
+# calls: the host calls on the host thread lanes against dump's api records; png: a screenshot
+# against the PNG chart of the same window and width, lane by lane.
 # OUT_DIR keeps the page and the screenshot for people to look at.
 set -u
 cli=$1
@@ -65,6 +66,34 @@ case $mode in
     pagemode=smoke page ranks -- "$work/rank0.gpuh" "$work/rank1.gpuh"
     pagemode=smoke page ranks_by_rank --lanes rank -- "$work/rank0.gpuh" "$work/rank1.gpuh" --lanes rank
     pagemode=smoke page by_device --lanes device -- "$work/rank0.gpuh" "$work/rank1.gpuh" --lanes device ;;
+  png)
+    # The page's screenshot against render -o x.png of the same window at the page's width
+    # (1400 px): kernels drawn one by one (steps; synth from 10 to 13 ms), 60,000 drawn as
+    # coverage (synth), and a window of both (synth from 10 to 40 ms).
+    "$make_capture" steps "$work/steps.gpuh" 1 1.0 20 || exit 2
+    "$make_capture" synth "$work/synth.gpuh" 60000 1 || exit 2
+    "$cli" dump "$work/steps.gpuh" > "$work/steps.dump" || exit 2
+    "$cli" dump "$work/synth.gpuh" > "$work/synth.dump" || exit 2
+    for case in "steps steps" "synth synth" "synth_10_13 synth --from 10ms --to 13ms" "synth_10_40 synth --from 10ms --to 40ms"; do
+      read -r name capture window <<< "$case"
+      read -r -a window <<< "$window"
+      "$cli" render "$work/$capture.gpuh" "${window[@]}" -o "$out/png-$name.html" 2>/dev/null || { echo "FAIL render $name.html"; exit 1; }
+      "$cli" render "$work/$capture.gpuh" "${window[@]}" --width 1400 -o "$out/$name.png" 2>/dev/null || { echo "FAIL render $name.png"; exit 1; }
+      "$cli" render "$work/$capture.gpuh" "${window[@]}" --width 1400 -o "$work/$name.svg" 2>/dev/null || exit 2
+      # Every lane drawn (the window's events per lane are not dump's; the counts are checked elsewhere).
+      echo '{"lanes": null, "events": null}' > "$work/counts.json"
+      # Where the chart put each lane: its label (x 242, right-aligned at the plot's left edge).
+      python3 -c 'import html, json, re, sys
+e = json.load(open(sys.argv[1]))
+svg = open(sys.argv[2]).read()
+lanes = [[html.unescape(t), int(float(y))] for y, t in re.findall(r"<text x=.242. y=.([0-9.]+). font-size=.11.[^>]*text-anchor=.end.>([^<]*)</text>", svg)]
+one_by_one = sys.argv[4] in ("steps", "synth_10_13")
+tol = {"px": 2, "share": 0.05, "runs": one_by_one} if one_by_one else {"px": 3, "share": 0.05, "runs": False}
+e["png"] = {"path": sys.argv[3], "lanes": lanes, "tolerance": tol}
+print(json.dumps(e))' "$work/counts.json" "$work/$name.svg" "$out/$name.png" $name > "$work/png.json" || exit 2
+      echo "-- png ($name)"
+      node "$here/viewer_test.mjs" png "$out/png-$name.html" "$out" "$work/png.json" || fails=$((fails + 1))
+    done ;;
   calls)
     # Synchronisations (written apart, the host blocked in them) and launches (rebuilt from
     # the events) on one thread.
@@ -128,6 +157,6 @@ print(json.dumps(e))' "$work/counts.json" "$work/report.json" "$align" "$slower"
     align=step@3 slower=slower pagemode=diff diffpage diff base new -- --align-range step@3
     align= slower=slower pagemode=diff diffpage diff_start base new --
     align= slower=no pagemode=diff-hostile diffpage diff_hostile hostile hostile --search 'alert\(1\)' --sample '^</script><script>alert' -- ;;
-  *) echo "usage: viewer_test.sh GANTT_CLI MAKE_CAPTURE OUT_DIR viewer|hostile|edges|nvtx|ranks|diff|calls [GEN_JOB]"; exit 2 ;;
+  *) echo "usage: viewer_test.sh GANTT_CLI MAKE_CAPTURE OUT_DIR viewer|hostile|edges|nvtx|ranks|diff|calls|png [GEN_JOB]"; exit 2 ;;
 esac
 exit $((fails > 0))

@@ -25,6 +25,9 @@ const viewerHook = function (v) {
       aggregatedLanes: stats.aggregatedLanes, frameMs: stats.frameMs.slice(), modes: lanes.map((l) => l.mode),
     }),
     laneLabels: () => lanes.map((l) => l.label),
+    // Lane li's top in canvas pixels (scrolled), and the page's colours.
+    laneTop: (li) => lanes[li].y - view.scroll,
+    palette: () => Object.assign({}, data.palette),
     sectionLabels: () => sections.map((s) => s.label),
     laneCounts: () => lanes.map((l) => l.n),
     search: (text) => { searchBox.value = text; return runSearch(text); },
