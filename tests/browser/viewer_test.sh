@@ -156,7 +156,9 @@ print(json.dumps(e))' "$work/counts.json" "$work/report.json" "$align" "$slower"
     }
     align=step@3 slower=slower pagemode=diff diffpage diff base new -- --align-range step@3
     align= slower=slower pagemode=diff diffpage diff_start base new --
-    align= slower=no pagemode=diff-hostile diffpage diff_hostile hostile hostile --search 'alert\(1\)' --sample '^</script><script>alert' -- ;;
+    align= slower=no pagemode=diff-hostile diffpage diff_hostile hostile hostile --search 'alert\(1\)' --sample '^</script><script>alert' --
+    # Nothing selected on either side: a page that says so, and takes input without an error.
+    align= slower=no pagemode=smoke diffpage diff_empty base new --kernel '^no_such_kernel$' -- --kernel '^no_such_kernel$' ;;
   *) echo "usage: viewer_test.sh GANTT_CLI MAKE_CAPTURE OUT_DIR viewer|hostile|edges|nvtx|ranks|diff|calls|png [GEN_JOB]"; exit 2 ;;
 esac
 exit $((fails > 0))

@@ -67,7 +67,7 @@ gantt::Scene caption(const std::string& text, int width) {
 // range occurrence `align` names) at the same time, and the differential flame graph of the
 // same stacks the SVG's is drawn from.
 int write_page(const ChartTarget& target, const std::string& base_path, const std::string& new_path,
-               const gantt::Model& base, const gantt::Model& next, const std::string& align) {
+               const gantt::Model& base, const gantt::Model& next, const std::string& align, const char* align_flag) {
   gantt::HtmlDiff diff;
   diff.title = "gantt-cli diff " + base_path + " " + new_path;
   diff.base = gantt::analysis::gpu_stacks(base);
@@ -84,7 +84,7 @@ int write_page(const ChartTarget& target, const std::string& base_path, const st
         run.selection.origin_name = at.origin_name;
         diff.view_ns = std::max(diff.view_ns, at.window_end_ns - at.window_start_ns);
       } catch (const std::invalid_argument& e) {
-        std::cerr << "gantt-cli: diff: " << *path << ": " << e.what() << "\n";
+        std::cerr << "gantt-cli: diff: " << align_flag << ": " << *path << ": " << e.what() << "\n";
         return kExitError;
       }
     }
@@ -113,7 +113,8 @@ int write_chart(const std::string& path, const std::string& base_path, const std
   ChartTarget target{"diff", path, "", false, false, true};
   if (!resolve_chart_format(target)) return kExitError;
   if (target.format == "html")
-    return write_page(target, base_path, new_path, base, next, align_range.empty() ? filter_range : align_range);
+    return write_page(target, base_path, new_path, base, next, align_range.empty() ? filter_range : align_range,
+                      align_range.empty() ? "--range" : "--align-range");
   const uint64_t fa = first_gpu_start(base), fb = first_gpu_start(next);
   const uint64_t la = base.last_ns(), lb = next.last_ns();
   const uint64_t span = std::max(la > fa ? la - fa : 0, lb > fb ? lb - fb : 0);
