@@ -1,5 +1,7 @@
 // The data block of the HTML page (html.h): lanes, packed events, names, the level-of-detail
-// pyramids, the utilisation per device and the annotations, as one JSON object.
+// pyramids, the utilisation per device and the annotations, as one JSON object; the host
+// lanes and what several ranks or runs add are written by html_host_data.cpp and
+// html_runs_data.cpp (html_data_writer.h).
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -19,6 +21,7 @@
 #include "gantt/lod.h"
 #include "gantt/ranks.h"
 #include "gantt/text.h"
+#include "html_data_writer.h"
 #include "render_builder.h"
 #include "render_internal.h"
 
@@ -81,104 +84,13 @@ std::string lod_levels(const std::vector<double>& finest, size_t min_buckets) {
   return out;
 }
 
-namespace {
+namespace writer {
 
 std::string hex(Color c) {
   char buf[8];
   std::snprintf(buf, sizeof buf, "#%02x%02x%02x", c.r, c.g, c.b);
   return buf;
 }
-
-// One run on the page (html.h HtmlRun), with the page's zero in its clock: a page of two runs
-// (diff) stretches each run's window to the page's span, so `t0` may lie before its own.
-struct Run {
-  const Model* m = nullptr;
-  Selection sel;       // as selected: annotations and the footer are the run's own
-  Selection page_sel;  // the same events over the page's window in this run's clock
-  std::string label;   // "" on a page of one run
-  uint64_t t0 = 0;
-  uint64_t events = 0, lanes = 0, syncs = 0, untimed = 0;
-};
-
-struct PageLane {
-  size_t run = 0;
-  LaneKey key;
-  std::vector<uint32_t> events;  // start order
-  int32_t priority = 0;
-  size_t section = 0;
-};
-
-struct Section {
-  size_t run = 0;
-  uint16_t capture = 0;
-  uint32_t device = kNone;  // kNone: lanes that are not per device (--lanes thread)
-  std::vector<size_t> lanes;
-};
-
-class DataWriter {
- public:
-  DataWriter(const std::vector<HtmlRun>& runs, const RenderOptions& o, const HtmlDiff* diff, HtmlStats& st);
-
-  std::string build();
-
- private:
-  void bucket_lanes();
-  void write_strings();
-  void write_sections();
-  void write_lanes();
-  void write_annotations();
-  void write_collectives();
-  void write_diff();
-  void pick_ranges();
-  void pick_host_lanes();
-  void write_ranges();
-  uint32_t label_of(size_t run, uint32_t e);
-  uint32_t call_of(size_t run, uint32_t e);
-  const Model& m(size_t run) const { return *runs_[run].m; }
-  int64_t rel(size_t run, uint64_t t) const { return static_cast<int64_t>(t - runs_[run].t0); }
-  // A label with the run's name in front, on a page of several runs.
-  std::string in_run(size_t run, std::string text, const char* sep) const {
-    return runs_[run].label.empty() ? text : runs_[run].label + sep + text;
-  }
-
-  std::vector<Run> runs_;
-  const RenderOptions& o_;
-  const HtmlDiff* diff_;
-  HtmlStats& st_;
-  std::string j_;
-  uint64_t span_ = 1;
-  std::map<std::pair<size_t, LaneKey>, PageLane> by_key_;
-  std::vector<PageLane*> lanes_;
-  std::vector<Section> sections_;
-  // Events point into these: (run, name, kind, copy kind) -> display name, kind, colour; the
-  // host call that launched it -> "cudaLaunchKernel, tid 100".
-  std::map<std::tuple<size_t, uint32_t, EventKind, uint8_t>, uint32_t> label_ids_;
-  std::vector<std::pair<size_t, uint32_t>> label_event_;  // an event that has the label
-  std::map<std::tuple<size_t, uint32_t, uint32_t>, uint32_t> call_ids_;
-  std::vector<std::pair<size_t, uint32_t>> call_api_{{0, kNone}};  // an API row with the call; [0] = none
-  // Per run: event -> lane and its place in it, kNone where not on one.
-  std::vector<std::vector<uint32_t>> lane_of_, index_of_;
-  // NVTX ranges on the host thread lanes: the ranges in page order (start, then depth, so a
-  // parent comes before its children) and, per run, each range's place in it (kNone: not on
-  // the page).
-  std::vector<std::pair<size_t, uint32_t>> page_ranges_;
-  std::vector<std::vector<uint32_t>> range_index_;
-  // Host thread lanes: (run, thread row) -> lane, in (run, capture, tid) order. The host calls
-  // on them: those that launched a GPU event on the page the viewer rebuilds from the events
-  // (their call, launch time and duration are there already), so only the others are written:
-  // (run, API row) in lane, then start order.
-  std::map<std::pair<size_t, uint32_t>, uint32_t> host_lane_;
-  std::vector<std::tuple<size_t, uint16_t, uint64_t, uint32_t>> host_threads_;  // run, capture, tid, thread row
-  std::vector<std::pair<size_t, uint32_t>> other_calls_;
-};
-
-// Ranges the page carries: every depth (the page nests them all, and a kernel's range path
-// needs its innermost range), up to this many; past it, the earliest, and events launched in
-// a range left out have no range on the page.
-constexpr size_t kMaxPageRanges = 200000;
-// Host calls that launched nothing on the page (synchronisations, allocations, ...), written
-// one by one up to this many; past it, the earliest.
-constexpr size_t kMaxPageCalls = 500000;
 
 DataWriter::DataWriter(const std::vector<HtmlRun>& runs, const RenderOptions& o, const HtmlDiff* diff, HtmlStats& st)
     : o_(o), diff_(diff), st_(st) {
@@ -430,138 +342,6 @@ void DataWriter::write_lanes() {
   j_ += ']';
 }
 
-void DataWriter::pick_ranges() {
-  range_index_.resize(runs_.size());
-  for (size_t run = 0; run < runs_.size(); ++run) {
-    const Model& mm = m(run);
-    range_index_[run].assign(mm.ranges.size(), kNone);
-    if (!o_.host_lanes) continue;
-    const uint64_t t0 = runs_[run].t0, t1 = t0 + span_;
-    for (uint32_t r = 0; r < mm.ranges.size(); ++r) {
-      const uint64_t b = mm.ranges.start_ns[r], e = mm.ranges.end_ns[r] ? mm.ranges.end_ns[r] : t1;
-      if (b && b <= t1 && e >= t0 && mm.ranges.thread[r] < mm.threads.size()) page_ranges_.emplace_back(run, r);
-    }
-  }
-  const auto key = [&](const std::pair<size_t, uint32_t>& x) {
-    return std::make_pair(rel(x.first, m(x.first).ranges.start_ns[x.second]), m(x.first).ranges.depth[x.second]);
-  };
-  std::stable_sort(page_ranges_.begin(), page_ranges_.end(), [&](const auto& a, const auto& b) { return key(a) < key(b); });
-  if (page_ranges_.size() > kMaxPageRanges) {
-    st_.ranges_left_out = page_ranges_.size() - kMaxPageRanges;
-    page_ranges_.resize(kMaxPageRanges);
-  }
-  for (size_t i = 0; i < page_ranges_.size(); ++i) range_index_[page_ranges_[i].first][page_ranges_[i].second] = static_cast<uint32_t>(i);
-  st_.ranges = page_ranges_.size();
-}
-
-// Host thread lanes, as build_scene's: every thread with NVTX ranges or host calls in the
-// window, in (run, capture, tid) order. Runs after write_lanes, which interns the calls that
-// launched the page's events; the others are interned here, so write_strings has them all.
-void DataWriter::pick_host_lanes() {
-  if (!o_.host_lanes) return;
-  std::map<std::tuple<size_t, uint16_t, uint64_t>, uint32_t> threads;
-  const auto add_thread = [&](size_t run, uint32_t t) {
-    const Model& mm = m(run);
-    if (t < mm.threads.size()) threads.emplace(std::make_tuple(run, mm.threads.capture[t], mm.threads.thread_id[t]), t);
-  };
-  for (const auto& [run, r] : page_ranges_) add_thread(run, m(run).ranges.thread[r]);
-  for (size_t i = 1; i < call_api_.size(); ++i) add_thread(call_api_[i].first, m(call_api_[i].first).api.thread[call_api_[i].second]);
-  for (size_t run = 0; run < runs_.size(); ++run) {
-    const Model& mm = m(run);
-    std::vector<uint8_t> launched(mm.api.size(), 0);
-    for (const PageLane* l : lanes_)
-      if (l->run == run)
-        for (uint32_t e : l->events)
-          if (mm.events.api[e] < launched.size()) launched[mm.events.api[e]] = 1;
-    const uint64_t t0 = runs_[run].t0, t1 = t0 + span_;
-    for (uint32_t a = 0; a < mm.api.size(); ++a) {
-      const uint64_t b = mm.api.start_ns[a], e = mm.api.end_ns[a] ? mm.api.end_ns[a] : b;
-      if (launched[a] || !b || b > t1 || e < t0 || mm.api.thread[a] >= mm.threads.size()) continue;
-      other_calls_.emplace_back(run, a);
-    }
-  }
-  const auto key = [&](const std::pair<size_t, uint32_t>& c) { return rel(c.first, m(c.first).api.start_ns[c.second]); };
-  std::stable_sort(other_calls_.begin(), other_calls_.end(), [&](const auto& a, const auto& b) { return key(a) < key(b); });
-  if (other_calls_.size() > kMaxPageCalls) {
-    st_.calls_left_out = other_calls_.size() - kMaxPageCalls;
-    other_calls_.resize(kMaxPageCalls);
-  }
-  for (const auto& [run, a] : other_calls_) {
-    add_thread(run, m(run).api.thread[a]);
-    auto [it, added] = call_ids_.emplace(std::make_tuple(run, m(run).api.name[a], m(run).api.thread[a]),
-                                         static_cast<uint32_t>(call_api_.size()));
-    if (added) call_api_.emplace_back(run, a);
-  }
-  for (const auto& [k, t] : threads) {
-    host_lane_[{std::get<0>(k), t}] = static_cast<uint32_t>(host_threads_.size());
-    host_threads_.emplace_back(std::get<0>(k), std::get<1>(k), std::get<2>(k), t);
-  }
-  // Lane, then start order: each lane's calls one sorted run for the viewer.
-  std::stable_sort(other_calls_.begin(), other_calls_.end(), [&](const auto& a, const auto& b) {
-    return host_lane_[{a.first, m(a.first).api.thread[a.second]}] < host_lane_[{b.first, m(b.first).api.thread[b.second]}];
-  });
-  st_.host_calls = other_calls_.size();
-}
-
-void DataWriter::write_ranges() {
-  j_ += ",\"host_lanes\":[";
-  for (size_t lane = 0; lane < host_threads_.size(); ++lane) {
-    const auto& [run, capture, tid, t] = host_threads_[lane];
-    const Model& mm = m(run);
-    if (lane) j_ += ',';
-    std::string label = "tid " + std::to_string(tid);
-    if (mm.threads.name[t]) label += " " + utf8_clean(mm.string(mm.threads.name[t]));
-    if (mm.captures.size() > 1) label = "#" + std::to_string(capture) + " " + label;
-    append_script_string(j_, in_run(run, label, " "));
-  }
-  // The ranges: one varint run, fields per range in this order (viewer_host.js decodeRanges):
-  // host lane, start delta (zigzag), end as end - start + 1 (0 = never closed), depth, parent
-  // as page index + 1 (0 = none), name, colour.
-  std::map<std::pair<size_t, uint32_t>, uint32_t> name_ids;
-  std::map<uint32_t, uint32_t> colour_ids;
-  std::string names = "[", colours = "[", packed;
-  int64_t prev = 0;
-  for (const auto& [run, r] : page_ranges_) {
-    const Model& mm = m(run);
-    const RangeTable& R = mm.ranges;
-    append_varint(packed, host_lane_[{run, R.thread[r]}]);
-    const int64_t start = rel(run, R.start_ns[r]);
-    append_varint(packed, zigzag(start - prev));
-    prev = start;
-    append_varint(packed, R.end_ns[r] >= R.start_ns[r] ? R.end_ns[r] - R.start_ns[r] + 1 : 0);
-    append_varint(packed, R.depth[r]);
-    const uint32_t parent = R.parent[r] < range_index_[run].size() ? range_index_[run][R.parent[r]] : kNone;
-    append_varint(packed, parent == kNone ? 0 : uint64_t{parent} + 1);
-    auto [n, new_name] = name_ids.emplace(std::make_pair(run, R.name[r]), static_cast<uint32_t>(name_ids.size()));
-    if (new_name) {
-      if (n->second) names += ',';
-      append_script_string(names, utf8_clean(mm.string(R.name[r])));
-    }
-    append_varint(packed, n->second);
-    auto [c, new_colour] = colour_ids.emplace(R.color[r], static_cast<uint32_t>(colour_ids.size()));
-    if (new_colour) colours += std::string(c->second ? "," : "") + "\"" + hex(range_color(R.color[r])) + "\"";
-    append_varint(packed, c->second);
-  }
-  j_ += "],\"ranges\":{\"n\":" + std::to_string(page_ranges_.size()) + ",\"packed\":\"" + base64(packed) +
-        "\",\"names\":" + names + "],\"colours\":" + colours + "],\"left_out\":" + std::to_string(st_.ranges_left_out) + "}";
-  // The host calls that launched nothing on the page: one varint run, fields per call in this
-  // order (viewer_host.js): host lane, start delta (zigzag), duration + 1 (0 = it never
-  // returned in the capture), call (an index into "calls").
-  std::string calls;
-  prev = 0;
-  for (const auto& [run, a] : other_calls_) {
-    const ApiTable& api = m(run).api;
-    append_varint(calls, host_lane_[{run, api.thread[a]}]);
-    const int64_t start = rel(run, api.start_ns[a]);
-    append_varint(calls, zigzag(start - prev));
-    prev = start;
-    append_varint(calls, api.end_ns[a] >= api.start_ns[a] ? api.end_ns[a] - api.start_ns[a] + 1 : 0);
-    append_varint(calls, call_ids_.at(std::make_tuple(run, api.name[a], api.thread[a])));
-  }
-  j_ += ",\"host_calls\":{\"n\":" + std::to_string(other_calls_.size()) + ",\"packed\":\"" + base64(calls) +
-        "\",\"left_out\":" + std::to_string(st_.calls_left_out) + "}";
-}
-
 void DataWriter::write_strings() {
   j_ += ",\"labels\":[";
   for (size_t i = 0; i < label_event_.size(); ++i) {
@@ -662,74 +442,6 @@ void DataWriter::write_annotations() {
   j_ += ']';
 }
 
-// Several ranks: each collective matched across them (collective_links, the same the chart
-// links and outlines), its ranks' kernels on the page and the last to arrive. One varint run,
-// fields per collective in this order (viewer_ranks.js): first start delta (zigzag, ns from the
-// window's start), end - first start, last rank + 1, spread (last - first arrival), how many
-// of its kernels are on the page, then per kernel its lane and index, then which of them
-// arrived last (its place in that list + 1, 0 = not on the page).
-void DataWriter::write_collectives() {
-  std::string packed;
-  size_t n = 0;
-  int64_t prev = 0;
-  for (size_t run = 0; run < runs_.size(); ++run) {
-    const Model& mm = m(run);
-    if (!o_.collective_links || mm.captures.size() < 2) continue;
-    for (const CollectiveLink& l : collective_links(mm)) {
-      std::vector<uint32_t> on_page;
-      uint64_t first = UINT64_MAX;
-      for (uint32_t e : l.events) {
-        if (e >= lane_of_[run].size() || lane_of_[run][e] == kNone) continue;
-        on_page.push_back(e);
-        first = std::min(first, mm.events.start_ns[e]);
-      }
-      if (on_page.empty()) continue;
-      const int64_t start = rel(run, first);
-      append_varint(packed, zigzag(start - prev));
-      prev = start;
-      append_varint(packed, l.end_ns > first ? l.end_ns - first : 0);
-      append_varint(packed, static_cast<uint64_t>(std::max(l.last_rank, -1) + 1));
-      append_varint(packed, l.spread_ns);
-      append_varint(packed, on_page.size());
-      size_t last = 0;
-      for (size_t k = 0; k < on_page.size(); ++k) {
-        append_varint(packed, lane_of_[run][on_page[k]]);
-        append_varint(packed, index_of_[run][on_page[k]]);
-        if (on_page[k] == l.last_event) last = k + 1;
-      }
-      append_varint(packed, last);
-      ++n;
-    }
-  }
-  st_.collectives = n;
-  j_ += ",\"collectives\":{\"n\":" + std::to_string(n) + ",\"packed\":\"" + base64(packed) + "\"}";
-}
-
-// A diff page: the differential flame graph's stacks, GPU time of each in both runs (the
-// stacks analysis::gpu_stacks makes, as diff -o x.svg draws them): [frames..., base, new].
-void DataWriter::write_diff() {
-  if (!diff_) return;
-  j_ += ",\"diff\":{\"base\":";
-  append_script_string(j_, runs_.front().label);
-  j_ += ",\"next\":";
-  append_script_string(j_, runs_.back().label);
-  j_ += ",\"view_ns\":" + std::to_string(diff_->view_ns) + ",\"stacks\":[";
-  std::map<std::string, std::pair<uint64_t, uint64_t>> both;
-  for (const auto& [stack, ns] : diff_->base) both[stack].first += ns;
-  for (const auto& [stack, ns] : diff_->next) both[stack].second += ns;
-  bool first = true;
-  for (const auto& [stack, ns] : both) {
-    j_ += first ? "[" : ",[";
-    first = false;
-    for (const std::string& frame : analysis::split_stack(stack)) {
-      append_script_string(j_, frame);
-      j_ += ',';
-    }
-    j_ += std::to_string(ns.first) + "," + std::to_string(ns.second) + "]";
-  }
-  j_ += "]}";
-}
-
 std::string DataWriter::build() {
   bucket_lanes();
   pick_ranges();
@@ -776,13 +488,13 @@ std::string DataWriter::build() {
   return std::move(j_);
 }
 
-}  // namespace
+}  // namespace writer
 
 std::string data_json(const std::vector<HtmlRun>& runs, const RenderOptions& options, const HtmlDiff* diff,
                       HtmlStats* stats) {
   if (runs.empty()) throw std::invalid_argument("html::data_json: no run to show");
   HtmlStats local;
-  DataWriter w(runs, options, diff, stats ? *stats : local);
+  writer::DataWriter w(runs, options, diff, stats ? *stats : local);
   return w.build();
 }
 
