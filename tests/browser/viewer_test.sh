@@ -128,7 +128,18 @@ e["ranks"] = {"last_ranks": [int(r) for r in re.findall(r"<rect[^>]*><title>last
 print(json.dumps(e))' "$work/counts.json" "$work/ranks$n.svg" $n > "$work/expect.json" || exit 2
       echo "-- ranks ($n)"
       node "$here/viewer_test.mjs" ranks "$out/ranks$n.html" "$out" "$work/expect.json" || fails=$((fails + 1))
-    done ;;
+    done
+    # diff -o x.html of two jobs (ranks 0-3 and 4-7 of the 8, each merged into one file): both
+    # runs' collectives on one page, the same last arrivals as the SVG diff chart's.
+    "$cli" merge "$work"/job8/rank0[0-3].gpuh -o "$work/jobA.gpuh" >/dev/null 2>&1 || exit 2
+    "$cli" merge "$work"/job8/rank0[4-7].gpuh -o "$work/jobB.gpuh" >/dev/null 2>&1 || exit 2
+    "$cli" diff "$work/jobA.gpuh" "$work/jobB.gpuh" -o "$out/ranks_diff.html" >/dev/null 2>&1
+    "$cli" diff "$work/jobA.gpuh" "$work/jobB.gpuh" -o "$work/ranks_diff.svg" >/dev/null 2>&1
+    python3 -c 'import json, re, sys
+svg = open(sys.argv[1]).read()
+print(json.dumps({"lanes": None, "events": None, "ranks": {"last_ranks": [int(r) for r in re.findall(r"<rect[^>]*><title>last to arrive: rank (\d+)", svg)], "ranks": 4, "any_order": True}}))' "$work/ranks_diff.svg" > "$work/expect.json" || exit 2
+    echo "-- ranks (diff of two jobs)"
+    node "$here/viewer_test.mjs" ranks "$out/ranks_diff.html" "$out" "$work/expect.json" || fails=$((fails + 1)) ;;
   diff)
     # kernelA 1.3 times slower in the new run; aligned on the third step.
     "$make_capture" steps "$work/base.gpuh" 1 1.0 20 || exit 2

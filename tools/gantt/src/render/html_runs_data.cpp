@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "gantt/analysis/flame.h"
 #include "gantt/ranks.h"
@@ -17,40 +18,54 @@ namespace gantt::html::writer {
 // of its kernels are on the page, then per kernel its lane and index, then which of them
 // arrived last (its place in that list + 1, 0 = not on the page).
 void DataWriter::write_collectives() {
-  std::string packed;
-  size_t n = 0;
-  int64_t prev = 0;
+  struct OnPage {
+    size_t run;
+    int64_t start;  // page time of the first arrival
+    const CollectiveLink* link;
+    std::vector<uint32_t> events;
+  };
+  std::vector<std::vector<CollectiveLink>> links(runs_.size());
+  std::vector<OnPage> all;
   for (size_t run = 0; run < runs_.size(); ++run) {
     const Model& mm = m(run);
     if (!o_.collective_links || mm.captures.size() < 2) continue;
-    for (const CollectiveLink& l : collective_links(mm)) {
-      std::vector<uint32_t> on_page;
+    links[run] = collective_links(mm);
+    for (const CollectiveLink& l : links[run]) {
+      OnPage c{run, 0, &l, {}};
       uint64_t first = UINT64_MAX;
       for (uint32_t e : l.events) {
         if (e >= lane_of_[run].size() || lane_of_[run][e] == kNone) continue;
-        on_page.push_back(e);
+        c.events.push_back(e);
         first = std::min(first, mm.events.start_ns[e]);
       }
-      if (on_page.empty()) continue;
-      const int64_t start = rel(run, first);
-      append_varint(packed, zigzag(start - prev));
-      prev = start;
-      append_varint(packed, l.end_ns > first ? l.end_ns - first : 0);
-      append_varint(packed, static_cast<uint64_t>(std::max(l.last_rank, -1) + 1));
-      append_varint(packed, l.spread_ns);
-      append_varint(packed, on_page.size());
-      size_t last = 0;
-      for (size_t k = 0; k < on_page.size(); ++k) {
-        append_varint(packed, lane_of_[run][on_page[k]]);
-        append_varint(packed, index_of_[run][on_page[k]]);
-        if (on_page[k] == l.last_event) last = k + 1;
-      }
-      append_varint(packed, last);
-      ++n;
+      if (c.events.empty()) continue;
+      c.start = rel(run, first);
+      all.push_back(std::move(c));
     }
   }
-  st_.collectives = n;
-  j_ += ",\"collectives\":{\"n\":" + std::to_string(n) + ",\"packed\":\"" + base64(packed) + "\"}";
+  // In page time order: the viewer searches them by start (a diff page has two runs' worth).
+  std::stable_sort(all.begin(), all.end(), [](const OnPage& a, const OnPage& b) { return a.start < b.start; });
+  std::string packed;
+  int64_t prev = 0;
+  for (const OnPage& c : all) {
+    const CollectiveLink& l = *c.link;
+    const uint64_t first = runs_[c.run].t0 + static_cast<uint64_t>(c.start);
+    append_varint(packed, zigzag(c.start - prev));
+    prev = c.start;
+    append_varint(packed, l.end_ns > first ? l.end_ns - first : 0);
+    append_varint(packed, static_cast<uint64_t>(std::max(l.last_rank, -1) + 1));
+    append_varint(packed, l.spread_ns);
+    append_varint(packed, c.events.size());
+    size_t last = 0;
+    for (size_t k = 0; k < c.events.size(); ++k) {
+      append_varint(packed, lane_of_[c.run][c.events[k]]);
+      append_varint(packed, index_of_[c.run][c.events[k]]);
+      if (c.events[k] == l.last_event) last = k + 1;
+    }
+    append_varint(packed, last);
+  }
+  st_.collectives = all.size();
+  j_ += ",\"collectives\":{\"n\":" + std::to_string(all.size()) + ",\"packed\":\"" + base64(packed) + "\"}";
 }
 
 // A diff page: the differential flame graph's stacks, GPU time of each in both runs (the
