@@ -94,8 +94,11 @@ export async function pngChecks(page, V, X, check, tolerance) {
           `lane ${l.lane}: drawn from column ${first(b)} to ${last(b)} on the page, ${first(a)} to ${last(a)} in the PNG (within ${tolerance.px} px)`);
     check(share <= tolerance.share,
           `lane ${l.lane}: ${(100 * share).toFixed(1)}% of the columns drawn in one have nothing drawn within ${tolerance.px} px in the other (at most ${100 * tolerance.share}%; ${either} drawn in either)`);
-    if (tolerance.runs)
-      check(a.length === b.length && a.every(([x0, x1], i) => Math.abs(x0 - b[i][0]) <= tolerance.px && Math.abs(x1 - b[i][1]) <= tolerance.px),
-            `lane ${l.lane}: ${b.length} runs of drawn columns on the page, ${a.length} in the PNG, each end within ${tolerance.px} px` + (process.env.PNG_DEBUG ? JSON.stringify([a, b]) : ""));
+    if (tolerance.runs) {
+      const same = a.length === b.length && a.every(([x0, x1], i) => Math.abs(x0 - b[i][0]) <= tolerance.px && Math.abs(x1 - b[i][1]) <= tolerance.px);
+      // On a failure, both lists of runs, to see where they part.
+      check(same, `lane ${l.lane}: ${b.length} runs of drawn columns on the page, ${a.length} in the PNG, each end within ${tolerance.px} px` +
+                  (same ? '' : ': page ' + JSON.stringify(b) + ', PNG ' + JSON.stringify(a)));
+    }
   }
 }
