@@ -13,6 +13,18 @@ export async function rankChecks(page, V, X, check) {
   check(list.every((c, k) => k === 0 || c.start_ns >= list[k - 1].start_ns), 'they are in page time order');
   check(list.every((c) => c.last && c.ranks === X.ranks), `each joins its ${X.ranks} ranks' kernels and outlines one of them`);
 
+  // The NCCL calls on the host lanes (one thread per rank): as many as dump's nccl records.
+  if (X.nccl) {
+    const got = await V(() => gpuhookViewer.hostLanes().map((_, li) => gpuhookViewer.hostNccl(li)));
+    check(JSON.stringify(got) === JSON.stringify(X.nccl), `NCCL calls per host lane: ${got}; dump: ${X.nccl}`);
+    const c = await V(() => gpuhookViewer.hostNcclCall(0, 0));
+    await V((a, b) => gpuhookViewer.setView(a, b), c.start_ns - 2 * c.dur_ns, c.start_ns + 3 * c.dur_ns);
+    const p = await V(() => gpuhookViewer.callPoint(0, 0, true));
+    await page.mouse.move(p.x, p.y);
+    const tip = await V(() => gpuhookViewer.tooltip());
+    check(tip.startsWith(c.name + ' 4.0 MiB rank ') && tip.includes('NCCL call on the host'), `hovering one: ${JSON.stringify(tip)}`);
+  }
+
   // The last arriver's kernel: its tooltip says so.
   const c0 = list[0];
   await V((a, b) => gpuhookViewer.setView(a, b), c0.start_ns - 20000, c0.end_ns + 20000);

@@ -124,8 +124,9 @@ print(json.dumps(e))' "$work/counts.json" "$work/$name.svg" "$out/$name.png" $na
       python3 -c 'import json, re, sys
 e = json.load(open(sys.argv[1]))
 svg = open(sys.argv[2]).read()
-e["ranks"] = {"last_ranks": [int(r) for r in re.findall(r"<rect[^>]*><title>last to arrive: rank (\d+)", svg)], "ranks": int(sys.argv[3])}
-print(json.dumps(e))' "$work/counts.json" "$work/ranks$n.svg" $n > "$work/expect.json" || exit 2
+e["ranks"] = {"last_ranks": [int(r) for r in re.findall(r"<rect[^>]*><title>last to arrive: rank (\d+)", svg)], "ranks": int(sys.argv[3]),
+              "nccl": [sum(1 for l in open(d) if l.split(" ")[1:2] == ["nccl"]) for d in sys.argv[4:]]}
+print(json.dumps(e))' "$work/counts.json" "$work/ranks$n.svg" $n "${files[@]/%/.dump}" > "$work/expect.json" || exit 2
       echo "-- ranks ($n)"
       node "$here/viewer_test.mjs" ranks "$out/ranks$n.html" "$out" "$work/expect.json" || fails=$((fails + 1))
     done

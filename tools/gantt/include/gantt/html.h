@@ -46,6 +46,7 @@ struct HtmlStats {
   uint64_t collectives = 0;      // collectives matched across ranks with a kernel on the page
   uint64_t host_calls = 0;       // host calls written apart: those that launched no event on the page
   uint64_t calls_left_out = 0;   // past the page's limit on those
+  uint64_t nccl_calls = 0;       // NCCL calls on the host thread lanes
   uint64_t data_bytes = 0;       // the data block's size
 };
 

@@ -471,7 +471,8 @@ std::string DataWriter::build() {
       {"idle", palette::kIdle},                      {"band", palette::kLaneBand},
       {"grid", palette::kGrid},                      {"text", palette::kText},
       {"muted", palette::kMuted},                    {"api", palette::kApi},
-      {"blocking", palette::kBlocking},              {"launch_tick", palette::kLaunchTick}};
+      {"blocking", palette::kBlocking},              {"launch_tick", palette::kLaunchTick},
+      {"nccl", palette::kNccl}};
   for (size_t i = 0; i < std::size(colours); ++i)
     j_ += std::string(i ? "," : "") + "\"" + colours[i].first + "\":\"" + hex(colours[i].second) + "\"";
   j_ += '}';

@@ -103,6 +103,7 @@ class DataWriter {
   std::map<std::pair<size_t, uint32_t>, uint32_t> host_lane_;
   std::vector<std::tuple<size_t, uint16_t, uint64_t, uint32_t>> host_threads_;  // run, capture, tid, thread row
   std::vector<std::pair<size_t, uint32_t>> other_calls_;
+  std::vector<std::pair<size_t, uint32_t>> nccl_calls_;  // (run, NcclTable row), lane then start order
 };
 
 // Ranges the page carries: every depth (the page nests them all, and a kernel's range path

@@ -73,6 +73,17 @@ void DataWriter::pick_host_lanes() {
                                          static_cast<uint32_t>(call_api_.size()));
     if (added) call_api_.emplace_back(run, a);
   }
+  // NCCL calls, as the PNG's host lanes draw them: the host's arrival at each collective.
+  for (size_t run = 0; run < runs_.size(); ++run) {
+    const Model& mm = m(run);
+    const uint64_t t0 = runs_[run].t0, t1 = t0 + span_;
+    for (uint32_t n = 0; n < mm.nccl.size() && nccl_calls_.size() < kMaxPageCalls; ++n) {
+      const uint64_t b = mm.nccl.start_ns[n], e = mm.nccl.end_ns[n] ? mm.nccl.end_ns[n] : b;
+      if (!b || b > t1 || e < t0 || mm.nccl.thread[n] >= mm.threads.size()) continue;
+      nccl_calls_.emplace_back(run, n);
+      add_thread(run, mm.nccl.thread[n]);
+    }
+  }
   for (const auto& [k, t] : threads) {
     host_lane_[{std::get<0>(k), t}] = static_cast<uint32_t>(host_threads_.size());
     host_threads_.emplace_back(std::get<0>(k), std::get<1>(k), std::get<2>(k), t);
@@ -81,7 +92,12 @@ void DataWriter::pick_host_lanes() {
   std::stable_sort(other_calls_.begin(), other_calls_.end(), [&](const auto& a, const auto& b) {
     return host_lane_[{a.first, m(a.first).api.thread[a.second]}] < host_lane_[{b.first, m(b.first).api.thread[b.second]}];
   });
+  const auto nccl_key = [&](const std::pair<size_t, uint32_t>& c) {
+    return std::make_pair(host_lane_[{c.first, m(c.first).nccl.thread[c.second]}], rel(c.first, m(c.first).nccl.start_ns[c.second]));
+  };
+  std::stable_sort(nccl_calls_.begin(), nccl_calls_.end(), [&](const auto& a, const auto& b) { return nccl_key(a) < nccl_key(b); });
   st_.host_calls = other_calls_.size();
+  st_.nccl_calls = nccl_calls_.size();
 }
 
 void DataWriter::write_ranges() {
@@ -141,6 +157,31 @@ void DataWriter::write_ranges() {
   }
   j_ += ",\"host_calls\":{\"n\":" + std::to_string(other_calls_.size()) + ",\"packed\":\"" + base64(calls) +
         "\",\"left_out\":" + std::to_string(st_.calls_left_out) + "}";
+  // The NCCL calls: one varint run, fields per call in this order (viewer_calls.js): host lane,
+  // start delta (zigzag), duration + 1 (0 = never returned), name (an index into "names"),
+  // bytes, communicator rank + 1, ranks in it.
+  std::string nccl, nccl_names = "[";
+  std::map<std::pair<size_t, uint32_t>, uint32_t> nccl_name_ids;
+  prev = 0;
+  for (const auto& [run, n] : nccl_calls_) {
+    const NcclTable& N = m(run).nccl;
+    append_varint(nccl, host_lane_[{run, N.thread[n]}]);
+    const int64_t start = rel(run, N.start_ns[n]);
+    append_varint(nccl, zigzag(start - prev));
+    prev = start;
+    append_varint(nccl, N.end_ns[n] >= N.start_ns[n] ? N.end_ns[n] - N.start_ns[n] + 1 : 0);
+    auto [id, added] = nccl_name_ids.emplace(std::make_pair(run, N.name[n]), static_cast<uint32_t>(nccl_name_ids.size()));
+    if (added) {
+      if (id->second) nccl_names += ',';
+      append_script_string(nccl_names, utf8_clean(m(run).string(N.name[n])));
+    }
+    append_varint(nccl, id->second);
+    append_varint(nccl, N.bytes[n]);
+    append_varint(nccl, static_cast<uint64_t>(std::max(N.rank[n], -1) + 1));
+    append_varint(nccl, static_cast<uint64_t>(std::max(N.nranks[n], 0)));
+  }
+  j_ += ",\"host_nccl\":{\"n\":" + std::to_string(nccl_calls_.size()) + ",\"packed\":\"" + base64(nccl) +
+        "\",\"names\":" + nccl_names + "]}";
 }
 
 

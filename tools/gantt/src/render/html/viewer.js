@@ -271,7 +271,7 @@
     const r = host.rangeAt(x, y, view.scroll);
     if (r >= 0) return showTip(host.describe(r), x, y);
     const c = host.callAt(x, y, view.scroll);
-    if (c) return showTip(host.calls.describe(c[0], c[1]), x, y);
+    if (c) return showTip(c, x, y);
     const l = laneAt(y);
     if (l && l.mode !== 'events' && x >= plotL() && x <= plotR())
       return showTip(l.label + ': ' + l.n + ' events, drawn as coverage here (busy share per pixel); zoom in to see them one by one', x, y);

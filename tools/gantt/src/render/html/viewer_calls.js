@@ -1,8 +1,9 @@
 // The host calls on the host thread lanes, a row under each thread's NVTX ranges as the PNG
 // chart draws them (render_host_lanes.cpp): calls the host blocks in (synchronise, blocking
-// copies) in red, calls that launched GPU work dark, the others grey. A call that launched an
-// event on the page is rebuilt from the events (their call, launch time and its duration);
-// html_data.cpp writes only the others (host_calls).
+// copies) in red, calls that launched GPU work dark, the others grey, NCCL calls pink over
+// them. A call that launched an event on the page is rebuilt from the events (their call,
+// launch time and its duration); html_host_data.cpp writes only the others (host_calls), and
+// the NCCL calls (host_nccl).
 'use strict';
 const viewerCalls = function (data, env, hostLanes) {
   const { upper, fmtDuration } = viewerData;
@@ -26,8 +27,30 @@ const viewerCalls = function (data, env, hostLanes) {
       q.launched.push(0);
     }
   }
+  // NCCL calls, per host lane in start order: start, duration (NaN: never returned), name,
+  // bytes, rank, ranks.
+  const HN = data.host_nccl || { n: 0, packed: '', names: [] };
+  const nccl = hostLanes.map(() => ({ start: [], dur: [], name: [], bytes: [], rank: [], nranks: [], runEnd: [] }));
+  {
+    const b = viewerData.b64bytes(HN.packed);
+    let p = 0, t = 0;
+    const rd = () => { let v = 0, mul = 1, c; do { c = b[p++]; v += (c & 127) * mul; mul *= 128; } while (c & 128); return v; };
+    for (let k = 0; k < HN.n; k++) {
+      const q = nccl[rd()];
+      const z = rd();
+      t += z % 2 === 1 ? -(z + 1) / 2 : z / 2;
+      const d = rd();
+      q.start.push(t);
+      q.dur.push(d === 0 ? NaN : d - 1);
+      q.name.push(HN.names[rd()]);
+      q.bytes.push(rd());
+      q.rank.push(rd() - 1);
+      q.nranks.push(rd());
+      q.runEnd.push(Math.max(q.runEnd.length ? q.runEnd[q.runEnd.length - 1] : -Infinity, t + (d ? d - 1 : data.span_ns)));
+    }
+  }
   for (let c = 1; c < callLane.length; c++) if (callLane[c] >= 0) hostLanes[callLane[c]].callRow = true;
-  hostLanes.forEach((l, i) => { if (parts[i].start.length) l.callRow = true; });
+  hostLanes.forEach((l, i) => { if (parts[i].start.length || nccl[i].start.length) l.callRow = true; });
   let rows = null;  // per host lane: { start, dur, call, launched, runEnd } typed, start order
 
   // After every lane's events are decoded: each host lane's calls in start order, a call that
@@ -94,11 +117,22 @@ const viewerCalls = function (data, env, hostLanes) {
   const endOf = (r, k) => r.start[k] + (Number.isNaN(r.dur[k]) ? data.span_ns - r.start[k] : r.dur[k]);
   function inView(r, a, b) { return [upper(r.runEnd, a, 0, r.start.length), upper(r.start, b - 1e-9, 0, r.start.length)]; }
 
-  // The row of host lane li at y (its top), one call per pixel column unless it blocks.
+  // The row of host lane li at y (its top), one call per pixel column unless it blocks; the
+  // NCCL calls over it.
   function draw(li, y) {
-    if (!rows) return;
-    const r = rows[li], { ctx, X, P, view } = env;
+    const { ctx, X, P, view } = env;
     const L = env.plotL(), R = env.plotR();
+    const q = nccl[li];
+    if (q.start.length) {
+      const k1 = upper(q.start, view.b - 1e-9, 0, q.start.length);
+      ctx.fillStyle = P.nccl;
+      for (let k = upper(q.runEnd, view.a, 0, q.start.length); k < k1; k++) {
+        const x0 = Math.max(L, X(q.start[k])), x1 = Math.min(R, X(q.start[k] + (Number.isNaN(q.dur[k]) ? data.span_ns : q.dur[k])));
+        if (x1 >= L && x0 <= R) ctx.fillRect(x0, y - 1, Math.max(1, x1 - x0), CALL_H + 2);
+      }
+    }
+    if (!rows) return;
+    const r = rows[li];
     const [k0, k1] = inView(r, view.a, view.b);
     let lastCol = -1;
     for (let k = k0; k < k1; k++) {
@@ -113,6 +147,22 @@ const viewerCalls = function (data, env, hostLanes) {
       ctx.fillStyle = block ? P.blocking : r.launched[k] ? P.launch_tick : P.api;
       ctx.fillRect(x0, y, Math.max(1, x1 - x0), CALL_H);
     }
+  }
+  // The NCCL call under time t (tolerance tol ns) on host lane li: its index, or -1.
+  function ncclAt(li, t, tol) {
+    const q = nccl[li];
+    let best = -1;
+    const k1 = upper(q.start, t + tol, 0, q.start.length);
+    for (let k = upper(q.runEnd, t - tol, 0, q.start.length); k < k1; k++)
+      if (q.start[k] - tol <= t && q.start[k] + (Number.isNaN(q.dur[k]) ? data.span_ns : q.dur[k]) + tol >= t) best = k;
+    return best;
+  }
+  function describeNccl(li, k) {
+    const q = nccl[li];
+    const b = q.bytes[k], done = !Number.isNaN(q.dur[k]);
+    const bytes = b >= 1 << 20 ? (b / (1 << 20)).toFixed(1) + ' MiB' : b >= 1024 ? (b / 1024).toFixed(1) + ' KiB' : b + ' B';
+    return q.name[k] + ' ' + bytes + ' rank ' + q.rank[k] + '/' + q.nranks[k] + (done ? ', ' + fmtDuration(q.dur[k]) : ', never returned in the capture') +
+      '\n' + env.rel(q.start[k]) + ' \u2026 ' + (done ? env.rel(q.start[k] + q.dur[k]) : '?') + '\n(NCCL call on the host)';
   }
   // The call under time t (tolerance tol ns) on host lane li: its index, or -1.
   function at(li, t, tol) {
@@ -131,7 +181,10 @@ const viewerCalls = function (data, env, hostLanes) {
       (r.launched[k] ? '\nlaunched GPU work on the page' : '');
   }
   return {
-    CALL_H, CALL_STEP, build, draw, at, describe,
+    CALL_H, CALL_STEP, build, draw, at, describe, ncclAt, describeNccl,
+    ncclCount: (li) => nccl[li].start.length,
+    ncclCall: (li, k) => ({ name: nccl[li].name[k], start_ns: nccl[li].start[k], dur_ns: nccl[li].dur[k], bytes: nccl[li].bytes[k],
+                            rank: nccl[li].rank[k], nranks: nccl[li].nranks[k] }),
     get built() { return rows !== null; },
     count: (li) => (rows ? rows[li].start.length : 0),
     call: (li, k) => ({ name: data.calls[rows[li].call[k]], start_ns: rows[li].start[k], dur_ns: rows[li].dur[k],

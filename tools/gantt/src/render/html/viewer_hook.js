@@ -71,11 +71,13 @@ const viewerHook = function (v) {
     // Host calls on the host lanes: how many on lane li, call k's fields, its client point.
     hostCalls: (li) => host.calls.count(li),
     hostCall: (li, k) => host.calls.call(li, k),
-    callPoint: (li, k) => {
+    hostNccl: (li) => host.calls.ncclCount(li),
+    hostNcclCall: (li, k) => host.calls.ncclCall(li, k),
+    callPoint: (li, k, isNccl = false) => {
       const hl = host.lanes[li];
       if (hl.y - view.scroll < RULER_H || hl.y - view.scroll + hl.h > v.state().H) { view.scroll = hl.y - RULER_H - 20; clampScroll(); }
       draw();
-      const p = host.callPoint(li, k, view.scroll), rc = canvas.getBoundingClientRect();
+      const p = host.callPoint(li, k, view.scroll, isNccl), rc = canvas.getBoundingClientRect();
       return { x: rc.left + p.x, y: rc.top + p.y };
     },
     rangePoint: (r) => {

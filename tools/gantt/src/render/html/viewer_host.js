@@ -138,15 +138,19 @@ const viewerHost = function (data, env) {
     }
     return best;
   }
-  // The host call under (x, y) in canvas pixels: [host lane, index], or null.
+  // The host call under (x, y) in canvas pixels, as its tooltip text, or null (an NCCL call
+  // drawn over the others first).
   function callAt(x, y, scroll) {
     const cy = y + scroll;
     const li = lanes.findIndex((l) => cy >= l.y && cy < l.y + l.h);
     if (li < 0 || !lanes[li].callRow || x < env.plotL() || x > env.plotR()) return null;
     const top = lanes[li].y + 2 + lanes[li].depth * RANGE_STEP;
     if (cy < top - 1 || cy > top + calls.CALL_H + 1) return null;
-    const k = calls.at(li, env.T(x), 2 / env.pxPerNs());
-    return k < 0 ? null : [li, k];
+    const t = env.T(x), tol = 2 / env.pxPerNs();
+    const n = calls.ncclAt(li, t, tol);
+    if (n >= 0) return calls.describeNccl(li, n);
+    const k = calls.at(li, t, tol);
+    return k < 0 ? null : calls.describe(li, k);
   }
   function describe(r) {
     const closed = end[r] < data.span_ns || start[r] === end[r];
@@ -165,8 +169,8 @@ const viewerHost = function (data, env) {
   return {
     n, lanes, layout, draw, rangeAt, describe, select, path, frames, calls, callAt,
     // Client-space point in the middle of host call k of lane li (for tests).
-    callPoint: (li, k, scroll) => {
-      const c = calls.call(li, k);
+    callPoint: (li, k, scroll, isNccl) => {
+      const c = isNccl ? calls.ncclCall(li, k) : calls.call(li, k);
       const x0 = Math.max(env.plotL(), env.X(c.start_ns)), x1 = Math.min(env.plotR(), env.X(c.start_ns + (c.dur_ns || 0)));
       return { x: (x0 + x1) / 2, y: lanes[li].y - scroll + 2 + lanes[li].depth * RANGE_STEP + calls.CALL_H / 2 };
     },
