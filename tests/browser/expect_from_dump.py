@@ -38,7 +38,7 @@ def unquote(v):
     return out.decode('utf-8', errors='replace')
 
 
-events, api_start = [], {}
+events, api_start, calls = [], {}, {}
 for capture, dump in enumerate(args.dumps):
     for line in open(dump, encoding='ascii'):
         parts = line.split(' ', 2)
@@ -47,6 +47,9 @@ for capture, dump in enumerate(args.dumps):
         kind, fields = parts[1], {k: unquote(v) for k, v in field.findall(parts[2])}
         if kind == 'api' and 'correlation_id' in fields:
             api_start[(capture, fields['correlation_id'])] = fields['start_ns']
+        if kind == 'api' and capture == 0:
+            calls.setdefault(fields['thread_id'], []).append(
+                [int(fields['start_ns']), int(fields.get('end_ns', 0)), fields['name']])
         if args.kernel and not re.search(args.kernel, fields.get('name', '')):
             continue
         if kind in ('kernel', 'memcpy', 'memset') and 'start_ns' in fields and 'end_ns' in fields:
@@ -60,7 +63,8 @@ def lane(e):
             'rank': e['capture']}[args.lanes]
 
 
-out = {'events': len(events), 'lanes': len({lane(e) for e in events})}
+# The host calls of the first capture per thread: [start, end, name] (absolute ns).
+out = {'events': len(events), 'lanes': len({lane(e) for e in events}), 'host': {'calls': calls}}
 if args.search:
     sample = next(e for e in events if re.search(args.sample, e.get('name', ''), re.I) and 'queued_ns' in e)
     out.update({

@@ -4,12 +4,20 @@
 //   node viewer_test.mjs hostile PAGE.html OUT_DIR EXPECT.json  # names that try to break out
 //   node viewer_test.mjs smoke PAGE.html OUT_DIR EXPECT.json    # counts, and no error on input
 //   node viewer_test.mjs nvtx PAGE.html OUT_DIR EXPECT.json     # ranges <-> kernels, stats table, flame graph
+//   node viewer_test.mjs ranks PAGE.html OUT_DIR EXPECT.json    # collectives' last arrivals, n / p
+//   node viewer_test.mjs diff PAGE.html OUT_DIR EXPECT.json     # diff -o x.html: alignment, differential flame graph
+//   node viewer_test.mjs calls PAGE.html OUT_DIR EXPECT.json    # host calls on the host lanes
+//   node viewer_test.mjs png PAGE.html OUT_DIR EXPECT.json      # a screenshot against render -o x.png
 // EXPECT.json comes from `gantt-cli dump` (viewer_test.sh). Prints "ok"/"FAIL" lines; exit 1
 // on any failure.
 import fs from 'node:fs';
 import path from 'node:path';
 import puppeteer from 'puppeteer-core';
 import { nvtxChecks } from './viewer_nvtx.mjs';
+import { rankChecks } from './viewer_ranks.mjs';
+import { diffChecks } from './viewer_diff.mjs';
+import { callChecks } from './viewer_calls.mjs';
+import { pngChecks } from './viewer_png.mjs';
 
 const [mode, pagePath, outDir, expectPath] = process.argv.slice(2);
 const expect = JSON.parse(fs.readFileSync(expectPath, 'utf8'));
@@ -32,15 +40,17 @@ try {
   page.on('console', (m) => { if (m.type() === 'error') errors.push('console: ' + m.text()); });
   page.on('pageerror', (e) => errors.push('page: ' + e.message));
   page.on('dialog', async (d) => { dialogs.push(d.type() + ': ' + d.message()); await d.dismiss(); });
-  page.on('request', (r) => { if (!r.url().startsWith('file:')) fetched.push(r.url()); });
+  page.on('request', (r) => { if (!/^(file|data):/.test(r.url())) fetched.push(r.url()); });
   await page.goto('file://' + path.resolve(pagePath), { waitUntil: 'load' });
   await page.waitForFunction(() => window.gpuhookViewer && window.gpuhookViewer.ready, { timeout: 60000 });
   const V = (fn, ...args) => page.evaluate(fn, ...args);
 
   const lanes = await V(() => gpuhookViewer.lanes);
   const events = await V(() => gpuhookViewer.events);
-  check(lanes === expect.lanes, `lanes: the page has ${lanes}, dump says ${expect.lanes}`);
-  check(events === expect.events, `events: the page has ${events}, dump says ${expect.events}`);
+  if (expect.lanes !== null) {
+    check(lanes === expect.lanes, `lanes: the page has ${lanes}, dump says ${expect.lanes}`);
+    check(events === expect.events, `events: the page has ${events}, dump says ${expect.events}`);
+  }
 
   // An event dump printed, found on the page by its start: the same stage times to the ns.
   const t0 = BigInt(await V(() => gpuhookViewer.window_start_ns));
@@ -148,9 +158,30 @@ try {
     const ms = await V(() => gpuhookViewer.draw());
     check(ms < 2000, `a frame of the whole window took ${ms.toFixed(1)} ms`);
     await page.screenshot({ path: path.join(outDir, 'viewer.png') });
+  } else if (mode === 'png') {
+    const X = expect.png;
+    await pngChecks(page, V, { png: fs.readFileSync(X.path).toString('base64'), lanes: X.lanes }, check, X.tolerance);
+    await page.screenshot({ path: path.join(outDir, 'png-' + path.basename(pagePath, '.html') + '.png') });
+  } else if (mode === 'calls') {
+    await callChecks(page, V, expect.host, rel, check);
+    await page.screenshot({ path: path.join(outDir, 'calls.png') });
   } else if (mode === 'nvtx') {
     await nvtxChecks(page, V, expect.nvtx, rel, check);
+    await callChecks(page, V, expect.host, rel, check);
     await page.screenshot({ path: path.join(outDir, "nvtx.png") });
+  } else if (mode === 'diff' || mode === 'diff-hostile') {
+    await diffChecks(page, V, expect.diff, check);
+    if (mode === 'diff-hostile') {
+      const scripts = await page.$$eval('script', (l) => l.length);
+      const injected = await page.$$eval('body img, body iframe, body svg', (l) => l.length);
+      check(scripts === 2 && injected === 0, `the document has only its own 2 scripts (${scripts}) and no injected elements (${injected})`);
+      const paths = (await V(() => gpuhookViewer.flameFrames())).map((f) => f.path);
+      check(paths.includes(expect.sample_display), `the flame graph shows ${JSON.stringify(expect.sample_display)} as a frame`);
+    }
+    await page.screenshot({ path: path.join(outDir, mode + '.png') });
+  } else if (mode === 'ranks') {
+    await rankChecks(page, V, expect.ranks, check);
+    await page.screenshot({ path: path.join(outDir, 'ranks.png') });
   } else if (mode === 'smoke') {
     // Whatever the capture (empty, several ranks, other lane groupings): zoom, pan and hover
     // across the chart raise no error.

@@ -6,6 +6,7 @@
 #include <tuple>
 #include <vector>
 #include <future>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -17,6 +18,7 @@
 #include <gantt/analysis/summary.h>
 #include <gantt/analysis/flame.h>
 #include <gantt/filter.h>
+#include <gantt/html.h>
 #include <gantt/model.h>
 #include <gantt/render.h>
 
@@ -61,13 +63,58 @@ gantt::Scene caption(const std::string& text, int width) {
   return s;
 }
 
+// The page (-o x.html): both runs on one time axis, their origins (capture start, or the
+// range occurrence `align` names) at the same time, and the differential flame graph of the
+// same stacks the SVG's is drawn from.
+int write_page(const ChartTarget& target, const std::string& base_path, const std::string& new_path,
+               const gantt::Model& base, const gantt::Model& next, const std::string& align, const char* align_flag) {
+  gantt::HtmlDiff diff;
+  diff.title = "gantt-cli diff " + base_path + " " + new_path;
+  diff.base = gantt::analysis::gpu_stacks(base);
+  diff.next = gantt::analysis::gpu_stacks(next);
+  std::vector<gantt::HtmlRun> runs;
+  for (const auto& [m, label, path] : {std::tuple{&base, "base", &base_path}, std::tuple{&next, "new", &new_path}}) {
+    gantt::HtmlRun run{m, gantt::select_events(*m, gantt::EventFilter{}), label};
+    if (!align.empty()) {
+      gantt::EventFilter f;
+      f.range = align;
+      try {
+        const gantt::Selection at = gantt::select_events(*m, f);
+        run.selection.origin_ns = at.window_start_ns;
+        run.selection.origin_name = at.origin_name;
+        diff.view_ns = std::max(diff.view_ns, at.window_end_ns - at.window_start_ns);
+      } catch (const std::invalid_argument& e) {
+        std::cerr << "gantt-cli: diff: " << align_flag << ": " << *path << ": " << e.what() << "\n";
+        return kExitError;
+      }
+    }
+    runs.push_back(std::move(run));
+  }
+  std::ofstream out(target.path, std::ios::binary | std::ios::trunc);
+  gantt::HtmlStats hs;
+  if (out) gantt::write_diff_html(runs, diff, gantt::RenderOptions{}, out, &hs);
+  out.close();
+  if (!out) {
+    std::cerr << "gantt-cli: diff: cannot write " << target.path << "\n";
+    return kExitError;
+  }
+  std::cerr << "gantt-cli: diff: " << target.path << ": " << hs.events << " events on " << hs.lanes << " lanes of both runs, "
+            << (diff.base.size() + diff.next.size()) << " stacks in the differential flame graph, aligned at "
+            << runs.front().selection.origin_name << "\n";
+  return kExitOk;
+}
+
 // Both charts show the same length of time from their first GPU activity, so one pixel is
 // the same number of nanoseconds in both and a slower run is visibly longer.
 int write_chart(const std::string& path, const std::string& base_path, const std::string& new_path,
-                const gantt::Model& base, const gantt::Model& next, const std::string& align_range) {
+                const gantt::Model& base, const gantt::Model& next, const std::string& align_range,
+                const std::string& filter_range) {
   // No --format here, and stdout carries the report: the name says the format.
-  ChartTarget target{"diff", path, "", false, false};
+  ChartTarget target{"diff", path, "", false, false, true};
   if (!resolve_chart_format(target)) return kExitError;
+  if (target.format == "html")
+    return write_page(target, base_path, new_path, base, next, align_range.empty() ? filter_range : align_range,
+                      align_range.empty() ? "--range" : "--align-range");
   const uint64_t fa = first_gpu_start(base), fb = first_gpu_start(next);
   const uint64_t la = base.last_ns(), lb = next.last_ns();
   const uint64_t span = std::max(la > fa ? la - fa : 0, lb > fb ? lb - fb : 0);
@@ -191,7 +238,8 @@ int run_diff(const DiffOptions& o) {
     if (!comparable(*j) || !restrict_to_filter(j->model, o.filter, "diff")) return kExitError;
   const ga::DiffReport r = ga::diff_models(base, next, d);
   std::cout << ga::format_diff(r, report_format(o.format), o.format == "text" || o.format == "md" ? o.top : 0);
-  if (!o.chart.empty() && write_chart(o.chart, o.base, o.next, base, next, o.align_range) != kExitOk) return kExitError;
+  if (!o.chart.empty() && write_chart(o.chart, o.base, o.next, base, next, o.align_range, o.filter.range) != kExitOk)
+    return kExitError;
   return r.regressions > 0 ? kExitCheckFailed : kExitOk;
 }
 
@@ -215,6 +263,7 @@ void register_diff(CLI::App& app, int& exit_code) {
       "\n"
       "Examples:\n"
       "  gantt-cli diff before.gpuh after.gpuh -o diff.svg\n"
+      "  gantt-cli diff before.gpuh after.gpuh -o diff.html --align-range step@3   # one page to zoom and hover\n"
       "  gantt-cli diff base.gpuh new.gpuh --threshold 3% --metric exec,queue --format md >> $GITHUB_STEP_SUMMARY\n"
       "  gantt-cli diff baseline.gsum new.gpuh        # a baseline kept as a small stats summary\n"
       "  gantt-cli diff base.gpuh new.gpuh --kernel gemm --range step@5   # the same selection on both sides\n"
@@ -233,8 +282,10 @@ void register_diff(CLI::App& app, int& exit_code) {
   cmd->add_flag("--name-only", o->name_only, "match kernels by name alone, ignoring range paths");
   cmd->add_option("-o,--output", o->chart,
                   "also draw both runs stacked on one time axis (aligned at their first GPU activity) and a "
-                  "differential flame graph: .svg, .png or .pdf");
-  cmd->add_option("--align-range", o->align_range, "with -o: align the two charts at this NVTX range occurrence, NAME@N");
+                  "differential flame graph: .svg, .png or .pdf; or .html, one page to zoom and hover (aligned at "
+                  "capture start, or at --align-range / --range)");
+  cmd->add_option("--align-range", o->align_range,
+                  "with -o: align the two charts at this NVTX range occurrence, NAME@N (a page: --range too)");
   cmd->add_option("--format", o->format, "output format")
       ->check(CLI::IsMember({"text", "md", "json", "csv"}))
       ->capture_default_str();

@@ -104,6 +104,7 @@ int run_render(const RenderCliOptions& o) {
               << hs.annotations << " flags";
     if (hs.ranges) std::cerr << ", " << hs.ranges << " NVTX ranges";
     if (hs.ranges_left_out) std::cerr << " (" << hs.ranges_left_out << " more left off: past the page's limit)";
+    if (hs.collectives) std::cerr << ", " << hs.collectives << " collectives across ranks";
     if (hs.syncs) std::cerr << ", " << hs.syncs << " synchronisations (host waits) left off the lanes";
     if (hs.events_untimed) std::cerr << ", " << hs.events_untimed << " without start or end left off";
     std::cerr << "\n";

@@ -24,6 +24,7 @@ try {
   await page.goto('file://' + path.resolve(process.argv[2]), { waitUntil: 'load', timeout: 120000 });
   await page.waitForFunction(() => window.gpuhookViewer && window.gpuhookViewer.ready, { timeout: 120000, polling: 50 });
   const first = await page.evaluate(() => ({ paint: gpuhookViewer.stats().firstPaintMs, ready: gpuhookViewer.readyMs,
+                                             host_calls_ms: gpuhookViewer.callsMs,
                                              events: gpuhookViewer.events, lanes: gpuhookViewer.lanes }));
   const plot = await page.evaluate(() => gpuhookViewer.plot());
   const x = (plot.left + plot.right) / 2, y = plot.top + 120;

@@ -109,6 +109,10 @@ xmllint --noout diff.svg 2>/dev/null && grep -q 'base.gpuh' diff.svg || fail "di
 [[ $? == 1 ]] && xmllint --noout aligned.svg 2>/dev/null || fail "diff -o --align-range step@3"
 errexit diff-bad-chart-name 2 "name it .svg" "$cli" diff base.gpuh same.gpuh -o diff.txt
 errexit diff-bad-align-range 2 "nope" "$cli" diff base.gpuh same.gpuh -o x.svg --align-range nope@1
+# The page: both runs and the differential flame graph; the same exit code as the report's.
+"$cli" diff base.gpuh slow.gpuh -o diff.html --align-range step@3 >/dev/null 2>&1
+[[ $? == 1 ]] && grep -q '"diff":{"base":"base","next":"new"' diff.html || fail "diff -o diff.html --align-range step@3"
+errexit diff-html-bad-align-range 2 "nope" "$cli" diff base.gpuh same.gpuh -o x.html --align-range nope@1
 errexit render-bad-view 2 "--view" "$cli" render base.gpuh --view pie -o x.svg
 echo "ok   flame and diff charts"
 

@@ -185,3 +185,36 @@ TEST(Html, EventsCarryTheirRangeOnlyWhereThePageHasRanges) {
   EXPECT_GE(ea, eb + 4);
   EXPECT_LE(ea, eb + 8);
 }
+
+// A diff page: the second run's origin (here its first kernel) lands at the first's page time,
+// whatever its clock; each run under its own sections; the flame stacks of both, escaped.
+TEST(Html, TwoRunsShareOneAxisAtTheirOrigins) {
+  const gantt::Model base = two_streams("</script>", 4), next = nested_ranges();
+  gantt::Selection bs = gantt::select_events(base, {}), ns = gantt::select_events(next, {});
+  bs.origin_ns = 1'000'400;  // base's first kernel start
+  ns.origin_ns = 1'000'400;  // next's first kernel start
+  gantt::HtmlDiff diff;
+  diff.title = "diff </script>";
+  diff.base = gantt::analysis::gpu_stacks(base);
+  diff.next = gantt::analysis::gpu_stacks(next);
+  gantt::HtmlStats st;
+  const std::string data = gantt::html::data_json({{&base, bs, "base"}, {&next, ns, "new"}}, gantt::RenderOptions{}, &diff, &st);
+  EXPECT_EQ(st.lanes, 3u);
+  EXPECT_EQ(st.events, 8u);
+  EXPECT_EQ(data.find('<'), std::string::npos);
+  EXPECT_NE(data.find("\"title\":\"diff \\u003c/script\\u003e\""), std::string::npos);
+  EXPECT_NE(data.find("\"label\":\"base \xC2\xB7 "), std::string::npos);
+  EXPECT_NE(data.find("\"label\":\"new \xC2\xB7 "), std::string::npos);
+  // Host lanes: the threads with calls (base, new) or ranges (new).
+  EXPECT_NE(data.find("\"host_lanes\":[\"base tid 5\",\"new tid 5\"]"), std::string::npos);
+  // Stacks: [frames..., base ns, new ns]; gemm ran in base outside any range, in new inside two.
+  EXPECT_NE(data.find("[\"gemm\",1000,0]"), std::string::npos);
+  EXPECT_NE(data.find("[\"step\",\"\\u003c/script\\u003e\\u003cb\\u003e\",\"gemm\",0,2000]"), std::string::npos);
+  // Both origins at one page time, the axis' origin: as far in as the run with the longer
+  // lead-in before its origin needs.
+  const size_t at = data.find("\"origin_ns\":");
+  ASSERT_NE(at, std::string::npos);
+  const uint64_t lead_in = std::max(bs.origin_ns - bs.window_start_ns, ns.origin_ns - ns.window_start_ns);
+  EXPECT_GT(lead_in, 0u);
+  EXPECT_EQ(std::stoull(data.substr(at + 12)), lead_in);
+}

@@ -9,6 +9,10 @@
 //   duration, overlap row, name, the other stages as offsets from the start, the host call,
 //   and where the page has NVTX ranges, the innermost range the launch was made in);
 // - the NVTX ranges of the host threads, one varint run (lane, start, end, depth, parent);
+// - the host calls on the host thread lanes: those that launched an event on the page the
+//   viewer rebuilds from the events (call, launch time, duration), the others one varint run;
+// - with several ranks, the collectives matched across them (collective_links, as the chart's
+//   links): their kernels on the page and the last to arrive;
 // - with --memory-strip, per device the memory in use as a step function (analysis::memory_report);
 // - a string table of names (display names, colours, kinds) the events point into;
 // - a level-of-detail pyramid per lane (exec coverage per time bucket, finest level first,
@@ -24,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gantt/analysis/flame.h"
 #include "gantt/filter.h"
 #include "gantt/model.h"
 #include "gantt/render.h"
@@ -38,6 +43,10 @@ struct HtmlStats {
   uint64_t annotations = 0;
   uint64_t ranges = 0;           // NVTX ranges on the host thread lanes
   uint64_t ranges_left_out = 0;  // past the page's limit on ranges
+  uint64_t collectives = 0;      // collectives matched across ranks with a kernel on the page
+  uint64_t host_calls = 0;       // host calls written apart: those that launched no event on the page
+  uint64_t calls_left_out = 0;   // past the page's limit on those
+  uint64_t nccl_calls = 0;       // NCCL calls on the host thread lanes
   uint64_t data_bytes = 0;       // the data block's size
 };
 
@@ -45,10 +54,35 @@ struct HtmlStats {
 void write_html(const Model& model, const Selection& selection, const RenderOptions& options, std::ostream& out,
                 HtmlStats* stats = nullptr);
 
+// One run on a page. A diff page holds two, base first: each run's lanes under its own
+// sections (labelled with `label`), on one time axis where both runs' `selection.origin_ns`
+// (capture start, or the range occurrence they are aligned on) fall at the same time.
+struct HtmlRun {
+  const Model* model = nullptr;
+  Selection selection;
+  std::string label;  // "" on a page of one run
+};
+
+// What only a diff page has: the differential flame graph's stacks (analysis::gpu_stacks of
+// each run), the page's title, and how much of the page to show first (ns after the origin;
+// 0 = all of it).
+struct HtmlDiff {
+  analysis::Stacks base, next;
+  std::string title;
+  uint64_t view_ns = 0;
+};
+
+// `gantt-cli diff A B -o x.html`: both runs and the differential flame graph on one page.
+void write_diff_html(const std::vector<HtmlRun>& runs, const HtmlDiff& diff, const RenderOptions& options,
+                     std::ostream& out, HtmlStats* stats = nullptr);
+
 namespace html {
 
 // The data block the page reads (a JSON object; see viewer.js for its fields).
 std::string data_json(const Model& model, const Selection& selection, const RenderOptions& options,
+                      HtmlStats* stats = nullptr);
+// The same for several runs (a diff page: `diff` set, two runs).
+std::string data_json(const std::vector<HtmlRun>& runs, const RenderOptions& options, const HtmlDiff* diff,
                       HtmlStats* stats = nullptr);
 
 // The template with the style, the script and `data_json` in place of its markers.

@@ -1,11 +1,15 @@
 // The data block of the HTML page (html.h): lanes, packed events, names, the level-of-detail
-// pyramids, the utilisation per device and the annotations, as one JSON object.
+// pyramids, the utilisation per device and the annotations, as one JSON object; the host
+// lanes and what several ranks or runs add are written by html_host_data.cpp and
+// html_runs_data.cpp (html_data_writer.h).
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <stdexcept>
 
+#include "gantt/analysis/flame.h"
 #include "gantt/analysis/memory.h"
 #include "gantt/analysis/table.h"
 #include "gantt/analysis/timeline.h"
@@ -17,6 +21,7 @@
 #include "gantt/lod.h"
 #include "gantt/ranks.h"
 #include "gantt/text.h"
+#include "html_data_writer.h"
 #include "render_builder.h"
 #include "render_internal.h"
 
@@ -79,7 +84,7 @@ std::string lod_levels(const std::vector<double>& finest, size_t min_buckets) {
   return out;
 }
 
-namespace {
+namespace writer {
 
 std::string hex(Color c) {
   char buf[8];
@@ -87,109 +92,90 @@ std::string hex(Color c) {
   return buf;
 }
 
-struct PageLane {
-  LaneKey key;
-  std::vector<uint32_t> events;  // start order
-  int32_t priority = 0;
-  size_t section = 0;
-};
+DataWriter::DataWriter(const std::vector<HtmlRun>& runs, const RenderOptions& o, const HtmlDiff* diff, HtmlStats& st)
+    : o_(o), diff_(diff), st_(st) {
+  // Each run's origin (its capture start, or the range occurrence it is aligned on) at the same
+  // page time: as far into the page as the run with the most before its origin needs.
+  uint64_t before = 0, after = 1;
+  for (const HtmlRun& h : runs) {
+    const Selection& s = h.selection;
+    const uint64_t end = std::max(s.window_end_ns, s.window_start_ns + 1);
+    const uint64_t origin = std::clamp(s.origin_ns, s.window_start_ns, end);
+    before = std::max(before, origin - s.window_start_ns);
+    after = std::max(after, end - origin);
+  }
+  span_ = before + after;
+  for (const HtmlRun& h : runs) {
+    Run r;
+    r.m = h.model;
+    r.sel = h.selection;
+    r.label = h.label;
+    const uint64_t origin = std::clamp(h.selection.origin_ns, h.selection.window_start_ns,
+                                       std::max(h.selection.window_end_ns, h.selection.window_start_ns + 1));
+    // A clock that starts later than the other run's lead-in cannot go below 0: that run then
+    // starts at the page's zero, its origin that much later than the other's.
+    r.t0 = runs.size() == 1 ? h.selection.window_start_ns : origin - std::min(origin, before);
+    r.page_sel = h.selection;
+    r.page_sel.window_start_ns = r.t0;
+    r.page_sel.window_end_ns = r.t0 + span_;
+    runs_.push_back(std::move(r));
+  }
+}
 
-struct Section {
-  uint16_t capture = 0;
-  uint32_t device = kNone;  // kNone: lanes that are not per device (--lanes thread)
-  std::vector<size_t> lanes;
-};
-
-class DataWriter {
- public:
-  DataWriter(const Model& m, const Selection& sel, const RenderOptions& o, HtmlStats& st)
-      : m_(m), sel_(sel), o_(o), st_(st) {}
-
-  std::string build();
-
- private:
-  void bucket_lanes();
-  void write_strings();
-  void write_sections();
-  void write_lanes();
-  void write_annotations();
-  void pick_ranges();
-  void write_ranges();
-  uint32_t label_of(uint32_t e);
-  uint32_t call_of(uint32_t e);
-  int64_t rel(uint64_t t) const { return static_cast<int64_t>(t - t0_); }
-
-  const Model& m_;
-  const Selection& sel_;
-  const RenderOptions& o_;
-  HtmlStats& st_;
-  std::string j_;
-  uint64_t t0_ = 0, t1_ = 0;
-  std::map<LaneKey, PageLane> by_key_;
-  std::vector<PageLane*> lanes_;
-  std::vector<Section> sections_;
-  // Events point into these: (name, kind, copy kind) -> display name, kind, colour; the host
-  // call that launched it -> "cudaLaunchKernel, tid 100".
-  std::map<std::tuple<uint32_t, EventKind, uint8_t>, uint32_t> label_ids_;
-  std::vector<uint32_t> label_event_;  // an event that has the label
-  std::map<std::pair<uint32_t, uint32_t>, uint32_t> call_ids_;
-  std::vector<uint32_t> call_api_{kNone};  // an API row with the call; [0] = none
-  std::vector<uint32_t> lane_of_, index_of_;  // event -> lane and its place in it, kNone where not on one
-  // NVTX ranges on the host thread lanes: the ranges in page order (start, then depth, so a
-  // parent comes before its children) and each range's place in it (kNone: not on the page).
-  std::vector<uint32_t> page_ranges_;
-  std::vector<uint32_t> range_index_;
-};
-
-// Ranges the page carries: every depth (the page nests them all, and a kernel's range path
-// needs its innermost range), up to this many; past it, the earliest, and events launched in
-// a range left out have no range on the page.
-constexpr size_t kMaxPageRanges = 200000;
-
-uint32_t DataWriter::label_of(uint32_t e) {
-  const auto key = std::make_tuple(m_.events.name[e], m_.events.kind[e], m_.events.copy_kind[e]);
+uint32_t DataWriter::label_of(size_t run, uint32_t e) {
+  const Model& mm = m(run);
+  const auto key = std::make_tuple(run, mm.events.name[e], mm.events.kind[e], mm.events.copy_kind[e]);
   auto [it, added] = label_ids_.emplace(key, static_cast<uint32_t>(label_event_.size()));
-  if (added) label_event_.push_back(e);
+  if (added) label_event_.emplace_back(run, e);
   return it->second;
 }
 
-uint32_t DataWriter::call_of(uint32_t e) {
-  const uint32_t a = m_.events.api[e];
+uint32_t DataWriter::call_of(size_t run, uint32_t e) {
+  const Model& mm = m(run);
+  const uint32_t a = mm.events.api[e];
   if (a == kNone) return 0;
-  auto [it, added] = call_ids_.emplace(std::make_pair(m_.api.name[a], m_.api.thread[a]), static_cast<uint32_t>(call_api_.size()));
-  if (added) call_api_.push_back(a);
+  auto [it, added] = call_ids_.emplace(std::make_tuple(run, mm.api.name[a], mm.api.thread[a]), static_cast<uint32_t>(call_api_.size()));
+  if (added) call_api_.emplace_back(run, a);
   return it->second;
 }
 
 void DataWriter::bucket_lanes() {
   // As build_scene: synchronisations are the host waiting, not work on a lane; an event
   // without both times has no place on one (unknown stays unknown).
-  for (uint32_t e : sel_.events) {
-    if (m_.events.kind[e] == EventKind::kSync) { ++st_.syncs; continue; }
-    const uint64_t b = m_.events.start_ns[e], en = m_.events.end_ns[e];
-    if (!b || en < b) { ++st_.events_untimed; continue; }
-    PageLane& lane = by_key_[lane_key(m_, e, o_.lanes)];
-    lane.events.push_back(e);
-    if (lane.priority == 0) lane.priority = m_.events.priority[e];
+  for (size_t r = 0; r < runs_.size(); ++r) {
+    const Model& mm = m(r);
+    for (uint32_t e : runs_[r].sel.events) {
+      if (mm.events.kind[e] == EventKind::kSync) { ++runs_[r].syncs; continue; }
+      const uint64_t b = mm.events.start_ns[e], en = mm.events.end_ns[e];
+      if (!b || en < b) { ++runs_[r].untimed; continue; }
+      PageLane& lane = by_key_[{r, lane_key(mm, e, o_.lanes)}];
+      lane.run = r;
+      lane.events.push_back(e);
+      if (lane.priority == 0) lane.priority = mm.events.priority[e];
+    }
   }
   // Sections as build_scene's: a device's lanes under its header and utilisation strip; with
-  // --lanes rank a capture's lane under its last device; --lanes thread, one section of lanes.
-  std::map<uint16_t, uint32_t> last_device;
+  // --lanes rank a capture's lane under its last device; --lanes thread, one section of lanes
+  // (per run).
+  std::map<std::pair<size_t, uint16_t>, uint32_t> last_device;
   for (const auto& [key, lane] : by_key_)
-    for (uint32_t e : lane.events) last_device[key.capture] = std::max(last_device[key.capture], m_.events.device[e]);
-  const auto section_key = [&](const LaneKey& key) {
-    if (o_.lanes == LaneMode::kThread) return std::make_pair(uint16_t{0}, kNone);
-    return std::make_pair(key.capture, o_.lanes == LaneMode::kRank ? last_device[key.capture] : key.device);
+    for (uint32_t e : lane.events) {
+      uint32_t& d = last_device[{key.first, key.second.capture}];
+      d = std::max(d, m(key.first).events.device[e]);
+    }
+  const auto section_key = [&](size_t run, const LaneKey& key) {
+    if (o_.lanes == LaneMode::kThread) return std::make_tuple(run, uint16_t{0}, kNone);
+    return std::make_tuple(run, key.capture, o_.lanes == LaneMode::kRank ? last_device[{run, key.capture}] : key.device);
   };
-  std::map<std::pair<uint16_t, uint32_t>, size_t> section_of;
-  for (const auto& [key, lane] : by_key_) section_of.emplace(section_key(key), 0);
+  std::map<std::tuple<size_t, uint16_t, uint32_t>, size_t> section_of;
+  for (const auto& [key, lane] : by_key_) section_of.emplace(section_key(key.first, key.second), 0);
   for (auto& [skey, index] : section_of) {
     index = sections_.size();
-    sections_.push_back({skey.first, skey.second, {}});
+    sections_.push_back({std::get<0>(skey), std::get<1>(skey), std::get<2>(skey), {}});
   }
   for (auto& [key, lane] : by_key_) {
-    lane.key = key;
-    lane.section = section_of[section_key(key)];
+    lane.key = key.second;
+    lane.section = section_of[section_key(key.first, key.second)];
     sections_[lane.section].lanes.push_back(lanes_.size());
     lanes_.push_back(&lane);
   }
@@ -201,18 +187,30 @@ void DataWriter::bucket_lanes() {
   size_t i = 0;
   for (Section& s : sections_)
     for (size_t& l : s.lanes) l = i++;
-  lane_of_.assign(m_.events.size(), kNone);
-  index_of_.assign(m_.events.size(), kNone);
+  lane_of_.resize(runs_.size());
+  index_of_.resize(runs_.size());
+  for (size_t r = 0; r < runs_.size(); ++r) {
+    lane_of_[r].assign(m(r).events.size(), kNone);
+    index_of_[r].assign(m(r).events.size(), kNone);
+  }
   for (size_t l = 0; l < lanes_.size(); ++l) {
+    const size_t r = lanes_[l]->run;
+    const Model& mm = m(r);
     std::vector<uint32_t>& ev = lanes_[l]->events;
     // Start order (the selection's already; stable keeps its tie order).
     std::stable_sort(ev.begin(), ev.end(),
-                     [&](uint32_t a, uint32_t b) { return m_.events.start_ns[a] < m_.events.start_ns[b]; });
+                     [&](uint32_t a, uint32_t b) { return mm.events.start_ns[a] < mm.events.start_ns[b]; });
     for (size_t k = 0; k < ev.size(); ++k) {
-      lane_of_[ev[k]] = static_cast<uint32_t>(l);
-      index_of_[ev[k]] = static_cast<uint32_t>(k);
+      lane_of_[r][ev[k]] = static_cast<uint32_t>(l);
+      index_of_[r][ev[k]] = static_cast<uint32_t>(k);
     }
-    st_.events += ev.size();
+    runs_[r].events += ev.size();
+    ++runs_[r].lanes;
+  }
+  for (const Run& r : runs_) {
+    st_.events += r.events;
+    st_.syncs += r.syncs;
+    st_.events_untimed += r.untimed;
   }
   st_.lanes = lanes_.size();
 }
@@ -220,35 +218,38 @@ void DataWriter::bucket_lanes() {
 void DataWriter::write_sections() {
   // The utilisation strip per device: analysis::utilisation_timeline at the finest level's
   // bucket, halved up to the coarsest.
-  std::map<std::pair<uint16_t, uint32_t>, size_t> device_events;
+  std::map<std::tuple<size_t, uint16_t, uint32_t>, size_t> device_events;
   for (const PageLane* l : lanes_)
-    for (uint32_t e : l->events) ++device_events[{m_.events.capture[e], m_.events.device[e]}];
+    for (uint32_t e : l->events) ++device_events[{l->run, m(l->run).events.capture[e], m(l->run).events.device[e]}];
   size_t most = 0;
   for (const auto& [k, n] : device_events) most = std::max(most, n);
   const size_t buckets = lod_buckets(most);
-  const uint64_t span = std::max<uint64_t>(t1_ - t0_, 1);
-  const uint64_t bucket_ns = std::max<uint64_t>((span + buckets - 1) / buckets, 1);
-  analysis::Timeline tl;
-  if (!lanes_.empty()) tl = analysis::utilisation_timeline(m_, sel_, bucket_ns);
+  const uint64_t bucket_ns = std::max<uint64_t>((span_ + buckets - 1) / buckets, 1);
+  std::vector<analysis::Timeline> tl(runs_.size());
   // --memory-strip: memory in use per device, the step function of analysis::memory_report
   // (all classes together; the PNG chart splits them by class or category).
-  std::map<std::pair<uint16_t, uint32_t>, analysis::DeviceMemory> memory;
-  if (o_.memory_strip && !lanes_.empty())
-    for (analysis::DeviceMemory& d : analysis::memory_report(m_)) memory.emplace(std::make_pair(d.capture, d.device), std::move(d));
+  std::map<std::tuple<size_t, uint16_t, uint32_t>, analysis::DeviceMemory> memory;
+  for (size_t r = 0; r < runs_.size(); ++r) {
+    if (!runs_[r].lanes) continue;
+    tl[r] = analysis::utilisation_timeline(m(r), runs_[r].page_sel, bucket_ns);
+    if (o_.memory_strip)
+      for (analysis::DeviceMemory& d : analysis::memory_report(m(r))) memory.emplace(std::make_tuple(r, d.capture, d.device), std::move(d));
+  }
   j_ += ",\"util_buckets\":" + std::to_string(buckets) + ",\"util_bucket_ns\":" + std::to_string(bucket_ns);
   j_ += ",\"sections\":[";
   for (size_t i = 0; i < sections_.size(); ++i) {
     const Section& s = sections_[i];
+    const Model& mm = m(s.run);
     if (i) j_ += ',';
     j_ += "{\"label\":";
-    std::string label = s.device == kNone ? "GPU lanes by launching thread" : device_section_label(m_, s.capture, s.device);
-    if (m_.captures.size() > 1 && s.device != kNone) label = utf8_clean(rank_lane_label(m_, s.capture)) + " \xC2\xB7 " + label;
-    append_script_string(j_, label);
+    std::string label = s.device == kNone ? "GPU lanes by launching thread" : device_section_label(mm, s.capture, s.device);
+    if (mm.captures.size() > 1 && s.device != kNone) label = utf8_clean(rank_lane_label(mm, s.capture)) + " \xC2\xB7 " + label;
+    append_script_string(j_, in_run(s.run, label, " \xC2\xB7 "));
     j_ += ",\"capture\":" + std::to_string(s.capture);
     j_ += ",\"lanes\":[";
     for (size_t k = 0; k < s.lanes.size(); ++k) j_ += (k ? "," : "") + std::to_string(s.lanes[k]);
     j_ += ']';
-    for (const analysis::DeviceTimeline& d : tl.devices) {
+    for (const analysis::DeviceTimeline& d : tl[s.run].devices) {
       if (s.device == kNone || d.capture != s.capture || d.device != s.device) continue;
       std::vector<double> compute(buckets, 0.0), copy(buckets, 0.0);
       for (size_t b = 0; b < d.compute.size() && b < buckets; ++b) compute[b] = d.compute[b], copy[b] = d.copy[b];
@@ -257,25 +258,25 @@ void DataWriter::write_sections() {
       j_ += ",\"compute\":\"" + base64(lod_levels(compute, kMinBuckets)) + "\"";
       j_ += ",\"copy\":\"" + base64(lod_levels(copy, kMinBuckets)) + "\"";
       // The strip's label, as build_scene's: share of the window.
-      const double scale = static_cast<double>(bucket_ns) / static_cast<double>(span);
+      const double scale = static_cast<double>(bucket_ns) / static_cast<double>(span_);
       j_ += ",\"busy_label\":";
       append_script_string(j_, "busy: compute " + std::to_string(std::lround(100 * compute_ns * scale)) + "%, copy " +
                                    std::to_string(std::lround(100 * copy_ns * scale)) + "%");
     }
-    if (auto mem = memory.find({s.capture, s.device}); s.device != kNone && mem != memory.end()) {
+    if (auto mem = memory.find({s.run, s.capture, s.device}); s.device != kNone && mem != memory.end()) {
       // One varint run: per change, its time as a delta from the one before (zigzag, ns from
       // the window's start), then the bytes in use after it (viewer_draw.js drawMemory).
       const analysis::DeviceMemory& d = mem->second;
       std::string packed;
       int64_t prev = 0;
-      for (size_t i = 0; i < d.t.size(); ++i) {
-        const int64_t t = rel(d.t[i]);
+      for (size_t k = 0; k < d.t.size(); ++k) {
+        const int64_t t = rel(s.run, d.t[k]);
         append_varint(packed, zigzag(t - prev));
         prev = t;
-        append_varint(packed, d.total(i));
+        append_varint(packed, d.total(k));
       }
       j_ += ",\"memory\":{\"n\":" + std::to_string(d.t.size()) + ",\"peak_bytes\":" + std::to_string(d.peak_bytes) +
-            ",\"peak_ns\":" + std::to_string(rel(d.peak_ns)) + ",\"steps\":\"" + base64(packed) + "\",\"label\":";
+            ",\"peak_ns\":" + std::to_string(rel(s.run, d.peak_ns)) + ",\"steps\":\"" + base64(packed) + "\",\"label\":";
       append_script_string(j_, "memory: peak " + analysis::bytes_text(d.peak_bytes));
       j_ += '}';
     }
@@ -285,15 +286,16 @@ void DataWriter::write_sections() {
 }
 
 void DataWriter::write_lanes() {
-  const uint64_t span = std::max<uint64_t>(t1_ - t0_, 1);
   j_ += ",\"lanes\":[";
   for (size_t l = 0; l < lanes_.size(); ++l) {
     const PageLane& lane = *lanes_[l];
+    const size_t r = lane.run;
+    const Model& mm = m(r);
     if (l) j_ += ',';
     j_ += "{\"label\":";
-    append_script_string(j_, lane_label(m_, lane.key, o_.lanes, lane.priority));
+    append_script_string(j_, lane_label(mm, lane.key, o_.lanes, lane.priority));
     j_ += ",\"section\":" + std::to_string(lane.section) + ",\"n\":" + std::to_string(lane.events.size());
-    const std::vector<int> rows = overlap_rows(m_, lane.events, detail::kMaxOverlapRows);
+    const std::vector<int> rows = overlap_rows(mm, lane.events, detail::kMaxOverlapRows);
     const int max_row = rows.empty() ? 0 : *std::max_element(rows.begin(), rows.end());
     j_ += ",\"rows\":" + std::to_string(max_row + 1);
     // The events: one varint run, fields per event in this order (viewer.js decodeLane).
@@ -301,35 +303,36 @@ void DataWriter::write_lanes() {
     packed.reserve(lane.events.size() * 12);
     const size_t buckets = lod_buckets(lane.events.size());
     Coverage cov(static_cast<int>(buckets));
-    const double per_ns = static_cast<double>(buckets) / static_cast<double>(span);
+    const double per_ns = static_cast<double>(buckets) / static_cast<double>(span_);
     int64_t prev = 0, prev_range = 0;
-    const EventTable& ev = m_.events;
+    const EventTable& ev = mm.events;
+    const std::vector<uint32_t>& range_index = range_index_[r];
     for (size_t k = 0; k < lane.events.size(); ++k) {
       const uint32_t e = lane.events[k];
-      const int64_t start = rel(ev.start_ns[e]);
+      const int64_t start = rel(r, ev.start_ns[e]);
       append_varint(packed, zigzag(start - prev));
       prev = start;
       append_varint(packed, ev.end_ns[e] - ev.start_ns[e]);
       append_varint(packed, static_cast<uint64_t>(rows[k]));
-      append_varint(packed, label_of(e));
-      for (const uint64_t t : {ev.queued_ns[e], ev.submitted_ns[e], m_.launch_ns(e)})
+      append_varint(packed, label_of(r, e));
+      for (const uint64_t t : {ev.queued_ns[e], ev.submitted_ns[e], mm.launch_ns(e)})
         append_varint(packed, t ? zigzag(static_cast<int64_t>(ev.start_ns[e] - t)) + 1 : 0);
-      const uint32_t call = call_of(e);
+      const uint32_t call = call_of(r, e);
       append_varint(packed, call);
       if (call) {
         const uint32_t a = ev.api[e];
-        append_varint(packed, m_.api.end_ns[a] > m_.api.start_ns[a] ? m_.api.end_ns[a] - m_.api.start_ns[a] : 0);
+        append_varint(packed, mm.api.end_ns[a] > mm.api.start_ns[a] ? mm.api.end_ns[a] - mm.api.start_ns[a] : 0);
       }
       // Only where the page has ranges: a capture without NVTX pays nothing for them. As a
       // delta from the event before's (zigzag): neighbours on a lane mostly share a range or
       // come from the next one, a byte where the index itself takes up to three.
       if (!page_ranges_.empty()) {
-        const uint32_t r = ev.range[e];
-        const int64_t range = r < range_index_.size() && range_index_[r] != kNone ? int64_t{range_index_[r]} + 1 : 0;
+        const uint32_t rg = ev.range[e];
+        const int64_t range = rg < range_index.size() && range_index[rg] != kNone ? int64_t{range_index[rg]} + 1 : 0;
         append_varint(packed, zigzag(range - prev_range));
         prev_range = range;
       }
-      cov.add(static_cast<double>(start) * per_ns, static_cast<double>(rel(ev.end_ns[e])) * per_ns);
+      cov.add(static_cast<double>(start) * per_ns, static_cast<double>(rel(r, ev.end_ns[e])) * per_ns);
     }
     j_ += ",\"events\":\"" + base64(packed) + "\"";
     std::vector<double> finest(buckets);
@@ -339,172 +342,124 @@ void DataWriter::write_lanes() {
   j_ += ']';
 }
 
-void DataWriter::pick_ranges() {
-  range_index_.assign(m_.ranges.size(), kNone);
-  if (!o_.host_lanes) return;
-  for (uint32_t r = 0; r < m_.ranges.size(); ++r) {
-    const uint64_t b = m_.ranges.start_ns[r], e = m_.ranges.end_ns[r] ? m_.ranges.end_ns[r] : t1_;
-    if (b && b <= t1_ && e >= t0_ && m_.ranges.thread[r] < m_.threads.size()) page_ranges_.push_back(r);
-  }
-  std::stable_sort(page_ranges_.begin(), page_ranges_.end(), [&](uint32_t a, uint32_t b) {
-    return std::make_pair(m_.ranges.start_ns[a], m_.ranges.depth[a]) < std::make_pair(m_.ranges.start_ns[b], m_.ranges.depth[b]);
-  });
-  if (page_ranges_.size() > kMaxPageRanges) {
-    st_.ranges_left_out = page_ranges_.size() - kMaxPageRanges;
-    page_ranges_.resize(kMaxPageRanges);
-  }
-  for (size_t i = 0; i < page_ranges_.size(); ++i) range_index_[page_ranges_[i]] = static_cast<uint32_t>(i);
-  st_.ranges = page_ranges_.size();
-}
-
-void DataWriter::write_ranges() {
-  // Host thread lanes, (capture, tid) order as build_scene's, each the ranges of one thread.
-  std::map<std::pair<uint16_t, uint64_t>, uint32_t> threads;
-  for (uint32_t r : page_ranges_) {
-    const uint32_t t = m_.ranges.thread[r];
-    threads.emplace(std::make_pair(m_.threads.capture[t], m_.threads.thread_id[t]), t);
-  }
-  std::map<uint32_t, uint32_t> lane_of_thread;
-  std::vector<int> depth(threads.size(), 0);
-  j_ += ",\"host_lanes\":[";
-  for (const auto& [key, t] : threads) {
-    if (!lane_of_thread.empty()) j_ += ',';
-    const uint32_t lane = static_cast<uint32_t>(lane_of_thread.size());
-    lane_of_thread[t] = lane;
-    std::string label = "tid " + std::to_string(key.second);
-    if (m_.threads.name[t]) label += " " + utf8_clean(m_.string(m_.threads.name[t]));
-    if (m_.captures.size() > 1) label = "#" + std::to_string(key.first) + " " + label;
-    append_script_string(j_, label);
-  }
-  // The ranges: one varint run, fields per range in this order (viewer_host.js decodeRanges):
-  // host lane, start delta (zigzag), end as end - start + 1 (0 = never closed), depth, parent
-  // as page index + 1 (0 = none), name, colour.
-  std::map<uint32_t, uint32_t> name_ids, colour_ids;
-  std::string names = "[", colours = "[", packed;
-  int64_t prev = 0;
-  for (uint32_t r : page_ranges_) {
-    const RangeTable& R = m_.ranges;
-    append_varint(packed, lane_of_thread[R.thread[r]]);
-    const int64_t start = rel(R.start_ns[r]);
-    append_varint(packed, zigzag(start - prev));
-    prev = start;
-    append_varint(packed, R.end_ns[r] >= R.start_ns[r] ? R.end_ns[r] - R.start_ns[r] + 1 : 0);
-    append_varint(packed, R.depth[r]);
-    const uint32_t parent = R.parent[r] < range_index_.size() ? range_index_[R.parent[r]] : kNone;
-    append_varint(packed, parent == kNone ? 0 : uint64_t{parent} + 1);
-    auto [n, new_name] = name_ids.emplace(R.name[r], static_cast<uint32_t>(name_ids.size()));
-    if (new_name) {
-      if (n->second) names += ',';
-      append_script_string(names, utf8_clean(m_.string(R.name[r])));
-    }
-    append_varint(packed, n->second);
-    auto [c, new_colour] = colour_ids.emplace(R.color[r], static_cast<uint32_t>(colour_ids.size()));
-    if (new_colour) colours += std::string(c->second ? "," : "") + "\"" + hex(range_color(R.color[r])) + "\"";
-    append_varint(packed, c->second);
-  }
-  j_ += "],\"ranges\":{\"n\":" + std::to_string(page_ranges_.size()) + ",\"packed\":\"" + base64(packed) +
-        "\",\"names\":" + names + "],\"colours\":" + colours + "],\"left_out\":" + std::to_string(st_.ranges_left_out) + "}";
-}
-
 void DataWriter::write_strings() {
   j_ += ",\"labels\":[";
   for (size_t i = 0; i < label_event_.size(); ++i) {
-    const uint32_t e = label_event_[i];
+    const auto [run, e] = label_event_[i];
+    const Model& mm = m(run);
     if (i) j_ += ',';
     j_ += '[';
-    append_script_string(j_, ellipsize(m_.display_name(e), 2000));
+    append_script_string(j_, ellipsize(mm.display_name(e), 2000));
     j_ += ',';
-    std::string kind = to_string(m_.events.kind[e]);
-    if (m_.events.kind[e] == EventKind::kMemcpy) kind += std::string(" ") + copy_kind_name(m_.events.copy_kind[e]);
+    std::string kind = to_string(mm.events.kind[e]);
+    if (mm.events.kind[e] == EventKind::kMemcpy) kind += std::string(" ") + copy_kind_name(mm.events.copy_kind[e]);
+    // On a diff page the stats table has a row per name and run.
+    if (!runs_[run].label.empty()) kind += " (" + runs_[run].label + ")";
     append_script_string(j_, kind);
-    j_ += ",\"" + hex(exec_color(m_, e)) + "\"]";
+    j_ += ",\"" + hex(exec_color(mm, e)) + "\"]";
   }
   j_ += "],\"calls\":[\"\"";
   for (size_t i = 1; i < call_api_.size(); ++i) {
-    const uint32_t a = call_api_[i];
-    std::string c(api_display_name(m_.string(m_.api.name[a])));
-    const uint32_t t = m_.api.thread[a];
-    if (t < m_.threads.size()) {
-      c += ", tid " + std::to_string(m_.threads.thread_id[t]);
-      if (m_.threads.name[t]) c += " (" + std::string(m_.string(m_.threads.name[t])) + ")";
+    const auto [run, a] = call_api_[i];
+    const Model& mm = m(run);
+    std::string c(api_display_name(mm.string(mm.api.name[a])));
+    const uint32_t t = mm.api.thread[a];
+    if (t < mm.threads.size()) {
+      c += ", tid " + std::to_string(mm.threads.thread_id[t]);
+      if (mm.threads.name[t]) c += " (" + std::string(mm.string(mm.threads.name[t])) + ")";
     }
     j_ += ',';
     append_script_string(j_, c);
   }
-  j_ += ']';
+  // Per call: its host lane (-1: none on the page) and whether the host blocks in it.
+  std::string lanes = "-1", blocking = "0";
+  for (size_t i = 1; i < call_api_.size(); ++i) {
+    const auto [run, a] = call_api_[i];
+    const auto it = host_lane_.find({run, m(run).api.thread[a]});
+    lanes += "," + (it == host_lane_.end() ? std::string("-1") : std::to_string(it->second));
+    blocking += is_blocking_call(m(run).string(m(run).api.name[a])) ? ",1" : ",0";
+  }
+  j_ += "],\"call_lane\":[" + lanes + "],\"call_blocking\":[" + blocking + "]";
 }
 
 void DataWriter::write_annotations() {
-  Annotations ann;
-  if (o_.annotate.enabled && !lanes_.empty()) ann = annotate(m_, sel_, o_.annotate);
   // Columns: kind (AnnotationKind), lane and index of the event (-1: a device's idle gap,
   // drawn on its section's strip), section, start and end (ns from t0), label.
   std::string kind, lane, index, section, start, end, label;
   size_t n = 0;
-  for (const Annotation& a : ann.items) {
-    int64_t l = -1, i = -1, s = -1;
-    if (a.kind == AnnotationKind::kIdleGap) {
-      for (size_t k = 0; k < sections_.size(); ++k)
-        if (sections_[k].capture == a.capture && sections_[k].device == a.device) s = static_cast<int64_t>(k);
-      if (s < 0) continue;
-    } else {
-      if (a.event == kNone || a.event >= lane_of_.size() || lane_of_[a.event] == kNone) continue;
-      l = lane_of_[a.event];
-      i = index_of_[a.event];
-      s = static_cast<int64_t>(lanes_[static_cast<size_t>(l)]->section);
+  std::vector<std::string> footer;
+  for (size_t run = 0; run < runs_.size(); ++run) {
+    const Run& R = runs_[run];
+    Annotations ann;
+    if (o_.annotate.enabled && R.lanes) ann = annotate(*R.m, R.sel, o_.annotate);
+    for (const Annotation& a : ann.items) {
+      int64_t l = -1, i = -1, s = -1;
+      if (a.kind == AnnotationKind::kIdleGap) {
+        for (size_t k = 0; k < sections_.size(); ++k)
+          if (sections_[k].run == run && sections_[k].capture == a.capture && sections_[k].device == a.device) s = static_cast<int64_t>(k);
+        if (s < 0) continue;
+      } else {
+        if (a.event == kNone || a.event >= lane_of_[run].size() || lane_of_[run][a.event] == kNone) continue;
+        l = lane_of_[run][a.event];
+        i = index_of_[run][a.event];
+        s = static_cast<int64_t>(lanes_[static_cast<size_t>(l)]->section);
+      }
+      const char* sep = n ? "," : "";
+      kind += sep + std::to_string(static_cast<int>(a.kind));
+      lane += sep + std::to_string(l);
+      index += sep + std::to_string(i);
+      section += sep + std::to_string(s);
+      start += sep + std::to_string(rel(run, a.start_ns));
+      end += sep + std::to_string(rel(run, a.end_ns));
+      label += sep;
+      append_script_string(label, a.label);
+      ++n;
     }
-    const char* sep = n ? "," : "";
-    kind += sep + std::to_string(static_cast<int>(a.kind));
-    lane += sep + std::to_string(l);
-    index += sep + std::to_string(i);
-    section += sep + std::to_string(s);
-    start += sep + std::to_string(rel(a.start_ns));
-    end += sep + std::to_string(rel(a.end_ns));
-    label += sep;
-    append_script_string(label, a.label);
-    ++n;
+    RenderStats rs;
+    rs.events_selected = R.events;
+    rs.events_individual = R.events;
+    rs.syncs_on_host_lanes = R.syncs;
+    std::vector<std::string> lines = detail::footer_lines(*R.m, R.sel, o_, rs, ann);
+    // The chart's event line counts what one picture drew; the page draws per view.
+    std::string events_line = "events: " + std::to_string(R.events) + " on " + std::to_string(R.lanes) +
+                              " lanes, drawn one by one where they fit in view, else as busy coverage";
+    if (R.syncs) events_line += "; " + std::to_string(R.syncs) + " synchronisations (host waits) not on the lanes";
+    if (R.untimed) events_line += "; " + std::to_string(R.untimed) + " without start or end not drawn";
+    for (std::string& line : lines) {
+      const size_t at = line.starts_with("events: ") ? 0 : line.find(" \xC2\xB7 events: ");
+      if (at != std::string::npos) line = line.substr(0, at) + (at ? " \xC2\xB7 " : "") + events_line;
+      footer.push_back(in_run(run, line, ": "));
+    }
   }
   st_.annotations = n;
   j_ += ",\"annotations\":{\"kind\":[" + kind + "],\"lane\":[" + lane + "],\"index\":[" + index + "],\"section\":[" +
         section + "],\"start\":[" + start + "],\"end\":[" + end + "],\"label\":[" + label + "]}";
-  RenderStats rs;
-  rs.events_selected = st_.events;
-  rs.events_individual = st_.events;
-  rs.syncs_on_host_lanes = st_.syncs;
   j_ += ",\"footer\":[";
-  std::vector<std::string> lines = detail::footer_lines(m_, sel_, o_, rs, ann);
-  // The chart's event line counts what one picture drew; the page draws per view.
-  std::string events_line = "events: " + std::to_string(st_.events) + " on " + std::to_string(st_.lanes) +
-                            " lanes, drawn one by one where they fit in view, else as busy coverage";
-  if (st_.syncs) events_line += "; " + std::to_string(st_.syncs) + " synchronisations (host waits) not on the lanes";
-  if (st_.events_untimed) events_line += "; " + std::to_string(st_.events_untimed) + " without start or end not drawn";
-  for (std::string& l : lines) {
-    const size_t at = l.starts_with("events: ") ? 0 : l.find(" \xC2\xB7 events: ");
-    if (at != std::string::npos) l = l.substr(0, at) + (at ? " \xC2\xB7 " : "") + events_line;
-  }
-  for (size_t k = 0; k < lines.size(); ++k) {
+  for (size_t k = 0; k < footer.size(); ++k) {
     if (k) j_ += ',';
-    append_script_string(j_, lines[k]);
+    append_script_string(j_, footer[k]);
   }
   j_ += ']';
 }
 
 std::string DataWriter::build() {
-  t0_ = sel_.window_start_ns;
-  t1_ = std::max(sel_.window_end_ns, t0_ + 1);
   bucket_lanes();
   pick_ranges();
-  const uint64_t origin = sel_.origin_ns ? sel_.origin_ns : m_.first_ns();
+  const Run& r0 = runs_.front();
   j_ = "{\"format\":1,\"title\":";
-  append_script_string(j_, detail::title_of(m_));
-  j_ += ",\"span_ns\":" + std::to_string(t1_ - t0_);
-  // Absolute, as dump prints it; a string, as it may pass 2^53.
-  j_ += ",\"window_start_ns\":\"" + std::to_string(t0_) + "\"";
-  // The axis counts from the origin (capture start, or the --range occurrence), as the chart's.
-  j_ += ",\"origin_ns\":" + std::to_string(static_cast<int64_t>(origin - t0_));
+  append_script_string(j_, diff_ ? diff_->title : detail::title_of(*r0.m));
+  j_ += ",\"span_ns\":" + std::to_string(span_);
+  // Absolute, as dump prints it (the first run's clock); a string, as it may pass 2^53.
+  j_ += ",\"window_start_ns\":\"" + std::to_string(r0.t0) + "\"";
+  // The axis counts from the origin (capture start, or the --range occurrence), as the chart's;
+  // on a page of two runs both origins are there.
+  const uint64_t origin = r0.sel.origin_ns ? r0.sel.origin_ns : r0.m->first_ns();
+  j_ += ",\"origin_ns\":" + std::to_string(rel(0, origin));
   j_ += ",\"origin_name\":";
-  append_script_string(j_, sel_.origin_name);
-  j_ += ",\"events_in_capture\":" + std::to_string(m_.events.size());
+  append_script_string(j_, r0.sel.origin_name);
+  uint64_t in_captures = 0;
+  for (const Run& r : runs_) in_captures += r.m->events.size();
+  j_ += ",\"events_in_capture\":" + std::to_string(in_captures);
   j_ += ",\"geometry\":{\"label_width\":" + std::to_string(detail::kLabelWidth) + ",\"lane\":" + std::to_string(detail::kLaneHeight) + ",\"row\":" + std::to_string(detail::kOverlapRow) +
         ",\"util\":" + std::to_string(detail::kUtilHeight) + "}";
   j_ += ",\"palette\":{";
@@ -515,26 +470,37 @@ std::string DataWriter::build() {
       {"overlap", palette::kOverlap},                {"missed_overlap", palette::kMissedOverlap},
       {"idle", palette::kIdle},                      {"band", palette::kLaneBand},
       {"grid", palette::kGrid},                      {"text", palette::kText},
-      {"muted", palette::kMuted}};
+      {"muted", palette::kMuted},                    {"api", palette::kApi},
+      {"blocking", palette::kBlocking},              {"launch_tick", palette::kLaunchTick},
+      {"nccl", palette::kNccl}};
   for (size_t i = 0; i < std::size(colours); ++i)
     j_ += std::string(i ? "," : "") + "\"" + colours[i].first + "\":\"" + hex(colours[i].second) + "\"";
   j_ += '}';
   write_sections();
   write_lanes();
+  pick_host_lanes();
   write_strings();
   write_ranges();
   write_annotations();
+  write_collectives();
+  write_diff();
   j_ += '}';
   st_.data_bytes = j_.size();
   return std::move(j_);
 }
 
-}  // namespace
+}  // namespace writer
+
+std::string data_json(const std::vector<HtmlRun>& runs, const RenderOptions& options, const HtmlDiff* diff,
+                      HtmlStats* stats) {
+  if (runs.empty()) throw std::invalid_argument("html::data_json: no run to show");
+  HtmlStats local;
+  writer::DataWriter w(runs, options, diff, stats ? *stats : local);
+  return w.build();
+}
 
 std::string data_json(const Model& model, const Selection& selection, const RenderOptions& options, HtmlStats* stats) {
-  HtmlStats local;
-  DataWriter w(model, selection, options, stats ? *stats : local);
-  return w.build();
+  return data_json({HtmlRun{&model, selection, ""}}, options, nullptr, stats);
 }
 
 }  // namespace gantt::html

@@ -8,7 +8,8 @@
 // is drawn from the pyramids alone; the events are decoded lane by lane after it. The formats
 // and searches are viewer_data.js's, which comes first in the page's script; the drawing of
 // the ruler, sections and lanes viewer_draw.js's; the host thread lanes (NVTX ranges)
-// viewer_host.js's; the stats table and flame graph viewer_panels.js's; the test hook
+// viewer_host.js's; the collectives of several ranks viewer_ranks.js's; the stats table and
+// flame graph viewer_panels.js's; the test hook
 // viewer_hook.js's. This file holds the data, the layout, the view and the input.
 // Names are shown with textContent and fillText only: nothing from the capture becomes markup.
 'use strict';
@@ -99,6 +100,9 @@
   env.view = view;
   const drawing = viewerDraw(data, env);
   const { EXEC_Y, EXEC_H, fitText, drawRuler, drawSection, drawLane } = drawing;
+  Object.assign(env, { EXEC_Y, EXEC_H, setView: (a, b) => setView(a, b),
+                       say: (text) => { document.getElementById('selection').textContent = text; } });
+  const ranks = viewerRanks(data, env);
   let W = 0, H = 0, dpr = 1;
   let search = null;          // { re, labels: Uint8Array, count }
   let marks = null;           // per lane, Float64Array of the starts of the events search or a range picks out
@@ -179,6 +183,7 @@
     });
     for (const l of lanes) if (!visible.includes(l)) l.mode = 'hidden';
     host.draw(oy);
+    ranks.draw(oy);
     if (selected && lanes[selected.lane].ev) {
       const b = eventBox(lanes[selected.lane], selected.index, oy);
       ctx.strokeStyle = '#000000';
@@ -236,6 +241,7 @@
     lines.push(ev.call[i] ? 'host call: ' + calls[ev.call[i]] + ', ' + fmtDuration(ev.callNs[i]) : 'host call: unknown');
     if (hasRanges) lines.push(ev.range[i] ? 'launched in NVTX range ' + host.path(ev.range[i] - 1) : 'launched in no NVTX range');
     for (const a of l.ann) if (A.index[a] === i) lines.push('\u25b2 ' + A.label[a]);
+    lines.push(...ranks.describe(li, i));
     return lines.join('\n');
   }
   function gapAt(x, y) {
@@ -264,6 +270,8 @@
     if (hit) return showTip(describe(hit[0], hit[1]), x, y);
     const r = host.rangeAt(x, y, view.scroll);
     if (r >= 0) return showTip(host.describe(r), x, y);
+    const c = host.callAt(x, y, view.scroll);
+    if (c) return showTip(c, x, y);
     const l = laneAt(y);
     if (l && l.mode !== 'events' && x >= plotL() && x <= plotR())
       return showTip(l.label + ': ' + l.n + ' events, drawn as coverage here (busy share per pixel); zoom in to see them one by one', x, y);
@@ -374,7 +382,14 @@
     }
     if (e.key === '/') { e.preventDefault(); searchBox.focus(); }
     else if (e.key === '0') setView(0, data.span_ns);
+    else if (e.key === 'n' || e.key === 'p') ranks.jump(e.key === 'n' ? 1 : -1);
   });
+  if (ranks.n) {
+    document.getElementById('collectives').hidden = false;
+    document.getElementById('help').textContent += ' \u00b7 n / p: next / previous collective (its last to arrive outlined in red)';
+  }
+  document.getElementById('coll-prev').addEventListener('click', () => ranks.jump(-1));
+  document.getElementById('coll-next').addEventListener('click', () => ranks.jump(1));
   document.getElementById('reset').addEventListener('click', () => setView(0, data.span_ns));
   window.addEventListener('resize', resize);
 
@@ -434,6 +449,8 @@
 
   // ---- start: a first frame from the pyramids, then the events lane by lane ------------------
   resize();
+  // A diff page aligned on a range occurrence opens on it (the longer of the two).
+  if (data.diff && data.diff.view_ns) setView(data.origin_ns - data.diff.view_ns * 0.05, data.origin_ns + data.diff.view_ns * 1.05);
   let next = 0;
   function decodeSome() {
     const until = performance.now() + 30;
@@ -443,6 +460,9 @@
     }
     requestDraw();
     if (next < lanes.length) { setTimeout(decodeSome, 0); return; }
+    const t0 = performance.now();
+    host.calls.build(lanes);
+    stats.callsMs = performance.now() - t0;
     stats.readyMs = performance.now();
     if (searchBox.value) runSearch(searchBox.value);
     updatePanels();
@@ -453,7 +473,7 @@
   window.gpuhookViewer = viewerHook({
     data, lanes, labels, calls, sections, A, G, view, stats, totalEvents, host, panels, canvas, tip, searchBox,
     RULER_H, EXEC_Y, EXEC_H, X, plotL, plotR, setView, runSearch, select, describe, eventBox, draw, clampScroll,
-    selectRange, setMeasure, updatePanels,
+    selectRange, setMeasure, updatePanels, ranks,
     state: () => ({ ready: next >= lanes.length, H, search, measure, selected, litCount }),
   });
 })();

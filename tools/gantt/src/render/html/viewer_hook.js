@@ -6,10 +6,11 @@
 const viewerHook = function (v) {
   const { data, lanes, labels, calls, sections, A, G, view, stats, totalEvents, host, panels, canvas, tip, searchBox,
           RULER_H, EXEC_Y, EXEC_H, X, plotL, plotR, setView, runSearch, select, describe, eventBox, draw, clampScroll,
-          selectRange, setMeasure, updatePanels } = v;
+          selectRange, setMeasure, updatePanels, ranks } = v;
   return {
     get ready() { return v.state().ready && stats.frames > 0; },
     get readyMs() { return stats.readyMs; },
+    get callsMs() { return stats.callsMs; },
     lanes: lanes.length,
     events: totalEvents,
     sections: sections.length,
@@ -24,6 +25,10 @@ const viewerHook = function (v) {
       aggregatedLanes: stats.aggregatedLanes, frameMs: stats.frameMs.slice(), modes: lanes.map((l) => l.mode),
     }),
     laneLabels: () => lanes.map((l) => l.label),
+    // Lane li's top in canvas pixels (scrolled), and the page's colours.
+    laneTop: (li) => lanes[li].y - view.scroll,
+    palette: () => Object.assign({}, data.palette),
+    sectionLabels: () => sections.map((s) => s.label),
     laneCounts: () => lanes.map((l) => l.n),
     search: (text) => { searchBox.value = text; return runSearch(text); },
     matches: () => { const { search } = v.state(); return search ? search.count : 0; },
@@ -63,6 +68,18 @@ const viewerHook = function (v) {
     selectedRange: () => host.selected,
     markedRange: () => host.marked,
     litEvents: () => v.state().litCount,
+    // Host calls on the host lanes: how many on lane li, call k's fields, its client point.
+    hostCalls: (li) => host.calls.count(li),
+    hostCall: (li, k) => host.calls.call(li, k),
+    hostNccl: (li) => host.calls.ncclCount(li),
+    hostNcclCall: (li, k) => host.calls.ncclCall(li, k),
+    callPoint: (li, k, isNccl = false) => {
+      const hl = host.lanes[li];
+      if (hl.y - view.scroll < RULER_H || hl.y - view.scroll + hl.h > v.state().H) { view.scroll = hl.y - RULER_H - 20; clampScroll(); }
+      draw();
+      const p = host.callPoint(li, k, view.scroll, isNccl), rc = canvas.getBoundingClientRect();
+      return { x: rc.left + p.x, y: rc.top + p.y };
+    },
     rangePoint: (r) => {
       const hl = host.lanes[host.range(r).lane];
       if (hl.y - view.scroll < RULER_H || hl.y - view.scroll + hl.h > v.state().H) { view.scroll = hl.y - RULER_H - 20; clampScroll(); }
@@ -75,6 +92,7 @@ const viewerHook = function (v) {
     statsRows: () => { updatePanels(); return panels.rows(); },
     flameFrames: () => { updatePanels(); return panels.frames(); },
     flameZoom: () => panels.zoom(),
+    flameTooltip: () => panels.tooltip(),
     flamePoint: (path) => {
       const f = panels.frames().find((x) => x.path === path);
       if (!f) return null;
@@ -82,5 +100,9 @@ const viewerHook = function (v) {
       return { x: r.left + f.x + Math.min(f.w / 2, 20), y: r.top + f.y + 8 };
     },
     draw: () => { draw(); return stats.frameMs[stats.frameMs.length - 1]; },
+    // Several ranks: the collectives (first arrival, end, last rank, its event as [lane, index])
+    // and the one the last n / p centred.
+    collectives: () => ranks.list(),
+    currentCollective: () => ranks.current,
   };
 };

@@ -2,7 +2,7 @@
 // draws them under the device sections (render_host_lanes.cpp), and the link between ranges
 // and kernels: a kernel carries the innermost range its launch was made in (Model's
 // events.range), so a range's kernels are those whose range is it or one nested in it.
-// The host calls themselves are not on these lanes in the page (the PNG chart draws them).
+// Under the ranges, the thread's host calls (viewer_calls.js).
 'use strict';
 const viewerHost = function (data, env) {
   const { upper } = viewerData;
@@ -30,7 +30,7 @@ const viewerHost = function (data, env) {
     }
   }
   // Per lane, its ranges in start order with the running maximum of their ends (viewport search).
-  const lanes = (data.host_lanes || []).map((label) => ({ label, idx: [], starts: null, runEnd: null, depth: 1, y: 0, h: 0 }));
+  const lanes = (data.host_lanes || []).map((label) => ({ label, idx: [], starts: null, runEnd: null, depth: 0, y: 0, h: 0, callRow: false }));
   for (let i = 0; i < n; i++) {
     const l = lanes[lane[i]];
     l.idx.push(i);
@@ -40,8 +40,9 @@ const viewerHost = function (data, env) {
     l.starts = Float64Array.from(l.idx, (i) => start[i]);
     let m = -Infinity;
     l.runEnd = Float64Array.from(l.idx, (i) => (m = Math.max(m, end[i])));
-    l.h = l.depth * RANGE_STEP + 6;
   }
+  const calls = viewerCalls(data, env, lanes);
+  for (const l of lanes) l.h = Math.max(18, l.depth * RANGE_STEP + 6 + (l.callRow ? calls.CALL_STEP : 0));
   let titleY = 0, selected = -1;
   let marked = -1;  // the range the selected kernel was launched in, outlined dashed
   let lit = null;  // Uint8Array over range index + 1: 1 where the range is the selected one or nested in it
@@ -85,6 +86,7 @@ const viewerHost = function (data, env) {
       ctx.fillStyle = P.text;
       ctx.textAlign = 'right';
       ctx.fillText(env.fitText(l.label, data.geometry.label_width - 20), L - 8, y + 13);
+      if (l.callRow) calls.draw(lanes.indexOf(l), y + 2 + l.depth * RANGE_STEP);
       const [k0, k1] = inView(l, env.view.a, env.view.b);
       // Ranges under a pixel wide, one per column and depth: thousands of them still cost a
       // few hundred rectangles.
@@ -136,6 +138,20 @@ const viewerHost = function (data, env) {
     }
     return best;
   }
+  // The host call under (x, y) in canvas pixels, as its tooltip text, or null (an NCCL call
+  // drawn over the others first).
+  function callAt(x, y, scroll) {
+    const cy = y + scroll;
+    const li = lanes.findIndex((l) => cy >= l.y && cy < l.y + l.h);
+    if (li < 0 || !lanes[li].callRow || x < env.plotL() || x > env.plotR()) return null;
+    const top = lanes[li].y + 2 + lanes[li].depth * RANGE_STEP;
+    if (cy < top - 1 || cy > top + calls.CALL_H + 1) return null;
+    const t = env.T(x), tol = 2 / env.pxPerNs();
+    const n = calls.ncclAt(li, t, tol);
+    if (n >= 0) return calls.describeNccl(li, n);
+    const k = calls.at(li, t, tol);
+    return k < 0 ? null : calls.describe(li, k);
+  }
   function describe(r) {
     const closed = end[r] < data.span_ns || start[r] === end[r];
     return 'NVTX range ' + path(r) + ' \u00b7 ' + lanes[lane[r]].label + '\n' + env.rel(start[r]) + ' \u2026 ' +
@@ -151,7 +167,13 @@ const viewerHost = function (data, env) {
     for (let i = r; i < n; i++) if (i === r || (parent[i] >= 0 && lit[parent[i] + 1])) lit[i + 1] = 1;
   }
   return {
-    n, lanes, layout, draw, rangeAt, describe, select, path, frames,
+    n, lanes, layout, draw, rangeAt, describe, select, path, frames, calls, callAt,
+    // Client-space point in the middle of host call k of lane li (for tests).
+    callPoint: (li, k, scroll, isNccl) => {
+      const c = isNccl ? calls.ncclCall(li, k) : calls.call(li, k);
+      const x0 = Math.max(env.plotL(), env.X(c.start_ns)), x1 = Math.min(env.plotR(), env.X(c.start_ns + (c.dur_ns || 0)));
+      return { x: (x0 + x1) / 2, y: lanes[li].y - scroll + 2 + lanes[li].depth * RANGE_STEP + calls.CALL_H / 2 };
+    },
     name: (r) => R.names[name[r]], colour: (r) => R.colours[colour[r]],
     get selected() { return selected; },
     get marked() { return marked; },

@@ -4,6 +4,9 @@
 // - the stats table: per name, count, total and mean exec time, share of the span's GPU time;
 // - the flame graph: NVTX range path (outermost first) -> name, widths by exec time, the
 //   search's matches outlined, click to zoom into a frame, click the top frame to zoom out.
+//   On a diff page it is the differential flame graph of the whole runs instead (data.diff:
+//   the stacks diff -o x.svg draws): widths by the new run's time, red where the new run is
+//   slower, blue where faster, the deeper the colour the larger the share of change.
 // Names are shown with textContent and fillText only.
 'use strict';
 const viewerPanels = function (data, env) {
@@ -17,6 +20,38 @@ const viewerPanels = function (data, env) {
   let tree = null;       // flame graph: { name, ns, children: Map, range }
   let zoom = [];         // names from the root to the zoomed frame
   let boxes = [];        // frames drawn: { x, y, w, node, path }
+  const D = data.diff || null;
+  // The differential tree: per frame the new run's time (ns, the width) and the base's.
+  let diffTree = null;
+  if (D) {
+    diffTree = { name: 'all', ns: 0, base: 0, children: new Map() };
+    for (const st of D.stacks) {
+      const base = st[st.length - 2], next = st[st.length - 1];
+      let node = diffTree;
+      node.ns += next;
+      node.base += base;
+      for (let d = 0; d < st.length - 2; d++) {
+        let c = node.children.get(st[d]);
+        if (!c) node.children.set(st[d], (c = { name: st[d], ns: 0, base: 0, children: new Map() }));
+        c.ns += next;
+        c.base += base;
+        node = c;
+      }
+    }
+  }
+  // Red (slower) or blue (faster) by the share of change, (new - base) / the larger; a change
+  // of half or more in full colour.
+  function diffColour(node) {
+    const c = (node.ns - node.base) / Math.max(node.ns, node.base, 1);
+    const k = Math.min(1, Math.abs(c) * 2);
+    const to = c > 0 ? [214, 39, 40] : [31, 119, 180];
+    return 'rgb(' + to.map((v) => Math.round(255 + (v - 255) * k)).join(',') + ')';
+  }
+  function change(node) {
+    if (!node.base) return node.ns ? 'new in ' + D.next : '';
+    const c = 100 * (node.ns - node.base) / node.base;
+    return (c >= 0 ? '+' : '') + c.toFixed(1) + '%';
+  }
 
   function eventsIn(a, b, visit) {
     for (const l of env.lanes) {
@@ -58,7 +93,7 @@ const viewerPanels = function (data, env) {
       name: env.labels[s.label][0], kind: env.labels[s.label][1], count: s.count, total_ns: s.ns,
       mean_ns: s.ns / s.count, share: total ? s.ns / total : 0,
     }));
-    tree = root;
+    tree = diffTree || root;
     if (!nodeAt(zoom)) zoom = [];
     renderTable();
     drawFlame();
@@ -109,7 +144,7 @@ const viewerPanels = function (data, env) {
       if (y + ROW_H > H + ROW_H * 20) return;
       const match = re && re.test(node.name);
       fctx.globalAlpha = re && !match ? 0.35 : 1;
-      fctx.fillStyle = d === 0 ? '#b0b0b0' : node.colour || '#76b900';
+      fctx.fillStyle = D ? diffColour(node) : d === 0 ? '#b0b0b0' : node.colour || '#76b900';
       fctx.fillRect(x, y, Math.max(1, w - 1), ROW_H - 1);
       fctx.globalAlpha = 1;
       if (match) {
@@ -119,7 +154,7 @@ const viewerPanels = function (data, env) {
         fctx.lineWidth = 1;
       }
       if (w > 30) {
-        fctx.fillStyle = '#ffffff';
+        fctx.fillStyle = D ? '#1e1e1e' : '#ffffff';
         fctx.font = '10px "DejaVu Sans", sans-serif';
         fctx.fillText(env.fitText(d === 0 ? zoomLabel(node) : node.name + ' ' + fmtDuration(node.ns), w - 6), x + 3, y + 12);
       }
@@ -135,6 +170,8 @@ const viewerPanels = function (data, env) {
     visit(top, zoom.slice(), 0, W, 0);
   }
   function zoomLabel(node) {
+    if (D) return (zoom.length ? zoom.join(' / ') + ' (click: out)' : 'GPU time of the whole runs, ' + D.base + ' \u2192 ' + D.next +
+      ' (width: ' + D.next + '; red slower, blue faster)') + ' ' + fmtDuration(node.base) + ' \u2192 ' + fmtDuration(node.ns);
     return (zoom.length ? zoom.join(' / ') + ' (click: out)' : 'all GPU time') + ' ' + fmtDuration(node.ns);
   }
   function frameAt(x, y) {
@@ -152,6 +189,11 @@ const viewerPanels = function (data, env) {
   });
   flame.addEventListener('mousemove', (e) => {
     const b = frameAt(e.offsetX, e.offsetY);
+    if (b && D) {
+      flame.title = (b.names.join(' / ') || 'all') + '\n' + D.base + ' ' + fmtDuration(b.node.base) + ', ' + D.next + ' ' +
+        fmtDuration(b.node.ns) + ' GPU time (' + change(b.node) + ')';
+      return;
+    }
     flame.title = b ? (b.names.join(' / ') || 'all') + '\n' + fmtDuration(b.node.ns) + ' GPU time, ' +
       (100 * b.node.ns / tree.ns).toFixed(1) + '% of the span' : '';
   });
@@ -161,7 +203,10 @@ const viewerPanels = function (data, env) {
     get span() { return span; },
     rows: () => rows.map((r) => Object.assign({}, r)),
     // The flame graph as drawn: frames with their path and GPU time, and which the search matched.
-    frames: () => boxes.map((b) => ({ path: b.names.join('/'), ns: b.node.ns, x: b.x, y: b.y, w: b.w, match: !!b.match })),
+    // On a diff page `ns` is the new run's time and `base_ns` the base's.
+    frames: () => boxes.map((b) => ({ path: b.names.join('/'), ns: b.node.ns, base_ns: b.node.base, x: b.x, y: b.y, w: b.w,
+                                      match: !!b.match, colour: D ? diffColour(b.node) : b.node.colour })),
+    tooltip: () => flame.title,
     click: (path) => click(path ? path.split('/') : []),
     zoom: () => zoom.join('/'),
   };
