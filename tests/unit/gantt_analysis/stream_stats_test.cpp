@@ -29,6 +29,7 @@ struct Spec {
   bool nccl = false;
   bool merged = false;
   bool nccl_linked = false;  // all-reduces every 40 activities, joined through external ids
+  bool ranges = false;       // an NVTX range pushed and popped every 1000 activities
   size_t chunk_bytes = 64 << 10;  // many chunks, so that several threads get shares
 };
 
@@ -164,6 +165,16 @@ std::string write_capture(const std::string& name, const Spec& spec) {
       t += 400'000;  // the GPU waits for the host: the largest gaps, named after this call
     }
     if (spec.merged && i == spec.activities / 2) header();
+    if (spec.ranges && i % 1000 == 0) {
+      for (v1::RangeType type : {v1::RANGE_PUSH, v1::RANGE_POP}) {
+        v1::Record g;
+        g.mutable_range()->set_type(type);
+        g.mutable_range()->set_name_id(type == v1::RANGE_PUSH ? sync : 0);
+        g.mutable_range()->set_thread_id(4242);
+        g.mutable_range()->set_time_ns(static_cast<int64_t>(t + (type == v1::RANGE_PUSH ? 0 : 100)));
+        w->write(g);
+      }
+    }
     if (spec.nccl && i == spec.activities / 3) {
       v1::Record n;
       n.mutable_nccl()->set_op(v1::NCCL_ALL_REDUCE);
@@ -239,9 +250,9 @@ TEST(StreamStats, NcclCallsJoinTheirKernelsAsWhenLoaded) {
 TEST(StreamStats, WhatNeedsTheWholeTimelineIsLeftToTheLoader) {
   std::string why;
   StreamStatsOptions o;
-  o.by = {GroupBy::kRange};
+  o.by = {GroupBy::kGraph};
   EXPECT_FALSE(stream_stats("/nonexistent", o, &why));
-  EXPECT_NE(why.find("--by range"), std::string::npos) << why;
+  EXPECT_NE(why.find("--by graph"), std::string::npos) << why;
 
   o.by = {GroupBy::kKernel};
   for (const auto& [name, spec] : {std::pair<std::string, Spec>{"nccl", {3, 6000, true, false}},
@@ -255,6 +266,24 @@ TEST(StreamStats, WhatNeedsTheWholeTimelineIsLeftToTheLoader) {
     }
     std::remove(path.c_str());
   }
+
+  // NVTX ranges: --by range and a summary's matches need each launch's range path; the other
+  // groupings stream past them.
+  Spec with_ranges;
+  with_ranges.activities = 6000;
+  with_ranges.ranges = true;
+  const std::string path = write_capture("ranges", with_ranges);
+  o.jobs = 2;
+  o.by = {GroupBy::kRange};
+  why.clear();
+  EXPECT_FALSE(stream_stats(path, o, &why));
+  EXPECT_NE(why.find("NVTX ranges"), std::string::npos) << why;
+  o.by = {GroupBy::kKernel};
+  o.matches = true;
+  EXPECT_FALSE(stream_stats(path, o, &why));
+  o.matches = false;
+  EXPECT_TRUE(stream_stats(path, o, &why)) << why;
+  std::remove(path.c_str());
 }
 
 TEST(StreamStats, DamageEndsTheCaptureWhereTheLoaderEndsIt) {
