@@ -75,6 +75,7 @@ struct CaptureReader::Impl {
   size_t content_pos = 0;
   bool in_chunk = false;
   bool context_only = false;  // a windowed read outside the window: only context records
+  bool context_strings_only = false;  // ...and of those only StringDef (outside_strings_only)
   uint64_t chunk_offset = 0;
   codec::Cursors cursors;
   uint32_t version = 0;  // of the file: each version adds a base (record_codec.h)
@@ -298,7 +299,9 @@ struct CaptureReader::Impl {
         const uint64_t entry = next_index_entry - 1;
         const bool in_range = options.end_chunk == 0 || (entry >= options.first_chunk && entry < options.end_chunk);
         bool overlaps = in_range && in_window(e.min_ns(), e.max_ns());
-        if (!overlaps && !e.has_context() && !e.has_string_defs()) continue;
+        const bool strings_only = !in_range && options.outside_strings_only;
+        if (!overlaps && !e.has_string_defs() && (strings_only || !e.has_context())) continue;
+        context_strings_only = !overlaps && strings_only;
         at = e.offset();
         context_only = !overlaps;
       } else {
@@ -336,6 +339,7 @@ struct CaptureReader::Impl {
           error(CaptureErrorKind::kCorruptFrame, at, "not a zstd frame (magic " + hex32(magic) + ")");
         }
         context_only = false;
+        context_strings_only = false;
       }
       if (!decompress_frame(at)) return false;
       chunk_offset = at;
@@ -353,7 +357,11 @@ struct CaptureReader::Impl {
   }
 
   // Parses the next record of the chunk as stored (deltas); false at the end of the chunk.
-  bool parse_next(v1::Record& out) {
+  // With skip_data, a record that is not of a context kind is stepped over unparsed and
+  // *skipped is set: a chunk read only for its context (another reader's share) costs its
+  // decompression, not its parse. Skipping is safe for delta coding: each kind's cursors are
+  // its own (record_codec.h), and only a kernel's decoding reads another kind's (its launch).
+  bool parse_next(v1::Record& out, bool skip_data = false, bool* skipped = nullptr) {
     if (content_pos >= content_bytes) return false;
     const uint8_t* base = reinterpret_cast<const uint8_t*>(content.data());
     const uint8_t* p = base + content_pos;
@@ -377,6 +385,17 @@ struct CaptureReader::Impl {
     if (len > static_cast<uint64_t>(end - p)) {
       error(CaptureErrorKind::kBadRecord, chunk_offset,
             where() + ": record runs past the end of its chunk");
+    }
+    if (skip_data) {
+      // The Record's only field is its oneof: the first tag's field number is the kind.
+      const uint8_t* q = p;
+      uint64_t tag = 0;
+      if (len == 0 || !read_varint(q, p + len, tag) ||
+          (context_strings_only ? (tag >> 3) != v1::Record::kStringDef : !framing::is_context_kind(static_cast<v1::Record::KindCase>(tag >> 3)))) {
+        content_pos = static_cast<size_t>(p + len - base);
+        *skipped = true;
+        return true;
+      }
     }
     if (!out.ParseFromArray(p, static_cast<int>(len))) {
       error(CaptureErrorKind::kBadRecord, chunk_offset, where() + ": does not parse");
@@ -402,8 +421,13 @@ struct CaptureReader::Impl {
       if (!in_chunk) {
         if (!open_next_chunk()) return false;
       }
-      if (!parse_next(out)) {
+      bool skipped = false;
+      if (!parse_next(out, context_only, &skipped)) {
         in_chunk = false;
+        continue;
+      }
+      if (skipped) {
+        integrity.records++;
         continue;
       }
       auto kind = out.kind_case();

@@ -90,6 +90,9 @@ struct ReaderOptions {
   // file was not closed cleanly) every chunk is read. 0,0 = every chunk.
   uint64_t first_chunk = 0;
   uint64_t end_chunk = 0;
+  // With first_chunk/end_chunk: outside the range, read only the chunks that define strings,
+  // and only their StringDef records (readers that each keep their own range's context).
+  bool outside_strings_only = false;
 };
 
 class CaptureReader {

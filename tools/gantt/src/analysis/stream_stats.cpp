@@ -73,7 +73,6 @@ constexpr size_t kGroupings = 4;  // kernel, stream, device, range (GroupBy's fi
 // One thread's contiguous run of chunks, and what it folded them into.
 struct Share {
   uint64_t first_chunk = 0, end_chunk = 0;  // 0,0: the whole file
-  bool keep_context = false;                // the first share keeps the header, devices, ...
 
   std::vector<GroupBy> groupings;
   bool matches = false;  // diff's per-kernel samples too (a summary file)
@@ -88,9 +87,10 @@ struct Share {
   std::vector<v1::Record> context;
   uint32_t headers = 0;
   // What the NCCL join needs (ModelBuilder::Impl::join_nccl_by_external_id): the calls, the
-  // hook's external ids (first share only: every share sees them all), and the kernels NCCL
-  // may have launched: those under an external id seen so far or named nccl*. A few records
-  // per collective, not per kernel.
+  // hook's external ids, and the kernels NCCL may have launched: those under an external id
+  // the share has read or named nccl*. A few records per collective, not per kernel. Each
+  // share keeps these and its context records (header, devices, drops, ...) from its own
+  // chunks; merged in share order they are the file's.
   struct NcclKernel {
     uint32_t corr, name, device, stream;
     int64_t start_ns, end_ns;
@@ -192,9 +192,13 @@ void fold_api(Share& sh, const v1::ApiCall& a) {
 // NCCL call ids under (model_builder_impl.h kHookExternalKind).
 constexpr uint32_t kHookExternalKind = 5;
 
-bool maybe_nccl(Share& sh, const gpuhook::CaptureReader& reader, const v1::Kernel& k) {
+// Records a share reads before it needs an external id of its own to keep kernels named
+// nccl*: the first kernels of a share may belong to calls the share before it read.
+constexpr uint64_t kNcclLeadIn = uint64_t{1} << 16;
+
+bool maybe_nccl(Share& sh, const gpuhook::CaptureReader& reader, const v1::Kernel& k, uint64_t records_read) {
   // Without the hook's external ids there is nothing to join by (the capture is then loaded).
-  if (sh.nccl_corr.empty()) return false;
+  if (sh.nccl_corr.empty() && records_read > kNcclLeadIn) return false;
   if (sh.nccl_corr.count(k.correlation_id()) != 0) return true;
   const uint32_t id = k.name_id();
   if (id >= (1u << 24)) return false;
@@ -233,6 +237,7 @@ void read_share(const std::string& path, const StreamStatsOptions& o, Share& sh,
   ro.to_ns = o.load.to_ns;
   ro.first_chunk = sh.first_chunk;
   ro.end_chunk = sh.end_chunk;
+  ro.outside_strings_only = true;  // each share keeps its own chunks' context
   gpuhook::CaptureReader reader(path, ro);
   const AmplificationGuard guard(reader, o.load);
   // Records on an arena, dropped in batches: parsing a kind other than the last one's frees
@@ -251,7 +256,7 @@ void read_share(const std::string& path, const StreamStatsOptions& o, Share& sh,
       case v1::Record::kKernel:
         if (sh.matches && r.kernel().graph_id() != 0) sh.needs_model = kGraphReason;
         fold_kernel(sh, r.kernel());
-        if (maybe_nccl(sh, reader, r.kernel())) {
+        if (maybe_nccl(sh, reader, r.kernel(), n)) {
           const auto& k = r.kernel();
           sh.nccl_kernels.push_back({k.correlation_id(), k.name_id(), k.device(), k.stream(),
                                      k.has_start_ns() ? k.start_ns() : 0, k.has_end_ns() ? k.end_ns() : 0});
@@ -278,13 +283,11 @@ void read_share(const std::string& path, const StreamStatsOptions& o, Share& sh,
         const auto& x = r.external_correlation();
         if (x.kind() == kHookExternalKind && x.external_id() != 0 && x.correlation_id() != 0) {
           sh.nccl_corr.emplace(x.correlation_id(), true);
-          if (sh.keep_context) sh.externals.push_back(r);
+          sh.externals.push_back(r);
         }
         break;
       }
-      default:
-        if (sh.keep_context) keep_context(sh, r);
-        break;
+      default: keep_context(sh, r); break;
     }
     if (!sh.needs_model.empty()) stop = true;
     if ((n & 4095) == 0) {
@@ -379,6 +382,7 @@ void name_host_activity(const std::string& path, const StreamStatsOptions& o,
     ro.strict = o.load.strict;
     ro.first_chunk = first;
     ro.end_chunk = end;
+    ro.outside_strings_only = true;
     gpuhook::CaptureReader reader(path, ro);
     v1::Record r;
     while (reader.next(r)) {
@@ -408,7 +412,7 @@ bool join_nccl(const std::string& path, std::vector<Share>& shares, const gpuhoo
                const std::vector<GroupBy>& groupings, std::array<std::map<GroupIdentity, size_t>, kGroupings>& at,
                StatsSummary& s, std::string* why_not) {
   size_t calls = 0;
-  bool unlinked = shares.front().externals.empty();
+  bool unlinked = std::all_of(shares.begin(), shares.end(), [](const Share& sh) { return sh.externals.empty(); });
   for (const Share& sh : shares) {
     calls += sh.nccl_calls.size();
     for (const v1::Record& r : sh.nccl_calls)
@@ -423,8 +427,10 @@ bool join_nccl(const std::string& path, std::vector<Share>& shares, const gpuhoo
   {
     ModelBuilder builder(mini);
     builder.begin_capture(path);
-    for (const v1::Record& r : shares.front().context) builder.add(r);
-    for (const v1::Record& r : shares.front().externals) builder.add(r);
+    for (const Share& sh : shares)
+      for (const v1::Record& r : sh.context) builder.add(r);
+    for (const Share& sh : shares)
+      for (const v1::Record& r : sh.externals) builder.add(r);
     for (const Share& sh : shares)
       for (const v1::Record& r : sh.nccl_calls) builder.add(r);
     v1::Record r;
@@ -481,7 +487,6 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
     gpuhook::CaptureReader probe(path, gpuhook::ReaderOptions{o.load.strict, 0, 0});
     shares = plan_shares(probe, jobs);
   }
-  shares.front().keep_context = true;
   if (o.matches && std::find(groupings.begin(), groupings.end(), GroupBy::kKernel) == groupings.end())
     groupings.push_back(GroupBy::kKernel);  // the matches are the kernel groups' samples
   for (Share& sh : shares) {
@@ -505,7 +510,10 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
 
   // In file order: an error ends the capture where it stood, as load() reads it.
   size_t used = shares.size();
+  uint32_t headers = 0;
   for (size_t i = 0; i < shares.size(); ++i) {
+    if ((headers += shares[i].headers) > 1 && shares[i].needs_model.empty())
+      shares[i].needs_model = "a merged file (several ranks, put on one clock when loaded)";
     if (shares[i].error) std::rethrow_exception(shares[i].error);
     if (!shares[i].needs_model.empty()) {
       if (why_not) *why_not = shares[i].needs_model;
@@ -528,7 +536,8 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
   {
     ModelBuilder builder(out.context);
     builder.begin_capture(path);
-    for (const v1::Record& r : shares.front().context) builder.add(r);
+    for (const Share& sh : shares)
+      for (const v1::Record& r : sh.context) builder.add(r);
     builder.end_capture(integrity);
   }
   const CaptureInfo& capture = out.context.captures.front();
