@@ -122,7 +122,8 @@ std::string pm_set_up(const CuptiApi& a, uint32_t metrics, uint32_t hz, PmDevice
   size.pHostObject = d.host;
   r = a.cuptiProfilerHostGetConfigImageSize(&size);
   if (r != CUPTI_SUCCESS) return "cuptiProfilerHostGetConfigImageSize: " + text(r);
-  std::vector<uint8_t> config_image(size.configImageSize);
+  std::vector<uint8_t>& config_image = d.config_image;
+  config_image.assign(size.configImageSize, 0);
   auto image = GPUHOOK_CUPTI_PARAMS(CUpti_Profiler_Host_GetConfigImage_Params);
   image.pHostObject = d.host;
   image.configImageSize = config_image.size();
@@ -311,6 +312,9 @@ void PmSampler::loop() {
     }
     sampler_sleep_ns(20'000'000);
   }
+  // PM sampling is a profiler target API, not initialised by the activity API (pytorch/kineto#1532).
+  // Never deinitialised: the process ends with it, and its deinit is not reference counted
+  // (a second one from another client in the process crashes, pytorch/pytorch#188849).
   auto init = GPUHOOK_CUPTI_PARAMS(CUpti_Profiler_Initialize_Params);
   CUptiResult r = api_.cuptiProfilerInitialize(&init);
   if (r != CUPTI_SUCCESS) {
@@ -321,16 +325,17 @@ void PmSampler::loop() {
     return;
   }
   std::string first_problem;
+  // Set up in place, never moved after: CUPTI holds pointers into each device's images.
+  devices_.reserve(static_cast<size_t>(std::min(count, 64)));
   for (int i = 0; i < count && i < 64; ++i) {
-    PmDevice d;
+    PmDevice& d = devices_.emplace_back();
     d.ordinal = static_cast<uint32_t>(i);
     std::string note;
     const std::string problem = pm_set_up(api_, config_.pm_metrics, config_.pm_hz, d, &note);
     if (!note.empty()) say_line(note);
-    if (problem.empty()) {
-      devices_.push_back(std::move(d));
-    } else {
+    if (!problem.empty()) {
       pm_tear_down(api_, d);
+      devices_.pop_back();
       if (first_problem.empty()) first_problem = problem;
     }
   }
@@ -342,13 +347,9 @@ void PmSampler::loop() {
   if (!first_problem.empty()) say_line("CUPTI PM sampling on some devices only: " + first_problem);
   while (!stop_requested_.load(std::memory_order_acquire)) {
     sampler_sleep_ns(uint64_t{kDecodeMs} * 1'000'000u);
-    for (size_t i = 0; i < devices_.size();) {
-      if (drain(devices_[i])) {
-        ++i;
-        continue;
-      }
-      pm_tear_down(api_, devices_[i]);
-      devices_.erase(devices_.begin() + static_cast<std::ptrdiff_t>(i));
+    for (PmDevice& d : devices_) {
+      if (d.object == nullptr || drain(d)) continue;
+      pm_tear_down(api_, d);  // leaves d.object null: not drained again
     }
   }
   // The program is ending: the hardware stops, then what it sampled up to then is decoded (the
@@ -362,6 +363,7 @@ void PmSampler::loop() {
     d.started = false;
   }
   for (PmDevice& d : devices_) {
+    if (d.object == nullptr) continue;
     drain(d);
     pm_tear_down(api_, d);
   }

@@ -27,6 +27,9 @@ struct PmDevice {
   CUpti_Profiler_Host_Object* host = nullptr;
   PmPlan plan;
   std::vector<const char*> names;    // plan.cupti as C strings, for CUPTI
+  // The config image: CUPTI keeps the pointer it was given in cuptiPmSamplingSetConfig and reads
+  // it later (freed early it hangs or crashes, pytorch/kineto#1532), so it lives with the device.
+  std::vector<uint8_t> config_image;
   std::vector<uint8_t> counter_data;  // the counter data image: bounded, kMaxSamples samples
   bool started = false;
 };

@@ -45,6 +45,10 @@ struct CUpti_PmSampling_Object {
   size_t hardware_bytes = 0;
   uint64_t next_start_ns = 0;  // the first sample not yet decoded
   uint64_t stopped_ns = 0;     // 0 while running
+  // As the real library, the config image is kept by pointer and read again at the start, so a
+  // client that frees it early is caught (pytorch/kineto#1532 saw hangs and crashes).
+  const uint8_t* config = nullptr;
+  size_t config_size = 0;
 };
 
 namespace {
@@ -285,6 +289,8 @@ CUptiResult CUPTIAPI cuptiPmSamplingSetConfig(CUpti_PmSampling_SetConfig_Params*
                        : std::max<uint64_t>(1, static_cast<uint64_t>(static_cast<double>(p->samplingInterval) / 1.755));
   o->interval_ns = std::max<uint64_t>(o->interval_ns, 1000);  // 1 MHz at most, as a GPU keeps up
   o->hardware_bytes = p->hardwareBufferSize;
+  o->config = p->pConfig;
+  o->config_size = p->configSize;
   o->configured = true;
   return CUPTI_SUCCESS;
 }
@@ -294,6 +300,11 @@ CUptiResult CUPTIAPI cuptiPmSamplingStart(CUpti_PmSampling_Start_Params* p) {
   CUpti_PmSampling_Object* o = p->pPmSamplingObject;
   std::lock_guard<std::mutex> lock(o->mu);
   if (!o->configured || o->started) return CUPTI_ERROR_INVALID_OPERATION;
+  uint32_t head[2];
+  std::memcpy(head, o->config, 8);
+  if (head[0] != kConfigMagic || head[1] != o->ids.size() || o->config_size < 8 + 4 * size_t{head[1]} ||
+      std::memcmp(o->config + 8, o->ids.data(), 4 * size_t{head[1]}) != 0)
+    return CUPTI_ERROR_INVALID_OPERATION;  // the client changed or freed the config image
   o->started = true;
   o->stopped_ns = 0;
   o->next_start_ns = gpuhook_sim_now_ns();
