@@ -56,10 +56,12 @@ uint32_t decode_pm_sample(const PmPlan& plan, const double* values, size_t count
                           GpuMetricsPayload* out);
 
 // PM sampling stamps samples with "CPU based time stamps" (CUPTI User Guide, PM sampling,
-// evaluation); which CPU clock is not written down. Given the newest sample's end and "now" on
-// each candidate clock (candidate 0 = the capture's), the offset to add to a sample time to put
-// it on the capture's clock: that of the first candidate whose now is at or after the sample and
-// less than `horizon_ns` past it. false when none fits.
+// evaluation), converted on the Activity API's path, so through the timestamp callback the hook
+// registers (NVIDIA's answer quoted in pytorch/kineto#1526): the capture's clock. Not in the
+// headers, so it is checked: given the newest sample's end and "now" on each candidate clock
+// (candidate 0 = the capture's), the offset to add to a sample time to put it on the capture's
+// clock: that of the first candidate whose now is at or after the sample and less than
+// `horizon_ns` past it. false when none fits.
 bool pick_pm_clock(uint64_t sample_end, const uint64_t* now, size_t candidates, uint64_t horizon_ns,
                    int64_t* offset_ns, size_t* chosen);
 

@@ -158,8 +158,16 @@ std::string pm_set_up(const CuptiApi& a, uint32_t metrics, uint32_t hz, PmDevice
   // Oldest kept, so an overflow is reported (decode's `overflow`) rather than silent.
   set.hwBufferAppendMode = CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST;
   r = a.cuptiPmSamplingSetConfig(&set);
-  if (r != CUPTI_SUCCESS)
-    return "cuptiPmSamplingSetConfig on " + d.chip + ": " + text(r) + " (the time-interval trigger needs GA10x or later)";
+  if (r != CUPTI_SUCCESS) {
+    // Turing and GA100 count SYS clock cycles only (cupti_pmsampling.h:78). The SYS clock runs
+    // near 1 GHz (the CUPTI guide's example: 100,000 cycles for 100 us, as pytorch/kineto#1546
+    // took it), so the interval in ns is the interval in cycles, roughly.
+    set.triggerMode = CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_SYSCLK_INTERVAL;
+    const CUptiResult again = a.cuptiPmSamplingSetConfig(&set);
+    if (again != CUPTI_SUCCESS) return "cuptiPmSamplingSetConfig on " + d.chip + ": " + text(r);
+    *note = (note->empty() ? "" : *note + "; ") + "CUPTI PM sampling on " + d.chip +
+            " counts SYS clock cycles (no time-interval trigger): the sample rate is roughly GPUHOOK_METRICS_HZ";
+  }
 
   auto data = GPUHOOK_CUPTI_PARAMS(CUpti_PmSampling_GetCounterDataSize_Params);
   data.pPmSamplingObject = d.object;

@@ -10,7 +10,8 @@
 //
 // GPUHOOK_SIM_PROFILING=restricted: counter availability and enabling fail with
 // CUPTI_ERROR_INSUFFICIENT_PRIVILEGES, as under NVreg_RestrictProfilingToAdminUsers=1;
-// =unsupported: the host object refuses the chip (CUPTI_ERROR_NOT_SUPPORTED).
+// =unsupported: the host object refuses the chip (CUPTI_ERROR_NOT_SUPPORTED); =sysclk_only: the
+// time-interval trigger is refused, as on Turing and GA100.
 // GPUHOOK_SIM_PM_MISSING=SUB[,SUB]: metrics whose name contains SUB are unknown to the chip.
 #include <dlfcn.h>
 
@@ -279,6 +280,9 @@ CUptiResult CUPTIAPI cuptiPmSamplingSetConfig(CUpti_PmSampling_SetConfig_Params*
     return CUPTI_ERROR_INVALID_PARAMETER;
   if (p->samplingInterval == 0 || p->hardwareBufferSize == 0 || p->triggerMode >= CUPTI_PM_SAMPLING_TRIGGER_MODE_COUNT)
     return CUPTI_ERROR_INVALID_PARAMETER;
+  // A Turing or GA100 part: no time-interval trigger (cupti_pmsampling.h:78).
+  if (profiling("sysclk_only") && p->triggerMode == CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL)
+    return CUPTI_ERROR_NOT_SUPPORTED;
   CUpti_PmSampling_Object* o = p->pPmSamplingObject;
   std::lock_guard<std::mutex> lock(o->mu);
   o->ids.resize(head[1]);
