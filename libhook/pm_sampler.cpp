@@ -143,6 +143,10 @@ std::string pm_set_up(const CuptiApi& a, uint32_t metrics, uint32_t hz, PmDevice
   r = a.cuptiPmSamplingEnable(&enable);
   if (r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)
     return restricted_text(a, r);
+  // One session per device (cupti_pmsampling.h:170): Nsight Compute, or another hooked process
+  // on the same GPU, may hold it.
+  if (r == CUPTI_ERROR_INVALID_OPERATION)
+    return "another PM sampling session holds device " + std::to_string(d.ordinal) + " (" + text(r) + ")";
   if (r != CUPTI_SUCCESS) return "cuptiPmSamplingEnable on device " + std::to_string(d.ordinal) + ": " + text(r);
   d.object = enable.pPmSamplingObject;
 

@@ -106,6 +106,9 @@ run missing GPUHOOK_METRICS=all GPUHOOK_SIM_PM_MISSING=nvl
 one_line missing "CUPTI PM sampling on GH100 cannot read nvlink_rx,nvlink_tx; the others are sampled"
 (( $(count "$work/missing.gpuh" GPU_METRIC_TENSOR_ACTIVE_CENTIPCT) > 300 )) || { echo "FAIL: missing: the others are not sampled"; exit 1; }
 [[ $(count "$work/missing.gpuh" GPU_METRIC_NVLINK_RX_CENTIPCT) == 0 ]] || { echo "FAIL: missing: NVLink sampled"; exit 1; }
+run busy GPUHOOK_METRICS=sm_active GPUHOOK_SIM_PROFILING=busy
+one_line busy "CUPTI PM sampling off: another PM sampling session holds device 0.*NVML instead"
+nvml_left busy
 run sysclk GPUHOOK_METRICS=sm_active GPUHOOK_SIM_PROFILING=sysclk_only
 one_line sysclk "CUPTI PM sampling on GH100 counts SYS clock cycles (no time-interval trigger)"
 (( $(count "$work/sysclk.gpuh" GPU_METRIC_SM_ACTIVE_CENTIPCT) > 300 )) || { echo "FAIL: sysclk: no PM samples"; exit 1; }

@@ -11,7 +11,8 @@
 // GPUHOOK_SIM_PROFILING=restricted: counter availability and enabling fail with
 // CUPTI_ERROR_INSUFFICIENT_PRIVILEGES, as under NVreg_RestrictProfilingToAdminUsers=1;
 // =unsupported: the host object refuses the chip (CUPTI_ERROR_NOT_SUPPORTED); =sysclk_only: the
-// time-interval trigger is refused, as on Turing and GA100.
+// time-interval trigger is refused, as on Turing and GA100; =busy: another process holds the
+// device's one session (enabling fails with CUPTI_ERROR_INVALID_OPERATION).
 // GPUHOOK_SIM_PM_MISSING=SUB[,SUB]: metrics whose name contains SUB are unknown to the chip.
 #include <dlfcn.h>
 
@@ -249,6 +250,7 @@ CUptiResult CUPTIAPI cuptiPmSamplingEnable(CUpti_PmSampling_Enable_Params* p) {
   if (p == nullptr || p->structSize == 0) return CUPTI_ERROR_INVALID_PARAMETER;
   if (p->deviceIndex >= static_cast<size_t>(device_count())) return CUPTI_ERROR_INVALID_DEVICE;
   if (profiling("restricted")) return CUPTI_ERROR_INSUFFICIENT_PRIVILEGES;
+  if (profiling("busy")) return CUPTI_ERROR_INVALID_OPERATION;  // another process's session
   // One session per device (pmsampling.h:170).
   static std::mutex mu;
   static bool enabled[16] = {};
