@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The hook's benchmark rows: "| figure | measured | goal | pass/miss |" on stdout, details on
 # stderr. Times of the NVTX and NCCL rows are this thread's CPU time (a shared machine's wall
-# clock counts other processes' turns). The last two rows run on the CPU simulator of CUDA:
-# they are simulator figures, not GPU figures.
+# clock counts other processes' turns). The rows marked SIMULATOR run on the CPU simulator of
+# CUDA (the launch rows, NVML's read, PM sampling's CUPTI calls): simulator figures, not GPU
+# figures.
 #   tests/bench/hook/bench.sh BUILD_DIR
 set -euo pipefail
 build=$(cd "${1:?usage: bench.sh BUILD_DIR}" && pwd)
