@@ -301,6 +301,19 @@ for name, (a, b) in phases.items():
     print(*row)
 PY
   cat "$out/pm_probe.phases" >>"$log"
+  # What PM sampling costs a GPU-bound loop: the GEMMs' mean kernel time, hooked with and without
+  # it (the issue's bound: 1%). PyTorch reports PM sampling locks the clocks, which this shows.
+  GPUHOOK_NVML_HZ=100 LD_PRELOAD=$hook GPUHOOK_OUTPUT="$out/pm_probe.nopm.gpuh" \
+    "$probe" "${probe_args[@]}" >"$out/pm_probe.nopm.txt" 2>&1
+  gemm_ratio=$(for f in pm_probe pm_probe.nopm; do
+      "$cli" dump "$out/$f.gpuh" --kind kernel 2>/dev/null | python3 -c '
+import re, sys
+d = [int(f["end_ns"]) - int(f["start_ns"]) for f in (dict(re.findall(r"(\w+)=(\S+)", l)) for l in sys.stdin if "sgemm" in l)]
+print(sum(d) / len(d) if d else 0)'
+    done | paste -sd' ' | awk '{if ($2 > 0) printf "%.4f", $1 / $2}')
+  if [ -n "$pm_refused" ] || [ "$mode" = sim ]; then verdict=info; else verdict=FAIL; fi
+  [ "$verdict" = FAIL ] && python3 -c "import sys; sys.exit(0 if 0 < ${gemm_ratio:-0} <= 1.01 else 1)" && verdict=pass
+  row "GEMM kernel time with PM sampling at 10 kHz / without (both hooked)" "${gemm_ratio:-?}x" "<= 1.01x" "$verdict"
   if [ -n "$pm_refused" ]; then
     nvml_n=$(grep -c "GPU_METRIC_GPU_UTIL_PERCENT" "$out/pm_probe.dump" || true)
     pm_n=$(grep -c "_CENTIPCT" "$out/pm_probe.dump" || true)
