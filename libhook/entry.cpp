@@ -188,12 +188,14 @@ void stop_nvml() {
   if (!s->stop(100)) RawLine() << "the NVML sampler did not stop within 100 ms";
 }
 
-// As stop_nvml, for the PM sampler: its last decode and the hardware's stop take a few ms.
+// As stop_nvml, for the PM sampler: its last decode and the hardware's stop and disable take a
+// few ms on the simulator, unmeasured on a GPU; bounded by exit_ms (GPUHOOK_EXIT_MS, 1 s) so
+// that its samples reach the writer before it stops, and a wedged driver cannot hang the exit.
 void stop_pm() {
   PmSampler* s = g_pm.exchange(nullptr, std::memory_order_acq_rel);
   if (s == nullptr) return;
   g_pm_stopped.store(s, std::memory_order_release);
-  if (!s->stop(200)) RawLine() << "the PM sampler did not stop within 200 ms";
+  if (!s->stop(g_config->exit_ms)) RawLine() << "the PM sampler did not stop within " << uint64_t{g_config->exit_ms} << " ms";
 }
 
 // Ends recording and finishes the file. Runs in signal handlers: nothing here allocates.
