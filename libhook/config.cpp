@@ -155,6 +155,15 @@ Config parse_config(const EnvLookup& getenv_fn, std::vector<std::string>* proble
   if (const char* v = getenv_fn(env::kCupti)) c.cupti_path = v;
   integer(env::kNvmlHz, 0, 1000, [&](int64_t v) { c.nvml_hz = static_cast<uint32_t>(v); });
   if (const char* v = getenv_fn(env::kNvml)) c.nvml_path = v;
+  if (const char* v = getenv_fn(env::kMetrics); v != nullptr && *v != '\0') {
+    std::string unknown;
+    if (auto mask = settings::parse_metrics(v, &unknown)) {
+      c.pm_metrics = *mask;
+    } else {
+      bad(env::kMetrics, v, "unknown metric \"" + unknown + "\"; valid: " + settings::pm_metric_names_text() + " or all");
+    }
+  }
+  integer(env::kMetricsHz, 1, settings::kMaxMetricsHz, [&](int64_t v) { c.pm_hz = static_cast<uint32_t>(v); });
   if (const char* v = getenv_fn(env::kTestHost)) c.test_host = v;
   if (const char* v = getenv_fn(env::kTestBootId)) c.test_boot_id = v;
   integer(env::kTestClockOffsetNs, -(int64_t{1} << 62), int64_t{1} << 62,

@@ -71,6 +71,11 @@ struct Config {
   // 1/6 s to 1 s (nvmlUtilization_t), so faster reads only resample that average.
   uint32_t nvml_hz = 100;
   std::string nvml_path;   // GPUHOOK_NVML, "" = libnvidia-ml.so.1
+  // GPUHOOK_METRICS: CUPTI PM sampling of these counters (bit i = settings::kPmMetricNames[i]);
+  // 0 = off. Needs profiling permission; NVML (above) runs beside it and is what is left when
+  // PM sampling is refused.
+  uint32_t pm_metrics = 0;
+  uint32_t pm_hz = settings::kDefaultMetricsHz;  // GPUHOOK_METRICS_HZ
   std::string test_host;
   std::string test_boot_id;
   int64_t test_clock_offset_ns = 0;

@@ -3,6 +3,10 @@
 #pragma once
 
 #include <cupti.h>
+#include <cupti_pmsampling.h>
+#include <cupti_profiler_host.h>
+#include <cupti_profiler_target.h>
+#include <cupti_target.h>
 
 #include <string>
 #include <vector>
@@ -34,7 +38,33 @@ namespace gpuhook::hook {
   X(cuptiSubscribe_v2, false)                         \
   X(cuptiUnsubscribe, false)                          \
   X(cuptiEnableCallback, false)                       \
-  X(cuptiGetStreamIdEx, false)
+  X(cuptiGetStreamIdEx, false)                       \
+  X(cuptiGetTimestamp, false)                        \
+  GPUHOOK_CUPTI_PM_FUNCTIONS(X)
+
+// PM sampling (GPUHOOK_METRICS, pm_sampler.cpp): CUPTI 12.6 and later. All optional: a CUPTI
+// without them traces as before and PM sampling says it is off.
+#define GPUHOOK_CUPTI_PM_FUNCTIONS(X)                 \
+  X(cuptiDeviceGetChipName, false)                    \
+  X(cuptiProfilerInitialize, false)                   \
+  X(cuptiProfilerHostInitialize, false)               \
+  X(cuptiProfilerHostDeinitialize, false)             \
+  X(cuptiProfilerHostConfigAddMetrics, false)         \
+  X(cuptiProfilerHostGetConfigImageSize, false)       \
+  X(cuptiProfilerHostGetConfigImage, false)           \
+  X(cuptiProfilerHostGetNumOfPasses, false)           \
+  X(cuptiProfilerHostEvaluateToGpuValues, false)      \
+  X(cuptiPmSamplingSetConfig, false)                  \
+  X(cuptiPmSamplingEnable, false)                     \
+  X(cuptiPmSamplingDisable, false)                    \
+  X(cuptiPmSamplingStart, false)                      \
+  X(cuptiPmSamplingStop, false)                       \
+  X(cuptiPmSamplingDecodeData, false)                 \
+  X(cuptiPmSamplingGetCounterAvailability, false)     \
+  X(cuptiPmSamplingGetCounterDataSize, false)         \
+  X(cuptiPmSamplingCounterDataImageInitialize, false) \
+  X(cuptiPmSamplingGetCounterDataInfo, false)         \
+  X(cuptiPmSamplingCounterDataGetSampleInfo, false)
 
 struct CuptiApi {
 #define GPUHOOK_CUPTI_MEMBER(name, required) decltype(&::name) name = nullptr;
@@ -43,6 +73,16 @@ struct CuptiApi {
   void* handle = nullptr;
   std::string path;  // the file that was loaded
 };
+
+// A CUPTI profiler/PM sampling parameter struct: zeroed (pPriv NULL, outputs 0) with its
+// structSize set, as every such call wants (cupti_pmsampling.h:107, "Size of the data structure").
+template <class T>
+T cupti_params(size_t struct_size) {
+  T p{};
+  p.structSize = struct_size;
+  return p;
+}
+#define GPUHOOK_CUPTI_PARAMS(T) ::gpuhook::hook::cupti_params<T>(T##_STRUCT_SIZE)
 
 // The places to look, in order: GPUHOOK_CUPTI alone when set; else the directory of the
 // loaded libcudart (and its ../extras/CUPTI/lib64), the loader's own search (LD_LIBRARY_PATH),

@@ -25,6 +25,7 @@
 #include "cupti_tracer.h"
 #include "env_names.h"
 #include "nvml_sampler.h"
+#include "pm_sampler.h"
 #include "nvtx_range_window.h"
 #include "recorder.h"
 #include "visibility.h"
@@ -50,6 +51,8 @@ const Config* g_config = nullptr;
 std::atomic<Writer*> g_writer{nullptr};
 std::atomic<NvmlSampler*> g_nvml{nullptr};  // GPUHOOK_NVML_HZ; started with CUDA
 std::atomic<NvmlSampler*> g_nvml_stopped{nullptr};  // the stopped sampler (stop_nvml)
+std::atomic<PmSampler*> g_pm{nullptr};  // GPUHOOK_METRICS; started with CUPTI
+std::atomic<PmSampler*> g_pm_stopped{nullptr};
 Writer* g_parent_writer = nullptr;  // in a fork child: the parent's, never used again
 std::atomic<bool> g_cuda_started{false};
 // The process the running writer belongs to: a vfork child shares this memory but not the pid.
@@ -185,6 +188,16 @@ void stop_nvml() {
   if (!s->stop(100)) RawLine() << "the NVML sampler did not stop within 100 ms";
 }
 
+// As stop_nvml, for the PM sampler: its last decode and the hardware's stop and disable take a
+// few ms on the simulator, unmeasured on a GPU; bounded by exit_ms (GPUHOOK_EXIT_MS, 1 s) so
+// that its samples reach the writer before it stops, and a wedged driver cannot hang the exit.
+void stop_pm() {
+  PmSampler* s = g_pm.exchange(nullptr, std::memory_order_acq_rel);
+  if (s == nullptr) return;
+  g_pm_stopped.store(s, std::memory_order_release);
+  if (!s->stop(g_config->exit_ms)) RawLine() << "the PM sampler did not stop within " << uint64_t{g_config->exit_ms} << " ms";
+}
+
 // Ends recording and finishes the file. Runs in signal handlers: nothing here allocates.
 //   timeout_ms: a normal exit waits up to 10 s (a CUPTI wedged by a dying CUDA must not turn
 //   into a hung exit); a dying process (signal, terminate) only exit_ms, and hurries
@@ -195,6 +208,7 @@ void stop_all(bool dying) {
   // The sampler first, so that it is out of NVML before the process tears libraries down; a
   // read takes microseconds (20 ms for PCIe), so 100 ms is ample and bounds a wedged driver.
   stop_nvml();
+  stop_pm();
   recorder().enabled.store(false, std::memory_order_release);
   Writer* w = g_writer.load(std::memory_order_acquire);
   if (w == nullptr) return;
@@ -311,6 +325,7 @@ void on_fork_child() {
   g_parent_writer = g_writer.exchange(nullptr, std::memory_order_acq_rel);
   // Nor does the parent's NVML sampler: the child samples nothing (it cannot use CUDA either).
   g_nvml.store(nullptr, std::memory_order_release);
+  g_pm.store(nullptr, std::memory_order_release);
   recorder().writer_alive.store(false, std::memory_order_release);
   Writer* w = nullptr;
   try {
@@ -417,14 +432,15 @@ using namespace gpuhook::hook;
 namespace v1 = gpuhook::v1;
 
 namespace {
-void initialize_cuda();
+CuptiTracer* initialize_cuda();
 }  // namespace
 
 extern "C" GPUHOOK_EXPORT int InitializeInjection(void) {
   start_once();
   if (g_state.load() != kRunning || !g_config->cuda || g_cuda_started.exchange(true)) return 1;
+  CuptiTracer* tracer = nullptr;
   try {
-    initialize_cuda();
+    tracer = initialize_cuda();
   } catch (...) {
     say("CUPTI set-up failed (out of memory?); GPU tracing off");
   }
@@ -445,19 +461,36 @@ extern "C" GPUHOOK_EXPORT int InitializeInjection(void) {
   } catch (...) {
     say("NVML set-up failed (out of memory?); no GPU metrics");
   }
+  // PM sampling goes through the CUPTI the tracer loaded; without it, it cannot run.
+  if (g_config->pm_metrics != 0) {
+    const bool nvml = g_nvml.load(std::memory_order_acquire) != nullptr;
+    try {
+      std::string why;
+      PmSampler* pm = tracer != nullptr ? PmSampler::start(*g_config, tracer->api(), nvml, &why) : nullptr;
+      if (tracer == nullptr) why = PmSampler::refusal_text("CUPTI is not in use", nvml);
+      if (pm != nullptr) {
+        g_pm.store(pm, std::memory_order_release);
+        std::atexit(&stop_pm);
+      } else if (!why.empty()) {
+        say(why);
+      }
+    } catch (...) {
+      say(PmSampler::refusal_text("out of memory", nvml));
+    }
+  }
   errno = saved_errno;
   return 1;
 }
 
 namespace {
-void initialize_cuda() {
+CuptiTracer* initialize_cuda() {
   Writer* w = g_writer.load(std::memory_order_acquire);
   std::string why;
   CuptiTracer* tracer = CuptiTracer::start(*g_config, &why);
   if (tracer == nullptr) {
     say(why);
     w->set_note(why);
-    return;
+    return nullptr;
   }
   w->set_cupti_version(tracer->version());
   w->set_note(tracer->notes());
@@ -468,6 +501,7 @@ void initialize_cuda() {
   // Registered during CUDA's initialisation, so it runs before the runtime's own exit
   // teardown: the last buffers are flushed while CUDA can still deliver them.
   std::atexit(&on_exit_handler);
+  return tracer;
 }
 }  // namespace
 

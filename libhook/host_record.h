@@ -9,8 +9,8 @@ namespace gpuhook::hook {
 
 // kNameMore: the continuation of a long name (see RangePayload). kMemoryTag: gpuhook_mem_tag(),
 // a RangePayload whose name is the category and whose range_id is the address. kMemoryUse:
-// addresses a launch, copy or memset was given (memory_use.h). kGpuMetrics: one NVML sample
-// of one device (nvml_sampler.cpp).
+// addresses a launch, copy or memset was given (memory_use.h). kGpuMetrics: one NVML read or
+// one PM sample of one device (nvml_sampler.cpp, pm_sampler.cpp).
 enum class HostKind : uint8_t { kNone = 0, kNccl = 1, kRange = 2, kThreadName = 3, kNameMore = 4, kHostFunc = 5,
                                 kMemoryTag = 6, kMemoryUse = 7, kGpuMetrics = 8 };
 
@@ -82,12 +82,15 @@ struct MemoryUsePayload {
   uint64_t address[kUsesPerRecord];
 };
 
-// One read of a device's counters: value[m - 1] is GpuMetric m (capture.proto), present when bit
-// m of `present` is set. start_ns is when the read returned.
+// One read of a device's counters: value[m - 1] is GpuMetric m + metric_offset (capture.proto),
+// present when bit m of `present` is set. start_ns is the read's time. NVML reads have offset
+// 0 (GpuMetric 1..10), PM samples kPmMetricOffset (11..20).
 inline constexpr uint32_t kGpuMetricSlots = 11;
+inline constexpr uint16_t kPmMetricOffset = 10;
 struct GpuMetricsPayload {
-  uint32_t device;   // CUDA ordinal
-  uint32_t present;  // bit m: GpuMetric m was read
+  uint16_t device;         // CUDA ordinal
+  uint16_t metric_offset;  // added to the slot's number
+  uint32_t present;        // bit m: slot m was read
   uint64_t value[kGpuMetricSlots];
 };
 

@@ -13,15 +13,10 @@
 #include "clock.h"
 #include "device_info.h"
 #include "recorder.h"
+#include "sampler_thread.h"
 
 namespace gpuhook::hook {
 namespace {
-
-void sleep_ns(uint64_t ns) {
-  timespec ts{static_cast<time_t>(ns / 1'000'000'000u), static_cast<long>(ns % 1'000'000'000u)};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
-}
 
 uint32_t bit(v1::GpuMetric m) { return 1u << static_cast<uint32_t>(m); }
 
@@ -104,7 +99,7 @@ std::vector<NvmlDevice> map_devices(const nvml::Api& api, const CudaDeviceIds& i
 
 uint32_t sample_device(const nvml::Api& api, NvmlDevice& device, bool pcie, GpuMetricsPayload* out) {
   *out = GpuMetricsPayload{};
-  out->device = device.cuda_ordinal;
+  out->device = static_cast<uint16_t>(device.cuda_ordinal);
   uint32_t read = 0;
   // One counter: asked unless it answered for good that it cannot be read.
   auto take = [&](v1::GpuMetric m, auto&& call) {
@@ -202,20 +197,13 @@ NvmlSampler* NvmlSampler::start(const Config& config, std::string* why) {
     return nullptr;
   }
   auto* sampler = new NvmlSampler(config, api);
-  sigset_t all, old;
-  sigfillset(&all);
-  // As the writer: the program's signals never land on this thread.
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  pthread_t thread;
-  const int err = pthread_create(&thread, nullptr, &NvmlSampler::thread_main, sampler);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  const int err = start_sampler_thread(&NvmlSampler::thread_main, sampler);
   if (err != 0) {
     *why = std::string("cannot start the NVML sampler thread: ") + std::strerror(err) + "; no GPU metrics";
     if (api.shutdown != nullptr) api.shutdown();
     delete sampler;
     return nullptr;
   }
-  pthread_detach(thread);
   return sampler;
 }
 
@@ -250,7 +238,7 @@ void NvmlSampler::loop() {
       (void)ignored;
       return;
     }
-    sleep_ns(20'000'000);
+    sampler_sleep_ns(20'000'000);
   }
   // PCIe throughput costs 20 ms of NVML's time per direction (nvml_api.h): once a second.
   constexpr uint64_t kPcieEveryNs = 1'000'000'000u;
@@ -278,22 +266,14 @@ void NvmlSampler::loop() {
     next_ns += period_ns;
     const uint64_t after = now_ns();
     if (next_ns <= after) next_ns = after + period_ns - (after - next_ns) % period_ns;
-    sleep_ns(next_ns - after);
+    sampler_sleep_ns(next_ns - after);
   }
 }
 
 // nvmlShutdown is not called: the process is ending, the program may use NVML itself on
 // another thread, and a sampler that did not stop in time may still be inside a call.
 bool NvmlSampler::stop(uint32_t timeout_ms) {
-  stop_requested_.store(true, std::memory_order_release);
-  // By the clock, not by counting sleeps (writer.cpp: sleeps run long on a loaded machine).
-  const uint64_t deadline_ns = now_ns() + uint64_t{timeout_ms} * 1'000'000u;
-  while (!finished_.load(std::memory_order_acquire)) {
-    if (now_ns() > deadline_ns) return false;
-    timespec pause{0, 200'000};
-    nanosleep(&pause, nullptr);
-  }
-  return true;
+  return stop_sampler_thread(stop_requested_, finished_, timeout_ms);
 }
 
 }  // namespace gpuhook::hook

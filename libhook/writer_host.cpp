@@ -182,7 +182,7 @@ void Writer::write_host(const HostRecord& record) {
       auto* s = sample.mutable_metric_sample();
       s->set_device(p.device);
       s->set_time_ns(static_cast<int64_t>(r.start_ns));
-      s->set_metric(static_cast<v1::GpuMetric>(m));
+      s->set_metric(static_cast<v1::GpuMetric>(m + p.metric_offset));
       s->set_value(p.value[m - 1]);
       if (!in_window(sample) || out_of_time() || !open_file()) return;
       file_->write(sample);

@@ -44,6 +44,8 @@ inline constexpr const char kExitMs[] = "GPUHOOK_EXIT_MS";          // longest w
 inline constexpr const char kCupti[] = "GPUHOOK_CUPTI";             // path of libcupti to load
 inline constexpr const char kNvmlHz[] = "GPUHOOK_NVML_HZ";          // NVML samples per second, 0 = off
 inline constexpr const char kNvml[] = "GPUHOOK_NVML";               // path of libnvidia-ml to load
+inline constexpr const char kMetrics[] = "GPUHOOK_METRICS";         // CUPTI PM sampling: short names (settings::kPmMetricNames)
+inline constexpr const char kMetricsHz[] = "GPUHOOK_METRICS_HZ";    // PM samples per second
 // Test-only: make one machine look like several hosts for the multi-host alignment tests.
 inline constexpr const char kTestHost[] = "GPUHOOK_TEST_HOST";
 inline constexpr const char kTestBootId[] = "GPUHOOK_TEST_BOOT_ID";
@@ -255,6 +257,44 @@ inline std::optional<CaptureRange> parse_range(const std::string& text) {
     }
   }
   return r;
+}
+
+// GPUHOOK_METRICS: the hardware counters CUPTI PM sampling reads, by short name; bit i of the
+// mask is kPmMetricNames[i]. The CUPTI metric behind each is the hook's business
+// (libhook/pm_metrics.cpp); this list is what `gantt-cli record --metrics` checks.
+inline constexpr const char* kPmMetricNames[] = {"gr_active",   "sm_active",  "sm_occupancy", "tensor_active",
+                                                 "dram_read",   "dram_write", "pcie_rx",      "pcie_tx",
+                                                 "nvlink_rx",   "nvlink_tx"};
+inline constexpr uint32_t kPmMetricCount = sizeof(kPmMetricNames) / sizeof(kPmMetricNames[0]);
+inline constexpr uint32_t kDefaultMetricsHz = 10000;
+inline constexpr uint32_t kMaxMetricsHz = 100000;  // 10 us windows; finer overflows the hardware buffer
+
+inline std::string pm_metric_names_text() {
+  std::string out;
+  for (const char* n : kPmMetricNames) out += (out.empty() ? "" : ",") + std::string(n);
+  return out;
+}
+
+// "sm_active,dram_read" (or "all") into a mask; nullopt and *unknown = the first name not in
+// the list ("" for an empty item or list). Repeats are allowed.
+inline std::optional<uint32_t> parse_metrics(const std::string& text, std::string* unknown) {
+  if (text == "all") return (1u << kPmMetricCount) - 1;
+  uint32_t mask = 0;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    uint32_t i = 0;
+    while (i < kPmMetricCount && item != kPmMetricNames[i]) ++i;
+    if (i == kPmMetricCount) {
+      *unknown = item.substr(0, 64);
+      return std::nullopt;
+    }
+    mask |= 1u << i;
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return mask;
 }
 
 }  // namespace gpuhook::settings

@@ -59,4 +59,23 @@ struct GpuhookSimActivity {
   uint64_t device_memory_bytes;  // device memory allocated now (cudaMalloc, cudaMallocAsync, pools)
 };
 int gpuhook_sim_device_activity(int device, uint64_t from_ns, uint64_t to_ns, struct GpuhookSimActivity* out);
+
+// For the simulated PM sampling (tests/sim/cupti/pm_sampling.cpp): `count` windows of
+// `window_ns` from `from_ns`, each as fractions (0..1) of the window or of the device's peak.
+// Defined by the simulated runtime, found with dlsym. 0, or -1 for bad arguments.
+struct GpuhookSimPmWindow {
+  double gr_active;      // time at least one kernel ran
+  double sm_share;       // SM share held by kernels
+  double sm_active;      // that share times each kernel's `active` (a stalled kernel reads low)
+  double sm_occupancy;   // that share times each kernel's warp slots in use
+  double tensor_active;
+  double dram_read;      // of 4.8 TB/s: kernels' `dram_read`, copies from device memory
+  double dram_write;
+  double pcie_rx;        // of 64 GB/s: host-to-device copies
+  double pcie_tx;        // device-to-host copies
+  double nvlink_rx;      // not modelled: 0
+  double nvlink_tx;
+};
+int gpuhook_sim_pm_windows(int device, uint64_t from_ns, uint64_t window_ns, uint32_t count,
+                           struct GpuhookSimPmWindow* out);
 }

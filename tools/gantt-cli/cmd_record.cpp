@@ -34,6 +34,8 @@ struct RecordOptions {
   std::string range;
   std::string on_full;
   std::string nvml_hz;  // GPUHOOK_NVML_HZ, "" = the hook's default
+  std::string metrics;     // GPUHOOK_METRICS, "" = no PM sampling
+  std::string metrics_hz;  // GPUHOOK_METRICS_HZ, "" = the hook's default
   bool no_nvtx = false;
   bool no_nccl = false;
   bool no_cuda = false;
@@ -255,6 +257,11 @@ int record(const RecordOptions& o) {
               << "' is not a list of launch, sync, memcpy, alloc (or all, none); the program was not started\n";
     return kExitError;
   }
+  if (std::string unknown; !o.metrics.empty() && !gpuhook::settings::parse_metrics(o.metrics, &unknown)) {
+    std::cerr << "gantt-cli: record: --metrics '" << o.metrics << "': unknown metric \"" << unknown
+              << "\"; valid: " << gpuhook::settings::pm_metric_names_text() << " (or all); the program was not started\n";
+    return kExitError;
+  }
   // Where the captures go must be writable, and a fixed name must not exist yet (the hook never
   // overwrites a capture): both found out now, not after a long run that recorded nothing.
   {
@@ -303,6 +310,8 @@ int record(const RecordOptions& o) {
   set_env(gpuhook::env::kRange, o.range);
   set_env(gpuhook::env::kOnFull, o.on_full);
   set_env(gpuhook::env::kNvmlHz, o.nvml_hz);
+  set_env(gpuhook::env::kMetrics, o.metrics);
+  set_env(gpuhook::env::kMetricsHz, o.metrics_hz);
   if (o.no_nvtx) setenv(gpuhook::env::kNvtx, "0", 1);
   if (o.no_nccl) setenv(gpuhook::env::kNccl, "0", 1);
   if (o.no_cuda) setenv(gpuhook::env::kCuda, "0", 1);
@@ -413,6 +422,13 @@ void register_record(CLI::App& app, int& exit_code) {
                   "GPU counters (NVML: utilisation, clocks, power, ...) read per second, 0 = none (default 100) "
                   "[GPUHOOK_NVML_HZ]")
       ->check(CLI::Range(0, 1000));
+  sub->add_option("--metrics", opts->metrics,
+                  "hardware counters CUPTI PM sampling reads (needs profiling permission; NVML stays on): " +
+                      gpuhook::settings::pm_metric_names_text() + " or all [GPUHOOK_METRICS]");
+  sub->add_option("--metrics-hz", opts->metrics_hz,
+                  "PM samples per second (default " + std::to_string(gpuhook::settings::kDefaultMetricsHz) +
+                      ") [GPUHOOK_METRICS_HZ]")
+      ->check(CLI::Range(1, static_cast<int>(gpuhook::settings::kMaxMetricsHz)));
   sub->add_flag("--no-nvtx", opts->no_nvtx, "do not record NVTX ranges");
   sub->add_flag("--no-nccl", opts->no_nccl, "do not interpose NCCL");
   sub->add_flag("--no-cuda", opts->no_cuda, "do not trace CUDA through CUPTI");

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The hook's benchmark rows: "| figure | measured | goal | pass/miss |" on stdout, details on
 # stderr. Times of the NVTX and NCCL rows are this thread's CPU time (a shared machine's wall
-# clock counts other processes' turns). The last two rows run on the CPU simulator of CUDA:
-# they are simulator figures, not GPU figures.
+# clock counts other processes' turns). The rows marked SIMULATOR run on the CPU simulator of
+# CUDA (the launch rows, NVML's read, PM sampling's CUPTI calls): simulator figures, not GPU
+# figures.
 #   tests/bench/hook/bench.sh BUILD_DIR
 set -euo pipefail
 build=$(cd "${1:?usage: bench.sh BUILD_DIR}" && pwd)
@@ -122,4 +123,26 @@ PY
     "$(stats le "$nvml_ns" 100000)"
 else
   echo "hook_bench_nvml not built: no NVML row" >&2
+fi
+
+# 6. PM sampling: one decoded sample of one device's ten counters (GPUHOOK_METRICS=all) against
+# the simulated libcupti. At the default 10 kHz a sample of 1 us is 1% of a core per device.
+if [ -x "$bench/hook_bench_pm" ]; then
+  "$bench/hook_bench_pm" --benchmark_format=json >"$work/pm.json" 2>"$work/pm.err"
+  read -r pm_decode_ns pm_all_ns < <(python3 - "$work/pm.json" <<'PY'
+import json, sys
+runs = json.load(open(sys.argv[1]))["benchmarks"]
+median = {r["run_name"].split("/")[0]: r for r in runs if r.get("aggregate_name") == "median"}
+scale = {"ns": 1, "us": 1e3, "ms": 1e6}
+ns = lambda n: median[n]["cpu_time"] * scale[median[n]["time_unit"]]
+print("%.0f %.0f" % (ns("BM_PmDecodeOnly"), ns("BM_PmSampleAll")))
+PY
+)
+  echo "PM sample, one device, 10 counters: ${pm_decode_ns} ns the hook's decode, ${pm_all_ns} ns with CUPTI's calls (simulated library)" >&2
+  row "PM sample decode, hook part (CPU figure)" "$pm_decode_ns ns" "<= 1000 ns (1% of a core at 10 kHz)" \
+    "$(stats le "$pm_decode_ns" 1000)"
+  row "PM sample with CUPTI's calls, thread CPU (SIMULATOR figure)" "$pm_all_ns ns" "<= 1000 ns (1% of a core at 10 kHz)" \
+    "$(stats le "$pm_all_ns" 1000)"
+else
+  echo "hook_bench_pm not built: no PM sampling row" >&2
 fi

@@ -18,6 +18,8 @@ fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 "$make_capture" steps slow.gpuh 3 1.1 || exit 2
 "$make_capture" hostile hostile.gpuh || exit 2
 "$make_capture" metrics metrics.gpuh || exit 2
+"$make_capture" pm_metrics pm.gpuh || exit 2
+"$make_capture" hostile_metrics hostile_metrics.gpuh || exit 2
 
 # golden NAME EXPECTED_EXIT CMD...: stdout must equal golden/NAME, exit code must match.
 golden() {
@@ -83,6 +85,42 @@ golden stats_metrics.txt 0 "$cli" stats metrics.gpuh --metrics
 golden stats_metrics.json 0 "$cli" stats metrics.gpuh --metrics --format json
 golden diagnose_metrics.txt 0 "$cli" diagnose metrics.gpuh
 golden metrics.csv 0 "$cli" export metrics.gpuh --format metrics-csv -o -
+# PM sampling's counters: their columns in stats --metrics, the stalled finding, the exports.
+golden stats_pm_metrics.txt 0 "$cli" stats pm.gpuh --metrics
+golden diagnose_pm_metrics.txt 0 "$cli" diagnose pm.gpuh
+golden pm_metrics.csv 0 "$cli" export pm.gpuh --format metrics-csv -o -
+"$cli" export pm.gpuh --format chrome -o pm.json || fail "export chrome pm"
+python3 - pm.json <<'PY' || fail "chrome export of pm.gpuh: no SM active counter track"
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = d["traceEvents"] if isinstance(d, dict) else d
+names = {e.get("name") for e in ev if e.get("ph") == "C"}
+assert any("SM active" in (n or "") for n in names), names
+assert any("DRAM rd" in (n or "") for n in names), names
+PY
+"$cli" render pm.gpuh --view utilisation -o pm_util.svg || fail "render --view utilisation pm"
+grep -q "SM active, PM sampling" pm_util.svg || fail "utilisation view of pm.gpuh: no SM active line"
+"$cli" render pm.gpuh -o pm_gantt.svg || fail "render pm"
+grep -q "SM active (PM)" pm_gantt.svg || fail "Gantt chart of pm.gpuh: no SM active strip"
+# Extreme metric values: every reader exits 0 (or 2 with a message), never crashes.
+for cmd in "stats --metrics" "stats --metrics --format json" "diagnose" "export --format metrics-csv -o -" \
+           "export --format chrome -o hm.json" "render -o hm.svg" "render --view utilisation -o hmu.svg" \
+           "render -o hm.png"; do
+  # shellcheck disable=SC2086
+  "$cli" $cmd hostile_metrics.gpuh >/dev/null 2>hm.err
+  rc=$?
+  if [[ $rc != 0 && $rc != 2 ]]; then fail "hostile metrics: $cmd exit $rc: $(head -c 300 hm.err)"; fi
+done
+python3 - hostile_metrics.gpuh <<'PY' "$cli" || fail "hostile metrics: stats --metrics json not sane"
+import json, subprocess, sys
+out = subprocess.run([sys.argv[2], "stats", sys.argv[1], "--metrics", "--format", "json"], capture_output=True, text=True)
+d = json.loads(out.stdout)
+for row in d["metrics"]:
+    for k, v in row.items():
+        if k.endswith("_pct") and k not in ("throttled_pct", "gpu_util_pct", "memory_util_pct"):
+            assert 0 <= v <= 100, (k, v)
+PY
+echo "ok   hostile metrics"
 
 # Chrome traces: parse in python and node, no partial overlaps on a track, flows paired,
 # integer-ns timestamps; hostile names included.

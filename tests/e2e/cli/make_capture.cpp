@@ -5,6 +5,8 @@
 //   make_capture nvtx OUT ITER                ITER steps of nested NVTX ranges (step > forward >
 //                                              layerN > kernels; a loader thread's copies)
 //   make_capture metrics OUT                  kernels and NVML samples with a power cap
+//   make_capture pm_metrics OUT               a stalled kernel and a busy one, PM samples
+//   make_capture hostile_metrics OUT          metric samples with extreme values, devices, times
 //   make_capture hostile OUT                  names with quotes, controls, invalid UTF-8
 //   make_capture hostile_device OUT           a device record and launch shapes no GPU has
 //   make_capture script_names OUT             kernels named to break out of an HTML page's
@@ -13,6 +15,7 @@
 //                                              seed 1, so two SEEDs share kernels; SEED
 //                                              jitters each exec time by up to 2%)
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -119,9 +122,10 @@ struct Out {
     m->set_memory_kind(v1::MEMORY_DEVICE);
     w->write(r);
   }
-  void sample(uint64_t t, v1::GpuMetric metric, uint64_t value) {
+  void sample(uint64_t t, v1::GpuMetric metric, uint64_t value, uint32_t device = 0) {
     v1::Record r;
     auto* m = r.mutable_metric_sample();
+    m->set_device(device);
     m->set_time_ns(static_cast<int64_t>(t));
     m->set_metric(metric);
     m->set_value(value);
@@ -185,6 +189,58 @@ void metrics(const std::string& path) {
     o.sample(t, v1::GPU_METRIC_POWER_MW, !busy ? 80'000 : capped ? 700'000 : 640'000);
     o.sample(t, v1::GPU_METRIC_CLOCKS_EVENT_REASONS, !busy ? 0x1 : capped ? 0x4 : 0);
   }
+  o.close();
+}
+
+// PM sampling at 10 kHz (one sample per 100 us): 6 kernels "gather" of 2 ms with SM active 12%
+// and DRAM read 60% of peak, then 6 kernels "gemm" of 2 ms with SM active 90%, tensor 70%; idle
+// around them. Every figure chosen: the goldens pin stats --metrics, the stalled finding, the
+// exports and the strips.
+void pm_metrics(const std::string& path) {
+  Out o(path);
+  const uint64_t t0 = 2'000'000, us = 1'000, ms = 1'000'000;
+  uint32_t corr = 1;
+  for (int i = 0; i < 12; ++i) {
+    const uint64_t s = t0 + 5 * ms + static_cast<uint64_t>(i) * 2 * ms;
+    o.api("cudaLaunchKernel", s - 40'000, s - 35'000, corr);
+    o.kernel(i < 6 ? "_Z6gatherPKiPKfPf" : "_Z4gemmPfS_S_i", 7, corr, s - 38'000, s, s + 2 * ms);
+    ++corr;
+  }
+  for (uint64_t k = 0; k < 340; ++k) {
+    const uint64_t t = t0 + 50 * us + k * 100 * us;  // window middles
+    const bool gather = t > t0 + 5 * ms && t < t0 + 17 * ms;
+    const bool gemm = t > t0 + 17 * ms && t < t0 + 29 * ms;
+    o.sample(t, v1::GPU_METRIC_GR_ACTIVE_CENTIPCT, gather || gemm ? 10000 : 0);
+    o.sample(t, v1::GPU_METRIC_SM_ACTIVE_CENTIPCT, gather ? 1200 : gemm ? 9000 : 0);
+    o.sample(t, v1::GPU_METRIC_TENSOR_ACTIVE_CENTIPCT, gemm ? 7000 : 0);
+    o.sample(t, v1::GPU_METRIC_DRAM_READ_CENTIPCT, gather ? 6000 : gemm ? 1500 : 0);
+    o.sample(t, v1::GPU_METRIC_DRAM_WRITE_CENTIPCT, gather ? 500 : gemm ? 800 : 0);
+  }
+  o.close();
+}
+
+// Values no counter gives: every PM metric at 0 and at UINT64_MAX, a metric number this build
+// does not know, devices past any host's, times at 0 and at the end of the clock; a kernel
+// among them. gantt-cli must read, draw and export it without crashing or drawing out of bounds.
+void hostile_metrics(const std::string& path) {
+  Out o(path);
+  const uint64_t t0 = 2'000'000, ms = 1'000'000;
+  o.api("cudaLaunchKernel", t0, t0 + 5'000, 1);
+  o.kernel("_Z6gatherPKiPKfPf", 7, 1, t0 + 1'000, t0 + 10'000, t0 + 5 * ms);
+  for (int m = v1::GPU_METRIC_GR_ACTIVE_CENTIPCT; m <= v1::GPU_METRIC_NVLINK_TX_CENTIPCT; ++m) {
+    for (uint64_t k = 0; k < 20; ++k) {
+      const uint64_t v = k % 2 == 0 ? UINT64_MAX : 0;
+      o.sample(t0 + k * 300'000, static_cast<v1::GpuMetric>(m), v);
+    }
+    o.sample(t0 + 1'000, static_cast<v1::GpuMetric>(m), UINT64_MAX, 4095);
+    o.sample(t0 + 1'000, static_cast<v1::GpuMetric>(m), 5, 4096);
+    o.sample(t0 + 2'000, static_cast<v1::GpuMetric>(m), 5, UINT32_MAX);
+  }
+  o.sample(t0 + 3'000, static_cast<v1::GpuMetric>(99), UINT64_MAX);
+  o.sample(t0 + 3'000, static_cast<v1::GpuMetric>(-7), 1);
+  o.sample(0, v1::GPU_METRIC_SM_ACTIVE_CENTIPCT, 5000);
+  o.sample(static_cast<uint64_t>(INT64_MAX), v1::GPU_METRIC_SM_ACTIVE_CENTIPCT, 5000);
+  o.sample(t0 + 4'000, v1::GPU_METRIC_GPU_UTIL_PERCENT, UINT64_MAX);
   o.close();
 }
 
@@ -331,6 +387,10 @@ int main(int argc, char** argv) {
     nvtx(argv[2], std::atoi(argv[3]));
   } else if (mode == "metrics" && argc == 3) {
     metrics(argv[2]);
+  } else if (mode == "pm_metrics" && argc == 3) {
+    pm_metrics(argv[2]);
+  } else if (mode == "hostile_metrics" && argc == 3) {
+    hostile_metrics(argv[2]);
   } else if (mode == "hostile" && argc == 3) {
     hostile(argv[2]);
   } else if (mode == "script_names" && argc == 3) {

@@ -2,7 +2,8 @@
 // registers one kernel the way nvcc's host code does, allocates 64 MiB, then idles, keeps the
 // GPU busy with back-to-back kernels that fill every SM, and idles again, so the GPU's
 // counters have a known shape to be held against the trace.
-//   nvml_app IDLE_MS KERNELS IDLE_MS   (kernel length: GPUHOOK_SIM_BLOCK_NS, one wave)
+//   nvml_app IDLE_MS KERNELS IDLE_MS [BLOCKS]   (kernel length: GPUHOOK_SIM_BLOCK_NS, one wave;
+//                                               BLOCKS of 64 threads, 4224 fill the device)
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <time.h>
@@ -28,8 +29,8 @@ void sleep_ms(long ms) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: nvml_app IDLE_MS KERNELS IDLE_MS\n");
+  if (argc != 4 && argc != 5) {
+    std::fprintf(stderr, "usage: nvml_app IDLE_MS KERNELS IDLE_MS [BLOCKS]\n");
     return 2;
   }
   void* rt = dlopen("libcudart.so.13", RTLD_NOW | RTLD_GLOBAL);
@@ -53,10 +54,13 @@ int main(int argc, char** argv) {
   void* buffer = nullptr;
   if (cuda_malloc(&buffer, 64u << 20) != cudaSuccess) return 1;
   sleep_ms(std::atol(argv[1]));
-  // 132 SMs x 32 blocks of 64 threads: one wave that fills the device.
+  // 132 SMs x 32 blocks of 64 threads: one wave that fills the device (BLOCKS: a part of it).
   const int kernels = std::atoi(argv[2]);
+  const int blocks = argc == 5 ? std::atoi(argv[4]) : 132 * 32;
+  if (blocks < 1 || blocks > 132 * 32) return 2;
   for (int i = 0; i < kernels; ++i)
-    if (launch(reinterpret_cast<const void*>(&busy_kernel_stub), dim3(132 * 32), dim3(64), nullptr, 0, nullptr) != cudaSuccess)
+    if (launch(reinterpret_cast<const void*>(&busy_kernel_stub), dim3(static_cast<unsigned>(blocks)), dim3(64), nullptr, 0,
+               nullptr) != cudaSuccess)
       return 1;
   if (sync() != cudaSuccess) return 1;
   sleep_ms(std::atol(argv[3]));

@@ -47,7 +47,35 @@ void read_costs(const std::string& path, std::vector<KernelCost>* costs) {
                    path.c_str(), line_no);
       continue;
     }
-    fields >> c.registers_per_thread;
+    std::string word;
+    bool ok = true;
+    while (fields >> word) {
+      const auto eq = word.find('=');
+      if (eq == std::string::npos) {
+        // The optional registers column, before any key=value word.
+        char* end = nullptr;
+        const long regs = std::strtol(word.c_str(), &end, 10);
+        if (*end != '\0' || regs < 0 || regs > 255) ok = false;
+        else c.registers_per_thread = static_cast<int>(regs);
+        continue;
+      }
+      const std::string key = word.substr(0, eq);
+      char* end = nullptr;
+      const double v = std::strtod(word.c_str() + eq + 1, &end);
+      if (end == word.c_str() + eq + 1 || *end != '\0' || !(v >= 0) || v > 1) ok = false;
+      else if (key == "sm_active") c.sm_active = v;
+      else if (key == "tensor") c.tensor = v;
+      else if (key == "dram_read") c.dram_read = v;
+      else if (key == "dram_write") c.dram_write = v;
+      else ok = false;
+    }
+    if (!ok) {
+      std::fprintf(stderr,
+                   "gpuhook-sim: %s:%d: want \"name_substring ns_per_block [regs] [sm_active=F] [tensor=F] "
+                   "[dram_read=F] [dram_write=F]\" (F in 0..1)\n",
+                   path.c_str(), line_no);
+      continue;
+    }
     costs->push_back(c);
   }
 }
@@ -126,6 +154,12 @@ double SimConfig::block_ns_for(const std::string& name, int* registers) const {
     }
   }
   return static_cast<double>(block_ns);
+}
+
+const KernelCost* SimConfig::cost_for(const std::string& name) const {
+  for (const auto& c : costs)
+    if (name.find(c.name_substring) != std::string::npos) return &c;
+  return nullptr;
 }
 
 double SimConfig::scale_for(const std::string& name) const {

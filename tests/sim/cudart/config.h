@@ -12,6 +12,12 @@ struct KernelCost {
   std::string name_substring;
   double ns_per_block = 0;
   int registers_per_thread = 0;  // 0: use the default
+  // key=value words after the numbers, for the simulated PM sampling (device_activity.h):
+  // sm_active=, tensor=, dram_read=, dram_write= (fractions 0..1).
+  double sm_active = 1.0;
+  double tensor = 0;
+  double dram_read = 0;
+  double dram_write = 0;
 };
 
 struct CostScale {
@@ -42,6 +48,8 @@ struct SimConfig {
   // ns per block and registers for a (mangled) kernel name.
   double block_ns_for(const std::string& name, int* registers) const;
   double scale_for(const std::string& name) const;
+  // The first matching cost line, or nullptr.
+  const KernelCost* cost_for(const std::string& name) const;
 };
 
 const SimConfig& config();

@@ -25,6 +25,7 @@ struct Interval {
   double share;
   uint64_t bytes;
   BusyKind kind;
+  KernelLoad load;
 };
 
 struct DeviceLog {
@@ -60,12 +61,13 @@ uint64_t covered_ns(std::vector<std::pair<uint64_t, uint64_t>>& spans) {
 
 }  // namespace
 
-void note_busy(int device, BusyKind kind, uint64_t start_ns, uint64_t end_ns, double share, uint64_t bytes) {
+void note_busy(int device, BusyKind kind, uint64_t start_ns, uint64_t end_ns, double share, uint64_t bytes,
+               const KernelLoad& load) {
   if (device < 0 || device >= kDevices || end_ns <= start_ns) return;
   DeviceLog& log = log_of(device);
   std::lock_guard<std::mutex> lock(log.mu);
-  if (log.ring.empty()) log.ring.resize(kIntervals, Interval{0, 0, 0, 0, BusyKind::kKernel});
-  log.ring[log.next % kIntervals] = Interval{start_ns, end_ns, share, bytes, kind};
+  if (log.ring.empty()) log.ring.resize(kIntervals, Interval{0, 0, 0, 0, BusyKind::kKernel, KernelLoad{}});
+  log.ring[log.next % kIntervals] = Interval{start_ns, end_ns, share, bytes, kind, load};
   ++log.next;
 }
 
@@ -144,5 +146,68 @@ extern "C" __attribute__((visibility("default"))) int gpuhook_sim_device_activit
     t = when;
   }
   out->sm_share_ns = integral;
+  return 0;
+}
+
+// The simulated PM sampling's windows (sim_bridge.h): the intervals that touch the batch are
+// copied once, then each window is measured against them, so a decode of thousands of samples
+// costs one pass over the log.
+extern "C" __attribute__((visibility("default"))) int gpuhook_sim_pm_windows(int device, uint64_t from_ns,
+                                                                             uint64_t window_ns, uint32_t count,
+                                                                             GpuhookSimPmWindow* out) {
+  if (device < 0 || device >= 16 || window_ns == 0 || count == 0) return -1;
+  const uint64_t to_ns = from_ns + window_ns * count;
+  std::vector<gpuhook::sim::Interval> near;
+  {
+    auto& log = gpuhook::sim::log_of(device);
+    std::lock_guard<std::mutex> lock(log.mu);
+    for (const auto& iv : log.ring)
+      if (iv.end_ns > from_ns && iv.start_ns < to_ns) near.push_back(iv);
+  }
+  // The H200's peaks, as the model's: HBM3e 4.8 TB/s, PCIe Gen5 x16 64 GB/s each way.
+  constexpr double kDramBytesPerNs = 4800.0, kPcieBytesPerNs = 64.0;
+  for (uint32_t w = 0; w < count; ++w) {
+    const uint64_t a0 = from_ns + window_ns * w, b0 = a0 + window_ns;
+    const double span = static_cast<double>(window_ns);
+    GpuhookSimPmWindow& o = out[w];
+    o = GpuhookSimPmWindow{};
+    std::vector<std::pair<uint64_t, uint64_t>> kernels;
+    for (const auto& iv : near) {
+      if (iv.end_ns <= a0 || iv.start_ns >= b0) continue;
+      const uint64_t a = std::max(iv.start_ns, a0), b = std::min(iv.end_ns, b0);
+      const double part = static_cast<double>(b - a) / span;  // of the window
+      const double of_op = static_cast<double>(b - a) / static_cast<double>(iv.end_ns - iv.start_ns);
+      const double bytes = static_cast<double>(iv.bytes) * of_op;
+      switch (iv.kind) {
+        case BusyKind::kKernel:
+          kernels.emplace_back(a, b);
+          o.sm_share += iv.share * part;
+          o.sm_active += iv.share * iv.load.active * part;
+          o.sm_occupancy += iv.share * iv.load.warps * part;
+          o.tensor_active += iv.share * iv.load.tensor * part;
+          o.dram_read += iv.load.dram_read * part;
+          o.dram_write += iv.load.dram_write * part;
+          break;
+        case BusyKind::kCopyToDevice:
+          o.pcie_rx += bytes / (kPcieBytesPerNs * span);
+          o.dram_write += bytes / (kDramBytesPerNs * span);
+          break;
+        case BusyKind::kCopyFromDevice:
+          o.pcie_tx += bytes / (kPcieBytesPerNs * span);
+          o.dram_read += bytes / (kDramBytesPerNs * span);
+          break;
+        case BusyKind::kCopyOnDevice:
+          o.dram_read += bytes / (kDramBytesPerNs * span);
+          o.dram_write += bytes / (kDramBytesPerNs * span);
+          break;
+        case BusyKind::kMemset: o.dram_write += bytes / (kDramBytesPerNs * span); break;
+      }
+    }
+    o.gr_active = static_cast<double>(gpuhook::sim::covered_ns(kernels)) / span;
+    // Kernels side by side add up, to the whole device at most.
+    for (double* v : {&o.sm_share, &o.sm_active, &o.sm_occupancy, &o.tensor_active, &o.dram_read, &o.dram_write,
+                      &o.pcie_rx, &o.pcie_tx})
+      *v = std::min(1.0, *v);
+  }
   return 0;
 }

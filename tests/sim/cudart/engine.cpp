@@ -296,7 +296,7 @@ namespace {
 // copy and memset on its stream's device.
 void note_planned(int device, const Op& op, uint64_t start_ns, uint64_t end_ns) {
   switch (op.kind) {
-    case OpKind::kKernel: note_busy(device, BusyKind::kKernel, start_ns, end_ns, op.share, 0); break;
+    case OpKind::kKernel: note_busy(device, BusyKind::kKernel, start_ns, end_ns, op.share, 0, op.load); break;
     case OpKind::kMemset: note_busy(device, BusyKind::kMemset, start_ns, end_ns, 0, op.bytes); break;
     case OpKind::kMemcpy: {
       BusyKind k = BusyKind::kCopyOnDevice;
@@ -354,7 +354,7 @@ void Engine::execute(std::unique_lock<std::mutex>& lock, Stream* s, Op& op) {
   // A twin that waits for other processes (a simulated NCCL collective ends when the last
   // rank arrives) knows the real end only after it ran; it reports it here.
   if (op.kind == OpKind::kKernel && t_reported_end_ns > end) {
-    note_busy(s->device, BusyKind::kKernel, end, t_reported_end_ns, op.share, 0);
+    note_busy(s->device, BusyKind::kKernel, end, t_reported_end_ns, op.share, 0, op.load);
     end = t_reported_end_ns;
   }
   sleep_until_ns(end);

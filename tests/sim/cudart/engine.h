@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "device_activity.h"
+
 namespace gpuhook::sim {
 
 using HostTwinFn = void (*)(void** args, dim3 grid, dim3 block);
@@ -57,6 +59,7 @@ struct Op {
   std::vector<unsigned char> arg_bytes;
   std::vector<size_t> arg_offsets;
   double share = 0;  // fraction of the device's block slots the grid occupies
+  KernelLoad load;   // what it does with them (cost file keys), for the simulated PM sampling
   // kernel, copy, memset
   uint64_t duration_ns = 0;
   void* dst = nullptr;

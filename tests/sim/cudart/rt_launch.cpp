@@ -84,6 +84,17 @@ cudaError_t build_kernel_op(KernelInfo* k, dim3 grid, dim3 block, void** args, s
       !gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) {
     op.share = 1.0;
   }
+  // The simulated PM sampling's view of it: warp slots in use on the SMs it holds, and the
+  // cost file's stall, tensor and DRAM figures.
+  const int warps_per_block = (static_cast<int>(threads) + model::kWarpSize - 1) / model::kWarpSize;
+  op.load = KernelLoad{};
+  op.load.warps = std::min(1.0, static_cast<double>(per_sm * warps_per_block) / model::kMaxWarpsPerSm);
+  if (const KernelCost* cost = c.cost_for(k->name)) {
+    op.load.active = cost->sm_active;
+    op.load.tensor = cost->tensor;
+    op.load.dram_read = cost->dram_read;
+    op.load.dram_write = cost->dram_write;
+  }
   const double waves = std::ceil(static_cast<double>(blocks) / capacity);
   double duration = waves * c.block_ns_for(k->name, nullptr) * c.scale_for(k->name);
   const uint64_t launch_index = g_launch_count.fetch_add(1);

@@ -53,6 +53,27 @@ TEST_F(ConfigEnv, CostFileFirstMatchWinsAndBadLinesAreSkipped) {
   EXPECT_EQ(c.block_ns_for("unknown", nullptr), static_cast<double>(c.block_ns));
 }
 
+TEST_F(ConfigEnv, CostFileKeysGiveThePmSamplingLoadAndBadOnesSkipTheLine) {
+  setenv("GPUHOOK_SIM_COSTS",
+         write("gather 50000 sm_active=0.12 dram_read=0.6\ngemm 1000 64 tensor=0.8\n"
+               "bad1 10 sm_active=2\nbad2 10 colour=0.5\nbad3 10 dram_read=\n").c_str(),
+         1);
+  const SimConfig c = SimConfig::from_environment();
+  ASSERT_EQ(c.costs.size(), 2u);
+  const KernelCost* g = c.cost_for("_Z6gatherPKfPf");
+  ASSERT_NE(g, nullptr);
+  EXPECT_DOUBLE_EQ(g->sm_active, 0.12);
+  EXPECT_DOUBLE_EQ(g->dram_read, 0.6);
+  EXPECT_DOUBLE_EQ(g->dram_write, 0);
+  EXPECT_EQ(g->registers_per_thread, 0);
+  const KernelCost* m = c.cost_for("gemm_kernel");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->registers_per_thread, 64);
+  EXPECT_DOUBLE_EQ(m->tensor, 0.8);
+  EXPECT_DOUBLE_EQ(m->sm_active, 1.0);
+  EXPECT_EQ(c.cost_for("bad1"), nullptr);
+}
+
 TEST_F(ConfigEnv, ScaleItemsMultiplyAndBadItemsAreIgnored) {
   setenv("GPUHOOK_SIM_SCALE", "saxpy:1.1,axp:2,bad,:3,zero:0,neg:-1", 1);
   const SimConfig c = SimConfig::from_environment();

@@ -206,7 +206,7 @@ void ModelBuilder::Impl::add(const v1::Record& r) {
       const uint64_t ts = t(x.has_time_ns(), x.time_ns());
       // A metric this reader does not know (a newer writer's), a device past what any host
       // holds, or an unknown time cannot be placed; a hostile file cannot grow this past the bound.
-      const bool known = x.metric() > v1::GPU_METRIC_UNKNOWN && x.metric() <= v1::GPU_METRIC_PCIE_RX_KBPS;
+      const bool known = x.metric() > v1::GPU_METRIC_UNKNOWN && x.metric() <= v1::GPU_METRIC_NVLINK_TX_CENTIPCT;
       if (!known || x.device() >= 4096 || ts == 0 || m.metrics.size() - mt0 >= MetricTable::kMaxRowsPerCapture) {
         c.metric_samples_left_out++;
         break;
@@ -216,7 +216,9 @@ void ModelBuilder::Impl::add(const v1::Record& r) {
       push(mt.device, x.device());
       push(mt.metric, static_cast<uint8_t>(x.metric()));
       push(mt.time_ns, ts);  // not `see`n: samples go on while nothing else happens
-      push(mt.value, x.value());
+      // PM sampling's shares cannot pass the whole (10000 hundredths of a percent): a larger
+      // value is a corrupt or hostile file's, kept at the bound so means and strips stay sane.
+      push(mt.value, x.metric() >= v1::GPU_METRIC_GR_ACTIVE_CENTIPCT ? std::min<uint64_t>(x.value(), 10000) : x.value());
       break;
     }
     case v1::Record::kNotice:

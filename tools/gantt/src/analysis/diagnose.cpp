@@ -434,7 +434,7 @@ const std::vector<std::string>& rule_names() {
   static const std::vector<std::string> names = {"stream-serialisation", "copy-overlap", "launch-bound", "imbalance",
                                                  "low-occupancy", "sync-stall", "fragmentation",
                                                  "priority-inversion", "memory-peak", "memory-idle", "pipeline-bubble",
-                                                 "slow-link", "throttled"};
+                                                 "slow-link", "throttled", "stalled"};
   return names;
 }
 
@@ -454,6 +454,7 @@ DiagnoseReport diagnose(const Model& m) {
   rule_pipeline_bubble(m, r);
   rule_slow_link(m, r);
   rule_throttled(m, r);
+  rule_stalled(m, r);
   return r;
 }
 

@@ -1,7 +1,10 @@
-// The diagnose rule the GPU's own counters show: clocks the hardware lowered while work ran
-// (analysis/metrics.h).
+// The diagnose rules the GPU's own counters show: clocks the hardware lowered while work ran,
+// and kernels that held the GPU while its SMs sat mostly idle (analysis/metrics.h).
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <queue>
+#include <tuple>
 
 #include "gantt/analysis/metrics.h"
 #include "gantt/analysis/table.h"
@@ -9,6 +12,7 @@
 #include "diagnose_rules.h"
 
 namespace gantt::analysis::detail {
+namespace v1 = gpuhook::v1;
 
 // ---------------------------------------------------------------- 12. throttled
 // A throttle stretch shorter than this is a blip of the power controller, not a cause.
@@ -85,6 +89,159 @@ void rule_throttled(const Model& m, DiagnoseReport& r) {
     res.fired = true;
   }
   if (!res.fired) res.note = "no throttle stretch of " + usn(kThrottleMinNs) + " or more with kernels running";
+  r.rules.push_back(res);
+}
+
+// ---------------------------------------------------------------- 14. stalled
+// PM sampling's SM active (sm__cycles_active, GPUHOOK_METRICS=sm_active) while a kernel ran,
+// under this: the kernel holds the GPU but its SMs mostly have no warp in flight.
+constexpr double kStalledSmActivePct = 30;
+// A kernel name needs this many samples inside its runs (10 kHz: 0.5 ms of it) and this share
+// of the device's kernel time to be worth a finding.
+constexpr uint64_t kStalledMinSamples = 5;
+constexpr double kStalledMinShare = 0.05;
+// DRAM read + write at or above this share of peak while it ran: memory-bound, else latency-bound.
+constexpr double kStalledDramPct = 40;
+constexpr size_t kStalledKernels = 5;  // findings per device
+
+void rule_stalled(const Model& m, DiagnoseReport& r) {
+  RuleResult res{"stalled", false, ""};
+  const std::vector<MetricSeries> all = metric_series(m);
+  std::vector<const MetricSeries*> sm;
+  for (const MetricSeries& s : all)
+    if (s.metric == v1::GPU_METRIC_SM_ACTIVE_CENTIPCT && s.end > s.begin) sm.push_back(&s);
+  if (sm.empty()) {
+    res.note = "no SM-active samples: record with GPUHOOK_METRICS=sm_active,dram_read,dram_write (or `gantt-cli record "
+               "--metrics sm_active,dram_read,dram_write`); CUPTI PM sampling needs profiling permission "
+               "(NVreg_RestrictProfilingToAdminUsers=0, or root)";
+    r.rules.push_back(res);
+    return;
+  }
+  const EventTable& e = m.events;
+  for (const MetricSeries* s : sm) {
+    // The device's kernels by start: (start, end, name), and each name's time.
+    std::vector<std::tuple<uint64_t, uint64_t, std::string>> runs;
+    std::map<std::string, std::pair<uint64_t, uint64_t>> time;  // name -> (ns, runs)
+    std::map<std::string, std::pair<double, uint64_t>> occupancy;  // name -> (sum, n) of theoretical
+    uint64_t kernel_ns = 0;
+    for (uint32_t i = 0; i < e.size(); ++i) {
+      if (e.kind[i] != EventKind::kKernel || e.capture[i] != s->capture || e.device[i] != s->device ||
+          e.start_ns[i] == 0 || e.end_ns[i] <= e.start_ns[i])
+        continue;
+      std::string name(m.display_name(i));
+      auto& t = time[name];
+      t.first += e.end_ns[i] - e.start_ns[i], t.second++;
+      kernel_ns += e.end_ns[i] - e.start_ns[i];
+      if (std::isfinite(e.occupancy[i])) occupancy[name].first += e.occupancy[i], occupancy[name].second++;
+      runs.emplace_back(e.start_ns[i], e.end_ns[i], std::move(name));
+    }
+    if (runs.empty() || kernel_ns == 0) continue;
+    std::sort(runs.begin(), runs.end());
+    const MetricSeries* rd = nullptr;
+    const MetricSeries* wr = nullptr;
+    for (const MetricSeries& x : all) {
+      if (x.capture != s->capture || x.device != s->device) continue;
+      if (x.metric == v1::GPU_METRIC_DRAM_READ_CENTIPCT) rd = &x;
+      if (x.metric == v1::GPU_METRIC_DRAM_WRITE_CENTIPCT) wr = &x;
+    }
+    // Per name: SM active sum and count, DRAM read + write sum and count, over the samples
+    // taken while it ran. A sweep as in metric_stats.
+    struct Acc {
+      double sm = 0;
+      uint64_t n = 0;
+      double dram = 0;
+      uint64_t dram_n = 0;
+    };
+    std::map<std::string, Acc> acc;
+    using Active = std::pair<uint64_t, size_t>;
+    std::priority_queue<Active, std::vector<Active>, std::greater<>> active;
+    size_t next = 0;
+    for (size_t i = s->begin; i < s->end; ++i) {
+      const uint64_t t = m.metrics.time_ns[i];
+      while (next < runs.size() && std::get<0>(runs[next]) <= t) active.emplace(std::get<1>(runs[next]), next), ++next;
+      while (!active.empty() && active.top().first <= t) active.pop();
+      if (active.empty()) continue;
+      const double v = static_cast<double>(std::min<uint64_t>(m.metrics.value[i], 10000)) / 100.0;
+      // DRAM from the same PM sample (one record: the same time).
+      double dram = 0;
+      bool has_dram = false;
+      for (const MetricSeries* d : {rd, wr}) {
+        if (d == nullptr) continue;
+        const auto first = m.metrics.time_ns.begin() + static_cast<std::ptrdiff_t>(d->begin);
+        const auto last = m.metrics.time_ns.begin() + static_cast<std::ptrdiff_t>(d->end);
+        const auto it = std::lower_bound(first, last, t);
+        if (it == last || *it != t) continue;
+        dram += static_cast<double>(std::min<uint64_t>(m.metrics.value[static_cast<size_t>(it - m.metrics.time_ns.begin())],
+                                                       10000)) / 100.0;
+        has_dram = true;
+      }
+      std::vector<const std::string*> names;
+      auto copy = active;
+      while (!copy.empty()) names.push_back(&std::get<2>(runs[copy.top().second])), copy.pop();
+      std::sort(names.begin(), names.end(), [](const std::string* a, const std::string* b) { return *a < *b; });
+      names.erase(std::unique(names.begin(), names.end(), [](const std::string* a, const std::string* b) { return *a == *b; }),
+                  names.end());
+      for (const std::string* n : names) {
+        Acc& a = acc[*n];
+        a.sm += v, a.n++;
+        if (has_dram) a.dram += std::min(100.0, dram), a.dram_n++;
+      }
+    }
+    // The stalled names, the most kernel time first.
+    std::vector<std::pair<uint64_t, std::string>> hits;
+    for (const auto& [name, a] : acc) {
+      const uint64_t ns = time[name].first;
+      if (a.n < kStalledMinSamples || a.sm / static_cast<double>(a.n) >= kStalledSmActivePct) continue;
+      if (static_cast<double>(ns) < kStalledMinShare * static_cast<double>(kernel_ns)) continue;
+      hits.emplace_back(ns, name);
+    }
+    std::stable_sort(hits.begin(), hits.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    const std::string dev = device_label(m.captures.size(), s->capture, s->device);
+    for (size_t h = 0; h < hits.size() && h < kStalledKernels; ++h) {
+      const std::string& name = hits[h].second;
+      const Acc& a = acc[name];
+      const double mean_sm = a.sm / static_cast<double>(a.n);
+      const bool dram_known = a.dram_n != 0;
+      const double mean_dram = dram_known ? a.dram / static_cast<double>(a.dram_n) : 0;
+      const bool memory_bound = dram_known && mean_dram >= kStalledDramPct;
+      Finding f;
+      f.rule = res.rule;
+      f.title = dev + ": " + utf8_clean(name) + " ran with its SMs mostly idle (SM active " + fixed(mean_sm, 1) + "%" +
+                (dram_known ? std::string(memory_bound ? ", memory-bound" : ", latency-bound") : std::string()) + ")";
+      f.condition = "PM sampling's SM active averaged under " + fixed(kStalledSmActivePct, 0) + "% over at least " +
+                    std::to_string(kStalledMinSamples) + " samples taken while the kernel ran, and the kernel took at least " +
+                    fixed(100 * kStalledMinShare, 0) + "% of the device's kernel time";
+      const auto& t = time[name];
+      f.evidence.push_back("SM active " + fixed(mean_sm, 1) + "% on average over " + std::to_string(a.n) +
+                           " samples while it ran");
+      f.evidence.push_back(std::to_string(t.second) + " runs, " + usn(t.first) + " in all: " +
+                           fixed(100.0 * static_cast<double>(t.first) / static_cast<double>(kernel_ns), 1) +
+                           "% of the device's kernel time");
+      if (dram_known)
+        f.evidence.push_back("DRAM read + write " + fixed(mean_dram, 1) + "% of peak while it ran (" +
+                             (memory_bound ? "at or above " : "under ") + fixed(kStalledDramPct, 0) + "%: " +
+                             (memory_bound ? "waiting on memory bandwidth" : "neither the SMs nor DRAM busy: latency") + ")");
+      else
+        f.evidence.push_back("DRAM throughput not sampled: add dram_read,dram_write to GPUHOOK_METRICS to tell "
+                             "memory-bound from latency-bound");
+      if (auto o = occupancy.find(name); o != occupancy.end() && o->second.second != 0)
+        f.evidence.push_back("theoretical occupancy " + fixed(100 * o->second.first / static_cast<double>(o->second.second), 0) +
+                             "% (the launch shape allows it; the SMs did not use it)");
+      f.fix = memory_bound
+                  ? "the kernel waits on DRAM: make its accesses coalesced (neighbouring threads read neighbouring "
+                    "addresses; sort or bucket gather indices), reuse data through shared memory or L2, fuse it with "
+                    "its neighbours so the data is read once, or move fewer bytes (lower precision)"
+                  : "the kernel waits on latency: give each SM more independent work (more blocks or more work per "
+                    "thread, fewer dependent loads in a chain), cut atomics and in-kernel synchronisation, and check "
+                    "`ncu --section WarpStateStats` for the stall reason";
+      r.findings.push_back(std::move(f));
+      res.fired = true;
+    }
+  }
+  if (!res.fired)
+    res.note = "no kernel with SM active under " + fixed(kStalledSmActivePct, 0) + "% while it ran (of those with " +
+               std::to_string(kStalledMinSamples) + "+ samples and " + fixed(100 * kStalledMinShare, 0) +
+               "%+ of the kernel time)";
   r.rules.push_back(res);
 }
 

@@ -40,5 +40,7 @@ void rule_pipeline_bubble(const Model& m, DiagnoseReport& r);
 void rule_slow_link(const Model& m, DiagnoseReport& r);
 // Clocks the hardware lowered while kernels ran (diagnose_metric_rules.cpp).
 void rule_throttled(const Model& m, DiagnoseReport& r);
+// Kernels running while PM sampling's SM active read low (diagnose_metric_rules.cpp).
+void rule_stalled(const Model& m, DiagnoseReport& r);
 
 }  // namespace gantt::analysis::detail

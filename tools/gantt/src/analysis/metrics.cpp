@@ -28,6 +28,17 @@ const MetricInfo kInfo[kMetricCount] = {
     {"clocks_event_reasons", "reasons", 1},
     {"pcie_tx_mbps", "PCIe TX MB/s", 1e-3},
     {"pcie_rx_mbps", "PCIe RX MB/s", 1e-3},
+    // PM sampling: hundredths of a percent, shown as percent.
+    {"gr_active_pct", "GR active %", 0.01},
+    {"sm_active_pct", "SM active %", 0.01},
+    {"sm_occupancy_pct", "SM occup. %", 0.01},
+    {"tensor_active_pct", "tensor %", 0.01},
+    {"dram_read_pct", "DRAM rd %", 0.01},
+    {"dram_write_pct", "DRAM wr %", 0.01},
+    {"pcie_rx_pct", "PCIe RX %", 0.01},
+    {"pcie_tx_pct", "PCIe TX %", 0.01},
+    {"nvlink_rx_pct", "NVLink RX %", 0.01},
+    {"nvlink_tx_pct", "NVLink TX %", 0.01},
 };
 
 // The value of `metric` on (capture, device) at the sample nearest `t` read at the same moment
@@ -200,9 +211,12 @@ std::vector<MetricStatsRow> metric_stats(const Model& m) {
 
 std::string format_metric_stats(const Model& m, const std::vector<MetricStatsRow>& rows, Format format) {
   // The counters a row shows, in this order; reasons become "throttled %".
-  const int shown[] = {v1::GPU_METRIC_GPU_UTIL_PERCENT, v1::GPU_METRIC_MEMORY_UTIL_PERCENT, v1::GPU_METRIC_SM_CLOCK_MHZ,
-                       v1::GPU_METRIC_MEMORY_CLOCK_MHZ, v1::GPU_METRIC_POWER_MW,           v1::GPU_METRIC_TEMPERATURE_C,
-                       v1::GPU_METRIC_MEMORY_USED_BYTES, v1::GPU_METRIC_PCIE_TX_KBPS,      v1::GPU_METRIC_PCIE_RX_KBPS};
+  // NVML's always (a capture without any shows "-"), PM sampling's only those some row has.
+  std::vector<int> shown = {v1::GPU_METRIC_GPU_UTIL_PERCENT, v1::GPU_METRIC_MEMORY_UTIL_PERCENT, v1::GPU_METRIC_SM_CLOCK_MHZ,
+                            v1::GPU_METRIC_MEMORY_CLOCK_MHZ, v1::GPU_METRIC_POWER_MW,           v1::GPU_METRIC_TEMPERATURE_C,
+                            v1::GPU_METRIC_MEMORY_USED_BYTES, v1::GPU_METRIC_PCIE_TX_KBPS,      v1::GPU_METRIC_PCIE_RX_KBPS};
+  for (int k = kFirstPmMetric; k < kMetricCount; ++k)
+    if (std::any_of(rows.begin(), rows.end(), [k](const MetricStatsRow& r) { return r.samples[k] != 0; })) shown.push_back(k);
   if (format == Format::kJson) {
     std::string out = "{\"metrics\":[";
     for (size_t i = 0; i < rows.size(); ++i) {

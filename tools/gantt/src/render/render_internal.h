@@ -64,13 +64,17 @@ Color with_alpha(Color c, uint8_t a);
 // from the test simulator; sets the scene's height under it.
 void draw_view_footer(Scene& s, const Model& m, std::string what, float y);
 // Memory in use per pixel column, stacked by class, bottom at `base` (memory_scene.cpp).
-// The GPU utilisation NVML measured for (capture, device) as a strip at y, with the clock
-// drops over it (metrics_strip.cpp); returns the height used, 0 when there are no samples.
+// The counters measured for (capture, device) as strips at y, one per counter: the GPU
+// utilisation NVML read, SM active and DRAM throughput PM sampling read, with the clock drops
+// over the first (metrics_strip.cpp); returns the height used, 0 when there are no samples.
 float draw_measured_strip(Scene& s, const Frame& f, const Model& m, uint16_t capture, uint32_t device, float y);
-// The same as a line over a row [y, y + height) of `--view utilisation`, with the drops as
-// bands; false (nothing drawn) when there are no samples.
-bool draw_measured_line(Scene& s, const Frame& f, const Model& m, uint16_t capture, uint32_t device, float y, float height);
+// The same as lines over a row [y, y + height) of `--view utilisation`, with the drops as
+// bands; returns the MeasuredLines drawn (0: nothing, no samples).
+enum MeasuredLines : int { kMeasuredNvml = 1, kMeasuredSmActive = 2, kMeasuredDram = 4 };
+int draw_measured_line(Scene& s, const Frame& f, const Model& m, uint16_t capture, uint32_t device, float y, float height);
 inline constexpr Color kMeasuredLine{20, 20, 20, 255};
+inline constexpr Color kSmActiveLine{190, 40, 150, 255};
+inline constexpr Color kDramLine{30, 140, 70, 255};
 void draw_memory_columns(Scene& s, const Frame& f, const analysis::DeviceMemory& d, float base, float height,
                          bool by_category);
 // Whether the memory drawings stack by category (RenderOptions::memory_by; auto: when some

@@ -42,7 +42,7 @@ Scene utilisation_scene(const Model& m, const Selection& sel, const analysis::Ti
   const float grid_top = y;
   const size_t grid_at = s.items.size();
   const float bucket_px = static_cast<float>(static_cast<double>(t.bucket_ns) * f.px_per_ns);
-  bool measured = false;  // some device has NVML samples: the legend names their line
+  int measured = 0;  // the MeasuredLines some device drew: the legend names them
   for (const analysis::DeviceTimeline& d : t.devices) {
     const float base = y + kRowHeight;
     s.rect(make_rect(f.left, y, f.right - f.left, kRowHeight, palette::kLaneBand));
@@ -103,10 +103,10 @@ Scene utilisation_scene(const Model& m, const Selection& sel, const analysis::Ti
                                      {palette::kComputeUtil, "compute (a kernel running)"},
                                      {palette::kCopyUtil, "copy (a copy running)"},
                                      {palette::kIdle, "drop: busy under half its recent median"}};
-  if (measured) {
-    legend.push_back({kMeasuredLine, "GPU utilisation NVML measured (its own moving average)"});
-    legend.push_back({with_alpha(palette::kMissedOverlap, 70), "SM clock lowered (power, heat)"});
-  }
+  if (measured & kMeasuredNvml) legend.push_back({kMeasuredLine, "GPU utilisation NVML measured (its own moving average)"});
+  if (measured & kMeasuredSmActive) legend.push_back({kSmActiveLine, "SM active, PM sampling"});
+  if (measured & kMeasuredDram) legend.push_back({kDramLine, "DRAM read + write of peak, PM sampling"});
+  if (measured & kMeasuredNvml) legend.push_back({with_alpha(palette::kMissedOverlap, 70), "SM clock lowered (power, heat)"});
   y += draw_legend(s, y, s.width, legend) + 6;
   std::string foot = "bucket " + format_duration(static_cast<int64_t>(t.bucket_ns)) + " \xC2\xB7 " +
                      std::to_string(t.buckets) + " buckets \xC2\xB7 " + std::to_string(sel.events.size()) + " events";

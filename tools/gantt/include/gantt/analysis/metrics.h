@@ -14,7 +14,9 @@
 
 namespace gantt::analysis {
 
-inline constexpr int kMetricCount = 11;  // GpuMetric numbers 1..10, indexed by number
+// GpuMetric numbers 1..20, indexed by number: NVML's 1..10, CUPTI PM sampling's 11..20.
+inline constexpr int kMetricCount = 21;
+inline constexpr int kFirstPmMetric = 11;
 
 // How a counter is shown: a short key (CSV, Chrome counter names), a column label, and the
 // factor from the recorded unit to the shown one.
