@@ -6,6 +6,8 @@
 #include <tuple>
 #include <vector>
 #include <future>
+#include <optional>
+#include <thread>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -16,6 +18,7 @@
 
 #include <gantt/analysis/diff.h>
 #include <gantt/analysis/summary.h>
+#include <gantt/analysis/stream_stats.h>
 #include <gantt/analysis/flame.h>
 #include <gantt/filter.h>
 #include <gantt/html.h>
@@ -45,6 +48,8 @@ struct DiffOptions {
   std::string chart;  // -o: the two runs stacked on one time axis, and a differential flame graph
   std::string align_range;  // NAME@N: align the charts at that NVTX range occurrence
   FilterFlags filter;       // the same selection on both sides
+  unsigned jobs = 0;        // decoding threads per streamed side (0 = every core)
+  bool in_memory = false;   // --in-memory: load both captures whole
 };
 
 uint64_t first_gpu_start(const gantt::Model& m) {
@@ -209,6 +214,38 @@ int run_diff_summaries(const DiffOptions& o, const ga::DiffOptions& d) {
   return r.regressions > 0 ? kExitCheckFailed : kExitOk;
 }
 
+// Both sides read as streams (stream_stats.h), without loading them: what a diff without a
+// chart needs is a summary with diff's matches. Nothing when a side needs the whole timeline
+// (NVTX ranges, graph launches, a merged file, ...); run_diff then loads both.
+std::optional<int> try_stream(const DiffOptions& o, const ga::DiffOptions& d) {
+  if (o.in_memory || !o.chart.empty() || any_filter(o.filter) || o.base == "-" || o.next == "-") return std::nullopt;
+  ga::StreamStatsOptions so;
+  so.by = {ga::GroupBy::kKernel, ga::GroupBy::kStream, ga::GroupBy::kDevice, ga::GroupBy::kRange};
+  so.gaps = 3;
+  so.matches = true;
+  so.load = load_options(o.load);
+  // The two sides share the cores.
+  const unsigned cores = o.jobs != 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
+  so.jobs = std::max(1u, cores / 2);
+  auto base_future = std::async(std::launch::async, [&] { return ga::stream_stats(o.base, so, nullptr); });
+  std::optional<ga::StreamedStats> next = ga::stream_stats(o.next, so, nullptr);
+  std::optional<ga::StreamedStats> base = base_future.get();
+  if (!base || !next) return std::nullopt;
+  for (const ga::StreamedStats* side : {&*base, &*next})
+    for (const std::string& line : side->warnings) std::cerr << "gantt-cli: " << line << "\n";
+  for (const ga::StreamedStats* side : {&*base, &*next}) {
+    if (!reportable(side->context)) return kExitError;
+    if (side->corrupt) {
+      std::cerr << "gantt-cli: diff: a capture is corrupt; not comparing\n";
+      return kExitError;
+    }
+  }
+  const ga::DiffReport r =
+      ga::diff_inputs(ga::diff_input(base->summary, d.match_range), ga::diff_input(next->summary, d.match_range), d);
+  std::cout << ga::format_diff(r, report_format(o.format), o.format == "text" || o.format == "md" ? o.top : 0);
+  return r.regressions > 0 ? kExitCheckFailed : kExitOk;
+}
+
 int run_diff(const DiffOptions& o) {
   ga::DiffOptions d;
   if (!parse_threshold(o.threshold, &d.noise.threshold)) {
@@ -224,6 +261,7 @@ int run_diff(const DiffOptions& o) {
   d.noise.alpha = o.alpha;
   d.match_range = !o.name_only;
   if (gpuhook::is_summary_file(o.base) || gpuhook::is_summary_file(o.next)) return run_diff_summaries(o, d);
+  if (const auto streamed = try_stream(o, d)) return *streamed;
   // Loading dominates on large captures; the two files load side by side.
   // Each side is a job like any other subcommand's: a merged file becomes its ranks, put on
   // one clock.
@@ -280,6 +318,11 @@ void register_diff(CLI::App& app, int& exit_code) {
   cmd->add_option("--alpha", o->alpha, "rank-test significance")->check(CLI::Range(1e-9, 0.5))->capture_default_str();
   cmd->add_option("--top", o->top, "kernel rows shown in text/md (0 = all; json/csv show all)")->capture_default_str();
   cmd->add_flag("--name-only", o->name_only, "match kernels by name alone, ignoring range paths");
+  cmd->add_option("-j,--jobs", o->jobs, "threads that decode the two captures (0 = every core)")->capture_default_str();
+  cmd->add_flag("--in-memory", o->in_memory,
+                "load both captures whole; by default two captures without NVTX ranges or graph launches are "
+                "read as streams, in memory that does not grow with their events, and kernels with more than "
+                "10000 instances are then compared through a sketch within 1% (the report says so)");
   cmd->add_option("-o,--output", o->chart,
                   "also draw both runs stacked on one time axis (aligned at their first GPU activity) and a "
                   "differential flame graph: .svg, .png or .pdf; or .html, one page to zoom and hover (aligned at "

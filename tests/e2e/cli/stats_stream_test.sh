@@ -83,6 +83,25 @@ for cap in "${captures[@]}"; do
   compared=$((compared + 1))
 done
 
+# diff of two captures read as streams against the same two loaded whole: the same report and
+# exit code while every kernel has at most 10,000 instances (above, the streamed side compares
+# through the sketch and says so).
+"$make" synth "$work/d1.gpuh" 20000 1 >/dev/null && "$make" synth "$work/d2.gpuh" 20000 2 >/dev/null ||
+  { echo "FAIL: make_capture synth for diff"; exit 1; }
+for pair in "d1 d2" "d2 d1" "d1 d1" "synth synth" "steps steps"; do
+  set -- $pair
+  "$cli" diff "$work/$1.gpuh" "$work/$2.gpuh" --format json >"$work/ds.json" 2>"$work/ds.err"
+  rc_s=$?
+  "$cli" diff "$work/$1.gpuh" "$work/$2.gpuh" --format json --in-memory >"$work/dw.json" 2>"$work/dw.err"
+  rc_w=$?
+  if [ "$rc_s" != "$rc_w" ] || ! cmp -s "$work/ds.json" "$work/dw.json" || ! cmp -s "$work/ds.err" "$work/dw.err"; then
+    echo "FAIL: diff $pair: streamed (exit $rc_s) differs from --in-memory (exit $rc_w)"
+    diff "$work/dw.json" "$work/ds.json" | head -8
+    fail=1
+  fi
+  compared=$((compared + 1))
+done
+
 # The streamed path is the one taken: its memory stays far below the loaded model's. A
 # 300,000-kernel capture loads into ~120 MB; streamed it is ~40 MB whatever the size.
 if command -v /usr/bin/time >/dev/null; then
@@ -92,6 +111,14 @@ if command -v /usr/bin/time >/dev/null; then
   echo "peak RSS, 300,000 kernels: loaded ${whole} KiB, streamed ${streamed} KiB"
   if [ "$((streamed * 5 / 2))" -ge "$whole" ]; then
     echo "FAIL: streamed stats used ${streamed} KiB, not under 40% of the loaded ${whole} KiB"
+    fail=1
+  fi
+  /usr/bin/time -f "%M" -o "$work/rss.dwhole" "$cli" diff "$work/synth.gpuh" "$work/synth.gpuh" --in-memory >/dev/null 2>&1
+  /usr/bin/time -f "%M" -o "$work/rss.dstreamed" "$cli" diff "$work/synth.gpuh" "$work/synth.gpuh" >/dev/null 2>&1
+  whole=$(tail -1 "$work/rss.dwhole") streamed=$(tail -1 "$work/rss.dstreamed")
+  echo "peak RSS, diff of two 300,000-kernel captures: loaded ${whole} KiB, streamed ${streamed} KiB"
+  if [ "$((streamed * 2))" -ge "$whole" ]; then
+    echo "FAIL: streamed diff used ${streamed} KiB, not under half of the loaded ${whole} KiB"
     fail=1
   fi
 fi
