@@ -138,7 +138,7 @@ void read_all(const std::vector<std::string>& paths, const LoadOptions& options,
     if (!b) return;
     b->file = f;
     for (;;) {
-      if (b->records.size() <= b->count) b->records.push_back(google::protobuf::Arena::Create<v1::Record>(&b->arena));
+      if (b->records.size() <= b->count) b->records.push_back(google::protobuf::Arena::CreateMessage<v1::Record>(&b->arena));
       if (!reader.next(*b->records[b->count])) break;
       guard.check(reader);
       if (++b->count == kBatchRecords) {

@@ -244,7 +244,7 @@ void read_share(const std::string& path, const StreamStatsOptions& o, Share& sh,
   // and allocates the oneof's message, a quarter of the parse time when kernels and API
   // calls alternate.
   google::protobuf::Arena arena;
-  v1::Record* record = google::protobuf::Arena::Create<v1::Record>(&arena);
+  v1::Record* record = google::protobuf::Arena::CreateMessage<v1::Record>(&arena);
   for (uint64_t n = 1; reader.next(*record); ++n) {
     const v1::Record& r = *record;
     guard.check(reader);
@@ -293,7 +293,7 @@ void read_share(const std::string& path, const StreamStatsOptions& o, Share& sh,
     if ((n & 4095) == 0) {
       if (stop.load(std::memory_order_relaxed)) break;
       arena.Reset();
-      record = google::protobuf::Arena::Create<v1::Record>(&arena);
+      record = google::protobuf::Arena::CreateMessage<v1::Record>(&arena);
     }
   }
   sh.integrity = reader.integrity();
