@@ -225,7 +225,7 @@ std::optional<int> try_stream(const DiffOptions& o, const ga::DiffOptions& d) {
   so.matches = true;
   so.load = load_options(o.load);
   // The two sides share the cores.
-  const unsigned cores = o.jobs != 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned cores = o.jobs != 0 ? o.jobs : ga::default_stream_jobs();
   so.jobs = std::max(1u, cores / 2);
   auto base_future = std::async(std::launch::async, [&] { return ga::stream_stats(o.base, so, nullptr); });
   std::optional<ga::StreamedStats> next = ga::stream_stats(o.next, so, nullptr);
@@ -318,7 +318,7 @@ void register_diff(CLI::App& app, int& exit_code) {
   cmd->add_option("--alpha", o->alpha, "rank-test significance")->check(CLI::Range(1e-9, 0.5))->capture_default_str();
   cmd->add_option("--top", o->top, "kernel rows shown in text/md (0 = all; json/csv show all)")->capture_default_str();
   cmd->add_flag("--name-only", o->name_only, "match kernels by name alone, ignoring range paths");
-  cmd->add_option("-j,--jobs", o->jobs, "threads that decode the two captures (0 = every core)")->capture_default_str();
+  cmd->add_option("-j,--jobs", o->jobs, "threads that decode the two captures (0 = the CPUs this process may use, at most 16)")->capture_default_str();
   cmd->add_flag("--in-memory", o->in_memory,
                 "load both captures whole; by default two captures without NVTX ranges or graph launches are "
                 "read as streams, in memory that does not grow with their events, and kernels with more than "

@@ -299,8 +299,8 @@ void register_stats(CLI::App& app, int& exit_code) {
   cmd->add_option("--top", o->top, "only the N groups with the most GPU time, or graphs with the most launch span (0 = all)")->capture_default_str();
   cmd->add_option("--gaps", o->gaps, "idle gaps listed per device")->capture_default_str();
   cmd->add_option("-j,--jobs", o->jobs,
-                  "threads that decode one capture's chunks side by side (0 = every core; the tables are the same "
-                  "for any number)")
+                  "threads that decode one capture's chunks side by side (0 = the CPUs this process may use, at "
+                  "most 16; the tables are the same for any number)")
       ->capture_default_str();
   cmd->add_flag("--in-memory", o->in_memory,
                 "load the capture whole before counting, as render and diagnose do; by default one capture is "

@@ -12,6 +12,8 @@
 #include <tuple>
 #include <unordered_map>
 
+#include <sched.h>
+
 #include <google/protobuf/arena.h>
 #include <gpuhook/capture.h>
 
@@ -466,6 +468,14 @@ bool join_nccl(const std::string& path, std::vector<Share>& shares, const gpuhoo
 
 }  // namespace
 
+unsigned default_stream_jobs() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const int affinity = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+  const unsigned cpus = affinity > 0 ? static_cast<unsigned>(affinity) : std::thread::hardware_concurrency();
+  return std::clamp(cpus, 1u, 16u);
+}
+
 std::string stream_refusal(const std::vector<GroupBy>& by) {
   for (GroupBy g : by)
     if (g == GroupBy::kGraph) return "--by graph needs the graph launches' timelines";
@@ -481,7 +491,7 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
   for (GroupBy g : o.by)
     if (std::find(groupings.begin(), groupings.end(), g) == groupings.end()) groupings.push_back(g);
 
-  const unsigned jobs = o.jobs != 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned jobs = o.jobs != 0 ? o.jobs : default_stream_jobs();
   std::vector<Share> shares;
   {
     gpuhook::CaptureReader probe(path, gpuhook::ReaderOptions{o.load.strict, 0, 0});

@@ -42,6 +42,10 @@ struct StreamedStats {
   bool busy_exact = true;
 };
 
+// The decoding threads `jobs` = 0 stands for: the CPUs this process may run on (its affinity
+// mask, which containers and job launchers narrow), at most 16.
+unsigned default_stream_jobs();
+
 // Why `by` cannot be streamed at all ("" when it can).
 std::string stream_refusal(const std::vector<GroupBy>& by);
 
