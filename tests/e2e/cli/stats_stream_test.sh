@@ -104,7 +104,8 @@ done
 
 # The streamed path is the one taken: its memory stays far below the loaded model's. A
 # 300,000-kernel capture loads into ~120 MB; streamed it is ~40 MB whatever the size.
-if command -v /usr/bin/time >/dev/null; then
+# (Not under a sanitizer: its shadow memory and quarantine dwarf what is measured.)
+if command -v /usr/bin/time >/dev/null && [ -z "${ASAN_OPTIONS:-}${TSAN_OPTIONS:-}" ]; then
   /usr/bin/time -f "%M" -o "$work/rss.whole" "$cli" stats "$work/synth.gpuh" --in-memory >/dev/null 2>&1
   /usr/bin/time -f "%M" -o "$work/rss.streamed" "$cli" stats "$work/synth.gpuh" -j 1 >/dev/null 2>&1
   whole=$(tail -1 "$work/rss.whole") streamed=$(tail -1 "$work/rss.streamed")
