@@ -9,8 +9,8 @@
 #include <exception>
 #include <map>
 #include <thread>
-#include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <sched.h>
 
@@ -19,13 +19,16 @@
 
 #include "gantt/align.h"
 #include "gantt/analysis/busy_tracker.h"
+#include "../model_builder_impl.h"
 
 namespace gantt::analysis {
 namespace {
 
 namespace v1 = gpuhook::v1;
 
-uint64_t known(bool has, int64_t v) { return has && v > 0 ? static_cast<uint64_t>(v) : 0; }
+using builder::kHookExternalKind;
+// A recorded time, or 0 when unknown: as the loader reads them.
+using builder::t;
 
 // API start times by correlation id over a window of ids, for joining kernels to their
 // launches. CUPTI numbers a process's API calls 1, 2, 3, ... and a kernel's record comes
@@ -99,7 +102,7 @@ struct Share {
   };
   std::vector<v1::Record> nccl_calls, externals;
   std::vector<NcclKernel> nccl_kernels;
-  std::unordered_map<uint32_t, bool> nccl_corr;  // correlation ids under the hook's external ids
+  std::unordered_set<uint32_t> nccl_corr;  // correlation ids under the hook's external ids
   std::vector<int8_t> nccl_named;                 // per string id: -1 unknown, 0 no, 1 yes
   gpuhook::Integrity integrity;
   std::string needs_model;
@@ -165,8 +168,8 @@ void fold_kernel(Share& sh, const v1::Kernel& k) {
     sh.needs_model = "a kernel record without a name (named after its launch call)";
     return;
   }
-  const uint64_t q = known(k.has_queued_ns(), k.queued_ns()), s = known(k.has_start_ns(), k.start_ns()),
-                 e = known(k.has_end_ns(), k.end_ns());
+  const uint64_t q = t(k.has_queued_ns(), k.queued_ns()), s = t(k.has_start_ns(), k.start_ns()),
+                 e = t(k.has_end_ns(), k.end_ns());
   if (s == 0 || e <= s) return;
   fold_work(sh, EventKind::kKernel, k.name_id(), 0, 0, k.device(), k.stream(), s, e, q);
   if (q == 0) return;
@@ -180,7 +183,7 @@ void fold_kernel(Share& sh, const v1::Kernel& k) {
 
 void fold_api(Share& sh, const v1::ApiCall& a) {
   if (a.correlation_id() == 0 || a.domain() == v1::API_DOMAIN_NCCL) return;
-  const uint64_t start = known(a.has_start_ns(), a.start_ns());
+  const uint64_t start = t(a.has_start_ns(), a.start_ns());
   if (start == 0) return;
   sh.recent.set(a.correlation_id(), start);
   sh.earliest.set(a.correlation_id(), start);
@@ -189,10 +192,6 @@ void fold_api(Share& sh, const v1::ApiCall& a) {
   for (auto it = from; it != to; ++it) sh.launch_to_queued.add(static_cast<int64_t>(it->second - start));
   sh.waiting.erase(from, to);
 }
-
-// CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2 (cupti_activity.h): the kind the hook pushes its
-// NCCL call ids under (model_builder_impl.h kHookExternalKind).
-constexpr uint32_t kHookExternalKind = 5;
 
 // Records a share reads before it needs an external id of its own to keep kernels named
 // nccl*: the first kernels of a share may belong to calls the share before it read.
@@ -216,7 +215,7 @@ bool maybe_nccl(Share& sh, const gpuhook::CaptureReader& reader, const v1::Kerne
 void keep_context(Share& sh, const v1::Record& r) {
   switch (r.kind_case()) {
     case v1::Record::kHeader:
-      if (++sh.headers > 1) sh.needs_model = "a merged file (several ranks, put on one clock when loaded)";
+      ++sh.headers;  // more than one in the file: a merged file (stream_stats)
       [[fallthrough]];
     case v1::Record::kDevice:
     case v1::Record::kThread:
@@ -268,7 +267,7 @@ void read_share(const std::string& path, const StreamStatsOptions& o, Share& sh,
       case v1::Record::kMemcpy: {
         const auto& c = r.memcpy();
         if (sh.matches && c.graph_id() != 0) sh.needs_model = kGraphReason;
-        const uint64_t s = known(c.has_start_ns(), c.start_ns()), e = known(c.has_end_ns(), c.end_ns());
+        const uint64_t s = t(c.has_start_ns(), c.start_ns()), e = t(c.has_end_ns(), c.end_ns());
         if (s != 0 && e > s)
           fold_work(sh, EventKind::kMemcpy, 0, static_cast<uint8_t>(c.copy_kind()), c.bytes(), c.device(), c.stream(), s, e);
         break;
@@ -276,7 +275,7 @@ void read_share(const std::string& path, const StreamStatsOptions& o, Share& sh,
       case v1::Record::kMemset: {
         const auto& c = r.memset();
         if (sh.matches && c.graph_id() != 0) sh.needs_model = kGraphReason;
-        const uint64_t s = known(c.has_start_ns(), c.start_ns()), e = known(c.has_end_ns(), c.end_ns());
+        const uint64_t s = t(c.has_start_ns(), c.start_ns()), e = t(c.has_end_ns(), c.end_ns());
         if (s != 0 && e > s) fold_work(sh, EventKind::kMemset, 0, 0, c.bytes(), c.device(), c.stream(), s, e);
         break;
       }
@@ -284,7 +283,7 @@ void read_share(const std::string& path, const StreamStatsOptions& o, Share& sh,
       case v1::Record::kExternalCorrelation: {
         const auto& x = r.external_correlation();
         if (x.kind() == kHookExternalKind && x.external_id() != 0 && x.correlation_id() != 0) {
-          sh.nccl_corr.emplace(x.correlation_id(), true);
+          sh.nccl_corr.insert(x.correlation_id());
           sh.externals.push_back(r);
         }
         break;
@@ -304,8 +303,7 @@ void read_share(const std::string& path, const StreamStatsOptions& o, Share& sh,
 }
 
 // Contiguous runs of the index's chunks with about equal records each.
-std::vector<Share> plan_shares(const gpuhook::CaptureReader& reader, unsigned jobs) {
-  const auto& index = reader.index();
+std::vector<Share> plan_shares(const std::optional<v1::ChunkIndex>& index, unsigned jobs) {
   if (!index || jobs <= 1 || index->chunk_size() < 2) return std::vector<Share>(1);
   const size_t n = static_cast<size_t>(index->chunk_size());
   std::vector<uint64_t> before(n + 1, 0);  // records in the chunks before each
@@ -325,14 +323,12 @@ std::vector<Share> plan_shares(const gpuhook::CaptureReader& reader, unsigned jo
   return shares;
 }
 
-using GroupIdentity = std::tuple<std::string, uint32_t, uint32_t, uint32_t>;
-
 SummaryGroup to_group(GroupBy by, uint64_t id, GroupAcc& acc) {
   SummaryGroup g;
   switch (by) {
     case GroupBy::kKernel:
       g.key = id == (uint64_t{2} << 40) ? std::string("[memset]")
-              : id > (uint64_t{1} << 40) || id == (uint64_t{1} << 40)
+              : id >= (uint64_t{1} << 40)
                   ? std::string("[memcpy ") + copy_kind_name(static_cast<uint8_t>(id & 0xFF)) + "]"
                   : std::move(acc.key);
       break;
@@ -348,11 +344,9 @@ SummaryGroup to_group(GroupBy by, uint64_t id, GroupAcc& acc) {
   return g;
 }
 
-GroupIdentity identity(const SummaryGroup& g) { return {g.key, g.capture, g.device, g.stream}; }
-
 // Per gap, the API call that overlapped it most (first in file order on ties), as
 // summary.cpp host_activity() chooses it, from the chunks whose times reach a gap.
-void name_host_activity(const std::string& path, const StreamStatsOptions& o,
+void name_host_activity(const std::string& path, const StreamStatsOptions& o, const std::optional<v1::ChunkIndex>& index,
                         std::vector<std::pair<DeviceRow*, Interval>>& gaps) {
   if (gaps.empty()) return;
   struct Best {
@@ -362,8 +356,7 @@ void name_host_activity(const std::string& path, const StreamStatsOptions& o,
   std::vector<Best> best(gaps.size());
   std::vector<std::pair<uint64_t, uint64_t>> runs;  // chunk ranges to read; {0,0}: the whole file
   {
-    gpuhook::CaptureReader probe(path, gpuhook::ReaderOptions{o.load.strict, 0, 0});
-    if (const auto& index = probe.index()) {
+    if (index) {
       for (int i = 0; i < index->chunk_size(); ++i) {
         const auto& c = index->chunk(i);
         const bool reaches = std::any_of(gaps.begin(), gaps.end(), [&](const auto& g) {
@@ -390,7 +383,7 @@ void name_host_activity(const std::string& path, const StreamStatsOptions& o,
     while (reader.next(r)) {
       if (r.kind_case() != v1::Record::kApi) continue;
       const auto& a = r.api();
-      const uint64_t s = known(a.has_start_ns(), a.start_ns()), e = known(a.has_end_ns(), a.end_ns());
+      const uint64_t s = t(a.has_start_ns(), a.start_ns()), e = t(a.has_end_ns(), a.end_ns());
       if (s == 0) continue;
       for (size_t g = 0; g < gaps.size(); ++g) {
         const uint64_t from = gaps[g].second.first, to = gaps[g].second.second;
@@ -411,8 +404,7 @@ void name_host_activity(const std::string& path, const StreamStatsOptions& o,
 // a model of only the records it reads. False (with *why_not) when the join would need the
 // launches of the whole capture: calls recorded without the hook's external ids.
 bool join_nccl(const std::string& path, std::vector<Share>& shares, const gpuhook::Integrity& integrity,
-               const std::vector<GroupBy>& groupings, std::array<std::map<GroupIdentity, size_t>, kGroupings>& at,
-               StatsSummary& s, std::string* why_not) {
+               const std::vector<GroupBy>& groupings, StatsSummary& s, std::string* why_not) {
   size_t calls = 0;
   bool unlinked = std::all_of(shares.begin(), shares.end(), [](const Share& sh) { return sh.externals.empty(); });
   for (const Share& sh : shares) {
@@ -450,19 +442,21 @@ bool join_nccl(const std::string& path, std::vector<Share>& shares, const gpuhoo
     builder.end_capture(integrity);
   }
   s.nccl = summarize(mini, {}, 0).nccl;
+  // The bytes NCCL's kernels moved, added to their groups as rows of no instances.
+  std::array<std::vector<SummaryGroup>, kGroupings> bytes;
   for (uint32_t e = 0; e < mini.events.size(); ++e) {
     if (mini.events.kind[e] != EventKind::kNccl || mini.events.bytes[e] == 0 || !is_gpu_work(mini, e)) continue;
     for (GroupBy g : groupings) {
-      SummaryGroup key;
-      if (g == GroupBy::kKernel) key.key = kernel_key(mini, e);
-      else if (g == GroupBy::kRange) key.key = "(no range)";
-      else key.device = mini.events.device[e];
-      if (g == GroupBy::kStream) key.stream = mini.events.stream[e];
-      const auto& index = at[slot_index(g)];
-      if (auto it = index.find(identity(key)); it != index.end())
-        s.groups[static_cast<size_t>(g)][it->second].bytes += mini.events.bytes[e];
+      SummaryGroup row;
+      if (g == GroupBy::kKernel) row.key = kernel_key(mini, e);
+      else if (g == GroupBy::kRange) row.key = "(no range)";
+      else row.device = mini.events.device[e];
+      if (g == GroupBy::kStream) row.stream = mini.events.stream[e];
+      row.bytes = mini.events.bytes[e];
+      bytes[slot_index(g)].push_back(std::move(row));
     }
   }
+  for (GroupBy g : groupings) merge_groups(s.groups[static_cast<size_t>(g)], bytes[slot_index(g)], 0, false);
   return true;
 }
 
@@ -492,11 +486,12 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
     if (std::find(groupings.begin(), groupings.end(), g) == groupings.end()) groupings.push_back(g);
 
   const unsigned jobs = o.jobs != 0 ? o.jobs : default_stream_jobs();
-  std::vector<Share> shares;
+  std::optional<v1::ChunkIndex> index;  // read once: the shares' plan and the gaps' second read
   {
     gpuhook::CaptureReader probe(path, gpuhook::ReaderOptions{o.load.strict, 0, 0});
-    shares = plan_shares(probe, jobs);
+    index = probe.index();
   }
+  std::vector<Share> shares = plan_shares(index, jobs);
   if (o.matches && std::find(groupings.begin(), groupings.end(), GroupBy::kKernel) == groupings.end())
     groupings.push_back(GroupBy::kKernel);  // the matches are the kernel groups' samples
   for (Share& sh : shares) {
@@ -556,7 +551,6 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
   s.gaps_kept = o.gaps;
   s.captures.push_back({path, capture.header.host_name(), capture.header.pid(),
                         capture.header.has_rank() ? static_cast<int32_t>(capture.header.rank()) : -1});
-  std::array<std::map<GroupIdentity, size_t>, kGroupings> at;
   std::map<std::string, DurationDigest> queue_of;  // kernel key -> queued->start, for the matches
   std::map<uint32_t, BusyTracker> busy;
   for (size_t i = 0; i < shares.size(); ++i) {
@@ -570,18 +564,13 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
     s.launch_to_queued.merge(sh.launch_to_queued);
     for (GroupBy g : groupings) {
       const size_t gi = slot_index(g);
-      auto& rows = s.groups[static_cast<size_t>(g)];
+      std::vector<SummaryGroup> rows;
+      rows.reserve(sh.slots[gi].size());
       for (auto& [id, acc] : sh.slots[gi]) {
-        SummaryGroup row = to_group(g, id, acc);
-        if (o.matches && g == GroupBy::kKernel) queue_of[row.key].merge(acc.queue);
-        auto [it, fresh] = at[gi].try_emplace(identity(row), rows.size());
-        if (fresh) {
-          rows.push_back(std::move(row));
-        } else {
-          rows[it->second].exec.merge(row.exec);
-          rows[it->second].bytes += row.bytes;
-        }
+        rows.push_back(to_group(g, id, acc));
+        if (o.matches && g == GroupBy::kKernel) queue_of[rows.back().key].merge(acc.queue);
       }
+      merge_groups(s.groups[static_cast<size_t>(g)], rows, 0, false);
     }
     for (auto& [device, tracker] : sh.busy) {
       auto [it, fresh] = busy.try_emplace(device, BusyTracker(o.gaps));
@@ -597,7 +586,7 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
     sh.waiting.clear();
   }
   for (GroupBy g : groupings) s.grouped[static_cast<size_t>(g)] = true;
-  if (!join_nccl(path, shares, integrity, groupings, at, s, why_not)) return std::nullopt;
+  if (!join_nccl(path, shares, integrity, groupings, s, why_not)) return std::nullopt;
   if (o.matches) {
     // add_diff_samples() without ranges or graphs: one match per kernel key.
     for (const SummaryGroup& row : s.groups[static_cast<size_t>(GroupBy::kKernel)]) {
@@ -632,7 +621,7 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
     for (const Interval& gap : t.gaps) gaps.emplace_back(nullptr, gap);
     for (size_t k = gaps.size() - t.gaps.size(); k < gaps.size(); ++k) gaps[k].first = &s.devices.back();
   }
-  name_host_activity(path, o, gaps);
+  name_host_activity(path, o, index, gaps);
 
   out.warnings = integrity_warnings(out.context, &out.corrupt);
   if (s.events != 0 && capture.alignment.method == AlignMethod::kNone)

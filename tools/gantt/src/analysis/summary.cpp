@@ -75,26 +75,6 @@ SummaryGroup new_group(const Model& m, uint32_t e, GroupBy by) {
   return g;
 }
 
-// Kernel and range rows are one per key text; stream and device rows one per place.
-using GroupIdentity = std::tuple<std::string, uint32_t, uint32_t, uint32_t>;
-GroupIdentity identity(const SummaryGroup& g) { return {g.key, g.capture, g.device, g.stream}; }
-
-void merge_groups(std::vector<SummaryGroup>& into, const std::vector<SummaryGroup>& from, uint32_t capture_shift,
-                  bool placed) {
-  std::map<GroupIdentity, size_t> at;
-  for (size_t i = 0; i < into.size(); ++i) at[identity(into[i])] = i;
-  for (SummaryGroup g : from) {
-    if (placed) g.capture += capture_shift;
-    auto [it, fresh] = at.try_emplace(identity(g), into.size());
-    if (fresh) {
-      into.push_back(std::move(g));
-    } else {
-      into[it->second].exec.merge(g.exec);
-      into[it->second].bytes += g.bytes;
-    }
-  }
-}
-
 std::string group_key(const SummaryGroup& g, GroupBy by, size_t captures) {
   switch (by) {
     case GroupBy::kStream: return device_label(captures, g.capture, g.device) + " stream " + std::to_string(g.stream);
@@ -124,6 +104,28 @@ std::string host_activity_text(std::string_view call, uint64_t thread_id, uint64
   // A call that touched the gap only at its edge: "0% of the gap" read as a contradiction.
   const std::string share = pct == 0 ? "<1%" : std::to_string(pct) + "%";
   return std::string(api_display_name(call)) + " (tid " + std::to_string(thread_id) + ") " + share + " of the gap";
+}
+
+namespace {
+// Kernel and range rows are one per key text; stream and device rows one per place.
+using GroupIdentity = std::tuple<std::string, uint32_t, uint32_t, uint32_t>;
+GroupIdentity identity(const SummaryGroup& g) { return {g.key, g.capture, g.device, g.stream}; }
+}  // namespace
+
+void merge_groups(std::vector<SummaryGroup>& into, const std::vector<SummaryGroup>& from, uint32_t capture_shift,
+                  bool placed) {
+  std::map<GroupIdentity, size_t> at;
+  for (size_t i = 0; i < into.size(); ++i) at[identity(into[i])] = i;
+  for (SummaryGroup g : from) {
+    if (placed) g.capture += capture_shift;
+    auto [it, fresh] = at.try_emplace(identity(g), into.size());
+    if (fresh) {
+      into.push_back(std::move(g));
+    } else {
+      into[it->second].exec.merge(g.exec);
+      into[it->second].bytes += g.bytes;
+    }
+  }
 }
 
 StatsSummary summarize(const Model& m, const std::vector<GroupBy>& by, size_t gaps) {

@@ -71,6 +71,12 @@ struct StatsSummary {
 // (`overlap_ns`; 0 = none recorded), "cudaStreamSynchronize (tid 12) 98% of the gap".
 std::string host_activity_text(std::string_view call, uint64_t thread_id, uint64_t overlap_ns, uint64_t from, uint64_t to);
 
+// Adds `from`'s rows to `into`'s, one row per key text (kernel, range) or per place (stream,
+// device: capture, device, stream); `placed` rows' captures move by `capture_shift`. New keys
+// go at the end, in `from`'s order.
+void merge_groups(std::vector<SummaryGroup>& into, const std::vector<SummaryGroup>& from, uint32_t capture_shift,
+                  bool placed);
+
 // Every grouping in `by` (GroupBy::kGraph is ignored), and up to `gaps` idle gaps per device.
 StatsSummary summarize(const Model& model, const std::vector<GroupBy>& by, size_t gaps);
 
