@@ -15,6 +15,7 @@
 
 #include <gpuhook/capture.h>
 
+#include "fast_decode.h"
 #include "framing.h"
 #include "record_codec.h"
 
@@ -356,20 +357,17 @@ struct CaptureReader::Impl {
     }
   }
 
-  // Parses the next record of the chunk as stored (deltas); false at the end of the chunk.
+  // The next record's bytes in the chunk, framing checked; false at the end of the chunk.
   // With skip_data, a record that is not of a context kind is stepped over unparsed and
   // *skipped is set: a chunk read only for its context (another reader's share) costs its
   // decompression, not its parse. Skipping is safe for delta coding: each kind's cursors are
   // its own (record_codec.h), and only a kernel's decoding reads another kind's (its launch).
-  bool parse_next(v1::Record& out, bool skip_data = false, bool* skipped = nullptr) {
+  bool next_bytes(const uint8_t*& record, size_t& size, bool skip_data, bool& skipped) {
+    skipped = false;
     if (content_pos >= content_bytes) return false;
     const uint8_t* base = reinterpret_cast<const uint8_t*>(content.data());
     const uint8_t* p = base + content_pos;
     const uint8_t* end = base + content_bytes;
-    auto where = [this] {
-      return "chunk at byte " + std::to_string(chunk_offset) + ", record at content byte " +
-             std::to_string(content_pos);
-    };
     if (*p != framing::kRecordTag) {
       error(CaptureErrorKind::kBadRecord, chunk_offset, where() + ": unexpected tag");
     }
@@ -386,6 +384,8 @@ struct CaptureReader::Impl {
       error(CaptureErrorKind::kBadRecord, chunk_offset,
             where() + ": record runs past the end of its chunk");
     }
+    record = p;
+    size = static_cast<size_t>(len);
     if (skip_data) {
       // The Record's only field is its oneof: the first tag's field number is the kind.
       const uint8_t* q = p;
@@ -393,14 +393,32 @@ struct CaptureReader::Impl {
       if (len == 0 || !read_varint(q, p + len, tag) ||
           (context_strings_only ? (tag >> 3) != v1::Record::kStringDef : !framing::is_context_kind(static_cast<v1::Record::KindCase>(tag >> 3)))) {
         content_pos = static_cast<size_t>(p + len - base);
-        *skipped = true;
-        return true;
+        skipped = true;
       }
     }
-    if (!out.ParseFromArray(p, static_cast<int>(len))) {
+    return true;
+  }
+
+  std::string where() const {
+    return "chunk at byte " + std::to_string(chunk_offset) + ", record at content byte " + std::to_string(content_pos);
+  }
+
+  // Parses the record next_bytes() found (deltas as stored) and steps past it.
+  void parse(v1::Record& out, const uint8_t* record, size_t size) {
+    if (!out.ParseFromArray(record, static_cast<int>(size))) {
       error(CaptureErrorKind::kBadRecord, chunk_offset, where() + ": does not parse");
     }
-    content_pos = static_cast<size_t>(p + len - base);
+    content_pos = static_cast<size_t>(record + size - reinterpret_cast<const uint8_t*>(content.data()));
+  }
+
+  // The next record of the chunk as stored; false at the end of the chunk.
+  bool parse_next(v1::Record& out, bool skip_data = false, bool* skipped = nullptr) {
+    const uint8_t* record = nullptr;
+    size_t size = 0;
+    bool skip = false;
+    if (!next_bytes(record, size, skip_data, skip)) return false;
+    if (skipped != nullptr) *skipped = skip;
+    if (!skip) parse(out, record, size);
     return true;
   }
 
@@ -416,6 +434,28 @@ struct CaptureReader::Impl {
     }
   }
 
+  // What next() does with a parsed record: decode it, keep what the reader keeps, and say
+  // whether the caller gets it.
+  bool take(v1::Record& out) {
+    const auto kind = out.kind_case();
+    if (kind == v1::Record::kChunkStart) {
+      error(CaptureErrorKind::kBadRecord, chunk_offset, "a second ChunkStart inside one chunk");
+    }
+    codec::delta_decode(out, cursors);
+    integrity.records++;
+    if (kind == v1::Record::kStringDef) keep_string(out.string_def());
+    if (kind == v1::Record::kFooter) integrity.has_footer = true;
+    if (!framing::is_context_kind(kind)) {
+      if (context_only) return false;
+      if (windowed_by_time()) {
+        uint64_t lo = 0, hi = 0;
+        if (!time_span(out, lo, hi) || !in_window(lo, hi)) return false;
+      }
+    }
+    return true;
+  }
+  bool windowed_by_time() const { return options.from_ns != 0 || options.to_ns != 0; }
+
   bool next(v1::Record& out) {
     for (;;) {
       if (!in_chunk) {
@@ -430,23 +470,93 @@ struct CaptureReader::Impl {
         integrity.records++;
         continue;
       }
-      auto kind = out.kind_case();
-      if (kind == v1::Record::kChunkStart) {
-        error(CaptureErrorKind::kBadRecord, chunk_offset, "a second ChunkStart inside one chunk");
+      if (take(out)) return true;
+    }
+  }
+
+  // next(), with Kernel and ApiCall records in their plain form (fast_decode.h); a record in
+  // any other form goes through protobuf and take(), and comes out the same.
+  bool next(RecordView& out) {
+    for (;;) {
+      if (!in_chunk) {
+        if (!open_next_chunk()) return false;
       }
-      codec::delta_decode(out, cursors);
-      integrity.records++;
-      if (kind == v1::Record::kStringDef) keep_string(out.string_def());
-      if (kind == v1::Record::kFooter) integrity.has_footer = true;
-      if (!framing::is_context_kind(kind)) {
-        if (context_only) continue;
-        if (options.from_ns != 0 || options.to_ns != 0) {
-          uint64_t lo = 0, hi = 0;
-          if (!time_span(out, lo, hi) || !in_window(lo, hi)) continue;
-        }
+      const uint8_t* record = nullptr;
+      size_t size = 0;
+      bool skipped = false;
+      if (!next_bytes(record, size, context_only, skipped)) {
+        in_chunk = false;
+        continue;
       }
+      if (skipped) {
+        integrity.records++;
+        continue;
+      }
+      // context_only reads skip both kinds above (neither is a context kind).
+      if (fast(record, size, out)) {
+        content_pos = static_cast<size_t>(record + size - reinterpret_cast<const uint8_t*>(content.data()));
+        integrity.records++;
+        if (windowed_by_time() && !fast_in_window(out)) continue;
+        return true;
+      }
+      parse(*out.record, record, size);
+      if (!take(*out.record)) continue;
+      out.kind = out.record->kind_case();
+      if (out.kind == v1::Record::kKernel) out.kernel = kernel_fields(out.record->kernel());
+      if (out.kind == v1::Record::kApi) out.api = api_fields(out.record->api());
       return true;
     }
+  }
+
+  // next(), with a failure kept in integrity (thrown only when strict): the reader reports
+  // what it read before the damage.
+  template <class Out>
+  bool next_or_error(Out& out) {
+    if (integrity.error) return false;
+    try {
+      return next(out);
+    } catch (const CaptureError& e) {
+      done = true;
+      in_chunk = false;
+      integrity.error = e;
+      if (options.strict) throw;
+      return false;
+    }
+  }
+
+  bool fast(const uint8_t* record, size_t size, RecordView& out) {
+    const uint8_t* p = record;
+    const uint8_t* end = record + size;
+    codec::StoredTimes times;
+    switch (codec::single_kind(p, end)) {
+      case v1::Record::kKernel:
+        if (!codec::parse_kernel(p, end, out.kernel, times)) return false;
+        codec::decode_kernel_times(out.kernel, times, cursors);
+        out.kind = v1::Record::kKernel;
+        return true;
+      case v1::Record::kApi:
+        if (!codec::parse_api(p, end, out.api, times)) return false;
+        codec::decode_api_times(out.api, times, cursors);
+        out.kind = v1::Record::kApi;
+        return true;
+      default: return false;
+    }
+  }
+
+  // time_span() and in_window() of the plain forms.
+  bool fast_in_window(const RecordView& r) const {
+    uint64_t lo = UINT64_MAX, hi = 0;
+    auto span = [&](int64_t v) {
+      if (v <= 0) return;
+      lo = std::min(lo, static_cast<uint64_t>(v));
+      hi = std::max(hi, static_cast<uint64_t>(v));
+    };
+    if (r.kind == v1::Record::kKernel) {
+      for (int64_t v : {r.kernel.queued_ns, r.kernel.submitted_ns, r.kernel.start_ns, r.kernel.end_ns}) span(v);
+    } else {
+      for (int64_t v : {r.api.start_ns, r.api.end_ns}) span(v);
+    }
+    return hi != 0 && in_window(lo, hi);
   }
 };
 
@@ -462,19 +572,8 @@ CaptureReader::CaptureReader(const std::string& path, ReaderOptions options) : i
 
 CaptureReader::~CaptureReader() = default;
 
-bool CaptureReader::next(v1::Record& out) {
-  Impl& m = *impl_;
-  if (m.integrity.error) return false;
-  try {
-    return m.next(out);
-  } catch (const CaptureError& e) {
-    m.done = true;
-    m.in_chunk = false;
-    m.integrity.error = e;
-    if (m.options.strict) throw;
-    return false;
-  }
-}
+bool CaptureReader::next(v1::Record& out) { return impl_->next_or_error(out); }
+bool CaptureReader::next(RecordView& out) { return impl_->next_or_error(out); }
 
 std::string_view CaptureReader::string(uint32_t id) const {
   if (id < impl_->strings.size()) return impl_->strings[id];

@@ -95,6 +95,8 @@ struct ReaderOptions {
   bool outside_strings_only = false;
 };
 
+struct RecordView;  // below
+
 class CaptureReader {
  public:
   // Throws CaptureError (kIo, kNotACapture, kTooNew) when the file cannot be a capture.
@@ -106,6 +108,12 @@ class CaptureReader {
   // The next record with absolute times, or false at the end. StringDef records are
   // returned too (and also collected in strings()). ChunkStart records are not returned.
   bool next(v1::Record& out);
+
+  // The same records, with Kernel and ApiCall records (nearly all of a large capture) given
+  // as plain values decoded straight from their bytes, without a protobuf message: about
+  // twice as fast for a reader that folds millions of them. Every other kind is parsed
+  // into *out.record, which the caller provides (on an arena, say).
+  bool next(RecordView& out);
 
   // The interned strings seen so far; id 0 is "".
   std::string_view string(uint32_t id) const;
@@ -186,6 +194,14 @@ KernelFields kernel_fields(const v1::Kernel& k);
 ApiFields api_fields(const v1::ApiCall& a);
 v1::Record to_record(const KernelFields& k);
 v1::Record to_record(const ApiFields& a);
+
+// A record as CaptureReader::next(RecordView&) gives it.
+struct RecordView {
+  v1::Record::KindCase kind = v1::Record::KIND_NOT_SET;
+  KernelFields kernel;            // kind kKernel
+  ApiFields api;                  // kind kApi
+  v1::Record* record = nullptr;   // any other kind: parsed here; set by the caller
+};
 
 // Used by the hook's writer thread: one thread at a time.
 class CaptureWriter {

@@ -63,6 +63,40 @@ TEST(QuantileSketch, EveryRankIsWithinTheStatedRelativeError) {
   }
 }
 
+// bucket() looks buckets up in tables; bucket_by_log() is their definition. They must agree
+// on every magnitude: at each bucket's first value and its neighbours, across all 64 octaves
+// (where a cell's first value and the next cell's meet), and at random.
+TEST(QuantileSketch, BucketTableEqualsTheLogDefinition) {
+  std::vector<uint64_t> probes = {1, 2, 3, 127, 128, 129, UINT64_MAX - 1, UINT64_MAX};
+  for (int octave = 0; octave < 64; ++octave)
+    for (uint64_t f = 0; f < 128; f += 7) {
+      const uint64_t at = octave >= 7 ? (128 + f) << (octave - 7) : uint64_t{1} << octave;
+      for (uint64_t d : {uint64_t{0}, uint64_t{1}}) probes.insert(probes.end(), {at - d, at + d});
+    }
+  // Every bucket's smallest magnitude, found by bisection on the definition.
+  const int32_t last = ga::QuantileSketch::bucket_by_log(UINT64_MAX);
+  for (int32_t i = 1; i <= last; ++i) {
+    uint64_t lo = 1, hi = UINT64_MAX;
+    while (lo < hi) {
+      const uint64_t mid = lo + (hi - lo) / 2;
+      if (ga::QuantileSketch::bucket_by_log(mid) >= i) hi = mid;
+      else lo = mid + 1;
+    }
+    probes.insert(probes.end(), {lo - 1, lo, lo + 1});
+  }
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 200'000; ++i) probes.push_back(rng() >> (rng() % 64));
+  size_t differ = 0;
+  for (uint64_t m : probes) {
+    if (m == 0) continue;
+    if (ga::QuantileSketch::bucket(m) != ga::QuantileSketch::bucket_by_log(m)) {
+      if (++differ <= 5) ADD_FAILURE() << "magnitude " << m << ": table " << ga::QuantileSketch::bucket(m) << ", log "
+                                       << ga::QuantileSketch::bucket_by_log(m);
+    }
+  }
+  EXPECT_EQ(differ, 0u) << "of " << probes.size() << " magnitudes";
+}
+
 TEST(QuantileSketch, MergeIsAssociativeAndOrderIndependent) {
   const std::vector<int64_t> v = draw("pareto", 50'000, 11);
   std::vector<ga::QuantileSketch> parts(5);

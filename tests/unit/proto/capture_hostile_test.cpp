@@ -36,33 +36,6 @@ CaptureError read_error(const std::string& path) {
   return CaptureError(CaptureErrorKind::kIo, path, UINT64_MAX, "no error");
 }
 
-std::string le32(uint32_t v) {
-  std::string s(4, '\0');
-  for (int i = 0; i < 4; ++i) s[i] = static_cast<char>(v >> (8 * i));
-  return s;
-}
-
-// A header frame and one zstd frame (checksum on) holding `content` as it stands.
-std::string file_with_chunk(const std::string& content) {
-  std::string f = le32(0x184D2A50) + le32(16) + std::string("GPUHOOK\0", 8) + le32(1) + le32(0);
-  ZSTD_CCtx* c = ZSTD_createCCtx();
-  ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1);
-  std::string out(ZSTD_compressBound(content.size()), '\0');
-  size_t n = ZSTD_compress2(c, out.data(), out.size(), content.data(), content.size());
-  ZSTD_freeCCtx(c);
-  out.resize(n);
-  return f + out;
-}
-
-// ChunkStart{sequence 0, base 0} as Capture.record.
-std::string chunk_start_bytes() {
-  v1::Record r;
-  r.mutable_chunk_start()->set_sequence(0);
-  r.mutable_chunk_start()->set_base_ns(100);
-  std::string b = r.SerializeAsString();
-  return std::string(1, '\x0A') + static_cast<char>(b.size()) + b;
-}
-
 TEST(CaptureTruncation, EveryPrefixRecoversEveryCompleteChunk) {
   auto records = small_records();
   std::string path = write_capture("trunc", records, 2);

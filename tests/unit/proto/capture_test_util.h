@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <zstd.h>
+
 #include <gpuhook/capture.h>
 
 namespace gpuhook::testing {
@@ -134,6 +136,34 @@ inline std::vector<v1::Record> read_all(const std::string& path, ReaderOptions o
   v1::Record r;
   while (reader.next(r)) out.push_back(r);
   return out;
+}
+
+// Raw files, for records no writer would produce.
+inline std::string le32(uint32_t v) {
+  std::string s(4, '\0');
+  for (int i = 0; i < 4; ++i) s[i] = static_cast<char>(v >> (8 * i));
+  return s;
+}
+
+// A header frame of format `version` and one zstd frame (checksum on) holding `content` as it stands.
+inline std::string file_with_chunk(const std::string& content, uint32_t version = 1) {
+  std::string f = le32(0x184D2A50) + le32(16) + std::string("GPUHOOK\0", 8) + le32(version) + le32(0);
+  ZSTD_CCtx* c = ZSTD_createCCtx();
+  ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1);
+  std::string out(ZSTD_compressBound(content.size()), '\0');
+  size_t n = ZSTD_compress2(c, out.data(), out.size(), content.data(), content.size());
+  ZSTD_freeCCtx(c);
+  out.resize(n);
+  return f + out;
+}
+
+// ChunkStart{sequence 0, base 0} as Capture.record.
+inline std::string chunk_start_bytes() {
+  v1::Record r;
+  r.mutable_chunk_start()->set_sequence(0);
+  r.mutable_chunk_start()->set_base_ns(100);
+  std::string b = r.SerializeAsString();
+  return std::string(1, '\x0A') + static_cast<char>(b.size()) + b;
 }
 
 }  // namespace gpuhook::testing

@@ -10,42 +10,72 @@ namespace {
 const double kGamma = (1 + kSketchRelativeError) / (1 - kSketchRelativeError);
 const double kLogGamma = std::log(kGamma);
 
-uint64_t magnitude(int64_t v) { return v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v); }
+using detail::add_sat;
 
-// a + b, stopping at the largest count instead of wrapping (a hostile summary's counts).
-uint64_t add_sat(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+}  // namespace
+
+int32_t QuantileSketch::bucket_by_log(uint64_t m) {
+  // ceil(log_gamma(m)): bucket i holds (gamma^(i-1), gamma^i]. m = 1 is bucket 0.
+  return static_cast<int32_t>(std::ceil(std::log(static_cast<double>(m)) / kLogGamma - 1e-12));
+}
+
+namespace {
+
+// bucket_by_log() without the log, which was a tenth of a streamed `stats`: a magnitude's
+// octave and the 7 bits after its leading one pick a cell at most 1/128 wide, narrower than
+// any bucket (gamma - 1 = 2%), so a cell holds at most one bucket boundary. The cell gives its
+// first value's bucket; one comparison with the next bucket's smallest magnitude settles it.
+// Both tables are made by bucket_by_log() itself, so the two agree wherever it is monotonic
+// (the tests compare them across every boundary).
+class BucketTable {
+ public:
+  BucketTable() {
+    last_ = QuantileSketch::bucket_by_log(UINT64_MAX);
+    const int32_t last = last_;
+    first_.assign(static_cast<size_t>(last) + 1, UINT64_MAX);
+    first_[0] = 1;
+    for (int32_t i = 1; i <= last; ++i) {  // the smallest m with bucket_by_log(m) >= i
+      uint64_t lo = first_[static_cast<size_t>(i) - 1], hi = UINT64_MAX;
+      while (lo < hi) {
+        const uint64_t mid = lo + (hi - lo) / 2;
+        if (QuantileSketch::bucket_by_log(mid) >= i) hi = mid;
+        else lo = mid + 1;
+      }
+      first_[static_cast<size_t>(i)] = lo;
+    }
+    for (uint64_t m = 1; m < kSmall; ++m) small_[m] = static_cast<int16_t>(QuantileSketch::bucket_by_log(m));
+    for (int octave = kCellBits; octave < 64; ++octave)
+      for (uint64_t f = 0; f < kCells; ++f)
+        cell_[octave][f] = static_cast<int16_t>(QuantileSketch::bucket_by_log((kCells + f) << (octave - kCellBits)));
+  }
+
+  int32_t bucket(uint64_t m) const {
+    if (m < kSmall) return small_[m];
+    const int octave = 63 - __builtin_clzll(m);
+    int32_t b = cell_[octave][(m >> (octave - kCellBits)) & (kCells - 1)];
+    if (b < last_ && m >= first_[static_cast<size_t>(b) + 1]) ++b;
+    return b;
+  }
+
+ private:
+  static constexpr int kCellBits = 7;
+  static constexpr uint64_t kCells = uint64_t{1} << kCellBits, kSmall = kCells;
+  std::vector<uint64_t> first_;  // the smallest magnitude of each bucket
+  int32_t last_ = 0;             // the bucket of UINT64_MAX
+  int16_t small_[kSmall] = {};
+  int16_t cell_[64][kCells] = {};
+};
 
 }  // namespace
 
 int32_t QuantileSketch::bucket(uint64_t m) {
-  // ceil(log_gamma(m)): bucket i holds (gamma^(i-1), gamma^i]. m = 1 is bucket 0.
-  return static_cast<int32_t>(std::ceil(std::log(static_cast<double>(m)) / kLogGamma - 1e-12));
+  static const BucketTable table;
+  return table.bucket(m);
 }
 
 double QuantileSketch::bucket_value(int32_t index) {
   // The point whose relative distance to both bucket ends is the relative error.
   return 2 * std::pow(kGamma, index) / (kGamma + 1);
-}
-
-void QuantileSketch::add_to(std::vector<uint64_t>& counts, int32_t index, uint64_t n) {
-  const auto i = static_cast<size_t>(index);
-  if (i >= counts.size()) counts.resize(i + 1, 0);
-  counts[i] = add_sat(counts[i], n);
-}
-
-void QuantileSketch::add(int64_t v, uint64_t n) {
-  if (n == 0) return;
-  count_ = add_sat(count_, n);
-  if (v == 0) {
-    zeros_ = add_sat(zeros_, n);
-    return;
-  }
-  const uint64_t m = magnitude(v);
-  if (m != last_magnitude_) {
-    last_magnitude_ = m;
-    last_bucket_ = bucket(m);
-  }
-  add_to(v > 0 ? positive_ : negative_, last_bucket_, n);
 }
 
 bool QuantileSketch::add_bucket(int32_t index, bool negative, uint64_t n) {
@@ -89,24 +119,6 @@ double QuantileSketch::value_at_rank(uint64_t k) const {
     if (positive_[i] && seen >= k) return bucket_value(static_cast<int32_t>(i));
   }
   return positive_.empty() ? 0 : bucket_value(static_cast<int32_t>(positive_.size() - 1));
-}
-
-void DurationDigest::add(int64_t v) {
-  if (count_ == 0) {
-    min_ = max_ = v;
-  } else {
-    min_ = std::min(min_, v);
-    max_ = std::max(max_, v);
-  }
-  ++count_;
-  total_ += static_cast<uint64_t>(v);
-  if (sketched_) {
-    sketch_.add(v);
-    return;
-  }
-  samples_.push_back(v);
-  sorted_ = false;
-  if (samples_.size() > kExactSamples) to_sketch();
 }
 
 void DurationDigest::to_sketch() {

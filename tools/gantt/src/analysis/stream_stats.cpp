@@ -102,7 +102,21 @@ struct Share {
   };
   std::vector<v1::Record> nccl_calls, externals;
   std::vector<NcclKernel> nccl_kernels;
-  std::unordered_set<uint32_t> nccl_corr;  // correlation ids under the hook's external ids
+  // Correlation ids under the hook's external ids, with a bitmap of their low bits in front:
+  // most kernels are not NCCL's, and the set's lookup (a division and a cache miss) was a
+  // seventh of a streamed `stats`.
+  std::unordered_set<uint32_t> nccl_corr;
+  std::vector<uint64_t> nccl_corr_bits;
+  static constexpr uint32_t kCorrBits = 1u << 20;
+  void add_nccl_corr(uint32_t corr) {
+    if (nccl_corr_bits.empty()) nccl_corr_bits.assign(kCorrBits / 64, 0);
+    nccl_corr_bits[(corr % kCorrBits) / 64] |= uint64_t{1} << (corr % 64);
+    nccl_corr.insert(corr);
+  }
+  bool under_nccl(uint32_t corr) const {
+    return !nccl_corr_bits.empty() && (nccl_corr_bits[(corr % kCorrBits) / 64] >> (corr % 64) & 1) != 0 &&
+           nccl_corr.count(corr) != 0;
+  }
   std::vector<int8_t> nccl_named;                 // per string id: -1 unknown, 0 no, 1 yes
   gpuhook::Integrity integrity;
   std::string needs_model;
@@ -163,32 +177,34 @@ void fold_work(Share& sh, EventKind kind, uint32_t name, uint8_t copy_kind, uint
   }
 }
 
-void fold_kernel(Share& sh, const v1::Kernel& k) {
-  if (k.name_id() == 0) {
+// A time of a record in its plain form (0: not recorded), as the loader reads it.
+uint64_t known(int64_t v) { return t(v != 0, v); }
+
+void fold_kernel(Share& sh, const gpuhook::KernelFields& k) {
+  if (k.name_id == 0) {
     sh.needs_model = "a kernel record without a name (named after its launch call)";
     return;
   }
-  const uint64_t q = t(k.has_queued_ns(), k.queued_ns()), s = t(k.has_start_ns(), k.start_ns()),
-                 e = t(k.has_end_ns(), k.end_ns());
+  const uint64_t q = known(k.queued_ns), s = known(k.start_ns), e = known(k.end_ns);
   if (s == 0 || e <= s) return;
-  fold_work(sh, EventKind::kKernel, k.name_id(), 0, 0, k.device(), k.stream(), s, e, q);
+  fold_work(sh, EventKind::kKernel, k.name_id, 0, 0, k.device, k.stream, s, e, q);
   if (q == 0) return;
   sh.queued_to_start.add(static_cast<int64_t>(s - q));
-  if (k.correlation_id() == 0) return;
-  if (const uint64_t launch = sh.launch_of(k.correlation_id()); launch != 0)
+  if (k.correlation_id == 0) return;
+  if (const uint64_t launch = sh.launch_of(k.correlation_id); launch != 0)
     sh.launch_to_queued.add(static_cast<int64_t>(q - launch));
   else if (sh.waiting.size() < kMaxWaiting)
-    sh.waiting.emplace(k.correlation_id(), q);
+    sh.waiting.emplace(k.correlation_id, q);
 }
 
-void fold_api(Share& sh, const v1::ApiCall& a) {
-  if (a.correlation_id() == 0 || a.domain() == v1::API_DOMAIN_NCCL) return;
-  const uint64_t start = t(a.has_start_ns(), a.start_ns());
+void fold_api(Share& sh, const gpuhook::ApiFields& a) {
+  if (a.correlation_id == 0 || a.domain == v1::API_DOMAIN_NCCL) return;
+  const uint64_t start = known(a.start_ns);
   if (start == 0) return;
-  sh.recent.set(a.correlation_id(), start);
-  sh.earliest.set(a.correlation_id(), start);
+  sh.recent.set(a.correlation_id, start);
+  sh.earliest.set(a.correlation_id, start);
   if (sh.waiting.empty()) return;
-  const auto [from, to] = sh.waiting.equal_range(a.correlation_id());
+  const auto [from, to] = sh.waiting.equal_range(a.correlation_id);
   for (auto it = from; it != to; ++it) sh.launch_to_queued.add(static_cast<int64_t>(it->second - start));
   sh.waiting.erase(from, to);
 }
@@ -197,11 +213,11 @@ void fold_api(Share& sh, const v1::ApiCall& a) {
 // nccl*: the first kernels of a share may belong to calls the share before it read.
 constexpr uint64_t kNcclLeadIn = uint64_t{1} << 16;
 
-bool maybe_nccl(Share& sh, const gpuhook::CaptureReader& reader, const v1::Kernel& k, uint64_t records_read) {
+bool maybe_nccl(Share& sh, const gpuhook::CaptureReader& reader, const gpuhook::KernelFields& k, uint64_t records_read) {
   // Without the hook's external ids there is nothing to join by (the capture is then loaded).
   if (sh.nccl_corr.empty() && records_read > kNcclLeadIn) return false;
-  if (sh.nccl_corr.count(k.correlation_id()) != 0) return true;
-  const uint32_t id = k.name_id();
+  if (sh.under_nccl(k.correlation_id)) return true;
+  const uint32_t id = k.name_id;
   if (id >= (1u << 24)) return false;
   if (id >= sh.nccl_named.size()) sh.nccl_named.resize(id + 1, -1);
   if (sh.nccl_named[id] < 0) {
@@ -241,29 +257,29 @@ void read_share(const std::string& path, const StreamStatsOptions& o, Share& sh,
   ro.outside_strings_only = true;  // each share keeps its own chunks' context
   gpuhook::CaptureReader reader(path, ro);
   const AmplificationGuard guard(reader, o.load);
-  // Records on an arena, dropped in batches: parsing a kind other than the last one's frees
-  // and allocates the oneof's message, a quarter of the parse time when kernels and API
-  // calls alternate.
+  // Kernels and API calls come as plain values (CaptureReader::next(RecordView&)); the other
+  // kinds are parsed on an arena, dropped in batches: parsing a kind other than the last
+  // one's frees and allocates the oneof's message.
   google::protobuf::Arena arena;
-  v1::Record* record = google::protobuf::Arena::CreateMessage<v1::Record>(&arena);
-  for (uint64_t n = 1; reader.next(*record); ++n) {
-    const v1::Record& r = *record;
+  gpuhook::RecordView view;
+  view.record = google::protobuf::Arena::CreateMessage<v1::Record>(&arena);
+  for (uint64_t n = 1; reader.next(view); ++n) {
+    const v1::Record& r = *view.record;  // kinds other than Kernel and ApiCall
     guard.check(reader);
-    switch (r.kind_case()) {
+    switch (view.kind) {
       case v1::Record::kRange:
         if (sh.matches || std::find(sh.groupings.begin(), sh.groupings.end(), GroupBy::kRange) != sh.groupings.end())
           sh.needs_model = "NVTX ranges (a launch's range path needs the whole timeline)";
         break;
-      case v1::Record::kKernel:
-        if (sh.matches && r.kernel().graph_id() != 0) sh.needs_model = kGraphReason;
-        fold_kernel(sh, r.kernel());
-        if (maybe_nccl(sh, reader, r.kernel(), n)) {
-          const auto& k = r.kernel();
-          sh.nccl_kernels.push_back({k.correlation_id(), k.name_id(), k.device(), k.stream(),
-                                     k.has_start_ns() ? k.start_ns() : 0, k.has_end_ns() ? k.end_ns() : 0});
-        }
+      case v1::Record::kKernel: {
+        const gpuhook::KernelFields& k = view.kernel;
+        if (sh.matches && k.graph_id != 0) sh.needs_model = kGraphReason;
+        fold_kernel(sh, k);
+        if (maybe_nccl(sh, reader, k, n))
+          sh.nccl_kernels.push_back({k.correlation_id, k.name_id, k.device, k.stream, k.start_ns, k.end_ns});
         break;
-      case v1::Record::kApi: fold_api(sh, r.api()); break;
+      }
+      case v1::Record::kApi: fold_api(sh, view.api); break;
       case v1::Record::kMemcpy: {
         const auto& c = r.memcpy();
         if (sh.matches && c.graph_id() != 0) sh.needs_model = kGraphReason;
@@ -283,7 +299,7 @@ void read_share(const std::string& path, const StreamStatsOptions& o, Share& sh,
       case v1::Record::kExternalCorrelation: {
         const auto& x = r.external_correlation();
         if (x.kind() == kHookExternalKind && x.external_id() != 0 && x.correlation_id() != 0) {
-          sh.nccl_corr.insert(x.correlation_id());
+          sh.add_nccl_corr(x.correlation_id());
           sh.externals.push_back(r);
         }
         break;
@@ -294,7 +310,7 @@ void read_share(const std::string& path, const StreamStatsOptions& o, Share& sh,
     if ((n & 4095) == 0) {
       if (stop.load(std::memory_order_relaxed)) break;
       arena.Reset();
-      record = google::protobuf::Arena::CreateMessage<v1::Record>(&arena);
+      view.record = google::protobuf::Arena::CreateMessage<v1::Record>(&arena);
     }
   }
   sh.integrity = reader.integrity();

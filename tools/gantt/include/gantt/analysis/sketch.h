@@ -7,6 +7,7 @@
 // addition: associative and independent of order, byte for byte.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -34,6 +35,8 @@ class QuantileSketch {
   uint64_t zeros() const { return zeros_; }
   // The bucket of |v| (v != 0): a few thousand buckets span 1 ns to centuries.
   static int32_t bucket(uint64_t magnitude);
+  // The definition bucket() follows: ceil(log_gamma(magnitude)), with the log computed.
+  static int32_t bucket_by_log(uint64_t magnitude);
   // The value a bucket stands for: within the relative error of everything in it.
   static double bucket_value(int32_t index);
 
@@ -90,5 +93,50 @@ class DurationDigest {
   mutable bool sorted_ = true;
   QuantileSketch sketch_;
 };
+
+// The adds, once per duration of every event: inline.
+namespace detail {
+// a + b, stopping at the largest count instead of wrapping (a hostile summary's counts).
+inline uint64_t add_sat(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+}  // namespace detail
+
+inline void QuantileSketch::add_to(std::vector<uint64_t>& counts, int32_t index, uint64_t n) {
+  const auto i = static_cast<size_t>(index);
+  if (i >= counts.size()) counts.resize(i + 1, 0);
+  counts[i] = detail::add_sat(counts[i], n);
+}
+
+inline void QuantileSketch::add(int64_t v, uint64_t n) {
+  if (n == 0) return;
+  count_ = detail::add_sat(count_, n);
+  if (v == 0) {
+    zeros_ = detail::add_sat(zeros_, n);
+    return;
+  }
+  const uint64_t m = v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+  if (m != last_magnitude_) {
+    last_magnitude_ = m;
+    last_bucket_ = bucket(m);
+  }
+  add_to(v > 0 ? positive_ : negative_, last_bucket_, n);
+}
+
+inline void DurationDigest::add(int64_t v) {
+  if (count_ == 0) {
+    min_ = max_ = v;
+  } else {
+    min_ = std::min(min_, v);
+    max_ = std::max(max_, v);
+  }
+  ++count_;
+  total_ += static_cast<uint64_t>(v);
+  if (sketched_) {
+    sketch_.add(v);
+    return;
+  }
+  samples_.push_back(v);
+  sorted_ = false;
+  if (samples_.size() > kExactSamples) to_sketch();
+}
 
 }  // namespace gantt::analysis
