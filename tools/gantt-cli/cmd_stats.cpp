@@ -66,8 +66,45 @@ ga::StatsOptions report_options(const StatsOptions& o) {
   return so;
 }
 
+// The captures as ranks of one job read as streams (gantt/analysis/stream_stats.h): memory
+// bounded by names, streams and devices, chunks or captures decoded on every core. Nothing
+// when one of them needs the whole timeline (the caller then loads them); the warnings their
+// loading would print are printed.
+std::optional<ga::StreamedJob> stream_captures(const StatsOptions& o, const std::vector<std::string>& captures,
+                                               std::vector<ga::GroupBy> by, size_t gaps, bool matches) {
+  if (captures.empty() || o.in_memory || any_filter(o.filter) ||
+      std::find(captures.begin(), captures.end(), "-") != captures.end())
+    return std::nullopt;
+  ga::StreamStatsOptions so;
+  so.by = std::move(by);
+  so.gaps = gaps;
+  so.jobs = o.jobs;
+  so.load = load_options(o.load);
+  so.matches = matches;
+  std::optional<ga::StreamedJob> job = ga::stream_job_stats(captures, so, nullptr);
+  if (!job) return std::nullopt;
+  uint64_t late = 0;
+  for (const ga::StreamedStats& rank : job->ranks) {
+    for (const std::string& line : rank.warnings) std::cerr << "gantt-cli: " << line << "\n";
+    late += rank.late_activities;
+  }
+  if (late != 0)
+    std::cerr << "gantt-cli: stats: " << late
+              << " GPU activities arrived after the idle gaps before them had been counted; busy and idle times are "
+                 "within their length of the exact figures (--in-memory computes them exactly)\n";
+  return job;
+}
+
+// What stats does with a capture it cannot report (no header): true when every rank can be.
+bool all_reportable(const ga::StreamedJob& job) {
+  return std::all_of(job.ranks.begin(), job.ranks.end(), [](const ga::StreamedStats& r) { return reportable(r.context); });
+}
+bool corrupt(const ga::StreamedJob& job) {
+  return std::any_of(job.ranks.begin(), job.ranks.end(), [](const ga::StreamedStats& r) { return r.corrupt; });
+}
+
 // The map step (--summary -o) and the reduce step (summary files among the inputs): captures
-// are loaded together, as ranks of one job, and summarised with every grouping; summary
+// are read together, as ranks of one job, and summarised with every grouping; summary
 // files are read and merged after them, in the order given.
 int run_summaries(const StatsOptions& o, const std::vector<std::string>& captures,
                   const std::vector<std::string>& summaries) {
@@ -80,28 +117,16 @@ int run_summaries(const StatsOptions& o, const std::vector<std::string>& capture
   const std::vector<ga::GroupBy> every = {ga::GroupBy::kKernel, ga::GroupBy::kStream, ga::GroupBy::kDevice,
                                           ga::GroupBy::kRange};
   ga::StatsSummary all;
-  bool have = false, corrupt = false;
-  std::optional<ga::StreamedStats> streamed;
-  if (captures.size() == 1 && !o.in_memory && !any_filter(o.filter) && captures.front() != "-") {
-    // One capture: read as a stream, as a report of it is (try_stream).
-    ga::StreamStatsOptions so;
-    so.by = every;
-    so.gaps = std::max(kSummaryGaps, o.gaps);
-    so.jobs = o.jobs;
-    so.load = load_options(o.load);
-    so.matches = o.summary;
-    streamed = ga::stream_stats(captures.front(), so, nullptr);
-  }
-  if (streamed) {
-    for (const std::string& line : streamed->warnings) std::cerr << "gantt-cli: " << line << "\n";
-    if (!reportable(streamed->context)) return kExitError;
-    corrupt = streamed->corrupt;
+  bool have = false, damaged = false;
+  if (auto streamed = stream_captures(o, captures, every, std::max(kSummaryGaps, o.gaps), o.summary)) {
+    if (!all_reportable(*streamed)) return kExitError;
+    damaged = corrupt(*streamed);
     all = std::move(streamed->summary);
     have = true;
   } else if (!captures.empty()) {
     LoadedJob job = load_captures(captures, o.load);
     if (!reportable(job.model) || !restrict_to_filter(job.model, o.filter, "stats")) return kExitError;
-    corrupt = job.corrupt;
+    damaged = job.corrupt;
     all = ga::summarize(job.model, every, std::max(kSummaryGaps, o.gaps));
     if (o.summary) ga::add_diff_samples(all, job.model);  // a written summary can be diffed
     have = true;
@@ -128,35 +153,22 @@ int run_summaries(const StatsOptions& o, const std::vector<std::string>& capture
     }
     std::cerr << "gantt-cli: wrote " << o.output << ": summary of " << all.captures.size() << " capture(s), "
               << all.events << " GPU activities\n";
-    return corrupt ? kExitError : kExitOk;
+    return damaged ? kExitError : kExitOk;
   }
   std::cout << ga::format_stats(ga::report(all, report_options(o)), report_format(o.format));
-  return corrupt ? kExitError : kExitOk;
+  return damaged ? kExitError : kExitOk;
 }
 
-// The tables of one capture without loading it (gantt/analysis/stream_stats.h): memory
-// bounded by names, streams and devices, chunks decoded on every core. Nothing when the
-// report needs the whole timeline; the caller then loads the capture.
+// The tables without loading the captures (stream_captures). Nothing when the report needs
+// the whole timeline; the caller then loads them.
 std::optional<int> try_stream(const StatsOptions& o) {
-  if (o.in_memory || o.files.size() != 1 || o.files.front() == "-" || any_filter(o.filter) || !o.timeline.empty() ||
-      o.metrics || (o.by != "kernel" && o.by != "stream" && o.by != "device" && o.by != "range"))
+  if (!o.timeline.empty() || o.metrics || (o.by != "kernel" && o.by != "stream" && o.by != "device" && o.by != "range"))
     return std::nullopt;
-  ga::StreamStatsOptions so;
-  so.by = {group_by(o.by)};
-  so.gaps = o.gaps;
-  so.jobs = o.jobs;
-  so.load = load_options(o.load);
-  std::string why_not;
-  std::optional<ga::StreamedStats> streamed = ga::stream_stats(o.files.front(), so, &why_not);
+  std::optional<ga::StreamedJob> streamed = stream_captures(o, o.files, {group_by(o.by)}, o.gaps, false);
   if (!streamed) return std::nullopt;
-  for (const std::string& line : streamed->warnings) std::cerr << "gantt-cli: " << line << "\n";
-  if (!reportable(streamed->context)) return kExitError;
-  if (!streamed->busy_exact)
-    std::cerr << "gantt-cli: stats: " << streamed->late_activities
-              << " GPU activities arrived after the idle gaps before them had been counted; busy and idle times are "
-                 "within their length of the exact figures (--in-memory computes them exactly)\n";
+  if (!all_reportable(*streamed)) return kExitError;
   std::cout << ga::format_stats(ga::report(streamed->summary, report_options(o)), report_format(o.format));
-  return streamed->corrupt ? kExitError : kExitOk;
+  return corrupt(*streamed) ? kExitError : kExitOk;
 }
 
 int run_stats(const StatsOptions& o) {

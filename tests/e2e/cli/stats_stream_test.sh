@@ -54,6 +54,52 @@ for cap in "${captures[@]}"; do
   done
 done
 
+# Several captures as the ranks of one job: each streamed, put on one clock by their
+# collectives, merged. A generated job of 12 ranks on 3 hosts whose clocks are milliseconds
+# apart (the makespan and the gaps' places depend on the alignment), and jobs of the fixtures
+# with damaged and unreadable members (warnings in order, exit codes).
+jobs=()
+if [ -n "${GEN_JOB:-}" ]; then
+  mkdir "$work/job" && "$GEN_JOB" "$work/job" 12 5000 >/dev/null 2>&1 || { echo "FAIL: gen_job"; exit 1; }
+  grep -qv ' 0$' "$work/job/offsets.txt" || { echo "FAIL: the generated job has no clock offsets to align"; fail=1; }
+  jobs+=("$(ls "$work"/job/rank*.gpuh | tr '\n' ' ')")
+fi
+jobs+=("$fixtures/small.gpuh $fixtures/v2/small.gpuh $work/synth.gpuh"
+       "$fixtures/truncated.gpuh $fixtures/small.gpuh $fixtures/corrupt.gpuh"
+       "$fixtures/small.gpuh $fixtures/not_a_capture.gpuh"
+       "$work/steps.gpuh $fixtures/small.gpuh")
+for job in "${jobs[@]}"; do
+  label="job of $(echo $job | wc -w) captures ($(basename "${job%% *}") ...)"
+  for by in kernel stream device range; do
+    for fmt in text json; do
+      run whole $job --by "$by" --format "$fmt" --gaps 5 --in-memory
+      for j in 1 3; do
+        run streamed $job --by "$by" --format "$fmt" --gaps 5 -j "$j"
+        for part in out err rc; do
+          if ! cmp -s "$work/whole.$part" "$work/streamed.$part"; then
+            echo "FAIL: $label --by $by --format $fmt -j $j: std$part differs from --in-memory"
+            diff "$work/whole.$part" "$work/streamed.$part" | head -8
+            fail=1
+          fi
+        done
+        compared=$((compared + 1))
+      done
+    done
+  done
+  rm -f "$work/job_s.gsum" "$work/job_w.gsum"
+  run sum_s $job --summary -o "$work/job_s.gsum"
+  run sum_w $job --summary -o "$work/job_w.gsum" --in-memory
+  sed -i "s|job_[sw].gsum|job.gsum|" "$work/sum_s.err" "$work/sum_w.err"
+  if ! cmp -s "$work/sum_s.err" "$work/sum_w.err" || ! cmp -s "$work/sum_s.rc" "$work/sum_w.rc"; then
+    echo "FAIL: $label --summary: stderr or exit code differs from --in-memory"; diff "$work/sum_w.err" "$work/sum_s.err" | head -5
+    fail=1
+  elif [ -s "$work/job_w.gsum" ]; then
+    run a "$work/job_s.gsum" --by device --format json
+    run b "$work/job_w.gsum" --by device --format json
+    cmp -s "$work/a.out" "$work/b.out" || { echo "FAIL: $label: the streamed job summary's report differs"; diff "$work/b.out" "$work/a.out" | head -6; fail=1; }
+  fi
+done
+
 # The map step: a summary written from the stream reads back as the loaded capture's does,
 # in stats and in diff (against the capture itself).
 mkdir "$work/s" "$work/w"

@@ -420,7 +420,8 @@ void name_host_activity(const std::string& path, const StreamStatsOptions& o, co
 // a model of only the records it reads. False (with *why_not) when the join would need the
 // launches of the whole capture: calls recorded without the hook's external ids.
 bool join_nccl(const std::string& path, std::vector<Share>& shares, const gpuhook::Integrity& integrity,
-               const std::vector<GroupBy>& groupings, StatsSummary& s, std::string* why_not) {
+               const std::vector<GroupBy>& groupings, StatsSummary& s, std::vector<CollectiveEnd>& ends,
+               std::string* why_not) {
   size_t calls = 0;
   bool unlinked = std::all_of(shares.begin(), shares.end(), [](const Share& sh) { return sh.externals.empty(); });
   for (const Share& sh : shares) {
@@ -458,6 +459,7 @@ bool join_nccl(const std::string& path, std::vector<Share>& shares, const gpuhoo
     builder.end_capture(integrity);
   }
   s.nccl = summarize(mini, {}, 0).nccl;
+  ends = rank_clock_inputs(mini).front().ends;
   // The bytes NCCL's kernels moved, added to their groups as rows of no instances.
   std::array<std::vector<SummaryGroup>, kGroupings> bytes;
   for (uint32_t e = 0; e < mini.events.size(); ++e) {
@@ -602,7 +604,8 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
     sh.waiting.clear();
   }
   for (GroupBy g : groupings) s.grouped[static_cast<size_t>(g)] = true;
-  if (!join_nccl(path, shares, integrity, groupings, s, why_not)) return std::nullopt;
+  out.clock = rank_clock_inputs(out.context).front();
+  if (!join_nccl(path, shares, integrity, groupings, s, out.clock.ends, why_not)) return std::nullopt;
   if (o.matches) {
     // add_diff_samples() without ranges or graphs: one match per kernel key.
     for (const SummaryGroup& row : s.groups[static_cast<size_t>(GroupBy::kKernel)]) {
@@ -642,6 +645,82 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
   out.warnings = integrity_warnings(out.context, &out.corrupt);
   if (s.events != 0 && capture.alignment.method == AlignMethod::kNone)
     out.warnings.push_back(capture.path + ": " + describe(capture.alignment));
+  return out;
+}
+
+namespace {
+
+// A capture's summary moved onto the job's clock, as apply_rank_alignment() moves a loaded
+// capture's events (0 stays unknown).
+void shift_times(StatsSummary& s, int64_t offset_ns) {
+  const auto shift = [offset_ns](uint64_t& t) {
+    if (t != 0) t = static_cast<uint64_t>(static_cast<int64_t>(t) + offset_ns);
+  };
+  shift(s.first_ns);
+  shift(s.last_ns);
+  for (DeviceRow& d : s.devices)
+    for (IdleGap& g : d.gaps) {
+      shift(g.start_ns);
+      shift(g.end_ns);
+    }
+}
+
+}  // namespace
+
+std::optional<StreamedJob> stream_job_stats(const std::vector<std::string>& paths, const StreamStatsOptions& o,
+                                            std::string* why_not) {
+  if (paths.empty()) return std::nullopt;
+  const unsigned jobs = o.jobs != 0 ? o.jobs : default_stream_jobs();
+  // Many captures: one thread each, as many at a time as there are threads (no share plans,
+  // no second readers). Fewer: one after another, each on every thread.
+  const bool by_capture = paths.size() >= jobs && jobs > 1;
+  StreamStatsOptions each = o;
+  each.jobs = by_capture ? 1 : jobs;
+  std::vector<std::optional<StreamedStats>> parts(paths.size());
+  std::vector<std::string> refusals(paths.size());
+  std::vector<std::exception_ptr> errors(paths.size());
+  std::atomic<size_t> next{0};
+  std::atomic<bool> stop{false};
+  const auto work = [&] {
+    for (;;) {
+      const size_t i = next++;
+      if (i >= paths.size() || stop) return;
+      try {
+        parts[i] = stream_stats(paths[i], each, &refusals[i]);
+        if (!parts[i]) stop = true;
+      } catch (...) {
+        errors[i] = std::current_exception();
+        stop = true;
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned t = 1; by_capture && t < jobs; ++t) threads.emplace_back(work);
+  work();
+  for (std::thread& t : threads) t.join();
+  // In input order, as load() meets them: the first failure is the one reported.
+  for (size_t i = 0; i < paths.size(); ++i) {
+    if (errors[i]) std::rethrow_exception(errors[i]);
+    if (!parts[i]) {
+      if (why_not) *why_not = refusals[i].empty() ? std::string() : paths[i] + ": " + refusals[i];
+      return std::nullopt;
+    }
+  }
+
+  StreamedJob out;
+  std::vector<RankClockInput> clocks;
+  for (auto& part : parts) clocks.push_back(part->clock);
+  if (paths.size() > 1) out.alignment = align_ranks(clocks);
+  else out.alignment.captures.resize(1);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    StatsSummary& s = parts[i]->summary;
+    shift_times(s, out.alignment.captures[i].offset_ns);
+    if (i == 0) out.summary = std::move(s);
+    else merge(out.summary, s);
+    s = StatsSummary{};
+    out.ranks.push_back(std::move(*parts[i]));
+  }
+  out.summary.merged = false;  // aligned together, as loaded
   return out;
 }
 

@@ -20,6 +20,7 @@
 
 #include "gantt/analysis/summary.h"
 #include "gantt/model.h"
+#include "gantt/ranks/alignment.h"
 
 namespace gantt::analysis {
 
@@ -40,6 +41,18 @@ struct StreamedStats {
   // Busy/idle figures computed with clipped late activities (BusyTracker): close, not exact.
   uint64_t late_activities = 0;
   bool busy_exact = true;
+  // Its header's clocks and its collectives' ends: what aligning it with other ranks takes.
+  RankClockInput clock;
+};
+
+// Several captures as the ranks of one job, as load_captures() reads them, without loading
+// any: each is streamed (the captures in parallel, one thread each, when there are at least
+// as many as threads), the ranks are put on the first one's clock by their collectives
+// (align_ranks), and the summaries merged in input order. One capture is stream_stats().
+struct StreamedJob {
+  std::vector<StreamedStats> ranks;  // each capture's own, in input order (its summary moved out)
+  StatsSummary summary;              // all of them, aligned and merged
+  RankAlignment alignment;
 };
 
 // The decoding threads `jobs` = 0 stands for: the CPUs this process may run on (its affinity
@@ -53,5 +66,8 @@ std::string stream_refusal(const std::vector<GroupBy>& by);
 // whole timeline (found while reading). Throws gpuhook::CaptureError as load() does.
 std::optional<StreamedStats> stream_stats(const std::string& path, const StreamStatsOptions& options,
                                           std::string* why_not);
+// nullopt with *why_not ("PATH: why") when one of the captures cannot be streamed.
+std::optional<StreamedJob> stream_job_stats(const std::vector<std::string>& paths, const StreamStatsOptions& options,
+                                            std::string* why_not);
 
 }  // namespace gantt::analysis
