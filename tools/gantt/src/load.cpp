@@ -57,10 +57,11 @@ constexpr size_t kBatchRecords = 4096;
 constexpr size_t kBatchesInFlight = 4;
 
 struct Batch {
-  // On an arena dropped when the batch is recycled: a record message reused for another kind
+  // Kernels and API calls in their plain form (CaptureReader::next(RecordView&)); other kinds
+  // on an arena dropped when the batch is recycled: a record message reused for another kind
   // frees and allocates its oneof's message, which cost a quarter of the parse time.
   google::protobuf::Arena arena;
-  std::vector<v1::Record*> records;
+  std::vector<gpuhook::RecordView> records;
   size_t count = 0;
   size_t file = 0;
   bool end_of_file = false;
@@ -138,8 +139,11 @@ void read_all(const std::vector<std::string>& paths, const LoadOptions& options,
     if (!b) return;
     b->file = f;
     for (;;) {
-      if (b->records.size() <= b->count) b->records.push_back(google::protobuf::Arena::CreateMessage<v1::Record>(&b->arena));
-      if (!reader.next(*b->records[b->count])) break;
+      if (b->records.size() <= b->count) {
+        b->records.emplace_back();
+        b->records.back().record = google::protobuf::Arena::CreateMessage<v1::Record>(&b->arena);
+      }
+      if (!reader.next(b->records[b->count])) break;
       guard.check(reader);
       if (++b->count == kBatchRecords) {
         b->integrity = reader.integrity();
@@ -204,10 +208,11 @@ Model load(const std::vector<std::string>& paths, const LoadOptions& options) {
         strings.clear();
       }
       for (size_t i = 0; i < b->count; ++i) {
-        const v1::Record& record = *b->records[i];
-        if (record.kind_case() == v1::Record::kStringDef) {
+        const gpuhook::RecordView& view = b->records[i];
+        const v1::Record& record = *view.record;  // kinds other than Kernel and ApiCall
+        if (view.kind == v1::Record::kStringDef) {
           strings[record.string_def().id()] = record.string_def().value();
-        } else if (record.kind_case() == v1::Record::kHeader) {
+        } else if (view.kind == v1::Record::kHeader) {
           if (seen_header) {
             // A merged file: the next rank's section starts here.
             builder.end_capture(b->integrity);
@@ -216,7 +221,7 @@ Model load(const std::vector<std::string>& paths, const LoadOptions& options) {
           }
           seen_header = true;
         }
-        builder.add(record);
+        builder.add(view);
       }
       if (b->end_of_file) builder.end_capture(b->integrity);
       pipe.recycle(std::move(b));

@@ -31,39 +31,8 @@ void ModelBuilder::Impl::add(const v1::Record& r) {
       local_to_model[local] = intern(r.string_def().value());
       break;
     }
-    case v1::Record::kApi: {
-      const auto& a = r.api();
-      ApiTable& api = m.api;
-      const uint64_t s = t(a.has_start_ns(), a.start_ns()), e = t(a.has_end_ns(), a.end_ns());
-      push(api.capture, cap);
-      push(api.domain, static_cast<uint8_t>(a.domain()));
-      push(api.cbid, static_cast<uint16_t>(std::min<uint32_t>(a.cbid(), UINT16_MAX)));
-      push(api.thread, thread_row(a.thread_id()));
-      push(api.name, a.name_id());
-      push(api.start_ns, s);
-      push(api.end_ns, e);
-      push(api.correlation_id, a.correlation_id());
-      push(api.return_value, a.return_value());
-      see(s);
-      see(e);
-      break;
-    }
-    case v1::Record::kKernel: {
-      const auto& k = r.kernel();
-      const uint64_t q = t(k.has_queued_ns(), k.queued_ns()), sb = t(k.has_submitted_ns(), k.submitted_ns()),
-                     s = t(k.has_start_ns(), k.start_ns()), e = t(k.has_end_ns(), k.end_ns());
-      push_event(EventKind::kKernel, k.name_id(), k.device(), k.stream(), k.stream_priority(), 0, 0, q, sb, s, e,
-                 k.correlation_id());
-      EventTable& ev = m.events;
-      ev.grid.back() = {k.grid_x(), k.grid_y(), k.grid_z()};
-      ev.block.back() = {k.block_x(), k.block_y(), k.block_z()};
-      ev.registers_per_thread.back() = static_cast<uint16_t>(std::min<uint32_t>(k.registers_per_thread(), UINT16_MAX));
-      ev.static_smem_bytes.back() = k.static_shared_memory_bytes();
-      ev.dynamic_smem_bytes.back() = k.dynamic_shared_memory_bytes();
-      ev.graph_id.back() = k.graph_id();
-      ev.graph_node_id.back() = k.graph_node_id();
-      break;
-    }
+    case v1::Record::kApi: add_api(gpuhook::api_fields(r.api())); break;
+    case v1::Record::kKernel: add_kernel(gpuhook::kernel_fields(r.kernel())); break;
     case v1::Record::kMemcpy: {
       const auto& k = r.memcpy();
       push_event(EventKind::kMemcpy, 0, k.device(), k.stream(), 0, static_cast<uint8_t>(k.copy_kind()), k.bytes(), 0, 0,
@@ -409,6 +378,35 @@ uint16_t ModelBuilder::begin_capture(const std::string& path) {
   return b.cap;
 }
 
+void ModelBuilder::Impl::add_api(const gpuhook::ApiFields& a) {
+  ApiTable& api = m.api;
+  const uint64_t s = known(a.start_ns), e = known(a.end_ns);
+  push(api.capture, cap);
+  push(api.domain, static_cast<uint8_t>(a.domain));
+  push(api.cbid, static_cast<uint16_t>(std::min<uint32_t>(a.cbid, UINT16_MAX)));
+  push(api.thread, thread_row(a.thread_id));
+  push(api.name, a.name_id);
+  push(api.start_ns, s);
+  push(api.end_ns, e);
+  push(api.correlation_id, a.correlation_id);
+  push(api.return_value, a.return_value);
+  see(s);
+  see(e);
+}
+
+void ModelBuilder::Impl::add_kernel(const gpuhook::KernelFields& k) {
+  const uint64_t q = known(k.queued_ns), sb = known(k.submitted_ns), s = known(k.start_ns), e = known(k.end_ns);
+  push_event(EventKind::kKernel, k.name_id, k.device, k.stream, k.stream_priority, 0, 0, q, sb, s, e, k.correlation_id);
+  EventTable& ev = m.events;
+  ev.grid.back() = {k.grid_x, k.grid_y, k.grid_z};
+  ev.block.back() = {k.block_x, k.block_y, k.block_z};
+  ev.registers_per_thread.back() = static_cast<uint16_t>(std::min<uint32_t>(k.registers_per_thread, UINT16_MAX));
+  ev.static_smem_bytes.back() = k.static_shared_memory_bytes;
+  ev.dynamic_smem_bytes.back() = k.dynamic_shared_memory_bytes;
+  ev.graph_id.back() = k.graph_id;
+  ev.graph_node_id.back() = k.graph_node_id;
+}
+
 void ModelBuilder::define_string(uint32_t local, std::string_view value) {
   v1::Record r;
   r.mutable_string_def()->set_id(local);
@@ -419,6 +417,13 @@ void ModelBuilder::define_string(uint32_t local, std::string_view value) {
 void ModelBuilder::add(const v1::Record& record) {
   if (!impl_->open) begin_capture("");
   impl_->add(record);
+}
+
+void ModelBuilder::add(const gpuhook::RecordView& record) {
+  if (!impl_->open) begin_capture("");
+  if (record.kind == v1::Record::kKernel) impl_->add_kernel(record.kernel);
+  else if (record.kind == v1::Record::kApi) impl_->add_api(record.api);
+  else impl_->add(*record.record);
 }
 
 void ModelBuilder::reserve_hint(uint64_t records) {

@@ -28,6 +28,8 @@ inline void push(std::vector<T>& v, U&& x) {
 }
 
 inline uint64_t t(bool has, int64_t v) { return has && v > 0 ? static_cast<uint64_t>(v) : 0; }
+// The same of a time in a record's plain form (gpuhook::KernelFields), where 0 is unknown.
+inline uint64_t known(int64_t v) { return t(v != 0, v); }
 
 // CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2 (cupti_activity.h): the kind the hook pushes its
 // NCCL ids under; ids of other kinds belong to other tools (kineto uses CUSTOM0/1).
@@ -57,6 +59,7 @@ using builder::kHookExternalKind;
 using builder::push;
 using builder::RawExternal;
 using builder::RawRange;
+using builder::known;
 using builder::t;
 
 struct ModelBuilder::Impl {
@@ -150,6 +153,8 @@ struct ModelBuilder::Impl {
   }
 
   void add(const v1::Record& r);
+  void add_api(const gpuhook::ApiFields& a);
+  void add_kernel(const gpuhook::KernelFields& k);
   void finish(const gpuhook::Integrity& integrity);
   void align();
   void join();

@@ -350,6 +350,8 @@ class ModelBuilder {
   uint16_t begin_capture(const std::string& path);
   void define_string(uint32_t capture_local_id, std::string_view value);
   void add(const gpuhook::v1::Record& record);
+  // The same as add() of the record, for one in its plain form (CaptureReader::next(RecordView&)).
+  void add(const gpuhook::RecordView& record);
   // At most this many more records will come (the capture's index says so): the event and
   // API columns reserve that much address space once instead of growing. Untouched
   // reserved pages are never resident, so this costs no memory, only the copies it saves.

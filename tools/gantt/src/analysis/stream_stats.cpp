@@ -28,6 +28,7 @@ namespace v1 = gpuhook::v1;
 
 using builder::kHookExternalKind;
 // A recorded time, or 0 when unknown: as the loader reads them.
+using builder::known;
 using builder::t;
 
 // API start times by correlation id over a window of ids, for joining kernels to their
@@ -176,9 +177,6 @@ void fold_work(Share& sh, EventKind kind, uint32_t name, uint8_t copy_kind, uint
       acc.queue.add(static_cast<int64_t>(start - queued));
   }
 }
-
-// A time of a record in its plain form (0: not recorded), as the loader reads it.
-uint64_t known(int64_t v) { return t(v != 0, v); }
 
 void fold_kernel(Share& sh, const gpuhook::KernelFields& k) {
   if (k.name_id == 0) {
