@@ -35,6 +35,9 @@ struct SummaryCapture {
   std::string path, host;
   uint32_t pid = 0;
   int32_t rank = -1;
+  // The union of the capture's GPU work without NCCL kernels, its devices together: what
+  // diagnose's imbalance compares between ranks (ranks.h rank_busy_intervals).
+  uint64_t busy_ns_without_nccl = 0;
 };
 
 // diff's per-kernel match (diff.h MatchSamples) as digests.
@@ -65,6 +68,9 @@ struct StatsSummary {
   bool has_matches = false;
   std::map<std::string, SummaryMatch> matches;
   std::map<std::string, DurationDigest> top_ranges;
+  // The aggregates diagnose reads (SummaryCapture::busy_ns_without_nccl, DeviceRow::copies
+  // ...): false for a version 1 file, and for a merge with one.
+  bool has_diagnose = true;
 };
 
 // What the host did during an idle gap [from, to): the API call that overlapped it the most
