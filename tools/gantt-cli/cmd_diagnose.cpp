@@ -41,12 +41,14 @@ struct DiagnoseOptions {
   unsigned jobs = 0;        // decoding threads of a streamed capture; 0 = every core
 };
 
-// A loaded capture's memory per record (model columns, joins, interned names): 10 M records of
-// ranks_gen_job peak at about 2.2 GB loaded (tests/bench/stream/bench.sh).
-constexpr uint64_t kLoadedBytesPerRecord = 220;
-// A capture without an index (its writer was killed) is estimated from its size: these
-// records compress to about 10 bytes each.
-constexpr uint64_t kRecordsPerFileByte = 10;
+// A loaded capture's memory per record of its index (model columns, joins, interned names):
+// `diagnose --in-memory` of ranks_gen_job's 10 M kernels (20.2 M records with their launches
+// and all-reduces) peaks at 2.5 GiB, 131 bytes a record (tests/bench/stream/bench.sh).
+constexpr uint64_t kLoadedBytesPerRecord = 130;
+// A capture without an index (its writer was killed) is estimated from its size. Records
+// compress to 9 bytes each in gpuhook_make_capture's random synthetic captures and to 1.6 in
+// ranks_gen_job's regular ones: 4 errs towards reading a large file as a stream.
+constexpr uint64_t kFileBytesPerRecord = 4;
 
 uint64_t default_max_memory() {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
@@ -63,7 +65,7 @@ uint64_t loaded_bytes_estimate(const std::vector<std::string>& files, uint64_t* 
       for (const auto& chunk : index->chunk()) *records += chunk.records();
     } else {
       struct stat st {};
-      if (::stat(path.c_str(), &st) == 0) *records += static_cast<uint64_t>(st.st_size) / kRecordsPerFileByte;
+      if (::stat(path.c_str(), &st) == 0) *records += static_cast<uint64_t>(st.st_size) / kFileBytesPerRecord;
     }
   }
   return *records > UINT64_MAX / kLoadedBytesPerRecord ? UINT64_MAX : *records * kLoadedBytesPerRecord;
@@ -232,7 +234,7 @@ void register_diagnose(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"text", "md", "json"}))
       ->capture_default_str();
   cmd->add_option("--max-memory", o->max_memory,
-                  "the memory the loaded captures may take, estimated from their chunk indexes (about 220 bytes a "
+                  "the memory the loaded captures may take, estimated from their chunk indexes (about 130 bytes a "
                   "record), e.g. 16G; over it they are read as a stream and only the rules a summary supports run "
                   "(default: half the machine's memory)")
       ->transform(CLI::AsSizeValue(false));

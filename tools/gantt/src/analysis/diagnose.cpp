@@ -202,7 +202,7 @@ void rule_imbalance(const std::string& unit, const ImbalanceReport& rep,
     std::string line = "busy time per " + unit + ":";
     for (const RankBusy& b : rep.ranks) line += " " + std::to_string(b.global_rank) + "=" + usn(b.busy_ns);
     f.evidence.push_back(line);
-    if (std::string line = straggler ? straggler() : std::string(); !line.empty()) f.evidence.push_back(std::move(line));
+    if (std::string last = straggler ? straggler() : std::string(); !last.empty()) f.evidence.push_back(std::move(last));
     f.fix = "give every " + unit + " the same amount of work (shard evenly), or move the extra work off the critical "
             "path; the others wait for the busiest at each collective";
     r.findings.push_back(std::move(f));
