@@ -88,7 +88,8 @@ std::optional<ga::StatsSummary> stream_summary(const std::vector<std::string>& c
   bool have = false;
   for (const std::string& path : captures) {
     ga::StreamStatsOptions so;
-    so.gaps = 0;  // the summary rules read the device totals, not the gaps
+    so.by = {ga::GroupBy::kStream};  // stream-serialisation reads the stream groups
+    so.gaps = 0;                     // the summary rules read the device totals, not the gaps
     so.jobs = o.jobs;
     so.load = load_options(o.load);
     std::optional<ga::StreamedStats> one = ga::stream_stats(path, so, why_not);
@@ -142,7 +143,7 @@ int run_on_summaries(const DiagnoseOptions& o, const std::vector<std::string>& c
     LoadedJob job = load_captures(captures, o.load);
     if (!reportable(job.model)) return kExitError;
     corrupt = job.corrupt;
-    all = ga::summarize(job.model, {}, 0);
+    all = ga::summarize(job.model, {ga::GroupBy::kStream}, 0);
     have = true;
   }
   if (!merge_summary_files(summaries, all, have)) return kExitError;
@@ -212,10 +213,11 @@ void register_diagnose(CLI::App& app, int& exit_code) {
       "names a graph as the fix when a stream repeats one kernel sequence. Exit 1 when\n"
       "--fail-on is given and a finding is that severe or worse.\n"
       "\n"
-      "Summaries (gantt-cli stats CAPTURE --summary -o rank.gsum) are diagnosed too, merged: copy-overlap\n"
-      "and imbalance run on their totals and find what they find on the captures; the report lists\n"
-      "the other rules as not run, each with what it needs. A capture too large to load within\n"
-      "--max-memory is read as a stream the same way (stderr says so; --in-memory runs every rule).\n"
+      "Summaries (gantt-cli stats CAPTURE --summary -o rank.gsum) are diagnosed too, merged:\n"
+      "stream-serialisation, copy-overlap and imbalance run on their totals and find what they find\n"
+      "on the captures; the report lists the other rules as not run, each with what it needs. A\n"
+      "capture too large to load within --max-memory is read as a stream the same way (stderr says\n"
+      "so; --in-memory runs every rule).\n"
       "\n"
       "Examples:\n"
       "  gantt-cli diagnose app.gpuh\n"

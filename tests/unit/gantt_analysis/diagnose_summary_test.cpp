@@ -76,13 +76,14 @@ TEST(DiagnoseSummary, CopyOverlapAndDeviceImbalanceFindWhatTheCaptureFinds) {
   const ga::DiagnoseReport want = ga::diagnose(m);
   ASSERT_EQ(findings(want, "copy-overlap").size(), 1u);
   ASSERT_EQ(findings(want, "imbalance").size(), 1u);
-  for (const ga::StatsSummary& s : {ga::summarize(m, {}, 0), through_file(ga::summarize(m, {}, 0))}) {
+  const ga::StatsSummary streams = ga::summarize(m, {ga::GroupBy::kStream}, 0);
+  for (const ga::StatsSummary& s : {streams, through_file(streams)}) {
     const ga::DiagnoseReport got = ga::diagnose(s);
     EXPECT_EQ(findings(got, "copy-overlap"), findings(want, "copy-overlap"));
     EXPECT_EQ(findings(got, "imbalance"), findings(want, "imbalance"));
     EXPECT_EQ(got.rules.size(), ga::rule_names().size());
     for (const ga::RuleResult& x : got.rules) {
-      const bool runs = x.rule == "copy-overlap" || x.rule == "imbalance";
+      const bool runs = x.rule == "stream-serialisation" || x.rule == "copy-overlap" || x.rule == "imbalance";
       EXPECT_EQ(x.ran, runs) << x.rule;
       if (!runs) {
         EXPECT_NE(x.note.find("run diagnose on the capture"), std::string::npos) << x.rule << ": " << x.note;
@@ -95,6 +96,27 @@ TEST(DiagnoseSummary, CopyOverlapAndDeviceImbalanceFindWhatTheCaptureFinds) {
   EXPECT_EQ(s.devices[0].copies, 4u);
   EXPECT_EQ(s.devices[0].sync_copies, 2u);
   EXPECT_EQ(s.devices[0].copy_bytes, 4u << 20);
+}
+
+TEST(DiagnoseSummary, StreamSerialisationFromTheStreamGroups) {
+  // All on the legacy stream; one stream of several doing nearly all; spread out (no finding).
+  Builder legacy, dominant, spread;
+  for (uint64_t i = 0; i < 10; ++i) legacy.k(kK, 7, i * 1000, 10'000 + i * 10'000, 20'000 + i * 10'000);
+  for (uint64_t i = 0; i < 20; ++i) dominant.k(kK, 13, i * 1000, 10'000 + i * 10'000, 20'000 + i * 10'000);
+  dominant.k(kK2, 14, 500, 10'000, 10'500);
+  for (uint64_t i = 0; i < 12; ++i) spread.k(kK, 13 + i % 4, i * 1000, 10'000 + (i / 4) * 10'000, 20'000 + (i / 4) * 10'000);
+  size_t fired = 0;
+  for (Builder* b : {&legacy, &dominant, &spread}) {
+    const gantt::Model m = b->done();
+    const std::vector<std::string> want = findings(ga::diagnose(m), "stream-serialisation");
+    fired += want.size();
+    EXPECT_EQ(findings(ga::diagnose(through_file(ga::summarize(m, {ga::GroupBy::kStream}, 0))), "stream-serialisation"), want);
+    // Without stream groups the rule says what it needs.
+    const ga::DiagnoseReport bare = ga::diagnose(ga::summarize(m, {}, 0));
+    EXPECT_FALSE(result(bare, "stream-serialisation").ran);
+    EXPECT_NE(result(bare, "stream-serialisation").note.find("stream groups"), std::string::npos);
+  }
+  EXPECT_EQ(fired, 2u);
 }
 
 TEST(DiagnoseSummary, RankImbalanceFromEachRanksSummaryIsTheJobsFinding) {
@@ -145,7 +167,7 @@ TEST(DiagnoseSummary, AVersion1SummaryRunsNoRuleAndSaysWhy) {
   EXPECT_FALSE(old.has_diagnose);
   const ga::DiagnoseReport r = ga::diagnose(old);
   EXPECT_TRUE(r.findings.empty());
-  for (const char* rule : {"copy-overlap", "imbalance"}) {
+  for (const char* rule : {"stream-serialisation", "copy-overlap", "imbalance"}) {
     EXPECT_FALSE(result(r, rule).ran) << rule;
     EXPECT_NE(result(r, rule).note.find("version 2"), std::string::npos) << result(r, rule).note;
   }
@@ -157,9 +179,12 @@ TEST(DiagnoseSummary, AVersion1SummaryRunsNoRuleAndSaysWhy) {
   EXPECT_EQ(message.version(), 1u);
 }
 
-TEST(DiagnoseSummary, AHostileCopyCountIsRefused) {
+TEST(DiagnoseSummary, HostileCopyAndKernelCountsAreRefused) {
   gpuhook::v1::StatsSummary message;
   ga::to_proto(ga::summarize(copies_and_devices(), {}, 0), &message);
   message.mutable_device(0)->set_sync_copies(message.device(0).copies() + 1);
+  EXPECT_THROW(ga::from_proto(message), std::invalid_argument);
+  ga::to_proto(ga::summarize(copies_and_devices(), {ga::GroupBy::kStream}, 0), &message);
+  message.mutable_by_stream(0)->set_kernels(message.by_stream(0).exec().count() + 1);
   EXPECT_THROW(ga::from_proto(message), std::invalid_argument);
 }

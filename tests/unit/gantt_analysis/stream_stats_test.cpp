@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <random>
 #include <string>
 
@@ -216,6 +217,17 @@ void expect_same_diagnose_figures(const StatsSummary& got, const StatsSummary& w
     EXPECT_EQ(g[i].copies, w[i].copies) << what;
     EXPECT_EQ(g[i].copy_bytes, w[i].copy_bytes) << what;
     EXPECT_EQ(g[i].sync_copies, w[i].sync_copies) << what;
+  }
+  // The stream groups' kernels (stream-serialisation), where the summary has stream groups.
+  const auto kernels = [](const StatsSummary& s) {
+    std::map<std::pair<uint32_t, uint32_t>, std::pair<uint64_t, uint64_t>> out;
+    for (const SummaryGroup& row : s.groups[static_cast<size_t>(GroupBy::kStream)])
+      out[{row.device, row.stream}] = {row.kernels, row.kernel_ns};
+    return out;
+  };
+  EXPECT_EQ(kernels(got), kernels(want)) << what;
+  if (want.grouped[static_cast<size_t>(GroupBy::kStream)]) {
+    EXPECT_GT(kernels(want).begin()->second.first, 0u);
   }
   EXPECT_EQ(format_diagnose(diagnose(got), Format::kJson), format_diagnose(diagnose(want), Format::kJson)) << what;
 }

@@ -70,27 +70,42 @@ namespace {
 using namespace detail;
 
 // ---------------------------------------------------------------- 1. stream serialisation
+std::vector<SerialFigures> serial_figures(const Model& m, const std::vector<Device>& devs) {
+  std::vector<SerialFigures> out;
+  for (const Device& d : devs) {
+    SerialFigures f{d.label, {}, total_length(d.compute)};
+    for (uint32_t e : d.events) {
+      if (!is_compute(m, e)) continue;
+      auto& s = f.per_stream[m.events.stream[e]];
+      ++s.first;
+      s.second += m.events.end_ns[e] - m.events.start_ns[e];
+    }
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+}  // namespace
+
+namespace detail {
+
 constexpr uint64_t kSerialMinKernels = 8;
 constexpr double kLegacyShare = 0.5;     // of the device's kernel time on the legacy stream
 constexpr double kDominantShare = 0.9;   // of kernel time on one stream...
 constexpr uint64_t kDominantMinKernels = 16;
 
-void rule_serialisation(const Model& m, const std::vector<Device>& devs, DiagnoseReport& r) {
+void rule_serialisation(const std::vector<SerialFigures>& devs, DiagnoseReport& r) {
   RuleResult res{"stream-serialisation", false, ""};
-  for (const Device& d : devs) {
-    std::map<uint32_t, std::pair<uint64_t, uint64_t>> per_stream;  // stream -> (kernels, exec ns)
+  for (const SerialFigures& d : devs) {
+    const auto& per_stream = d.per_stream;
     uint64_t kernels = 0, exec = 0;
-    for (uint32_t e : d.events) {
-      if (!is_compute(m, e)) continue;
-      auto& s = per_stream[m.events.stream[e]];
-      ++s.first;
-      s.second += m.events.end_ns[e] - m.events.start_ns[e];
-      ++kernels;
-      exec += m.events.end_ns[e] - m.events.start_ns[e];
+    for (const auto& [stream, work] : per_stream) {
+      kernels += work.first;
+      exec += work.second;
     }
     if (kernels < kSerialMinKernels || exec == 0) continue;
     const auto legacy = per_stream.find(kLegacyStream);
-    const double concurrency = static_cast<double>(exec) / static_cast<double>(std::max<uint64_t>(1, total_length(d.compute)));
+    const double concurrency = static_cast<double>(exec) / static_cast<double>(std::max<uint64_t>(1, d.compute_ns));
     if (legacy != per_stream.end() && static_cast<double>(legacy->second.second) >= kLegacyShare * static_cast<double>(exec)) {
       Finding f;
       f.rule = res.rule;
@@ -134,6 +149,10 @@ void rule_serialisation(const Model& m, const std::vector<Device>& devs, Diagnos
   if (!res.fired) res.note = "no device had most of its kernel time on the legacy default stream or on one stream of several";
   r.rules.push_back(res);
 }
+
+}  // namespace detail
+
+namespace {
 
 // ---------------------------------------------------------------- 2. copies without overlap
 std::vector<CopyFigures> copy_figures(const Model& m, const std::vector<Device>& devs) {
@@ -458,7 +477,7 @@ const std::vector<std::string>& rule_names() {
 DiagnoseReport diagnose(const Model& m) {
   DiagnoseReport r;
   const std::vector<Device> devs = devices(m);
-  rule_serialisation(m, devs, r);
+  rule_serialisation(serial_figures(m, devs), r);
   rule_copy_overlap(copy_figures(m, devs), r);
   rule_launch_bound(m, devs, r);
   rule_imbalance(m, devs, r);

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,14 @@ std::string api_name(const Model& m, uint32_t e);  // of the call that launched 
 std::string pct(double v);
 std::string usn(uint64_t ns);
 
+// What stream-serialisation judges of one device, from its timeline or from a summary's stream
+// groups: per stream its kernels (NCCL's too) and their exec time, and the union of that time.
+struct SerialFigures {
+  std::string label;
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> per_stream;  // stream -> (kernels, exec ns)
+  uint64_t compute_ns = 0;
+};
+void rule_serialisation(const std::vector<SerialFigures>& devices, DiagnoseReport& r);
 // What copy-overlap judges of one device, from its timeline or from a summary's aggregates.
 struct CopyFigures {
   std::string label;

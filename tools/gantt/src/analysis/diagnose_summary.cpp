@@ -1,7 +1,7 @@
 // diagnose from a stats summary (.gsum, summary.h): the rules whose figures a summary keeps
-// run on them with the thresholds and words they use on a capture (diagnose.cpp), so a job's
-// summaries give the findings its captures give; every other rule is listed as not run, with
-// what it reads that a summary does not keep.
+// (stream-serialisation, copy-overlap, imbalance) run on them with the thresholds and words they
+// use on a capture (diagnose.cpp), so a job's summaries give the findings its captures give;
+// every other rule is listed as not run, with what it reads that a summary does not keep.
 #include <algorithm>
 #include <map>
 #include <tuple>
@@ -17,10 +17,9 @@ namespace {
 using namespace detail;
 
 // What each rule reads that a summary does not keep (a summary is per-group and per-device
-// totals: nothing per launch, per stream of kernels, per host call or per sample).
+// totals: nothing per launch, per host call, per allocation or per sample).
 const std::map<std::string, std::string>& not_in_summaries() {
   static const std::map<std::string, std::string> why = {
-      {"stream-serialisation", "needs each stream's kernel count and kernel time"},
       {"launch-bound", "needs the interval between each host thread's launches"},
       {"low-occupancy", "needs each kernel's theoretical occupancy"},
       {"sync-stall", "needs every idle gap beside the host's synchronize calls (a summary keeps the largest few)"},
@@ -34,6 +33,23 @@ const std::map<std::string, std::string>& not_in_summaries() {
       {"stalled", "needs the PM sampling records"},
   };
   return why;
+}
+
+// Per device, its stream groups' kernels (the summary's --by stream rows).
+void rule_serialisation(const StatsSummary& s, const std::vector<DeviceRow>& devices, DiagnoseReport& r) {
+  std::map<std::pair<uint32_t, uint32_t>, SerialFigures> by_device;
+  for (const DeviceRow& d : devices)
+    by_device[{d.capture, d.device}] = {device_label(s.captures.size(), d.capture, d.device), {}, d.compute_ns};
+  for (const SummaryGroup& g : s.groups[static_cast<size_t>(GroupBy::kStream)]) {
+    const auto it = by_device.find({g.capture, g.device});
+    if (it == by_device.end() || g.kernels == 0) continue;
+    auto& work = it->second.per_stream[g.stream];
+    work.first += g.kernels;
+    work.second += g.kernel_ns;
+  }
+  std::vector<SerialFigures> figures;
+  for (auto& [key, f] : by_device) figures.push_back(std::move(f));
+  detail::rule_serialisation(figures, r);
 }
 
 void rule_copy_overlap(const StatsSummary& s, const std::vector<DeviceRow>& devices, DiagnoseReport& r) {
@@ -73,12 +89,19 @@ DiagnoseReport diagnose(const StatsSummary& s) {
     return std::tie(a.capture, a.device) < std::tie(b.capture, b.device);
   });
   for (const std::string& rule : rule_names()) {
-    const bool from_summary = rule == "copy-overlap" || rule == "imbalance";
+    const bool from_summary = rule == "stream-serialisation" || rule == "copy-overlap" || rule == "imbalance";
     if (from_summary && !s.has_diagnose) {
       r.rules.push_back({rule, false,
                          "needs what summaries keep from version 2 on, and this one is older: make it again with "
                          "gantt-cli stats CAPTURE --summary -o FILE.gsum, or run diagnose on the capture",
                          false});
+    } else if (rule == "stream-serialisation" && !s.grouped[static_cast<size_t>(GroupBy::kStream)]) {
+      r.rules.push_back({rule, false,
+                         "needs the summary's stream groups, and this one has none: make it with gantt-cli stats "
+                         "CAPTURE --summary -o FILE.gsum, or run diagnose on the capture",
+                         false});
+    } else if (rule == "stream-serialisation") {
+      rule_serialisation(s, devices, r);
     } else if (rule == "copy-overlap") {
       rule_copy_overlap(s, devices, r);
     } else if (rule == "imbalance") {

@@ -74,6 +74,7 @@ struct GroupAcc {
   DurationDigest exec;
   DurationDigest queue;  // queued -> start, for diff's matches (kernel groups, when asked)
   uint64_t bytes = 0;
+  uint64_t kernels = 0, kernel_ns = 0;  // stream groups (SummaryGroup)
 };
 
 constexpr size_t kGroupings = 4;  // kernel, stream, device, range (GroupBy's first four)
@@ -171,6 +172,10 @@ void fold_work(Share& sh, EventKind kind, uint32_t name, uint8_t copy_kind, uint
     GroupAcc& acc = sh.slots[gi][it->second].second;
     acc.exec.add(dur);
     acc.bytes += bytes;
+    if (g == GroupBy::kStream && kind == EventKind::kKernel) {
+      ++acc.kernels;
+      acc.kernel_ns += static_cast<uint64_t>(dur);
+    }
     // diff.cpp collect(): the wait of every event with a queued stamp before its start.
     if (sh.matches && g == GroupBy::kKernel && queued != 0 && start >= queued)
       acc.queue.add(static_cast<int64_t>(start - queued));
@@ -373,6 +378,8 @@ SummaryGroup to_group(GroupBy by, uint64_t id, GroupAcc& acc) {
   }
   g.exec = std::move(acc.exec);
   g.bytes = acc.bytes;
+  g.kernels = acc.kernels;
+  g.kernel_ns = acc.kernel_ns;
   return g;
 }
 

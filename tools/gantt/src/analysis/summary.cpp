@@ -125,6 +125,8 @@ void merge_groups(std::vector<SummaryGroup>& into, const std::vector<SummaryGrou
     } else {
       into[it->second].exec.merge(g.exec);
       into[it->second].bytes += g.bytes;
+      into[it->second].kernels += g.kernels;
+      into[it->second].kernel_ns += g.kernel_ns;
     }
   }
 }
@@ -181,6 +183,10 @@ StatsSummary summarize(const Model& m, const std::vector<GroupBy>& by, size_t ga
       SummaryGroup& row = slots[gi][it->second];
       row.exec.add(dur);
       row.bytes += m.events.bytes[e];
+      if (g == GroupBy::kStream && (kind == EventKind::kKernel || kind == EventKind::kNccl)) {
+        ++row.kernels;
+        row.kernel_ns += static_cast<uint64_t>(dur);
+      }
     }
   }
   // Different ids can share a key (two range rows with one path, two mangled names with one

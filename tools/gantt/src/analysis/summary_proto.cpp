@@ -97,6 +97,8 @@ void to_proto(const StatsSummary& s, v1::StatsSummary* out) {
       p->set_stream(row.stream);
       digest_to_proto(row.exec, p->mutable_exec());
       p->set_bytes(row.bytes);
+      p->set_kernels(row.kernels);
+      p->set_kernel_ns(row.kernel_ns);
     }
   }
   digest_to_proto(s.launch_to_queued, out->mutable_launch_to_queued());
@@ -176,6 +178,11 @@ StatsSummary from_proto(const v1::StatsSummary& in) {
       row.stream = p.stream();
       row.exec = digest_from_proto(p.exec(), "group '" + ellipsize(p.key(), 80) + "'");
       row.bytes = p.bytes();
+      row.kernels = p.kernels();
+      row.kernel_ns = p.kernel_ns();
+      if (row.kernels > row.exec.count() || row.kernel_ns > row.exec.total_ns())
+        throw std::invalid_argument("a group's kernels (" + std::to_string(row.kernels) + ", " +
+                                    std::to_string(row.kernel_ns) + " ns) exceed its instances");
       s.groups[g].push_back(std::move(row));
     }
   }

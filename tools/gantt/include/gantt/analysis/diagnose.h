@@ -52,8 +52,8 @@ struct DiagnoseReport {
 };
 
 DiagnoseReport diagnose(const Model& model);
-// From a stats summary (summary.h; one capture's, or several merged): copy-overlap and
-// imbalance run on its aggregates and find what they find on the captures (imbalance without
+// From a stats summary (summary.h; one capture's, or several merged): stream-serialisation
+// (from the stream groups), copy-overlap and imbalance run on its aggregates and find what they find on the captures (imbalance without
 // naming the straggler: that needs each collective's arrivals); every other rule is listed
 // with ran = false and what it needs. A version 1 summary runs none.
 DiagnoseReport diagnose(const StatsSummary& summary);

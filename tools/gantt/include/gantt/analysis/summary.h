@@ -29,6 +29,9 @@ struct SummaryGroup {
   uint32_t capture = 0, device = 0, stream = 0;  // stream and device groups
   DurationDigest exec;
   uint64_t bytes = 0;
+  // Stream groups: the kernels among exec's instances (NCCL's too) and their time, which
+  // diagnose's stream-serialisation weighs (summaries from version 2 on).
+  uint64_t kernels = 0, kernel_ns = 0;
 };
 
 struct SummaryCapture {
