@@ -1,12 +1,24 @@
-// gantt-cli diagnose FILE...: the classic scheduling mistakes (gantt/analysis/diagnose.h).
+// gantt-cli diagnose FILE...: the classic scheduling mistakes (gantt/analysis/diagnose.h), on
+// captures loaded whole; on summaries (.gsum), and on captures too large to load, the rules a
+// summary supports (diagnose(const StatsSummary&)).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include <gpuhook/capture.h>
+#include <gpuhook/summary_file.h>
+
 #include <gantt/analysis/diagnose.h>
+#include <gantt/analysis/stream_stats.h>
+#include <gantt/analysis/summary.h>
+#include <gantt/analysis/table.h>
 #include <gantt/model.h>
-#include <gantt/ranks.h>
 
 #include "commands.h"
 #include "filter_flags.h"
@@ -23,20 +35,162 @@ struct DiagnoseOptions {
   std::string fail_on = "never";
   std::string format = "text";
   FilterFlags filter;
+  uint64_t max_memory = 0;  // bytes the loaded captures may take; 0 = half the machine's memory
+  bool in_memory = false;   // load whatever the size
+  bool streamed = false;    // read as a stream whatever the size
+  unsigned jobs = 0;        // decoding threads of a streamed capture; 0 = every core
 };
 
-int run_diagnose(const DiagnoseOptions& o) {
-  LoadedJob job = load_captures(o.files, o.load);
-  gantt::Model& model = job.model;
-  const bool corrupt = job.corrupt;
-  if (!reportable(model) || !restrict_to_filter(model, o.filter, "diagnose")) return kExitError;
-  const ga::DiagnoseReport r = ga::diagnose(model);
+// A loaded capture's memory per record of its index (model columns, joins, interned names):
+// `diagnose --in-memory` of ranks_gen_job's 10 M kernels (20.2 M records with their launches
+// and all-reduces) peaks at 2.5 GiB, 131 bytes a record (tests/bench/stream/bench.sh).
+constexpr uint64_t kLoadedBytesPerRecord = 130;
+// A capture without an index (its writer was killed) is estimated from its size. Records
+// compress to 9 bytes each in gpuhook_make_capture's random synthetic captures and to 1.6 in
+// ranks_gen_job's regular ones: 4 errs towards reading a large file as a stream.
+constexpr uint64_t kFileBytesPerRecord = 4;
+
+uint64_t default_max_memory() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return uint64_t{8} << 30;
+  return static_cast<uint64_t>(pages) / 2 * static_cast<uint64_t>(page);
+}
+
+// What loading the captures would take, from their chunk indexes: records x a record's model.
+uint64_t loaded_bytes_estimate(const std::vector<std::string>& files, uint64_t* records) {
+  *records = 0;
+  for (const std::string& path : files) {
+    const gpuhook::CaptureReader probe(path, gpuhook::ReaderOptions{false, 0, 0});
+    if (const auto& index = probe.index()) {
+      for (const auto& chunk : index->chunk()) *records += chunk.records();
+    } else {
+      struct stat st {};
+      if (::stat(path.c_str(), &st) == 0) *records += static_cast<uint64_t>(st.st_size) / kFileBytesPerRecord;
+    }
+  }
+  return *records > UINT64_MAX / kLoadedBytesPerRecord ? UINT64_MAX : *records * kLoadedBytesPerRecord;
+}
+
+int report(const ga::DiagnoseReport& r, const DiagnoseOptions& o, bool corrupt) {
   std::cout << ga::format_diagnose(r, report_format(o.format));
   if (corrupt) return kExitError;
   const int bar = o.fail_on == "warning" ? 1 : o.fail_on == "error" ? 2 : 3;
   for (const ga::Finding& f : r.findings)
     if (static_cast<int>(f.severity) >= bar) return kExitCheckFailed;
   return kExitOk;
+}
+
+// The captures' summary, each read as a stream (memory that does not grow with the events),
+// merged in the order given. Nothing, with *why_not, when one of them needs the whole timeline.
+std::optional<ga::StatsSummary> stream_summary(const std::vector<std::string>& captures, const DiagnoseOptions& o,
+                                               bool& corrupt, bool& unusable, std::string* why_not) {
+  ga::StatsSummary all;
+  bool have = false;
+  for (const std::string& path : captures) {
+    ga::StreamStatsOptions so;
+    so.by = {ga::GroupBy::kStream};  // stream-serialisation reads the stream groups
+    so.gaps = 0;                     // the summary rules read the device totals, not the gaps
+    so.jobs = o.jobs;
+    so.load = load_options(o.load);
+    std::optional<ga::StreamedStats> one = ga::stream_stats(path, so, why_not);
+    if (!one) {
+      if (why_not) *why_not = path + ": " + *why_not;
+      return std::nullopt;
+    }
+    for (const std::string& line : one->warnings) std::cerr << "gantt-cli: " << line << "\n";
+    if (!reportable(one->context)) {
+      unusable = true;
+      return std::nullopt;
+    }
+    if (!one->busy_exact)
+      std::cerr << "gantt-cli: diagnose: " << path << ": " << one->late_activities
+                << " GPU activities arrived after the idle time before them had been counted; busy times are within "
+                   "their length of the exact figures (--in-memory computes them exactly)\n";
+    corrupt = corrupt || one->corrupt;
+    if (have) ga::merge(all, one->summary);
+    else all = std::move(one->summary);
+    have = true;
+  }
+  return all;
+}
+
+std::string rules_not_run(const ga::DiagnoseReport& r) {
+  std::string out;
+  for (const ga::RuleResult& x : r.rules)
+    if (!x.ran) out += (out.empty() ? "" : ", ") + x.rule;
+  return out;
+}
+
+// Summaries among the inputs: the captures beside them are summarised (one read as a stream, as
+// stats reads it; several loaded together) and merged before them, in the order given.
+int run_on_summaries(const DiagnoseOptions& o, const std::vector<std::string>& captures,
+                     const std::vector<std::string>& summaries) {
+  if (any_filter(o.filter)) {
+    std::cerr << "gantt-cli: diagnose: the filter flags select events, and a summary (" << summaries.front()
+              << ") keeps none: filter when making it (stats CAPTURE --summary --range ...)\n";
+    return kExitError;
+  }
+  ga::StatsSummary all;
+  bool have = false, corrupt = false, unusable = false;
+  std::optional<ga::StatsSummary> streamed;
+  if (captures.size() == 1 && !o.in_memory && captures.front() != "-")
+    streamed = stream_summary(captures, o, corrupt, unusable, nullptr);
+  if (unusable) return kExitError;
+  if (streamed) {
+    all = std::move(*streamed);
+    have = true;
+  } else if (!captures.empty()) {
+    LoadedJob job = load_captures(captures, o.load);
+    if (!reportable(job.model)) return kExitError;
+    corrupt = job.corrupt;
+    all = ga::summarize(job.model, {ga::GroupBy::kStream}, 0);
+    have = true;
+  }
+  if (!merge_summary_files(summaries, all, have)) return kExitError;
+  return report(ga::diagnose(all), o, corrupt);
+}
+
+int run_diagnose(const DiagnoseOptions& o) {
+  if (o.in_memory && o.streamed) {
+    std::cerr << "gantt-cli: diagnose: --in-memory and --streamed choose opposite ways: give one\n";
+    return kExitError;
+  }
+  std::vector<std::string> captures, summaries;
+  for (const std::string& f : o.files) (gpuhook::is_summary_file(f) ? summaries : captures).push_back(f);
+  if (!summaries.empty()) return run_on_summaries(o, captures, summaries);
+
+  // Too large to load: the summary rules from a streamed read, and a clear word on the rest.
+  const bool streamable = !o.in_memory && !any_filter(o.filter) &&
+                          std::find(captures.begin(), captures.end(), "-") == captures.end();
+  if (streamable) {
+    uint64_t records = 0;
+    const uint64_t need = loaded_bytes_estimate(captures, &records);
+    const uint64_t budget = o.max_memory ? o.max_memory : default_max_memory();
+    if (o.streamed || need > budget) {
+      bool corrupt = false, unusable = false;
+      std::string why_not;
+      std::optional<ga::StatsSummary> summary = stream_summary(captures, o, corrupt, unusable, &why_not);
+      if (unusable) return kExitError;
+      if (summary) {
+        const ga::DiagnoseReport r = ga::diagnose(*summary);
+        std::cerr << "gantt-cli: diagnose: ";
+        if (o.streamed)
+          std::cerr << "--streamed";
+        else
+          std::cerr << records << " records would take about " << ga::bytes_text(need) << " loaded, over --max-memory "
+                    << ga::bytes_text(budget);
+        std::cerr << ": read as a stream, so only the rules a summary supports ran; not run: " << rules_not_run(r)
+                  << " (--in-memory loads the capture and runs them all)\n";
+        return report(r, o, corrupt);
+      }
+      std::cerr << "gantt-cli: diagnose: cannot read as a stream (" << why_not << "): loading it whole\n";
+    }
+  }
+
+  LoadedJob job = load_captures(o.files, o.load);
+  gantt::Model& model = job.model;
+  if (!reportable(model) || !restrict_to_filter(model, o.filter, "diagnose")) return kExitError;
+  return report(ga::diagnose(model), o, job.corrupt);
 }
 
 }  // namespace
@@ -59,11 +213,20 @@ void register_diagnose(CLI::App& app, int& exit_code) {
       "names a graph as the fix when a stream repeats one kernel sequence. Exit 1 when\n"
       "--fail-on is given and a finding is that severe or worse.\n"
       "\n"
+      "Summaries (gantt-cli stats CAPTURE --summary -o rank.gsum) are diagnosed too, merged:\n"
+      "stream-serialisation, copy-overlap and imbalance run on their totals and find what they find\n"
+      "on the captures; the report lists the other rules as not run, each with what it needs. A\n"
+      "capture too large to load within --max-memory is read as a stream the same way (stderr says\n"
+      "so; --in-memory runs every rule).\n"
+      "\n"
       "Examples:\n"
       "  gantt-cli diagnose app.gpuh\n"
       "  gantt-cli diagnose rank0.gpuh rank1.gpuh --fail-on warning --format md\n"
-      "  gantt-cli diagnose app.gpuh --range train_step@10   # one iteration, past the warm-up\n");
-  cmd->add_option("files", o->files, "capture files (.gpuh); several = ranks of one job")->required();
+      "  gantt-cli diagnose app.gpuh --range train_step@10   # one iteration, past the warm-up\n"
+      "  gantt-cli diagnose summaries/*.gsum                 # the reduce step of a large job\n");
+  cmd->add_option("files", o->files,
+                  "capture files (.gpuh; several = ranks of one job) and summary files (.gsum)")
+      ->required();
   add_load_flags(*cmd, o->load);
   add_filter_flags(*cmd, o->filter);
   cmd->add_option("--fail-on", o->fail_on, "exit 1 on a finding of this severity or worse")
@@ -71,6 +234,18 @@ void register_diagnose(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--format", o->format, "output format")
       ->check(CLI::IsMember({"text", "md", "json"}))
+      ->capture_default_str();
+  cmd->add_option("--max-memory", o->max_memory,
+                  "the memory the loaded captures may take, estimated from their chunk indexes (about 130 bytes a "
+                  "record), e.g. 16G; over it they are read as a stream and only the rules a summary supports run "
+                  "(default: half the machine's memory)")
+      ->transform(CLI::AsSizeValue(false));
+  cmd->add_flag("--in-memory", o->in_memory, "load the captures whole whatever their size: every rule runs");
+  cmd->add_flag("--streamed", o->streamed,
+                "read the captures as a stream whatever their size: only the rules a summary supports run");
+  cmd->add_option("-j,--jobs", o->jobs,
+                  "threads that decode a streamed capture's chunks side by side (0 = the CPUs this process may use, "
+                  "at most 16)")
       ->capture_default_str();
   cmd->callback([o, &exit_code] { exit_code = run_diagnose(*o); });
 }

@@ -131,18 +131,7 @@ int run_summaries(const StatsOptions& o, const std::vector<std::string>& capture
     if (o.summary) ga::add_diff_samples(all, job.model);  // a written summary can be diffed
     have = true;
   }
-  for (const std::string& path : summaries) {
-    ga::StatsSummary one;
-    try {
-      one = ga::from_proto(gpuhook::read_summary_file(path));
-    } catch (const std::invalid_argument& e) {
-      std::cerr << "gantt-cli: " << path << ": not a usable summary: " << e.what() << "\n";
-      return kExitError;
-    }
-    if (have) ga::merge(all, one);
-    else all = std::move(one);
-    have = true;
-  }
+  if (!merge_summary_files(summaries, all, have)) return kExitError;
   if (o.summary) {
     gpuhook::v1::StatsSummary message;
     ga::to_proto(all, &message);

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include <gpuhook/capture.h>
+#include <gpuhook/summary_file.h>
 
 #include "gantt/text.h"
 
@@ -82,6 +83,22 @@ LoadedJob load_captures(const std::vector<std::string>& files, const LoadFlags& 
   LoadedJob job = load_captures_quietly(files, flags);
   for (const std::string& line : job.warnings) std::cerr << "gantt-cli: " << line << "\n";
   return job;
+}
+
+bool merge_summary_files(const std::vector<std::string>& paths, gantt::analysis::StatsSummary& into, bool& have) {
+  for (const std::string& path : paths) {
+    gantt::analysis::StatsSummary one;
+    try {
+      one = gantt::analysis::from_proto(gpuhook::read_summary_file(path));
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "gantt-cli: " << path << ": not a usable summary: " << e.what() << "\n";
+      return false;
+    }
+    if (have) gantt::analysis::merge(into, one);
+    else into = std::move(one);
+    have = true;
+  }
+  return true;
 }
 
 bool reportable(const gantt::Model& model) {

@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "gantt/analysis/stats.h"
+#include "gantt/analysis/summary.h"
 #include "gantt/jobs.h"
 #include "gantt/model.h"
 #include "gantt/ranks.h"
@@ -46,6 +47,12 @@ LoadedJob load_captures_quietly(const std::vector<std::string>& files, const Loa
 // header: where, on which host, in which scheduler job it was recorded. Files that are not
 // captures get one line on stderr and are left out.
 std::vector<gantt::jobs::CaptureStamp> read_capture_stamps(const std::vector<std::string>& paths);
+
+// Reads the summary files (.gsum) in the order given and merges them onto `into` (`have`: it
+// holds a summary already; set once one is read). False after one line on stderr when a file
+// is not a usable summary (gantt::analysis::from_proto's check); a damaged file throws
+// gpuhook::CaptureError as a capture does.
+bool merge_summary_files(const std::vector<std::string>& paths, gantt::analysis::StatsSummary& into, bool& have);
 
 // False, after one line on stderr, when a capture has nothing to report on (no header).
 bool reportable(const gantt::Model& model);

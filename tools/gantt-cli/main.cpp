@@ -139,7 +139,7 @@ int main(int argc, char** argv) {
     std::cerr << "gantt-cli: " << e.file() << ": byte " << e.offset() << ": " << e.what();
     // A summary where a capture was wanted: say what it is and who reads it.
     if (e.kind() == gpuhook::CaptureErrorKind::kNotACapture && gpuhook::is_summary_file(e.file()))
-      std::cerr << "; it is a stats summary (.gsum): only `gantt-cli stats` and `gantt-cli diff` read summaries";
+      std::cerr << "; it is a stats summary (.gsum): only `gantt-cli stats`, `gantt-cli diff` and `gantt-cli diagnose` read summaries";
     std::cerr << "\n";
     return gantt_cli::kExitError;
   } catch (const std::exception& e) {

@@ -10,7 +10,8 @@
 
 namespace gpuhook {
 
-inline constexpr uint32_t kSummaryVersion = 1;
+// 1: stats and diff; 2: with the aggregates diagnose reads (summary.proto). Both are read.
+inline constexpr uint32_t kSummaryVersion = 2;
 // A summary is aggregates: far smaller than this, whatever the capture's size.
 inline constexpr uint64_t kMaxSummaryBytes = 256ull << 20;
 

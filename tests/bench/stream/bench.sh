@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One large capture, `stats` read as a stream with one and with every core, against the same
-# capture loaded whole (--in-memory); `render` for comparison (it loads the capture). Each
-# way runs `runs` times, alternating; the medians are reported. CPU-only figures, on a
+# capture loaded whole (--in-memory); `diagnose` read as a stream (the rules a summary
+# supports) against `diagnose --in-memory` (every rule); `render` for comparison (it loads
+# the capture). Each way runs `runs` times, alternating; the medians are reported. CPU-only figures, on a
 # synthetic capture (tests/bench/ranks/gen_job): not a GPU measurement.
 #   tests/bench/stream/bench.sh BUILD_DIR [events=10000000] [runs=3]
 set -euo pipefail
@@ -23,6 +24,8 @@ for ((i = 0; i < runs; ++i)); do
   timed one "$cli" stats "$cap" -j 1
   timed all "$cli" stats "$cap" -j "$cores"
   timed whole "$cli" stats "$cap" --in-memory
+  timed diag_stream "$cli" diagnose "$cap" --streamed --format json
+  timed diag_whole "$cli" diagnose "$cap" --in-memory --format json
 done
 timed render "$cli" render "$cap" -o "$dir/chart.svg"
 same=1
@@ -30,10 +33,24 @@ cmp -s "$dir/one.out" "$dir/whole.out" && cmp -s "$dir/all.out" "$dir/whole.out"
 one=$(median one 1) all=$(median all 1) whole=$(median whole 1)
 one_mb=$(($(median one 2) / 1024)) all_mb=$(($(median all 2) / 1024)) whole_mb=$(($(median whole 2) / 1024))
 read -r render_s render_kib < "$dir/render.txt"
+diag_s=$(median diag_stream 1) diag_mb=$(($(median diag_stream 2) / 1024))
+diag_whole_s=$(median diag_whole 1) diag_whole_mb=$(($(median diag_whole 2) / 1024))
+# The rules both ran (stream-serialisation, copy-overlap, imbalance) agree: results and findings.
+diag_same=$(python3 - "$dir/diag_stream.out" "$dir/diag_whole.out" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+rules = ("stream-serialisation", "copy-overlap", "imbalance")
+pick = lambda r: ([x for x in r["rules"] if x["rule"] in rules], [f for f in r["findings"] if f["rule"] in rules])
+print(1 if pick(a) == pick(b) else 0)
+PY
+)
 speedup=$(awk -v a="$one" -v b="$all" 'BEGIN { printf "%.2f", a / b }')
 echo "stats of $events events, medians of $runs: -j 1 $one s $one_mb MiB, -j $cores $all s $all_mb MiB, --in-memory $whole s $whole_mb MiB; render $render_s s" >&2
 row "stream: stats of one $events-event capture, -j $cores (streamed)" "$all s, peak RSS $all_mb MiB" "<= 3 s, <= 500 MB" "$([[ $(ok "$all" 3) == 1 && $(ok "$all_mb" 500) == 1 ]] && echo 1 || echo 0)"
 row "stream: the same loaded whole (--in-memory)" "$whole s, peak RSS $whole_mb MiB" "(the path before)" 1
 row "stream: -j $cores against -j 1 ($one s, $one_mb MiB)" "${speedup}x" ">= 1.7x on 2 cores" "$(ok 1.7 "$speedup")"
 row "stream: streamed tables equal the loaded ones (-j 1, -j $cores)" "$([[ $same == 1 ]] && echo identical || echo DIFFER)" "identical" "$same"
+row "stream: diagnose of the same capture, --streamed (stream-serialisation, copy-overlap, imbalance; the rest listed as not run)" "$diag_s s, peak RSS $diag_mb MiB" "<= 500 MB" "$(ok "$diag_mb" 500)"
+row "stream: diagnose --in-memory (every rule)" "$diag_whole_s s, peak RSS $diag_whole_mb MiB" "(the path before)" 1
+row "stream: streamed diagnose's rules find what --in-memory finds" "$([[ $diag_same == 1 ]] && echo identical || echo DIFFER)" "identical" "$diag_same"
 row "stream: render of the same capture (loads it whole)" "$render_s s, peak RSS $((render_kib / 1024)) MiB" "<= 3 s, <= 500 MB" "$([[ $(ok "$render_s" 3) == 1 && $(ok "$((render_kib / 1024))" 500) == 1 ]] && echo 1 || echo 0)"

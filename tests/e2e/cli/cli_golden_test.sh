@@ -261,8 +261,8 @@ errexit summary-without-output 2 "-o FILE" "$cli" stats base.gpuh --summary
 errexit summary-output-without-summary 2 "goes with --summary" "$cli" stats base.gpuh -o x.gsum
 errexit summary-exists 2 "never overwritten" "$cli" stats base.gpuh --summary -o base.gsum
 errexit summary-by-graph 2 "needs captures" "$cli" stats base.gsum --by graph
-errexit summary-to-render 2 "only \`gantt-cli stats\` and \`gantt-cli diff\` read summaries" "$cli" render base.gsum -o x.svg
-errexit summary-to-diagnose 2 "stats summary" "$cli" diagnose base.gsum
+errexit summary-to-render 2 "only \`gantt-cli stats\`, \`gantt-cli diff\` and \`gantt-cli diagnose\` read summaries" "$cli" render base.gsum -o x.svg
+"$cli" diagnose base.gsum | grep -q "^rules not run:" || fail "diagnose of a summary does not list the rules it cannot run"
 head -c 40 base.gsum > short.gsum
 errexit summary-truncated 2 "short.gsum: byte 24" "$cli" stats short.gsum
 

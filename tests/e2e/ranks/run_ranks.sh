@@ -57,6 +57,16 @@ PY
       "$cli" diagnose "${files[@]}" > "$dir/diagnose.txt" || true
       grep -q "rank 2 is busier" "$dir/diagnose.txt"
       grep -q "rank 2 arrived last" "$dir/diagnose.txt"
+      # Each rank summarised on its own (the map step), the summaries diagnosed together: the
+      # same imbalance finding, less the last-arriver line that needs every collective.
+      for r in 0 1 2 3; do "$cli" stats "$dir/rank$r.gpuh" --summary -o "$dir/rank$r.gsum" 2>/dev/null; done
+      "$cli" diagnose "$dir"/rank[0-3].gsum > "$dir/diagnose_gsum.txt" || true
+      want=$(grep -A3 '^WARNING \[imbalance\]' "$dir/diagnose.txt" | grep -v "arrived last" | head -3)
+      got=$(grep -A2 '^WARNING \[imbalance\]' "$dir/diagnose_gsum.txt" || true)
+      if [[ -z $got || $got != "$want" ]]; then
+        echo "FAIL: diagnose of the ranks' summaries differs from diagnose of their captures"
+        echo "captures:"; echo "$want"; echo "summaries:"; echo "$got"; exit 1
+      fi
       # The chart: one lane per rank, the slow rank outlined as the last arriver, the
       # alignment in the footer; the SVG parses.
       "$cli" render "${files[@]}" --lanes rank -o "$dir/ranks.svg" 2>/dev/null

@@ -5,13 +5,16 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <random>
 #include <string>
 
 #include <gpuhook/capture.h>
 
 #include "../../support/fake_device.h"
+#include "gantt/analysis/diagnose.h"
 #include "gantt/analysis/summary.h"
 
 namespace gantt::analysis {
@@ -65,6 +68,7 @@ std::string write_capture(const std::string& name, const Spec& spec) {
   for (int i = 0; i < 12; ++i) names.push_back(w->intern("_Z6kernelILi" + std::to_string(i) + "EEvPf"));
   names.push_back(w->intern("plain_kernel"));
   const uint32_t launch = w->intern("cudaLaunchKernel"), sync = w->intern("cudaStreamSynchronize");
+  const uint32_t memcpy_sync = w->intern("cudaMemcpy"), memcpy_async = w->intern("cudaMemcpyAsync");
   const uint32_t all_reduce = w->intern("ncclAllReduce"),
                  nccl_kernel = w->intern("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)");
   uint64_t external = 1;
@@ -122,6 +126,7 @@ std::string write_capture(const std::string& name, const Spec& spec) {
       if (rng() % 200 != 0) k->set_start_ns(static_cast<int64_t>(start));
       k->set_end_ns(static_cast<int64_t>(rng() % 300 == 0 ? start : start + len));
     } else if (kind < 9) {
+      a->set_name_id(corr % 3 == 0 ? memcpy_sync : memcpy_async);
       auto* c = r.mutable_memcpy();
       c->set_device(dev);
       c->set_stream(stream);
@@ -194,6 +199,39 @@ std::string report_of(const StatsSummary& s, GroupBy by, Format f) {
   return format_stats(report(s, o), f);
 }
 
+// What diagnose reads of a summary (the copies, the work without NCCL's kernels), and its report.
+void expect_same_diagnose_figures(const StatsSummary& got, const StatsSummary& want, const std::string& what) {
+  ASSERT_EQ(got.captures.size(), 1u);
+  ASSERT_EQ(want.captures.size(), 1u);
+  EXPECT_GT(want.captures[0].busy_ns_without_nccl, 0u);
+  EXPECT_EQ(got.captures[0].busy_ns_without_nccl, want.captures[0].busy_ns_without_nccl) << what;
+  const auto ordered = [](std::vector<DeviceRow> d) {
+    std::sort(d.begin(), d.end(), [](const DeviceRow& a, const DeviceRow& b) { return a.device < b.device; });
+    return d;
+  };
+  const std::vector<DeviceRow> g = ordered(got.devices), w = ordered(want.devices);
+  ASSERT_EQ(g.size(), w.size());
+  for (size_t i = 0; i < g.size(); ++i) {
+    EXPECT_GT(w[i].sync_copies, 0u);
+    EXPECT_LT(w[i].sync_copies, w[i].copies);
+    EXPECT_EQ(g[i].copies, w[i].copies) << what;
+    EXPECT_EQ(g[i].copy_bytes, w[i].copy_bytes) << what;
+    EXPECT_EQ(g[i].sync_copies, w[i].sync_copies) << what;
+  }
+  // The stream groups' kernels (stream-serialisation), where the summary has stream groups.
+  const auto kernels = [](const StatsSummary& s) {
+    std::map<std::pair<uint32_t, uint32_t>, std::pair<uint64_t, uint64_t>> out;
+    for (const SummaryGroup& row : s.groups[static_cast<size_t>(GroupBy::kStream)])
+      out[{row.device, row.stream}] = {row.kernels, row.kernel_ns};
+    return out;
+  };
+  EXPECT_EQ(kernels(got), kernels(want)) << what;
+  if (want.grouped[static_cast<size_t>(GroupBy::kStream)]) {
+    EXPECT_GT(kernels(want).begin()->second.first, 0u);
+  }
+  EXPECT_EQ(format_diagnose(diagnose(got), Format::kJson), format_diagnose(diagnose(want), Format::kJson)) << what;
+}
+
 TEST(StreamStats, EqualsTheLoadedCaptureForAnyNumberOfThreads) {
   const std::string path = write_capture("mixed", {});
   const Model model = load({path});
@@ -213,6 +251,7 @@ TEST(StreamStats, EqualsTheLoadedCaptureForAnyNumberOfThreads) {
       for (Format f : {Format::kText, Format::kJson})
         EXPECT_EQ(report_of(got->summary, by, f), report_of(want, by, f)) << to_string(by) << " with " << jobs << " threads";
       EXPECT_EQ(got->summary.launch_to_queued.count(), want.launch_to_queued.count());
+      expect_same_diagnose_figures(got->summary, want, std::to_string(jobs) + " threads");
       EXPECT_EQ(got->summary.devices.size(), 3u);
       EXPECT_EQ(got->summary.devices.front().gaps.size(), 5u);
       EXPECT_NE(got->summary.devices.front().gaps.front().host.find("cudaStreamSynchronize"), std::string::npos)
@@ -228,6 +267,7 @@ TEST(StreamStats, NcclCallsJoinTheirKernelsAsWhenLoaded) {
   spec.nccl_linked = true;
   const std::string path = write_capture("nccl_linked", spec);
   const Model model = load({path});
+  ASSERT_GT(std::count(model.events.kind.begin(), model.events.kind.end(), EventKind::kNccl), 100);
   for (GroupBy by : {GroupBy::kKernel, GroupBy::kStream, GroupBy::kDevice}) {
     const StatsSummary want = summarize(model, {by}, 5);
     ASSERT_EQ(want.nccl.size(), 1u);
@@ -242,6 +282,8 @@ TEST(StreamStats, NcclCallsJoinTheirKernelsAsWhenLoaded) {
       ASSERT_TRUE(got) << why;
       for (Format f : {Format::kText, Format::kJson})
         EXPECT_EQ(report_of(got->summary, by, f), report_of(want, by, f)) << to_string(by) << " with " << jobs << " threads";
+      // NCCL's kernels are work on their devices, but not the rank's own work.
+      expect_same_diagnose_figures(got->summary, want, std::to_string(jobs) + " threads");
     }
   }
   std::remove(path.c_str());

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 
 #include "gantt/analysis/intervals.h"
@@ -69,27 +70,42 @@ namespace {
 using namespace detail;
 
 // ---------------------------------------------------------------- 1. stream serialisation
+std::vector<SerialFigures> serial_figures(const Model& m, const std::vector<Device>& devs) {
+  std::vector<SerialFigures> out;
+  for (const Device& d : devs) {
+    SerialFigures f{d.label, {}, total_length(d.compute)};
+    for (uint32_t e : d.events) {
+      if (!is_compute(m, e)) continue;
+      auto& s = f.per_stream[m.events.stream[e]];
+      ++s.first;
+      s.second += m.events.end_ns[e] - m.events.start_ns[e];
+    }
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+}  // namespace
+
+namespace detail {
+
 constexpr uint64_t kSerialMinKernels = 8;
 constexpr double kLegacyShare = 0.5;     // of the device's kernel time on the legacy stream
 constexpr double kDominantShare = 0.9;   // of kernel time on one stream...
 constexpr uint64_t kDominantMinKernels = 16;
 
-void rule_serialisation(const Model& m, const std::vector<Device>& devs, DiagnoseReport& r) {
+void rule_serialisation(const std::vector<SerialFigures>& devs, DiagnoseReport& r) {
   RuleResult res{"stream-serialisation", false, ""};
-  for (const Device& d : devs) {
-    std::map<uint32_t, std::pair<uint64_t, uint64_t>> per_stream;  // stream -> (kernels, exec ns)
+  for (const SerialFigures& d : devs) {
+    const auto& per_stream = d.per_stream;
     uint64_t kernels = 0, exec = 0;
-    for (uint32_t e : d.events) {
-      if (!is_compute(m, e)) continue;
-      auto& s = per_stream[m.events.stream[e]];
-      ++s.first;
-      s.second += m.events.end_ns[e] - m.events.start_ns[e];
-      ++kernels;
-      exec += m.events.end_ns[e] - m.events.start_ns[e];
+    for (const auto& [stream, work] : per_stream) {
+      kernels += work.first;
+      exec += work.second;
     }
     if (kernels < kSerialMinKernels || exec == 0) continue;
     const auto legacy = per_stream.find(kLegacyStream);
-    const double concurrency = static_cast<double>(exec) / static_cast<double>(std::max<uint64_t>(1, total_length(d.compute)));
+    const double concurrency = static_cast<double>(exec) / static_cast<double>(std::max<uint64_t>(1, d.compute_ns));
     if (legacy != per_stream.end() && static_cast<double>(legacy->second.second) >= kLegacyShare * static_cast<double>(exec)) {
       Finding f;
       f.rule = res.rule;
@@ -134,36 +150,51 @@ void rule_serialisation(const Model& m, const std::vector<Device>& devs, Diagnos
   r.rules.push_back(res);
 }
 
+}  // namespace detail
+
+namespace {
+
 // ---------------------------------------------------------------- 2. copies without overlap
+std::vector<CopyFigures> copy_figures(const Model& m, const std::vector<Device>& devs) {
+  std::vector<CopyFigures> out;
+  for (const Device& d : devs) {
+    CopyFigures f{d.label, total_length(d.copy), total_length(d.busy), total_length(d.compute),
+                  intersection_length(d.copy, d.compute)};
+    for (uint32_t e : d.events) {
+      if (m.events.kind[e] != EventKind::kMemcpy) continue;
+      ++f.copies;
+      f.bytes += m.events.bytes[e];
+      if (is_synchronous_call(api_name(m, e))) ++f.sync_copies;
+    }
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+}  // namespace
+
+namespace detail {
+
 constexpr double kCopyShareOfBusy = 0.10;  // copies matter...
 constexpr double kMaxOverlap = 0.20;       // ...and at most this much of their time overlapped kernels
 
-void rule_copy_overlap(const Model& m, const std::vector<Device>& devs, DiagnoseReport& r) {
+void rule_copy_overlap(const std::vector<CopyFigures>& devs, DiagnoseReport& r) {
   RuleResult res{"copy-overlap", false, ""};
-  for (const Device& d : devs) {
-    const uint64_t copy = total_length(d.copy), busy = total_length(d.busy), comp = total_length(d.compute);
-    if (copy == 0 || comp == 0 || busy == 0) continue;
-    const double share = static_cast<double>(copy) / static_cast<double>(busy);
-    const double overlap = static_cast<double>(intersection_length(d.copy, d.compute)) / static_cast<double>(copy);
+  for (const CopyFigures& d : devs) {
+    if (d.copy_ns == 0 || d.compute_ns == 0 || d.busy_ns == 0) continue;
+    const double share = static_cast<double>(d.copy_ns) / static_cast<double>(d.busy_ns);
+    const double overlap = static_cast<double>(d.overlap_ns) / static_cast<double>(d.copy_ns);
     if (share < kCopyShareOfBusy || overlap > kMaxOverlap) continue;
-    uint64_t copies = 0, sync_copies = 0, bytes = 0;
-    for (uint32_t e : d.events) {
-      if (m.events.kind[e] != EventKind::kMemcpy) continue;
-      ++copies;
-      bytes += m.events.bytes[e];
-      const std::string api = api_name(m, e);
-      if (!api.empty() && api.find("Async") == std::string::npos) ++sync_copies;
-    }
     Finding f;
     f.rule = res.rule;
     f.severity = Severity::kWarning;
     f.title = d.label + ": copies did not overlap compute (" + pct(100 * overlap) + " overlapped)";
     f.condition = "copies take at least " + pct(100 * kCopyShareOfBusy) + " of busy time and at most " +
                   pct(100 * kMaxOverlap) + " of copy time overlaps a kernel";
-    f.evidence.push_back(std::to_string(copies) + " copies, " + bytes_text(bytes) + ", " + usn(copy) + " (" +
+    f.evidence.push_back(std::to_string(d.copies) + " copies, " + bytes_text(d.bytes) + ", " + usn(d.copy_ns) + " (" +
                          pct(100 * share) + " of busy time), " + pct(100 * overlap) + " of it under a kernel");
-    if (sync_copies)
-      f.evidence.push_back(std::to_string(sync_copies) + " of them issued by a synchronous call (cudaMemcpy): the host "
+    if (d.sync_copies)
+      f.evidence.push_back(std::to_string(d.sync_copies) + " of them issued by a synchronous call (cudaMemcpy): the host "
                            "waits, so nothing else is launched meanwhile");
     f.fix = "allocate host buffers with cudaMallocHost (pinned), use cudaMemcpyAsync on a stream other than the one "
             "computing, and split the work into chunks so copy i+1 runs under kernel i";
@@ -177,22 +208,9 @@ void rule_copy_overlap(const Model& m, const std::vector<Device>& devs, Diagnose
 // ---------------------------------------------------------------- 4. imbalance
 constexpr double kMaxImbalance = 0.15;  // (max - mean) / mean busy time
 
-void rule_imbalance(const Model& m, const std::vector<Device>& devs, DiagnoseReport& r) {
+void rule_imbalance(const std::string& unit, const ImbalanceReport& rep,
+                    const std::function<std::string()>& straggler, DiagnoseReport& r) {
   RuleResult res{"imbalance", false, ""};
-  ImbalanceReport rep;
-  std::string unit = "rank";
-  if (m.captures.size() > 1) {
-    rep = busy_imbalance(rank_busy_intervals(m));
-  } else if (devs.size() > 1) {
-    unit = "device";
-    std::vector<RankIntervals> in;
-    for (const Device& d : devs) in.push_back({static_cast<int32_t>(d.ordinal), d.busy});
-    rep = busy_imbalance(in);
-  } else {
-    res.note = "one device in one capture: nothing to compare";
-    r.rules.push_back(res);
-    return;
-  }
   if (rep.ranks.size() >= 2 && rep.imbalance > kMaxImbalance) {
     Finding f;
     f.rule = res.rule;
@@ -203,13 +221,7 @@ void rule_imbalance(const Model& m, const std::vector<Device>& devs, DiagnoseRep
     std::string line = "busy time per " + unit + ":";
     for (const RankBusy& b : rep.ranks) line += " " + std::to_string(b.global_rank) + "=" + usn(b.busy_ns);
     f.evidence.push_back(line);
-    if (m.captures.size() > 1) {
-      const StragglerReport s = find_straggler(match_collectives(collective_calls(m)));
-      if (s.straggler >= 0)
-        f.evidence.push_back("rank " + std::to_string(s.straggler) + " arrived last at " +
-                             pct(100 * s.straggler_last_fraction) + " of " + std::to_string(s.collectives) +
-                             " collectives, costing the others " + usn(s.straggler_wait_caused_ns) + " of waiting");
-    }
+    if (std::string last = straggler ? straggler() : std::string(); !last.empty()) f.evidence.push_back(std::move(last));
     f.fix = "give every " + unit + " the same amount of work (shard evenly), or move the extra work off the critical "
             "path; the others wait for the busiest at each collective";
     r.findings.push_back(std::move(f));
@@ -218,6 +230,30 @@ void rule_imbalance(const Model& m, const std::vector<Device>& devs, DiagnoseRep
     res.note = unit + "s within " + pct(100 * kMaxImbalance) + " of the mean busy time";
   }
   r.rules.push_back(res);
+}
+
+}  // namespace detail
+
+namespace {
+
+void rule_imbalance(const Model& m, const std::vector<Device>& devs, DiagnoseReport& r) {
+  if (m.captures.size() > 1) {
+    // Matched only when the rule fires: it walks every collective of every rank.
+    const auto straggler = [&m]() -> std::string {
+      const StragglerReport s = find_straggler(match_collectives(collective_calls(m)));
+      if (s.straggler < 0) return {};
+      return "rank " + std::to_string(s.straggler) + " arrived last at " + pct(100 * s.straggler_last_fraction) + " of " +
+             std::to_string(s.collectives) + " collectives, costing the others " + usn(s.straggler_wait_caused_ns) +
+             " of waiting";
+    };
+    detail::rule_imbalance("rank", busy_imbalance(rank_busy_intervals(m)), straggler, r);
+  } else if (devs.size() > 1) {
+    std::vector<RankIntervals> in;
+    for (const Device& d : devs) in.push_back({static_cast<int32_t>(d.ordinal), d.busy});
+    detail::rule_imbalance("device", busy_imbalance(in), nullptr, r);
+  } else {
+    r.rules.push_back({"imbalance", false, kImbalanceAlone});
+  }
 }
 
 // ---------------------------------------------------------------- 5. low occupancy
@@ -441,8 +477,8 @@ const std::vector<std::string>& rule_names() {
 DiagnoseReport diagnose(const Model& m) {
   DiagnoseReport r;
   const std::vector<Device> devs = devices(m);
-  rule_serialisation(m, devs, r);
-  rule_copy_overlap(m, devs, r);
+  rule_serialisation(serial_figures(m, devs), r);
+  rule_copy_overlap(copy_figures(m, devs), r);
   rule_launch_bound(m, devs, r);
   rule_imbalance(m, devs, r);
   rule_occupancy(m, r);

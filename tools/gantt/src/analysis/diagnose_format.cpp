@@ -1,4 +1,5 @@
 // diagnose output: text for a terminal or CI log, markdown, JSON (stable keys).
+#include <algorithm>
 #include <string>
 
 #include "gantt/analysis/diagnose.h"
@@ -35,8 +36,8 @@ std::string json_report(const DiagnoseReport& r) {
   for (size_t i = 0; i < r.rules.size(); ++i) {
     const RuleResult& x = r.rules[i];
     o += i ? ",\n    {" : "\n    {";
-    o += "\"rule\": " + json::quoted(x.rule) + ", \"fired\": " + (x.fired ? "true" : "false") +
-         ", \"note\": " + json::quoted(x.note) + "}";
+    o += "\"rule\": " + json::quoted(x.rule) + ", \"ran\": " + (x.ran ? "true" : "false") +
+         ", \"fired\": " + (x.fired ? "true" : "false") + ", \"note\": " + json::quoted(x.note) + "}";
   }
   o += "\n  ]\n}\n";
   return o;
@@ -63,7 +64,11 @@ std::string format_diagnose(const DiagnoseReport& r, Format f) {
   }
   o += md ? "\n**rules not fired**\n\n" : "\nrules not fired:\n";
   for (const RuleResult& x : r.rules)
-    if (!x.fired) o += (md ? "- " : "  ") + x.rule + ": " + x.note + "\n";
+    if (x.ran && !x.fired) o += (md ? "- " : "  ") + x.rule + ": " + x.note + "\n";
+  const bool skipped = std::any_of(r.rules.begin(), r.rules.end(), [](const RuleResult& x) { return !x.ran; });
+  if (skipped) o += md ? "\n**rules not run**\n\n" : "\nrules not run:\n";
+  for (const RuleResult& x : r.rules)
+    if (!x.ran) o += (md ? "- " : "  ") + x.rule + ": " + x.note + "\n";
   return o;
 }
 

@@ -3,12 +3,15 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "gantt/analysis/diagnose.h"
 #include "gantt/analysis/intervals.h"
 #include "gantt/model.h"
+#include "gantt/ranks.h"
 
 namespace gantt::analysis::detail {
 
@@ -28,6 +31,28 @@ bool is_compute(const Model& m, uint32_t e);
 std::string api_name(const Model& m, uint32_t e);  // of the call that launched e, or ""
 std::string pct(double v);
 std::string usn(uint64_t ns);
+
+// What stream-serialisation judges of one device, from its timeline or from a summary's stream
+// groups: per stream its kernels (NCCL's too) and their exec time, and the union of that time.
+struct SerialFigures {
+  std::string label;
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> per_stream;  // stream -> (kernels, exec ns)
+  uint64_t compute_ns = 0;
+};
+void rule_serialisation(const std::vector<SerialFigures>& devices, DiagnoseReport& r);
+// What copy-overlap judges of one device, from its timeline or from a summary's aggregates.
+struct CopyFigures {
+  std::string label;
+  uint64_t copy_ns = 0, busy_ns = 0, compute_ns = 0;
+  uint64_t overlap_ns = 0;  // copy time under compute
+  uint64_t copies = 0, bytes = 0, sync_copies = 0;
+};
+void rule_copy_overlap(const std::vector<CopyFigures>& devices, DiagnoseReport& r);
+// imbalance over `unit`s ("rank", "device"); `straggler` (may be empty) gives the evidence line
+// on which rank arrived last at the collectives, asked only when the rule fires.
+void rule_imbalance(const std::string& unit, const ImbalanceReport& report,
+                    const std::function<std::string()>& straggler, DiagnoseReport& r);
+inline constexpr const char* kImbalanceAlone = "one device in one capture: nothing to compare";
 
 // The rules the host's behaviour fires (diagnose_host_rules.cpp).
 void rule_launch_bound(const Model& m, const std::vector<Device>& devs, DiagnoseReport& r);

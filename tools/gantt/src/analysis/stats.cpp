@@ -84,6 +84,10 @@ bool is_gpu_work(const Model& m, uint32_t e) {
   return k != EventKind::kSync && k != EventKind::kHostFunc && m.events.start_ns[e] != 0 && m.events.end_ns[e] > m.events.start_ns[e];
 }
 
+bool is_synchronous_call(std::string_view api_name) {
+  return !api_name.empty() && api_name.find("Async") == std::string_view::npos;
+}
+
 std::string kernel_key(const Model& m, uint32_t e) {
   switch (m.events.kind[e]) {
     case EventKind::kMemcpy: return std::string("[memcpy ") + copy_kind_name(m.events.copy_kind[e]) + "]";

@@ -38,6 +38,9 @@ using builder::t;
 class CorrWindow {
  public:
   static constexpr uint32_t kIds = 1u << 18;  // 2 MB of times
+  // Set on a time whose call was synchronous (is_synchronous_call): a copy it issued is
+  // counted as such. Recorded times are far below 2^63 ns; a hostile one only miscounts.
+  static constexpr uint64_t kSyncBit = uint64_t{1} << 63;
   explicit CorrWindow(bool sliding) : sliding_(sliding) {}
 
   void set(uint32_t corr, uint64_t start_ns) {
@@ -72,6 +75,7 @@ struct GroupAcc {
   DurationDigest exec;
   DurationDigest queue;  // queued -> start, for diff's matches (kernel groups, when asked)
   uint64_t bytes = 0;
+  uint64_t kernels = 0, kernel_ns = 0;  // stream groups (SummaryGroup)
 };
 
 constexpr size_t kGroupings = 4;  // kernel, stream, device, range (GroupBy's first four)
@@ -87,6 +91,14 @@ struct Share {
   DurationDigest launch_to_queued, queued_to_start, exec;
   uint64_t events = 0, gpu_time_ns = 0, first_ns = 0, last_ns = 0;
   std::map<uint32_t, BusyTracker> busy;
+  // GPU work other than NCCL's kernels, every device together (SummaryCapture::
+  // busy_ns_without_nccl). Kernels that may be NCCL's wait in nccl_kernels for the join.
+  BusyTracker work_without_nccl{0};
+  struct Copies {
+    uint64_t count = 0, bytes = 0, sync = 0;
+  };
+  std::map<uint32_t, Copies> copies;  // by device
+  std::unordered_multimap<uint32_t, uint32_t> copies_waiting;  // copies whose call is not read yet: corr -> device
   size_t gaps = 0;
   CorrWindow recent{true}, earliest{false};
   std::unordered_multimap<uint32_t, uint64_t> waiting;  // kernels whose launch is not read yet: corr -> queued
@@ -119,14 +131,17 @@ struct Share {
            nccl_corr.count(corr) != 0;
   }
   std::vector<int8_t> nccl_named;                 // per string id: -1 unknown, 0 no, 1 yes
+  std::vector<int8_t> sync_named;                 // per string id: is_synchronous_call(), -1 unknown
   gpuhook::Integrity integrity;
   std::string needs_model;
   std::exception_ptr error;
 
-  uint64_t launch_of(uint32_t corr) const {
+  // The launch's start time, with CorrWindow::kSyncBit set when the call was synchronous.
+  uint64_t call_of(uint32_t corr) const {
     const uint64_t t = recent.get(corr);
     return t != 0 ? t : earliest.get(corr);
   }
+  uint64_t launch_of(uint32_t corr) const { return call_of(corr) & ~CorrWindow::kSyncBit; }
 };
 
 constexpr size_t kMaxWaiting = size_t{1} << 20;
@@ -146,7 +161,7 @@ uint64_t group_id(GroupBy by, EventKind kind, uint32_t name, uint8_t copy_kind, 
 size_t slot_index(GroupBy by) { return static_cast<size_t>(by); }
 
 void fold_work(Share& sh, EventKind kind, uint32_t name, uint8_t copy_kind, uint64_t bytes, uint32_t device,
-               uint32_t stream, uint64_t start, uint64_t end, uint64_t queued = 0) {
+               uint32_t stream, uint64_t start, uint64_t end, uint64_t queued = 0, bool maybe_nccl = false) {
   const int64_t dur = static_cast<int64_t>(end - start);
   ++sh.events;
   sh.gpu_time_ns += static_cast<uint64_t>(dur);
@@ -158,6 +173,7 @@ void fold_work(Share& sh, EventKind kind, uint32_t name, uint8_t copy_kind, uint
                       kind == EventKind::kKernel  ? BusyTracker::Work::kCompute
                       : kind == EventKind::kMemcpy ? BusyTracker::Work::kCopy
                                                    : BusyTracker::Work::kOther);
+  if (!maybe_nccl) sh.work_without_nccl.add(start, end, BusyTracker::Work::kOther);
   if (kind == EventKind::kKernel) sh.exec.add(dur);
   for (GroupBy g : sh.groupings) {
     const size_t gi = slot_index(g);
@@ -172,20 +188,24 @@ void fold_work(Share& sh, EventKind kind, uint32_t name, uint8_t copy_kind, uint
     GroupAcc& acc = sh.slots[gi][it->second].second;
     acc.exec.add(dur);
     acc.bytes += bytes;
+    if (g == GroupBy::kStream && kind == EventKind::kKernel) {
+      ++acc.kernels;
+      acc.kernel_ns += static_cast<uint64_t>(dur);
+    }
     // diff.cpp collect(): the wait of every event with a queued stamp before its start.
     if (sh.matches && g == GroupBy::kKernel && queued != 0 && start >= queued)
       acc.queue.add(static_cast<int64_t>(start - queued));
   }
 }
 
-void fold_kernel(Share& sh, const gpuhook::KernelFields& k) {
+void fold_kernel(Share& sh, const gpuhook::KernelFields& k, bool maybe_nccl) {
   if (k.name_id == 0) {
     sh.needs_model = "a kernel record without a name (named after its launch call)";
     return;
   }
   const uint64_t q = known(k.queued_ns), s = known(k.start_ns), e = known(k.end_ns);
   if (s == 0 || e <= s) return;
-  fold_work(sh, EventKind::kKernel, k.name_id, 0, 0, k.device, k.stream, s, e, q);
+  fold_work(sh, EventKind::kKernel, k.name_id, 0, 0, k.device, k.stream, s, e, q, maybe_nccl);
   if (q == 0) return;
   sh.queued_to_start.add(static_cast<int64_t>(s - q));
   if (k.correlation_id == 0) return;
@@ -195,12 +215,38 @@ void fold_kernel(Share& sh, const gpuhook::KernelFields& k) {
     sh.waiting.emplace(k.correlation_id, q);
 }
 
-void fold_api(Share& sh, const gpuhook::ApiFields& a) {
+void fold_copy(Share& sh, const v1::Memcpy& c, uint64_t start, uint64_t end) {
+  fold_work(sh, EventKind::kMemcpy, 0, static_cast<uint8_t>(c.copy_kind()), c.bytes(), c.device(), c.stream(), start, end);
+  Share::Copies& n = sh.copies[c.device()];
+  ++n.count;
+  n.bytes += c.bytes();
+  if (c.correlation_id() == 0) return;
+  if (const uint64_t call = sh.call_of(c.correlation_id()); call != 0)
+    n.sync += (call & CorrWindow::kSyncBit) != 0;
+  else if (sh.copies_waiting.size() < kMaxWaiting)
+    sh.copies_waiting.emplace(c.correlation_id(), c.device());
+}
+
+// is_synchronous_call() of a call's name, once per name: every launch comes through here.
+bool synchronous(Share& sh, const gpuhook::CaptureReader& reader, uint32_t name_id) {
+  if (name_id >= (1u << 24)) return is_synchronous_call(reader.string(name_id));
+  if (name_id >= sh.sync_named.size()) sh.sync_named.resize(name_id + 1, -1);
+  if (sh.sync_named[name_id] < 0) sh.sync_named[name_id] = is_synchronous_call(reader.string(name_id)) ? 1 : 0;
+  return sh.sync_named[name_id] == 1;
+}
+
+void fold_api(Share& sh, const gpuhook::CaptureReader& reader, const gpuhook::ApiFields& a) {
   if (a.correlation_id == 0 || a.domain == v1::API_DOMAIN_NCCL) return;
   const uint64_t start = known(a.start_ns);
   if (start == 0) return;
-  sh.recent.set(a.correlation_id, start);
-  sh.earliest.set(a.correlation_id, start);
+  const bool sync = synchronous(sh, reader, a.name_id);
+  sh.recent.set(a.correlation_id, start | (sync ? CorrWindow::kSyncBit : 0));
+  sh.earliest.set(a.correlation_id, start | (sync ? CorrWindow::kSyncBit : 0));
+  if (!sh.copies_waiting.empty()) {
+    const auto [from, to] = sh.copies_waiting.equal_range(a.correlation_id);
+    for (auto it = from; it != to; ++it) sh.copies[it->second].sync += sync;
+    sh.copies_waiting.erase(from, to);
+  }
   if (sh.waiting.empty()) return;
   const auto [from, to] = sh.waiting.equal_range(a.correlation_id);
   for (auto it = from; it != to; ++it) sh.launch_to_queued.add(static_cast<int64_t>(it->second - start));
@@ -272,18 +318,17 @@ void read_share(const std::string& path, const StreamStatsOptions& o, Share& sh,
       case v1::Record::kKernel: {
         const gpuhook::KernelFields& k = view.kernel;
         if (sh.matches && k.graph_id != 0) sh.needs_model = kGraphReason;
-        fold_kernel(sh, k);
-        if (maybe_nccl(sh, reader, k, n))
-          sh.nccl_kernels.push_back({k.correlation_id, k.name_id, k.device, k.stream, k.start_ns, k.end_ns});
+        const bool nccl = maybe_nccl(sh, reader, k, n);
+        fold_kernel(sh, k, nccl);
+        if (nccl) sh.nccl_kernels.push_back({k.correlation_id, k.name_id, k.device, k.stream, k.start_ns, k.end_ns});
         break;
       }
-      case v1::Record::kApi: fold_api(sh, view.api); break;
+      case v1::Record::kApi: fold_api(sh, reader, view.api); break;
       case v1::Record::kMemcpy: {
         const auto& c = r.memcpy();
         if (sh.matches && c.graph_id() != 0) sh.needs_model = kGraphReason;
         const uint64_t s = t(c.has_start_ns(), c.start_ns()), e = t(c.has_end_ns(), c.end_ns());
-        if (s != 0 && e > s)
-          fold_work(sh, EventKind::kMemcpy, 0, static_cast<uint8_t>(c.copy_kind()), c.bytes(), c.device(), c.stream(), s, e);
+        if (s != 0 && e > s) fold_copy(sh, c, s, e);
         break;
       }
       case v1::Record::kMemset: {
@@ -355,6 +400,8 @@ SummaryGroup to_group(GroupBy by, uint64_t id, GroupAcc& acc) {
   }
   g.exec = std::move(acc.exec);
   g.bytes = acc.bytes;
+  g.kernels = acc.kernels;
+  g.kernel_ns = acc.kernel_ns;
   return g;
 }
 
@@ -415,10 +462,12 @@ void name_host_activity(const std::string& path, const StreamStatsOptions& o, co
 }
 
 // The NCCL rows, and the bytes of the kernels NCCL calls ran, by the loader's own join run on
-// a model of only the records it reads. False (with *why_not) when the join would need the
-// launches of the whole capture: calls recorded without the hook's external ids.
+// a model of only the records it reads; the kernels that may have been NCCL's and were not
+// join the work without NCCL. False (with *why_not) when the join would need the launches of
+// the whole capture: calls recorded without the hook's external ids.
 bool join_nccl(const std::string& path, std::vector<Share>& shares, const gpuhook::Integrity& integrity,
                const std::vector<GroupBy>& groupings, StatsSummary& s, std::vector<CollectiveEnd>& ends,
+               BusyTracker& work_without_nccl,
                std::string* why_not) {
   size_t calls = 0;
   bool unlinked = std::all_of(shares.begin(), shares.end(), [](const Share& sh) { return sh.externals.empty(); });
@@ -427,7 +476,13 @@ bool join_nccl(const std::string& path, std::vector<Share>& shares, const gpuhoo
     for (const v1::Record& r : sh.nccl_calls)
       if (r.nccl().has_start_ns() && r.nccl().start_ns() > 0 && r.nccl().external_id() == 0) unlinked = true;
   }
-  if (calls == 0) return true;
+  if (calls == 0) {
+    for (const Share& sh : shares)
+      for (const Share::NcclKernel& k : sh.nccl_kernels)
+        if (k.start_ns > 0 && k.end_ns > k.start_ns)
+          work_without_nccl.add(static_cast<uint64_t>(k.start_ns), static_cast<uint64_t>(k.end_ns), BusyTracker::Work::kOther);
+    return true;
+  }
   if (unlinked) {
     if (why_not) *why_not = "NCCL calls recorded without external ids (joined to their launches on the whole capture)";
     return false;
@@ -458,6 +513,9 @@ bool join_nccl(const std::string& path, std::vector<Share>& shares, const gpuhoo
   }
   s.nccl = summarize(mini, {}, 0).nccl;
   ends = rank_clock_inputs(mini).front().ends;
+  for (uint32_t e = 0; e < mini.events.size(); ++e)
+    if (mini.events.kind[e] != EventKind::kNccl && is_gpu_work(mini, e))
+      work_without_nccl.add(mini.events.start_ns[e], mini.events.end_ns[e], BusyTracker::Work::kOther);
   // The bytes NCCL's kernels moved, added to their groups as rows of no instances.
   std::array<std::vector<SummaryGroup>, kGroupings> bytes;
   for (uint32_t e = 0; e < mini.events.size(); ++e) {
@@ -569,6 +627,8 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
                         capture.header.has_rank() ? static_cast<int32_t>(capture.header.rank()) : -1});
   std::map<std::string, DurationDigest> queue_of;  // kernel key -> queued->start, for the matches
   std::map<uint32_t, BusyTracker> busy;
+  BusyTracker work_without_nccl(0);
+  std::map<uint32_t, Share::Copies> copies;
   for (size_t i = 0; i < shares.size(); ++i) {
     Share& sh = shares[i];
     s.events += sh.events;
@@ -592,18 +652,34 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
       auto [it, fresh] = busy.try_emplace(device, BusyTracker(o.gaps));
       it->second.absorb(std::move(tracker));
     }
-    // Kernels read before their launch: the launch may be in another share.
-    for (const auto& [corr, queued] : sh.waiting) {
-      uint64_t launch = 0;
-      for (size_t j = shares.size(); j-- > 0 && launch == 0;)
-        if (j != i) launch = shares[j].launch_of(corr);
-      if (launch != 0) s.launch_to_queued.add(static_cast<int64_t>(queued - launch));
+    work_without_nccl.absorb(std::move(sh.work_without_nccl));
+    for (const auto& [device, n] : sh.copies) {
+      Share::Copies& all = copies[device];
+      all.count += n.count;
+      all.bytes += n.bytes;
+      all.sync += n.sync;
     }
+    // Kernels and copies read before their launch: the launch may be in another share.
+    const auto call_elsewhere = [&shares, i](uint32_t corr) {
+      uint64_t call = 0;
+      for (size_t j = shares.size(); j-- > 0 && call == 0;)
+        if (j != i) call = shares[j].call_of(corr);
+      return call;
+    };
+    for (const auto& [corr, queued] : sh.waiting)
+      if (const uint64_t launch = call_elsewhere(corr) & ~CorrWindow::kSyncBit; launch != 0)
+        s.launch_to_queued.add(static_cast<int64_t>(queued - launch));
+    for (const auto& [corr, device] : sh.copies_waiting) copies[device].sync += (call_elsewhere(corr) & CorrWindow::kSyncBit) != 0;
     sh.waiting.clear();
+    sh.copies_waiting.clear();
   }
   for (GroupBy g : groupings) s.grouped[static_cast<size_t>(g)] = true;
   out.clock = rank_clock_inputs(out.context).front();
-  if (!join_nccl(path, shares, integrity, groupings, s, out.clock.ends, why_not)) return std::nullopt;
+  if (!join_nccl(path, shares, integrity, groupings, s, out.clock.ends, work_without_nccl, why_not))
+    return std::nullopt;
+  s.captures.front().busy_ns_without_nccl = work_without_nccl.finish().busy_ns;
+  out.late_activities += work_without_nccl.late();
+  out.busy_exact = out.busy_exact && work_without_nccl.exact();
   if (o.matches) {
     // add_diff_samples() without ranges or graphs: one match per kernel key.
     for (const SummaryGroup& row : s.groups[static_cast<size_t>(GroupBy::kKernel)]) {
@@ -634,6 +710,10 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
     d.copy_ns = t.copy_ns;
     d.overlap_ns = t.overlap_ns;
     d.idle_ns = d.span_ns - std::min(d.span_ns, d.busy_ns);
+    const Share::Copies& n = copies[device];
+    d.copies = n.count;
+    d.copy_bytes = n.bytes;
+    d.sync_copies = n.sync;
     s.devices.push_back(std::move(d));
     for (const Interval& gap : t.gaps) gaps.emplace_back(nullptr, gap);
     for (size_t k = gaps.size() - t.gaps.size(); k < gaps.size(); ++k) gaps[k].first = &s.devices.back();

@@ -11,6 +11,7 @@
 
 #include "gantt/analysis/intervals.h"
 #include "gantt/analysis/table.h"
+#include "gantt/ranks.h"
 #include "gantt/text.h"
 
 namespace gantt::analysis {
@@ -124,6 +125,8 @@ void merge_groups(std::vector<SummaryGroup>& into, const std::vector<SummaryGrou
     } else {
       into[it->second].exec.merge(g.exec);
       into[it->second].bytes += g.bytes;
+      into[it->second].kernels += g.kernels;
+      into[it->second].kernel_ns += g.kernel_ns;
     }
   }
 }
@@ -143,6 +146,10 @@ StatsSummary summarize(const Model& m, const std::vector<GroupBy>& by, size_t ga
       groupings.push_back(g);
     }
   std::map<uint64_t, std::vector<Interval>> compute_iv, copy_iv, all_iv;
+  struct Copies {
+    uint64_t count = 0, bytes = 0, sync = 0;
+  };
+  std::map<uint64_t, Copies> copies;
   for (uint32_t e = 0; e < m.events.size(); ++e) {
     if (!is_gpu_work(m, e)) continue;
     const uint64_t b = m.events.start_ns[e], t = m.events.end_ns[e];
@@ -154,7 +161,14 @@ StatsSummary summarize(const Model& m, const std::vector<GroupBy>& by, size_t ga
     const uint64_t dk = device_key(m.events.capture[e], m.events.device[e]);
     const EventKind kind = m.events.kind[e];
     all_iv[dk].emplace_back(b, t);
-    if (kind == EventKind::kMemcpy) copy_iv[dk].emplace_back(b, t);
+    if (kind == EventKind::kMemcpy) {
+      copy_iv[dk].emplace_back(b, t);
+      Copies& c = copies[dk];
+      ++c.count;
+      c.bytes += m.events.bytes[e];
+      const uint32_t api = m.events.api[e];
+      if (api != kNone && is_synchronous_call(m.string(m.api.name[api]))) ++c.sync;
+    }
     else if (kind == EventKind::kKernel || kind == EventKind::kNccl) compute_iv[dk].emplace_back(b, t);
     if (kind == EventKind::kKernel || kind == EventKind::kNccl) {
       const Stages st = m.stages(e);
@@ -169,6 +183,10 @@ StatsSummary summarize(const Model& m, const std::vector<GroupBy>& by, size_t ga
       SummaryGroup& row = slots[gi][it->second];
       row.exec.add(dur);
       row.bytes += m.events.bytes[e];
+      if (g == GroupBy::kStream && (kind == EventKind::kKernel || kind == EventKind::kNccl)) {
+        ++row.kernels;
+        row.kernel_ns += static_cast<uint64_t>(dur);
+      }
     }
   }
   // Different ids can share a key (two range rows with one path, two mangled names with one
@@ -190,6 +208,10 @@ StatsSummary summarize(const Model& m, const std::vector<GroupBy>& by, size_t ga
     d.copy_ns = total_length(copy);
     d.overlap_ns = intersection_length(comp, copy);
     d.idle_ns = d.span_ns - d.busy_ns;
+    const Copies& c = copies[dk];
+    d.copies = c.count;
+    d.copy_bytes = c.bytes;
+    d.sync_copies = c.sync;
     std::vector<Interval> holes;
     for (size_t i = 1; i < all.size(); ++i) holes.emplace_back(all[i - 1].second, all[i].first);
     std::stable_sort(holes.begin(), holes.end(), [](const Interval& a, const Interval& b) {
@@ -198,6 +220,11 @@ StatsSummary summarize(const Model& m, const std::vector<GroupBy>& by, size_t ga
     if (holes.size() > gaps) holes.resize(gaps);
     for (const Interval& h : holes) d.gaps.push_back({h.first, h.second, host_activity(m, d.capture, h.first, h.second)});
     s.devices.push_back(std::move(d));
+  }
+  std::vector<RankIntervals> ranks = rank_busy_intervals(m);
+  for (size_t c = 0; c < ranks.size() && c < s.captures.size(); ++c) {
+    merge_intervals(ranks[c].intervals);
+    s.captures[c].busy_ns_without_nccl = total_length(ranks[c].intervals);
   }
 
   std::map<std::string, NcclRow> nccl;
@@ -342,6 +369,7 @@ void merge(StatsSummary& into, const StatsSummary& o) {
   for (auto& [k, v] : nccl) into.nccl.push_back(v);
   into.gaps_kept = std::min(into.gaps_kept, o.gaps_kept);
   into.merged = true;
+  into.has_diagnose = into.has_diagnose && o.has_diagnose;
   // A merge can be diffed only when every part could.
   into.has_matches = into.has_matches && o.has_matches;
   if (!into.has_matches) {

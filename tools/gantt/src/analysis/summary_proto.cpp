@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include <gpuhook/summary_file.h>
 #include <gpuhook/v1/summary.pb.h>
 
 #include "gantt/analysis/summary.h"
@@ -66,7 +67,8 @@ DurationDigest digest_from_proto(const v1::Digest& in, const std::string& where)
 
 void to_proto(const StatsSummary& s, v1::StatsSummary* out) {
   out->Clear();
-  out->set_version(1);
+  // A merge with a version 1 summary lacks what version 2 adds, and says so.
+  out->set_version(s.has_diagnose ? gpuhook::kSummaryVersion : 1);
   out->set_relative_error(kSketchRelativeError);
   out->set_exact_samples(DurationDigest::kExactSamples);
   for (const SummaryCapture& c : s.captures) {
@@ -75,6 +77,7 @@ void to_proto(const StatsSummary& s, v1::StatsSummary* out) {
     p->set_host(c.host);
     p->set_pid(c.pid);
     p->set_rank(c.rank);
+    p->set_busy_ns_without_nccl(c.busy_ns_without_nccl);
   }
   out->set_events(s.events);
   out->set_gpu_time_ns(s.gpu_time_ns);
@@ -94,6 +97,8 @@ void to_proto(const StatsSummary& s, v1::StatsSummary* out) {
       p->set_stream(row.stream);
       digest_to_proto(row.exec, p->mutable_exec());
       p->set_bytes(row.bytes);
+      p->set_kernels(row.kernels);
+      p->set_kernel_ns(row.kernel_ns);
     }
   }
   digest_to_proto(s.launch_to_queued, out->mutable_launch_to_queued());
@@ -109,6 +114,9 @@ void to_proto(const StatsSummary& s, v1::StatsSummary* out) {
     p->set_copy_ns(d.copy_ns);
     p->set_overlap_ns(d.overlap_ns);
     p->set_idle_ns(d.idle_ns);
+    p->set_copies(d.copies);
+    p->set_copy_bytes(d.copy_bytes);
+    p->set_sync_copies(d.sync_copies);
     for (const IdleGap& g : d.gaps) {
       auto* q = p->add_gap();
       q->set_start_ns(g.start_ns);
@@ -148,7 +156,8 @@ StatsSummary from_proto(const v1::StatsSummary& in) {
   if (in.capture_size() == 0 || in.capture_size() > 65535)
     throw std::invalid_argument(std::to_string(in.capture_size()) + " captures (1 to 65535 expected)");
   StatsSummary s;
-  for (const auto& c : in.capture()) s.captures.push_back({c.path(), c.host(), c.pid(), c.rank()});
+  for (const auto& c : in.capture()) s.captures.push_back({c.path(), c.host(), c.pid(), c.rank(), c.busy_ns_without_nccl()});
+  s.has_diagnose = in.version() >= 2;
   const auto captures = static_cast<uint32_t>(in.capture_size());
   s.events = in.events();
   s.gpu_time_ns = in.gpu_time_ns();
@@ -169,6 +178,11 @@ StatsSummary from_proto(const v1::StatsSummary& in) {
       row.stream = p.stream();
       row.exec = digest_from_proto(p.exec(), "group '" + ellipsize(p.key(), 80) + "'");
       row.bytes = p.bytes();
+      row.kernels = p.kernels();
+      row.kernel_ns = p.kernel_ns();
+      if (row.kernels > row.exec.count() || row.kernel_ns > row.exec.total_ns())
+        throw std::invalid_argument("a group's kernels (" + std::to_string(row.kernels) + ", " +
+                                    std::to_string(row.kernel_ns) + " ns) exceed its instances");
       s.groups[g].push_back(std::move(row));
     }
   }
@@ -186,6 +200,12 @@ StatsSummary from_proto(const v1::StatsSummary& in) {
     d.copy_ns = p.copy_ns();
     d.overlap_ns = p.overlap_ns();
     d.idle_ns = p.idle_ns();
+    d.copies = p.copies();
+    d.copy_bytes = p.copy_bytes();
+    d.sync_copies = p.sync_copies();
+    if (d.sync_copies > d.copies)
+      throw std::invalid_argument("a device has " + std::to_string(d.sync_copies) + " synchronous copies of " +
+                                  std::to_string(d.copies));
     for (const v1::SummaryGap& g : p.gap()) d.gaps.push_back({g.start_ns(), g.end_ns(), g.host()});
     s.devices.push_back(std::move(d));
   }

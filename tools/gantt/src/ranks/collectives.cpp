@@ -221,11 +221,10 @@ StragglerReport find_straggler(const std::vector<CollectiveInstance>& collective
 }
 
 ImbalanceReport busy_imbalance(const std::vector<RankIntervals>& ranks) {
-  ImbalanceReport report;
   std::map<int32_t, std::vector<std::pair<uint64_t, uint64_t>>> merged_input;
   for (const RankIntervals& r : ranks)
     merged_input[r.global_rank].insert(merged_input[r.global_rank].end(), r.intervals.begin(), r.intervals.end());
-  double sum = 0;
+  std::vector<RankBusy> busy;
   for (auto& [rank, iv] : merged_input) {
     std::sort(iv.begin(), iv.end());
     RankBusy b;
@@ -250,13 +249,23 @@ ImbalanceReport busy_imbalance(const std::vector<RankIntervals>& ranks) {
     }
     if (open) b.busy_ns += cur_end - cur_start;
     b.span_ns = open ? last - first : 0;
+    busy.push_back(b);
+  }
+  return busy_imbalance(std::move(busy));
+}
+
+ImbalanceReport busy_imbalance(std::vector<RankBusy> ranks) {
+  ImbalanceReport report;
+  std::stable_sort(ranks.begin(), ranks.end(), [](const RankBusy& a, const RankBusy& b) { return a.global_rank < b.global_rank; });
+  double sum = 0;
+  for (const RankBusy& b : ranks) {
     sum += static_cast<double>(b.busy_ns);
     if (report.busiest_rank < 0 || b.busy_ns > report.max_busy_ns) {
       report.max_busy_ns = b.busy_ns;
-      report.busiest_rank = rank;
+      report.busiest_rank = b.global_rank;
     }
-    report.ranks.push_back(b);
   }
+  report.ranks = std::move(ranks);
   if (!report.ranks.empty()) {
     report.mean_busy_ns = sum / static_cast<double>(report.ranks.size());
     if (report.mean_busy_ns > 0)

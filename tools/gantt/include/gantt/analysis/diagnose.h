@@ -25,6 +25,8 @@
 
 namespace gantt::analysis {
 
+struct StatsSummary;  // summary.h
+
 enum class Severity { kInfo = 0, kWarning = 1, kError = 2 };
 const char* to_string(Severity s);
 
@@ -41,6 +43,7 @@ struct RuleResult {
   std::string rule;
   bool fired = false;
   std::string note;  // why it did not fire, or could not be checked
+  bool ran = true;   // false: its input was not there (a summary keeps too little); `note` says what it needs
 };
 
 struct DiagnoseReport {
@@ -49,6 +52,11 @@ struct DiagnoseReport {
 };
 
 DiagnoseReport diagnose(const Model& model);
+// From a stats summary (summary.h; one capture's, or several merged): stream-serialisation
+// (from the stream groups), copy-overlap and imbalance run on its aggregates and find what they find on the captures (imbalance without
+// naming the straggler: that needs each collective's arrivals); every other rule is listed
+// with ran = false and what it needs. A version 1 summary runs none.
+DiagnoseReport diagnose(const StatsSummary& summary);
 std::string format_diagnose(const DiagnoseReport& report, Format format);
 
 // The names of all rules, in report order.

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gantt/model.h"
@@ -75,6 +76,9 @@ struct DeviceRow {
   double overlap_pct = 0;   // overlap / copy time: how much copying was hidden under compute
   uint64_t idle_ns = 0;
   std::vector<IdleGap> gaps;  // largest first
+  // What diagnose's copy-overlap quotes (summaries from version 2 on): the copies, their
+  // bytes, and those a synchronous call issued (its API name without "Async").
+  uint64_t copies = 0, copy_bytes = 0, sync_copies = 0;
 };
 
 struct NcclRow {
@@ -125,5 +129,8 @@ std::string kernel_key(const Model& model, uint32_t event);
 // True for events that are GPU work (kernels, NCCL kernels, copies, memsets; not syncs, not
 // host functions).
 bool is_gpu_work(const Model& model, uint32_t event);
+// A copy issued by a synchronous call: the launching API call's name has no "Async" (cudaMemcpy:
+// the host waits, so it launches nothing meanwhile). False when the call is unknown ("").
+bool is_synchronous_call(std::string_view api_name);
 
 }  // namespace gantt::analysis

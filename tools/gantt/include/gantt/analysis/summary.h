@@ -29,12 +29,18 @@ struct SummaryGroup {
   uint32_t capture = 0, device = 0, stream = 0;  // stream and device groups
   DurationDigest exec;
   uint64_t bytes = 0;
+  // Stream groups: the kernels among exec's instances (NCCL's too) and their time, which
+  // diagnose's stream-serialisation weighs (summaries from version 2 on).
+  uint64_t kernels = 0, kernel_ns = 0;
 };
 
 struct SummaryCapture {
   std::string path, host;
   uint32_t pid = 0;
   int32_t rank = -1;
+  // The union of the capture's GPU work without NCCL kernels, its devices together: what
+  // diagnose's imbalance compares between ranks (ranks.h rank_busy_intervals).
+  uint64_t busy_ns_without_nccl = 0;
 };
 
 // diff's per-kernel match (diff.h MatchSamples) as digests.
@@ -65,6 +71,9 @@ struct StatsSummary {
   bool has_matches = false;
   std::map<std::string, SummaryMatch> matches;
   std::map<std::string, DurationDigest> top_ranges;
+  // The aggregates diagnose reads (SummaryCapture::busy_ns_without_nccl, DeviceRow::copies
+  // ...): false for a version 1 file, and for a merge with one.
+  bool has_diagnose = true;
 };
 
 // What the host did during an idle gap [from, to): the API call that overlapped it the most

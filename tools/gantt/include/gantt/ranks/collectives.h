@@ -130,6 +130,8 @@ struct RankIntervals {
   std::vector<std::pair<uint64_t, uint64_t>> intervals;  // [start, end)
 };
 ImbalanceReport busy_imbalance(const std::vector<RankIntervals>& ranks);
+// The same from each rank's busy time (one entry per rank), as a summary keeps it.
+ImbalanceReport busy_imbalance(std::vector<RankBusy> ranks);
 
 // ---------------------------------------------------------------- stats --by collective
 
