@@ -19,6 +19,7 @@
 
 #include "gantt/align.h"
 #include "gantt/analysis/busy_tracker.h"
+#include "stream_shares.h"
 #include "../model_builder_impl.h"
 
 namespace gantt::analysis {
@@ -29,41 +30,6 @@ namespace v1 = gpuhook::v1;
 using builder::kHookExternalKind;
 // A recorded time, or 0 when unknown: as the loader reads them.
 using builder::t;
-
-// API start times by correlation id over a window of ids, for joining kernels to their
-// launches. CUPTI numbers a process's API calls 1, 2, 3, ... and a kernel's record comes
-// soon after its launch's; the window slides with the ids (`sliding`) or keeps the first
-// ids a share saw (a launch whose kernel the share before it read).
-class CorrWindow {
- public:
-  static constexpr uint32_t kIds = 1u << 18;  // 2 MB of times
-  explicit CorrWindow(bool sliding) : sliding_(sliding) {}
-
-  void set(uint32_t corr, uint64_t start_ns) {
-    if (slots_.empty()) {
-      // Centred on the first id: launches written after their kernels come with lower ids.
-      slots_.assign(kIds, 0);
-      base_ = corr > kIds / 2 ? corr - kIds / 2 : 0;
-    }
-    if (corr < base_) return;
-    if (uint64_t{corr} >= uint64_t{base_} + kIds) {
-      if (!sliding_) return;
-      const uint32_t next = corr - kIds / 2;
-      for (uint64_t c = base_; c < std::min<uint64_t>(next, uint64_t{base_} + kIds); ++c) slots_[c % kIds] = 0;
-      base_ = next;
-    }
-    slots_[corr % kIds] = start_ns;
-  }
-  uint64_t get(uint32_t corr) const {
-    if (slots_.empty() || corr < base_ || uint64_t{corr} >= uint64_t{base_} + kIds) return 0;
-    return slots_[corr % kIds];
-  }
-
- private:
-  bool sliding_;
-  uint32_t base_ = 0;
-  std::vector<uint64_t> slots_;
-};
 
 struct GroupAcc {
   uint32_t device = 0, stream = 0;
@@ -302,23 +268,12 @@ void read_share(const std::string& path, const StreamStatsOptions& o, Share& sh,
     if (id < (uint64_t{1} << 40)) acc.key = demangle(reader.string(static_cast<uint32_t>(id)));
 }
 
-// Contiguous runs of the index's chunks with about equal records each.
 std::vector<Share> plan_shares(const std::optional<v1::ChunkIndex>& index, unsigned jobs) {
-  if (!index || jobs <= 1 || index->chunk_size() < 2) return std::vector<Share>(1);
-  const size_t n = static_cast<size_t>(index->chunk_size());
-  std::vector<uint64_t> before(n + 1, 0);  // records in the chunks before each
-  for (size_t i = 0; i < n; ++i)
-    before[i + 1] = before[i] + std::min<uint64_t>(index->chunk(static_cast<int>(i)).records(), 1u << 30);
-  const size_t parts = std::min<size_t>(jobs, n);
-  std::vector<Share> shares(parts);
-  size_t at = 0;
-  for (size_t p = 0; p < parts; ++p) {
-    const uint64_t goal = before[n] / parts * (p + 1);
-    size_t end = p + 1 == parts ? n : static_cast<size_t>(std::lower_bound(before.begin(), before.end(), goal) - before.begin());
-    end = std::clamp(end, at + 1, n - (parts - p - 1));
-    shares[p].first_chunk = at;
-    shares[p].end_chunk = end;
-    at = end;
+  const std::vector<ChunkRange> ranges = plan_chunk_ranges(index, jobs);
+  std::vector<Share> shares(ranges.size());
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    shares[i].first_chunk = ranges[i].first_chunk;
+    shares[i].end_chunk = ranges[i].end_chunk;
   }
   return shares;
 }

@@ -1,0 +1,49 @@
+// Reading one capture on several threads (stream_stats.h, stream_render.h): each thread reads
+// a contiguous share of the chunk index, and joins GPU records to their launches by
+// correlation id over a window of recent ids. Internal to libgantt.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include <gpuhook/capture.h>
+
+namespace gantt::analysis {
+
+// API start times by correlation id over a window of ids, for joining kernels to their
+// launches. CUPTI numbers a process's API calls 1, 2, 3, ... and a kernel's record comes
+// soon after its launch's; the window slides with the ids (`sliding`) or keeps the first
+// ids a share saw (a launch whose kernel the share before it read). Ids it had to let go
+// (slid past, or outside a fixed window) are remembered as a span: a join that finds nothing
+// knows whether the launch may exist after all (maybe_lost).
+class CorrWindow {
+ public:
+  static constexpr uint32_t kIds = 1u << 18;  // 2 MB of times
+  explicit CorrWindow(bool sliding) : sliding_(sliding) {}
+
+  void set(uint32_t corr, uint64_t start_ns);
+  uint64_t get(uint32_t corr) const {
+    if (slots_.empty() || corr < base_ || uint64_t{corr} >= uint64_t{base_} + kIds) return 0;
+    return slots_[corr % kIds];
+  }
+  bool maybe_lost(uint32_t corr) const { return corr >= lost_lo_ && corr <= lost_hi_; }
+
+ private:
+  void lose(uint64_t lo, uint64_t hi);
+  bool sliding_;
+  uint32_t base_ = 0;
+  uint32_t lost_lo_ = UINT32_MAX, lost_hi_ = 0;
+  std::vector<uint64_t> slots_;
+};
+
+// A share: the index entries [first_chunk, end_chunk) one thread reads; 0,0 is the whole file.
+struct ChunkRange {
+  uint64_t first_chunk = 0, end_chunk = 0;
+};
+
+// Contiguous runs of the index's chunks with about equal records each, at most `jobs`; one
+// share of the whole file without an index.
+std::vector<ChunkRange> plan_chunk_ranges(const std::optional<gpuhook::v1::ChunkIndex>& index, unsigned jobs);
+
+}  // namespace gantt::analysis
