@@ -27,7 +27,8 @@ struct Spec {
   uint64_t activities = 30000;
   uint32_t devices = 2;
   bool late_launches = true;   // some launch calls written after their kernels, far after
-  bool ranges = false;
+  bool ranges = true;          // NVTX ranges pushed and popped around the launches of one thread
+  bool event_waits = false;    // a stream wait on a CUDA event (not streamed)
   size_t chunk_bytes = 32 << 10;  // many chunks, so that several threads get shares
 };
 
@@ -178,12 +179,21 @@ std::string write_capture(const std::string& name, const Spec& spec) {
       for (const v1::Record& l : late) w->write(l);
       late.clear();
     }
-    if (spec.ranges && i == spec.activities / 2) {
+    if (spec.ranges && i % 500 == 0) {
       v1::Record g;
-      g.mutable_range()->set_type(v1::RANGE_PUSH);
-      g.mutable_range()->set_name_id(names[0]);
+      g.mutable_range()->set_type(i % 1000 == 0 ? v1::RANGE_PUSH : v1::RANGE_POP);
+      g.mutable_range()->set_name_id(names[i % 7]);
+      g.mutable_range()->set_thread_id(5150);
       g.mutable_range()->set_time_ns(static_cast<int64_t>(start));
       w->write(g);
+    }
+    if (spec.event_waits && i == spec.activities / 2) {
+      v1::Record x;
+      x.mutable_sync()->set_type(v1::SYNC_STREAM_WAIT_EVENT);
+      x.mutable_sync()->set_stream(9);
+      x.mutable_sync()->set_start_ns(static_cast<int64_t>(start));
+      x.mutable_sync()->set_end_ns(static_cast<int64_t>(start));
+      w->write(x);
     }
   }
   for (const v1::Record& l : late) w->write(l);
@@ -262,13 +272,13 @@ TEST(StreamRender, AllEventsDrawnOneByOneWhenFewAndTheSameChart) {
 TEST(StreamRender, SaysWhyWhatNeedsTheWholeTimelineIsNotStreamed) {
   Spec spec;
   spec.activities = 2000;
-  spec.ranges = true;
-  const std::string path = write_capture("ranges", spec);
+  spec.event_waits = true;
+  const std::string path = write_capture("waits", spec);
   StreamRenderOptions so;
   so.render = chart_options(LaneMode::kStream, 1920);
   std::string why;
   EXPECT_FALSE(stream_render(path, so, &why));
-  EXPECT_NE(why.find("NVTX ranges"), std::string::npos) << why;
+  EXPECT_NE(why.find("stream waits on CUDA events"), std::string::npos) << why;
   so.render.annotate.enabled = true;
   EXPECT_FALSE(stream_render(path, so, &why));
   EXPECT_NE(why.find("annotations"), std::string::npos) << why;
