@@ -184,7 +184,7 @@ constexpr uint64_t kNcclLeadIn = uint64_t{1} << 16;
 // stream_stats.cpp maybe_nccl: the kernels the NCCL join may pick.
 bool maybe_nccl(Fold& fo, const gpuhook::CaptureReader& reader, const v1::Kernel& k, uint64_t n) {
   if (fo.nccl_corr.empty() && n > kNcclLeadIn) return false;
-  if (fo.nccl_corr.count(k.correlation_id()) != 0) return true;
+  if (fo.nccl_corr.contains(k.correlation_id())) return true;
   const uint32_t id = k.name_id();
   if (id >= (1u << 24)) return false;
   if (id >= fo.nccl_named.size()) fo.nccl_named.resize(id + 1, -1);
@@ -200,7 +200,7 @@ void fold_event(Fold& fo, const v1::Record& r, const Gpu& g, uint64_t seq, bool 
   if (g.kind == EventKind::kSync) return;
   const Frame& f = *fo.frame;
   const uint64_t b = g.start, en = g.end;
-  const bool held = fo.held_seq->count(seq) != 0;
+  const bool held = !fo.held_seq->empty() && fo.held_seq->count(seq) != 0;
   if (held) fo.held.emplace_back(seq, r);
   else if (nccl) fo.nccl_kernels.emplace_back(seq, r);
   if (!b || en < b) return;
@@ -238,7 +238,7 @@ void fold_api(Fold& fo, const v1::Record& r, uint64_t seq) {
   const auto& a = r.api();
   const uint32_t corr = a.correlation_id();
   if (corr == 0 || a.domain() == v1::API_DOMAIN_NCCL) return;
-  if (fo.held_corr->count(corr)) fo.launches[corr] = {seq, r};
+  if (!fo.held_corr->empty() && fo.held_corr->count(corr)) fo.launches[corr] = {seq, r};
   const uint64_t s = t(a.has_start_ns(), a.start_ns());
   if (s == 0 || !fo.waits.wants_any()) return;
   fo.recent.set(corr, s);
