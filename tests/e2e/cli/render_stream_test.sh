@@ -3,7 +3,8 @@
 # (--in-memory): the same chart, byte for byte, and the same exit code, for one and several
 # decoding threads, lanes per stream and per device, two widths, on the fixtures, fabricated
 # captures of many chunks and, when given, simulator captures. The streamed path has to be the
-# one taken where the chart allows it (-j makes a capture loaded whole after all say why).
+# one taken where the chart allows it (-j makes a capture loaded whole after all say why): on
+# the fabricated captures and every simulator capture.
 #   render_stream_test.sh GANTT_CLI MAKE_CAPTURE FIXTURES [SIM_LIB_DIR HOOK PROGRAM...]
 set -u
 cli=$1 make=$2 fixtures=$3
@@ -28,6 +29,7 @@ if [ $# -ge 3 ]; then
       echo "FAIL: the simulator program $program failed:"; cat "$work/sim.out"; exit 1
     fi
     captures+=("$work/sim$i.gpuh")
+    must_stream+=("$work/sim$i.gpuh")
   done
 fi
 

@@ -15,11 +15,11 @@
 // says why, and the caller loads the capture: annotations (queue-delay causes, overlaps, the
 // host call behind a gap), host thread lanes, views and lane groupings other than per stream
 // or device, filters, --deps, --memory-strip, stream waits on CUDA events, host functions,
-// GPU counter samples (the measured strips), CUDA graphs, merged files, damaged files, NCCL calls
-// without external ids, and files whose launches lie too far from their GPU records for the
-// join's window. The drawn kernels' queued -> start split is computed from their stream's
-// and device's operations (stream_waits.h); NVTX ranges are kept whole (their records, up to
-// half a million) for the drawn events' range paths.
+// CUDA graphs, merged files, damaged files, NCCL calls without external ids, and files whose
+// launches lie too far from their GPU records for the join's window. The drawn kernels'
+// queued -> start split is computed from their stream's and device's operations
+// (stream_waits.h); NVTX range records (up to half a million, for the drawn events' range
+// paths) and GPU counter samples (up to a million, for the measured strips) are kept whole.
 #pragma once
 
 #include <optional>

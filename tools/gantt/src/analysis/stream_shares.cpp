@@ -2,6 +2,8 @@
 #include "stream_shares.h"
 
 #include <algorithm>
+#include <cctype>
+#include <string>
 
 namespace gantt::analysis {
 
@@ -32,6 +34,20 @@ void CorrWindow::set(uint32_t corr, uint64_t start_ns) {
     base_ = next;
   }
   slots_[corr % kIds] = start_ns;
+}
+
+bool NcclKernelFilter::maybe(const gpuhook::CaptureReader& reader, const gpuhook::v1::Kernel& k, uint64_t records_read) {
+  if (corr_.empty() && records_read > kLeadIn) return false;
+  if (corr_.contains(k.correlation_id())) return true;
+  const uint32_t id = k.name_id();
+  if (id >= (1u << 24)) return false;
+  if (id >= named_.size()) named_.resize(id + 1, -1);
+  if (named_[id] < 0) {
+    std::string name(reader.string(id));
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+    named_[id] = name.find("nccl") != std::string::npos ? 1 : 0;
+  }
+  return named_[id] == 1;
 }
 
 std::vector<ChunkRange> plan_chunk_ranges(const std::optional<gpuhook::v1::ChunkIndex>& index, unsigned jobs) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <unordered_set>
 #include <vector>
 
 #include <gpuhook/capture.h>
@@ -35,6 +36,49 @@ class CorrWindow {
   uint32_t base_ = 0;
   uint32_t lost_lo_ = UINT32_MAX, lost_hi_ = 0;
   std::vector<uint64_t> slots_;
+};
+
+// A set of correlation ids, looked up once per kernel: a bit per id while the ids are
+// small (CUPTI counts them up from 1), a hash set for the ones a hostile file makes huge.
+class CorrSet {
+ public:
+  void insert(uint32_t corr) {
+    if (corr >= kDense) {
+      sparse_.insert(corr);
+    } else {
+      if (corr / 64 >= bits_.size()) bits_.resize(corr / 64 + 1, 0);
+      bits_[corr / 64] |= uint64_t{1} << (corr % 64);
+    }
+    ++size_;
+  }
+  bool contains(uint32_t corr) const {
+    if (corr >= kDense) return sparse_.count(corr) != 0;
+    return corr / 64 < bits_.size() && (bits_[corr / 64] >> (corr % 64) & 1) != 0;
+  }
+  bool empty() const { return size_ == 0; }
+
+ private:
+  static constexpr uint32_t kDense = 1u << 27;  // 16 MB of bits at most
+  std::vector<uint64_t> bits_;
+  std::unordered_set<uint32_t> sparse_;
+  size_t size_ = 0;
+};
+
+// The kernels NCCL may have launched, for the loader's NCCL join run on only the records it
+// needs (ModelBuilder::Impl::join_nccl_by_external_id): those under a correlation id one of
+// the hook's external ids names, or named nccl*. A few per collective, not per kernel.
+class NcclKernelFilter {
+ public:
+  void under_external(uint32_t corr) { corr_.insert(corr); }
+  // `records_read`: the share's records so far. Its first kernels may belong to calls the
+  // share before it read: for a lead-in, kernels named nccl* are kept before it has an
+  // external id of its own; without any there is nothing to join by (the capture is loaded).
+  bool maybe(const gpuhook::CaptureReader& reader, const gpuhook::v1::Kernel& kernel, uint64_t records_read);
+
+ private:
+  static constexpr uint64_t kLeadIn = uint64_t{1} << 16;
+  CorrSet corr_;
+  std::vector<int8_t> named_;  // per string id: -1 unknown, 0 no, 1 yes
 };
 
 // A share: the index entries [first_chunk, end_chunk) one thread reads; 0,0 is the whole file.

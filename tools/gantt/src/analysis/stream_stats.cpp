@@ -68,8 +68,7 @@ struct Share {
   };
   std::vector<v1::Record> nccl_calls, externals;
   std::vector<NcclKernel> nccl_kernels;
-  std::unordered_set<uint32_t> nccl_corr;  // correlation ids under the hook's external ids
-  std::vector<int8_t> nccl_named;                 // per string id: -1 unknown, 0 no, 1 yes
+  NcclKernelFilter nccl;
   gpuhook::Integrity integrity;
   std::string needs_model;
   std::exception_ptr error;
@@ -159,25 +158,6 @@ void fold_api(Share& sh, const v1::ApiCall& a) {
   sh.waiting.erase(from, to);
 }
 
-// Records a share reads before it needs an external id of its own to keep kernels named
-// nccl*: the first kernels of a share may belong to calls the share before it read.
-constexpr uint64_t kNcclLeadIn = uint64_t{1} << 16;
-
-bool maybe_nccl(Share& sh, const gpuhook::CaptureReader& reader, const v1::Kernel& k, uint64_t records_read) {
-  // Without the hook's external ids there is nothing to join by (the capture is then loaded).
-  if (sh.nccl_corr.empty() && records_read > kNcclLeadIn) return false;
-  if (sh.nccl_corr.count(k.correlation_id()) != 0) return true;
-  const uint32_t id = k.name_id();
-  if (id >= (1u << 24)) return false;
-  if (id >= sh.nccl_named.size()) sh.nccl_named.resize(id + 1, -1);
-  if (sh.nccl_named[id] < 0) {
-    std::string name(reader.string(id));
-    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-    sh.nccl_named[id] = name.find("nccl") != std::string::npos ? 1 : 0;
-  }
-  return sh.nccl_named[id] == 1;
-}
-
 void keep_context(Share& sh, const v1::Record& r) {
   switch (r.kind_case()) {
     case v1::Record::kHeader:
@@ -223,7 +203,7 @@ void read_share(const std::string& path, const StreamStatsOptions& o, Share& sh,
       case v1::Record::kKernel:
         if (sh.matches && r.kernel().graph_id() != 0) sh.needs_model = kGraphReason;
         fold_kernel(sh, r.kernel());
-        if (maybe_nccl(sh, reader, r.kernel(), n)) {
+        if (sh.nccl.maybe(reader, r.kernel(), n)) {
           const auto& k = r.kernel();
           sh.nccl_kernels.push_back({k.correlation_id(), k.name_id(), k.device(), k.stream(),
                                      k.has_start_ns() ? k.start_ns() : 0, k.has_end_ns() ? k.end_ns() : 0});
@@ -249,7 +229,7 @@ void read_share(const std::string& path, const StreamStatsOptions& o, Share& sh,
       case v1::Record::kExternalCorrelation: {
         const auto& x = r.external_correlation();
         if (x.kind() == kHookExternalKind && x.external_id() != 0 && x.correlation_id() != 0) {
-          sh.nccl_corr.insert(x.correlation_id());
+          sh.nccl.under_external(x.correlation_id());
           sh.externals.push_back(r);
         }
         break;

@@ -52,7 +52,6 @@ std::string refusal_of(const v1::Record& r) {
     case v1::Record::kSync:
       return r.sync().type() == v1::SYNC_STREAM_WAIT_EVENT ? "stream waits on CUDA events (dependencies)" : "";
     case v1::Record::kHostFunction: return "host functions on streams";
-    case v1::Record::kMetricSample: return "GPU counter samples (the measured strips)";
     case v1::Record::kKernel: return r.kernel().graph_id() ? "CUDA graph launches (brackets need all their nodes)" : "";
     case v1::Record::kMemcpy: return r.memcpy().graph_id() ? "CUDA graph launches (brackets need all their nodes)" : "";
     case v1::Record::kMemset: return r.memset().graph_id() ? "CUDA graph launches (brackets need all their nodes)" : "";
@@ -164,6 +163,9 @@ void read_scan(const std::string& path, const LoadOptions& load, Scan& sc, std::
       sc.see(t(r.range().has_time_ns(), r.range().time_ns()));
       if (sc.ranges.size() >= kMaxRanges) sc.needs_model = "more NVTX range records than a streamed chart keeps";
       sc.ranges.push_back(r);
+    } else if (r.kind_case() == v1::Record::kMetricSample) {
+      if (sc.samples.size() >= kMaxSamples) sc.needs_model = "more GPU counter samples than a streamed chart keeps";
+      sc.samples.push_back(r);
     } else if (r.kind_case() == v1::Record::kHeader) {
       ++sc.headers;
       sc.see(r.header().start_monotonic_raw_ns());
@@ -176,25 +178,6 @@ void read_scan(const std::string& path, const LoadOptions& load, Scan& sc, std::
 }
 
 namespace {
-
-// Records a share reads before it needs an external id of its own to keep kernels named
-// nccl*: the first kernels of a share may belong to calls the share before it read.
-constexpr uint64_t kNcclLeadIn = uint64_t{1} << 16;
-
-// stream_stats.cpp maybe_nccl: the kernels the NCCL join may pick.
-bool maybe_nccl(Fold& fo, const gpuhook::CaptureReader& reader, const v1::Kernel& k, uint64_t n) {
-  if (fo.nccl_corr.empty() && n > kNcclLeadIn) return false;
-  if (fo.nccl_corr.contains(k.correlation_id())) return true;
-  const uint32_t id = k.name_id();
-  if (id >= (1u << 24)) return false;
-  if (id >= fo.nccl_named.size()) fo.nccl_named.resize(id + 1, -1);
-  if (fo.nccl_named[id] < 0) {
-    std::string name(reader.string(id));
-    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-    fo.nccl_named[id] = name.find("nccl") != std::string::npos ? 1 : 0;
-  }
-  return fo.nccl_named[id] == 1;
-}
 
 void fold_event(Fold& fo, const v1::Record& r, const Gpu& g, uint64_t seq, bool nccl) {
   if (g.kind == EventKind::kSync) return;
@@ -255,7 +238,7 @@ void read_fold(const std::string& path, const LoadOptions& load, Fold& fo, std::
   read_range(path, load, fo.range, stop, [&](const v1::Record& r, uint64_t n, const gpuhook::CaptureReader& reader) {
     Gpu g;
     if (gpu_of(r, &g)) {
-      const bool nccl = r.kind_case() == v1::Record::kKernel && maybe_nccl(fo, reader, r.kernel(), n);
+      const bool nccl = r.kind_case() == v1::Record::kKernel && fo.nccl.maybe(reader, r.kernel(), n);
       fold_event(fo, r, g, seq_of(fo.index, n), nccl);
     } else if (r.kind_case() == v1::Record::kApi) {
       fold_api(fo, r, seq_of(fo.index, n));
@@ -264,7 +247,7 @@ void read_fold(const std::string& path, const LoadOptions& load, Fold& fo, std::
     } else if (r.kind_case() == v1::Record::kExternalCorrelation) {
       const auto& x = r.external_correlation();
       if (x.kind() == kHookExternalKind && x.external_id() != 0 && x.correlation_id() != 0) {
-        fo.nccl_corr.insert(x.correlation_id());
+        fo.nccl.under_external(x.correlation_id());
         fo.externals.push_back(r);
       }
     }

@@ -40,6 +40,8 @@ constexpr size_t kMaxWaiting = size_t{1} << 20;
 constexpr size_t kMaxSpans = size_t{1} << 21;  // busy spans one share keeps (16 bytes each)
 // NVTX range records kept whole: the drawn events' range paths are joined from all of them.
 constexpr size_t kMaxRanges = size_t{1} << 19;
+// GPU counter samples kept whole for the measured strips: they follow time, not the events.
+constexpr size_t kMaxSamples = size_t{1} << 20;
 
 // The fields of a GPU record the reads need, as ModelBuilder reads them.
 struct Gpu {
@@ -107,6 +109,7 @@ struct Scan {
   LaneMode lanes_by = LaneMode::kStream;
   std::vector<v1::Record> context;
   std::vector<v1::Record> ranges;  // NVTX ranges: the drawn events' range paths need them all
+  std::vector<v1::Record> samples;  // GPU counter samples: the measured strips draw them all
   uint32_t headers = 0;
   std::string needs_model;
   std::exception_ptr error;
@@ -222,32 +225,6 @@ std::optional<Scanned> merge_scans(std::vector<Scan>& scans, size_t keep, std::s
 // The first priority in selection order of a lane (Builder::bucket_lanes()).
 int32_t lane_priority(const LaneScan& lane, const std::map<uint32_t, int32_t>& stream_priority);
 
-// A set of correlation ids, looked up once per kernel: a bit per id while the ids are
-// small (CUPTI counts them up from 1), a hash set for the ones a hostile file makes huge.
-class CorrSet {
- public:
-  void insert(uint32_t corr) {
-    if (corr >= kDense) {
-      sparse_.insert(corr);
-    } else {
-      if (corr / 64 >= bits_.size()) bits_.resize(corr / 64 + 1, 0);
-      bits_[corr / 64] |= uint64_t{1} << (corr % 64);
-    }
-    ++size_;
-  }
-  bool contains(uint32_t corr) const {
-    if (corr >= kDense) return sparse_.count(corr) != 0;
-    return corr / 64 < bits_.size() && (bits_[corr / 64] >> (corr % 64) & 1) != 0;
-  }
-  bool empty() const { return size_ == 0; }
-
- private:
-  static constexpr uint32_t kDense = 1u << 27;  // 16 MB of bits at most
-  std::vector<uint64_t> bits_;
-  std::unordered_set<uint32_t> sparse_;
-  size_t size_ = 0;
-};
-
 // The union of a device's busy spans of one class, as the loaded chart merges them: spans
 // that overlap or touch are one. Kept as disjoint spans by start.
 class SpanUnion {
@@ -297,8 +274,7 @@ struct Fold {
   std::vector<std::pair<uint64_t, v1::Record>> nccl_kernels;  // the kernels the NCCL join may pick
   std::map<uint32_t, std::pair<uint64_t, v1::Record>> launches;  // held events' corr -> the last call read
   std::vector<v1::Record> nccl_calls, externals;
-  CorrSet nccl_corr;
-  std::vector<int8_t> nccl_named;  // per string id: -1 unknown, 0 no, 1 yes
+  analysis::NcclKernelFilter nccl;
   detail::WaitContext waits;
   CorrWindow recent{true}, earliest{false};
   struct Waiting {  // an operation whose launch call was not read yet

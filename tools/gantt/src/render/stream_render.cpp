@@ -219,6 +219,11 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
     if (ranges > kMaxRanges) return refuse("more NVTX range records than a streamed chart keeps");
     for (const Scan& sc : scans)
       for (const v1::Record& r : sc.ranges) builder.add(r);
+    size_t samples = 0;
+    for (const Scan& sc : scans) samples += sc.samples.size();
+    if (samples > kMaxSamples) return refuse("more GPU counter samples than a streamed chart keeps");
+    for (const Scan& sc : scans)
+      for (const v1::Record& r : sc.samples) builder.add(r);
     for (const Fold& fo : folds)
       for (const v1::Record& r : fo.externals) builder.add(r);
     for (const Fold& fo : folds)
