@@ -16,9 +16,15 @@ fail=0
 "$make" synth "$work/synth.gpuh" 300000 5 || { echo "FAIL: make_capture synth"; exit 1; }
 "$make" synth "$work/small.gpuh" 3000 2 >/dev/null || { echo "FAIL: make_capture synth"; exit 1; }
 "$make" steps "$work/steps.gpuh" 3 2 40 >/dev/null || { echo "FAIL: make_capture steps"; exit 1; }
+# Hostile values (huge ids, times, names), devices and names, and NVTX ranges around launches.
+for kind in hostile hostile_device script_names; do
+  "$make" "$kind" "$work/$kind.gpuh" >/dev/null 2>&1 || { echo "FAIL: make_capture $kind"; exit 1; }
+done
+"$make" nvtx "$work/nvtx.gpuh" 5 >/dev/null || { echo "FAIL: make_capture nvtx"; exit 1; }
 captures=("$fixtures/small.gpuh" "$fixtures/no_index.gpuh" "$fixtures/truncated.gpuh" "$fixtures/corrupt.gpuh"
-          "$fixtures/v1/small.gpuh" "$fixtures/v2/small.gpuh" "$work/synth.gpuh" "$work/small.gpuh" "$work/steps.gpuh")
-must_stream=("$work/synth.gpuh" "$work/small.gpuh")
+          "$fixtures/v1/small.gpuh" "$fixtures/v2/small.gpuh" "$work/synth.gpuh" "$work/small.gpuh" "$work/steps.gpuh"
+          "$work/hostile.gpuh" "$work/hostile_device.gpuh" "$work/script_names.gpuh" "$work/nvtx.gpuh")
+must_stream=("$work/synth.gpuh" "$work/small.gpuh" "$work/steps.gpuh" "$work/nvtx.gpuh" "$work/hostile.gpuh")
 if [ $# -ge 3 ]; then
   simlib=$1 hook=$2
   shift 2
