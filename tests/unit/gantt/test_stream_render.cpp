@@ -14,6 +14,7 @@
 
 #include <gpuhook/capture.h>
 
+#include "../../../tools/gantt/src/analysis/stream_shares.h"
 #include "../../support/fake_device.h"
 #include "gantt/lod.h"
 #include "gantt/render.h"
@@ -306,6 +307,30 @@ TEST(StreamRender, CoverageIsTheSameInAnyOrder) {
     EXPECT_EQ(forward.busy(c), halves.busy(c)) << c;
     EXPECT_EQ(forward.count(c), halves.count(c)) << c;
   }
+}
+
+// A launch the join's window let go is told apart from one that never existed: only the
+// first may be in the file after all (the streamed chart then loads the capture).
+TEST(StreamRender, CorrelationWindowKnowsWhichIdsItLetGo) {
+  using analysis::CorrWindow;
+  CorrWindow sliding(true), fixed(false);
+  const uint32_t last = 3 * CorrWindow::kIds;
+  for (uint32_t corr = 1; corr <= last; ++corr) {
+    sliding.set(corr, 1000 + corr);
+    fixed.set(corr, 1000 + corr);
+  }
+  EXPECT_EQ(sliding.get(last), 1000u + last);
+  EXPECT_EQ(sliding.get(1), 0u);
+  EXPECT_TRUE(sliding.maybe_lost(1));
+  EXPECT_FALSE(sliding.maybe_lost(last + 10));  // never seen: no launch with that id
+  EXPECT_EQ(fixed.get(1), 1001u);
+  EXPECT_TRUE(fixed.maybe_lost(last));
+  EXPECT_FALSE(fixed.maybe_lost(0));
+  analysis::CorrSet ids;
+  EXPECT_TRUE(ids.empty());
+  for (uint32_t corr : {5u, 64u, 4'000'000'000u}) ids.insert(corr);
+  EXPECT_TRUE(ids.contains(5) && ids.contains(64) && ids.contains(4'000'000'000u));
+  EXPECT_FALSE(ids.contains(6) || ids.contains(63) || ids.contains(1u << 27) || ids.contains(4'000'000'001u));
 }
 
 }  // namespace
