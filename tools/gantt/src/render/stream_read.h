@@ -105,7 +105,7 @@ struct Candidate {
 struct Scan {
   ChunkRange range;
   size_t index = 0;
-  size_t keep_widest = 0;  // max_individual_events + 1
+  size_t keep_widest = 0;  // 2 max_individual_events + 1 (stream_render() says why)
   LaneMode lanes_by = LaneMode::kStream;
   std::vector<v1::Record> context;
   std::vector<v1::Record> ranges;  // NVTX ranges: the drawn events' range paths need them all
