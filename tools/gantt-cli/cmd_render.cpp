@@ -11,7 +11,9 @@
 #include <gantt/ranks.h>
 #include <gantt/analysis/flame.h>
 #include <gantt/render.h>
+#include <gantt/stream_render.h>
 #include <gantt/text.h>
+#include <gpuhook/capture.h>
 
 #include "chart_output.h"
 #include "commands.h"
@@ -43,7 +45,44 @@ struct RenderCliOptions {
   std::string topology;        // --view comm: `nvidia-smi topo -m` output or NCCL's topology XML
   std::string step;            // --view steps: the step range
   std::string job;             // --job: the files are searched for this scheduler job's captures
+  unsigned jobs = 0;           // decoding threads of a streamed capture; 0 = every core
+  bool jobs_given = false;     // -j was given: say why a capture is loaded whole after all
+  bool in_memory = false;      // --in-memory: load the capture whole even when it could stream
 };
+
+// The chart of one capture without loading it (gantt/stream_render.h): memory bounded by
+// lanes, pixels and names, chunks decoded on every core. Nothing when the chart needs the
+// whole timeline; the caller then loads the capture.
+std::optional<int> try_stream(const RenderCliOptions& o, const gantt::RenderOptions& ro, const ChartTarget& target) {
+  if (o.in_memory) return std::nullopt;
+  std::string why_not = o.files.size() != 1 || !o.job.empty() ? "several captures (put on one clock)"
+                        : o.files.front() == "-"              ? "a capture on standard input"
+                        : target.format == "html"             ? "the HTML page"
+                        : o.view != "gantt"                   ? "--view " + o.view
+                        : any_filter(o.filter)                ? "the filters"
+                                                              : gantt::stream_render_refusal(ro);
+  const auto loaded = [&]() -> std::optional<int> {
+    if (o.jobs_given) std::cerr << "gantt-cli: render: the capture is loaded whole for " << why_not << "\n";
+    return std::nullopt;
+  };
+  if (!why_not.empty()) return loaded();
+  gantt::StreamRenderOptions so;
+  so.render = ro;
+  so.jobs = o.jobs;
+  so.load = load_options(o.load);
+  std::optional<gantt::StreamedChart> chart;
+  try {
+    chart = gantt::stream_render(o.files.front(), so, &why_not);
+  } catch (const gpuhook::CaptureError&) {
+    return std::nullopt;  // the loader reports it, as for any capture
+  }
+  if (!chart) return loaded();
+  for (const std::string& line : chart->warnings) std::cerr << "gantt-cli: " << line << "\n";
+  if (!write_chart(chart->scene, target)) return kExitError;
+  std::cerr << "gantt-cli: render: " << o.output << ": " << chart->stats.events_selected << " events ("
+            << chart->stats.events_individual << " drawn, " << chart->stats.events_aggregated << " as coverage)\n";
+  return chart->corrupt ? kExitError : kExitOk;
+}
 
 int run_render(const RenderCliOptions& o) {
   ChartTarget target{"render", o.output, o.format};
@@ -69,6 +108,7 @@ int run_render(const RenderCliOptions& o) {
   ro.annotate.idle_gap_ns = duration_arg("--idle-gap", o.idle_gap);
 
   const gantt::EventFilter f = make_filter(o.filter);
+  if (const auto streamed = try_stream(o, ro, target)) return *streamed;
 
   // Several captures (or a merged file) are the ranks of one job: put them on one clock and
   // say in the footer what was applied (gantt/ranks.h).
@@ -227,7 +267,19 @@ void register_render(CLI::App& app, int& exit_code) {
                   "measured traffic");
   cmd->add_option("--bucket", o->bucket, "--view utilisation: the time bucket (e.g. 10ms; default: about 200 over the window)");
   cmd->add_option("--job", o->job, "only the captures recorded in this scheduler job (SLURM_JOB_ID), found under the paths");
-  cmd->callback([o, &exit_code] { exit_code = run_render(*o); });
+  CLI::Option* jobs = cmd->add_option("-j,--jobs", o->jobs,
+                  "threads that decode one capture's chunks side by side when it is read as a stream (0 = the CPUs "
+                  "this process may use, at most 16; the chart is the same for any number); with -j, a capture "
+                  "that is loaded whole after all says why")
+      ->capture_default_str();
+  cmd->add_flag("--in-memory", o->in_memory,
+                "load the capture whole before drawing; by default the chart of one capture without annotations "
+                "and host lanes (--no-annotate --no-host, --view gantt, lanes per stream or device, no filters) is "
+                "read as a stream, in memory that does not grow with its events, and is the same chart");
+  cmd->callback([o, jobs, &exit_code] {
+    o->jobs_given = jobs->count() > 0;
+    exit_code = run_render(*o);
+  });
 }
 
 }  // namespace gantt_cli

@@ -74,6 +74,14 @@ void resolve_range(const Model& m, const std::string& spec, uint64_t* from, uint
 
 }  // namespace
 
+void fit_window(uint64_t from, uint64_t to, uint64_t lo, uint64_t hi, Selection* sel) {
+  const uint64_t pad = std::max<uint64_t>((hi - lo) / 50, 1000);
+  sel->window_start_ns = std::max(from, lo > pad ? lo - pad : 0);
+  sel->window_end_ns = std::min(to, hi + pad);
+  if (sel->window_end_ns < sel->window_start_ns) sel->window_end_ns = sel->window_start_ns;
+  sel->window_fitted = true;
+}
+
 Selection select_events(const Model& m, const EventFilter& f) {
   Selection sel;
   const uint64_t t0 = m.first_ns();
@@ -147,13 +155,7 @@ Selection select_events(const Model& m, const EventFilter& f) {
       if (l) lo = std::min(lo, l);
       hi = std::max(hi, event_end_ns(m, e));
     }
-    if (lo != UINT64_MAX && hi >= lo) {
-      const uint64_t pad = std::max<uint64_t>((hi - lo) / 50, 1000);
-      sel.window_start_ns = std::max(from, lo > pad ? lo - pad : 0);
-      sel.window_end_ns = std::min(to, hi + pad);
-      if (sel.window_end_ns < sel.window_start_ns) sel.window_end_ns = sel.window_start_ns;
-      sel.window_fitted = true;
-    }
+    if (lo != UINT64_MAX && hi >= lo) fit_window(from, to, lo, hi, &sel);
   }
   std::stable_sort(sel.events.begin(), sel.events.end(), [&](uint32_t a, uint32_t b) {
     const uint64_t ta = event_begin_ns(m, a), tb = event_begin_ns(m, b);

@@ -40,6 +40,10 @@ struct Selection {
 // Throws std::invalid_argument with a clear message on a bad regex or an unknown range.
 Selection select_events(const Model& model, const EventFilter& filter);
 
+// The window a chart fits to its selected work when none was asked for: from the first begin
+// or launch `lo` to the last end `hi`, padded by 2% (at least 1 us), within [from, to].
+void fit_window(uint64_t from, uint64_t to, uint64_t lo, uint64_t hi, Selection* selection);
+
 // The model with only the selection's GPU events (API calls, ranges, NCCL calls and threads
 // kept whole; NCCL calls whose kernel was left out lose that link): how the analyses that
 // read a whole model (stats, diagnose, diff) take the same filter flags as render and export.

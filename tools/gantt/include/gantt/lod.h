@@ -9,13 +9,17 @@
 
 namespace gantt {
 
-// Busy fraction per pixel column of one lane.
+// Busy fraction per pixel column of one lane. Spans are summed in fixed point (1/2^20 px),
+// not in floats: a sum of integers is the same in any order, so coverage folded from a
+// capture's chunks by several threads, or from the loaded model, comes out identical.
 class Coverage {
  public:
   explicit Coverage(int columns);
   // Adds [x0, x1) in pixels (fractional), clipped to the columns. Overlapping spans add
   // up; busy() clamps to 1.
   void add(double x0, double x1);
+  // Adds another lane's coverage of the same columns (nothing when the widths differ).
+  void merge(const Coverage& other);
   int columns() const { return static_cast<int>(busy_.size()); }
   double busy(int column) const;
   uint32_t count(int column) const { return count_[static_cast<size_t>(column)]; }
@@ -36,7 +40,8 @@ class Coverage {
   int levels_within(int levels, size_t max_runs) const;
 
  private:
-  std::vector<float> busy_;
+  static constexpr int kUnitBits = 20;  // fixed-point units per pixel: 2^20
+  std::vector<uint64_t> busy_;          // per column, in units
   std::vector<uint32_t> count_;
   uint64_t total_ = 0;
 };
@@ -45,7 +50,7 @@ class Coverage {
 // so choosing the threshold needs no per-event storage.
 class WidthHistogram {
  public:
-  void add(double width_px);
+  void add(double width_px, size_t times = 1);
   // 0 when all events fit the budget (each is drawn, at least 1 px wide); otherwise the
   // smallest step that keeps the events at least that wide within `max_individual`.
   double threshold(size_t max_individual) const;

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "gantt/analysis/timeline.h"
 #include "gantt/analysis/topology.h"
 #include "gantt/filter.h"
+#include "gantt/lod.h"
 #include "gantt/model.h"
 #include "gantt/scene.h"
 
@@ -76,6 +78,29 @@ struct RenderStats {
   uint64_t overlap_rows = 0;         // extra rows lanes grew so overlapping events stay visible
 };
 
+// The GPU work of a chart that its model does not hold (a streamed render, stream_render.h):
+// what the chart draws of it, folded as the capture was read. The model then holds only the
+// events wide enough to be drawn one by one (and what they need), and build_scene() draws
+// these folds where it would have folded the events itself.
+struct ChartRest {
+  struct Lane {
+    Coverage exec{0}, wait{0};  // the narrow events' exec and queued->start spans
+    uint64_t events = 0;        // all of the lane's events, the held ones too
+    uint64_t aggregated = 0;    // those folded into exec
+    int32_t priority = 0;       // the first priority recorded on the lane's events, in start order
+  };
+  struct Device {
+    Coverage compute{0}, copy{0};  // the busy union per class (device_busy)
+    uint64_t compute_ns = 0, copy_ns = 0;
+  };
+  std::map<LaneKey, Lane> lanes;
+  std::map<std::pair<uint16_t, uint32_t>, Device> devices;
+  uint64_t events = 0;  // selected GPU work, synchronisations not counted
+  uint64_t syncs = 0;   // selected synchronisations
+  double threshold_px = 0;
+  std::vector<analysis::WaitSplit> waits;  // analysis::wait_causes() of the held kernels, by event
+};
+
 // `render --view comm`: rank x rank heatmaps per communicator (analysis/comm.h).
 // With `topology` (nvidia-smi topo -m or NCCL's topology XML), the GPUs and their links drawn
 // under each matrix.
@@ -99,6 +124,10 @@ Scene steps_scene(const Model& model, const Selection& selection, const analysis
                   const RenderOptions& options);
 
 Scene build_scene(const Model& model, const Selection& selection, const RenderOptions& options,
+                  RenderStats* stats = nullptr);
+// The same chart when the model holds only part of the selected work and `rest` folds the
+// remainder (stream_render.h); `selection` is then the held events, its window the whole one.
+Scene build_scene(const Model& model, const Selection& selection, const RenderOptions& options, const ChartRest& rest,
                   RenderStats* stats = nullptr);
 
 // Back ends.

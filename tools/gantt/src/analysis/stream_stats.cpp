@@ -19,6 +19,7 @@
 
 #include "gantt/align.h"
 #include "gantt/analysis/busy_tracker.h"
+#include "stream_shares.h"
 #include "../model_builder_impl.h"
 
 namespace gantt::analysis {
@@ -30,44 +31,6 @@ using builder::kHookExternalKind;
 // A recorded time, or 0 when unknown: as the loader reads them.
 using builder::known;
 using builder::t;
-
-// API start times by correlation id over a window of ids, for joining kernels to their
-// launches. CUPTI numbers a process's API calls 1, 2, 3, ... and a kernel's record comes
-// soon after its launch's; the window slides with the ids (`sliding`) or keeps the first
-// ids a share saw (a launch whose kernel the share before it read).
-class CorrWindow {
- public:
-  static constexpr uint32_t kIds = 1u << 18;  // 2 MB of times
-  // Set on a time whose call was synchronous (is_synchronous_call): a copy it issued is
-  // counted as such. Recorded times are far below 2^63 ns; a hostile one only miscounts.
-  static constexpr uint64_t kSyncBit = uint64_t{1} << 63;
-  explicit CorrWindow(bool sliding) : sliding_(sliding) {}
-
-  void set(uint32_t corr, uint64_t start_ns) {
-    if (slots_.empty()) {
-      // Centred on the first id: launches written after their kernels come with lower ids.
-      slots_.assign(kIds, 0);
-      base_ = corr > kIds / 2 ? corr - kIds / 2 : 0;
-    }
-    if (corr < base_) return;
-    if (uint64_t{corr} >= uint64_t{base_} + kIds) {
-      if (!sliding_) return;
-      const uint32_t next = corr - kIds / 2;
-      for (uint64_t c = base_; c < std::min<uint64_t>(next, uint64_t{base_} + kIds); ++c) slots_[c % kIds] = 0;
-      base_ = next;
-    }
-    slots_[corr % kIds] = start_ns;
-  }
-  uint64_t get(uint32_t corr) const {
-    if (slots_.empty() || corr < base_ || uint64_t{corr} >= uint64_t{base_} + kIds) return 0;
-    return slots_[corr % kIds];
-  }
-
- private:
-  bool sliding_;
-  uint32_t base_ = 0;
-  std::vector<uint64_t> slots_;
-};
 
 struct GroupAcc {
   uint32_t device = 0, stream = 0;
@@ -115,23 +78,8 @@ struct Share {
   };
   std::vector<v1::Record> nccl_calls, externals;
   std::vector<NcclKernel> nccl_kernels;
-  // Correlation ids under the hook's external ids, with a bitmap of their low bits in front:
-  // most kernels are not NCCL's, and the set's lookup (a division and a cache miss) was a
-  // seventh of a streamed `stats`.
-  std::unordered_set<uint32_t> nccl_corr;
-  std::vector<uint64_t> nccl_corr_bits;
-  static constexpr uint32_t kCorrBits = 1u << 20;
-  void add_nccl_corr(uint32_t corr) {
-    if (nccl_corr_bits.empty()) nccl_corr_bits.assign(kCorrBits / 64, 0);
-    nccl_corr_bits[(corr % kCorrBits) / 64] |= uint64_t{1} << (corr % 64);
-    nccl_corr.insert(corr);
-  }
-  bool under_nccl(uint32_t corr) const {
-    return !nccl_corr_bits.empty() && (nccl_corr_bits[(corr % kCorrBits) / 64] >> (corr % 64) & 1) != 0 &&
-           nccl_corr.count(corr) != 0;
-  }
-  std::vector<int8_t> nccl_named;                 // per string id: -1 unknown, 0 no, 1 yes
-  std::vector<int8_t> sync_named;                 // per string id: is_synchronous_call(), -1 unknown
+  NcclKernelFilter nccl;
+  std::vector<int8_t> sync_named;  // per string id: is_synchronous_call(), -1 unknown
   gpuhook::Integrity integrity;
   std::string needs_model;
   std::exception_ptr error;
@@ -253,25 +201,6 @@ void fold_api(Share& sh, const gpuhook::CaptureReader& reader, const gpuhook::Ap
   sh.waiting.erase(from, to);
 }
 
-// Records a share reads before it needs an external id of its own to keep kernels named
-// nccl*: the first kernels of a share may belong to calls the share before it read.
-constexpr uint64_t kNcclLeadIn = uint64_t{1} << 16;
-
-bool maybe_nccl(Share& sh, const gpuhook::CaptureReader& reader, const gpuhook::KernelFields& k, uint64_t records_read) {
-  // Without the hook's external ids there is nothing to join by (the capture is then loaded).
-  if (sh.nccl_corr.empty() && records_read > kNcclLeadIn) return false;
-  if (sh.under_nccl(k.correlation_id)) return true;
-  const uint32_t id = k.name_id;
-  if (id >= (1u << 24)) return false;
-  if (id >= sh.nccl_named.size()) sh.nccl_named.resize(id + 1, -1);
-  if (sh.nccl_named[id] < 0) {
-    std::string name(reader.string(id));
-    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-    sh.nccl_named[id] = name.find("nccl") != std::string::npos ? 1 : 0;
-  }
-  return sh.nccl_named[id] == 1;
-}
-
 void keep_context(Share& sh, const v1::Record& r) {
   switch (r.kind_case()) {
     case v1::Record::kHeader:
@@ -318,7 +247,7 @@ void read_share(const std::string& path, const StreamStatsOptions& o, Share& sh,
       case v1::Record::kKernel: {
         const gpuhook::KernelFields& k = view.kernel;
         if (sh.matches && k.graph_id != 0) sh.needs_model = kGraphReason;
-        const bool nccl = maybe_nccl(sh, reader, k, n);
+        const bool nccl = sh.nccl.maybe(reader, k.correlation_id, k.name_id, n);
         fold_kernel(sh, k, nccl);
         if (nccl) sh.nccl_kernels.push_back({k.correlation_id, k.name_id, k.device, k.stream, k.start_ns, k.end_ns});
         break;
@@ -342,7 +271,7 @@ void read_share(const std::string& path, const StreamStatsOptions& o, Share& sh,
       case v1::Record::kExternalCorrelation: {
         const auto& x = r.external_correlation();
         if (x.kind() == kHookExternalKind && x.external_id() != 0 && x.correlation_id() != 0) {
-          sh.add_nccl_corr(x.correlation_id());
+          sh.nccl.under_external(x.correlation_id());
           sh.externals.push_back(r);
         }
         break;
@@ -361,23 +290,12 @@ void read_share(const std::string& path, const StreamStatsOptions& o, Share& sh,
     if (id < (uint64_t{1} << 40)) acc.key = demangle(reader.string(static_cast<uint32_t>(id)));
 }
 
-// Contiguous runs of the index's chunks with about equal records each.
 std::vector<Share> plan_shares(const std::optional<v1::ChunkIndex>& index, unsigned jobs) {
-  if (!index || jobs <= 1 || index->chunk_size() < 2) return std::vector<Share>(1);
-  const size_t n = static_cast<size_t>(index->chunk_size());
-  std::vector<uint64_t> before(n + 1, 0);  // records in the chunks before each
-  for (size_t i = 0; i < n; ++i)
-    before[i + 1] = before[i] + std::min<uint64_t>(index->chunk(static_cast<int>(i)).records(), 1u << 30);
-  const size_t parts = std::min<size_t>(jobs, n);
-  std::vector<Share> shares(parts);
-  size_t at = 0;
-  for (size_t p = 0; p < parts; ++p) {
-    const uint64_t goal = before[n] / parts * (p + 1);
-    size_t end = p + 1 == parts ? n : static_cast<size_t>(std::lower_bound(before.begin(), before.end(), goal) - before.begin());
-    end = std::clamp(end, at + 1, n - (parts - p - 1));
-    shares[p].first_chunk = at;
-    shares[p].end_chunk = end;
-    at = end;
+  const std::vector<ChunkRange> ranges = plan_chunk_ranges(index, jobs);
+  std::vector<Share> shares(ranges.size());
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    shares[i].first_chunk = ranges[i].first_chunk;
+    shares[i].end_chunk = ranges[i].end_chunk;
   }
   return shares;
 }

@@ -13,9 +13,7 @@ namespace gantt::analysis {
 
 namespace {
 
-// How many operations before a kernel's start are looked at for one still running then: a
-// kernel that ran through the whole wait started among the last few on its device.
-constexpr size_t kLookBack = 64;
+constexpr size_t kLookBack = kWaitLookBack;
 
 struct Op {
   uint32_t event;

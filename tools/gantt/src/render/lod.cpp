@@ -5,7 +5,7 @@
 
 namespace gantt {
 
-Coverage::Coverage(int columns) : busy_(static_cast<size_t>(std::max(columns, 0)), 0.f),
+Coverage::Coverage(int columns) : busy_(static_cast<size_t>(std::max(columns, 0)), 0),
                                   count_(static_cast<size_t>(std::max(columns, 0)), 0) {}
 
 void Coverage::add(double x0, double x1) {
@@ -13,23 +13,37 @@ void Coverage::add(double x0, double x1) {
   if (busy_.empty() || !(x1 > 0) || !(x0 < n)) return;
   x0 = std::max(0.0, x0);
   x1 = std::min(n, std::max(x1, x0));
-  int c0 = static_cast<int>(std::floor(x0));
-  const int c1 = std::min(static_cast<int>(std::ceil(x1)), static_cast<int>(busy_.size()));
-  if (c1 <= c0) c0 = std::min(c0, static_cast<int>(busy_.size()) - 1);
+  constexpr uint64_t kUnit = uint64_t{1} << kUnitBits;
+  const uint64_t u0 = static_cast<uint64_t>(std::llround(std::ldexp(x0, kUnitBits)));
+  const uint64_t u1 = std::max(u0, static_cast<uint64_t>(std::llround(std::ldexp(x1, kUnitBits))));
+  const size_t last = busy_.size() - 1;
+  const size_t c0 = std::min(static_cast<size_t>(u0 / kUnit), last);
   ++total_;
-  if (x1 - x0 < 1e-9) {  // a zero-length event still marks its column as touched
-    ++count_[static_cast<size_t>(c0)];
-    busy_[static_cast<size_t>(c0)] += 1e-3f;
+  if (u1 == u0) {  // a zero-length event still marks its column as touched
+    ++count_[c0];
+    busy_[c0] += kUnit >> 10;
     return;
   }
-  for (int c = c0; c < std::max(c1, c0 + 1); ++c) {
-    const double lo = std::max(x0, static_cast<double>(c)), hi = std::min(x1, static_cast<double>(c + 1));
-    busy_[static_cast<size_t>(c)] += static_cast<float>(std::max(0.0, hi - lo));
-    ++count_[static_cast<size_t>(c)];
+  const size_t c1 = std::min(static_cast<size_t>((u1 + kUnit - 1) / kUnit), busy_.size());
+  for (size_t c = c0; c < std::max(c1, c0 + 1); ++c) {
+    const uint64_t lo = std::max(u0, c * kUnit), hi = std::min(u1, (c + 1) * kUnit);
+    busy_[c] += hi > lo ? hi - lo : 0;
+    ++count_[c];
   }
 }
 
-double Coverage::busy(int column) const { return std::min(1.0, static_cast<double>(busy_[static_cast<size_t>(column)])); }
+void Coverage::merge(const Coverage& other) {
+  if (other.busy_.size() != busy_.size()) return;
+  for (size_t c = 0; c < busy_.size(); ++c) {
+    busy_[c] += other.busy_[c];
+    count_[c] += other.count_[c];
+  }
+  total_ += other.total_;
+}
+
+double Coverage::busy(int column) const {
+  return std::min(1.0, std::ldexp(static_cast<double>(busy_[static_cast<size_t>(column)]), -kUnitBits));
+}
 
 std::vector<Coverage::Run> Coverage::runs(int levels) const {
   std::vector<Run> out;
@@ -66,10 +80,10 @@ namespace {
 constexpr double kWidthSteps[] = {1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610, 987, 1597, 2584, 4181};
 }  // namespace
 
-void WidthHistogram::add(double w) {
+void WidthHistogram::add(double w, size_t times) {
   static_assert(std::size(kWidthSteps) == kSteps);
-  ++total_;
-  for (size_t i = 0; i < kSteps && w >= kWidthSteps[i]; ++i) ++at_least_[i];
+  total_ += times;
+  for (size_t i = 0; i < kSteps && w >= kWidthSteps[i]; ++i) at_least_[i] += times;
 }
 
 double WidthHistogram::threshold(size_t max_individual) const {

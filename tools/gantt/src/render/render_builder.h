@@ -68,10 +68,36 @@ inline std::string fit(std::string_view s, float width_px, float char_px = kChar
 
 inline uint8_t level_alpha(int level, int levels) { return static_cast<uint8_t>(60 + 180 * level / levels); }
 
+// A narrow event folded into its lane's coverage: its execution, and its queued -> start wait.
+inline void fold_narrow(const Frame& f, Coverage& exec, Coverage& wait, uint64_t queued, uint64_t start, float x0, float x1) {
+  exec.add(x0 - f.left, x1 - f.left);
+  if (queued && queued < start) wait.add(f.x(queued) - f.left, x0 - f.left);
+}
+
+// A span of a device's busy union, clipped to the window, into the utilisation strip's coverage.
+inline void add_busy(const Frame& f, Coverage& cov, uint64_t& busy_ns, uint64_t b, uint64_t e) {
+  const uint64_t lo = std::max(b, f.t0), hi = std::min(e, f.t1);
+  if (hi <= lo) return;
+  cov.add(f.x(lo) - f.left, f.x(hi) - f.left);
+  busy_ns += hi - lo;
+}
+
+// Whether an event's kind counts as compute or as copy in the utilisation strip.
+enum class BusyClass : uint8_t { kNone, kCompute, kCopy };
+inline BusyClass busy_class(EventKind k) {
+  if (k == EventKind::kKernel || k == EventKind::kNccl) return BusyClass::kCompute;
+  if (k == EventKind::kMemcpy || k == EventKind::kMemset) return BusyClass::kCopy;
+  return BusyClass::kNone;
+}
+
+// The busy unions of one device from its selected events, which come in start order.
+ChartRest::Device device_busy(const Model& m, const std::vector<uint32_t>& events, const DeviceKey& dev, const Frame& f);
+
 class Builder {
  public:
-  Builder(const Model& m, const Selection& sel, const RenderOptions& o, RenderStats& st)
-      : m_(m), sel_(sel), o_(o), st_(st) {}
+  // `rest`: the selected work the model does not hold (render.h ChartRest), or null.
+  Builder(const Model& m, const Selection& sel, const RenderOptions& o, RenderStats& st, const ChartRest* rest = nullptr)
+      : m_(m), sel_(sel), o_(o), st_(st), rest_(rest) {}
 
   Scene build();
 
@@ -103,6 +129,7 @@ class Builder {
   const Selection& sel_;
   const RenderOptions& o_;
   RenderStats& st_;
+  const ChartRest* rest_;
   Scene s_;
   Frame f_;
   float y_ = 0;

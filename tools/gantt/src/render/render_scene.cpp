@@ -36,8 +36,12 @@ void Builder::bucket_lanes() {
     const uint64_t b = m_.events.start_ns[e], en = m_.events.end_ns[e];
     widths.add(b && en >= b ? static_cast<double>(en - b) * f_.px_per_ns : 0.0);
   }
-  threshold_px_ = widths.threshold(o_.max_individual_events);
+  threshold_px_ = rest_ ? rest_->threshold_px : widths.threshold(o_.max_individual_events);
   st_.individual_threshold_px = threshold_px_;
+  if (rest_) {
+    st_.syncs_on_host_lanes += rest_->syncs;
+    for (const auto& [key, folded] : rest_->lanes) lanes_[key].priority = folded.priority;
+  }
   // A launch's nodes normally share its stream's lane; where they do not (--lanes thread with
   // several launchers cannot split one launch, but a real multi-stream graph can), each lane
   // brackets the part it holds.
@@ -56,23 +60,18 @@ void Builder::bucket_lanes() {
   }
 }
 
-void Builder::draw_utilization(const DeviceKey& dev, float y) {
-  const int cols = f_.columns();
-  s_.rect(make_rect(f_.left, y, f_.right - f_.left, kUtilHeight, palette::kLaneBand));
-  // Union of busy time per class, streamed in start order (the selection's order) straight
-  // into per-column coverage: no per-event storage.
+ChartRest::Device device_busy(const Model& m, const std::vector<uint32_t>& events, const DeviceKey& dev, const Frame& f) {
+  const int cols = f.columns();
+  ChartRest::Device out{Coverage(cols), Coverage(cols)};
+  // Union of busy time per class, streamed in start order straight into per-column
+  // coverage: no per-event storage.
   struct Union {
-    Coverage cov;
+    Coverage& cov;
+    uint64_t& busy_ns;
     uint64_t b = 0, e = 0;
     bool open = false;
-    double busy_ns = 0;
     void flush(const Frame& f) {
-      if (!open) return;
-      const uint64_t lo = std::max(b, f.t0), hi = std::min(e, f.t1);
-      if (hi > lo) {
-        cov.add(f.x(lo) - f.left, f.x(hi) - f.left);
-        busy_ns += static_cast<double>(hi - lo);
-      }
+      if (open) add_busy(f, cov, busy_ns, b, e);
     }
     void add(const Frame& f, uint64_t nb, uint64_t ne) {
       if (open && nb <= e) { e = std::max(e, ne); return; }
@@ -80,20 +79,29 @@ void Builder::draw_utilization(const DeviceKey& dev, float y) {
       b = nb; e = ne; open = true;
     }
   };
-  Union compute{Coverage(cols)}, copy{Coverage(cols)};
-  for (uint32_t e : sel_.events) {
-    if (m_.events.capture[e] != dev.first || m_.events.device[e] != dev.second) continue;
-    const uint64_t b = m_.events.start_ns[e], en = m_.events.end_ns[e];
+  Union compute{out.compute, out.compute_ns}, copy{out.copy, out.copy_ns};
+  for (uint32_t e : events) {
+    if (m.events.capture[e] != dev.first || m.events.device[e] != dev.second) continue;
+    const uint64_t b = m.events.start_ns[e], en = m.events.end_ns[e];
     if (!b || en < b) continue;
-    const EventKind k = m_.events.kind[e];
-    if (k == EventKind::kKernel || k == EventKind::kNccl) compute.add(f_, b, en);
-    else if (k == EventKind::kMemcpy || k == EventKind::kMemset) copy.add(f_, b, en);
+    const BusyClass c = busy_class(m.events.kind[e]);
+    if (c == BusyClass::kCompute) compute.add(f, b, en);
+    else if (c == BusyClass::kCopy) copy.add(f, b, en);
   }
-  compute.flush(f_);
-  copy.flush(f_);
-  const Coverage& cc = compute.cov;
-  const Coverage& pc = copy.cov;
-  const double compute_ns = compute.busy_ns, copy_ns = copy.busy_ns;
+  compute.flush(f);
+  copy.flush(f);
+  return out;
+}
+
+void Builder::draw_utilization(const DeviceKey& dev, float y) {
+  const int cols = f_.columns();
+  s_.rect(make_rect(f_.left, y, f_.right - f_.left, kUtilHeight, palette::kLaneBand));
+  ChartRest::Device busy{Coverage(cols), Coverage(cols)};
+  if (!rest_) busy = device_busy(m_, sel_.events, dev, f_);
+  else if (auto it = rest_->devices.find(dev); it != rest_->devices.end()) busy = it->second;
+  const Coverage& cc = busy.compute;
+  const Coverage& pc = busy.copy;
+  const double compute_ns = static_cast<double>(busy.compute_ns), copy_ns = static_cast<double>(busy.copy_ns);
   // Eight heights where the strip is calm, fewer where it would flicker (see levels_within).
   const int levels = cc.levels_within(8, static_cast<size_t>(cols / 4));
   for (const auto& r : cc.runs(levels)) {
@@ -185,6 +193,13 @@ void Builder::draw_gpu_lane(const LaneKey& key, Lane& lane) {
   lane.y = y;
   const int cols = f_.columns();
   Coverage exec(cols), wait(cols);
+  if (rest_) {
+    if (auto it = rest_->lanes.find(key); it != rest_->lanes.end()) {
+      exec.merge(it->second.exec);
+      wait.merge(it->second.wait);
+      st_.events_aggregated += it->second.aggregated;
+    }
+  }
   std::vector<uint32_t> individual;
   const EventTable& ev = m_.events;
   for (uint32_t e : lane.events) {
@@ -196,8 +211,7 @@ void Builder::draw_gpu_lane(const LaneKey& key, Lane& lane) {
       ++individual_budget_;
       continue;
     }
-    exec.add(x0 - f_.left, x1 - f_.left);
-    if (ev.queued_ns[e] && ev.queued_ns[e] < b) wait.add(f_.x(ev.queued_ns[e]) - f_.left, x0 - f_.left);
+    fold_narrow(f_, exec, wait, ev.queued_ns[e], b, x0, x1);
     ++st_.events_aggregated;
   }
   // Rows for overlapping GPU work, first fit in start order (the selection's order). Syncs are
@@ -316,7 +330,10 @@ void Builder::draw_gpu_lane_within_cap(const LaneKey& key, Lane& lane) {
   // The chart's size must not grow without bound with the number of streams either.
   if (gpu_lanes_drawn_ >= kMaxGpuLanes) {
     ++st_.lanes_left_out;
-    st_.events_left_out += lane.events.size();
+    uint64_t events = lane.events.size();
+    if (rest_)
+      if (auto it = rest_->lanes.find(key); it != rest_->lanes.end()) events = it->second.events;
+    st_.events_left_out += events;
     return;
   }
   ++gpu_lanes_drawn_;
@@ -430,16 +447,16 @@ std::string title_of(const Model& m) {
 Scene Builder::build() {
   s_ = begin_view(title_of(m_), o_);
   f_ = make_frame(m_, sel_, sel_.window_start_ns, sel_.window_end_ns, s_.width);
-  st_.events_selected = sel_.events.size();
+  st_.events_selected = rest_ ? rest_->events + rest_->syncs : sel_.events.size();
   y_ = 30;
-  if (sel_.events.empty()) {
+  if (st_.events_selected == 0) {
     const std::string why = m_.events.size() == 0 ? "no GPU activity in this capture"
                                                   : "no events match the window and filters (" +
                                                         std::to_string(m_.events.size()) + " events in the capture)";
     s_.text(make_text(static_cast<float>(s_.width) / 2, y_ + 50, why, 16, palette::kMuted, Anchor::kMiddle));
     y_ += 90;
   } else {
-    waits_ = analysis::wait_causes(m_, sel_.events);
+    waits_ = rest_ ? rest_->waits : analysis::wait_causes(m_, sel_.events);
     ann_ = annotate(m_, sel_, o_.annotate, kMaxAnnotationsPerKind, &waits_);  // the split is drawn and flagged: computed once
     if (o_.memory_strip) {
       std::vector<analysis::DeviceMemory> report = analysis::memory_report(m_);
@@ -458,6 +475,8 @@ Scene Builder::build() {
     std::map<DeviceKey, std::vector<LaneKey>> sections;
     for (uint32_t e : sel_.events)
       if (m_.events.kind[e] != EventKind::kSync) sections[{m_.events.capture[e], m_.events.device[e]}];
+    if (rest_)  // streamed: lanes per stream or per device, so each lane's key names its device
+      for (const auto& [key, folded] : rest_->lanes) sections[{key.capture, key.device}];
     if (o_.lanes == LaneMode::kRank) {
       // Each rank's lane right under its own device header and utilisation strip.
       std::map<uint16_t, DeviceKey> last_device;
@@ -586,6 +605,13 @@ namespace gantt {
 Scene build_scene(const Model& model, const Selection& selection, const RenderOptions& options, RenderStats* stats) {
   RenderStats local;
   detail::Builder b(model, selection, options, stats ? *stats : local);
+  return b.build();
+}
+
+Scene build_scene(const Model& model, const Selection& selection, const RenderOptions& options, const ChartRest& rest,
+                  RenderStats* stats) {
+  RenderStats local;
+  detail::Builder b(model, selection, options, stats ? *stats : local, &rest);
   return b.build();
 }
 

@@ -45,6 +45,10 @@ struct WaitSplit {
   WaitCause largest_not_own() const;
 };
 
+// How many operations before a kernel's start are looked at for one still running then: a
+// kernel that ran through the whole wait started among the last few on its device.
+inline constexpr size_t kWaitLookBack = 64;
+
 // The split of every kernel of `events` that has a queued stamp and started after it, sorted
 // by event. Context (other streams, events, priorities) comes from the whole model.
 std::vector<WaitSplit> wait_causes(const Model& model, const std::vector<uint32_t>& events);

@@ -1,0 +1,337 @@
+// stream_render() against build_scene() of the loaded capture: the same SVG bytes for any
+// number of decoding threads, on captures made to exercise the window, the threshold, the
+// launch join across shares, the wait split of drawn kernels and the busy unions.
+#include "gantt/stream_render.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include <gpuhook/capture.h>
+
+#include "../../../tools/gantt/src/analysis/stream_shares.h"
+#include "../../support/fake_device.h"
+#include "gantt/lod.h"
+#include "gantt/render.h"
+
+namespace gantt {
+namespace {
+
+namespace v1 = gpuhook::v1;
+
+struct Spec {
+  uint64_t activities = 30000;
+  uint32_t devices = 2;
+  bool late_launches = true;   // some launch calls written after their kernels, far after
+  bool ranges = true;          // NVTX ranges pushed and popped around the launches of one thread
+  bool event_waits = false;    // a stream wait on a CUDA event (not streamed)
+  size_t chunk_bytes = 32 << 10;  // many chunks, so that several threads get shares
+};
+
+std::string temp_path(const std::string& name) {
+  return ::testing::TempDir() + "/stream_render_" + std::to_string(::getpid()) + "_" + name + ".gpuh";
+}
+
+// Kernels on the legacy stream and on blocking, non-blocking and prioritised streams of two
+// devices, copies between them, memsets, synchronisations, NCCL calls joined through external
+// ids, a few very long kernels (drawn one by one), kernels without launch calls or queued
+// stamps, zero-length and unknown-time ones, and launch calls written long after their kernels.
+std::string write_capture(const std::string& name, const Spec& spec) {
+  const std::string path = temp_path(name);
+  std::remove(path.c_str());
+  gpuhook::WriterOptions wo;
+  wo.chunk_bytes = spec.chunk_bytes;
+  std::string err;
+  auto w = gpuhook::CaptureWriter::create(path, wo, &err);
+  EXPECT_TRUE(w) << err;
+  std::mt19937_64 rng(11);
+  v1::Record h;
+  h.mutable_header()->set_format_version(gpuhook::kFormatVersion);
+  h.mutable_header()->set_host_name("render-host");
+  h.mutable_header()->set_pid(78);
+  h.mutable_header()->set_features(v1::FEATURE_HOST_CLOCK_CALLBACK | v1::FEATURE_LATENCY_TIMESTAMPS);
+  w->write(h);
+  for (uint32_t d = 0; d < spec.devices; ++d) {
+    v1::Record dev;
+    dev.mutable_device()->set_ordinal(d);
+    dev.mutable_device()->set_name("Fabricated GPU");
+    gpuhook::test::set_sm_limits(dev.mutable_device(), 9);
+    w->write(dev);
+  }
+  for (uint32_t s : {9u, 11u, 13u}) {  // 9 non-blocking, 11 high priority, 13 low priority
+    v1::Record st;
+    st.mutable_stream()->set_stream(s);
+    st.mutable_stream()->set_flags(s == 9 ? 2 : 1);
+    st.mutable_stream()->set_priority(s == 11 ? -2 : 0);
+    w->write(st);
+  }
+  std::vector<uint32_t> names;
+  for (int i = 0; i < 10; ++i) names.push_back(w->intern("_Z6kernelILi" + std::to_string(i) + "EEvPf"));
+  const uint32_t launch = w->intern("cudaLaunchKernel"), copy = w->intern("cudaMemcpyAsync"),
+                 all_reduce = w->intern("ncclAllReduce"),
+                 nccl_kernel = w->intern("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)");
+  uint64_t t = 7'000'000'000ull, external = 1;
+  uint32_t corr = 1;
+  std::vector<v1::Record> late;
+  for (uint64_t i = 0; i < spec.activities; ++i) {
+    const uint32_t dev = static_cast<uint32_t>(rng() % spec.devices);
+    const uint32_t stream = 7 + 2 * static_cast<uint32_t>(rng() % 4);
+    const bool long_one = rng() % 4000 == 0;
+    const uint64_t len = long_one ? 30'000'000 : 500 + rng() % 20000, start = t + rng() % 700;
+    t += len / (long_one ? 40 : 3) + (rng() % 7 == 0 ? 200'000 : 0);
+    v1::Record api;
+    auto* a = api.mutable_api();
+    a->set_domain(v1::API_DOMAIN_RUNTIME);
+    a->set_thread_id(5150 + rng() % 2);
+    a->set_correlation_id(corr);
+    a->set_start_ns(static_cast<int64_t>(start - 4000 - rng() % 3000));
+    a->set_end_ns(a->start_ns() + 2500);
+    const uint64_t kind = rng() % 20;
+    v1::Record r;
+    if (kind == 0) {
+      v1::Record call;
+      auto* n = call.mutable_nccl();
+      n->set_op(v1::NCCL_ALL_REDUCE);
+      n->set_name_id(all_reduce);
+      n->set_bytes(4096 * (1 + rng() % 64));
+      n->set_thread_id(5150);
+      n->set_device(static_cast<int32_t>(dev));
+      n->set_start_ns(static_cast<int64_t>(start - 3500));
+      n->set_end_ns(static_cast<int64_t>(start - 100));
+      n->set_external_id(external);
+      w->write(call);
+      v1::Record x;
+      x.mutable_external_correlation()->set_kind(5);
+      x.mutable_external_correlation()->set_external_id(external++);
+      x.mutable_external_correlation()->set_correlation_id(corr);
+      w->write(x);
+      a->set_name_id(launch);
+      auto* k = r.mutable_kernel();
+      k->set_name_id(nccl_kernel);
+      k->set_device(dev);
+      k->set_stream(stream);
+      k->set_correlation_id(corr);
+      k->set_queued_ns(static_cast<int64_t>(start - 800));
+      k->set_start_ns(static_cast<int64_t>(start));
+      k->set_end_ns(static_cast<int64_t>(start + len));
+    } else if (kind < 14) {
+      a->set_name_id(launch);
+      auto* k = r.mutable_kernel();
+      k->set_name_id(names[rng() % names.size()]);
+      k->set_device(dev);
+      k->set_stream(stream);
+      k->set_correlation_id(corr);
+      if (stream == 13 && rng() % 2) k->set_stream_priority(3);
+      k->set_grid_x(1 + rng() % 512);
+      k->set_block_x(64 << (rng() % 4));
+      k->set_registers_per_thread(16 + rng() % 64);
+      if (rng() % 8 != 0) k->set_queued_ns(static_cast<int64_t>(start - 1000 - rng() % 40000));
+      if (rng() % 300 != 0) k->set_start_ns(static_cast<int64_t>(start));
+      k->set_end_ns(static_cast<int64_t>(rng() % 400 == 0 ? start : start + len));
+    } else if (kind < 17) {
+      a->set_name_id(copy);
+      auto* c = r.mutable_memcpy();
+      c->set_device(dev);
+      c->set_stream(stream);
+      c->set_correlation_id(corr);
+      const bool peer = spec.devices > 1 && rng() % 5 == 0;
+      c->set_copy_kind(peer ? v1::COPY_PTOP : static_cast<v1::CopyKind>(1 + rng() % 3));
+      if (peer) {
+        c->set_src_device(dev);
+        c->set_dst_device((dev + 1) % spec.devices);
+      }
+      c->set_bytes(1 + rng() % (1 << 24));
+      c->set_start_ns(static_cast<int64_t>(start));
+      c->set_end_ns(static_cast<int64_t>(start + len / 2));
+    } else if (kind < 19) {
+      a->set_name_id(copy);
+      auto* m = r.mutable_memset();
+      m->set_device(dev);
+      m->set_stream(stream);
+      m->set_correlation_id(corr);
+      m->set_bytes(4096);
+      m->set_start_ns(static_cast<int64_t>(start));
+      m->set_end_ns(static_cast<int64_t>(start + 700));
+    } else {
+      a->set_name_id(w->intern("cudaStreamSynchronize"));
+      auto* s = r.mutable_sync();
+      s->set_type(v1::SYNC_STREAM_SYNCHRONIZE);
+      s->set_device(dev);
+      s->set_stream(stream);
+      s->set_correlation_id(corr);
+      s->set_start_ns(static_cast<int64_t>(start));
+      s->set_end_ns(static_cast<int64_t>(start + 300));
+    }
+    ++corr;
+    if (rng() % 50 == 0) {
+      // No launch call recorded.
+    } else if (spec.late_launches && rng() % 30 == 0) {
+      late.push_back(api);
+    } else {
+      w->write(api);
+    }
+    w->write(r);
+    if (late.size() > 40) {  // written long after: in a later chunk, often another share's
+      for (const v1::Record& l : late) w->write(l);
+      late.clear();
+    }
+    if (spec.ranges && i % 500 == 0) {
+      v1::Record g;
+      g.mutable_range()->set_type(i % 1000 == 0 ? v1::RANGE_PUSH : v1::RANGE_POP);
+      g.mutable_range()->set_name_id(names[i % 7]);
+      g.mutable_range()->set_thread_id(5150);
+      g.mutable_range()->set_time_ns(static_cast<int64_t>(start));
+      w->write(g);
+    }
+    if (spec.event_waits && i == spec.activities / 2) {
+      v1::Record x;
+      x.mutable_sync()->set_type(v1::SYNC_STREAM_WAIT_EVENT);
+      x.mutable_sync()->set_stream(9);
+      x.mutable_sync()->set_start_ns(static_cast<int64_t>(start));
+      x.mutable_sync()->set_end_ns(static_cast<int64_t>(start));
+      w->write(x);
+    }
+  }
+  for (const v1::Record& l : late) w->write(l);
+  EXPECT_TRUE(w->close()) << w->last_error();
+  return path;
+}
+
+RenderOptions chart_options(LaneMode lanes, int width) {
+  RenderOptions o;
+  o.lanes = lanes;
+  o.width_px = width;
+  o.annotate.enabled = false;
+  o.host_lanes = false;
+  return o;
+}
+
+std::string svg_of(const Scene& s) {
+  std::ostringstream out;
+  write_svg(s, out);
+  return out.str();
+}
+
+std::string loaded_svg(const std::string& path, const RenderOptions& o, RenderStats* stats) {
+  const Model m = load(std::vector<std::string>{path});
+  const Selection sel = select_events(m, {});
+  return svg_of(build_scene(m, sel, o, stats));
+}
+
+TEST(StreamRender, ChartEqualsTheLoadedOneForAnyNumberOfThreads) {
+  const std::string path = write_capture("threads", Spec{});
+  for (LaneMode lanes : {LaneMode::kStream, LaneMode::kDevice}) {
+    for (int width : {1920, 640}) {
+      const RenderOptions o = chart_options(lanes, width);
+      RenderStats whole;
+      const std::string expected = loaded_svg(path, o, &whole);
+      ASSERT_GT(whole.events_individual, 0u);  // some drawn one by one...
+      ASSERT_GT(whole.events_aggregated, 0u);  // ...and many folded
+      for (unsigned jobs : {1u, 2u, 3u, 7u}) {
+        StreamRenderOptions so;
+        so.render = o;
+        so.jobs = jobs;
+        std::string why;
+        const auto chart = stream_render(path, so, &why);
+        ASSERT_TRUE(chart) << why;
+        EXPECT_EQ(chart->threads, jobs);
+        EXPECT_EQ(chart->stats.events_selected, whole.events_selected);
+        EXPECT_EQ(chart->stats.events_individual, whole.events_individual);
+        EXPECT_EQ(chart->stats.events_aggregated, whole.events_aggregated);
+        EXPECT_TRUE(svg_of(chart->scene) == expected) << "lanes " << static_cast<int>(lanes) << ", width " << width
+                                                      << ", " << jobs << " threads";
+      }
+    }
+  }
+  std::remove(path.c_str());
+}
+
+TEST(StreamRender, AllEventsDrawnOneByOneWhenFewAndTheSameChart) {
+  Spec spec;
+  spec.activities = 800;
+  spec.chunk_bytes = 4 << 10;
+  const std::string path = write_capture("few", spec);
+  const RenderOptions o = chart_options(LaneMode::kStream, 1920);
+  RenderStats whole;
+  const std::string expected = loaded_svg(path, o, &whole);
+  EXPECT_EQ(whole.events_aggregated, 0u);
+  StreamRenderOptions so;
+  so.render = o;
+  so.jobs = 4;
+  std::string why;
+  const auto chart = stream_render(path, so, &why);
+  ASSERT_TRUE(chart) << why;
+  EXPECT_TRUE(svg_of(chart->scene) == expected);
+  std::remove(path.c_str());
+}
+
+TEST(StreamRender, SaysWhyWhatNeedsTheWholeTimelineIsNotStreamed) {
+  Spec spec;
+  spec.activities = 2000;
+  spec.event_waits = true;
+  const std::string path = write_capture("waits", spec);
+  StreamRenderOptions so;
+  so.render = chart_options(LaneMode::kStream, 1920);
+  std::string why;
+  EXPECT_FALSE(stream_render(path, so, &why));
+  EXPECT_NE(why.find("stream waits on CUDA events"), std::string::npos) << why;
+  so.render.annotate.enabled = true;
+  EXPECT_FALSE(stream_render(path, so, &why));
+  EXPECT_NE(why.find("annotations"), std::string::npos) << why;
+  EXPECT_EQ(stream_render_refusal(so.render), why);
+  so.render = chart_options(LaneMode::kThread, 1920);
+  EXPECT_NE(stream_render_refusal(so.render), "");
+  std::remove(path.c_str());
+}
+
+// Coverage sums fixed-point units: the same busy and counts whatever the order of the spans.
+TEST(StreamRender, CoverageIsTheSameInAnyOrder) {
+  std::mt19937_64 rng(3);
+  std::vector<std::pair<double, double>> spans;
+  for (int i = 0; i < 5000; ++i) {
+    const double x = std::uniform_real_distribution<double>(-5, 105)(rng);
+    spans.emplace_back(x, x + std::uniform_real_distribution<double>(0, 3)(rng));
+  }
+  Coverage forward(100), backward(100), halves(100), other(100);
+  for (const auto& [a, b] : spans) forward.add(a, b);
+  for (auto it = spans.rbegin(); it != spans.rend(); ++it) backward.add(it->first, it->second);
+  for (size_t i = 0; i < spans.size(); ++i) (i % 2 ? halves : other).add(spans[i].first, spans[i].second);
+  halves.merge(other);
+  for (int c = 0; c < 100; ++c) {
+    EXPECT_EQ(forward.busy(c), backward.busy(c)) << c;  // exactly, not nearly
+    EXPECT_EQ(forward.busy(c), halves.busy(c)) << c;
+    EXPECT_EQ(forward.count(c), halves.count(c)) << c;
+  }
+}
+
+// A launch the join's window let go is told apart from one that never existed: only the
+// first may be in the file after all (the streamed chart then loads the capture).
+TEST(StreamRender, CorrelationWindowKnowsWhichIdsItLetGo) {
+  using analysis::CorrWindow;
+  CorrWindow sliding(true), fixed(false);
+  const uint32_t last = 3 * CorrWindow::kIds;
+  for (uint32_t corr = 1; corr <= last; ++corr) {
+    sliding.set(corr, 1000 + corr);
+    fixed.set(corr, 1000 + corr);
+  }
+  EXPECT_EQ(sliding.get(last), 1000u + last);
+  EXPECT_EQ(sliding.get(1), 0u);
+  EXPECT_TRUE(sliding.maybe_lost(1));
+  EXPECT_FALSE(sliding.maybe_lost(last + 10));  // never seen: no launch with that id
+  EXPECT_EQ(fixed.get(1), 1001u);
+  EXPECT_TRUE(fixed.maybe_lost(last));
+  EXPECT_FALSE(fixed.maybe_lost(0));
+  analysis::CorrSet ids;
+  EXPECT_TRUE(ids.empty());
+  for (uint32_t corr : {5u, 64u, 4'000'000'000u}) ids.insert(corr);
+  EXPECT_TRUE(ids.contains(5) && ids.contains(64) && ids.contains(4'000'000'000u));
+  EXPECT_FALSE(ids.contains(6) || ids.contains(63) || ids.contains(1u << 27) || ids.contains(4'000'000'001u));
+}
+
+}  // namespace
+}  // namespace gantt

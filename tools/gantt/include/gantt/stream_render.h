@@ -1,0 +1,57 @@
+// `render` of one capture without loading it: the Gantt chart's picture is bounded (narrow
+// events become per-lane coverage, at most RenderOptions::max_individual_events are drawn one
+// by one, lod.h), so only the input has to be bounded too. Two reads of the file, each on
+// several threads (contiguous shares of the chunk index):
+//   1. the window (first launch to last end), the lanes, the widest events' widths (hence
+//      the width above which events are drawn one by one), the counts;
+//   2. the events at least that wide, kept as records, and every other event folded into its
+//      lane's coverage and its device's busy union (ChartRest, render.h).
+// A model of only the kept events and what they need (their launch calls, the NCCL records
+// that name them, the capture's context) then goes through build_scene() with the folds:
+// the same scene builder as the loaded chart, and the same bytes (tests/e2e/cli
+// render_stream_test.sh). Memory grows with lanes, pixels and names, not with events.
+//
+// What needs the whole timeline is not streamed; stream_render() then returns nothing and
+// says why, and the caller loads the capture: annotations (queue-delay causes, overlaps, the
+// host call behind a gap), host thread lanes, views and lane groupings other than per stream
+// or device, filters, --deps, --memory-strip, stream waits on CUDA events, host functions,
+// CUDA graphs, merged files, damaged files, NCCL calls without external ids, and files whose
+// launches lie too far from their GPU records for the join's window. The drawn kernels'
+// queued -> start split is computed from their stream's and device's operations
+// (stream_waits.h); NVTX range records (up to half a million, for the drawn events' range
+// paths) and GPU counter samples (up to a million, for the measured strips) are kept whole.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gantt/model.h"
+#include "gantt/render.h"
+
+namespace gantt {
+
+struct StreamRenderOptions {
+  RenderOptions render;
+  unsigned jobs = 0;  // decoding threads; 0 = every core (analysis::default_stream_jobs)
+  LoadOptions load;
+};
+
+struct StreamedChart {
+  Scene scene;
+  RenderStats stats;
+  Model context;                      // the capture's header, devices, threads; no events
+  std::vector<std::string> warnings;  // what load_captures() would print for the capture
+  bool corrupt = false;
+  unsigned threads = 1;               // decoding threads used
+};
+
+// Why charts with `options` cannot be streamed at all ("" when they can).
+std::string stream_render_refusal(const RenderOptions& options);
+
+// The chart of `path`, or nullopt with *why_not set when the capture holds what needs the
+// whole timeline (found while reading). Throws gpuhook::CaptureError as load() does.
+std::optional<StreamedChart> stream_render(const std::string& path, const StreamRenderOptions& options,
+                                           std::string* why_not);
+
+}  // namespace gantt

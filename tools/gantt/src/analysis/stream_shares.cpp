@@ -1,0 +1,73 @@
+// Shares of a capture's chunk index, and the correlation-id window (stream_shares.h).
+#include "stream_shares.h"
+
+#include <algorithm>
+#include <cctype>
+#include <string>
+
+namespace gantt::analysis {
+
+void CorrWindow::lose(uint64_t lo, uint64_t hi) {
+  lost_lo_ = std::min<uint64_t>(lost_lo_, lo);
+  lost_hi_ = static_cast<uint32_t>(std::max<uint64_t>(lost_hi_, std::min<uint64_t>(hi, UINT32_MAX)));
+}
+
+void CorrWindow::set(uint32_t corr, uint64_t start_ns) {
+  if (slots_.empty()) {
+    // Centred on the first id: launches written after their kernels come with lower ids.
+    slots_.assign(kIds, 0);
+    base_ = corr > kIds / 2 ? corr - kIds / 2 : 0;
+  }
+  if (corr < base_) {
+    lose(corr, corr);
+    return;
+  }
+  if (uint64_t{corr} >= uint64_t{base_} + kIds) {
+    if (!sliding_) {
+      lose(corr, corr);
+      return;
+    }
+    const uint32_t next = corr - kIds / 2;
+    const uint64_t cleared_end = std::min<uint64_t>(next, uint64_t{base_} + kIds);
+    lose(base_, cleared_end - 1);
+    for (uint64_t c = base_; c < cleared_end; ++c) slots_[c % kIds] = 0;
+    base_ = next;
+  }
+  slots_[corr % kIds] = start_ns;
+}
+
+bool NcclKernelFilter::maybe(const gpuhook::CaptureReader& reader, uint32_t correlation_id, uint32_t id,
+                             uint64_t records_read) {
+  if (corr_.empty() && records_read > kLeadIn) return false;
+  if (corr_.contains(correlation_id)) return true;
+  if (id >= (1u << 24)) return false;
+  if (id >= named_.size()) named_.resize(id + 1, -1);
+  if (named_[id] < 0) {
+    std::string name(reader.string(id));
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+    named_[id] = name.find("nccl") != std::string::npos ? 1 : 0;
+  }
+  return named_[id] == 1;
+}
+
+std::vector<ChunkRange> plan_chunk_ranges(const std::optional<gpuhook::v1::ChunkIndex>& index, unsigned jobs) {
+  if (!index || jobs <= 1 || index->chunk_size() < 2) return std::vector<ChunkRange>(1);
+  const size_t n = static_cast<size_t>(index->chunk_size());
+  std::vector<uint64_t> before(n + 1, 0);  // records in the chunks before each
+  for (size_t i = 0; i < n; ++i)
+    before[i + 1] = before[i] + std::min<uint64_t>(index->chunk(static_cast<int>(i)).records(), 1u << 30);
+  const size_t parts = std::min<size_t>(jobs, n);
+  std::vector<ChunkRange> shares(parts);
+  size_t at = 0;
+  for (size_t p = 0; p < parts; ++p) {
+    const uint64_t goal = before[n] / parts * (p + 1);
+    size_t end = p + 1 == parts ? n : static_cast<size_t>(std::lower_bound(before.begin(), before.end(), goal) - before.begin());
+    end = std::clamp(end, at + 1, n - (parts - p - 1));
+    shares[p].first_chunk = at;
+    shares[p].end_chunk = end;
+    at = end;
+  }
+  return shares;
+}
+
+}  // namespace gantt::analysis

@@ -1,0 +1,96 @@
+// Reading one capture on several threads (stream_stats.h, stream_render.h): each thread reads
+// a contiguous share of the chunk index, and joins GPU records to their launches by
+// correlation id over a window of recent ids. Internal to libgantt.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <unordered_set>
+#include <vector>
+
+#include <gpuhook/capture.h>
+
+namespace gantt::analysis {
+
+// API start times by correlation id over a window of ids, for joining kernels to their
+// launches. CUPTI numbers a process's API calls 1, 2, 3, ... and a kernel's record comes
+// soon after its launch's; the window slides with the ids (`sliding`) or keeps the first
+// ids a share saw (a launch whose kernel the share before it read). Ids it had to let go
+// (slid past, or outside a fixed window) are remembered as a span: a join that finds nothing
+// knows whether the launch may exist after all (maybe_lost).
+class CorrWindow {
+ public:
+  static constexpr uint32_t kIds = 1u << 18;  // 2 MB of times
+  // Set on a time whose call was synchronous (is_synchronous_call): a copy it issued is
+  // counted as such. Recorded times are far below 2^63 ns; a hostile one only miscounts.
+  static constexpr uint64_t kSyncBit = uint64_t{1} << 63;
+  explicit CorrWindow(bool sliding) : sliding_(sliding) {}
+
+  void set(uint32_t corr, uint64_t start_ns);
+  uint64_t get(uint32_t corr) const {
+    if (slots_.empty() || corr < base_ || uint64_t{corr} >= uint64_t{base_} + kIds) return 0;
+    return slots_[corr % kIds];
+  }
+  bool maybe_lost(uint32_t corr) const { return corr >= lost_lo_ && corr <= lost_hi_; }
+
+ private:
+  void lose(uint64_t lo, uint64_t hi);
+  bool sliding_;
+  uint32_t base_ = 0;
+  uint32_t lost_lo_ = UINT32_MAX, lost_hi_ = 0;
+  std::vector<uint64_t> slots_;
+};
+
+// A set of correlation ids, looked up once per kernel: a bit per id while the ids are
+// small (CUPTI counts them up from 1), a hash set for the ones a hostile file makes huge.
+class CorrSet {
+ public:
+  void insert(uint32_t corr) {
+    if (corr >= kDense) {
+      sparse_.insert(corr);
+    } else {
+      if (corr / 64 >= bits_.size()) bits_.resize(corr / 64 + 1, 0);
+      bits_[corr / 64] |= uint64_t{1} << (corr % 64);
+    }
+    ++size_;
+  }
+  bool contains(uint32_t corr) const {
+    if (corr >= kDense) return sparse_.count(corr) != 0;
+    return corr / 64 < bits_.size() && (bits_[corr / 64] >> (corr % 64) & 1) != 0;
+  }
+  bool empty() const { return size_ == 0; }
+
+ private:
+  static constexpr uint32_t kDense = 1u << 27;  // 16 MB of bits at most
+  std::vector<uint64_t> bits_;
+  std::unordered_set<uint32_t> sparse_;
+  size_t size_ = 0;
+};
+
+// The kernels NCCL may have launched, for the loader's NCCL join run on only the records it
+// needs (ModelBuilder::Impl::join_nccl_by_external_id): those under a correlation id one of
+// the hook's external ids names, or named nccl*. A few per collective, not per kernel.
+class NcclKernelFilter {
+ public:
+  void under_external(uint32_t corr) { corr_.insert(corr); }
+  // `records_read`: the share's records so far. Its first kernels may belong to calls the
+  // share before it read: for a lead-in, kernels named nccl* are kept before it has an
+  // external id of its own; without any there is nothing to join by (the capture is loaded).
+  bool maybe(const gpuhook::CaptureReader& reader, uint32_t correlation_id, uint32_t name_id, uint64_t records_read);
+
+ private:
+  static constexpr uint64_t kLeadIn = uint64_t{1} << 16;
+  CorrSet corr_;
+  std::vector<int8_t> named_;  // per string id: -1 unknown, 0 no, 1 yes
+};
+
+// A share: the index entries [first_chunk, end_chunk) one thread reads; 0,0 is the whole file.
+struct ChunkRange {
+  uint64_t first_chunk = 0, end_chunk = 0;
+};
+
+// Contiguous runs of the index's chunks with about equal records each, at most `jobs`; one
+// share of the whole file without an index.
+std::vector<ChunkRange> plan_chunk_ranges(const std::optional<gpuhook::v1::ChunkIndex>& index, unsigned jobs);
+
+}  // namespace gantt::analysis

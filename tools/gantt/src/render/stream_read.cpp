@@ -1,0 +1,328 @@
+// The two reads of a streamed render (stream_read.h). What they compute mirrors the loaded
+// path step by step: select_events() (the fitted window, first launch to last end),
+// Builder::bucket_lanes() (the lanes, their priority, the widths), draw_gpu_lane() (narrow
+// events into coverage) and device_busy() (the busy unions); the record fields are read as
+// ModelBuilder reads them.
+#include "stream_read.h"
+
+#include <cctype>
+
+#include "../model_builder_impl.h"
+
+namespace gantt::streamed {
+
+using builder::kHookExternalKind;
+using builder::t;
+
+// False for records that are not GPU events (a synchronisation that returned at once).
+bool gpu_of(const v1::Record& r, Gpu* g) {
+  switch (r.kind_case()) {
+    case v1::Record::kKernel: {
+      const auto& k = r.kernel();
+      *g = {EventKind::kKernel, k.device(), k.stream(), k.correlation_id(), k.stream_priority(),
+            t(k.has_queued_ns(), k.queued_ns()), t(k.has_start_ns(), k.start_ns()), t(k.has_end_ns(), k.end_ns())};
+      return true;
+    }
+    case v1::Record::kMemcpy: {
+      const auto& k = r.memcpy();
+      *g = {EventKind::kMemcpy, k.device(), k.stream(), k.correlation_id(), 0, 0, t(k.has_start_ns(), k.start_ns()),
+            t(k.has_end_ns(), k.end_ns())};
+      return true;
+    }
+    case v1::Record::kMemset: {
+      const auto& k = r.memset();
+      *g = {EventKind::kMemset, k.device(), k.stream(), k.correlation_id(), 0, 0, t(k.has_start_ns(), k.start_ns()),
+            t(k.has_end_ns(), k.end_ns())};
+      return true;
+    }
+    case v1::Record::kSync: {
+      const auto& k = r.sync();
+      if (k.return_value() != 0) return false;
+      *g = {EventKind::kSync, k.device(), k.stream(), k.correlation_id(), 0, 0, t(k.has_start_ns(), k.start_ns()),
+            t(k.has_end_ns(), k.end_ns())};
+      return true;
+    }
+    default: return false;
+  }
+}
+
+// Why a record stops the stream ("" when it does not).
+std::string refusal_of(const v1::Record& r) {
+  switch (r.kind_case()) {
+    case v1::Record::kSync:
+      return r.sync().type() == v1::SYNC_STREAM_WAIT_EVENT ? "stream waits on CUDA events (dependencies)" : "";
+    case v1::Record::kHostFunction: return "host functions on streams";
+    case v1::Record::kKernel: return r.kernel().graph_id() ? "CUDA graph launches (brackets need all their nodes)" : "";
+    case v1::Record::kMemcpy: return r.memcpy().graph_id() ? "CUDA graph launches (brackets need all their nodes)" : "";
+    case v1::Record::kMemset: return r.memset().graph_id() ? "CUDA graph launches (brackets need all their nodes)" : "";
+    case v1::Record::kNccl:
+      return r.nccl().has_start_ns() && r.nccl().start_ns() > 0 && r.nccl().external_id() == 0
+                 ? "NCCL calls recorded without external ids (joined to their launches on the whole capture)"
+                 : "";
+    default: return "";
+  }
+}
+
+bool is_context(const v1::Record& r) {
+  switch (r.kind_case()) {
+    case v1::Record::kHeader:
+    case v1::Record::kDevice:
+    case v1::Record::kThread:
+    case v1::Record::kStringDef:
+    case v1::Record::kDrops:
+    case v1::Record::kNotice:
+    case v1::Record::kFooter:
+    case v1::Record::kStream: return true;
+    default: return false;
+  }
+}
+
+LaneKey lane_of(const Gpu& g, LaneMode mode) {
+  LaneKey k;
+  k.device = g.device;
+  if (mode == LaneMode::kStream) k.group = g.stream;
+  return k;
+}
+
+namespace {
+
+void scan_event(Scan& sc, const Gpu& g, uint64_t seq) {
+  sc.see(g.queued);
+  sc.see(g.start);
+  sc.see(g.end);
+  const bool sync = g.kind == EventKind::kSync;
+  const LaneKey lane = lane_of(g, sc.lanes_by);
+  if (sync) {
+    ++sc.syncs;
+  } else {
+    ++sc.events;
+    ++sc.lanes[lane].events;
+    if (g.start && g.end >= g.start) {
+      ++sc.timed;
+      ++sc.streams[g.device][g.stream];
+      const Candidate c{g.end - g.start, seq, g, g.corr ? sc.launch_of(g.corr) : 0};
+      if (sc.widest.size() < sc.keep_widest || c > sc.widest.front()) {
+        if (sc.widest.size() == sc.keep_widest) {
+          std::pop_heap(sc.widest.begin(), sc.widest.end(), std::greater<>());
+          sc.widest_launch.erase(sc.widest.back().seq);
+          sc.widest.pop_back();
+        }
+        sc.widest.push_back(c);
+        std::push_heap(sc.widest.begin(), sc.widest.end(), std::greater<>());
+        if (g.corr && c.launch == 0) sc.widest_launch.emplace(seq, 0);
+      }
+    }
+  }
+  const uint64_t begin = g.start ? g.start : g.queued;
+  const uint64_t launch = g.corr ? sc.launch_of(g.corr) : 0;
+  if (g.corr && launch == 0) {
+    if (sc.waiting.size() >= kMaxWaiting) {
+      sc.needs_model = "too many GPU records read before their launch calls";
+      return;
+    }
+    sc.waiting.emplace(g.corr, Scan::Waiting{lane, g.stream, g.priority, seq, begin, g.end, sync});
+    return;
+  }
+  sc.place(lane, g.stream, g.priority, seq, begin, g.end, launch, sync);
+}
+
+void scan_api(Scan& sc, const v1::ApiCall& a) {
+  const uint64_t s = t(a.has_start_ns(), a.start_ns()), e = t(a.has_end_ns(), a.end_ns());
+  sc.see(s);
+  sc.see(e);
+  if (a.correlation_id() == 0 || a.domain() == v1::API_DOMAIN_NCCL || s == 0) return;
+  sc.recent.set(a.correlation_id(), s);
+  sc.earliest.set(a.correlation_id(), s);
+  if (sc.waiting.empty()) return;
+  const auto [from, to] = sc.waiting.equal_range(a.correlation_id());
+  for (auto it = from; it != to; ++it) {
+    const Scan::Waiting& w = it->second;
+    sc.place(w.lane, w.stream, w.priority, w.seq, w.begin, w.end, s, w.sync);
+  }
+  sc.waiting.erase(from, to);
+}
+
+}  // namespace
+
+void read_scan(const std::string& path, const LoadOptions& load, Scan& sc, std::atomic<bool>& stop) {
+  sc.integrity = read_range(path, load, sc.range, stop, [&](const v1::Record& r, uint64_t n, const gpuhook::CaptureReader&) {
+    if (std::string why = refusal_of(r); !why.empty()) {
+      sc.needs_model = std::move(why);
+      return false;
+    }
+    Gpu g;
+    if (gpu_of(r, &g)) {
+      scan_event(sc, g, seq_of(sc.index, n));
+    } else if (r.kind_case() == v1::Record::kApi) {
+      scan_api(sc, r.api());
+    } else if (r.kind_case() == v1::Record::kNccl) {
+      const auto& c = r.nccl();
+      sc.see(t(c.has_start_ns(), c.start_ns()));
+      sc.see(t(c.has_end_ns(), c.end_ns()));
+    } else if (r.kind_case() == v1::Record::kRange) {
+      sc.see(t(r.range().has_time_ns(), r.range().time_ns()));
+      if (sc.ranges.size() >= kMaxRanges) sc.needs_model = "more NVTX range records than a streamed chart keeps";
+      sc.ranges.push_back(r);
+    } else if (r.kind_case() == v1::Record::kMetricSample) {
+      if (sc.samples.size() >= kMaxSamples) sc.needs_model = "more GPU counter samples than a streamed chart keeps";
+      sc.samples.push_back(r);
+    } else if (r.kind_case() == v1::Record::kHeader) {
+      ++sc.headers;
+      sc.see(r.header().start_monotonic_raw_ns());
+      sc.context.push_back(r);
+    } else if (is_context(r)) {
+      sc.context.push_back(r);
+    }
+    return sc.needs_model.empty();
+  });
+}
+
+namespace {
+
+void fold_event(Fold& fo, const v1::Record& r, const Gpu& g, uint64_t seq, bool nccl) {
+  if (g.kind == EventKind::kSync) return;
+  const Frame& f = *fo.frame;
+  const uint64_t b = g.start, en = g.end;
+  const bool held = !fo.held_seq->empty() && fo.held_seq->count(seq) != 0;
+  if (held) fo.held.emplace_back(seq, r);
+  else if (nccl) fo.nccl_kernels.emplace_back(seq, r);
+  if (!b || en < b) return;
+  if (fo.waits.wants_stream(g.device, g.stream)) {
+    const Fold::Waiting w{g.device, g.stream, seq, g.queued, b, en};
+    const uint64_t launch = g.corr ? fo.launch_of(g.corr) : 0;
+    if (g.corr && launch == 0) {
+      if (fo.waiting.size() >= kMaxWaiting) {
+        fo.needs_model = "too many GPU records read before their launch calls";
+        return;
+      }
+      fo.waiting.emplace(g.corr, w);
+    } else {
+      fo.offer(w, launch);
+    }
+  }
+  if (g.kind == EventKind::kKernel) fo.waits.offer_start(g.device, g.stream, g.priority, seq, b, en);
+  fo.busy[{g.device, g.kind == EventKind::kKernel ? BusyClass::kCompute : BusyClass::kCopy}].add(b, en);
+  if (++fo.spans > kMaxSpans) {
+    fo.spans = 0;
+    for (const auto& [key, u] : fo.busy) fo.spans += u.size();
+    if (fo.spans > kMaxSpans) {
+      fo.needs_model = "more separate busy spans than a streamed chart keeps";
+      return;
+    }
+  }
+  if (held) return;
+  auto [lane, fresh] = fo.lanes.try_emplace(lane_of(g, fo.lanes_by));
+  if (fresh) lane->second.exec = lane->second.wait = Coverage(f.columns());
+  detail::fold_narrow(f, lane->second.exec, lane->second.wait, g.queued, b, f.x(b), f.x(en));
+  ++lane->second.aggregated;
+}
+
+void fold_api(Fold& fo, const v1::Record& r, uint64_t seq) {
+  const auto& a = r.api();
+  const uint32_t corr = a.correlation_id();
+  if (corr == 0 || a.domain() == v1::API_DOMAIN_NCCL) return;
+  if (!fo.held_corr->empty() && fo.held_corr->count(corr)) fo.launches[corr] = {seq, r};
+  const uint64_t s = t(a.has_start_ns(), a.start_ns());
+  if (s == 0 || !fo.waits.wants_any()) return;
+  fo.recent.set(corr, s);
+  fo.earliest.set(corr, s);
+  if (fo.waiting.empty()) return;
+  const auto [from, to] = fo.waiting.equal_range(corr);
+  for (auto it = from; it != to; ++it) fo.offer(it->second, s);
+  fo.waiting.erase(from, to);
+}
+
+}  // namespace
+
+void read_fold(const std::string& path, const LoadOptions& load, Fold& fo, std::atomic<bool>& stop) {
+  read_range(path, load, fo.range, stop, [&](const v1::Record& r, uint64_t n, const gpuhook::CaptureReader& reader) {
+    Gpu g;
+    if (gpu_of(r, &g)) {
+      const bool nccl = r.kind_case() == v1::Record::kKernel && fo.nccl.maybe(reader, r.kernel().correlation_id(), r.kernel().name_id(), n);
+      fold_event(fo, r, g, seq_of(fo.index, n), nccl);
+    } else if (r.kind_case() == v1::Record::kApi) {
+      fold_api(fo, r, seq_of(fo.index, n));
+    } else if (r.kind_case() == v1::Record::kNccl) {
+      fo.nccl_calls.push_back(r);
+    } else if (r.kind_case() == v1::Record::kExternalCorrelation) {
+      const auto& x = r.external_correlation();
+      if (x.kind() == kHookExternalKind && x.external_id() != 0 && x.correlation_id() != 0) {
+        fo.nccl.under_external(x.correlation_id());
+        fo.externals.push_back(r);
+      }
+    }
+    return fo.needs_model.empty();
+  });
+}
+
+namespace {
+
+// The launch of a record read before it: in another share's window, or none when no share
+// had to let its id go. False when it cannot be told.
+bool launch_across(const std::vector<Scan>& scans, size_t self, uint32_t corr, uint64_t* launch) {
+  *launch = 0;
+  for (size_t j = scans.size(); j-- > 0 && *launch == 0;)
+    if (j != self) *launch = scans[j].launch_of(corr);
+  if (*launch != 0) return true;
+  return std::none_of(scans.begin(), scans.end(), [&](const Scan& s) {
+    return s.recent.maybe_lost(corr) || s.earliest.maybe_lost(corr);
+  });
+}
+
+}  // namespace
+
+std::optional<Scanned> merge_scans(std::vector<Scan>& scans, size_t keep, std::string* why_not) {
+  // Records read before their launch: the launch may be in another share.
+  for (size_t i = 0; i < scans.size(); ++i) {
+    for (const auto& [corr, w] : scans[i].waiting) {
+      uint64_t launch = 0;
+      if (!launch_across(scans, i, corr, &launch)) {
+        *why_not = kTooFar;
+        return std::nullopt;
+      }
+      scans[i].place(w.lane, w.stream, w.priority, w.seq, w.begin, w.end, launch, w.sync);
+    }
+    scans[i].waiting.clear();
+  }
+  Scanned m;
+  for (Scan& sc : scans) {
+    if (sc.first_ns) m.first_ns = m.first_ns ? std::min(m.first_ns, sc.first_ns) : sc.first_ns;
+    m.last_ns = std::max(m.last_ns, sc.last_ns);
+    m.events += sc.events;
+    m.syncs += sc.syncs;
+    m.timed += sc.timed;
+    m.lo = std::min(m.lo, sc.lo);
+    m.hi = std::max(m.hi, sc.hi);
+    for (Candidate& c : sc.widest) {
+      if (auto it = sc.widest_launch.find(c.seq); it != sc.widest_launch.end()) c.launch = it->second;
+      m.widest.push_back(c);
+    }
+    for (auto& [key, lane] : sc.lanes) {
+      LaneScan& all = m.lanes[key];
+      all.events += lane.events;
+      for (const auto& [stream, first] : lane.by_stream) all.by_stream[stream].merge(first);
+    }
+    for (const auto& [device, streams] : sc.streams)
+      for (const auto& [stream, n] : streams) m.streams[device][stream] += n;
+    for (const v1::Record& r : sc.context)
+      if (r.kind_case() == v1::Record::kStream && m.stream_priority.size() < (1u << 20))
+        m.stream_priority[r.stream().stream()] = r.stream().priority();
+  }
+  std::sort(m.widest.begin(), m.widest.end(), std::greater<>());
+  m.widest.resize(std::min(m.widest.size(), keep));
+  return m;
+}
+
+// The first priority in selection order of each lane (Builder::bucket_lanes()).
+int32_t lane_priority(const LaneScan& lane, const std::map<uint32_t, int32_t>& stream_priority) {
+  std::optional<std::pair<Order, int32_t>> first;
+  for (const auto& [stream, fp] : lane.by_stream) {
+    if (fp.recorded && (!first || fp.recorded->first < first->first)) first = fp.recorded;
+    auto table = stream_priority.find(stream);
+    if (fp.unrecorded && table != stream_priority.end() && table->second != 0 && (!first || *fp.unrecorded < first->first))
+      first = std::make_pair(*fp.unrecorded, table->second);
+  }
+  return first ? first->second : 0;
+}
+
+}  // namespace gantt::streamed

@@ -1,0 +1,301 @@
+// The two reads of a streamed render (stream_render.h): per share of the chunk index, read 1
+// (Scan: the window, the lanes, the counts, the widest events) and read 2 (Fold: narrow
+// events folded, the drawn ones kept). Internal to libgantt.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include <google/protobuf/arena.h>
+#include <gpuhook/capture.h>
+
+#include "../analysis/stream_shares.h"
+#include "gantt/model.h"
+#include "gantt/render.h"
+#include "render_builder.h"
+#include "stream_waits.h"
+
+namespace gantt::streamed {
+
+namespace v1 = gpuhook::v1;
+using analysis::ChunkRange;
+using analysis::CorrWindow;
+using detail::BusyClass;
+using detail::Frame;
+
+// A record's place in the file: its share, then its number within the share.
+inline uint64_t seq_of(size_t share, uint64_t n) { return (uint64_t{share} << 40) | n; }
+
+constexpr size_t kMaxWaiting = size_t{1} << 20;
+constexpr size_t kMaxSpans = size_t{1} << 21;  // busy spans one share keeps (16 bytes each)
+// NVTX range records kept whole: the drawn events' range paths are joined from all of them.
+constexpr size_t kMaxRanges = size_t{1} << 19;
+// GPU counter samples kept whole for the measured strips: they follow time, not the events.
+constexpr size_t kMaxSamples = size_t{1} << 20;
+
+// The fields of a GPU record the reads need, as ModelBuilder reads them.
+struct Gpu {
+  EventKind kind = EventKind::kKernel;
+  uint32_t device = 0, stream = 0, corr = 0;
+  int32_t priority = 0;
+  uint64_t queued = 0, start = 0, end = 0;
+};
+
+
+// False for records that are not GPU events (a synchronisation that returned at once).
+bool gpu_of(const v1::Record& r, Gpu* g);
+
+// Why a record stops the stream ("" when it does not).
+std::string refusal_of(const v1::Record& r);
+
+// Header, devices, threads, strings, drops, notices, footer, stream records: what every
+// model of the capture gets.
+bool is_context(const v1::Record& r);
+
+// Its lane per stream or per device (layout_lanes.cpp lane_key()).
+LaneKey lane_of(const Gpu& g, LaneMode mode);
+
+// The selection's order (select_events): by begin, events without one last, then file order.
+using Order = std::tuple<bool, uint64_t, uint64_t>;
+inline Order order_of(uint64_t begin, uint64_t seq) { return {begin == 0, begin, seq}; }
+
+// The first event of a lane in that order with a priority recorded on it, and the first
+// without one (which takes its stream's priority from the stream records, if any).
+struct FirstPriority {
+  std::optional<std::pair<Order, int32_t>> recorded;
+  std::optional<Order> unrecorded;
+  void see(Order o, int32_t priority) {
+    if (priority != 0) {
+      if (!recorded || o < recorded->first) recorded = {o, priority};
+    } else if (!unrecorded || o < *unrecorded) {
+      unrecorded = o;
+    }
+  }
+  void merge(const FirstPriority& other) {
+    if (other.recorded) see(other.recorded->first, other.recorded->second);
+    if (other.unrecorded) see(*other.unrecorded, 0);
+  }
+};
+
+struct LaneScan {
+  uint64_t events = 0;
+  std::map<uint32_t, FirstPriority> by_stream;
+};
+
+// One of the widest events: what deciding whether it is drawn one by one, and splitting its
+// wait, needs.
+struct Candidate {
+  uint64_t width = 0, seq = 0;
+  Gpu gpu;
+  uint64_t launch = 0;  // its launch call's start, 0: none (or not read yet: Scan::widest_launch)
+  bool operator>(const Candidate& o) const { return std::tie(width, seq) > std::tie(o.width, o.seq); }
+};
+
+// Read 1 of one share: the window, the counts, the lanes, the widest events.
+struct Scan {
+  ChunkRange range;
+  size_t index = 0;
+  size_t keep_widest = 0;  // 2 max_individual_events + 1 (stream_render() says why)
+  LaneMode lanes_by = LaneMode::kStream;
+  std::vector<v1::Record> context;
+  std::vector<v1::Record> ranges;  // NVTX ranges: the drawn events' range paths need them all
+  std::vector<v1::Record> samples;  // GPU counter samples: the measured strips draw them all
+  uint32_t headers = 0;
+  std::string needs_model;
+  std::exception_ptr error;
+  gpuhook::Integrity integrity;
+  uint64_t first_ns = 0, last_ns = 0;
+  uint64_t events = 0, syncs = 0;
+  uint64_t lo = UINT64_MAX, hi = 0;
+  std::vector<Candidate> widest;  // min-heap by (width, seq): the widest `keep_widest`
+  std::unordered_map<uint64_t, uint64_t> widest_launch;  // seq -> launch, for those read before it
+  uint64_t timed = 0;                  // events with valid times (widest holds the widest of them)
+  std::map<uint32_t, std::map<uint32_t, uint64_t>> streams;  // device -> stream -> operations
+  std::map<LaneKey, LaneScan> lanes;
+  CorrWindow recent{true}, earliest{false};
+  // GPU records read before their launch call: joined when it comes, or across shares at the end.
+  struct Waiting {
+    LaneKey lane;
+    uint32_t stream;
+    int32_t priority;
+    uint64_t seq, begin, end;  // begin 0: the launch is its begin (no start, no queued stamp)
+    bool sync;
+  };
+  std::unordered_multimap<uint32_t, Waiting> waiting;
+
+  void see(uint64_t ns) {
+    if (ns == 0) return;
+    if (first_ns == 0 || ns < first_ns) first_ns = ns;
+    last_ns = std::max(last_ns, ns);
+  }
+  uint64_t launch_of(uint32_t corr) const {
+    const uint64_t l = recent.get(corr);
+    return l != 0 ? l : earliest.get(corr);
+  }
+  // One event with its launch known (0: none): the window and its lane's first priority.
+  void place(const LaneKey& lane, uint32_t stream, int32_t priority, uint64_t seq, uint64_t begin, uint64_t end,
+             uint64_t launch, bool sync) {
+    const uint64_t b = begin ? begin : launch;
+    if (b) lo = std::min(lo, b);
+    if (launch) lo = std::min(lo, launch);
+    hi = std::max(hi, end ? std::max(end, b) : b);  // filter.cpp event_end_ns
+    if (!sync) lanes[lane].by_stream[stream].see(order_of(b, seq), priority);
+    if (auto it = widest_launch.find(seq); it != widest_launch.end()) it->second = launch;
+  }
+};
+
+// A share's reader: its chunks, and only the strings of the others.
+inline gpuhook::ReaderOptions share_reader(const LoadOptions& load, const ChunkRange& range) {
+  gpuhook::ReaderOptions ro;
+  ro.strict = load.strict;
+  ro.first_chunk = range.first_chunk;
+  ro.end_chunk = range.end_chunk;
+  ro.outside_strings_only = true;
+  return ro;
+}
+
+// Each record of the share's chunks to `on`; stops when `on` returns false or `stop` is set.
+template <class F>
+gpuhook::Integrity read_range(const std::string& path, const LoadOptions& load, const ChunkRange& range,
+                              std::atomic<bool>& stop, F&& on) {
+  gpuhook::CaptureReader reader(path, share_reader(load, range));
+  const AmplificationGuard guard(reader, load);
+  // Records on an arena, dropped in batches (stream_stats.cpp read_share says why).
+  google::protobuf::Arena arena;
+  v1::Record* record = google::protobuf::Arena::CreateMessage<v1::Record>(&arena);
+  for (uint64_t n = 1; reader.next(*record); ++n) {
+    guard.check(reader);
+    if (!on(*record, n, reader)) {
+      stop = true;
+      break;
+    }
+    if ((n & 4095) == 0) {
+      if (stop.load(std::memory_order_relaxed)) break;
+      arena.Reset();
+      record = google::protobuf::Arena::CreateMessage<v1::Record>(&arena);
+    }
+  }
+  return reader.integrity();
+}
+
+// `work` on every share, the first on this thread; the first exception is kept per share.
+template <class S, class F>
+void run_shares(std::vector<S>& shares, F&& work) {
+  const auto run = [&](S& sh) {
+    try {
+      work(sh);
+    } catch (...) {
+      sh.error = std::current_exception();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t i = 1; i < shares.size(); ++i) threads.emplace_back(run, std::ref(shares[i]));
+  run(shares.front());
+  for (std::thread& th : threads) th.join();
+}
+
+// Read 1 of a share.
+void read_scan(const std::string& path, const LoadOptions& load, Scan& sc, std::atomic<bool>& stop);
+
+inline constexpr const char* kTooFar = "GPU records written too far from their launch calls to join them in a stream";
+
+// Pass-1 shares merged: what the chart's frame, lanes and threshold need.
+struct Scanned {
+  uint64_t first_ns = 0, last_ns = 0, events = 0, syncs = 0, timed = 0, lo = UINT64_MAX, hi = 0;
+  std::vector<Candidate> widest;  // widest first
+  std::map<LaneKey, LaneScan> lanes;
+  std::map<uint32_t, std::map<uint32_t, uint64_t>> streams;
+  std::map<uint32_t, int32_t> stream_priority;  // ModelBuilder: the last StreamInfo per stream wins
+};
+
+// Read 1's shares merged (the launches read before their calls joined across shares), the
+// widest `keep` events kept; nothing, with *why_not, when a launch cannot be told.
+std::optional<Scanned> merge_scans(std::vector<Scan>& scans, size_t keep, std::string* why_not);
+
+// The first priority in selection order of a lane (Builder::bucket_lanes()).
+int32_t lane_priority(const LaneScan& lane, const std::map<uint32_t, int32_t>& stream_priority);
+
+// The union of a device's busy spans of one class, as the loaded chart merges them: spans
+// that overlap or touch are one. Kept as disjoint spans by start.
+class SpanUnion {
+ public:
+  void add(uint64_t b, uint64_t e) {
+    if (!spans_.empty()) {  // most records come in start order: at or after the last span
+      auto last = std::prev(spans_.end());
+      if (b >= last->first) {
+        if (b <= last->second) last->second = std::max(last->second, e);
+        else spans_.emplace_hint(spans_.end(), b, e);
+        return;
+      }
+    }
+    auto it = spans_.upper_bound(e);  // the first span starting after e: the ones before may touch
+    while (it != spans_.begin()) {
+      auto prev = std::prev(it);
+      if (prev->second < b) break;
+      b = std::min(b, prev->first);
+      e = std::max(e, prev->second);
+      it = spans_.erase(prev);
+    }
+    spans_.emplace_hint(it, b, e);
+  }
+  void absorb(const SpanUnion& other) {
+    for (const auto& [b, e] : other.spans_) add(b, e);
+  }
+  size_t size() const { return spans_.size(); }
+  const std::map<uint64_t, uint64_t>& spans() const { return spans_; }
+
+ private:
+  std::map<uint64_t, uint64_t> spans_;
+};
+
+// Read 2 of one share: narrow events folded, the held ones (drawn one by one) kept with
+// their launch calls, what the NCCL join needs, and what their waits' split needs.
+struct Fold {
+  ChunkRange range;
+  size_t index = 0;
+  const Frame* frame = nullptr;
+  LaneMode lanes_by = LaneMode::kStream;
+  const std::unordered_set<uint64_t>* held_seq = nullptr;
+  const std::unordered_set<uint32_t>* held_corr = nullptr;
+  std::map<LaneKey, ChartRest::Lane> lanes;
+  std::map<std::pair<uint32_t, BusyClass>, SpanUnion> busy;
+  size_t spans = 0;
+  std::vector<std::pair<uint64_t, v1::Record>> held;          // (seq, record)
+  std::vector<std::pair<uint64_t, v1::Record>> nccl_kernels;  // the kernels the NCCL join may pick
+  std::map<uint32_t, std::pair<uint64_t, v1::Record>> launches;  // held events' corr -> the last call read
+  std::vector<v1::Record> nccl_calls, externals;
+  analysis::NcclKernelFilter nccl;
+  detail::WaitContext waits;
+  CorrWindow recent{true}, earliest{false};
+  struct Waiting {  // an operation whose launch call was not read yet
+    uint32_t device, stream;
+    uint64_t seq, queued, start, end;
+  };
+  std::unordered_multimap<uint32_t, Waiting> waiting;
+  std::string needs_model;
+  std::exception_ptr error;
+
+  uint64_t launch_of(uint32_t corr) const {
+    const uint64_t l = recent.get(corr);
+    return l != 0 ? l : earliest.get(corr);
+  }
+  // waits.cpp launch_of(): the launch call's start, else queued, else start.
+  void offer(const Waiting& w, uint64_t launch) {
+    waits.offer_launch(w.device, w.stream, launch ? launch : w.queued ? w.queued : w.start, w.seq, w.end);
+  }
+};
+
+// Read 2 of a share.
+void read_fold(const std::string& path, const LoadOptions& load, Fold& fo, std::atomic<bool>& stop);
+
+}  // namespace gantt::streamed

@@ -1,0 +1,260 @@
+// render of one capture, streamed (stream_render.h): the two reads (stream_read.h), then the
+// model of the drawn events through the loaded chart's own scene builder.
+#include "gantt/stream_render.h"
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <optional>
+#include <set>
+#include <unordered_set>
+
+#include "gantt/analysis/stream_stats.h"
+#include "stream_read.h"
+
+namespace gantt {
+
+using namespace streamed;
+
+std::string stream_render_refusal(const RenderOptions& o) {
+  if (o.lanes != LaneMode::kStream && o.lanes != LaneMode::kDevice) return "lanes per thread or rank";
+  if (o.annotate.enabled) return "annotations (queue-delay causes, overlaps, the host call behind a gap)";
+  if (o.host_lanes) return "host thread lanes";
+  if (o.memory_strip) return "--memory-strip";
+  if (o.deps) return "--deps";
+  return {};
+}
+
+std::optional<StreamedChart> stream_render(const std::string& path, const StreamRenderOptions& o, std::string* why_not) {
+  std::string why;
+  const auto refuse = [&](std::string reason) -> std::optional<StreamedChart> {
+    if (why_not) *why_not = std::move(reason);
+    return std::nullopt;
+  };
+  if (std::string no = stream_render_refusal(o.render); !no.empty()) return refuse(std::move(no));
+  const unsigned jobs = o.jobs != 0 ? o.jobs : analysis::default_stream_jobs();
+  std::optional<v1::ChunkIndex> index;
+  {
+    gpuhook::CaptureReader probe(path, gpuhook::ReaderOptions{o.load.strict, 0, 0});
+    index = probe.index();
+  }
+  const std::vector<ChunkRange> ranges = analysis::plan_chunk_ranges(index, jobs);
+  const size_t k = o.render.max_individual_events;
+  // The widest 2k + 1: the threshold needs the (k + 1)-th; those drawn one by one are among
+  // them unless float rounding at the threshold lets more through (then the model is loaded).
+  const size_t keep = 2 * k + 1;
+
+  // Read 1: the window, the lanes, the counts, the widest events.
+  std::vector<Scan> scans(ranges.size());
+  for (size_t i = 0; i < scans.size(); ++i) {
+    scans[i].range = ranges[i];
+    scans[i].index = i;
+    scans[i].keep_widest = keep;
+    scans[i].lanes_by = o.render.lanes;
+  }
+  std::atomic<bool> stop{false};
+  run_shares(scans, [&](Scan& sc) { read_scan(path, o.load, sc, stop); });
+  uint32_t headers = 0;
+  for (Scan& sc : scans) {
+    if (sc.error) std::rethrow_exception(sc.error);
+    if ((headers += sc.headers) > 1) return refuse("a merged file (several ranks, put on one clock when loaded)");
+    if (!sc.needs_model.empty()) return refuse(sc.needs_model);
+    if (sc.integrity.error) return refuse("a damaged capture (read up to the damage when loaded)");
+  }
+  std::optional<Scanned> scanned = merge_scans(scans, keep, &why);
+  if (!scanned) return refuse(why);
+  const Scanned& sd = *scanned;
+
+  StreamedChart out;
+  out.threads = static_cast<unsigned>(scans.size());
+  gpuhook::Integrity integrity = scans.front().integrity;
+  integrity.truncated = scans.back().integrity.truncated;
+  integrity.truncated_at = scans.back().integrity.truncated_at;
+  integrity.truncated_bytes = scans.back().integrity.truncated_bytes;
+  {
+    ModelBuilder builder(out.context);
+    builder.begin_capture(path);
+    for (const Scan& sc : scans)
+      for (const v1::Record& r : sc.context) builder.add(r);
+    builder.end_capture(integrity);
+  }
+  if (out.context.captures.empty()) return refuse("no header");
+  out.context.captures.front().first_ns = sd.first_ns;
+  out.context.captures.front().last_ns = sd.last_ns;
+  out.warnings = integrity_warnings(out.context, &out.corrupt);
+
+  // select_events() without filters: every event, the window fitted to them.
+  Selection sel;
+  sel.origin_ns = sd.first_ns;
+  sel.window_start_ns = sd.first_ns;
+  sel.window_end_ns = std::max(sd.last_ns, sd.first_ns);
+  if (sd.events + sd.syncs != 0 && sd.lo != UINT64_MAX && sd.hi >= sd.lo)
+    fit_window(sel.window_start_ns, sel.window_end_ns, sd.lo, sd.hi, &sel);
+  const Frame f = detail::make_frame(out.context, sel, sel.window_start_ns, sel.window_end_ns,
+                                     detail::begin_view("", o.render).width);
+
+  // Builder::bucket_lanes(): the threshold from the widths' histogram, which needs only the
+  // widest k + 1 (any other is no wider than those).
+  ChartRest rest;
+  rest.events = sd.events;
+  rest.syncs = sd.syncs;
+  {
+    WidthHistogram h;
+    const size_t n = std::min(sd.widest.size(), k + 1);
+    h.add(0.0, sd.events - n);
+    for (size_t i = 0; i < n; ++i) h.add(static_cast<double>(sd.widest[i].width) * f.px_per_ns);
+    rest.threshold_px = h.threshold(k);
+  }
+  for (const auto& [key, lane] : sd.lanes) {
+    ChartRest::Lane& r = rest.lanes[key];
+    r.events = lane.events;
+    r.exec = r.wait = Coverage(f.columns());
+    r.priority = lane_priority(lane, sd.stream_priority);
+  }
+  // The events drawn one by one: Builder::draw_gpu_lane()'s test on their float x.
+  std::unordered_set<uint64_t> held_seq;
+  std::unordered_set<uint32_t> held_corr;
+  std::vector<detail::WaitKernel> split;
+  size_t barrier_queries = 0;
+  std::set<uint32_t> non_blocking;  // streams created non-blocking (ModelBuilder: the last record says)
+  for (const Scan& sc : scans)
+    for (const v1::Record& r : sc.context)
+      if (r.kind_case() == v1::Record::kStream && (r.stream().flags() & 0xFFFF) == StreamTable::kNonBlocking)
+        non_blocking.insert(r.stream().stream());
+      else if (r.kind_case() == v1::Record::kStream)
+        non_blocking.erase(r.stream().stream());
+  for (const Candidate& c : sd.widest) {
+    if (!(f.x(c.gpu.end) - f.x(c.gpu.start) >= rest.threshold_px)) continue;
+    held_seq.insert(c.seq);
+    if (c.gpu.corr) held_corr.insert(c.gpu.corr);
+    const Gpu& g = c.gpu;
+    if (g.kind == EventKind::kKernel && g.queued && g.start > g.queued) {
+      detail::WaitKernel w{g.device, g.stream, g.priority, c.seq, c.launch ? c.launch : g.queued, g.queued, g.start, g.end, {}};
+      // waits.cpp: the legacy stream waits for the blocking streams' work, and they for its.
+      const auto blocking = [&](uint32_t stream) { return stream != kLegacyStreamId && !non_blocking.count(stream); };
+      for (const auto& [other, ops] : sd.streams.at(g.device))
+        if (other != g.stream && ((g.stream == kLegacyStreamId && blocking(other)) || (blocking(g.stream) && other == kLegacyStreamId)))
+          w.barrier_streams.push_back(other);
+      barrier_queries += w.barrier_streams.size();
+      split.push_back(std::move(w));
+    }
+  }
+  if (barrier_queries > (size_t{1} << 20)) return refuse("too many streams beside the legacy default stream");
+  if (sd.timed > sd.widest.size() && !sd.widest.empty()) {
+    // An event outside the widest is no wider than the narrowest of them; float rounding of
+    // x moves a width by far less than 0.01 px.
+    if (static_cast<double>(sd.widest.back().width) * f.px_per_ns + 0.01 >= rest.threshold_px)
+      return refuse("more events near the width drawn one by one than a streamed chart keeps");
+  }
+
+  // Read 2: the narrow events folded, the held ones kept.
+  std::vector<Fold> folds(ranges.size());
+  const detail::WaitContext waits(split);
+  for (size_t i = 0; i < folds.size(); ++i) {
+    folds[i].range = ranges[i];
+    folds[i].index = i;
+    folds[i].frame = &f;
+    folds[i].lanes_by = o.render.lanes;
+    folds[i].held_seq = &held_seq;
+    folds[i].held_corr = &held_corr;
+    folds[i].waits = waits;
+  }
+  stop = false;
+  run_shares(folds, [&](Fold& fo) { read_fold(path, o.load, fo, stop); });
+  for (const Fold& fo : folds) {
+    if (fo.error) std::rethrow_exception(fo.error);
+    if (!fo.needs_model.empty()) return refuse(fo.needs_model);
+  }
+  std::map<std::pair<uint32_t, BusyClass>, SpanUnion> busy;
+  std::vector<std::pair<uint64_t, const v1::Record*>> records;
+  std::map<uint32_t, std::pair<uint64_t, const v1::Record*>> launches;
+  detail::WaitContext wait_context = waits;
+  for (size_t i = 0; i < folds.size(); ++i) {
+    Fold& fo = folds[i];
+    for (auto& [key, lane] : fo.lanes) {
+      ChartRest::Lane& r = rest.lanes[key];
+      r.exec.merge(lane.exec);
+      r.wait.merge(lane.wait);
+      r.aggregated += lane.aggregated;
+    }
+    for (const auto& [key, spans] : fo.busy) busy[key].absorb(spans);
+    for (const auto& [seq, r] : fo.held) records.emplace_back(seq, &r);
+    for (const auto& [seq, r] : fo.nccl_kernels) records.emplace_back(seq, &r);
+    for (const auto& [corr, l] : fo.launches) launches[corr] = {l.first, &l.second};  // later shares: later in the file
+    // Operations read before their launch: it may be in another share.
+    for (const auto& [corr, w] : fo.waiting) {
+      uint64_t launch = 0;
+      for (size_t j = folds.size(); j-- > 0 && launch == 0;)
+        if (j != i) launch = folds[j].launch_of(corr);
+      if (launch == 0 && std::any_of(folds.begin(), folds.end(), [&](const Fold& x) {
+            return x.recent.maybe_lost(corr) || x.earliest.maybe_lost(corr);
+          }))
+        return refuse(kTooFar);
+      fo.offer(w, launch);
+    }
+    wait_context.absorb(fo.waits);
+  }
+  for (const auto& [key, spans] : busy) {
+    ChartRest::Device& d = rest.devices[{0, key.first}];
+    if (d.compute.columns() == 0) d.compute = d.copy = Coverage(f.columns());
+    const bool compute = key.second == BusyClass::kCompute;
+    for (const auto& [b, e] : spans.spans())
+      detail::add_busy(f, compute ? d.compute : d.copy, compute ? d.compute_ns : d.copy_ns, b, e);
+  }
+
+  // The model of the held events and what they need: the context, the NCCL join's records,
+  // their launch calls, in file order.
+  Model held_model;
+  std::sort(records.begin(), records.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  {
+    std::vector<std::pair<uint64_t, const v1::Record*>> calls;
+    for (const auto& [corr, l] : launches) calls.push_back(l);
+    std::sort(calls.begin(), calls.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    ModelBuilder builder(held_model);
+    builder.begin_capture(path);
+    for (const Scan& sc : scans)
+      for (const v1::Record& r : sc.context) builder.add(r);
+    size_t ranges = 0;
+    for (const Scan& sc : scans) ranges += sc.ranges.size();
+    if (ranges > kMaxRanges) return refuse("more NVTX range records than a streamed chart keeps");
+    for (const Scan& sc : scans)
+      for (const v1::Record& r : sc.ranges) builder.add(r);
+    size_t samples = 0;
+    for (const Scan& sc : scans) samples += sc.samples.size();
+    if (samples > kMaxSamples) return refuse("more GPU counter samples than a streamed chart keeps");
+    for (const Scan& sc : scans)
+      for (const v1::Record& r : sc.samples) builder.add(r);
+    for (const Fold& fo : folds)
+      for (const v1::Record& r : fo.externals) builder.add(r);
+    for (const Fold& fo : folds)
+      for (const v1::Record& r : fo.nccl_calls) builder.add(r);
+    for (const auto& [seq, r] : calls) builder.add(*r);
+    for (const auto& [seq, r] : records) builder.add(*r);
+    builder.end_capture(integrity);
+  }
+  held_model.captures.front().first_ns = sd.first_ns;
+  held_model.captures.front().last_ns = sd.last_ns;
+  Selection drawn = sel;
+  const std::map<uint64_t, analysis::WaitSplit> splits = wait_context.splits(sd.stream_priority);
+  std::vector<analysis::WaitSplit>& held_waits = rest.waits;
+  const EventTable& ev = held_model.events;
+  for (uint32_t e = 0; e < ev.size() && e < records.size(); ++e) {
+    if (!held_seq.count(records[e].first)) continue;
+    drawn.events.push_back(e);
+    // wait_causes() splits the waits of kernels (not of NCCL's, which the join names).
+    if (ev.kind[e] != EventKind::kKernel) continue;
+    if (auto it = splits.find(records[e].first); it != splits.end()) {
+      held_waits.push_back(it->second);
+      held_waits.back().event = e;
+    }
+  }
+  std::stable_sort(drawn.events.begin(), drawn.events.end(),
+                   [&](uint32_t a, uint32_t b) { return ev.start_ns[a] < ev.start_ns[b]; });
+  out.scene = build_scene(held_model, drawn, o.render, rest, &out.stats);
+  const CaptureInfo& capture = out.context.captures.front();
+  if (sd.events != 0 && capture.alignment.method == AlignMethod::kNone)
+    out.warnings.push_back(capture.path + ": " + describe(capture.alignment));
+  return out;
+}
+
+}  // namespace gantt
