@@ -12,17 +12,20 @@
 namespace gantt::streamed {
 
 using builder::kHookExternalKind;
+using builder::known;
 using builder::t;
 
 // False for records that are not GPU events (a synchronisation that returned at once).
-bool gpu_of(const v1::Record& r, Gpu* g) {
+bool gpu_of(const gpuhook::RecordView& v, Gpu* g) {
+  if (v.kind == v1::Record::kKernel) {
+    const gpuhook::KernelFields& k = v.kernel;
+    *g = {EventKind::kKernel, k.device, k.stream, k.correlation_id, k.stream_priority, known(k.queued_ns),
+          known(k.start_ns), known(k.end_ns)};
+    return true;
+  }
+  if (v.kind == v1::Record::kApi) return false;
+  const v1::Record& r = *v.record;
   switch (r.kind_case()) {
-    case v1::Record::kKernel: {
-      const auto& k = r.kernel();
-      *g = {EventKind::kKernel, k.device(), k.stream(), k.correlation_id(), k.stream_priority(),
-            t(k.has_queued_ns(), k.queued_ns()), t(k.has_start_ns(), k.start_ns()), t(k.has_end_ns(), k.end_ns())};
-      return true;
-    }
     case v1::Record::kMemcpy: {
       const auto& k = r.memcpy();
       *g = {EventKind::kMemcpy, k.device(), k.stream(), k.correlation_id(), 0, 0, t(k.has_start_ns(), k.start_ns()),
@@ -47,12 +50,15 @@ bool gpu_of(const v1::Record& r, Gpu* g) {
 }
 
 // Why a record stops the stream ("" when it does not).
-std::string refusal_of(const v1::Record& r) {
+std::string refusal_of(const gpuhook::RecordView& v) {
+  if (v.kind == v1::Record::kKernel)
+    return v.kernel.graph_id ? "CUDA graph launches (brackets need all their nodes)" : "";
+  if (v.kind == v1::Record::kApi) return "";
+  const v1::Record& r = *v.record;
   switch (r.kind_case()) {
     case v1::Record::kSync:
       return r.sync().type() == v1::SYNC_STREAM_WAIT_EVENT ? "stream waits on CUDA events (dependencies)" : "";
     case v1::Record::kHostFunction: return "host functions on streams";
-    case v1::Record::kKernel: return r.kernel().graph_id() ? "CUDA graph launches (brackets need all their nodes)" : "";
     case v1::Record::kMemcpy: return r.memcpy().graph_id() ? "CUDA graph launches (brackets need all their nodes)" : "";
     case v1::Record::kMemset: return r.memset().graph_id() ? "CUDA graph launches (brackets need all their nodes)" : "";
     case v1::Record::kNccl:
@@ -126,15 +132,15 @@ void scan_event(Scan& sc, const Gpu& g, uint64_t seq) {
   sc.place(lane, g.stream, g.priority, seq, begin, g.end, launch, sync);
 }
 
-void scan_api(Scan& sc, const v1::ApiCall& a) {
-  const uint64_t s = t(a.has_start_ns(), a.start_ns()), e = t(a.has_end_ns(), a.end_ns());
+void scan_api(Scan& sc, const gpuhook::ApiFields& a) {
+  const uint64_t s = known(a.start_ns), e = known(a.end_ns);
   sc.see(s);
   sc.see(e);
-  if (a.correlation_id() == 0 || a.domain() == v1::API_DOMAIN_NCCL || s == 0) return;
-  sc.recent.set(a.correlation_id(), s);
-  sc.earliest.set(a.correlation_id(), s);
+  if (a.correlation_id == 0 || a.domain == v1::API_DOMAIN_NCCL || s == 0) return;
+  sc.recent.set(a.correlation_id, s);
+  sc.earliest.set(a.correlation_id, s);
   if (sc.waiting.empty()) return;
-  const auto [from, to] = sc.waiting.equal_range(a.correlation_id());
+  const auto [from, to] = sc.waiting.equal_range(a.correlation_id);
   for (auto it = from; it != to; ++it) {
     const Scan::Waiting& w = it->second;
     sc.place(w.lane, w.stream, w.priority, w.seq, w.begin, w.end, s, w.sync);
@@ -145,17 +151,22 @@ void scan_api(Scan& sc, const v1::ApiCall& a) {
 }  // namespace
 
 void read_scan(const std::string& path, const LoadOptions& load, Scan& sc, std::atomic<bool>& stop) {
-  sc.integrity = read_range(path, load, sc.range, stop, [&](const v1::Record& r, uint64_t n, const gpuhook::CaptureReader&) {
-    if (std::string why = refusal_of(r); !why.empty()) {
+  sc.integrity = read_range(path, load, sc.range, stop, [&](const gpuhook::RecordView& v, uint64_t n, const gpuhook::CaptureReader&) {
+    if (std::string why = refusal_of(v); !why.empty()) {
       sc.needs_model = std::move(why);
       return false;
     }
     Gpu g;
-    if (gpu_of(r, &g)) {
+    if (gpu_of(v, &g)) {
       scan_event(sc, g, seq_of(sc.index, n));
-    } else if (r.kind_case() == v1::Record::kApi) {
-      scan_api(sc, r.api());
-    } else if (r.kind_case() == v1::Record::kNccl) {
+      return sc.needs_model.empty();
+    }
+    if (v.kind == v1::Record::kApi) {
+      scan_api(sc, v.api);
+      return sc.needs_model.empty();
+    }
+    const v1::Record& r = *v.record;
+    if (r.kind_case() == v1::Record::kNccl) {
       const auto& c = r.nccl();
       sc.see(t(c.has_start_ns(), c.start_ns()));
       sc.see(t(c.has_end_ns(), c.end_ns()));
@@ -179,13 +190,20 @@ void read_scan(const std::string& path, const LoadOptions& load, Scan& sc, std::
 
 namespace {
 
-void fold_event(Fold& fo, const v1::Record& r, const Gpu& g, uint64_t seq, bool nccl) {
+// The record a view stands for, as next(v1::Record&) would have given it.
+v1::Record record_of(const gpuhook::RecordView& v) {
+  if (v.kind == v1::Record::kKernel) return gpuhook::to_record(v.kernel);
+  if (v.kind == v1::Record::kApi) return gpuhook::to_record(v.api);
+  return *v.record;
+}
+
+void fold_event(Fold& fo, const gpuhook::RecordView& v, const Gpu& g, uint64_t seq, bool nccl) {
   if (g.kind == EventKind::kSync) return;
   const Frame& f = *fo.frame;
   const uint64_t b = g.start, en = g.end;
   const bool held = !fo.held_seq->empty() && fo.held_seq->count(seq) != 0;
-  if (held) fo.held.emplace_back(seq, r);
-  else if (nccl) fo.nccl_kernels.emplace_back(seq, r);
+  if (held) fo.held.emplace_back(seq, record_of(v));
+  else if (nccl) fo.nccl_kernels.emplace_back(seq, record_of(v));
   if (!b || en < b) return;
   if (fo.waits.wants_stream(g.device, g.stream)) {
     const Fold::Waiting w{g.device, g.stream, seq, g.queued, b, en};
@@ -217,12 +235,11 @@ void fold_event(Fold& fo, const v1::Record& r, const Gpu& g, uint64_t seq, bool 
   ++lane->second.aggregated;
 }
 
-void fold_api(Fold& fo, const v1::Record& r, uint64_t seq) {
-  const auto& a = r.api();
-  const uint32_t corr = a.correlation_id();
-  if (corr == 0 || a.domain() == v1::API_DOMAIN_NCCL) return;
-  if (!fo.held_corr->empty() && fo.held_corr->count(corr)) fo.launches[corr] = {seq, r};
-  const uint64_t s = t(a.has_start_ns(), a.start_ns());
+void fold_api(Fold& fo, const gpuhook::ApiFields& a, uint64_t seq) {
+  const uint32_t corr = a.correlation_id;
+  if (corr == 0 || a.domain == v1::API_DOMAIN_NCCL) return;
+  if (!fo.held_corr->empty() && fo.held_corr->count(corr)) fo.launches[corr] = {seq, gpuhook::to_record(a)};
+  const uint64_t s = known(a.start_ns);
   if (s == 0 || !fo.waits.wants_any()) return;
   fo.recent.set(corr, s);
   fo.earliest.set(corr, s);
@@ -235,14 +252,20 @@ void fold_api(Fold& fo, const v1::Record& r, uint64_t seq) {
 }  // namespace
 
 void read_fold(const std::string& path, const LoadOptions& load, Fold& fo, std::atomic<bool>& stop) {
-  read_range(path, load, fo.range, stop, [&](const v1::Record& r, uint64_t n, const gpuhook::CaptureReader& reader) {
+  read_range(path, load, fo.range, stop, [&](const gpuhook::RecordView& v, uint64_t n, const gpuhook::CaptureReader& reader) {
     Gpu g;
-    if (gpu_of(r, &g)) {
-      const bool nccl = r.kind_case() == v1::Record::kKernel && fo.nccl.maybe(reader, r.kernel().correlation_id(), r.kernel().name_id(), n);
-      fold_event(fo, r, g, seq_of(fo.index, n), nccl);
-    } else if (r.kind_case() == v1::Record::kApi) {
-      fold_api(fo, r, seq_of(fo.index, n));
-    } else if (r.kind_case() == v1::Record::kNccl) {
+    if (gpu_of(v, &g)) {
+      const bool nccl =
+          v.kind == v1::Record::kKernel && fo.nccl.maybe(reader, v.kernel.correlation_id, v.kernel.name_id, n);
+      fold_event(fo, v, g, seq_of(fo.index, n), nccl);
+      return fo.needs_model.empty();
+    }
+    if (v.kind == v1::Record::kApi) {
+      fold_api(fo, v.api, seq_of(fo.index, n));
+      return fo.needs_model.empty();
+    }
+    const v1::Record& r = *v.record;
+    if (r.kind_case() == v1::Record::kNccl) {
       fo.nccl_calls.push_back(r);
     } else if (r.kind_case() == v1::Record::kExternalCorrelation) {
       const auto& x = r.external_correlation();

@@ -53,10 +53,10 @@ struct Gpu {
 
 
 // False for records that are not GPU events (a synchronisation that returned at once).
-bool gpu_of(const v1::Record& r, Gpu* g);
+bool gpu_of(const gpuhook::RecordView& r, Gpu* g);
 
 // Why a record stops the stream ("" when it does not).
-std::string refusal_of(const v1::Record& r);
+std::string refusal_of(const gpuhook::RecordView& r);
 
 // Header, devices, threads, strings, drops, notices, footer, stream records: what every
 // model of the capture gets.
@@ -170,19 +170,21 @@ gpuhook::Integrity read_range(const std::string& path, const LoadOptions& load, 
                               std::atomic<bool>& stop, F&& on) {
   gpuhook::CaptureReader reader(path, share_reader(load, range));
   const AmplificationGuard guard(reader, load);
-  // Records on an arena, dropped in batches (stream_stats.cpp read_share says why).
+  // Kernels and API calls as plain values, other records on an arena dropped in batches
+  // (stream_stats.cpp read_share says why).
   google::protobuf::Arena arena;
-  v1::Record* record = google::protobuf::Arena::CreateMessage<v1::Record>(&arena);
-  for (uint64_t n = 1; reader.next(*record); ++n) {
+  gpuhook::RecordView view;
+  view.record = google::protobuf::Arena::CreateMessage<v1::Record>(&arena);
+  for (uint64_t n = 1; reader.next(view); ++n) {
     guard.check(reader);
-    if (!on(*record, n, reader)) {
+    if (!on(view, n, reader)) {
       stop = true;
       break;
     }
     if ((n & 4095) == 0) {
       if (stop.load(std::memory_order_relaxed)) break;
       arena.Reset();
-      record = google::protobuf::Arena::CreateMessage<v1::Record>(&arena);
+      view.record = google::protobuf::Arena::CreateMessage<v1::Record>(&arena);
     }
   }
   return reader.integrity();
