@@ -3,12 +3,18 @@
 // correlation id over a window of recent ids. Internal to libgantt.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <exception>
 #include <optional>
+#include <string>
+#include <thread>
 #include <unordered_set>
 #include <vector>
 
 #include <gpuhook/capture.h>
+
+#include "gantt/model.h"
 
 namespace gantt::analysis {
 
@@ -92,5 +98,48 @@ struct ChunkRange {
 // Contiguous runs of the index's chunks with about equal records each, at most `jobs`; one
 // share of the whole file without an index.
 std::vector<ChunkRange> plan_chunk_ranges(const std::optional<gpuhook::v1::ChunkIndex>& index, unsigned jobs);
+
+// `work` on every share, the first on this thread. An exception is kept in the share's
+// `error` and sets `stop`, so the other shares end early; the caller rethrows in file order.
+template <class S, class F>
+void run_shares(std::vector<S>& shares, std::atomic<bool>& stop, F&& work) {
+  const auto run = [&](S& sh) {
+    try {
+      work(sh);
+    } catch (...) {
+      sh.error = std::current_exception();
+      stop = true;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t i = 1; i < shares.size(); ++i) threads.emplace_back(run, std::ref(shares[i]));
+  run(shares.front());
+  for (std::thread& t : threads) t.join();
+}
+
+// The integrity a reader of the whole file reports: the first share's, ending where the last
+// one ended.
+template <class S>
+gpuhook::Integrity file_integrity(const std::vector<S>& shares) {
+  gpuhook::Integrity integrity = shares.front().integrity;
+  integrity.error = shares.back().integrity.error;
+  integrity.truncated = shares.back().integrity.truncated;
+  integrity.truncated_at = shares.back().integrity.truncated_at;
+  integrity.truncated_bytes = shares.back().integrity.truncated_bytes;
+  return integrity;
+}
+
+// The capture's context (header, devices, threads, strings) from the shares' `context`
+// records in file order.
+template <class S>
+Model context_model(const std::string& path, const std::vector<S>& shares, const gpuhook::Integrity& integrity) {
+  Model context;
+  ModelBuilder builder(context);
+  builder.begin_capture(path);
+  for (const S& sh : shares)
+    for (const gpuhook::v1::Record& r : sh.context) builder.add(r);
+  builder.end_capture(integrity);
+  return context;
+}
 
 }  // namespace gantt::analysis

@@ -492,18 +492,7 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
     sh.gaps = o.gaps;
   }
   std::atomic<bool> stop{false};
-  const auto run = [&](Share& sh) {
-    try {
-      read_share(path, o, sh, stop);
-    } catch (...) {
-      sh.error = std::current_exception();
-      stop = true;
-    }
-  };
-  std::vector<std::thread> threads;
-  for (size_t i = 1; i < shares.size(); ++i) threads.emplace_back(run, std::ref(shares[i]));
-  run(shares.front());
-  for (std::thread& t : threads) t.join();
+  run_shares(shares, stop, [&](Share& sh) { read_share(path, o, sh, stop); });
 
   // In file order: an error ends the capture where it stood, as load() reads it.
   size_t used = shares.size();
@@ -525,18 +514,8 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
 
   StreamedStats out;
   out.threads = static_cast<unsigned>(shares.size());
-  gpuhook::Integrity integrity = shares.front().integrity;
-  integrity.error = shares.back().integrity.error;
-  integrity.truncated = shares.back().integrity.truncated;
-  integrity.truncated_at = shares.back().integrity.truncated_at;
-  integrity.truncated_bytes = shares.back().integrity.truncated_bytes;
-  {
-    ModelBuilder builder(out.context);
-    builder.begin_capture(path);
-    for (const Share& sh : shares)
-      for (const v1::Record& r : sh.context) builder.add(r);
-    builder.end_capture(integrity);
-  }
+  const gpuhook::Integrity integrity = file_integrity(shares);
+  out.context = context_model(path, shares, integrity);
   const CaptureInfo& capture = out.context.captures.front();
 
   StatsSummary& s = out.summary;

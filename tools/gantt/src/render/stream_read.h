@@ -190,22 +190,6 @@ gpuhook::Integrity read_range(const std::string& path, const LoadOptions& load, 
   return reader.integrity();
 }
 
-// `work` on every share, the first on this thread; the first exception is kept per share.
-template <class S, class F>
-void run_shares(std::vector<S>& shares, F&& work) {
-  const auto run = [&](S& sh) {
-    try {
-      work(sh);
-    } catch (...) {
-      sh.error = std::current_exception();
-    }
-  };
-  std::vector<std::thread> threads;
-  for (size_t i = 1; i < shares.size(); ++i) threads.emplace_back(run, std::ref(shares[i]));
-  run(shares.front());
-  for (std::thread& th : threads) th.join();
-}
-
 // Read 1 of a share.
 void read_scan(const std::string& path, const LoadOptions& load, Scan& sc, std::atomic<bool>& stop);
 

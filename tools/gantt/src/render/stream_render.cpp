@@ -53,7 +53,7 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
     scans[i].lanes_by = o.render.lanes;
   }
   std::atomic<bool> stop{false};
-  run_shares(scans, [&](Scan& sc) { read_scan(path, o.load, sc, stop); });
+  analysis::run_shares(scans, stop, [&](Scan& sc) { read_scan(path, o.load, sc, stop); });
   uint32_t headers = 0;
   for (Scan& sc : scans) {
     if (sc.error) std::rethrow_exception(sc.error);
@@ -67,17 +67,9 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
 
   StreamedChart out;
   out.threads = static_cast<unsigned>(scans.size());
-  gpuhook::Integrity integrity = scans.front().integrity;
-  integrity.truncated = scans.back().integrity.truncated;
-  integrity.truncated_at = scans.back().integrity.truncated_at;
-  integrity.truncated_bytes = scans.back().integrity.truncated_bytes;
-  {
-    ModelBuilder builder(out.context);
-    builder.begin_capture(path);
-    for (const Scan& sc : scans)
-      for (const v1::Record& r : sc.context) builder.add(r);
-    builder.end_capture(integrity);
-  }
+  // A damaged capture was refused above: the integrity carries no error.
+  const gpuhook::Integrity integrity = analysis::file_integrity(scans);
+  out.context = analysis::context_model(path, scans, integrity);
   if (out.context.captures.empty()) return refuse("no header");
   out.context.captures.front().first_ns = sd.first_ns;
   out.context.captures.front().last_ns = sd.last_ns;
@@ -160,7 +152,7 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
     folds[i].waits = waits;
   }
   stop = false;
-  run_shares(folds, [&](Fold& fo) { read_fold(path, o.load, fo, stop); });
+  analysis::run_shares(folds, stop, [&](Fold& fo) { read_fold(path, o.load, fo, stop); });
   for (const Fold& fo : folds) {
     if (fo.error) std::rethrow_exception(fo.error);
     if (!fo.needs_model.empty()) return refuse(fo.needs_model);
