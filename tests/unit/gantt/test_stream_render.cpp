@@ -16,6 +16,7 @@
 
 #include "../../../tools/gantt/src/analysis/stream_shares.h"
 #include "../../support/fake_device.h"
+#include "fabricate.h"
 #include "gantt/lod.h"
 #include "gantt/render.h"
 
@@ -105,11 +106,7 @@ std::string write_capture(const std::string& name, const Spec& spec) {
       n->set_end_ns(static_cast<int64_t>(start - 100));
       n->set_external_id(external);
       w->write(call);
-      v1::Record x;
-      x.mutable_external_correlation()->set_kind(5);
-      x.mutable_external_correlation()->set_external_id(external++);
-      x.mutable_external_correlation()->set_correlation_id(corr);
-      w->write(x);
+      w->write(gantt_test::external(external++, corr));  // CUPTI's record of the hook's id
       a->set_name_id(launch);
       auto* k = r.mutable_kernel();
       k->set_name_id(nccl_kernel);

@@ -14,6 +14,7 @@
 #include <gpuhook/capture.h>
 
 #include "../../support/fake_device.h"
+#include "../gantt/fabricate.h"
 #include "gantt/analysis/diagnose.h"
 #include "gantt/analysis/summary.h"
 
@@ -103,11 +104,7 @@ std::string write_capture(const std::string& name, const Spec& spec) {
       n->set_end_ns(static_cast<int64_t>(start - 200));
       n->set_external_id(external);
       w->write(call);
-      v1::Record x;
-      x.mutable_external_correlation()->set_kind(5);  // CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2
-      x.mutable_external_correlation()->set_external_id(external++);
-      x.mutable_external_correlation()->set_correlation_id(corr);
-      w->write(x);
+      w->write(gantt_test::external(external++, corr));  // CUPTI's record of the hook's id
       auto* k = r.mutable_kernel();
       k->set_name_id(nccl_kernel);
       k->set_device(dev);
