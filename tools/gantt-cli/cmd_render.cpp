@@ -274,8 +274,8 @@ void register_render(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_flag("--in-memory", o->in_memory,
                 "load the capture whole before drawing; by default the chart of one capture without annotations "
-                "and host lanes (--no-annotate --no-host, --view gantt, lanes per stream or device, no filters) is "
-                "read as a stream, in memory that does not grow with its events, and is the same chart");
+                "(--no-annotate, --view gantt, lanes per stream or device, no filters) is read as a stream, in "
+                "memory that does not grow with its events, and is the same chart");
   cmd->callback([o, jobs, &exit_code] {
     o->jobs_given = jobs->count() > 0;
     exit_code = run_render(*o);

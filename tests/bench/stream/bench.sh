@@ -2,8 +2,8 @@
 # One large capture, `stats` read as a stream with one and with every core, against the same
 # capture loaded whole (--in-memory); `diagnose` read as a stream (the rules a summary
 # supports) against `diagnose --in-memory` (every rule); `render` of the chart it streams
-# (--no-annotate --no-host) the same two ways, and the default chart (annotations and host
-# lanes: it loads the capture). Each way runs `runs` times, alternating; the medians are
+# (--no-annotate: GPU and host lanes) the same two ways, and the default chart (annotations:
+# it loads the capture). Each way runs `runs` times, alternating; the medians are
 # reported. CPU-only figures, on a synthetic capture (tests/bench/ranks/gen_job): not a GPU
 # measurement.
 #   tests/bench/stream/bench.sh BUILD_DIR [events=10000000] [runs=3]
@@ -28,8 +28,8 @@ for ((i = 0; i < runs; ++i)); do
   timed whole "$cli" stats "$cap" --in-memory
   timed diag_stream "$cli" diagnose "$cap" --streamed --format json
   timed diag_whole "$cli" diagnose "$cap" --in-memory --format json
-  timed chart "$cli" render "$cap" -o "$dir/streamed.svg" --no-annotate --no-host -j "$cores"
-  timed chart_whole "$cli" render "$cap" -o "$dir/loaded.svg" --no-annotate --no-host --in-memory
+  timed chart "$cli" render "$cap" -o "$dir/streamed.svg" --no-annotate -j "$cores"
+  timed chart_whole "$cli" render "$cap" -o "$dir/loaded.svg" --no-annotate --in-memory
 done
 timed render "$cli" render "$cap" -o "$dir/chart.svg"
 same=1
@@ -61,7 +61,7 @@ row "stream: streamed tables equal the loaded ones (-j 1, -j $cores)" "$([[ $sam
 row "stream: diagnose of the same capture, --streamed (stream-serialisation, copy-overlap, imbalance; the rest listed as not run)" "$diag_s s, peak RSS $diag_mb MiB" "<= 500 MB" "$(ok "$diag_mb" 500)"
 row "stream: diagnose --in-memory (every rule)" "$diag_whole_s s, peak RSS $diag_whole_mb MiB" "(the path before)" 1
 row "stream: streamed diagnose's rules find what --in-memory finds" "$([[ $diag_same == 1 ]] && echo identical || echo DIFFER)" "identical" "$diag_same"
-row "stream: render --no-annotate --no-host, -j $cores (streamed)" "$chart s, peak RSS $chart_mb MiB" "<= 3 s, <= 500 MB" "$([[ $(ok "$chart" 3) == 1 && $(ok "$chart_mb" 500) == 1 ]] && echo 1 || echo 0)"
+row "stream: render --no-annotate (GPU and host lanes), -j $cores (streamed)" "$chart s, peak RSS $chart_mb MiB" "<= 3 s, <= 500 MB" "$([[ $(ok "$chart" 3) == 1 && $(ok "$chart_mb" 500) == 1 ]] && echo 1 || echo 0)"
 row "stream: the same chart loaded whole (--in-memory)" "$chart_whole s, peak RSS $chart_whole_mb MiB" "(the path before)" 1
 row "stream: streamed chart equals the loaded one" "$([[ $chart_same == 1 ]] && echo identical || echo DIFFER)" "identical" "$chart_same"
-row "stream: default render of the same capture (annotations, host lanes: loads it whole)" "$render_s s, peak RSS $((render_kib / 1024)) MiB" "<= 3 s, <= 500 MB" "$([[ $(ok "$render_s" 3) == 1 && $(ok "$((render_kib / 1024))" 500) == 1 ]] && echo 1 || echo 0)"
+row "stream: default render of the same capture (annotations: loads it whole)" "$render_s s, peak RSS $((render_kib / 1024)) MiB" "<= 3 s, <= 500 MB" "$([[ $(ok "$render_s" 3) == 1 && $(ok "$((render_kib / 1024))" 500) == 1 ]] && echo 1 || echo 0)"

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # `render` of one capture read as a stream against the same capture loaded whole
 # (--in-memory): the same chart, byte for byte, and the same exit code, for one and several
-# decoding threads, lanes per stream and per device, two widths, on the fixtures, fabricated
-# captures of many chunks and, when given, simulator captures. The streamed path has to be the
-# one taken where the chart allows it (-j makes a capture loaded whole after all say why): on
-# the fabricated captures and every simulator capture.
+# decoding threads, lanes per stream and per device, two widths, with and without host lanes,
+# on the fixtures, fabricated captures of many chunks and, when given, simulator captures. The
+# streamed path has to be the one taken where the chart allows it (-j makes a capture loaded
+# whole after all say why): on the fabricated captures and every simulator capture.
 #   render_stream_test.sh GANTT_CLI MAKE_CAPTURE FIXTURES [SIM_LIB_DIR HOOK PROGRAM...]
 set -u
 cli=$1 make=$2 fixtures=$3
@@ -46,32 +46,37 @@ compared=0 streamed=0
 for cap in "${captures[@]}"; do
   for lanes in stream device; do
     for width in 1920 700; do
-      args=(--no-annotate --no-host --lanes "$lanes" --width "$width")
-      "$cli" render "$cap" -o "$work/whole.svg" "${args[@]}" --in-memory 2>/dev/null
-      rc_w=$?
-      for jobs in 1 3; do
-        rm -f "$work/streamed.svg"
-        "$cli" render "$cap" -o "$work/streamed.svg" "${args[@]}" -j "$jobs" 2>"$work/streamed.err"
-        rc_s=$?
-        name="$(basename "$cap") --lanes $lanes --width $width -j $jobs"
-        if [ "$rc_s" != "$rc_w" ]; then
-          echo "FAIL: $name: exit $rc_s, --in-memory $rc_w"; fail=1
-        elif [ -e "$work/whole.svg" ] && ! cmp -s "$work/whole.svg" "$work/streamed.svg"; then
-          echo "FAIL: $name: the SVG differs from --in-memory's"
-          diff <(tr '>' '\n' <"$work/whole.svg") <(tr '>' '\n' <"$work/streamed.svg") | head -6
-          fail=1
-        fi
-        if grep -q "loaded whole" "$work/streamed.err"; then
-          for must in "${must_stream[@]}"; do
-            [ "$cap" = "$must" ] && { echo "FAIL: $name was not streamed: $(cat "$work/streamed.err")"; fail=1; }
-          done
-        else
-          streamed=$((streamed + 1))
-          [ "$lanes$width$jobs" = stream19203 ] && echo "streamed: $(basename "$cap"): $(tail -1 "$work/streamed.err")"
-        fi
-        compared=$((compared + 1))
+      for host in --no-host --host; do
+        # Host lanes at one width: they fold the host calls as the GPU lanes fold the kernels.
+        [ "$host" = --host ] && [ "$width" != 1920 ] && continue
+        args=(--no-annotate --lanes "$lanes" --width "$width")
+        [ "$host" = --no-host ] && args+=(--no-host)
+        "$cli" render "$cap" -o "$work/whole.svg" "${args[@]}" --in-memory 2>/dev/null
+        rc_w=$?
+        for jobs in 1 3; do
+          rm -f "$work/streamed.svg"
+          "$cli" render "$cap" -o "$work/streamed.svg" "${args[@]}" -j "$jobs" 2>"$work/streamed.err"
+          rc_s=$?
+          name="$(basename "$cap") --lanes $lanes --width $width $host -j $jobs"
+          if [ "$rc_s" != "$rc_w" ]; then
+            echo "FAIL: $name: exit $rc_s, --in-memory $rc_w"; fail=1
+          elif [ -e "$work/whole.svg" ] && ! cmp -s "$work/whole.svg" "$work/streamed.svg"; then
+            echo "FAIL: $name: the SVG differs from --in-memory's"
+            diff <(tr '>' '\n' <"$work/whole.svg") <(tr '>' '\n' <"$work/streamed.svg") | head -6
+            fail=1
+          fi
+          if grep -q "loaded whole" "$work/streamed.err"; then
+            for must in "${must_stream[@]}"; do
+              [ "$cap" = "$must" ] && { echo "FAIL: $name was not streamed: $(cat "$work/streamed.err")"; fail=1; }
+            done
+          else
+            streamed=$((streamed + 1))
+            [ "$lanes$width$host$jobs" = stream1920--host3 ] && echo "streamed: $(basename "$cap"): $(tail -1 "$work/streamed.err")"
+          fi
+          compared=$((compared + 1))
+        done
+        rm -f "$work/whole.svg"
       done
-      rm -f "$work/whole.svg"
     done
   done
 done

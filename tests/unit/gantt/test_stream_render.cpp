@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -32,6 +33,7 @@ struct Spec {
   bool ranges = true;          // NVTX ranges pushed and popped around the launches of one thread
   bool event_waits = false;    // a stream wait on a CUDA event (not streamed)
   size_t chunk_bytes = 32 << 10;  // many chunks, so that several threads get shares
+  uint32_t host_threads = 2;      // launching threads (more than a chart has host lanes for: some left out)
 };
 
 std::string temp_path(const std::string& name) {
@@ -39,9 +41,10 @@ std::string temp_path(const std::string& name) {
 }
 
 // Kernels on the legacy stream and on blocking, non-blocking and prioritised streams of two
-// devices, copies between them, memsets, synchronisations, NCCL calls joined through external
-// ids, a few very long kernels (drawn one by one), kernels without launch calls or queued
-// stamps, zero-length and unknown-time ones, and launch calls written long after their kernels.
+// devices, copies between them, memsets, synchronisations (the host blocked in them), NCCL
+// calls joined through external ids, a few very long kernels (drawn one by one), kernels
+// without launch calls or queued stamps, zero-length and unknown-time ones, and launch calls
+// written long after their kernels.
 std::string write_capture(const std::string& name, const Spec& spec) {
   const std::string path = temp_path(name);
   std::remove(path.c_str());
@@ -88,7 +91,7 @@ std::string write_capture(const std::string& name, const Spec& spec) {
     v1::Record api;
     auto* a = api.mutable_api();
     a->set_domain(v1::API_DOMAIN_RUNTIME);
-    a->set_thread_id(5150 + rng() % 2);
+    a->set_thread_id(5150 + rng() % spec.host_threads);
     a->set_correlation_id(corr);
     a->set_start_ns(static_cast<int64_t>(start - 4000 - rng() % 3000));
     a->set_end_ns(a->start_ns() + 2500);
@@ -156,6 +159,7 @@ std::string write_capture(const std::string& name, const Spec& spec) {
       m->set_end_ns(static_cast<int64_t>(start + 700));
     } else {
       a->set_name_id(w->intern("cudaStreamSynchronize"));
+      a->set_end_ns(static_cast<int64_t>(start + 300 + rng() % 2'000'000));  // blocked: a bar on its host lane
       auto* s = r.mutable_sync();
       s->set_type(v1::SYNC_STREAM_SYNCHRONIZE);
       s->set_device(dev);
@@ -220,21 +224,26 @@ std::string loaded_svg(const std::string& path, const RenderOptions& o, RenderSt
   return svg_of(build_scene(m, sel, o, stats));
 }
 
+std::optional<StreamedChart> streamed(const std::string& path, const RenderOptions& o, unsigned jobs, std::string* why) {
+  StreamRenderOptions so;
+  so.render = o;
+  so.jobs = jobs;
+  return stream_render(path, so, why);
+}
+
 TEST(StreamRender, ChartEqualsTheLoadedOneForAnyNumberOfThreads) {
   const std::string path = write_capture("threads", Spec{});
   for (LaneMode lanes : {LaneMode::kStream, LaneMode::kDevice}) {
     for (int width : {1920, 640}) {
-      const RenderOptions o = chart_options(lanes, width);
+      RenderOptions o = chart_options(lanes, width);
+      o.host_lanes = width == 1920;
       RenderStats whole;
       const std::string expected = loaded_svg(path, o, &whole);
       ASSERT_GT(whole.events_individual, 0u);  // some drawn one by one...
       ASSERT_GT(whole.events_aggregated, 0u);  // ...and many folded
       for (unsigned jobs : {1u, 2u, 3u, 7u}) {
-        StreamRenderOptions so;
-        so.render = o;
-        so.jobs = jobs;
         std::string why;
-        const auto chart = stream_render(path, so, &why);
+        const auto chart = streamed(path, o, jobs, &why);
         ASSERT_TRUE(chart) << why;
         EXPECT_EQ(chart->threads, jobs);
         EXPECT_EQ(chart->stats.events_selected, whole.events_selected);
@@ -264,6 +273,38 @@ TEST(StreamRender, AllEventsDrawnOneByOneWhenFewAndTheSameChart) {
   const auto chart = stream_render(path, so, &why);
   ASSERT_TRUE(chart) << why;
   EXPECT_TRUE(svg_of(chart->scene) == expected);
+  std::remove(path.c_str());
+}
+
+// Host lanes past what a chart draws: more threads than lanes (the smallest ids get them,
+// each share keeping its own smallest), more blocking calls than bars (the rest as coverage).
+TEST(StreamRender, HostLanesKeepTheLoadedChartsCaps) {
+  Spec spec;
+  spec.activities = 90000;
+  spec.host_threads = 40;
+  spec.ranges = false;
+  const std::string path = write_capture("host", spec);
+  RenderOptions o = chart_options(LaneMode::kStream, 1920);
+  o.host_lanes = true;
+  RenderStats whole;
+  const std::string expected = loaded_svg(path, o, &whole);
+  EXPECT_EQ(whole.lanes_left_out, 40u - 32u);
+  const auto count = [](const std::string& svg, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = svg.find(what); at != std::string::npos; at = svg.find(what, at + 1)) ++n;
+    return n;
+  };
+  // The bar budget spent (on the first thread's NCCL calls): the other threads' blocking calls
+  // fell to coverage.
+  EXPECT_EQ(count(expected, "(host blocked)") + count(expected, "<title>ncclAllReduce "), 3000u);
+  EXPECT_GT(count(expected, "(host blocked)"), 0u);
+  for (unsigned jobs : {1u, 4u}) {
+    std::string why;
+    const auto chart = streamed(path, o, jobs, &why);
+    ASSERT_TRUE(chart) << why;
+    EXPECT_EQ(chart->stats.lanes_left_out, whole.lanes_left_out);
+    EXPECT_TRUE(svg_of(chart->scene) == expected) << jobs << " threads";
+  }
   std::remove(path.c_str());
 }
 

@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,13 @@ struct RenderStats {
 // events wide enough to be drawn one by one (and what they need), and build_scene() draws
 // these folds where it would have folded the events itself.
 struct ChartRest {
+  // A host thread's CUDA calls in the window, as its lane draws them (render_host_lanes.cpp):
+  // launches as ticks, blocking calls at least a pixel wide as bars while the chart's bar
+  // budget lasts, every other call as coverage.
+  struct HostCalls {
+    Coverage other{0}, ticks{0};
+    std::vector<uint32_t> blocking;  // the bar candidates as rows of the model's API calls, in call order
+  };
   struct Lane {
     Coverage exec{0}, wait{0};  // the narrow events' exec and queued->start spans
     uint64_t events = 0;        // all of the lane's events, the held ones too
@@ -99,6 +107,10 @@ struct ChartRest {
   uint64_t syncs = 0;   // selected synchronisations
   double threshold_px = 0;
   std::vector<analysis::WaitSplit> waits;  // analysis::wait_causes() of the held kernels, by event
+  // Host lanes: the thread ids with calls in the window, and the calls of the first
+  // kMaxHostLanes of them (the lanes a chart draws at most).
+  std::set<uint64_t> host_threads;
+  std::map<uint64_t, HostCalls> host;
 };
 
 // `render --view comm`: rank x rank heatmaps per communicator (analysis/comm.h).

@@ -5,18 +5,20 @@
 //   1. the window (first launch to last end), the lanes, the widest events' widths (hence
 //      the width above which events are drawn one by one), the counts;
 //   2. the events at least that wide, kept as records, and every other event folded into its
-//      lane's coverage and its device's busy union (ChartRest, render.h).
-// A model of only the kept events and what they need (their launch calls, the NCCL records
-// that name them, the capture's context) then goes through build_scene() with the folds:
+//      lane's coverage and its device's busy union; each host call in the window folded into
+//      its thread's lane, the blocking ones wide enough for a bar kept (ChartRest, render.h).
+// A model of only the kept events and what they need (their launch calls, the host calls
+// drawn as bars, the NCCL records, the capture's context) then goes through build_scene() with the folds:
 // the same scene builder as the loaded chart, and the same bytes (tests/e2e/cli
 // render_stream_test.sh). Memory grows with lanes, pixels and names, not with events.
 //
 // What needs the whole timeline is not streamed; stream_render() then returns nothing and
 // says why, and the caller loads the capture: annotations (queue-delay causes, overlaps, the
-// host call behind a gap), host thread lanes, views and lane groupings other than per stream
+// host call behind a gap), views and lane groupings other than per stream
 // or device, filters, --deps, --memory-strip, stream waits on CUDA events, host functions,
-// CUDA graphs, merged files, damaged files, NCCL calls without external ids, and files whose
-// launches lie too far from their GPU records for the join's window. The drawn kernels'
+// CUDA graphs, merged files, damaged files, NCCL calls without external ids, files whose
+// launches lie too far from their GPU records for the join's window, and, with host lanes,
+// host calls that share a correlation id (a launch's tick names the last of them). The drawn kernels'
 // queued -> start split is computed from their stream's and device's operations
 // (stream_waits.h); NVTX range records (up to half a million, for the drawn events' range
 // paths) and GPU counter samples (up to a million, for the measured strips) are kept whole.

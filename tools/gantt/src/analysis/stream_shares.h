@@ -3,12 +3,14 @@
 // correlation id over a window of recent ids. Internal to libgantt.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <exception>
 #include <optional>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <unordered_set>
 #include <vector>
 
@@ -65,6 +67,21 @@ class CorrSet {
     return corr / 64 < bits_.size() && (bits_[corr / 64] >> (corr % 64) & 1) != 0;
   }
   bool empty() const { return size_ == 0; }
+  // Ids too large for the bits, each kept in the hash set.
+  size_t sparse_size() const { return sparse_.size(); }
+  bool intersects(const CorrSet& other) const {
+    for (size_t i = 0; i < std::min(bits_.size(), other.bits_.size()); ++i)
+      if (bits_[i] & other.bits_[i]) return true;
+    const auto& [small, large] = sparse_.size() < other.sparse_.size() ? std::tie(sparse_, other.sparse_)
+                                                                       : std::tie(other.sparse_, sparse_);
+    return std::any_of(small.begin(), small.end(), [&](uint32_t id) { return large.count(id) != 0; });
+  }
+  void absorb(const CorrSet& other) {
+    if (other.bits_.size() > bits_.size()) bits_.resize(other.bits_.size(), 0);
+    for (size_t i = 0; i < other.bits_.size(); ++i) bits_[i] |= other.bits_[i];
+    sparse_.insert(other.sparse_.begin(), other.sparse_.end());
+    size_ += other.size_;
+  }
 
  private:
   static constexpr uint32_t kDense = 1u << 27;  // 16 MB of bits at most

@@ -82,6 +82,28 @@ inline void add_busy(const Frame& f, Coverage& cov, uint64_t& busy_ns, uint64_t 
   busy_ns += hi - lo;
 }
 
+// Whether a host call [start, end] (end 0: unknown) shows in the window.
+inline bool host_call_in_window(const Frame& f, uint64_t start, uint64_t end) {
+  return start && start <= f.t1 && (end ? end : start) >= f.t0;
+}
+
+// A host call's span in the window, in pixels.
+inline std::pair<float, float> host_call_x(const Frame& f, uint64_t start, uint64_t end) {
+  return {f.x(std::max(start, f.t0)), f.x(std::min(end ? end : start, f.t1))};
+}
+
+// A host call in the window into its thread's lane: a launch's tick, and its span as coverage
+// unless it is a blocking call at least a pixel wide. True for those: they are drawn as bars
+// while the chart's bar budget lasts (the caller keeps them in call order).
+inline bool fold_host_call(const Frame& f, ChartRest::HostCalls& calls, uint64_t start, uint64_t end, bool launched,
+                           bool blocking) {
+  const auto [x0, x1] = host_call_x(f, start, end);
+  if (launched) calls.ticks.add(x0 - f.left, x0 - f.left + 1);
+  if (blocking && x1 - x0 >= 1) return true;
+  calls.other.add(x0 - f.left, x1 - f.left);
+  return false;
+}
+
 // Whether an event's kind counts as compute or as copy in the utilisation strip.
 enum class BusyClass : uint8_t { kNone, kCompute, kCopy };
 inline BusyClass busy_class(EventKind k) {
@@ -123,6 +145,8 @@ class Builder {
   void draw_dependencies();
   void draw_flight_triggers(float top);
   void draw_host_lanes();
+  // A blocking host call (a row of the model's API calls) as a bar on the lane at `y`.
+  void draw_blocking_call(uint32_t call, float y);
   float place_labels(const DeviceKey& dev, float y);
 
   const Model& m_;

@@ -7,6 +7,8 @@
 
 #include <cctype>
 
+#include "gantt/annotate.h"
+
 #include "../model_builder_impl.h"
 
 namespace gantt::streamed {
@@ -92,12 +94,19 @@ LaneKey lane_of(const Gpu& g, LaneMode mode) {
 
 namespace {
 
+constexpr const char* kIdsTooLarge = "correlation ids too large to keep for the host lanes";
+constexpr const char* kSharedIds = "host calls that share correlation ids";
+
 void scan_event(Scan& sc, const Gpu& g, uint64_t seq) {
   sc.see(g.queued);
   sc.see(g.start);
   sc.see(g.end);
   const bool sync = g.kind == EventKind::kSync;
   const LaneKey lane = lane_of(g, sc.lanes_by);
+  if (sc.host_lanes && g.corr) {
+    sc.gpu_corrs.insert(g.corr);
+    if (sc.gpu_corrs.sparse_size() > kMaxSparseIds) sc.needs_model = kIdsTooLarge;
+  }
   if (sync) {
     ++sc.syncs;
   } else {
@@ -136,6 +145,11 @@ void scan_api(Scan& sc, const gpuhook::ApiFields& a) {
   const uint64_t s = known(a.start_ns), e = known(a.end_ns);
   sc.see(s);
   sc.see(e);
+  if (sc.host_lanes && a.correlation_id != 0 && a.domain != v1::API_DOMAIN_NCCL) {
+    if (sc.call_corrs.contains(a.correlation_id)) sc.calls_share_ids = true;
+    else sc.call_corrs.insert(a.correlation_id);
+    if (sc.call_corrs.sparse_size() > kMaxSparseIds) sc.needs_model = kIdsTooLarge;
+  }
   if (a.correlation_id == 0 || a.domain == v1::API_DOMAIN_NCCL || s == 0) return;
   sc.recent.set(a.correlation_id, s);
   sc.earliest.set(a.correlation_id, s);
@@ -235,7 +249,59 @@ void fold_event(Fold& fo, const gpuhook::RecordView& v, const Gpu& g, uint64_t s
   ++lane->second.aggregated;
 }
 
-void fold_api(Fold& fo, const gpuhook::ApiFields& a, uint64_t seq) {
+// Whether a call's name is a blocking call's; nothing when its name is not defined yet (the
+// loaded capture would know it).
+std::optional<bool> blocking_name(Fold& fo, const gpuhook::CaptureReader& reader, uint32_t id) {
+  if (id < fo.blocking_names.size() && fo.blocking_names[id] >= 0) return fo.blocking_names[id] == 1;
+  const std::string_view name = reader.string(id);
+  if (name.empty() && id != 0) return std::nullopt;
+  const bool blocking = is_blocking_call(name);
+  if (id < (1u << 24)) {
+    if (id >= fo.blocking_names.size()) fo.blocking_names.resize(id + 1, -1);
+    fo.blocking_names[id] = blocking ? 1 : 0;
+  }
+  return blocking;
+}
+
+// A host call into its thread's lane, as Builder::draw_host_lanes() folds it.
+void fold_host_call(Fold& fo, const gpuhook::ApiFields& a, uint64_t seq, const gpuhook::CaptureReader& reader) {
+  const Frame& f = *fo.frame;
+  const uint64_t s = known(a.start_ns), e = known(a.end_ns);
+  if (!detail::host_call_in_window(f, s, e)) return;
+  const uint64_t tid = a.thread_id;
+  if (fo.host_threads.insert(tid).second && fo.host_threads.size() > kMaxHostThreads) {
+    fo.needs_model = "more host threads than a streamed chart keeps";
+    return;
+  }
+  auto it = fo.host.find(tid);
+  if (it == fo.host.end()) {
+    // Only the threads with the smallest ids get lanes: one with a larger id than all those
+    // kept so far never will.
+    if (fo.host.size() >= detail::kMaxHostLanes) {
+      if (tid > fo.host.rbegin()->first) return;
+      fo.host.erase(std::prev(fo.host.end()));
+    }
+    it = fo.host.try_emplace(tid).first;
+    it->second.calls.other = it->second.calls.ticks = Coverage(f.columns());
+  }
+  const std::optional<bool> blocking = blocking_name(fo, reader, a.name_id);
+  if (!blocking) {
+    fo.needs_model = "host calls named before their names are defined";
+    return;
+  }
+  const bool launched = a.correlation_id != 0 && a.domain != v1::API_DOMAIN_NCCL && fo.gpu_corrs->contains(a.correlation_id);
+  Fold::HostThread& th = it->second;
+  if (!detail::fold_host_call(f, th.calls, s, e, launched, *blocking)) return;
+  if (th.blocking.size() < detail::kMaxHostBars) {
+    th.blocking.emplace_back(seq, a);
+  } else {  // past the bars any chart draws: coverage
+    const auto [x0, x1] = detail::host_call_x(f, s, e);
+    th.calls.other.add(x0 - f.left, x1 - f.left);
+  }
+}
+
+void fold_api(Fold& fo, const gpuhook::ApiFields& a, uint64_t seq, const gpuhook::CaptureReader& reader) {
+  if (fo.host_lanes) fold_host_call(fo, a, seq, reader);
   const uint32_t corr = a.correlation_id;
   if (corr == 0 || a.domain == v1::API_DOMAIN_NCCL) return;
   if (!fo.held_corr->empty() && fo.held_corr->count(corr)) fo.launches[corr] = {seq, gpuhook::to_record(a)};
@@ -261,7 +327,7 @@ void read_fold(const std::string& path, const LoadOptions& load, Fold& fo, std::
       return fo.needs_model.empty();
     }
     if (v.kind == v1::Record::kApi) {
-      fold_api(fo, v.api, seq_of(fo.index, n));
+      fold_api(fo, v.api, seq_of(fo.index, n), reader);
       return fo.needs_model.empty();
     }
     const v1::Record& r = *v.record;
@@ -330,7 +396,21 @@ std::optional<Scanned> merge_scans(std::vector<Scan>& scans, size_t keep, std::s
     for (const v1::Record& r : sc.context)
       if (r.kind_case() == v1::Record::kStream && m.stream_priority.size() < (1u << 20))
         m.stream_priority[r.stream().stream()] = r.stream().priority();
+    if (sc.host_lanes) {
+      if (sc.calls_share_ids) {
+        *why_not = kSharedIds;
+        return std::nullopt;
+      }
+      m.gpu_corrs.absorb(sc.gpu_corrs);
+    }
   }
+  // Calls of different shares that share an id.
+  for (size_t i = 0; i < scans.size(); ++i)
+    for (size_t j = i + 1; j < scans.size(); ++j)
+      if (scans[i].host_lanes && scans[i].call_corrs.intersects(scans[j].call_corrs)) {
+        *why_not = kSharedIds;
+        return std::nullopt;
+      }
   std::sort(m.widest.begin(), m.widest.end(), std::greater<>());
   m.widest.resize(std::min(m.widest.size(), keep));
   return m;

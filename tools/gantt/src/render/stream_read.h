@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -42,6 +43,11 @@ constexpr size_t kMaxSpans = size_t{1} << 21;  // busy spans one share keeps (16
 constexpr size_t kMaxRanges = size_t{1} << 19;
 // GPU counter samples kept whole for the measured strips: they follow time, not the events.
 constexpr size_t kMaxSamples = size_t{1} << 20;
+// Host threads with calls in the window one share keeps the ids of (only the first
+// kMaxHostLanes get lanes, but the footer counts the others).
+constexpr size_t kMaxHostThreads = size_t{1} << 20;
+// Correlation ids past the bits of a CorrSet, which it keeps one by one (only a hostile file has them).
+constexpr size_t kMaxSparseIds = size_t{1} << 20;
 
 // The fields of a GPU record the reads need, as ModelBuilder reads them.
 struct Gpu {
@@ -123,6 +129,11 @@ struct Scan {
   std::map<uint32_t, std::map<uint32_t, uint64_t>> streams;  // device -> stream -> operations
   std::map<LaneKey, LaneScan> lanes;
   CorrWindow recent{true}, earliest{false};
+  // Host lanes: a launch call is ticked when a GPU record names its id (ModelBuilder joins an
+  // event to the last call with the id; calls that share one are not streamed).
+  bool host_lanes = false;
+  analysis::CorrSet gpu_corrs, call_corrs;
+  bool calls_share_ids = false;
   // GPU records read before their launch call: joined when it comes, or across shares at the end.
   struct Waiting {
     LaneKey lane;
@@ -202,6 +213,7 @@ struct Scanned {
   std::map<LaneKey, LaneScan> lanes;
   std::map<uint32_t, std::map<uint32_t, uint64_t>> streams;
   std::map<uint32_t, int32_t> stream_priority;  // ModelBuilder: the last StreamInfo per stream wins
+  analysis::CorrSet gpu_corrs;                   // host lanes: the ids GPU records name
 };
 
 // Read 1's shares merged (the launches read before their calls joined across shares), the
@@ -268,6 +280,17 @@ struct Fold {
     uint64_t seq, queued, start, end;
   };
   std::unordered_multimap<uint32_t, Waiting> waiting;
+  // Host lanes: the threads with calls in the window, and the calls of the first
+  // kMaxHostLanes of them folded (render_builder.h fold_host_call), the bar candidates kept.
+  bool host_lanes = false;
+  const analysis::CorrSet* gpu_corrs = nullptr;
+  struct HostThread {
+    ChartRest::HostCalls calls;
+    std::vector<std::pair<uint64_t, gpuhook::ApiFields>> blocking;  // (seq, call), the first kMaxHostBars
+  };
+  std::set<uint64_t> host_threads;
+  std::map<uint64_t, HostThread> host;
+  std::vector<int8_t> blocking_names;  // per string id: -1 not looked at, 0 no, 1 a blocking call's name
   std::string needs_model;
   std::exception_ptr error;
 

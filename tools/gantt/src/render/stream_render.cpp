@@ -9,6 +9,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "../model_builder_impl.h"
 #include "gantt/analysis/stream_stats.h"
 #include "stream_read.h"
 
@@ -19,7 +20,6 @@ using namespace streamed;
 std::string stream_render_refusal(const RenderOptions& o) {
   if (o.lanes != LaneMode::kStream && o.lanes != LaneMode::kDevice) return "lanes per thread or rank";
   if (o.annotate.enabled) return "annotations (queue-delay causes, overlaps, the host call behind a gap)";
-  if (o.host_lanes) return "host thread lanes";
   if (o.memory_strip) return "--memory-strip";
   if (o.deps) return "--deps";
   return {};
@@ -51,6 +51,7 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
     scans[i].index = i;
     scans[i].keep_widest = keep;
     scans[i].lanes_by = o.render.lanes;
+    scans[i].host_lanes = o.render.host_lanes;
   }
   std::atomic<bool> stop{false};
   analysis::run_shares(scans, stop, [&](Scan& sc) { read_scan(path, o.load, sc, stop); });
@@ -150,6 +151,8 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
     folds[i].held_seq = &held_seq;
     folds[i].held_corr = &held_corr;
     folds[i].waits = waits;
+    folds[i].host_lanes = o.render.host_lanes;
+    folds[i].gpu_corrs = &sd.gpu_corrs;
   }
   stop = false;
   analysis::run_shares(folds, stop, [&](Fold& fo) { read_fold(path, o.load, fo, stop); });
@@ -186,6 +189,40 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
     }
     wait_context.absorb(fo.waits);
   }
+  std::vector<v1::Record> bar_calls;  // the host lanes' bar candidates, for the model of the drawn events
+  std::map<uint64_t, std::vector<uint64_t>> bar_seqs;  // thread -> its candidates' seq
+  if (o.render.host_lanes) {
+    std::map<uint64_t, Fold::HostThread*> first;  // each thread's state in the first share that has it
+    for (Fold& fo : folds) {
+      rest.host_threads.insert(fo.host_threads.begin(), fo.host_threads.end());
+      if (rest.host_threads.size() > kMaxHostThreads) return refuse("more host threads than a streamed chart keeps");
+      for (auto& [tid, th] : fo.host) {
+        auto [at, fresh] = first.try_emplace(tid, &th);
+        if (fresh) continue;
+        Fold::HostThread& all = *at->second;  // later shares' calls after it, in file order
+        all.calls.other.merge(th.calls.other);
+        all.calls.ticks.merge(th.calls.ticks);
+        all.blocking.insert(all.blocking.end(), th.blocking.begin(), th.blocking.end());
+      }
+    }
+    // Each share kept the smallest ids it saw, so the smallest of all are among them.
+    for (auto& [tid, th] : first) {
+      if (rest.host.size() >= detail::kMaxHostLanes) break;
+      ChartRest::HostCalls& calls = rest.host[tid];
+      calls.other = std::move(th->calls.other);
+      calls.ticks = std::move(th->calls.ticks);
+      std::vector<uint64_t>& seqs = bar_seqs[tid];
+      for (const auto& [seq, call] : th->blocking) {
+        if (seqs.size() < detail::kMaxHostBars) {
+          seqs.push_back(seq);
+          bar_calls.push_back(gpuhook::to_record(call));
+        } else {
+          const auto [x0, x1] = detail::host_call_x(f, builder::known(call.start_ns), builder::known(call.end_ns));
+          calls.other.add(x0 - f.left, x1 - f.left);
+        }
+      }
+    }
+  }
   for (const auto& [key, spans] : busy) {
     ChartRest::Device& d = rest.devices[{0, key.first}];
     if (d.compute.columns() == 0) d.compute = d.copy = Coverage(f.columns());
@@ -201,7 +238,13 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
   {
     std::vector<std::pair<uint64_t, const v1::Record*>> calls;
     for (const auto& [corr, l] : launches) calls.push_back(l);
+    size_t bar = 0;
+    for (const auto& [tid, seqs] : bar_seqs)
+      for (uint64_t seq : seqs) calls.emplace_back(seq, &bar_calls[bar++]);
     std::sort(calls.begin(), calls.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    // A launch call that is also a bar candidate is one call.
+    calls.erase(std::unique(calls.begin(), calls.end(), [](const auto& a, const auto& b) { return a.first == b.first; }),
+                calls.end());
     ModelBuilder builder(held_model);
     builder.begin_capture(path);
     for (const Scan& sc : scans)
@@ -220,7 +263,16 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
       for (const v1::Record& r : fo.externals) builder.add(r);
     for (const Fold& fo : folds)
       for (const v1::Record& r : fo.nccl_calls) builder.add(r);
+    const size_t api0 = held_model.api.size();
     for (const auto& [seq, r] : calls) builder.add(*r);
+    // The calls became the model's API calls in their order: the bars' rows.
+    for (const auto& [tid, seqs] : bar_seqs) {
+      std::vector<uint32_t>& rows = rest.host[tid].blocking;
+      for (uint64_t seq : seqs)
+        rows.push_back(static_cast<uint32_t>(
+            api0 + (std::lower_bound(calls.begin(), calls.end(), seq, [](const auto& c, uint64_t v) { return c.first < v; }) -
+                    calls.begin())));
+    }
     for (const auto& [seq, r] : records) builder.add(*r);
     builder.end_capture(integrity);
   }
