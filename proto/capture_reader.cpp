@@ -360,9 +360,10 @@ struct CaptureReader::Impl {
   // The next record's bytes in the chunk, framing checked; false at the end of the chunk.
   // With skip_data, a record that is not of a context kind is stepped over unparsed and
   // *skipped is set: a chunk read only for its context (another reader's share) costs its
-  // decompression, not its parse. Skipping is safe for delta coding: each kind's cursors are
-  // its own (record_codec.h), and only a kernel's decoding reads another kind's (its launch).
-  bool next_bytes(const uint8_t*& record, size_t& size, bool skip_data, bool& skipped) {
+  // decompression, not its parse. With skip_kinds, so is one of a kind options.only_kinds
+  // leaves out. Skipping is safe for delta coding: each kind's cursors are its own
+  // (record_codec.h), and only a kernel's decoding reads another kind's (its launch).
+  bool next_bytes(const uint8_t*& record, size_t& size, bool skip_data, bool skip_kinds, bool& skipped) {
     skipped = false;
     if (content_pos >= content_bytes) return false;
     const uint8_t* base = reinterpret_cast<const uint8_t*>(content.data());
@@ -386,12 +387,16 @@ struct CaptureReader::Impl {
     }
     record = p;
     size = static_cast<size_t>(len);
-    if (skip_data) {
+    if (skip_data || skip_kinds) {
       // The Record's only field is its oneof: the first tag's field number is the kind.
       const uint8_t* q = p;
       uint64_t tag = 0;
-      if (len == 0 || !read_varint(q, p + len, tag) ||
-          (context_strings_only ? (tag >> 3) != v1::Record::kStringDef : !framing::is_context_kind(static_cast<v1::Record::KindCase>(tag >> 3)))) {
+      const bool tagged = len != 0 && read_varint(q, p + len, tag);
+      const uint64_t kind = tag >> 3;
+      const bool keep = tagged && (context_strings_only ? kind == v1::Record::kStringDef
+                                   : framing::is_context_kind(static_cast<v1::Record::KindCase>(kind)) ||
+                                         (!skip_data && (!skip_kinds || (kind < 64 && (options.only_kinds >> kind & 1) != 0))));
+      if (!keep) {
         content_pos = static_cast<size_t>(p + len - base);
         skipped = true;
       }
@@ -412,11 +417,11 @@ struct CaptureReader::Impl {
   }
 
   // The next record of the chunk as stored; false at the end of the chunk.
-  bool parse_next(v1::Record& out, bool skip_data = false, bool* skipped = nullptr) {
+  bool parse_next(v1::Record& out, bool skip_data = false, bool skip_kinds = false, bool* skipped = nullptr) {
     const uint8_t* record = nullptr;
     size_t size = 0;
     bool skip = false;
-    if (!next_bytes(record, size, skip_data, skip)) return false;
+    if (!next_bytes(record, size, skip_data, skip_kinds, skip)) return false;
     if (skipped != nullptr) *skipped = skip;
     if (!skip) parse(out, record, size);
     return true;
@@ -462,7 +467,7 @@ struct CaptureReader::Impl {
         if (!open_next_chunk()) return false;
       }
       bool skipped = false;
-      if (!parse_next(out, context_only, &skipped)) {
+      if (!parse_next(out, context_only, options.only_kinds != 0, &skipped)) {
         in_chunk = false;
         continue;
       }
@@ -484,7 +489,7 @@ struct CaptureReader::Impl {
       const uint8_t* record = nullptr;
       size_t size = 0;
       bool skipped = false;
-      if (!next_bytes(record, size, context_only, skipped)) {
+      if (!next_bytes(record, size, context_only, options.only_kinds != 0, skipped)) {
         in_chunk = false;
         continue;
       }

@@ -216,7 +216,7 @@ int run_diff_summaries(const DiffOptions& o, const ga::DiffOptions& d) {
 
 // Both sides read as streams (stream_stats.h), without loading them: what a diff without a
 // chart needs is a summary with diff's matches. Nothing when a side needs the whole timeline
-// (NVTX ranges, graph launches, a merged file, ...); run_diff then loads both.
+// (graph launches, a merged file, ...); run_diff then loads both.
 std::optional<int> try_stream(const DiffOptions& o, const ga::DiffOptions& d) {
   if (o.in_memory || !o.chart.empty() || any_filter(o.filter) || o.base == "-" || o.next == "-") return std::nullopt;
   ga::StreamStatsOptions so;
@@ -320,7 +320,7 @@ void register_diff(CLI::App& app, int& exit_code) {
   cmd->add_flag("--name-only", o->name_only, "match kernels by name alone, ignoring range paths");
   cmd->add_option("-j,--jobs", o->jobs, "threads that decode the two captures (0 = the CPUs this process may use, at most 16)")->capture_default_str();
   cmd->add_flag("--in-memory", o->in_memory,
-                "load both captures whole; by default two captures without NVTX ranges or graph launches are "
+                "load both captures whole; by default two captures without graph launches are "
                 "read as streams, in memory that does not grow with their events, and kernels with more than "
                 "10000 instances are then compared through a sketch within 1% (the report says so)");
   cmd->add_option("-o,--output", o->chart,

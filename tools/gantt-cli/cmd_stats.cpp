@@ -66,10 +66,23 @@ ga::StatsOptions report_options(const StatsOptions& o) {
   return so;
 }
 
+// The warnings loading the captures would print, and the figures streaming made close.
+void print_warnings(const ga::StreamedJob& job) {
+  uint64_t late = 0;
+  for (const ga::StreamedStats& rank : job.ranks) {
+    for (const std::string& line : rank.warnings) std::cerr << "gantt-cli: " << line << "\n";
+    late += rank.late_activities;
+  }
+  if (late != 0)
+    std::cerr << "gantt-cli: stats: " << late
+              << " GPU activities arrived after the idle gaps before them had been counted; busy and idle times are "
+                 "within their length of the exact figures (--in-memory computes them exactly)\n";
+}
+
 // The captures as ranks of one job read as streams (gantt/analysis/stream_stats.h): memory
 // bounded by names, streams and devices, chunks or captures decoded on every core. Nothing
-// when one of them needs the whole timeline (the caller then loads them); the warnings their
-// loading would print are printed.
+// when one of them needs the whole timeline (the caller then loads them). The caller that
+// uses the job prints its warnings (print_warnings).
 std::optional<ga::StreamedJob> stream_captures(const StatsOptions& o, const std::vector<std::string>& captures,
                                                std::vector<ga::GroupBy> by, size_t gaps, bool matches) {
   if (captures.empty() || o.in_memory || any_filter(o.filter) ||
@@ -81,18 +94,7 @@ std::optional<ga::StreamedJob> stream_captures(const StatsOptions& o, const std:
   so.jobs = o.jobs;
   so.load = load_options(o.load);
   so.matches = matches;
-  std::optional<ga::StreamedJob> job = ga::stream_job_stats(captures, so, nullptr);
-  if (!job) return std::nullopt;
-  uint64_t late = 0;
-  for (const ga::StreamedStats& rank : job->ranks) {
-    for (const std::string& line : rank.warnings) std::cerr << "gantt-cli: " << line << "\n";
-    late += rank.late_activities;
-  }
-  if (late != 0)
-    std::cerr << "gantt-cli: stats: " << late
-              << " GPU activities arrived after the idle gaps before them had been counted; busy and idle times are "
-                 "within their length of the exact figures (--in-memory computes them exactly)\n";
-  return job;
+  return ga::stream_job_stats(captures, so, nullptr);
 }
 
 // What stats does with a capture it cannot report (no header): true when every rank can be.
@@ -119,6 +121,7 @@ int run_summaries(const StatsOptions& o, const std::vector<std::string>& capture
   ga::StatsSummary all;
   bool have = false, damaged = false;
   if (auto streamed = stream_captures(o, captures, every, std::max(kSummaryGaps, o.gaps), o.summary)) {
+    print_warnings(*streamed);
     if (!all_reportable(*streamed)) return kExitError;
     damaged = corrupt(*streamed);
     all = std::move(streamed->summary);
@@ -155,6 +158,9 @@ std::optional<int> try_stream(const StatsOptions& o) {
     return std::nullopt;
   std::optional<ga::StreamedJob> streamed = stream_captures(o, o.files, {group_by(o.by)}, o.gaps, false);
   if (!streamed) return std::nullopt;
+  // No GPU work: --by range times the ranges themselves (a flight summary), from the loaded capture.
+  if (o.by == "range" && streamed->summary.events == 0 && o.format != "json") return std::nullopt;
+  print_warnings(*streamed);
   if (!all_reportable(*streamed)) return kExitError;
   std::cout << ga::format_stats(ga::report(streamed->summary, report_options(o)), report_format(o.format));
   return corrupt(*streamed) ? kExitError : kExitOk;

@@ -93,6 +93,10 @@ struct ReaderOptions {
   // With first_chunk/end_chunk: outside the range, read only the chunks that define strings,
   // and only their StringDef records (readers that each keep their own range's context).
   bool outside_strings_only = false;
+  // A bit per Record kind (1 << kind number): besides the context records, only these kinds
+  // are returned, the others stepped over unparsed (a pass that wants one kind costs the
+  // chunks' decompression, not their parse). 0: every kind.
+  uint64_t only_kinds = 0;
 };
 
 struct RecordView;  // below

@@ -13,8 +13,9 @@ fail=0
 
 "$make" synth "$work/synth.gpuh" 300000 5 || { echo "FAIL: make_capture synth"; exit 1; }
 "$make" steps "$work/steps.gpuh" 3 2 40 >/dev/null || { echo "FAIL: make_capture steps"; exit 1; }
+"$make" nvtx "$work/nvtx.gpuh" 5 >/dev/null || { echo "FAIL: make_capture nvtx"; exit 1; }
 captures=("$fixtures/small.gpuh" "$fixtures/no_index.gpuh" "$fixtures/truncated.gpuh" "$fixtures/corrupt.gpuh"
-          "$fixtures/v1/small.gpuh" "$fixtures/v2/small.gpuh" "$work/synth.gpuh" "$work/steps.gpuh")
+          "$fixtures/v1/small.gpuh" "$fixtures/v2/small.gpuh" "$work/synth.gpuh" "$work/steps.gpuh" "$work/nvtx.gpuh")
 if [ $# -ge 3 ]; then
   simlib=$1 hook=$2
   shift 2
@@ -64,7 +65,7 @@ if [ -n "${GEN_JOB:-}" ]; then
   grep -qv ' 0$' "$work/job/offsets.txt" || { echo "FAIL: the generated job has no clock offsets to align"; fail=1; }
   jobs+=("$(ls "$work"/job/rank*.gpuh | tr '\n' ' ')")
 fi
-jobs+=("$fixtures/small.gpuh $fixtures/v2/small.gpuh $work/synth.gpuh"
+jobs+=("$fixtures/small.gpuh $fixtures/v2/small.gpuh $work/synth.gpuh $work/nvtx.gpuh"
        "$fixtures/truncated.gpuh $fixtures/small.gpuh $fixtures/corrupt.gpuh"
        "$fixtures/small.gpuh $fixtures/not_a_capture.gpuh"
        "$work/steps.gpuh $fixtures/small.gpuh")

@@ -33,7 +33,7 @@ struct Spec {
   bool nccl = false;
   bool merged = false;
   bool nccl_linked = false;  // all-reduces every 40 activities, joined through external ids
-  bool ranges = false;       // an NVTX range pushed and popped every 1000 activities
+  bool ranges = false;       // NVTX ranges around the launches of both threads, nested, every 1000 activities
   size_t chunk_bytes = 64 << 10;  // many chunks, so that several threads get shares
 };
 
@@ -72,6 +72,7 @@ std::string write_capture(const std::string& name, const Spec& spec) {
   const uint32_t memcpy_sync = w->intern("cudaMemcpy"), memcpy_async = w->intern("cudaMemcpyAsync");
   const uint32_t all_reduce = w->intern("ncclAllReduce"),
                  nccl_kernel = w->intern("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)");
+  const uint32_t step = w->intern("step"), forward = w->intern("forward"), load = w->intern("load");
   uint64_t external = 1;
   uint64_t t = 5'000'000'000ull;
   uint32_t corr = 1;
@@ -167,16 +168,21 @@ std::string write_capture(const std::string& name, const Spec& spec) {
       t += 400'000;  // the GPU waits for the host: the largest gaps, named after this call
     }
     if (spec.merged && i == spec.activities / 2) header();
-    if (spec.ranges && i % 1000 == 0) {
-      for (v1::RangeType type : {v1::RANGE_PUSH, v1::RANGE_POP}) {
-        v1::Record g;
-        g.mutable_range()->set_type(type);
-        g.mutable_range()->set_name_id(type == v1::RANGE_PUSH ? sync : 0);
-        g.mutable_range()->set_thread_id(4242);
-        g.mutable_range()->set_time_ns(static_cast<int64_t>(t + (type == v1::RANGE_PUSH ? 0 : 100)));
-        w->write(g);
-      }
-    }
+    // Thread 4242: "step" over 900 of each 1000 activities, "forward" nested in its middle;
+    // thread 4243: "load" over the first half. Launch calls fall inside, outside and across.
+    const auto range = [&](v1::RangeType type, uint32_t name, uint64_t thread) {
+      v1::Record g;
+      g.mutable_range()->set_type(type);
+      g.mutable_range()->set_name_id(name);
+      g.mutable_range()->set_thread_id(thread);
+      g.mutable_range()->set_time_ns(static_cast<int64_t>(t));
+      w->write(g);
+    };
+    if (spec.ranges && i % 1000 == 0) range(v1::RANGE_PUSH, step, 4242), range(v1::RANGE_PUSH, load, 4243);
+    if (spec.ranges && i % 1000 == 200) range(v1::RANGE_PUSH, forward, 4242);
+    if (spec.ranges && i % 1000 == 500) range(v1::RANGE_POP, 0, 4243);
+    if (spec.ranges && i % 1000 == 600) range(v1::RANGE_POP, 0, 4242);
+    if (spec.ranges && i % 1000 == 900) range(v1::RANGE_POP, 0, 4242);
     if (spec.nccl && i == spec.activities / 3) {
       v1::Record n;
       n.mutable_nccl()->set_op(v1::NCCL_ALL_REDUCE);
@@ -305,23 +311,46 @@ TEST(StreamStats, WhatNeedsTheWholeTimelineIsLeftToTheLoader) {
     }
     std::remove(path.c_str());
   }
+}
 
-  // NVTX ranges: --by range and a summary's matches need each launch's range path; the other
-  // groupings stream past them.
-  Spec with_ranges;
-  with_ranges.activities = 6000;
-  with_ranges.ranges = true;
-  const std::string path = write_capture("ranges", with_ranges);
-  o.jobs = 2;
-  o.by = {GroupBy::kRange};
-  why.clear();
-  EXPECT_FALSE(stream_stats(path, o, &why));
-  EXPECT_NE(why.find("NVTX ranges"), std::string::npos) << why;
-  o.by = {GroupBy::kKernel};
-  o.matches = true;
-  EXPECT_FALSE(stream_stats(path, o, &why));
-  o.matches = false;
-  EXPECT_TRUE(stream_stats(path, o, &why)) << why;
+// NVTX ranges: each launch's range path (--by range, diff's matches), from a first read of only
+// the ranges, joined by correlation id as launches are; work read before its launch call
+// waits for it, in its own share or another. NCCL's kernels' bytes join their range's row.
+TEST(StreamStats, RangePathsAsWhenLoaded) {
+  Spec spec;
+  spec.activities = 20000;
+  spec.ranges = true;
+  spec.nccl_linked = true;
+  const std::string path = write_capture("ranges", spec);
+  const Model model = load({path});
+  ASSERT_GT(model.ranges.size(), 40u);
+  StatsSummary want = summarize(model, {GroupBy::kRange, GroupBy::kKernel}, 5);
+  add_diff_samples(want, model);
+  ASSERT_GE(want.groups[static_cast<size_t>(GroupBy::kRange)].size(), 4u);  // step, step/forward, load, (no range)
+  for (unsigned jobs : {1u, 3u}) {
+    StreamStatsOptions o;
+    o.by = {GroupBy::kRange, GroupBy::kKernel};
+    o.gaps = 5;
+    o.jobs = jobs;
+    o.matches = true;
+    std::string why;
+    const auto got = stream_stats(path, o, &why);
+    ASSERT_TRUE(got) << why;
+    for (Format f : {Format::kText, Format::kJson})
+      EXPECT_EQ(report_of(got->summary, GroupBy::kRange, f), report_of(want, GroupBy::kRange, f)) << jobs << " threads";
+    // The matches diff reads: the same keys, counts and totals.
+    ASSERT_EQ(got->summary.matches.size(), want.matches.size());
+    for (const auto& [key, m] : want.matches) {
+      auto it = got->summary.matches.find(key);
+      ASSERT_NE(it, got->summary.matches.end()) << m.range << " " << m.name;
+      EXPECT_EQ(it->second.range, m.range);
+      EXPECT_EQ(it->second.exec.count(), m.exec.count()) << m.range << " " << m.name;
+      EXPECT_EQ(it->second.exec.total_ns(), m.exec.total_ns()) << m.range << " " << m.name;
+      EXPECT_EQ(it->second.queue.count(), m.queue.count()) << m.range << " " << m.name;
+    }
+    ASSERT_EQ(got->summary.top_ranges.size(), want.top_ranges.size());
+    for (const auto& [name, d] : want.top_ranges) EXPECT_EQ(got->summary.top_ranges.at(name).total_ns(), d.total_ns()) << name;
+  }
   std::remove(path.c_str());
 }
 

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "model_builder_impl.h"
+#include "range_lookup.h"
 
 namespace gantt {
 
@@ -142,29 +143,11 @@ void ModelBuilder::Impl::build_ranges() {
   raw_ranges.shrink_to_fit();
 
   // Attach: the innermost push/pop range on the launching thread containing the launch.
-  // Push/pop ranges nest, so the latest-started range before t, or one of its ancestors,
-  // is the innermost one containing t.
-  std::unordered_map<uint32_t, std::vector<uint32_t>> by_thread;  // push/pop rows by start
-  for (size_t i = rg0; i < rt.size(); ++i)
-    if (rt.kind[i] == RangeKind::kPushPop) by_thread[rt.thread[i]].push_back(static_cast<uint32_t>(i));
-  if (by_thread.empty()) return;
-  for (auto& [th, rows] : by_thread)
-    std::stable_sort(rows.begin(), rows.end(), [&](uint32_t a, uint32_t b) { return rt.start_ns[a] < rt.start_ns[b]; });
+  const RangeLookup lookup(rt, rg0);
+  if (lookup.empty()) return;
   EventTable& e = m.events;
-  for (size_t i = ev0; i < e.size(); ++i) {
-    const uint32_t a = e.api[i];
-    if (a == kNone) continue;
-    auto it = by_thread.find(m.api.thread[a]);
-    if (it == by_thread.end()) continue;
-    const uint64_t when = m.api.start_ns[a];
-    const auto& rows = it->second;
-    auto up = std::upper_bound(rows.begin(), rows.end(), when,
-                               [&](uint64_t v, uint32_t row) { return v < rt.start_ns[row]; });
-    if (up == rows.begin()) continue;
-    uint32_t r = *(up - 1);
-    while (r != kNone && rt.end_ns[r] != 0 && rt.end_ns[r] < when) r = rt.parent[r];
-    e.range[i] = r;
-  }
+  for (size_t i = ev0; i < e.size(); ++i)
+    if (const uint32_t a = e.api[i]; a != kNone) e.range[i] = lookup.at(m.api.thread[a], m.api.start_ns[a]);
 }
 
 namespace {

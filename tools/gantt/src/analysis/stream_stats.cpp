@@ -7,7 +7,10 @@
 #include <cctype>
 #include <atomic>
 #include <exception>
+#include <functional>
 #include <map>
+#include <memory>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -19,8 +22,10 @@
 
 #include "gantt/align.h"
 #include "gantt/analysis/busy_tracker.h"
+#include "gantt/analysis/diff.h"
 #include "stream_shares.h"
 #include "../model_builder_impl.h"
+#include "../range_lookup.h"
 
 namespace gantt::analysis {
 namespace {
@@ -31,6 +36,100 @@ using builder::kHookExternalKind;
 // A recorded time, or 0 when unknown: as the loader reads them.
 using builder::known;
 using builder::t;
+
+// The NVTX range paths of a capture's launches (Model::range_path: the innermost push/pop
+// range on the launching thread at the launch's start, with its ancestors), from a model of
+// only its ranges, built as the loader builds them. A path is an id per distinct chain of
+// range names; its text is made once per group.
+class RangePaths {
+ public:
+  // Range records a streamed read keeps (a model row each, about 60 bytes).
+  static constexpr size_t kMaxRanges = size_t{1} << 21;
+
+  // The capture's ranges (read on their own, every other record stepped over unparsed); null
+  // with *why_not when they are more than a streamed read keeps.
+  static std::unique_ptr<const RangePaths> read(const std::string& path, const LoadOptions& load, std::string* why_not);
+  RangePaths() = default;
+  RangePaths(const RangePaths&) = delete;  // the lookup refers to the model
+  RangePaths& operator=(const RangePaths&) = delete;
+  bool empty() const { return thread_row_.empty(); }
+  // The path of a launch on thread `thread_id` at `when`, kNone outside every range.
+  uint32_t at(uint64_t thread_id, uint64_t when) const {
+    auto it = thread_row_.find(thread_id);
+    if (it == thread_row_.end()) return kNone;
+    const uint32_t row = lookup_->at(it->second, when);
+    return row == kNone ? kNone : path_of_row_[row];
+  }
+  std::string text(uint32_t path) const;
+  // Durations of the top-level ranges by name, for diff (DiffInput::top_ranges).
+  std::map<std::string, std::vector<int64_t>> top_ranges() const { return diff_samples(model_, true).top_ranges; }
+
+ private:
+  Model model_;  // context and ranges: no events
+  std::optional<RangeLookup> lookup_;
+  std::unordered_map<uint64_t, uint32_t> thread_row_;  // thread id -> row, threads with push/pop ranges
+  std::vector<uint32_t> path_of_row_;                  // range row -> path (push/pop rows)
+  struct Link {
+    uint32_t parent, name;  // parent path (kNone at the top), range name
+  };
+  std::vector<Link> paths_;
+};
+
+std::unique_ptr<const RangePaths> RangePaths::read(const std::string& path, const LoadOptions& load, std::string* why_not) {
+  auto out = std::make_unique<RangePaths>();
+  RangePaths& rp = *out;
+  {
+    gpuhook::ReaderOptions ro;
+    ro.strict = load.strict;
+    ro.from_ns = load.from_ns;
+    ro.to_ns = load.to_ns;
+    ro.only_kinds = uint64_t{1} << v1::Record::kRange;
+    gpuhook::CaptureReader reader(path, ro);
+    const AmplificationGuard guard(reader, load);
+    ModelBuilder builder(rp.model_);
+    builder.begin_capture(path);
+    v1::Record r;
+    size_t ranges = 0;
+    while (reader.next(r)) {
+      guard.check(reader);
+      if (r.kind_case() == v1::Record::kRange && ++ranges > kMaxRanges) {
+        *why_not = "more NVTX range records than a streamed read keeps";
+        return nullptr;
+      }
+      builder.add(r);
+    }
+    builder.end_capture(reader.integrity());
+  }
+  const RangeTable& rt = rp.model_.ranges;
+  rp.path_of_row_.assign(rt.size(), kNone);
+  std::unordered_map<uint64_t, uint32_t> interned;  // (parent path, name) -> path
+  for (uint32_t r = 0; r < rt.size(); ++r) {
+    if (rt.kind[r] != RangeKind::kPushPop) continue;
+    // Model::range_path_of_range names at most 256 ranges of a chain: deeper ones are loaded.
+    if (rt.depth[r] >= 255) {
+      *why_not = "NVTX ranges nested deeper than 255";
+      return nullptr;
+    }
+    const uint32_t parent = rt.parent[r] == kNone ? kNone : rp.path_of_row_[rt.parent[r]];
+    auto [it, fresh] = interned.try_emplace((uint64_t{parent} << 32) | rt.name[r], static_cast<uint32_t>(rp.paths_.size()));
+    if (fresh) rp.paths_.push_back({parent, rt.name[r]});
+    rp.path_of_row_[r] = it->second;
+    rp.thread_row_.emplace(rp.model_.threads.thread_id[rt.thread[r]], rt.thread[r]);
+  }
+  rp.lookup_.emplace(rt, 0);
+  return out;
+}
+
+std::string RangePaths::text(uint32_t path) const {
+  std::vector<uint32_t> names;
+  for (uint32_t p = path; p != kNone; p = paths_[p].parent) names.push_back(paths_[p].name);
+  std::string out;
+  for (auto it = names.rbegin(); it != names.rend(); ++it) {
+    if (!out.empty()) out += '/';
+    out += model_.string(*it);
+  }
+  return out;
+}
 
 struct GroupAcc {
   uint32_t device = 0, stream = 0;
@@ -67,6 +166,26 @@ struct Share {
   std::unordered_multimap<uint32_t, uint64_t> waiting;  // kernels whose launch is not read yet: corr -> queued
   std::vector<v1::Record> context;
   uint32_t headers = 0;
+  // Range paths, when the capture has push/pop ranges and they are wanted (--by range,
+  // diff's matches): each launch's path by correlation id, beside its start; work read
+  // before its launch waits for it.
+  const RangePaths* ranges = nullptr;
+  CorrWindow recent_path{true}, earliest_path{false};  // path + 1 (kNone + 1: outside every range)
+  struct PathWaiting {
+    EventKind kind;
+    uint32_t name;
+    uint8_t copy_kind;
+    uint32_t device, stream;
+    int64_t dur;
+    uint64_t bytes, queued, start;
+  };
+  std::unordered_multimap<uint32_t, PathWaiting> path_waiting;
+  struct MatchAcc {
+    DurationDigest exec, queue;
+  };
+  // diff's matches with range paths: kernel group id -> path -> samples.
+  std::unordered_map<uint64_t, std::unordered_map<uint32_t, MatchAcc>> matches_by_path;
+  std::unordered_map<uint64_t, std::string> match_names;  // kernel group id -> demangled name
   // What the NCCL join needs (ModelBuilder::Impl::join_nccl_by_external_id): the calls, the
   // hook's external ids, and the kernels NCCL may have launched: those under an external id
   // the share has read or named nccl*. A few records per collective, not per kernel. Each
@@ -90,6 +209,12 @@ struct Share {
     return t != 0 ? t : earliest.get(corr);
   }
   uint64_t launch_of(uint32_t corr) const { return call_of(corr) & ~CorrWindow::kSyncBit; }
+  // The launch's path + 1, 0 when the launch is not read (yet).
+  uint64_t path_of(uint32_t corr) const {
+    const uint64_t p = recent_path.get(corr);
+    return p != 0 ? p : earliest_path.get(corr);
+  }
+  bool maybe_lost(uint32_t corr) const { return recent.maybe_lost(corr) || earliest.maybe_lost(corr); }
 };
 
 constexpr size_t kMaxWaiting = size_t{1} << 20;
@@ -101,15 +226,52 @@ uint64_t group_id(GroupBy by, EventKind kind, uint32_t name, uint8_t copy_kind, 
              : kind == EventKind::kMemset ? (uint64_t{2} << 40)
                                           : name;
     case GroupBy::kStream: return (uint64_t{device & 0xFFFF} << 32) | stream;  // summary.cpp group_id
-    case GroupBy::kRange: return 0;  // streamed only without NVTX ranges: every event in "(no range)"
     default: return device;
   }
 }
 
+// A kernel group's key: copies and memsets by kind, kernels by their demangled name.
+std::string kernel_group_key(uint64_t id, std::string name) {
+  if (id == (uint64_t{2} << 40)) return "[memset]";
+  if (id >= (uint64_t{1} << 40)) return std::string("[memcpy ") + copy_kind_name(static_cast<uint8_t>(id & 0xFF)) + "]";
+  return name;
+}
+
 size_t slot_index(GroupBy by) { return static_cast<size_t>(by); }
 
+void fold_group(Share& sh, GroupBy g, uint64_t id, const Share::PathWaiting& w) {
+  const size_t gi = slot_index(g);
+  auto [it, fresh] = sh.slot_of[gi].try_emplace(id, static_cast<uint32_t>(sh.slots[gi].size()));
+  if (fresh) {
+    GroupAcc acc;
+    acc.device = w.device;
+    acc.stream = w.stream;
+    sh.slots[gi].emplace_back(id, std::move(acc));
+  }
+  GroupAcc& acc = sh.slots[gi][it->second].second;
+  acc.exec.add(w.dur);
+  acc.bytes += w.bytes;
+  if (g == GroupBy::kStream && w.kind == EventKind::kKernel) {
+    ++acc.kernels;
+    acc.kernel_ns += static_cast<uint64_t>(w.dur);
+  }
+  // diff.cpp collect(): the wait of every event with a queued stamp before its start.
+  if (sh.matches && !sh.ranges && g == GroupBy::kKernel && w.queued != 0 && w.start >= w.queued)
+    acc.queue.add(static_cast<int64_t>(w.start - w.queued));
+}
+
+// What an event's range path groups, once the path is known (kNone: outside every range).
+void fold_path(Share& sh, uint32_t path, const Share::PathWaiting& w) {
+  if (std::find(sh.groupings.begin(), sh.groupings.end(), GroupBy::kRange) != sh.groupings.end())
+    fold_group(sh, GroupBy::kRange, path, w);
+  if (!sh.matches) return;
+  Share::MatchAcc& m = sh.matches_by_path[group_id(GroupBy::kKernel, w.kind, w.name, w.copy_kind, 0, 0)][path];
+  m.exec.add(w.dur);
+  if (w.queued != 0 && w.start >= w.queued) m.queue.add(static_cast<int64_t>(w.start - w.queued));
+}
+
 void fold_work(Share& sh, EventKind kind, uint32_t name, uint8_t copy_kind, uint64_t bytes, uint32_t device,
-               uint32_t stream, uint64_t start, uint64_t end, uint64_t queued = 0, bool maybe_nccl = false) {
+               uint32_t stream, uint64_t start, uint64_t end, uint32_t corr, uint64_t queued = 0, bool maybe_nccl = false) {
   const int64_t dur = static_cast<int64_t>(end - start);
   ++sh.events;
   sh.gpu_time_ns += static_cast<uint64_t>(dur);
@@ -123,27 +285,18 @@ void fold_work(Share& sh, EventKind kind, uint32_t name, uint8_t copy_kind, uint
                                                    : BusyTracker::Work::kOther);
   if (!maybe_nccl) sh.work_without_nccl.add(start, end, BusyTracker::Work::kOther);
   if (kind == EventKind::kKernel) sh.exec.add(dur);
-  for (GroupBy g : sh.groupings) {
-    const size_t gi = slot_index(g);
-    const uint64_t id = group_id(g, kind, name, copy_kind, device, stream);
-    auto [it, fresh] = sh.slot_of[gi].try_emplace(id, static_cast<uint32_t>(sh.slots[gi].size()));
-    if (fresh) {
-      GroupAcc acc;
-      acc.device = device;
-      acc.stream = stream;
-      sh.slots[gi].emplace_back(id, std::move(acc));
-    }
-    GroupAcc& acc = sh.slots[gi][it->second].second;
-    acc.exec.add(dur);
-    acc.bytes += bytes;
-    if (g == GroupBy::kStream && kind == EventKind::kKernel) {
-      ++acc.kernels;
-      acc.kernel_ns += static_cast<uint64_t>(dur);
-    }
-    // diff.cpp collect(): the wait of every event with a queued stamp before its start.
-    if (sh.matches && g == GroupBy::kKernel && queued != 0 && start >= queued)
-      acc.queue.add(static_cast<int64_t>(start - queued));
+  const Share::PathWaiting w{kind, name, copy_kind, device, stream, dur, bytes, queued, start};
+  for (GroupBy g : sh.groupings)
+    if (g != GroupBy::kRange) fold_group(sh, g, group_id(g, kind, name, copy_kind, device, stream), w);
+  if (!sh.ranges) {
+    if (std::find(sh.groupings.begin(), sh.groupings.end(), GroupBy::kRange) != sh.groupings.end())
+      fold_group(sh, GroupBy::kRange, kNone, w);
+    return;
   }
+  const uint64_t path = corr != 0 ? sh.path_of(corr) : uint64_t{kNone} + 1;
+  if (path != 0) fold_path(sh, static_cast<uint32_t>(path - 1), w);
+  else if (sh.path_waiting.size() < kMaxWaiting) sh.path_waiting.emplace(corr, w);
+  else sh.needs_model = "too many GPU records read before their launch calls";
 }
 
 void fold_kernel(Share& sh, const gpuhook::KernelFields& k, bool maybe_nccl) {
@@ -153,7 +306,7 @@ void fold_kernel(Share& sh, const gpuhook::KernelFields& k, bool maybe_nccl) {
   }
   const uint64_t q = known(k.queued_ns), s = known(k.start_ns), e = known(k.end_ns);
   if (s == 0 || e <= s) return;
-  fold_work(sh, EventKind::kKernel, k.name_id, 0, 0, k.device, k.stream, s, e, q, maybe_nccl);
+  fold_work(sh, EventKind::kKernel, k.name_id, 0, 0, k.device, k.stream, s, e, k.correlation_id, q, maybe_nccl);
   if (q == 0) return;
   sh.queued_to_start.add(static_cast<int64_t>(s - q));
   if (k.correlation_id == 0) return;
@@ -164,7 +317,8 @@ void fold_kernel(Share& sh, const gpuhook::KernelFields& k, bool maybe_nccl) {
 }
 
 void fold_copy(Share& sh, const v1::Memcpy& c, uint64_t start, uint64_t end) {
-  fold_work(sh, EventKind::kMemcpy, 0, static_cast<uint8_t>(c.copy_kind()), c.bytes(), c.device(), c.stream(), start, end);
+  fold_work(sh, EventKind::kMemcpy, 0, static_cast<uint8_t>(c.copy_kind()), c.bytes(), c.device(), c.stream(), start, end,
+            c.correlation_id());
   Share::Copies& n = sh.copies[c.device()];
   ++n.count;
   n.bytes += c.bytes();
@@ -190,6 +344,16 @@ void fold_api(Share& sh, const gpuhook::CaptureReader& reader, const gpuhook::Ap
   const bool sync = synchronous(sh, reader, a.name_id);
   sh.recent.set(a.correlation_id, start | (sync ? CorrWindow::kSyncBit : 0));
   sh.earliest.set(a.correlation_id, start | (sync ? CorrWindow::kSyncBit : 0));
+  if (sh.ranges) {
+    const uint32_t path = sh.ranges->at(a.thread_id, start);
+    sh.recent_path.set(a.correlation_id, uint64_t{path} + 1);
+    sh.earliest_path.set(a.correlation_id, uint64_t{path} + 1);
+    if (!sh.path_waiting.empty()) {
+      const auto [from, to] = sh.path_waiting.equal_range(a.correlation_id);
+      for (auto it = from; it != to; ++it) fold_path(sh, path, it->second);
+      sh.path_waiting.erase(from, to);
+    }
+  }
   if (!sh.copies_waiting.empty()) {
     const auto [from, to] = sh.copies_waiting.equal_range(a.correlation_id);
     for (auto it = from; it != to; ++it) sh.copies[it->second].sync += sync;
@@ -240,10 +404,7 @@ void read_share(const std::string& path, const StreamStatsOptions& o, Share& sh,
     const v1::Record& r = *view.record;  // kinds other than Kernel and ApiCall
     guard.check(reader);
     switch (view.kind) {
-      case v1::Record::kRange:
-        if (sh.matches || std::find(sh.groupings.begin(), sh.groupings.end(), GroupBy::kRange) != sh.groupings.end())
-          sh.needs_model = "NVTX ranges (a launch's range path needs the whole timeline)";
-        break;
+      case v1::Record::kRange: break;  // read before (RangePaths)
       case v1::Record::kKernel: {
         const gpuhook::KernelFields& k = view.kernel;
         if (sh.matches && k.graph_id != 0) sh.needs_model = kGraphReason;
@@ -264,7 +425,7 @@ void read_share(const std::string& path, const StreamStatsOptions& o, Share& sh,
         const auto& c = r.memset();
         if (sh.matches && c.graph_id() != 0) sh.needs_model = kGraphReason;
         const uint64_t s = t(c.has_start_ns(), c.start_ns()), e = t(c.has_end_ns(), c.end_ns());
-        if (s != 0 && e > s) fold_work(sh, EventKind::kMemset, 0, 0, c.bytes(), c.device(), c.stream(), s, e);
+        if (s != 0 && e > s) fold_work(sh, EventKind::kMemset, 0, 0, c.bytes(), c.device(), c.stream(), s, e, c.correlation_id());
         break;
       }
       case v1::Record::kNccl: sh.nccl_calls.push_back(r); break;
@@ -288,6 +449,8 @@ void read_share(const std::string& path, const StreamStatsOptions& o, Share& sh,
   sh.integrity = reader.integrity();
   for (auto& [id, acc] : sh.slots[0])
     if (id < (uint64_t{1} << 40)) acc.key = demangle(reader.string(static_cast<uint32_t>(id)));
+  for (const auto& [id, paths] : sh.matches_by_path)
+    if (id < (uint64_t{1} << 40)) sh.match_names[id] = demangle(reader.string(static_cast<uint32_t>(id)));
 }
 
 std::vector<Share> plan_shares(const std::optional<v1::ChunkIndex>& index, unsigned jobs) {
@@ -300,20 +463,17 @@ std::vector<Share> plan_shares(const std::optional<v1::ChunkIndex>& index, unsig
   return shares;
 }
 
-SummaryGroup to_group(GroupBy by, uint64_t id, GroupAcc& acc) {
+SummaryGroup to_group(GroupBy by, uint64_t id, GroupAcc& acc, const RangePaths* ranges) {
   SummaryGroup g;
   switch (by) {
-    case GroupBy::kKernel:
-      g.key = id == (uint64_t{2} << 40) ? std::string("[memset]")
-              : id >= (uint64_t{1} << 40)
-                  ? std::string("[memcpy ") + copy_kind_name(static_cast<uint8_t>(id & 0xFF)) + "]"
-                  : std::move(acc.key);
-      break;
+    case GroupBy::kKernel: g.key = kernel_group_key(id, std::move(acc.key)); break;
     case GroupBy::kStream:
       g.device = acc.device;
       g.stream = acc.stream;
       break;
-    case GroupBy::kRange: g.key = "(no range)"; break;
+    case GroupBy::kRange:
+      g.key = id == kNone || !ranges ? std::string("(no range)") : ranges->text(static_cast<uint32_t>(id));
+      break;
     default: g.device = acc.device; break;
   }
   g.exec = std::move(acc.exec);
@@ -384,7 +544,7 @@ void name_host_activity(const std::string& path, const StreamStatsOptions& o, co
 // join the work without NCCL. False (with *why_not) when the join would need the launches of
 // the whole capture: calls recorded without the hook's external ids.
 bool join_nccl(const std::string& path, std::vector<Share>& shares, const gpuhook::Integrity& integrity,
-               const std::vector<GroupBy>& groupings, StatsSummary& s, std::vector<CollectiveEnd>& ends,
+               const std::vector<GroupBy>& groupings, const std::function<std::string(uint32_t)>& range_key, StatsSummary& s, std::vector<CollectiveEnd>& ends,
                BusyTracker& work_without_nccl,
                std::string* why_not) {
   size_t calls = 0;
@@ -441,7 +601,7 @@ bool join_nccl(const std::string& path, std::vector<Share>& shares, const gpuhoo
     for (GroupBy g : groupings) {
       SummaryGroup row;
       if (g == GroupBy::kKernel) row.key = kernel_key(mini, e);
-      else if (g == GroupBy::kRange) row.key = "(no range)";
+      else if (g == GroupBy::kRange) row.key = range_key(mini.events.correlation_id[e]);
       else row.device = mini.events.device[e];
       if (g == GroupBy::kStream) row.stream = mini.events.stream[e];
       row.bytes = mini.events.bytes[e];
@@ -486,10 +646,21 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
   std::vector<Share> shares = plan_shares(index, jobs);
   if (o.matches && std::find(groupings.begin(), groupings.end(), GroupBy::kKernel) == groupings.end())
     groupings.push_back(GroupBy::kKernel);  // the matches are the kernel groups' samples
+  // A launch's range path needs every range of its thread: those are read first, on their own.
+  std::unique_ptr<const RangePaths> ranges;
+  if (o.matches || std::find(groupings.begin(), groupings.end(), GroupBy::kRange) != groupings.end()) {
+    std::string why;
+    ranges = RangePaths::read(path, o.load, &why);
+    if (!ranges) {
+      if (why_not) *why_not = why;
+      return std::nullopt;
+    }
+  }
   for (Share& sh : shares) {
     sh.groupings = groupings;
     sh.matches = o.matches;
     sh.gaps = o.gaps;
+    if (ranges && !ranges->empty()) sh.ranges = ranges.get();
   }
   std::atomic<bool> stop{false};
   run_shares(shares, stop, [&](Share& sh) { read_share(path, o, sh, stop); });
@@ -511,6 +682,38 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
     }
   }
   shares.resize(used);
+  // The launches' paths: the work read before its launch call, and NCCL's kernels (their bytes
+  // join their groups), found in the share that read the call. Nothing when a call may have
+  // been let go from a window.
+  const auto path_anywhere = [&shares](uint32_t corr, uint32_t* path) {
+    for (size_t j = shares.size(); j-- > 0;)
+      if (const uint64_t p = shares[j].path_of(corr); p != 0) {
+        *path = static_cast<uint32_t>(p - 1);
+        return true;
+      }
+    *path = kNone;
+    return std::none_of(shares.begin(), shares.end(), [corr](const Share& sh) { return sh.maybe_lost(corr); });
+  };
+  std::unordered_map<uint32_t, uint32_t> nccl_paths;  // NCCL kernel's correlation id -> path
+  const bool with_paths = ranges && !ranges->empty();
+  if (with_paths) {
+    for (Share& sh : shares) {
+      for (const auto& [corr, w] : sh.path_waiting) {
+        uint32_t p = kNone;
+        if (!path_anywhere(corr, &p)) {
+          if (why_not) *why_not = "GPU records written too far from their launch calls to join them in a stream";
+          return std::nullopt;
+        }
+        fold_path(sh, p, w);
+      }
+      sh.path_waiting.clear();
+      for (const Share::NcclKernel& k : sh.nccl_kernels)
+        if (k.corr != 0 && !path_anywhere(k.corr, &nccl_paths[k.corr])) {
+          if (why_not) *why_not = "GPU records written too far from their launch calls to join them in a stream";
+          return std::nullopt;
+        }
+    }
+  }
 
   StreamedStats out;
   out.threads = static_cast<unsigned>(shares.size());
@@ -540,7 +743,7 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
       std::vector<SummaryGroup> rows;
       rows.reserve(sh.slots[gi].size());
       for (auto& [id, acc] : sh.slots[gi]) {
-        rows.push_back(to_group(g, id, acc));
+        rows.push_back(to_group(g, id, acc, ranges.get()));
         if (o.matches && g == GroupBy::kKernel) queue_of[rows.back().key].merge(acc.queue);
       }
       merge_groups(s.groups[static_cast<size_t>(g)], rows, 0, false);
@@ -572,12 +775,30 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
   }
   for (GroupBy g : groupings) s.grouped[static_cast<size_t>(g)] = true;
   out.clock = rank_clock_inputs(out.context).front();
-  if (!join_nccl(path, shares, integrity, groupings, s, out.clock.ends, work_without_nccl, why_not))
+  const auto nccl_range_key = [&](uint32_t corr) {
+    auto it = nccl_paths.find(corr);
+    return it == nccl_paths.end() || it->second == kNone ? std::string("(no range)") : ranges->text(it->second);
+  };
+  if (!join_nccl(path, shares, integrity, groupings, nccl_range_key, s, out.clock.ends, work_without_nccl, why_not))
     return std::nullopt;
   s.captures.front().busy_ns_without_nccl = work_without_nccl.finish().busy_ns;
   out.late_activities += work_without_nccl.late();
   out.busy_exact = out.busy_exact && work_without_nccl.exact();
-  if (o.matches) {
+  if (o.matches && with_paths) {
+    // add_diff_samples() without graphs: one match per range path and kernel key.
+    for (Share& sh : shares)
+      for (auto& [id, paths] : sh.matches_by_path) {
+        const std::string name = kernel_group_key(id, sh.match_names[id]);
+        for (auto& [p, acc] : paths) {
+          const std::string range = p == kNone ? std::string() : ranges->text(p);
+          SummaryMatch& m = s.matches[match_key(range, name, 0)];
+          m.name = name;
+          m.range = range;
+          m.exec.merge(acc.exec);
+          m.queue.merge(acc.queue);
+        }
+      }
+  } else if (o.matches) {
     // add_diff_samples() without ranges or graphs: one match per kernel key.
     for (const SummaryGroup& row : s.groups[static_cast<size_t>(GroupBy::kKernel)]) {
       SummaryMatch& m = s.matches[match_key("", row.key, 0)];
@@ -585,6 +806,10 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
       m.exec = row.exec;
       m.queue = queue_of[row.key];
     }
+  }
+  if (o.matches) {
+    for (const auto& [name, durations] : ranges->top_ranges())
+      for (int64_t v : durations) s.top_ranges[name].add(v);
     s.has_matches = true;
     if (std::find(o.by.begin(), o.by.end(), GroupBy::kKernel) == o.by.end()) {
       s.groups[static_cast<size_t>(GroupBy::kKernel)].clear();

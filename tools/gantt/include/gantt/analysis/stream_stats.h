@@ -6,11 +6,11 @@
 //
 // NCCL calls are joined to their kernels by the loader's own join, run at the end on only the
 // records it needs (the calls, the hook's external ids, the kernels named nccl* or launched
-// under those ids: a few per collective). What needs the whole timeline is not streamed: range
-// paths (a launch's NVTX stack: --by range and summaries of captures with NVTX ranges), CUDA
-// graph launches in a summary (diff matches nodes by place), a merged file's ranks, NCCL calls without external ids
-// (joined by launch times). stream_stats() then returns nothing and says why, and the caller
-// loads the capture.
+// under those ids: a few per collective). A launch's NVTX range path (--by range, a summary's
+// matches) comes from a first read of only the ranges, built as the loader builds them. What
+// needs the whole timeline is not streamed: CUDA graph launches in a summary (diff matches
+// nodes by place), a merged file's ranks, NCCL calls without external ids (joined by launch
+// times). stream_stats() then returns nothing and says why, and the caller loads the capture.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +25,7 @@
 namespace gantt::analysis {
 
 struct StreamStatsOptions {
-  std::vector<GroupBy> by;  // kernel, stream, device, range (without NVTX ranges: one "(no range)" row)
+  std::vector<GroupBy> by;  // kernel, stream, device, range
   size_t gaps = 3;          // idle gaps kept per device
   bool matches = false;     // diff's per-kernel samples too (add_diff_samples), for a summary file
   unsigned jobs = 0;        // decoding threads; 0 = every core
