@@ -1,9 +1,6 @@
 // gantt-cli diagnose FILE...: the classic scheduling mistakes (gantt/analysis/diagnose.h), on
 // captures loaded whole; on summaries (.gsum), and on captures too large to load, the rules a
 // summary supports (diagnose(const StatsSummary&)).
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <iostream>
 #include <memory>
@@ -40,36 +37,6 @@ struct DiagnoseOptions {
   bool streamed = false;    // read as a stream whatever the size
   unsigned jobs = 0;        // decoding threads of a streamed capture; 0 = every core
 };
-
-// A loaded capture's memory per record of its index (model columns, joins, interned names):
-// `diagnose --in-memory` of ranks_gen_job's 10 M kernels (20.2 M records with their launches
-// and all-reduces) peaks at 2.5 GiB, 131 bytes a record (tests/bench/stream/bench.sh).
-constexpr uint64_t kLoadedBytesPerRecord = 130;
-// A capture without an index (its writer was killed) is estimated from its size. Records
-// compress to 9 bytes each in gpuhook_make_capture's random synthetic captures and to 1.6 in
-// ranks_gen_job's regular ones: 4 errs towards reading a large file as a stream.
-constexpr uint64_t kFileBytesPerRecord = 4;
-
-uint64_t default_max_memory() {
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  if (pages <= 0 || page <= 0) return uint64_t{8} << 30;
-  return static_cast<uint64_t>(pages) / 2 * static_cast<uint64_t>(page);
-}
-
-// What loading the captures would take, from their chunk indexes: records x a record's model.
-uint64_t loaded_bytes_estimate(const std::vector<std::string>& files, uint64_t* records) {
-  *records = 0;
-  for (const std::string& path : files) {
-    const gpuhook::CaptureReader probe(path, gpuhook::ReaderOptions{false, 0, 0});
-    if (const auto& index = probe.index()) {
-      for (const auto& chunk : index->chunk()) *records += chunk.records();
-    } else {
-      struct stat st {};
-      if (::stat(path.c_str(), &st) == 0) *records += static_cast<uint64_t>(st.st_size) / kFileBytesPerRecord;
-    }
-  }
-  return *records > UINT64_MAX / kLoadedBytesPerRecord ? UINT64_MAX : *records * kLoadedBytesPerRecord;
-}
 
 int report(const ga::DiagnoseReport& r, const DiagnoseOptions& o, bool corrupt) {
   std::cout << ga::format_diagnose(r, report_format(o.format));
@@ -163,10 +130,8 @@ int run_diagnose(const DiagnoseOptions& o) {
   const bool streamable = !o.in_memory && !any_filter(o.filter) &&
                           std::find(captures.begin(), captures.end(), "-") == captures.end();
   if (streamable) {
-    uint64_t records = 0;
-    const uint64_t need = loaded_bytes_estimate(captures, &records);
-    const uint64_t budget = o.max_memory ? o.max_memory : default_max_memory();
-    if (o.streamed || need > budget) {
+    const LoadEstimate load = estimate_load(captures, o.max_memory);
+    if (o.streamed || !load.fits()) {
       bool corrupt = false, unusable = false;
       std::string why_not;
       std::optional<ga::StatsSummary> summary = stream_summary(captures, o, corrupt, unusable, &why_not);
@@ -177,8 +142,7 @@ int run_diagnose(const DiagnoseOptions& o) {
         if (o.streamed)
           std::cerr << "--streamed";
         else
-          std::cerr << records << " records would take about " << ga::bytes_text(need) << " loaded, over --max-memory "
-                    << ga::bytes_text(budget);
+          std::cerr << load.over_budget();
         std::cerr << ": read as a stream, so only the rules a summary supports ran; not run: " << rules_not_run(r)
                   << " (--in-memory loads the capture and runs them all)\n";
         return report(r, o, corrupt);

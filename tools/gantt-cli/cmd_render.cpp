@@ -48,6 +48,7 @@ struct RenderCliOptions {
   unsigned jobs = 0;           // decoding threads of a streamed capture; 0 = every core
   bool jobs_given = false;     // -j was given: say why a capture is loaded whole after all
   bool in_memory = false;      // --in-memory: load the capture whole even when it could stream
+  uint64_t max_memory = 0;     // bytes the loaded capture may take; 0 = half the machine's memory
 };
 
 // The chart of one capture without loading it (gantt/stream_render.h): memory bounded by
@@ -65,9 +66,22 @@ std::optional<int> try_stream(const RenderCliOptions& o, const gantt::RenderOpti
     if (o.jobs_given) std::cerr << "gantt-cli: render: the capture is loaded whole for " << why_not << "\n";
     return std::nullopt;
   };
-  if (!why_not.empty()) return loaded();
   gantt::StreamRenderOptions so;
   so.render = ro;
+  // Too large to load: a chart without annotations, which need the whole timeline, rather
+  // than none. The footer and stderr say so.
+  if (!why_not.empty() && ro.annotate.enabled && why_not == gantt::stream_render_refusal(ro)) {
+    gantt::RenderOptions plain = ro;
+    plain.annotate.enabled = false;
+    if (const LoadEstimate load = estimate_load(o.files, o.max_memory); gantt::stream_render_refusal(plain).empty() && !load.fits()) {
+      std::cerr << "gantt-cli: render: " << load.over_budget()
+                << ": read as a stream, without annotations (--in-memory loads it and draws them)\n";
+      plain.annotate.off_reason = "the capture was read as a stream: over --max-memory";
+      so.render = plain;
+      why_not.clear();
+    }
+  }
+  if (!why_not.empty()) return loaded();
   so.jobs = o.jobs;
   so.load = load_options(o.load);
   std::optional<gantt::StreamedChart> chart;
@@ -276,6 +290,11 @@ void register_render(CLI::App& app, int& exit_code) {
                 "load the capture whole before drawing; by default the chart of one capture without annotations "
                 "(--no-annotate, --view gantt, lanes per stream or device, no filters) is read as a stream, in "
                 "memory that does not grow with its events, and is the same chart");
+  cmd->add_option("--max-memory", o->max_memory,
+                  "the memory the loaded capture may take, estimated from its chunk index (about 130 bytes a "
+                  "record), e.g. 16G; over it, a chart with annotations is drawn as a stream without them, and the "
+                  "footer says so (default: half the machine's memory)")
+      ->transform(CLI::AsSizeValue(false));
   cmd->callback([o, jobs, &exit_code] {
     o->jobs_given = jobs->count() > 0;
     exit_code = run_render(*o);

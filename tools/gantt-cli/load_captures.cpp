@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include <gpuhook/capture.h>
 #include <gpuhook/summary_file.h>
 
+#include "gantt/analysis/table.h"
 #include "gantt/text.h"
 
 namespace gantt_cli {
@@ -99,6 +101,46 @@ bool merge_summary_files(const std::vector<std::string>& paths, gantt::analysis:
     have = true;
   }
   return true;
+}
+
+namespace {
+
+// A loaded capture's memory per record of its index (model columns, joins, interned names):
+// `diagnose --in-memory` of ranks_gen_job's 10 M kernels (20.2 M records with their launches
+// and all-reduces) peaks at 2.5 GiB, 131 bytes a record (tests/bench/stream/bench.sh).
+constexpr uint64_t kLoadedBytesPerRecord = 130;
+// A capture without an index (its writer was killed) is estimated from its size. Records
+// compress to 9 bytes each in gpuhook_make_capture's random synthetic captures and to 1.6 in
+// ranks_gen_job's regular ones: 4 errs towards reading a large file as a stream.
+constexpr uint64_t kFileBytesPerRecord = 4;
+
+uint64_t half_the_memory() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return uint64_t{8} << 30;
+  return static_cast<uint64_t>(pages) / 2 * static_cast<uint64_t>(page);
+}
+
+}  // namespace
+
+LoadEstimate estimate_load(const std::vector<std::string>& files, uint64_t max_memory) {
+  LoadEstimate e;
+  for (const std::string& path : files) {
+    const gpuhook::CaptureReader probe(path, gpuhook::ReaderOptions{false, 0, 0});
+    if (const auto& index = probe.index()) {
+      for (const auto& chunk : index->chunk()) e.records += chunk.records();
+    } else {
+      struct stat st {};
+      if (::stat(path.c_str(), &st) == 0) e.records += static_cast<uint64_t>(st.st_size) / kFileBytesPerRecord;
+    }
+  }
+  e.bytes = e.records > UINT64_MAX / kLoadedBytesPerRecord ? UINT64_MAX : e.records * kLoadedBytesPerRecord;
+  e.budget = max_memory ? max_memory : half_the_memory();
+  return e;
+}
+
+std::string LoadEstimate::over_budget() const {
+  return std::to_string(records) + " records would take about " + gantt::analysis::bytes_text(bytes) +
+         " loaded, over --max-memory " + gantt::analysis::bytes_text(budget);
 }
 
 bool reportable(const gantt::Model& model) {

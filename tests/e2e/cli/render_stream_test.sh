@@ -95,6 +95,21 @@ if command -v /usr/bin/time >/dev/null && [ -z "${ASAN_OPTIONS:-}${TSAN_OPTIONS:
   fi
 fi
 
+# Over --max-memory, a chart with annotations is drawn as a stream without them: the chart
+# --no-annotate draws, its footer saying why; --in-memory still loads it and draws them.
+"$cli" render "$work/synth.gpuh" -o "$work/over.svg" --max-memory 1K 2>"$work/over.err" >/dev/null ||
+  { echo "FAIL: render over --max-memory: $(cat "$work/over.err")"; fail=1; }
+grep -q "over --max-memory 1.0 KiB: read as a stream, without annotations" "$work/over.err" ||
+  { echo "FAIL: render over --max-memory did not say so: $(cat "$work/over.err")"; fail=1; }
+"$cli" render "$work/synth.gpuh" -o "$work/plain.svg" --no-annotate 2>/dev/null
+if ! cmp -s <(sed 's/flags: off ([^)]*)//' "$work/over.svg") <(sed 's/flags: off ([^)]*)//' "$work/plain.svg"); then
+  echo "FAIL: the chart over --max-memory is not the --no-annotate chart"; fail=1
+fi
+grep -q "flags: off (the capture was read as a stream: over --max-memory)" "$work/over.svg" ||
+  { echo "FAIL: the footer does not say why the flags are off"; fail=1; }
+"$cli" render "$work/small.gpuh" -o "$work/in.svg" --max-memory 1K --in-memory 2>/dev/null
+grep -q "flags: queue delay" "$work/in.svg" || { echo "FAIL: --in-memory over --max-memory drew no flags"; fail=1; }
+
 # What it does not cover is loaded whole, and says why when asked (-j).
 "$cli" render "$work/small.gpuh" -o "$work/a.svg" -j 2 2>"$work/why.err" >/dev/null
 grep -q "loaded whole for annotations" "$work/why.err" || { echo "FAIL: no reason given for loading whole: $(cat "$work/why.err")"; fail=1; }

@@ -18,6 +18,7 @@ struct AnnotateOptions {
   double low_occupancy = 0.5;        // theoretical occupancy under this: yellow marker
   int64_t idle_gap_ns = -1;          // device idle over this; <0: 2% of the window, at least 50 us
   int64_t adjacent_ns = 20'000;      // a copy with compute this close before/after, but none during it
+  std::string off_reason;            // why they are off, for the footer ("": --no-annotate)
 };
 
 enum class AnnotationKind : uint8_t { kQueueDelay, kLowOccupancy, kOverlap, kMissedOverlap, kIdleGap };

@@ -270,7 +270,7 @@ std::vector<std::string> footer_lines(const Model& m, const Selection& sel, cons
     if (st.labels_dropped) a += " (" + std::to_string(st.labels_dropped) + " labels left out to avoid overlap)";
     lines.push_back(a);
   } else {
-    lines.push_back("flags: off (--no-annotate)");
+    lines.push_back("flags: off (" + (o.annotate.off_reason.empty() ? std::string("--no-annotate") : o.annotate.off_reason) + ")");
   }
   return lines;
 }
