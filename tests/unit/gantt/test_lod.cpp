@@ -2,7 +2,10 @@
 // bound on scene size whatever the event count.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <random>
 #include <sstream>
+#include <vector>
 
 #include "fabricate.h"
 #include "gantt/colors.h"
@@ -23,6 +26,21 @@ TEST(Lod, CoverageSplitsAcrossColumns) {
   c.add(-10, -5);  // outside: ignored
   c.add(3.2, 3.2);  // zero length still touches its column
   EXPECT_EQ(c.count(3), 1u);
+}
+
+// The fixed-point units are llround(ldexp(x, 20)), also where the fraction is a hair from a
+// half and where rounding x + 0.5 would carry.
+TEST(Lod, CoverageUnitsRoundAsTheLibraryDoes) {
+  std::vector<double> xs = {0.0, 1.0, 1919.0, 0.5 / (1 << 20), std::nextafter(0.5 / (1 << 20), 0.0),
+                            std::nextafter(0.5 / (1 << 20), 1.0), std::nextafter(1.0, 0.0), 0.49999999999999994,
+                            1.5 / (1 << 20), std::nextafter(1.5 / (1 << 20), 0.0)};
+  std::mt19937_64 rng(5);
+  for (int i = 0; i < 200000; ++i) xs.push_back(std::uniform_real_distribution<double>(0, 4096)(rng));
+  for (int i = 0; i < 1000; ++i) {  // exact halves of a unit, and their neighbours
+    const double half = (static_cast<double>(rng() % (uint64_t{1} << 32)) + 0.5) / (1 << 20);
+    xs.insert(xs.end(), {half, std::nextafter(half, 0.0), std::nextafter(half, 1e9)});
+  }
+  for (double x : xs) ASSERT_EQ(gantt::Coverage::units(x), static_cast<uint64_t>(std::llround(std::ldexp(x, 20)))) << x;
 }
 
 TEST(Lod, RunsMergeEqualLevels) {

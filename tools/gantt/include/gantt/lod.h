@@ -38,6 +38,8 @@ class Coverage {
   // would cost one rectangle per column; with 64 ranks that was 8 MiB of SVG for detail no
   // eye can read, so fewer levels it is (still 1 when even that stays above the budget).
   int levels_within(int levels, size_t max_runs) const;
+  // A pixel position in fixed-point units: llround(ldexp(x, 20)), for 0 <= x <= columns.
+  static uint64_t units(double x);
 
  private:
   static constexpr int kUnitBits = 20;  // fixed-point units per pixel: 2^20
