@@ -14,8 +14,10 @@ fail=0
 "$make" synth "$work/synth.gpuh" 300000 5 || { echo "FAIL: make_capture synth"; exit 1; }
 "$make" steps "$work/steps.gpuh" 3 2 40 >/dev/null || { echo "FAIL: make_capture steps"; exit 1; }
 "$make" nvtx "$work/nvtx.gpuh" 5 >/dev/null || { echo "FAIL: make_capture nvtx"; exit 1; }
+"$make" hostile "$work/hostile.gpuh" >/dev/null 2>&1 || { echo "FAIL: make_capture hostile"; exit 1; }
 captures=("$fixtures/small.gpuh" "$fixtures/no_index.gpuh" "$fixtures/truncated.gpuh" "$fixtures/corrupt.gpuh"
-          "$fixtures/v1/small.gpuh" "$fixtures/v2/small.gpuh" "$work/synth.gpuh" "$work/steps.gpuh" "$work/nvtx.gpuh")
+          "$fixtures/v1/small.gpuh" "$fixtures/v2/small.gpuh" "$work/synth.gpuh" "$work/steps.gpuh" "$work/nvtx.gpuh"
+          "$work/hostile.gpuh")
 if [ $# -ge 3 ]; then
   simlib=$1 hook=$2
   shift 2
@@ -119,6 +121,12 @@ for cap in "${captures[@]}"; do
     continue
   fi
   [ -s "$work/w/$name.gsum" ] || continue  # no summary written (no header)
+  # Names are the program's bytes, not always UTF-8: the summary keeps them and reads back.
+  for side in s w; do
+    "$cli" stats "$work/$side/$name.gsum" >/dev/null 2>"$work/back.err" ||
+      { echo "FAIL: $name: the summary written ($side) does not read back: $(cat "$work/back.err")"; fail=1; }
+  done
+  grep -q libprotobuf "$work/sum_s.err" "$work/sum_w.err" && { echo "FAIL: $name: protobuf complained writing the summary"; fail=1; }
   for by in kernel stream device range; do
     run a "$work/s/$name.gsum" --by "$by" --format json
     run b "$work/w/$name.gsum" --by "$by" --format json
