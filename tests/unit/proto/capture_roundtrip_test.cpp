@@ -97,6 +97,26 @@ TEST(CaptureRoundTrip, InternedStringsResolveAcrossChunks) {
   EXPECT_EQ(reader.strings().size(), 3u);
 }
 
+// What the program's environment sets (GPUHOOK_RANGE, GPUHOOK_API) is kept as given, even
+// when it is not UTF-8, and the header reads back.
+TEST(CaptureRoundTrip, HeaderKeepsSettingsThatAreNotUtf8) {
+  std::string path = temp_path("settings");
+  std::string err;
+  auto w = CaptureWriter::create(path, WriterOptions{}, &err);
+  ASSERT_TRUE(w) << err;
+  v1::Record h;
+  h.mutable_header()->set_format_version(kFormatVersion);
+  h.mutable_header()->set_capture_range("nvtx:caf\xe9");
+  h.mutable_header()->set_api_set("cudaLaunch\xff");
+  w->write(h);
+  ASSERT_TRUE(w->close()) << w->last_error();
+  CaptureReader reader(path);
+  v1::Record r;
+  ASSERT_TRUE(reader.next(r));
+  EXPECT_EQ(r.header().capture_range(), "nvtx:caf\xe9");
+  EXPECT_EQ(r.header().api_set(), "cudaLaunch\xff");
+}
+
 TEST(CaptureRoundTrip, ExistingFileIsNeverOverwritten) {
   std::string path = write_bytes("exists", "precious");
   std::string err;

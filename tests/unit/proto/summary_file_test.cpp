@@ -45,6 +45,16 @@ TEST(SummaryFile, ReadsBackWhatWasWrittenAndNeverOverwrites) {
   EXPECT_NE(error.find("never overwritten"), std::string::npos) << error;
 }
 
+// Names are the program's bytes: a summary keeps them whole when they are not UTF-8.
+TEST(SummaryFile, KeepsNamesThatAreNotUtf8) {
+  const std::string path = testing::temp_path("summary-bytes");
+  v1::StatsSummary s = sample();
+  s.mutable_by_kernel(0)->set_key("gemm\xe9");
+  std::string error;
+  ASSERT_TRUE(write_summary_file(path, s, &error)) << error;
+  EXPECT_EQ(read_summary_file(path).by_kernel(0).key(), "gemm\xe9");
+}
+
 TEST(SummaryFile, RefusesDamagedForeignAndHostileFiles) {
   const std::string good = testing::temp_path("summary");
   std::string error;
