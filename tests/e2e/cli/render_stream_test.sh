@@ -21,11 +21,14 @@ for kind in hostile hostile_device script_names; do
   "$make" "$kind" "$work/$kind.gpuh" >/dev/null 2>&1 || { echo "FAIL: make_capture $kind"; exit 1; }
 done
 "$make" nvtx "$work/nvtx.gpuh" 5 >/dev/null || { echo "FAIL: make_capture nvtx"; exit 1; }
+# More records than --max-records-per-byte allows: the same error as the loader's.
+"$make" nvtx "$work/amplified.gpuh" 20000 >/dev/null || { echo "FAIL: make_capture nvtx"; exit 1; }
 # A killed process's file: no index (one share), a truncated tail.
 head -c $(($(stat -c %s "$work/synth.gpuh") * 7 / 10)) "$work/synth.gpuh" >"$work/killed.gpuh"
 captures=("$fixtures/small.gpuh" "$fixtures/no_index.gpuh" "$fixtures/truncated.gpuh" "$fixtures/corrupt.gpuh"
           "$fixtures/v1/small.gpuh" "$fixtures/v2/small.gpuh" "$work/synth.gpuh" "$work/small.gpuh" "$work/steps.gpuh"
-          "$work/hostile.gpuh" "$work/hostile_device.gpuh" "$work/script_names.gpuh" "$work/nvtx.gpuh" "$work/killed.gpuh")
+          "$work/hostile.gpuh" "$work/hostile_device.gpuh" "$work/script_names.gpuh" "$work/nvtx.gpuh" "$work/killed.gpuh"
+          "$work/amplified.gpuh")
 must_stream=("$work/synth.gpuh" "$work/small.gpuh" "$work/steps.gpuh" "$work/nvtx.gpuh" "$work/hostile.gpuh"
              "$work/killed.gpuh")
 if [ $# -ge 3 ]; then

@@ -15,9 +15,11 @@ fail=0
 "$make" steps "$work/steps.gpuh" 3 2 40 >/dev/null || { echo "FAIL: make_capture steps"; exit 1; }
 "$make" nvtx "$work/nvtx.gpuh" 5 >/dev/null || { echo "FAIL: make_capture nvtx"; exit 1; }
 "$make" hostile "$work/hostile.gpuh" >/dev/null 2>&1 || { echo "FAIL: make_capture hostile"; exit 1; }
+# 20,000 identical steps compress to 4 KB: more records than --max-records-per-byte allows.
+"$make" nvtx "$work/amplified.gpuh" 20000 >/dev/null || { echo "FAIL: make_capture nvtx"; exit 1; }
 captures=("$fixtures/small.gpuh" "$fixtures/no_index.gpuh" "$fixtures/truncated.gpuh" "$fixtures/corrupt.gpuh"
           "$fixtures/v1/small.gpuh" "$fixtures/v2/small.gpuh" "$work/synth.gpuh" "$work/steps.gpuh" "$work/nvtx.gpuh"
-          "$work/hostile.gpuh")
+          "$work/hostile.gpuh" "$work/amplified.gpuh")
 if [ $# -ge 3 ]; then
   simlib=$1 hook=$2
   shift 2

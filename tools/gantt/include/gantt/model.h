@@ -386,6 +386,8 @@ class AmplificationGuard {
   void check(const gpuhook::CaptureReader& reader) const {
     if (limit_ != 0 && reader.integrity().records > limit_) fail(reader);
   }
+  // Whether a read of this many records stays within the limit.
+  bool allows(uint64_t records) const { return limit_ == 0 || records <= limit_; }
 
  private:
   [[noreturn]] void fail(const gpuhook::CaptureReader& reader) const;

@@ -50,6 +50,13 @@ bool NcclKernelFilter::maybe(const gpuhook::CaptureReader& reader, uint32_t corr
   return named_[id] == 1;
 }
 
+bool index_within_guard(const gpuhook::CaptureReader& probe, const LoadOptions& load) {
+  if (!probe.index()) return true;
+  uint64_t records = 0;
+  for (const auto& chunk : probe.index()->chunk()) records += std::min<uint64_t>(chunk.records(), uint64_t{1} << 40);
+  return AmplificationGuard(probe, load).allows(records);
+}
+
 std::vector<ChunkRange> plan_chunk_ranges(const std::optional<gpuhook::v1::ChunkIndex>& index, unsigned jobs) {
   if (!index || jobs <= 1 || index->chunk_size() < 2) return std::vector<ChunkRange>(1);
   const size_t n = static_cast<size_t>(index->chunk_size());

@@ -112,6 +112,11 @@ struct ChunkRange {
   uint64_t first_chunk = 0, end_chunk = 0;
 };
 
+// False when the index counts more records than the whole file may decode to (the load's
+// AmplificationGuard): shares read side by side, each counting its own, would fail later and
+// elsewhere than the loader, which then reports it.
+bool index_within_guard(const gpuhook::CaptureReader& probe, const LoadOptions& load);
+
 // Contiguous runs of the index's chunks with about equal records each, at most `jobs`; one
 // share of the whole file without an index.
 std::vector<ChunkRange> plan_chunk_ranges(const std::optional<gpuhook::v1::ChunkIndex>& index, unsigned jobs);

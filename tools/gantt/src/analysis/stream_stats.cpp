@@ -641,6 +641,10 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
   std::optional<v1::ChunkIndex> index;  // read once: the shares' plan and the gaps' second read
   {
     gpuhook::CaptureReader probe(path, gpuhook::ReaderOptions{o.load.strict, 0, 0});
+    if (!index_within_guard(probe, o.load)) {
+      if (why_not) *why_not = "more records than --max-records-per-byte allows";
+      return std::nullopt;
+    }
     index = probe.index();
   }
   std::vector<Share> shares = plan_shares(index, jobs);

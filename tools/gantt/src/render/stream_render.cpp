@@ -36,6 +36,7 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
   std::optional<v1::ChunkIndex> index;
   {
     gpuhook::CaptureReader probe(path, gpuhook::ReaderOptions{o.load.strict, 0, 0});
+    if (!analysis::index_within_guard(probe, o.load)) return refuse("more records than --max-records-per-byte allows");
     index = probe.index();
   }
   const std::vector<ChunkRange> ranges = analysis::plan_chunk_ranges(index, jobs);
