@@ -518,17 +518,21 @@ void name_host_activity(const std::string& path, const StreamStatsOptions& o, co
     ro.end_chunk = end;
     ro.outside_strings_only = true;
     gpuhook::CaptureReader reader(path, ro);
-    v1::Record r;
-    while (reader.next(r)) {
-      if (r.kind_case() != v1::Record::kApi) continue;
-      const auto& a = r.api();
-      const uint64_t s = t(a.has_start_ns(), a.start_ns()), e = t(a.has_end_ns(), a.end_ns());
+    // API calls as plain values (CaptureReader::next(RecordView&)): this read runs after the
+    // shares, on one thread, and parsing each call into a message took most of it.
+    v1::Record other;
+    gpuhook::RecordView view;
+    view.record = &other;
+    while (reader.next(view)) {
+      if (view.kind != v1::Record::kApi) continue;
+      const gpuhook::ApiFields& a = view.api;
+      const uint64_t s = known(a.start_ns), e = known(a.end_ns);
       if (s == 0) continue;
       for (size_t g = 0; g < gaps.size(); ++g) {
         const uint64_t from = gaps[g].second.first, to = gaps[g].second.second;
         if (s >= to || e <= from) continue;
         const uint64_t over = std::min(to, e) - std::max(from, s);
-        if (over > best[g].overlap) best[g] = {over, a.thread_id(), std::string(reader.string(a.name_id()))};
+        if (over > best[g].overlap) best[g] = {over, a.thread_id, std::string(reader.string(a.name_id))};
       }
     }
   }
@@ -589,23 +593,38 @@ bool join_nccl(const std::string& path, std::vector<Share>& shares, const gpuhoo
       }
     builder.end_capture(integrity);
   }
-  s.nccl = summarize(mini, {}, 0).nccl;
+  s.nccl = nccl_rows(mini);
   ends = rank_clock_inputs(mini).front().ends;
   for (uint32_t e = 0; e < mini.events.size(); ++e)
     if (mini.events.kind[e] != EventKind::kNccl && is_gpu_work(mini, e))
       work_without_nccl.add(mini.events.start_ns[e], mini.events.end_ns[e], BusyTracker::Work::kOther);
-  // The bytes NCCL's kernels moved, added to their groups as rows of no instances.
+  // The bytes NCCL's kernels moved, added to their groups as rows of no instances: one row
+  // per name or place, summed here as merge_groups() would sum a row per kernel.
   std::array<std::vector<SummaryGroup>, kGroupings> bytes;
+  std::array<std::unordered_map<uint64_t, size_t>, kGroupings> row_of;
+  std::unordered_map<std::string, size_t> range_row;
   for (uint32_t e = 0; e < mini.events.size(); ++e) {
     if (mini.events.kind[e] != EventKind::kNccl || mini.events.bytes[e] == 0 || !is_gpu_work(mini, e)) continue;
+    const uint32_t device = mini.events.device[e], stream = mini.events.stream[e];
     for (GroupBy g : groupings) {
-      SummaryGroup row;
-      if (g == GroupBy::kKernel) row.key = kernel_key(mini, e);
-      else if (g == GroupBy::kRange) row.key = range_key(mini.events.correlation_id[e]);
-      else row.device = mini.events.device[e];
-      if (g == GroupBy::kStream) row.stream = mini.events.stream[e];
-      row.bytes = mini.events.bytes[e];
-      bytes[slot_index(g)].push_back(std::move(row));
+      const size_t gi = slot_index(g);
+      // Range rows are one per path text, the others one per name or place.
+      const std::string range = g == GroupBy::kRange ? range_key(mini.events.correlation_id[e]) : std::string();
+      const uint64_t id = g == GroupBy::kKernel   ? mini.events.name[e]  // an NCCL kernel's kernel_key() is its name's
+                          : g == GroupBy::kStream ? (uint64_t{device} << 32) | stream
+                                                  : device;
+      const size_t next = bytes[gi].size();
+      const size_t at = g == GroupBy::kRange ? range_row.try_emplace(range, next).first->second
+                                             : row_of[gi].try_emplace(id, next).first->second;
+      if (at == next) {
+        SummaryGroup row;
+        if (g == GroupBy::kKernel) row.key = kernel_key(mini, e);
+        else if (g == GroupBy::kRange) row.key = range;
+        else row.device = device;
+        if (g == GroupBy::kStream) row.stream = stream;
+        bytes[gi].push_back(std::move(row));
+      }
+      bytes[gi][at].bytes += mini.events.bytes[e];
     }
   }
   for (GroupBy g : groupings) merge_groups(s.groups[static_cast<size_t>(g)], bytes[slot_index(g)], 0, false);

@@ -227,6 +227,11 @@ StatsSummary summarize(const Model& m, const std::vector<GroupBy>& by, size_t ga
     s.captures[c].busy_ns_without_nccl = total_length(ranks[c].intervals);
   }
 
+  s.nccl = nccl_rows(m);
+  return s;
+}
+
+std::vector<NcclRow> nccl_rows(const Model& m) {
   std::map<std::string, NcclRow> nccl;
   for (size_t i = 0; i < m.nccl.size(); ++i) {
     const uint8_t op = m.nccl.op[i];
@@ -245,8 +250,10 @@ StatsSummary summarize(const Model& m, const std::vector<GroupBy>& by, size_t ga
     else if (m.nccl.end_ns[i] > m.nccl.start_ns[i] && m.nccl.start_ns[i] != 0)
       row.time_ns += m.nccl.end_ns[i] - m.nccl.start_ns[i];
   }
-  for (auto& [k, v] : nccl) s.nccl.push_back(v);
-  return s;
+  std::vector<NcclRow> rows;
+  rows.reserve(nccl.size());
+  for (auto& [k, v] : nccl) rows.push_back(std::move(v));
+  return rows;
 }
 
 namespace {

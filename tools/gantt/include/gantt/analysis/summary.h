@@ -89,6 +89,10 @@ void merge_groups(std::vector<SummaryGroup>& into, const std::vector<SummaryGrou
 // Every grouping in `by` (GroupBy::kGraph is ignored), and up to `gaps` idle gaps per device.
 StatsSummary summarize(const Model& model, const std::vector<GroupBy>& by, size_t gaps);
 
+// summarize()'s NCCL rows alone, one per entry point in name order: what the streamed stats
+// need of their small model of NCCL records (the rest of a summary sorts every event).
+std::vector<NcclRow> nccl_rows(const Model& model);
+
 // Adds what diff compares (matches by range path and name, top-level range durations), so
 // that `gantt-cli diff` can take the summary as one side.
 void add_diff_samples(StatsSummary& summary, const Model& model);
