@@ -40,15 +40,17 @@ run() {  # run NAME ARGS...: stdout, stderr and exit code in $work/NAME.*
 }
 
 compared=0
-for cap in "${captures[@]}"; do
+compare() {  # compare LABEL INPUT...: streamed on 1 and 3 threads against --in-memory, every grouping and format
+  local label=$1 by fmt j part
+  shift
   for by in kernel stream device range; do
     for fmt in text json; do
-      run whole "$cap" --by "$by" --format "$fmt" --gaps 5 --in-memory
-      for jobs in 1 3; do
-        run streamed "$cap" --by "$by" --format "$fmt" --gaps 5 -j "$jobs"
+      run whole "$@" --by "$by" --format "$fmt" --gaps 5 --in-memory
+      for j in 1 3; do
+        run streamed "$@" --by "$by" --format "$fmt" --gaps 5 -j "$j"
         for part in out err rc; do
           if ! cmp -s "$work/whole.$part" "$work/streamed.$part"; then
-            echo "FAIL: $(basename "$cap") --by $by --format $fmt -j $jobs: std$part differs from --in-memory"
+            echo "FAIL: $label --by $by --format $fmt -j $j: std$part differs from --in-memory"
             diff "$work/whole.$part" "$work/streamed.$part" | head -8
             fail=1
           fi
@@ -57,6 +59,9 @@ for cap in "${captures[@]}"; do
       done
     done
   done
+}
+for cap in "${captures[@]}"; do
+  compare "$(basename "$cap")" "$cap"
 done
 
 # Several captures as the ranks of one job: each streamed, put on one clock by their
@@ -75,22 +80,7 @@ jobs+=("$fixtures/small.gpuh $fixtures/v2/small.gpuh $work/synth.gpuh $work/nvtx
        "$work/steps.gpuh $fixtures/small.gpuh")
 for job in "${jobs[@]}"; do
   label="job of $(echo $job | wc -w) captures ($(basename "${job%% *}") ...)"
-  for by in kernel stream device range; do
-    for fmt in text json; do
-      run whole $job --by "$by" --format "$fmt" --gaps 5 --in-memory
-      for j in 1 3; do
-        run streamed $job --by "$by" --format "$fmt" --gaps 5 -j "$j"
-        for part in out err rc; do
-          if ! cmp -s "$work/whole.$part" "$work/streamed.$part"; then
-            echo "FAIL: $label --by $by --format $fmt -j $j: std$part differs from --in-memory"
-            diff "$work/whole.$part" "$work/streamed.$part" | head -8
-            fail=1
-          fi
-        done
-        compared=$((compared + 1))
-      done
-    done
-  done
+  compare "$label" $job
   rm -f "$work/job_s.gsum" "$work/job_w.gsum"
   run sum_s $job --summary -o "$work/job_s.gsum"
   run sum_w $job --summary -o "$work/job_w.gsum" --in-memory

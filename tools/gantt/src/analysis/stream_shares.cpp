@@ -41,13 +41,11 @@ bool NcclKernelFilter::maybe(const gpuhook::CaptureReader& reader, uint32_t corr
   if (corr_.empty() && records_read > kLeadIn) return false;
   if (corr_.contains(correlation_id)) return true;
   if (id >= (1u << 24)) return false;
-  if (id >= named_.size()) named_.resize(id + 1, -1);
-  if (named_[id] < 0) {
-    std::string name(reader.string(id));
+  return named_.test(reader, id, [](std::string_view text) {
+    std::string name(text);
     std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-    named_[id] = name.find("nccl") != std::string::npos ? 1 : 0;
-  }
-  return named_[id] == 1;
+    return name.find("nccl") != std::string::npos;
+  });
 }
 
 bool index_within_guard(const gpuhook::CaptureReader& probe, const LoadOptions& load) {

@@ -9,6 +9,7 @@
 #include <exception>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <tuple>
 #include <unordered_set>
@@ -90,6 +91,24 @@ class CorrSet {
   size_t size_ = 0;
 };
 
+// A yes or no about a string's text (a call is synchronous, a kernel is NCCL's), worked out
+// once per string id: every launch and kernel asks. Ids past 2^24, which only a hostile file
+// has, are worked out each time.
+class NameFlags {
+ public:
+  template <class F>
+  bool test(const gpuhook::CaptureReader& reader, uint32_t id, F&& of_text) {
+    if (id >= kCached) return of_text(reader.string(id));
+    if (id >= flags_.size()) flags_.resize(id + 1, -1);
+    if (flags_[id] < 0) flags_[id] = of_text(reader.string(id)) ? 1 : 0;
+    return flags_[id] == 1;
+  }
+
+ private:
+  static constexpr uint32_t kCached = 1u << 24;
+  std::vector<int8_t> flags_;  // per string id: -1 not worked out yet, 0 no, 1 yes
+};
+
 // The kernels NCCL may have launched, for the loader's NCCL join run on only the records it
 // needs (ModelBuilder::Impl::join_nccl_by_external_id): those under a correlation id one of
 // the hook's external ids names, or named nccl*. A few per collective, not per kernel.
@@ -104,13 +123,18 @@ class NcclKernelFilter {
  private:
   static constexpr uint64_t kLeadIn = uint64_t{1} << 16;
   CorrSet corr_;
-  std::vector<int8_t> named_;  // per string id: -1 unknown, 0 no, 1 yes
+  NameFlags named_;  // named nccl*
 };
 
 // A share: the index entries [first_chunk, end_chunk) one thread reads; 0,0 is the whole file.
 struct ChunkRange {
   uint64_t first_chunk = 0, end_chunk = 0;
 };
+
+// Why a capture is loaded after all: GPU records whose launch calls a join's window let go.
+inline constexpr const char* kTooFar = "GPU records written too far from their launch calls to join them in a stream";
+// Why a capture is loaded after all: index_within_guard() said no.
+inline constexpr const char* kOverGuard = "more records than --max-records-per-byte allows";
 
 // False when the index counts more records than the whole file may decode to (the load's
 // AmplificationGuard): shares read side by side, each counting its own, would fail later and

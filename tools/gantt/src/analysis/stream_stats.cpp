@@ -60,7 +60,7 @@ class RangePaths {
     const uint32_t row = lookup_->at(it->second, when);
     return row == kNone ? kNone : path_of_row_[row];
   }
-  std::string text(uint32_t path) const;
+  std::string text(uint32_t path) const { return model_.range_path_of_range(row_of_path_[path]); }
   // Durations of the top-level ranges by name, for diff (DiffInput::top_ranges).
   std::map<std::string, std::vector<int64_t>> top_ranges() const { return diff_samples(model_, true).top_ranges; }
 
@@ -69,10 +69,7 @@ class RangePaths {
   std::optional<RangeLookup> lookup_;
   std::unordered_map<uint64_t, uint32_t> thread_row_;  // thread id -> row, threads with push/pop ranges
   std::vector<uint32_t> path_of_row_;                  // range row -> path (push/pop rows)
-  struct Link {
-    uint32_t parent, name;  // parent path (kNone at the top), range name
-  };
-  std::vector<Link> paths_;
+  std::vector<uint32_t> row_of_path_;                  // path -> a row with that chain of names
 };
 
 std::unique_ptr<const RangePaths> RangePaths::read(const std::string& path, const LoadOptions& load, std::string* why_not) {
@@ -111,23 +108,12 @@ std::unique_ptr<const RangePaths> RangePaths::read(const std::string& path, cons
       return nullptr;
     }
     const uint32_t parent = rt.parent[r] == kNone ? kNone : rp.path_of_row_[rt.parent[r]];
-    auto [it, fresh] = interned.try_emplace((uint64_t{parent} << 32) | rt.name[r], static_cast<uint32_t>(rp.paths_.size()));
-    if (fresh) rp.paths_.push_back({parent, rt.name[r]});
+    auto [it, fresh] = interned.try_emplace((uint64_t{parent} << 32) | rt.name[r], static_cast<uint32_t>(rp.row_of_path_.size()));
+    if (fresh) rp.row_of_path_.push_back(r);
     rp.path_of_row_[r] = it->second;
     rp.thread_row_.emplace(rp.model_.threads.thread_id[rt.thread[r]], rt.thread[r]);
   }
   rp.lookup_.emplace(rt, 0);
-  return out;
-}
-
-std::string RangePaths::text(uint32_t path) const {
-  std::vector<uint32_t> names;
-  for (uint32_t p = path; p != kNone; p = paths_[p].parent) names.push_back(paths_[p].name);
-  std::string out;
-  for (auto it = names.rbegin(); it != names.rend(); ++it) {
-    if (!out.empty()) out += '/';
-    out += model_.string(*it);
-  }
   return out;
 }
 
@@ -147,7 +133,8 @@ struct Share {
   uint64_t first_chunk = 0, end_chunk = 0;  // 0,0: the whole file
 
   std::vector<GroupBy> groupings;
-  bool matches = false;  // diff's per-kernel samples too (a summary file)
+  bool by_range = false;  // groupings holds GroupBy::kRange
+  bool matches = false;   // diff's per-kernel samples too (a summary file)
   std::array<std::unordered_map<uint64_t, uint32_t>, kGroupings> slot_of;
   std::array<std::vector<std::pair<uint64_t, GroupAcc>>, kGroupings> slots;  // in order of first event
   DurationDigest launch_to_queued, queued_to_start, exec;
@@ -171,7 +158,8 @@ struct Share {
   // before its launch waits for it.
   const RangePaths* ranges = nullptr;
   CorrWindow recent_path{true}, earliest_path{false};  // path + 1 (kNone + 1: outside every range)
-  struct PathWaiting {
+  // One GPU activity as its groups fold it.
+  struct Work {
     EventKind kind;
     uint32_t name;
     uint8_t copy_kind;
@@ -179,7 +167,7 @@ struct Share {
     int64_t dur;
     uint64_t bytes, queued, start;
   };
-  std::unordered_multimap<uint32_t, PathWaiting> path_waiting;
+  std::unordered_multimap<uint32_t, Work> path_waiting;
   struct MatchAcc {
     DurationDigest exec, queue;
   };
@@ -198,7 +186,7 @@ struct Share {
   std::vector<v1::Record> nccl_calls, externals;
   std::vector<NcclKernel> nccl_kernels;
   NcclKernelFilter nccl;
-  std::vector<int8_t> sync_named;  // per string id: is_synchronous_call(), -1 unknown
+  NameFlags sync_named;  // is_synchronous_call()
   gpuhook::Integrity integrity;
   std::string needs_model;
   std::exception_ptr error;
@@ -226,6 +214,7 @@ uint64_t group_id(GroupBy by, EventKind kind, uint32_t name, uint8_t copy_kind, 
              : kind == EventKind::kMemset ? (uint64_t{2} << 40)
                                           : name;
     case GroupBy::kStream: return (uint64_t{device & 0xFFFF} << 32) | stream;  // summary.cpp group_id
+    case GroupBy::kRange: return kNone;  // without range paths: every event in "(no range)"
     default: return device;
   }
 }
@@ -239,7 +228,7 @@ std::string kernel_group_key(uint64_t id, std::string name) {
 
 size_t slot_index(GroupBy by) { return static_cast<size_t>(by); }
 
-void fold_group(Share& sh, GroupBy g, uint64_t id, const Share::PathWaiting& w) {
+void fold_group(Share& sh, GroupBy g, uint64_t id, const Share::Work& w) {
   const size_t gi = slot_index(g);
   auto [it, fresh] = sh.slot_of[gi].try_emplace(id, static_cast<uint32_t>(sh.slots[gi].size()));
   if (fresh) {
@@ -261,9 +250,8 @@ void fold_group(Share& sh, GroupBy g, uint64_t id, const Share::PathWaiting& w) 
 }
 
 // What an event's range path groups, once the path is known (kNone: outside every range).
-void fold_path(Share& sh, uint32_t path, const Share::PathWaiting& w) {
-  if (std::find(sh.groupings.begin(), sh.groupings.end(), GroupBy::kRange) != sh.groupings.end())
-    fold_group(sh, GroupBy::kRange, path, w);
+void fold_path(Share& sh, uint32_t path, const Share::Work& w) {
+  if (sh.by_range) fold_group(sh, GroupBy::kRange, path, w);
   if (!sh.matches) return;
   Share::MatchAcc& m = sh.matches_by_path[group_id(GroupBy::kKernel, w.kind, w.name, w.copy_kind, 0, 0)][path];
   m.exec.add(w.dur);
@@ -285,14 +273,10 @@ void fold_work(Share& sh, EventKind kind, uint32_t name, uint8_t copy_kind, uint
                                                    : BusyTracker::Work::kOther);
   if (!maybe_nccl) sh.work_without_nccl.add(start, end, BusyTracker::Work::kOther);
   if (kind == EventKind::kKernel) sh.exec.add(dur);
-  const Share::PathWaiting w{kind, name, copy_kind, device, stream, dur, bytes, queued, start};
+  const Share::Work w{kind, name, copy_kind, device, stream, dur, bytes, queued, start};
   for (GroupBy g : sh.groupings)
-    if (g != GroupBy::kRange) fold_group(sh, g, group_id(g, kind, name, copy_kind, device, stream), w);
-  if (!sh.ranges) {
-    if (std::find(sh.groupings.begin(), sh.groupings.end(), GroupBy::kRange) != sh.groupings.end())
-      fold_group(sh, GroupBy::kRange, kNone, w);
-    return;
-  }
+    if (g != GroupBy::kRange || !sh.ranges) fold_group(sh, g, group_id(g, kind, name, copy_kind, device, stream), w);
+  if (!sh.ranges) return;
   const uint64_t path = corr != 0 ? sh.path_of(corr) : uint64_t{kNone} + 1;
   if (path != 0) fold_path(sh, static_cast<uint32_t>(path - 1), w);
   else if (sh.path_waiting.size() < kMaxWaiting) sh.path_waiting.emplace(corr, w);
@@ -329,19 +313,11 @@ void fold_copy(Share& sh, const v1::Memcpy& c, uint64_t start, uint64_t end) {
     sh.copies_waiting.emplace(c.correlation_id(), c.device());
 }
 
-// is_synchronous_call() of a call's name, once per name: every launch comes through here.
-bool synchronous(Share& sh, const gpuhook::CaptureReader& reader, uint32_t name_id) {
-  if (name_id >= (1u << 24)) return is_synchronous_call(reader.string(name_id));
-  if (name_id >= sh.sync_named.size()) sh.sync_named.resize(name_id + 1, -1);
-  if (sh.sync_named[name_id] < 0) sh.sync_named[name_id] = is_synchronous_call(reader.string(name_id)) ? 1 : 0;
-  return sh.sync_named[name_id] == 1;
-}
-
 void fold_api(Share& sh, const gpuhook::CaptureReader& reader, const gpuhook::ApiFields& a) {
   if (a.correlation_id == 0 || a.domain == v1::API_DOMAIN_NCCL) return;
   const uint64_t start = known(a.start_ns);
   if (start == 0) return;
-  const bool sync = synchronous(sh, reader, a.name_id);
+  const bool sync = sh.sync_named.test(reader, a.name_id, is_synchronous_call);
   sh.recent.set(a.correlation_id, start | (sync ? CorrWindow::kSyncBit : 0));
   sh.earliest.set(a.correlation_id, start | (sync ? CorrWindow::kSyncBit : 0));
   if (sh.ranges) {
@@ -661,7 +637,7 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
   {
     gpuhook::CaptureReader probe(path, gpuhook::ReaderOptions{o.load.strict, 0, 0});
     if (!index_within_guard(probe, o.load)) {
-      if (why_not) *why_not = "more records than --max-records-per-byte allows";
+      if (why_not) *why_not = kOverGuard;
       return std::nullopt;
     }
     index = probe.index();
@@ -671,7 +647,8 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
     groupings.push_back(GroupBy::kKernel);  // the matches are the kernel groups' samples
   // A launch's range path needs every range of its thread: those are read first, on their own.
   std::unique_ptr<const RangePaths> ranges;
-  if (o.matches || std::find(groupings.begin(), groupings.end(), GroupBy::kRange) != groupings.end()) {
+  const bool by_range = std::find(groupings.begin(), groupings.end(), GroupBy::kRange) != groupings.end();
+  if (o.matches || by_range) {
     std::string why;
     ranges = RangePaths::read(path, o.load, &why);
     if (!ranges) {
@@ -679,11 +656,14 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
       return std::nullopt;
     }
   }
+  // The launches' paths, when the capture has push/pop ranges.
+  const RangePaths* paths = ranges && !ranges->empty() ? ranges.get() : nullptr;
   for (Share& sh : shares) {
     sh.groupings = groupings;
+    sh.by_range = by_range;
     sh.matches = o.matches;
     sh.gaps = o.gaps;
-    if (ranges && !ranges->empty()) sh.ranges = ranges.get();
+    sh.ranges = paths;
   }
   std::atomic<bool> stop{false};
   run_shares(shares, stop, [&](Share& sh) { read_share(path, o, sh, stop); });
@@ -718,13 +698,12 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
     return std::none_of(shares.begin(), shares.end(), [corr](const Share& sh) { return sh.maybe_lost(corr); });
   };
   std::unordered_map<uint32_t, uint32_t> nccl_paths;  // NCCL kernel's correlation id -> path
-  const bool with_paths = ranges && !ranges->empty();
-  if (with_paths) {
+  if (paths) {
     for (Share& sh : shares) {
       for (const auto& [corr, w] : sh.path_waiting) {
         uint32_t p = kNone;
         if (!path_anywhere(corr, &p)) {
-          if (why_not) *why_not = "GPU records written too far from their launch calls to join them in a stream";
+          if (why_not) *why_not = kTooFar;
           return std::nullopt;
         }
         fold_path(sh, p, w);
@@ -732,7 +711,7 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
       sh.path_waiting.clear();
       for (const Share::NcclKernel& k : sh.nccl_kernels)
         if (k.corr != 0 && !path_anywhere(k.corr, &nccl_paths[k.corr])) {
-          if (why_not) *why_not = "GPU records written too far from their launch calls to join them in a stream";
+          if (why_not) *why_not = kTooFar;
           return std::nullopt;
         }
     }
@@ -807,7 +786,7 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
   s.captures.front().busy_ns_without_nccl = work_without_nccl.finish().busy_ns;
   out.late_activities += work_without_nccl.late();
   out.busy_exact = out.busy_exact && work_without_nccl.exact();
-  if (o.matches && with_paths) {
+  if (o.matches && paths) {
     // add_diff_samples() without graphs: one match per range path and kernel key.
     for (Share& sh : shares)
       for (auto& [id, paths] : sh.matches_by_path) {

@@ -92,6 +92,13 @@ inline std::pair<float, float> host_call_x(const Frame& f, uint64_t start, uint6
   return {f.x(std::max(start, f.t0)), f.x(std::min(end ? end : start, f.t1))};
 }
 
+// A host call's span in the window into its lane's coverage: every call but the bars, and a
+// bar candidate past the chart's bar budget.
+inline void add_host_call(const Frame& f, Coverage& other, uint64_t start, uint64_t end) {
+  const auto [x0, x1] = host_call_x(f, start, end);
+  other.add(x0 - f.left, x1 - f.left);
+}
+
 // A host call in the window into its thread's lane: a launch's tick, and its span as coverage
 // unless it is a blocking call at least a pixel wide. True for those: they are drawn as bars
 // while the chart's bar budget lasts (the caller keeps them in call order).

@@ -102,8 +102,7 @@ void Builder::draw_host_lanes() {
           draw_blocking_call(i, cy);
           ++bars;
         } else {
-          const auto [x0, x1] = host_call_x(f_, m_.api.start_ns[i], m_.api.end_ns[i]);
-          other.add(x0 - f_.left, x1 - f_.left);
+          add_host_call(f_, other, m_.api.start_ns[i], m_.api.end_ns[i]);
         }
       }
     }

@@ -249,20 +249,6 @@ void fold_event(Fold& fo, const gpuhook::RecordView& v, const Gpu& g, uint64_t s
   ++lane->second.aggregated;
 }
 
-// Whether a call's name is a blocking call's; nothing when its name is not defined yet (the
-// loaded capture would know it).
-std::optional<bool> blocking_name(Fold& fo, const gpuhook::CaptureReader& reader, uint32_t id) {
-  if (id < fo.blocking_names.size() && fo.blocking_names[id] >= 0) return fo.blocking_names[id] == 1;
-  const std::string_view name = reader.string(id);
-  if (name.empty() && id != 0) return std::nullopt;
-  const bool blocking = is_blocking_call(name);
-  if (id < (1u << 24)) {
-    if (id >= fo.blocking_names.size()) fo.blocking_names.resize(id + 1, -1);
-    fo.blocking_names[id] = blocking ? 1 : 0;
-  }
-  return blocking;
-}
-
 // A host call into its thread's lane, as Builder::draw_host_lanes() folds it.
 void fold_host_call(Fold& fo, const gpuhook::ApiFields& a, uint64_t seq, const gpuhook::CaptureReader& reader) {
   const Frame& f = *fo.frame;
@@ -284,19 +270,19 @@ void fold_host_call(Fold& fo, const gpuhook::ApiFields& a, uint64_t seq, const g
     it = fo.host.try_emplace(tid).first;
     it->second.calls.other = it->second.calls.ticks = Coverage(f.columns());
   }
-  const std::optional<bool> blocking = blocking_name(fo, reader, a.name_id);
-  if (!blocking) {
-    fo.needs_model = "host calls named before their names are defined";
-    return;
-  }
+  // A name not defined yet stops the stream (the loaded capture would know it).
+  const bool blocking = fo.blocking_names.test(reader, a.name_id, [&](std::string_view name) {
+    if (name.empty() && a.name_id != 0) fo.needs_model = "host calls named before their names are defined";
+    return is_blocking_call(name);
+  });
+  if (!fo.needs_model.empty()) return;
   const bool launched = a.correlation_id != 0 && a.domain != v1::API_DOMAIN_NCCL && fo.gpu_corrs->contains(a.correlation_id);
   Fold::HostThread& th = it->second;
-  if (!detail::fold_host_call(f, th.calls, s, e, launched, *blocking)) return;
+  if (!detail::fold_host_call(f, th.calls, s, e, launched, blocking)) return;
   if (th.blocking.size() < detail::kMaxHostBars) {
     th.blocking.emplace_back(seq, a);
   } else {  // past the bars any chart draws: coverage
-    const auto [x0, x1] = detail::host_call_x(f, s, e);
-    th.calls.other.add(x0 - f.left, x1 - f.left);
+    detail::add_host_call(f, th.calls.other, s, e);
   }
 }
 

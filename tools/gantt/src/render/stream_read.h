@@ -31,6 +31,7 @@ namespace gantt::streamed {
 namespace v1 = gpuhook::v1;
 using analysis::ChunkRange;
 using analysis::CorrWindow;
+using analysis::kTooFar;
 using detail::BusyClass;
 using detail::Frame;
 
@@ -204,7 +205,6 @@ gpuhook::Integrity read_range(const std::string& path, const LoadOptions& load, 
 // Read 1 of a share.
 void read_scan(const std::string& path, const LoadOptions& load, Scan& sc, std::atomic<bool>& stop);
 
-inline constexpr const char* kTooFar = "GPU records written too far from their launch calls to join them in a stream";
 
 // Pass-1 shares merged: what the chart's frame, lanes and threshold need.
 struct Scanned {
@@ -290,7 +290,7 @@ struct Fold {
   };
   std::set<uint64_t> host_threads;
   std::map<uint64_t, HostThread> host;
-  std::vector<int8_t> blocking_names;  // per string id: -1 not looked at, 0 no, 1 a blocking call's name
+  analysis::NameFlags blocking_names;  // is_blocking_call()
   std::string needs_model;
   std::exception_ptr error;
 

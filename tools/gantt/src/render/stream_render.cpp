@@ -36,7 +36,7 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
   std::optional<v1::ChunkIndex> index;
   {
     gpuhook::CaptureReader probe(path, gpuhook::ReaderOptions{o.load.strict, 0, 0});
-    if (!analysis::index_within_guard(probe, o.load)) return refuse("more records than --max-records-per-byte allows");
+    if (!analysis::index_within_guard(probe, o.load)) return refuse(analysis::kOverGuard);
     index = probe.index();
   }
   const std::vector<ChunkRange> ranges = analysis::plan_chunk_ranges(index, jobs);
@@ -190,8 +190,8 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
     }
     wait_context.absorb(fo.waits);
   }
-  std::vector<v1::Record> bar_calls;  // the host lanes' bar candidates, for the model of the drawn events
-  std::map<uint64_t, std::vector<uint64_t>> bar_seqs;  // thread -> its candidates' seq
+  // The host lanes' bar candidates by thread, (seq, call): for the model of the drawn events.
+  std::map<uint64_t, std::vector<std::pair<uint64_t, v1::Record>>> bars;
   if (o.render.host_lanes) {
     std::map<uint64_t, Fold::HostThread*> first;  // each thread's state in the first share that has it
     for (Fold& fo : folds) {
@@ -212,15 +212,10 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
       ChartRest::HostCalls& calls = rest.host[tid];
       calls.other = std::move(th->calls.other);
       calls.ticks = std::move(th->calls.ticks);
-      std::vector<uint64_t>& seqs = bar_seqs[tid];
+      std::vector<std::pair<uint64_t, v1::Record>>& kept = bars[tid];
       for (const auto& [seq, call] : th->blocking) {
-        if (seqs.size() < detail::kMaxHostBars) {
-          seqs.push_back(seq);
-          bar_calls.push_back(gpuhook::to_record(call));
-        } else {
-          const auto [x0, x1] = detail::host_call_x(f, builder::known(call.start_ns), builder::known(call.end_ns));
-          calls.other.add(x0 - f.left, x1 - f.left);
-        }
+        if (kept.size() < detail::kMaxHostBars) kept.emplace_back(seq, gpuhook::to_record(call));
+        else detail::add_host_call(f, calls.other, builder::known(call.start_ns), builder::known(call.end_ns));
       }
     }
   }
@@ -239,9 +234,8 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
   {
     std::vector<std::pair<uint64_t, const v1::Record*>> calls;
     for (const auto& [corr, l] : launches) calls.push_back(l);
-    size_t bar = 0;
-    for (const auto& [tid, seqs] : bar_seqs)
-      for (uint64_t seq : seqs) calls.emplace_back(seq, &bar_calls[bar++]);
+    for (const auto& [tid, kept] : bars)
+      for (const auto& [seq, r] : kept) calls.emplace_back(seq, &r);
     std::sort(calls.begin(), calls.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     // A launch call that is also a bar candidate is one call.
     calls.erase(std::unique(calls.begin(), calls.end(), [](const auto& a, const auto& b) { return a.first == b.first; }),
@@ -267,9 +261,9 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
     const size_t api0 = held_model.api.size();
     for (const auto& [seq, r] : calls) builder.add(*r);
     // The calls became the model's API calls in their order: the bars' rows.
-    for (const auto& [tid, seqs] : bar_seqs) {
+    for (const auto& [tid, kept] : bars) {
       std::vector<uint32_t>& rows = rest.host[tid].blocking;
-      for (uint64_t seq : seqs)
+      for (const auto& [seq, r] : kept)
         rows.push_back(static_cast<uint32_t>(
             api0 + (std::lower_bound(calls.begin(), calls.end(), seq, [](const auto& c, uint64_t v) { return c.first < v; }) -
                     calls.begin())));
