@@ -24,6 +24,19 @@ inline bool fast_varint(const uint8_t*& p, const uint8_t* end, uint64_t& v) {
     v = *p++;
     return true;
   }
+  if (end - p >= 3) {  // tags of fields 16 and up, most steps and sizes: two or three bytes
+    const uint64_t b0 = p[0], b1 = p[1], b2 = p[2];
+    if (b1 < 0x80) {
+      v = (b0 & 0x7F) | b1 << 7;
+      p += 2;
+      return true;
+    }
+    if (b2 < 0x80) {
+      v = (b0 & 0x7F) | (b1 & 0x7F) << 7 | b2 << 14;
+      p += 3;
+      return true;
+    }
+  }
   v = 0;
   for (int shift = 0; shift < 70 && p < end; shift += 7) {
     const uint8_t b = *p++;

@@ -31,6 +31,8 @@ p = rate["BM_WriteKernelLaunchPairs"] / 1e6
 row("format: write kernel+launch pairs/s, 1 core (synthetic)", f"{p:.2f} M pairs/s ({2*p:.2f} M records/s)", "(info)", True)
 r = rate["BM_ReadRecords"] / 1e6
 row("format: read records/s into memory, 1 core (synthetic)", f"{r:.2f} M/s", ">= 5 M/s", r >= 5)
+v = rate["BM_ReadRecordViews"] / 1e6
+row("format: read records/s as the streamed readers do (RecordView), 1 core (synthetic)", f"{v:.2f} M/s ({v / r:.2f}x the message path)", "(info)", True)
 bpk = float(size["bytes_per_kernel"])
 row("format: bytes per kernel (kernel + launch record, zstd 3, 1M kernels, synthetic)", f"{bpk:.2f} B", "<= 16 B", bpk <= 16)
 bpk1 = float(size1["bytes_per_kernel"])
