@@ -48,8 +48,13 @@ struct RenderCliOptions {
   unsigned jobs = 0;           // decoding threads of a streamed capture; 0 = every core
   bool jobs_given = false;     // -j was given: say why a capture is loaded whole after all
   bool in_memory = false;      // --in-memory: load the capture whole even when it could stream
-  uint64_t max_memory = 0;     // bytes the loaded capture may take; 0 = half the machine's memory
+  uint64_t max_memory = 0;     // bytes the loaded capture may take; 0 = kRenderLoadCap or half the machine's memory
 };
+
+// The most a chart loads when --max-memory is not given: about 8 M records (4 M kernels and
+// their launches), some 8 s of loading here. A larger capture is drawn as a stream, in memory
+// that does not grow with its events, with the flags a stream can tell.
+constexpr uint64_t kRenderLoadCap = uint64_t{1} << 30;
 
 // The chart of one capture without loading it (gantt/stream_render.h): memory bounded by
 // lanes, pixels and names, chunks decoded on every core. Nothing when the chart needs the
@@ -68,17 +73,20 @@ std::optional<int> try_stream(const RenderCliOptions& o, const gantt::RenderOpti
   };
   gantt::StreamRenderOptions so;
   so.render = ro;
-  // Too large to load: a chart without annotations, which need the whole timeline, rather
-  // than none. The footer and stderr say so.
+  // Too large to load: the flags a stream can tell (AnnotateOptions::streamed), rather than a
+  // load that grows with the events. The footer and stderr say what that leaves out.
+  bool over_budget = false;
   if (!why_not.empty() && ro.annotate.enabled && why_not == gantt::stream_render_refusal(ro)) {
-    gantt::RenderOptions plain = ro;
-    plain.annotate.enabled = false;
-    if (const LoadEstimate load = estimate_load(o.files, o.max_memory); gantt::stream_render_refusal(plain).empty() && !load.fits()) {
+    gantt::RenderOptions flagged = ro;
+    flagged.annotate.streamed = true;
+    const LoadEstimate load = estimate_load(o.files, o.max_memory, kRenderLoadCap);
+    if (gantt::stream_render_refusal(flagged).empty() && !load.fits()) {
       std::cerr << "gantt-cli: render: " << load.over_budget()
-                << ": read as a stream, without annotations (--in-memory loads it and draws them)\n";
-      plain.annotate.off_reason = "the capture was read as a stream: over --max-memory";
-      so.render = plain;
+                << ": read as a stream: queue delays flagged on the kernels drawn one by one, copy overlaps not "
+                   "flagged (--in-memory loads it and flags all)\n";
+      so.render = flagged;
       why_not.clear();
+      over_budget = true;
     }
   }
   if (!why_not.empty()) return loaded();
@@ -87,6 +95,14 @@ std::optional<int> try_stream(const RenderCliOptions& o, const gantt::RenderOpti
   std::optional<gantt::StreamedChart> chart;
   try {
     chart = gantt::stream_render(o.files.front(), so, &why_not);
+    if (!chart && over_budget) {
+      // What stopped the flags may not stop the chart: drawn without them, the footer says why.
+      const std::string flags_stopped = why_not;
+      so.render.annotate.enabled = false;
+      so.render.annotate.off_reason = "the capture was read as a stream, over --max-memory, and holds " + flags_stopped;
+      chart = gantt::stream_render(o.files.front(), so, &why_not);
+      if (chart) std::cerr << "gantt-cli: render: no flags: " << flags_stopped << " (--in-memory loads it and flags all)\n";
+    }
   } catch (const gpuhook::CaptureError&) {
     return std::nullopt;  // the loader reports it, as for any capture
   }
@@ -287,13 +303,15 @@ void register_render(CLI::App& app, int& exit_code) {
                   "that is loaded whole after all says why")
       ->capture_default_str();
   cmd->add_flag("--in-memory", o->in_memory,
-                "load the capture whole before drawing; by default the chart of one capture without annotations "
-                "(--no-annotate, --view gantt, lanes per stream or device, no filters) is read as a stream, in "
-                "memory that does not grow with its events, and is the same chart");
+                "load the capture whole before drawing, and flag all; by default the chart of one capture without "
+                "annotations (--no-annotate, --view gantt, lanes per stream or device, no filters) is read as a "
+                "stream, in memory that does not grow with its events, and is the same chart; so is one with "
+                "annotations over --max-memory, with the flags a stream can tell");
   cmd->add_option("--max-memory", o->max_memory,
                   "the memory the loaded capture may take, estimated from its chunk index (about 130 bytes a "
-                  "record), e.g. 16G; over it, a chart with annotations is drawn as a stream without them, and the "
-                  "footer says so (default: half the machine's memory)")
+                  "record), e.g. 16G; over it, a chart with annotations is drawn as a stream: low occupancy and "
+                  "idle gaps flagged as when loaded, queue delays only on the kernels drawn one by one, copy overlaps "
+                  "not flagged; the footer says so (default: 1G, or half the machine's memory if less)")
       ->transform(CLI::AsSizeValue(false));
   cmd->callback([o, jobs, &exit_code] {
     o->jobs_given = jobs->count() > 0;

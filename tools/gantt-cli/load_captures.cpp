@@ -122,7 +122,7 @@ uint64_t half_the_memory() {
 
 }  // namespace
 
-LoadEstimate estimate_load(const std::vector<std::string>& files, uint64_t max_memory) {
+LoadEstimate estimate_load(const std::vector<std::string>& files, uint64_t max_memory, uint64_t default_cap) {
   LoadEstimate e;
   for (const std::string& path : files) {
     const gpuhook::CaptureReader probe(path, gpuhook::ReaderOptions{false, 0, 0});
@@ -134,7 +134,7 @@ LoadEstimate estimate_load(const std::vector<std::string>& files, uint64_t max_m
     }
   }
   e.bytes = e.records > UINT64_MAX / kLoadedBytesPerRecord ? UINT64_MAX : e.records * kLoadedBytesPerRecord;
-  e.budget = max_memory ? max_memory : half_the_memory();
+  e.budget = max_memory ? max_memory : std::min(half_the_memory(), default_cap);
   return e;
 }
 

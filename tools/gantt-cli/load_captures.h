@@ -55,14 +55,16 @@ std::vector<gantt::jobs::CaptureStamp> read_capture_stamps(const std::vector<std
 bool merge_summary_files(const std::vector<std::string>& paths, gantt::analysis::StatsSummary& into, bool& have);
 
 // What loading captures would take, from their chunk indexes (about 130 bytes a record; a
-// capture without an index by its size), against --max-memory (0: half the machine's memory).
+// capture without an index by its size), against --max-memory (0: half the machine's memory, or less: default_cap).
 // Over it, the subcommands that can read a capture as a stream do, and say what that leaves out.
 struct LoadEstimate {
   uint64_t records = 0, bytes = 0, budget = 0;
   bool fits() const { return bytes <= budget; }
   std::string over_budget() const;  // "N records would take about X loaded, over --max-memory Y"
 };
-LoadEstimate estimate_load(const std::vector<std::string>& files, uint64_t max_memory);
+// `default_cap`: the most a subcommand loads when --max-memory is not given.
+LoadEstimate estimate_load(const std::vector<std::string>& files, uint64_t max_memory,
+                           uint64_t default_cap = UINT64_MAX);
 
 // False, after one line on stderr, when a capture has nothing to report on (no header).
 bool reportable(const gantt::Model& model);

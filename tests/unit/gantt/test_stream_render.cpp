@@ -10,12 +10,14 @@
 #include <cstdio>
 #include <optional>
 #include <random>
+#include <regex>
 #include <sstream>
 #include <string>
 
 #include <gpuhook/capture.h>
 
 #include "../../../tools/gantt/src/analysis/stream_shares.h"
+#include "../../../tools/gantt/src/render/stream_read.h"
 #include "../../support/fake_device.h"
 #include "fabricate.h"
 #include "gantt/lod.h"
@@ -129,6 +131,8 @@ std::string write_capture(const std::string& name, const Spec& spec) {
       if (stream == 13 && rng() % 2) k->set_stream_priority(3);
       k->set_grid_x(1 + rng() % 512);
       k->set_block_x(64 << (rng() % 4));
+      k->set_block_y(1);
+      k->set_block_z(1);
       k->set_registers_per_thread(16 + rng() % 64);
       if (rng() % 8 != 0) k->set_queued_ns(static_cast<int64_t>(start - 1000 - rng() % 40000));
       if (rng() % 300 != 0) k->set_start_ns(static_cast<int64_t>(start));
@@ -306,6 +310,131 @@ TEST(StreamRender, HostLanesKeepTheLoadedChartsCaps) {
     EXPECT_TRUE(svg_of(chart->scene) == expected) << jobs << " threads";
   }
   std::remove(path.c_str());
+}
+
+// The chart without what a streamed one does not flag: the copy-overlap marks and the
+// footer's flags line (whose counts are compared on their own).
+std::string without_overlaps(const std::string& svg) {
+  static const std::regex overlap(R"(<rect[^>]*><title>(overlap [0-9]+%|copy not overlapped[^<]*)</title></rect>\n?)");
+  static const std::regex flags(R"(<text[^>]*>flags[^<]*</text>)");
+  return std::regex_replace(std::regex_replace(svg, overlap, ""), flags, "");
+}
+
+std::string flag_counts(const std::string& svg) {
+  static const std::regex count(R"((occupancy &lt; [0-9]+%|idle gaps &gt; [^:]*): ([0-9]+))");
+  std::string out;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), count); it != std::sregex_iterator(); ++it)
+    out += it->str() + "; ";
+  return out;
+}
+
+// Over the memory budget, the streamed chart flags low occupancy and idle gaps (their host
+// labels too) as the loaded chart does, on any number of threads; queue delays on the kernels
+// it draws one by one; no copy overlaps.
+TEST(StreamRender, FlagsWhatAStreamCanTellAsTheLoadedChart) {
+  Spec spec;
+  spec.activities = 20000;
+  spec.ranges = false;
+  spec.late_launches = true;
+  const std::string path = write_capture("flags", spec);
+  for (int64_t idle_gap : {int64_t{-1}, int64_t{150'000}, int64_t{2'000}}) {
+    RenderOptions o = chart_options(LaneMode::kStream, 1920);
+    o.host_lanes = true;
+    o.annotate.enabled = true;
+    o.annotate.idle_gap_ns = idle_gap;
+    o.annotate.low_occupancy = 0.6;
+    RenderStats whole;
+    const std::string expected = loaded_svg(path, o, &whole);
+    EXPECT_NE(flag_counts(expected).find("idle gaps"), std::string::npos);
+    if (idle_gap == 150'000) {
+      EXPECT_NE(expected.find("host in cudaStreamSynchronize"), std::string::npos);  // the labels are exercised
+      EXPECT_EQ(flag_counts(expected).find("occupancy &lt; 60%: 0;"), std::string::npos) << flag_counts(expected);
+    }
+    o.annotate.streamed = true;
+    for (unsigned jobs : {1u, 3u}) {
+      std::string why;
+      const auto chart = streamed(path, o, jobs, &why);
+      ASSERT_TRUE(chart) << why;
+      const std::string got = svg_of(chart->scene);
+      EXPECT_EQ(flag_counts(got), flag_counts(expected)) << jobs << " threads, idle gap " << idle_gap;
+      EXPECT_TRUE(without_overlaps(got) == without_overlaps(expected)) << jobs << " threads, idle gap " << idle_gap;
+      EXPECT_NE(got.find("flags (read as a stream; --in-memory flags all)"), std::string::npos);
+      EXPECT_EQ(got.find("<title>overlap "), std::string::npos);
+    }
+  }
+  std::remove(path.c_str());
+}
+
+// The idle gaps' union: spans closer than its tolerance are one, in any order of adding and
+// merging, and a growing tolerance keeps them few without losing a gap past an fiftieth of
+// their extent.
+TEST(StreamRender, GapUnionFindsTheGapsOfThePlainUnion) {
+  std::mt19937_64 rng(5);
+  std::vector<std::pair<uint64_t, uint64_t>> spans;
+  uint64_t t = 1'000'000;
+  for (int i = 0; i < 20000; ++i) {
+    t += rng() % 500 == 0 ? 200'000'000 + rng() % 200'000'000 : rng() % 3 == 0 ? rng() % 400'000 : rng() % 2'000;
+    spans.emplace_back(t, t + rng() % 5'000);
+  }
+  // The plain union's gaps over `threshold`, as annotate() finds them.
+  auto plain_gaps = [&](uint64_t threshold) {
+    auto sorted = spans;
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<std::pair<uint64_t, uint64_t>> u, gaps;
+    for (const auto& [b, e] : sorted) {
+      if (!u.empty() && b <= u.back().second) u.back().second = std::max(u.back().second, e);
+      else u.emplace_back(b, e);
+    }
+    for (size_t i = 1; i < u.size(); ++i)
+      if (u[i].first - u[i - 1].second > threshold) gaps.emplace_back(u[i - 1].second, u[i].first);
+    return gaps;
+  };
+  auto gaps_of = [](const streamed::GapUnion& g, uint64_t threshold) {
+    std::vector<std::pair<uint64_t, uint64_t>> gaps;
+    uint64_t prev = 0;
+    bool first = true;
+    for (const auto& [b, s] : g.spans()) {
+      if (!first && b - prev > threshold) gaps.emplace_back(prev, b);
+      prev = s.end;
+      first = false;
+    }
+    return gaps;
+  };
+  for (bool grow : {false, true}) {
+    std::vector<size_t> order(spans.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::shuffle(order.begin(), order.end(), rng);
+    streamed::GapUnion parts[3] = {streamed::GapUnion(50'000, grow), streamed::GapUnion(50'000, grow),
+                                   streamed::GapUnion(50'000, grow)};
+    uint64_t first_start = UINT64_MAX;
+    uint64_t first_seq = 0;
+    for (size_t i : order) {
+      parts[i % 3].add(spans[i].first, spans[i].second, {spans[i].first, i, static_cast<uint32_t>(i)});
+      if (spans[i].first < first_start || (spans[i].first == first_start && i < first_seq)) {
+        first_start = spans[i].first;
+        first_seq = i;
+      }
+    }
+    streamed::GapUnion all;
+    for (const auto& p : parts) all.absorb(p);
+    const uint64_t extent = spans.back().second - spans.front().first;
+    const uint64_t threshold = std::max<uint64_t>(50'000, extent / 50);
+    EXPECT_LE(all.tolerance(), threshold);
+    if (grow) {
+      EXPECT_LE(all.size(), streamed::GapUnion::kFewSpans) << "a growing tolerance keeps the spans few";
+      EXPECT_GT(all.tolerance(), 50'000u);
+    } else {
+      EXPECT_EQ(all.tolerance(), 50'000u);
+    }
+    EXPECT_EQ(gaps_of(all, threshold), plain_gaps(threshold)) << (grow ? "growing" : "fixed");
+    EXPECT_FALSE(plain_gaps(threshold).empty());
+    if (!grow) {
+      EXPECT_EQ(gaps_of(all, 50'000), plain_gaps(50'000)) << "at the tolerance itself";
+    }
+    // Each span's first event is its earliest: the one that ended the gap before it.
+    EXPECT_EQ(all.spans().begin()->second.first.seq, first_seq);
+    for (const auto& [b, s] : all.spans()) EXPECT_EQ(s.first.start, b);
+  }
 }
 
 TEST(StreamRender, SaysWhyWhatNeedsTheWholeTimelineIsNotStreamed) {

@@ -277,32 +277,15 @@ void ModelBuilder::Impl::sort_metrics() {
 void ModelBuilder::Impl::occupancy() {
   CaptureInfo& c = m.captures[cap];
   EventTable& e = m.events;
-  std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint64_t>, Occupancy> memo;
-  std::map<uint32_t, SmLimits> limits;
-  for (const auto& d : c.devices) {
-    const SmLimits sm = sm_limits(d);
-    const std::string problem = sm_limits_problem(sm);
-    if (problem.empty()) {
-      limits[d.ordinal()] = sm;
-    } else if (c.device_problems.size() < 16) {
-      c.device_problems.push_back("device " + std::to_string(d.ordinal()) + ": " + problem);
-    }
-  }
-  if (limits.empty()) return;
+  KernelOccupancy kernels(c.devices, &c.device_problems);
+  if (!kernels.any_device()) return;
   for (size_t i = ev0; i < e.size(); ++i) {
     if (e.kind[i] != EventKind::kKernel && e.kind[i] != EventKind::kNccl) continue;
-    auto lim = limits.find(e.device[i]);
-    if (lim == limits.end()) continue;
-    const uint64_t threads64 = dim3_count(e.block[i]);
-    if (threads64 == 0 || threads64 > UINT32_MAX) continue;
-    LaunchShape shape{static_cast<uint32_t>(threads64), e.registers_per_thread[i],
-                      uint64_t{e.static_smem_bytes[i]} + e.dynamic_smem_bytes[i]};
-    auto key = std::make_tuple(e.device[i], shape.threads_per_block, shape.registers_per_thread, shape.shared_memory_bytes);
-    auto it = memo.find(key);
-    if (it == memo.end()) it = memo.emplace(key, theoretical_occupancy(shape, lim->second)).first;
-    if (it->second.limit == OccupancyLimit::kUnknown) continue;
-    e.occupancy[i] = static_cast<float>(it->second.fraction);
-    e.occupancy_limit[i] = it->second.limit;
+    const Occupancy& o = kernels.of(e.device[i], e.block[i], e.registers_per_thread[i],
+                                    uint64_t{e.static_smem_bytes[i]} + e.dynamic_smem_bytes[i]);
+    if (o.limit == OccupancyLimit::kUnknown) continue;
+    e.occupancy[i] = static_cast<float>(o.fraction);
+    e.occupancy_limit[i] = o.limit;
   }
 }
 

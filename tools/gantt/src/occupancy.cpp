@@ -5,6 +5,8 @@
 
 #include <gpuhook/v1/capture.pb.h>
 
+#include "gantt/model.h"
+
 namespace gantt {
 
 const char* to_string(OccupancyLimit limit) {
@@ -155,6 +157,41 @@ Occupancy theoretical_occupancy(const LaunchShape& launch, const SmLimits& sm) {
   o.fraction = static_cast<double>(o.active_warps) / sm.max_warps_per_sm;
   if (o.active_blocks == 0) o.limit = OccupancyLimit::kDoesNotFit;
   return o;
+}
+
+KernelOccupancy::KernelOccupancy(const std::vector<gpuhook::v1::DeviceInfo>& devices, std::vector<std::string>* problems) {
+  for (const auto& d : devices) {
+    const SmLimits sm = sm_limits(d);
+    const std::string problem = sm_limits_problem(sm);
+    if (problem.empty()) {
+      limits_[d.ordinal()] = sm;
+    } else if (problems != nullptr && problems->size() < 16) {
+      problems->push_back("device " + std::to_string(d.ordinal()) + ": " + problem);
+    }
+  }
+}
+
+const Occupancy& KernelOccupancy::of(uint32_t device, const std::array<int32_t, 3>& block, uint32_t registers_per_thread,
+                                     uint64_t shared_memory_bytes) {
+  const uint64_t threads = dim3_count(block);
+  if (threads == 0 || threads > UINT32_MAX) return unknown_;
+  const Key key{device, static_cast<uint32_t>(threads), registers_per_thread, shared_memory_bytes};
+  // A program launches a few shapes over and over: most kernels hit the small cache.
+  Hit& hit = cache_[(std::get<0>(key) * 31 + std::get<1>(key) * 17 + std::get<2>(key) * 7 + std::get<3>(key)) % kCache];
+  if (hit.occupancy != nullptr && hit.key == key) return *hit.occupancy;
+  auto it = memo_.find(key);
+  if (it == memo_.end()) {
+    auto lim = limits_.find(device);
+    if (lim == limits_.end()) return unknown_;
+    if (memo_.size() >= kMaxShapes) {  // a hostile file's shapes: a cache, not a record
+      memo_.clear();
+      for (Hit& h : cache_) h = Hit{};
+    }
+    const LaunchShape shape{static_cast<uint32_t>(threads), registers_per_thread, shared_memory_bytes};
+    it = memo_.emplace(key, theoretical_occupancy(shape, lim->second)).first;
+  }
+  hit = Hit{key, &it->second};
+  return it->second;
 }
 
 }  // namespace gantt

@@ -19,6 +19,10 @@ struct AnnotateOptions {
   int64_t idle_gap_ns = -1;          // device idle over this; <0: 2% of the window, at least 50 us
   int64_t adjacent_ns = 20'000;      // a copy with compute this close before/after, but none during it
   std::string off_reason;            // why they are off, for the footer ("": --no-annotate)
+  // The chart is read as a stream (stream_render.h): it flags what a stream can tell exactly,
+  // low occupancy and idle gaps with their host labels, for every event, and queue delays
+  // on the kernels drawn one by one; copy overlaps are not flagged. The footer says so.
+  bool streamed = false;
 };
 
 enum class AnnotationKind : uint8_t { kQueueDelay, kLowOccupancy, kOverlap, kMissedOverlap, kIdleGap };
@@ -46,8 +50,28 @@ inline constexpr size_t kMaxAnnotationsPerKind = 10000;
 Annotations annotate(const Model& model, const Selection& selection, const AnnotateOptions& options,
                      size_t max_per_kind = kMaxAnnotationsPerKind, const std::vector<analysis::WaitSplit>* waits = nullptr);
 
-// The idle-gap threshold actually used for a window.
+// The idle-gap threshold actually used for a window: the given one, else an fiftieth of the
+// window and at least kMinIdleGapNs.
+inline constexpr uint64_t kMinIdleGapNs = 50'000;
 int64_t idle_gap_threshold_ns(const AnnotateOptions& options, uint64_t window_ns);
+
+// The idle-gap flag's parts that the streamed chart (stream_render.h) shares with annotate().
+// Of a device's gaps (their lengths, in time order), the kExplainedGaps longest get a host
+// label; the earlier of equal ones first.
+inline constexpr size_t kExplainedGaps = 64;
+std::vector<bool> explained_gaps(const std::vector<uint64_t>& lengths);
+// The host side of a gap: the launch call of the event that ended it, and the call of that
+// call's thread that covers most of the gap, blocking calls first (its name as recorded).
+struct GapHost {
+  bool launch_known = false;
+  uint64_t launch_start = 0;
+  bool found = false;
+  std::string_view best_call;
+  uint64_t best_cover = 0;
+};
+std::string gap_host_text(const GapHost& host, uint64_t begin, uint64_t end);
+// "idle 1.20 ms", then " - " and why, when there is a why.
+std::string idle_gap_label(uint64_t begin, uint64_t end, const std::string& why);
 
 // True for host calls that block the calling thread until GPU work finishes
 // (cudaStreamSynchronize, cudaDeviceSynchronize, synchronous cudaMemcpy, ...).

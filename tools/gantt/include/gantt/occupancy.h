@@ -5,8 +5,12 @@
 // reservation; the per-SM block and warp limits. The smallest limit wins and is named.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <map>
 #include <string>
+#include <tuple>
+#include <vector>
 
 namespace gpuhook::v1 { class DeviceInfo; }
 
@@ -62,5 +66,34 @@ struct Occupancy {
 // kUnknown when the limits are not usable (zeros in DeviceInfo, sm_limits_problem, an empty
 // block).
 Occupancy theoretical_occupancy(const LaunchShape& launch, const SmLimits& sm);
+
+// The occupancy of a capture's kernels on its recorded devices, worked out once per launch
+// shape: what the loader stores per kernel (ModelBuilder) and the streamed chart's
+// low-occupancy flag counts.
+class KernelOccupancy {
+ public:
+  // A device recorded twice takes its last usable record; an unusable one is named in
+  // `problems` (at most 16 in all), and its kernels' occupancy is unknown.
+  explicit KernelOccupancy(const std::vector<gpuhook::v1::DeviceInfo>& devices,
+                           std::vector<std::string>* problems = nullptr);
+  bool any_device() const { return !limits_.empty(); }
+  // limit kUnknown when it cannot be told (no usable device, an empty or huge block). The
+  // reference holds until the next call.
+  const Occupancy& of(uint32_t device, const std::array<int32_t, 3>& block, uint32_t registers_per_thread,
+                      uint64_t shared_memory_bytes);
+
+ private:
+  using Key = std::tuple<uint32_t, uint32_t, uint32_t, uint64_t>;  // device, threads, registers, shared memory
+  struct Hit {
+    Key key{};
+    const Occupancy* occupancy = nullptr;  // into memo_
+  };
+  static constexpr size_t kMaxShapes = size_t{1} << 16;
+  static constexpr size_t kCache = 64;
+  std::map<uint32_t, SmLimits> limits_;
+  std::map<Key, Occupancy> memo_;
+  std::array<Hit, kCache> cache_{};
+  Occupancy unknown_;
+};
 
 }  // namespace gantt

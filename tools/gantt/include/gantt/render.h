@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <string>
@@ -107,6 +108,7 @@ struct ChartRest {
   uint64_t syncs = 0;   // selected synchronisations
   double threshold_px = 0;
   std::vector<analysis::WaitSplit> waits;  // analysis::wait_causes() of the held kernels, by event
+  std::optional<Annotations> annotations;  // AnnotateOptions::streamed: the flags, worked out as read
   // Host lanes: the thread ids with calls in the window, and the calls of the first
   // kMaxHostLanes of them (the lanes a chart draws at most).
   std::set<uint64_t> host_threads;

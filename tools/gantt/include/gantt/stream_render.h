@@ -12,14 +12,18 @@
 // the same scene builder as the loaded chart, and the same bytes (tests/e2e/cli
 // render_stream_test.sh). Memory grows with lanes, pixels and names, not with events.
 //
+// Annotations are streamed only when asked for as such (AnnotateOptions::streamed): low
+// occupancy counted over every kernel in read 2; idle gaps from each device's activity union
+// of read 1 (GapUnion), the host call behind the longest found in read 2; queue delays on the
+// drawn kernels only; no copy overlaps, which need every kernel's readiness on its stream.
+//
 // What needs the whole timeline is not streamed; stream_render() then returns nothing and
-// says why, and the caller loads the capture: annotations (queue-delay causes, overlaps, the
-// host call behind a gap), views and lane groupings other than per stream
-// or device, filters, --deps, --memory-strip, stream waits on CUDA events, host functions,
-// CUDA graphs, merged files, damaged files, NCCL calls without external ids, files whose
-// launches lie too far from their GPU records for the join's window, and, with host lanes,
-// host calls that share a correlation id (a launch's tick names the last of them). The drawn kernels'
-// queued -> start split is computed from their stream's and device's operations
+// says why, and the caller loads the capture: annotations in full, views and lane groupings
+// other than per stream or device, filters, --deps, --memory-strip, stream waits on CUDA
+// events, host functions, CUDA graphs, merged files, damaged files, NCCL calls without
+// external ids, files whose launches lie too far from their GPU records for the join's
+// window, and, with host lanes, host calls that share a correlation id (a launch's tick names
+// the last of them). The drawn kernels' queued -> start split is computed from their stream's and device's operations
 // (stream_waits.h); NVTX range records (up to half a million, for the drawn events' range
 // paths) and GPU counter samples (up to a million, for the measured strips) are kept whole.
 #pragma once

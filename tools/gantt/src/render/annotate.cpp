@@ -33,7 +33,7 @@ bool is_blocking_call(std::string_view n) {
 
 int64_t idle_gap_threshold_ns(const AnnotateOptions& o, uint64_t window_ns) {
   if (o.idle_gap_ns >= 0) return o.idle_gap_ns;
-  return std::max<int64_t>(50'000, static_cast<int64_t>(window_ns / 50));
+  return std::max<int64_t>(kMinIdleGapNs, static_cast<int64_t>(window_ns / 50));
 }
 
 namespace {
@@ -70,29 +70,50 @@ uint32_t host_function_over(const Model& m, const std::vector<uint32_t>& host_fu
 // most of the gap, preferring blocking calls.
 std::string host_activity(const Model& m, uint32_t next, uint64_t b, uint64_t e) {
   const uint32_t a = next == kNone ? kNone : m.events.api[next];
-  if (a == kNone) return "host thread unknown";
-  const uint32_t thread = m.api.thread[a];
-  uint32_t best = kNone;
-  uint64_t best_cover = 0;
-  bool best_blocking = false;
-  for (uint32_t i = 0; i < m.api.size(); ++i) {
-    if (m.api.thread[i] != thread || m.api.start_ns[i] >= e || m.api.end_ns[i] <= b || m.api.end_ns[i] == 0) continue;
-    const uint64_t cover = std::min(e, m.api.end_ns[i]) - std::max(b, m.api.start_ns[i]);
-    const bool blocking = is_blocking_call(m.string(m.api.name[i]));
-    if (std::tie(blocking, cover) > std::tie(best_blocking, best_cover)) {
-      best = i;
-      best_cover = cover;
-      best_blocking = blocking;
+  GapHost h;
+  if (a != kNone) {
+    h.launch_known = true;
+    h.launch_start = m.api.start_ns[a];
+    const uint32_t thread = m.api.thread[a];
+    bool best_blocking = false;
+    for (uint32_t i = 0; i < m.api.size(); ++i) {
+      if (m.api.thread[i] != thread || m.api.start_ns[i] >= e || m.api.end_ns[i] <= b || m.api.end_ns[i] == 0) continue;
+      const uint64_t cover = std::min(e, m.api.end_ns[i]) - std::max(b, m.api.start_ns[i]);
+      const bool blocking = is_blocking_call(m.string(m.api.name[i]));
+      if (std::tie(blocking, cover) > std::tie(best_blocking, h.best_cover)) {
+        h.found = true;
+        h.best_call = m.string(m.api.name[i]);
+        h.best_cover = cover;
+        best_blocking = blocking;
+      }
     }
   }
-  const uint64_t gap = e - b;
-  if (best != kNone && best_cover * 4 >= gap)
-    return "host in " + utf8_clean(api_display_name(m.string(m.api.name[best])));
-  if (m.api.start_ns[a] > b) return "host launched late (busy outside CUDA)";
-  return "host not in a CUDA call";
+  return gap_host_text(h, b, e);
 }
 
 }  // namespace
+
+std::vector<bool> explained_gaps(const std::vector<uint64_t>& lengths) {
+  std::vector<size_t> order(lengths.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return lengths[a] > lengths[b]; });
+  std::vector<bool> explain(lengths.size(), false);
+  for (size_t i = 0; i < order.size() && i < kExplainedGaps; ++i) explain[order[i]] = true;
+  return explain;
+}
+
+std::string gap_host_text(const GapHost& h, uint64_t b, uint64_t e) {
+  if (!h.launch_known) return "host thread unknown";
+  if (h.found && h.best_cover * 4 >= e - b) return "host in " + utf8_clean(api_display_name(h.best_call));
+  if (h.launch_start > b) return "host launched late (busy outside CUDA)";
+  return "host not in a CUDA call";
+}
+
+std::string idle_gap_label(uint64_t b, uint64_t e, const std::string& explanation) {
+  std::string label = "idle " + format_duration(static_cast<int64_t>(e - b));
+  if (!explanation.empty()) label += " \xE2\x80\x94 " + explanation;
+  return label;
+}
 
 Annotations annotate(const Model& m, const Selection& sel, const AnnotateOptions& o, size_t max_per_kind,
                      const std::vector<analysis::WaitSplit>* given_waits) {
@@ -209,12 +230,9 @@ Annotations annotate(const Model& m, const Selection& sel, const AnnotateOptions
       if (static_cast<int64_t>(all[i].b - all[i - 1].e) > idle_ns) gaps.push_back({all[i - 1].e, all[i].b});
     // Finding the host call behind a gap scans the host calls: only the longest gaps get
     // that label (the chart cannot show more labels than that anyway).
-    std::vector<size_t> order(gaps.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return gaps[a].e - gaps[a].b > gaps[b].e - gaps[b].b; });
-    std::vector<bool> explain(gaps.size(), false);
-    for (size_t i = 0; i < order.size() && i < 64; ++i) explain[order[i]] = true;
+    std::vector<uint64_t> lengths;
+    for (const Gap& g : gaps) lengths.push_back(g.e - g.b);
+    const std::vector<bool> explain = explained_gaps(lengths);
     for (size_t g = 0; g < gaps.size(); ++g) {
       const uint64_t gb = gaps[g].b, ge = gaps[g].e;
       // The event that ended the gap (events are in start order), to find which host
@@ -222,13 +240,13 @@ Annotations annotate(const Model& m, const Selection& sel, const AnnotateOptions
       auto it = std::lower_bound(events.begin(), events.end(), ge,
                                  [&](uint32_t e, uint64_t t) { return ev.start_ns[e] < t; });
       const uint32_t next = (it != events.end() && ev.start_ns[*it] == ge) ? *it : kNone;
-      std::string label = "idle " + format_duration(static_cast<int64_t>(ge - gb));
+      std::string why;
       if (explain[g]) {
         const uint32_t h = host_function_over(m, host_functions[key], gb, ge);
-        label += " \xE2\x80\x94 ";
-        label += h != kNone ? "host function " + utf8_clean(std::string(m.display_name(h))) + " running"
-                            : host_activity(m, next, gb, ge);
+        why = h != kNone ? "host function " + utf8_clean(std::string(m.display_name(h))) + " running"
+                         : host_activity(m, next, gb, ge);
       }
+      std::string label = idle_gap_label(gb, ge, why);
       keep({AnnotationKind::kIdleGap, next, key.first, key.second, gb, ge, std::move(label)});
     }
   }

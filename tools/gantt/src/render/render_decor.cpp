@@ -260,11 +260,17 @@ std::vector<std::string> footer_lines(const Model& m, const Selection& sel, cons
     lines.push_back(std::to_string(st.lanes_left_out) + " lanes (" + std::to_string(st.events_left_out) +
                     " events) not drawn: too many for one chart, narrow it with --device, --stream or --lanes device");
   if (o.annotate.enabled) {
-    std::string a = "flags: queue delay > " + format_duration(o.annotate.queue_delay_ns) + ": " +
-                    std::to_string(ann.count[0]) + " \xC2\xB7 occupancy < " +
+    // A streamed chart (AnnotateOptions::streamed) says which flags it counted on what.
+    const bool streamed = o.annotate.streamed;
+    std::string a = std::string(streamed ? "flags (read as a stream; --in-memory flags all): " : "flags: ") +
+                    "queue delay > " + format_duration(o.annotate.queue_delay_ns) + ": " + std::to_string(ann.count[0]) +
+                    (streamed ? " of the kernels drawn one by one" : "") + " \xC2\xB7 occupancy < " +
                     std::to_string(static_cast<int>(std::lround(o.annotate.low_occupancy * 100))) +
-                    "%: " + std::to_string(ann.count[1]) + " \xC2\xB7 copies overlapped: " + std::to_string(ann.count[2]) +
-                    ", not overlapped: " + std::to_string(ann.count[3]) + " \xC2\xB7 idle gaps > " +
+                    "%: " + std::to_string(ann.count[1]) +
+                    (streamed ? std::string(" \xC2\xB7 copy overlap: not flagged")
+                              : " \xC2\xB7 copies overlapped: " + std::to_string(ann.count[2]) +
+                                    ", not overlapped: " + std::to_string(ann.count[3])) +
+                    " \xC2\xB7 idle gaps > " +
                     format_duration(idle_gap_threshold_ns(o.annotate, sel.window_end_ns - sel.window_start_ns)) + ": " +
                     std::to_string(ann.count[4]);
     if (st.labels_dropped) a += " (" + std::to_string(st.labels_dropped) + " labels left out to avoid overlap)";

@@ -457,7 +457,8 @@ Scene Builder::build() {
     y_ += 90;
   } else {
     waits_ = rest_ ? rest_->waits : analysis::wait_causes(m_, sel_.events);
-    ann_ = annotate(m_, sel_, o_.annotate, kMaxAnnotationsPerKind, &waits_);  // the split is drawn and flagged: computed once
+    ann_ = rest_ && rest_->annotations ? *rest_->annotations
+                                       : annotate(m_, sel_, o_.annotate, kMaxAnnotationsPerKind, &waits_);  // the split is drawn and flagged: computed once
     if (o_.memory_strip) {
       std::vector<analysis::DeviceMemory> report = analysis::memory_report(m_);
       memory_by_category_ = memory_by_category(o_, report);

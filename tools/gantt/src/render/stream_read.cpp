@@ -97,6 +97,16 @@ namespace {
 constexpr const char* kIdsTooLarge = "correlation ids too large to keep for the host lanes";
 constexpr const char* kSharedIds = "host calls that share correlation ids";
 
+// An event into its device's activity (annotate.cpp: every event with a start but the
+// synchronisations). With the default threshold, at least kMinIdleGapNs and an fiftieth of
+// the window, the union's tolerance grows with what it has seen; with a given one, it is that.
+void add_activity(Scan& sc, const Gpu& g, uint64_t seq) {
+  const bool given = sc.idle_gap_ns >= 0;
+  auto [it, fresh] = sc.activity.try_emplace(g.device, given ? static_cast<uint64_t>(sc.idle_gap_ns) : kMinIdleGapNs, !given);
+  it->second.add(g.start, g.end, {g.start, seq, g.corr});
+  if (given && it->second.size() > kMaxSpans) sc.needs_model = "more idle gaps than a streamed chart keeps";
+}
+
 void scan_event(Scan& sc, const Gpu& g, uint64_t seq) {
   sc.see(g.queued);
   sc.see(g.start);
@@ -113,6 +123,7 @@ void scan_event(Scan& sc, const Gpu& g, uint64_t seq) {
     ++sc.events;
     ++sc.lanes[lane].events;
     if (g.start && g.end >= g.start) {
+      if (sc.idle_gaps) add_activity(sc, g, seq);
       ++sc.timed;
       ++sc.streams[g.device][g.stream];
       const Candidate c{g.end - g.start, seq, g, g.corr ? sc.launch_of(g.corr) : 0};
@@ -211,8 +222,62 @@ v1::Record record_of(const gpuhook::RecordView& v) {
   return *v.record;
 }
 
+// A kernel of low occupancy (annotate.cpp) counted, and its place in selection order kept
+// while it is among the first the flag keeps.
+void count_low_occupancy(Fold& fo, const gpuhook::KernelFields& k, const Gpu& g, uint64_t seq) {
+  if (!fo.occupancy || !fo.occupancy->any_device()) return;
+  const Occupancy& o = fo.occupancy->of(k.device, {k.block_x, k.block_y, k.block_z}, k.registers_per_thread,
+                                        uint64_t{k.static_shared_memory_bytes} + k.dynamic_shared_memory_bytes);
+  // As the model stores it: a float.
+  if (o.limit == OccupancyLimit::kUnknown || !(static_cast<double>(static_cast<float>(o.fraction)) < fo.low_occupancy))
+    return;
+  ++fo.low_occupied;
+  const uint64_t begin = g.start ? g.start : g.queued;
+  if (begin == 0) {  // placed by its launch call: matters only past the flags kept (stream_render.cpp)
+    ++fo.low_unplaced;
+    return;
+  }
+  fo.low_first.push_back(order_of(begin, seq));
+  std::push_heap(fo.low_first.begin(), fo.low_first.end());
+  if (fo.low_first.size() > kMaxAnnotationsPerKind) {
+    std::pop_heap(fo.low_first.begin(), fo.low_first.end());
+    fo.low_first.pop_back();
+  }
+}
+
+// A host call, for the labels of the gaps that get one (annotate.cpp host_activity()): the
+// launch of an event that ended a gap, and the call's cover of each gap it overlaps.
+void note_gap_call(Fold& fo, const gpuhook::ApiFields& a, uint64_t seq, const gpuhook::CaptureReader& reader) {
+  const uint64_t s = known(a.start_ns), e = known(a.end_ns);
+  if (a.correlation_id != 0 && a.domain != v1::API_DOMAIN_NCCL && fo.gap_corrs->count(a.correlation_id))
+    fo.gap_launches[a.correlation_id] = {seq, a.thread_id, s};
+  if (e == 0) return;
+  for (const auto& [device, gaps] : *fo.gaps) {
+    // A device's gaps are disjoint: from the first that ends after the call starts, while
+    // they begin before it ends.
+    auto it = std::upper_bound(gaps.begin(), gaps.end(), s, [](uint64_t t, const Fold::LabelledGap& g) { return t < g.end; });
+    for (; it != gaps.end() && it->begin < e; ++it) {
+      Fold::Cover c;
+      c.cover = std::min(it->end, e) - std::max(it->begin, s);
+      c.seq = seq;
+      c.blocking = fo.blocking_names.test(reader, a.name_id, [&](std::string_view name) {
+        if (name.empty() && a.name_id != 0) fo.needs_model = "host calls named before their names are defined";
+        return is_blocking_call(name);
+      });
+      std::map<uint64_t, Fold::Cover>& by_thread = fo.gap_calls[it->index];
+      auto [at, fresh] = by_thread.try_emplace(a.thread_id);
+      if (fresh && ++fo.gap_threads > kMaxHostThreads) fo.needs_model = "more host threads than a streamed chart keeps";
+      if (fresh || c.better_than(at->second)) {
+        c.name = reader.string(a.name_id);
+        at->second = std::move(c);
+      }
+    }
+  }
+}
+
 void fold_event(Fold& fo, const gpuhook::RecordView& v, const Gpu& g, uint64_t seq, bool nccl) {
   if (g.kind == EventKind::kSync) return;
+  if (fo.annotate && v.kind == v1::Record::kKernel) count_low_occupancy(fo, v.kernel, g, seq);
   const Frame& f = *fo.frame;
   const uint64_t b = g.start, en = g.end;
   const bool held = !fo.held_seq->empty() && fo.held_seq->count(seq) != 0;
@@ -288,6 +353,7 @@ void fold_host_call(Fold& fo, const gpuhook::ApiFields& a, uint64_t seq, const g
 
 void fold_api(Fold& fo, const gpuhook::ApiFields& a, uint64_t seq, const gpuhook::CaptureReader& reader) {
   if (fo.host_lanes) fold_host_call(fo, a, seq, reader);
+  if (fo.annotate && !fo.gaps->empty()) note_gap_call(fo, a, seq, reader);
   const uint32_t corr = a.correlation_id;
   if (corr == 0 || a.domain == v1::API_DOMAIN_NCCL) return;
   if (!fo.held_corr->empty() && fo.held_corr->count(corr)) fo.launches[corr] = {seq, gpuhook::to_record(a)};
@@ -412,6 +478,61 @@ int32_t lane_priority(const LaneScan& lane, const std::map<uint32_t, int32_t>& s
       first = std::make_pair(*fp.unrecorded, table->second);
   }
   return first ? first->second : 0;
+}
+
+namespace {
+uint64_t saturating_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+}  // namespace
+
+void GapUnion::merge(uint64_t b, Span s) {
+  // The spans that start at most a tolerance after it ends, back to the first that ends more
+  // than a tolerance before it starts.
+  auto it = spans_.upper_bound(saturating_add(s.end, tolerance_));
+  while (it != spans_.begin()) {
+    auto prev = std::prev(it);
+    if (saturating_add(prev->second.end, tolerance_) < b) break;
+    b = std::min(b, prev->first);
+    s.end = std::max(s.end, prev->second.end);
+    s.first = std::min(s.first, prev->second.first);
+    it = spans_.erase(prev);
+  }
+  spans_.emplace_hint(it, b, s);
+}
+
+void GapUnion::add(uint64_t b, uint64_t e, const First& first) {
+  if (!spans_.empty()) {  // most events come in start order: at or after the last span
+    auto last = std::prev(spans_.end());
+    if (b >= last->first) {
+      if (b <= saturating_add(last->second.end, tolerance_)) {
+        last->second.end = std::max(last->second.end, e);
+        last->second.first = std::min(last->second.first, first);
+      } else {
+        spans_.emplace_hint(spans_.end(), b, Span{e, first});
+        if (grow_ && spans_.size() > kFewSpans) grow();
+      }
+      return;
+    }
+  }
+  merge(b, Span{e, first});
+  if (grow_ && spans_.size() > kFewSpans) grow();
+}
+
+void GapUnion::grow() {
+  const uint64_t extent = spans_.rbegin()->second.end - spans_.begin()->first;
+  tolerance_ = std::max(tolerance_, extent / 50);
+  std::map<uint64_t, Span> old;
+  old.swap(spans_);
+  for (const auto& [b, s] : old) merge(b, s);
+}
+
+void GapUnion::absorb(const GapUnion& other) {
+  tolerance_ = std::max(tolerance_, other.tolerance_);
+  grow_ = grow_ || other.grow_;
+  std::map<uint64_t, Span> old;
+  old.swap(spans_);
+  for (const auto& [b, s] : old) merge(b, s);
+  for (const auto& [b, s] : other.spans_) merge(b, s);
+  if (grow_ && spans_.size() > kFewSpans) grow();
 }
 
 }  // namespace gantt::streamed

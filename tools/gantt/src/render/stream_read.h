@@ -22,6 +22,7 @@
 
 #include "../analysis/stream_shares.h"
 #include "gantt/model.h"
+#include "gantt/occupancy.h"
 #include "gantt/render.h"
 #include "render_builder.h"
 #include "stream_waits.h"
@@ -99,6 +100,40 @@ struct LaneScan {
   std::map<uint32_t, FirstPriority> by_stream;
 };
 
+// A device's activity for the idle-gap flag (annotate.cpp): the union of its events, where
+// spans less than `tolerance` apart are one. A gap is flagged only when longer than the
+// threshold, which is at least the tolerance, so the flagged gaps are those of the plain
+// union; and the spans are bounded by the window over the tolerance, not by the events.
+// Each span keeps its first event by (start, file order): the one that ended the gap before it.
+class GapUnion {
+ public:
+  struct First {
+    uint64_t start = 0, seq = 0;
+    uint32_t corr = 0;
+    bool operator<(const First& o) const { return std::tie(start, seq) < std::tie(o.start, o.seq); }
+  };
+  struct Span {
+    uint64_t end = 0;
+    First first;
+  };
+  // `tolerance`: spans at most this far apart are merged; with `grow`, it may grow (never
+  // past an fiftieth of the spans' extent, hence of the window) to keep the spans few.
+  explicit GapUnion(uint64_t tolerance = 0, bool grow = false) : tolerance_(tolerance), grow_(grow) {}
+  void add(uint64_t b, uint64_t e, const First& first);
+  void absorb(const GapUnion& other);
+  uint64_t tolerance() const { return tolerance_; }
+  size_t size() const { return spans_.size(); }
+  const std::map<uint64_t, Span>& spans() const { return spans_; }
+  static constexpr size_t kFewSpans = 4096;  // past this, a growing tolerance grows
+
+ private:
+  void merge(uint64_t b, Span s);
+  void grow();
+  uint64_t tolerance_;
+  bool grow_;
+  std::map<uint64_t, Span> spans_;  // by begin
+};
+
 // One of the widest events: what deciding whether it is drawn one by one, and splitting its
 // wait, needs.
 struct Candidate {
@@ -144,6 +179,11 @@ struct Scan {
     bool sync;
   };
   std::unordered_multimap<uint32_t, Waiting> waiting;
+  // Streamed annotations (AnnotateOptions::streamed): each device's activity, for its idle
+  // gaps. `idle_gap_ns` as AnnotateOptions has it (-1: the default threshold).
+  bool idle_gaps = false;
+  int64_t idle_gap_ns = -1;
+  std::map<uint32_t, GapUnion> activity;
 
   void see(uint64_t ns) {
     if (ns == 0) return;
@@ -291,6 +331,37 @@ struct Fold {
   std::set<uint64_t> host_threads;
   std::map<uint64_t, HostThread> host;
   analysis::NameFlags blocking_names;  // is_blocking_call()
+  // Streamed annotations: the kernels of low occupancy counted, and the first of them in
+  // selection order kept (a max-heap of at most kMaxAnnotationsPerKind); for the gaps that
+  // get a host label (annotate.cpp host_activity()), the launch calls of the events that
+  // ended them and, per gap and thread, the call that covers most of it.
+  bool annotate = false;
+  std::optional<KernelOccupancy> occupancy;
+  double low_occupancy = 0;
+  uint64_t low_occupied = 0, low_unplaced = 0;  // unplaced: without a start or queued stamp
+  std::vector<Order> low_first;
+  struct LabelledGap {
+    uint64_t begin = 0, end = 0;
+    size_t index = 0;  // in gap_calls
+  };
+  const std::map<uint32_t, std::vector<LabelledGap>>* gaps = nullptr;  // by device, by begin (disjoint)
+  const std::unordered_set<uint32_t>* gap_corrs = nullptr;
+  struct Call {
+    uint64_t seq = 0, thread = 0, start = 0;
+  };
+  std::unordered_map<uint32_t, Call> gap_launches;  // corr -> the last call with it read
+  struct Cover {
+    bool blocking = false;
+    uint64_t cover = 0, seq = 0;
+    std::string name;
+    // annotate.cpp: the blocking call first, then the longest cover, then the first call.
+    bool better_than(const Cover& o) const {
+      return std::tie(blocking, cover) != std::tie(o.blocking, o.cover) ? std::tie(blocking, cover) > std::tie(o.blocking, o.cover)
+                                                                        : seq < o.seq;
+    }
+  };
+  std::vector<std::map<uint64_t, Cover>> gap_calls;  // per gap of `gaps`: thread -> its best call
+  size_t gap_threads = 0;
   std::string needs_model;
   std::exception_ptr error;
 

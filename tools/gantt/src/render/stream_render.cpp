@@ -19,11 +19,108 @@ using namespace streamed;
 
 std::string stream_render_refusal(const RenderOptions& o) {
   if (o.lanes != LaneMode::kStream && o.lanes != LaneMode::kDevice) return "lanes per thread or rank";
-  if (o.annotate.enabled) return "annotations (queue-delay causes, overlaps, the host call behind a gap)";
+  if (o.annotate.enabled && !o.annotate.streamed) return "annotations (queue-delay causes, overlaps, the host call behind a gap)";
   if (o.memory_strip) return "--memory-strip";
   if (o.deps) return "--deps";
   return {};
 }
+
+namespace {
+
+// An idle gap of a device (annotate.cpp), and the event that ended it.
+struct IdleGap {
+  uint32_t device = 0;
+  uint64_t begin = 0, end = 0;
+  GapUnion::First next;
+  bool explain = false;  // it gets a host label
+};
+
+// The idle gaps of every device, from read 1's activity unions: false if a union's tolerance
+// passed the threshold (it cannot: the threshold is at least an fiftieth of the window).
+bool idle_gaps(const std::vector<Scan>& scans, const Selection& sel, const AnnotateOptions& o, std::vector<IdleGap>* out) {
+  std::map<uint32_t, GapUnion> activity;
+  for (const Scan& sc : scans)
+    for (const auto& [device, u] : sc.activity) activity[device].absorb(u);
+  const int64_t idle_ns = idle_gap_threshold_ns(o, sel.window_end_ns - sel.window_start_ns);
+  for (const auto& [device, u] : activity) {
+    if (u.tolerance() > static_cast<uint64_t>(idle_ns)) return false;
+    std::vector<IdleGap> gaps;
+    std::vector<uint64_t> lengths;
+    uint64_t prev_end = 0;
+    bool first = true;
+    for (const auto& [b, span] : u.spans()) {
+      if (!first && static_cast<int64_t>(b - prev_end) > idle_ns) {
+        gaps.push_back({device, prev_end, b, span.first, false});
+        lengths.push_back(b - prev_end);
+      }
+      prev_end = span.end;
+      first = false;
+    }
+    const std::vector<bool> explain = explained_gaps(lengths);
+    for (size_t i = 0; i < gaps.size(); ++i) gaps[i].explain = explain[i];
+    out->insert(out->end(), gaps.begin(), gaps.end());
+  }
+  return true;
+}
+
+// annotate()'s flags for a streamed chart (AnnotateOptions::streamed): queue delays of the
+// held kernels; low occupancy counted over every kernel, the held ones flagged while among the
+// first kMaxAnnotationsPerKind in selection order; every idle gap with its host label.
+Annotations streamed_annotations(const Model& held, const Selection& drawn, const AnnotateOptions& o,
+                                 const std::vector<uint64_t>& seq_of_event, const std::vector<analysis::WaitSplit>& waits,
+                                 const std::vector<Fold>& folds, const std::vector<IdleGap>& idle) {
+  const Annotations of_held = annotate(held, drawn, o, kMaxAnnotationsPerKind, &waits);
+  Annotations out;
+  out.count[static_cast<size_t>(AnnotationKind::kQueueDelay)] = of_held.count[static_cast<size_t>(AnnotationKind::kQueueDelay)];
+  std::vector<Order> low;
+  uint64_t& low_count = out.count[static_cast<size_t>(AnnotationKind::kLowOccupancy)];
+  for (const Fold& fo : folds) {
+    low_count += fo.low_occupied;
+    low.insert(low.end(), fo.low_first.begin(), fo.low_first.end());
+  }
+  std::sort(low.begin(), low.end());
+  for (const Annotation& a : of_held.items) {
+    if (a.kind == AnnotationKind::kQueueDelay) out.items.push_back(a);
+    if (a.kind != AnnotationKind::kLowOccupancy) continue;
+    const Order at = order_of(event_begin_ns(held, a.event), seq_of_event[a.event]);
+    if (low_count <= kMaxAnnotationsPerKind || at <= low[kMaxAnnotationsPerKind - 1]) out.items.push_back(a);
+  }
+  out.count[static_cast<size_t>(AnnotationKind::kIdleGap)] = idle.size();
+  for (size_t i = 0; i < idle.size() && i < kMaxAnnotationsPerKind; ++i) {
+    const IdleGap& g = idle[i];
+    std::string why;
+    if (g.explain) {
+      // The launch call of the event that ended the gap: the last with its id in the file.
+      const Fold::Call* launch = nullptr;
+      for (const Fold& fo : folds)
+        if (auto it = fo.gap_launches.find(g.next.corr); it != fo.gap_launches.end() && (!launch || it->second.seq > launch->seq))
+          launch = &it->second;
+      GapHost h;
+      const Fold::Cover* best = nullptr;
+      if (g.next.corr != 0 && launch) {
+        h.launch_known = true;
+        h.launch_start = launch->start;
+        for (const Fold& fo : folds)
+          if (auto it = fo.gap_calls[i].find(launch->thread); it != fo.gap_calls[i].end() && (!best || it->second.better_than(*best)))
+            best = &it->second;
+      }
+      if (best) {
+        h.found = true;
+        h.best_call = best->name;
+        h.best_cover = best->cover;
+      }
+      why = gap_host_text(h, g.begin, g.end);
+    }
+    out.items.push_back({AnnotationKind::kIdleGap, kNone, 0, g.device, g.begin, g.end,
+                         idle_gap_label(g.begin, g.end, why)});
+  }
+  std::stable_sort(out.items.begin(), out.items.end(), [](const Annotation& a, const Annotation& b) {
+    return std::tie(a.kind, a.start_ns, a.event) < std::tie(b.kind, b.start_ns, b.event);
+  });
+  return out;
+}
+
+}  // namespace
 
 std::optional<StreamedChart> stream_render(const std::string& path, const StreamRenderOptions& o, std::string* why_not) {
   std::string why;
@@ -53,6 +150,8 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
     scans[i].keep_widest = keep;
     scans[i].lanes_by = o.render.lanes;
     scans[i].host_lanes = o.render.host_lanes;
+    scans[i].idle_gaps = o.render.annotate.enabled;
+    scans[i].idle_gap_ns = o.render.annotate.idle_gap_ns;
   }
   std::atomic<bool> stop{false};
   analysis::run_shares(scans, stop, [&](Scan& sc) { read_scan(path, o.load, sc, stop); });
@@ -141,6 +240,19 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
       return refuse("more events near the width drawn one by one than a streamed chart keeps");
   }
 
+  // Streamed annotations: each device's idle gaps, from the activity read 1 gathered; those
+  // that get a host label are looked for in read 2.
+  const bool annotate = o.render.annotate.enabled;
+  std::vector<IdleGap> idle;
+  std::map<uint32_t, std::vector<Fold::LabelledGap>> labelled;
+  std::unordered_set<uint32_t> gap_corrs;
+  if (annotate && !idle_gaps(scans, sel, o.render.annotate, &idle)) return refuse("idle gaps past the union's tolerance");
+  for (size_t i = 0; i < idle.size(); ++i) {
+    if (!idle[i].explain) continue;
+    labelled[idle[i].device].push_back({idle[i].begin, idle[i].end, i});
+    if (idle[i].next.corr) gap_corrs.insert(idle[i].next.corr);
+  }
+
   // Read 2: the narrow events folded, the held ones kept.
   std::vector<Fold> folds(ranges.size());
   const detail::WaitContext waits(split);
@@ -154,6 +266,12 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
     folds[i].waits = waits;
     folds[i].host_lanes = o.render.host_lanes;
     folds[i].gpu_corrs = &sd.gpu_corrs;
+    folds[i].annotate = annotate;
+    if (annotate) folds[i].occupancy.emplace(out.context.captures.front().devices);
+    folds[i].low_occupancy = o.render.annotate.low_occupancy;
+    folds[i].gaps = &labelled;
+    folds[i].gap_corrs = &gap_corrs;
+    folds[i].gap_calls.resize(idle.size());
   }
   stop = false;
   analysis::run_shares(folds, stop, [&](Fold& fo) { read_fold(path, o.load, fo, stop); });
@@ -289,6 +407,18 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
   }
   std::stable_sort(drawn.events.begin(), drawn.events.end(),
                    [&](uint32_t a, uint32_t b) { return ev.start_ns[a] < ev.start_ns[b]; });
+  if (annotate) {
+    uint64_t low = 0, unplaced = 0;
+    for (const Fold& fo : folds) {
+      low += fo.low_occupied;
+      unplaced += fo.low_unplaced;
+    }
+    if (low > kMaxAnnotationsPerKind && unplaced != 0)
+      return refuse("more kernels of low occupancy than flagged, some without GPU times (placed by their launch calls)");
+    std::vector<uint64_t> seq_of_event(records.size());
+    for (size_t e = 0; e < records.size(); ++e) seq_of_event[e] = records[e].first;
+    rest.annotations = streamed_annotations(held_model, drawn, o.render.annotate, seq_of_event, held_waits, folds, idle);
+  }
   out.scene = build_scene(held_model, drawn, o.render, rest, &out.stats);
   const CaptureInfo& capture = out.context.captures.front();
   if (sd.events != 0 && capture.alignment.method == AlignMethod::kNone)
