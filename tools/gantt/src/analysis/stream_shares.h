@@ -50,6 +50,38 @@ class CorrWindow {
   std::vector<uint64_t> slots_;
 };
 
+// A share's two windows over one value per correlation id (a launch's start, its range
+// path): the ids read last, and the share's first ids, whose work the share before it may
+// have read. 0: not read (yet).
+class CorrWindows {
+ public:
+  void set(uint32_t corr, uint64_t value) {
+    recent_.set(corr, value);
+    earliest_.set(corr, value);
+  }
+  uint64_t get(uint32_t corr) const {
+    const uint64_t v = recent_.get(corr);
+    return v != 0 ? v : earliest_.get(corr);
+  }
+  bool maybe_lost(uint32_t corr) const { return recent_.maybe_lost(corr) || earliest_.maybe_lost(corr); }
+
+ private:
+  CorrWindow recent_{true}, earliest_{false};
+};
+
+// A value of `corr` read in another share than the work that names it (`of(share)`: 0 when
+// that share has none): the last share's that has it, which read furthest into the file,
+// leaving out share `self`. False when none has it and a share's windows may have let it go
+// (Share::maybe_lost): then it cannot be told.
+template <class Share, class Of>
+bool value_across(const std::vector<Share>& shares, size_t self, uint32_t corr, Of&& of, uint64_t* value) {
+  *value = 0;
+  for (size_t j = shares.size(); j-- > 0 && *value == 0;)
+    if (j != self) *value = of(shares[j]);
+  if (*value != 0) return true;
+  return std::none_of(shares.begin(), shares.end(), [corr](const Share& s) { return s.maybe_lost(corr); });
+}
+
 // A set of correlation ids, looked up once per kernel: a bit per id while the ids are
 // small (CUPTI counts them up from 1), a hash set for the ones a hostile file makes huge.
 class CorrSet {

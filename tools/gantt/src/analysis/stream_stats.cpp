@@ -149,7 +149,7 @@ struct Share {
   std::map<uint32_t, Copies> copies;  // by device
   std::unordered_multimap<uint32_t, uint32_t> copies_waiting;  // copies whose call is not read yet: corr -> device
   size_t gaps = 0;
-  CorrWindow recent{true}, earliest{false};
+  CorrWindows calls;  // launch starts, CorrWindow::kSyncBit set when the call was synchronous
   std::unordered_multimap<uint32_t, uint64_t> waiting;  // kernels whose launch is not read yet: corr -> queued
   std::vector<v1::Record> context;
   uint32_t headers = 0;
@@ -157,7 +157,7 @@ struct Share {
   // diff's matches): each launch's path by correlation id, beside its start; work read
   // before its launch waits for it.
   const RangePaths* ranges = nullptr;
-  CorrWindow recent_path{true}, earliest_path{false};  // path + 1 (kNone + 1: outside every range)
+  CorrWindows paths;  // path + 1 (kNone + 1: outside every range)
   // One GPU activity as its groups fold it.
   struct Work {
     EventKind kind;
@@ -192,17 +192,11 @@ struct Share {
   std::exception_ptr error;
 
   // The launch's start time, with CorrWindow::kSyncBit set when the call was synchronous.
-  uint64_t call_of(uint32_t corr) const {
-    const uint64_t t = recent.get(corr);
-    return t != 0 ? t : earliest.get(corr);
-  }
+  uint64_t call_of(uint32_t corr) const { return calls.get(corr); }
   uint64_t launch_of(uint32_t corr) const { return call_of(corr) & ~CorrWindow::kSyncBit; }
   // The launch's path + 1, 0 when the launch is not read (yet).
-  uint64_t path_of(uint32_t corr) const {
-    const uint64_t p = recent_path.get(corr);
-    return p != 0 ? p : earliest_path.get(corr);
-  }
-  bool maybe_lost(uint32_t corr) const { return recent.maybe_lost(corr) || earliest.maybe_lost(corr); }
+  uint64_t path_of(uint32_t corr) const { return paths.get(corr); }
+  bool maybe_lost(uint32_t corr) const { return calls.maybe_lost(corr); }
 };
 
 constexpr size_t kMaxWaiting = size_t{1} << 20;
@@ -318,12 +312,10 @@ void fold_api(Share& sh, const gpuhook::CaptureReader& reader, const gpuhook::Ap
   const uint64_t start = known(a.start_ns);
   if (start == 0) return;
   const bool sync = sh.sync_named.test(reader, a.name_id, is_synchronous_call);
-  sh.recent.set(a.correlation_id, start | (sync ? CorrWindow::kSyncBit : 0));
-  sh.earliest.set(a.correlation_id, start | (sync ? CorrWindow::kSyncBit : 0));
+  sh.calls.set(a.correlation_id, start | (sync ? CorrWindow::kSyncBit : 0));
   if (sh.ranges) {
     const uint32_t path = sh.ranges->at(a.thread_id, start);
-    sh.recent_path.set(a.correlation_id, uint64_t{path} + 1);
-    sh.earliest_path.set(a.correlation_id, uint64_t{path} + 1);
+    sh.paths.set(a.correlation_id, uint64_t{path} + 1);
     if (!sh.path_waiting.empty()) {
       const auto [from, to] = sh.path_waiting.equal_range(a.correlation_id);
       for (auto it = from; it != to; ++it) fold_path(sh, path, it->second);
@@ -689,13 +681,10 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
   // join their groups), found in the share that read the call. Nothing when a call may have
   // been let go from a window.
   const auto path_anywhere = [&shares](uint32_t corr, uint32_t* path) {
-    for (size_t j = shares.size(); j-- > 0;)
-      if (const uint64_t p = shares[j].path_of(corr); p != 0) {
-        *path = static_cast<uint32_t>(p - 1);
-        return true;
-      }
-    *path = kNone;
-    return std::none_of(shares.begin(), shares.end(), [corr](const Share& sh) { return sh.maybe_lost(corr); });
+    uint64_t p = 0;
+    const bool told = value_across(shares, SIZE_MAX, corr, [corr](const Share& sh) { return sh.path_of(corr); }, &p);
+    *path = p != 0 ? static_cast<uint32_t>(p - 1) : kNone;
+    return told;
   };
   std::unordered_map<uint32_t, uint32_t> nccl_paths;  // NCCL kernel's correlation id -> path
   if (paths) {
@@ -763,9 +752,8 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
     }
     // Kernels and copies read before their launch: the launch may be in another share.
     const auto call_elsewhere = [&shares, i](uint32_t corr) {
-      uint64_t call = 0;
-      for (size_t j = shares.size(); j-- > 0 && call == 0;)
-        if (j != i) call = shares[j].call_of(corr);
+      uint64_t call = 0;  // one a window let go: no launch->queued stage, a copy not counted synchronous
+      value_across(shares, i, corr, [corr](const Share& sh) { return sh.call_of(corr); }, &call);
       return call;
     };
     for (const auto& [corr, queued] : sh.waiting)

@@ -162,8 +162,7 @@ void scan_api(Scan& sc, const gpuhook::ApiFields& a) {
     if (sc.call_corrs.sparse_size() > kMaxSparseIds) sc.needs_model = kIdsTooLarge;
   }
   if (a.correlation_id == 0 || a.domain == v1::API_DOMAIN_NCCL || s == 0) return;
-  sc.recent.set(a.correlation_id, s);
-  sc.earliest.set(a.correlation_id, s);
+  sc.calls.set(a.correlation_id, s);
   if (sc.waiting.empty()) return;
   const auto [from, to] = sc.waiting.equal_range(a.correlation_id);
   for (auto it = from; it != to; ++it) {
@@ -359,8 +358,7 @@ void fold_api(Fold& fo, const gpuhook::ApiFields& a, uint64_t seq, const gpuhook
   if (!fo.held_corr->empty() && fo.held_corr->count(corr)) fo.launches[corr] = {seq, gpuhook::to_record(a)};
   const uint64_t s = known(a.start_ns);
   if (s == 0 || !fo.waits.wants_any()) return;
-  fo.recent.set(corr, s);
-  fo.earliest.set(corr, s);
+  fo.calls.set(corr, s);
   if (fo.waiting.empty()) return;
   const auto [from, to] = fo.waiting.equal_range(corr);
   for (auto it = from; it != to; ++it) fo.offer(it->second, s);
@@ -396,28 +394,12 @@ void read_fold(const std::string& path, const LoadOptions& load, Fold& fo, std::
   });
 }
 
-namespace {
-
-// The launch of a record read before it: in another share's window, or none when no share
-// had to let its id go. False when it cannot be told.
-bool launch_across(const std::vector<Scan>& scans, size_t self, uint32_t corr, uint64_t* launch) {
-  *launch = 0;
-  for (size_t j = scans.size(); j-- > 0 && *launch == 0;)
-    if (j != self) *launch = scans[j].launch_of(corr);
-  if (*launch != 0) return true;
-  return std::none_of(scans.begin(), scans.end(), [&](const Scan& s) {
-    return s.recent.maybe_lost(corr) || s.earliest.maybe_lost(corr);
-  });
-}
-
-}  // namespace
-
 std::optional<Scanned> merge_scans(std::vector<Scan>& scans, size_t keep, std::string* why_not) {
   // Records read before their launch: the launch may be in another share.
   for (size_t i = 0; i < scans.size(); ++i) {
     for (const auto& [corr, w] : scans[i].waiting) {
       uint64_t launch = 0;
-      if (!launch_across(scans, i, corr, &launch)) {
+      if (!analysis::value_across(scans, i, corr, [corr](const Scan& s) { return s.launch_of(corr); }, &launch)) {
         *why_not = kTooFar;
         return std::nullopt;
       }

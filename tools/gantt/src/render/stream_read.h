@@ -31,7 +31,6 @@ namespace gantt::streamed {
 
 namespace v1 = gpuhook::v1;
 using analysis::ChunkRange;
-using analysis::CorrWindow;
 using analysis::kTooFar;
 using detail::BusyClass;
 using detail::Frame;
@@ -164,7 +163,7 @@ struct Scan {
   uint64_t timed = 0;                  // events with valid times (widest holds the widest of them)
   std::map<uint32_t, std::map<uint32_t, uint64_t>> streams;  // device -> stream -> operations
   std::map<LaneKey, LaneScan> lanes;
-  CorrWindow recent{true}, earliest{false};
+  analysis::CorrWindows calls;  // launch calls' starts
   // Host lanes: a launch call is ticked when a GPU record names its id (ModelBuilder joins an
   // event to the last call with the id; calls that share one are not streamed).
   bool host_lanes = false;
@@ -190,10 +189,8 @@ struct Scan {
     if (first_ns == 0 || ns < first_ns) first_ns = ns;
     last_ns = std::max(last_ns, ns);
   }
-  uint64_t launch_of(uint32_t corr) const {
-    const uint64_t l = recent.get(corr);
-    return l != 0 ? l : earliest.get(corr);
-  }
+  uint64_t launch_of(uint32_t corr) const { return calls.get(corr); }
+  bool maybe_lost(uint32_t corr) const { return calls.maybe_lost(corr); }
   // One event with its launch known (0: none): the window and its lane's first priority.
   void place(const LaneKey& lane, uint32_t stream, int32_t priority, uint64_t seq, uint64_t begin, uint64_t end,
              uint64_t launch, bool sync) {
@@ -314,7 +311,7 @@ struct Fold {
   std::vector<v1::Record> nccl_calls, externals;
   analysis::NcclKernelFilter nccl;
   detail::WaitContext waits;
-  CorrWindow recent{true}, earliest{false};
+  analysis::CorrWindows calls;  // launch calls' starts, while drawn kernels' waits want them
   struct Waiting {  // an operation whose launch call was not read yet
     uint32_t device, stream;
     uint64_t seq, queued, start, end;
@@ -365,10 +362,8 @@ struct Fold {
   std::string needs_model;
   std::exception_ptr error;
 
-  uint64_t launch_of(uint32_t corr) const {
-    const uint64_t l = recent.get(corr);
-    return l != 0 ? l : earliest.get(corr);
-  }
+  uint64_t launch_of(uint32_t corr) const { return calls.get(corr); }
+  bool maybe_lost(uint32_t corr) const { return calls.maybe_lost(corr); }
   // waits.cpp launch_of(): the launch call's start, else queued, else start.
   void offer(const Waiting& w, uint64_t launch) {
     waits.offer_launch(w.device, w.stream, launch ? launch : w.queued ? w.queued : w.start, w.seq, w.end);

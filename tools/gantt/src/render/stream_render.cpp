@@ -298,11 +298,7 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
     // Operations read before their launch: it may be in another share.
     for (const auto& [corr, w] : fo.waiting) {
       uint64_t launch = 0;
-      for (size_t j = folds.size(); j-- > 0 && launch == 0;)
-        if (j != i) launch = folds[j].launch_of(corr);
-      if (launch == 0 && std::any_of(folds.begin(), folds.end(), [&](const Fold& x) {
-            return x.recent.maybe_lost(corr) || x.earliest.maybe_lost(corr);
-          }))
+      if (!analysis::value_across(folds, i, corr, [corr](const Fold& x) { return x.launch_of(corr); }, &launch))
         return refuse(kTooFar);
       fo.offer(w, launch);
     }
