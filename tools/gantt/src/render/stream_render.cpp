@@ -33,6 +33,7 @@ struct IdleGap {
   uint64_t begin = 0, end = 0;
   GapUnion::First next;
   bool explain = false;  // it gets a host label
+  size_t label = 0;      // then its place in Fold::gap_calls
 };
 
 // The idle gaps of every device, from read 1's activity unions: false if a union's tolerance
@@ -101,7 +102,8 @@ Annotations streamed_annotations(const Model& held, const Selection& drawn, cons
         h.launch_known = true;
         h.launch_start = launch->start;
         for (const Fold& fo : folds)
-          if (auto it = fo.gap_calls[i].find(launch->thread); it != fo.gap_calls[i].end() && (!best || it->second.better_than(*best)))
+          if (auto it = fo.gap_calls[g.label].find(launch->thread);
+              it != fo.gap_calls[g.label].end() && (!best || it->second.better_than(*best)))
             best = &it->second;
       }
       if (best) {
@@ -247,10 +249,12 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
   std::map<uint32_t, std::vector<Fold::LabelledGap>> labelled;
   std::unordered_set<uint32_t> gap_corrs;
   if (annotate && !idle_gaps(scans, sel, o.render.annotate, &idle)) return refuse("idle gaps past the union's tolerance");
-  for (size_t i = 0; i < idle.size(); ++i) {
-    if (!idle[i].explain) continue;
-    labelled[idle[i].device].push_back({idle[i].begin, idle[i].end, i});
-    if (idle[i].next.corr) gap_corrs.insert(idle[i].next.corr);
+  size_t labels = 0;
+  for (IdleGap& g : idle) {
+    if (!g.explain) continue;
+    g.label = labels++;
+    labelled[g.device].push_back({g.begin, g.end, g.label});
+    if (g.next.corr) gap_corrs.insert(g.next.corr);
   }
 
   // Read 2: the narrow events folded, the held ones kept.
@@ -271,7 +275,7 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
     folds[i].low_occupancy = o.render.annotate.low_occupancy;
     folds[i].gaps = &labelled;
     folds[i].gap_corrs = &gap_corrs;
-    folds[i].gap_calls.resize(idle.size());
+    folds[i].gap_calls.resize(labels);
   }
   stop = false;
   analysis::run_shares(folds, stop, [&](Fold& fo) { read_fold(path, o.load, fo, stop); });
