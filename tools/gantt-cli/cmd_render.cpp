@@ -82,8 +82,8 @@ std::optional<int> try_stream(const RenderCliOptions& o, const gantt::RenderOpti
     const LoadEstimate load = estimate_load(o.files, o.max_memory, kRenderLoadCap);
     if (gantt::stream_render_refusal(flagged).empty() && !load.fits()) {
       std::cerr << "gantt-cli: render: " << load.over_budget()
-                << ": read as a stream: queue delays flagged on the kernels drawn one by one, copy overlaps not "
-                   "flagged (--in-memory loads it and flags all)\n";
+                << ": read as a stream: queue delays flagged on the kernels drawn one by one, copies that could "
+                   "have overlapped not flagged (--in-memory loads it and flags all)\n";
       so.render = flagged;
       why_not.clear();
       over_budget = true;
@@ -309,9 +309,10 @@ void register_render(CLI::App& app, int& exit_code) {
                 "annotations over --max-memory, with the flags a stream can tell");
   cmd->add_option("--max-memory", o->max_memory,
                   "the memory the loaded capture may take, estimated from its chunk index (about 130 bytes a "
-                  "record), e.g. 16G; over it, a chart with annotations is drawn as a stream: low occupancy and "
-                  "idle gaps flagged as when loaded, queue delays only on the kernels drawn one by one, copy overlaps "
-                  "not flagged; the footer says so (default: 1G, or half the machine's memory if less)")
+                  "record), e.g. 16G; over it, a chart with annotations is drawn as a stream: low occupancy, copies "
+                  "overlapped and idle gaps flagged as when loaded, queue delays only on the kernels drawn one by one, "
+                  "copies that could have overlapped not flagged; the footer says so (default: 1G, or half the "
+                  "machine's memory if less)")
       ->transform(CLI::AsSizeValue(false));
   cmd->callback([o, jobs, &exit_code] {
     o->jobs_given = jobs->count() > 0;

@@ -40,8 +40,8 @@ one=$(median one 1) all=$(median all 1) whole=$(median whole 1)
 one_mb=$(($(median one 2) / 1024)) all_mb=$(($(median all 2) / 1024)) whole_mb=$(($(median whole 2) / 1024))
 render_s=$(median render 1) render_kib=$(median render 2)
 read -r render_whole_s render_whole_kib < "$dir/render_whole.txt"
-# The flags a streamed chart counts as the loaded one does: low occupancy and idle gaps.
-flags() { grep -o "occupancy &lt; [0-9]*%: [0-9]*\|idle gaps &gt; [^:]*: [0-9]*" "$1" | tr '\n' ' '; }
+# The flags a streamed chart counts as the loaded one does: low occupancy, copies overlapped, idle gaps.
+flags() { grep -o "occupancy &lt; [0-9]*%: [0-9]*\|copies overlapped: [0-9]*\|idle gaps &gt; [^:]*: [0-9]*" "$1" | tr '\n' ' '; }
 flags_same=1
 [[ "$(flags "$dir/chart.svg")" == "$(flags "$dir/chart_whole.svg")" ]] || flags_same=0
 diag_s=$(median diag_stream 1) diag_mb=$(($(median diag_stream 2) / 1024))
@@ -73,4 +73,4 @@ row "stream: the same chart loaded whole (--in-memory)" "$chart_whole s, peak RS
 row "stream: streamed chart equals the loaded one" "$([[ $chart_same == 1 ]] && echo identical || echo DIFFER)" "identical" "$chart_same"
 row "stream: default render of the same capture, -j $cores (over the default 1 GiB --max-memory: streamed, flags a stream can tell)" "$render_s s, peak RSS $((render_kib / 1024)) MiB" "<= 3 s, <= 500 MB" "$([[ $(ok "$render_s" 3) == 1 && $(ok "$((render_kib / 1024))" 500) == 1 ]] && echo 1 || echo 0)"
 row "stream: default render --in-memory (every flag; the path before)" "$render_whole_s s, peak RSS $((render_whole_kib / 1024)) MiB" "(the path before)" 1
-row "stream: the streamed chart's low-occupancy and idle-gap flags equal the loaded chart's" "$([[ $flags_same == 1 ]] && echo "identical: $(flags "$dir/chart.svg")" || echo DIFFER)" "identical" "$flags_same"
+row "stream: the streamed chart's low-occupancy, copy-overlap and idle-gap flags equal the loaded chart's" "$([[ $flags_same == 1 ]] && echo "identical: $(flags "$dir/chart.svg")" || echo DIFFER)" "identical" "$flags_same"

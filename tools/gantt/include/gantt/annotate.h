@@ -20,8 +20,9 @@ struct AnnotateOptions {
   int64_t adjacent_ns = 20'000;      // a copy with compute this close before/after, but none during it
   std::string off_reason;            // why they are off, for the footer ("": --no-annotate)
   // The chart is read as a stream (stream_render.h): it flags what a stream can tell exactly,
-  // low occupancy and idle gaps with their host labels, for every event, and queue delays
-  // on the kernels drawn one by one; copy overlaps are not flagged. The footer says so.
+  // low occupancy, copies overlapped with compute and idle gaps with their host labels, for
+  // every event, and queue delays on the kernels drawn one by one; copies that could have
+  // overlapped are not flagged. The footer says so.
   bool streamed = false;
 };
 
@@ -41,6 +42,9 @@ struct Annotation {
 struct Annotations {
   std::vector<Annotation> items;  // sorted by (kind, start, event); at most max_per_kind per kind
   uint64_t count[5] = {};         // all found, by kind (items may hold fewer)
+  // Kinds a streamed chart could not count (bits by kind): the footer says "not flagged".
+  uint8_t not_counted = 0;
+  bool counted(AnnotationKind k) const { return (not_counted >> static_cast<unsigned>(k) & 1) == 0; }
 };
 
 // The per-event rules (queue delay, low occupancy) keep the first `max_per_kind` in time;

@@ -13,9 +13,11 @@
 // render_stream_test.sh). Memory grows with lanes, pixels and names, not with events.
 //
 // Annotations are streamed only when asked for as such (AnnotateOptions::streamed): low
-// occupancy counted over every kernel in read 2; idle gaps from each device's activity union
-// of read 1 (GapUnion), the host call behind the longest found in read 2; queue delays on the
-// drawn kernels only; no copy overlaps, which need every kernel's readiness on its stream.
+// occupancy counted over every kernel in read 2; copies overlapped, every copy (up to a
+// million a share) against its device's compute union once read 2 is done; idle gaps from
+// each device's activity union of read 1 (GapUnion), the host call behind the longest found
+// in read 2; queue delays on the drawn kernels only; not the copies that could have
+// overlapped, which need every kernel's readiness on its stream.
 //
 // What needs the whole timeline is not streamed; stream_render() then returns nothing and
 // says why, and the caller loads the capture: annotations in full, views and lane groupings

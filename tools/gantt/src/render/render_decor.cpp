@@ -262,17 +262,18 @@ std::vector<std::string> footer_lines(const Model& m, const Selection& sel, cons
   if (o.annotate.enabled) {
     // A streamed chart (AnnotateOptions::streamed) says which flags it counted on what.
     const bool streamed = o.annotate.streamed;
+    const auto count = [&](AnnotationKind k) {
+      return ann.counted(k) ? std::to_string(ann.count[static_cast<size_t>(k)]) : std::string("not flagged");
+    };
     std::string a = std::string(streamed ? "flags (read as a stream; --in-memory flags all): " : "flags: ") +
-                    "queue delay > " + format_duration(o.annotate.queue_delay_ns) + ": " + std::to_string(ann.count[0]) +
-                    (streamed ? " of the kernels drawn one by one" : "") + " \xC2\xB7 occupancy < " +
-                    std::to_string(static_cast<int>(std::lround(o.annotate.low_occupancy * 100))) +
-                    "%: " + std::to_string(ann.count[1]) +
-                    (streamed ? std::string(" \xC2\xB7 copy overlap: not flagged")
-                              : " \xC2\xB7 copies overlapped: " + std::to_string(ann.count[2]) +
-                                    ", not overlapped: " + std::to_string(ann.count[3])) +
-                    " \xC2\xB7 idle gaps > " +
+                    "queue delay > " + format_duration(o.annotate.queue_delay_ns) + ": " +
+                    count(AnnotationKind::kQueueDelay) + (streamed ? " of the kernels drawn one by one" : "") +
+                    " \xC2\xB7 occupancy < " + std::to_string(static_cast<int>(std::lround(o.annotate.low_occupancy * 100))) +
+                    "%: " + count(AnnotationKind::kLowOccupancy) +
+                    " \xC2\xB7 copies overlapped: " + count(AnnotationKind::kOverlap) +
+                    ", not overlapped: " + count(AnnotationKind::kMissedOverlap) + " \xC2\xB7 idle gaps > " +
                     format_duration(idle_gap_threshold_ns(o.annotate, sel.window_end_ns - sel.window_start_ns)) + ": " +
-                    std::to_string(ann.count[4]);
+                    count(AnnotationKind::kIdleGap);
     if (st.labels_dropped) a += " (" + std::to_string(st.labels_dropped) + " labels left out to avoid overlap)";
     lines.push_back(a);
   } else {

@@ -297,6 +297,14 @@ void fold_event(Fold& fo, const gpuhook::RecordView& v, const Gpu& g, uint64_t s
     }
   }
   if (g.kind == EventKind::kKernel) fo.waits.offer_start(g.device, g.stream, g.priority, seq, b, en);
+  if (fo.annotate && g.kind == EventKind::kMemcpy && !fo.too_many_copies) {
+    if (fo.copies.size() < kMaxCopies) {
+      fo.copies.push_back({b, en, seq, g.device});
+    } else {
+      fo.too_many_copies = true;
+      fo.copies = {};
+    }
+  }
   fo.busy[{g.device, g.kind == EventKind::kKernel ? BusyClass::kCompute : BusyClass::kCopy}].add(b, en);
   if (++fo.spans > kMaxSpans) {
     fo.spans = 0;

@@ -40,6 +40,7 @@ inline uint64_t seq_of(size_t share, uint64_t n) { return (uint64_t{share} << 40
 
 constexpr size_t kMaxWaiting = size_t{1} << 20;
 constexpr size_t kMaxSpans = size_t{1} << 21;  // busy spans one share keeps (16 bytes each)
+constexpr size_t kMaxCopies = size_t{1} << 20;  // copies one share keeps for the overlap flag (32 bytes each)
 // NVTX range records kept whole: the drawn events' range paths are joined from all of them.
 constexpr size_t kMaxRanges = size_t{1} << 19;
 // GPU counter samples kept whole for the measured strips: they follow time, not the events.
@@ -337,6 +338,14 @@ struct Fold {
   double low_occupancy = 0;
   uint64_t low_occupied = 0, low_unplaced = 0;  // unplaced: without a start or queued stamp
   std::vector<Order> low_first;
+  // The copies, for the copies overlapped with compute (once the busy unions are whole), while
+  // they are at most kMaxCopies.
+  struct Copy {
+    uint64_t start = 0, end = 0, seq = 0;
+    uint32_t device = 0;
+  };
+  std::vector<Copy> copies;
+  bool too_many_copies = false;
   struct LabelledGap {
     uint64_t begin = 0, end = 0;
     size_t index = 0;  // in gap_calls

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
@@ -64,14 +65,54 @@ bool idle_gaps(const std::vector<Scan>& scans, const Selection& sel, const Annot
   return true;
 }
 
+using BusyUnions = std::map<std::pair<uint32_t, BusyClass>, SpanUnion>;
+
+// annotate()'s copies overlapped with compute: every copy against its device's compute union,
+// in annotate()'s order (by device, then start); the drawn ones flagged while among the first
+// kMaxAnnotationsPerKind. False when a share kept too many copies to tell.
+bool overlapped_copies(const std::vector<Fold>& folds, const BusyUnions& busy, const std::map<uint64_t, uint32_t>& held_event,
+                       Annotations* out) {
+  std::vector<Fold::Copy> copies;
+  for (const Fold& fo : folds) {
+    if (fo.too_many_copies) return false;
+    copies.insert(copies.end(), fo.copies.begin(), fo.copies.end());
+  }
+  std::sort(copies.begin(), copies.end(), [](const Fold::Copy& a, const Fold::Copy& b) {
+    return std::tie(a.device, a.start, a.seq) < std::tie(b.device, b.start, b.seq);
+  });
+  const SpanUnion none;
+  uint64_t& count = out->count[static_cast<size_t>(AnnotationKind::kOverlap)];
+  for (const Fold::Copy& c : copies) {
+    auto it = busy.find({c.device, BusyClass::kCompute});
+    const std::map<uint64_t, uint64_t>& compute = (it == busy.end() ? none : it->second).spans();
+    // annotate.cpp overlap_with(): the disjoint spans from the first that ends after the copy starts.
+    uint64_t ov = 0;
+    auto s = compute.upper_bound(c.start);
+    if (s != compute.begin() && std::prev(s)->second > c.start) --s;
+    for (; s != compute.end() && s->first < c.end; ++s) ov += std::min(c.end, s->second) - std::max(c.start, s->first);
+    if (ov == 0) continue;
+    if (count++ >= kMaxAnnotationsPerKind) continue;
+    auto e = held_event.find(c.seq);
+    if (e == held_event.end()) continue;  // drawn as coverage: counted only
+    const int percent = c.end > c.start ? static_cast<int>(std::lround(100.0 * double(ov) / double(c.end - c.start))) : 100;
+    out->items.push_back({AnnotationKind::kOverlap, e->second, 0, c.device, c.start, c.end, "overlap " + std::to_string(percent) + "%"});
+  }
+  return true;
+}
+
 // annotate()'s flags for a streamed chart (AnnotateOptions::streamed): queue delays of the
-// held kernels; low occupancy counted over every kernel, the held ones flagged while among the
-// first kMaxAnnotationsPerKind in selection order; every idle gap with its host label.
+// held kernels; low occupancy and copies overlapped counted over every event, the held ones
+// flagged while among the first kMaxAnnotationsPerKind in annotate()'s order; every idle gap
+// with its host label.
 Annotations streamed_annotations(const Model& held, const Selection& drawn, const AnnotateOptions& o,
                                  const std::vector<uint64_t>& seq_of_event, const std::vector<analysis::WaitSplit>& waits,
-                                 const std::vector<Fold>& folds, const std::vector<IdleGap>& idle) {
+                                 const std::vector<Fold>& folds, const BusyUnions& busy, const std::vector<IdleGap>& idle) {
   const Annotations of_held = annotate(held, drawn, o, kMaxAnnotationsPerKind, &waits);
   Annotations out;
+  std::map<uint64_t, uint32_t> held_event;  // seq -> event of the held model
+  for (uint32_t e : drawn.events) held_event.emplace(seq_of_event[e], e);
+  out.not_counted |= 1u << static_cast<unsigned>(AnnotationKind::kMissedOverlap);
+  if (!overlapped_copies(folds, busy, held_event, &out)) out.not_counted |= 1u << static_cast<unsigned>(AnnotationKind::kOverlap);
   out.count[static_cast<size_t>(AnnotationKind::kQueueDelay)] = of_held.count[static_cast<size_t>(AnnotationKind::kQueueDelay)];
   std::vector<Order> low;
   uint64_t& low_count = out.count[static_cast<size_t>(AnnotationKind::kLowOccupancy)];
@@ -417,7 +458,7 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
       return refuse("more kernels of low occupancy than flagged, some without GPU times (placed by their launch calls)");
     std::vector<uint64_t> seq_of_event(records.size());
     for (size_t e = 0; e < records.size(); ++e) seq_of_event[e] = records[e].first;
-    rest.annotations = streamed_annotations(held_model, drawn, o.render.annotate, seq_of_event, held_waits, folds, idle);
+    rest.annotations = streamed_annotations(held_model, drawn, o.render.annotate, seq_of_event, held_waits, folds, busy, idle);
   }
   out.scene = build_scene(held_model, drawn, o.render, rest, &out.stats);
   const CaptureInfo& capture = out.context.captures.front();
