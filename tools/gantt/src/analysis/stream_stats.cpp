@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <atomic>
 #include <exception>
 #include <functional>
@@ -46,9 +47,11 @@ class RangePaths {
   // Range records a streamed read keeps (a model row each, about 60 bytes).
   static constexpr size_t kMaxRanges = size_t{1} << 21;
 
-  // The capture's ranges (read on their own, every other record stepped over unparsed); null
-  // with *why_not when they are more than a streamed read keeps.
-  static std::unique_ptr<const RangePaths> read(const std::string& path, const LoadOptions& load, std::string* why_not);
+  // The capture's ranges (read on their own, every other record stepped over unparsed, the
+  // chunks of `shares` side by side); null with *why_not when they are more than a streamed
+  // read keeps.
+  static std::unique_ptr<const RangePaths> read(const std::string& path, const LoadOptions& load,
+                                                const std::vector<ChunkRange>& shares, std::string* why_not);
   RangePaths() = default;
   RangePaths(const RangePaths&) = delete;  // the lookup refers to the model
   RangePaths& operator=(const RangePaths&) = delete;
@@ -65,6 +68,9 @@ class RangePaths {
   std::map<std::string, std::vector<int64_t>> top_ranges() const { return diff_samples(model_, true).top_ranges; }
 
  private:
+  // The range and context records of the file, in its order, into model_; false when over kMaxRanges.
+  bool build(const std::string& path, const LoadOptions& load, const std::vector<ChunkRange>& shares);
+  bool build_in_one(const std::string& path, const LoadOptions& load);
   Model model_;  // context and ranges: no events
   std::optional<RangeLookup> lookup_;
   std::unordered_map<uint64_t, uint32_t> thread_row_;  // thread id -> row, threads with push/pop ranges
@@ -72,30 +78,98 @@ class RangePaths {
   std::vector<uint32_t> row_of_path_;                  // path -> a row with that chain of names
 };
 
-std::unique_ptr<const RangePaths> RangePaths::read(const std::string& path, const LoadOptions& load, std::string* why_not) {
-  auto out = std::make_unique<RangePaths>();
-  RangePaths& rp = *out;
-  {
+bool RangePaths::build_in_one(const std::string& path, const LoadOptions& load) {
+  gpuhook::ReaderOptions ro;
+  ro.strict = load.strict;
+  ro.from_ns = load.from_ns;
+  ro.to_ns = load.to_ns;
+  ro.only_kinds = uint64_t{1} << v1::Record::kRange;
+  gpuhook::CaptureReader reader(path, ro);
+  const AmplificationGuard guard(reader, load);
+  ModelBuilder builder(model_);
+  builder.begin_capture(path);
+  v1::Record r;
+  size_t ranges = 0;
+  while (reader.next(r)) {
+    guard.check(reader);
+    if (r.kind_case() == v1::Record::kRange && ++ranges > kMaxRanges) return false;
+    builder.add(r);
+  }
+  builder.end_capture(reader.integrity());
+  return true;
+}
+
+bool RangePaths::build(const std::string& path, const LoadOptions& load, const std::vector<ChunkRange>& shares) {
+  // Each share's records, serialized one after the other behind their lengths (about 20
+  // bytes a range), then given to one ModelBuilder in file order, as one reader would.
+  struct Part {
+    ChunkRange range;
+    std::string records;
+    size_t ranges = 0;
+    gpuhook::Integrity integrity;
+    std::exception_ptr error;
+  };
+  std::vector<Part> parts(shares.size());
+  for (size_t i = 0; i < parts.size(); ++i) parts[i].range = shares[i];
+  std::atomic<bool> stop{false}, over{false};
+  run_shares(parts, stop, [&](Part& p) {
     gpuhook::ReaderOptions ro;
     ro.strict = load.strict;
     ro.from_ns = load.from_ns;
     ro.to_ns = load.to_ns;
+    ro.first_chunk = p.range.first_chunk;
+    ro.end_chunk = p.range.end_chunk;
+    ro.outside_strings_only = true;
     ro.only_kinds = uint64_t{1} << v1::Record::kRange;
     gpuhook::CaptureReader reader(path, ro);
     const AmplificationGuard guard(reader, load);
-    ModelBuilder builder(rp.model_);
-    builder.begin_capture(path);
     v1::Record r;
-    size_t ranges = 0;
-    while (reader.next(r)) {
+    std::string bytes;
+    while (!stop.load(std::memory_order_relaxed) && reader.next(r)) {
       guard.check(reader);
-      if (r.kind_case() == v1::Record::kRange && ++ranges > kMaxRanges) {
-        *why_not = "more NVTX range records than a streamed read keeps";
-        return nullptr;
+      if (r.kind_case() == v1::Record::kRange && ++p.ranges > kMaxRanges) {
+        over = stop = true;
+        break;
       }
+      r.SerializeToString(&bytes);
+      const uint32_t n = static_cast<uint32_t>(bytes.size());
+      p.records.append(reinterpret_cast<const char*>(&n), sizeof n).append(bytes);
+    }
+    p.integrity = reader.integrity();
+  });
+  for (const Part& p : parts)
+    if (p.error) std::rethrow_exception(p.error);
+  if (over) return false;
+  size_t ranges = 0;
+  for (const Part& p : parts) ranges += p.ranges;
+  if (ranges > kMaxRanges) return false;
+  // A damaged file: one reader stops at the damage, the shares after it would not.
+  if (std::any_of(parts.begin(), parts.end(), [](const Part& p) { return static_cast<bool>(p.integrity.error); }))
+    return build_in_one(path, load);
+  ModelBuilder builder(model_);
+  builder.begin_capture(path);
+  v1::Record r;
+  for (const Part& p : parts) {
+    for (size_t at = 0; at + sizeof(uint32_t) <= p.records.size();) {
+      uint32_t n = 0;
+      std::memcpy(&n, p.records.data() + at, sizeof n);
+      at += sizeof n;
+      r.ParseFromArray(p.records.data() + at, static_cast<int>(n));  // bytes this process wrote
+      at += n;
       builder.add(r);
     }
-    builder.end_capture(reader.integrity());
+  }
+  builder.end_capture(file_integrity(parts));
+  return true;
+}
+
+std::unique_ptr<const RangePaths> RangePaths::read(const std::string& path, const LoadOptions& load,
+                                                   const std::vector<ChunkRange>& shares, std::string* why_not) {
+  auto out = std::make_unique<RangePaths>();
+  RangePaths& rp = *out;
+  if (!rp.build(path, load, shares)) {
+    *why_not = "more NVTX range records than a streamed read keeps";
+    return nullptr;
   }
   const RangeTable& rt = rp.model_.ranges;
   rp.path_of_row_.assign(rt.size(), kNone);
@@ -642,7 +716,7 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
   const bool by_range = std::find(groupings.begin(), groupings.end(), GroupBy::kRange) != groupings.end();
   if (o.matches || by_range) {
     std::string why;
-    ranges = RangePaths::read(path, o.load, &why);
+    ranges = RangePaths::read(path, o.load, plan_chunk_ranges(index, jobs), &why);
     if (!ranges) {
       if (why_not) *why_not = why;
       return std::nullopt;
