@@ -1,6 +1,7 @@
 // The two reads of a streamed render (stream_render.h): per share of the chunk index, read 1
 // (Scan: the window, the lanes, the counts, the widest events) and read 2 (Fold: narrow
-// events folded, the drawn ones kept). Internal to libgantt.
+// events folded, the drawn ones kept), and the streamed flags built from them
+// (stream_flags.cpp). Internal to libgantt.
 #pragma once
 
 #include <algorithm>
@@ -21,10 +22,12 @@
 #include <gpuhook/capture.h>
 
 #include "../analysis/stream_shares.h"
+#include "gantt/annotate.h"
 #include "gantt/model.h"
 #include "gantt/occupancy.h"
 #include "gantt/render.h"
 #include "render_builder.h"
+#include "gap_union.h"
 #include "stream_waits.h"
 
 namespace gantt::streamed {
@@ -98,40 +101,6 @@ struct FirstPriority {
 struct LaneScan {
   uint64_t events = 0;
   std::map<uint32_t, FirstPriority> by_stream;
-};
-
-// A device's activity for the idle-gap flag (annotate.cpp): the union of its events, where
-// spans less than `tolerance` apart are one. A gap is flagged only when longer than the
-// threshold, which is at least the tolerance, so the flagged gaps are those of the plain
-// union; and the spans are bounded by the window over the tolerance, not by the events.
-// Each span keeps its first event by (start, file order): the one that ended the gap before it.
-class GapUnion {
- public:
-  struct First {
-    uint64_t start = 0, seq = 0;
-    uint32_t corr = 0;
-    bool operator<(const First& o) const { return std::tie(start, seq) < std::tie(o.start, o.seq); }
-  };
-  struct Span {
-    uint64_t end = 0;
-    First first;
-  };
-  // `tolerance`: spans at most this far apart are merged; with `grow`, it may grow (never
-  // past an fiftieth of the spans' extent, hence of the window) to keep the spans few.
-  explicit GapUnion(uint64_t tolerance = 0, bool grow = false) : tolerance_(tolerance), grow_(grow) {}
-  void add(uint64_t b, uint64_t e, const First& first);
-  void absorb(const GapUnion& other);
-  uint64_t tolerance() const { return tolerance_; }
-  size_t size() const { return spans_.size(); }
-  const std::map<uint64_t, Span>& spans() const { return spans_; }
-  static constexpr size_t kFewSpans = 4096;  // past this, a growing tolerance grows
-
- private:
-  void merge(uint64_t b, Span s);
-  void grow();
-  uint64_t tolerance_;
-  bool grow_;
-  std::map<uint64_t, Span> spans_;  // by begin
 };
 
 // One of the widest events: what deciding whether it is drawn one by one, and splitting its
@@ -381,5 +350,30 @@ struct Fold {
 
 // Read 2 of a share.
 void read_fold(const std::string& path, const LoadOptions& load, Fold& fo, std::atomic<bool>& stop);
+
+// The flags of a streamed chart (AnnotateOptions::streamed), stream_flags.cpp.
+
+// An idle gap of a device (annotate.cpp), and the event that ended it.
+struct IdleGap {
+  uint32_t device = 0;
+  uint64_t begin = 0, end = 0;
+  GapUnion::First next;
+  bool explain = false;  // it gets a host label
+  size_t label = 0;      // then its place in Fold::gap_calls
+};
+
+// The idle gaps of every device, from read 1's activity unions: false if a union's tolerance
+// passed the threshold (it cannot: the threshold is at least an fiftieth of the window).
+bool idle_gaps(const std::vector<Scan>& scans, const Selection& sel, const AnnotateOptions& o, std::vector<IdleGap>* out);
+
+using BusyUnions = std::map<std::pair<uint32_t, BusyClass>, SpanUnion>;
+
+// annotate()'s flags for a streamed chart: queue delays of the held kernels; low occupancy
+// and copies overlapped counted over every event, the held ones flagged while among the
+// first kMaxAnnotationsPerKind in annotate()'s order; every idle gap with its host label.
+// `seq_of_event`: each event of `held`'s place in the file.
+Annotations streamed_annotations(const Model& held, const Selection& drawn, const AnnotateOptions& o,
+                                 const std::vector<uint64_t>& seq_of_event, const std::vector<analysis::WaitSplit>& waits,
+                                 const std::vector<Fold>& folds, const BusyUnions& busy, const std::vector<IdleGap>& idle);
 
 }  // namespace gantt::streamed
