@@ -76,6 +76,10 @@ struct GapHost {
 std::string gap_host_text(const GapHost& host, uint64_t begin, uint64_t end);
 // "idle 1.20 ms", then " - " and why, when there is a why.
 std::string idle_gap_label(uint64_t begin, uint64_t end, const std::string& why);
+// "overlap 40%": the part of a copy [begin, end) that ran beside compute.
+std::string overlap_label(uint64_t overlap_ns, uint64_t begin, uint64_t end);
+// Annotations::items' order: by kind, then start, then event.
+void sort_items(std::vector<Annotation>& items);
 
 // True for host calls that block the calling thread until GPU work finishes
 // (cudaStreamSynchronize, cudaDeviceSynchronize, synchronous cudaMemcpy, ...).

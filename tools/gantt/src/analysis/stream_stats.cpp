@@ -70,34 +70,12 @@ class RangePaths {
  private:
   // The range and context records of the file, in its order, into model_; false when over kMaxRanges.
   bool build(const std::string& path, const LoadOptions& load, const std::vector<ChunkRange>& shares);
-  bool build_in_one(const std::string& path, const LoadOptions& load);
   Model model_;  // context and ranges: no events
   std::optional<RangeLookup> lookup_;
   std::unordered_map<uint64_t, uint32_t> thread_row_;  // thread id -> row, threads with push/pop ranges
   std::vector<uint32_t> path_of_row_;                  // range row -> path (push/pop rows)
   std::vector<uint32_t> row_of_path_;                  // path -> a row with that chain of names
 };
-
-bool RangePaths::build_in_one(const std::string& path, const LoadOptions& load) {
-  gpuhook::ReaderOptions ro;
-  ro.strict = load.strict;
-  ro.from_ns = load.from_ns;
-  ro.to_ns = load.to_ns;
-  ro.only_kinds = uint64_t{1} << v1::Record::kRange;
-  gpuhook::CaptureReader reader(path, ro);
-  const AmplificationGuard guard(reader, load);
-  ModelBuilder builder(model_);
-  builder.begin_capture(path);
-  v1::Record r;
-  size_t ranges = 0;
-  while (reader.next(r)) {
-    guard.check(reader);
-    if (r.kind_case() == v1::Record::kRange && ++ranges > kMaxRanges) return false;
-    builder.add(r);
-  }
-  builder.end_capture(reader.integrity());
-  return true;
-}
 
 bool RangePaths::build(const std::string& path, const LoadOptions& load, const std::vector<ChunkRange>& shares) {
   // Each share's records, serialized one after the other behind their lengths (about 20
@@ -143,9 +121,11 @@ bool RangePaths::build(const std::string& path, const LoadOptions& load, const s
   size_t ranges = 0;
   for (const Part& p : parts) ranges += p.ranges;
   if (ranges > kMaxRanges) return false;
-  // A damaged file: one reader stops at the damage, the shares after it would not.
-  if (std::any_of(parts.begin(), parts.end(), [](const Part& p) { return static_cast<bool>(p.integrity.error); }))
-    return build_in_one(path, load);
+  // A damaged file: one reader stops at the damage, the shares after it would not. Read it
+  // as one share, the whole file.
+  if (parts.size() > 1 &&
+      std::any_of(parts.begin(), parts.end(), [](const Part& p) { return static_cast<bool>(p.integrity.error); }))
+    return build(path, load, {ChunkRange{}});
   ModelBuilder builder(model_);
   builder.begin_capture(path);
   v1::Record r;

@@ -115,6 +115,17 @@ std::string idle_gap_label(uint64_t b, uint64_t e, const std::string& explanatio
   return label;
 }
 
+std::string overlap_label(uint64_t overlap_ns, uint64_t b, uint64_t e) {
+  const int percent = e > b ? static_cast<int>(std::lround(100.0 * double(overlap_ns) / double(e - b))) : 100;
+  return "overlap " + std::to_string(percent) + "%";
+}
+
+void sort_items(std::vector<Annotation>& items) {
+  std::stable_sort(items.begin(), items.end(), [](const Annotation& a, const Annotation& b) {
+    return std::tie(a.kind, a.start_ns, a.event) < std::tie(b.kind, b.start_ns, b.event);
+  });
+}
+
 Annotations annotate(const Model& m, const Selection& sel, const AnnotateOptions& o, size_t max_per_kind,
                      const std::vector<analysis::WaitSplit>* given_waits) {
   Annotations out;
@@ -204,8 +215,7 @@ Annotations annotate(const Model& m, const Selection& sel, const AnnotateOptions
       const uint64_t b = ev.start_ns[e], en = ev.end_ns[e];
       const uint64_t ov = overlap_with(compute, b, en);
       if (ov > 0) {
-        keep({AnnotationKind::kOverlap, e, key.first, key.second, std::max(b, b), en,
-              "overlap " + std::to_string(en > b ? static_cast<int>(std::lround(100.0 * double(ov) / double(en - b))) : 100) + "%"});
+        keep({AnnotationKind::kOverlap, e, key.first, key.second, b, en, overlap_label(ov, b, en)});
         continue;
       }
       // Serialised: a synchronous copy (the host blocked in it, so nothing else could be
@@ -250,9 +260,7 @@ Annotations annotate(const Model& m, const Selection& sel, const AnnotateOptions
       keep({AnnotationKind::kIdleGap, next, key.first, key.second, gb, ge, std::move(label)});
     }
   }
-  std::stable_sort(out.items.begin(), out.items.end(), [](const Annotation& a, const Annotation& b) {
-    return std::tie(a.kind, a.start_ns, a.event) < std::tie(b.kind, b.start_ns, b.event);
-  });
+  sort_items(out.items);
   return out;
 }
 

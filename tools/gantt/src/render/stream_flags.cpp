@@ -2,7 +2,6 @@
 // activity union, the gaps, the copies overlapped and the assembly of what the two reads
 // found into annotate()'s Annotations.
 #include <algorithm>
-#include <cmath>
 #include <string>
 
 #include "gantt/annotate.h"
@@ -56,11 +55,13 @@ void GapUnion::grow() {
 }
 
 void GapUnion::absorb(const GapUnion& other) {
-  tolerance_ = std::max(tolerance_, other.tolerance_);
   grow_ = grow_ || other.grow_;
-  std::map<uint64_t, Span> old;
-  old.swap(spans_);
-  for (const auto& [b, s] : old) merge(b, s);
+  if (other.tolerance_ > tolerance_) {  // its own spans merged at the larger tolerance first
+    tolerance_ = other.tolerance_;
+    std::map<uint64_t, Span> old;
+    old.swap(spans_);
+    for (const auto& [b, s] : old) merge(b, s);
+  }
   for (const auto& [b, s] : other.spans_) merge(b, s);
   if (grow_ && spans_.size() > kFewSpans) grow();
 }
@@ -120,8 +121,7 @@ bool overlapped_copies(const std::vector<Fold>& folds, const BusyUnions& busy, c
     if (count++ >= kMaxAnnotationsPerKind) continue;
     auto e = held_event.find(c.seq);
     if (e == held_event.end()) continue;  // drawn as coverage: counted only
-    const int percent = c.end > c.start ? static_cast<int>(std::lround(100.0 * double(ov) / double(c.end - c.start))) : 100;
-    out->items.push_back({AnnotationKind::kOverlap, e->second, 0, c.device, c.start, c.end, "overlap " + std::to_string(percent) + "%"});
+    out->items.push_back({AnnotationKind::kOverlap, e->second, 0, c.device, c.start, c.end, overlap_label(ov, c.start, c.end)});
   }
   return true;
 }
@@ -181,11 +181,8 @@ Annotations streamed_annotations(const Model& held, const Selection& drawn, cons
     out.items.push_back({AnnotationKind::kIdleGap, kNone, 0, g.device, g.begin, g.end,
                          idle_gap_label(g.begin, g.end, why)});
   }
-  std::stable_sort(out.items.begin(), out.items.end(), [](const Annotation& a, const Annotation& b) {
-    return std::tie(a.kind, a.start_ns, a.event) < std::tie(b.kind, b.start_ns, b.event);
-  });
+  sort_items(out.items);
   return out;
 }
-
 
 }  // namespace gantt::streamed
