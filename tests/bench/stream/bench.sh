@@ -4,8 +4,8 @@
 # supports) against `diagnose --in-memory` (every rule); `render` of the chart it streams
 # (--no-annotate: GPU and host lanes) the same two ways, and the default chart (over the
 # default 1 GiB --max-memory: streamed with the flags a stream can tell) against
-# --in-memory. Each way runs `runs` times, alternating (the default chart loaded once); the
-# medians are reported. CPU-only figures, on a synthetic capture (tests/bench/ranks/gen_job): not a GPU
+# --in-memory, and a zoom (--from 1s --to 1.01s) the same two ways. Each way runs `runs`
+# times, alternating (the default chart and the zoom loaded once); the medians are reported. CPU-only figures, on a synthetic capture (tests/bench/ranks/gen_job): not a GPU
 # measurement.
 #   tests/bench/stream/bench.sh BUILD_DIR [events=10000000] [runs=3]
 set -euo pipefail
@@ -32,8 +32,10 @@ for ((i = 0; i < runs; ++i)); do
   timed chart "$cli" render "$cap" -o "$dir/streamed.svg" --no-annotate -j "$cores"
   timed chart_whole "$cli" render "$cap" -o "$dir/loaded.svg" --no-annotate --in-memory
   timed render "$cli" render "$cap" -o "$dir/chart.svg" -j "$cores"
+  timed window "$cli" render "$cap" -o "$dir/window.svg" --from 1s --to 1.01s --no-annotate -j "$cores"
 done
 timed render_whole "$cli" render "$cap" -o "$dir/chart_whole.svg" --in-memory
+timed window_whole "$cli" render "$cap" -o "$dir/window_whole.svg" --from 1s --to 1.01s --no-annotate --in-memory
 same=1
 cmp -s "$dir/one.out" "$dir/whole.out" && cmp -s "$dir/all.out" "$dir/whole.out" || same=0
 one=$(median one 1) all=$(median all 1) whole=$(median whole 1)
@@ -73,4 +75,11 @@ row "stream: the same chart loaded whole (--in-memory)" "$chart_whole s, peak RS
 row "stream: streamed chart equals the loaded one" "$([[ $chart_same == 1 ]] && echo identical || echo DIFFER)" "identical" "$chart_same"
 row "stream: default render of the same capture, -j $cores (over the default 1 GiB --max-memory: streamed, flags a stream can tell)" "$render_s s, peak RSS $((render_kib / 1024)) MiB" "<= 3 s, <= 500 MB" "$([[ $(ok "$render_s" 3) == 1 && $(ok "$((render_kib / 1024))" 500) == 1 ]] && echo 1 || echo 0)"
 row "stream: default render --in-memory (every flag; the path before)" "$render_whole_s s, peak RSS $((render_whole_kib / 1024)) MiB" "(the path before)" 1
+window_s=$(median window 1) window_mb=$(($(median window 2) / 1024))
+read -r window_whole_s window_whole_kib < "$dir/window_whole.txt"
+window_same=1
+cmp -s "$dir/window.svg" "$dir/window_whole.svg" || window_same=0
+row "stream: render --from 1s --to 1.01s --no-annotate (a zoom), -j $cores (streamed)" "$window_s s, peak RSS $window_mb MiB" "<= 500 MB" "$(ok "$window_mb" 500)"
+row "stream: the same zoom loaded whole (--in-memory; the path before)" "$window_whole_s s, peak RSS $((window_whole_kib / 1024)) MiB" "(the path before)" 1
+row "stream: the streamed zoom equals the loaded one" "$([[ $window_same == 1 ]] && echo identical || echo DIFFER)" "identical" "$window_same"
 row "stream: the streamed chart's low-occupancy, copy-overlap and idle-gap flags equal the loaded chart's" "$([[ $flags_same == 1 ]] && echo "identical: $(flags "$dir/chart.svg")" || echo DIFFER)" "identical" "$flags_same"

@@ -2,6 +2,7 @@
 # `render` of one capture read as a stream against the same capture loaded whole
 # (--in-memory): the same chart, byte for byte, and the same exit code, for one and several
 # decoding threads, lanes per stream and per device, two widths, with and without host lanes,
+# whole or in a time window,
 # on the fixtures, fabricated captures of many chunks and, when given, simulator captures. The
 # streamed path has to be the one taken where the chart allows it (-j makes a capture loaded
 # whole after all say why): on the fabricated captures and every simulator capture.
@@ -45,6 +46,18 @@ if [ $# -ge 3 ]; then
   done
 fi
 
+# The streamed chart ($work/streamed.svg, exit RC_S) against the loaded one ($work/whole.svg,
+# exit RC_W): the same exit code and, when drawn, the same bytes.
+same_chart() {  # same_chart NAME RC_S RC_W
+  if [ "$2" != "$3" ]; then
+    echo "FAIL: $1: exit $2, --in-memory $3"; fail=1
+  elif [ -e "$work/whole.svg" ] && ! cmp -s "$work/whole.svg" "$work/streamed.svg"; then
+    echo "FAIL: $1: the SVG differs from --in-memory's"
+    diff <(tr '>' '\n' <"$work/whole.svg") <(tr '>' '\n' <"$work/streamed.svg") | head -6
+    fail=1
+  fi
+}
+
 compared=0 streamed=0
 for cap in "${captures[@]}"; do
   for lanes in stream device; do
@@ -61,13 +74,7 @@ for cap in "${captures[@]}"; do
           "$cli" render "$cap" -o "$work/streamed.svg" "${args[@]}" -j "$jobs" 2>"$work/streamed.err"
           rc_s=$?
           name="$(basename "$cap") --lanes $lanes --width $width $host -j $jobs"
-          if [ "$rc_s" != "$rc_w" ]; then
-            echo "FAIL: $name: exit $rc_s, --in-memory $rc_w"; fail=1
-          elif [ -e "$work/whole.svg" ] && ! cmp -s "$work/whole.svg" "$work/streamed.svg"; then
-            echo "FAIL: $name: the SVG differs from --in-memory's"
-            diff <(tr '>' '\n' <"$work/whole.svg") <(tr '>' '\n' <"$work/streamed.svg") | head -6
-            fail=1
-          fi
+          same_chart "$name" "$rc_s" "$rc_w"
           if grep -q "loaded whole" "$work/streamed.err"; then
             for must in "${must_stream[@]}"; do
               [ "$cap" = "$must" ] && { echo "FAIL: $name was not streamed: $(cat "$work/streamed.err")"; fail=1; }
@@ -148,6 +155,46 @@ done
 echo "flagged as a stream over --max-memory: $flagged charts"
 "$cli" render "$work/small.gpuh" -o "$work/in.svg" --max-memory 1K --in-memory 2>/dev/null
 grep -q "flags: queue delay" "$work/in.svg" || { echo "FAIL: --in-memory over --max-memory drew no flags"; fail=1; }
+
+# A time window (--from, --to) is read as a stream too: the events that overlap it, with and
+# without the flags, against --in-memory's selection of the same window. Windows past a
+# capture's end give the loader's error and exit code.
+windowed=0
+for cap in "${captures[@]}"; do
+  for window in "--from 1ms --to 3ms" "--to 2ms" "--from 300us"; do
+    read -ra win <<<"$window"
+    name="$(basename "$cap") $window"
+    rm -f "$work/whole.svg"
+    "$cli" render "$cap" -o "$work/whole.svg" --no-annotate "${win[@]}" --in-memory 2>/dev/null
+    rc_w=$?
+    # 3 threads (the unit test StreamRender.AWindowIsTheLoadedChartsWindow takes 1 and 3).
+    rm -f "$work/streamed.svg"
+    "$cli" render "$cap" -o "$work/streamed.svg" --no-annotate "${win[@]}" -j 3 2>"$work/streamed.err"
+    same_chart "$name" $? "$rc_w"
+    if grep -q "loaded whole" "$work/streamed.err"; then
+      for must in "${must_stream[@]}"; do
+        [ "$cap" = "$must" ] && [ "$rc_w" = 0 ] && { echo "FAIL: $name was not streamed: $(cat "$work/streamed.err")"; fail=1; }
+      done
+    elif [ -e "$work/streamed.svg" ]; then
+      windowed=$((windowed + 1))
+    fi
+    rm -f "$work/whole.svg" "$work/over.svg"
+    "$cli" render "$cap" -o "$work/whole.svg" "${win[@]}" --idle-gap 1us --in-memory 2>/dev/null
+    rc_w=$?
+    "$cli" render "$cap" -o "$work/over.svg" "${win[@]}" --idle-gap 1us --max-memory 1 -j 3 2>/dev/null
+    rc_s=$?
+    if [ "$rc_s" != "$rc_w" ]; then
+      echo "FAIL: $name over --max-memory: exit $rc_s, --in-memory $rc_w"; fail=1
+    elif [ -e "$work/whole.svg" ]; then
+      cmp -s <(strip_flags "$work/whole.svg") <(strip_flags "$work/over.svg") ||
+        { echo "FAIL: $name over --max-memory: the chart differs from --in-memory's beyond the flags"; fail=1; }
+      [ "$(counts "$work/whole.svg")" = "$(counts "$work/over.svg")" ] ||
+        { echo "FAIL: $name over --max-memory: flags $(counts "$work/over.svg"), --in-memory $(counts "$work/whole.svg")"; fail=1; }
+    fi
+  done
+done
+echo "windows streamed: $windowed charts"
+[ "$windowed" -gt 0 ] || { echo "FAIL: no window was streamed"; fail=1; }
 
 # What it does not cover is loaded whole, and says why when asked (-j).
 "$cli" render "$work/small.gpuh" -o "$work/a.svg" -j 2 2>"$work/why.err" >/dev/null

@@ -366,6 +366,61 @@ TEST(StreamRender, FlagsWhatAStreamCanTellAsTheLoadedChart) {
   std::remove(path.c_str());
 }
 
+// A window (--from, --to) read as a stream: the events that overlap it, counted, laned,
+// folded and flagged as the loaded chart's selection has them; the waits of the drawn kernels
+// still see every operation. The fabricated header has no start, so the capture's first time
+// is found by a second read 1.
+TEST(StreamRender, AWindowIsTheLoadedChartsWindow) {
+  Spec spec;
+  spec.activities = 20000;
+  spec.ranges = false;
+  const std::string path = write_capture("window", spec);
+  const Model m = load(std::vector<std::string>{path});
+  constexpr int64_t kMs = 1'000'000;
+  const std::pair<int64_t, int64_t> windows[] = {{100 * kMs, 250 * kMs}, {400 * kMs, -1}, {-1, 60 * kMs},
+                                                 {300 * kMs, 300 * kMs + 500'000}};
+  for (const auto& [from, to] : windows) {
+    EventFilter filter;
+    filter.from_ns = from;
+    filter.to_ns = to;
+    const Selection sel = select_events(m, filter);
+    ASSERT_GT(sel.events.size(), 0u) << from << ".." << to;
+    ASSERT_LT(sel.events.size(), m.events.size()) << from << ".." << to;
+    for (bool flags : {false, true}) {
+      RenderOptions o = chart_options(flags ? LaneMode::kStream : LaneMode::kDevice, 1920);
+      o.host_lanes = true;
+      o.annotate.enabled = flags;
+      o.annotate.low_occupancy = 0.6;
+      RenderOptions loaded = o;
+      loaded.filter_description = sel.description;
+      RenderStats whole;
+      const std::string expected = svg_of(build_scene(m, sel, loaded, &whole));
+      o.annotate.streamed = flags;
+      for (unsigned jobs : {1u, 3u}) {
+        StreamRenderOptions so;
+        so.render = o;
+        so.jobs = jobs;
+        so.from_ns = from;
+        so.to_ns = to;
+        std::string why;
+        const auto chart = stream_render(path, so, &why);
+        ASSERT_TRUE(chart) << why;
+        const std::string got = svg_of(chart->scene);
+        const std::string what = std::to_string(from) + ".." + std::to_string(to) + ", " + std::to_string(jobs) + " threads";
+        EXPECT_EQ(chart->stats.events_selected, whole.events_selected) << what;
+        EXPECT_EQ(chart->stats.events_individual, whole.events_individual) << what;
+        if (flags) {
+          EXPECT_EQ(flag_counts(got), flag_counts(expected)) << what;
+          EXPECT_TRUE(without_missed_overlaps(got) == without_missed_overlaps(expected)) << what;
+        } else {
+          EXPECT_TRUE(got == expected) << what;
+        }
+      }
+    }
+  }
+  std::remove(path.c_str());
+}
+
 // The idle gaps' union: spans closer than its tolerance are one, in any order of adding and
 // merging, and a growing tolerance keeps them few without losing a gap past an fiftieth of
 // their extent.

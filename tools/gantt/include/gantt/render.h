@@ -106,6 +106,7 @@ struct ChartRest {
   std::map<std::pair<uint16_t, uint32_t>, Device> devices;
   uint64_t events = 0;  // selected GPU work, synchronisations not counted
   uint64_t syncs = 0;   // selected synchronisations
+  uint64_t in_capture = 0;  // every GPU event and synchronisation, in the window or not
   double threshold_px = 0;
   std::vector<analysis::WaitSplit> waits;  // analysis::wait_causes() of the held kernels, by event
   std::optional<Annotations> annotations;  // AnnotateOptions::streamed: the flags, worked out as read

@@ -450,9 +450,10 @@ Scene Builder::build() {
   st_.events_selected = rest_ ? rest_->events + rest_->syncs : sel_.events.size();
   y_ = 30;
   if (st_.events_selected == 0) {
-    const std::string why = m_.events.size() == 0 ? "no GPU activity in this capture"
-                                                  : "no events match the window and filters (" +
-                                                        std::to_string(m_.events.size()) + " events in the capture)";
+    const uint64_t in_capture = rest_ ? rest_->in_capture : m_.events.size();
+    const std::string why = in_capture == 0 ? "no GPU activity in this capture"
+                                            : "no events match the window and filters (" + std::to_string(in_capture) +
+                                                  " events in the capture)";
     s_.text(make_text(static_cast<float>(s_.width) / 2, y_ + 50, why, 16, palette::kMuted, Anchor::kMiddle));
     y_ += 90;
   } else {

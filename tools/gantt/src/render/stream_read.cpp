@@ -111,21 +111,29 @@ void scan_event(Scan& sc, const Gpu& g, uint64_t seq) {
   sc.see(g.queued);
   sc.see(g.start);
   sc.see(g.end);
+  ++sc.in_capture;
   const bool sync = g.kind == EventKind::kSync;
   const LaneKey lane = lane_of(g, sc.lanes_by);
   if (sc.host_lanes && g.corr) {
     sc.gpu_corrs.insert(g.corr);
     if (sc.gpu_corrs.sparse_size() > kMaxSparseIds) sc.needs_model = kIdsTooLarge;
   }
+  // An event without a start or queued stamp is begun by its launch call: Scan::place() counts
+  // it once that is known.
+  const uint64_t begin = g.start ? g.start : g.queued;
+  const bool kept = begin == 0 || sc.window.keeps(begin, g.end);
   if (sync) {
-    ++sc.syncs;
+    sc.syncs += begin != 0 && kept;
   } else {
-    ++sc.events;
-    ++sc.lanes[lane].events;
-    if (g.start && g.end >= g.start) {
+    if (begin != 0 && kept) {
+      ++sc.events;
+      ++sc.lanes[lane].events;
+    }
+    // Every operation, in the window or not: the waits of the drawn kernels look at all (waits.cpp).
+    if (g.start && g.end >= g.start) ++sc.streams[g.device][g.stream];
+    if (kept && g.start && g.end >= g.start) {
       if (sc.idle_gaps) add_activity(sc, g, seq);
       ++sc.timed;
-      ++sc.streams[g.device][g.stream];
       const Candidate c{g.end - g.start, seq, g, g.corr ? sc.launch_of(g.corr) : 0};
       if (sc.widest.size() < sc.keep_widest || c > sc.widest.front()) {
         if (sc.widest.size() == sc.keep_widest) {
@@ -139,7 +147,7 @@ void scan_event(Scan& sc, const Gpu& g, uint64_t seq) {
       }
     }
   }
-  const uint64_t begin = g.start ? g.start : g.queued;
+  if (!kept) return;  // the window and the lanes' first priorities are the drawn events'
   const uint64_t launch = g.corr ? sc.launch_of(g.corr) : 0;
   if (g.corr && launch == 0) {
     if (sc.waiting.size() >= kMaxWaiting) {
@@ -276,10 +284,12 @@ void note_gap_call(Fold& fo, const gpuhook::ApiFields& a, uint64_t seq, const gp
 
 void fold_event(Fold& fo, const gpuhook::RecordView& v, const Gpu& g, uint64_t seq, bool nccl) {
   if (g.kind == EventKind::kSync) return;
-  if (fo.annotate && v.kind == v1::Record::kKernel) count_low_occupancy(fo, v.kernel, g, seq);
+  const uint64_t begin = g.start ? g.start : g.queued;
+  const bool kept = begin != 0 ? fo.window.keeps(begin, g.end) : fo.outside->count(seq) == 0;
+  if (kept && fo.annotate && v.kind == v1::Record::kKernel) count_low_occupancy(fo, v.kernel, g, seq);
   const Frame& f = *fo.frame;
   const uint64_t b = g.start, en = g.end;
-  const bool held = !fo.held_seq->empty() && fo.held_seq->count(seq) != 0;
+  const bool held = kept && !fo.held_seq->empty() && fo.held_seq->count(seq) != 0;
   if (held) fo.held.emplace_back(seq, record_of(v));
   else if (nccl) fo.nccl_kernels.emplace_back(seq, record_of(v));
   if (!b || en < b) return;
@@ -297,6 +307,7 @@ void fold_event(Fold& fo, const gpuhook::RecordView& v, const Gpu& g, uint64_t s
     }
   }
   if (g.kind == EventKind::kKernel) fo.waits.offer_start(g.device, g.stream, g.priority, seq, b, en);
+  if (!kept) return;  // the busy unions, the copies and the coverage are the drawn events'
   if (fo.annotate && g.kind == EventKind::kMemcpy && !fo.too_many_copies) {
     if (fo.copies.size() < kMaxCopies) {
       fo.copies.push_back({b, en, seq, g.device});
@@ -421,9 +432,15 @@ std::optional<Scanned> merge_scans(std::vector<Scan>& scans, size_t keep, std::s
     m.last_ns = std::max(m.last_ns, sc.last_ns);
     m.events += sc.events;
     m.syncs += sc.syncs;
+    m.in_capture += sc.in_capture;
     m.timed += sc.timed;
     m.lo = std::min(m.lo, sc.lo);
     m.hi = std::max(m.hi, sc.hi);
+    if (m.outside.size() + sc.outside.size() > kMaxWaiting) {
+      *why_not = "too many GPU records begun by launch calls outside the window";
+      return std::nullopt;
+    }
+    m.outside.insert(sc.outside.begin(), sc.outside.end());
     for (Candidate& c : sc.widest) {
       if (auto it = sc.widest_launch.find(c.seq); it != sc.widest_launch.end()) c.launch = it->second;
       m.widest.push_back(c);

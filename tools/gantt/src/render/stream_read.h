@@ -76,6 +76,19 @@ bool is_context(const v1::Record& r);
 // Its lane per stream or per device (layout_lanes.cpp lane_key()).
 LaneKey lane_of(const Gpu& g, LaneMode mode);
 
+// select_events()' time window (--from, --to), absolute: an event with a begin is drawn when
+// it overlaps [from, to]; one without is drawn always. The default keeps every event.
+struct Window {
+  uint64_t from = 0, to = UINT64_MAX;
+  bool all() const { return from == 0 && to == UINT64_MAX; }
+  // filter.cpp event_begin_ns() and event_end_ns(): `begin` the start, else queued, else the launch.
+  bool keeps(uint64_t begin, uint64_t end) const {
+    if (begin == 0) return true;
+    const uint64_t e = end ? std::max(end, begin) : begin;
+    return e >= from && begin <= to;
+  }
+};
+
 // The selection's order (select_events): by begin, events without one last, then file order.
 using Order = std::tuple<bool, uint64_t, uint64_t>;
 inline Order order_of(uint64_t begin, uint64_t seq) { return {begin == 0, begin, seq}; }
@@ -118,6 +131,7 @@ struct Scan {
   size_t index = 0;
   size_t keep_widest = 0;  // 2 max_individual_events + 1 (stream_render() says why)
   LaneMode lanes_by = LaneMode::kStream;
+  Window window;  // the events counted, laned and measured; the others are only seen
   std::vector<v1::Record> context;
   std::vector<v1::Record> ranges;  // NVTX ranges: the drawn events' range paths need them all
   std::vector<v1::Record> samples;  // GPU counter samples: the measured strips draw them all
@@ -126,7 +140,8 @@ struct Scan {
   std::exception_ptr error;
   gpuhook::Integrity integrity;
   uint64_t first_ns = 0, last_ns = 0;
-  uint64_t events = 0, syncs = 0;
+  uint64_t events = 0, syncs = 0;  // in `window`
+  uint64_t in_capture = 0;         // every GPU event and synchronisation
   uint64_t lo = UINT64_MAX, hi = 0;
   std::vector<Candidate> widest;  // min-heap by (width, seq): the widest `keep_widest`
   std::unordered_map<uint64_t, uint64_t> widest_launch;  // seq -> launch, for those read before it
@@ -148,6 +163,8 @@ struct Scan {
     bool sync;
   };
   std::unordered_multimap<uint32_t, Waiting> waiting;
+  // The events without a start or queued stamp whose launch calls lie outside `window`.
+  std::vector<uint64_t> outside;
   // Streamed annotations (AnnotateOptions::streamed): each device's activity, for its idle
   // gaps. `idle_gap_ns` as AnnotateOptions has it (-1: the default threshold).
   bool idle_gaps = false;
@@ -162,9 +179,23 @@ struct Scan {
   uint64_t launch_of(uint32_t corr) const { return calls.get(corr); }
   bool maybe_lost(uint32_t corr) const { return calls.maybe_lost(corr); }
   // One event with its launch known (0: none): the window and its lane's first priority.
+  // Those that the launch begins are counted here, those in `window`.
   void place(const LaneKey& lane, uint32_t stream, int32_t priority, uint64_t seq, uint64_t begin, uint64_t end,
              uint64_t launch, bool sync) {
     const uint64_t b = begin ? begin : launch;
+    if (begin == 0) {  // begun by its launch call: counted now that it is known (scan_event())
+      if (!window.keeps(b, end)) {
+        outside.push_back(seq);  // merge_scans() refuses past kMaxWaiting
+        if (outside.size() > kMaxWaiting) needs_model = "too many GPU records begun by launch calls outside the window";
+        return;
+      }
+      if (sync) {
+        ++syncs;
+      } else {
+        ++events;
+        ++lanes[lane].events;
+      }
+    }
     if (b) lo = std::min(lo, b);
     if (launch) lo = std::min(lo, launch);
     hi = std::max(hi, end ? std::max(end, b) : b);  // filter.cpp event_end_ns
@@ -215,12 +246,13 @@ void read_scan(const std::string& path, const LoadOptions& load, Scan& sc, std::
 
 // Pass-1 shares merged: what the chart's frame, lanes and threshold need.
 struct Scanned {
-  uint64_t first_ns = 0, last_ns = 0, events = 0, syncs = 0, timed = 0, lo = UINT64_MAX, hi = 0;
+  uint64_t first_ns = 0, last_ns = 0, events = 0, syncs = 0, in_capture = 0, timed = 0, lo = UINT64_MAX, hi = 0;
   std::vector<Candidate> widest;  // widest first
   std::map<LaneKey, LaneScan> lanes;
   std::map<uint32_t, std::map<uint32_t, uint64_t>> streams;
   std::map<uint32_t, int32_t> stream_priority;  // ModelBuilder: the last StreamInfo per stream wins
   analysis::CorrSet gpu_corrs;                   // host lanes: the ids GPU records name
+  std::unordered_set<uint64_t> outside;          // Scan::outside of every share
 };
 
 // Read 1's shares merged (the launches read before their calls joined across shares), the
@@ -270,6 +302,8 @@ struct Fold {
   size_t index = 0;
   const Frame* frame = nullptr;
   LaneMode lanes_by = LaneMode::kStream;
+  Window window;  // the events folded; every one is offered to the drawn kernels' waits
+  const std::unordered_set<uint64_t>* outside = nullptr;  // Scanned::outside
   const std::unordered_set<uint64_t>* held_seq = nullptr;
   const std::unordered_set<uint32_t>* held_corr = nullptr;
   std::map<LaneKey, ChartRest::Lane> lanes;

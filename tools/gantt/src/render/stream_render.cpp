@@ -45,28 +45,66 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
   // them unless float rounding at the threshold lets more through (then the model is loaded).
   const size_t keep = 2 * k + 1;
 
+  // --from and --to count from the capture's first time, which only read 1 tells. It is read
+  // with the header's start for it, nearly always the first time; when a record is earlier,
+  // read 1 runs again with the time it found.
+  const bool windowed = o.from_ns >= 0 || o.to_ns >= 0;
+  const auto window_from = [&](uint64_t first_ns) {
+    Window w;
+    if (o.from_ns >= 0) w.from = std::max(first_ns, first_ns + static_cast<uint64_t>(o.from_ns));
+    if (o.to_ns >= 0) w.to = first_ns + static_cast<uint64_t>(o.to_ns);
+    return w;
+  };
+  uint64_t first_guess = 0;
+  if (windowed) {
+    gpuhook::CaptureReader head(path, gpuhook::ReaderOptions{o.load.strict, 0, 0});
+    v1::Record r;
+    for (int i = 0; i < 64 && head.next(r); ++i)
+      if (r.kind_case() == v1::Record::kHeader) {
+        first_guess = r.header().start_monotonic_raw_ns();
+        break;
+      }
+  }
+  // The idle-gap threshold of a window asked for is known before the read: the activity unions
+  // merge at that tolerance (at the least one, without --to), not at one grown with the spans.
+  int64_t gap_tolerance = o.render.annotate.idle_gap_ns;
+  if (windowed && gap_tolerance < 0) {
+    const uint64_t from = o.from_ns >= 0 ? static_cast<uint64_t>(o.from_ns) : 0;
+    gap_tolerance = o.to_ns >= 0 && static_cast<uint64_t>(o.to_ns) >= from
+                        ? idle_gap_threshold_ns(o.render.annotate, static_cast<uint64_t>(o.to_ns) - from)
+                        : kMinIdleGapNs;
+  }
+
   // Read 1: the window, the lanes, the counts, the widest events.
-  std::vector<Scan> scans(ranges.size());
-  for (size_t i = 0; i < scans.size(); ++i) {
-    scans[i].range = ranges[i];
-    scans[i].index = i;
-    scans[i].keep_widest = keep;
-    scans[i].lanes_by = o.render.lanes;
-    scans[i].host_lanes = o.render.host_lanes;
-    scans[i].idle_gaps = o.render.annotate.enabled;
-    scans[i].idle_gap_ns = o.render.annotate.idle_gap_ns;
+  std::vector<Scan> scans;
+  std::optional<Scanned> scanned;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    scans.assign(ranges.size(), Scan{});
+    for (size_t i = 0; i < scans.size(); ++i) {
+      scans[i].range = ranges[i];
+      scans[i].index = i;
+      scans[i].keep_widest = keep;
+      scans[i].lanes_by = o.render.lanes;
+      if (windowed) scans[i].window = window_from(first_guess);
+      scans[i].host_lanes = o.render.host_lanes;
+      scans[i].idle_gaps = o.render.annotate.enabled;
+      scans[i].idle_gap_ns = gap_tolerance;
+    }
+    std::atomic<bool> stop{false};
+    analysis::run_shares(scans, stop, [&](Scan& sc) { read_scan(path, o.load, sc, stop); });
+    uint32_t headers = 0;
+    for (Scan& sc : scans) {
+      if (sc.error) std::rethrow_exception(sc.error);
+      if ((headers += sc.headers) > 1) return refuse("a merged file (several ranks, put on one clock when loaded)");
+      if (!sc.needs_model.empty()) return refuse(sc.needs_model);
+      if (sc.integrity.error) return refuse("a damaged capture (read up to the damage when loaded)");
+    }
+    scanned = merge_scans(scans, keep, &why);
+    if (!scanned) return refuse(why);
+    if (!windowed || scanned->first_ns == first_guess) break;
+    if (attempt == 1) return refuse("a capture whose first time moved between reads");
+    first_guess = scanned->first_ns;
   }
-  std::atomic<bool> stop{false};
-  analysis::run_shares(scans, stop, [&](Scan& sc) { read_scan(path, o.load, sc, stop); });
-  uint32_t headers = 0;
-  for (Scan& sc : scans) {
-    if (sc.error) std::rethrow_exception(sc.error);
-    if ((headers += sc.headers) > 1) return refuse("a merged file (several ranks, put on one clock when loaded)");
-    if (!sc.needs_model.empty()) return refuse(sc.needs_model);
-    if (sc.integrity.error) return refuse("a damaged capture (read up to the damage when loaded)");
-  }
-  std::optional<Scanned> scanned = merge_scans(scans, keep, &why);
-  if (!scanned) return refuse(why);
   const Scanned& sd = *scanned;
 
   StreamedChart out;
@@ -79,21 +117,32 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
   out.context.captures.front().last_ns = sd.last_ns;
   out.warnings = integrity_warnings(out.context, &out.corrupt);
 
-  // select_events() without filters: every event, the window fitted to them.
+  // select_events(): without a window, every event and the window fitted to them; with one,
+  // the events that overlap it (an empty window is the loader's to report).
   Selection sel;
   sel.origin_ns = sd.first_ns;
   sel.window_start_ns = sd.first_ns;
   sel.window_end_ns = std::max(sd.last_ns, sd.first_ns);
-  if (sd.events + sd.syncs != 0 && sd.lo != UINT64_MAX && sd.hi >= sd.lo)
+  RenderOptions render = o.render;
+  if (windowed) {
+    const Window w = window_from(sd.first_ns);
+    if (o.from_ns >= 0) sel.window_start_ns = w.from;
+    if (o.to_ns >= 0) sel.window_end_ns = w.to;
+    if (sel.window_end_ns < sel.window_start_ns) return refuse("a window that ends before it starts");
+    sel.window_asked = true;
+    sel.description = render.filter_description = "window";
+  } else if (sd.events + sd.syncs != 0 && sd.lo != UINT64_MAX && sd.hi >= sd.lo) {
     fit_window(sel.window_start_ns, sel.window_end_ns, sd.lo, sd.hi, &sel);
+  }
   const Frame f = detail::make_frame(out.context, sel, sel.window_start_ns, sel.window_end_ns,
-                                     detail::begin_view("", o.render).width);
+                                     detail::begin_view("", render).width);
 
   // Builder::bucket_lanes(): the threshold from the widths' histogram, which needs only the
   // widest k + 1 (any other is no wider than those).
   ChartRest rest;
   rest.events = sd.events;
   rest.syncs = sd.syncs;
+  rest.in_capture = sd.in_capture;
   {
     WidthHistogram h;
     const size_t n = std::min(sd.widest.size(), k + 1);
@@ -166,6 +215,8 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
     folds[i].index = i;
     folds[i].frame = &f;
     folds[i].lanes_by = o.render.lanes;
+    folds[i].window = scans[i].window;
+    folds[i].outside = &sd.outside;
     folds[i].held_seq = &held_seq;
     folds[i].held_corr = &held_corr;
     folds[i].waits = waits;
@@ -178,7 +229,7 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
     folds[i].gap_corrs = &gap_corrs;
     folds[i].gap_calls.resize(labels);
   }
-  stop = false;
+  std::atomic<bool> stop{false};
   analysis::run_shares(folds, stop, [&](Fold& fo) { read_fold(path, o.load, fo, stop); });
   for (const Fold& fo : folds) {
     if (fo.error) std::rethrow_exception(fo.error);
@@ -320,7 +371,7 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
     for (size_t e = 0; e < records.size(); ++e) seq_of_event[e] = records[e].first;
     rest.annotations = streamed_annotations(held_model, drawn, o.render.annotate, seq_of_event, held_waits, folds, busy, idle);
   }
-  out.scene = build_scene(held_model, drawn, o.render, rest, &out.stats);
+  out.scene = build_scene(held_model, drawn, render, rest, &out.stats);
   const CaptureInfo& capture = out.context.captures.front();
   if (sd.events != 0 && capture.alignment.method == AlignMethod::kNone)
     out.warnings.push_back(capture.path + ": " + describe(capture.alignment));
