@@ -65,9 +65,8 @@ std::optional<int> try_stream(const RenderCliOptions& o, const gantt::RenderOpti
                         : o.files.front() == "-"              ? "a capture on standard input"
                         : target.format == "html"             ? "the HTML page"
                         : o.view != "gantt"                   ? "--view " + o.view
-                        : !o.filter.range.empty() || !o.filter.kernel.empty() || !o.filter.devices.empty() ||
-                                  !o.filter.streams.empty()
-                            ? "the filters (a time window alone, --from and --to, is read as a stream)"
+                        : !o.filter.range.empty() || !o.filter.kernel.empty()
+                            ? "--range or --kernel (--from, --to, --device and --stream are read as a stream)"
                                                               : gantt::stream_render_refusal(ro);
   const auto loaded = [&]() -> std::optional<int> {
     if (o.jobs_given) std::cerr << "gantt-cli: render: the capture is loaded whole for " << why_not << "\n";
@@ -94,9 +93,11 @@ std::optional<int> try_stream(const RenderCliOptions& o, const gantt::RenderOpti
   if (!why_not.empty()) return loaded();
   so.jobs = o.jobs;
   so.load = load_options(o.load);
-  const gantt::EventFilter window = make_filter(o.filter);
+  const gantt::EventFilter window = make_filter(o.filter);  // the filters a stream takes
   so.from_ns = window.from_ns;
   so.to_ns = window.to_ns;
+  so.devices = window.devices;
+  so.streams = window.streams;
   std::optional<gantt::StreamedChart> chart;
   try {
     chart = gantt::stream_render(o.files.front(), so, &why_not);
@@ -309,9 +310,10 @@ void register_render(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_flag("--in-memory", o->in_memory,
                 "load the capture whole before drawing, and flag all; by default the chart of one capture without "
-                "annotations (--no-annotate, --view gantt, lanes per stream or device, no filter but --from/--to) is read as a "
-                "stream, in memory that does not grow with its events, and is the same chart; so is one with "
-                "annotations over --max-memory, with the flags a stream can tell");
+                "annotations (--no-annotate, --view gantt, lanes per stream or device; --from, --to, --device and "
+                "--stream, not --range or --kernel) is read as a stream, in memory that does not grow with its "
+                "events, and is the same chart; so is one with annotations over --max-memory, with the flags a "
+                "stream can tell");
   cmd->add_option("--max-memory", o->max_memory,
                   "the memory the loaded capture may take, estimated from its chunk index (about 130 bytes a "
                   "record), e.g. 16G; over it, a chart with annotations is drawn as a stream: low occupancy, copies "

@@ -2,7 +2,7 @@
 # `render` of one capture read as a stream against the same capture loaded whole
 # (--in-memory): the same chart, byte for byte, and the same exit code, for one and several
 # decoding threads, lanes per stream and per device, two widths, with and without host lanes,
-# whole or in a time window,
+# whole or filtered (a time window, devices, streams),
 # on the fixtures, fabricated captures of many chunks and, when given, simulator captures. The
 # streamed path has to be the one taken where the chart allows it (-j makes a capture loaded
 # whole after all say why): on the fabricated captures and every simulator capture.
@@ -156,12 +156,13 @@ echo "flagged as a stream over --max-memory: $flagged charts"
 "$cli" render "$work/small.gpuh" -o "$work/in.svg" --max-memory 1K --in-memory 2>/dev/null
 grep -q "flags: queue delay" "$work/in.svg" || { echo "FAIL: --in-memory over --max-memory drew no flags"; fail=1; }
 
-# A time window (--from, --to) is read as a stream too: the events that overlap it, with and
-# without the flags, against --in-memory's selection of the same window. Windows past a
-# capture's end give the loader's error and exit code.
+# Filters but --range and --kernel are read as a stream too: the events in a time window
+# (--from, --to) on the devices and streams asked for (--device, --stream), with and without
+# the flags, against --in-memory's selection. Windows past a capture's end give the loader's
+# error and exit code.
 windowed=0
 for cap in "${captures[@]}"; do
-  for window in "--from 1ms --to 3ms" "--to 2ms" "--from 300us"; do
+  for window in "--from 1ms --to 3ms" "--to 2ms --stream 7" "--from 300us --device 0"; do
     read -ra win <<<"$window"
     name="$(basename "$cap") $window"
     rm -f "$work/whole.svg"
@@ -193,8 +194,8 @@ for cap in "${captures[@]}"; do
     fi
   done
 done
-echo "windows streamed: $windowed charts"
-[ "$windowed" -gt 0 ] || { echo "FAIL: no window was streamed"; fail=1; }
+echo "filtered charts streamed: $windowed"
+[ "$windowed" -gt 0 ] || { echo "FAIL: no filtered chart was streamed"; fail=1; }
 
 # What it does not cover is loaded whole, and says why when asked (-j).
 "$cli" render "$work/small.gpuh" -o "$work/a.svg" -j 2 2>"$work/why.err" >/dev/null

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Runs the pipeline_parallel example (4 stages, one process each) under the hook on the
 # simulator and checks what the CLI says about its bubbles and links.
-#   run_pipeline.sh SIM_LIB_DIR HOOK_LIB EXAMPLE GANTT_CLI MODE
+#   run_pipeline.sh SIM_LIB_DIR HOOK_LIB EXAMPLE GANTT_CLI MODE [THREAD_WAKE]
 # MODE: bubble (GPipe, 4 micro-batches: diagnose pipeline-bubble fires, stats --by pipeline
 #       measures it, render --deps draws the sends across ranks) | twin (--fixed, 1F1B with 16:
 #       it does not fire) | slow_link (GPipe with the link between ranks 1 and 2 at 1 GB/s:
 #       diagnose slow-link names that pair, and only with the slow link)
 set -euo pipefail
-sim=$1 hook=$2 example=$3 cli=$4 mode=$5
+sim=$1 hook=$2 example=$3 cli=$4 mode=$5 thread_wake=${6:-}
 dir=$(mktemp -d /tmp/gpuhook-pipeline.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 export LD_LIBRARY_PATH=$sim GPUHOOK_QUIET=1
@@ -60,6 +60,8 @@ print(sum(1 for f in range(n) for t in range(n) if c["p2p_bytes"][f * n + t] > 0
       echo "SKIPPED: sanitizer build, the simulated stages' timing is the instrumentation's"
       exit 77
     fi
+    . "$(dirname "$0")/../sim_timing.sh"
+    sim_timing_or_skip "$thread_wake"
     best=100
     for attempt in 1 2 3; do
       run fixed --fixed

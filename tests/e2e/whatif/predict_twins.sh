@@ -20,6 +20,8 @@ if ldd "$GPUHOOK_LIB" 2>/dev/null | grep -Eq 'lib(a|t)san'; then
   echo "SKIP: a sanitizer build; the prediction table needs the simulator's normal timing"
   exit 77
 fi
+. "$(dirname "$0")/../sim_timing.sh"
+sim_timing_or_skip "$build/tests/support/thread_wake"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

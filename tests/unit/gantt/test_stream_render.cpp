@@ -366,26 +366,33 @@ TEST(StreamRender, FlagsWhatAStreamCanTellAsTheLoadedChart) {
   std::remove(path.c_str());
 }
 
-// A window (--from, --to) read as a stream: the events that overlap it, counted, laned,
-// folded and flagged as the loaded chart's selection has them; the waits of the drawn kernels
-// still see every operation. The fabricated header has no start, so the capture's first time
-// is found by a second read 1.
-TEST(StreamRender, AWindowIsTheLoadedChartsWindow) {
+// A window (--from, --to), devices and streams read as a stream: the events they keep,
+// counted, laned and folded and flagged as the loaded chart's selection has them; the waits of
+// the drawn kernels still see every operation. The fabricated header has no start, so the
+// capture's first time is found by a second read 1.
+TEST(StreamRender, FiltersAreTheLoadedChartsSelection) {
   Spec spec;
   spec.activities = 20000;
   spec.ranges = false;
   const std::string path = write_capture("window", spec);
   const Model m = load(std::vector<std::string>{path});
   constexpr int64_t kMs = 1'000'000;
-  const std::pair<int64_t, int64_t> windows[] = {{100 * kMs, 250 * kMs}, {400 * kMs, -1}, {-1, 60 * kMs},
-                                                 {300 * kMs, 300 * kMs + 500'000}};
-  for (const auto& [from, to] : windows) {
-    EventFilter filter;
-    filter.from_ns = from;
-    filter.to_ns = to;
-    const Selection sel = select_events(m, filter);
-    ASSERT_GT(sel.events.size(), 0u) << from << ".." << to;
-    ASSERT_LT(sel.events.size(), m.events.size()) << from << ".." << to;
+  const auto filter = [](int64_t from, int64_t to, std::vector<uint32_t> devices = {}, std::vector<uint32_t> streams = {}) {
+    EventFilter f;
+    f.from_ns = from;
+    f.to_ns = to;
+    f.devices = std::move(devices);
+    f.streams = std::move(streams);
+    return f;
+  };
+  const EventFilter filters[] = {filter(100 * kMs, 250 * kMs), filter(400 * kMs, -1), filter(-1, 60 * kMs),
+                                 filter(300 * kMs, 300 * kMs + 500'000), filter(-1, -1, {1}),
+                                 filter(-1, -1, {}, {7, 11}), filter(50 * kMs, 200 * kMs, {0}, {9})};
+  for (const EventFilter& f : filters) {
+    const auto [from, to] = std::pair{f.from_ns, f.to_ns};
+    const Selection sel = select_events(m, f);
+    ASSERT_GT(sel.events.size(), 0u) << sel.description << " " << from << ".." << to;
+    ASSERT_LT(sel.events.size(), m.events.size()) << sel.description << " " << from << ".." << to;
     for (bool flags : {false, true}) {
       RenderOptions o = chart_options(flags ? LaneMode::kStream : LaneMode::kDevice, 1920);
       o.host_lanes = true;
@@ -402,11 +409,14 @@ TEST(StreamRender, AWindowIsTheLoadedChartsWindow) {
         so.jobs = jobs;
         so.from_ns = from;
         so.to_ns = to;
+        so.devices = f.devices;
+        so.streams = f.streams;
         std::string why;
         const auto chart = stream_render(path, so, &why);
         ASSERT_TRUE(chart) << why;
         const std::string got = svg_of(chart->scene);
-        const std::string what = std::to_string(from) + ".." + std::to_string(to) + ", " + std::to_string(jobs) + " threads";
+        const std::string what =
+            sel.description + " " + std::to_string(from) + ".." + std::to_string(to) + ", " + std::to_string(jobs) + " threads";
         EXPECT_EQ(chart->stats.events_selected, whole.events_selected) << what;
         EXPECT_EQ(chart->stats.events_individual, whole.events_individual) << what;
         if (flags) {

@@ -12,8 +12,8 @@
 // the same scene builder as the loaded chart, and the same bytes (tests/e2e/cli
 // render_stream_test.sh). Memory grows with lanes, pixels and names, not with events.
 //
-// A time window (StreamRenderOptions::from_ns, to_ns: select_events()' --from and --to) keeps
-// to both reads the events that overlap it, those begun by their launch calls once the call
+// A time window (StreamRenderOptions::from_ns, to_ns: select_events()' --from and --to), and
+// devices and streams, keep to both reads the events that overlap it on those, those begun by their launch calls once the call
 // is read; every operation still reaches the drawn kernels' wait split, as in wait_causes().
 // The window counts from the capture's first time, known after read 1: read 1 runs with the
 // header's start for it, and again with the first time it found when a record was earlier.
@@ -27,7 +27,7 @@
 //
 // What needs the whole timeline is not streamed; stream_render() then returns nothing and
 // says why, and the caller loads the capture: annotations in full, views and lane groupings
-// other than per stream or device, filters other than a time window, --deps, --memory-strip, stream waits on CUDA
+// other than per stream or device, --range and --kernel, --deps, --memory-strip, stream waits on CUDA
 // events, host functions, CUDA graphs, merged files, damaged files, NCCL calls without
 // external ids, files whose launches lie too far from their GPU records for the join's
 // window, and, with host lanes, host calls that share a correlation id (a launch's tick names
@@ -49,6 +49,7 @@ struct StreamRenderOptions {
   RenderOptions render;
   // EventFilter's window (--from, --to): offsets from the capture's first time; <0 = open.
   int64_t from_ns = -1, to_ns = -1;
+  std::vector<uint32_t> devices, streams;  // EventFilter's (--device, --stream); empty: all
   unsigned jobs = 0;  // decoding threads; 0 = every core (analysis::default_stream_jobs)
   LoadOptions load;
 };

@@ -121,7 +121,7 @@ void scan_event(Scan& sc, const Gpu& g, uint64_t seq) {
   // An event without a start or queued stamp is begun by its launch call: Scan::place() counts
   // it once that is known.
   const uint64_t begin = g.start ? g.start : g.queued;
-  const bool kept = begin == 0 || sc.window.keeps(begin, g.end);
+  const bool kept = sc.select.on(g.device, g.stream) && (begin == 0 || sc.select.in_time(begin, g.end));
   if (sync) {
     sc.syncs += begin != 0 && kept;
   } else {
@@ -285,7 +285,8 @@ void note_gap_call(Fold& fo, const gpuhook::ApiFields& a, uint64_t seq, const gp
 void fold_event(Fold& fo, const gpuhook::RecordView& v, const Gpu& g, uint64_t seq, bool nccl) {
   if (g.kind == EventKind::kSync) return;
   const uint64_t begin = g.start ? g.start : g.queued;
-  const bool kept = begin != 0 ? fo.window.keeps(begin, g.end) : fo.outside->count(seq) == 0;
+  const bool kept =
+      fo.select.on(g.device, g.stream) && (begin != 0 ? fo.select.in_time(begin, g.end) : fo.outside->count(seq) == 0);
   if (kept && fo.annotate && v.kind == v1::Record::kKernel) count_low_occupancy(fo, v.kernel, g, seq);
   const Frame& f = *fo.frame;
   const uint64_t b = g.start, en = g.end;

@@ -76,13 +76,18 @@ bool is_context(const v1::Record& r);
 // Its lane per stream or per device (layout_lanes.cpp lane_key()).
 LaneKey lane_of(const Gpu& g, LaneMode mode);
 
-// select_events()' time window (--from, --to), absolute: an event with a begin is drawn when
-// it overlaps [from, to]; one without is drawn always. The default keeps every event.
-struct Window {
+// select_events()' filters but --range and --kernel: the devices and streams (--device,
+// --stream) and the time window (--from, --to, absolute), in which an event with a begin is
+// drawn when it overlaps [from, to] and one without always. The default keeps every event.
+struct Selector {
   uint64_t from = 0, to = UINT64_MAX;
-  bool all() const { return from == 0 && to == UINT64_MAX; }
+  std::vector<uint32_t> devices, streams;  // empty: all
+  bool on(uint32_t device, uint32_t stream) const {
+    return (devices.empty() || std::find(devices.begin(), devices.end(), device) != devices.end()) &&
+           (streams.empty() || std::find(streams.begin(), streams.end(), stream) != streams.end());
+  }
   // filter.cpp event_begin_ns() and event_end_ns(): `begin` the start, else queued, else the launch.
-  bool keeps(uint64_t begin, uint64_t end) const {
+  bool in_time(uint64_t begin, uint64_t end) const {
     if (begin == 0) return true;
     const uint64_t e = end ? std::max(end, begin) : begin;
     return e >= from && begin <= to;
@@ -131,7 +136,7 @@ struct Scan {
   size_t index = 0;
   size_t keep_widest = 0;  // 2 max_individual_events + 1 (stream_render() says why)
   LaneMode lanes_by = LaneMode::kStream;
-  Window window;  // the events counted, laned and measured; the others are only seen
+  Selector select;  // the events counted, laned and measured; the others are only seen
   std::vector<v1::Record> context;
   std::vector<v1::Record> ranges;  // NVTX ranges: the drawn events' range paths need them all
   std::vector<v1::Record> samples;  // GPU counter samples: the measured strips draw them all
@@ -140,7 +145,7 @@ struct Scan {
   std::exception_ptr error;
   gpuhook::Integrity integrity;
   uint64_t first_ns = 0, last_ns = 0;
-  uint64_t events = 0, syncs = 0;  // in `window`
+  uint64_t events = 0, syncs = 0;  // those `select` keeps
   uint64_t in_capture = 0;         // every GPU event and synchronisation
   uint64_t lo = UINT64_MAX, hi = 0;
   std::vector<Candidate> widest;  // min-heap by (width, seq): the widest `keep_widest`
@@ -163,7 +168,7 @@ struct Scan {
     bool sync;
   };
   std::unordered_multimap<uint32_t, Waiting> waiting;
-  // The events without a start or queued stamp whose launch calls lie outside `window`.
+  // The events without a start or queued stamp whose launch calls lie outside `select`'s window.
   std::vector<uint64_t> outside;
   // Streamed annotations (AnnotateOptions::streamed): each device's activity, for its idle
   // gaps. `idle_gap_ns` as AnnotateOptions has it (-1: the default threshold).
@@ -179,12 +184,12 @@ struct Scan {
   uint64_t launch_of(uint32_t corr) const { return calls.get(corr); }
   bool maybe_lost(uint32_t corr) const { return calls.maybe_lost(corr); }
   // One event with its launch known (0: none): the window and its lane's first priority.
-  // Those that the launch begins are counted here, those in `window`.
+  // Those that the launch begins are counted here, those in `select`'s window.
   void place(const LaneKey& lane, uint32_t stream, int32_t priority, uint64_t seq, uint64_t begin, uint64_t end,
              uint64_t launch, bool sync) {
     const uint64_t b = begin ? begin : launch;
     if (begin == 0) {  // begun by its launch call: counted now that it is known (scan_event())
-      if (!window.keeps(b, end)) {
+      if (!select.in_time(b, end)) {
         outside.push_back(seq);  // merge_scans() refuses past kMaxWaiting
         if (outside.size() > kMaxWaiting) needs_model = "too many GPU records begun by launch calls outside the window";
         return;
@@ -302,7 +307,7 @@ struct Fold {
   size_t index = 0;
   const Frame* frame = nullptr;
   LaneMode lanes_by = LaneMode::kStream;
-  Window window;  // the events folded; every one is offered to the drawn kernels' waits
+  Selector select;  // the events folded; every one is offered to the drawn kernels' waits
   const std::unordered_set<uint64_t>* outside = nullptr;  // Scanned::outside
   const std::unordered_set<uint64_t>* held_seq = nullptr;
   const std::unordered_set<uint32_t>* held_corr = nullptr;

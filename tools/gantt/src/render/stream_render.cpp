@@ -49,11 +49,13 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
   // with the header's start for it, nearly always the first time; when a record is earlier,
   // read 1 runs again with the time it found.
   const bool windowed = o.from_ns >= 0 || o.to_ns >= 0;
-  const auto window_from = [&](uint64_t first_ns) {
-    Window w;
-    if (o.from_ns >= 0) w.from = std::max(first_ns, first_ns + static_cast<uint64_t>(o.from_ns));
-    if (o.to_ns >= 0) w.to = first_ns + static_cast<uint64_t>(o.to_ns);
-    return w;
+  const auto selector = [&](uint64_t first_ns) {
+    Selector s;
+    if (o.from_ns >= 0) s.from = std::max(first_ns, first_ns + static_cast<uint64_t>(o.from_ns));
+    if (o.to_ns >= 0) s.to = first_ns + static_cast<uint64_t>(o.to_ns);
+    s.devices = o.devices;
+    s.streams = o.streams;
+    return s;
   };
   uint64_t first_guess = 0;
   if (windowed) {
@@ -85,7 +87,7 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
       scans[i].index = i;
       scans[i].keep_widest = keep;
       scans[i].lanes_by = o.render.lanes;
-      if (windowed) scans[i].window = window_from(first_guess);
+      scans[i].select = selector(first_guess);
       scans[i].host_lanes = o.render.host_lanes;
       scans[i].idle_gaps = o.render.annotate.enabled;
       scans[i].idle_gap_ns = gap_tolerance;
@@ -117,23 +119,28 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
   out.context.captures.front().last_ns = sd.last_ns;
   out.warnings = integrity_warnings(out.context, &out.corrupt);
 
-  // select_events(): without a window, every event and the window fitted to them; with one,
-  // the events that overlap it (an empty window is the loader's to report).
+  // select_events(): without a window, the selected events and the window fitted to them;
+  // with one, those that overlap it (an empty window is the loader's to report).
   Selection sel;
   sel.origin_ns = sd.first_ns;
   sel.window_start_ns = sd.first_ns;
   sel.window_end_ns = std::max(sd.last_ns, sd.first_ns);
-  RenderOptions render = o.render;
+  std::vector<std::string> filters;
   if (windowed) {
-    const Window w = window_from(sd.first_ns);
-    if (o.from_ns >= 0) sel.window_start_ns = w.from;
-    if (o.to_ns >= 0) sel.window_end_ns = w.to;
+    const Selector s = selector(sd.first_ns);
+    if (o.from_ns >= 0) sel.window_start_ns = s.from;
+    if (o.to_ns >= 0) sel.window_end_ns = s.to;
     if (sel.window_end_ns < sel.window_start_ns) return refuse("a window that ends before it starts");
     sel.window_asked = true;
-    sel.description = render.filter_description = "window";
-  } else if (sd.events + sd.syncs != 0 && sd.lo != UINT64_MAX && sd.hi >= sd.lo) {
-    fit_window(sel.window_start_ns, sel.window_end_ns, sd.lo, sd.hi, &sel);
+    filters.push_back("window");
   }
+  if (!o.devices.empty()) filters.push_back("device filter");
+  if (!o.streams.empty()) filters.push_back("stream filter");
+  for (size_t i = 0; i < filters.size(); ++i) sel.description += (i ? ", " : "") + filters[i];
+  RenderOptions render = o.render;
+  if (!filters.empty()) render.filter_description = sel.description;
+  if (!windowed && sd.events + sd.syncs != 0 && sd.lo != UINT64_MAX && sd.hi >= sd.lo)
+    fit_window(sel.window_start_ns, sel.window_end_ns, sd.lo, sd.hi, &sel);
   const Frame f = detail::make_frame(out.context, sel, sel.window_start_ns, sel.window_end_ns,
                                      detail::begin_view("", render).width);
 
@@ -215,7 +222,7 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
     folds[i].index = i;
     folds[i].frame = &f;
     folds[i].lanes_by = o.render.lanes;
-    folds[i].window = scans[i].window;
+    folds[i].select = scans[i].select;
     folds[i].outside = &sd.outside;
     folds[i].held_seq = &held_seq;
     folds[i].held_corr = &held_corr;
