@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
 # Runs the allreduce_train example as 4 ranks under the hook on the simulator and checks the
 # job with ranks_check (and gantt-cli merge).
-#   run_ranks.sh SIM_LIB_DIR HOOK_LIB EXAMPLE RANKS_CHECK GANTT_CLI MODE
+#   run_ranks.sh SIM_LIB_DIR HOOK_LIB EXAMPLE RANKS_CHECK GANTT_CLI MODE [THREAD_WAKE]
 # MODE: straggler (rank 2 slow: must be named) | twin (the fixed twin: balanced at any load) |
 #       hosts (ranks 1 and 3 pretend to be other hosts, clocks -/+5 ms: offsets recovered to
 #       20 us) | merge (merge the straggler job, check the merged file the same way)
 set -euo pipefail
-sim=$1 hook=$2 example=$3 check=$4 cli=$5 mode=$6
+sim=$1 hook=$2 example=$3 check=$4 cli=$5 mode=$6 thread_wake=${7:-}
 dir=$(mktemp -d /tmp/gpuhook-ranks.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 export LD_LIBRARY_PATH=$sim GPUHOOK_QUIET=1
 steps=30
 # The straggler's extra time per step. A sanitizer build runs the ranks several times slower
-# and their arrival jitter grows with it (seen under ASan: 196 us): the straggler must stand
-# out against that, as the noise-aware rule demands, so it is made later there.
+# and their arrival jitter grows with it (seen under ASan: 196 us), and so does a machine where
+# waking a thread is slow (sim_timing.sh; seen: 182 us): the straggler must stand out against
+# that, as the noise-aware rule demands, so it is made later there.
 extra_us=400
 ldd "$hook" 2>/dev/null | grep -Eq 'lib(a|t)san' && extra_us=2000
+. "$(dirname "$0")/../sim_timing.sh"
+if [[ -n $thread_wake ]] && sim_wakes_slowly "$(sim_wake_us "$thread_wake")"; then
+  extra_us=2000
+fi
 case $mode in
   straggler|merge)
     LD_PRELOAD=$hook GPUHOOK_OUTPUT=$dir/rank%r.gpuh "$example" --ranks 4 --steps $steps --slow-rank 2 --extra-us $extra_us >/dev/null

@@ -1,4 +1,5 @@
 #include "records.h"
+#include "stamps.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -217,14 +218,8 @@ void emit_op_record(const Stream& s, const Op& op, uint64_t start_ns, uint64_t e
   const uint32_t stream_id = op.record_stream_id != 0 ? op.record_stream_id : s.id;
   switch (op.kind) {
     case OpKind::kKernel: {
-      // queued and submitted are stamped on the CPU, start and end on the GPU and converted to
-      // the CPU clock by CUPTI's interpolation (cupti_activity.h, CUpti_ActivityKernel10
-      // "submitted"): the two clocks disagree by a little, so a kernel that
-      // starts the moment it is submitted can show submitted > start. Modelled on the CPU
-      // stamp, which every other launch reads up to kClockErrorNs late; the GPU times stay
-      // exactly as planned.
-      constexpr uint64_t kClockErrorNs = 250;
-      const uint64_t submitted_error = op.seq % 2 == 0 ? kClockErrorNs : 0;
+      // Every other kernel's submitted stamp is read late (kSubmittedClockErrorNs says why).
+      const uint64_t submitted_error = op.seq % 2 == 0 ? kSubmittedClockErrorNs : 0;
       CUpti_ActivityKind kind;
       if (gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) {
         kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
