@@ -28,4 +28,10 @@ export PATH="$PATH:/usr/local/cuda/bin"
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2" \
       -DCMAKE_C_FLAGS_RELEASE="-O2" "${extra[@]}" >/dev/null
 cmake --build "$build" -j"$(nproc)"
-ctest --test-dir "$build" --output-on-failure -j"$(nproc)"
+# The simulator's tests (label sim) run its stream workers as threads in real time, so a
+# busy or slow machine can make one miss a timing by chance: each runs once more when it
+# fails, and fails only if it fails again. Every other test runs once.
+status=0
+ctest --test-dir "$build" --output-on-failure -j"$(nproc)" -LE sim || status=1
+ctest --test-dir "$build" --output-on-failure -j"$(nproc)" -L sim --repeat until-pass:2 || status=1
+exit $status
