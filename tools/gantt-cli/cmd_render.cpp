@@ -61,12 +61,13 @@ constexpr uint64_t kRenderLoadCap = uint64_t{1} << 30;
 // whole timeline; the caller then loads the capture.
 std::optional<int> try_stream(const RenderCliOptions& o, const gantt::RenderOptions& ro, const ChartTarget& target) {
   if (o.in_memory) return std::nullopt;
+  const gantt::EventFilter filter = make_filter(o.filter);
+  const std::string filter_refusal = gantt::stream_filter_refusal(filter);
   std::string why_not = o.files.size() != 1 || !o.job.empty() ? "several captures (put on one clock)"
                         : o.files.front() == "-"              ? "a capture on standard input"
                         : target.format == "html"             ? "the HTML page"
                         : o.view != "gantt"                   ? "--view " + o.view
-                        : !o.filter.range.empty() || !o.filter.kernel.empty()
-                            ? "--range or --kernel (--from, --to, --device and --stream are read as a stream)"
+                        : !filter_refusal.empty()             ? filter_refusal
                                                               : gantt::stream_render_refusal(ro);
   const auto loaded = [&]() -> std::optional<int> {
     if (o.jobs_given) std::cerr << "gantt-cli: render: the capture is loaded whole for " << why_not << "\n";
@@ -93,11 +94,7 @@ std::optional<int> try_stream(const RenderCliOptions& o, const gantt::RenderOpti
   if (!why_not.empty()) return loaded();
   so.jobs = o.jobs;
   so.load = load_options(o.load);
-  const gantt::EventFilter window = make_filter(o.filter);  // the filters a stream takes
-  so.from_ns = window.from_ns;
-  so.to_ns = window.to_ns;
-  so.devices = window.devices;
-  so.streams = window.streams;
+  so.filter = filter;
   std::optional<gantt::StreamedChart> chart;
   try {
     chart = gantt::stream_render(o.files.front(), so, &why_not);

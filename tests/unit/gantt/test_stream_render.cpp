@@ -407,10 +407,7 @@ TEST(StreamRender, FiltersAreTheLoadedChartsSelection) {
         StreamRenderOptions so;
         so.render = o;
         so.jobs = jobs;
-        so.from_ns = from;
-        so.to_ns = to;
-        so.devices = f.devices;
-        so.streams = f.streams;
+        so.filter = f;
         std::string why;
         const auto chart = stream_render(path, so, &why);
         ASSERT_TRUE(chart) << why;

@@ -82,26 +82,39 @@ void fit_window(uint64_t from, uint64_t to, uint64_t lo, uint64_t hi, Selection*
   sel->window_fitted = true;
 }
 
+void narrow_to_window(const EventFilter& f, uint64_t origin, uint64_t* from, uint64_t* to) {
+  if (f.from_ns >= 0) *from = std::max(*from, origin + static_cast<uint64_t>(f.from_ns));
+  if (f.to_ns >= 0) {
+    const uint64_t asked = origin + static_cast<uint64_t>(f.to_ns);
+    *to = f.range.empty() ? asked : std::min(*to, asked);  // past the capture's end: empty space, as asked
+  }
+}
+
+std::string describe_filter(const EventFilter& f) {
+  std::vector<std::string> desc;
+  if (!f.range.empty()) desc.push_back("range " + f.range);
+  if (f.from_ns >= 0 || f.to_ns >= 0) desc.push_back("window");
+  if (!f.kernel_regex.empty()) desc.push_back("kernel ~ " + f.kernel_regex);
+  if (!f.devices.empty()) desc.push_back("device filter");
+  if (!f.streams.empty()) desc.push_back("stream filter");
+  std::string out;
+  for (size_t i = 0; i < desc.size(); ++i) out += (i ? ", " : "") + desc[i];
+  return out;
+}
+
 Selection select_events(const Model& m, const EventFilter& f) {
   Selection sel;
   const uint64_t t0 = m.first_ns();
   uint64_t from = t0, to = std::max(m.last_ns(), t0);
-  std::vector<std::string> desc;
   sel.origin_ns = t0;
   if (!f.range.empty()) {
     // --from/--to inside the range: offsets from its start, the window no wider than it.
     resolve_range(m, f.range, &from, &to);
-    desc.push_back("range " + f.range);
     sel.origin_ns = from;
     sel.origin_name = "the start of range " + f.range;
   }
   const uint64_t span_end = to;
-  if (f.from_ns >= 0) from = std::max(from, sel.origin_ns + static_cast<uint64_t>(f.from_ns));
-  if (f.to_ns >= 0) {
-    const uint64_t asked = sel.origin_ns + static_cast<uint64_t>(f.to_ns);
-    to = f.range.empty() ? asked : std::min(to, asked);  // past the capture's end: empty space, as asked
-  }
-  if (f.from_ns >= 0 || f.to_ns >= 0) desc.push_back("window");
+  narrow_to_window(f, sel.origin_ns, &from, &to);
   sel.window_asked = !f.range.empty() || f.from_ns >= 0 || f.to_ns >= 0;
   if (to < from && f.to_ns < 0)
     throw std::invalid_argument("--from " + format_duration(f.from_ns) + " is past the end of the " +
@@ -127,10 +140,7 @@ Selection select_events(const Model& m, const EventFilter& f) {
       throw std::invalid_argument("--kernel '" + f.kernel_regex + "': not a valid regular expression (" + re->error() +
                                   ")");
     name_match.assign(m.strings.size(), -1);
-    desc.push_back("kernel ~ " + f.kernel_regex);
   }
-  if (!f.devices.empty()) desc.push_back("device filter");
-  if (!f.streams.empty()) desc.push_back("stream filter");
 
   const EventTable& ev = m.events;
   for (uint32_t e = 0; e < ev.size(); ++e) {
@@ -162,7 +172,7 @@ Selection select_events(const Model& m, const EventFilter& f) {
     if ((ta == 0) != (tb == 0)) return tb == 0;
     return ta < tb;
   });
-  for (size_t i = 0; i < desc.size(); ++i) sel.description += (i ? ", " : "") + desc[i];
+  sel.description = describe_filter(f);
   return sel;
 }
 

@@ -40,6 +40,13 @@ struct Selection {
 // Throws std::invalid_argument with a clear message on a bad regex or an unknown range.
 Selection select_events(const Model& model, const EventFilter& filter);
 
+// select_events()' window step: [*from, *to] (the capture's, or the range's) narrowed to what
+// --from and --to ask for, counted from `origin`; without a range, --to may reach past it.
+void narrow_to_window(const EventFilter& filter, uint64_t origin, uint64_t* from, uint64_t* to);
+
+// What a filter selects, in words, as Selection::description says it ("" for none).
+std::string describe_filter(const EventFilter& filter);
+
 // The window a chart fits to its selected work when none was asked for: from the first begin
 // or launch `lo` to the last end `hi`, padded by 2% (at least 1 us), within [from, to].
 void fit_window(uint64_t from, uint64_t to, uint64_t lo, uint64_t hi, Selection* selection);

@@ -12,8 +12,8 @@
 // the same scene builder as the loaded chart, and the same bytes (tests/e2e/cli
 // render_stream_test.sh). Memory grows with lanes, pixels and names, not with events.
 //
-// A time window (StreamRenderOptions::from_ns, to_ns: select_events()' --from and --to), and
-// devices and streams, keep to both reads the events that overlap it on those, those begun by their launch calls once the call
+// A time window (StreamRenderOptions::filter: select_events()' --from and --to), and devices
+// and streams, keep to both reads the events that overlap it on those, those begun by their launch calls once the call
 // is read; every operation still reaches the drawn kernels' wait split, as in wait_causes().
 // The window counts from the capture's first time, known after read 1: read 1 runs with the
 // header's start for it, and again with the first time it found when a record was earlier.
@@ -40,6 +40,7 @@
 #include <string>
 #include <vector>
 
+#include "gantt/filter.h"
 #include "gantt/model.h"
 #include "gantt/render.h"
 
@@ -47,9 +48,7 @@ namespace gantt {
 
 struct StreamRenderOptions {
   RenderOptions render;
-  // EventFilter's window (--from, --to): offsets from the capture's first time; <0 = open.
-  int64_t from_ns = -1, to_ns = -1;
-  std::vector<uint32_t> devices, streams;  // EventFilter's (--device, --stream); empty: all
+  EventFilter filter;  // its window, devices and streams; a range or kernel pattern is not streamed
   unsigned jobs = 0;  // decoding threads; 0 = every core (analysis::default_stream_jobs)
   LoadOptions load;
 };
@@ -65,6 +64,8 @@ struct StreamedChart {
 
 // Why charts with `options` cannot be streamed at all ("" when they can).
 std::string stream_render_refusal(const RenderOptions& options);
+// Why events chosen by `filter` cannot be streamed ("" when they can: no --range, no --kernel).
+std::string stream_filter_refusal(const EventFilter& filter);
 
 // The chart of `path`, or nullopt with *why_not set when the capture holds what needs the
 // whole timeline (found while reading). Throws gpuhook::CaptureError as load() does.

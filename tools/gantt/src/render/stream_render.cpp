@@ -25,6 +25,10 @@ std::string stream_render_refusal(const RenderOptions& o) {
   return {};
 }
 
+std::string stream_filter_refusal(const EventFilter& f) {
+  return f.range.empty() && f.kernel_regex.empty() ? "" : "--range or --kernel (--from, --to, --device and --stream are read as a stream)";
+}
+
 std::optional<StreamedChart> stream_render(const std::string& path, const StreamRenderOptions& o, std::string* why_not) {
   std::string why;
   const auto refuse = [&](std::string reason) -> std::optional<StreamedChart> {
@@ -32,12 +36,25 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
     return std::nullopt;
   };
   if (std::string no = stream_render_refusal(o.render); !no.empty()) return refuse(std::move(no));
+  if (std::string no = stream_filter_refusal(o.filter); !no.empty()) return refuse(std::move(no));
   const unsigned jobs = o.jobs != 0 ? o.jobs : analysis::default_stream_jobs();
+  // --from and --to count from the capture's first time, which only read 1 tells. It is read
+  // with the header's start for it, nearly always the first time; when a record is earlier,
+  // read 1 runs again with the time it found.
+  const EventFilter& filter = o.filter;
+  const bool windowed = filter.from_ns >= 0 || filter.to_ns >= 0;
+  uint64_t first_guess = 0;
   std::optional<v1::ChunkIndex> index;
   {
     gpuhook::CaptureReader probe(path, gpuhook::ReaderOptions{o.load.strict, 0, 0});
     if (!analysis::index_within_guard(probe, o.load)) return refuse(analysis::kOverGuard);
     index = probe.index();
+    v1::Record r;
+    for (int i = 0; windowed && i < 64 && probe.next(r); ++i)
+      if (r.kind_case() == v1::Record::kHeader) {
+        first_guess = r.header().start_monotonic_raw_ns();
+        break;
+      }
   }
   const std::vector<ChunkRange> ranges = analysis::plan_chunk_ranges(index, jobs);
   const size_t k = o.render.max_individual_events;
@@ -45,35 +62,23 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
   // them unless float rounding at the threshold lets more through (then the model is loaded).
   const size_t keep = 2 * k + 1;
 
-  // --from and --to count from the capture's first time, which only read 1 tells. It is read
-  // with the header's start for it, nearly always the first time; when a record is earlier,
-  // read 1 runs again with the time it found.
-  const bool windowed = o.from_ns >= 0 || o.to_ns >= 0;
+  // The events the reads keep, the capture's first time taken to be `first_ns`. Its last is not
+  // known yet: no event begins after it, nor ends before its first.
   const auto selector = [&](uint64_t first_ns) {
     Selector s;
-    if (o.from_ns >= 0) s.from = std::max(first_ns, first_ns + static_cast<uint64_t>(o.from_ns));
-    if (o.to_ns >= 0) s.to = first_ns + static_cast<uint64_t>(o.to_ns);
-    s.devices = o.devices;
-    s.streams = o.streams;
+    if (filter.from_ns >= 0) s.from = first_ns;
+    narrow_to_window(filter, first_ns, &s.from, &s.to);
+    s.devices = filter.devices;
+    s.streams = filter.streams;
     return s;
   };
-  uint64_t first_guess = 0;
-  if (windowed) {
-    gpuhook::CaptureReader head(path, gpuhook::ReaderOptions{o.load.strict, 0, 0});
-    v1::Record r;
-    for (int i = 0; i < 64 && head.next(r); ++i)
-      if (r.kind_case() == v1::Record::kHeader) {
-        first_guess = r.header().start_monotonic_raw_ns();
-        break;
-      }
-  }
   // The idle-gap threshold of a window asked for is known before the read: the activity unions
   // merge at that tolerance (at the least one, without --to), not at one grown with the spans.
   int64_t gap_tolerance = o.render.annotate.idle_gap_ns;
   if (windowed && gap_tolerance < 0) {
-    const uint64_t from = o.from_ns >= 0 ? static_cast<uint64_t>(o.from_ns) : 0;
-    gap_tolerance = o.to_ns >= 0 && static_cast<uint64_t>(o.to_ns) >= from
-                        ? idle_gap_threshold_ns(o.render.annotate, static_cast<uint64_t>(o.to_ns) - from)
+    const uint64_t from = filter.from_ns >= 0 ? static_cast<uint64_t>(filter.from_ns) : 0;
+    gap_tolerance = filter.to_ns >= 0 && static_cast<uint64_t>(filter.to_ns) >= from
+                        ? idle_gap_threshold_ns(o.render.annotate, static_cast<uint64_t>(filter.to_ns) - from)
                         : kMinIdleGapNs;
   }
 
@@ -125,20 +130,14 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
   sel.origin_ns = sd.first_ns;
   sel.window_start_ns = sd.first_ns;
   sel.window_end_ns = std::max(sd.last_ns, sd.first_ns);
-  std::vector<std::string> filters;
   if (windowed) {
-    const Selector s = selector(sd.first_ns);
-    if (o.from_ns >= 0) sel.window_start_ns = s.from;
-    if (o.to_ns >= 0) sel.window_end_ns = s.to;
+    narrow_to_window(filter, sel.origin_ns, &sel.window_start_ns, &sel.window_end_ns);
     if (sel.window_end_ns < sel.window_start_ns) return refuse("a window that ends before it starts");
     sel.window_asked = true;
-    filters.push_back("window");
   }
-  if (!o.devices.empty()) filters.push_back("device filter");
-  if (!o.streams.empty()) filters.push_back("stream filter");
-  for (size_t i = 0; i < filters.size(); ++i) sel.description += (i ? ", " : "") + filters[i];
+  sel.description = describe_filter(filter);
   RenderOptions render = o.render;
-  if (!filters.empty()) render.filter_description = sel.description;
+  if (!sel.description.empty()) render.filter_description = sel.description;
   if (!windowed && sd.events + sd.syncs != 0 && sd.lo != UINT64_MAX && sd.hi >= sd.lo)
     fit_window(sel.window_start_ns, sel.window_end_ns, sd.lo, sd.hi, &sel);
   const Frame f = detail::make_frame(out.context, sel, sel.window_start_ns, sel.window_end_ns,
