@@ -24,6 +24,7 @@
 #include <gantt/html.h>
 #include <gantt/model.h>
 #include <gantt/render.h>
+#include <gantt/stream_render.h>
 
 #include "chart_output.h"
 #include "commands.h"
@@ -52,11 +53,16 @@ struct DiffOptions {
   bool in_memory = false;   // --in-memory: load both captures whole
 };
 
-uint64_t first_gpu_start(const gantt::Model& m) {
-  uint64_t t = 0;
-  for (size_t e = 0; e < m.events.size(); ++e)
-    if (m.events.start_ns[e] && (t == 0 || m.events.start_ns[e] < t)) t = m.events.start_ns[e];
-  return t;
+// The first start and the last end of a run's GPU work (stats' first_ns and last_ns): each
+// chart of diff -o starts at its run's first and shows the longer run's length.
+std::pair<uint64_t, uint64_t> gpu_work_extent(const gantt::Model& m) {
+  uint64_t first = 0, last = 0;
+  for (uint32_t e = 0; e < m.events.size(); ++e) {
+    if (!ga::is_gpu_work(m, e)) continue;
+    if (first == 0 || m.events.start_ns[e] < first) first = m.events.start_ns[e];
+    last = std::max(last, m.events.end_ns[e]);
+  }
+  return {first, last};
 }
 
 gantt::Scene caption(const std::string& text, int width) {
@@ -71,8 +77,8 @@ gantt::Scene caption(const std::string& text, int width) {
 // The page (-o x.html): both runs on one time axis, their origins (capture start, or the
 // range occurrence `align` names) at the same time, and the differential flame graph of the
 // same stacks the SVG's is drawn from.
-int write_page(const ChartTarget& target, const std::string& base_path, const std::string& new_path,
-               const gantt::Model& base, const gantt::Model& next, const std::string& align, const char* align_flag) {
+int write_html_page(const ChartTarget& target, const std::string& base_path, const std::string& new_path,
+                    const gantt::Model& base, const gantt::Model& next, const std::string& align, const char* align_flag) {
   gantt::HtmlDiff diff;
   diff.title = "gantt-cli diff " + base_path + " " + new_path;
   diff.base = gantt::analysis::gpu_stacks(base);
@@ -109,24 +115,50 @@ int write_page(const ChartTarget& target, const std::string& base_path, const st
   return kExitOk;
 }
 
-// Both charts show the same length of time from their first GPU activity, so one pixel is
-// the same number of nanoseconds in both and a slower run is visibly longer.
-int write_chart(const std::string& path, const std::string& base_path, const std::string& new_path,
+constexpr int kChartWidth = 1600;
+
+// The charts' options: the same on both sides, loaded or streamed.
+gantt::RenderOptions chart_options() {
+  gantt::RenderOptions ro;
+  ro.width_px = kChartWidth;
+  return ro;
+}
+
+// diff -o's target, its format told by its name (no --format here, and stdout carries the report).
+std::optional<ChartTarget> chart_target(const std::string& path) {
+  ChartTarget target{"diff", path, "", false, false, true};
+  if (!resolve_chart_format(target)) return std::nullopt;
+  return target;
+}
+
+// The page: each run's chart under its caption, on the same time scale, then the
+// differential flame graph of their stacks (flame.h gpu_stacks).
+int write_page(const ChartTarget& target, const std::string& base_path, const std::string& new_path,
+               const gantt::Scene& base_chart, const gantt::Scene& next_chart, const ga::Stacks& base_stacks,
+               const ga::Stacks& next_stacks) {
+  gantt::Scene page = caption("base: " + base_path, kChartWidth);
+  page = ga::stack_scenes(page, base_chart);
+  page = ga::stack_scenes(page, caption("new: " + new_path, kChartWidth));
+  page = ga::stack_scenes(page, next_chart);
+  ga::FlameOptions fo;
+  fo.width_px = kChartWidth;
+  fo.title = "GPU time by NVTX range and kernel, base -> new (red slower, blue faster)";
+  page = ga::stack_scenes(page, ga::diff_flame_scene(base_stacks, next_stacks, fo));
+  page.title = "gantt-cli diff " + base_path + " " + new_path;
+  return write_chart(page, target) ? kExitOk : kExitError;
+}
+
+// Both charts show the same length of time from their first GPU work, so one pixel is the
+// same number of nanoseconds in both and a slower run is visibly longer.
+int write_chart(const ChartTarget& target, const std::string& base_path, const std::string& new_path,
                 const gantt::Model& base, const gantt::Model& next, const std::string& align_range,
                 const std::string& filter_range) {
-  // No --format here, and stdout carries the report: the name says the format.
-  ChartTarget target{"diff", path, "", false, false, true};
-  if (!resolve_chart_format(target)) return kExitError;
   if (target.format == "html")
-    return write_page(target, base_path, new_path, base, next, align_range.empty() ? filter_range : align_range,
-                      align_range.empty() ? "--range" : "--align-range");
-  const uint64_t fa = first_gpu_start(base), fb = first_gpu_start(next);
-  const uint64_t la = base.last_ns(), lb = next.last_ns();
-  const uint64_t span = std::max(la > fa ? la - fa : 0, lb > fb ? lb - fb : 0);
-  const int width = 1600;
-  gantt::RenderOptions ro;
-  ro.width_px = width;
-  gantt::Scene page = caption("base: " + base_path, width);
+    return write_html_page(target, base_path, new_path, base, next, align_range.empty() ? filter_range : align_range,
+                           align_range.empty() ? "--range" : "--align-range");
+  const auto [fa, la] = gpu_work_extent(base);
+  const auto [fb, lb] = gpu_work_extent(next);
+  const uint64_t span = std::max(la - fa, lb - fb);
   // Aligned at an NVTX range occurrence: each chart shows that occurrence, both stretched
   // to the longer of the two so the time scales match.
   std::vector<gantt::Selection> sels;
@@ -150,17 +182,45 @@ int write_chart(const std::string& path, const std::string& base_path, const std
     const uint64_t longest = std::max(sels[0].window_end_ns - sels[0].window_start_ns, sels[1].window_end_ns - sels[1].window_start_ns);
     for (auto& s : sels) s.window_end_ns = s.window_start_ns + longest;
   }
-  for (const auto& [m, sel, label] : {std::tuple{&base, &sels[0], std::string("base")}, std::tuple{&next, &sels[1], std::string("new")}}) {
-    if (label == "new") page = gantt::analysis::stack_scenes(page, caption("new: " + new_path, width));
-    page = gantt::analysis::stack_scenes(page, gantt::build_scene(*m, *sel, ro));
+  // The footer names the window, as render's does (and the streamed charts').
+  const auto chart = [](const gantt::Model& m, const gantt::Selection& sel) {
+    gantt::RenderOptions ro = chart_options();
+    ro.filter_description = sel.description;
+    return gantt::build_scene(m, sel, ro);
+  };
+  return write_page(target, base_path, new_path, chart(base, sels[0]), chart(next, sels[1]), ga::gpu_stacks(base),
+                    ga::gpu_stacks(next));
+}
+
+// The two charts read as streams (stream_render.h), each from its run's first GPU work for
+// the longer run's length, with the flags a stream can tell; nothing when a side needs the
+// whole timeline (the caller then loads both).
+std::optional<int> stream_charts(const DiffOptions& o, const ChartTarget& target, const ga::StreamedStats& base,
+                                 const ga::StreamedStats& next) {
+  const uint64_t span = std::max(base.summary.last_ns - base.summary.first_ns, next.summary.last_ns - next.summary.first_ns);
+  gantt::Scene charts[2];
+  const std::pair<const std::string*, const ga::StreamedStats*> sides[2] = {{&o.base, &base}, {&o.next, &next}};
+  for (int i = 0; i < 2; ++i) {
+    const auto& [path, stats] = sides[i];
+    gantt::StreamRenderOptions so;
+    so.render = chart_options();
+    so.render.annotate.streamed = true;
+    so.jobs = o.jobs;
+    so.load = load_options(o.load);
+    if (stats->summary.first_ns != 0) {
+      so.window_origin_ns = stats->summary.first_ns;
+      so.filter.from_ns = 0;
+      so.filter.to_ns = static_cast<int64_t>(span);
+    }
+    std::string why;
+    std::optional<gantt::StreamedChart> chart = gantt::stream_render(*path, so, &why);
+    if (!chart) {
+      std::cerr << "gantt-cli: diff: " << *path << ": loading both captures for the charts: " << why << "\n";
+      return std::nullopt;
+    }
+    charts[i] = std::move(chart->scene);
   }
-  gantt::analysis::FlameOptions fo;
-  fo.width_px = width;
-  fo.title = "GPU time by NVTX range and kernel, base -> new (red slower, blue faster)";
-  page = gantt::analysis::stack_scenes(
-      page, gantt::analysis::diff_flame_scene(gantt::analysis::gpu_stacks(base), gantt::analysis::gpu_stacks(next), fo));
-  page.title = "gantt-cli diff " + base_path + " " + new_path;
-  return write_chart(page, target) ? kExitOk : kExitError;
+  return write_page(target, o.base, o.next, charts[0], charts[1], base.stacks, next.stacks);
 }
 
 // "5%" or a fraction "0.05"; false for anything else (a bare "5" is ambiguous).
@@ -214,11 +274,24 @@ int run_diff_summaries(const DiffOptions& o, const ga::DiffOptions& d) {
   return r.regressions > 0 ? kExitCheckFailed : kExitOk;
 }
 
-// Both sides read as streams (stream_stats.h), without loading them: what a diff without a
-// chart needs is a summary with diff's matches. Nothing when a side needs the whole timeline
-// (graph launches, a merged file, ...); run_diff then loads both.
-std::optional<int> try_stream(const DiffOptions& o, const ga::DiffOptions& d) {
-  if (o.in_memory || !o.chart.empty() || any_filter(o.filter) || o.base == "-" || o.next == "-") return std::nullopt;
+// The charts of two streamed sides that a stream could not draw: both captures loaded.
+int load_and_write_chart(const DiffOptions& o, const ChartTarget& chart) {
+  auto base_future = std::async(std::launch::async, [&] { return load_captures_quietly({o.base}, o.load); });
+  LoadedJob next = load_captures_quietly({o.next}, o.load);
+  LoadedJob base = base_future.get();
+  for (const LoadedJob* j : {&base, &next})
+    if (!comparable(*j)) return kExitError;
+  return write_chart(chart, o.base, o.next, base.model, next.model, o.align_range, o.filter.range);
+}
+
+// Both sides read as streams (stream_stats.h), without loading them: the report needs a
+// summary with diff's matches, the flame graph their stacks, and the charts (-o as .svg, .png
+// or .pdf) are streamed too. Nothing when a side needs the whole timeline (graph launches, a
+// merged file, ...); run_diff then loads both.
+std::optional<int> try_stream(const DiffOptions& o, const ga::DiffOptions& d, const std::optional<ChartTarget>& chart) {
+  if (o.in_memory || any_filter(o.filter) || o.base == "-" || o.next == "-") return std::nullopt;
+  // The page and the charts aligned at a range need the loaded timelines.
+  if (chart && (chart->format == "html" || !o.align_range.empty())) return std::nullopt;
   ga::StreamStatsOptions so;
   so.by = {ga::GroupBy::kKernel, ga::GroupBy::kStream, ga::GroupBy::kDevice, ga::GroupBy::kRange};
   so.gaps = 3;
@@ -243,6 +316,12 @@ std::optional<int> try_stream(const DiffOptions& o, const ga::DiffOptions& d) {
   const ga::DiffReport r =
       ga::diff_inputs(ga::diff_input(base->summary, d.match_range), ga::diff_input(next->summary, d.match_range), d);
   std::cout << ga::format_diff(r, report_format(o.format), o.format == "text" || o.format == "md" ? o.top : 0);
+  std::cout.flush();
+  if (chart) {
+    std::optional<int> drawn = stream_charts(o, *chart, *base, *next);
+    if (!drawn) drawn = load_and_write_chart(o, *chart);
+    if (*drawn != kExitOk) return *drawn;
+  }
   return r.regressions > 0 ? kExitCheckFailed : kExitOk;
 }
 
@@ -261,7 +340,9 @@ int run_diff(const DiffOptions& o) {
   d.noise.alpha = o.alpha;
   d.match_range = !o.name_only;
   if (gpuhook::is_summary_file(o.base) || gpuhook::is_summary_file(o.next)) return run_diff_summaries(o, d);
-  if (const auto streamed = try_stream(o, d)) return *streamed;
+  std::optional<ChartTarget> chart;
+  if (!o.chart.empty() && !(chart = chart_target(o.chart))) return kExitError;
+  if (const auto streamed = try_stream(o, d, chart)) return *streamed;
   // Loading dominates on large captures; the two files load side by side.
   // Each side is a job like any other subcommand's: a merged file becomes its ranks, put on
   // one clock.
@@ -276,7 +357,7 @@ int run_diff(const DiffOptions& o) {
     if (!comparable(*j) || !restrict_to_filter(j->model, o.filter, "diff")) return kExitError;
   const ga::DiffReport r = ga::diff_models(base, next, d);
   std::cout << ga::format_diff(r, report_format(o.format), o.format == "text" || o.format == "md" ? o.top : 0);
-  if (!o.chart.empty() && write_chart(o.chart, o.base, o.next, base, next, o.align_range, o.filter.range) != kExitOk)
+  if (chart && write_chart(*chart, o.base, o.next, base, next, o.align_range, o.filter.range) != kExitOk)
     return kExitError;
   return r.regressions > 0 ? kExitCheckFailed : kExitOk;
 }
@@ -324,9 +405,10 @@ void register_diff(CLI::App& app, int& exit_code) {
                 "read as streams, in memory that does not grow with their events, and kernels with more than "
                 "10000 instances are then compared through a sketch within 1% (the report says so)");
   cmd->add_option("-o,--output", o->chart,
-                  "also draw both runs stacked on one time axis (aligned at their first GPU activity) and a "
-                  "differential flame graph: .svg, .png or .pdf; or .html, one page to zoom and hover (aligned at "
-                  "capture start, or at --align-range / --range)");
+                  "also draw both runs stacked on one time axis (each from its first GPU work, for the longer "
+                  "run's length) and a differential flame graph: .svg, .png or .pdf, read as streams like the "
+                  "report (the flags a stream can tell; --in-memory flags all); or .html, one page to zoom and "
+                  "hover (loaded; aligned at capture start, or at --align-range / --range)");
   cmd->add_option("--align-range", o->align_range,
                   "with -o: align the two charts at this NVTX range occurrence, NAME@N (a page: --range too)");
   cmd->add_option("--format", o->format, "output format")

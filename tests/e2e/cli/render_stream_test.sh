@@ -197,6 +197,48 @@ done
 echo "filtered charts streamed: $windowed"
 [ "$windowed" -gt 0 ] || { echo "FAIL: no filtered chart was streamed"; fail=1; }
 
+# diff -o: both charts and the differential flame graph are read as streams, as the report is:
+# the same page as --in-memory's but for the flags a stream cannot tell, the same report and
+# exit code. Each capture against itself and against the next one.
+diffed=0
+for ((i = 0; i < ${#captures[@]}; i++)); do
+  a=${captures[$i]}
+  for b in "$a" "${captures[$(((i + 1) % ${#captures[@]}))]}"; do
+    name="diff -o $(basename "$a") $(basename "$b")"
+    rm -f "$work/whole.svg" "$work/over.svg"
+    "$cli" diff "$a" "$b" -o "$work/whole.svg" --in-memory >"$work/whole.out" 2>/dev/null
+    rc_w=$?
+    "$cli" diff "$a" "$b" -o "$work/over.svg" -j 3 >"$work/over.out" 2>/dev/null
+    rc_s=$?
+    if [ "$rc_s" != "$rc_w" ] || ! cmp -s "$work/whole.out" "$work/over.out"; then
+      echo "FAIL: $name: exit $rc_s or its report differs from --in-memory's (exit $rc_w)"; fail=1
+    elif [ -e "$work/whole.svg" ] || [ -e "$work/over.svg" ]; then
+      cmp -s <(strip_flags "$work/whole.svg") <(strip_flags "$work/over.svg") ||
+        { echo "FAIL: $name: the page differs from --in-memory's beyond the flags"
+          diff <(strip_flags "$work/whole.svg" | tr '>' '\n') <(strip_flags "$work/over.svg" | tr '>' '\n') | head -6; fail=1; }
+      [ "$(counts "$work/whole.svg")" = "$(counts "$work/over.svg")" ] ||
+        { echo "FAIL: $name: flags $(counts "$work/over.svg"), --in-memory $(counts "$work/whole.svg")"; fail=1; }
+      grep -q "flags (read as a stream" "$work/over.svg" && diffed=$((diffed + 1))
+      for must in "${must_stream[@]}"; do
+        [ "$a" = "$must" ] && [ "$b" = "$a" ] && [ "$rc_w" != 2 ] && ! grep -q "flags (read as a stream" "$work/over.svg" &&
+          { echo "FAIL: $name was not streamed"; fail=1; }
+      done
+    fi
+  done
+done
+echo "diff pages streamed: $diffed"
+[ "$diffed" -gt 0 ] || { echo "FAIL: no diff page was streamed"; fail=1; }
+# The streamed page's memory stays far below the two loaded captures'.
+# (Not under a sanitizer: its shadow memory and quarantine dwarf what is measured.)
+if command -v /usr/bin/time >/dev/null && [ -z "${ASAN_OPTIONS:-}${TSAN_OPTIONS:-}" ]; then
+  /usr/bin/time -f "%M" -o "$work/rss.whole" "$cli" diff "$work/synth.gpuh" "$work/synth.gpuh" -o "$work/a.svg" --in-memory >/dev/null 2>&1
+  /usr/bin/time -f "%M" -o "$work/rss.streamed" "$cli" diff "$work/synth.gpuh" "$work/synth.gpuh" -o "$work/b.svg" >/dev/null 2>&1
+  rss_whole=$(tail -1 "$work/rss.whole") rss_streamed=$(tail -1 "$work/rss.streamed")
+  echo "peak RSS, diff -o of two 300,000-kernel captures: loaded ${rss_whole} KiB, streamed ${rss_streamed} KiB"
+  [ "$((rss_streamed * 2))" -lt "$rss_whole" ] ||
+    { echo "FAIL: diff -o streamed used ${rss_streamed} KiB, not under half of the loaded ${rss_whole} KiB"; fail=1; }
+fi
+
 # What it does not cover is loaded whole, and says why when asked (-j).
 "$cli" render "$work/small.gpuh" -o "$work/a.svg" -j 2 2>"$work/why.err" >/dev/null
 grep -q "loaded whole for annotations" "$work/why.err" || { echo "FAIL: no reason given for loading whole: $(cat "$work/why.err")"; fail=1; }

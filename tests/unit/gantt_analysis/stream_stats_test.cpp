@@ -34,6 +34,7 @@ struct Spec {
   bool merged = false;
   bool nccl_linked = false;  // all-reduces every 40 activities, joined through external ids
   bool ranges = false;       // NVTX ranges around the launches of both threads, nested, every 1000 activities
+  std::string inner_range = "forward";  // the name of the range nested in "step"
   size_t chunk_bytes = 64 << 10;  // many chunks, so that several threads get shares
 };
 
@@ -72,7 +73,7 @@ std::string write_capture(const std::string& name, const Spec& spec) {
   const uint32_t memcpy_sync = w->intern("cudaMemcpy"), memcpy_async = w->intern("cudaMemcpyAsync");
   const uint32_t all_reduce = w->intern("ncclAllReduce"),
                  nccl_kernel = w->intern("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)");
-  const uint32_t step = w->intern("step"), forward = w->intern("forward"), load = w->intern("load");
+  const uint32_t step = w->intern("step"), forward = w->intern(spec.inner_range), load = w->intern("load");
   uint64_t external = 1;
   uint64_t t = 5'000'000'000ull;
   uint32_t corr = 1;
@@ -352,6 +353,37 @@ TEST(StreamStats, RangePathsAsWhenLoaded) {
     for (const auto& [name, d] : want.top_ranges) EXPECT_EQ(got->summary.top_ranges.at(name).total_ns(), d.total_ns()) << name;
   }
   std::remove(path.c_str());
+}
+
+// diff -o's flame graph: the GPU time by range path and kernel, as gpu_stacks() gives it for
+// the loaded capture, also when a range's name holds what a path text would split at.
+TEST(StreamStats, FlameStacksAsWhenLoaded) {
+  Spec spec;
+  spec.activities = 20000;
+  spec.ranges = true;
+  spec.nccl_linked = true;
+  spec.inner_range = "fwd/a;b\x1f";
+  for (bool ranges : {true, false}) {
+    spec.ranges = ranges;
+    const std::string path = write_capture(ranges ? "stacks" : "stacks_flat", spec);
+    const Model model = load({path});
+    const Stacks want = gpu_stacks(model);
+    ASSERT_GE(want.size(), ranges ? 20u : 10u);
+    // The nested range's frame keeps its '/' (its ';' shown as ':') under "step".
+    const bool nested = std::any_of(want.begin(), want.end(), [](const auto& s) { return s.first.rfind("step\x1f" "fwd/a:b", 0) == 0; });
+    EXPECT_EQ(nested, ranges);
+    for (unsigned jobs : {1u, 3u}) {
+      StreamStatsOptions o;
+      o.by = {GroupBy::kKernel};
+      o.jobs = jobs;
+      o.matches = true;
+      std::string why;
+      const auto got = stream_stats(path, o, &why);
+      ASSERT_TRUE(got) << why;
+      EXPECT_EQ(got->stacks, want) << jobs << " threads, ranges " << ranges;
+    }
+    std::remove(path.c_str());
+  }
 }
 
 TEST(StreamStats, DamageEndsTheCaptureWhereTheLoaderEndsIt) {

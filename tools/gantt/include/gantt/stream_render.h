@@ -49,6 +49,9 @@ namespace gantt {
 struct StreamRenderOptions {
   RenderOptions render;
   EventFilter filter;  // its window, devices and streams; a range or kernel pattern is not streamed
+  // Where the filter's --from and --to count from, in the capture's clock: 0 for its first
+  // time, as select_events() counts them. The chart's axis still counts from its first time.
+  uint64_t window_origin_ns = 0;
   unsigned jobs = 0;  // decoding threads; 0 = every core (analysis::default_stream_jobs)
   LoadOptions load;
 };

@@ -147,6 +147,16 @@ std::vector<std::string> split_stack(const std::string& stack) {
   return out;
 }
 
+std::string range_frames(const Model& m, uint32_t range) {
+  std::vector<uint32_t> chain;
+  for (uint32_t i = range; i != kNone && chain.size() < 256; i = m.ranges.parent[i]) chain.push_back(i);
+  std::string out;
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) out += clean_frame(m.string(m.ranges.name[*it])) + kSep;
+  return out;
+}
+
+std::string stack_leaf(std::string_view kernel_key) { return clean_frame(kernel_key); }
+
 Stacks gpu_stacks(const Model& m, const Selection* sel, StackRoot root) {
   Stacks out;
   // "rank 3" (the recorded rank, else the capture's place), "gpu1" ("rank 3 gpu1" with several captures).
@@ -168,14 +178,12 @@ Stacks gpu_stacks(const Model& m, const Selection* sel, StackRoot root) {
     const uint32_t r = m.events.range[e];
     if (r != kNone) {
       if (!done[r]) {
-        std::vector<uint32_t> chain;
-        for (uint32_t i = r; i != kNone && chain.size() < 256; i = m.ranges.parent[i]) chain.push_back(i);
-        for (auto it = chain.rbegin(); it != chain.rend(); ++it) prefix[r] += clean_frame(m.string(m.ranges.name[*it])) + kSep;
+        prefix[r] = range_frames(m, r);
         done[r] = 1;
       }
       stack += prefix[r];
     }
-    stack += clean_frame(kernel_key(m, e));
+    stack += stack_leaf(kernel_key(m, e));
     out[stack] += m.events.end_ns[e] - m.events.start_ns[e];
   };
   if (sel) {

@@ -64,6 +64,8 @@ class RangePaths {
     return row == kNone ? kNone : path_of_row_[row];
   }
   std::string text(uint32_t path) const { return model_.range_path_of_range(row_of_path_[path]); }
+  // The path's frames in a flame graph's stack (flame.h range_frames).
+  std::string frames(uint32_t path) const { return range_frames(model_, row_of_path_[path]); }
   // Durations of the top-level ranges by name, for diff (DiffInput::top_ranges).
   std::map<std::string, std::vector<int64_t>> top_ranges() const { return diff_samples(model_, true).top_ranges; }
 
@@ -840,6 +842,7 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
           m.range = range;
           m.exec.merge(acc.exec);
           m.queue.merge(acc.queue);
+          out.stacks[(p == kNone ? std::string() : ranges->frames(p)) + stack_leaf(name)] += acc.exec.total_ns();
         }
       }
   } else if (o.matches) {
@@ -849,6 +852,7 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
       m.name = row.key;
       m.exec = row.exec;
       m.queue = queue_of[row.key];
+      if (row.exec.total_ns() != 0) out.stacks[stack_leaf(row.key)] += row.exec.total_ns();
     }
   }
   if (o.matches) {

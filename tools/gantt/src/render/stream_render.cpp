@@ -64,10 +64,11 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
 
   // The events the reads keep, the capture's first time taken to be `first_ns`. Its last is not
   // known yet: no event begins after it, nor ends before its first.
+  const auto origin = [&](uint64_t first_ns) { return o.window_origin_ns != 0 ? o.window_origin_ns : first_ns; };
   const auto selector = [&](uint64_t first_ns) {
     Selector s;
     if (filter.from_ns >= 0) s.from = first_ns;
-    narrow_to_window(filter, first_ns, &s.from, &s.to);
+    narrow_to_window(filter, origin(first_ns), &s.from, &s.to);
     s.devices = filter.devices;
     s.streams = filter.streams;
     return s;
@@ -131,7 +132,7 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
   sel.window_start_ns = sd.first_ns;
   sel.window_end_ns = std::max(sd.last_ns, sd.first_ns);
   if (windowed) {
-    narrow_to_window(filter, sel.origin_ns, &sel.window_start_ns, &sel.window_end_ns);
+    narrow_to_window(filter, origin(sd.first_ns), &sel.window_start_ns, &sel.window_end_ns);
     if (sel.window_end_ns < sel.window_start_ns) return refuse("a window that ends before it starts");
     sel.window_asked = true;
   }

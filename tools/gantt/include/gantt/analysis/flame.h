@@ -26,6 +26,13 @@ using Stacks = std::map<std::string, uint64_t>;
 Stacks gpu_stacks(const Model& model, const Selection* selection = nullptr, StackRoot root = StackRoot::kNone);
 std::vector<std::string> split_stack(const std::string& stack);
 
+// A stack's frames above its kernel: the NVTX range `range` of `model` and its ancestors,
+// outermost first, each cleaned and followed by the separator ("" for kNone). With
+// stack_leaf(), what gpu_stacks() keys an event by; the streamed stats use the same two.
+std::string range_frames(const Model& model, uint32_t range);
+// The kernel's frame (analysis::kernel_key), cleaned.
+std::string stack_leaf(std::string_view kernel_key);
+
 struct FlameOptions {
   int width_px = 1200;
   int row_px = 18;

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "gantt/analysis/flame.h"
 #include "gantt/analysis/summary.h"
 #include "gantt/model.h"
 #include "gantt/ranks/alignment.h"
@@ -43,6 +44,9 @@ struct StreamedStats {
   bool busy_exact = true;
   // Its header's clocks and its collectives' ends: what aligning it with other ranks takes.
   RankClockInput clock;
+  // With StreamStatsOptions::matches: the GPU time by NVTX range path and kernel, as
+  // flame.h gpu_stacks() gives it for the loaded capture (diff -o's differential flame graph).
+  Stacks stacks;
 };
 
 // Several captures as the ranks of one job, as load_captures() reads them, without loading
