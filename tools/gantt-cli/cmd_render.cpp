@@ -108,6 +108,9 @@ std::optional<int> try_stream(const RenderCliOptions& o, const gantt::RenderOpti
     }
   } catch (const gpuhook::CaptureError&) {
     return std::nullopt;  // the loader reports it, as for any capture
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "gantt-cli: render: " << e.what() << "\n";  // a --range the capture does not have
+    return kExitError;
   }
   if (!chart) return loaded();
   for (const std::string& line : chart->warnings) std::cerr << "gantt-cli: " << line << "\n";
@@ -307,8 +310,8 @@ void register_render(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_flag("--in-memory", o->in_memory,
                 "load the capture whole before drawing, and flag all; by default the chart of one capture without "
-                "annotations (--no-annotate, --view gantt, lanes per stream or device; --from, --to, --device and "
-                "--stream, not --range or --kernel) is read as a stream, in memory that does not grow with its "
+                "annotations (--no-annotate, --view gantt, lanes per stream or device; --range, --from, --to, --device "
+                "and --stream, not --kernel) is read as a stream, in memory that does not grow with its "
                 "events, and is the same chart; so is one with annotations over --max-memory, with the flags a "
                 "stream can tell");
   cmd->add_option("--max-memory", o->max_memory,

@@ -373,21 +373,26 @@ TEST(StreamRender, FlagsWhatAStreamCanTellAsTheLoadedChart) {
 TEST(StreamRender, FiltersAreTheLoadedChartsSelection) {
   Spec spec;
   spec.activities = 20000;
-  spec.ranges = false;
   const std::string path = write_capture("window", spec);
   const Model m = load(std::vector<std::string>{path});
   constexpr int64_t kMs = 1'000'000;
-  const auto filter = [](int64_t from, int64_t to, std::vector<uint32_t> devices = {}, std::vector<uint32_t> streams = {}) {
+  const auto filter = [](int64_t from, int64_t to, std::vector<uint32_t> devices = {}, std::vector<uint32_t> streams = {},
+                         std::string range = "") {
     EventFilter f;
     f.from_ns = from;
     f.to_ns = to;
     f.devices = std::move(devices);
     f.streams = std::move(streams);
+    f.range = std::move(range);
     return f;
   };
+  // The ranges are named after the kernels, each pushed about three times (write_capture).
   const EventFilter filters[] = {filter(100 * kMs, 250 * kMs), filter(400 * kMs, -1), filter(-1, 60 * kMs),
                                  filter(300 * kMs, 300 * kMs + 500'000), filter(-1, -1, {1}),
-                                 filter(-1, -1, {}, {7, 11}), filter(50 * kMs, 200 * kMs, {0}, {9})};
+                                 filter(-1, -1, {}, {7, 11}), filter(50 * kMs, 200 * kMs, {0}, {9}),
+                                 filter(-1, -1, {}, {}, "_Z6kernelILi0EEvPf@2"),
+                                 filter(2 * kMs, 9 * kMs, {}, {}, "_Z6kernelILi3EEvPf@1"),
+                                 filter(-1, -1, {1}, {}, "_Z6kernelILi5EEvPf@2")};
   for (const EventFilter& f : filters) {
     const auto [from, to] = std::pair{f.from_ns, f.to_ns};
     const Selection sel = select_events(m, f);
@@ -423,6 +428,27 @@ TEST(StreamRender, FiltersAreTheLoadedChartsSelection) {
           EXPECT_TRUE(got == expected) << what;
         }
       }
+    }
+  }
+  // A --range the capture does not have: select_events()' error, before the events are read.
+  for (const std::string spec : {"nope@1", "_Z6kernelILi0EEvPf@9", "_Z6kernelILi0EEvPf@0"}) {
+    EventFilter f;
+    f.range = spec;
+    std::string want;
+    try {
+      select_events(m, f);
+    } catch (const std::invalid_argument& e) {
+      want = e.what();
+    }
+    ASSERT_FALSE(want.empty()) << spec;
+    StreamRenderOptions so;
+    so.render = chart_options(LaneMode::kStream, 1920);
+    so.filter = f;
+    try {
+      stream_render(path, so, nullptr);
+      ADD_FAILURE() << spec << ": no error";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(e.what(), want);
     }
   }
   std::remove(path.c_str());

@@ -23,10 +23,7 @@ uint64_t event_end_ns(const Model& m, uint32_t e) {
   return event_begin_ns(m, e);
 }
 
-namespace {
-
-// Finds the N-th occurrence (by start time) of ranges named `name`.
-void resolve_range(const Model& m, const std::string& spec, uint64_t* from, uint64_t* to) {
+uint32_t range_occurrence(const Model& m, const std::string& spec) {
   const size_t at = spec.rfind('@');
   std::string name = spec;
   long n = 1;
@@ -60,7 +57,14 @@ void resolve_range(const Model& m, const std::string& spec, uint64_t* from, uint
     }
     throw std::invalid_argument(msg);
   }
-  const uint32_t r = hits[static_cast<size_t>(n - 1)];
+  return hits[static_cast<size_t>(n - 1)];
+}
+
+namespace {
+
+// The window of a --range: its occurrence, open until the GPU work launched in it ends.
+void resolve_range(const Model& m, const std::string& spec, uint64_t* from, uint64_t* to) {
+  const uint32_t r = range_occurrence(m, spec);
   *from = m.ranges.start_ns[r];
   *to = m.ranges.end_ns[r] ? m.ranges.end_ns[r] : m.last_ns();
   // GPU work launched inside the range runs after it on the host clock: the window stays

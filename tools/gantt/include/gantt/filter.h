@@ -40,6 +40,11 @@ struct Selection {
 // Throws std::invalid_argument with a clear message on a bad regex or an unknown range.
 Selection select_events(const Model& model, const EventFilter& filter);
 
+// The row of a --range's NAME@N: the N-th occurrence by start time of the push/pop or
+// start/end ranges so named. Throws std::invalid_argument as select_events() does (a bad N,
+// fewer occurrences, with the names the capture has when it has none of that name).
+uint32_t range_occurrence(const Model& model, const std::string& spec);
+
 // select_events()' window step: [*from, *to] (the capture's, or the range's) narrowed to what
 // --from and --to ask for, counted from `origin`; without a range, --to may reach past it.
 void narrow_to_window(const EventFilter& filter, uint64_t origin, uint64_t* from, uint64_t* to);

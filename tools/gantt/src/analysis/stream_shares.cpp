@@ -2,8 +2,14 @@
 #include "stream_shares.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
+#include <cstring>
+#include <exception>
 #include <string>
+#include <vector>
+
+#include "../model_builder_impl.h"
 
 namespace gantt::analysis {
 
@@ -73,6 +79,73 @@ std::vector<ChunkRange> plan_chunk_ranges(const std::optional<gpuhook::v1::Chunk
     at = end;
   }
   return shares;
+}
+
+bool read_range_model(const std::string& path, const LoadOptions& load, const std::vector<ChunkRange>& shares,
+                      size_t max_ranges, Model* out) {
+  // Each share's records, serialized one after the other behind their lengths (about 20
+  // bytes a range), then given to one ModelBuilder in file order, as one reader would.
+  struct Part {
+    ChunkRange range;
+    std::string records;
+    size_t ranges = 0;
+    gpuhook::Integrity integrity;
+    std::exception_ptr error;
+  };
+  std::vector<Part> parts(shares.size());
+  for (size_t i = 0; i < parts.size(); ++i) parts[i].range = shares[i];
+  std::atomic<bool> stop{false}, over{false};
+  run_shares(parts, stop, [&](Part& p) {
+    gpuhook::ReaderOptions ro;
+    ro.strict = load.strict;
+    ro.from_ns = load.from_ns;
+    ro.to_ns = load.to_ns;
+    ro.first_chunk = p.range.first_chunk;
+    ro.end_chunk = p.range.end_chunk;
+    ro.outside_strings_only = true;
+    ro.only_kinds = uint64_t{1} << v1::Record::kRange;
+    gpuhook::CaptureReader reader(path, ro);
+    const AmplificationGuard guard(reader, load);
+    v1::Record r;
+    std::string bytes;
+    while (!stop.load(std::memory_order_relaxed) && reader.next(r)) {
+      guard.check(reader);
+      if (r.kind_case() == v1::Record::kRange && ++p.ranges > max_ranges) {
+        over = stop = true;
+        break;
+      }
+      r.SerializeToString(&bytes);
+      const uint32_t n = static_cast<uint32_t>(bytes.size());
+      p.records.append(reinterpret_cast<const char*>(&n), sizeof n).append(bytes);
+    }
+    p.integrity = reader.integrity();
+  });
+  for (const Part& p : parts)
+    if (p.error) std::rethrow_exception(p.error);
+  if (over) return false;
+  size_t ranges = 0;
+  for (const Part& p : parts) ranges += p.ranges;
+  if (ranges > max_ranges) return false;
+  // A damaged file: one reader stops at the damage, the shares after it would not. Read it
+  // as one share, the whole file.
+  if (parts.size() > 1 &&
+      std::any_of(parts.begin(), parts.end(), [](const Part& p) { return static_cast<bool>(p.integrity.error); }))
+    return read_range_model(path, load, {ChunkRange{}}, max_ranges, out);
+  ModelBuilder builder(*out);
+  builder.begin_capture(path);
+  v1::Record r;
+  for (const Part& p : parts) {
+    for (size_t at = 0; at + sizeof(uint32_t) <= p.records.size();) {
+      uint32_t n = 0;
+      std::memcpy(&n, p.records.data() + at, sizeof n);
+      at += sizeof n;
+      r.ParseFromArray(p.records.data() + at, static_cast<int>(n));  // bytes this process wrote
+      at += n;
+      builder.add(r);
+    }
+  }
+  builder.end_capture(file_integrity(parts));
+  return true;
 }
 
 }  // namespace gantt::analysis

@@ -177,6 +177,12 @@ bool index_within_guard(const gpuhook::CaptureReader& probe, const LoadOptions& 
 // share of the whole file without an index.
 std::vector<ChunkRange> plan_chunk_ranges(const std::optional<gpuhook::v1::ChunkIndex>& index, unsigned jobs);
 
+// The file's context and NVTX range records, in its order, into *out (a model without events):
+// the shares' chunks read side by side, every other record stepped over unparsed, a damaged
+// file read as one share as the loader reads it. False when they are more than `max_ranges`.
+bool read_range_model(const std::string& path, const LoadOptions& load, const std::vector<ChunkRange>& shares,
+                      size_t max_ranges, Model* out);
+
 // `work` on every share, the first on this thread. An exception is kept in the share's
 // `error` and sets `stop`, so the other shares end early; the caller rethrows in file order.
 template <class S, class F>

@@ -70,8 +70,6 @@ class RangePaths {
   std::map<std::string, std::vector<int64_t>> top_ranges() const { return diff_samples(model_, true).top_ranges; }
 
  private:
-  // The range and context records of the file, in its order, into model_; false when over kMaxRanges.
-  bool build(const std::string& path, const LoadOptions& load, const std::vector<ChunkRange>& shares);
   Model model_;  // context and ranges: no events
   std::optional<RangeLookup> lookup_;
   std::unordered_map<uint64_t, uint32_t> thread_row_;  // thread id -> row, threads with push/pop ranges
@@ -79,77 +77,11 @@ class RangePaths {
   std::vector<uint32_t> row_of_path_;                  // path -> a row with that chain of names
 };
 
-bool RangePaths::build(const std::string& path, const LoadOptions& load, const std::vector<ChunkRange>& shares) {
-  // Each share's records, serialized one after the other behind their lengths (about 20
-  // bytes a range), then given to one ModelBuilder in file order, as one reader would.
-  struct Part {
-    ChunkRange range;
-    std::string records;
-    size_t ranges = 0;
-    gpuhook::Integrity integrity;
-    std::exception_ptr error;
-  };
-  std::vector<Part> parts(shares.size());
-  for (size_t i = 0; i < parts.size(); ++i) parts[i].range = shares[i];
-  std::atomic<bool> stop{false}, over{false};
-  run_shares(parts, stop, [&](Part& p) {
-    gpuhook::ReaderOptions ro;
-    ro.strict = load.strict;
-    ro.from_ns = load.from_ns;
-    ro.to_ns = load.to_ns;
-    ro.first_chunk = p.range.first_chunk;
-    ro.end_chunk = p.range.end_chunk;
-    ro.outside_strings_only = true;
-    ro.only_kinds = uint64_t{1} << v1::Record::kRange;
-    gpuhook::CaptureReader reader(path, ro);
-    const AmplificationGuard guard(reader, load);
-    v1::Record r;
-    std::string bytes;
-    while (!stop.load(std::memory_order_relaxed) && reader.next(r)) {
-      guard.check(reader);
-      if (r.kind_case() == v1::Record::kRange && ++p.ranges > kMaxRanges) {
-        over = stop = true;
-        break;
-      }
-      r.SerializeToString(&bytes);
-      const uint32_t n = static_cast<uint32_t>(bytes.size());
-      p.records.append(reinterpret_cast<const char*>(&n), sizeof n).append(bytes);
-    }
-    p.integrity = reader.integrity();
-  });
-  for (const Part& p : parts)
-    if (p.error) std::rethrow_exception(p.error);
-  if (over) return false;
-  size_t ranges = 0;
-  for (const Part& p : parts) ranges += p.ranges;
-  if (ranges > kMaxRanges) return false;
-  // A damaged file: one reader stops at the damage, the shares after it would not. Read it
-  // as one share, the whole file.
-  if (parts.size() > 1 &&
-      std::any_of(parts.begin(), parts.end(), [](const Part& p) { return static_cast<bool>(p.integrity.error); }))
-    return build(path, load, {ChunkRange{}});
-  ModelBuilder builder(model_);
-  builder.begin_capture(path);
-  v1::Record r;
-  for (const Part& p : parts) {
-    for (size_t at = 0; at + sizeof(uint32_t) <= p.records.size();) {
-      uint32_t n = 0;
-      std::memcpy(&n, p.records.data() + at, sizeof n);
-      at += sizeof n;
-      r.ParseFromArray(p.records.data() + at, static_cast<int>(n));  // bytes this process wrote
-      at += n;
-      builder.add(r);
-    }
-  }
-  builder.end_capture(file_integrity(parts));
-  return true;
-}
-
 std::unique_ptr<const RangePaths> RangePaths::read(const std::string& path, const LoadOptions& load,
                                                    const std::vector<ChunkRange>& shares, std::string* why_not) {
   auto out = std::make_unique<RangePaths>();
   RangePaths& rp = *out;
-  if (!rp.build(path, load, shares)) {
+  if (!read_range_model(path, load, shares, kMaxRanges, &rp.model_)) {
     *why_not = "more NVTX range records than a streamed read keeps";
     return nullptr;
   }

@@ -437,6 +437,7 @@ std::optional<Scanned> merge_scans(std::vector<Scan>& scans, size_t keep, std::s
     m.timed += sc.timed;
     m.lo = std::min(m.lo, sc.lo);
     m.hi = std::max(m.hi, sc.hi);
+    m.launched_end = std::max(m.launched_end, sc.launched_end);
     if (m.outside.size() + sc.outside.size() > kMaxWaiting) {
       *why_not = "too many GPU records begun by launch calls outside the window";
       return std::nullopt;

@@ -76,8 +76,8 @@ bool is_context(const v1::Record& r);
 // Its lane per stream or per device (layout_lanes.cpp lane_key()).
 LaneKey lane_of(const Gpu& g, LaneMode mode);
 
-// select_events()' filters but --range and --kernel: the devices and streams (--device,
-// --stream) and the time window (--from, --to, absolute), in which an event with a begin is
+// select_events()' filters but --kernel: the devices and streams (--device, --stream) and the
+// time window (--from, --to, --range, absolute), in which an event with a begin is
 // drawn when it overlaps [from, to] and one without always. The default keeps every event.
 struct Selector {
   uint64_t from = 0, to = UINT64_MAX;
@@ -170,6 +170,9 @@ struct Scan {
   std::unordered_multimap<uint32_t, Waiting> waiting;
   // The events without a start or queued stamp whose launch calls lie outside `select`'s window.
   std::vector<uint64_t> outside;
+  // --range (filter.cpp resolve_range): the last end of the events `select` keeps whose launch
+  // calls started in [launched_from, launched_to].
+  uint64_t launched_from = 1, launched_to = 0, launched_end = 0;
   // Streamed annotations (AnnotateOptions::streamed): each device's activity, for its idle
   // gaps. `idle_gap_ns` as AnnotateOptions has it (-1: the default threshold).
   bool idle_gaps = false;
@@ -188,6 +191,7 @@ struct Scan {
   void place(const LaneKey& lane, uint32_t stream, int32_t priority, uint64_t seq, uint64_t begin, uint64_t end,
              uint64_t launch, bool sync) {
     const uint64_t b = begin ? begin : launch;
+    if (launch >= launched_from && launch <= launched_to) launched_end = std::max(launched_end, end ? std::max(end, b) : b);
     if (begin == 0) {  // begun by its launch call: counted now that it is known (scan_event())
       if (!select.in_time(b, end)) {
         outside.push_back(seq);  // merge_scans() refuses past kMaxWaiting
@@ -252,6 +256,7 @@ void read_scan(const std::string& path, const LoadOptions& load, Scan& sc, std::
 // Pass-1 shares merged: what the chart's frame, lanes and threshold need.
 struct Scanned {
   uint64_t first_ns = 0, last_ns = 0, events = 0, syncs = 0, in_capture = 0, timed = 0, lo = UINT64_MAX, hi = 0;
+  uint64_t launched_end = 0;
   std::vector<Candidate> widest;  // widest first
   std::map<LaneKey, LaneScan> lanes;
   std::map<uint32_t, std::map<uint32_t, uint64_t>> streams;

@@ -26,7 +26,7 @@ std::string stream_render_refusal(const RenderOptions& o) {
 }
 
 std::string stream_filter_refusal(const EventFilter& f) {
-  return f.range.empty() && f.kernel_regex.empty() ? "" : "--range or --kernel (--from, --to, --device and --stream are read as a stream)";
+  return f.kernel_regex.empty() ? "" : "--kernel (--range, --from, --to, --device and --stream are read as a stream)";
 }
 
 std::optional<StreamedChart> stream_render(const std::string& path, const StreamRenderOptions& o, std::string* why_not) {
@@ -40,8 +40,9 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
   const unsigned jobs = o.jobs != 0 ? o.jobs : analysis::default_stream_jobs();
   // --from and --to count from the capture's first time, which only read 1 tells. It is read
   // with the header's start for it, nearly always the first time; when a record is earlier,
-  // read 1 runs again with the time it found.
+  // read 1 runs again with the time it found. With --range they count from the range's start.
   const EventFilter& filter = o.filter;
+  const bool ranged = !filter.range.empty();
   const bool windowed = filter.from_ns >= 0 || filter.to_ns >= 0;
   uint64_t first_guess = 0;
   std::optional<v1::ChunkIndex> index;
@@ -50,7 +51,7 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
     if (!analysis::index_within_guard(probe, o.load)) return refuse(analysis::kOverGuard);
     index = probe.index();
     v1::Record r;
-    for (int i = 0; windowed && i < 64 && probe.next(r); ++i)
+    for (int i = 0; windowed && !ranged && i < 64 && probe.next(r); ++i)
       if (r.kind_case() == v1::Record::kHeader) {
         first_guess = r.header().start_monotonic_raw_ns();
         break;
@@ -62,38 +63,21 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
   // them unless float rounding at the threshold lets more through (then the model is loaded).
   const size_t keep = 2 * k + 1;
 
-  // The events the reads keep, the capture's first time taken to be `first_ns`. Its last is not
-  // known yet: no event begins after it, nor ends before its first.
-  const auto origin = [&](uint64_t first_ns) { return o.window_origin_ns != 0 ? o.window_origin_ns : first_ns; };
-  const auto selector = [&](uint64_t first_ns) {
-    Selector s;
-    if (filter.from_ns >= 0) s.from = first_ns;
-    narrow_to_window(filter, origin(first_ns), &s.from, &s.to);
-    s.devices = filter.devices;
-    s.streams = filter.streams;
-    return s;
-  };
-  // The idle-gap threshold of a window asked for is known before the read: the activity unions
-  // merge at that tolerance (at the least one, without --to), not at one grown with the spans.
-  int64_t gap_tolerance = o.render.annotate.idle_gap_ns;
-  if (windowed && gap_tolerance < 0) {
-    const uint64_t from = filter.from_ns >= 0 ? static_cast<uint64_t>(filter.from_ns) : 0;
-    gap_tolerance = filter.to_ns >= 0 && static_cast<uint64_t>(filter.to_ns) >= from
-                        ? idle_gap_threshold_ns(o.render.annotate, static_cast<uint64_t>(filter.to_ns) - from)
-                        : kMinIdleGapNs;
-  }
-
-  // Read 1: the window, the lanes, the counts, the widest events.
+  // Read 1 of every share with `select`, merged into `scanned`; false with `why` set when the
+  // capture needs the model. `launched`: the launch times whose events' last end it measures.
   std::vector<Scan> scans;
   std::optional<Scanned> scanned;
-  for (int attempt = 0; attempt < 2; ++attempt) {
+  int64_t gap_tolerance = o.render.annotate.idle_gap_ns;
+  const auto read_1 = [&](const Selector& select, std::pair<uint64_t, uint64_t> launched) {
     scans.assign(ranges.size(), Scan{});
     for (size_t i = 0; i < scans.size(); ++i) {
       scans[i].range = ranges[i];
       scans[i].index = i;
       scans[i].keep_widest = keep;
       scans[i].lanes_by = o.render.lanes;
-      scans[i].select = selector(first_guess);
+      scans[i].select = select;
+      scans[i].launched_from = launched.first;
+      scans[i].launched_to = launched.second;
       scans[i].host_lanes = o.render.host_lanes;
       scans[i].idle_gaps = o.render.annotate.enabled;
       scans[i].idle_gap_ns = gap_tolerance;
@@ -103,13 +87,64 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
     uint32_t headers = 0;
     for (Scan& sc : scans) {
       if (sc.error) std::rethrow_exception(sc.error);
-      if ((headers += sc.headers) > 1) return refuse("a merged file (several ranks, put on one clock when loaded)");
-      if (!sc.needs_model.empty()) return refuse(sc.needs_model);
-      if (sc.integrity.error) return refuse("a damaged capture (read up to the damage when loaded)");
+      if ((headers += sc.headers) > 1) why = "a merged file (several ranks, put on one clock when loaded)";
+      else if (!sc.needs_model.empty()) why = sc.needs_model;
+      else if (sc.integrity.error) why = "a damaged capture (read up to the damage when loaded)";
+      if (!why.empty()) return false;
     }
     scanned = merge_scans(scans, keep, &why);
-    if (!scanned) return refuse(why);
-    if (!windowed || scanned->first_ns == first_guess) break;
+    return scanned.has_value();
+  };
+
+  // --range: its occurrence, from a read of only the ranges; the window stays open until the
+  // GPU work launched in it ends (filter.cpp resolve_range), which a first read 1 measures
+  // over every event from the range's start on, on every device: those that could end later
+  // than the range.
+  uint64_t range_from = 0, range_to = 0;
+  if (ranged) {
+    Model range_model;
+    if (!analysis::read_range_model(path, o.load, ranges, kMaxRanges, &range_model))
+      return refuse("more NVTX range records than a streamed chart keeps");
+    const uint32_t r = range_occurrence(range_model, filter.range);  // throws as select_events() does
+    range_from = range_model.ranges.start_ns[r];
+    const uint64_t range_end = range_model.ranges.end_ns[r];
+    Selector after;
+    after.from = range_from;
+    if (!read_1(after, {range_from, range_end ? range_end : UINT64_MAX})) return refuse(why);
+    // Unclosed: to the capture's last time, which no launched work ends after.
+    range_to = range_end ? std::max(range_end, scanned->launched_end) : scanned->last_ns;
+  }
+
+  // The events the reads keep, the capture's first time taken to be `first_ns`. Its last is not
+  // known yet: no event begins after it, nor ends before its first.
+  const auto origin = [&](uint64_t first_ns) {
+    return ranged ? range_from : o.window_origin_ns != 0 ? o.window_origin_ns : first_ns;
+  };
+  const auto selector = [&](uint64_t first_ns) {
+    Selector s;
+    if (ranged) {
+      s.from = range_from;
+      s.to = range_to;
+    } else if (filter.from_ns >= 0) {
+      s.from = first_ns;
+    }
+    narrow_to_window(filter, origin(first_ns), &s.from, &s.to);
+    s.devices = filter.devices;
+    s.streams = filter.streams;
+    return s;
+  };
+  // The idle-gap threshold of a window asked for is known before the read: the activity unions
+  // merge at that tolerance (at the least one, without --to), not at one grown with the spans.
+  if ((windowed || ranged) && gap_tolerance < 0) {
+    uint64_t from = ranged ? range_from : 0, to = ranged ? range_to : UINT64_MAX;  // without a range: from the first time
+    narrow_to_window(filter, from, &from, &to);
+    gap_tolerance = to != UINT64_MAX && to >= from ? idle_gap_threshold_ns(o.render.annotate, to - from) : kMinIdleGapNs;
+  }
+
+  // Read 1: the window, the lanes, the counts, the widest events.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (!read_1(selector(first_guess), {})) return refuse(why);
+    if (!windowed || ranged || scanned->first_ns == first_guess) break;
     if (attempt == 1) return refuse("a capture whose first time moved between reads");
     first_guess = scanned->first_ns;
   }
@@ -131,7 +166,12 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
   sel.origin_ns = sd.first_ns;
   sel.window_start_ns = sd.first_ns;
   sel.window_end_ns = std::max(sd.last_ns, sd.first_ns);
-  if (windowed) {
+  if (ranged) {
+    sel.origin_ns = sel.window_start_ns = range_from;
+    sel.window_end_ns = range_to;
+    sel.origin_name = "the start of range " + filter.range;
+  }
+  if (windowed || ranged) {
     narrow_to_window(filter, origin(sd.first_ns), &sel.window_start_ns, &sel.window_end_ns);
     if (sel.window_end_ns < sel.window_start_ns) return refuse("a window that ends before it starts");
     sel.window_asked = true;
@@ -139,7 +179,7 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
   sel.description = describe_filter(filter);
   RenderOptions render = o.render;
   if (!sel.description.empty()) render.filter_description = sel.description;
-  if (!windowed && sd.events + sd.syncs != 0 && sd.lo != UINT64_MAX && sd.hi >= sd.lo)
+  if (!windowed && !ranged && sd.events + sd.syncs != 0 && sd.lo != UINT64_MAX && sd.hi >= sd.lo)
     fit_window(sel.window_start_ns, sel.window_end_ns, sd.lo, sd.hi, &sel);
   const Frame f = detail::make_frame(out.context, sel, sel.window_start_ns, sel.window_end_ns,
                                      detail::begin_view("", render).width);
