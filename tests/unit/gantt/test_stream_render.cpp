@@ -372,7 +372,7 @@ TEST(StreamRender, FlagsWhatAStreamCanTellAsTheLoadedChart) {
 // capture's first time is found by a second read 1.
 TEST(StreamRender, FiltersAreTheLoadedChartsSelection) {
   Spec spec;
-  spec.activities = 20000;
+  spec.activities = 20400;  // the last range pushed is never popped
   const std::string path = write_capture("window", spec);
   const Model m = load(std::vector<std::string>{path});
   constexpr int64_t kMs = 1'000'000;
@@ -386,13 +386,16 @@ TEST(StreamRender, FiltersAreTheLoadedChartsSelection) {
     f.range = std::move(range);
     return f;
   };
-  // The ranges are named after the kernels, each pushed about three times (write_capture).
+  // The ranges are named after the kernels, each pushed about three times (write_capture),
+  // the last at activity 20000.
   const EventFilter filters[] = {filter(100 * kMs, 250 * kMs), filter(400 * kMs, -1), filter(-1, 60 * kMs),
                                  filter(300 * kMs, 300 * kMs + 500'000), filter(-1, -1, {1}),
                                  filter(-1, -1, {}, {7, 11}), filter(50 * kMs, 200 * kMs, {0}, {9}),
                                  filter(-1, -1, {}, {}, "_Z6kernelILi0EEvPf@2"),
                                  filter(2 * kMs, 9 * kMs, {}, {}, "_Z6kernelILi3EEvPf@1"),
-                                 filter(-1, -1, {1}, {}, "_Z6kernelILi5EEvPf@2")};
+                                 filter(-1, -1, {1}, {}, "_Z6kernelILi5EEvPf@2"),
+                                 filter(-1, -1, {}, {}, "_Z6kernelILi1EEvPf@3")};  // unclosed
+  ASSERT_EQ(m.ranges.end_ns[range_occurrence(m, "_Z6kernelILi1EEvPf@3")], 0u);  // open: the window ends with the capture
   for (const EventFilter& f : filters) {
     const auto [from, to] = std::pair{f.from_ns, f.to_ns};
     const Selection sel = select_events(m, f);
