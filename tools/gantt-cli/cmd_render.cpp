@@ -62,12 +62,10 @@ constexpr uint64_t kRenderLoadCap = uint64_t{1} << 30;
 std::optional<int> try_stream(const RenderCliOptions& o, const gantt::RenderOptions& ro, const ChartTarget& target) {
   if (o.in_memory) return std::nullopt;
   const gantt::EventFilter filter = make_filter(o.filter);
-  const std::string filter_refusal = gantt::stream_filter_refusal(filter);
   std::string why_not = o.files.size() != 1 || !o.job.empty() ? "several captures (put on one clock)"
                         : o.files.front() == "-"              ? "a capture on standard input"
                         : target.format == "html"             ? "the HTML page"
                         : o.view != "gantt"                   ? "--view " + o.view
-                        : !filter_refusal.empty()             ? filter_refusal
                                                               : gantt::stream_render_refusal(ro);
   const auto loaded = [&]() -> std::optional<int> {
     if (o.jobs_given) std::cerr << "gantt-cli: render: the capture is loaded whole for " << why_not << "\n";
@@ -310,8 +308,7 @@ void register_render(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_flag("--in-memory", o->in_memory,
                 "load the capture whole before drawing, and flag all; by default the chart of one capture without "
-                "annotations (--no-annotate, --view gantt, lanes per stream or device; --range, --from, --to, --device "
-                "and --stream, not --kernel) is read as a stream, in memory that does not grow with its "
+                "annotations (--no-annotate, --view gantt, lanes per stream or device; with any filter) is read as a stream, in memory that does not grow with its "
                 "events, and is the same chart; so is one with annotations over --max-memory, with the flags a "
                 "stream can tell");
   cmd->add_option("--max-memory", o->max_memory,

@@ -4,8 +4,10 @@
 # supports) against `diagnose --in-memory` (every rule); `render` of the chart it streams
 # (--no-annotate: GPU and host lanes) the same two ways, and the default chart (over the
 # default 1 GiB --max-memory: streamed with the flags a stream can tell) against
-# --in-memory, and a zoom (--from 1s --to 1.01s) the same two ways. Each way runs `runs`
-# times, alternating (the default chart and the zoom loaded once); the medians are reported. CPU-only figures, on a synthetic capture (tests/bench/ranks/gen_job): not a GPU
+# --in-memory, a zoom (--from 1s --to 1.01s) the same two ways, and `diff -o` of the capture
+# against itself (its two charts and flame graph streamed) against --in-memory. Each way runs
+# `runs` times, alternating (the default chart, the zoom and the diff page loaded once); the
+# medians are reported. CPU-only figures, on a synthetic capture (tests/bench/ranks/gen_job): not a GPU
 # measurement.
 #   tests/bench/stream/bench.sh BUILD_DIR [events=10000000] [runs=3]
 set -euo pipefail
@@ -33,9 +35,11 @@ for ((i = 0; i < runs; ++i)); do
   timed chart_whole "$cli" render "$cap" -o "$dir/loaded.svg" --no-annotate --in-memory
   timed render "$cli" render "$cap" -o "$dir/chart.svg" -j "$cores"
   timed window "$cli" render "$cap" -o "$dir/window.svg" --from 1s --to 1.01s --no-annotate -j "$cores"
+  timed diff_page "$cli" diff "$cap" "$cap" -o "$dir/diff.svg" -j "$cores"
 done
 timed render_whole "$cli" render "$cap" -o "$dir/chart_whole.svg" --in-memory
 timed window_whole "$cli" render "$cap" -o "$dir/window_whole.svg" --from 1s --to 1.01s --no-annotate --in-memory
+timed diff_page_whole "$cli" diff "$cap" "$cap" -o "$dir/diff_whole.svg" --in-memory
 same=1
 cmp -s "$dir/one.out" "$dir/whole.out" && cmp -s "$dir/all.out" "$dir/whole.out" || same=0
 one=$(median one 1) all=$(median all 1) whole=$(median whole 1)
@@ -83,3 +87,16 @@ row "stream: render --from 1s --to 1.01s --no-annotate (a zoom), -j $cores (stre
 row "stream: the same zoom loaded whole (--in-memory; the path before)" "$window_whole_s s, peak RSS $((window_whole_kib / 1024)) MiB" "(the path before)" 1
 row "stream: the streamed zoom equals the loaded one" "$([[ $window_same == 1 ]] && echo identical || echo DIFFER)" "identical" "$window_same"
 row "stream: the streamed chart's low-occupancy, copy-overlap and idle-gap flags equal the loaded chart's" "$([[ $flags_same == 1 ]] && echo "identical: $(flags "$dir/chart.svg")" || echo DIFFER)" "identical" "$flags_same"
+diff_s=$(median diff_page 1) diff_mb=$(($(median diff_page 2) / 1024))
+read -r diff_whole_s diff_whole_kib < "$dir/diff_page_whole.txt"
+# The same page but for the flags a stream cannot tell (the footer's flags line, the missed-overlap marks).
+strip_flags() { python3 -c '
+import re, sys
+s = open(sys.argv[1]).read()
+s = re.sub(r"<rect[^>]*><title>copy not overlapped[^<]*</title></rect>\n?", "", s)
+print(re.sub(r"<text[^>]*>flags[^<]*</text>", "", s))' "$1"; }
+diff_same=1
+cmp -s <(strip_flags "$dir/diff.svg") <(strip_flags "$dir/diff_whole.svg") || diff_same=0
+row "stream: diff -o of the capture against itself (two charts, differential flame graph), -j $cores (streamed)" "$diff_s s, peak RSS $diff_mb MiB" "<= 500 MB" "$(ok "$diff_mb" 500)"
+row "stream: the same diff -o loaded whole (--in-memory; the path before)" "$diff_whole_s s, peak RSS $((diff_whole_kib / 1024)) MiB" "(the path before)" 1
+row "stream: the streamed diff page equals the loaded one but for the flags a stream cannot tell" "$([[ $diff_same == 1 ]] && echo identical || echo DIFFER)" "identical" "$diff_same"

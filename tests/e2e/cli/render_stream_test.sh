@@ -156,14 +156,14 @@ echo "flagged as a stream over --max-memory: $flagged charts"
 "$cli" render "$work/small.gpuh" -o "$work/in.svg" --max-memory 1K --in-memory 2>/dev/null
 grep -q "flags: queue delay" "$work/in.svg" || { echo "FAIL: --in-memory over --max-memory drew no flags"; fail=1; }
 
-# Filters but --kernel are read as a stream too: the events in a time window (--from, --to,
-# --range) on the devices and streams asked for (--device, --stream), with and without the
-# flags, against --in-memory's selection. Windows past a capture's end, and ranges a capture
-# does not have, give the loader's error and exit code.
+# Filters are read as a stream too: the events in a time window (--from, --to, --range) on the
+# devices and streams asked for (--device, --stream), the kernels --kernel names, with and
+# without the flags, against --in-memory's selection. Windows past a capture's end, and ranges
+# a capture does not have, give the loader's error and exit code.
 windowed=0
 for cap in "${captures[@]}"; do
   for window in "--from 1ms --to 3ms" "--to 2ms --stream 7" "--from 300us --device 0" "--range step@2" \
-                "--range forward@3 --from 1us --device 0"; do
+                "--range forward@3 --from 1us --device 0" "--kernel gemm|Gemm" "--kernel elementwise|relu --from 1ms"; do
     read -ra win <<<"$window"
     name="$(basename "$cap") $window"
     rm -f "$work/whole.svg"

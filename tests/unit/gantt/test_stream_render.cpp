@@ -377,13 +377,14 @@ TEST(StreamRender, FiltersAreTheLoadedChartsSelection) {
   const Model m = load(std::vector<std::string>{path});
   constexpr int64_t kMs = 1'000'000;
   const auto filter = [](int64_t from, int64_t to, std::vector<uint32_t> devices = {}, std::vector<uint32_t> streams = {},
-                         std::string range = "") {
+                         std::string range = "", std::string kernel = "") {
     EventFilter f;
     f.from_ns = from;
     f.to_ns = to;
     f.devices = std::move(devices);
     f.streams = std::move(streams);
     f.range = std::move(range);
+    f.kernel_regex = std::move(kernel);
     return f;
   };
   // The ranges are named after the kernels, each pushed about three times (write_capture),
@@ -394,7 +395,11 @@ TEST(StreamRender, FiltersAreTheLoadedChartsSelection) {
                                  filter(-1, -1, {}, {}, "_Z6kernelILi0EEvPf@2"),
                                  filter(2 * kMs, 9 * kMs, {}, {}, "_Z6kernelILi3EEvPf@1"),
                                  filter(-1, -1, {1}, {}, "_Z6kernelILi5EEvPf@2"),
-                                 filter(-1, -1, {}, {}, "_Z6kernelILi1EEvPf@3")};  // unclosed
+                                 filter(-1, -1, {}, {}, "_Z6kernelILi1EEvPf@3"),  // unclosed
+                                 filter(-1, -1, {}, {}, "", "kernel<3>"),           // by the demangled name
+                                 filter(-1, -1, {}, {}, "", "^void kernel<[0-4]>"),
+                                 filter(100 * kMs, 250 * kMs, {0}, {}, "", "kernel<[5-9]>"),
+                                 filter(-1, -1, {}, {}, "_Z6kernelILi0EEvPf@2", "AllReduce|kernel<2>")};
   ASSERT_EQ(m.ranges.end_ns[range_occurrence(m, "_Z6kernelILi1EEvPf@3")], 0u);  // open: the window ends with the capture
   for (const EventFilter& f : filters) {
     const auto [from, to] = std::pair{f.from_ns, f.to_ns};
@@ -433,7 +438,33 @@ TEST(StreamRender, FiltersAreTheLoadedChartsSelection) {
       }
     }
   }
-  // A --range the capture does not have: select_events()' error, before the events are read.
+  // Patterns that may match what is named after its call (copies, memsets, synchronisations)
+  // are left to the loaded chart.
+  for (const std::string pattern : {"Memcpy", "memcpy", "Synchronize", "memset", "cuda"}) {
+    StreamRenderOptions so;
+    so.render = chart_options(LaneMode::kStream, 1920);
+    so.filter.kernel_regex = pattern;
+    std::string why;
+    EXPECT_FALSE(stream_render(path, so, &why)) << pattern;
+    EXPECT_NE(why.find("--kernel matching"), std::string::npos) << pattern << ": " << why;
+  }
+  // A bad pattern, and a --range the capture does not have: select_events()' error, before
+  // the events are read.
+  {
+    EventFilter f;
+    f.kernel_regex = "kernel<(";
+    std::string want;
+    try {
+      select_events(m, f);
+    } catch (const std::invalid_argument& e) {
+      want = e.what();
+    }
+    ASSERT_FALSE(want.empty());
+    StreamRenderOptions so;
+    so.render = chart_options(LaneMode::kStream, 1920);
+    so.filter = f;
+    EXPECT_THROW(stream_render(path, so, nullptr), std::invalid_argument);
+  }
   for (const std::string spec : {"nope@1", "_Z6kernelILi0EEvPf@9", "_Z6kernelILi0EEvPf@0"}) {
     EventFilter f;
     f.range = spec;

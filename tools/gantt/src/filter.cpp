@@ -4,6 +4,7 @@
 #include <charconv>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 
 #include <re2/re2.h>
@@ -78,6 +79,22 @@ void resolve_range(const Model& m, const std::string& spec, uint64_t* from, uint
 
 }  // namespace
 
+// RE2, not std::regex: names come from the traced app, and libstdc++'s backtracking matcher
+// recursed once per character (a 50,000-character name overflowed the stack). RE2 matches in
+// linear time with bounded memory; it has no backreferences or lookaround, which a name
+// filter does not need.
+KernelPattern::KernelPattern(const std::string& regex) {
+  RE2::Options options;
+  options.set_log_errors(false);
+  re_ = std::make_unique<RE2>(regex, options);
+  if (!re_->ok())
+    throw std::invalid_argument("--kernel '" + regex + "': not a valid regular expression (" + re_->error() + ")");
+}
+
+KernelPattern::~KernelPattern() = default;
+
+bool KernelPattern::matches(std::string_view display_name) const { return RE2::PartialMatch(display_name, *re_); }
+
 void fit_window(uint64_t from, uint64_t to, uint64_t lo, uint64_t hi, Selection* sel) {
   const uint64_t pad = std::max<uint64_t>((hi - lo) / 50, 1000);
   sel->window_start_ns = std::max(from, lo > pad ? lo - pad : 0);
@@ -129,20 +146,10 @@ Selection select_events(const Model& m, const EventFilter& f) {
   sel.window_start_ns = from;
   sel.window_end_ns = to;
 
-  // RE2, not std::regex: names come from the traced app, and libstdc++'s backtracking
-  // matcher recursed once per character (a 50,000-character name overflowed the stack).
-  // RE2 matches in linear time with bounded memory; it has no backreferences or lookaround,
-  // which a name filter does not need.
-  std::unique_ptr<RE2> re;
+  std::optional<KernelPattern> pattern;
   std::vector<int8_t> name_match;  // per string id: -1 unknown, 0 no, 1 yes
-  const bool use_re = !f.kernel_regex.empty();
-  if (use_re) {
-    RE2::Options options;
-    options.set_log_errors(false);
-    re = std::make_unique<RE2>(f.kernel_regex, options);
-    if (!re->ok())
-      throw std::invalid_argument("--kernel '" + f.kernel_regex + "': not a valid regular expression (" + re->error() +
-                                  ")");
+  if (!f.kernel_regex.empty()) {
+    pattern.emplace(f.kernel_regex);
     name_match.assign(m.strings.size(), -1);
   }
 
@@ -152,9 +159,9 @@ Selection select_events(const Model& m, const EventFilter& f) {
     if (!f.streams.empty() && std::find(f.streams.begin(), f.streams.end(), ev.stream[e]) == f.streams.end()) continue;
     const uint64_t b = event_begin_ns(m, e), en = event_end_ns(m, e);
     if (b != 0 && (en < from || b > to)) continue;
-    if (use_re) {
+    if (pattern) {
       int8_t& hit = name_match[ev.name[e]];
-      if (hit < 0) hit = RE2::PartialMatch(m.display_name(e), *re) ? 1 : 0;
+      if (hit < 0) hit = pattern->matches(m.display_name(e)) ? 1 : 0;
       if (!hit) continue;
     }
     sel.events.push_back(e);

@@ -2,10 +2,16 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gantt/model.h"
+
+namespace re2 {
+class RE2;
+}
 
 namespace gantt {
 
@@ -18,6 +24,20 @@ struct EventFilter {
   std::string kernel_regex;       // RE2 syntax, searched in the demangled name
   std::vector<uint32_t> devices;  // empty = all
   std::vector<uint32_t> streams;  // empty = all
+};
+
+// --kernel's pattern: RE2 syntax, searched in an event's display name (Model::display_name).
+// Throws std::invalid_argument on a bad pattern, with the message select_events() gives.
+class KernelPattern {
+ public:
+  explicit KernelPattern(const std::string& regex);
+  ~KernelPattern();
+  KernelPattern(const KernelPattern&) = delete;
+  KernelPattern& operator=(const KernelPattern&) = delete;
+  bool matches(std::string_view display_name) const;
+
+ private:
+  std::unique_ptr<re2::RE2> re_;
 };
 
 struct Selection {

@@ -27,7 +27,8 @@
 //
 // What needs the whole timeline is not streamed; stream_render() then returns nothing and
 // says why, and the caller loads the capture: annotations in full, views and lane groupings
-// other than per stream or device, --kernel, --deps, --memory-strip, stream waits on CUDA
+// other than per stream or device, --deps, --kernel patterns that match the names of API calls
+// (copies, memsets and synchronisations are named after theirs), --memory-strip, stream waits on CUDA
 // events, host functions, CUDA graphs, merged files, damaged files, NCCL calls without
 // external ids, files whose launches lie too far from their GPU records for the join's
 // window, and, with host lanes, host calls that share a correlation id (a launch's tick names
@@ -48,7 +49,9 @@ namespace gantt {
 
 struct StreamRenderOptions {
   RenderOptions render;
-  EventFilter filter;  // its window, range, devices and streams; a kernel pattern is not streamed
+  // Its window, range, devices, streams and kernel pattern. A --range the capture does not have,
+  // or a bad pattern, throws std::invalid_argument from stream_render(), as from select_events().
+  EventFilter filter;
   // Where the filter's --from and --to count from, in the capture's clock: 0 for its first
   // time, as select_events() counts them. The chart's axis still counts from its first time.
   uint64_t window_origin_ns = 0;
@@ -67,9 +70,6 @@ struct StreamedChart {
 
 // Why charts with `options` cannot be streamed at all ("" when they can).
 std::string stream_render_refusal(const RenderOptions& options);
-// Why events chosen by `filter` cannot be streamed ("" when they can: no --kernel). A --range
-// the capture does not have throws std::invalid_argument from stream_render(), as select_events().
-std::string stream_filter_refusal(const EventFilter& filter);
 
 // The chart of `path`, or nullopt with *why_not set when the capture holds what needs the
 // whole timeline (found while reading). Throws gpuhook::CaptureError as load() does.

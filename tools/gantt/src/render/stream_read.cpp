@@ -8,6 +8,7 @@
 #include <cctype>
 
 #include "gantt/annotate.h"
+#include "gantt/text.h"
 
 #include "../model_builder_impl.h"
 
@@ -21,7 +22,7 @@ using builder::t;
 bool gpu_of(const gpuhook::RecordView& v, Gpu* g) {
   if (v.kind == v1::Record::kKernel) {
     const gpuhook::KernelFields& k = v.kernel;
-    *g = {EventKind::kKernel, k.device, k.stream, k.correlation_id, k.stream_priority, known(k.queued_ns),
+    *g = {EventKind::kKernel, k.device, k.stream, k.correlation_id, k.name_id, k.stream_priority, known(k.queued_ns),
           known(k.start_ns), known(k.end_ns)};
     return true;
   }
@@ -30,20 +31,20 @@ bool gpu_of(const gpuhook::RecordView& v, Gpu* g) {
   switch (r.kind_case()) {
     case v1::Record::kMemcpy: {
       const auto& k = r.memcpy();
-      *g = {EventKind::kMemcpy, k.device(), k.stream(), k.correlation_id(), 0, 0, t(k.has_start_ns(), k.start_ns()),
+      *g = {EventKind::kMemcpy, k.device(), k.stream(), k.correlation_id(), 0, 0, 0, t(k.has_start_ns(), k.start_ns()),
             t(k.has_end_ns(), k.end_ns())};
       return true;
     }
     case v1::Record::kMemset: {
       const auto& k = r.memset();
-      *g = {EventKind::kMemset, k.device(), k.stream(), k.correlation_id(), 0, 0, t(k.has_start_ns(), k.start_ns()),
+      *g = {EventKind::kMemset, k.device(), k.stream(), k.correlation_id(), 0, 0, 0, t(k.has_start_ns(), k.start_ns()),
             t(k.has_end_ns(), k.end_ns())};
       return true;
     }
     case v1::Record::kSync: {
       const auto& k = r.sync();
       if (k.return_value() != 0) return false;
-      *g = {EventKind::kSync, k.device(), k.stream(), k.correlation_id(), 0, 0, t(k.has_start_ns(), k.start_ns()),
+      *g = {EventKind::kSync, k.device(), k.stream(), k.correlation_id(), 0, 0, 0, t(k.has_start_ns(), k.start_ns()),
             t(k.has_end_ns(), k.end_ns())};
       return true;
     }
@@ -107,7 +108,7 @@ void add_activity(Scan& sc, const Gpu& g, uint64_t seq) {
   if (given && it->second.size() > kMaxSpans) sc.needs_model = "more idle gaps than a streamed chart keeps";
 }
 
-void scan_event(Scan& sc, const Gpu& g, uint64_t seq) {
+void scan_event(Scan& sc, const Gpu& g, uint64_t seq, bool named) {
   sc.see(g.queued);
   sc.see(g.start);
   sc.see(g.end);
@@ -121,7 +122,7 @@ void scan_event(Scan& sc, const Gpu& g, uint64_t seq) {
   // An event without a start or queued stamp is begun by its launch call: Scan::place() counts
   // it once that is known.
   const uint64_t begin = g.start ? g.start : g.queued;
-  const bool kept = sc.select.on(g.device, g.stream) && (begin == 0 || sc.select.in_time(begin, g.end));
+  const bool kept = named && sc.select.on(g.device, g.stream) && (begin == 0 || sc.select.in_time(begin, g.end));
   if (sync) {
     sc.syncs += begin != 0 && kept;
   } else {
@@ -160,8 +161,13 @@ void scan_event(Scan& sc, const Gpu& g, uint64_t seq) {
   sc.place(lane, g.stream, g.priority, seq, begin, g.end, launch, sync);
 }
 
-void scan_api(Scan& sc, const gpuhook::ApiFields& a) {
+void scan_api(Scan& sc, const gpuhook::ApiFields& a, const gpuhook::CaptureReader& reader) {
   const uint64_t s = known(a.start_ns), e = known(a.end_ns);
+  // Copies, memsets and synchronisations are named after the call that issued them (the
+  // model's join): one that --kernel could match needs that join.
+  const KernelPattern* kernel = sc.select.kernel;
+  if (kernel && sc.api_names.test(reader, a.name_id, [kernel](std::string_view n) { return kernel->matches(api_display_name(n)); }))
+    sc.needs_model = "--kernel matching the name of an API call (copies, memsets and synchronisations are named after theirs)";
   sc.see(s);
   sc.see(e);
   if (sc.host_lanes && a.correlation_id != 0 && a.domain != v1::API_DOMAIN_NCCL) {
@@ -183,18 +189,22 @@ void scan_api(Scan& sc, const gpuhook::ApiFields& a) {
 }  // namespace
 
 void read_scan(const std::string& path, const LoadOptions& load, Scan& sc, std::atomic<bool>& stop) {
-  sc.integrity = read_range(path, load, sc.range, stop, [&](const gpuhook::RecordView& v, uint64_t n, const gpuhook::CaptureReader&) {
+  sc.integrity = read_range(path, load, sc.range, stop, [&](const gpuhook::RecordView& v, uint64_t n, const gpuhook::CaptureReader& reader) {
     if (std::string why = refusal_of(v); !why.empty()) {
       sc.needs_model = std::move(why);
       return false;
     }
     Gpu g;
     if (gpu_of(v, &g)) {
-      scan_event(sc, g, seq_of(sc.index, n));
+      if (sc.select.kernel && g.kind == EventKind::kKernel && g.name == 0) {
+        sc.needs_model = "--kernel and a kernel record without a name (named after its launch call)";
+        return false;
+      }
+      scan_event(sc, g, seq_of(sc.index, n), sc.select.named(sc.kernel_names, g, reader));
       return sc.needs_model.empty();
     }
     if (v.kind == v1::Record::kApi) {
-      scan_api(sc, v.api);
+      scan_api(sc, v.api, reader);
       return sc.needs_model.empty();
     }
     const v1::Record& r = *v.record;
@@ -282,11 +292,11 @@ void note_gap_call(Fold& fo, const gpuhook::ApiFields& a, uint64_t seq, const gp
   }
 }
 
-void fold_event(Fold& fo, const gpuhook::RecordView& v, const Gpu& g, uint64_t seq, bool nccl) {
+void fold_event(Fold& fo, const gpuhook::RecordView& v, const Gpu& g, uint64_t seq, bool nccl, bool named) {
   if (g.kind == EventKind::kSync) return;
   const uint64_t begin = g.start ? g.start : g.queued;
-  const bool kept =
-      fo.select.on(g.device, g.stream) && (begin != 0 ? fo.select.in_time(begin, g.end) : fo.outside->count(seq) == 0);
+  const bool kept = named && fo.select.on(g.device, g.stream) &&
+                    (begin != 0 ? fo.select.in_time(begin, g.end) : fo.outside->count(seq) == 0);
   if (kept && fo.annotate && v.kind == v1::Record::kKernel) count_low_occupancy(fo, v.kernel, g, seq);
   const Frame& f = *fo.frame;
   const uint64_t b = g.start, en = g.end;
@@ -393,7 +403,7 @@ void read_fold(const std::string& path, const LoadOptions& load, Fold& fo, std::
     if (gpu_of(v, &g)) {
       const bool nccl =
           v.kind == v1::Record::kKernel && fo.nccl.maybe(reader, v.kernel.correlation_id, v.kernel.name_id, n);
-      fold_event(fo, v, g, seq_of(fo.index, n), nccl);
+      fold_event(fo, v, g, seq_of(fo.index, n), nccl, fo.select.named(fo.kernel_names, g, reader));
       return fo.needs_model.empty();
     }
     if (v.kind == v1::Record::kApi) {

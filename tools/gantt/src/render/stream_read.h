@@ -23,6 +23,7 @@
 
 #include "../analysis/stream_shares.h"
 #include "gantt/annotate.h"
+#include "gantt/filter.h"
 #include "gantt/model.h"
 #include "gantt/occupancy.h"
 #include "gantt/render.h"
@@ -58,6 +59,7 @@ constexpr size_t kMaxSparseIds = size_t{1} << 20;
 struct Gpu {
   EventKind kind = EventKind::kKernel;
   uint32_t device = 0, stream = 0, corr = 0;
+  uint32_t name = 0;  // a kernel's name id (the other kinds are named after their calls)
   int32_t priority = 0;
   uint64_t queued = 0, start = 0, end = 0;
 };
@@ -76,12 +78,21 @@ bool is_context(const v1::Record& r);
 // Its lane per stream or per device (layout_lanes.cpp lane_key()).
 LaneKey lane_of(const Gpu& g, LaneMode mode);
 
-// select_events()' filters but --kernel: the devices and streams (--device, --stream) and the
-// time window (--from, --to, --range, absolute), in which an event with a begin is
-// drawn when it overlaps [from, to] and one without always. The default keeps every event.
+// select_events()' filters: the devices and streams (--device, --stream), the time window
+// (--from, --to, --range, absolute), in which an event with a begin is drawn when it overlaps
+// [from, to] and one without always, and the kernels whose names --kernel matches. The default
+// keeps every event.
 struct Selector {
   uint64_t from = 0, to = UINT64_MAX;
   std::vector<uint32_t> devices, streams;  // empty: all
+  // --kernel: only kernels, by their display name (stream_render() has made sure that no copy,
+  // memset or synchronisation, named after its call, can match).
+  const KernelPattern* kernel = nullptr;
+  bool named(analysis::NameFlags& cache, const Gpu& g, const gpuhook::CaptureReader& reader) const {
+    if (!kernel) return true;
+    if (g.kind != EventKind::kKernel) return false;
+    return cache.test(reader, g.name, [this](std::string_view s) { return kernel->matches(demangle(s)); });
+  }
   bool on(uint32_t device, uint32_t stream) const {
     return (devices.empty() || std::find(devices.begin(), devices.end(), device) != devices.end()) &&
            (streams.empty() || std::find(streams.begin(), streams.end(), stream) != streams.end());
@@ -137,6 +148,8 @@ struct Scan {
   size_t keep_widest = 0;  // 2 max_individual_events + 1 (stream_render() says why)
   LaneMode lanes_by = LaneMode::kStream;
   Selector select;  // the events counted, laned and measured; the others are only seen
+  analysis::NameFlags kernel_names;  // Selector::named()
+  analysis::NameFlags api_names;     // the calls whose names --kernel matches
   std::vector<v1::Record> context;
   std::vector<v1::Record> ranges;  // NVTX ranges: the drawn events' range paths need them all
   std::vector<v1::Record> samples;  // GPU counter samples: the measured strips draw them all
@@ -313,6 +326,7 @@ struct Fold {
   const Frame* frame = nullptr;
   LaneMode lanes_by = LaneMode::kStream;
   Selector select;  // the events folded; every one is offered to the drawn kernels' waits
+  analysis::NameFlags kernel_names;  // Selector::named()
   const std::unordered_set<uint64_t>* outside = nullptr;  // Scanned::outside
   const std::unordered_set<uint64_t>* held_seq = nullptr;
   const std::unordered_set<uint32_t>* held_corr = nullptr;

@@ -11,6 +11,7 @@
 
 #include "../model_builder_impl.h"
 #include "gantt/analysis/stream_stats.h"
+#include "gantt/text.h"
 #include "stream_read.h"
 
 namespace gantt {
@@ -25,10 +26,6 @@ std::string stream_render_refusal(const RenderOptions& o) {
   return {};
 }
 
-std::string stream_filter_refusal(const EventFilter& f) {
-  return f.kernel_regex.empty() ? "" : "--kernel (--range, --from, --to, --device and --stream are read as a stream)";
-}
-
 std::optional<StreamedChart> stream_render(const std::string& path, const StreamRenderOptions& o, std::string* why_not) {
   std::string why;
   const auto refuse = [&](std::string reason) -> std::optional<StreamedChart> {
@@ -36,7 +33,6 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
     return std::nullopt;
   };
   if (std::string no = stream_render_refusal(o.render); !no.empty()) return refuse(std::move(no));
-  if (std::string no = stream_filter_refusal(o.filter); !no.empty()) return refuse(std::move(no));
   const unsigned jobs = o.jobs != 0 ? o.jobs : analysis::default_stream_jobs();
   // --from and --to count from the capture's first time, which only read 1 tells. It is read
   // with the header's start for it, nearly always the first time; when a record is earlier,
@@ -44,6 +40,16 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
   const EventFilter& filter = o.filter;
   const bool ranged = !filter.range.empty();
   const bool windowed = filter.from_ns >= 0 || filter.to_ns >= 0;
+  // --kernel: a bad pattern is select_events()' error. Only kernels are streamed by name: an
+  // event without its call is named after its kind, which the pattern must not match.
+  std::optional<KernelPattern> kernel;
+  if (!filter.kernel_regex.empty()) {
+    kernel.emplace(filter.kernel_regex);
+    std::vector<std::string> unjoined = {to_string(EventKind::kMemset), to_string(EventKind::kSync)};
+    for (int c = 0; c < 256; ++c) unjoined.push_back(std::string("memcpy ") + copy_kind_name(static_cast<uint8_t>(c)));
+    for (const std::string& n : unjoined)
+      if (kernel->matches(api_display_name(n))) return refuse("--kernel matching a copy, memset or synchronisation");
+  }
   uint64_t first_guess = 0;
   std::optional<v1::ChunkIndex> index;
   {
@@ -131,6 +137,7 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
     narrow_to_window(filter, origin(first_ns), &s.from, &s.to);
     s.devices = filter.devices;
     s.streams = filter.streams;
+    if (kernel) s.kernel = &*kernel;
     return s;
   };
   // The idle-gap threshold of a window asked for is known before the read: the activity unions
