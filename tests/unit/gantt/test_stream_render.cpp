@@ -488,6 +488,43 @@ TEST(StreamRender, FiltersAreTheLoadedChartsSelection) {
   std::remove(path.c_str());
 }
 
+// The busy unions: spans that overlap or touch are one, however they come (in start order,
+// shuffled, or both, as a share reads its streams' records) and however shares are absorbed.
+TEST(StreamRender, SpanUnionIsThePlainUnion) {
+  std::mt19937_64 rng(11);
+  std::vector<std::pair<uint64_t, uint64_t>> spans;
+  uint64_t t = 1000;
+  for (int i = 0; i < 60000; ++i) {
+    t += rng() % 3 == 0 ? rng() % 5'000 : 0;  // touching, overlapping and apart
+    spans.emplace_back(t, t + rng() % 4'000);
+  }
+  auto sorted = spans;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<std::pair<uint64_t, uint64_t>> want;
+  for (const auto& [b, e] : sorted) {
+    if (!want.empty() && b <= want.back().second) want.back().second = std::max(want.back().second, e);
+    else want.emplace_back(b, e);
+  }
+  ASSERT_GT(want.size(), 1000u);
+  // In order with every 50th span late, fully shuffled, and split into three absorbed unions.
+  auto late = spans;
+  for (size_t i = 0; i + 50 < late.size(); i += 50) std::swap(late[i], late[i + 50]);
+  auto shuffled = spans;
+  std::shuffle(shuffled.begin(), shuffled.end(), rng);
+  for (const auto* order : {&spans, &late, &shuffled}) {
+    streamed::SpanUnion one, parts[3];
+    for (size_t i = 0; i < order->size(); ++i) {
+      one.add((*order)[i].first, (*order)[i].second);
+      parts[i % 3].add((*order)[i].first, (*order)[i].second);
+    }
+    EXPECT_EQ(one.spans(), want);
+    streamed::SpanUnion all;
+    for (const auto& p : parts) all.absorb(p);
+    EXPECT_EQ(all.spans(), want);
+    EXPECT_EQ(all.size(), want.size());
+  }
+}
+
 // The idle gaps' union: spans closer than its tolerance are one, in any order of adding and
 // merging, and a growing tolerance keeps them few without losing a gap past an fiftieth of
 // their extent.

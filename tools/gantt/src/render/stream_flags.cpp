@@ -111,10 +111,11 @@ bool overlapped_copies(const std::vector<Fold>& folds, const BusyUnions& busy, c
   uint64_t& count = out->count[static_cast<size_t>(AnnotationKind::kOverlap)];
   for (const Fold::Copy& c : copies) {
     auto it = busy.find({c.device, BusyClass::kCompute});
-    const std::map<uint64_t, uint64_t>& compute = (it == busy.end() ? none : it->second).spans();
+    const std::vector<SpanUnion::Span>& compute = (it == busy.end() ? none : it->second).spans();
     // annotate.cpp overlap_with(): the disjoint spans from the first that ends after the copy starts.
     uint64_t ov = 0;
-    auto s = compute.upper_bound(c.start);
+    auto s = std::upper_bound(compute.begin(), compute.end(), c.start,
+                              [](uint64_t t, const SpanUnion::Span& span) { return t < span.first; });
     if (s != compute.begin() && std::prev(s)->second > c.start) --s;
     for (; s != compute.end() && s->first < c.end; ++s) ov += std::min(c.end, s->second) - std::max(c.start, s->first);
     if (ov == 0) continue;
