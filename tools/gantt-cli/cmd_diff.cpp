@@ -1,6 +1,7 @@
 // gantt-cli diff BASE NEW: the CI gate (see gantt/analysis/diff.h). Exit 0: no regression,
 // 1: a regression beyond threshold and noise, 2: bad usage or an unreadable capture.
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <stdexcept>
 #include <tuple>
@@ -55,6 +56,10 @@ struct DiffOptions {
 
 // The first start and the last end of a run's GPU work (stats' first_ns and last_ns): each
 // chart of diff -o starts at its run's first and shows the longer run's length.
+// The charts' length: the longer run's GPU work, kept within what a signed window offset
+// holds (a hostile capture's times span up to 2^64 ns).
+int64_t chart_span_ns(uint64_t a, uint64_t b) { return static_cast<int64_t>(std::min<uint64_t>(std::max(a, b), INT64_MAX / 2)); }
+
 std::pair<uint64_t, uint64_t> gpu_work_extent(const gantt::Model& m) {
   uint64_t first = 0, last = 0;
   for (uint32_t e = 0; e < m.events.size(); ++e) {
@@ -158,7 +163,7 @@ int write_chart(const ChartTarget& target, const std::string& base_path, const s
                            align_range.empty() ? "--range" : "--align-range");
   const auto [fa, la] = gpu_work_extent(base);
   const auto [fb, lb] = gpu_work_extent(next);
-  const uint64_t span = std::max(la - fa, lb - fb);
+  const int64_t span = chart_span_ns(la - fa, lb - fb);
   // Aligned at an NVTX range occurrence: each chart shows that occurrence, both stretched
   // to the longer of the two so the time scales match.
   std::vector<gantt::Selection> sels;
@@ -169,7 +174,7 @@ int write_chart(const ChartTarget& target, const std::string& base_path, const s
       f.range = align_range;
     } else if (first) {
       f.from_ns = static_cast<int64_t>(first - m->first_ns());
-      f.to_ns = f.from_ns + static_cast<int64_t>(span);
+      f.to_ns = f.from_ns >= 0 && span <= INT64_MAX - f.from_ns ? f.from_ns + span : INT64_MAX;
     }
     try {
       sels.push_back(gantt::select_events(*m, f));
@@ -197,7 +202,8 @@ int write_chart(const ChartTarget& target, const std::string& base_path, const s
 // whole timeline (the caller then loads both).
 std::optional<int> stream_charts(const DiffOptions& o, const ChartTarget& target, const ga::StreamedStats& base,
                                  const ga::StreamedStats& next) {
-  const uint64_t span = std::max(base.summary.last_ns - base.summary.first_ns, next.summary.last_ns - next.summary.first_ns);
+  const int64_t span =
+      chart_span_ns(base.summary.last_ns - base.summary.first_ns, next.summary.last_ns - next.summary.first_ns);
   gantt::Scene charts[2];
   const std::pair<const std::string*, const ga::StreamedStats*> sides[2] = {{&o.base, &base}, {&o.next, &next}};
   for (int i = 0; i < 2; ++i) {
@@ -210,7 +216,7 @@ std::optional<int> stream_charts(const DiffOptions& o, const ChartTarget& target
     if (stats->summary.first_ns != 0) {
       so.window_origin_ns = stats->summary.first_ns;
       so.filter.from_ns = 0;
-      so.filter.to_ns = static_cast<int64_t>(span);
+      so.filter.to_ns = span;
     }
     std::string why;
     std::optional<gantt::StreamedChart> chart = gantt::stream_render(*path, so, &why);
