@@ -54,12 +54,12 @@ struct DiffOptions {
   bool in_memory = false;   // --in-memory: load both captures whole
 };
 
-// The first start and the last end of a run's GPU work (stats' first_ns and last_ns): each
-// chart of diff -o starts at its run's first and shows the longer run's length.
 // The charts' length: the longer run's GPU work, kept within what a signed window offset
 // holds (a hostile capture's times span up to 2^64 ns).
 int64_t chart_span_ns(uint64_t a, uint64_t b) { return static_cast<int64_t>(std::min<uint64_t>(std::max(a, b), INT64_MAX / 2)); }
 
+// The first start and the last end of a run's GPU work (stats' first_ns and last_ns): each
+// chart of diff -o starts at its run's first and shows the longer run's length.
 std::pair<uint64_t, uint64_t> gpu_work_extent(const gantt::Model& m) {
   uint64_t first = 0, last = 0;
   for (uint32_t e = 0; e < m.events.size(); ++e) {
@@ -280,11 +280,17 @@ int run_diff_summaries(const DiffOptions& o, const ga::DiffOptions& d) {
   return r.regressions > 0 ? kExitCheckFailed : kExitOk;
 }
 
-// The charts of two streamed sides that a stream could not draw: both captures loaded.
-int load_and_write_chart(const DiffOptions& o, const ChartTarget& chart) {
+// Both captures loaded, side by side (loading dominates on large captures). Each side is a
+// job like any other subcommand's: a merged file becomes its ranks, put on one clock.
+std::pair<LoadedJob, LoadedJob> load_both(const DiffOptions& o) {
   auto base_future = std::async(std::launch::async, [&] { return load_captures_quietly({o.base}, o.load); });
   LoadedJob next = load_captures_quietly({o.next}, o.load);
-  LoadedJob base = base_future.get();
+  return {base_future.get(), std::move(next)};
+}
+
+// The charts of two streamed sides that a stream could not draw: both captures loaded.
+int load_and_write_chart(const DiffOptions& o, const ChartTarget& chart) {
+  const auto [base, next] = load_both(o);
   for (const LoadedJob* j : {&base, &next})
     if (!comparable(*j)) return kExitError;
   return write_chart(chart, o.base, o.next, base.model, next.model, o.align_range, o.filter.range);
@@ -349,12 +355,7 @@ int run_diff(const DiffOptions& o) {
   std::optional<ChartTarget> chart;
   if (!o.chart.empty() && !(chart = chart_target(o.chart))) return kExitError;
   if (const auto streamed = try_stream(o, d, chart)) return *streamed;
-  // Loading dominates on large captures; the two files load side by side.
-  // Each side is a job like any other subcommand's: a merged file becomes its ranks, put on
-  // one clock.
-  auto base_future = std::async(std::launch::async, [&] { return load_captures_quietly({o.base}, o.load); });
-  LoadedJob next_job = load_captures_quietly({o.next}, o.load);
-  LoadedJob base_job = base_future.get();
+  auto [base_job, next_job] = load_both(o);
   const gantt::Model& base = base_job.model;
   const gantt::Model& next = next_job.model;
   for (const LoadedJob* j : {&base_job, &next_job})

@@ -308,9 +308,9 @@ void register_render(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_flag("--in-memory", o->in_memory,
                 "load the capture whole before drawing, and flag all; by default the chart of one capture without "
-                "annotations (--no-annotate, --view gantt, lanes per stream or device; with any filter) is read as a stream, in memory that does not grow with its "
-                "events, and is the same chart; so is one with annotations over --max-memory, with the flags a "
-                "stream can tell");
+                "annotations (--no-annotate, --view gantt, lanes per stream or device; with any filter) is read as "
+                "a stream, in memory that does not grow with its events, and is the same chart; so is one with "
+                "annotations over --max-memory, with the flags a stream can tell");
   cmd->add_option("--max-memory", o->max_memory,
                   "the memory the loaded capture may take, estimated from its chunk index (about 130 bytes a "
                   "record), e.g. 16G; over it, a chart with annotations is drawn as a stream: low occupancy, copies "

@@ -22,6 +22,10 @@ const char* to_string(EventKind kind) {
   return "unknown";
 }
 
+std::string unjoined_name(EventKind kind, uint8_t copy_kind) {
+  return kind == EventKind::kMemcpy ? std::string("memcpy ") + copy_kind_name(copy_kind) : std::string(to_string(kind));
+}
+
 const char* copy_kind_name(uint8_t copy_kind) {
   static const char* const names[] = {"", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA", "DtoD", "HtoH", "PtoP"};
   return copy_kind < std::size(names) ? names[copy_kind] : "?";

@@ -61,9 +61,7 @@ void ModelBuilder::Impl::join() {
       if (a != kNone && api.name[a] != 0) {
         e.name[i] = api.name[a];
       } else {
-        std::string n = to_string(e.kind[i]);
-        if (e.kind[i] == EventKind::kMemcpy) n = std::string("memcpy ") + copy_kind_name(e.copy_kind[i]);
-        e.name[i] = intern(n);
+        e.name[i] = intern(unjoined_name(e.kind[i], e.copy_kind[i]));
       }
     }
   }

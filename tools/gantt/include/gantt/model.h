@@ -41,6 +41,10 @@ const char* to_string(EventKind kind);
 // Copy direction in CUPTI's words (v1::CopyKind values); kNone for non-copies.
 const char* copy_kind_name(uint8_t copy_kind);  // "HtoD", "DtoH", ...
 
+// The name of a copy, memset or synchronisation whose API call is not in the capture ("memcpy
+// HtoD", "memset", ...): they are named after their calls when those are (ModelBuilder's join).
+std::string unjoined_name(EventKind kind, uint8_t copy_kind);
+
 // Derived stages of one launch. nullopt = a timestamp it needs is unknown.
 // Threads in a block (or blocks in a grid) from recorded dimensions: 0 when one is not
 // positive, UINT64_MAX when the product does not fit. Dimensions are untrusted int32 values:

@@ -12,11 +12,13 @@
 // the same scene builder as the loaded chart, and the same bytes (tests/e2e/cli
 // render_stream_test.sh). Memory grows with lanes, pixels and names, not with events.
 //
-// A time window (StreamRenderOptions::filter: select_events()' --from and --to), and devices
-// and streams, keep to both reads the events that overlap it on those, those begun by their launch calls once the call
-// is read; every operation still reaches the drawn kernels' wait split, as in wait_causes().
-// The window counts from the capture's first time, known after read 1: read 1 runs with the
-// header's start for it, and again with the first time it found when a record was earlier.
+// A filter (StreamRenderOptions::filter, as select_events() takes it: a time window, a range,
+// devices, streams, a kernel pattern) keeps to both reads the events it selects, those begun
+// by their launch calls once the call is read; every operation still reaches the drawn
+// kernels' wait split, as in wait_causes(). The window counts from the capture's first time,
+// known after read 1: read 1 runs with the header's start for it, and again with the first
+// time it found when a record was earlier. A --range is found in a read of only the ranges,
+// and a first read 1 measures how long the work launched in it runs.
 //
 // Annotations are streamed only when asked for as such (AnnotateOptions::streamed): low
 // occupancy counted over every kernel in read 2; copies overlapped, every copy (up to a

@@ -45,8 +45,8 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
   std::optional<KernelPattern> kernel;
   if (!filter.kernel_regex.empty()) {
     kernel.emplace(filter.kernel_regex);
-    std::vector<std::string> unjoined = {to_string(EventKind::kMemset), to_string(EventKind::kSync)};
-    for (int c = 0; c < 256; ++c) unjoined.push_back(std::string("memcpy ") + copy_kind_name(static_cast<uint8_t>(c)));
+    std::vector<std::string> unjoined = {unjoined_name(EventKind::kMemset, 0), unjoined_name(EventKind::kSync, 0)};
+    for (int c = 0; c < 256; ++c) unjoined.push_back(unjoined_name(EventKind::kMemcpy, static_cast<uint8_t>(c)));
     for (const std::string& n : unjoined)
       if (kernel->matches(api_display_name(n))) return refuse("--kernel matching a copy, memset or synchronisation");
   }
