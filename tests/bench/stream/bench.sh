@@ -72,6 +72,10 @@ chart=$(median chart 1) chart_whole=$(median chart_whole 1)
 chart_mb=$(($(median chart 2) / 1024)) chart_whole_mb=$(($(median chart_whole 2) / 1024))
 chart_same=1
 cmp -s "$dir/streamed.svg" "$dir/loaded.svg" || chart_same=0
+# Each streamed run's wall time, by iteration, to stderr: a slow minute shows in every column.
+echo "run: stats -j 1, -j $cores, $cores x -j 1 at once, render --no-annotate, default render, zoom, diff -o (s)" >&2
+paste -d' ' "$dir/one.txt" "$dir/all.txt" "$dir/at_once.txt" "$dir/chart.txt" "$dir/render.txt" "$dir/window.txt" "$dir/diff_page.txt" |
+  awk '{ printf "run %d: %s %s %s %s %s %s %s\n", NR, $1, $3, $5, $7, $9, $11, $13 }' >&2
 # Each pair's ratio (line i of one.txt against line i of all.txt), their median and range.
 paste -d' ' "$dir/one.txt" "$dir/all.txt" | awk '{ printf "%.4f\n", $1 / $3 }' | sort -n > "$dir/ratios.txt"
 speedup=$(awk '{ a[NR] = $1 } END { printf "%.2f", a[int((NR + 1) / 2)] }' "$dir/ratios.txt")
