@@ -32,7 +32,6 @@ struct DiagnoseOptions {
   std::string fail_on = "never";
   std::string format = "text";
   FilterFlags filter;
-  uint64_t max_memory = 0;  // bytes the loaded captures may take; 0 = half the machine's memory
   bool in_memory = false;   // load whatever the size
   bool streamed = false;    // read as a stream whatever the size
   unsigned jobs = 0;        // decoding threads of a streamed capture; 0 = every core
@@ -130,7 +129,7 @@ int run_diagnose(const DiagnoseOptions& o) {
   const bool streamable = !o.in_memory && !any_filter(o.filter) &&
                           std::find(captures.begin(), captures.end(), "-") == captures.end();
   if (streamable) {
-    const LoadEstimate load = estimate_load(captures, o.max_memory);
+    const LoadEstimate load = estimate_load(captures, o.load.max_memory);
     if (o.streamed || !load.fits()) {
       bool corrupt = false, unusable = false;
       std::string why_not;
@@ -151,7 +150,11 @@ int run_diagnose(const DiagnoseOptions& o) {
     }
   }
 
-  LoadedJob job = load_captures(o.files, o.load);
+  LoadFlags load = o.load;
+  load.any_size = o.in_memory;
+  LoadedJob job = load_captures(o.files, load,
+                                "diagnose loads captures whole for every rule (--streamed reads one without filters "
+                                "as a stream, for the rules a summary supports)");
   gantt::Model& model = job.model;
   if (!reportable(model) || !restrict_to_filter(model, o.filter, "diagnose")) return kExitError;
   return report(ga::diagnose(model), o, job.corrupt);
@@ -199,11 +202,12 @@ void register_diagnose(CLI::App& app, int& exit_code) {
   cmd->add_option("--format", o->format, "output format")
       ->check(CLI::IsMember({"text", "md", "json"}))
       ->capture_default_str();
-  cmd->add_option("--max-memory", o->max_memory,
-                  "the memory the loaded captures may take, estimated from their chunk indexes (about 130 bytes a "
-                  "record), e.g. 16G; over it they are read as a stream and only the rules a summary supports run "
-                  "(default: half the machine's memory)")
-      ->transform(CLI::AsSizeValue(false));
+  cmd->get_option("--max-memory")
+      ->description("the memory the loaded captures may take, estimated from their chunk indexes (about 130 "
+                    "bytes a record), e.g. 16G; over it they are read as a stream and only the rules a summary "
+                    "supports run (default: half the memory this process may use). Captures that cannot be read as "
+                    "a stream (several, or with a filter) are not loaded over it when it is given, nor over half the "
+                    "memory when it is not");
   cmd->add_flag("--in-memory", o->in_memory, "load the captures whole whatever their size: every rule runs");
   cmd->add_flag("--streamed", o->streamed,
                 "read the captures as a stream whatever their size: only the rules a summary supports run");

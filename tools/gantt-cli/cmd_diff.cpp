@@ -54,6 +54,17 @@ struct DiffOptions {
   bool in_memory = false;   // --in-memory: load both captures whole
 };
 
+// How diff loads the captures it does not stream: whatever the size with --in-memory, else
+// within --max-memory, with a refusal that says why they are loaded whole.
+LoadFlags whole_load(const DiffOptions& o) {
+  LoadFlags load = o.load;
+  load.any_size = o.in_memory;
+  return load;
+}
+constexpr const char* kWhyWhole =
+    "diff loads captures whole for a filter, standard input, an .html page or --align-range (without them, the "
+    "report and the .svg, .png or .pdf charts are read as streams)";
+
 // The charts' length: the longer run's GPU work, kept within what a signed window offset
 // holds (a hostile capture's times span up to 2^64 ns).
 int64_t chart_span_ns(uint64_t a, uint64_t b) { return static_cast<int64_t>(std::min<uint64_t>(std::max(a, b), INT64_MAX / 2)); }
@@ -271,7 +282,7 @@ int run_diff_summaries(const DiffOptions& o, const ga::DiffOptions& d) {
       }
       continue;
     }
-    LoadedJob job = load_captures({*files[i]}, o.load);
+    LoadedJob job = load_captures({*files[i]}, whole_load(o), kWhyWhole);
     if (!comparable(job) || !restrict_to_filter(job.model, o.filter, "diff")) return kExitError;
     side[i] = ga::diff_input(job.model, d.match_range);
   }
@@ -283,8 +294,12 @@ int run_diff_summaries(const DiffOptions& o, const ga::DiffOptions& d) {
 // Both captures loaded, side by side (loading dominates on large captures). Each side is a
 // job like any other subcommand's: a merged file becomes its ranks, put on one clock.
 std::pair<LoadedJob, LoadedJob> load_both(const DiffOptions& o) {
-  auto base_future = std::async(std::launch::async, [&] { return load_captures_quietly({o.base}, o.load); });
-  LoadedJob next = load_captures_quietly({o.next}, o.load);
+  // Both at once must fit, not each: refused before either starts.
+  check_load_fits(with_stdin({o.base, o.next}), whole_load(o), kWhyWhole);
+  LoadFlags each = o.load;
+  each.any_size = true;  // checked together above
+  auto base_future = std::async(std::launch::async, [&] { return load_captures_quietly({o.base}, each); });
+  LoadedJob next = load_captures_quietly({o.next}, each);
   return {base_future.get(), std::move(next)};
 }
 

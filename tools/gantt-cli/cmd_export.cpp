@@ -45,7 +45,7 @@ int run_export(const ExportOptions& o) {
                    : o.root == "device" ? gantt::analysis::StackRoot::kDevice
                                         : gantt::analysis::StackRoot::kNone;
   const gantt::EventFilter f = make_filter(o.filter);
-  const LoadedJob job = load_captures(o.files, o.load);
+  const LoadedJob job = load_captures(o.files, o.load, "export loads captures whole");
   const gantt::Model& model = job.model;
   const bool corrupt = job.corrupt;
   gantt::Selection sel;

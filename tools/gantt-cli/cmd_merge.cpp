@@ -56,6 +56,9 @@ void register_merge(CLI::App& app, int& exit_code) {
         return;
       }
     }
+    // Pass 1 of the merge loads each capture whole, one at a time.
+    for (const std::string& in : opts->inputs)
+      check_load_fits({in}, opts->load, "merge loads each capture whole, one at a time, to align the clocks");
     gantt::MergeResult r = gantt::merge_captures(opts->inputs, opts->output, load_options(opts->load));
     if (!opts->quiet) {
       for (const std::string& line : gantt::describe(r.alignment, r.inputs)) std::cout << line << "\n";

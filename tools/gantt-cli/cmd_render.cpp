@@ -48,7 +48,6 @@ struct RenderCliOptions {
   unsigned jobs = 0;           // decoding threads of a streamed capture; 0 = every core
   bool jobs_given = false;     // -j was given: say why a capture is loaded whole after all
   bool in_memory = false;      // --in-memory: load the capture whole even when it could stream
-  uint64_t max_memory = 0;     // bytes the loaded capture may take; 0 = kRenderLoadCap or half the machine's memory
 };
 
 // The most a chart loads when --max-memory is not given: about 8 M records (4 M kernels and
@@ -58,8 +57,9 @@ constexpr uint64_t kRenderLoadCap = uint64_t{1} << 30;
 
 // The chart of one capture without loading it (gantt/stream_render.h): memory bounded by
 // lanes, pixels and names, chunks decoded on every core. Nothing when the chart needs the
-// whole timeline; the caller then loads the capture.
-std::optional<int> try_stream(const RenderCliOptions& o, const gantt::RenderOptions& ro, const ChartTarget& target) {
+// whole timeline, with *why_whole set to what needs it; the caller then loads the capture.
+std::optional<int> try_stream(const RenderCliOptions& o, const gantt::RenderOptions& ro, const ChartTarget& target,
+                              std::string* why_whole) {
   if (o.in_memory) return std::nullopt;
   const gantt::EventFilter filter = make_filter(o.filter);
   std::string why_not = o.files.size() != 1 || !o.job.empty() ? "several captures (put on one clock)"
@@ -68,6 +68,7 @@ std::optional<int> try_stream(const RenderCliOptions& o, const gantt::RenderOpti
                         : o.view != "gantt"                   ? "--view " + o.view
                                                               : gantt::stream_render_refusal(ro);
   const auto loaded = [&]() -> std::optional<int> {
+    *why_whole = why_not;
     if (o.jobs_given) std::cerr << "gantt-cli: render: the capture is loaded whole for " << why_not << "\n";
     return std::nullopt;
   };
@@ -79,7 +80,7 @@ std::optional<int> try_stream(const RenderCliOptions& o, const gantt::RenderOpti
   if (!why_not.empty() && ro.annotate.enabled && why_not == gantt::stream_render_refusal(ro)) {
     gantt::RenderOptions flagged = ro;
     flagged.annotate.streamed = true;
-    const LoadEstimate load = estimate_load(o.files, o.max_memory, kRenderLoadCap);
+    const LoadEstimate load = estimate_load(o.files, o.load.max_memory, kRenderLoadCap);
     if (gantt::stream_render_refusal(flagged).empty() && !load.fits()) {
       std::cerr << "gantt-cli: render: " << load.over_budget()
                 << ": read as a stream: queue delays flagged on the kernels drawn one by one, copies that could "
@@ -142,7 +143,13 @@ int run_render(const RenderCliOptions& o) {
   ro.annotate.idle_gap_ns = duration_arg("--idle-gap", o.idle_gap);
 
   const gantt::EventFilter f = make_filter(o.filter);
-  if (const auto streamed = try_stream(o, ro, target)) return *streamed;
+  std::string why_whole;
+  if (const auto streamed = try_stream(o, ro, target, &why_whole)) return *streamed;
+  LoadFlags load = o.load;
+  load.any_size = o.in_memory;
+  if (!why_whole.empty())
+    why_whole = "render loads the capture whole for " + why_whole +
+                " (a chart of one capture as .svg, .png or .pdf, lanes per stream or device, is read as a stream)";
 
   // Several captures (or a merged file) are the ranks of one job: put them on one clock and
   // say in the footer what was applied (gantt/ranks.h).
@@ -159,7 +166,7 @@ int run_render(const RenderCliOptions& o) {
     }
     std::cerr << "gantt-cli: render: job " << o.job << ": " << files.size() << " capture(s)\n";
   }
-  const LoadedJob job = load_captures(files, o.load);
+  const LoadedJob job = load_captures(files, load, why_whole);
   const gantt::Model& model = job.model;
   const bool corrupt = job.corrupt;
   ro.footer_lines = gantt::rank_footer_lines(model, job.alignment);
@@ -311,13 +318,14 @@ void register_render(CLI::App& app, int& exit_code) {
                 "annotations (--no-annotate, --view gantt, lanes per stream or device; with any filter) is read as "
                 "a stream, in memory that does not grow with its events, and is the same chart; so is one with "
                 "annotations over --max-memory, with the flags a stream can tell");
-  cmd->add_option("--max-memory", o->max_memory,
-                  "the memory the loaded capture may take, estimated from its chunk index (about 130 bytes a "
-                  "record), e.g. 16G; over it, a chart with annotations is drawn as a stream: low occupancy, copies "
-                  "overlapped and idle gaps flagged as when loaded, queue delays only on the kernels drawn one by one, "
-                  "copies that could have overlapped not flagged; the footer says so (default: 1G, or half the "
-                  "machine's memory if less)")
-      ->transform(CLI::AsSizeValue(false));
+  cmd->get_option("--max-memory")
+      ->description("the memory the loaded capture may take, estimated from its chunk index (about 130 bytes a "
+                    "record), e.g. 16G; over it, a chart with annotations is drawn as a stream: low occupancy, copies "
+                    "overlapped and idle gaps flagged as when loaded, queue delays only on the kernels drawn one by "
+                    "one, copies that could have overlapped not flagged; the footer says so (default: 1G, or half "
+                    "the memory this process may use if less). A chart that needs the capture whole (the HTML page, "
+                    "--view, several captures, --lanes thread or rank) is not drawn over it when it is given, nor "
+                    "over half the memory when it is not");
   cmd->callback([o, jobs, &exit_code] {
     o->jobs_given = jobs->count() > 0;
     exit_code = run_render(*o);

@@ -97,6 +97,16 @@ std::optional<ga::StreamedJob> stream_captures(const StatsOptions& o, const std:
   return ga::stream_job_stats(captures, so, nullptr);
 }
 
+// How stats loads captures it does not stream: whatever the size with --in-memory, else within
+// --max-memory, and a refusal that says why they are loaded whole.
+LoadedJob load_whole(const StatsOptions& o, const std::vector<std::string>& captures) {
+  LoadFlags load = o.load;
+  load.any_size = o.in_memory;
+  return load_captures(captures, load,
+                       "stats loads captures whole for a filter, standard input or a capture a stream cannot read "
+                       "(without them, the tables are read as a stream)");
+}
+
 // What stats does with a capture it cannot report (no header): true when every rank can be.
 bool all_reportable(const ga::StreamedJob& job) {
   return std::all_of(job.ranks.begin(), job.ranks.end(), [](const ga::StreamedStats& r) { return reportable(r.context); });
@@ -127,7 +137,7 @@ int run_summaries(const StatsOptions& o, const std::vector<std::string>& capture
     all = std::move(streamed->summary);
     have = true;
   } else if (!captures.empty()) {
-    LoadedJob job = load_captures(captures, o.load);
+    LoadedJob job = load_whole(o, captures);
     if (!reportable(job.model) || !restrict_to_filter(job.model, o.filter, "stats")) return kExitError;
     damaged = job.corrupt;
     all = ga::summarize(job.model, every, std::max(kSummaryGaps, o.gaps));
@@ -188,7 +198,7 @@ int run_stats(const StatsOptions& o) {
   }
   if (o.summary || !summaries.empty()) return run_summaries(o, captures, summaries);
   if (const auto streamed = try_stream(o)) return *streamed;
-  LoadedJob job = load_captures(o.files, o.load);
+  LoadedJob job = load_whole(o, o.files);
   gantt::Model& model = job.model;
   const bool corrupt = job.corrupt;
   if (!reportable(model) || !restrict_to_filter(model, o.filter, "stats")) return kExitError;

@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "gantt/whatif.h"
+#include "load_captures.h"
 
 namespace gantt_cli {
 
@@ -16,6 +17,7 @@ namespace {
 
 struct WhatifOptions {
   std::vector<std::string> inputs;
+  LoadFlags load;  // --max-memory: the replay loads the captures whole
   std::vector<std::string> changes;
   std::string output;
   double pinned_gbps = 0;
@@ -77,6 +79,7 @@ void register_whatif(CLI::App& app, int& exit_code) {
                   "graphs: host time of one cudaGraphLaunch (default: the capture's own, else one launch call)")
       ->check(CLI::Range(0.0, 1e6));
   cmd->add_flag("-q,--quiet", opts->quiet, "print nothing but errors");
+  add_max_memory_flag(*cmd, opts->load);
   cmd->callback([opts, &exit_code] {
     std::vector<gantt::whatif::Change> changes;
     gantt::whatif::Options options;
@@ -84,6 +87,7 @@ void register_whatif(CLI::App& app, int& exit_code) {
     options.graph_launch_us = opts->graph_launch_us;
     try {
       for (const std::string& c : opts->changes) changes.push_back(gantt::whatif::parse_change(c));
+      check_load_fits(opts->inputs, opts->load, "whatif replays captures loaded whole");
       const gantt::whatif::Prediction p = gantt::whatif::predict(opts->inputs, changes, options, opts->output);
       for (const std::string& w : p.warnings) std::cerr << "gantt-cli: whatif: " << w << "\n";
       if (!opts->quiet) {

@@ -24,6 +24,15 @@ void add_load_flags(CLI::App& cmd, LoadFlags& flags) {
                  "refuse a capture that decodes to more records than this per byte of file (repeated chunks; "
                  "0 = no limit)")
       ->capture_default_str();
+  add_max_memory_flag(cmd, flags);
+}
+
+void add_max_memory_flag(CLI::App& cmd, LoadFlags& flags) {
+  cmd.add_option("--max-memory", flags.max_memory,
+                 "the most loading the captures whole may take, estimated from their chunk indexes (about 130 "
+                 "bytes a record), e.g. 16G; over it they are not loaded and one line says why (default: half the "
+                 "memory this process may use)")
+      ->transform(CLI::AsSizeValue(false));
 }
 
 gantt::LoadOptions load_options(const LoadFlags& flags) {
@@ -72,17 +81,20 @@ std::vector<std::string> with_stdin(const std::vector<std::string>& files) {
   return out;
 }
 
-LoadedJob load_captures_quietly(const std::vector<std::string>& files, const LoadFlags& flags) {
+LoadedJob load_captures_quietly(const std::vector<std::string>& files, const LoadFlags& flags,
+                                const std::string& why_whole) {
   LoadedJob job;
+  const std::vector<std::string> paths = with_stdin(files);
+  check_load_fits(paths, flags, why_whole);
   // A merged file (gantt-cli merge) becomes one capture per rank.
-  job.model = gantt::load(with_stdin(files), load_options(flags));
+  job.model = gantt::load(paths, load_options(flags));
   job.warnings = gantt::integrity_warnings(job.model, &job.corrupt);
   job.alignment = gantt::align_model_ranks(job.model);
   return job;
 }
 
-LoadedJob load_captures(const std::vector<std::string>& files, const LoadFlags& flags) {
-  LoadedJob job = load_captures_quietly(files, flags);
+LoadedJob load_captures(const std::vector<std::string>& files, const LoadFlags& flags, const std::string& why_whole) {
+  LoadedJob job = load_captures_quietly(files, flags, why_whole);
   for (const std::string& line : job.warnings) std::cerr << "gantt-cli: " << line << "\n";
   return job;
 }
@@ -114,28 +126,68 @@ constexpr uint64_t kLoadedBytesPerRecord = 130;
 // ranks_gen_job's regular ones: 4 errs towards reading a large file as a stream.
 constexpr uint64_t kFileBytesPerRecord = 4;
 
-uint64_t half_the_memory() {
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  if (pages <= 0 || page <= 0) return uint64_t{8} << 30;
-  return static_cast<uint64_t>(pages) / 2 * static_cast<uint64_t>(page);
+// The cgroup's limit on this process's memory: cgroup v2's memory.max (a number, or "max"),
+// else v1's memory.limit_in_bytes (a huge number when unlimited); UINT64_MAX when none is set.
+uint64_t cgroup_memory_limit() {
+  for (const char* path : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    std::ifstream in(path);
+    std::string text;
+    if (!(in >> text) || text.empty() || text.find_first_not_of("0123456789") != std::string::npos) continue;
+    try {
+      return std::stoull(text);
+    } catch (const std::exception&) {  // past 64 bits: no limit that matters
+    }
+  }
+  return UINT64_MAX;
 }
 
 }  // namespace
+
+uint64_t usable_memory() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  const uint64_t machine = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page)
+                                                 : uint64_t{16} << 30;
+  return std::min(machine, cgroup_memory_limit());
+}
 
 LoadEstimate estimate_load(const std::vector<std::string>& files, uint64_t max_memory, uint64_t default_cap) {
   LoadEstimate e;
   for (const std::string& path : files) {
     const gpuhook::CaptureReader probe(path, gpuhook::ReaderOptions{false, 0, 0});
+    // A hostile index may claim any count: the sum saturates rather than wraps.
+    const auto add = [&e](uint64_t n) { e.records = n > UINT64_MAX - e.records ? UINT64_MAX : e.records + n; };
     if (const auto& index = probe.index()) {
-      for (const auto& chunk : index->chunk()) e.records += chunk.records();
+      for (const auto& chunk : index->chunk()) add(chunk.records());
     } else {
       struct stat st {};
-      if (::stat(path.c_str(), &st) == 0) e.records += static_cast<uint64_t>(st.st_size) / kFileBytesPerRecord;
+      if (::stat(path.c_str(), &st) == 0) add(static_cast<uint64_t>(st.st_size) / kFileBytesPerRecord);
     }
   }
   e.bytes = e.records > UINT64_MAX / kLoadedBytesPerRecord ? UINT64_MAX : e.records * kLoadedBytesPerRecord;
-  e.budget = max_memory ? max_memory : std::min(half_the_memory(), default_cap);
+  e.budget = max_memory ? max_memory : std::min(usable_memory() / 2, default_cap);
   return e;
+}
+
+void check_load_fits(const std::vector<std::string>& files, const LoadFlags& flags, const std::string& why_whole) {
+  if (flags.any_size) return;
+  const uint64_t usable = usable_memory();
+  LoadEstimate load;
+  try {
+    load = estimate_load(files, flags.max_memory);
+  } catch (const gpuhook::CaptureError&) {
+    return;  // not readable as far as its index: the load says what is wrong, as for any capture
+  }
+  if (flags.max_memory == 0) load.budget = usable / 2;
+  if (load.fits()) return;
+  const std::string what = files.size() == 1 ? files.front() : std::to_string(files.size()) + " captures";
+  const std::string limit = flags.max_memory != 0
+                                ? "over --max-memory " + gantt::analysis::bytes_text(load.budget)
+                                : "over half the " + gantt::analysis::bytes_text(usable) +
+                                      " this process may use";
+  throw LoadTooLarge(what + ": " + std::to_string(load.records) + " records would take about " +
+                           gantt::analysis::bytes_text(load.bytes) + " loaded, " + limit +
+                           (why_whole.empty() ? std::string() : "; " + why_whole) +
+                           ". Not loaded: --max-memory SIZE loads it anyway");
 }
 
 std::string LoadEstimate::over_budget() const {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -27,8 +28,15 @@ struct LoadedJob {
 // The flags of every subcommand that loads captures into a model.
 struct LoadFlags {
   uint64_t max_records_per_byte = gantt::kDefaultMaxRecordsPerByte;
+  // --max-memory: the most a whole load may take, estimated (estimate_load); 0 = not given. A
+  // subcommand that can read a capture as a stream also streams over it (render, diagnose).
+  uint64_t max_memory = 0;
+  bool any_size = false;  // --in-memory: load whole whatever the estimate
 };
+// --max-records-per-byte and --max-memory (a subcommand may reword the latter's help).
 void add_load_flags(CLI::App& cmd, LoadFlags& flags);
+// --max-memory alone, for a subcommand that loads captures by other means (whatif).
+void add_max_memory_flag(CLI::App& cmd, LoadFlags& flags);
 gantt::LoadOptions load_options(const LoadFlags& flags);
 
 // `files` with "-" replaced by a copy of standard input (a capture piped in: `ssh node cat
@@ -38,10 +46,12 @@ gantt::LoadOptions load_options(const LoadFlags& flags);
 std::vector<std::string> with_stdin(const std::vector<std::string>& files);
 
 // gantt::load (a merged file becomes its ranks), the ranks put on one clock, and the
-// integrity warnings printed on stderr.
-LoadedJob load_captures(const std::vector<std::string>& files, const LoadFlags& flags);
+// integrity warnings printed on stderr. First check_load_fits(), whose refusal `why_whole`
+// explains: what needs them whole, and what reads them as a stream instead ("": not said).
+LoadedJob load_captures(const std::vector<std::string>& files, const LoadFlags& flags, const std::string& why_whole = {});
 // The same without printing, for loads that run side by side (diff): print job.warnings after.
-LoadedJob load_captures_quietly(const std::vector<std::string>& files, const LoadFlags& flags);
+LoadedJob load_captures_quietly(const std::vector<std::string>& files, const LoadFlags& flags,
+                                const std::string& why_whole = {});
 
 // Every .gpuh file among `paths` (directories searched recursively), read as far as its
 // header: where, on which host, in which scheduler job it was recorded. Files that are not
@@ -65,6 +75,20 @@ struct LoadEstimate {
 // `default_cap`: the most a subcommand loads when --max-memory is not given.
 LoadEstimate estimate_load(const std::vector<std::string>& files, uint64_t max_memory,
                            uint64_t default_cap = UINT64_MAX);
+
+// The memory this process may use: the machine's, or its cgroup's limit (a container, a
+// scheduler's job step) when that is less.
+uint64_t usable_memory();
+
+// A whole load must fit: its estimate at most --max-memory, or without it half of
+// usable_memory(). The estimate is low by up to 1.6x for some loads (the HTML page takes about
+// 200 bytes a record), and past the memory the machine swaps or the kernel kills the process. When it
+// would not, throws LoadTooLarge that names the files, the estimate, the limit,
+// `why_whole` and the override; --in-memory (flags.any_size) loads whatever the estimate.
+struct LoadTooLarge : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+void check_load_fits(const std::vector<std::string>& files, const LoadFlags& flags, const std::string& why_whole);
 
 // False, after one line on stderr, when a capture has nothing to report on (no header).
 bool reportable(const gantt::Model& model);

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Whole loads stay within memory: every subcommand that must load captures whole (the HTML
+# page, --view, export, a filtered stats or diagnose, diff's page, merge, whatif) estimates the
+# load from the chunk indexes first, and over --max-memory says so in one line and exits 2
+# without writing anything; a larger --max-memory, or --in-memory where offered, loads anyway;
+# what reads a capture as a stream is not limited; info keeps the files' own lines.
+#   load_limit_test.sh GANTT_CLI MAKE_CAPTURE
+set -u
+cli=$1 make=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work" || exit 1
+fails=0
+bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+"$make" synth a.gpuh 20000 3 || { echo "FAIL: make_capture synth"; exit 1; }
+"$make" synth b.gpuh 20000 4 || { echo "FAIL: make_capture synth"; exit 1; }
+
+# Each: the output file, then the subcommand's arguments.
+whole=(
+  "page.html|render a.gpuh -o page.html"
+  "flame.svg|render a.gpuh -o flame.svg --view flame"
+  "threads.svg|render a.gpuh -o threads.svg --lanes thread"
+  "two.svg|render a.gpuh b.gpuh -o two.svg"
+  "trace.json|export a.gpuh -o trace.json"
+  "events.csv|export a.gpuh -o events.csv"
+  "-|stats a.gpuh --device 0"
+  "-|diagnose a.gpuh --device 0"
+  "diff.html|diff a.gpuh b.gpuh -o diff.html"
+  "merged.gpuh|merge a.gpuh b.gpuh -o merged.gpuh"
+  "pinned.gpuh|whatif a.gpuh --change pin-copies -o pinned.gpuh"
+)
+for case in "${whole[@]}"; do
+  out=${case%%|*} args=${case#*|}
+  rm -f "$out"
+  # shellcheck disable=SC2086  # the arguments are words
+  "$cli" $args --max-memory 1K > stdout.txt 2> stderr.txt
+  rc=$?
+  [[ $rc == 2 ]] || bad "$args over --max-memory: exit $rc, not 2"
+  [[ $(wc -l < stderr.txt) == 1 ]] || bad "$args over --max-memory: not one line on stderr: $(cat stderr.txt)"
+  grep -q "records would take about .* loaded, over --max-memory 1.0 KiB" stderr.txt ||
+    bad "$args over --max-memory: the estimate and the limit are not said: $(cat stderr.txt)"
+  grep -q "Not loaded: --max-memory SIZE loads it anyway" stderr.txt || bad "$args: the way out is not said: $(cat stderr.txt)"
+  grep -Eq "a\.gpuh|2 captures" stderr.txt || bad "$args: the capture is not named: $(cat stderr.txt)"
+  [[ ! -s stdout.txt ]] || bad "$args over --max-memory printed a report: $(head -3 stdout.txt)"
+  [[ $out == - || ! -e $out ]] || bad "$args over --max-memory wrote $out"
+  # Within a larger limit it loads, as before.
+  rm -f "$out"
+  # shellcheck disable=SC2086
+  "$cli" $args --max-memory 1G > stdout.txt 2> stderr.txt
+  rc=$?
+  [[ $rc == 0 || ($args == diagnose* && $rc == 1) ]] || bad "$args within --max-memory: exit $rc: $(tail -2 stderr.txt)"
+  if [[ $out == - ]]; then [[ -s stdout.txt ]] || bad "$args within --max-memory printed nothing"
+  else [[ -s $out ]] || bad "$args within --max-memory wrote no $out"; fi
+done
+echo "refused over --max-memory, loaded within it: ${#whole[@]} subcommands"
+
+# The reason is the subcommand's own.
+"$cli" render a.gpuh -o page.html --max-memory 1K 2>&1 | grep -q "render loads the capture whole for the HTML page" ||
+  bad "render's refusal does not say the HTML page needs the capture whole"
+"$cli" diff a.gpuh b.gpuh -o diff.html --max-memory 1K 2>&1 | grep -q "^gantt-cli: 2 captures: " ||
+  bad "diff does not count both sides together"
+
+# --in-memory loads whatever the estimate.
+for args in "render a.gpuh -o in.html --in-memory" "stats a.gpuh --device 0 --in-memory" \
+            "diagnose a.gpuh --device 0 --in-memory" "diff a.gpuh b.gpuh -o in_diff.html --in-memory"; do
+  # shellcheck disable=SC2086
+  "$cli" $args --max-memory 1K > /dev/null 2> stderr.txt
+  rc=$?
+  [[ $rc == 0 || ($args == diagnose* && $rc == 1) ]] || bad "$args --max-memory 1K: exit $rc: $(cat stderr.txt)"
+done
+
+# Streamed reads are not limited by it (render and diagnose stream over it, as before).
+for args in "stats a.gpuh" "render a.gpuh -o streamed.svg" "render a.gpuh -o plain.svg --no-annotate" \
+            "diagnose a.gpuh" "diff a.gpuh b.gpuh"; do
+  # shellcheck disable=SC2086
+  "$cli" $args --max-memory 1K > /dev/null 2> stderr.txt
+  rc=$?
+  [[ $rc == 0 || ($args == diagnose* && $rc == 1) || ($args == diff* && $rc == 1) ]] ||
+    bad "$args --max-memory 1K: exit $rc: $(cat stderr.txt)"
+  ! grep -q "Not loaded" stderr.txt || bad "$args: a streamed read was refused: $(cat stderr.txt)"
+done
+
+# info: the files' own lines stand; the ranks' alignment, which loads them, is left out in a line.
+"$cli" info a.gpuh b.gpuh --max-memory 1K > info.txt 2> info.err
+rc=$?
+[[ $rc == 0 ]] || bad "info over --max-memory: exit $rc: $(cat info.err)"
+[[ $(grep -c "a.gpuh\|b.gpuh" info.txt) -ge 2 ]] || bad "info over --max-memory lost the files' lines: $(head -5 info.txt)"
+grep -q "the ranks' clocks left out: 2 captures: " info.err || bad "info does not say why the ranks' clocks are left out: $(cat info.err)"
+
+# --help teaches it.
+"$cli" export --help | grep -q -- "--max-memory" || bad "export --help does not offer --max-memory"
+"$cli" render --help | grep -q "is not drawn over it" || bad "render --help does not say what --max-memory refuses"
+
+if [[ $fails != 0 ]]; then
+  echo "$fails failure(s)"
+  exit 1
+fi
+echo "ok: whole loads refused over --max-memory, with the estimate and the way out"
