@@ -88,6 +88,52 @@ rc=$?
 [[ $(grep -c "a.gpuh\|b.gpuh" info.txt) -ge 2 ]] || bad "info over --max-memory lost the files' lines: $(head -5 info.txt)"
 grep -q "the ranks' clocks left out: 2 captures: " info.err || bad "info does not say why the ranks' clocks are left out: $(cat info.err)"
 
+# Hostile indexes that claim 2^63 records each, in two captures: the estimate saturates (a sum
+# that wrapped would be 0 and load), so the load is refused before any record is decoded.
+claim_huge() {  # claim_huge IN OUT: IN with its index's record counts 2^63 in the first chunk, 0 after
+  python3 - "$1" "$2" <<'PY'
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+size = struct.unpack_from("<I", data, len(data) - 12)[0]
+assert data[-8:] == b"GPUHIDX1"
+frame_at = len(data) - 12 - size - 8
+index = data[frame_at + 8:frame_at + 8 + size]
+def varint(b, i):
+    v = s = 0
+    while True:
+        v |= (b[i] & 0x7F) << s; s += 7; i += 1
+        if b[i - 1] < 0x80: return v, i
+def enc(v):
+    out = bytearray()
+    while v >= 0x80: out.append(v & 0x7F | 0x80); v >>= 7
+    out.append(v); return bytes(out)
+entries, i = [], 0
+while i < len(index):
+    tag, i = varint(index, i); n, i = varint(index, i)
+    assert tag == 0x0A
+    entries.append(index[i:i + n]); i += n
+out = b""
+for k, e in enumerate(entries):
+    fields, j = [], 0
+    while j < len(e):
+        tag, j = varint(e, j); v, j = varint(e, j)
+        if tag >> 3 == 3: v = 1 << 63 if k == 0 else 0
+        fields.append(enc(tag) + enc(v))
+    body = b"".join(fields)
+    out += b"\x0a" + enc(len(body)) + body
+frame = struct.pack("<II", 0x184D2A51, len(out) + 12) + out + struct.pack("<I", len(out)) + b"GPUHIDX1"
+open(sys.argv[2], "wb").write(data[:frame_at] + frame)
+PY
+}
+claim_huge a.gpuh huge_a.gpuh && claim_huge b.gpuh huge_b.gpuh || bad "could not rewrite the chunk index"
+"$cli" info huge_a.gpuh | grep -q "index yes" || bad "the rewritten index is not taken"
+"$cli" export huge_a.gpuh huge_b.gpuh -o huge.json > /dev/null 2> stderr.txt
+rc=$?
+[[ $rc == 2 ]] || bad "hostile indexes of 2 x 2^63 records: exit $rc, not 2: $(cat stderr.txt)"
+grep -q "2 captures: 18446744073709551615 records would take about" stderr.txt ||
+  bad "a hostile index's count did not saturate: $(cat stderr.txt)"
+[[ ! -e huge.json ]] || bad "a hostile index's capture was exported"
+
 # --help teaches it.
 "$cli" export --help | grep -q -- "--max-memory" || bad "export --help does not offer --max-memory"
 "$cli" render --help | grep -q "is not drawn over it" || bad "render --help does not say what --max-memory refuses"
