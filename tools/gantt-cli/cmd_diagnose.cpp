@@ -87,6 +87,16 @@ std::string rules_not_run(const ga::DiagnoseReport& r) {
   return out;
 }
 
+// How diagnose loads captures it does not stream: whatever the size with --in-memory, else
+// within --max-memory, with a refusal that says why they are loaded whole.
+LoadedJob load_whole(const DiagnoseOptions& o, const std::vector<std::string>& captures) {
+  LoadFlags load = o.load;
+  load.any_size = o.in_memory;
+  return load_captures(captures, load,
+                       "diagnose loads captures whole for every rule (--streamed reads one without filters as a "
+                       "stream, for the rules a summary supports)");
+}
+
 // Summaries among the inputs: the captures beside them are summarised (one read as a stream, as
 // stats reads it; several loaded together) and merged before them, in the order given.
 int run_on_summaries(const DiagnoseOptions& o, const std::vector<std::string>& captures,
@@ -106,7 +116,7 @@ int run_on_summaries(const DiagnoseOptions& o, const std::vector<std::string>& c
     all = std::move(*streamed);
     have = true;
   } else if (!captures.empty()) {
-    LoadedJob job = load_captures(captures, o.load);
+    LoadedJob job = load_whole(o, captures);
     if (!reportable(job.model)) return kExitError;
     corrupt = job.corrupt;
     all = ga::summarize(job.model, {ga::GroupBy::kStream}, 0);
@@ -150,11 +160,7 @@ int run_diagnose(const DiagnoseOptions& o) {
     }
   }
 
-  LoadFlags load = o.load;
-  load.any_size = o.in_memory;
-  LoadedJob job = load_captures(o.files, load,
-                                "diagnose loads captures whole for every rule (--streamed reads one without filters "
-                                "as a stream, for the rules a summary supports)");
+  LoadedJob job = load_whole(o, o.files);
   gantt::Model& model = job.model;
   if (!reportable(model) || !restrict_to_filter(model, o.filter, "diagnose")) return kExitError;
   return report(ga::diagnose(model), o, job.corrupt);
