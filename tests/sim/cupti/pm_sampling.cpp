@@ -257,7 +257,10 @@ CUptiResult CUPTIAPI cuptiPmSamplingEnable(CUpti_PmSampling_Enable_Params* p) {
   std::lock_guard<std::mutex> lock(mu);
   if (enabled[p->deviceIndex]) return CUPTI_ERROR_INVALID_OPERATION;
   enabled[p->deviceIndex] = true;
-  auto* o = new CUpti_PmSampling_Object();
+  // Kept for the process's life (cuptiPmSamplingDisable says why), never freed, not even at
+  // exit, where a client thread may still hold one; reachable from here, so not a leak.
+  static auto* kept = new std::vector<CUpti_PmSampling_Object*>();
+  auto* o = kept->emplace_back(new CUpti_PmSampling_Object());
   o->device = static_cast<int>(p->deviceIndex);
   p->pPmSamplingObject = o;
   return CUPTI_SUCCESS;

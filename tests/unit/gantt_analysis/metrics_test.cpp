@@ -339,12 +339,15 @@ TEST(Metrics, StalledNamesAKernelRunningWithItsSmsIdleAndWhetherDramWasTheLimit)
   for (const auto& x : mem.findings) findings += x.rule == "stalled";
   EXPECT_EQ(findings, 1);
 
-  const ga::Finding* lat = stalled(ga::diagnose(pm_capture(12, 10)));
+  // Each report named: a finding points into its report.
+  const ga::DiagnoseReport latency = ga::diagnose(pm_capture(12, 10));
+  const ga::Finding* lat = stalled(latency);
   ASSERT_NE(lat, nullptr);
   EXPECT_NE(lat->title.find("latency-bound"), std::string::npos) << lat->title;
   EXPECT_NE(lat->fix.find("more independent work"), std::string::npos);
 
-  const ga::Finding* unknown = stalled(ga::diagnose(pm_capture(12, -1)));
+  const ga::DiagnoseReport no_dram = ga::diagnose(pm_capture(12, -1));
+  const ga::Finding* unknown = stalled(no_dram);
   ASSERT_NE(unknown, nullptr);
   EXPECT_EQ(unknown->title.find("-bound"), std::string::npos) << unknown->title;
   EXPECT_NE(unknown->evidence[2].find("add dram_read,dram_write to GPUHOOK_METRICS"), std::string::npos);
@@ -369,7 +372,8 @@ TEST(Metrics, PmCountersGetColumnsStripsAndLinesOnlyWhenRecorded) {
   EXPECT_NE(table.find("SM active %"), std::string::npos);
   EXPECT_NE(table.find("DRAM rd %"), std::string::npos);
   EXPECT_EQ(table.find("tensor %"), std::string::npos) << "a counter not recorded has no column";
-  const ga::MetricStatsRow* row = find(ga::metric_stats(m), "busyKernel");
+  const auto rows = ga::metric_stats(m);  // the row points into them
+  const ga::MetricStatsRow* row = find(rows, "busyKernel");
   ASSERT_NE(row, nullptr);
   EXPECT_DOUBLE_EQ(row->mean(v1::GPU_METRIC_SM_ACTIVE_CENTIPCT) * ga::metric_info(v1::GPU_METRIC_SM_ACTIVE_CENTIPCT)->scale,
                    12.0);
