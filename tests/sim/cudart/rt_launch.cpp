@@ -271,7 +271,7 @@ void** __cudaRegisterFatBinary(void* fat_cubin) {
 }
 
 void __cudaRegisterFatBinaryEnd(void**) {}
-void __cudaUnregisterFatBinary(void**) {}
+void __cudaUnregisterFatBinary(void** handle) { delete[] handle; }  // at exit, as the program ends
 char __cudaInitModule(void**) { return 1; }
 
 void __cudaRegisterFunction(void**, const char* host_fun, char*, const char* device_name, int,
