@@ -126,19 +126,46 @@ constexpr uint64_t kLoadedBytesPerRecord = 130;
 // ranks_gen_job's regular ones: 4 errs towards reading a large file as a stream.
 constexpr uint64_t kFileBytesPerRecord = 4;
 
-// The cgroup's limit on this process's memory: cgroup v2's memory.max (a number, or "max"),
-// else v1's memory.limit_in_bytes (a huge number when unlimited); UINT64_MAX when none is set.
+// A cgroup file's limit in bytes; UINT64_MAX when it is missing or says none ("max", or v1's
+// page-rounded 2^63).
+uint64_t limit_in(const std::string& path) {
+  std::ifstream in(path);
+  std::string text;
+  if (!(in >> text) || text.empty() || text.find_first_not_of("0123456789") != std::string::npos) return UINT64_MAX;
+  try {
+    return std::stoull(text);
+  } catch (const std::exception&) {  // past 64 bits: no limit that matters
+    return UINT64_MAX;
+  }
+}
+
+// The cgroup limits on this process's memory (a container, a Slurm job step): the least of
+// its cgroup's and every ancestor's, as /proc/self/cgroup names them (v2 "0::/path", v1
+// "N:memory:/path" or "N:...,memory,...:/path"); UINT64_MAX when none is set.
 uint64_t cgroup_memory_limit() {
-  for (const char* path : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
-    std::ifstream in(path);
-    std::string text;
-    if (!(in >> text) || text.empty() || text.find_first_not_of("0123456789") != std::string::npos) continue;
-    try {
-      return std::stoull(text);
-    } catch (const std::exception&) {  // past 64 bits: no limit that matters
+  uint64_t least = limit_in("/sys/fs/cgroup/memory.max");  // a cgroup namespace's own root
+  std::ifstream self("/proc/self/cgroup");
+  for (std::string line; std::getline(self, line);) {
+    const size_t a = line.find(':'), b = a == std::string::npos ? a : line.find(':', a + 1);
+    if (b == std::string::npos) continue;
+    const std::string controllers = "," + line.substr(a + 1, b - a - 1) + ",";
+    std::string dir, file;
+    if (line.compare(0, a, "0") == 0 && controllers == ",,") {
+      dir = "/sys/fs/cgroup", file = "/memory.max";
+    } else if (controllers.find(",memory,") != std::string::npos) {
+      dir = "/sys/fs/cgroup/memory", file = "/memory.limit_in_bytes";
+    } else {
+      continue;
+    }
+    for (std::string path = line.substr(b + 1); !path.empty() && path.find("..") == std::string::npos;) {
+      least = std::min(least, limit_in(dir + (path == "/" ? "" : path) + file));
+      if (path == "/") break;
+      const size_t up = path.rfind('/');
+      if (up == std::string::npos) break;  // not a path from the root
+      path = up == 0 ? "/" : path.substr(0, up);
     }
   }
-  return UINT64_MAX;
+  return least;
 }
 
 }  // namespace
