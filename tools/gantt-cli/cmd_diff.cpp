@@ -263,8 +263,32 @@ bool comparable(const LoadedJob& job) {
   return true;
 }
 
+// One side read as a stream (stream_stats.h) on `jobs` threads: the summary with diff's matches
+// and the stacks of the flame graph. Nothing when it needs the whole timeline (graph launches,
+// a merged file, ...) or when diff's flags ask for a load.
+std::optional<ga::StreamedStats> stream_side(const DiffOptions& o, const std::string& path, unsigned jobs) {
+  if (o.in_memory || any_filter(o.filter) || path == "-") return std::nullopt;
+  ga::StreamStatsOptions so;
+  so.by = {ga::GroupBy::kKernel, ga::GroupBy::kStream, ga::GroupBy::kDevice, ga::GroupBy::kRange};
+  so.gaps = 3;
+  so.matches = true;
+  so.load = load_options(o.load);
+  so.jobs = jobs;
+  return ga::stream_stats(path, so, nullptr);
+}
+
+// Whether a streamed side can be compared (its warnings printed first); false after one line.
+bool streamed_comparable(const ga::StreamedStats& side) {
+  if (!reportable(side.context)) return false;
+  if (side.corrupt) {
+    std::cerr << "gantt-cli: diff: a capture is corrupt; not comparing\n";
+    return false;
+  }
+  return true;
+}
+
 // A side given as a stats summary (.gsum): its matches stand for the per-instance samples.
-// Either side may be a capture; a chart needs both captures.
+// Either side may be a capture, read as a stream when it can be; a chart needs both captures.
 int run_diff_summaries(const DiffOptions& o, const ga::DiffOptions& d) {
   if (!o.chart.empty()) {
     std::cerr << "gantt-cli: diff: -o draws the two timelines and needs two captures, not summaries\n";
@@ -280,6 +304,12 @@ int run_diff_summaries(const DiffOptions& o, const ga::DiffOptions& d) {
         std::cerr << "gantt-cli: " << *files[i] << ": not a usable summary: " << e.what() << "\n";
         return kExitError;
       }
+      continue;
+    }
+    if (auto streamed = stream_side(o, *files[i], o.jobs != 0 ? o.jobs : ga::default_stream_jobs())) {
+      for (const std::string& line : streamed->warnings) std::cerr << "gantt-cli: " << line << "\n";
+      if (!streamed_comparable(*streamed)) return kExitError;
+      side[i] = ga::diff_input(streamed->summary, d.match_range);
       continue;
     }
     LoadedJob job = load_captures({*files[i]}, whole_load(o), kWhyWhole);
@@ -319,27 +349,16 @@ std::optional<int> try_stream(const DiffOptions& o, const ga::DiffOptions& d, co
   if (o.in_memory || any_filter(o.filter) || o.base == "-" || o.next == "-") return std::nullopt;
   // The page and the charts aligned at a range need the loaded timelines.
   if (chart && (chart->format == "html" || !o.align_range.empty())) return std::nullopt;
-  ga::StreamStatsOptions so;
-  so.by = {ga::GroupBy::kKernel, ga::GroupBy::kStream, ga::GroupBy::kDevice, ga::GroupBy::kRange};
-  so.gaps = 3;
-  so.matches = true;
-  so.load = load_options(o.load);
   // The two sides share the cores.
-  const unsigned cores = o.jobs != 0 ? o.jobs : ga::default_stream_jobs();
-  so.jobs = std::max(1u, cores / 2);
-  auto base_future = std::async(std::launch::async, [&] { return ga::stream_stats(o.base, so, nullptr); });
-  std::optional<ga::StreamedStats> next = ga::stream_stats(o.next, so, nullptr);
+  const unsigned jobs = std::max(1u, (o.jobs != 0 ? o.jobs : ga::default_stream_jobs()) / 2);
+  auto base_future = std::async(std::launch::async, [&] { return stream_side(o, o.base, jobs); });
+  std::optional<ga::StreamedStats> next = stream_side(o, o.next, jobs);
   std::optional<ga::StreamedStats> base = base_future.get();
   if (!base || !next) return std::nullopt;
   for (const ga::StreamedStats* side : {&*base, &*next})
     for (const std::string& line : side->warnings) std::cerr << "gantt-cli: " << line << "\n";
-  for (const ga::StreamedStats* side : {&*base, &*next}) {
-    if (!reportable(side->context)) return kExitError;
-    if (side->corrupt) {
-      std::cerr << "gantt-cli: diff: a capture is corrupt; not comparing\n";
-      return kExitError;
-    }
-  }
+  for (const ga::StreamedStats* side : {&*base, &*next})
+    if (!streamed_comparable(*side)) return kExitError;
   const ga::DiffReport r =
       ga::diff_inputs(ga::diff_input(base->summary, d.match_range), ga::diff_input(next->summary, d.match_range), d);
   std::cout << ga::format_diff(r, report_format(o.format), o.format == "text" || o.format == "md" ? o.top : 0);

@@ -70,9 +70,11 @@ for args in "render a.gpuh -o in.html --in-memory" "stats a.gpuh --device 0 --in
   [[ $rc == 0 || ($args == diagnose* && $rc == 1) ]] || bad "$args --max-memory 1K: exit $rc: $(cat stderr.txt)"
 done
 
-# Streamed reads are not limited by it (render and diagnose stream over it, as before).
+# Streamed reads are not limited by it (render and diagnose stream over it, as before; a
+# capture diffed against a summary is read as a stream too).
+"$cli" stats a.gpuh --summary -o a.gsum 2>/dev/null || bad "stats --summary exit $?"
 for args in "stats a.gpuh" "render a.gpuh -o streamed.svg" "render a.gpuh -o plain.svg --no-annotate" \
-            "diagnose a.gpuh" "diff a.gpuh b.gpuh"; do
+            "diagnose a.gpuh" "diff a.gpuh b.gpuh" "diff a.gsum b.gpuh" "diff b.gpuh a.gsum"; do
   # shellcheck disable=SC2086
   "$cli" $args --max-memory 1K > /dev/null 2> stderr.txt
   rc=$?
