@@ -14,6 +14,7 @@
 namespace {
 
 using RegisterFatBinary = void** (*)(void*);
+using UnregisterFatBinary = void (*)(void**);
 using RegisterFunction = void (*)(void**, const char*, char*, const char*, int, uint3*, uint3*, dim3*, dim3*, int*);
 using Malloc = cudaError_t (*)(void**, size_t);
 using Launch = cudaError_t (*)(const void*, dim3, dim3, void**, size_t, cudaStream_t);
@@ -39,11 +40,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   auto fat = reinterpret_cast<RegisterFatBinary>(dlsym(rt, "__cudaRegisterFatBinary"));
+  auto unregister = reinterpret_cast<UnregisterFatBinary>(dlsym(rt, "__cudaUnregisterFatBinary"));
   auto function = reinterpret_cast<RegisterFunction>(dlsym(rt, "__cudaRegisterFunction"));
   auto cuda_malloc = reinterpret_cast<Malloc>(dlsym(rt, "cudaMalloc"));
   auto launch = reinterpret_cast<Launch>(dlsym(rt, "cudaLaunchKernel"));
   auto sync = reinterpret_cast<Sync>(dlsym(rt, "cudaDeviceSynchronize"));
-  if (fat == nullptr || function == nullptr || cuda_malloc == nullptr || launch == nullptr || sync == nullptr) {
+  if (fat == nullptr || unregister == nullptr || function == nullptr || cuda_malloc == nullptr || launch == nullptr || sync == nullptr) {
     std::fprintf(stderr, "nvml_app: the runtime lacks an entry point\n");
     return 1;
   }
@@ -64,6 +66,7 @@ int main(int argc, char** argv) {
       return 1;
   if (sync() != cudaSuccess) return 1;
   sleep_ms(std::atol(argv[3]));
+  unregister(handle);  // as nvcc's exit handler does
   std::printf("nvml_app done\n");
   return 0;
 }
