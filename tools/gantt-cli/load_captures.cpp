@@ -206,7 +206,10 @@ void check_load_fits(const std::vector<std::string>& files, const LoadFlags& fla
   }
   if (flags.max_memory == 0) load.budget = usable / 2;
   if (load.fits()) return;
-  const std::string what = files.size() == 1 ? files.front() : std::to_string(files.size()) + " captures";
+  const bool piped = files.size() == 1 && !g_stdin_dir.empty() && files.front() == g_stdin_dir + "/stdin.gpuh";
+  const std::string what = piped ? "standard input"
+                           : files.size() == 1 ? files.front()
+                                               : std::to_string(files.size()) + " captures";
   const std::string limit = flags.max_memory != 0
                                 ? "over --max-memory " + gantt::analysis::bytes_text(load.budget)
                                 : "over half the " + gantt::analysis::bytes_text(usable) +

@@ -61,6 +61,11 @@ echo "refused over --max-memory, loaded within it: ${#whole[@]} subcommands"
 "$cli" diff a.gpuh b.gpuh -o diff.html --max-memory 1K 2>&1 | grep -q "^gantt-cli: 2 captures: " ||
   bad "diff does not count both sides together"
 
+# A capture on standard input is named so, not after its private copy.
+"$cli" stats - --device 0 --max-memory 1K < a.gpuh > /dev/null 2> stderr.txt
+grep -q "^gantt-cli: standard input: .* records would take about" stderr.txt ||
+  bad "a piped capture over --max-memory is not named standard input: $(cat stderr.txt)"
+
 # --in-memory loads whatever the estimate.
 for args in "render a.gpuh -o in.html --in-memory" "stats a.gpuh --device 0 --in-memory" \
             "diagnose a.gpuh --device 0 --in-memory" "diff a.gpuh b.gpuh -o in_diff.html --in-memory"; do
