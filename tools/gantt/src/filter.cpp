@@ -111,6 +111,15 @@ void narrow_to_window(const EventFilter& f, uint64_t origin, uint64_t* from, uin
   }
 }
 
+void throw_empty_window(const EventFilter& f, const Selection& sel, uint64_t span_end) {
+  if (f.to_ns < 0)
+    throw std::invalid_argument("--from " + format_duration(f.from_ns) + " is past the end of the " +
+                                (f.range.empty() ? std::string("capture") : "range " + f.range) + " (span " +
+                                format_duration(static_cast<int64_t>(span_end - sel.origin_ns)) + "; times count from " +
+                                sel.origin_name + ")");
+  throw std::invalid_argument("the window ends before it starts (--to < --from)");
+}
+
 std::string describe_filter(const EventFilter& f) {
   std::vector<std::string> desc;
   if (!f.range.empty()) desc.push_back("range " + f.range);
@@ -137,12 +146,7 @@ Selection select_events(const Model& m, const EventFilter& f) {
   const uint64_t span_end = to;
   narrow_to_window(f, sel.origin_ns, &from, &to);
   sel.window_asked = !f.range.empty() || f.from_ns >= 0 || f.to_ns >= 0;
-  if (to < from && f.to_ns < 0)
-    throw std::invalid_argument("--from " + format_duration(f.from_ns) + " is past the end of the " +
-                                (f.range.empty() ? std::string("capture") : "range " + f.range) + " (span " +
-                                format_duration(static_cast<int64_t>(span_end - sel.origin_ns)) + "; times count from " +
-                                sel.origin_name + ")");
-  if (to < from) throw std::invalid_argument("the window ends before it starts (--to < --from)");
+  if (to < from) throw_empty_window(f, sel, span_end);
   sel.window_start_ns = from;
   sel.window_end_ns = to;
 

@@ -68,6 +68,9 @@ uint32_t range_occurrence(const Model& model, const std::string& spec);
 // select_events()' window step: [*from, *to] (the capture's, or the range's) narrowed to what
 // --from and --to ask for, counted from `origin`; without a range, --to may reach past it.
 void narrow_to_window(const EventFilter& filter, uint64_t origin, uint64_t* from, uint64_t* to);
+// select_events()' error for a window narrowed to nothing (to < from): --from past the end of
+// the span [sel.origin_ns, span_end], or --to before --from. Throws std::invalid_argument.
+[[noreturn]] void throw_empty_window(const EventFilter& filter, const Selection& sel, uint64_t span_end);
 
 // What a filter selects, in words, as Selection::description says it ("" for none).
 std::string describe_filter(const EventFilter& filter);

@@ -168,7 +168,7 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
   out.warnings = integrity_warnings(out.context, &out.corrupt);
 
   // select_events(): without a window, the selected events and the window fitted to them;
-  // with one, those that overlap it (an empty window is the loader's to report).
+  // with one, those that overlap it (an empty window is the same error as when loaded).
   Selection sel;
   sel.origin_ns = sd.first_ns;
   sel.window_start_ns = sd.first_ns;
@@ -179,8 +179,10 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
     sel.origin_name = "the start of range " + filter.range;
   }
   if (windowed || ranged) {
+    const uint64_t span_end = sel.window_end_ns;
     narrow_to_window(filter, origin(sd.first_ns), &sel.window_start_ns, &sel.window_end_ns);
-    if (sel.window_end_ns < sel.window_start_ns) return refuse("a window that ends before it starts");
+    // The loaded chart's error, without loading the capture to say it.
+    if (sel.window_end_ns < sel.window_start_ns) throw_empty_window(filter, sel, span_end);
     sel.window_asked = true;
   }
   sel.description = describe_filter(filter);
