@@ -32,7 +32,6 @@ struct DiagnoseOptions {
   std::string fail_on = "never";
   std::string format = "text";
   FilterFlags filter;
-  bool in_memory = false;   // load whatever the size
   bool streamed = false;    // read as a stream whatever the size
   unsigned jobs = 0;        // decoding threads of a streamed capture; 0 = every core
 };
@@ -87,15 +86,10 @@ std::string rules_not_run(const ga::DiagnoseReport& r) {
   return out;
 }
 
-// How diagnose loads captures it does not stream: whatever the size with --in-memory, else
-// within --max-memory, with a refusal that says why they are loaded whole.
-LoadedJob load_whole(const DiagnoseOptions& o, const std::vector<std::string>& captures) {
-  LoadFlags load = o.load;
-  load.any_size = o.in_memory;
-  return load_captures(captures, load,
-                       "diagnose loads captures whole for every rule (--streamed reads one without filters as a "
-                       "stream, for the rules a summary supports)");
-}
+// Why diagnose loads the captures it does not stream, for load_captures()' refusal.
+constexpr const char* kWhyWhole =
+    "diagnose loads captures whole for every rule (--streamed reads one without filters as a stream, for the rules "
+    "a summary supports)";
 
 // Summaries among the inputs: the captures beside them are summarised (one read as a stream, as
 // stats reads it; several loaded together) and merged before them, in the order given.
@@ -109,14 +103,14 @@ int run_on_summaries(const DiagnoseOptions& o, const std::vector<std::string>& c
   ga::StatsSummary all;
   bool have = false, corrupt = false, unusable = false;
   std::optional<ga::StatsSummary> streamed;
-  if (captures.size() == 1 && !o.in_memory && captures.front() != "-")
+  if (captures.size() == 1 && !o.load.in_memory && captures.front() != "-")
     streamed = stream_summary(captures, o, corrupt, unusable, nullptr);
   if (unusable) return kExitError;
   if (streamed) {
     all = std::move(*streamed);
     have = true;
   } else if (!captures.empty()) {
-    LoadedJob job = load_whole(o, captures);
+    LoadedJob job = load_captures(captures, o.load, kWhyWhole);
     if (!reportable(job.model)) return kExitError;
     corrupt = job.corrupt;
     all = ga::summarize(job.model, {ga::GroupBy::kStream}, 0);
@@ -127,7 +121,7 @@ int run_on_summaries(const DiagnoseOptions& o, const std::vector<std::string>& c
 }
 
 int run_diagnose(const DiagnoseOptions& o) {
-  if (o.in_memory && o.streamed) {
+  if (o.load.in_memory && o.streamed) {
     std::cerr << "gantt-cli: diagnose: --in-memory and --streamed choose opposite ways: give one\n";
     return kExitError;
   }
@@ -136,7 +130,7 @@ int run_diagnose(const DiagnoseOptions& o) {
   if (!summaries.empty()) return run_on_summaries(o, captures, summaries);
 
   // Too large to load: the summary rules from a streamed read, and a clear word on the rest.
-  const bool streamable = !o.in_memory && !any_filter(o.filter) &&
+  const bool streamable = !o.load.in_memory && !any_filter(o.filter) &&
                           std::find(captures.begin(), captures.end(), "-") == captures.end();
   if (streamable) {
     const LoadEstimate load = estimate_load(captures, o.load.max_memory);
@@ -160,7 +154,7 @@ int run_diagnose(const DiagnoseOptions& o) {
     }
   }
 
-  LoadedJob job = load_whole(o, o.files);
+  LoadedJob job = load_captures(o.files, o.load, kWhyWhole);
   gantt::Model& model = job.model;
   if (!reportable(model) || !restrict_to_filter(model, o.filter, "diagnose")) return kExitError;
   return report(ga::diagnose(model), o, job.corrupt);
@@ -214,7 +208,7 @@ void register_diagnose(CLI::App& app, int& exit_code) {
                     "supports run (default: half the memory this process may use). Captures that cannot be read as "
                     "a stream (several, or with a filter) are not loaded over it when it is given, nor over half the "
                     "memory when it is not");
-  cmd->add_flag("--in-memory", o->in_memory, "load the captures whole whatever their size: every rule runs");
+  cmd->add_flag("--in-memory", o->load.in_memory, "load the captures whole whatever their size: every rule runs");
   cmd->add_flag("--streamed", o->streamed,
                 "read the captures as a stream whatever their size: only the rules a summary supports run");
   cmd->add_option("-j,--jobs", o->jobs,

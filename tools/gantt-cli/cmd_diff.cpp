@@ -51,16 +51,9 @@ struct DiffOptions {
   std::string align_range;  // NAME@N: align the charts at that NVTX range occurrence
   FilterFlags filter;       // the same selection on both sides
   unsigned jobs = 0;        // decoding threads per streamed side (0 = every core)
-  bool in_memory = false;   // --in-memory: load both captures whole
 };
 
-// How diff loads the captures it does not stream: whatever the size with --in-memory, else
-// within --max-memory, with a refusal that says why they are loaded whole.
-LoadFlags whole_load(const DiffOptions& o) {
-  LoadFlags load = o.load;
-  load.any_size = o.in_memory;
-  return load;
-}
+// Why diff loads the captures it does not stream, for load_captures()' refusal.
 constexpr const char* kWhyWhole =
     "diff loads captures whole for a filter, standard input, an .html page or --align-range (without them, the "
     "report and the .svg, .png or .pdf charts are read as streams)";
@@ -267,7 +260,7 @@ bool comparable(const LoadedJob& job) {
 // and the stacks of the flame graph. Nothing when it needs the whole timeline (graph launches,
 // a merged file, ...) or when diff's flags ask for a load.
 std::optional<ga::StreamedStats> stream_side(const DiffOptions& o, const std::string& path, unsigned jobs) {
-  if (o.in_memory || any_filter(o.filter) || path == "-") return std::nullopt;
+  if (o.load.in_memory || any_filter(o.filter) || path == "-") return std::nullopt;
   ga::StreamStatsOptions so;
   so.by = {ga::GroupBy::kKernel, ga::GroupBy::kStream, ga::GroupBy::kDevice, ga::GroupBy::kRange};
   so.gaps = 3;
@@ -312,7 +305,7 @@ int run_diff_summaries(const DiffOptions& o, const ga::DiffOptions& d) {
       side[i] = ga::diff_input(streamed->summary, d.match_range);
       continue;
     }
-    LoadedJob job = load_captures({*files[i]}, whole_load(o), kWhyWhole);
+    LoadedJob job = load_captures({*files[i]}, o.load, kWhyWhole);
     if (!comparable(job) || !restrict_to_filter(job.model, o.filter, "diff")) return kExitError;
     side[i] = ga::diff_input(job.model, d.match_range);
   }
@@ -325,9 +318,9 @@ int run_diff_summaries(const DiffOptions& o, const ga::DiffOptions& d) {
 // job like any other subcommand's: a merged file becomes its ranks, put on one clock.
 std::pair<LoadedJob, LoadedJob> load_both(const DiffOptions& o) {
   // Both at once must fit, not each: refused before either starts.
-  check_load_fits(with_stdin({o.base, o.next}), whole_load(o), kWhyWhole);
+  check_load_fits(with_stdin({o.base, o.next}), o.load, kWhyWhole);
   LoadFlags each = o.load;
-  each.any_size = true;  // checked together above
+  each.in_memory = true;  // whatever the estimate: checked together above
   auto base_future = std::async(std::launch::async, [&] { return load_captures_quietly({o.base}, each); });
   LoadedJob next = load_captures_quietly({o.next}, each);
   return {base_future.get(), std::move(next)};
@@ -346,7 +339,7 @@ int load_and_write_chart(const DiffOptions& o, const ChartTarget& chart) {
 // or .pdf) are streamed too. Nothing when a side needs the whole timeline (graph launches, a
 // merged file, ...); run_diff then loads both.
 std::optional<int> try_stream(const DiffOptions& o, const ga::DiffOptions& d, const std::optional<ChartTarget>& chart) {
-  if (o.in_memory || any_filter(o.filter) || o.base == "-" || o.next == "-") return std::nullopt;
+  if (o.load.in_memory || any_filter(o.filter) || o.base == "-" || o.next == "-") return std::nullopt;
   // The page and the charts aligned at a range need the loaded timelines.
   if (chart && (chart->format == "html" || !o.align_range.empty())) return std::nullopt;
   // The two sides share the cores.
@@ -441,7 +434,7 @@ void register_diff(CLI::App& app, int& exit_code) {
   cmd->add_option("--top", o->top, "kernel rows shown in text/md (0 = all; json/csv show all)")->capture_default_str();
   cmd->add_flag("--name-only", o->name_only, "match kernels by name alone, ignoring range paths");
   cmd->add_option("-j,--jobs", o->jobs, "threads that decode the two captures (0 = the CPUs this process may use, at most 16)")->capture_default_str();
-  cmd->add_flag("--in-memory", o->in_memory,
+  cmd->add_flag("--in-memory", o->load.in_memory,
                 "load both captures whole; by default two captures without graph launches are "
                 "read as streams, in memory that does not grow with their events, and kernels with more than "
                 "10000 instances are then compared through a sketch within 1% (the report says so)");

@@ -47,7 +47,6 @@ struct RenderCliOptions {
   std::string job;             // --job: the files are searched for this scheduler job's captures
   unsigned jobs = 0;           // decoding threads of a streamed capture; 0 = every core
   bool jobs_given = false;     // -j was given: say why a capture is loaded whole after all
-  bool in_memory = false;      // --in-memory: load the capture whole even when it could stream
 };
 
 // The most a chart loads when --max-memory is not given: about 8 M records (4 M kernels and
@@ -60,7 +59,7 @@ constexpr uint64_t kRenderLoadCap = uint64_t{1} << 30;
 // whole timeline, with *why_whole set to what needs it; the caller then loads the capture.
 std::optional<int> try_stream(const RenderCliOptions& o, const gantt::RenderOptions& ro, const ChartTarget& target,
                               std::string* why_whole) {
-  if (o.in_memory) return std::nullopt;
+  if (o.load.in_memory) return std::nullopt;
   const gantt::EventFilter filter = make_filter(o.filter);
   std::string why_not = o.files.size() != 1 || !o.job.empty() ? "several captures (put on one clock)"
                         : o.files.front() == "-"              ? "a capture on standard input"
@@ -145,8 +144,6 @@ int run_render(const RenderCliOptions& o) {
   const gantt::EventFilter f = make_filter(o.filter);
   std::string why_whole;
   if (const auto streamed = try_stream(o, ro, target, &why_whole)) return *streamed;
-  LoadFlags load = o.load;
-  load.any_size = o.in_memory;
   if (!why_whole.empty())
     why_whole = "render loads the capture whole for " + why_whole +
                 " (a chart of one capture as .svg, .png or .pdf, lanes per stream or device, is read as a stream)";
@@ -166,7 +163,7 @@ int run_render(const RenderCliOptions& o) {
     }
     std::cerr << "gantt-cli: render: job " << o.job << ": " << files.size() << " capture(s)\n";
   }
-  const LoadedJob job = load_captures(files, load, why_whole);
+  const LoadedJob job = load_captures(files, o.load, why_whole);
   const gantt::Model& model = job.model;
   const bool corrupt = job.corrupt;
   ro.footer_lines = gantt::rank_footer_lines(model, job.alignment);
@@ -313,7 +310,7 @@ void register_render(CLI::App& app, int& exit_code) {
                   "this process may use, at most 16; the chart is the same for any number); with -j, a capture "
                   "that is loaded whole after all says why")
       ->capture_default_str();
-  cmd->add_flag("--in-memory", o->in_memory,
+  cmd->add_flag("--in-memory", o->load.in_memory,
                 "load the capture whole before drawing, and flag all; by default the chart of one capture without "
                 "annotations (--no-annotate, --view gantt, lanes per stream or device; with any filter) is read as "
                 "a stream, in memory that does not grow with its events, and is the same chart; so is one with "

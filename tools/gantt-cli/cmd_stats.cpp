@@ -42,7 +42,6 @@ struct StatsOptions {
   bool summary = false;
   bool metrics = false;  // --metrics: the GPU's own counters per kernel name
   unsigned jobs = 0;     // decoding threads of a streamed capture; 0 = every core
-  bool in_memory = false;  // --in-memory: load the capture whole even when it could stream
   std::string output;
   FilterFlags filter;
 };
@@ -85,7 +84,7 @@ void print_warnings(const ga::StreamedJob& job) {
 // uses the job prints its warnings (print_warnings).
 std::optional<ga::StreamedJob> stream_captures(const StatsOptions& o, const std::vector<std::string>& captures,
                                                std::vector<ga::GroupBy> by, size_t gaps, bool matches) {
-  if (captures.empty() || o.in_memory || any_filter(o.filter) ||
+  if (captures.empty() || o.load.in_memory || any_filter(o.filter) ||
       std::find(captures.begin(), captures.end(), "-") != captures.end())
     return std::nullopt;
   ga::StreamStatsOptions so;
@@ -97,15 +96,10 @@ std::optional<ga::StreamedJob> stream_captures(const StatsOptions& o, const std:
   return ga::stream_job_stats(captures, so, nullptr);
 }
 
-// How stats loads captures it does not stream: whatever the size with --in-memory, else within
-// --max-memory, and a refusal that says why they are loaded whole.
-LoadedJob load_whole(const StatsOptions& o, const std::vector<std::string>& captures) {
-  LoadFlags load = o.load;
-  load.any_size = o.in_memory;
-  return load_captures(captures, load,
-                       "stats loads captures whole for a filter, standard input or a capture a stream cannot read "
-                       "(without them, the tables are read as a stream)");
-}
+// Why stats loads the captures it does not stream, for load_captures()' refusal.
+constexpr const char* kWhyWhole =
+    "stats loads captures whole for a filter, standard input or a capture a stream cannot read (without them, the "
+    "tables are read as a stream)";
 
 // What stats does with a capture it cannot report (no header): true when every rank can be.
 bool all_reportable(const ga::StreamedJob& job) {
@@ -137,7 +131,7 @@ int run_summaries(const StatsOptions& o, const std::vector<std::string>& capture
     all = std::move(streamed->summary);
     have = true;
   } else if (!captures.empty()) {
-    LoadedJob job = load_whole(o, captures);
+    LoadedJob job = load_captures(captures, o.load, kWhyWhole);
     if (!reportable(job.model) || !restrict_to_filter(job.model, o.filter, "stats")) return kExitError;
     damaged = job.corrupt;
     all = ga::summarize(job.model, every, std::max(kSummaryGaps, o.gaps));
@@ -198,7 +192,7 @@ int run_stats(const StatsOptions& o) {
   }
   if (o.summary || !summaries.empty()) return run_summaries(o, captures, summaries);
   if (const auto streamed = try_stream(o)) return *streamed;
-  LoadedJob job = load_whole(o, o.files);
+  LoadedJob job = load_captures(o.files, o.load, kWhyWhole);
   gantt::Model& model = job.model;
   const bool corrupt = job.corrupt;
   if (!reportable(model) || !restrict_to_filter(model, o.filter, "stats")) return kExitError;
@@ -319,7 +313,7 @@ void register_stats(CLI::App& app, int& exit_code) {
                   "threads that decode one capture's chunks side by side (0 = the CPUs this process may use, at "
                   "most 16; the tables are the same for any number)")
       ->capture_default_str();
-  cmd->add_flag("--in-memory", o->in_memory,
+  cmd->add_flag("--in-memory", o->load.in_memory,
                 "load the capture whole before counting, as render and diagnose do; by default one capture is "
                 "read as a stream (--by kernel, stream, device, range and --summary), in memory that does not grow "
                 "with its events (merged files, filters, NVTX ranges for --by range and --summary, and graph "

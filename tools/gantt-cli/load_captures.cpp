@@ -196,33 +196,27 @@ LoadEstimate estimate_load(const std::vector<std::string>& files, uint64_t max_m
 }
 
 void check_load_fits(const std::vector<std::string>& files, const LoadFlags& flags, const std::string& why_whole) {
-  if (flags.any_size) return;
-  const uint64_t usable = usable_memory();
+  if (flags.in_memory) return;
   LoadEstimate load;
   try {
     load = estimate_load(files, flags.max_memory);
   } catch (const gpuhook::CaptureError&) {
     return;  // not readable as far as its index: the load says what is wrong, as for any capture
   }
-  if (flags.max_memory == 0) load.budget = usable / 2;
-  if (load.fits()) return;
+  if (load.fits()) return;  // the budget: --max-memory, else half of usable_memory()
   const bool piped = files.size() == 1 && !g_stdin_dir.empty() && files.front() == g_stdin_dir + "/stdin.gpuh";
   const std::string what = piped ? "standard input"
                            : files.size() == 1 ? files.front()
                                                : std::to_string(files.size()) + " captures";
-  const std::string limit = flags.max_memory != 0
-                                ? "over --max-memory " + gantt::analysis::bytes_text(load.budget)
-                                : "over half the " + gantt::analysis::bytes_text(usable) +
-                                      " this process may use";
-  throw LoadTooLarge(what + ": " + std::to_string(load.records) + " records would take about " +
-                           gantt::analysis::bytes_text(load.bytes) + " loaded, " + limit +
-                           (why_whole.empty() ? std::string() : "; " + why_whole) +
-                           ". Not loaded: --max-memory SIZE loads it anyway");
+  const std::string limit =
+      flags.max_memory != 0 ? "" : "half the " + gantt::analysis::bytes_text(usable_memory()) + " this process may use";
+  throw LoadTooLarge(what + ": " + load.over_budget(limit) + (why_whole.empty() ? std::string() : "; " + why_whole) +
+                     ". Not loaded: --max-memory SIZE loads it anyway");
 }
 
-std::string LoadEstimate::over_budget() const {
-  return std::to_string(records) + " records would take about " + gantt::analysis::bytes_text(bytes) +
-         " loaded, over --max-memory " + gantt::analysis::bytes_text(budget);
+std::string LoadEstimate::over_budget(const std::string& limit) const {
+  return std::to_string(records) + " records would take about " + gantt::analysis::bytes_text(bytes) + " loaded, over " +
+         (limit.empty() ? "--max-memory " + gantt::analysis::bytes_text(budget) : limit);
 }
 
 bool reportable(const gantt::Model& model) {

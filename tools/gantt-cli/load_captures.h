@@ -31,7 +31,9 @@ struct LoadFlags {
   // --max-memory: the most a whole load may take, estimated (estimate_load); 0 = not given. A
   // subcommand that can read a capture as a stream also streams over it (render, diagnose).
   uint64_t max_memory = 0;
-  bool any_size = false;  // --in-memory: load whole whatever the estimate
+  // --in-memory, of the subcommands that have it: load whole, not as a stream, whatever the
+  // estimate.
+  bool in_memory = false;
 };
 // --max-records-per-byte and --max-memory (a subcommand may reword the latter's help).
 void add_load_flags(CLI::App& cmd, LoadFlags& flags);
@@ -70,7 +72,8 @@ bool merge_summary_files(const std::vector<std::string>& paths, gantt::analysis:
 struct LoadEstimate {
   uint64_t records = 0, bytes = 0, budget = 0;
   bool fits() const { return bytes <= budget; }
-  std::string over_budget() const;  // "N records would take about X loaded, over --max-memory Y"
+  // "N records would take about X loaded, over LIMIT"; LIMIT "--max-memory Y" unless given.
+  std::string over_budget(const std::string& limit = {}) const;
 };
 // `default_cap`: the most a subcommand loads when --max-memory is not given.
 LoadEstimate estimate_load(const std::vector<std::string>& files, uint64_t max_memory,
@@ -84,7 +87,7 @@ uint64_t usable_memory();
 // usable_memory(). The estimate is low by up to 1.6x for some loads (the HTML page takes about
 // 200 bytes a record), and past the memory the machine swaps or the kernel kills the process. When it
 // would not, throws LoadTooLarge that names the files, the estimate, the limit,
-// `why_whole` and the override; --in-memory (flags.any_size) loads whatever the estimate.
+// `why_whole` and the override; --in-memory (flags.in_memory) loads whatever the estimate.
 struct LoadTooLarge : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
