@@ -409,16 +409,22 @@ void ModelBuilder::add(const gpuhook::RecordView& record) {
   else impl_->add(*record.record);
 }
 
-void ModelBuilder::reserve_hint(uint64_t records) {
-  // The index is untrusted: a hint past what any real capture holds is ignored, and a
-  // reservation the system refuses only means growing as usual.
-  if (records == 0 || records > (1ull << 28)) return;
+void ModelBuilder::reserve_hint(uint64_t records) { reserve({records, records, 0, 0}); }
+
+void ModelBuilder::reserve(const Rows& rows) {
+  // The counts may come from an untrusted index: a table past what any real capture holds
+  // is not reserved, and a reservation the system refuses only means growing as usual.
   Model& m = impl_->m;
-  const size_t n = static_cast<size_t>(records);
+  const auto more = [](uint64_t n) {
+    return [n](auto& column, auto...) {
+      if (n != 0 && n <= (uint64_t{1} << 28)) column.reserve(column.size() + static_cast<size_t>(n));
+    };
+  };
   try {
-    auto more = [n](auto& column, auto) { column.reserve(column.size() + n); };
-    m.events.for_each_column(more);
-    m.api.for_each_column(more);
+    m.events.for_each_column(more(rows.events));
+    m.api.for_each_column(more(rows.api));
+    m.nccl.for_each_column(more(rows.nccl));
+    more(rows.external)(impl_->raw_external);
   } catch (const std::bad_alloc&) {
   } catch (const std::length_error&) {
   }

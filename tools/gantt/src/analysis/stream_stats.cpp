@@ -529,22 +529,29 @@ bool join_nccl(const std::string& path, std::vector<Share>& shares, const gpuhoo
   {
     ModelBuilder builder(mini);
     builder.begin_capture(path);
+    ModelBuilder::Rows rows;
+    for (const Share& sh : shares) {
+      rows.events += sh.nccl_kernels.size();
+      rows.nccl += sh.nccl_calls.size();
+      rows.external += sh.externals.size();
+    }
+    builder.reserve(rows);
     for (const Share& sh : shares)
       for (const v1::Record& r : sh.context) builder.add(r);
     for (const Share& sh : shares)
       for (const v1::Record& r : sh.externals) builder.add(r);
     for (const Share& sh : shares)
       for (const v1::Record& r : sh.nccl_calls) builder.add(r);
-    v1::Record r;
+    gpuhook::RecordView r;
+    r.kind = v1::Record::kKernel;
     for (const Share& sh : shares)
       for (const Share::NcclKernel& k : sh.nccl_kernels) {
-        v1::Kernel* kernel = r.mutable_kernel();
-        kernel->set_correlation_id(k.corr);
-        kernel->set_name_id(k.name);
-        kernel->set_device(k.device);
-        kernel->set_stream(k.stream);
-        kernel->set_start_ns(k.start_ns);
-        kernel->set_end_ns(k.end_ns);
+        r.kernel.correlation_id = k.corr;
+        r.kernel.name_id = k.name;
+        r.kernel.device = k.device;
+        r.kernel.stream = k.stream;
+        r.kernel.start_ns = k.start_ns;
+        r.kernel.end_ns = k.end_ns;
         builder.add(r);
       }
     builder.end_capture(integrity);

@@ -368,6 +368,12 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
                 calls.end());
     ModelBuilder builder(held_model);
     builder.begin_capture(path);
+    ModelBuilder::Rows rows{records.size(), calls.size(), 0, 0};
+    for (const Fold& fo : folds) {
+      rows.nccl += fo.nccl_calls.size();
+      rows.external += fo.externals.size();
+    }
+    builder.reserve(rows);
     for (const Scan& sc : scans)
       for (const v1::Record& r : sc.context) builder.add(r);
     size_t ranges = 0;
