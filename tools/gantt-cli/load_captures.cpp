@@ -32,7 +32,20 @@ void add_max_memory_flag(CLI::App& cmd, LoadFlags& flags) {
                  "the most loading the captures whole may take, estimated from their chunk indexes (about 130 "
                  "bytes a record), e.g. 16G; over it they are not loaded and one line says why (default: half the "
                  "memory this process may use)")
-      ->transform(CLI::AsSizeValue(false));
+      ->transform(CLI::AsSizeValue(false))
+      // CLI11 runs a transform added later before those added earlier: this sees the text as typed.
+      ->transform(CLI::Validator(
+          [](std::string& text) -> std::string {
+            // AsSizeValue reads "-1" as 2^64 - 1: no limit at all, the opposite of what was typed.
+            const size_t at = text.find_first_not_of(" \t");
+            return at != std::string::npos && text[at] == '-' ? "a size cannot be negative" : "";
+          },
+          ""))
+      ->check(CLI::Validator(
+          [](std::string& bytes) -> std::string {
+            return bytes == "0" ? "0 bytes would load nothing; give a size such as 16G" : "";
+          },
+          ""));
 }
 
 gantt::LoadOptions load_options(const LoadFlags& flags) {

@@ -141,6 +141,21 @@ grep -q "2 captures: 18446744073709551615 records would take about" stderr.txt |
   bad "a hostile index's count did not saturate: $(cat stderr.txt)"
 [[ ! -e huge.json ]] || bad "a hostile index's capture was exported"
 
+# A limit that is not a size is refused before anything is read: "-1" once became 2^64 - 1
+# bytes, no limit at all, and 0 silently meant the default.
+for limit in -1 -2G " -1K" 0 0K; do
+  for args in "export a.gpuh -o bad.csv" "render a.gpuh -o bad.svg" "stats a.gpuh --device 0"; do
+    rm -f bad.csv bad.svg
+    # shellcheck disable=SC2086
+    "$cli" $args --max-memory "$limit" > stdout.txt 2> stderr.txt
+    rc=$?
+    [[ $rc == 2 ]] || bad "$args --max-memory '$limit': exit $rc, not 2"
+    grep -Eq -- "--max-memory: (a size cannot be negative|0 bytes would load nothing)" stderr.txt ||
+      bad "$args --max-memory '$limit': no reason given: $(cat stderr.txt)"
+    [[ ! -s stdout.txt && ! -e bad.csv && ! -e bad.svg ]] || bad "$args --max-memory '$limit' wrote output"
+  done
+done
+
 # --help teaches it.
 "$cli" export --help | grep -q -- "--max-memory" || bad "export --help does not offer --max-memory"
 "$cli" render --help | grep -q "is not drawn over it" || bad "render --help does not say what --max-memory refuses"
