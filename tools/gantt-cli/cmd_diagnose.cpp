@@ -86,10 +86,12 @@ std::string rules_not_run(const ga::DiagnoseReport& r) {
   return out;
 }
 
-// Why diagnose loads the captures it does not stream, for load_captures()' refusal.
-constexpr const char* kWhyWhole =
+// Why diagnose loads the captures it does not stream, for load_captures()' refusal;
+// `diagnose --in-memory` peaked at 132 bytes a record.
+const WholeLoad kWhyWhole{
     "diagnose loads captures whole for every rule (--streamed reads one without filters as a stream, for the rules "
-    "a summary supports)";
+    "a summary supports)",
+    140};
 
 // Summaries among the inputs: the captures beside them are summarised (one read as a stream, as
 // stats reads it; several loaded together) and merged before them, in the order given.
@@ -133,7 +135,7 @@ int run_diagnose(const DiagnoseOptions& o) {
   const bool streamable = !o.load.in_memory && !any_filter(o.filter) &&
                           std::find(captures.begin(), captures.end(), "-") == captures.end();
   if (streamable) {
-    const LoadEstimate load = estimate_load(captures, o.load.max_memory);
+    const LoadEstimate load = estimate_load(captures, o.load.max_memory, UINT64_MAX, kWhyWhole.bytes_per_record);
     if (o.streamed || !load.fits()) {
       bool corrupt = false, unusable = false;
       std::string why_not;
@@ -203,7 +205,7 @@ void register_diagnose(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"text", "md", "json"}))
       ->capture_default_str();
   cmd->get_option("--max-memory")
-      ->description("the memory the loaded captures may take, estimated from their chunk indexes (about 130 "
+      ->description("the memory the loaded captures may take, estimated from their chunk indexes (about 140 "
                     "bytes a record), e.g. 16G; over it they are read as a stream and only the rules a summary "
                     "supports run (default: half the memory this process may use). Captures that cannot be read as "
                     "a stream (several, or with a filter) are not loaded over it when it is given, nor over half the "

@@ -49,10 +49,14 @@ struct RenderCliOptions {
   bool jobs_given = false;     // -j was given: say why a capture is loaded whole after all
 };
 
-// The most a chart loads when --max-memory is not given: about 8 M records (4 M kernels and
-// their launches), some 8 s of loading here. A larger capture is drawn as a stream, in memory
-// that does not grow with its events, with the flags a stream can tell.
+// The most a chart loads when --max-memory is not given: about 5.5 M records (2.7 M kernels
+// and their launches), some 6 s of loading here. A larger capture is drawn as a stream, in
+// memory that does not grow with its events, with the flags a stream can tell.
 constexpr uint64_t kRenderLoadCap = uint64_t{1} << 30;
+// What a record takes loaded and drawn: `render --in-memory -o x.svg` peaked at 188 bytes a
+// record, the HTML page at 206 (its data block beside the model).
+constexpr uint64_t kChartBytesPerRecord = 195;
+constexpr uint64_t kPageBytesPerRecord = 215;
 
 // The chart of one capture without loading it (gantt/stream_render.h): memory bounded by
 // lanes, pixels and names, chunks decoded on every core. Nothing when the chart needs the
@@ -79,7 +83,7 @@ std::optional<int> try_stream(const RenderCliOptions& o, const gantt::RenderOpti
   if (!why_not.empty() && ro.annotate.enabled && why_not == gantt::stream_render_refusal(ro)) {
     gantt::RenderOptions flagged = ro;
     flagged.annotate.streamed = true;
-    const LoadEstimate load = estimate_load(o.files, o.load.max_memory, kRenderLoadCap);
+    const LoadEstimate load = estimate_load(o.files, o.load.max_memory, kRenderLoadCap, kChartBytesPerRecord);
     if (gantt::stream_render_refusal(flagged).empty() && !load.fits()) {
       std::cerr << "gantt-cli: render: " << load.over_budget()
                 << ": read as a stream: queue delays flagged on the kernels drawn one by one, copies that could "
@@ -144,8 +148,9 @@ int run_render(const RenderCliOptions& o) {
   const gantt::EventFilter f = make_filter(o.filter);
   std::string why_whole;
   if (const auto streamed = try_stream(o, ro, target, &why_whole)) return *streamed;
+  WholeLoad whole{"", target.format == "html" ? kPageBytesPerRecord : kChartBytesPerRecord};
   if (!why_whole.empty())
-    why_whole = "render loads the capture whole for " + why_whole +
+    whole.why = "render loads the capture whole for " + why_whole +
                 " (a chart of one capture as .svg, .png or .pdf, lanes per stream or device, is read as a stream)";
 
   // Several captures (or a merged file) are the ranks of one job: put them on one clock and
@@ -163,7 +168,7 @@ int run_render(const RenderCliOptions& o) {
     }
     std::cerr << "gantt-cli: render: job " << o.job << ": " << files.size() << " capture(s)\n";
   }
-  const LoadedJob job = load_captures(files, o.load, why_whole);
+  const LoadedJob job = load_captures(files, o.load, whole);
   const gantt::Model& model = job.model;
   const bool corrupt = job.corrupt;
   ro.footer_lines = gantt::rank_footer_lines(model, job.alignment);
@@ -316,8 +321,8 @@ void register_render(CLI::App& app, int& exit_code) {
                 "a stream, in memory that does not grow with its events, and is the same chart; so is one with "
                 "annotations over --max-memory, with the flags a stream can tell");
   cmd->get_option("--max-memory")
-      ->description("the memory the loaded capture may take, estimated from its chunk index (about 130 bytes a "
-                    "record), e.g. 16G; over it, a chart with annotations is drawn as a stream: low occupancy, copies "
+      ->description("the memory the loaded capture may take, estimated from its chunk index (about 195 bytes a "
+                    "record, 215 for the HTML page), e.g. 16G; over it, a chart with annotations is drawn as a stream: low occupancy, copies "
                     "overlapped and idle gaps flagged as when loaded, queue delays only on the kernels drawn one by "
                     "one, copies that could have overlapped not flagged; the footer says so (default: 1G, or half "
                     "the memory this process may use if less). A chart that needs the capture whole (the HTML page, "

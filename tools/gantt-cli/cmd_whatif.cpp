@@ -87,7 +87,8 @@ void register_whatif(CLI::App& app, int& exit_code) {
     options.graph_launch_us = opts->graph_launch_us;
     try {
       for (const std::string& c : opts->changes) changes.push_back(gantt::whatif::parse_change(c));
-      check_load_fits(opts->inputs, opts->load, "whatif replays captures loaded whole");
+      // The replay's own tables beside the model: 480 bytes a record at the peak.
+      check_load_fits(opts->inputs, opts->load, {"whatif replays captures loaded whole", 500});
       const gantt::whatif::Prediction p = gantt::whatif::predict(opts->inputs, changes, options, opts->output);
       for (const std::string& w : p.warnings) std::cerr << "gantt-cli: whatif: " << w << "\n";
       if (!opts->quiet) {

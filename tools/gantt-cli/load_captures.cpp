@@ -29,9 +29,9 @@ void add_load_flags(CLI::App& cmd, LoadFlags& flags) {
 
 void add_max_memory_flag(CLI::App& cmd, LoadFlags& flags) {
   cmd.add_option("--max-memory", flags.max_memory,
-                 "the most loading the captures whole may take, estimated from their chunk indexes (about 130 "
-                 "bytes a record), e.g. 16G; over it they are not loaded and one line says why (default: half the "
-                 "memory this process may use)")
+                 "the most loading the captures whole may take, estimated from their chunk indexes and what a "
+                 "record takes loaded on this subcommand's path (100 to 500 bytes), e.g. 16G; over it they are not "
+                 "loaded and one line says why (default: half the memory this process may use)")
       ->transform(CLI::AsSizeValue(false))
       // CLI11 runs a transform added later before those added earlier: this sees the text as typed.
       ->transform(CLI::Validator(
@@ -95,10 +95,10 @@ std::vector<std::string> with_stdin(const std::vector<std::string>& files) {
 }
 
 LoadedJob load_captures_quietly(const std::vector<std::string>& files, const LoadFlags& flags,
-                                const std::string& why_whole) {
+                                const WholeLoad& whole) {
   LoadedJob job;
   const std::vector<std::string> paths = with_stdin(files);
-  check_load_fits(paths, flags, why_whole);
+  check_load_fits(paths, flags, whole);
   // A merged file (gantt-cli merge) becomes one capture per rank.
   job.model = gantt::load(paths, load_options(flags));
   job.warnings = gantt::integrity_warnings(job.model, &job.corrupt);
@@ -106,8 +106,8 @@ LoadedJob load_captures_quietly(const std::vector<std::string>& files, const Loa
   return job;
 }
 
-LoadedJob load_captures(const std::vector<std::string>& files, const LoadFlags& flags, const std::string& why_whole) {
-  LoadedJob job = load_captures_quietly(files, flags, why_whole);
+LoadedJob load_captures(const std::vector<std::string>& files, const LoadFlags& flags, const WholeLoad& whole) {
+  LoadedJob job = load_captures_quietly(files, flags, whole);
   for (const std::string& line : job.warnings) std::cerr << "gantt-cli: " << line << "\n";
   return job;
 }
@@ -130,10 +130,6 @@ bool merge_summary_files(const std::vector<std::string>& paths, gantt::analysis:
 
 namespace {
 
-// A loaded capture's memory per record of its index (model columns, joins, interned names):
-// `diagnose --in-memory` of ranks_gen_job's 10 M kernels (20.2 M records with their launches
-// and all-reduces) peaks at 2.5 GiB, 131 bytes a record (tests/bench/stream/bench.sh).
-constexpr uint64_t kLoadedBytesPerRecord = 130;
 // A capture without an index (its writer was killed) is estimated from its size. Records
 // compress to 9 bytes each in gpuhook_make_capture's random synthetic captures and to 1.6 in
 // ranks_gen_job's regular ones: 4 errs towards reading a large file as a stream.
@@ -190,7 +186,8 @@ uint64_t usable_memory() {
   return std::min(machine, cgroup_memory_limit());
 }
 
-LoadEstimate estimate_load(const std::vector<std::string>& files, uint64_t max_memory, uint64_t default_cap) {
+LoadEstimate estimate_load(const std::vector<std::string>& files, uint64_t max_memory, uint64_t default_cap,
+                           uint64_t bytes_per_record) {
   LoadEstimate e;
   for (const std::string& path : files) {
     const gpuhook::CaptureReader probe(path, gpuhook::ReaderOptions{false, 0, 0});
@@ -203,16 +200,17 @@ LoadEstimate estimate_load(const std::vector<std::string>& files, uint64_t max_m
       if (::stat(path.c_str(), &st) == 0) add(static_cast<uint64_t>(st.st_size) / kFileBytesPerRecord);
     }
   }
-  e.bytes = e.records > UINT64_MAX / kLoadedBytesPerRecord ? UINT64_MAX : e.records * kLoadedBytesPerRecord;
+  const uint64_t per = std::max<uint64_t>(bytes_per_record, 1);
+  e.bytes = e.records > UINT64_MAX / per ? UINT64_MAX : e.records * per;
   e.budget = max_memory ? max_memory : std::min(usable_memory() / 2, default_cap);
   return e;
 }
 
-void check_load_fits(const std::vector<std::string>& files, const LoadFlags& flags, const std::string& why_whole) {
+void check_load_fits(const std::vector<std::string>& files, const LoadFlags& flags, const WholeLoad& whole) {
   if (flags.in_memory) return;
   LoadEstimate load;
   try {
-    load = estimate_load(files, flags.max_memory);
+    load = estimate_load(files, flags.max_memory, UINT64_MAX, whole.bytes_per_record);
   } catch (const gpuhook::CaptureError&) {
     return;  // not readable as far as its index: the load says what is wrong, as for any capture
   }
@@ -223,7 +221,7 @@ void check_load_fits(const std::vector<std::string>& files, const LoadFlags& fla
                                                : std::to_string(files.size()) + " captures";
   const std::string limit =
       flags.max_memory != 0 ? "" : "half the " + gantt::analysis::bytes_text(usable_memory()) + " this process may use";
-  throw LoadTooLarge(what + ": " + load.over_budget(limit) + (why_whole.empty() ? std::string() : "; " + why_whole) +
+  throw LoadTooLarge(what + ": " + load.over_budget(limit) + (whole.why.empty() ? std::string() : "; " + whole.why) +
                      ". Not loaded: --max-memory SIZE loads it anyway");
 }
 

@@ -47,13 +47,27 @@ gantt::LoadOptions load_options(const LoadFlags& flags);
 // std::runtime_error when stdin is a terminal, cannot be copied, or "-" is given twice.
 std::vector<std::string> with_stdin(const std::vector<std::string>& files);
 
+// A loaded capture's memory per record of its index (model columns, joins, interned names):
+// `diagnose --in-memory` of ranks_gen_job's 10 M kernels (20.2 M records with their launches
+// and all-reduces) peaks at 2.5 GiB, 131 bytes a record (tests/bench/stream/bench.sh). What a
+// subcommand builds on the model takes more: WholeLoad says how much.
+inline constexpr uint64_t kLoadedBytesPerRecord = 130;
+
+// Why a subcommand loads captures whole, for check_load_fits()' refusal: what needs them whole,
+// and what reads them as a stream instead ("": not said). And what a record of their indexes
+// takes on that path at its peak: measured RSS over the records, rounded up, on ranks_gen_job's
+// 2 M kernels (4.04 M records; the README's "What still loads a capture whole" has the table).
+struct WholeLoad {
+  std::string why;
+  uint64_t bytes_per_record = kLoadedBytesPerRecord;
+};
+
 // gantt::load (a merged file becomes its ranks), the ranks put on one clock, and the
-// integrity warnings printed on stderr. First check_load_fits(), whose refusal `why_whole`
-// explains: what needs them whole, and what reads them as a stream instead ("": not said).
-LoadedJob load_captures(const std::vector<std::string>& files, const LoadFlags& flags, const std::string& why_whole = {});
+// integrity warnings printed on stderr. First check_load_fits() with `whole`.
+LoadedJob load_captures(const std::vector<std::string>& files, const LoadFlags& flags, const WholeLoad& whole = {});
 // The same without printing, for loads that run side by side (diff): print job.warnings after.
 LoadedJob load_captures_quietly(const std::vector<std::string>& files, const LoadFlags& flags,
-                                const std::string& why_whole = {});
+                                const WholeLoad& whole = {});
 
 // Every .gpuh file among `paths` (directories searched recursively), read as far as its
 // header: where, on which host, in which scheduler job it was recorded. Files that are not
@@ -66,7 +80,7 @@ std::vector<gantt::jobs::CaptureStamp> read_capture_stamps(const std::vector<std
 // gpuhook::CaptureError as a capture does.
 bool merge_summary_files(const std::vector<std::string>& paths, gantt::analysis::StatsSummary& into, bool& have);
 
-// What loading captures would take, from their chunk indexes (about 130 bytes a record; a
+// What loading captures would take, from their chunk indexes (`bytes_per_record` a record; a
 // capture without an index by its size), against --max-memory (0: half the machine's memory, or less: default_cap).
 // Over it, the subcommands that can read a capture as a stream do, and say what that leaves out.
 struct LoadEstimate {
@@ -77,21 +91,21 @@ struct LoadEstimate {
 };
 // `default_cap`: the most a subcommand loads when --max-memory is not given.
 LoadEstimate estimate_load(const std::vector<std::string>& files, uint64_t max_memory,
-                           uint64_t default_cap = UINT64_MAX);
+                           uint64_t default_cap = UINT64_MAX, uint64_t bytes_per_record = kLoadedBytesPerRecord);
 
 // The memory this process may use: the machine's, or its cgroup's limit (a container, a
 // scheduler's job step) when that is less.
 uint64_t usable_memory();
 
-// A whole load must fit: its estimate at most --max-memory, or without it half of
-// usable_memory(). The estimate is low by up to 1.6x for some loads (the HTML page takes about
-// 200 bytes a record), and past the memory the machine swaps or the kernel kills the process. When it
-// would not, throws LoadTooLarge that names the files, the estimate, the limit,
-// `why_whole` and the override; --in-memory (flags.in_memory) loads whatever the estimate.
+// A whole load must fit: its estimate (whole.bytes_per_record a record) at most --max-memory,
+// or without it half of usable_memory(): past the memory the machine swaps or the kernel kills
+// the process, and the estimate is one capture's shape (a capture of long kernel names or many
+// NVTX ranges takes more). When it would not, throws LoadTooLarge that names the files, the
+// estimate, the limit, whole.why and the override; --in-memory (flags.in_memory) loads whatever the estimate.
 struct LoadTooLarge : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
-void check_load_fits(const std::vector<std::string>& files, const LoadFlags& flags, const std::string& why_whole);
+void check_load_fits(const std::vector<std::string>& files, const LoadFlags& flags, const WholeLoad& whole);
 
 // False, after one line on stderr, when a capture has nothing to report on (no header).
 bool reportable(const gantt::Model& model);
