@@ -416,7 +416,7 @@ void ModelBuilder::reserve(const Rows& rows) {
   // is not reserved, and a reservation the system refuses only means growing as usual.
   Model& m = impl_->m;
   const auto more = [](uint64_t n) {
-    return [n](auto& column, auto...) {
+    return [n](auto& column, auto) {
       if (n != 0 && n <= (uint64_t{1} << 28)) column.reserve(column.size() + static_cast<size_t>(n));
     };
   };
@@ -424,7 +424,7 @@ void ModelBuilder::reserve(const Rows& rows) {
     m.events.for_each_column(more(rows.events));
     m.api.for_each_column(more(rows.api));
     m.nccl.for_each_column(more(rows.nccl));
-    more(rows.external)(impl_->raw_external);
+    more(rows.external)(impl_->raw_external, builder::RawExternal{});
   } catch (const std::bad_alloc&) {
   } catch (const std::length_error&) {
   }

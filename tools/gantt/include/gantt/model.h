@@ -190,12 +190,15 @@ struct NcclTable {
 
   size_t size() const { return capture.size(); }
 
-  // Calls f(column) for every column above (ModelColumns.EveryColumnIsListedOnce).
+  // Calls f(column, value a new row starts with) for every column above, as EventTable's does
+  // (ModelColumns.EveryColumnIsListedOnce).
   template <class F>
   void for_each_column(F&& f) {
-    f(capture), f(op), f(name), f(thread), f(count), f(datatype), f(bytes), f(reduce_op), f(root_or_peer),
-        f(comm_id), f(rank), f(nranks), f(sequence), f(device), f(cuda_stream_id), f(start_ns), f(end_ns),
-        f(return_value), f(event), f(external_id), f(group_depth);
+    f(capture, uint16_t{0}), f(op, uint8_t{0}), f(name, 0u), f(thread, kNone), f(count, uint64_t{0}),
+        f(datatype, int32_t{0}), f(bytes, uint64_t{0}), f(reduce_op, int32_t{0}), f(root_or_peer, int32_t{0}),
+        f(comm_id, uint64_t{0}), f(rank, int32_t{0}), f(nranks, int32_t{0}), f(sequence, uint64_t{0}),
+        f(device, int32_t{0}), f(cuda_stream_id, 0u), f(start_ns, uint64_t{0}), f(end_ns, uint64_t{0}),
+        f(return_value, int32_t{0}), f(event, kNone), f(external_id, uint64_t{0}), f(group_depth, 0u);
   }
 };
 
