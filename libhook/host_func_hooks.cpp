@@ -6,6 +6,13 @@
 // one HostRecord (kHostFunc), tied to the enqueueing call by a CUPTI external correlation id
 // and to its stream by CUPTI's stream id.
 //
+// Enqueued while its stream is being captured, the call becomes a host node of the captured
+// graph: it runs at every launch of every executable graph made from that graph or its
+// clones, with the same argument, or never. Its trampoline context then belongs to the graph
+// through a CUDA user object (cudaUserObjectCreate, cudaGraphRetainUserObject; "CUDA User
+// Objects" in the CUDA C++ Programming Guide), which frees it once the graph, its clones and
+// their executable graphs are all destroyed; every run is recorded.
+//
 // Only a program that reaches these calls through the dynamic linker is seen: with
 // LD_PRELOAD and a shared libcudart. nvcc's default static cudart binds them inside the
 // program and the hook never sees them (README.md, "Host functions").
@@ -44,6 +51,7 @@ struct PendingCall {
   uint64_t launch_thread_id;
   uint64_t external_id;
   uint32_t stream;
+  bool graph_owned;  // a captured graph's host node: run any number of times, freed with the graph
 };
 
 void record_run(const PendingCall& call, uint64_t start_ns, uint64_t end_ns) {
@@ -64,13 +72,21 @@ void record_run(const PendingCall& call, uint64_t start_ns, uint64_t end_ns) {
   end_record();
 }
 
-// Takes the call out of the pending set before the program's function runs: the function
-// may end the process.
+void free_call(PendingCall* call) {
+  delete call;
+  g_pending.fetch_sub(1, std::memory_order_relaxed);
+}
+
+// The user object's destructor: the last graph that could run the node is gone. CUDA runs it
+// on an internal thread where no CUDA call is allowed; it only frees.
+void CUDART_CB free_graph_call(void* arg) { free_call(static_cast<PendingCall*>(arg)); }
+
+// Takes a one-shot call out of the pending set before the program's function runs: the
+// function may end the process. A graph's call stays: the graph may run it again.
 PendingCall take(void* arg) {
   auto* heap = static_cast<PendingCall*>(arg);
   PendingCall call = *heap;
-  delete heap;
-  g_pending.fetch_sub(1, std::memory_order_relaxed);
+  if (!call.graph_owned) free_call(heap);
   return call;
 }
 
@@ -92,8 +108,74 @@ void CUDART_CB run_stream_fn(cudaStream_t stream, cudaError_t status, void* arg)
   errno = saved_errno;
 }
 
+std::atomic<void*> g_real_capture_info{nullptr};
+std::atomic<void*> g_real_capture_info_v2{nullptr};
+std::atomic<void*> g_real_capture_info_ptsz{nullptr};
+std::atomic<void*> g_real_capture_info_v2_ptsz{nullptr};
+std::atomic<void*> g_real_user_object_create{nullptr};
+std::atomic<void*> g_real_user_object_release{nullptr};
+std::atomic<void*> g_real_graph_retain_user_object{nullptr};
+
+// The graph's fourth parameter in CUDA 13's cudaStreamGetCaptureInfo and in CUDA 11.3-12's
+// cudaStreamGetCaptureInfo_v2; CUDA 12's unversioned cudaStreamGetCaptureInfo takes three,
+// ignores the rest (SysV passes them in registers) and leaves the graph null, which reads as
+// "cannot adopt" below. The trailing parameters are never asked for.
+using CaptureInfoFn = cudaError_t (*)(cudaStream_t, cudaStreamCaptureStatus*, unsigned long long*, cudaGraph_t*,
+                                      const void*, const void*, const void*);
+using UserObjectCreateFn = cudaError_t (*)(cudaUserObject_t*, void*, cudaHostFn_t, unsigned int, unsigned int);
+using UserObjectReleaseFn = cudaError_t (*)(cudaUserObject_t, unsigned int);
+using GraphRetainUserObjectFn = cudaError_t (*)(cudaGraph_t, cudaUserObject_t, unsigned int, unsigned int);
+
+CaptureInfoFn capture_info(bool per_thread) {
+  if (per_thread) {
+    if (auto f = resolve<CaptureInfoFn>(g_real_capture_info_v2_ptsz, "cudaStreamGetCaptureInfo_v2_ptsz")) return f;
+    return resolve<CaptureInfoFn>(g_real_capture_info_ptsz, "cudaStreamGetCaptureInfo_ptsz");
+  }
+  if (auto f = resolve<CaptureInfoFn>(g_real_capture_info_v2, "cudaStreamGetCaptureInfo_v2")) return f;
+  return resolve<CaptureInfoFn>(g_real_capture_info, "cudaStreamGetCaptureInfo");
+}
+
+// kRefused: capturing, but the graph could not take the call, which is still ours; kFreed:
+// nor could it, and the call is already freed.
+enum class Adoption { kNotCapturing, kAdopted, kRefused, kFreed };
+
+// When `stream` is being captured, hands `call` to the graph under construction, which then
+// owns it.
+//
+// The legacy stream is never queried: it cannot be captured, and asking about it while
+// another stream captures is cudaErrorStreamCaptureImplicit. These queries can fail only on a
+// handle the enqueue itself then refuses, so the thread's last error (cudaGetLastError) is
+// the program's own call's.
+Adoption adopt_by_capture(PendingCall* call, cudaStream_t stream, bool per_thread) {
+  if (!per_thread && (stream == nullptr || stream == cudaStreamLegacy)) return Adoption::kNotCapturing;
+  const CaptureInfoFn info = capture_info(per_thread);
+  if (info == nullptr) return Adoption::kNotCapturing;  // a runtime from before stream capture
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  cudaGraph_t graph = nullptr;
+  if (info(stream, &status, nullptr, &graph, nullptr, nullptr, nullptr) != cudaSuccess) return Adoption::kRefused;
+  if (status == cudaStreamCaptureStatusNone) return Adoption::kNotCapturing;
+  // Invalidated: the enqueue fails and no graph will run it.
+  if (status != cudaStreamCaptureStatusActive || graph == nullptr) return Adoption::kRefused;
+  auto create = resolve<UserObjectCreateFn>(g_real_user_object_create, "cudaUserObjectCreate");
+  auto release = resolve<UserObjectReleaseFn>(g_real_user_object_release, "cudaUserObjectRelease");
+  auto retain = resolve<GraphRetainUserObjectFn>(g_real_graph_retain_user_object, "cudaGraphRetainUserObject");
+  if (create == nullptr || release == nullptr || retain == nullptr) return Adoption::kRefused;  // before CUDA 11.3
+  call->graph_owned = true;
+  cudaUserObject_t object = nullptr;
+  if (create(&object, call, &free_graph_call, 1, cudaUserObjectNoDestructorSync) != cudaSuccess) {
+    call->graph_owned = false;
+    return Adoption::kRefused;
+  }
+  if (retain(graph, object, 1, cudaGraphUserObjectMove) != cudaSuccess) {
+    // Our reference is still ours: releasing it runs free_graph_call. Nothing else holds one.
+    release(object, 1);
+    return Adoption::kFreed;
+  }
+  return Adoption::kAdopted;
+}
+
 // A trampoline for this call, or nullptr when the hook stays out of it (recording off,
-// re-entered, too many pending, no memory).
+// re-entered, too many pending, no memory, a capture whose graph cannot own it).
 PendingCall* prepare(cudaStream_t stream, bool per_thread, cudaHostFn_t host_fn, cudaStreamCallback_t stream_fn,
                      void* user_data) {
   if (!g_host_func_enabled.load(std::memory_order_relaxed) ||
@@ -105,9 +187,21 @@ PendingCall* prepare(cudaStream_t stream, bool per_thread, cudaHostFn_t host_fn,
     return nullptr;
   }
   auto* call = new (std::nothrow) PendingCall{host_fn, stream_fn, user_data, this_thread_id(), 0,
-                                              cupti_stream_id(stream, per_thread)};
-  if (call == nullptr) g_pending.fetch_sub(1, std::memory_order_relaxed);
-  return call;
+                                              cupti_stream_id(stream, per_thread), false};
+  if (call == nullptr) {
+    g_pending.fetch_sub(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  const int saved_errno = errno;
+  const Adoption adoption = adopt_by_capture(call, stream, per_thread);
+  errno = saved_errno;
+  switch (adoption) {
+    case Adoption::kNotCapturing:
+    case Adoption::kAdopted: return call;
+    case Adoption::kRefused: free_call(call); return nullptr;
+    case Adoption::kFreed: return nullptr;
+  }
+  return nullptr;
 }
 
 // Calls `enqueue` with the trampoline (or the program's own function when there is none),
@@ -123,7 +217,8 @@ cudaError_t enqueue_wrapped(PendingCall* call, Enqueue enqueue) {
   const cudaError_t rc = enqueue(call);
   const int saved_errno = errno;
   if (pushed) pop_external_correlation();
-  if (rc != cudaSuccess) take(call);  // refused: the runtime will never run it
+  // Refused: the runtime will never run it. A graph's call is freed with the graph.
+  if (rc != cudaSuccess && !call->graph_owned) free_call(call);
   errno = saved_errno;
   return rc;
 }

@@ -459,6 +459,19 @@ print(sum(1 for k in range(1, 41) if splitmix64(42 + k) < 0.5 * 2**64))')
     # 4 cudaMallocFromPoolAsync + 4 cudaFreeAsync, each with its pool.
     [ "$(value memory_async)" = 8 ] || fail "$(value memory_async) stream-ordered memory records name their pool, want 8"
     ;;
+  graph_host_fn)
+    # A host function captured into a graph runs at each of the graph's 5 launches (3, one of a
+    # clone, one destroyed in flight) with the same argument: the hook's trampoline must
+    # survive every run (it once freed its context after the first: a double free, exit 134)
+    # and record each. The never-launched graph's context is freed with it (ASan's leak check
+    # in scripts/test.sh --sanitize).
+    [ -x "$example" ] || { echo "SKIP: no example"; exit 0; }
+    sim_pair -- "$example"
+    grep -q '^graph_host_fn: the host node ran 5 times$' hooked.out || fail "the host node did not run 5 times: $(head -3 hooked.out)"
+    gpuhook_lines 1 "dropped 0"
+    check "$(capture)" --expect kernel=10 --expect host_function=5 --graph --threads --host-functions
+    [ "$(value host_functions_joined)" = 5 ] || fail "$(value host_functions_joined) host function runs tied to their call, want 5"
+    ;;
   device_query)
     # Only device queries, no launch (a pre-flight check, a framework's probe): the capture
     # still holds a device record per GPU, and the program's output is unchanged.

@@ -26,9 +26,19 @@ struct GraphNode {
   std::vector<void*> arg_ptrs;   // kernel nodes: kernelParams as GetParams hands them back
 };
 
+// A CUDA user object (rt_user_object.cpp), and the references to each that one graph or
+// executable graph owns.
+struct UserObject;
+using UserObjectRefs = std::map<UserObject*, unsigned long long>;
+// One more owner of each reference (a clone, an instantiation).
+void retain_user_objects(const UserObjectRefs& refs);
+// The owner is gone: destructors run for objects no one else holds.
+void release_user_objects(UserObjectRefs& refs);
+
 struct Graph {
   uint32_t id = 0;
   std::vector<std::unique_ptr<GraphNode>> nodes;  // in creation order
+  UserObjectRefs user_objects;
 };
 
 // One capture sequence, from cudaStreamBeginCapture on its origin stream to EndCapture there.

@@ -137,6 +137,7 @@ cudaError_t end_capture(cudaStream_t stream, cudaGraph_t* graph) {
     *graph = reinterpret_cast<cudaGraph_t>(c->graph);
   } else {
     *graph = nullptr;
+    release_user_objects(c->graph->user_objects);
     delete c->graph;
   }
   delete c;

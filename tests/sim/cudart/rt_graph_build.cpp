@@ -301,6 +301,9 @@ cudaError_t cudaGraphClone(cudaGraph_t* clone, cudaGraph_t original) {
   for (const auto& n : graph_of(original)->nodes) {
     for (const GraphNode* d : n->deps) twin[n.get()]->deps.push_back(twin[d]);
   }
+  // The clone owns references of its own to the original's user objects.
+  g->user_objects = graph_of(original)->user_objects;
+  retain_user_objects(g->user_objects);
   *clone = reinterpret_cast<cudaGraph_t>(g);
   return api.ret(cudaSuccess);
 }
@@ -308,6 +311,7 @@ cudaError_t cudaGraphClone(cudaGraph_t* clone, cudaGraph_t original) {
 cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaGraphDestroy_v10000, "cudaGraphDestroy");
   if (graph == nullptr) return api.ret(cudaErrorInvalidValue);
+  release_user_objects(graph_of(graph)->user_objects);
   delete graph_of(graph);
   return api.ret(cudaSuccess);
 }

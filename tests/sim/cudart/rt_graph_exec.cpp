@@ -49,6 +49,8 @@ struct GraphExec {
   uint32_t graph_id = 0;
   std::vector<ExecNode> nodes;  // topological order
   std::vector<Stream*> lanes;   // hidden branch streams
+  UserObjectRefs user_objects;  // copied from the graph at instantiation
+  CompletionPtr last_join;      // the end of the latest launch
 };
 
 GraphExec* exec_of(cudaGraphExec_t e) { return reinterpret_cast<GraphExec*>(e); }
@@ -101,6 +103,8 @@ cudaError_t instantiate(cudaGraphExec_t* out, cudaGraph_t graph) {
   if (!topological(g, &order)) return cudaErrorInvalidValue;
   auto e = std::make_unique<GraphExec>();
   e->graph_id = g.id;
+  e->user_objects = g.user_objects;
+  retain_user_objects(e->user_objects);
   std::vector<size_t> position(g.nodes.size());
   for (size_t k = 0; k < order.size(); ++k) position[order[k]] = k;
   // Branch lanes: a node continues the lane of a dependency that lane ended with, else opens a
@@ -183,7 +187,7 @@ cudaError_t launch(const ApiScope& api, cudaGraphExec_t exec, cudaStream_t strea
   }
   auto join = marker(api.correlation_id(), now);
   for (const auto& d : done) join->deps.push_back(d);
-  engine.enqueue(s, std::move(join));
+  e.last_join = engine.enqueue(s, std::move(join));
   return cudaSuccess;
 }
 
@@ -227,6 +231,24 @@ cudaGraphExecUpdateResult check_update(const GraphExec& e, const Graph& g, cudaG
   }
   *error_node = nullptr;
   return cudaGraphExecUpdateSuccess;
+}
+
+// "If the executable graph is in-flight, it will not be terminated, but rather freed
+// asynchronously on completion" (cudaGraphExecDestroy): references the executable graph
+// gives up are released after its latest launch, by its first lane.
+void release_after_launches(GraphExec& e, UserObjectRefs refs) {
+  if (refs.empty()) return;
+  if (e.lanes.empty() || !e.last_join) {
+    release_user_objects(refs);
+    return;
+  }
+  auto release = std::make_unique<Op>();
+  release->kind = OpKind::kHost;
+  release->bookkeeping = true;
+  release->queued_ns = release->submitted_ns = gpuhook_sim_now_ns();
+  release->deps.push_back(e.last_join);
+  release->host_work = [refs = std::move(refs)]() mutable { release_user_objects(refs); };
+  Engine::instance().enqueue(e.lanes.front(), std::move(release));
 }
 
 cudaStream_t per_thread(cudaStream_t stream) { return stream == nullptr ? cudaStreamPerThread : stream; }
@@ -310,15 +332,23 @@ cudaError_t cudaGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t graph, cudaGra
     n.op = copy_of(src.op.get());
     n.event = src.event;
   }
+  // "The references in the new source graph are cloned and replace the references in the
+  // target graph" (CUDA User Objects, CUDA C++ Programming Guide).
+  UserObjectRefs old = std::move(e.user_objects);
+  e.user_objects = g.user_objects;
+  retain_user_objects(e.user_objects);
+  release_after_launches(e, std::move(old));
   return api.ret(cudaSuccess);
 }
 
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecDestroy_v10000, "cudaGraphExecDestroy");
   if (exec == nullptr) return api.ret(cudaErrorInvalidValue);
+  GraphExec* e = exec_of(exec);
+  release_after_launches(*e, std::move(e->user_objects));
   // The lanes finish the launches in flight, then their workers stop.
-  for (Stream* lane : exec_of(exec)->lanes) Engine::instance().destroy_stream(lane);
-  delete exec_of(exec);
+  for (Stream* lane : e->lanes) Engine::instance().destroy_stream(lane);
+  delete e;
   return api.ret(cudaSuccess);
 }
 
