@@ -14,6 +14,7 @@
 #include <zstd_errors.h>
 
 #include <gpuhook/capture.h>
+#include <gpuhook/foreign_import.h>
 
 #include "fast_decode.h"
 #include "framing.h"
@@ -55,6 +56,10 @@ bool time_span(v1::Record& r, uint64_t& lo, uint64_t& hi) {
   return any;
 }
 
+}  // namespace
+
+namespace {
+std::atomic<ForeignImporter> g_foreign_importer{nullptr};
 }  // namespace
 
 struct CaptureReader::Impl {
@@ -123,6 +128,29 @@ struct CaptureReader::Impl {
     struct stat st {};
     if (::fstat(fd, &st) != 0) error(CaptureErrorKind::kIo, 0, std::string("cannot stat: ") + std::strerror(errno));
     if (!S_ISREG(st.st_mode)) error(CaptureErrorKind::kIo, 0, "not a regular file");
+    file_size = static_cast<uint64_t>(st.st_size);
+    integrity.file_bytes = file_size;
+    import_foreign();
+  }
+
+  // A file that does not start as a capture may be another tool's trace: read the capture
+  // the importer made of it instead, under the file's own name.
+  void import_foreign() {
+    const ForeignImporter importer = g_foreign_importer.load(std::memory_order_acquire);
+    if (importer == nullptr) return;
+    char head[64] = {};
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(file_size, sizeof head));
+    if (n > 0 && !pread_exact(head, n, 0)) error(CaptureErrorKind::kIo, 0, "file shrank while opening");
+    uint8_t magic[16] = {};
+    framing::put_le32(magic, framing::kHeaderFrameMagic);
+    std::memcpy(magic + 8, framing::kFileMagic, 8);
+    if (n >= 4 && std::memcmp(head, magic, 4) == 0) return;  // a capture, or a corrupt one: ours to say
+    const int imported = importer(path, fd, std::string_view(head, n));
+    if (imported < 0) return;
+    ::close(fd);
+    fd = imported;
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) error(CaptureErrorKind::kIo, 0, std::string("cannot stat: ") + std::strerror(errno));
     file_size = static_cast<uint64_t>(st.st_size);
     integrity.file_bytes = file_size;
   }
@@ -564,6 +592,8 @@ struct CaptureReader::Impl {
     return hi != 0 && in_window(lo, hi);
   }
 };
+
+void set_foreign_importer(ForeignImporter importer) { g_foreign_importer.store(importer, std::memory_order_release); }
 
 CaptureReader::CaptureReader(const std::string& path, ReaderOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->path = path;

@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(cmake g++ make pkg-config libprotobuf-dev protobuf-compiler libzstd-dev zstd
           libcli11-dev libgtest-dev libcairo2-dev fonts-dejavu-core libbenchmark-dev
-          libxml2-utils libxml2-dev python3 time libre2-dev libsqlite3-dev)
+          libxml2-utils libxml2-dev python3 time libre2-dev libsqlite3-dev rapidjson-dev zlib1g-dev ccache)
 
 missing=()
 for p in "${packages[@]}"; do

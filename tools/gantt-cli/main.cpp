@@ -9,6 +9,7 @@
 #include <gpuhook/version.h>
 
 #include "commands.h"
+#include "gantt/scan/trace_import.h"
 
 namespace {
 
@@ -43,6 +44,7 @@ std::string nearest(const std::string& word, const std::vector<std::string>& nam
 }  // namespace
 
 int main(int argc, char** argv) {
+  gantt::scan::enable_trace_import();
   CLI::App app{
       "gantt-cli: read gpuhook captures (.gpuh), draw them as Gantt charts, compare and diagnose them.\n"
       "\n"
@@ -51,6 +53,11 @@ int main(int argc, char** argv) {
       "  gantt-cli stats app-1234.gpuh               # where the GPU time goes\n"
       "  gantt-cli diagnose app-1234.gpuh            # the classic scheduling mistakes, with the fix\n"
       "  gantt-cli diff before.gpuh after.gpuh       # exit 1 on a real regression: a CI gate\n"
+      "\n"
+      "Wherever a capture is read, a torch.profiler/Kineto trace (rank0.pt.trace.json, or .json.gz) or an\n"
+      "Nsight Systems SQLite export (nsys export --type sqlite) is read as one, told by its content:\n"
+      "  gantt-cli render rank0.pt.trace.json.gz -o g.png\n"
+      "  gantt-cli diff before.pt.trace.json.gz after.pt.trace.json.gz\n"
       "\n"
       "Exit codes: 0 success, 1 a check failed (diff, diagnose --fail-on), 2 usage or input error,\n"
       "3 record: the program succeeded but nothing was recorded (the reason is printed).\n"

@@ -17,6 +17,7 @@
 #include <gpuhook/capture.h>
 
 #include "gantt/model.h"
+#include "gantt/scan/trace_import.h"
 
 namespace gantt {
 
@@ -258,7 +259,9 @@ std::vector<std::string> integrity_warnings(const Model& model, bool* corrupt) {
       if (gpuhook::is_loss(static_cast<gpuhook::v1::DropSource>(s))) dropped += c.dropped_by_source[s];
     }
     if (dropped) lines.push_back(c.path + ": " + std::to_string(dropped) + " records were dropped while recording");
-    for (const std::string& n : c.notices) lines.push_back(c.path + ": while recording: " + n);
+    // An imported trace's notices say what its format lacks, not what happened while recording.
+    const bool imported = scan::is_imported(c.header.tool_version());
+    for (const std::string& n : c.notices) lines.push_back(c.path + (imported ? ": " : ": while recording: ") + n);
     for (const std::string& p : c.device_problems)
       lines.push_back(c.path + ": " + p + "; occupancy unknown for its kernels");
     if (c.alignment.method == AlignMethod::kNone && model.events.size() != 0)

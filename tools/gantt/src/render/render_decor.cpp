@@ -5,6 +5,7 @@
 #include <set>
 
 #include "gantt/colors.h"
+#include "gantt/scan/trace_import.h"
 #include "gantt/text.h"
 #include "render_internal.h"
 
@@ -231,6 +232,8 @@ std::vector<std::string> footer_lines(const Model& m, const Selection& sel, cons
     if (c.integrity.truncated) l += " \xC2\xB7 truncated tail";
     if (c.integrity.error) l += " \xC2\xB7 stopped at corruption, byte " + std::to_string(c.integrity.error->offset());
     lines.push_back(l);
+    // A torch.profiler or nsys trace: its first notice says which stages it cannot show.
+    if (scan::is_imported(c.header.tool_version()) && !c.notices.empty()) lines.push_back("  " + ellipsize(c.notices.front(), 240));
     lines.push_back("  clock alignment: " + describe(c.alignment));
   }
   for (const std::string& l : o.footer_lines) lines.push_back(ellipsize(l, 240));

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Other tools' traces read by every subcommand: the same synthetic run as a gpuhook capture, a
+# torch.profiler/Kineto trace (plain and gzip'd) and an Nsight Systems SQLite export
+# (gpuhook_trace_gen, fabricated data) gives the same figures; bad files exit 2 naming the file
+# and the byte offset (or table and row).
+#   foreign_trace_test.sh GANTT_CLI TRACE_GEN
+set -uo pipefail
+cli="$1"
+gen="$2"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+fail=0
+check() {  # check WHAT COMMAND...: the command must succeed
+  local what="$1"; shift
+  "$@" >out.txt 2>err.txt
+  local got=$?
+  if [ "$got" -ne 0 ]; then
+    echo "FAIL: $what: exit $got from: $*"; sed 's/^/  /' err.txt out.txt | head -20; fail=1
+  fi
+}
+expect_exit() {  # expect_exit CODE WHAT COMMAND...
+  local code="$1" what="$2"; shift 2
+  "$@" >out.txt 2>err.txt
+  local got=$?
+  if [ "$got" -ne "$code" ]; then
+    echo "FAIL: $what: exit $got, expected $code, from: $*"; sed 's/^/  /' err.txt out.txt | head -20; fail=1
+  fi
+}
+contains() {  # contains WHAT FILE TEXT
+  if ! grep -qF -- "$3" "$2"; then echo "FAIL: $1: '$3' not in $2:"; sed 's/^/  /' "$2" | head -20; fail=1; fi
+}
+
+"$gen" gpuh run.gpuh --steps 8 || exit 1
+"$gen" kineto run.json --steps 8 || exit 1
+"$gen" kineto-gz run.json.gz --steps 8 || exit 1
+"$gen" nsys run.sqlite --steps 8 || exit 1
+# Named by content, never by extension: a gzip'd trace under a name that says nothing.
+cp run.json.gz trace.bin
+
+# --- the same figures from every format ------------------------------------------------------
+check "stats of the capture" "$cli" stats run.gpuh --format csv
+sed 1d out.txt >stats.gpuh.csv
+for f in run.json run.json.gz trace.bin run.sqlite; do
+  check "stats of $f" "$cli" stats "$f" --format csv
+  sed 1d out.txt >"stats.$f.csv"
+  if ! cmp -s stats.gpuh.csv "stats.$f.csv"; then
+    echo "FAIL: stats of $f differ from the capture's:"; diff stats.gpuh.csv "stats.$f.csv" | head -20; fail=1
+  fi
+done
+check "stats by range of the Kineto trace" "$cli" stats run.json.gz --by range
+contains "stats by range" out.txt "forward"
+
+# --- every subcommand on each format ---------------------------------------------------------
+for f in run.json.gz run.sqlite; do
+  check "info $f" "$cli" info "$f"
+  contains "info $f" out.txt "queued and submitted times are unknown"
+  check "dump $f" "$cli" dump "$f"
+  for ext in png svg pdf html; do
+    check "render $f to $ext" "$cli" render "$f" -o "chart-$f.$ext"
+    [ -s "chart-$f.$ext" ] || { echo "FAIL: render $f to $ext wrote nothing"; fail=1; }
+  done
+  check "render --view steps $f" "$cli" render "$f" --view steps -o "steps-$f.svg"
+  check "diagnose $f" "$cli" diagnose "$f"
+  contains "diagnose $f" out.txt "cudaMemcpy"
+  for fmt in csv sqlite folded chrome; do
+    check "export $f as $fmt" "$cli" export "$f" -f "$fmt" -o "export-$f.$fmt"
+  done
+  check "whatif $f" "$cli" whatif "$f" --change pin-copies --pinned-gbps 25 -o "whatif-$f.gpuh"
+done
+grep -qF "queued and submitted times are unknown" chart-run.json.gz.svg ||
+  { echo "FAIL: the chart's footer does not say queued is unknown"; fail=1; }
+
+# --- diff: the noise-aware gate on the traces people have --------------------------------------
+"$gen" kineto-gz other.json.gz --steps 8 --seed 2 || exit 1
+"$gen" kineto-gz slow.json.gz --steps 8 --seed 3 --slow-ns 40000 || exit 1
+"$gen" nsys slow.sqlite --steps 8 --seed 3 --slow-ns 40000 || exit 1
+expect_exit 0 "diff of two runs of the same program" "$cli" diff run.json.gz other.json.gz
+expect_exit 1 "diff against a slower gemm" "$cli" diff run.json.gz slow.json.gz
+contains "diff names the gemm" out.txt "gemm"
+expect_exit 0 "diff of a Kineto trace against a capture of the same program" "$cli" diff run.json.gz run.gpuh
+expect_exit 1 "diff of nsys exports" "$cli" diff run.sqlite slow.sqlite
+
+# --- merge: the ranks of one job --------------------------------------------------------------
+"$gen" kineto-gz rank0.json.gz --steps 4 --rank 0 --world 2 || exit 1
+"$gen" kineto-gz rank1.json.gz --steps 4 --rank 1 --world 2 || exit 1
+check "merge two ranks" "$cli" merge rank0.json.gz rank1.json.gz -o merged.gpuh
+check "info of the merged ranks" "$cli" info merged.gpuh
+
+# --- bad input: exit 2, the file and the byte offset, never a crash ----------------------------
+head -c 3000 run.json.gz >truncated.json.gz
+head -c 2500 run.json >cut.json
+printf '{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": NaN, "dur": 1}]}' >nan.json
+printf '{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5, "dur": -1}]}' >neg.json
+printf '{"schemaVersion": 1}' >notrace.json
+printf 'hello, world\n' | gzip >notjson.gz
+python3 -c "import sqlite3; c = sqlite3.connect('empty.sqlite'); c.execute('create table t(x)'); c.commit()"
+for f in truncated.json.gz cut.json nan.json neg.json notrace.json notjson.gz empty.sqlite; do
+  for sub in info stats render; do
+    args=("$f")
+    [ "$sub" = render ] && args+=(-o "bad-$f.png")
+    expect_exit 2 "$sub of $f" "$cli" "$sub" "${args[@]}"
+    contains "$sub of $f names the file" err.txt "$f"
+    if grep -q "Segmentation\|Aborted\|terminate called" err.txt; then echo "FAIL: $sub $f crashed"; fail=1; fi
+  done
+done
+"$cli" stats cut.json >/dev/null 2>err.txt
+contains "a cut JSON says where" err.txt "byte"
+
+exit $fail

@@ -1,0 +1,760 @@
+// torch.profiler/Kineto Chrome-trace JSON as capture records (TRACE-FORMATS.md, part A; the
+// field layout as libkineto's output_json.cpp writes it).
+//
+// Two passes over the text, each in the memory of one event: the first finds what the header
+// needs and what may come after traceEvents (baseTimeNanoseconds, distributedInfo), the
+// devices, the host process and whether CUPTI's synchronisation records are there; the
+// second writes the records. Only NCCL kernels are held to the end, to number each stream's
+// collectives in time order (events are written per buffer, not sorted).
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include <gpuhook/capture.h>
+#include <gpuhook/nccl_types.h>
+#include <gpuhook/version.h>
+
+#include "gantt/scan/trace_import.h"
+#include "kineto_json.h"
+#include "text_source.h"
+
+namespace gantt::scan {
+
+namespace v1 = gpuhook::v1;
+using gpuhook::CaptureError;
+using gpuhook::CaptureErrorKind;
+
+namespace {
+
+[[noreturn]] void bad(const std::string& path, uint64_t offset, const std::string& what) {
+  throw CaptureError(CaptureErrorKind::kBadRecord, path, offset, what);
+}
+
+// An integer field: JSON number text, or a string holding one (Kineto quotes some).
+bool as_int(const JsonScalar* s, int64_t* out) {
+  if (s == nullptr || !s->present || s->text.empty()) return false;
+  const std::string& t = s->text;
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(t.c_str(), &end, 10);
+  if (errno != 0 || end == t.c_str()) return false;
+  // "4.0" or "1e3" as an integer: only an exact integral value passes.
+  if (*end == '.') {
+    for (const char* p = end + 1; *p != '\0'; ++p) {
+      if (*p != '0') return false;
+    }
+  } else if (*end != '\0') {
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+int64_t int_or(const JsonScalar* s, int64_t fallback) {
+  int64_t v = 0;
+  return as_int(s, &v) ? v : fallback;
+}
+
+uint32_t u32_or(const JsonScalar* s, uint32_t fallback) {
+  int64_t v = 0;
+  if (!as_int(s, &v)) return fallback;
+  // CUPTI's "none" (-1, 4294967295) and other negatives fold to their 32-bit pattern, as the
+  // capture's unsigned fields hold them.
+  return static_cast<uint32_t>(v);
+}
+
+bool is_gpu_category(std::string_view cat) {
+  return cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "cuda_sync" ||
+         cat == "gpu_user_annotation" || cat == "cuda_event";
+}
+
+bool is_host_category(std::string_view cat) {
+  return cat == "cpu_op" || cat == "cuda_runtime" || cat == "cuda_driver" || cat == "user_annotation" ||
+         cat == "python_function";
+}
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+bool is_nccl_kernel(std::string_view name) {
+  return starts_with(name, "ncclDevKernel_") || starts_with(name, "ncclKernel_");
+}
+
+v1::CopyKind copy_kind_of(std::string_view name) {
+  // "Memcpy HtoD (Pinned -> Device)"
+  static const std::pair<std::string_view, v1::CopyKind> kinds[] = {
+      {"HtoD", v1::COPY_HTOD}, {"DtoH", v1::COPY_DTOH}, {"DtoD", v1::COPY_DTOD}, {"HtoH", v1::COPY_HTOH},
+      {"PtoP", v1::COPY_PTOP}, {"HtoA", v1::COPY_HTOA}, {"AtoH", v1::COPY_ATOH}, {"AtoA", v1::COPY_ATOA},
+      {"AtoD", v1::COPY_ATOD}, {"DtoA", v1::COPY_DTOA}};
+  const size_t space = name.find(' ');
+  if (space == std::string_view::npos) return v1::COPY_UNKNOWN;
+  const std::string_view word = name.substr(space + 1, 4);
+  for (const auto& [text, kind] : kinds) {
+    if (word == text) return kind;
+  }
+  return v1::COPY_UNKNOWN;
+}
+
+v1::MemoryKind memory_kind_of(std::string_view text) {
+  static const std::pair<std::string_view, v1::MemoryKind> kinds[] = {
+      {"Pageable", v1::MEMORY_PAGEABLE},       {"Pinned", v1::MEMORY_PINNED},
+      {"Device Static", v1::MEMORY_DEVICE_STATIC}, {"Managed Static", v1::MEMORY_MANAGED_STATIC},
+      {"Device", v1::MEMORY_DEVICE},           {"Array", v1::MEMORY_ARRAY},
+      {"Managed", v1::MEMORY_MANAGED}};
+  for (const auto& [name, kind] : kinds) {
+    if (text == name) return kind;
+  }
+  return v1::MEMORY_UNKNOWN;
+}
+
+// "(Pinned -> Device)" in a copy's name, "(Device)" in a memset's.
+std::pair<v1::MemoryKind, v1::MemoryKind> memory_kinds_in(std::string_view name) {
+  const size_t open = name.find('(');
+  const size_t close = name.rfind(')');
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open) {
+    return {v1::MEMORY_UNKNOWN, v1::MEMORY_UNKNOWN};
+  }
+  const std::string_view inside = name.substr(open + 1, close - open - 1);
+  const size_t arrow = inside.find(" -> ");
+  if (arrow == std::string_view::npos) return {memory_kind_of(inside), v1::MEMORY_UNKNOWN};
+  return {memory_kind_of(inside.substr(0, arrow)), memory_kind_of(inside.substr(arrow + 4))};
+}
+
+v1::SyncType sync_type_of_event(std::string_view name) {
+  if (name == "Event Sync") return v1::SYNC_EVENT_SYNCHRONIZE;
+  if (name == "Stream Wait Event") return v1::SYNC_STREAM_WAIT_EVENT;
+  if (name == "Stream Sync") return v1::SYNC_STREAM_SYNCHRONIZE;
+  if (name == "Context Sync") return v1::SYNC_CONTEXT_SYNCHRONIZE;
+  return v1::SYNC_UNKNOWN;
+}
+
+// Traces from before Kineto wrote cuda_sync (2023-06): the blocking calls themselves.
+v1::SyncType sync_type_of_call(std::string_view name) {
+  if (name == "cudaStreamSynchronize" || name == "cuStreamSynchronize" || name == "hipStreamSynchronize") {
+    return v1::SYNC_STREAM_SYNCHRONIZE;
+  }
+  if (name == "cudaDeviceSynchronize" || name == "cuCtxSynchronize" || name == "hipDeviceSynchronize") {
+    return v1::SYNC_CONTEXT_SYNCHRONIZE;
+  }
+  if (name == "cudaEventSynchronize" || name == "cuEventSynchronize" || name == "hipEventSynchronize") {
+    return v1::SYNC_EVENT_SYNCHRONIZE;
+  }
+  if (name == "cudaStreamWaitEvent" || name == "cuStreamWaitEvent" || name == "hipStreamWaitEvent") {
+    return v1::SYNC_STREAM_WAIT_EVENT;
+  }
+  return v1::SYNC_UNKNOWN;
+}
+
+// c10d's "Collective name", or the NCCL kernel's own name ("ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+// "ncclKernel_AllGather_RING_LL_Sum_int8_t").
+v1::NcclOp nccl_op_of(std::string_view collective, std::string_view kernel) {
+  std::string c(collective);
+  c.erase(std::remove(c.begin(), c.end(), '_'), c.end());
+  std::transform(c.begin(), c.end(), c.begin(), [](char ch) { return static_cast<char>(std::tolower(ch)); });
+  static const std::pair<std::string_view, v1::NcclOp> by_collective[] = {
+      {"allreduce", v1::NCCL_ALL_REDUCE},   {"allreducecoalesced", v1::NCCL_ALL_REDUCE},
+      {"allgather", v1::NCCL_ALL_GATHER},   {"allgatherbase", v1::NCCL_ALL_GATHER},
+      {"allgatherintotensorcoalesced", v1::NCCL_ALL_GATHER},
+      {"reducescatter", v1::NCCL_REDUCE_SCATTER}, {"reducescatterbase", v1::NCCL_REDUCE_SCATTER},
+      {"reducescattertensorcoalesced", v1::NCCL_REDUCE_SCATTER},
+      {"broadcast", v1::NCCL_BROADCAST},    {"reduce", v1::NCCL_REDUCE},
+      {"send", v1::NCCL_SEND},              {"recv", v1::NCCL_RECV},
+      {"alltoall", v1::NCCL_ALL_TO_ALL},    {"alltoallbase", v1::NCCL_ALL_TO_ALL},
+      {"gather", v1::NCCL_GATHER},          {"scatter", v1::NCCL_SCATTER}};
+  for (const auto& [name, op] : by_collective) {
+    if (c == name) return op;
+  }
+  static const std::pair<std::string_view, v1::NcclOp> by_kernel[] = {
+      {"AllReduce", v1::NCCL_ALL_REDUCE}, {"AllGather", v1::NCCL_ALL_GATHER},
+      {"ReduceScatter", v1::NCCL_REDUCE_SCATTER}, {"Broadcast", v1::NCCL_BROADCAST},
+      {"Reduce", v1::NCCL_REDUCE}, {"SendRecv", v1::NCCL_SEND}, {"Send", v1::NCCL_SEND}, {"Recv", v1::NCCL_RECV},
+      {"AllToAll", v1::NCCL_ALL_TO_ALL}};
+  const size_t underscore = kernel.find('_');
+  if (underscore == std::string_view::npos) return v1::NCCL_OP_UNKNOWN;
+  const std::string_view rest = kernel.substr(underscore + 1);
+  for (const auto& [name, op] : by_kernel) {
+    if (starts_with(rest, name)) return op;
+  }
+  return v1::NCCL_OP_UNKNOWN;
+}
+
+// c10d's dtype names (c10::ScalarType) as ncclDataType_t; -1 when unknown.
+int32_t nccl_datatype_of(std::string_view dtype) {
+  static const std::pair<std::string_view, int32_t> types[] = {
+      {"Float", gpuhook::kNcclFloat32},    {"Half", gpuhook::kNcclFloat16},  {"BFloat16", gpuhook::kNcclBfloat16},
+      {"Double", gpuhook::kNcclFloat64},   {"Int", gpuhook::kNcclInt32},     {"Long", gpuhook::kNcclInt64},
+      {"Char", gpuhook::kNcclInt8},        {"Byte", gpuhook::kNcclUint8},    {"Bool", gpuhook::kNcclUint8},
+      {"Float8_e4m3fn", gpuhook::kNcclFloat8e4m3}, {"Float8_e5m2", gpuhook::kNcclFloat8e5m2}};
+  for (const auto& [name, type] : types) {
+    if (dtype == name) return type;
+  }
+  return -1;
+}
+
+uint64_t fnv1a(std::string_view s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// What the first pass learns.
+struct Survey {
+  bool has_base = false;
+  int64_t base_ns = 0;
+  std::string host_name;
+  std::optional<int32_t> rank, world_size;
+  std::vector<v1::DeviceInfo> devices;
+  std::set<uint32_t> devices_seen;             // by the GPU events, for traces without deviceProperties
+  std::map<int64_t, uint64_t> host_pid_events;  // pid -> host events
+  bool has_cuda_sync = false;
+  bool has_nccl = false;
+  std::optional<int64_t> first_rel_ns, last_rel_ns;
+  // c10d's record_param_comms ops by External id: where older PyTorch put a collective's
+  // facts, which its NCCL kernel (same External id) then lacks.
+  std::map<int64_t, std::map<std::string, JsonScalar, std::less<>>> comms_by_external_id;
+};
+
+// The keys c10d writes about a collective (TRACE-FORMATS.md, A8).
+constexpr std::string_view kCommsKeys[] = {"Collective name", "In msg nelems", "dtype", "Group size",
+                                           "Process Group Name", "Seq", "Src Rank", "Dst Rank"};
+constexpr size_t kMaxCommsOps = size_t{1} << 20;
+
+uint32_t clamp_u32(int64_t v) { return v < 0 ? 0 : v > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(v); }
+
+// The most blocks an SM holds, by compute capability (the CUDA C Programming Guide's table of
+// compute capabilities): Kineto's deviceProperties does not say it.
+uint32_t max_blocks_per_sm(uint32_t major, uint32_t minor) {
+  if (major == 7 && minor == 5) return 16;
+  if (major == 8 && (minor == 6 || minor == 7)) return 16;
+  if (major == 8 && minor == 9) return 24;
+  if (major >= 5) return 32;
+  return 16;
+}
+
+v1::DeviceInfo device_info_of(const JsonObject& o) {
+  v1::DeviceInfo d;
+  auto u = [&](std::string_view key) { return static_cast<uint64_t>(std::max<int64_t>(0, int_or(o.get(key), 0))); };
+  d.set_ordinal(clamp_u32(int_or(o.get("id"), 0)));
+  if (const JsonScalar* n = o.get("name")) d.set_name(n->text);
+  d.set_sm_count(clamp_u32(static_cast<int64_t>(u("numSms"))));
+  d.set_cc_major(clamp_u32(static_cast<int64_t>(u("computeMajor"))));
+  d.set_cc_minor(clamp_u32(static_cast<int64_t>(u("computeMinor"))));
+  const uint32_t warp = clamp_u32(static_cast<int64_t>(u("warpSize")));
+  d.set_warp_size(warp);
+  d.set_max_threads_per_sm(clamp_u32(static_cast<int64_t>(u("maxThreadsPerMultiprocessor"))));
+  if (warp != 0) d.set_max_warps_per_sm(d.max_threads_per_sm() / warp);
+  d.set_max_blocks_per_sm(max_blocks_per_sm(d.cc_major(), d.cc_minor()));
+  d.set_max_threads_per_block(clamp_u32(static_cast<int64_t>(u("maxThreadsPerBlock"))));
+  d.set_registers_per_sm(clamp_u32(static_cast<int64_t>(u("regsPerMultiprocessor"))));
+  d.set_registers_per_block(clamp_u32(static_cast<int64_t>(u("regsPerBlock"))));
+  uint64_t smem_sm = u("sharedMemPerMultiprocessor");
+  if (smem_sm == 0) smem_sm = u("maxSharedMemoryPerMultiProcessor");  // ROCm's name
+  d.set_shared_memory_per_sm_bytes(smem_sm);
+  d.set_shared_memory_per_block_bytes(u("sharedMemPerBlock"));
+  d.set_shared_memory_per_block_optin_bytes(u("sharedMemPerBlockOptin"));
+  d.set_global_memory_bytes(u("totalGlobalMem"));
+  return d;
+}
+
+// The NCCL entry point a collective comes from, as the hook names its calls.
+std::string_view nccl_entry_point(v1::NcclOp op) {
+  switch (op) {
+    case v1::NCCL_ALL_REDUCE: return "ncclAllReduce";
+    case v1::NCCL_BROADCAST: return "ncclBroadcast";
+    case v1::NCCL_REDUCE: return "ncclReduce";
+    case v1::NCCL_ALL_GATHER: return "ncclAllGather";
+    case v1::NCCL_REDUCE_SCATTER: return "ncclReduceScatter";
+    case v1::NCCL_SEND: return "ncclSend";
+    case v1::NCCL_RECV: return "ncclRecv";
+    case v1::NCCL_ALL_TO_ALL: return "ncclAlltoAll";
+    case v1::NCCL_GATHER: return "ncclGather";
+    case v1::NCCL_SCATTER: return "ncclScatter";
+    default: return "nccl (collective unknown)";
+  }
+}
+
+class Importer {
+ public:
+  Importer(const std::string& path, int fd, bool gzip, gpuhook::CaptureWriter& out)
+      : path_(path), fd_(fd), gzip_(gzip), out_(out) {}
+
+  void run() {
+    survey();
+    write_header();
+    convert();
+    write_ranges();
+    write_nccl();
+    write_footer();
+  }
+
+ private:
+  // ---- pass 1 ----
+  void survey() {
+    TextSource text(path_, fd_, gzip_);
+    JsonTraceHandlers h;
+    h.metadata = [&](std::string_view key, const JsonScalar& v) {
+      if (key == "baseTimeNanoseconds") {
+        int64_t base = 0;
+        if (!as_int(&v, &base) || base < 0 || base > (int64_t{1} << 62)) {
+          bad(path_, 0, "baseTimeNanoseconds is not a non-negative integer: " + v.text.substr(0, 40));
+        }
+        s_.has_base = true;
+        s_.base_ns = base;
+      } else if (key == "host_name" && v.is_string) {
+        s_.host_name = v.text;
+      }
+    };
+    h.device = [&](const JsonObject& o) {
+      if (s_.devices.size() < 1024) s_.devices.push_back(device_info_of(o));
+    };
+    h.distributed = [&](const JsonObject& o) {
+      int64_t v = 0;
+      if (as_int(o.get("rank"), &v) && v >= 0 && v < INT32_MAX) s_.rank = static_cast<int32_t>(v);
+      if (as_int(o.get("world_size"), &v) && v > 0 && v < INT32_MAX) s_.world_size = static_cast<int32_t>(v);
+    };
+    h.event = [&](const JsonEvent& e) { survey_event(e); };
+    read_json_trace(path_, text, h);
+  }
+
+  void survey_event(const JsonEvent& e) {
+    if (!e.cat.present) return;
+    const std::string_view cat = e.cat.text;
+    if (e.ph.text == "X" && (is_gpu_category(cat) || is_host_category(cat))) {
+      const int64_t ts = event_ts(e);
+      const int64_t end = ts + event_dur(e);
+      if (!s_.first_rel_ns || ts < *s_.first_rel_ns) s_.first_rel_ns = ts;
+      if (!s_.last_rel_ns || end > *s_.last_rel_ns) s_.last_rel_ns = end;
+    }
+    if (is_gpu_category(cat)) {
+      if (s_.devices_seen.size() < 1024) s_.devices_seen.insert(device_of(e));
+      if (cat == "cuda_sync") s_.has_cuda_sync = true;
+      if (cat == "kernel" && is_nccl_kernel(e.name.text)) s_.has_nccl = true;
+    } else if (is_host_category(cat)) {
+      int64_t pid = 0;
+      if (as_int(&e.pid, &pid) && s_.host_pid_events.size() < 4096) ++s_.host_pid_events[pid];
+      int64_t external_id = 0;
+      if (cat == "cpu_op" && e.name.text == "record_param_comms" && as_int(e.arg_scalar("External id"), &external_id) &&
+          s_.comms_by_external_id.size() < kMaxCommsOps) {
+        auto& facts = s_.comms_by_external_id[external_id];
+        for (std::string_view key : kCommsKeys) {
+          if (const JsonScalar* v = e.arg_scalar(key)) facts.emplace(std::string(key), *v);
+        }
+      }
+    }
+  }
+
+  // ---- times ----
+  int64_t event_ts(const JsonEvent& e) const {
+    int64_t ns = 0;
+    if (!e.ts.present) bad(path_, e.offset, "an event without ts");
+    if (e.ts.is_string || !parse_us_as_ns(e.ts.text, &ns)) {
+      bad(path_, e.offset, "ts is not a finite, non-negative time in µs: " + e.ts.text.substr(0, 40));
+    }
+    return ns;
+  }
+  int64_t event_dur(const JsonEvent& e) const {
+    int64_t ns = 0;
+    if (!e.dur.present) return 0;
+    if (e.dur.is_string || !parse_us_as_ns(e.dur.text, &ns)) {
+      bad(path_, e.offset, "dur is not a finite, non-negative duration in µs: " + e.dur.text.substr(0, 40));
+    }
+    return ns;
+  }
+  // Absolute ns: baseTimeNanoseconds + ts (relative traces), or ts itself (absolute µs, before
+  // the base existed). Both are the wall clock Kineto converts CUPTI's stamps to.
+  int64_t absolute(int64_t rel_ns) const { return s_.base_ns + rel_ns; }
+
+  static uint32_t device_of(const JsonEvent& e) {
+    const JsonScalar* d = e.arg_scalar("device");
+    return d != nullptr ? u32_or(d, 0) : u32_or(&e.pid, 0);
+  }
+  static uint32_t stream_of(const JsonEvent& e) {
+    const JsonScalar* s = e.arg_scalar("stream");
+    return s != nullptr ? u32_or(s, 0) : u32_or(&e.tid, 0);
+  }
+  // Host rows: the OS tid (negative in traces from before Kineto's sanitizeTid, 2024-10).
+  static uint64_t thread_of(const JsonEvent& e) {
+    int64_t tid = 0;
+    if (!as_int(&e.tid, &tid)) return 0;
+    return static_cast<uint64_t>(tid < 0 ? -tid : tid);
+  }
+
+  // ---- header ----
+  void write_header() {
+    int64_t host_pid = 0;
+    uint64_t most = 0;
+    for (const auto& [pid, n] : s_.host_pid_events) {
+      if (n > most) {
+        most = n;
+        host_pid = pid;
+      }
+    }
+    host_pid_ = host_pid;
+    const int64_t start = absolute(s_.first_rel_ns.value_or(0));
+    v1::Record r;
+    v1::Header* h = r.mutable_header();
+    h->set_format_version(gpuhook::kFormatVersion);
+    // ", read by gantt-cli" marks an imported trace for the loaders (load.cpp).
+    h->set_tool_version(std::string("torch.profiler (Kineto) JSON trace, read by gantt-cli ") + GPUHOOK_VERSION);
+    h->set_host_name(s_.host_name);
+    h->set_pid(clamp_u32(host_pid));
+    if (s_.rank) h->set_rank(*s_.rank);
+    if (s_.world_size) h->set_world_size(*s_.world_size);
+    h->set_start_monotonic_raw_ns(static_cast<uint64_t>(start));
+    h->set_start_realtime_ns(static_cast<uint64_t>(start));
+    h->set_clock_domain("CLOCK_REALTIME (Kineto)");
+    uint64_t features = v1::FEATURE_HOST_CLOCK_CALLBACK | v1::FEATURE_SYSTEM_THREAD_IDS;
+    if (s_.has_nccl) features |= v1::FEATURE_NCCL;
+    h->set_features(features);
+    out_.write(r);
+    std::set<uint32_t> described;
+    for (const v1::DeviceInfo& d : s_.devices) {
+      if (!described.insert(d.ordinal()).second) continue;
+      v1::Record dr;
+      *dr.mutable_device() = d;
+      out_.write(dr);
+    }
+    for (uint32_t id : s_.devices_seen) {
+      if (described.count(id) != 0) continue;
+      // A device the GPU events use and deviceProperties does not describe (ROCm traces have
+      // none): its ordinal only, so occupancy is unknown rather than wrong.
+      v1::Record dr;
+      dr.mutable_device()->set_ordinal(id);
+      out_.write(dr);
+    }
+    notice(
+        "read from a torch.profiler (Kineto) trace: queued and submitted times are unknown (Kineto does not "
+        "ask CUPTI for them), so launch-to-start is not split into queue and submit stages");
+    if (!s_.has_cuda_sync) {
+      notice("the trace has no cuda_sync events (Kineto before 2023-06): synchronisation is taken from the "
+             "blocking CUDA calls, without their streams");
+    }
+  }
+
+  void notice(const std::string& text) {
+    v1::Record r;
+    r.mutable_notice()->set_kind(v1::NOTICE_UNKNOWN);
+    r.mutable_notice()->set_time_ns(absolute(s_.first_rel_ns.value_or(0)));
+    r.mutable_notice()->set_text(text);
+    out_.write(r);
+  }
+
+  // ---- pass 2 ----
+  void convert() {
+    TextSource text(path_, fd_, gzip_);
+    JsonTraceHandlers h;
+    h.event = [&](const JsonEvent& e) { convert_event(e); };
+    read_json_trace(path_, text, h);
+  }
+
+  void convert_event(const JsonEvent& e) {
+    if (e.ph.text == "M") return thread_name(e);
+    if (e.ph.text != "X" || !e.cat.present) return;
+    const std::string_view cat = e.cat.text;
+    if (cat == "kernel") return kernel(e);
+    if (cat == "gpu_memcpy") return copy(e);
+    if (cat == "gpu_memset") return fill(e);
+    if (cat == "cuda_runtime" || cat == "cuda_driver") return api(e, cat == "cuda_driver");
+    if (cat == "cuda_sync") return sync(e);
+    if (cat == "user_annotation" || (cat == "cpu_op" && starts_with(e.name.text, "ProfilerStep#"))) return range(e);
+  }
+
+  void thread_name(const JsonEvent& e) {
+    if (e.name.text != "thread_name") return;
+    int64_t pid = 0;
+    if (!as_int(&e.pid, &pid) || s_.host_pid_events.count(pid) == 0) return;
+    const JsonScalar* name = e.arg_scalar("name");
+    if (name == nullptr) return;
+    v1::Record r;
+    r.mutable_thread()->set_thread_id(thread_of(e));
+    r.mutable_thread()->set_name_id(out_.intern(name->text));
+    out_.write(r);
+  }
+
+  void kernel(const JsonEvent& e) {
+    const int64_t start = absolute(event_ts(e));
+    gpuhook::KernelFields k;
+    k.name_id = out_.intern(e.name.text);
+    k.device = device_of(e);
+    k.context = u32_or(e.arg_scalar("context"), 0);
+    k.stream = stream_of(e);
+    k.correlation_id = u32_or(e.arg_scalar("correlation"), 0);
+    k.start_ns = start;
+    k.end_ns = start + event_dur(e);
+    auto dims = [&](std::string_view key, int32_t* x, int32_t* y, int32_t* z) {
+      const JsonArg* a = e.arg(key);
+      int32_t* out[3] = {x, y, z};
+      for (size_t i = 0; i < 3; ++i) {
+        JsonScalar item;
+        item.present = a != nullptr && a->is_array && i < a->items.size();
+        if (item.present) item.text = a->items[i];
+        *out[i] = static_cast<int32_t>(std::clamp<int64_t>(int_or(&item, 0), 0, INT32_MAX));
+      }
+    };
+    dims("grid", &k.grid_x, &k.grid_y, &k.grid_z);
+    dims("block", &k.block_x, &k.block_y, &k.block_z);
+    k.registers_per_thread = u32_or(e.arg_scalar("registers per thread"), 0);
+    // Kineto writes static + dynamic as one figure; occupancy needs only the sum.
+    k.static_shared_memory_bytes = clamp_u32(int_or(e.arg_scalar("shared memory"), 0));
+    k.graph_id = static_cast<uint64_t>(std::max<int64_t>(0, int_or(e.arg_scalar("graph id"), 0)));
+    k.graph_node_id = static_cast<uint64_t>(std::max<int64_t>(0, int_or(e.arg_scalar("graph node id"), 0)));
+    k.stream_priority = static_cast<int32_t>(std::clamp<int64_t>(int_or(e.arg_scalar("priority"), 0), INT32_MIN, INT32_MAX));
+    out_.write(k);
+    if (is_nccl_kernel(e.name.text)) keep_nccl(e, k);
+  }
+
+  void copy(const JsonEvent& e) {
+    const int64_t start = absolute(event_ts(e));
+    v1::Record r;
+    v1::Memcpy* m = r.mutable_memcpy();
+    m->set_copy_kind(copy_kind_of(e.name.text));
+    const auto [src, dst] = memory_kinds_in(e.name.text);
+    m->set_src_kind(src);
+    m->set_dst_kind(dst);
+    m->set_bytes(static_cast<uint64_t>(std::max<int64_t>(0, int_or(e.arg_scalar("bytes"), 0))));
+    m->set_start_ns(start);
+    m->set_end_ns(start + event_dur(e));
+    m->set_device(device_of(e));
+    m->set_context(u32_or(e.arg_scalar("context"), 0));
+    m->set_stream(stream_of(e));
+    m->set_correlation_id(u32_or(e.arg_scalar("correlation"), 0));
+    m->set_src_device(u32_or(e.arg_scalar("fromDevice"), m->device()));
+    m->set_dst_device(u32_or(e.arg_scalar("toDevice"), m->device()));
+    out_.write(r);
+  }
+
+  void fill(const JsonEvent& e) {
+    const int64_t start = absolute(event_ts(e));
+    v1::Record r;
+    v1::Memset* m = r.mutable_memset();
+    m->set_bytes(static_cast<uint64_t>(std::max<int64_t>(0, int_or(e.arg_scalar("bytes"), 0))));
+    m->set_start_ns(start);
+    m->set_end_ns(start + event_dur(e));
+    m->set_device(device_of(e));
+    m->set_context(u32_or(e.arg_scalar("context"), 0));
+    m->set_stream(stream_of(e));
+    m->set_correlation_id(u32_or(e.arg_scalar("correlation"), 0));
+    m->set_memory_kind(memory_kinds_in(e.name.text).first);
+    out_.write(r);
+  }
+
+  void api(const JsonEvent& e, bool driver) {
+    const int64_t start = absolute(event_ts(e));
+    const int64_t end = start + event_dur(e);
+    gpuhook::ApiFields a;
+    a.domain = driver ? v1::API_DOMAIN_DRIVER : v1::API_DOMAIN_RUNTIME;
+    a.cbid = u32_or(e.arg_scalar("cbid"), 0);
+    a.name_id = out_.intern(e.name.text);
+    a.thread_id = thread_of(e);
+    a.start_ns = start;
+    a.end_ns = end;
+    a.correlation_id = u32_or(e.arg_scalar("correlation"), 0);
+    out_.write(a);
+    if (s_.has_cuda_sync) return;
+    const v1::SyncType type = sync_type_of_call(e.name.text);
+    if (type == v1::SYNC_UNKNOWN) return;
+    v1::Record r;
+    v1::Synchronization* s = r.mutable_sync();
+    s->set_type(type);
+    s->set_start_ns(start);
+    s->set_end_ns(end);
+    s->set_correlation_id(a.correlation_id);
+    out_.write(r);
+  }
+
+  void sync(const JsonEvent& e) {
+    const int64_t start = absolute(event_ts(e));
+    v1::Record r;
+    v1::Synchronization* s = r.mutable_sync();
+    s->set_type(sync_type_of_event(e.name.text));
+    s->set_start_ns(start);
+    s->set_end_ns(start + event_dur(e));
+    s->set_device(device_of(e));
+    s->set_context(u32_or(e.arg_scalar("context"), 0));
+    s->set_stream(stream_of(e));
+    s->set_event_id(u32_or(e.arg_scalar("wait_on_cuda_event_id"), 0));
+    s->set_correlation_id(u32_or(e.arg_scalar("correlation"), 0));
+    out_.write(r);
+  }
+
+  // A record_function range on its thread. Kept to the end: written as push/pop in nesting
+  // order, so that each launch gets its innermost range as an NVTX push/pop range would give it.
+  void range(const JsonEvent& e) {
+    const int64_t start = absolute(event_ts(e));
+    ranges_.push_back(HostRange{thread_of(e), start, start + event_dur(e), out_.intern(step_range_name(e.name.text))});
+  }
+
+  // Kineto writes slices per buffer, not in time order, and with_stack=True makes them overlap
+  // (TRACE-FORMATS.md, A11): per thread, by start (the longer first at equal starts), a range
+  // that outlives the one it starts in is cut at that one's end.
+  void write_ranges() {
+    std::sort(ranges_.begin(), ranges_.end(), [](const HostRange& a, const HostRange& b) {
+      return std::tie(a.thread, a.start_ns, b.end_ns) < std::tie(b.thread, b.start_ns, a.end_ns);
+    });
+    std::vector<int64_t> open;  // the ends of the ranges open on the current thread
+    uint64_t thread = 0;
+    auto emit = [&](v1::RangeType type, uint64_t tid, int64_t t, uint32_t name) {
+      v1::Record r;
+      v1::Range* g = r.mutable_range();
+      g->set_type(type);
+      g->set_name_id(name);
+      g->set_thread_id(tid);
+      g->set_time_ns(t);
+      out_.write(r);
+    };
+    auto close_until = [&](int64_t t) {
+      while (!open.empty() && open.back() <= t) {
+        emit(v1::RANGE_POP, thread, open.back(), 0);
+        open.pop_back();
+      }
+    };
+    for (const HostRange& r : ranges_) {
+      if (r.thread != thread) {
+        close_until(INT64_MAX);
+        thread = r.thread;
+      }
+      close_until(r.start_ns);
+      const int64_t end = open.empty() ? r.end_ns : std::min(r.end_ns, open.back());
+      emit(v1::RANGE_PUSH, thread, r.start_ns, r.name_id);
+      open.push_back(end);
+    }
+    close_until(INT64_MAX);
+    ranges_.clear();
+  }
+
+  // ---- NCCL ----
+  // Where the collective's facts are depends on the PyTorch version (TRACE-FORMATS.md, A8): on
+  // the kernel since 2024-05; before that only the kernel's name says which collective.
+  struct HostRange {
+    uint64_t thread;
+    int64_t start_ns, end_ns;
+    uint32_t name_id;
+  };
+
+  struct NcclKernel {
+    uint32_t correlation_id, device, stream;
+    int64_t start_ns, end_ns;
+    v1::NcclOp op;
+    uint64_t count;
+    int32_t datatype;
+    int32_t nranks;
+    int32_t peer;
+    uint64_t comm_id;
+    int64_t seq;  // -1: none in the trace
+  };
+
+  // A collective's fact: on the kernel itself (PyTorch since 2024-05), else on the
+  // record_param_comms op that launched it.
+  const JsonScalar* comms_arg(const JsonEvent& e, std::string_view key) const {
+    if (const JsonScalar* v = e.arg_scalar(key)) return v;
+    int64_t external_id = 0;
+    if (!as_int(e.arg_scalar("External id"), &external_id)) return nullptr;
+    const auto op = s_.comms_by_external_id.find(external_id);
+    if (op == s_.comms_by_external_id.end()) return nullptr;
+    const auto v = op->second.find(key);
+    return v == op->second.end() ? nullptr : &v->second;
+  }
+
+  void keep_nccl(const JsonEvent& e, const gpuhook::KernelFields& k) {
+    NcclKernel n{};
+    n.correlation_id = k.correlation_id;
+    n.device = k.device;
+    n.stream = k.stream;
+    n.start_ns = k.start_ns;
+    n.end_ns = k.end_ns;
+    const JsonScalar* collective = comms_arg(e, "Collective name");
+    n.op = nccl_op_of(collective != nullptr ? std::string_view(collective->text) : std::string_view(), e.name.text);
+    n.count = static_cast<uint64_t>(std::max<int64_t>(0, int_or(comms_arg(e, "In msg nelems"), 0)));
+    const JsonScalar* dtype = comms_arg(e, "dtype");
+    n.datatype = dtype != nullptr ? nccl_datatype_of(dtype->text) : -1;
+    n.nranks = static_cast<int32_t>(std::clamp<int64_t>(int_or(comms_arg(e, "Group size"), s_.world_size.value_or(0)), 0,
+                                                        INT32_MAX));
+    const JsonScalar* peer = n.op == v1::NCCL_SEND ? comms_arg(e, "Dst Rank") : comms_arg(e, "Src Rank");
+    n.peer = static_cast<int32_t>(std::clamp<int64_t>(int_or(peer, -1), -1, INT32_MAX));
+    const JsonScalar* pg = comms_arg(e, "Process Group Name");
+    n.comm_id = fnv1a(pg != nullptr ? std::string_view(pg->text) : std::string_view("default_pg"));
+    n.seq = int_or(comms_arg(e, "Seq"), -1);
+    nccl_.push_back(n);
+  }
+
+  void write_nccl() {
+    if (nccl_.empty()) return;
+    // Without c10d's Seq, each stream's collectives are numbered in time order: every rank
+    // issues a communicator's collectives in the same order on its stream.
+    std::sort(nccl_.begin(), nccl_.end(), [](const NcclKernel& a, const NcclKernel& b) {
+      return std::tie(a.device, a.stream, a.start_ns) < std::tie(b.device, b.stream, b.start_ns);
+    });
+    std::map<std::pair<uint64_t, uint64_t>, uint64_t> next_seq, next_p2p;  // (comm, device<<32|stream)
+    for (const NcclKernel& n : nccl_) {
+      const uint32_t name = out_.intern(nccl_entry_point(n.op));
+      const uint64_t external_id = ++external_ids_;
+      v1::Record x;
+      x.mutable_external_correlation()->set_external_id(external_id);
+      x.mutable_external_correlation()->set_correlation_id(n.correlation_id);
+      out_.write(x);
+      v1::Record r;
+      v1::NcclCall* c = r.mutable_nccl();
+      c->set_op(n.op);
+      c->set_name_id(name);
+      c->set_count(n.count);
+      c->set_datatype(n.datatype);
+      const uint64_t size = n.datatype >= 0 ? gpuhook::nccl_datatype_bytes(n.datatype) : 0;
+      c->set_bytes(size != 0 && n.count <= UINT64_MAX / size ? n.count * size : 0);
+      c->set_reduce_op(-1);
+      c->set_root_or_peer(n.peer);
+      c->set_comm_id(n.comm_id);
+      c->set_rank(s_.rank.value_or(-1));
+      c->set_nranks(n.nranks);
+      // The host call's own times are not in the trace: the kernel's stand in.
+      c->set_start_ns(n.start_ns);
+      c->set_end_ns(n.end_ns);
+      c->set_device(static_cast<int32_t>(n.device));
+      c->set_cuda_stream_id(n.stream);
+      c->set_external_id(external_id);
+      const std::pair<uint64_t, uint64_t> key{n.comm_id, (uint64_t{n.device} << 32) | n.stream};
+      if (gpuhook::nccl_op_is_point_to_point(static_cast<uint32_t>(n.op))) {
+        c->set_p2p_sequence(next_p2p[key]++);
+      } else {
+        c->set_sequence(n.seq >= 0 ? static_cast<uint64_t>(n.seq) : next_seq[key]++);
+      }
+      out_.write(r);
+    }
+  }
+
+  void write_footer() {
+    v1::Record r;
+    const uint64_t end = static_cast<uint64_t>(absolute(s_.last_rel_ns.value_or(0)));
+    r.mutable_footer()->set_end_monotonic_raw_ns(end);
+    r.mutable_footer()->set_end_realtime_ns(end);
+    r.mutable_footer()->set_records(out_.stats().records);
+    r.mutable_footer()->set_clean(true);
+    out_.write(r);
+  }
+
+  const std::string& path_;
+  int fd_;
+  bool gzip_;
+  gpuhook::CaptureWriter& out_;
+  Survey s_;
+  int64_t host_pid_ = 0;
+  std::vector<HostRange> ranges_;
+  uint64_t external_ids_ = 0;
+  std::vector<NcclKernel> nccl_;
+};
+
+}  // namespace
+
+void import_kineto(const std::string& path, int fd, bool gzip, gpuhook::CaptureWriter& out) {
+  Importer(path, fd, gzip, out).run();
+}
+
+}  // namespace gantt::scan
