@@ -51,6 +51,33 @@ done
 check "stats by range of the Kineto trace" "$cli" stats run.json.gz --by range
 contains "stats by range" out.txt "forward"
 
+# --- busy, idle and span per device, hand-computed: the union of GPU activity over the window
+# from the device's first activity to its last (HTA's temporal breakdown uses the same) --------
+cat >busy.json <<'JSON'
+{"traceEvents": [
+  {"ph": "X", "cat": "kernel", "name": "a", "pid": 0, "tid": 7, "ts": 10.000, "dur": 10.000, "args": {"device": 0, "stream": 7, "correlation": 1}},
+  {"ph": "X", "cat": "kernel", "name": "b", "pid": 0, "tid": 8, "ts": 15.500, "dur": 14.750, "args": {"device": 0, "stream": 8, "correlation": 2}},
+  {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoH (Device -> Pinned)", "pid": 0, "tid": 7, "ts": 40.001, "dur": 0.999, "args": {"device": 0, "stream": 7, "correlation": 3, "bytes": 8}},
+  {"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "pid": 0, "tid": 7, "ts": 41.000, "dur": 0.500, "args": {"device": 0, "stream": 7, "correlation": 4, "bytes": 8}},
+  {"ph": "X", "cat": "cuda_sync", "name": "Stream Sync", "pid": 0, "tid": 7, "ts": 41.000, "dur": 90.000, "args": {"stream": 7, "device": 0, "correlation": 5}},
+  {"ph": "X", "cat": "gpu_user_annotation", "name": "step", "pid": 0, "tid": 7, "ts": 0.000, "dur": 200.000, "args": {}},
+  {"ph": "X", "cat": "kernel", "name": "c", "pid": 1, "tid": 7, "ts": 5.000, "dur": 1.000, "args": {"device": 1, "stream": 7, "correlation": 6}}
+]}
+JSON
+check "stats of the hand-computed trace" "$cli" stats busy.json --format json
+python3 - out.txt <<'PY' || fail=1
+import json, sys
+devices = {d["ordinal"]: d for d in json.load(open(sys.argv[1]))["devices"]}
+# gpu0: [10, 30.25) and [40.001, 41.5) µs; the sync and the annotation are not GPU work.
+want = {0: (21749, 31500, 9751), 1: (1000, 1000, 0)}
+for ordinal, (busy, span, idle) in want.items():
+    d = devices[ordinal]
+    got = (d["busy_ns"], d["span_ns"], d["idle_ns"])
+    if got != (busy, span, idle):
+        print(f"FAIL: gpu{ordinal} busy/span/idle {got}, expected {(busy, span, idle)}")
+        sys.exit(1)
+PY
+
 # --- every subcommand on each format ---------------------------------------------------------
 for f in run.json.gz run.sqlite; do
   check "info $f" "$cli" info "$f"
@@ -63,6 +90,7 @@ for f in run.json.gz run.sqlite; do
   check "render --view steps $f" "$cli" render "$f" --view steps -o "steps-$f.svg"
   check "diagnose $f" "$cli" diagnose "$f"
   contains "diagnose $f" out.txt "cudaMemcpy"
+  contains "diagnose $f says what the trace lacks" out.txt "memory-peak: needs allocation records, which are not read from"
   for fmt in csv sqlite folded chrome; do
     check "export $f as $fmt" "$cli" export "$f" -f "$fmt" -o "export-$f.$fmt"
   done
@@ -86,6 +114,34 @@ expect_exit 1 "diff of nsys exports" "$cli" diff run.sqlite slow.sqlite
 "$gen" kineto-gz rank1.json.gz --steps 4 --rank 1 --world 2 || exit 1
 check "merge two ranks" "$cli" merge rank0.json.gz rank1.json.gz -o merged.gpuh
 check "info of the merged ranks" "$cli" info merged.gpuh
+
+# --- odd but valid input: read, never a crash or a hang -------------------------------------------
+# 100,000 distinct kernel names on one line; 20,000 nested annotations; a kernel whose
+# correlation points nowhere; the same flow three times.
+python3 - <<'PY'
+import json
+ev = [{"ph": "X", "cat": "kernel", "name": f"k{i}", "pid": 0, "tid": 7, "ts": i, "dur": 0.5,
+       "args": {"device": 0, "stream": 7, "correlation": i}} for i in range(100000)]
+open("names.json", "w").write(json.dumps({"traceEvents": ev}, separators=(",", ":")))
+ev = [{"ph": "X", "cat": "user_annotation", "name": f"r{i}", "pid": 1, "tid": 2, "ts": i * 0.001,
+       "dur": 100000 - i * 0.002} for i in range(20000)]
+ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 2, "ts": 50, "dur": 1,
+           "args": {"correlation": 1}})
+ev.append({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 52, "dur": 1,
+           "args": {"device": 0, "stream": 7, "correlation": 1}})
+ev.append({"ph": "X", "cat": "kernel", "name": "orphan", "pid": 0, "tid": 7, "ts": 60, "dur": 1,
+           "args": {"device": 0, "stream": 7, "correlation": 424242}})
+ev += [{"ph": "s", "id": 1, "pid": 1, "tid": 2, "ts": 50, "cat": "ac2g", "name": "ac2g"}] * 3
+ev += [{"ph": "f", "id": 1, "pid": 0, "tid": 7, "ts": 52, "cat": "ac2g", "name": "ac2g", "bp": "e"}] * 3
+open("odd.json", "w").write(json.dumps({"traceEvents": ev}, separators=(",", ":")))
+PY
+check "info of 100,000 kernel names on one line" "$cli" info names.json
+contains "info counts every kernel" out.txt "100000"
+check "render of 100,000 kernel names" "$cli" render names.json -o names.png
+check "stats of nested annotations, an orphan and duplicate flows" "$cli" stats odd.json --format csv
+contains "the orphan kernel is counted" out.txt "orphan"
+check "render of nested annotations" "$cli" render odd.json -o odd.svg
+check "diagnose of nested annotations" "$cli" diagnose odd.json
 
 # --- bad input: exit 2, the file and the byte offset, never a crash ----------------------------
 head -c 3000 run.json.gz >truncated.json.gz

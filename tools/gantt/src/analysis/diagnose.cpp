@@ -14,6 +14,7 @@
 #include "gantt/analysis/table.h"
 #include "gantt/graphs.h"
 #include "gantt/ranks.h"
+#include "gantt/scan/trace_import.h"
 #include "gantt/text.h"
 #include "diagnose_rules.h"
 
@@ -474,6 +475,35 @@ const std::vector<std::string>& rule_names() {
   return names;
 }
 
+namespace {
+
+// Rules whose input only the hook records, or that the importers do not read: for a torch.profiler
+// or nsys trace the note says what it lacks, not how to record it with the hook.
+void say_what_imported_traces_lack(const Model& m, DiagnoseReport& r) {
+  if (m.captures.empty()) return;
+  std::string format;
+  for (const CaptureInfo& c : m.captures) {
+    const std::string& tool = c.header.tool_version();
+    if (!scan::is_imported(tool)) return;
+    format = tool.substr(0, tool.find(scan::kImportedMarker));
+  }
+  static const std::pair<const char*, const char*> kNeeds[] = {
+      {"memory-peak", "allocation records"},
+      {"memory-idle", "the allocations each call used"},
+      {"throttled", "NVML clock samples"},
+      {"stalled", "SM-active samples (CUPTI PM sampling)"},
+  };
+  for (RuleResult& rule : r.rules) {
+    for (const auto& [name, needs] : kNeeds) {
+      if (rule.fired || rule.rule != name) continue;
+      rule.ran = false;
+      rule.note = std::string("needs ") + needs + ", which are not read from a " + format;
+    }
+  }
+}
+
+}  // namespace
+
 DiagnoseReport diagnose(const Model& m) {
   DiagnoseReport r;
   const std::vector<Device> devs = devices(m);
@@ -491,6 +521,7 @@ DiagnoseReport diagnose(const Model& m) {
   rule_slow_link(m, r);
   rule_throttled(m, r);
   rule_stalled(m, r);
+  say_what_imported_traces_lack(m, r);
   return r;
 }
 
