@@ -1,6 +1,6 @@
 // What the tables of an Nsight Systems SQLite export mean (TRACE-FORMATS.md, part B): the
 // columns read from each, the ENUM_* texts and CUPTI numbers they hold, and how global ids
-// pack a process and a thread. Facts only: nsys_import.cpp decides what to write.
+// pack a process and a thread. Facts only: nsys_import.cpp and nsys_rows.cpp decide what to write.
 #pragma once
 
 #include <cctype>

@@ -1,7 +1,7 @@
 // Reading an Nsight Systems SQLite export safely: the database opened read-only and hardened
 // against a hostile file, and streamed SELECTs whose columns are found by name, so that the
 // several schemas nsys has written read alike (TRACE-FORMATS.md, B1 and B5). Every problem is a
-// gpuhook::CaptureError that names the table and the row. Used by nsys_import.cpp only.
+// gpuhook::CaptureError that names the table and the row. Used by nsys_import.cpp and nsys_rows.cpp only.
 #pragma once
 
 #include <gpuhook/capture.h>
