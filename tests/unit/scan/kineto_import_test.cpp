@@ -225,6 +225,32 @@ TEST_F(KinetoImport, AnnotationsBecomeNestedRangesOnTheirThread) {
   for (const v1::Record* r : ranges) EXPECT_EQ(r->range().thread_id(), 78u);
 }
 
+TEST_F(KinetoImport, ABaseWrittenAfterTheEventsIsTheHeadersClockPair) {
+  // Kineto from 2024-05 to 2025-03 wrote baseTimeNanoseconds after traceEvents: one pass keeps
+  // ts as the records' clock and pairs it with the wall clock in the header.
+  const Imported t = import(R"j({"traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5.000, "dur": 2.500,
+     "args": {"device": 0, "stream": 7, "correlation": 1}}
+  ], "displayTimeUnit": "ms", "baseTimeNanoseconds": 1700000000000000000})j");
+  const auto kernels = t.kind(v1::Record::kKernel);
+  ASSERT_EQ(kernels.size(), 1u);
+  EXPECT_EQ(kernels[0]->kernel().start_ns(), 5'000);
+  EXPECT_EQ(kernels[0]->kernel().end_ns(), 7'500);
+  const v1::Header& h = t.kind(v1::Record::kHeader).at(0)->header();
+  EXPECT_EQ(h.start_monotonic_raw_ns(), 5'000u);
+  EXPECT_EQ(h.start_realtime_ns(), uint64_t{kBase} + 5'000);
+  const v1::Footer& f = t.kind(v1::Record::kFooter).at(0)->footer();
+  EXPECT_EQ(f.end_monotonic_raw_ns(), 7'500u);
+  EXPECT_EQ(f.end_realtime_ns(), uint64_t{kBase} + 7'500);
+}
+
+TEST_F(KinetoImport, TimesPastTwoToTheSixtySecondNanosecondsAreRefused) {
+  // Each within 2^62 ns alone, together past it: refused, never wrapped.
+  EXPECT_NE(refusal(R"j({"baseTimeNanoseconds": 4611686018427387903, "traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 4611686018427387.000, "dur": 4611686018427387.000}
+  ]})j").find("past 2^62"), std::string::npos);
+}
+
 TEST_F(KinetoImport, TheBareArrayFormWithAbsoluteIntegerMicrosecondsReads) {
   // Chrome's other form and a 2022 trace's times: integer µs since the epoch, no base.
   const Imported t = import(R"j([

@@ -1,11 +1,13 @@
 // torch.profiler/Kineto Chrome-trace JSON as capture records (TRACE-FORMATS.md, part A; the
 // field layout as libkineto's output_json.cpp writes it).
 //
-// Two passes over the text, each in the memory of one event: the first finds what the header
-// needs and what may come after traceEvents (baseTimeNanoseconds, distributedInfo), the
-// devices, the host process and whether CUPTI's synchronisation records are there; the
-// second writes the records. Only NCCL kernels are held to the end, to number each stream's
-// collectives in time order (events are written per buffer, not sorted).
+// One pass over the text, in the memory of one event: the records go into an in-memory
+// capture whose chunks are spooled to an anonymous file as they fill; what the header needs
+// (baseTimeNanoseconds and distributedInfo may come after traceEvents, the devices, the host
+// process, whether CUPTI's synchronisation records are there) is learnt on the way, and the
+// header is written before the spooled chunks are appended. A second pass would cost as much
+// again: parsing is most of an import's time. Only the NCCL kernels, the annotation ranges and
+// the syncs taken from blocking calls are held to the end (each a small fraction of a trace).
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -13,6 +15,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -24,6 +27,7 @@
 #include <gpuhook/nccl_types.h>
 #include <gpuhook/version.h>
 
+#include "frame_spool.h"
 #include "gantt/scan/trace_import.h"
 #include "kineto_json.h"
 #include "text_source.h"
@@ -32,6 +36,9 @@ namespace gantt::scan {
 
 namespace v1 = gpuhook::v1;
 using gpuhook::CaptureError;
+
+// Times are ns below 2^62 (parse_us_as_ns), the base too: base + ts + dur fits in an int64.
+constexpr int64_t kMaxNs = int64_t{1} << 62;
 using gpuhook::CaptureErrorKind;
 
 namespace {
@@ -285,46 +292,31 @@ std::string_view nccl_entry_point(v1::NcclOp op) {
 class Importer {
  public:
   Importer(const std::string& path, int fd, bool gzip, gpuhook::CaptureWriter& out)
-      : path_(path), fd_(fd), gzip_(gzip), out_(out) {}
+      : path_(path), fd_(fd), gzip_(gzip), final_(out), spool_(path) {}
 
   void run() {
-    survey();
-    write_header();
+    gpuhook::WriterOptions options;
+    options.zstd_level = 1;  // read once, a moment later: speed over size
+    options.sink = &spool_;
+    std::string error;
+    body_ = gpuhook::CaptureWriter::in_memory(options, &error);
+    if (!body_) throw CaptureError(CaptureErrorKind::kIo, path_, 0, "cannot write the imported capture: " + error);
     convert();
+    write_thread_names();
+    write_blocking_syncs();
     write_ranges();
     write_nccl();
+    if (!body_->close()) {
+      throw CaptureError(CaptureErrorKind::kIo, path_, 0, "cannot write the imported capture: " + body_->last_error());
+    }
+    write_header();
+    final_.flush();
+    spool_.append_to(final_);
     write_footer();
   }
 
  private:
-  // ---- pass 1 ----
-  void survey() {
-    TextSource text(path_, fd_, gzip_);
-    JsonTraceHandlers h;
-    h.metadata = [&](std::string_view key, const JsonScalar& v) {
-      if (key == "baseTimeNanoseconds") {
-        int64_t base = 0;
-        if (!as_int(&v, &base) || base < 0 || base > (int64_t{1} << 62)) {
-          bad(path_, 0, "baseTimeNanoseconds is not a non-negative integer: " + v.text.substr(0, 40));
-        }
-        s_.has_base = true;
-        s_.base_ns = base;
-      } else if (key == "host_name" && v.is_string) {
-        s_.host_name = v.text;
-      }
-    };
-    h.device = [&](const JsonObject& o) {
-      if (s_.devices.size() < 1024) s_.devices.push_back(device_info_of(o));
-    };
-    h.distributed = [&](const JsonObject& o) {
-      int64_t v = 0;
-      if (as_int(o.get("rank"), &v) && v >= 0 && v < INT32_MAX) s_.rank = static_cast<int32_t>(v);
-      if (as_int(o.get("world_size"), &v) && v > 0 && v < INT32_MAX) s_.world_size = static_cast<int32_t>(v);
-    };
-    h.event = [&](const JsonEvent& e) { survey_event(e); };
-    read_json_trace(path_, text, h);
-  }
-
+  // What the header needs, learnt from each event.
   void survey_event(const JsonEvent& e) {
     if (!e.cat.present) return;
     const std::string_view cat = e.cat.text;
@@ -367,11 +359,12 @@ class Importer {
     if (e.dur.is_string || !parse_us_as_ns(e.dur.text, &ns)) {
       bad(path_, e.offset, "dur is not a finite, non-negative duration in µs: " + e.dur.text.substr(0, 40));
     }
+    if (ns > kMaxNs - event_ts(e)) bad(path_, e.offset, "ts + dur is past 2^62 ns");
     return ns;
   }
-  // Absolute ns: baseTimeNanoseconds + ts (relative traces), or ts itself (absolute µs, before
-  // the base existed). Both are the wall clock Kineto converts CUPTI's stamps to.
-  int64_t absolute(int64_t rel_ns) const { return s_.base_ns + rel_ns; }
+  // A record's time: ts, plus baseTimeNanoseconds when it came before the events (convert()).
+  // ts and the base are each at most 2^62, so the sum fits.
+  int64_t time_of(int64_t rel_ns) const { return offset_ns_ + rel_ns; }
 
   static uint32_t device_of(const JsonEvent& e) {
     const JsonScalar* d = e.arg_scalar("device");
@@ -399,7 +392,7 @@ class Importer {
       }
     }
     host_pid_ = host_pid;
-    const int64_t start = absolute(s_.first_rel_ns.value_or(0));
+    const int64_t first_rel = s_.first_rel_ns.value_or(0);
     v1::Record r;
     v1::Header* h = r.mutable_header();
     h->set_format_version(gpuhook::kFormatVersion);
@@ -409,19 +402,20 @@ class Importer {
     h->set_pid(clamp_u32(host_pid));
     if (s_.rank) h->set_rank(*s_.rank);
     if (s_.world_size) h->set_world_size(*s_.world_size);
-    h->set_start_monotonic_raw_ns(static_cast<uint64_t>(start));
-    h->set_start_realtime_ns(static_cast<uint64_t>(start));
-    h->set_clock_domain("CLOCK_REALTIME (Kineto)");
+    // The records' clock and the wall clock, paired at the first event (both within 2^63).
+    h->set_start_monotonic_raw_ns(static_cast<uint64_t>(offset_ns_) + static_cast<uint64_t>(first_rel));
+    h->set_start_realtime_ns(static_cast<uint64_t>(s_.base_ns) + static_cast<uint64_t>(first_rel));
+    h->set_clock_domain(offset_ns_ == s_.base_ns ? "CLOCK_REALTIME (Kineto)" : "Kineto ts (baseTimeNanoseconds after the events)");
     uint64_t features = v1::FEATURE_HOST_CLOCK_CALLBACK | v1::FEATURE_SYSTEM_THREAD_IDS;
     if (s_.has_nccl) features |= v1::FEATURE_NCCL;
     h->set_features(features);
-    out_.write(r);
+    final_.write(r);
     std::set<uint32_t> described;
     for (const v1::DeviceInfo& d : s_.devices) {
       if (!described.insert(d.ordinal()).second) continue;
       v1::Record dr;
       *dr.mutable_device() = d;
-      out_.write(dr);
+      final_.write(dr);
     }
     for (uint32_t id : s_.devices_seen) {
       if (described.count(id) != 0) continue;
@@ -429,7 +423,7 @@ class Importer {
       // none): its ordinal only, so occupancy is unknown rather than wrong.
       v1::Record dr;
       dr.mutable_device()->set_ordinal(id);
-      out_.write(dr);
+      final_.write(dr);
     }
     notice(
         "read from a torch.profiler (Kineto) trace: queued and submitted times are unknown (Kineto does not "
@@ -443,16 +437,46 @@ class Importer {
   void notice(const std::string& text) {
     v1::Record r;
     r.mutable_notice()->set_kind(v1::NOTICE_UNKNOWN);
-    r.mutable_notice()->set_time_ns(absolute(s_.first_rel_ns.value_or(0)));
+    r.mutable_notice()->set_time_ns(time_of(s_.first_rel_ns.value_or(0)));
     r.mutable_notice()->set_text(text);
-    out_.write(r);
+    final_.write(r);
   }
 
-  // ---- pass 2 ----
+  // ---- the pass ----
   void convert() {
     TextSource text(path_, fd_, gzip_);
     JsonTraceHandlers h;
-    h.event = [&](const JsonEvent& e) { convert_event(e); };
+    h.metadata = [&](std::string_view key, const JsonScalar& v) {
+      if (key == "baseTimeNanoseconds") {
+        int64_t base = 0;
+        if (!as_int(&v, &base) || base < 0 || base >= kMaxNs) {
+          bad(path_, 0, "baseTimeNanoseconds is not a non-negative integer: " + v.text.substr(0, 40));
+        }
+        s_.has_base = true;
+        s_.base_ns = base;
+      } else if (key == "host_name" && v.is_string) {
+        s_.host_name = v.text;
+      }
+    };
+    h.device = [&](const JsonObject& o) {
+      if (s_.devices.size() < 1024) s_.devices.push_back(device_info_of(o));
+    };
+    h.distributed = [&](const JsonObject& o) {
+      int64_t v = 0;
+      if (as_int(o.get("rank"), &v) && v >= 0 && v < INT32_MAX) s_.rank = static_cast<int32_t>(v);
+      if (as_int(o.get("world_size"), &v) && v > 0 && v < INT32_MAX) s_.world_size = static_cast<int32_t>(v);
+    };
+    h.event = [&](const JsonEvent& e) {
+      if (!clock_fixed_) {
+        // Records carry baseTimeNanoseconds + ts when the base came before the events (every
+        // trace since 2025-03), else ts as it is: the header's clock pair then says where the
+        // base puts it (Kineto between 2024-05 and 2025-03 wrote the base after traceEvents).
+        clock_fixed_ = true;
+        offset_ns_ = s_.base_ns;
+      }
+      survey_event(e);
+      convert_event(e);
+    };
     read_json_trace(path_, text, h);
   }
 
@@ -468,22 +492,29 @@ class Importer {
     if (cat == "user_annotation" || (cat == "cpu_op" && starts_with(e.name.text, "ProfilerStep#"))) return range(e);
   }
 
+  // Thread names of the host process, known only at the end: kept until then (a few per trace).
   void thread_name(const JsonEvent& e) {
     if (e.name.text != "thread_name") return;
     int64_t pid = 0;
-    if (!as_int(&e.pid, &pid) || s_.host_pid_events.count(pid) == 0) return;
     const JsonScalar* name = e.arg_scalar("name");
-    if (name == nullptr) return;
-    v1::Record r;
-    r.mutable_thread()->set_thread_id(thread_of(e));
-    r.mutable_thread()->set_name_id(out_.intern(name->text));
-    out_.write(r);
+    if (!as_int(&e.pid, &pid) || name == nullptr || thread_names_.size() >= kMaxThreadNames) return;
+    thread_names_.push_back(ThreadName{pid, thread_of(e), body_->intern(name->text)});
+  }
+
+  void write_thread_names() {
+    for (const ThreadName& t : thread_names_) {
+      if (s_.host_pid_events.count(t.pid) == 0) continue;
+      v1::Record r;
+      r.mutable_thread()->set_thread_id(t.thread_id);
+      r.mutable_thread()->set_name_id(t.name_id);
+      body_->write(r);
+    }
   }
 
   void kernel(const JsonEvent& e) {
-    const int64_t start = absolute(event_ts(e));
+    const int64_t start = time_of(event_ts(e));
     gpuhook::KernelFields k;
-    k.name_id = out_.intern(e.name.text);
+    k.name_id = body_->intern(e.name.text);
     k.device = device_of(e);
     k.context = u32_or(e.arg_scalar("context"), 0);
     k.stream = stream_of(e);
@@ -508,12 +539,12 @@ class Importer {
     k.graph_id = static_cast<uint64_t>(std::max<int64_t>(0, int_or(e.arg_scalar("graph id"), 0)));
     k.graph_node_id = static_cast<uint64_t>(std::max<int64_t>(0, int_or(e.arg_scalar("graph node id"), 0)));
     k.stream_priority = static_cast<int32_t>(std::clamp<int64_t>(int_or(e.arg_scalar("priority"), 0), INT32_MIN, INT32_MAX));
-    out_.write(k);
+    body_->write(k);
     if (is_nccl_kernel(e.name.text)) keep_nccl(e, k);
   }
 
   void copy(const JsonEvent& e) {
-    const int64_t start = absolute(event_ts(e));
+    const int64_t start = time_of(event_ts(e));
     v1::Record r;
     v1::Memcpy* m = r.mutable_memcpy();
     m->set_copy_kind(copy_kind_of(e.name.text));
@@ -529,11 +560,11 @@ class Importer {
     m->set_correlation_id(u32_or(e.arg_scalar("correlation"), 0));
     m->set_src_device(u32_or(e.arg_scalar("fromDevice"), m->device()));
     m->set_dst_device(u32_or(e.arg_scalar("toDevice"), m->device()));
-    out_.write(r);
+    body_->write(r);
   }
 
   void fill(const JsonEvent& e) {
-    const int64_t start = absolute(event_ts(e));
+    const int64_t start = time_of(event_ts(e));
     v1::Record r;
     v1::Memset* m = r.mutable_memset();
     m->set_bytes(static_cast<uint64_t>(std::max<int64_t>(0, int_or(e.arg_scalar("bytes"), 0))));
@@ -544,35 +575,42 @@ class Importer {
     m->set_stream(stream_of(e));
     m->set_correlation_id(u32_or(e.arg_scalar("correlation"), 0));
     m->set_memory_kind(memory_kinds_in(e.name.text).first);
-    out_.write(r);
+    body_->write(r);
   }
 
   void api(const JsonEvent& e, bool driver) {
-    const int64_t start = absolute(event_ts(e));
+    const int64_t start = time_of(event_ts(e));
     const int64_t end = start + event_dur(e);
     gpuhook::ApiFields a;
     a.domain = driver ? v1::API_DOMAIN_DRIVER : v1::API_DOMAIN_RUNTIME;
     a.cbid = u32_or(e.arg_scalar("cbid"), 0);
-    a.name_id = out_.intern(e.name.text);
+    a.name_id = body_->intern(e.name.text);
     a.thread_id = thread_of(e);
     a.start_ns = start;
     a.end_ns = end;
     a.correlation_id = u32_or(e.arg_scalar("correlation"), 0);
-    out_.write(a);
-    if (s_.has_cuda_sync) return;
+    body_->write(a);
     const v1::SyncType type = sync_type_of_call(e.name.text);
-    if (type == v1::SYNC_UNKNOWN) return;
-    v1::Record r;
-    v1::Synchronization* s = r.mutable_sync();
-    s->set_type(type);
-    s->set_start_ns(start);
-    s->set_end_ns(end);
-    s->set_correlation_id(a.correlation_id);
-    out_.write(r);
+    if (type != v1::SYNC_UNKNOWN && !s_.has_cuda_sync) blocking_.push_back(BlockingCall{type, start, end, a.correlation_id});
+  }
+
+  // Traces from before cuda_sync (2023-06): the blocking calls say where the host waited. Known
+  // to be needed only at the end, when no cuda_sync event came.
+  void write_blocking_syncs() {
+    if (s_.has_cuda_sync) return;
+    for (const BlockingCall& b : blocking_) {
+      v1::Record r;
+      v1::Synchronization* s = r.mutable_sync();
+      s->set_type(b.type);
+      s->set_start_ns(b.start_ns);
+      s->set_end_ns(b.end_ns);
+      s->set_correlation_id(b.correlation_id);
+      body_->write(r);
+    }
   }
 
   void sync(const JsonEvent& e) {
-    const int64_t start = absolute(event_ts(e));
+    const int64_t start = time_of(event_ts(e));
     v1::Record r;
     v1::Synchronization* s = r.mutable_sync();
     s->set_type(sync_type_of_event(e.name.text));
@@ -583,14 +621,14 @@ class Importer {
     s->set_stream(stream_of(e));
     s->set_event_id(u32_or(e.arg_scalar("wait_on_cuda_event_id"), 0));
     s->set_correlation_id(u32_or(e.arg_scalar("correlation"), 0));
-    out_.write(r);
+    body_->write(r);
   }
 
   // A record_function range on its thread. Kept to the end: written as push/pop in nesting
   // order, so that each launch gets its innermost range as an NVTX push/pop range would give it.
   void range(const JsonEvent& e) {
-    const int64_t start = absolute(event_ts(e));
-    ranges_.push_back(HostRange{thread_of(e), start, start + event_dur(e), out_.intern(step_range_name(e.name.text))});
+    const int64_t start = time_of(event_ts(e));
+    ranges_.push_back(HostRange{thread_of(e), start, start + event_dur(e), body_->intern(step_range_name(e.name.text))});
   }
 
   // Kineto writes slices per buffer, not in time order, and with_stack=True makes them overlap
@@ -609,7 +647,7 @@ class Importer {
       g->set_name_id(name);
       g->set_thread_id(tid);
       g->set_time_ns(t);
-      out_.write(r);
+      body_->write(r);
     };
     auto close_until = [&](int64_t t) {
       while (!open.empty() && open.back() <= t) {
@@ -640,29 +678,15 @@ class Importer {
     uint32_t name_id;
   };
 
+  // What a collective's NCCL kernel says of it; the rest comes from its record_param_comms op,
+  // which may come later in the file, so the facts are settled in write_nccl().
   struct NcclKernel {
     uint32_t correlation_id, device, stream;
     int64_t start_ns, end_ns;
-    v1::NcclOp op;
-    uint64_t count;
-    int32_t datatype;
-    int32_t nranks;
-    int32_t peer;
-    uint64_t comm_id;
-    int64_t seq;  // -1: none in the trace
+    std::string kernel_name;         // says the op when no "Collective name" does
+    int64_t external_id;             // -1: none
+    std::map<std::string, JsonScalar, std::less<>> facts;  // kCommsKeys on the kernel itself
   };
-
-  // A collective's fact: on the kernel itself (PyTorch since 2024-05), else on the
-  // record_param_comms op that launched it.
-  const JsonScalar* comms_arg(const JsonEvent& e, std::string_view key) const {
-    if (const JsonScalar* v = e.arg_scalar(key)) return v;
-    int64_t external_id = 0;
-    if (!as_int(e.arg_scalar("External id"), &external_id)) return nullptr;
-    const auto op = s_.comms_by_external_id.find(external_id);
-    if (op == s_.comms_by_external_id.end()) return nullptr;
-    const auto v = op->second.find(key);
-    return v == op->second.end() ? nullptr : &v->second;
-  }
 
   void keep_nccl(const JsonEvent& e, const gpuhook::KernelFields& k) {
     NcclKernel n{};
@@ -671,19 +695,47 @@ class Importer {
     n.stream = k.stream;
     n.start_ns = k.start_ns;
     n.end_ns = k.end_ns;
-    const JsonScalar* collective = comms_arg(e, "Collective name");
-    n.op = nccl_op_of(collective != nullptr ? std::string_view(collective->text) : std::string_view(), e.name.text);
-    n.count = static_cast<uint64_t>(std::max<int64_t>(0, int_or(comms_arg(e, "In msg nelems"), 0)));
-    const JsonScalar* dtype = comms_arg(e, "dtype");
-    n.datatype = dtype != nullptr ? nccl_datatype_of(dtype->text) : -1;
-    n.nranks = static_cast<int32_t>(std::clamp<int64_t>(int_or(comms_arg(e, "Group size"), s_.world_size.value_or(0)), 0,
-                                                        INT32_MAX));
-    const JsonScalar* peer = n.op == v1::NCCL_SEND ? comms_arg(e, "Dst Rank") : comms_arg(e, "Src Rank");
-    n.peer = static_cast<int32_t>(std::clamp<int64_t>(int_or(peer, -1), -1, INT32_MAX));
-    const JsonScalar* pg = comms_arg(e, "Process Group Name");
-    n.comm_id = fnv1a(pg != nullptr ? std::string_view(pg->text) : std::string_view("default_pg"));
-    n.seq = int_or(comms_arg(e, "Seq"), -1);
-    nccl_.push_back(n);
+    n.kernel_name = e.name.text;
+    n.external_id = int_or(e.arg_scalar("External id"), -1);
+    for (std::string_view key : kCommsKeys) {
+      if (const JsonScalar* v = e.arg_scalar(key)) n.facts.emplace(std::string(key), *v);
+    }
+    nccl_.push_back(std::move(n));
+  }
+
+  // A collective's fact: on the kernel itself (PyTorch since 2024-05), else on the
+  // record_param_comms op with the kernel's External id.
+  const JsonScalar* comms_fact(const NcclKernel& n, std::string_view key) const {
+    if (const auto v = n.facts.find(key); v != n.facts.end()) return &v->second;
+    const auto op = s_.comms_by_external_id.find(n.external_id);
+    if (n.external_id < 0 || op == s_.comms_by_external_id.end()) return nullptr;
+    const auto v = op->second.find(key);
+    return v == op->second.end() ? nullptr : &v->second;
+  }
+
+  struct Collective {
+    v1::NcclOp op;
+    uint64_t count;
+    int32_t datatype, nranks, peer;
+    uint64_t comm_id;
+    int64_t seq;  // -1: none in the trace
+  };
+
+  Collective collective_of(const NcclKernel& n) const {
+    Collective c{};
+    const JsonScalar* name = comms_fact(n, "Collective name");
+    c.op = nccl_op_of(name != nullptr ? std::string_view(name->text) : std::string_view(), n.kernel_name);
+    c.count = static_cast<uint64_t>(std::max<int64_t>(0, int_or(comms_fact(n, "In msg nelems"), 0)));
+    const JsonScalar* dtype = comms_fact(n, "dtype");
+    c.datatype = dtype != nullptr ? nccl_datatype_of(dtype->text) : -1;
+    c.nranks = static_cast<int32_t>(
+        std::clamp<int64_t>(int_or(comms_fact(n, "Group size"), s_.world_size.value_or(0)), 0, INT32_MAX));
+    const JsonScalar* peer = c.op == v1::NCCL_SEND ? comms_fact(n, "Dst Rank") : comms_fact(n, "Src Rank");
+    c.peer = static_cast<int32_t>(std::clamp<int64_t>(int_or(peer, -1), -1, INT32_MAX));
+    const JsonScalar* pg = comms_fact(n, "Process Group Name");
+    c.comm_id = fnv1a(pg != nullptr ? std::string_view(pg->text) : std::string_view("default_pg"));
+    c.seq = int_or(comms_fact(n, "Seq"), -1);
+    return c;
   }
 
   void write_nccl() {
@@ -695,55 +747,74 @@ class Importer {
     });
     std::map<std::pair<uint64_t, uint64_t>, uint64_t> next_seq, next_p2p;  // (comm, device<<32|stream)
     for (const NcclKernel& n : nccl_) {
-      const uint32_t name = out_.intern(nccl_entry_point(n.op));
+      const Collective k = collective_of(n);
+      const uint32_t name = body_->intern(nccl_entry_point(k.op));
       const uint64_t external_id = ++external_ids_;
       v1::Record x;
       x.mutable_external_correlation()->set_external_id(external_id);
       x.mutable_external_correlation()->set_correlation_id(n.correlation_id);
-      out_.write(x);
+      body_->write(x);
       v1::Record r;
       v1::NcclCall* c = r.mutable_nccl();
-      c->set_op(n.op);
+      c->set_op(k.op);
       c->set_name_id(name);
-      c->set_count(n.count);
-      c->set_datatype(n.datatype);
-      const uint64_t size = n.datatype >= 0 ? gpuhook::nccl_datatype_bytes(n.datatype) : 0;
-      c->set_bytes(size != 0 && n.count <= UINT64_MAX / size ? n.count * size : 0);
+      c->set_count(k.count);
+      c->set_datatype(k.datatype);
+      const uint64_t size = k.datatype >= 0 ? gpuhook::nccl_datatype_bytes(k.datatype) : 0;
+      c->set_bytes(size != 0 && k.count <= UINT64_MAX / size ? k.count * size : 0);
       c->set_reduce_op(-1);
-      c->set_root_or_peer(n.peer);
-      c->set_comm_id(n.comm_id);
+      c->set_root_or_peer(k.peer);
+      c->set_comm_id(k.comm_id);
       c->set_rank(s_.rank.value_or(-1));
-      c->set_nranks(n.nranks);
+      c->set_nranks(k.nranks);
       // The host call's own times are not in the trace: the kernel's stand in.
       c->set_start_ns(n.start_ns);
       c->set_end_ns(n.end_ns);
       c->set_device(static_cast<int32_t>(n.device));
       c->set_cuda_stream_id(n.stream);
       c->set_external_id(external_id);
-      const std::pair<uint64_t, uint64_t> key{n.comm_id, (uint64_t{n.device} << 32) | n.stream};
-      if (gpuhook::nccl_op_is_point_to_point(static_cast<uint32_t>(n.op))) {
+      const std::pair<uint64_t, uint64_t> key{k.comm_id, (uint64_t{n.device} << 32) | n.stream};
+      if (gpuhook::nccl_op_is_point_to_point(static_cast<uint32_t>(k.op))) {
         c->set_p2p_sequence(next_p2p[key]++);
       } else {
-        c->set_sequence(n.seq >= 0 ? static_cast<uint64_t>(n.seq) : next_seq[key]++);
+        c->set_sequence(k.seq >= 0 ? static_cast<uint64_t>(k.seq) : next_seq[key]++);
       }
-      out_.write(r);
+      body_->write(r);
     }
   }
 
   void write_footer() {
     v1::Record r;
-    const uint64_t end = static_cast<uint64_t>(absolute(s_.last_rel_ns.value_or(0)));
-    r.mutable_footer()->set_end_monotonic_raw_ns(end);
-    r.mutable_footer()->set_end_realtime_ns(end);
-    r.mutable_footer()->set_records(out_.stats().records);
+    const uint64_t last_rel = static_cast<uint64_t>(s_.last_rel_ns.value_or(0));
+    r.mutable_footer()->set_end_monotonic_raw_ns(static_cast<uint64_t>(offset_ns_) + last_rel);
+    r.mutable_footer()->set_end_realtime_ns(static_cast<uint64_t>(s_.base_ns) + last_rel);
+    r.mutable_footer()->set_records(final_.stats().records);
     r.mutable_footer()->set_clean(true);
-    out_.write(r);
+    final_.write(r);
   }
+
+  struct ThreadName {
+    int64_t pid;
+    uint64_t thread_id;
+    uint32_t name_id;
+  };
+  struct BlockingCall {
+    v1::SyncType type;
+    int64_t start_ns, end_ns;
+    uint32_t correlation_id;
+  };
+  static constexpr size_t kMaxThreadNames = 65536;
 
   const std::string& path_;
   int fd_;
   bool gzip_;
-  gpuhook::CaptureWriter& out_;
+  gpuhook::CaptureWriter& final_;  // the capture: header, then the spooled chunks, then the footer
+  FrameSpool spool_;
+  std::unique_ptr<gpuhook::CaptureWriter> body_;  // every other record, into spool_
+  bool clock_fixed_ = false;
+  int64_t offset_ns_ = 0;
+  std::vector<ThreadName> thread_names_;
+  std::vector<BlockingCall> blocking_;
   Survey s_;
   int64_t host_pid_ = 0;
   std::vector<HostRange> ranges_;
