@@ -24,6 +24,9 @@ esac
 
 scripts/setup.sh
 export PATH="$PATH:/usr/local/cuda/bin"
+# ccache (CMakeLists.txt uses it when installed) keys on paths relative to the checkout, so a
+# fresh clone elsewhere reuses what an earlier build compiled.
+export CCACHE_BASEDIR="$PWD"
 # Release with assertions: -O2 but without -DNDEBUG.
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2" \
       -DCMAKE_C_FLAGS_RELEASE="-O2" "${extra[@]}" >/dev/null
