@@ -48,6 +48,9 @@ for f in run.json run.json.gz trace.bin run.sqlite; do
     echo "FAIL: stats of $f differ from the capture's:"; diff stats.gpuh.csv "stats.$f.csv" | head -20; fail=1
   fi
 done
+check "stats --summary of the Kineto trace" "$cli" stats run.json.gz --summary -o run.gsum
+check "diagnose of its summary" "$cli" diagnose run.gsum
+contains "diagnose of the summary" out.txt "copy-overlap"
 check "stats by range of the Kineto trace" "$cli" stats run.json.gz --by range
 contains "stats by range" out.txt "forward"
 
