@@ -116,7 +116,20 @@ expect_exit 1 "diff of nsys exports" "$cli" diff run.sqlite slow.sqlite
 "$gen" kineto-gz rank0.json.gz --steps 4 --rank 0 --world 2 || exit 1
 "$gen" kineto-gz rank1.json.gz --steps 4 --rank 1 --world 2 || exit 1
 check "merge two ranks" "$cli" merge rank0.json.gz rank1.json.gz -o merged.gpuh
+contains "merge matches the ranks' all-reduces" out.txt "4 shared collectives"
 check "info of the merged ranks" "$cli" info merged.gpuh
+# Rank 1 reaches each all-reduce 30 us after rank 0: 4 x 30 us of waiting.
+check "stats by collective of two ranks" "$cli" stats rank0.json.gz rank1.json.gz --by collective --format csv
+python3 - out.txt <<'PY' || fail=1
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+if len(rows) != 1 or rows[0]["count"] != "4" or abs(float(rows[0]["wait_us"]) - 120.0) > 1e-9:
+    print(f"FAIL: stats by collective: {rows}")
+    sys.exit(1)
+PY
+check "diagnose of two ranks" "$cli" diagnose rank0.json.gz rank1.json.gz
+check "diagnose of one rank with collectives" "$cli" diagnose rank0.json.gz
+check "render --view comm of two ranks" "$cli" render rank0.json.gz rank1.json.gz --view comm -o comm.svg
 
 # --- odd but valid input: read, never a crash or a hang -------------------------------------------
 # 100,000 distinct kernel names on one line; 20,000 nested annotations; a kernel whose

@@ -99,6 +99,16 @@ class Out {
 
 void write_kineto(const Run& run, const std::string& path, bool gzip) {
   Out out(path, gzip);
+  // c10d's facts on an NCCL kernel, as PyTorch writes them since 2024-05 (TRACE-FORMATS.md, A8).
+  auto collective_args = [&](const Kernel& k) -> std::string {
+    if (k.name != kAllReduce) return "";
+    std::string ranks;
+    for (int32_t r = 0; r < run.world_size; ++r) ranks += (r ? ", " : "") + std::to_string(r);
+    return ", \"Collective name\": \"allreduce\", \"In msg nelems\": 1048576, \"Out msg nelems\": 1048576, "
+           "\"dtype\": \"Float\", \"Group size\": " + std::to_string(run.world_size) +
+           ", \"Process Group Name\": \"0\", \"Process Group Description\": \"default_pg\", \"Process Group Ranks\": \"[" +
+           ranks + "]\"";
+  };
   const std::string pid = std::to_string(run.pid);
   auto rel = [&](int64_t ns) { return us(ns - run.base_ns); };
   bool first = true;
@@ -171,7 +181,7 @@ void write_kineto(const Run& run, const std::string& path, bool gzip) {
           ", \"shared memory\": " + std::to_string(k.shared_memory_bytes) + ", " + floats + ", \"grid\": [" +
           std::to_string(k.grid[0]) + ", " + std::to_string(k.grid[1]) + ", " + std::to_string(k.grid[2]) +
           "], \"block\": [" + std::to_string(k.block[0]) + ", " + std::to_string(k.block[1]) + ", " +
-          std::to_string(k.block[2]) + "], \"est. achieved occupancy %\": 50}");
+          std::to_string(k.block[2]) + "], \"est. achieved occupancy %\": 50" + collective_args(k) + "}");
     flow_end(k.device, k.stream, k.correlation_id, k.start_ns);
   }
   for (const Copy& c : run.copies) {

@@ -55,11 +55,17 @@ constexpr KernelKind kKinds[] = {
      8'000, 12'000, 32, 512, 32, 16},
 };
 
+}  // namespace
+
+const char* const kAllReduce = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+
+namespace {
+
 bool is_gemm(const KernelKind& k) { return std::string_view(k.name).find("gemm") != std::string_view::npos; }
 
 // CUPTI runtime callback ids (cupti_runtime_cbid.h, CUDA 13.0).
 constexpr uint32_t kCbidMemcpy = 31, kCbidMemcpyAsync = 41, kCbidMemsetAsync = 51, kCbidStreamSynchronize = 131,
-                   kCbidLaunchKernel = 211;
+                   kCbidLaunchKernel = 211, kCbidLaunchKernelExC = 430;
 
 }  // namespace
 
@@ -71,7 +77,10 @@ Run make_run(const Shape& shape) {
   run.devices.push_back(Device{});
   const uint32_t device = 0, stream = 7;
   const uint64_t thread = run.pid + 1;
-  Random random{shape.seed * 1000003ull + static_cast<uint64_t>(shape.rank + 1)};
+  // The ranks of one job run the same steps (one random sequence), so that their collectives
+  // end together; each rank reaches them a little later than the one before.
+  const bool distributed = shape.world_size > 1;
+  Random random{shape.seed * 1000003ull + (distributed ? 0 : static_cast<uint64_t>(shape.rank + 1))};
   uint32_t correlation = 1;
   // 1,234 ns past a µs: times whose ns digits a reader through a double would lose.
   int64_t host = run.base_ns + 5'000'001'234;
@@ -128,6 +137,27 @@ Run make_run(const Shape& shape) {
       }
     }
     run.ranges.push_back(Range{"forward", thread, forward_start, host});
+    if (distributed) {
+      // The gradients' all-reduce on NCCL's stream: rank r arrives r x 30 us after rank 0, and
+      // every rank's kernel ends when the last one arrives.
+      const uint32_t corr = correlation++;
+      const int64_t call_end = host + 6'000;
+      call("cudaLaunchKernelExC", kCbidLaunchKernelExC, host, call_end, corr);
+      const int64_t arrival = std::max(gpu_free, call_end + 2'000);
+      Kernel k;
+      k.name = kAllReduce;
+      k.device = device;
+      k.stream = 13;
+      k.correlation_id = corr;
+      k.start_ns = arrival + 30'000 * shape.rank;
+      k.end_ns = arrival + 30'000 * (shape.world_size - 1) + 150'000;
+      k.grid[0] = 2;
+      k.block[0] = 640;
+      k.registers_per_thread = 96;
+      run.kernels.push_back(k);
+      gpu_free = k.end_ns;
+      host = call_end + 700;
+    }
     // The loss back to the host: an async DtoH copy into pinned memory, then the wait.
     {
       const uint32_t corr = correlation++;

@@ -93,9 +93,14 @@ struct Shape {
   int64_t slow_ns = 0;            // added to every "gemm" kernel: a regression to find
 };
 
+// The name of the all-reduce kernel distributed runs have.
+extern const char* const kAllReduce;
+
 // Per step: a pageable HtoD copy, kernels_per_step kernels on stream 7 with a memset among
 // them, a DtoH copy, and a cudaStreamSynchronize the host waits in; each step in a
-// ProfilerStep#N range with a "forward" range inside. All times are multiples of 1 ns and
+// ProfilerStep#N range with a "forward" range inside; with world_size > 1, an all-reduce of the
+// gradients on stream 13 that every rank ends together (the Kineto trace carries c10d's args,
+// the capture its kernel only: the hook's NcclCall records are not made up). All times are multiples of 1 ns and
 // fit Kineto's 3 decimals of µs exactly.
 Run make_run(const Shape& shape);
 

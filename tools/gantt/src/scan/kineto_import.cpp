@@ -40,6 +40,8 @@ using gpuhook::CaptureError;
 using gpuhook::CaptureErrorKind;
 using namespace kineto;
 
+constexpr uint32_t kHookExternalKind = 5;  // CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2
+
 // Times are ns below 2^62 (parse_us_as_ns), the base too: base + ts + dur fits in an int64.
 constexpr int64_t kMaxNs = int64_t{1} << 62;
 
@@ -533,6 +535,9 @@ class Importer {
       const uint32_t name = body_->intern(nccl_entry_point(k.op));
       const uint64_t external_id = ++external_ids_;
       v1::Record x;
+      // The kind the hook pushes around its NCCL calls (CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2,
+      // libhook/cupti_tracer.h), which the model joins collectives to their kernels by.
+      x.mutable_external_correlation()->set_kind(kHookExternalKind);
       x.mutable_external_correlation()->set_external_id(external_id);
       x.mutable_external_correlation()->set_correlation_id(n.correlation_id);
       body_->write(x);
