@@ -61,7 +61,7 @@ struct Config {
   // 1 (noise-level), and on synthetic captures it writes 15.9 bytes per kernel against 17.9.
   int zstd_level = 3;
   bool quiet = false;
-  // The longest a fatal signal (SIGTERM, SIGINT, SIGABRT, std::terminate) or an exec waits for
+  // The longest a fatal signal (SIGTERM, SIGINT, SIGABRT, a fault, std::terminate) or an exec waits for
   // the writer; what is not written by then is counted as dropped and said. With the exit's
   // chunks compressed at level 1 the writer needs well under this.
   uint32_t exit_ms = 1000;

@@ -60,8 +60,12 @@ std::atomic<pid_t> g_pid{0};
 // A fatal signal or std::terminate came: the exit that follows is bounded by exit_ms.
 std::atomic<bool> g_dying{false};
 struct sigaction g_previous[NSIG];
-// SIGABRT: abort(), what NCCL's watchdog and failed assertions end in.
-const int kFlushSignals[] = {SIGINT, SIGTERM, SIGABRT};
+// SIGABRT: abort(), what NCCL's watchdog and failed assertions end in. The faults: a crash in
+// the first flush period otherwise left no capture at all (issue 44).
+const int kFlushSignals[] = {SIGINT, SIGTERM, SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+// stop_all's progress, for a second thread that faults while another finishes the file.
+enum StopProgress : int { kNotStopping = 0, kStopping = 1, kStopDone = 2 };
+std::atomic<int> g_stop_progress{kNotStopping};
 std::terminate_handler g_previous_terminate = nullptr;
 
 void say(const std::string& line) {
@@ -202,9 +206,16 @@ void stop_pm() {
 //   timeout_ms: a normal exit waits up to 10 s (a CUPTI wedged by a dying CUDA must not turn
 //   into a hung exit); a dying process (signal, terminate) only exit_ms, and hurries
 //   (Writer::stop): 3-6 s of SIGTERM delay were measured at zstd level 19.
+void stop_all_unguarded(bool dying);
 void stop_all(bool dying) {
   int expected = kRunning;
   if (!g_state.compare_exchange_strong(expected, kStopped)) return;
+  g_stop_progress.store(kStopping, std::memory_order_release);
+  stop_all_unguarded(dying);
+  g_stop_progress.store(kStopDone, std::memory_order_release);
+}
+
+void stop_all_unguarded(bool dying) {
   // The sampler first, so that it is out of NVML before the process tears libraries down; a
   // read takes microseconds (20 ms for PCIe), so 100 ms is ample and bounds a wedged driver.
   stop_nvml();
@@ -233,6 +244,59 @@ void stop_all(bool dying) {
 
 void on_exit_handler() { stop_all(g_dying.load(std::memory_order_acquire)); }
 
+bool is_fault(int sig) { return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL; }
+
+const char* signal_name(int sig) {
+  switch (sig) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGABRT: return "SIGABRT";
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    default: return "a signal";
+  }
+}
+
+// Returning from the handler runs the faulting instruction again, which faults again, now with
+// the program's own disposition: the kernel's siginfo and the faulting context are the
+// program's own, in the exit status and in a core dump. Only for a fault the kernel raised at
+// an instruction (si_code > 0); one sent by kill/raise (si_code <= 0) or a machine check
+// reported after the fact would not recur, and is raised again instead.
+bool fault_recurs(int sig, const siginfo_t* info) {
+  if (!is_fault(sig) || info == nullptr || info->si_code <= 0) return false;
+#ifdef BUS_MCEERR_AO
+  if (sig == SIGBUS && info->si_code == BUS_MCEERR_AO) return false;
+#endif
+  return true;
+}
+
+// The process dies of `sig` once this returns: finish the file (the flight recorder writes its
+// crash dump) within exit_ms. Only async-signal-safe calls on this thread: sem_post, sem_trywait,
+// nanosleep, clock_gettime, write (stop_all, Writer::stop). The writing itself is the writer
+// thread's: it drains the lock-free rings, has CUPTI flush its buffers, compresses and writes
+// the last chunks, the footer and the index. That thread holds none of this thread's locks, but
+// it may need one: malloc's, when the fault corrupted the heap or hit inside malloc, or CUPTI's,
+// when it hit inside CUDA. Then the wait ends at exit_ms and the capture ends at its last flush
+// (every chunk flushed until then is on disk, whole: readable, without footer or index). A
+// file the writer has not created yet (no record reached it) stays uncreated. A fault on the
+// writer thread itself, where every signal is blocked, kills at once (the kernel's rule for a
+// blocked fault): the file then also ends at its last flush.
+void finish_before_dying(int sig) {
+  // A vfork child shares this memory: the writer is its parent's, to be left alone.
+  if (getpid() != g_pid.load(std::memory_order_relaxed)) return;
+  if (Writer* w = g_writer.load(std::memory_order_acquire)) w->note_dying(signal_name(sig));
+  stop_all(true);
+  // Another thread is finishing the file (it faulted first, or the program is exiting): dying
+  // now would cut its work short. Bounded as its own wait is.
+  if (g_stop_progress.load(std::memory_order_acquire) != kStopping || g_config == nullptr) return;
+  const uint64_t deadline_ns = now_ns() + (uint64_t{g_config->exit_ms} + 100) * 1'000'000u;
+  while (g_stop_progress.load(std::memory_order_acquire) == kStopping && now_ns() < deadline_ns) {
+    timespec pause{0, 1'000'000};
+    nanosleep(&pause, nullptr);
+  }
+}
 
 void on_signal(int sig, siginfo_t* info, void* context) {
   int saved_errno = errno;
@@ -241,21 +305,28 @@ void on_signal(int sig, siginfo_t* info, void* context) {
     errno = saved_errno;
     return;
   }
-  g_dying.store(true, std::memory_order_release);
+  // A fault the app's own handler may repair (a runtime that faults on purpose) is no sign of
+  // an end: its exit stays a normal one.
+  if (!is_fault(sig) || (!(prev.sa_flags & SA_SIGINFO) && prev.sa_handler == SIG_DFL))
+    g_dying.store(true, std::memory_order_release);
   if (!(prev.sa_flags & SA_SIGINFO) && prev.sa_handler == SIG_DFL) {
     // The process is about to die of this signal: finish the file, then die the same way.
-    stop_all(true);
-    signal(sig, SIG_DFL);
-    raise(sig);
+    finish_before_dying(sig);
+    sigaction(sig, &prev, nullptr);
+    if (!fault_recurs(sig, info)) raise(sig);  // pending until this handler returns
     errno = saved_errno;
     return;
   }
   Writer* w = g_writer.load(std::memory_order_acquire);
-  if (sig == SIGABRT && w != nullptr && g_state.load(std::memory_order_acquire) == kRunning) {
-    // abort() kills the process once the app's handler returns, with no exit handlers: what
-    // was recorded goes to disk now, recording goes on in case the handler does not return.
+  if ((sig == SIGABRT || is_fault(sig)) && w != nullptr && g_state.load(std::memory_order_acquire) == kRunning &&
+      getpid() == g_pid.load(std::memory_order_relaxed)) {
+    // abort() kills the process once the app's handler returns, with no exit handlers, and so
+    // does a fault its handler does not repair (most crash handlers print and die): what was
+    // recorded goes to disk now, recording goes on in case the handler does not return, or
+    // repairs the fault (a runtime that faults on purpose pays a flush, about a millisecond,
+    // per fault).
     if (!w->flush_now(g_config->exit_ms)) {
-      RawLine() << "the writer did not flush within " << uint64_t{g_config->exit_ms} << " ms of SIGABRT";
+      RawLine() << "the writer did not flush within " << uint64_t{g_config->exit_ms} << " ms of " << signal_name(sig);
     }
   } else if (w != nullptr) {
     // The app handles it and may run on: flush soon, keep recording.
@@ -278,6 +349,14 @@ void install_signal_handlers() {
     ours.sa_sigaction = &on_signal;
     ours.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&ours.sa_mask);
+    if (is_fault(sig)) {
+      // On the program's alternate stack when it set one for this thread (a stack overflow
+      // can be reported only there; without one the kernel kills, hook or not). A second
+      // fault inside the handler kills at once instead of entering it again.
+      ours.sa_flags |= SA_ONSTACK;
+      for (int f : kFlushSignals)
+        if (is_fault(f)) sigaddset(&ours.sa_mask, f);
+    }
     sigaction(sig, &ours, nullptr);
   }
 }
@@ -309,6 +388,7 @@ void install_flight_signal(int sig) {
 // the previous handler, which normally prints and aborts.
 [[noreturn]] void on_terminate() {
   g_dying.store(true, std::memory_order_release);
+  if (Writer* w = g_writer.load(std::memory_order_acquire)) w->note_dying("std::terminate");
   stop_all(true);
   if (g_previous_terminate != nullptr) g_previous_terminate();
   std::abort();

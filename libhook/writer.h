@@ -53,6 +53,9 @@ class Writer final : private RecordSink {
   // to timeout_ms; recording goes on. Before exec, and for a signal the app handles that may
   // still kill it. Safe from a signal handler and in a fork child. False when not done in time.
   bool flush_now(uint32_t timeout_ms);
+  // What the process is dying of ("SIGSEGV"), for the flight recorder's crash dump; the first
+  // call's text is kept. Async-signal-safe: copies into a fixed buffer, before stop(hurry).
+  void note_dying(const char* why);
   // The calling thread is the writer's (an abort or terminate there cannot wait for it).
   bool on_writer_thread() const;
   // Wakes the thread early (a ring filled up in block mode, a buffer completed).
@@ -184,6 +187,8 @@ class Writer final : private RecordSink {
   // stop(hurry) was asked for: the process is dying of a signal or std::terminate, so the
   // footer's `clean` is false. flush_now() leaves it alone: the process may run on.
   std::atomic<bool> dying_{false};
+  std::atomic<bool> dying_reason_set_{false};
+  char dying_reason_[32] = {};
   bool discarding_ = false;
   uint64_t not_written_at_exit_ = 0;
 

@@ -38,6 +38,14 @@ void Writer::request_dump(Trigger trigger, const char* reason, uint64_t when_ns)
   sem_post(&wake_sem_);
 }
 
+void Writer::note_dying(const char* why) {
+  bool expected = false;
+  if (why == nullptr || !dying_reason_set_.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) return;
+  size_t n = 0;
+  for (; why[n] != '\0' && n < sizeof dying_reason_ - 1; ++n) dying_reason_[n] = why[n];
+  dying_reason_[n] = '\0';
+}
+
 // The output pattern with ".flightN" before its extension: run-%p.gpuh -> run-1234.flight1.gpuh.
 std::string Writer::dump_path(uint32_t sequence) const {
   std::string base = path_;
@@ -125,7 +133,11 @@ void Writer::summarise_range(const wire::Record& range, std::string_view name, s
 
 void Writer::finish_flight() {
   // A fatal signal or std::terminate: the moments before it are what a dump is for.
-  if (dying_.load(std::memory_order_acquire) && file_) dump_flight(Trigger::kCrash, "the process is dying", now_ns());
+  if (dying_.load(std::memory_order_acquire) && file_) {
+    // note_dying() comes before stop(hurry), which this thread saw before it got here.
+    const bool named = dying_reason_set_.load(std::memory_order_acquire) && dying_reason_[0] != '\0';
+    dump_flight(Trigger::kCrash, named ? std::string(dying_reason_) : "the process is dying", now_ns());
+  }
   if (file_) file_->close();
   std::string line = "gpuhook: flight recorder (" + config_.flight_text + "): ";
   if (summary_file_) {

@@ -7,6 +7,7 @@
 #include <nvtx3/nvToolsExt.h>
 #include <nvtx3/nvtx3.hpp>
 #include <fcntl.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -22,6 +23,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <vector_types.h>
 
 #include "gpuhook/gpuhook.h"
 
@@ -243,6 +246,52 @@ int fork_mode(int n) {
 
 void exit_from_handler(int) { std::exit(5); }
 
+// A few kernels through whichever libcudart.so.13 the loader finds (the simulator's in the
+// tests), registered by hand as nvcc's generated code would: the program needs no nvcc.
+// Returns the number launched, -1 when CUDA is not there.
+int launch_kernels(int n) {
+  void* rt = dlopen("libcudart.so.13", RTLD_NOW | RTLD_GLOBAL);
+  if (rt == nullptr) return -1;
+  using Register = void (*)(void**, const char*, char*, const char*, int, uint3*, uint3*, dim3*, dim3*, int*);
+  using Launch = int (*)(const void*, dim3, dim3, void**, size_t, void*);
+  using Sync = int (*)(void*);
+  auto register_function = reinterpret_cast<Register>(dlsym(rt, "__cudaRegisterFunction"));
+  auto launch = reinterpret_cast<Launch>(dlsym(rt, "cudaLaunchKernel"));
+  auto stream_sync = reinterpret_cast<Sync>(dlsym(rt, "cudaStreamSynchronize"));
+  if (register_function == nullptr || launch == nullptr || stream_sync == nullptr) return -1;
+  static const char stub = 0;  // the "host stub": only its address is used
+  static char device_name[] = "crash_test_kernel";
+  register_function(nullptr, &stub, device_name, device_name, -1, nullptr, nullptr, nullptr, nullptr, nullptr);
+  int launched = 0;
+  for (int i = 0; i < n; ++i) launched += launch(&stub, dim3(4), dim3(128), nullptr, 0, nullptr) == 0 ? 1 : 0;
+  stream_sync(nullptr);
+  return launched;
+}
+
+// A real fault of the given kind (no raise()): the kernel reports it with its own si_code.
+[[noreturn]] void fault(const std::string& kind) {
+  if (kind == "fpe") {
+    // Both operands volatile: GCC turns 1 / x into a compare, with no division to trap.
+    volatile int one = 1, zero = 0;
+    volatile int x = one / zero;
+    (void)x;
+  } else {
+    volatile int* nowhere = nullptr;
+    *nowhere = 1;
+  }
+  std::abort();  // not reached
+}
+
+sigjmp_buf g_recover;
+
+// True when the fault's handler jumped back here.
+bool iterations_then_fault(int n) {
+  if (sigsetjmp(g_recover, 1) != 0) return true;
+  nvtx_iterations(n);
+  fault("segv");
+}
+
+
 // CUDA through whichever libcudart.so.13 the loader finds (the simulator's in the tests):
 // memsets launched on one thread while the main thread forks.
 int cuda_fork_mode(int n) {
@@ -463,6 +512,41 @@ int main(int argc, char** argv) {
     int rc = execl("/nonexistent/program", "program", static_cast<char*>(nullptr));
     std::printf("exec failed: rc=%d errno=%d\n", rc, errno);
     nvtx_iterations(n);
+    return 0;
+  }
+  if (mode == "segv" || mode == "fpe") {
+    // Faults early (well within the first flush period), after N kernels and N iterations.
+    const int launched = launch_kernels(n);
+    nvtx_iterations(n);
+    std::printf("%d kernels launched, faulting (%s)\n", launched, mode.c_str());
+    std::fflush(stdout);
+    fault(mode);
+  }
+  if (mode == "segv_handled") {
+    // The app's own SIGSEGV handler was there first (the hook comes in through
+    // NVTX_INJECTION64_PATH, later): it says so, puts the default back and returns, and the
+    // fault, run again, kills.
+    signal(SIGSEGV, [](int) {
+      const char text[] = "app saw SIGSEGV\n";
+      ssize_t ignored = write(STDERR_FILENO, text, sizeof text - 1);
+      (void)ignored;
+      signal(SIGSEGV, SIG_DFL);
+    });
+    nvtx_iterations(n);
+    std::printf("faulting\n");
+    std::fflush(stdout);
+    fault("segv");
+  }
+  if (mode == "segv_recovered") {
+    // A handler installed after the hook's that recovers from each fault (as runtimes that use
+    // faults on purpose do): the program runs on and exits normally.
+    struct sigaction sa{};
+    sa.sa_handler = [](int) { siglongjmp(g_recover, 1); };
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, nullptr);
+    int recovered = 0;
+    for (int i = 0; i < 3; ++i) recovered += iterations_then_fault(n) ? 1 : 0;
+    std::printf("recovered from %d faults\n", recovered);
     return 0;
   }
   if (mode == "closefds") return closefds_mode(n);

@@ -211,6 +211,60 @@ case $case_name in
     # The two gpuhook.h ranges of each iteration find no hook that is not in the global scope.
     check "$(capture)" --expect range=$((10 * (ranges_per_iteration - 2))) --nesting
     ;;
+  segv | fpe | segv_flight)
+    # A fault early in the run (the kernels' records still in CUPTI's buffers, the ranges in the
+    # rings, well within the first flush period): the hook writes them out, then the process dies
+    # of the fault as it would have (the same status; a core dump where one is made).
+    [ -f "$sim_lib/libcudart.so.13" ] || { echo "SKIP: no simulated libcudart"; exit 0; }
+    mode=${case_name%_flight} envs=()
+    [ "$case_name" = segv_flight ] && envs=(GPUHOOK_FLIGHT=10s)
+    run plain LD_LIBRARY_PATH="$sim_lib:$fake_nccl" -- "$app" "$mode" 5
+    run hooked LD_LIBRARY_PATH="$sim_lib:$fake_nccl" LD_PRELOAD="$preload" GPUHOOK_OUTPUT="$work/cap-%p.gpuh" \
+      "${envs[@]}" -- "$app" "$mode" 5
+    cmp -s plain.out hooked.out || fail "stdout differs: $(diff plain.out hooked.out | head -5)"
+    [ "$(cat plain.rc)" = "$(cat hooked.rc)" ] || fail "exit code $(cat hooked.rc) with the hook, $(cat plain.rc) without"
+    want=139; [ "$mode" = fpe ] && want=136
+    # Under ASan its own handler (installed first) reports the fault and exits 1, hook or not.
+    [ -n "$asan_lib" ] || [ "$(cat hooked.rc)" = $want ] || fail "not killed by the fault: $(cat hooked.rc), want $want"
+    grep -q '^5 kernels launched' plain.out || fail "the program did not launch 5 kernels: $(head -3 plain.out)"
+    gpuhook_lines 1
+    if [ "$case_name" = segv_flight ]; then
+      dump=$(ls "$work"/cap-*.flight1.gpuh 2>/dev/null | head -1)
+      [ -n "$dump" ] || fail "no flight dump on SIGSEGV: $(ls "$work")"
+      [ -z "$(ls "$work"/cap-*.gpuh 2>/dev/null | grep -v flight)" ] || fail "the flight recorder wrote the normal capture too"
+      check "$dump" --expect kernel=5 --expect range=$((5 * ranges_per_iteration))
+      info=$("$gantt_cli" info "$dump" 2>&1) || fail "gantt-cli info cannot read the dump: $(echo "$info" | head -3)"
+      echo "$info" | grep -q 'trigger "crash": "SIGSEGV' || fail "info does not say the crash: $(echo "$info" | grep -i flight)"
+    else
+      check "$(capture)" --expect kernel=5 --expect range=$((5 * ranges_per_iteration)) --nesting --expect footer=1
+      [ "$(value clean)" = 0 ] || fail "the footer of a capture ended by a fault says clean"
+      info=$("$gantt_cli" info "$(capture)" 2>&1) || fail "gantt-cli info cannot read it: $(echo "$info" | head -3)"
+      echo "$info" | grep -q 'kernel 5\b' || fail "gantt-cli info does not count 5 kernels: $(echo "$info" | grep records)"
+    fi
+    ;;
+  segv_handled)
+    # The app's SIGSEGV handler was there first (the hook came in through NVTX_INJECTION64_PATH):
+    # the hook writes the records out and chains to it; it puts the default back and returns,
+    # and the fault kills.
+    run plain LD_LIBRARY_PATH="$fake_nccl" -- "$app" segv_handled 10
+    run hooked LD_LIBRARY_PATH="$fake_nccl" NVTX_INJECTION64_PATH="$hook" GPUHOOK_OUTPUT="$work/cap-%p.gpuh" \
+      -- "$app" segv_handled 10
+    cmp -s plain.out hooked.out || fail "stdout differs: $(diff plain.out hooked.out | head -5)"
+    [ "$(cat plain.rc)" = "$(cat hooked.rc)" ] || fail "exit code $(cat hooked.rc) with the hook, $(cat plain.rc) without"
+    [ -n "$asan_lib" ] || [ "$(cat hooked.rc)" = 139 ] || fail "not killed by SIGSEGV: $(cat hooked.rc)"
+    grep -q "app saw SIGSEGV" hooked.err || fail "the app's handler did not run"
+    gpuhook_lines 0
+    check "$(capture)" --allow-truncated --expect range=$((10 * (ranges_per_iteration - 2))) --nesting
+    ;;
+  segv_recovered)
+    # The app's handler, installed after the hook's, recovers from three faults: the hook is
+    # not in the way, and the run ends normally.
+    pair -- "$app" segv_recovered 2
+    grep -q "recovered from 3 faults" hooked.out || fail "the app did not recover: $(cat hooked.out)"
+    gpuhook_lines 1
+    check "$(capture)" --expect range=$((3 * 2 * ranges_per_iteration)) --nesting --expect footer=1
+    [ "$(value clean)" = 1 ] || fail "a normal exit's footer is not clean"
+    ;;
   closefds)
     # The app closes every descriptor above 2 and opens a file of its own: the hook must not
     # write into it, must say once that its capture is gone, and must not close the app's file.
