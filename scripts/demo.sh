@@ -18,6 +18,7 @@ args=("$@")
 out=$root/out/demo
 build=$root/build-demo
 export PATH="$PATH:/usr/local/cuda/bin"
+export CCACHE_BASEDIR="$root"  # a build another checkout made is reused (ccache, when installed)
 
 scripts/setup.sh
 

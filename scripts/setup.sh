@@ -2,7 +2,15 @@
 # Installs what the build needs on Debian/Ubuntu. Idempotent: installs only what is missing.
 # Checks for the CUDA toolkit and says clearly what is missing; the CLI and the tests build
 # without a GPU, but the hook, the simulator and the examples need the toolkit's headers.
+#   scripts/setup.sh             # what the build and the demo need
+#   scripts/setup.sh --browser   # and the HTML page's browser tests' (chromium, Node, puppeteer-core)
 set -euo pipefail
+browser_tests=0
+case "${1:-}" in
+  --browser) browser_tests=1 ;;
+  "") ;;
+  *) echo "usage: scripts/setup.sh [--browser]" >&2; exit 2 ;;
+esac
 
 packages=(cmake g++ make pkg-config libprotobuf-dev protobuf-compiler libzstd-dev zstd
           libcli11-dev libgtest-dev libcairo2-dev fonts-dejavu-core libbenchmark-dev
@@ -29,6 +37,8 @@ fi
 # The HTML page's browser tests (tests/browser) and its benchmark (tests/bench/html): Debian's
 # chromium, Node with npm (Debian's, unless a Node is there already: NodeSource's bundles npm
 # and conflicts with Debian's npm package), and puppeteer-core as pinned in package-lock.json.
+# Only with --browser: the demo never opens a browser, and chromium is most of a fresh setup.
+browser_setup() {
 browser=()
 dpkg-query -W -f='${Status}' chromium 2>/dev/null | grep -q "install ok installed" || browser+=(chromium)
 command -v node >/dev/null || browser+=(nodejs)
@@ -48,6 +58,8 @@ if [ ! -d "$browser_dir/node_modules/puppeteer-core" ] || [ "$browser_dir/packag
 else
   echo "setup: browser test dependencies present"
 fi
+}
+if ((browser_tests)); then browser_setup; fi
 
 cuda_root="${CUDA_HOME:-${CUDA_PATH:-/usr/local/cuda}}"
 if [ -x "$cuda_root/bin/nvcc" ] || command -v nvcc >/dev/null; then

@@ -22,7 +22,7 @@ case "${1:-}" in
   *) echo "usage: scripts/test.sh [--sanitize|--tsan]" >&2; exit 2 ;;
 esac
 
-scripts/setup.sh
+scripts/setup.sh --browser
 export PATH="$PATH:/usr/local/cuda/bin"
 # ccache (CMakeLists.txt uses it when installed) keys on paths relative to the checkout, so a
 # fresh clone elsewhere reuses what an earlier build compiled.
