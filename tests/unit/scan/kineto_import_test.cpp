@@ -390,6 +390,15 @@ TEST(ExactTime, MicrosecondTextBecomesIntegerNanosecondsWithoutRounding) {
   }
 }
 
+TEST_F(KinetoImport, AValueQuotedInAnErrorCannotReachTheTerminalRaw) {
+  const std::string why = refusal(R"j({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7,
+    "ts": "\u001b[31mred\u0007", "dur": 1}]})j");
+  EXPECT_NE(why.find("\\x1b[31mred\\x07"), std::string::npos) << why;
+  EXPECT_EQ(why.find('\x1b'), std::string::npos);
+  EXPECT_EQ(gantt::scan::excerpt(std::string(100, 'a')), std::string(40, 'a') + "...");
+  EXPECT_EQ(gantt::scan::excerpt("a\\b\xff"), "a\\x5cb\\xff");
+}
+
 TEST(DetectFormat, ByContentNeverByName) {
   using gantt::scan::TraceFormat;
   EXPECT_EQ(gantt::scan::detect_format(std::string_view("\x1f\x8b\x08\x00", 4)), TraceFormat::kKinetoJsonGzip);

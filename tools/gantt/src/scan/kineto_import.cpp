@@ -133,7 +133,7 @@ class Importer {
     int64_t ns = 0;
     if (!e.ts.present) bad(path_, e.offset, "an event without ts");
     if (e.ts.is_string || !parse_us_as_ns(e.ts.text, &ns)) {
-      bad(path_, e.offset, "ts is not a finite, non-negative time in µs: " + e.ts.text.substr(0, 40));
+      bad(path_, e.offset, "ts is not a finite, non-negative time in µs: " + excerpt(e.ts.text));
     }
     return ns;
   }
@@ -141,7 +141,7 @@ class Importer {
     int64_t ns = 0;
     if (!e.dur.present) return 0;
     if (e.dur.is_string || !parse_us_as_ns(e.dur.text, &ns)) {
-      bad(path_, e.offset, "dur is not a finite, non-negative duration in µs: " + e.dur.text.substr(0, 40));
+      bad(path_, e.offset, "dur is not a finite, non-negative duration in µs: " + excerpt(e.dur.text));
     }
     if (ns > kMaxNs - event_ts(e)) bad(path_, e.offset, "ts + dur is past 2^62 ns");
     return ns;
@@ -234,7 +234,7 @@ class Importer {
       if (key == "baseTimeNanoseconds") {
         int64_t base = 0;
         if (!as_int(&v, &base) || base < 0 || base >= kMaxNs) {
-          bad(path_, 0, "baseTimeNanoseconds is not a non-negative integer: " + v.text.substr(0, 40));
+          bad(path_, 0, "baseTimeNanoseconds is not a non-negative integer: " + excerpt(v.text));
         }
         s_.has_base = true;
         s_.base_ns = base;

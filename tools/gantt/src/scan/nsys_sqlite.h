@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "gantt/scan/trace_import.h"
+
 namespace gantt::scan::nsys {
 
 inline std::string quoted(std::string_view name) {
@@ -190,9 +192,8 @@ class Query {
             c, "holds the real number " + std::to_string(sqlite3_column_double(st_, result_[c])) + ", not an integer");
       case SQLITE_TEXT: {
         const unsigned char* raw = sqlite3_column_text(st_, result_[c]);  // NULL only when out of memory
-        std::string text = raw != nullptr ? reinterpret_cast<const char*>(raw) : "";
-        if (text.size() > 40) text = text.substr(0, 40) + "...";
-        bad_column(c, "holds the text '" + text + "', not an integer");
+        const std::string_view text = raw != nullptr ? reinterpret_cast<const char*>(raw) : "";
+        bad_column(c, "holds the text '" + excerpt(text) + "', not an integer");
       }
       default:
         bad_column(c, "holds a blob, not an integer");

@@ -126,6 +126,22 @@ const char* to_string(TraceFormat format) {
   return "unknown";
 }
 
+std::string excerpt(std::string_view text) {
+  constexpr size_t kMax = 40;
+  std::string out;
+  for (size_t i = 0; i < text.size() && i < kMax; ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      static const char kHex[] = "0123456789abcdef";
+      out += {'\\', 'x', kHex[c >> 4], kHex[c & 15]};
+    }
+  }
+  if (text.size() > kMax) out += "...";
+  return out;
+}
+
 void enable_trace_import() { gpuhook::set_foreign_importer(&import_file); }
 
 void forget_imports() {

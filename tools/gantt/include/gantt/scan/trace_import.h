@@ -28,6 +28,10 @@ inline std::string_view step_range_name(std::string_view name) {
   return name.substr(0, kStep.size()) == kStep ? name.substr(0, kStep.size() - 1) : name;
 }
 
+// A value from a hostile file, fit to quote in an error line: at most 40 bytes of it, every
+// byte outside printable ASCII as \xNN (no escape sequence reaches the terminal), "..." when cut.
+std::string excerpt(std::string_view text);
+
 enum class TraceFormat { kUnknown, kKinetoJson, kKinetoJsonGzip, kNsysSqlite };
 
 // What a file's first bytes say it is. JSON is recognised by its first character ('{' or '['
