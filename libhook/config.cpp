@@ -177,6 +177,7 @@ Config parse_config(const EnvLookup& getenv_fn, std::vector<std::string>* proble
       c.job_id.assign(v, strnlen(v, 256));
       break;
     }
+  if (const char* v = getenv_fn(env_internal::kRunPid); v != nullptr && *v != '\0') c.in_hooked_run = true;
   return c;
 }
 

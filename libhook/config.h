@@ -83,6 +83,9 @@ struct Config {
   std::optional<int32_t> local_rank;
   std::optional<int32_t> world_size;
   std::string job_id;  // env::kJobIdVariables, "" = none
+  // GPUHOOK_RUN_PID was set (env_names.h): an earlier image of this process, or a process that
+  // started it, ran the hook. A capture name that exists then takes the next free suffix.
+  bool in_hooked_run = false;
 };
 
 using EnvLookup = std::function<const char*(const char*)>;

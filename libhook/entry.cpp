@@ -460,6 +460,10 @@ void start_unguarded() {
       if (config->cuda) setenv(env::kCudaInjection, self.c_str(), 0);
       if (config->nvtx) setenv(env::kNvtxInjection, self.c_str(), 0);
     }
+    // Later images of this process (exec) and the processes it starts take a free suffix where
+    // the capture name exists (env_names.h). Set here, in the constructor, where the program
+    // has no other thread yet to read the environment while it changes.
+    setenv(env_internal::kRunPid, std::to_string(getpid()).c_str(), 0);
   }
   auto* writer = new Writer(*config, gather_facts(*config));
   writer->add_features((config->nccl ? v1::FEATURE_NCCL : 0) | (config->nvtx ? v1::FEATURE_NVTX : 0));

@@ -392,10 +392,7 @@ bool Writer::create_file() {
   options.flush_interval_ns = uint64_t{config_.flush_ms} * 1'000'000u;
   options.sink = flight_.get();
   std::string error;
-  // A per-process name that exists: an exec'd program keeps its pid, and the image before the
-  // exec already wrote this file. Never overwrite it; take the next free suffix.
-  file_ = flight_ ? CaptureWriter::in_memory(options, &error)
-                  : create_new_file(&path_, options, config_.output_pattern.find("%p") != std::string::npos, &error);
+  file_ = flight_ ? CaptureWriter::in_memory(options, &error) : create_new_file(&path_, options, suffixes(), &error);
   if (!file_) {
     open_failed_ = true;
     // The one line about it; the records that would have gone there are counted nowhere else.
@@ -440,7 +437,7 @@ bool Writer::create_file() {
     if (config_.flight_summary) {
       // The output file: the whole run's NVTX ranges and a notice per dump.
       options.sink = nullptr;
-      summary_file_ = CaptureWriter::create(path_, options, &error);
+      summary_file_ = create_new_file(&path_, options, suffixes(), &error);
       if (!summary_file_) {
         fputs(("gpuhook: cannot create " + path_ + ": " + error + "; no flight summary\n").c_str(), stderr);
       } else {
@@ -560,15 +557,34 @@ void Writer::device_seen(uint32_t device) {
   }
 }
 
+// A name that exists is never overwritten. It is this run's own when the name is per process
+// (%p: an exec'd program keeps its pid, and the image before the exec wrote it) or when the
+// hook already ran in an earlier image or an ancestor of this process (a fixed name, or %r:
+// every image and process of the run shares it). Otherwise it is somebody else's: refused.
+bool Writer::suffixes() const {
+  return config_.output_pattern.find("%p") != std::string::npos || config_.in_hooked_run;
+}
+
+std::string Writer::suffixed_path(const std::string& path, uint32_t n) {
+  const size_t slash = path.rfind('/');
+  const size_t name = slash == std::string::npos ? 0 : slash + 1;
+  const size_t dot = path.rfind('.');
+  // A name's first character is no extension's dot (".gpuh" alone is a name).
+  if (dot == std::string::npos || dot <= name) return path + "." + std::to_string(n);
+  return path.substr(0, dot) + "." + std::to_string(n) + path.substr(dot);
+}
+
 std::unique_ptr<CaptureWriter> Writer::create_new_file(std::string* path, const WriterOptions& options, bool suffixes,
                                                       std::string* error) {
   std::unique_ptr<CaptureWriter> file = CaptureWriter::create(*path, options, error);
   struct stat existing;
   if (file || !suffixes || lstat(path->c_str(), &existing) != 0) return file;
-  for (int n = 1; n <= 9 && !file; ++n) {
-    const std::string candidate = *path + "." + std::to_string(n);
+  // An exec chain or a job's processes, one file each: each try is one open(2) that fails.
+  for (uint32_t n = 1; n <= kMaxSuffix && !file; ++n) {
+    const std::string candidate = suffixed_path(*path, n);
     file = CaptureWriter::create(candidate, options, error);
     if (file) *path = candidate;
+    else if (lstat(candidate.c_str(), &existing) != 0) break;  // not taken: failed for another reason
   }
   return file;
 }

@@ -118,9 +118,15 @@ class Writer final : private RecordSink {
   uint32_t intern_function(const void* function);
   void write_drops(bool final);
   // Creates *path, never over an existing file; when it exists and `suffixes`, the first free
-  // of *path + ".1" .. ".9" instead (*path then names it). nullptr and *error when none.
+  // of NAME.1.EXT .. NAME.<kMaxSuffix>.EXT instead (*path then names it). nullptr and *error
+  // when none.
+  static constexpr uint32_t kMaxSuffix = 9999;
   static std::unique_ptr<CaptureWriter> create_new_file(std::string* path, const WriterOptions& options, bool suffixes,
                                                         std::string* error);
+  // run.gpuh -> run.N.gpuh; a name without an extension gets ".N" at its end.
+  static std::string suffixed_path(const std::string& path, uint32_t n);
+  // Whether an existing capture name is this run's own, to be suffixed, not refused.
+  bool suffixes() const;
   // Ends a capture: the footer (end times, the records written, those lost), then close().
   static bool close_with_footer(CaptureWriter& file, uint64_t dropped, bool clean);
   // The flight recorder's side: a dump now, and the end of a flight run.

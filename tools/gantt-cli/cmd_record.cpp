@@ -107,9 +107,26 @@ struct PatternMatcher {
     return m;
   }
 
-  // %h = our host, %p/%r = any run of characters, %% = '%'.
+  // %h = our host, %p/%r = any run of characters, %% = '%'. Or the same with the hook's suffix
+  // for a name that existed (libhook/writer.cpp, suffixed_path): every later image of an exec
+  // chain, every process after the first that shares the name, writes NAME.N.EXT.
   bool matches(const std::string& name, const std::string& host) const {
-    return match(file_pattern, 0, name, 0, host);
+    return match(file_pattern, 0, name, 0, host) || match(file_pattern, 0, without_suffix(name), 0, host);
+  }
+
+  // run.3.gpuh -> run.gpuh, run.3 -> run; "" when the name has no such suffix.
+  static std::string without_suffix(const std::string& name) {
+    size_t ext = name.rfind('.');
+    if (ext == std::string::npos) return {};
+    auto digits_before = [&name](size_t end) {  // start of the ".N" that ends at `end`, or npos
+      size_t k = end;
+      while (k > 0 && name[k - 1] >= '0' && name[k - 1] <= '9') --k;
+      return k < end && k > 1 && name[k - 1] == '.' ? k - 1 : std::string::npos;
+    };
+    if (const size_t dot = digits_before(name.size()); dot != std::string::npos) return name.substr(0, dot);
+    if (ext == 0) return {};
+    if (const size_t dot = digits_before(ext); dot != std::string::npos) return name.substr(0, dot) + name.substr(ext);
+    return {};
   }
 
  private:

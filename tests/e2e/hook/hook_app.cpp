@@ -549,6 +549,16 @@ int main(int argc, char** argv) {
     std::printf("recovered from %d faults\n", recovered);
     return 0;
   }
+  if (mode == "exec_chain") {
+    // N more images of this program, each doing an iteration of ranges: exec_chain 3 runs 4.
+    nvtx_iterations(1);
+    std::printf("image %d\n", n);
+    std::fflush(stdout);
+    if (n == 0) return 0;
+    std::string count = std::to_string(n - 1);
+    execl("/proc/self/exe", argv[0], "exec_chain", count.c_str(), static_cast<char*>(nullptr));
+    return 9;
+  }
   if (mode == "closefds") return closefds_mode(n);
   if (mode == "sigterm_big") {
     // Many records, then SIGTERM: the exit must not wait for a slow writer without bound.

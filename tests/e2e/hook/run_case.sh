@@ -277,10 +277,41 @@ case $case_name in
     # exec within the flush period: the first image's records are in its own file.
     pair -- "$app" exec_flush 50
     [ "$(cat hooked.rc)" = 7 ] || fail "the exec'd program's exit code is $(cat hooked.rc)"
-    first=$(ls "$work"/cap-*.gpuh 2>/dev/null | head -1)
-    second=$(ls "$work"/cap-*.gpuh.1 2>/dev/null | head -1)
+    first=$(ls "$work"/cap-*.gpuh 2>/dev/null | grep -v '\.1\.gpuh$' | head -1)
+    second=$(ls "$work"/cap-*.1.gpuh 2>/dev/null | head -1)
     check "$first" --expect range=$((50 * ranges_per_iteration)) --nesting
     check "$second" --expect range=$((50 * ranges_per_iteration)) --nesting --expect footer=1
+    ;;
+  exec_chain)
+    # A fixed name (no %p) and a program that execs itself 3 times: each image its own file,
+    # the first under the name, the later ones NAME.N.gpuh in the order they ran.
+    pair GPUHOOK_OUTPUT="$work/chain.gpuh" -- "$app" exec_chain 3
+    grep -q '^image 0$' hooked.out || fail "the chain did not reach its last image: $(cat hooked.out)"
+    gpuhook_lines 1
+    grep -q "File exists\|cannot create" hooked.err && fail "an image was refused its file: $(grep '^gpuhook:' hooked.err)"
+    files=$(ls "$work"/chain*.gpuh 2>/dev/null | wc -l)
+    [ "$files" = 4 ] || fail "$files captures, want one per image (4): $(ls "$work")"
+    for f in chain.gpuh chain.1.gpuh chain.2.gpuh; do
+      check "$work/$f" --allow-truncated --expect range=$ranges_per_iteration --nesting
+    done
+    check "$work/chain.3.gpuh" --expect range=$ranges_per_iteration --nesting --expect footer=1
+    [ -z "$gantt_cli" ] || for f in "$work"/chain*.gpuh; do
+      "$gantt_cli" info "$f" >info.out 2>&1 || fail "gantt-cli info $f: $(head -3 info.out)"
+    done
+    ;;
+  exec_chain_record)
+    # The same under gantt-cli record -o NAME: it names every image's file.
+    [ -x "$gantt_cli" ] || { echo "SKIP: no gantt-cli"; exit 0; }
+    run plain LD_LIBRARY_PATH="$fake_nccl" -- "$app" exec_chain 3
+    run hooked LD_LIBRARY_PATH="$fake_nccl" GPUHOOK_LIB="$hook" -- "$gantt_cli" record -o "$work/rec.gpuh" -- \
+      "$app" exec_chain 3
+    cmp -s plain.out hooked.out || fail "stdout differs: $(diff plain.out hooked.out | head -5)"
+    [ "$(cat plain.rc)" = "$(cat hooked.rc)" ] || fail "exit code $(cat hooked.rc) with the hook, $(cat plain.rc) without"
+    for f in rec.gpuh rec.1.gpuh rec.2.gpuh rec.3.gpuh; do
+      [ -f "$work/$f" ] || fail "no $f: $(ls "$work")"
+      grep -qx "gantt-cli: record: capture $work/$f" hooked.err || fail "record does not name $f: $(grep 'gantt-cli' hooked.err)"
+    done
+    [ "$(grep -c '^gantt-cli: record: capture ' hooked.err)" = 4 ] || fail "record names $(grep -c '^gantt-cli: record: capture ' hooked.err) captures, want 4"
     ;;
   exec_fail)
     pair -- "$app" exec_fail 5
