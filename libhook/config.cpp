@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "env_names.h"
+#include "message_text.h"
 
 namespace gpuhook::hook {
 namespace {
@@ -40,7 +41,7 @@ Config parse_config(const EnvLookup& getenv_fn, std::vector<std::string>* proble
   Config c;
   auto bad = [&](const char* name, const char* value, const std::string& why) {
     if (problems != nullptr) {
-      problems->push_back(std::string(name) + "='" + value + "' ignored (" + why + ")");
+      problems->push_back(std::string(name) + "=" + quoted(value) + " ignored (" + why + ")");
     }
   };
   auto integer = [&](const char* name, int64_t lo, int64_t hi, auto assign) {
@@ -122,9 +123,10 @@ Config parse_config(const EnvLookup& getenv_fn, std::vector<std::string>* proble
     else c.hang_ns = *d;
   }
   if (c.flight_ns != 0) {
-    c.flight_text = std::string(env::kFlight) + "=" + getenv_fn(env::kFlight);
-    if (!c.slow_name.empty()) c.flight_text += std::string(" ") + env::kSlow + "=" + getenv_fn(env::kSlow);
-    if (c.hang_ns != 0) c.flight_text += std::string(" ") + env::kHang + "=" + getenv_fn(env::kHang);
+    // Shown in the exit line and in each dump's header: the values as a message shows them.
+    c.flight_text = std::string(env::kFlight) + "=" + shown(getenv_fn(env::kFlight));
+    if (!c.slow_name.empty()) c.flight_text += std::string(" ") + env::kSlow + "=" + shown(getenv_fn(env::kSlow));
+    if (c.hang_ns != 0) c.flight_text += std::string(" ") + env::kHang + "=" + shown(getenv_fn(env::kHang));
   } else {
     if (!c.slow_name.empty()) {
       bad(env::kSlow, getenv_fn(env::kSlow), "needs GPUHOOK_FLIGHT: a slow occurrence triggers a flight recorder dump");
@@ -160,7 +162,7 @@ Config parse_config(const EnvLookup& getenv_fn, std::vector<std::string>* proble
     if (auto mask = settings::parse_metrics(v, &unknown)) {
       c.pm_metrics = *mask;
     } else {
-      bad(env::kMetrics, v, "unknown metric \"" + unknown + "\"; valid: " + settings::pm_metric_names_text() + " or all");
+      bad(env::kMetrics, v, "unknown metric \"" + shown(unknown) + "\"; valid: " + settings::pm_metric_names_text() + " or all");
     }
   }
   integer(env::kMetricsHz, 1, settings::kMaxMetricsHz, [&](int64_t v) { c.pm_hz = static_cast<uint32_t>(v); });

@@ -5,6 +5,8 @@
 
 #include <cstring>
 
+#include "message_text.h"
+
 namespace gpuhook::hook {
 namespace {
 
@@ -67,9 +69,9 @@ constexpr uint32_t kMinCuptiVersion = 130000;
 // "" when the library's version is one the hook reads, else why not.
 std::string version_problem(const CuptiApi& api) {
   uint32_t version = 0;
-  if (api.cuptiGetVersion(&version) != CUPTI_SUCCESS) return api.path + " does not say its version";
+  if (api.cuptiGetVersion(&version) != CUPTI_SUCCESS) return shown(api.path) + " does not say its version";
   if (version >= kMinCuptiVersion) return "";
-  return api.path + " is CUPTI API version " + std::to_string(version) +
+  return shown(api.path) + " is CUPTI API version " + std::to_string(version) +
          ", older than 13.0 (130000): its records would be misread";
 }
 
@@ -92,7 +94,7 @@ bool load_cupti(const std::string& override_path, CuptiApi* api, std::string* wh
       CuptiApi a;
       if (!resolve_all(handle, path, &a)) {
         dlclose(handle);
-        *why = "the loaded CUPTI " + path + " lacks entry points the hook needs";
+        *why = "the loaded CUPTI " + shown(path) + " lacks entry points the hook needs";
         return false;
       }
       std::string problem = version_problem(a);
@@ -109,12 +111,12 @@ bool load_cupti(const std::string& override_path, CuptiApi* api, std::string* wh
   for (const std::string& path : cupti_candidates(override_path)) {
     void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) {
-      tried += (tried.empty() ? "" : ", ") + path;
+      tried += (tried.empty() ? "" : ", ") + shown(path);
       continue;
     }
     CuptiApi a;
     if (!resolve_all(handle, path, &a)) {
-      tried += (tried.empty() ? "" : ", ") + path + " (missing entry points)";
+      tried += (tried.empty() ? "" : ", ") + shown(path) + " (missing entry points)";
       dlclose(handle);
       continue;
     }

@@ -12,6 +12,7 @@
 #include "api_groups.h"
 #include "cbid_names.h"
 #include "clock.h"
+#include "message_text.h"
 #include "recorder.h"
 #include "memory_use.h"
 #include "nvtx_range_window.h"
@@ -230,7 +231,7 @@ bool CuptiTracer::enable(std::string* why) {
     const char* who = (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED || r == CUPTI_ERROR_NOT_COMPATIBLE)
                           ? "CUPTI is in use by another profiler"
                           : "CUPTI refused";
-    *why = std::string(who) + " (" + call + ": " + cupti_result_text(api_, r) + ", " + api_.path + "); GPU tracing off";
+    *why = std::string(who) + " (" + call + ": " + cupti_result_text(api_, r) + ", " + shown(api_.path) + "); GPU tracing off";
     return false;
   };
   std::string holder;

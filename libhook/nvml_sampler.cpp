@@ -12,6 +12,7 @@
 #include <gpuhook/v1/capture.pb.h>  // the GpuMetric numbers only: header-only, nothing linked
 #include "clock.h"
 #include "device_info.h"
+#include "message_text.h"
 #include "recorder.h"
 #include "sampler_thread.h"
 
@@ -35,7 +36,7 @@ bool load_nvml(const std::string& path, nvml::Api* api, std::string* why) {
   if (lib == nullptr) {
     // The default name missing means no NVIDIA driver on this machine (it ships NVML): the
     // CUDA side says what matters then, so this says nothing. A path the user named does.
-    if (!path.empty()) *why = std::string("NVML not loaded (") + name + ": no such library); no GPU metrics";
+    if (!path.empty()) *why = "NVML not loaded (" + shown(name) + ": no such library); no GPU metrics";
     return false;
   }
   nvml::Api a;
@@ -58,7 +59,7 @@ bool load_nvml(const std::string& path, nvml::Api* api, std::string* why) {
   a.error_string = reinterpret_cast<nvml::ErrorStringFn>(sym("nvmlErrorString"));
   if (a.init == nullptr || (a.by_pci_bus_id == nullptr && a.by_uuid == nullptr)) {
     dlclose(lib);
-    *why = std::string("NVML (") + name + ") lacks nvmlInit_v2 or the device lookups; no GPU metrics";
+    *why = "NVML (" + shown(name) + ") lacks nvmlInit_v2 or the device lookups; no GPU metrics";
     return false;
   }
   *api = a;

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "clock.h"
+#include "message_text.h"
 #include "recorder.h"
 
 namespace gpuhook::hook {
@@ -139,11 +140,11 @@ void profiler_window_stop() {
 std::string window_never_opened() {
   if (g_range == nullptr || g_open_ns.load(std::memory_order_acquire) != 0) return {};
   if (g_range->kind == RangeKind::kProfilerApi)
-    return "capture range '" + g_range->text +
-           "' never opened: the program never called cudaProfilerStart (or gpuhook_capture_start); nothing was recorded";
+    return "capture range " + quoted(g_range->text) +
+           " never opened: the program never called cudaProfilerStart (or gpuhook_capture_start); nothing was recorded";
   if (g_range->kind != RangeKind::kNvtx) return {};
   const uint64_t seen = g_occurrences.load(std::memory_order_relaxed);
-  std::string why = "capture range '" + g_range->text + "' never opened: '" + g_range->nvtx_name + "' was pushed " +
+  std::string why = "capture range " + quoted(g_range->text) + " never opened: " + quoted(g_range->nvtx_name) + " was pushed " +
                     std::to_string(seen) + " time" + (seen == 1 ? "" : "s");
   if (seen != 0 && g_range->sampled())
     why += " (none of them drawn: occurrences from " + std::to_string(g_range->first) + ", " +
@@ -154,7 +155,7 @@ std::string window_never_opened() {
   std::string names;
   for (const SeenName& s : g_seen) {
     if (!s.ready.load(std::memory_order_acquire)) continue;
-    names += (names.empty() ? "" : ", ") + std::string(s.name) + " (" +
+    names += (names.empty() ? "" : ", ") + shown(s.name) + " (" +
              std::to_string(s.count.load(std::memory_order_relaxed)) + ")";
   }
   if (const uint64_t other = g_seen_other.load(std::memory_order_relaxed)) names += ", " + std::to_string(other) + " more pushes";

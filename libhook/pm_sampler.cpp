@@ -11,6 +11,7 @@
 
 #include "clock.h"
 #include "device_info.h"
+#include "message_text.h"
 #include "recorder.h"
 #include "sampler_thread.h"
 
@@ -46,7 +47,7 @@ std::string PmSampler::refusal_text(const std::string& why, bool nvml) {
 PmSampler* PmSampler::start(const Config& config, const CuptiApi& api, bool nvml, std::string* why) {
   if (config.pm_metrics == 0) return nullptr;
   if (!has_pm_entry_points(api)) {
-    *why = refusal_text(api.path + " has no PM sampling API (cupti_pmsampling.h, CUPTI 12.6 or later)", nvml);
+    *why = refusal_text(shown(api.path) + " has no PM sampling API (cupti_pmsampling.h, CUPTI 12.6 or later)", nvml);
     return nullptr;
   }
   auto* sampler = new PmSampler(config, api, nvml);
@@ -98,7 +99,7 @@ std::string pm_set_up(const CuptiApi& a, uint32_t metrics, uint32_t hz, PmDevice
   host.pChipName = d.chip.c_str();
   host.pCounterAvailabilityImage = availability.data();
   r = a.cuptiProfilerHostInitialize(&host);
-  if (r != CUPTI_SUCCESS) return "chip " + d.chip + " is not supported by " + a.path + " (" + text(r) + ")";
+  if (r != CUPTI_SUCCESS) return "chip " + d.chip + " is not supported by " + shown(a.path) + " (" + text(r) + ")";
   d.host = host.pHostObject;
 
   // Metric by metric, so that one a chip lacks (NVLink on a PCIe part) drops only itself.

@@ -15,6 +15,7 @@
 
 #include "clock.h"
 #include "device_info.h"
+#include "message_text.h"
 #include "nvtx_range_window.h"
 #include "recorder.h"
 
@@ -39,6 +40,14 @@ const char* kind_label(int kind) {
     case wire::Record::kMetricSample: return "metric_sample";
     default: return nullptr;
   }
+}
+
+// CaptureWriter::create's error names the path already ("cannot create PATH: reason"); the
+// line put the path before it again. Once now, shown as a message shows outside text.
+std::string create_failure(const std::string& path, const std::string& error) {
+  const std::string prefix = "cannot create " + path + ": ";
+  const bool named = error.compare(0, prefix.size(), prefix) == 0;
+  return "cannot create " + shown(path) + ": " + (named ? error.substr(prefix.size()) : error);
 }
 
 void sleep_ms(uint32_t ms) {
@@ -301,7 +310,7 @@ void Writer::finish() {
     auto* n = rec.mutable_notice();
     n->set_kind(v1::NOTICE_RANGE_SAMPLED);
     n->set_time_ns(static_cast<int64_t>(now_ns()));
-    n->set_text("capture range '" + config_.range.text + "': " + std::to_string(window_recorded()) + " of " +
+    n->set_text("capture range " + quoted(config_.range.text) + ": " + std::to_string(window_recorded()) + " of " +
                 std::to_string(window_occurrences()) + " occurrences of '" + config_.range.nvtx_name + "' recorded" +
                 (config_.range.probability != 0 ? " (GPUHOOK_SEED=" + std::to_string(config_.seed) + ")" : ""));
     file_->write(rec);
@@ -312,7 +321,7 @@ void Writer::finish() {
   bool ok = close_with_footer(*file_, dropped, !dying_.load(std::memory_order_acquire));
   report_write_failure();
   const WriterStats& st = file_->stats();
-  std::string line = "gpuhook: " + path_ + ": " + std::to_string(st.records) + " records (";
+  std::string line = "gpuhook: " + shown(path_) + ": " + std::to_string(st.records) + " records (";
   bool first = true;
   uint64_t named = 0;
   for (int k = 0; k < 32; ++k) {
@@ -396,7 +405,7 @@ bool Writer::create_file() {
   if (!file_) {
     open_failed_ = true;
     // The one line about it; the records that would have gone there are counted nowhere else.
-    std::string line = "gpuhook: cannot create " + path_ + ": " + error + "; nothing recorded\n";
+    std::string line = "gpuhook: " + create_failure(path_, error) + "; nothing recorded\n";
     fputs(line.c_str(), stderr);
     return false;
   }
@@ -439,7 +448,7 @@ bool Writer::create_file() {
       options.sink = nullptr;
       summary_file_ = create_new_file(&path_, options, suffixes(), &error);
       if (!summary_file_) {
-        fputs(("gpuhook: cannot create " + path_ + ": " + error + "; no flight summary\n").c_str(), stderr);
+        fputs(("gpuhook: " + create_failure(path_, error) + "; no flight summary\n").c_str(), stderr);
       } else {
         wire::Record summary_header = rec;
         summary_header.mutable_header()->set_note("flight recorder summary (GPUHOOK_FLIGHT_SUMMARY): the NVTX ranges of "
@@ -538,7 +547,7 @@ void Writer::report_write_failure() {
   if (write_failure_reported_ || !file_ || file_->last_error().empty()) return;
   write_failure_reported_ = true;
   // Said once, now; the app runs on and the records that no longer fit are counted as lost.
-  std::string line = "gpuhook: writing " + path_ + " failed: " + file_->last_error() +
+  std::string line = "gpuhook: writing " + shown(path_) + " failed: " + file_->last_error() +
                      "; the capture ends here, later records are counted as lost\n";
   fputs(line.c_str(), stderr);
 }

@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "clock.h"
+#include "message_text.h"
 #include "writer.h"
 
 namespace gpuhook::hook {
@@ -78,7 +79,9 @@ void Writer::dump_flight(Trigger trigger, const std::string& reason, uint64_t wh
   std::unique_ptr<CaptureWriter> out = create_new_file(&path, options, true, &error);
   const std::string why = std::string(trigger_name(trigger)) + (reason.empty() ? "" : ": " + reason);
   if (!out) {
-    dump_lines_.push_back("cannot create " + path + " (" + error + ") for " + why);
+    // The error names the path already ("cannot create PATH: reason").
+    dump_lines_.push_back(error.find(path) != std::string::npos ? shown(error) + " for " + why
+                                                                : "cannot create " + shown(path) + " (" + error + ") for " + why);
     return;
   }
   wire::Record header = header_record_;
@@ -111,7 +114,7 @@ void Writer::dump_flight(Trigger trigger, const std::string& reason, uint64_t wh
     records += frame.records;
   }
   const bool ok = close_with_footer(*out, 0, true);
-  dump_lines_.push_back(path + " (" + why + ", " + std::to_string(records) + " records" +
+  dump_lines_.push_back(shown(path) + " (" + why + ", " + std::to_string(records) + " records" +
                         (ok ? "" : "; writing failed: " + out->last_error()) + ")");
   if (summary_file_) {  // the summary marks each dump at its trigger's time
     wire::Record n;
@@ -142,7 +145,7 @@ void Writer::finish_flight() {
   std::string line = "gpuhook: flight recorder (" + config_.flight_text + "): ";
   if (summary_file_) {
     const bool ok = close_with_footer(*summary_file_, 0, !dying_.load(std::memory_order_acquire));
-    line += "the whole run's NVTX ranges in " + path_ + (ok ? "" : " (writing failed: " + summary_file_->last_error() + ")") +
+    line += "the whole run's NVTX ranges in " + shown(path_) + (ok ? "" : " (writing failed: " + summary_file_->last_error() + ")") +
             "; ";
   }
   if (dump_lines_.empty()) {

@@ -313,6 +313,36 @@ case $case_name in
     done
     [ "$(grep -c '^gantt-cli: record: capture ' hooked.err)" = 4 ] || fail "record names $(grep -c '^gantt-cli: record: capture ' hooked.err) captures, want 4"
     ;;
+  long_setting)
+    # Settings echoed back: a 5,000-byte value, a value that is not UTF-8 (and holds a newline),
+    # a path made of a long one, a long name in the flight recorder's settings. Each is shown
+    # once, cut at 200 characters with its length, escaped: every line one line of UTF-8.
+    long=$(head -c 5000 /dev/zero | tr '\0' a)
+    short_lines() {  # no line over 400 bytes, all of it UTF-8
+      local over
+      over=$(LC_ALL=C awk 'length($0) > 400 {print NR ": " length($0) " bytes"}' hooked.err)
+      [ -z "$over" ] || fail "lines over 400 bytes: $over"
+      iconv -f UTF-8 -t UTF-8 hooked.err >/dev/null 2>&1 || fail "stderr is not UTF-8: $(od -c hooked.err | head -3)"
+    }
+    pair GPUHOOK_FLUSH_MS="$long" GPUHOOK_ON_FULL=$'bl\xffock\n' -- "$app" nvtx 2
+    gpuhook_lines 3
+    short_lines
+    grep -q "^gpuhook: GPUHOOK_FLUSH_MS='a\{200\}…' (5000 bytes) ignored" hooked.err ||
+      fail "the long value is not cut at 200 characters: $(grep FLUSH_MS hooked.err | cut -c1-300)"
+    grep -qF "gpuhook: GPUHOOK_ON_FULL='bl\\xffock\\x0a' ignored" hooked.err ||
+      fail "the value that is not UTF-8 is not escaped: $(grep -a ON_FULL hooked.err | od -c | head -3)"
+    # A name too long to create: the path once, cut.
+    pair GPUHOOK_OUTPUT="$work/$long.gpuh" -- "$app" nvtx 2
+    gpuhook_lines 1 "cannot create"
+    short_lines
+    [ "$(grep -o 'cannot create' hooked.err | wc -l)" = 1 ] || fail "the path is said twice: $(cut -c1-300 hooked.err)"
+    grep -q "… ([0-9]* bytes): File name too long; nothing recorded" hooked.err ||
+      fail "the long path is not cut with its length: $(cut -c1-300 hooked.err)"
+    # The flight recorder's exit line echoes its settings.
+    pair GPUHOOK_FLIGHT=10s GPUHOOK_SLOW="$long:2" -- "$app" nvtx 2
+    gpuhook_lines 1 "flight recorder (GPUHOOK_FLIGHT=10s GPUHOOK_SLOW=a*… (5002 bytes)): no trigger fired"
+    short_lines
+    ;;
   exec_fail)
     pair -- "$app" exec_fail 5
     grep -q "exec failed: rc=-1 errno=2" hooked.out || fail "exec's failure changed: $(cat hooked.out)"
