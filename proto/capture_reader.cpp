@@ -90,6 +90,10 @@ struct CaptureReader::Impl {
   bool windowed = false;
   size_t next_index_entry = 0;  // when reading through the index
   bool done = false;
+  // The current chunk, against its index entry (index_mismatch): records before it, and
+  // whether it defined strings.
+  uint64_t records_before_chunk = 0;
+  bool chunk_defines_strings = false;
 
   ~Impl() {
     if (dctx != nullptr) ZSTD_freeDCtx(dctx);
@@ -198,37 +202,105 @@ struct CaptureReader::Impl {
     if (next_offset > file_size) mark_truncated(0);
   }
 
-  // The index is optional and untrusted: anything odd about it means "scan instead".
+  // The index is optional and untrusted: anything odd about it means "scan instead", said once
+  // in integrity.index_problem. It is checked against the frames it names here, at open, so
+  // that every reader of the file (a whole read, each of several shares planned from the
+  // index, a windowed read) decides the same: a stale index once sent shares into the middle
+  // of frames or past chunks it did not list, while a scan read them all.
   void read_index() {
     if (done || file_size < next_offset + 8 + framing::kIndexTrailerBytes) return;
     uint8_t trailer[framing::kIndexTrailerBytes];
     if (!pread_exact(trailer, sizeof trailer, file_size - sizeof trailer)) return;
-    if (std::memcmp(trailer + 4, framing::kIndexTrailerMagic, 8) != 0) return;
+    if (std::memcmp(trailer + 4, framing::kIndexTrailerMagic, 8) != 0) return;  // not closed cleanly
     uint64_t index_bytes = framing::get_le32(trailer);
     uint64_t frame_bytes = 8 + index_bytes + framing::kIndexTrailerBytes;
-    if (index_bytes > framing::kMaxSkippableBytes || frame_bytes > file_size - next_offset) return;
+    if (index_bytes > framing::kMaxSkippableBytes || frame_bytes > file_size - next_offset) {
+      return set_index_aside("its length (" + std::to_string(index_bytes) + " bytes) does not fit the file");
+    }
     uint64_t frame_at = file_size - frame_bytes;
     uint8_t head[8];
     if (!pread_exact(head, 8, frame_at)) return;
     if (framing::get_le32(head) != framing::kIndexFrameMagic ||
         framing::get_le32(head + 4) != index_bytes + framing::kIndexTrailerBytes) {
-      return;
+      return set_index_aside("its frame at byte " + std::to_string(frame_at) + " does not match its trailer");
     }
     std::string bytes(static_cast<size_t>(index_bytes), '\0');
     if (!pread_exact(bytes.data(), bytes.size(), frame_at + 8)) return;
     v1::ChunkIndex parsed;
-    if (!parsed.ParseFromString(bytes)) return;
-    uint64_t prev_end = next_offset;
-    for (const auto& e : parsed.chunk()) {
-      if (e.offset() < prev_end || e.compressed_bytes() == 0 || e.compressed_bytes() > frame_at ||
-          e.offset() > frame_at - e.compressed_bytes()) {
-        return;
-      }
-      prev_end = e.offset() + e.compressed_bytes();
-    }
+    if (!parsed.ParseFromString(bytes)) return set_index_aside("it does not parse");
+    const std::string wrong = index_against_frames(parsed, next_offset, frame_at);
+    if (!wrong.empty()) return set_index_aside(wrong);
     index = std::move(parsed);
     index_frame_offset = frame_at;
     integrity.has_index = true;
+  }
+
+  void set_index_aside(const std::string& why) {
+    integrity.index_problem = "the chunk index does not match the file (" + why + "); read without it";
+  }
+
+  // What is wrong with `idx` as a list of the zstd frames between the header frame and the
+  // index frame, [data_at, data_end); empty when it names each of them, in order, at its
+  // offset and size. The frames are walked by their block headers, without decompressing: a
+  // few bytes read per 128 KiB block. A frame the walk cannot size (damage, which every
+  // reader reports when it gets there) ends the check: the entries from there on are not
+  // compared, as no reader gets past the damage to use them.
+  std::string index_against_frames(const v1::ChunkIndex& idx, uint64_t data_at, uint64_t data_end) {
+    const int n = idx.chunk_size();
+    int i = 0;
+    for (uint64_t at = data_at; at < data_end;) {
+      uint8_t head[8];
+      if (data_end - at < 8 || !pread_exact(head, 8, at)) return {};
+      const uint32_t magic = framing::get_le32(head);
+      if ((magic & framing::kSkippableMask) == framing::kSkippableBase) {
+        at += 8 + uint64_t{framing::get_le32(head + 4)};  // metadata a newer writer added: no entry
+        continue;
+      }
+      if (magic != framing::kZstdFrameMagic) return {};
+      const uint64_t bytes = zstd_frame_bytes(at, data_end);
+      if (bytes == 0) return {};
+      if (i == n) {
+        return "it names " + std::to_string(n) + " chunks; more follow, from byte " + std::to_string(at);
+      }
+      const auto& e = idx.chunk(i);
+      if (e.offset() != at || e.compressed_bytes() != bytes) {
+        return "entry " + std::to_string(i) + " says a chunk of " + std::to_string(e.compressed_bytes()) +
+               " bytes at byte " + std::to_string(e.offset()) + "; the chunk there is " + std::to_string(bytes) +
+               " bytes at byte " + std::to_string(at);
+      }
+      ++i;
+      at += bytes;
+    }
+    if (i < n) {
+      return "it names " + std::to_string(n) + " chunks; the file holds " + std::to_string(i);
+    }
+    return {};
+  }
+
+  // The size of the zstd frame at `at` from its header and block headers (the zstd format,
+  // RFC 8878 section 3.1.1), or 0 when they do not describe a frame ending by `end`.
+  uint64_t zstd_frame_bytes(uint64_t at, uint64_t end) {
+    uint8_t h[5];
+    if (end - at < sizeof h || !pread_exact(h, sizeof h, at)) return 0;
+    const uint8_t descriptor = h[4];
+    const unsigned content_size_flag = descriptor >> 6;
+    const bool single_segment = (descriptor >> 5 & 1) != 0;
+    const bool checksum = (descriptor >> 2 & 1) != 0;
+    if ((descriptor >> 3 & 1) != 0) return 0;  // the reserved bit
+    static constexpr uint64_t kDictionaryIdBytes[4] = {0, 1, 2, 4};
+    const uint64_t content_size_bytes = content_size_flag == 0 ? (single_segment ? 1 : 0) : uint64_t{1} << content_size_flag;
+    uint64_t p = at + 5 + (single_segment ? 0 : 1) + kDictionaryIdBytes[descriptor & 3] + content_size_bytes;
+    for (;;) {
+      uint8_t b[3];
+      if (p > end || end - p < 3 || !pread_exact(b, 3, p)) return 0;
+      const uint32_t block = b[0] | uint32_t{b[1]} << 8 | uint32_t{b[2]} << 16;
+      const uint32_t type = block >> 1 & 3;
+      if (type == 3) return 0;  // reserved
+      p += 3 + (type == 1 ? 1 : uint64_t{block >> 3});  // an RLE block stores its one byte
+      if ((block & 1) != 0) break;                    // the last block
+    }
+    if (checksum) p += 4;
+    return p > end ? 0 : p - at;
   }
 
   bool in_window(uint64_t lo, uint64_t hi) const {
@@ -375,6 +447,8 @@ struct CaptureReader::Impl {
       content_pos = 0;
       in_chunk = true;
       integrity.chunks++;
+      records_before_chunk = integrity.records;
+      chunk_defines_strings = false;
       // The first record must be the ChunkStart: it carries the delta-coding base.
       v1::Record first;
       if (!parse_next(first) || first.kind_case() != v1::Record::kChunkStart) {
@@ -476,8 +550,20 @@ struct CaptureReader::Impl {
     }
     codec::delta_decode(out, cursors);
     integrity.records++;
-    if (kind == v1::Record::kStringDef) keep_string(out.string_def());
+    if (kind == v1::Record::kStringDef) {
+      keep_string(out.string_def());
+      chunk_defines_strings = true;
+    }
     if (kind == v1::Record::kFooter) integrity.has_footer = true;
+    // The format version is the header frame's: read_header_frame() refused a version 0 (not
+    // a capture) or one too new, each with its own error, and every record was decoded by
+    // that version's rules. The Header record repeats it; one without the copy is still a
+    // complete capture of that version, so it is given the frame's here, for every consumer
+    // at once. Refusing it later as "no header", in some subcommands only, called a header
+    // that was there missing, and whatif copied it into captures its own stats refused.
+    if (kind == v1::Record::kHeader && out.header().format_version() == 0) {
+      out.mutable_header()->set_format_version(version);
+    }
     if (!framing::is_context_kind(kind)) {
       if (context_only) return false;
       if (windowed_by_time()) {
@@ -487,6 +573,30 @@ struct CaptureReader::Impl {
     }
     return true;
   }
+
+  // At the end of a chunk read in full by a scan: what its index entry says of it. The frames
+  // matched at open (index_against_frames), so the scan's n-th chunk is the n-th entry. A
+  // count only balances the shares; a chunk said to define no strings while it does would
+  // leave shares that read only the chunks that define strings without its names.
+  void end_chunk() {
+    in_chunk = false;
+    if (windowed || !index || !integrity.index_mismatch.empty()) return;
+    const uint64_t entry = integrity.chunks - 1;
+    if (entry >= static_cast<uint64_t>(index->chunk_size())) return;
+    const auto& e = index->chunk(static_cast<int>(entry));
+    const uint64_t records = integrity.records - records_before_chunk;
+    std::string what;
+    if (e.records() != records) {
+      what = std::to_string(records) + " records, not the " + std::to_string(e.records()) + " it says";
+    } else if (chunk_defines_strings && !e.has_string_defs()) {
+      what = "string definitions it says are not there";
+    }
+    if (!what.empty()) {
+      integrity.index_mismatch = "the chunk index is stale: chunk " + std::to_string(entry) + " (byte " +
+                                 std::to_string(chunk_offset) + ") holds " + what;
+    }
+  }
+
   bool windowed_by_time() const { return options.from_ns != 0 || options.to_ns != 0; }
 
   bool next(v1::Record& out) {
@@ -496,7 +606,7 @@ struct CaptureReader::Impl {
       }
       bool skipped = false;
       if (!parse_next(out, context_only, options.only_kinds != 0, &skipped)) {
-        in_chunk = false;
+        end_chunk();
         continue;
       }
       if (skipped) {
@@ -518,7 +628,7 @@ struct CaptureReader::Impl {
       size_t size = 0;
       bool skipped = false;
       if (!next_bytes(record, size, context_only, options.only_kinds != 0, skipped)) {
-        in_chunk = false;
+        end_chunk();
         continue;
       }
       if (skipped) {

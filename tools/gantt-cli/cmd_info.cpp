@@ -79,6 +79,8 @@ std::string integrity_text(const gpuhook::Integrity& in) {
     return "truncated at byte " + std::to_string(in.truncated_at) + " (" + std::to_string(in.truncated_bytes) +
            " bytes lost)";
   }
+  if (!in.index_problem.empty()) return "ok, but " + in.index_problem;
+  if (!in.index_mismatch.empty()) return "ok, but " + in.index_mismatch + "; the records were read from the chunks";
   return std::string("ok") + (in.has_index ? "" : " (no index: not closed cleanly)");
 }
 
@@ -153,6 +155,8 @@ void print_json(const std::string& file, const gpuhook::CaptureReader& reader, c
     << ",\"integrity\":{\"ok\":" << (!in.error && !in.truncated ? "true" : "false")
     << ",\"truncated\":" << (in.truncated ? "true" : "false") << ",\"truncated_at\":" << in.truncated_at
     << ",\"truncated_bytes\":" << in.truncated_bytes;
+  if (!in.index_problem.empty()) o << ",\"index_problem\":" << json_string(in.index_problem);
+  if (!in.index_mismatch.empty()) o << ",\"index_mismatch\":" << json_string(in.index_mismatch);
   if (in.error) {
     o << ",\"error\":{\"kind\":" << json_string(gpuhook::to_string(in.error->kind()))
       << ",\"offset\":" << in.error->offset() << ",\"what\":" << json_string(in.error->what()) << "}";

@@ -38,6 +38,23 @@ std::string pct(uint64_t now, uint64_t before) {
   return buf;
 }
 
+// Why the capture whatif wrote would be refused by the subcommands that read it, or "": every
+// frame must decode and it must hold a Header (the reader's rules, which every subcommand
+// reads through). Once it copied a Header the reader read and stats refused.
+std::string refused_on_reading(const std::string& path) {
+  try {
+    gpuhook::CaptureReader reader(path);
+    gpuhook::v1::Record r;
+    bool header = false;
+    while (reader.next(r)) header = header || (r.has_header() && r.header().format_version() != 0);
+    if (reader.integrity().truncated) return "it ends inside a frame, at byte " + std::to_string(reader.integrity().truncated_at);
+    if (!header) return "it has no Header record (neither had the capture it was predicted from)";
+  } catch (const gpuhook::CaptureError& e) {
+    return "byte " + std::to_string(e.offset()) + ": " + e.what();
+  }
+  return {};
+}
+
 }  // namespace
 
 void register_whatif(CLI::App& app, int& exit_code) {
@@ -90,6 +107,13 @@ void register_whatif(CLI::App& app, int& exit_code) {
       // The replay's own tables beside the model: 480 bytes a record at the peak.
       check_load_fits(opts->inputs, opts->load, {"whatif replays captures loaded whole", 500});
       const gantt::whatif::Prediction p = gantt::whatif::predict(opts->inputs, changes, options, opts->output);
+      if (const std::string why = refused_on_reading(opts->output); !why.empty()) {
+        std::remove(opts->output.c_str());  // created by predict() (never overwrites), so ours to remove
+        std::cerr << "gantt-cli: whatif: " << opts->output << " would not read back as a capture: " << why
+                  << "; not written\n";
+        exit_code = kExitError;
+        return;
+      }
       for (const std::string& w : p.warnings) std::cerr << "gantt-cli: whatif: " << w << "\n";
       if (!opts->quiet) {
         for (const std::string& n : p.notes) std::cout << n << "\n";

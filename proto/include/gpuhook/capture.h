@@ -68,6 +68,15 @@ struct Integrity {
   uint64_t chunks = 0;
   uint64_t records = 0;
   bool has_index = false;
+  // Why the file's chunk index was set aside at open: it does not name the chunks the file
+  // holds (an entry off a frame boundary, a frame it leaves out, entries out of order, a
+  // damaged index frame). Every reader then scans, so none trusts what another ignores.
+  // Empty when there is no index or it was used.
+  std::string index_problem;
+  // A mismatch found while scanning past the index's chunks: an entry whose record count or
+  // string definitions are not its chunk's (the frames matched, so the index was used; only
+  // a reader of every chunk in full can see this). Empty when none was seen.
+  std::string index_mismatch;
   bool has_footer = false;
   bool truncated = false;           // the file ends inside a frame (e.g. the process was killed)
   uint64_t truncated_at = 0;        // byte offset of the incomplete frame

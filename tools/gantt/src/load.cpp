@@ -249,6 +249,10 @@ std::vector<std::string> integrity_warnings(const Model& model, bool* corrupt) {
     if (in.truncated)
       lines.push_back(c.path + ": byte " + std::to_string(in.truncated_at) + ": truncated tail (" +
                       std::to_string(in.truncated_bytes) + " bytes unreadable); showing what was flushed before it");
+    // Set at open, so every reader of the file, and every subcommand, says it alike. (A
+    // mismatch found only by scanning, in.index_mismatch, is info's to say: a reader of a
+    // share of the chunks does not see it, and the index's counts changed no figure.)
+    if (!in.index_problem.empty()) lines.push_back(c.path + ": " + in.index_problem);
     if (in.error) {
       lines.push_back(c.path + ": byte " + std::to_string(in.error->offset()) + ": " + in.error->what() +
                       "; showing what was read before it");
