@@ -213,9 +213,7 @@ int run_stats(const StatsOptions& o) {
     return corrupt ? kExitError : kExitOk;
   }
   if (o.metrics) {
-    const auto rows = ga::metric_stats(model);
-    if (rows.empty()) std::cout << "no GPU metrics recorded in the capture(s) (NVML missing, or GPUHOOK_NVML_HZ=0)\n";
-    else std::cout << ga::format_metric_stats(model, rows, report_format(o.format));
+    std::cout << ga::format_metric_stats(model, ga::metric_stats(model), report_format(o.format));
     return corrupt ? kExitError : kExitOk;
   }
   if (o.by == "comm") {
@@ -230,25 +228,20 @@ int run_stats(const StatsOptions& o) {
     return corrupt ? kExitError : kExitOk;
   }
   if (o.by == "memory") {
-    const auto report = ga::memory_report(model);
-    if (report.empty()) std::cout << "no allocations recorded in the capture(s) (GPUHOOK_API without alloc?)\n";
-    else std::cout << ga::format_memory_stats(model, report, o.format);
+    std::cout << ga::format_memory_stats(model, ga::memory_report(model), o.format);
     return corrupt ? kExitError : kExitOk;
   }
   if (o.by == "wait") {
     // Why each kernel waited between queued and start (analysis/waits.h).
     std::vector<uint32_t> all(model.events.size());
     for (uint32_t e = 0; e < all.size(); ++e) all[e] = e;
-    const auto splits = ga::wait_causes(model, all);
-    if (splits.empty()) std::cout << "no kernel with a queued stamp waited in the capture(s) (latency timestamps off?)\n";
-    else std::cout << ga::format_wait_stats(model, splits, o.format);
+    std::cout << ga::format_wait_stats(model, ga::wait_causes(model, all), o.format);
     return corrupt ? kExitError : kExitOk;
   }
   if (o.by == "collective") {
     // One row per (op, size class, ranks) over the collectives matched across captures.
-    const auto rows = gantt::collective_stats(gantt::match_collectives(gantt::collective_calls(model)));
-    if (rows.empty()) std::cout << "no NCCL collectives with kernels in the capture(s)\n";
-    else std::cout << gantt::format_collective_stats(rows);
+    std::cout << ga::format_collective_stats(
+        gantt::collective_stats(gantt::match_collectives(gantt::collective_calls(model))), o.format);
     return corrupt ? kExitError : kExitOk;
   }
   if (o.by == "range" && model.events.size() == 0 && model.ranges.size() != 0 && o.format != "json") {

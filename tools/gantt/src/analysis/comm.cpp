@@ -131,11 +131,33 @@ std::string format_comm_stats(const std::vector<CommMatrix>& ms, const std::vect
     }
     return o + "]}\n";
   }
+  if (format == "csv") {
+    // One table for a spreadsheet or a script: no prose, and a header only when there is no traffic.
+    Table t;
+    t.header = {"comm_id", "from", "to", "p2p_bytes", "p2p_us", "p2p_GB/s", "ring_model_bytes", "ring_model_us", "slow_pair"};
+    for (const CommMatrix& c : ms)
+      for (int32_t f = 0; f < c.nranks; ++f)
+        for (int32_t to = 0; to < c.nranks; ++to) {
+          const size_t i = c.at(f, to);
+          if (!c.p2p_bytes[i] && !c.ring_bytes[i]) continue;
+          const bool slow = std::any_of(c.slow.begin(), c.slow.end(),
+                                        [&](const CommMatrix::SlowPair& s) { return s.from == f && s.to == to; });
+          t.rows.push_back({hex(c.comm_id), std::to_string(f), std::to_string(to), std::to_string(c.p2p_bytes[i]),
+                            us(static_cast<int64_t>(c.p2p_ns[i])),
+                            // unknown is empty, not "-", which to_csv would guard as a formula
+                            c.p2p_gbps(f, to) > 0 ? fixed(c.p2p_gbps(f, to), 2) : std::string(),
+                            std::to_string(c.ring_bytes[i]), us(static_cast<int64_t>(c.ring_ns[i])), slow ? "yes" : "no"});
+        }
+    return to_csv(t);
+  }
+  const bool md = format == "md";
+  // Lines of prose; in Markdown each its own paragraph (a line right after a table is a row).
+  const auto line = [md](const std::string& s) { return md ? markdown_text(s, true) + "\n\n" : s + "\n"; };
   std::string out;
-  for (const std::string& n : notes) out += n + "\n";
+  for (const std::string& n : notes) out += line(n);
   for (const CommMatrix& c : ms) {
-    out += "communicator " + hex(c.comm_id) + ", " + std::to_string(c.nranks) + " ranks: " + std::to_string(c.sends) +
-           " sends, " + std::to_string(c.collectives) + " collectives\n";
+    out += line("communicator " + hex(c.comm_id) + ", " + std::to_string(c.nranks) + " ranks: " + std::to_string(c.sends) +
+                " sends, " + std::to_string(c.collectives) + " collectives");
     Table t;
     t.header = {"from", "to", "p2p_bytes", "p2p_us", "p2p_GB/s", "ring_model_bytes", "ring_model_us"};
     t.right = {true, true, true, true, true, true, true};
@@ -146,16 +168,51 @@ std::string format_comm_stats(const std::vector<CommMatrix>& ms, const std::vect
         t.rows.push_back({std::to_string(f), std::to_string(to), bytes_text(c.p2p_bytes[i]), us(static_cast<int64_t>(c.p2p_ns[i])),
                           gbps_text(c.p2p_gbps(f, to)), bytes_text(c.ring_bytes[i]), us(static_cast<int64_t>(c.ring_ns[i]))});
       }
-    out += format == "csv" ? to_csv(t) : format == "md" ? to_markdown(t) : to_text(t);
+    out += md ? to_markdown(t) + "\n" : to_text(t);
     for (const CommMatrix::SlowPair& s : c.slow)
-      out += "slow pair: rank " + std::to_string(s.from) + " -> rank " + std::to_string(s.to) + " at " + gbps_text(s.gbps) +
-             " GB/s, the median pair " + gbps_text(s.median_gbps) + " GB/s\n";
-    out += "\n";
+      out += line("slow pair: rank " + std::to_string(s.from) + " -> rank " + std::to_string(s.to) + " at " +
+                  gbps_text(s.gbps) + " GB/s, the median pair " + gbps_text(s.median_gbps) + " GB/s");
+    if (!md) out += "\n";
   }
-  if (ms.empty()) out += "no NCCL point-to-point or matched collective traffic in the capture(s)\n";
-  return out + "(p2p: exact, the bytes of each ncclSend, timed from when its kernel and the matching receive's had both started "
-               "to when the receive ended (the send's kernel alone when the receiver's capture is missing); ring model: each rank sends bus factor x size to the next "
-               "for every collective, a model of NCCL's ring, not a measurement)\n";
+  if (ms.empty()) out += line("no NCCL point-to-point or matched collective traffic in the capture(s)");
+  return out + line("(p2p: exact, the bytes of each ncclSend, timed from when its kernel and the matching receive's had "
+                    "both started to when the receive ended (the send's kernel alone when the receiver's capture is "
+                    "missing); ring model: each rank sends bus factor x size to the next for every collective, a model "
+                    "of NCCL's ring, not a measurement)");
+}
+
+std::string format_collective_stats(const std::vector<CollectiveStatsRow>& rows, const std::string& format) {
+  if (format == "json") {
+    std::string o = "{\"collectives\":[";
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const CollectiveStatsRow& r = rows[i];
+      o += (i ? "," : "") + std::string("{\"op\":") + json::quoted(r.op) + ",\"size_class_bytes\":" +
+           std::to_string(r.size_class_bytes) + ",\"ranks\":" + std::to_string(r.nranks) + ",\"count\":" +
+           std::to_string(r.count) + ",\"total_bytes\":" + std::to_string(r.total_bytes) + ",\"time_ns\":" +
+           std::to_string(r.time_ns) + ",\"transfer_ns\":" + std::to_string(r.transfer_ns) + ",\"wait_ns\":" +
+           std::to_string(r.wait_ns) + ",\"algbw_gbps\":";
+      json::append_number(o, r.algbw_gbps, 3);
+      o += ",\"busbw_gbps\":";
+      json::append_number(o, r.busbw_gbps, 3);
+      o += "}";
+    }
+    return o + "]}\n";
+  }
+  if (format == "csv" || format == "md") {
+    if (rows.empty() && format == "md") return "no NCCL collectives with kernels in the capture(s)\n";
+    Table t;
+    t.header = {"collective", "size_class_bytes", "ranks", "count", "total_bytes", "time_us", "transfer_us", "wait_us",
+                "algbw_GB/s", "busbw_GB/s"};
+    t.right = {false, true, true, true, true, true, true, true, true, true};
+    for (const CollectiveStatsRow& r : rows)
+      t.rows.push_back({r.op, std::to_string(r.size_class_bytes), std::to_string(r.nranks), std::to_string(r.count),
+                        std::to_string(r.total_bytes), us(static_cast<int64_t>(r.time_ns)),
+                        us(static_cast<int64_t>(r.transfer_ns)), us(static_cast<int64_t>(r.wait_ns)),
+                        fixed(r.algbw_gbps, 2), fixed(r.busbw_gbps, 2)});
+    return format == "csv" ? to_csv(t) : to_markdown(t);
+  }
+  if (rows.empty()) return "no NCCL collectives with kernels in the capture(s)\n";
+  return ::gantt::format_collective_stats(rows);
 }
 
 }  // namespace gantt::analysis

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "gantt/analysis/diagnose.h"
+#include "gantt/analysis/table.h"
 #include "gantt/json.h"
 #include "gantt/text.h"
 
@@ -50,25 +51,29 @@ std::string format_diagnose(const DiagnoseReport& r, Format f) {
   const bool md = f == Format::kMarkdown;
   std::string o = md ? "**" + counts(r) + "**\n" : counts(r) + "\n";
   for (const Finding& x : r.findings) {
-    const std::string title = printable_utf8(x.title);
     if (md) {
-      o += "\n### " + std::string(to_string(x.severity)) + ": " + x.rule + "\n\n" + title + "\n\n- condition: " +
-           x.condition + "\n";
-      for (const auto& e : x.evidence) o += "- evidence: " + printable_utf8(e) + "\n";
-      o += "- fix: " + x.fix + "\n";
+      o += "\n### " + std::string(to_string(x.severity)) + ": " + markdown_text(x.rule) + "\n\n" +
+           markdown_text(x.title, true) + "\n\n- condition: " + markdown_text(x.condition) + "\n";
+      for (const auto& e : x.evidence) o += "- evidence: " + markdown_text(e) + "\n";
+      o += "- fix: " + markdown_text(x.fix) + "\n";
     } else {
+      const std::string title = printable_utf8(x.title);
       o += "\n" + upper(to_string(x.severity)) + " [" + x.rule + "] " + title + "\n  condition: " + x.condition + "\n";
       for (const auto& e : x.evidence) o += "  evidence:  " + printable_utf8(e) + "\n";
       o += "  fix:       " + x.fix + "\n";
     }
   }
   o += md ? "\n**rules not fired**\n\n" : "\nrules not fired:\n";
+  // The notes quote the capture too (a kernel, a stream, a range).
+  const auto rule_line = [md](const RuleResult& x) {
+    return md ? "- " + markdown_text(x.rule + ": " + x.note) + "\n" : "  " + x.rule + ": " + x.note + "\n";
+  };
   for (const RuleResult& x : r.rules)
-    if (x.ran && !x.fired) o += (md ? "- " : "  ") + x.rule + ": " + x.note + "\n";
+    if (x.ran && !x.fired) o += rule_line(x);
   const bool skipped = std::any_of(r.rules.begin(), r.rules.end(), [](const RuleResult& x) { return !x.ran; });
   if (skipped) o += md ? "\n**rules not run**\n\n" : "\nrules not run:\n";
   for (const RuleResult& x : r.rules)
-    if (!x.ran) o += (md ? "- " : "  ") + x.rule + ": " + x.note + "\n";
+    if (!x.ran) o += rule_line(x);
   return o;
 }
 

@@ -156,8 +156,9 @@ std::string format_diff(const DiffReport& r, Format f, size_t top) {
     case Format::kJson: return json_report(r);
     case Format::kCsv: return to_csv(kernel_table(r, top));
     case Format::kMarkdown:
-      return "**" + headline(r) + "**\n\n" + to_markdown(summary_table(r)) + "\n" + r.makespan_note + "\n\n" +
-             (r.samples_note.empty() ? "" : "_" + r.samples_note + "_\n\n") +
+      return "**" + markdown_text(headline(r)) + "**\n\n" + to_markdown(summary_table(r)) + "\n" +
+             markdown_text(r.makespan_note, true) + "\n\n" +
+             (r.samples_note.empty() ? "" : "_" + markdown_text(r.samples_note) + "_\n\n") +
              to_markdown(kernel_table(r, top));
     case Format::kText: break;
   }

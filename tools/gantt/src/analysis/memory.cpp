@@ -255,6 +255,7 @@ std::string format_memory_stats(const Model& m, const std::vector<DeviceMemory>&
     }
     return o + "]}\n";
   }
+  if (report.empty() && format != "csv") return "no allocations recorded in the capture(s) (GPUHOOK_API without alloc?)\n";
   Table t;
   t.header = {"device", "peak", "peak_at_us", "device_mem", "pool", "pinned_host", "managed", "allocations", "frees",
               "live_at_end", "largest_range_at_peak"};

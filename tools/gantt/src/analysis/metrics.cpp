@@ -234,6 +234,8 @@ std::string format_metric_stats(const Model& m, const std::vector<MetricStatsRow
     }
     return out + "]}\n";
   }
+  if (rows.empty() && format != Format::kCsv)
+    return "no GPU metrics recorded in the capture(s) (NVML missing, or GPUHOOK_NVML_HZ=0)\n";
   Table t;
   t.header = {"device", "while", "samples"};
   for (int k : shown) t.header.push_back(kInfo[k].label);
@@ -253,19 +255,20 @@ std::string format_metric_stats(const Model& m, const std::vector<MetricStatsRow
     cells.push_back(n ? fixed(100.0 * static_cast<double>(r.throttled) / static_cast<double>(n), 1) : "-");
     t.rows.push_back(std::move(cells));
   }
-  std::string out;
   if (format == Format::kCsv) return to_csv(t);
-  if (format == Format::kMarkdown) out = to_markdown(t);
-  else out = to_text(t);
+  const bool md = format == Format::kMarkdown;
+  std::string out = md ? to_markdown(t) : to_text(t);
+  // A capture's path starts the line: in Markdown, its own paragraph.
+  const auto line = [md](const std::string& s) { return md ? "\n" + markdown_text(s, true) + "\n" : s + "\n"; };
   for (size_t c = 0; c < m.captures.size(); ++c)
     if (m.captures[c].metric_samples_left_out != 0)
-      out += m.captures[c].path + ": " + std::to_string(m.captures[c].metric_samples_left_out) +
-             " samples left out (a counter this version does not know, a device number past 4095, no time, or past " +
-             std::to_string(MetricTable::kMaxRowsPerCapture) + " samples)\n";
+      out += line(m.captures[c].path + ": " + std::to_string(m.captures[c].metric_samples_left_out) +
+                  " samples left out (a counter this version does not know, a device number past 4095, no time, or past " +
+                  std::to_string(MetricTable::kMaxRowsPerCapture) + " samples)");
   std::vector<ClockDrop> drops = clock_drops(m);
   for (const ClockDrop& d : drops)
-    out += device_label(m.captures.size(), d.capture, d.device) + " at +" +
-           us(static_cast<int64_t>(d.start_ns - std::min(d.start_ns, m.first_ns()))) + " us: " + clock_drop_text(d) + "\n";
+    out += line(device_label(m.captures.size(), d.capture, d.device) + " at +" +
+                us(static_cast<int64_t>(d.start_ns - std::min(d.start_ns, m.first_ns()))) + " us: " + clock_drop_text(d));
   return out;
 }
 

@@ -219,35 +219,59 @@ std::string format_pipeline_stats(const Model& m, const std::vector<PipelineRepo
     }
     return o + "]}\n";
   }
-  std::string out;
-  for (const std::string& note : notes) out += note + "\n";
-  for (const PipelineReport& r : reports) {
+  const auto comm_hex = [](uint64_t comm_id) {
     char id[24];
-    std::snprintf(id, sizeof id, "0x%llx", static_cast<unsigned long long>(r.comm_id));
-    out += "pipeline on communicator " + std::string(id) + ": " + std::to_string(r.nranks) + " stages, step = " +
-           (r.step.empty() ? std::string("the whole capture") : "range \"" + r.step + "\"") + "\n";
+    std::snprintf(id, sizeof id, "0x%llx", static_cast<unsigned long long>(comm_id));
+    return std::string(id);
+  };
+  const auto stage_cells = [&](const PipelineStage& s) {
+    const double steps = s.steps ? static_cast<double>(s.steps) : 1;
+    return std::vector<std::string>{std::to_string(s.rank), device_label(m.captures.size(), s.capture, s.device),
+                                    std::to_string(s.steps), us(static_cast<double>(s.step_ns) / steps),
+                                    share_text(s.step_ns ? static_cast<double>(s.busy_ns) / static_cast<double>(s.step_ns) : 0),
+                                    us(static_cast<double>(s.bubble_ns) / steps), share_text(s.share()),
+                                    us(static_cast<int64_t>(s.worst_step_bubble_ns))};
+  };
+  const std::vector<std::string> stage_header = {"stage", "device", "steps", "step_us", "busy", "bubble_us", "bubble",
+                                                 "worst_step_bubble_us"};
+  if (format == "csv") {
+    // One table for a spreadsheet or a script: no prose, and a header only when there is no pipeline.
     Table t;
-    t.header = {"stage", "device", "steps", "step_us", "busy", "bubble_us", "bubble", "worst_step_bubble_us"};
+    t.header = {"comm_id", "step"};
+    t.header.insert(t.header.end(), stage_header.begin(), stage_header.end());
+    for (const PipelineReport& r : reports)
+      for (const PipelineStage& s : r.stages) {
+        std::vector<std::string> row = {comm_hex(r.comm_id), r.step};
+        const std::vector<std::string> cells = stage_cells(s);
+        row.insert(row.end(), cells.begin(), cells.end());
+        t.rows.push_back(std::move(row));
+      }
+    return to_csv(t);
+  }
+  const bool md = format == "md";
+  // Lines of prose; in Markdown each its own paragraph (a line right after a table is a row).
+  const auto line = [md](const std::string& s) { return md ? markdown_text(s, true) + "\n\n" : s + "\n"; };
+  std::string out;
+  for (const std::string& note : notes) out += line(note);
+  for (const PipelineReport& r : reports) {
+    out += line("pipeline on communicator " + comm_hex(r.comm_id) + ": " + std::to_string(r.nranks) + " stages, step = " +
+                (r.step.empty() ? std::string("the whole capture") : "range \"" + r.step + "\""));
+    Table t;
+    t.header = stage_header;
     t.right = {true, false, true, true, true, true, true, true};
-    for (const PipelineStage& s : r.stages) {
-      const double steps = s.steps ? static_cast<double>(s.steps) : 1;
-      t.rows.push_back({std::to_string(s.rank), device_label(m.captures.size(), s.capture, s.device), std::to_string(s.steps),
-                        us(static_cast<double>(s.step_ns) / steps),
-                        share_text(s.step_ns ? static_cast<double>(s.busy_ns) / static_cast<double>(s.step_ns) : 0),
-                        us(static_cast<double>(s.bubble_ns) / steps), share_text(s.share()),
-                        us(static_cast<int64_t>(s.worst_step_bubble_ns))});
-    }
-    out += format == "csv" ? to_csv(t) : format == "md" ? to_markdown(t) : to_text(t);
-    out += "bubble: " + share_text(r.bubble_share()) + " of the stages' step time";
+    for (const PipelineStage& s : r.stages) t.rows.push_back(stage_cells(s));
+    out += md ? to_markdown(t) + "\n" : to_text(t);
+    std::string bubble = "bubble: " + share_text(r.bubble_share()) + " of the stages' step time";
     if (r.micro_batches > 0)
-      out += "; " + fixed(r.micro_batches, 1) + " micro-batches per step over " + std::to_string(r.nranks) +
-             " stages: a GPipe or 1F1B schedule with no other cost idles (p-1)/(m+p-1) = " + share_text(r.ideal_share());
-    out += "\n\n";
+      bubble += "; " + fixed(r.micro_batches, 1) + " micro-batches per step over " + std::to_string(r.nranks) +
+                " stages: a GPipe or 1F1B schedule with no other cost idles (p-1)/(m+p-1) = " + share_text(r.ideal_share());
+    out += line(bubble);
+    if (!md) out += "\n";
   }
   if (reports.empty())
-    out += "no pipeline: no NCCL communicator whose sends and receives only join neighbouring ranks (r <-> r+1)\n";
-  return out + "(bubble: time a stage's GPU ran none of its own work while one of its sends or receives was in flight, "
-               "within a step: from the first start to the last end of the work launched inside the step range)\n";
+    out += line("no pipeline: no NCCL communicator whose sends and receives only join neighbouring ranks (r <-> r+1)");
+  return out + line("(bubble: time a stage's GPU ran none of its own work while one of its sends or receives was in "
+                    "flight, within a step: from the first start to the last end of the work launched inside the step range)");
 }
 
 }  // namespace gantt::analysis

@@ -198,8 +198,8 @@ std::string format_stats(const StatsReport& r, Format f) {
     case Format::kJson: return json_report(r);
     case Format::kCsv: return to_csv(group_table(r));
     case Format::kMarkdown: {
-      std::string o = "**" + summary_line(r) + "**\n\n";
-      for (const std::string& n : notes(r)) o += "_" + n + "_\n\n";
+      std::string o = "**" + markdown_text(summary_line(r)) + "**\n\n";
+      for (const std::string& n : notes(r)) o += "_" + markdown_text(n) + "_\n\n";
       o += to_markdown(group_table(r));
       if (r.by == GroupBy::kGraph && r.graphs.empty()) o += "\n(no CUDA graph launches in the capture)\n";
       if (shown_groups(r) < r.groups_total)

@@ -59,14 +59,7 @@ std::string to_text(const Table& t) {
 }
 
 std::string to_markdown(const Table& t) {
-  const auto cell = [](std::string_view s) {
-    std::string o;
-    for (char c : printable(s)) {
-      if (c == '|') o += "\\|";
-      else o.push_back(c);
-    }
-    return o;
-  };
+  const auto cell = [](std::string_view s) { return markdown_text(printable(s)); };
   std::string out = "|";
   for (const auto& h : t.header) out += " " + cell(h) + " |";
   out += "\n|";
@@ -76,6 +69,47 @@ std::string to_markdown(const Table& t) {
     out += "|";
     for (const auto& v : row) out += " " + cell(v) + " |";
     out += "\n";
+  }
+  return out;
+}
+
+std::string markdown_text(std::string_view s, bool starts_line) {
+  const std::string clean = printable_utf8(s);
+  std::string out;
+  out.reserve(clean.size() + clean.size() / 8);
+  size_t i = 0;
+  if (starts_line) {
+    // Indentation (a code block from four spaces) as character references, which keep it.
+    for (; i < clean.size() && clean[i] == ' '; ++i) out += "&#32;";
+    size_t digits = i;
+    while (digits < clean.size() && std::isdigit(static_cast<unsigned char>(clean[digits]))) ++digits;
+    if (digits > i && digits < clean.size() && (clean[digits] == '.' || clean[digits] == ')')) {
+      out.append(clean, i, digits - i);  // "1." or "1)" starts an ordered list
+      out += '\\';
+      i = digits;
+    } else if (i < clean.size() && (clean[i] == '#' || clean[i] == '-' || clean[i] == '+' || clean[i] == '=')) {
+      out += '\\';  // a heading, a list item, a thematic break or a setext underline
+    }
+  }
+  const auto alnum = [&](size_t k) { return k < clean.size() && std::isalnum(static_cast<unsigned char>(clean[k])); };
+  for (; i < clean.size(); ++i) {
+    const char c = clean[i];
+    // An underscore between two letters or digits can neither open nor close emphasis
+    // (CommonMark's flanking rules): "kernels_waited" stays as written.
+    if (c == '_' && i > 0 && alnum(i - 1) && alnum(i + 1)) {
+      out += c;
+      continue;
+    }
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '\\': case '`': case '*': case '_': case '[': case ']': case '|': case '~':
+        out += '\\';
+        out += c;
+        break;
+      default: out += c;
+    }
   }
   return out;
 }

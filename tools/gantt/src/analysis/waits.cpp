@@ -300,6 +300,8 @@ std::string format_wait_stats(const Model& m, const std::vector<WaitSplit>& spli
     cells.push_back(r.waited ? fixed(100.0 * static_cast<double>(not_own) / static_cast<double>(r.waited), 1) : "-");
     t.rows.push_back(std::move(cells));
   };
+  if (splits.empty() && format == "csv") return to_csv(t);  // the header: an empty table, not a sentence
+  if (splits.empty()) return "no kernel with a queued stamp waited in the capture(s) (latency timestamps off?)\n";
   for (const auto& [k, r] : rows) add(lane(k), r);
   add("all", all);
   if (format == "md") return to_markdown(t);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gantt/model.h"
+#include "gantt/ranks/collectives.h"
 
 namespace gantt::analysis {
 
@@ -37,7 +38,14 @@ struct CommMatrix {
 };
 
 std::vector<CommMatrix> comm_matrices(const Model& model, std::vector<std::string>* notes = nullptr);
+// text and md: a table per communicator between lines of prose; csv: one table, every
+// communicator's pairs, a header row alone when there is no traffic; json: the matrices.
 std::string format_comm_stats(const std::vector<CommMatrix>& matrices, const std::vector<std::string>& notes,
                               const std::string& format);
+
+// `stats --by collective` in any format ("text", "md", "json", "csv"): the rows of
+// gantt::collective_stats(). With none, text and md say so; csv is its header row and json
+// an empty "collectives" array, so that a script reads an empty table, not a sentence.
+std::string format_collective_stats(const std::vector<CollectiveStatsRow>& rows, const std::string& format);
 
 }  // namespace gantt::analysis

@@ -89,6 +89,7 @@ inline constexpr size_t kPeakList = 10;
 std::vector<DeviceMemory> memory_report(const Model& model);
 
 // `stats --by memory`: per device the peak and its make-up, then what was live at each peak.
+// No allocations: text and md say so, json has no devices and csv the header rows.
 std::string format_memory_stats(const Model& model, const std::vector<DeviceMemory>& report, const std::string& format);
 
 }  // namespace gantt::analysis

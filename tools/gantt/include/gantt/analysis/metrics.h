@@ -73,6 +73,7 @@ struct MetricStatsRow {
   double mean(int metric) const { return samples[metric] ? sum[metric] / static_cast<double>(samples[metric]) : 0; }
 };
 std::vector<MetricStatsRow> metric_stats(const Model& m);
+// No rows: text and md say why there may be none; csv is the header row, json an empty array.
 std::string format_metric_stats(const Model& m, const std::vector<MetricStatsRow>& rows, Format format);
 
 }  // namespace gantt::analysis

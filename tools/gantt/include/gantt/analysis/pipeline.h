@@ -52,6 +52,8 @@ inline constexpr int32_t kMaxPipelineStages = 4096;
 // what was left out.
 std::vector<PipelineReport> pipeline_reports(const Model& model, const std::string& step_range = "",
                                              std::vector<std::string>* notes = nullptr);
+// text and md: a table per pipeline between lines of prose; csv: one table of every pipeline's
+// stages, a header row alone when there is none; json: the reports.
 std::string format_pipeline_stats(const Model& model, const std::vector<PipelineReport>& reports, const std::string& format,
                                   const std::vector<std::string>& notes = {});
 

@@ -60,7 +60,8 @@ std::vector<WaitSplit> wait_causes(const Model& model, const std::vector<uint32_
 std::vector<std::pair<uint32_t, uint32_t>> event_dependencies(const Model& model);
 
 // `stats --by wait`: per stream, the kernels that waited and their queued time by cause, and
-// a last row over all streams. `format`: text, md, csv or json.
+// a last row over all streams. `format`: text, md, csv or json. No kernel waited: text and md
+// say so, csv is the header row and json has no streams and an "all" of zeros.
 std::string format_wait_stats(const Model& model, const std::vector<WaitSplit>& splits, const std::string& format);
 
 }  // namespace gantt::analysis
