@@ -39,6 +39,9 @@ void ModelBuilder::Impl::add(const v1::Record& r) {
                  t(k.has_start_ns(), k.start_ns()), t(k.has_end_ns(), k.end_ns()), k.correlation_id());
       m.events.graph_id.back() = k.graph_id();
       m.events.graph_node_id.back() = k.graph_node_id();
+      m.events.copy_flags.back() =
+          static_cast<uint8_t>((k.async() ? kCopyAsync : 0) |
+                               (k.src_kind() == v1::MEMORY_PAGEABLE || k.dst_kind() == v1::MEMORY_PAGEABLE ? kCopyPageable : 0));
       if (k.copy_kind() == v1::COPY_PTOP) {
         m.events.src_device.back() = k.src_device();
         m.events.dst_device.back() = k.dst_device();

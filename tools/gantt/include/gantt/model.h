@@ -60,6 +60,13 @@ struct Stages {
   std::optional<int64_t> total_ns;                // API enter -> end
 };
 
+// What a copy's CUPTI record says about the host thread that issued it (EventTable::copy_flags;
+// analysis::copy_host_wait() decides from them and the launching call).
+enum CopyFlag : uint8_t {
+  kCopyAsync = 1,     // CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC (Memcpy.async)
+  kCopyPageable = 2,  // one end is pageable host memory (Memcpy.src_kind or dst_kind MEMORY_PAGEABLE)
+};
+
 // GPU activities joined with the host API call that launched them: the GanttEvents.
 struct EventTable {
   std::vector<EventKind> kind;
@@ -69,6 +76,7 @@ struct EventTable {
   std::vector<uint32_t> stream;        // CUPTI stream id
   std::vector<int32_t> priority;       // stream priority when recorded, else 0
   std::vector<uint8_t> copy_kind;      // v1::CopyKind for memcpy, 0 otherwise (v1::SyncType for sync)
+  std::vector<uint8_t> copy_flags;     // CopyFlag bits for memcpy, 0 otherwise
   std::vector<uint64_t> bytes;         // memcpy/memset/NCCL payload, 0 otherwise
   std::vector<uint64_t> queued_ns;     // kernels only, when latency timestamps were on
   std::vector<uint64_t> submitted_ns;
@@ -103,7 +111,7 @@ struct EventTable {
   template <class F>
   void for_each_column(F&& f) {
     f(kind, EventKind::kKernel), f(capture, uint16_t{0}), f(name, 0u), f(device, 0u), f(stream, 0u),
-        f(priority, int32_t{0}), f(copy_kind, uint8_t{0}), f(bytes, uint64_t{0}), f(queued_ns, uint64_t{0}),
+        f(priority, int32_t{0}), f(copy_kind, uint8_t{0}), f(copy_flags, uint8_t{0}), f(bytes, uint64_t{0}), f(queued_ns, uint64_t{0}),
         f(submitted_ns, uint64_t{0}), f(start_ns, uint64_t{0}), f(end_ns, uint64_t{0}), f(correlation_id, 0u),
         f(api, kNone), f(range, kNone), f(grid, std::array<int32_t, 3>{}), f(block, std::array<int32_t, 3>{}),
         f(registers_per_thread, uint16_t{0}), f(static_smem_bytes, 0u), f(dynamic_smem_bytes, 0u),

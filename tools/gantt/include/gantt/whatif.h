@@ -84,7 +84,8 @@ struct GpuOp {
   uint64_t bytes = 0;
   uint8_t copy_kind = 0;      // v1::CopyKind
   bool pageable = false;      // a copy to or from pageable host memory
-  bool host_waits = false;    // its call returned only when it ended
+  bool host_waits = false;    // its call returned only when it ended (analysis::copy_host_wait)
+  bool call_waits = false;    // ...because the call is synchronous (cudaMemcpy), whatever the memory
   std::vector<uint32_t> after;  // ops it starts after besides its lane (events, legacy stream)
   uint64_t collective = 0;    // ops of one collective share this key (0 = none)
   int64_t transfer_ns = 0;    // collectives: from the last arrival to the end

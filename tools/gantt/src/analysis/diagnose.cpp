@@ -165,7 +165,7 @@ std::vector<CopyFigures> copy_figures(const Model& m, const std::vector<Device>&
       if (m.events.kind[e] != EventKind::kMemcpy) continue;
       ++f.copies;
       f.bytes += m.events.bytes[e];
-      if (is_synchronous_call(api_name(m, e))) ++f.sync_copies;
+      if (copy_host_wait(m, e) != CopyHostWait::kNone) ++f.sync_copies;
     }
     out.push_back(std::move(f));
   }
@@ -195,10 +195,17 @@ void rule_copy_overlap(const std::vector<CopyFigures>& devs, DiagnoseReport& r) 
     f.evidence.push_back(std::to_string(d.copies) + " copies, " + bytes_text(d.bytes) + ", " + usn(d.copy_ns) + " (" +
                          pct(100 * share) + " of busy time), " + pct(100 * overlap) + " of it under a kernel");
     if (d.sync_copies)
-      f.evidence.push_back(std::to_string(d.sync_copies) + " of them issued by a synchronous call (cudaMemcpy): the host "
-                           "waits, so nothing else is launched meanwhile");
-    f.fix = "allocate host buffers with cudaMallocHost (pinned), use cudaMemcpyAsync on a stream other than the one "
-            "computing, and split the work into chunks so copy i+1 runs under kernel i";
+      f.evidence.push_back(std::to_string(d.sync_copies) +
+                           " of them held the host until they ended (a synchronous call such as cudaMemcpy, or pageable "
+                           "host memory, which even cudaMemcpyAsync stages before it returns), so nothing else was "
+                           "launched meanwhile");
+    // A pageable copy always holds the host, so with none held there is nothing to pin (a
+    // graph's memcpy nodes, cudaMemcpyAsync from pinned memory). A summary keeps no count of
+    // the pageable ones, and diagnose says the same of a capture and of its summary.
+    f.fix = std::string(d.sync_copies ? "if their host buffers are pageable, allocate them with cudaMallocHost (pinned); "
+                                      : "") +
+            "use cudaMemcpyAsync on a stream other than the one computing, and split the work into chunks so copy "
+            "i+1 runs under kernel i";
     r.findings.push_back(std::move(f));
     res.fired = true;
   }

@@ -45,7 +45,8 @@ struct CopyFigures {
   std::string label;
   uint64_t copy_ns = 0, busy_ns = 0, compute_ns = 0;
   uint64_t overlap_ns = 0;  // copy time under compute
-  uint64_t copies = 0, bytes = 0, sync_copies = 0;
+  uint64_t copies = 0, bytes = 0;
+  uint64_t sync_copies = 0;  // held the host until they ended (copy_host_wait())
 };
 void rule_copy_overlap(const std::vector<CopyFigures>& devices, DiagnoseReport& r);
 // imbalance over `unit`s ("rank", "device"); `straggler` (may be empty) gives the evidence line

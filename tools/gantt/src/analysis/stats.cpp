@@ -84,8 +84,36 @@ bool is_gpu_work(const Model& m, uint32_t e) {
   return k != EventKind::kSync && k != EventKind::kHostFunc && m.events.start_ns[e] != 0 && m.events.end_ns[e] > m.events.start_ns[e];
 }
 
-bool is_synchronous_call(std::string_view api_name) {
-  return !api_name.empty() && api_name.find("Async") == std::string_view::npos;
+namespace v1 = gpuhook::v1;
+
+bool async_copy_call(std::string_view api_name) { return api_name.find("Async") != std::string_view::npos; }
+
+CopyHostWait copy_host_wait(bool async_call, uint8_t copy_kind, bool async, bool pageable, bool graph_node) {
+  // A graph launch only queues the graph; CUPTI gives its memcpy nodes the cudaGraphLaunch
+  // call's correlation id, and that call is no cudaMemcpy. Otherwise a call waited for its
+  // copy when neither its name nor CUPTI's flag says it was asynchronous (traces imported
+  // from other tools have no flag, and the call's name decides).
+  const bool synchronous_call = !graph_node && !async_call && !async;
+  // CUDA's "API synchronization behavior": cudaMemcpy from device memory to device memory
+  // performs no host-side synchronisation, and cudaMemcpyPeer is asynchronous to the host.
+  const bool device_only = copy_kind == v1::COPY_DTOD || copy_kind == v1::COPY_PTOP;
+  if (synchronous_call && !device_only) return CopyHostWait::kSynchronousCall;
+  // Pageable memory is staged through a pinned buffer before the call returns, even for
+  // cudaMemcpyAsync.
+  if (pageable) return CopyHostWait::kPageableMemory;
+  return CopyHostWait::kNone;
+}
+
+CopyHostWait copy_host_wait(bool async_call, const v1::Memcpy& r) {
+  return copy_host_wait(async_call, static_cast<uint8_t>(r.copy_kind()), r.async(),
+                        r.src_kind() == v1::MEMORY_PAGEABLE || r.dst_kind() == v1::MEMORY_PAGEABLE, r.graph_id() != 0);
+}
+
+CopyHostWait copy_host_wait(const Model& m, uint32_t e) {
+  const uint32_t api = m.events.api[e];
+  const uint8_t flags = m.events.copy_flags[e];
+  return copy_host_wait(api != kNone && async_copy_call(m.string(m.api.name[api])), m.events.copy_kind[e],
+                        (flags & kCopyAsync) != 0, (flags & kCopyPageable) != 0, m.events.graph_id[e] != 0);
 }
 
 std::string kernel_key(const Model& m, uint32_t e) {

@@ -30,9 +30,9 @@ namespace gantt::analysis {
 class CorrWindow {
  public:
   static constexpr uint32_t kIds = 1u << 18;  // 2 MB of times
-  // Set on a time whose call was synchronous (is_synchronous_call): a copy it issued is
-  // counted as such. Recorded times are far below 2^63 ns; a hostile one only miscounts.
-  static constexpr uint64_t kSyncBit = uint64_t{1} << 63;
+  // Set on a time whose call returns once its copy is queued (async_copy_call(), for
+  // copy_host_wait()). Recorded times are far below 2^63 ns; a hostile one only miscounts.
+  static constexpr uint64_t kAsyncCallBit = uint64_t{1} << 63;
   explicit CorrWindow(bool sliding) : sliding_(sliding) {}
 
   void set(uint32_t corr, uint64_t start_ns);
@@ -123,9 +123,9 @@ class CorrSet {
   size_t size_ = 0;
 };
 
-// A yes or no about a string's text (a call is synchronous, a kernel is NCCL's), worked out
-// once per string id: every launch and kernel asks. Ids past 2^24, which only a hostile file
-// has, are worked out each time.
+// A yes or no about a string's text (a call is an asynchronous copy call, a kernel is
+// NCCL's), worked out once per string id: every launch and kernel asks. Ids past 2^24, which
+// only a hostile file has, are worked out each time.
 class NameFlags {
  public:
   template <class F>

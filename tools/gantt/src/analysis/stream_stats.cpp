@@ -135,9 +135,18 @@ struct Share {
     uint64_t count = 0, bytes = 0, sync = 0;
   };
   std::map<uint32_t, Copies> copies;  // by device
-  std::unordered_multimap<uint32_t, uint32_t> copies_waiting;  // copies whose call is not read yet: corr -> device
+  // A copy whose call is not read yet: what copy_host_wait() needs of its record.
+  struct WaitingCopy {
+    uint32_t device;
+    uint8_t copy_kind;
+    bool async, pageable, graph_node;
+    void count(Copies& n, bool async_call) const {
+      n.sync += copy_host_wait(async_call, copy_kind, async, pageable, graph_node) != CopyHostWait::kNone;
+    }
+  };
+  std::unordered_multimap<uint32_t, WaitingCopy> copies_waiting;  // by correlation id
   size_t gaps = 0;
-  CorrWindows calls;  // launch starts, CorrWindow::kSyncBit set when the call was synchronous
+  CorrWindows calls;  // launch starts, CorrWindow::kAsyncCallBit set for an asynchronous copy call
   std::unordered_multimap<uint32_t, uint64_t> waiting;  // kernels whose launch is not read yet: corr -> queued
   std::vector<v1::Record> context;
   uint32_t headers = 0;
@@ -174,14 +183,14 @@ struct Share {
   std::vector<v1::Record> nccl_calls, externals;
   std::vector<NcclKernel> nccl_kernels;
   NcclKernelFilter nccl;
-  NameFlags sync_named;  // is_synchronous_call()
+  NameFlags async_named;  // async_copy_call()
   gpuhook::Integrity integrity;
   std::string needs_model;
   std::exception_ptr error;
 
-  // The launch's start time, with CorrWindow::kSyncBit set when the call was synchronous.
+  // The launch's start time, with CorrWindow::kAsyncCallBit set for an asynchronous copy call.
   uint64_t call_of(uint32_t corr) const { return calls.get(corr); }
-  uint64_t launch_of(uint32_t corr) const { return call_of(corr) & ~CorrWindow::kSyncBit; }
+  uint64_t launch_of(uint32_t corr) const { return call_of(corr) & ~CorrWindow::kAsyncCallBit; }
   // The launch's path + 1, 0 when the launch is not read (yet).
   uint64_t path_of(uint32_t corr) const { return paths.get(corr); }
   bool maybe_lost(uint32_t corr) const { return calls.maybe_lost(corr); }
@@ -288,19 +297,24 @@ void fold_copy(Share& sh, const v1::Memcpy& c, uint64_t start, uint64_t end) {
   Share::Copies& n = sh.copies[c.device()];
   ++n.count;
   n.bytes += c.bytes();
-  if (c.correlation_id() == 0) return;
-  if (const uint64_t call = sh.call_of(c.correlation_id()); call != 0)
-    n.sync += (call & CorrWindow::kSyncBit) != 0;
-  else if (sh.copies_waiting.size() < kMaxWaiting)
-    sh.copies_waiting.emplace(c.correlation_id(), c.device());
+  const Share::WaitingCopy copy{c.device(), static_cast<uint8_t>(c.copy_kind()), c.async(),
+                                c.src_kind() == v1::MEMORY_PAGEABLE || c.dst_kind() == v1::MEMORY_PAGEABLE,
+                                c.graph_id() != 0};
+  const uint64_t call = c.correlation_id() == 0 ? 0 : sh.call_of(c.correlation_id());
+  if (call != 0)
+    copy.count(n, (call & CorrWindow::kAsyncCallBit) != 0);
+  else if (c.correlation_id() != 0 && sh.copies_waiting.size() < kMaxWaiting)
+    sh.copies_waiting.emplace(c.correlation_id(), copy);
+  else
+    copy.count(n, false);  // no call: the record's flag decides
 }
 
 void fold_api(Share& sh, const gpuhook::CaptureReader& reader, const gpuhook::ApiFields& a) {
   if (a.correlation_id == 0 || a.domain == v1::API_DOMAIN_NCCL) return;
   const uint64_t start = known(a.start_ns);
   if (start == 0) return;
-  const bool sync = sh.sync_named.test(reader, a.name_id, is_synchronous_call);
-  sh.calls.set(a.correlation_id, start | (sync ? CorrWindow::kSyncBit : 0));
+  const bool async_call = sh.async_named.test(reader, a.name_id, async_copy_call);
+  sh.calls.set(a.correlation_id, start | (async_call ? CorrWindow::kAsyncCallBit : 0));
   if (sh.ranges) {
     const uint32_t path = sh.ranges->at(a.thread_id, start);
     sh.paths.set(a.correlation_id, uint64_t{path} + 1);
@@ -312,7 +326,7 @@ void fold_api(Share& sh, const gpuhook::CaptureReader& reader, const gpuhook::Ap
   }
   if (!sh.copies_waiting.empty()) {
     const auto [from, to] = sh.copies_waiting.equal_range(a.correlation_id);
-    for (auto it = from; it != to; ++it) sh.copies[it->second].sync += sync;
+    for (auto it = from; it != to; ++it) it->second.count(sh.copies[it->second.device], async_call);
     sh.copies_waiting.erase(from, to);
   }
   if (sh.waiting.empty()) return;
@@ -752,9 +766,11 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
       return call;
     };
     for (const auto& [corr, queued] : sh.waiting)
-      if (const uint64_t launch = call_elsewhere(corr) & ~CorrWindow::kSyncBit; launch != 0)
+      if (const uint64_t launch = call_elsewhere(corr) & ~CorrWindow::kAsyncCallBit; launch != 0)
         s.launch_to_queued.add(static_cast<int64_t>(queued - launch));
-    for (const auto& [corr, device] : sh.copies_waiting) copies[device].sync += (call_elsewhere(corr) & CorrWindow::kSyncBit) != 0;
+    for (const auto& [corr, copy] : sh.copies_waiting) {
+      copy.count(copies[copy.device], (call_elsewhere(corr) & CorrWindow::kAsyncCallBit) != 0);
+    }
     sh.waiting.clear();
     sh.copies_waiting.clear();
   }

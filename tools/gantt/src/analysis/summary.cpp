@@ -166,8 +166,7 @@ StatsSummary summarize(const Model& m, const std::vector<GroupBy>& by, size_t ga
       Copies& c = copies[dk];
       ++c.count;
       c.bytes += m.events.bytes[e];
-      const uint32_t api = m.events.api[e];
-      if (api != kNone && is_synchronous_call(m.string(m.api.name[api]))) ++c.sync;
+      if (copy_host_wait(m, e) != CopyHostWait::kNone) ++c.sync;
     }
     else if (kind == EventKind::kKernel || kind == EventKind::kNccl) compute_iv[dk].emplace_back(b, t);
     if (kind == EventKind::kKernel || kind == EventKind::kNccl) {

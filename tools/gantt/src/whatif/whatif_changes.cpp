@@ -73,7 +73,7 @@ void make_async(Built& b, uint32_t call) {
 // costs once it waits for nothing at all.
 void stop_waiting(Built& b, uint32_t o) {
   GpuOp& op = b.graph.ops[o];
-  op.host_waits = false;
+  op.host_waits = op.call_waits = false;
   auto& waits = b.call_wait[op.call].ops;
   waits.erase(std::remove(waits.begin(), waits.end(), o), waits.end());
   if (waits.empty() && b.call_wait[op.call].kind == WaitSpec::Kind::kNone) make_async(b, op.call);
@@ -134,7 +134,7 @@ void pin_copies(Built& b, const Change& ch, const Options& options) {
       op.pageable = false;
       ++changed;
       // cudaMemcpyAsync returns at once once its memory is pinned; cudaMemcpy still waits.
-      if (op.host_waits && op.call != kNone && g.calls[op.call].name.find("Async") != std::string::npos) {
+      if (op.host_waits && !op.call_waits && op.call != kNone) {
         stop_waiting(b, o);
         ++unblocked;
       }
@@ -159,8 +159,9 @@ void async_copies(Built& b, const Change& ch) {
   std::vector<uint32_t> read_by_host;
   for (uint32_t o = 0; o < g.ops.size(); ++o) {
     GpuOp& op = g.ops[o];
-    if (op.kind != OpKind::kCopy || !op.host_waits || op.call == kNone || op.engine < 0) continue;
-    if (g.calls[op.call].name.find("Async") != std::string::npos && op.pageable) continue;  // stays as written
+    // Only a synchronous call's copy moves: an asynchronous one that waits for pageable
+    // memory stays as written (pin-copies is that change).
+    if (op.kind != OpKind::kCopy || !op.call_waits || op.call == kNone || op.engine < 0) continue;
     const Lane from = g.lanes[op.lane];
     auto key = std::make_tuple(from.capture, from.device, op.engine);
     auto it = copy_lane.find(key);
@@ -170,6 +171,7 @@ void async_copies(Built& b, const Change& ch) {
     }
     const uint32_t orig_lane = op.orig_lane;
     op.lane = it->second;
+    op.call_waits = false;  // now cudaMemcpyAsync: only pageable memory still holds the host
     ++moved;
     // Off the legacy default stream, the copy loses its implicit order with every blocking
     // stream of the device: the waits stand for it on each of them.
@@ -218,7 +220,13 @@ void async_copies(Built& b, const Change& ch) {
     g.calls[target].launches_only = false;  // it waits now: graphs must not fold it
   }
   if (moved == 0) {
-    g.notes.push_back(ch.text + ": no synchronous copy: nothing to change");
+    // Copies that wait only for their pageable memory are another change's.
+    size_t pageable = 0;
+    for (const GpuOp& op : g.ops) pageable += op.kind == OpKind::kCopy && op.host_waits && !op.call_waits;
+    g.notes.push_back(ch.text + ": no synchronous copy: nothing to change" +
+                      (pageable ? "; " + std::to_string(pageable) +
+                                      " asynchronous copies hold the host for their pageable memory (pin-copies)"
+                                : std::string()));
     return;
   }
   g.notes.push_back(ch.text + ": " + std::to_string(moved) + " synchronous copies on " + std::to_string(copy_lane.size()) +

@@ -5,6 +5,7 @@
 
 #include <gpuhook/nccl_types.h>
 
+#include "gantt/analysis/stats.h"
 #include "gantt/occupancy.h"
 #include "whatif_internal.h"
 
@@ -268,8 +269,12 @@ class SectionBuilder {
           op.bytes = m.bytes();
           op.copy_kind = static_cast<uint8_t>(m.copy_kind());
           op.pageable = m.src_kind() == v1::MEMORY_PAGEABLE || m.dst_kind() == v1::MEMORY_PAGEABLE;
-          op.host_waits = !m.async() || op.pageable;
           op.call = call_of(m.correlation_id());
+          // The rule stats and diagnose count synchronous copies by (analysis/stats.h).
+          const analysis::CopyHostWait wait =
+              analysis::copy_host_wait(op.call != kNone && analysis::async_copy_call(g_.calls[op.call].name), m);
+          op.host_waits = wait != analysis::CopyHostWait::kNone;
+          op.call_waits = wait == analysis::CopyHostWait::kSynchronousCall;
           break;
         }
         case v1::Record::kMemset: {

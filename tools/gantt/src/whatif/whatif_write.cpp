@@ -180,7 +180,7 @@ uint64_t write(const Built& b, const std::vector<Change>& changes, const std::st
                 if (m->src_kind() == v1::MEMORY_PAGEABLE) m->set_src_kind(v1::MEMORY_PINNED);
                 if (m->dst_kind() == v1::MEMORY_PAGEABLE) m->set_dst_kind(v1::MEMORY_PINNED);
               }
-              if (!op.host_waits) m->set_async(true);
+              if (!op.call_waits) m->set_async(true);  // issued by an asynchronous call (analysis::copy_host_wait)
             }
             if (graph_id) m->set_graph_id(graph_id), m->set_graph_node_id(node.node_id), m->set_correlation_id(correlation_id);
           } else if (r.has_memset()) {

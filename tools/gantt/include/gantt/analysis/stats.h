@@ -77,7 +77,8 @@ struct DeviceRow {
   uint64_t idle_ns = 0;
   std::vector<IdleGap> gaps;  // largest first
   // What diagnose's copy-overlap quotes (summaries from version 2 on): the copies, their
-  // bytes, and those a synchronous call issued (its API name without "Async").
+  // bytes, and those that held the host until they ended (copy_host_wait(): a synchronous
+  // call, or pageable memory).
   uint64_t copies = 0, copy_bytes = 0, sync_copies = 0;
 };
 
@@ -129,8 +130,22 @@ std::string kernel_key(const Model& model, uint32_t event);
 // True for events that are GPU work (kernels, NCCL kernels, copies, memsets; not syncs, not
 // host functions).
 bool is_gpu_work(const Model& model, uint32_t event);
-// A copy issued by a synchronous call: the launching API call's name has no "Async" (cudaMemcpy:
-// the host waits, so it launches nothing meanwhile). False when the call is unknown ("").
-bool is_synchronous_call(std::string_view api_name);
+// Whether a copy held the host thread that issued it until it ended, and why. The one rule
+// for every consumer: stats' and summaries' synchronous copies, diagnose's copy-overlap and
+// whatif's async-copies and pin-copies.
+enum class CopyHostWait : uint8_t {
+  kNone,             // the call returned once the copy was queued
+  kSynchronousCall,  // the call itself waited for the copy (cudaMemcpy, cudaMemcpy2D, cuMemcpyHtoD, ...)
+  kPageableMemory,   // an asynchronous call, but CUDA staged pageable host memory before it returned
+};
+// True for a call that returns once its copy is queued: cudaMemcpyAsync, cuMemcpyHtoDAsync_v2, ...
+bool async_copy_call(std::string_view api_name);
+// From the record: `async_call` what the launching call's name says (false when no call was
+// recorded), `async` CUPTI's flag, `pageable` one end in pageable host memory, `graph_node` a
+// copy run by a graph launch.
+CopyHostWait copy_host_wait(bool async_call, uint8_t copy_kind, bool async, bool pageable, bool graph_node);
+CopyHostWait copy_host_wait(bool async_call, const gpuhook::v1::Memcpy& record);
+// A copy of a loaded capture (EventKind::kMemcpy), with the call it was joined with.
+CopyHostWait copy_host_wait(const Model& model, uint32_t event);
 
 }  // namespace gantt::analysis
