@@ -60,6 +60,15 @@ bool time_span(v1::Record& r, uint64_t& lo, uint64_t& hi) {
 
 namespace {
 std::atomic<ForeignImporter> g_foreign_importer{nullptr};
+std::atomic<const char*> g_foreign_formats{nullptr};
+
+// The error of a file that starts as no capture: and, when an importer is set, as none of its formats.
+std::string not_a_capture() {
+  const char* formats = g_foreign_importer.load(std::memory_order_acquire) != nullptr
+                            ? g_foreign_formats.load(std::memory_order_acquire)
+                            : nullptr;
+  return std::string("not a gpuhook capture (wrong magic)") + (formats != nullptr ? std::string(", nor ") + formats : "");
+}
 }  // namespace
 
 struct CaptureReader::Impl {
@@ -174,12 +183,12 @@ struct CaptureReader::Impl {
         if (i >= 4 && i < 8) continue;  // the payload size
         if (h[i] != expect[i]) prefix_ok = false;
       }
-      if (!prefix_ok) error(CaptureErrorKind::kNotACapture, 0, "not a gpuhook capture (wrong magic)");
+      if (!prefix_ok) error(CaptureErrorKind::kNotACapture, 0, not_a_capture());
       mark_truncated(0);
       return;
     }
     if (framing::get_le32(h) != framing::kHeaderFrameMagic || std::memcmp(h + 8, framing::kFileMagic, 8) != 0) {
-      error(CaptureErrorKind::kNotACapture, 0, "not a gpuhook capture (wrong magic)");
+      error(CaptureErrorKind::kNotACapture, 0, not_a_capture());
     }
     uint32_t payload = framing::get_le32(h + 4);
     if (payload < framing::kHeaderPayloadBytes) {
@@ -703,7 +712,10 @@ struct CaptureReader::Impl {
   }
 };
 
-void set_foreign_importer(ForeignImporter importer) { g_foreign_importer.store(importer, std::memory_order_release); }
+void set_foreign_importer(ForeignImporter importer, const char* reads) {
+  g_foreign_formats.store(reads, std::memory_order_release);
+  g_foreign_importer.store(importer, std::memory_order_release);
+}
 
 CaptureReader::CaptureReader(const std::string& path, ReaderOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->path = path;

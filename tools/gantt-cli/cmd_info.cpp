@@ -1,9 +1,12 @@
 // gantt-cli info FILE...: what a capture holds and whether it is intact. Reads leniently so a
 // damaged file still shows everything before the damage; the damage itself is reported and
 // makes the exit code 2.
+#include <sys/stat.h>
+
 #include <google/protobuf/descriptor.h>
 
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -15,6 +18,7 @@
 #include <gantt/json.h>
 #include <gantt/model.h>
 #include <gantt/ranks.h>
+#include <gantt/scan/trace_import.h>
 
 #include "commands.h"
 #include "load_captures.h"
@@ -84,12 +88,28 @@ std::string integrity_text(const gpuhook::Integrity& in) {
   return std::string("ok") + (in.has_index ? "" : " (no index: not closed cleanly)");
 }
 
+// What the file's own first bytes say it is: a capture (kUnknown) or another tool's trace.
+gantt::scan::TraceFormat foreign_format(const std::string& file) {
+  char head[64] = {};
+  std::ifstream in(file, std::ios::binary);
+  in.read(head, sizeof head);
+  return gantt::scan::detect_format(std::string_view(head, static_cast<size_t>(in.gcount())));
+}
+
 void print_text(const std::string& file, const gpuhook::CaptureReader& reader, const Summary& s) {
   const gpuhook::Integrity& in = reader.integrity();
   std::ostringstream o;
   o << file << "\n";
-  o << "  format:      gpuhook v" << in.format_version << ", " << in.file_bytes << " bytes, " << in.chunks
-    << " chunks, index " << (in.has_index ? "yes" : "no") << ", footer " << (in.has_footer ? "yes" : "no") << "\n";
+  if (const gantt::scan::TraceFormat format = foreign_format(file); format != gantt::scan::TraceFormat::kUnknown) {
+    // Another tool's trace: its own format and size, then the capture it was read as.
+    struct stat st {};
+    const long long bytes = ::stat(file.c_str(), &st) == 0 ? static_cast<long long>(st.st_size) : -1;
+    o << "  format:      " << gantt::scan::to_string(format) << ", " << bytes << " bytes; read as a gpuhook v"
+      << in.format_version << " capture of " << in.file_bytes << " bytes in memory\n";
+  } else {
+    o << "  format:      gpuhook v" << in.format_version << ", " << in.file_bytes << " bytes, " << in.chunks
+      << " chunks, index " << (in.has_index ? "yes" : "no") << ", footer " << (in.has_footer ? "yes" : "no") << "\n";
+  }
   o << "  integrity:   " << integrity_text(in) << "\n";
   if (s.header) {
     const v1::Header& h = *s.header;

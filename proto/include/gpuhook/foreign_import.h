@@ -14,7 +14,8 @@ namespace gpuhook {
 // naming the file, the offset (or table and row) and what was wrong.
 using ForeignImporter = int (*)(const std::string& path, int fd, std::string_view head);
 
-// Set once, before captures are read (gantt-cli's main); nullptr turns it off.
-void set_foreign_importer(ForeignImporter importer);
+// Set once, before captures are read (gantt-cli's main); nullptr turns it off. `reads` names
+// the formats it reads, for the error a file of none of them gets ("a torch.profiler ...").
+void set_foreign_importer(ForeignImporter importer, const char* reads = nullptr);
 
 }  // namespace gpuhook

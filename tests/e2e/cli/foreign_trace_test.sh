@@ -85,6 +85,7 @@ PY
 for f in run.json.gz run.sqlite; do
   check "info $f" "$cli" info "$f"
   contains "info $f" out.txt "queued and submitted times are unknown"
+  contains "info $f names its own format" out.txt "bytes; read as a gpuhook v"
   check "dump $f" "$cli" dump "$f"
   for ext in png svg pdf html; do
     check "render $f to $ext" "$cli" render "$f" -o "chart-$f.$ext"
@@ -178,5 +179,8 @@ for f in truncated.json.gz cut.json nan.json neg.json notrace.json notjson.gz em
 done
 "$cli" stats cut.json >/dev/null 2>err.txt
 contains "a cut JSON says where" err.txt "byte"
+printf 'hello\n' >plain.txt
+expect_exit 2 "stats of a text file" "$cli" stats plain.txt
+contains "a text file is named as none of the formats" err.txt "not a gpuhook capture (wrong magic), nor a torch.profiler/Kineto JSON trace"
 
 exit $fail

@@ -142,7 +142,10 @@ std::string excerpt(std::string_view text) {
   return out;
 }
 
-void enable_trace_import() { gpuhook::set_foreign_importer(&import_file); }
+void enable_trace_import() {
+  gpuhook::set_foreign_importer(&import_file,
+                                "a torch.profiler/Kineto JSON trace (plain or gzip'd) or an Nsight Systems SQLite export");
+}
 
 void forget_imports() {
   std::lock_guard<std::mutex> lock(g_mu);
