@@ -327,8 +327,19 @@ class Importer {
     if (is_nccl_kernel(e.name.text)) keep_nccl(e, k);
   }
 
-  void copy(const JsonEvent& e) {
+  // A GPU activity's times and where it ran (Memcpy, Memset, Synchronization share the fields).
+  template <class Activity>
+  void place(const JsonEvent& e, Activity* a) const {
     const int64_t start = time_of(event_ts(e));
+    a->set_start_ns(start);
+    a->set_end_ns(start + event_dur(e));
+    a->set_device(device_of(e));
+    a->set_context(u32_or(e.arg_scalar("context"), 0));
+    a->set_stream(stream_of(e));
+    a->set_correlation_id(u32_or(e.arg_scalar("correlation"), 0));
+  }
+
+  void copy(const JsonEvent& e) {
     v1::Record r;
     v1::Memcpy* m = r.mutable_memcpy();
     m->set_copy_kind(copy_kind_of(e.name.text));
@@ -336,28 +347,17 @@ class Importer {
     m->set_src_kind(src);
     m->set_dst_kind(dst);
     m->set_bytes(static_cast<uint64_t>(std::max<int64_t>(0, int_or(e.arg_scalar("bytes"), 0))));
-    m->set_start_ns(start);
-    m->set_end_ns(start + event_dur(e));
-    m->set_device(device_of(e));
-    m->set_context(u32_or(e.arg_scalar("context"), 0));
-    m->set_stream(stream_of(e));
-    m->set_correlation_id(u32_or(e.arg_scalar("correlation"), 0));
+    place(e, m);
     m->set_src_device(u32_or(e.arg_scalar("fromDevice"), m->device()));
     m->set_dst_device(u32_or(e.arg_scalar("toDevice"), m->device()));
     body_->write(r);
   }
 
   void fill(const JsonEvent& e) {
-    const int64_t start = time_of(event_ts(e));
     v1::Record r;
     v1::Memset* m = r.mutable_memset();
     m->set_bytes(static_cast<uint64_t>(std::max<int64_t>(0, int_or(e.arg_scalar("bytes"), 0))));
-    m->set_start_ns(start);
-    m->set_end_ns(start + event_dur(e));
-    m->set_device(device_of(e));
-    m->set_context(u32_or(e.arg_scalar("context"), 0));
-    m->set_stream(stream_of(e));
-    m->set_correlation_id(u32_or(e.arg_scalar("correlation"), 0));
+    place(e, m);
     m->set_memory_kind(memory_kinds_in(e.name.text).first);
     body_->write(r);
   }
@@ -394,17 +394,11 @@ class Importer {
   }
 
   void sync(const JsonEvent& e) {
-    const int64_t start = time_of(event_ts(e));
     v1::Record r;
     v1::Synchronization* s = r.mutable_sync();
     s->set_type(sync_type_of_event(e.name.text));
-    s->set_start_ns(start);
-    s->set_end_ns(start + event_dur(e));
-    s->set_device(device_of(e));
-    s->set_context(u32_or(e.arg_scalar("context"), 0));
-    s->set_stream(stream_of(e));
+    place(e, s);
     s->set_event_id(u32_or(e.arg_scalar("wait_on_cuda_event_id"), 0));
-    s->set_correlation_id(u32_or(e.arg_scalar("correlation"), 0));
     body_->write(r);
   }
 
