@@ -51,6 +51,10 @@ done
 check "stats --summary of the Kineto trace" "$cli" stats run.json.gz --summary -o run.gsum
 check "diagnose of its summary" "$cli" diagnose run.gsum
 contains "diagnose of the summary" out.txt "copy-overlap"
+check "stats by wait of the Kineto trace" "$cli" stats run.json.gz --by wait
+contains "stats by wait blames the format, not a hook setting" out.txt "torch.profiler (Kineto) JSON traces have no queued stamps"
+check "stats by memory of the nsys export" "$cli" stats run.sqlite --by memory
+contains "stats by memory blames the format" out.txt "not read from Nsight Systems SQLite exports"
 check "stats by range of the Kineto trace" "$cli" stats run.json.gz --by range
 contains "stats by range" out.txt "forward"
 

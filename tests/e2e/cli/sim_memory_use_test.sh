@@ -45,6 +45,9 @@ grep -q "WARNING \[memory-idle\] gpu0: 1.0 MiB of the .* memory peak (.*) is hel
 # Without GPUHOOK_MEM_USE: no records, and the rule says how to get them.
 GPUHOOK_OUTPUT="$work/off.gpuh" LD_PRELOAD=$hook "$example" "${args[@]}" > /dev/null
 [[ $("$cli" dump "$work/off.gpuh" --kind memory_use | grep -c . || true) == 0 ]] || { echo "FAIL: memory_use records without GPUHOOK_MEM_USE"; exit 1; }
-"$cli" diagnose "$work/off.gpuh" | grep -q "memory-idle: which allocations calls were given was not recorded (GPUHOOK_MEM_USE=1 records it)" ||
+# To a file, then grep: `diagnose | grep -q` fails under pipefail when grep stops reading first
+# and diagnose, still writing, dies of SIGPIPE (seen on a loaded machine).
+"$cli" diagnose "$work/off.gpuh" > "$work/off_diagnose.txt" || true
+grep -q "memory-idle: which allocations calls were given was not recorded (GPUHOOK_MEM_USE=1 records it)" "$work/off_diagnose.txt" ||
   { echo "FAIL: memory-idle does not say the uses were not recorded"; exit 1; }
 echo "ok: $n memory_use records; memory-idle names the init table"

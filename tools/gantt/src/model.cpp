@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "gantt/model.h"
+#include "gantt/scan/trace_import.h"
 #include "gantt/text.h"
 
 namespace gantt {
@@ -56,6 +57,16 @@ uint64_t dim3_count(const std::array<int32_t, 3>& d) {
       __builtin_mul_overflow(n, static_cast<uint64_t>(d[2]), &n))
     return UINT64_MAX;
   return n;
+}
+
+std::string Model::imported_format() const {
+  std::string format;
+  for (const CaptureInfo& c : captures) {
+    const std::string& tool = c.header.tool_version();
+    if (!scan::is_imported(tool)) return "";
+    format = tool.substr(0, tool.find(scan::kImportedMarker));
+  }
+  return format;
 }
 
 uint32_t Model::find_string(std::string_view s) const {

@@ -342,6 +342,10 @@ class Model {
   std::string_view string(uint32_t id) const { return id < strings.size() ? std::string_view(strings[id]) : std::string_view(); }
   // The id of a string the captures hold (a range name asked for by name), kNone when none does.
   uint32_t find_string(std::string_view s) const;
+  // The format every capture was read from when all are other tools' traces ("torch.profiler
+  // (Kineto) JSON trace"), else "": what a report that finds nothing blames, a missing hook
+  // setting or a format that never holds the records.
+  std::string imported_format() const;
   // Host time of the API call that launched the event, or 0.
   uint64_t launch_ns(uint32_t event) const;
   // OS thread id that launched the event, or 0.

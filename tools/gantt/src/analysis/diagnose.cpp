@@ -14,7 +14,6 @@
 #include "gantt/analysis/table.h"
 #include "gantt/graphs.h"
 #include "gantt/ranks.h"
-#include "gantt/scan/trace_import.h"
 #include "gantt/text.h"
 #include "diagnose_rules.h"
 
@@ -487,13 +486,8 @@ namespace {
 // Rules whose input only the hook records, or that the importers do not read: for a torch.profiler
 // or nsys trace the note says what it lacks, not how to record it with the hook.
 void say_what_imported_traces_lack(const Model& m, DiagnoseReport& r) {
-  if (m.captures.empty()) return;
-  std::string format;
-  for (const CaptureInfo& c : m.captures) {
-    const std::string& tool = c.header.tool_version();
-    if (!scan::is_imported(tool)) return;
-    format = tool.substr(0, tool.find(scan::kImportedMarker));
-  }
+  const std::string format = m.imported_format();
+  if (format.empty()) return;
   static const std::pair<const char*, const char*> kNeeds[] = {
       {"memory-peak", "allocation records"},
       {"memory-idle", "the allocations each call used"},
@@ -504,7 +498,7 @@ void say_what_imported_traces_lack(const Model& m, DiagnoseReport& r) {
     for (const auto& [name, needs] : kNeeds) {
       if (rule.fired || rule.rule != name) continue;
       rule.ran = false;
-      rule.note = std::string("needs ") + needs + ", which are not read from a " + format;
+      rule.note = std::string("needs ") + needs + ", which are not read from " + format + "s";
     }
   }
 }

@@ -255,7 +255,11 @@ std::string format_memory_stats(const Model& m, const std::vector<DeviceMemory>&
     }
     return o + "]}\n";
   }
-  if (report.empty() && format != "csv") return "no allocations recorded in the capture(s) (GPUHOOK_API without alloc?)\n";
+  if (report.empty() && format != "csv") {
+    const std::string imported = m.imported_format();
+    return "no allocations recorded in the capture(s) (" +
+           (imported.empty() ? std::string("GPUHOOK_API without alloc?") : "not read from " + imported + "s") + ")\n";
+  }
   Table t;
   t.header = {"device", "peak", "peak_at_us", "device_mem", "pool", "pinned_host", "managed", "allocations", "frees",
               "live_at_end", "largest_range_at_peak"};

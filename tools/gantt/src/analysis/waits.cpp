@@ -301,7 +301,11 @@ std::string format_wait_stats(const Model& m, const std::vector<WaitSplit>& spli
     t.rows.push_back(std::move(cells));
   };
   if (splits.empty() && format == "csv") return to_csv(t);  // the header: an empty table, not a sentence
-  if (splits.empty()) return "no kernel with a queued stamp waited in the capture(s) (latency timestamps off?)\n";
+  if (splits.empty()) {
+    const std::string imported = m.imported_format();
+    return "no kernel with a queued stamp waited in the capture(s) (" +
+           (imported.empty() ? std::string("latency timestamps off?") : imported + "s have no queued stamps") + ")\n";
+  }
   for (const auto& [k, r] : rows) add(lane(k), r);
   add("all", all);
   if (format == "md") return to_markdown(t);
