@@ -83,6 +83,17 @@ class Importer {
   int64_t time_ns(const Query& q, int c) const;
   int64_t end_ns(const Query& q, int c, int64_t start_ns);
   uint32_t correlation(int64_t pid, std::optional<int64_t> id);
+  // A copy's, a memset's or a sync's times and where it ran: the columns the three tables
+  // share (Col: MemcpyCol, MemsetCol, SyncCol).
+  template <class Col, class Activity>
+  void place(const Query& q, int64_t pid, int64_t start, Activity* a) {
+    a->set_start_ns(start);
+    a->set_end_ns(end_ns(q, Col::end, start));
+    a->set_device(device_of(pid, q.u32(Col::deviceId)));
+    a->set_context(q.u32(Col::contextId));
+    a->set_stream(q.u32(Col::streamId));
+    a->set_correlation_id(correlation(pid, q.integer(Col::correlationId)));
+  }
   void kernel(const Query& q, int64_t start);
   void copy(const Query& q, int64_t start);
   void fill(const Query& q, int64_t start);

@@ -154,12 +154,7 @@ void Importer::copy(const Query& q, int64_t start) {
   m->set_dst_kind(static_cast<v1::MemoryKind>(
       enum_value(memory_enum_, q.integer(C::dstKind), v1::MEMORY_MANAGED_STATIC, kMemoryPatterns)));
   m->set_bytes(q.u64(C::bytes));
-  m->set_start_ns(start);
-  m->set_end_ns(end_ns(q, C::end, start));
-  m->set_device(device_of(pid, q.u32(C::deviceId)));
-  m->set_context(q.u32(C::contextId));
-  m->set_stream(q.u32(C::streamId));
-  m->set_correlation_id(correlation(pid, q.integer(C::correlationId)));
+  place<C>(q, pid, start, m);
   const std::optional<int64_t> src = q.integer(C::srcDeviceId), dst = q.integer(C::dstDeviceId);
   m->set_src_device(src ? device_of(pid, static_cast<uint32_t>(*src)) : m->device());
   m->set_dst_device(dst ? device_of(pid, static_cast<uint32_t>(*dst)) : m->device());
@@ -174,12 +169,7 @@ void Importer::fill(const Query& q, int64_t start) {
   v1::Memset* m = r.mutable_memset();
   m->set_value(q.u32(C::value));
   m->set_bytes(q.u64(C::bytes));
-  m->set_start_ns(start);
-  m->set_end_ns(end_ns(q, C::end, start));
-  m->set_device(device_of(pid, q.u32(C::deviceId)));
-  m->set_context(q.u32(C::contextId));
-  m->set_stream(q.u32(C::streamId));
-  m->set_correlation_id(correlation(pid, q.integer(C::correlationId)));
+  place<C>(q, pid, start, m);
   const std::optional<int64_t> kind = q.has(C::memKind) ? q.integer(C::memKind) : q.integer(C::memoryKind);
   m->set_memory_kind(
       static_cast<v1::MemoryKind>(enum_value(memory_enum_, kind, v1::MEMORY_MANAGED_STATIC, kMemoryPatterns)));
@@ -233,13 +223,8 @@ void Importer::sync(const Query& q, int64_t start) {
     const std::optional<int64_t> raw = q.has(C::type) ? q.integer(C::type) : q.integer(C::deprecatedSyncType);
     s->set_type(static_cast<v1::SyncType>(enum_value({}, raw, v1::SYNC_CONTEXT_SYNCHRONIZE, {})));
   }
-  s->set_start_ns(start);
-  s->set_end_ns(end_ns(q, C::end, start));
-  s->set_device(device_of(pid, q.u32(C::deviceId)));
-  s->set_context(q.u32(C::contextId));
-  s->set_stream(q.u32(C::streamId));
+  place<C>(q, pid, start, s);
   s->set_event_id(q.u32(C::eventId));
-  s->set_correlation_id(correlation(pid, q.integer(C::correlationId)));
   out_.write(r);
 }
 
