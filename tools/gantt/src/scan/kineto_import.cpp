@@ -53,7 +53,6 @@ namespace {
 
 // What the header needs, learnt during the pass.
 struct Survey {
-  bool has_base = false;
   int64_t base_ns = 0;
   std::string host_name;
   std::optional<int32_t> rank, world_size;
@@ -175,7 +174,6 @@ class Importer {
         host_pid = pid;
       }
     }
-    host_pid_ = host_pid;
     const int64_t first_rel = s_.first_rel_ns.value_or(0);
     v1::Record r;
     v1::Header* h = r.mutable_header();
@@ -236,7 +234,6 @@ class Importer {
         if (!as_int(&v, &base) || base < 0 || base >= kMaxNs) {
           bad(path_, 0, "baseTimeNanoseconds is not a non-negative integer: " + excerpt(v.text));
         }
-        s_.has_base = true;
         s_.base_ns = base;
       } else if (key == "host_name" && v.is_string) {
         s_.host_name = v.text;
@@ -597,7 +594,6 @@ class Importer {
   std::vector<ThreadName> thread_names_;
   std::vector<BlockingCall> blocking_;
   Survey s_;
-  int64_t host_pid_ = 0;
   std::vector<HostRange> ranges_;
   uint64_t external_ids_ = 0;
   std::vector<NcclKernel> nccl_;
