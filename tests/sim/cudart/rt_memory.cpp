@@ -225,8 +225,10 @@ cudaError_t copy(ApiScope& api, void* dst, const void* src, size_t bytes, cudaMe
   if (s == nullptr) return cudaErrorInvalidResourceHandle;
   if (const cudaError_t refused = capture_refusal(s); refused != cudaSuccess) return refused;
   // A synchronous copy waits for its work, which a capture cannot give it (the capture rules,
-  // capture_refusal_sync in graph.h).
-  if (!async || pageable) {
+  // capture_refusal_sync in graph.h). An async copy from or to pageable memory is captured as a
+  // memcpy node like any other, as CUDA does (simpleCudaGraphs copies its result into a stack
+  // variable so); the wait below then returns at once, since nothing runs during a capture.
+  if (!async) {
     if (const cudaError_t refused = capture_refusal_sync(s); refused != cudaSuccess) return refused;
   }
   op->async = async;
