@@ -104,6 +104,12 @@ ncclResult_t execute_collective(const Op& op, uint64_t start_ns) {
     const size_t cb = c * es;
     if (!shape.root_only_input || me == op.root) {
       for (size_t b = 0; b < shape.blocks; ++b) memcpy(seg->stage(me) + b * cb, in + (b * op.count + i0) * es, cb);
+      // PreMulSum: "pre-multiplies input values by a given scalar locally before reducing them
+      // with peer values via summation" (nccl.h); a device scalar is read now, while it runs.
+      if (op.premul) {
+        const void* scalar = op.premul_device_scalar != nullptr ? op.premul_device_scalar : op.premul_value;
+        if (!scale_by(seg->stage(me), shape.blocks * c, op.dtype, scalar)) return ncclInvalidArgument;
+      }
     }
     if (first) h->arrival_ns[me] = start_ns;
     if (!barrier_wait(h->coll, n, h->aborted)) return ncclRemoteError;
@@ -229,6 +235,7 @@ uint64_t model_ns(const Op& op) {
 
 std::string kernel_name(const Op& op) {
   auto redop = [&]() -> std::string {
+    if (op.premul) return "PreMulSum";
     switch (op.redop) {
       case ncclProd: return "Prod";
       case ncclMax: case ncclMin: return "MinMax";

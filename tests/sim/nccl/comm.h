@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,19 @@ struct ncclComm {
   // ncclCommEnsureReady makes it (ncclInvalidArgument).
   bool blocking = true;
   std::atomic<int> pending_polls{0};
+  // ncclRedOpCreatePreMulSum's operators: ncclRedOp_t ncclNumOps + index, "for use only with
+  // collectives launched against *comm* and *datatype*" (nccl.h). A destroyed one stays a hole.
+  struct PreMulSum {
+    bool live = false;
+    ncclDataType_t dtype = ncclFloat32;
+    const void* device_scalar = nullptr;  // ncclScalarDevice: read while the collective runs
+    unsigned char value[8] = {};          // ncclScalarHostImmediate: read at creation
+  };
+  std::vector<PreMulSum> premul_ops;
+  // ncclCommRegister/ncclCommWindowRegister handles still registered (nothing is mapped: the
+  // simulated collectives copy through shared memory whatever the buffer).
+  std::vector<void*> registrations;
+  std::mutex mu;  // guards premul_ops and registrations
 };
 
 namespace simnccl {
@@ -49,7 +63,11 @@ struct Op {
   void* recv = nullptr;
   size_t count = 0;  // elements per block (see collectives.cpp)
   ncclDataType_t dtype = ncclFloat32;
-  ncclRedOp_t redop = ncclSum;
+  ncclRedOp_t redop = ncclSum;  // a PreMulSum operator runs as ncclSum on scaled inputs
+  // PreMulSum: each rank multiplies its own input by its scalar (of type dtype) before the sum.
+  bool premul = false;
+  const void* premul_device_scalar = nullptr;  // else premul_value
+  unsigned char premul_value[8] = {};
   int root = 0;
   ncclComm* comm = nullptr;
   std::vector<P2p> p2p;  // kSendRecv only

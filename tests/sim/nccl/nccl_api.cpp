@@ -108,7 +108,19 @@ ncclResult_t check_comm(ncclComm_t comm) {
 ncclResult_t coll(Kind kind, const void* send, void* recv, size_t count, ncclDataType_t dtype, ncclRedOp_t redop,
                   int root, ncclComm_t comm, cudaStream_t stream) {
   if (ncclResult_t r = check_comm(comm); r != ncclSuccess) return r;
-  if (simnccl::dtype_bytes(dtype) == 0 || !simnccl::redop_valid(redop)) return ncclInvalidArgument;
+  if (simnccl::dtype_bytes(dtype) == 0) return ncclInvalidArgument;
+  ncclComm::PreMulSum premul;
+  if (redop >= ncclNumOps) {
+    // A PreMulSum operator of this communicator, made for this datatype (nccl.h).
+    std::lock_guard<std::mutex> lock(comm->mu);
+    const size_t index = static_cast<size_t>(redop - ncclNumOps);
+    if (index >= comm->premul_ops.size() || !comm->premul_ops[index].live || comm->premul_ops[index].dtype != dtype) {
+      return ncclInvalidArgument;
+    }
+    premul = comm->premul_ops[index];
+  } else if (!simnccl::redop_valid(redop)) {
+    return ncclInvalidArgument;
+  }
   if (root < 0 || root >= comm->nranks) return ncclInvalidArgument;
   if (count > 0 && (!send || !recv)) {
     // Reduce/gather leave recv unused off the root; broadcast/scatter leave send unused off it.
@@ -122,7 +134,10 @@ ncclResult_t coll(Kind kind, const void* send, void* recv, size_t count, ncclDat
   op->recv = recv;
   op->count = count;
   op->dtype = dtype;
-  op->redop = redop;
+  op->redop = premul.live ? ncclSum : redop;
+  op->premul = premul.live;
+  op->premul_device_scalar = premul.device_scalar;
+  std::memcpy(op->premul_value, premul.value, sizeof op->premul_value);
   op->root = root;
   op->comm = comm;
   return submit(op, stream);
@@ -427,6 +442,83 @@ SIMNCCL_EXPORT ncclResult_t pncclMemFree(void* ptr) {
   return ncclSuccess;
 }
 
+// Registration makes a buffer zero-copy for NCCL's transports; the simulated collectives copy
+// through shared memory whatever the buffer, so a handle only has to be valid until deregistered.
+namespace {
+ncclResult_t register_buffer(ncclComm_t comm, void* buff, size_t size, void** handle) {
+  if (ncclResult_t r = check_comm(comm); r != ncclSuccess) return r;
+  if (!buff || size == 0 || !handle) return ncclInvalidArgument;
+  *handle = new char;  // unique until deregistered
+  std::lock_guard<std::mutex> lock(comm->mu);
+  comm->registrations.push_back(*handle);
+  return ncclSuccess;
+}
+
+ncclResult_t deregister_buffer(ncclComm_t comm, void* handle) {
+  if (ncclResult_t r = check_comm(comm); r != ncclSuccess) return r;
+  std::lock_guard<std::mutex> lock(comm->mu);
+  auto& v = comm->registrations;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v[i] != handle) continue;
+    v.erase(v.begin() + static_cast<std::ptrdiff_t>(i));
+    delete static_cast<char*>(handle);
+    return ncclSuccess;
+  }
+  return ncclInvalidArgument;
+}
+}  // namespace
+
+SIMNCCL_EXPORT ncclResult_t pncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
+  return register_buffer(comm, buff, size, handle);
+}
+SIMNCCL_EXPORT ncclResult_t pncclCommDeregister(const ncclComm_t comm, void* handle) {
+  return deregister_buffer(comm, handle);
+}
+SIMNCCL_EXPORT ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
+                                                   int) {
+  return register_buffer(comm, buff, size, reinterpret_cast<void**>(win));
+}
+SIMNCCL_EXPORT ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
+  return deregister_buffer(comm, win);
+}
+
+SIMNCCL_EXPORT ncclResult_t pncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
+                                                     ncclScalarResidence_t residence, ncclComm_t comm) {
+  if (ncclResult_t r = check_comm(comm); r != ncclSuccess) return r;
+  const size_t bytes = simnccl::dtype_bytes(datatype);
+  // fp8 reductions are not simulated (reduce.h).
+  if (!op || !scalar || bytes == 0 || datatype == ncclFloat8e4m3 || datatype == ncclFloat8e5m2) {
+    return ncclInvalidArgument;
+  }
+  if (residence != ncclScalarDevice && residence != ncclScalarHostImmediate) return ncclInvalidArgument;
+  ncclComm::PreMulSum p;
+  p.live = true;
+  p.dtype = datatype;
+  // "ncclScalarHostImmediate: ... dereferenced before the ncclRedOpCreate***() function returns".
+  if (residence == ncclScalarHostImmediate) std::memcpy(p.value, scalar, bytes);
+  else p.device_scalar = scalar;
+  std::lock_guard<std::mutex> lock(comm->mu);
+  size_t index = 0;
+  while (index < comm->premul_ops.size() && comm->premul_ops[index].live) ++index;
+  if (static_cast<long long>(index) + ncclNumOps > ncclMaxRedOp) return ncclInvalidUsage;
+  if (index == comm->premul_ops.size()) comm->premul_ops.push_back(p);
+  else comm->premul_ops[index] = p;
+  *op = static_cast<ncclRedOp_t>(ncclNumOps + static_cast<int>(index));
+  return ncclSuccess;
+}
+
+SIMNCCL_EXPORT ncclResult_t pncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
+  if (ncclResult_t r = check_comm(comm); r != ncclSuccess) return r;
+  std::lock_guard<std::mutex> lock(comm->mu);
+  // "The operator must have been created by ncclRedOpCreatePreMul with the matching
+  // communicator *comm*" (nccl.h); a built-in operator is not one.
+  if (op < ncclNumOps) return ncclInvalidArgument;
+  const size_t index = static_cast<size_t>(op - ncclNumOps);
+  if (index >= comm->premul_ops.size() || !comm->premul_ops[index].live) return ncclInvalidArgument;
+  comm->premul_ops[index].live = false;
+  return ncclSuccess;
+}
+
 SIMNCCL_EXPORT ncclResult_t pncclGroupStart() {
   ++t_group_depth;
   return ncclSuccess;
@@ -491,3 +583,9 @@ SIMNCCL_ALIAS(ncclSend) ncclResult_t ncclSend(const void*, size_t, ncclDataType_
 SIMNCCL_ALIAS(ncclRecv) ncclResult_t ncclRecv(void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
 SIMNCCL_ALIAS(ncclGroupStart) ncclResult_t ncclGroupStart();
 SIMNCCL_ALIAS(ncclGroupEnd) ncclResult_t ncclGroupEnd();
+SIMNCCL_ALIAS(ncclCommRegister) ncclResult_t ncclCommRegister(const ncclComm_t, void*, size_t, void**);
+SIMNCCL_ALIAS(ncclCommDeregister) ncclResult_t ncclCommDeregister(const ncclComm_t, void*);
+SIMNCCL_ALIAS(ncclCommWindowRegister) ncclResult_t ncclCommWindowRegister(ncclComm_t, void*, size_t, ncclWindow_t*, int);
+SIMNCCL_ALIAS(ncclCommWindowDeregister) ncclResult_t ncclCommWindowDeregister(ncclComm_t, ncclWindow_t);
+SIMNCCL_ALIAS(ncclRedOpCreatePreMulSum) ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t*, void*, ncclDataType_t, ncclScalarResidence_t, ncclComm_t);
+SIMNCCL_ALIAS(ncclRedOpDestroy) ncclResult_t ncclRedOpDestroy(ncclRedOp_t, ncclComm_t);

@@ -95,6 +95,23 @@ void reduce_16(void* acc, const void* in, size_t n, ncclRedOp_t op) {
 }
 
 template <typename T>
+void scale_typed(void* data, size_t n, const void* scalar) {
+  T factor;
+  memcpy(&factor, scalar, sizeof factor);
+  auto* a = static_cast<T*>(data);
+  for (size_t i = 0; i < n; ++i) a[i] = static_cast<T>(a[i] * factor);
+}
+
+template <float (*Load)(uint16_t), uint16_t (*Store)(float)>
+void scale_16(void* data, size_t n, const void* scalar) {
+  uint16_t bits;
+  memcpy(&bits, scalar, sizeof bits);
+  const float factor = Load(bits);
+  auto* a = static_cast<uint16_t*>(data);
+  for (size_t i = 0; i < n; ++i) a[i] = Store(Load(a[i]) * factor);
+}
+
+template <typename T>
 void divide_typed(void* acc, size_t n, int nranks) {
   auto* a = static_cast<T*>(acc);
   for (size_t i = 0; i < n; ++i) a[i] = static_cast<T>(a[i] / static_cast<T>(nranks));
@@ -145,6 +162,22 @@ bool reduce_into(void* acc, const void* in, size_t n, ncclDataType_t dtype, nccl
     case ncclFloat64: reduce_typed<double>(acc, in, n, op); return true;
     case ncclFloat16: reduce_16<half_to_float, float_to_half>(acc, in, n, op); return true;
     case ncclBfloat16: reduce_16<bf16_to_float, float_to_bf16>(acc, in, n, op); return true;
+    default: return false;
+  }
+}
+
+bool scale_by(void* data, size_t n, ncclDataType_t dtype, const void* scalar) {
+  switch (dtype) {
+    case ncclInt8: scale_typed<int8_t>(data, n, scalar); return true;
+    case ncclUint8: scale_typed<uint8_t>(data, n, scalar); return true;
+    case ncclInt32: scale_typed<int32_t>(data, n, scalar); return true;
+    case ncclUint32: scale_typed<uint32_t>(data, n, scalar); return true;
+    case ncclInt64: scale_typed<int64_t>(data, n, scalar); return true;
+    case ncclUint64: scale_typed<uint64_t>(data, n, scalar); return true;
+    case ncclFloat32: scale_typed<float>(data, n, scalar); return true;
+    case ncclFloat64: scale_typed<double>(data, n, scalar); return true;
+    case ncclFloat16: scale_16<half_to_float, float_to_half>(data, n, scalar); return true;
+    case ncclBfloat16: scale_16<bf16_to_float, float_to_bf16>(data, n, scalar); return true;
     default: return false;
   }
 }

@@ -15,6 +15,8 @@ bool redop_valid(ncclRedOp_t op);
 // acc[i] = acc[i] (op) in[i] for n elements. Returns false for an unsupported combination
 // (fp8 reductions are not simulated).
 bool reduce_into(void* acc, const void* in, size_t n, ncclDataType_t dtype, ncclRedOp_t op);
+// data[i] *= *scalar (a value of type dtype) for n elements: a PreMulSum operator's local step.
+bool scale_by(void* data, size_t n, ncclDataType_t dtype, const void* scalar);
 // ncclAvg: divide the summed values by nranks.
 void finish_average(void* acc, size_t n, ncclDataType_t dtype, int nranks);
 

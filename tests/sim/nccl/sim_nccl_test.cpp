@@ -96,6 +96,42 @@ void run_rank(int rank, int n, ncclUniqueId id, ncclUniqueId id2, Shared* shared
   memcpy(&f, &bits, 4);
   CHECK(f == static_cast<float>(n));
 
+  // PreMulSum: each rank scales its own input by its own scalar before the sum (nccl.h), from a
+  // host scalar read at creation and from a "device" scalar read while the collective runs.
+  ncclRedOp_t premul = ncclSum;
+  double host_scalar = rank + 1.0;
+  NCCL_OK(ncclRedOpCreatePreMulSum(&premul, &host_scalar, ncclFloat64, ncclScalarHostImmediate, comm));
+  CHECK(premul >= ncclNumOps);
+  host_scalar = 100.0;  // already read
+  std::vector<double> pm(10, 2.0);
+  NCCL_OK(ncclAllReduce(pm.data(), pm.data(), pm.size(), ncclFloat64, premul, comm, stream));
+  CHECK(pm[7] == 2.0 * n * (n + 1) / 2);  // sum over ranks of 2 * (rank + 1)
+  // Made for float64: another datatype is refused.
+  std::vector<float> pf(4, 1.0f);
+  CHECK(ncclAllReduce(pf.data(), pf.data(), pf.size(), ncclFloat32, premul, comm, stream) == ncclInvalidArgument);
+  NCCL_OK(ncclRedOpDestroy(premul, comm));
+  CHECK(ncclRedOpDestroy(premul, comm) == ncclInvalidArgument);
+  CHECK(ncclAllReduce(pm.data(), pm.data(), pm.size(), ncclFloat64, premul, comm, stream) == ncclInvalidArgument);
+  int32_t device_scalar = 0;
+  ncclRedOp_t premul_dev = ncclSum;
+  NCCL_OK(ncclRedOpCreatePreMulSum(&premul_dev, &device_scalar, ncclInt32, ncclScalarDevice, comm));
+  device_scalar = 3;  // read when the collective runs
+  std::vector<int32_t> pi(5, rank);
+  NCCL_OK(ncclReduceScatter(pi.data(), pi.data(), 1, ncclInt32, premul_dev, comm, stream));
+  CHECK(pi[0] == 3 * n * (n - 1) / 2);
+  NCCL_OK(ncclRedOpDestroy(premul_dev, comm));
+
+  // Buffer registration (nccl-tests -R): a handle valid until deregistered, once.
+  void* handle = nullptr;
+  NCCL_OK(ncclCommRegister(comm, pm.data(), pm.size() * sizeof(double), &handle));
+  CHECK(handle != nullptr);
+  NCCL_OK(ncclAllReduce(pm.data(), pm.data(), pm.size(), ncclFloat64, ncclSum, comm, stream));
+  NCCL_OK(ncclCommDeregister(comm, handle));
+  CHECK(ncclCommDeregister(comm, handle) == ncclInvalidArgument);
+  ncclWindow_t win = nullptr;
+  NCCL_OK(ncclCommWindowRegister(comm, pm.data(), pm.size() * sizeof(double), &win, NCCL_WIN_DEFAULT));
+  NCCL_OK(ncclCommWindowDeregister(comm, win));
+
   // Broadcast from 1, reduce to 2.
   std::vector<int64_t> bc(100, rank == 1 ? 42 : -1);
   NCCL_OK(ncclBroadcast(bc.data(), bc.data(), bc.size(), ncclInt64, 1 % n, comm, stream));
