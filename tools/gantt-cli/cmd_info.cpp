@@ -44,9 +44,13 @@ std::string json_string(std::string_view s) { return gantt::json::quoted(s); }
 struct Summary {
   std::optional<v1::Header> header;
   std::vector<v1::DeviceInfo> devices;
+  // A merged job holds every rank's devices, each after its rank's header: the rank each one
+  // belongs to (the header's rank, else the capture's place), so two ranks' "device 0" differ.
+  std::vector<int32_t> device_rank;
   std::optional<v1::Footer> footer;
   std::map<std::string, uint64_t> counts;  // by kind name, sorted for stable output
   uint64_t records = 0;
+  uint64_t headers = 0;
   uint64_t first_ns = 0;
   uint64_t last_ns = 0;
   uint64_t dropped = 0;
@@ -144,8 +148,11 @@ void print_text(const std::string& file, const gpuhook::CaptureReader& reader, c
   } else {
     o << "  header:      missing\n";
   }
-  for (const auto& d : s.devices) {
-    o << "  device " << d.ordinal() << ":    " << json_string(d.name()) << ", " << d.sm_count() << " SMs, cc "
+  for (size_t i = 0; i < s.devices.size(); ++i) {
+    const auto& d = s.devices[i];
+    if (s.headers > 1) o << "  rank " << s.device_rank[i] << " device " << d.ordinal() << ": ";
+    else o << "  device " << d.ordinal() << ":    ";
+    o << json_string(d.name()) << ", " << d.sm_count() << " SMs, cc "
       << d.cc_major() << "." << d.cc_minor() << ", " << d.global_memory_bytes() << " bytes\n";
   }
   o << "  time span:   ";
@@ -208,7 +215,9 @@ void print_json(const std::string& file, const gpuhook::CaptureReader& reader, c
   o << ",\"devices\":[";
   for (size_t i = 0; i < s.devices.size(); ++i) {
     const auto& d = s.devices[i];
-    o << (i ? "," : "") << "{\"ordinal\":" << d.ordinal() << ",\"name\":" << json_string(d.name())
+    o << (i ? "," : "") << "{";
+    if (s.headers > 1) o << "\"rank\":" << s.device_rank[i] << ",";
+    o << "\"ordinal\":" << d.ordinal() << ",\"name\":" << json_string(d.name())
       << ",\"sm_count\":" << d.sm_count() << ",\"cc\":\"" << d.cc_major() << "." << d.cc_minor()
       << "\",\"global_memory_bytes\":" << d.global_memory_bytes() << "}";
   }
@@ -236,6 +245,7 @@ bool info_one(const std::string& file, bool json, bool first, uint64_t* headers)
   Summary s;
   v1::Record rec;
   const pb::Descriptor* rd = v1::Record::descriptor();
+  int32_t last_rank = 0;
   while (reader.next(rec)) {
     s.records++;
     const pb::FieldDescriptor* of = rd->FindFieldByNumber(static_cast<int>(rec.kind_case()));
@@ -244,10 +254,13 @@ bool info_one(const std::string& file, bool json, bool first, uint64_t* headers)
     switch (rec.kind_case()) {
       case v1::Record::kHeader:
         if (!s.header) s.header = rec.header();
+        last_rank = rec.header().has_rank() ? rec.header().rank() : static_cast<int32_t>(s.headers);
+        ++s.headers;
         ++*headers;
         break;
       case v1::Record::kDevice:
         s.devices.push_back(rec.device());
+        s.device_rank.push_back(last_rank);
         break;
       case v1::Record::kFooter:
         s.footer = rec.footer();

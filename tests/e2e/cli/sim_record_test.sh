@@ -29,16 +29,21 @@ api_slices=$("$cli" export "$capture" --format chrome -o - 2>/dev/null |
 [[ $api_records -gt 0 && $api_slices == "$api_records" ]] && echo "ok   chrome export: all $api_records API calls" ||
   { echo "FAIL: chrome export has $api_slices API slices of $api_records API records"; fails=$((fails + 1)); }
 
-# The hook's one exit line: its counts by kind add up to its total.
+# The hook's one exit line: its counts by kind add up to its total, and it names every kind it
+# counts as info names it, with info's count (no lump of "context").
 line=$(env -u GPUHOOK_QUIET LD_PRELOAD=$hook GPUHOOK_OUTPUT="$work/exit-%p.gpuh" "$example" --iterations 1 --size 4096 2>&1 >/dev/null |
   grep '^gpuhook: .* records (')
-if python3 - "$line" <<'PY'
-import re, sys
+"$cli" info --format json "$work"/exit-*.gpuh > "$work/exit-info.json" 2>/dev/null || true
+if python3 - "$line" "$work/exit-info.json" <<'PY'
+import json, re, sys
 m = re.search(r": (\d+) records \((.*?)\), \d+ bytes", sys.argv[1])
-parts = [int(p.split()[0]) for p in re.split(r", (?=\d)", m.group(2))] if m else []
-sys.exit(0 if m and sum(parts) == int(m.group(1)) else 1)
+parts = [p.split(" ", 1) for p in re.split(r", (?=\d)", m.group(2))] if m else []
+named = {kind: int(n) for n, kind in parts}
+info = json.load(open(sys.argv[2]))
+info = info[0] if isinstance(info, list) else info
+sys.exit(0 if m and sum(named.values()) == int(m.group(1)) and named == info["records_by_kind"] else 1)
 PY
-then echo "ok   the exit line's counts add up: ${line#gpuhook: }"; else echo "FAIL: exit line counts: $line"; fails=$((fails + 1)); fi
+then echo "ok   the exit line names every kind with info's counts: ${line#gpuhook: }"; else echo "FAIL: exit line counts: $line, info: $(cat "$work/exit-info.json")"; fails=$((fails + 1)); fi
 
 # A program that only queries its devices still gets a capture with their device records.
 "$cli" record -q -o "$work/dq-%p.gpuh" -- "$device_query" >/dev/null 2>&1

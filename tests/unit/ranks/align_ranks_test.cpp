@@ -54,6 +54,8 @@ TEST(AlignRanks, SameBootMeansNoShift) {
   EXPECT_EQ(al.captures[0].method, RankAlignMethod::kReference);
   EXPECT_EQ(al.captures[1].method, RankAlignMethod::kSameBoot);
   EXPECT_EQ(al.matched_collectives, 0u);  // one clock group: nothing to match across
+  // ...and the summary says so, never "0 shared collectives" of ranks that shared them.
+  EXPECT_EQ(summarize(al), "ranks aligned: 2 captures, 1 clock group: collectives not matched (one clock needs no alignment)");
 }
 
 TEST(AlignRanks, RecoversHostOffsetsDespiteNtpErrorAndOutliers) {

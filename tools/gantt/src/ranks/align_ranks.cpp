@@ -232,6 +232,14 @@ std::string summarize(const RankAlignment& alignment) {
   uint32_t groups = 0;
   for (const CaptureOffset& co : alignment.captures) groups = std::max(groups, co.group + 1);
   char buf[256];
+  // One clock: align_ranks matches no collectives (nothing to fit), so "0 shared collectives"
+  // would read as ranks that shared none (two ranks of one host that shared 414 were told so).
+  if (groups <= 1) {
+    snprintf(buf, sizeof buf,
+             "ranks aligned: %zu captures, 1 clock group: collectives not matched (one clock needs no alignment)",
+             alignment.captures.size());
+    return buf;
+  }
   snprintf(buf, sizeof buf, "ranks aligned: %zu captures, %u clock group%s, %" PRIu64
            " shared collectives, residual spread %s median, %s p95",
            alignment.captures.size(), groups, groups == 1 ? "" : "s", alignment.matched_collectives,
