@@ -13,4 +13,11 @@ cudaError_t build_kernel_op(KernelInfo* k, dim3 grid, dim3 block, void** args, s
 cudaError_t build_copy_op(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, Op& op, bool* pageable);
 cudaError_t build_set_op(void* dst, int value, size_t bytes, Op& op);
 
+class ApiScope;
+// A copy issued by the call `api` on `stream` (the legacy stream for nullptr): checked, costed,
+// enqueued or captured; a synchronous one (!async), and an async one with pageable memory
+// outside a capture, returns when the data has arrived (rt_memory.cpp).
+cudaError_t copy(ApiScope& api, void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream,
+                 bool async);
+
 }  // namespace gpuhook::sim

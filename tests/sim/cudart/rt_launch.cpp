@@ -280,11 +280,6 @@ void __cudaRegisterFunction(void**, const char* host_fun, char*, const char* dev
   k->name = device_name;
 }
 
-void __cudaRegisterVar(void**, char*, char*, const char* device_name, int, size_t, int, int) {
-  std::fprintf(stderr, "gpuhook-sim: __device__ variables are not simulated (%s)\n", device_name);
-  std::abort();
-}
-
 unsigned __cudaPushCallConfiguration(dim3 grid, dim3 block, size_t shared_bytes,
                                      struct CUstream_st* stream) {
   t_call_configs.push_back({grid, block, shared_bytes, stream});

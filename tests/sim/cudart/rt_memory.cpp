@@ -213,7 +213,7 @@ cudaError_t build_set_op(void* dst, int value, size_t bytes, Op& op) {
 
 }  // namespace gpuhook::sim
 
-namespace {
+namespace gpuhook::sim {
 
 cudaError_t copy(ApiScope& api, void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
                  cudaStream_t stream, bool async) {
@@ -241,6 +241,10 @@ cudaError_t copy(ApiScope& api, void* dst, const void* src, size_t bytes, cudaMe
   if (!async || pageable) engine.wait(done);
   return cudaSuccess;
 }
+
+}  // namespace gpuhook::sim
+
+namespace {
 
 cudaError_t set(ApiScope& api, void* dst, int value, size_t bytes, cudaStream_t stream, bool async) {
   auto op = std::make_unique<Op>();
