@@ -308,6 +308,12 @@ const char* cudaGetErrorString(cudaError_t error) {
   }
 }
 
+// What cudaCreateChannelDesc<T>() calls: a plain description, no runtime state (arrays
+// themselves are not simulated).
+cudaChannelFormatDesc cudaCreateChannelDesc(int x, int y, int z, int w, cudaChannelFormatKind f) {
+  return cudaChannelFormatDesc{x, y, z, w, f};
+}
+
 cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, const void* func) {
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaFuncGetAttributes_v3020, "cudaFuncGetAttributes");
   KernelInfo* k = find_kernel(func);

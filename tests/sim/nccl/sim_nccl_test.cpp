@@ -121,6 +121,9 @@ void run_rank(int rank, int n, ncclUniqueId id, ncclUniqueId id2, Shared* shared
   CHECK(pi[0] == 3 * n * (n - 1) / 2);
   NCCL_OK(ncclRedOpDestroy(premul_dev, comm));
 
+  // An entry point the simulator lacks links, loads and fails with ncclInvalidUsage.
+  CHECK(ncclCommRevoke(comm, 0) == ncclInvalidUsage);
+
   // Buffer registration (nccl-tests -R): a handle valid until deregistered, once.
   void* handle = nullptr;
   NCCL_OK(ncclCommRegister(comm, pm.data(), pm.size() * sizeof(double), &handle));
