@@ -255,9 +255,7 @@ void rule_imbalance(const Model& m, const std::vector<Device>& devs, DiagnoseRep
     };
     detail::rule_imbalance("rank", busy_imbalance(rank_busy_intervals(m)), straggler, r);
   } else if (devs.size() > 1) {
-    std::vector<RankIntervals> in;
-    for (const Device& d : devs) in.push_back({static_cast<int32_t>(d.ordinal), d.busy});
-    detail::rule_imbalance("device", busy_imbalance(in), nullptr, r);
+    detail::rule_imbalance("device", busy_imbalance(device_busy_intervals(m)), nullptr, r);
   } else {
     r.rules.push_back({"imbalance", false, kImbalanceAlone});
   }

@@ -70,7 +70,7 @@ void rule_imbalance(const StatsSummary& s, const std::vector<DeviceRow>& devices
       busy[s.captures[c].rank >= 0 ? s.captures[c].rank : static_cast<int32_t>(c)] += s.captures[c].busy_ns_without_nccl;
   } else if (devices.size() > 1) {
     unit = "device";
-    for (const DeviceRow& d : devices) busy[static_cast<int32_t>(d.device)] += d.busy_ns;
+    for (const DeviceRow& d : devices) busy[static_cast<int32_t>(d.device)] += d.busy_ns_without_nccl;
   } else {
     r.rules.push_back({"imbalance", false, kImbalanceAlone});
     return;

@@ -131,6 +131,7 @@ struct Share {
   // GPU work other than NCCL's kernels, every device together (SummaryCapture::
   // busy_ns_without_nccl). Kernels that may be NCCL's wait in nccl_kernels for the join.
   BusyTracker work_without_nccl{0};
+  std::map<uint32_t, BusyTracker> device_work_without_nccl;  // the same by device (DeviceRow's)
   struct Copies {
     uint64_t count = 0, bytes = 0, sync = 0;
   };
@@ -262,7 +263,10 @@ void fold_work(Share& sh, EventKind kind, uint32_t name, uint8_t copy_kind, uint
                       kind == EventKind::kKernel  ? BusyTracker::Work::kCompute
                       : kind == EventKind::kMemcpy ? BusyTracker::Work::kCopy
                                                    : BusyTracker::Work::kOther);
-  if (!maybe_nccl) sh.work_without_nccl.add(start, end, BusyTracker::Work::kOther);
+  if (!maybe_nccl) {
+    sh.work_without_nccl.add(start, end, BusyTracker::Work::kOther);
+    sh.device_work_without_nccl.try_emplace(device, 0).first->second.add(start, end, BusyTracker::Work::kOther);
+  }
   if (kind == EventKind::kKernel) sh.exec.add(dur);
   const Share::Work w{kind, name, copy_kind, device, stream, dur, bytes, queued, start};
   for (GroupBy g : sh.groupings)
@@ -519,8 +523,12 @@ void name_host_activity(const std::string& path, const StreamStatsOptions& o, co
 // the whole capture: calls recorded without the hook's external ids.
 bool join_nccl(const std::string& path, std::vector<Share>& shares, const gpuhook::Integrity& integrity,
                const std::vector<GroupBy>& groupings, const std::function<std::string(uint32_t)>& range_key, StatsSummary& s, std::vector<CollectiveEnd>& ends,
-               BusyTracker& work_without_nccl,
+               BusyTracker& work_without_nccl, std::map<uint32_t, BusyTracker>& device_work_without_nccl,
                std::string* why_not) {
+  const auto work = [&](uint32_t device, uint64_t start, uint64_t end) {
+    work_without_nccl.add(start, end, BusyTracker::Work::kOther);
+    device_work_without_nccl.try_emplace(device, 0).first->second.add(start, end, BusyTracker::Work::kOther);
+  };
   size_t calls = 0;
   bool unlinked = std::all_of(shares.begin(), shares.end(), [](const Share& sh) { return sh.externals.empty(); });
   for (const Share& sh : shares) {
@@ -532,7 +540,7 @@ bool join_nccl(const std::string& path, std::vector<Share>& shares, const gpuhoo
     for (const Share& sh : shares)
       for (const Share::NcclKernel& k : sh.nccl_kernels)
         if (k.start_ns > 0 && k.end_ns > k.start_ns)
-          work_without_nccl.add(static_cast<uint64_t>(k.start_ns), static_cast<uint64_t>(k.end_ns), BusyTracker::Work::kOther);
+          work(k.device, static_cast<uint64_t>(k.start_ns), static_cast<uint64_t>(k.end_ns));
     return true;
   }
   if (unlinked) {
@@ -574,7 +582,7 @@ bool join_nccl(const std::string& path, std::vector<Share>& shares, const gpuhoo
   ends = rank_clock_inputs(mini).front().ends;
   for (uint32_t e = 0; e < mini.events.size(); ++e)
     if (mini.events.kind[e] != EventKind::kNccl && is_gpu_work(mini, e))
-      work_without_nccl.add(mini.events.start_ns[e], mini.events.end_ns[e], BusyTracker::Work::kOther);
+      work(mini.events.device[e], mini.events.start_ns[e], mini.events.end_ns[e]);
   // The bytes NCCL's kernels moved, added to their groups as rows of no instances: one row
   // per name or place, summed here as merge_groups() would sum a row per kernel.
   std::array<std::vector<SummaryGroup>, kGroupings> bytes;
@@ -728,6 +736,7 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
   std::map<std::string, DurationDigest> queue_of;  // kernel key -> queued->start, for the matches
   std::map<uint32_t, BusyTracker> busy;
   BusyTracker work_without_nccl(0);
+  std::map<uint32_t, BusyTracker> device_work_without_nccl;
   std::map<uint32_t, Share::Copies> copies;
   for (size_t i = 0; i < shares.size(); ++i) {
     Share& sh = shares[i];
@@ -753,6 +762,8 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
       it->second.absorb(std::move(tracker));
     }
     work_without_nccl.absorb(std::move(sh.work_without_nccl));
+    for (auto& [device, tracker] : sh.device_work_without_nccl)
+      device_work_without_nccl.try_emplace(device, 0).first->second.absorb(std::move(tracker));
     for (const auto& [device, n] : sh.copies) {
       Share::Copies& all = copies[device];
       all.count += n.count;
@@ -780,7 +791,8 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
     auto it = nccl_paths.find(corr);
     return it == nccl_paths.end() || it->second == kNone ? std::string("(no range)") : ranges->text(it->second);
   };
-  if (!join_nccl(path, shares, integrity, groupings, nccl_range_key, s, out.clock.ends, work_without_nccl, why_not))
+  if (!join_nccl(path, shares, integrity, groupings, nccl_range_key, s, out.clock.ends, work_without_nccl,
+                 device_work_without_nccl, why_not))
     return std::nullopt;
   s.captures.front().busy_ns_without_nccl = work_without_nccl.finish().busy_ns;
   out.late_activities += work_without_nccl.late();
@@ -839,6 +851,8 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
     d.copies = n.count;
     d.copy_bytes = n.bytes;
     d.sync_copies = n.sync;
+    if (auto w = device_work_without_nccl.find(device); w != device_work_without_nccl.end())
+      d.busy_ns_without_nccl = w->second.finish().busy_ns;
     s.devices.push_back(std::move(d));
     for (const Interval& gap : t.gaps) gaps.emplace_back(nullptr, gap);
     for (size_t k = gaps.size() - t.gaps.size(); k < gaps.size(); ++k) gaps[k].first = &s.devices.back();

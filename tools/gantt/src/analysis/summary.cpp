@@ -145,7 +145,7 @@ StatsSummary summarize(const Model& m, const std::vector<GroupBy>& by, size_t ga
       s.grouped[static_cast<size_t>(g)] = true;
       groupings.push_back(g);
     }
-  std::map<uint64_t, std::vector<Interval>> compute_iv, copy_iv, all_iv;
+  std::map<uint64_t, std::vector<Interval>> compute_iv, copy_iv, all_iv, work_iv;  // work: without NCCL kernels
   struct Copies {
     uint64_t count = 0, bytes = 0, sync = 0;
   };
@@ -169,6 +169,7 @@ StatsSummary summarize(const Model& m, const std::vector<GroupBy>& by, size_t ga
       if (copy_host_wait(m, e) != CopyHostWait::kNone) ++c.sync;
     }
     else if (kind == EventKind::kKernel || kind == EventKind::kNccl) compute_iv[dk].emplace_back(b, t);
+    if (kind != EventKind::kNccl) work_iv[dk].emplace_back(b, t);
     if (kind == EventKind::kKernel || kind == EventKind::kNccl) {
       const Stages st = m.stages(e);
       if (st.launch_to_queued_ns) s.launch_to_queued.add(*st.launch_to_queued_ns);
@@ -211,6 +212,9 @@ StatsSummary summarize(const Model& m, const std::vector<GroupBy>& by, size_t ga
     d.copies = c.count;
     d.copy_bytes = c.bytes;
     d.sync_copies = c.sync;
+    auto& work = work_iv[dk];
+    merge_intervals(work);
+    d.busy_ns_without_nccl = total_length(work);
     std::vector<Interval> holes;
     for (size_t i = 1; i < all.size(); ++i) holes.emplace_back(all[i - 1].second, all[i].first);
     std::stable_sort(holes.begin(), holes.end(), [](const Interval& a, const Interval& b) {

@@ -117,6 +117,7 @@ void to_proto(const StatsSummary& s, v1::StatsSummary* out) {
     p->set_copies(d.copies);
     p->set_copy_bytes(d.copy_bytes);
     p->set_sync_copies(d.sync_copies);
+    p->set_busy_ns_without_nccl(d.busy_ns_without_nccl);
     for (const IdleGap& g : d.gaps) {
       auto* q = p->add_gap();
       q->set_start_ns(g.start_ns);
@@ -203,6 +204,10 @@ StatsSummary from_proto(const v1::StatsSummary& in) {
     d.copies = p.copies();
     d.copy_bytes = p.copy_bytes();
     d.sync_copies = p.sync_copies();
+    d.busy_ns_without_nccl = p.has_busy_ns_without_nccl() ? p.busy_ns_without_nccl() : d.busy_ns;
+    if (d.busy_ns_without_nccl > d.busy_ns)
+      throw std::invalid_argument("a device is busy " + std::to_string(d.busy_ns_without_nccl) +
+                                  " ns without NCCL kernels of " + std::to_string(d.busy_ns) + " ns with them");
     if (d.sync_copies > d.copies)
       throw std::invalid_argument("a device has " + std::to_string(d.sync_copies) + " synchronous copies of " +
                                   std::to_string(d.copies));

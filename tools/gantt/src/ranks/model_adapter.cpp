@@ -1,4 +1,6 @@
 // Fills the pure rank analyses' inputs from a loaded Model, and applies an alignment back.
+#include <map>
+
 #include <gpuhook/capture.h>
 #include <gpuhook/nccl_types.h>
 
@@ -95,15 +97,40 @@ std::vector<RankCollectiveCall> collective_calls(const Model& model) {
   return calls;
 }
 
+namespace {
+
+// Work for balance: GPU work other than NCCL's kernels, whose time is mostly waiting for the
+// other ranks (what is left, the transfer, is the same on every rank of a collective).
+bool balance_work(const EventTable& e, size_t i) {
+  if (e.kind[i] == EventKind::kNccl || e.kind[i] == EventKind::kSync || e.kind[i] == EventKind::kHostFunc) return false;
+  return e.start_ns[i] != 0 && e.end_ns[i] > e.start_ns[i];
+}
+
+}  // namespace
+
 std::vector<RankIntervals> rank_busy_intervals(const Model& model) {
   std::vector<RankIntervals> out(model.captures.size());
   for (size_t c = 0; c < out.size(); ++c) out[c].global_rank = global_rank(model, static_cast<uint16_t>(c));
   const EventTable& e = model.events;
+  for (size_t i = 0; i < e.size(); ++i)
+    if (balance_work(e, i)) out[e.capture[i]].intervals.push_back({e.start_ns[i], e.end_ns[i]});
+  return out;
+}
+
+std::vector<RankIntervals> device_busy_intervals(const Model& model) {
+  std::map<uint32_t, RankIntervals> by;
+  const EventTable& e = model.events;
+  // Every device that ran any GPU work has a row, so a device of NCCL kernels only counts 0.
   for (size_t i = 0; i < e.size(); ++i) {
-    if (e.kind[i] == EventKind::kNccl || e.kind[i] == EventKind::kSync || e.kind[i] == EventKind::kHostFunc) continue;
+    if (e.kind[i] == EventKind::kSync || e.kind[i] == EventKind::kHostFunc) continue;
     if (e.start_ns[i] == 0 || e.end_ns[i] <= e.start_ns[i]) continue;
-    out[e.capture[i]].intervals.push_back({e.start_ns[i], e.end_ns[i]});
+    RankIntervals& d = by[e.device[i]];
+    d.global_rank = static_cast<int32_t>(e.device[i]);
+    if (balance_work(e, i)) d.intervals.push_back({e.start_ns[i], e.end_ns[i]});
   }
+  std::vector<RankIntervals> out;
+  out.reserve(by.size());
+  for (auto& [device, d] : by) out.push_back(std::move(d));
   return out;
 }
 

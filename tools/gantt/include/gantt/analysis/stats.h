@@ -80,6 +80,9 @@ struct DeviceRow {
   // bytes, and those that held the host until they ended (copy_host_wait(): a synchronous
   // call, or pageable memory).
   uint64_t copies = 0, copy_bytes = 0, sync_copies = 0;
+  // The union of the device's work without NCCL kernels: what diagnose's imbalance compares
+  // between the devices of one process (ranks.h device_busy_intervals).
+  uint64_t busy_ns_without_nccl = 0;
 };
 
 struct NcclRow {

@@ -159,6 +159,11 @@ std::string format_collective_stats(const std::vector<CollectiveStatsRow>& rows)
 std::vector<RankCollectiveCall> collective_calls(const Model& model);
 // Busy intervals per rank: every non-NCCL GPU event.
 std::vector<RankIntervals> rank_busy_intervals(const Model& model);
+// The same per device (global_rank = the device ordinal, every capture together), for one
+// process driving several devices: a rank's NCCL kernel runs from its own arrival until the
+// last rank arrives and the data has moved, so counting it made the device launched first look
+// busier by the time it waited (all_reduce_perf -g 2: "device 0 busier by 44%").
+std::vector<RankIntervals> device_busy_intervals(const Model& model);
 
 // ---------------------------------------------------------------- drawing ranks (used by render)
 
