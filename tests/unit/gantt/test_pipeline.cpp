@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "gantt/analysis/comm.h"
 #include "gantt/analysis/diagnose.h"
@@ -153,6 +154,27 @@ TEST(Pipeline, BubblePerStageFromIdleTimeWithATransferInFlight) {
   ASSERT_EQ(none.size(), 1u);
   EXPECT_EQ(none[0].stages[0].steps, 0u);
   EXPECT_DOUBLE_EQ(none[0].bubble_share(), 0.0);
+}
+
+// sendrecv_perf between two ranks: each sends to the other and receives from it in one group
+// (one SendRecv kernel per rank). No direction, so no pipeline, whatever the idle time.
+TEST(Pipeline, AnExchangeOfPairedSendsAndReceivesIsNoPipeline) {
+  Job j(2);
+  for (uint64_t step = 0; step < 4; ++step) {
+    const uint64_t t = 1000 + step * 10'000;
+    for (uint16_t r = 0; r < 2; ++r) {
+      const uint32_t send = j.p2p(true, r, 0x55, 2, r, 1 - r, 1 << 20, t, t + 100, t + 5000);
+      const uint32_t recv = j.p2p(false, r, 0x55, 2, r, 1 - r, 1 << 20, t + 1, t + 100, t + 5000);
+      j.m.nccl.event[recv] = j.m.nccl.event[send];  // the group's one kernel
+    }
+  }
+  std::vector<std::string> notes;
+  EXPECT_TRUE(ga::pipeline_reports(j.m, "", &notes).empty());
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("an exchange"), std::string::npos) << notes[0];
+  // One send of its own (a warm-up micro-batch) gives the communicator its direction back.
+  j.p2p(true, 0, 0x55, 2, 0, 1, 1 << 20, 90'000, 90'100, 91'000);
+  EXPECT_EQ(ga::pipeline_reports(j.m).size(), 1u);
 }
 
 TEST(Pipeline, OwnWorkDuringATransferIsNoBubble) {

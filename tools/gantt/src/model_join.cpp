@@ -255,11 +255,19 @@ void ModelBuilder::Impl::join_nccl_by_external_id() {
       }
       const char* family = kernel_family(op);
       const bool shares = point_to_point(op);
+      // One process driving several devices (ncclCommInitAll, nccl-tests -g 2) launches one
+      // kernel per device in one group: a call takes a kernel on its own device first. Sharing
+      // the first device's SendRecv kernel put rank 1's sends on gpu0 with rank 0's.
+      const auto own_device = [&](size_t k) {
+        return nc.device[n] < 0 || e.device[kernels[k]] == static_cast<uint32_t>(nc.device[n]);
+      };
       size_t pick = kernels.size();
-      for (size_t k = 0; k < kernels.size() && pick == kernels.size(); ++k)
-        if (family_of(k, family) && (shares || !taken[k])) pick = k;
-      for (size_t k = 0; k < kernels.size() && pick == kernels.size(); ++k)
-        if (!taken[k]) pick = k;  // a kernel NCCL named otherwise (e.g. a fused Generic one)
+      for (const bool same_device : {true, false}) {
+        for (size_t k = 0; k < kernels.size() && pick == kernels.size(); ++k)
+          if (family_of(k, family) && (shares || !taken[k]) && (!same_device || own_device(k))) pick = k;
+        for (size_t k = 0; k < kernels.size() && pick == kernels.size(); ++k)
+          if (!taken[k] && (!same_device || own_device(k))) pick = k;  // a kernel NCCL named otherwise (e.g. a fused Generic one)
+      }
       if (pick == kernels.size()) pick = 0;
       taken[pick] = true;
       bytes[pick] += nc.bytes[n];

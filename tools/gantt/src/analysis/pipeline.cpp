@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <set>
+#include <tuple>
 
 #include "gantt/analysis/intervals.h"
 #include "gantt/analysis/table.h"
@@ -33,6 +35,18 @@ struct Candidate {
   bool chain = true;                      // every transfer joins neighbours
   std::map<int32_t, std::pair<uint16_t, uint32_t>> stage;  // rank -> (capture, device)
   std::vector<uint32_t> calls;            // its sends and receives
+  // A pipeline has a direction: a stage's send is the output of its own work, never answered
+  // in the same NCCL group (the same kernel) by a receive from that peer. sendrecv_perf -g 2
+  // pairs every send so (each rank sends to the other and receives from it at once): an
+  // exchange, which pipeline-bubble called a 2-stage pipeline with 1F1B advice.
+  std::set<std::tuple<int32_t, uint32_t, int32_t>> recvs;  // (rank, kernel event, peer)
+  std::vector<std::tuple<int32_t, uint32_t, int32_t>> sends;
+  bool directed() const {
+    if (sends.empty()) return true;  // no kernels to tell: as before
+    for (const auto& s : sends)
+      if (!recvs.count(s)) return true;
+    return false;
+  }
 };
 
 // The step windows of one stage: per occurrence of the step range, its GPU work.
@@ -79,16 +93,33 @@ std::vector<PipelineReport> pipeline_reports(const Model& m, const std::string& 
     const uint32_t device = timed(m, e) ? m.events.device[e] : static_cast<uint32_t>(std::max(n.device[i], 0));
     c.stage.try_emplace(me, n.capture[i], device);
     c.calls.push_back(i);
+    if (timed(m, e)) {
+      const auto key = std::make_tuple(me, e, peer);
+      if (n.op[i] == v1::NCCL_SEND) c.sends.push_back(key);
+      else c.recvs.insert(key);
+    }
   }
   // Each pipeline reads the work on its stages' devices. A real job has a pipeline or two per
   // GPU, but a file can give thousands of communicators the same two GPUs (20,000 of them in
   // 110 KiB kept stats --by pipeline busy for six minutes): the ones with the most sends and
   // receives are analysed, the others counted.
   std::vector<const std::pair<const uint64_t, Candidate>*> pipelines;
-  for (const auto& entry : comms)
-    if (entry.second.chain && entry.second.nranks >= 2 && entry.second.nranks <= kMaxPipelineStages &&
-        entry.second.stage.size() >= 2)
-      pipelines.push_back(&entry);
+  for (const auto& entry : comms) {
+    if (!entry.second.chain || entry.second.nranks < 2 || entry.second.nranks > kMaxPipelineStages ||
+        entry.second.stage.size() < 2)
+      continue;
+    if (!entry.second.directed()) {
+      if (notes) {
+        char id[32];
+        std::snprintf(id, sizeof id, "0x%llx", static_cast<unsigned long long>(entry.first));
+        notes->push_back(std::string("communicator ") + id +
+                         ": every send is paired with a receive from the same peer in one group, an exchange "
+                         "(sendrecv) with no direction, not a pipeline");
+      }
+      continue;
+    }
+    pipelines.push_back(&entry);
+  }
   if (pipelines.size() > kMaxPipelines) {
     std::stable_sort(pipelines.begin(), pipelines.end(),
                      [](const auto* a, const auto* b) { return a->second.calls.size() > b->second.calls.size(); });
