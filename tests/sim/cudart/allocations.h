@@ -31,6 +31,9 @@ void* allocate(size_t bytes, CUpti_ActivityMemoryKind kind, int device = 0, Pool
 // Releases p when it is an allocation of one of `kinds` (a bit per CUpti_ActivityMemoryKind).
 bool release(void* p, unsigned kinds, Released* out);
 bool release(void* p, CUpti_ActivityMemoryKind kind, size_t* bytes);
+// Enters memory owned elsewhere (a graph's allocation, rt_graph_memory.cpp) in the table as
+// `kind` on `device`; a release removes the entry and leaves the memory. False if p is there.
+bool track(void* p, size_t bytes, CUpti_ActivityMemoryKind kind, int device);
 bool is_device(CUpti_ActivityMemoryKind k);
 bool is_host_reachable(CUpti_ActivityMemoryKind k);
 

@@ -166,6 +166,9 @@ cudaError_t launch(const ApiScope& api, cudaGraphExec_t exec, cudaStream_t strea
   std::vector<CompletionPtr> done(e.nodes.size());
   for (size_t i = 0; i < e.nodes.size(); ++i) {
     const ExecNode& node = e.nodes[i];
+    // A graph allocation is valid from its launch on: work the program queues after the launch
+    // is checked against it now (its node enters it again when it runs; rt_graph_memory.cpp).
+    if (node.type == cudaGraphNodeTypeMemAlloc && node.op && node.op->host_work) node.op->host_work();
     std::unique_ptr<Op> op = node.op ? copy_of(node.op.get()) : marker(0, now);
     op->correlation_id = api.correlation_id();  // every node shares the launch's id
     op->graph_id = e.graph_id;

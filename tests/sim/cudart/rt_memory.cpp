@@ -100,6 +100,13 @@ bool release(void* p, unsigned kinds, Released* out) {
   return true;
 }
 
+bool track(void* p, size_t bytes, CUpti_ActivityMemoryKind kind, int device) {
+  std::lock_guard<std::mutex> lock(allocation_mutex());
+  if (!allocations().emplace(reinterpret_cast<uintptr_t>(p), Allocation{bytes, kind, false, device}).second) return false;
+  if (kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE) note_device_bytes(device, static_cast<int64_t>(bytes));
+  return true;
+}
+
 bool release(void* p, CUpti_ActivityMemoryKind kind, size_t* bytes) {
   Released r;
   if (!release(p, 1u << kind, &r)) return false;
