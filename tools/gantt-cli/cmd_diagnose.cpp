@@ -118,7 +118,7 @@ int run_on_summaries(const DiagnoseOptions& o, const std::vector<std::string>& c
     all = ga::summarize(job.model, {ga::GroupBy::kStream}, 0);
     have = true;
   }
-  if (!merge_summary_files(summaries, all, have)) return kExitError;
+  if (!merge_summary_files(summaries, o.load, all, have)) return kExitError;
   return report(ga::diagnose(all), o, corrupt);
 }
 

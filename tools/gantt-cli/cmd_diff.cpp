@@ -294,7 +294,7 @@ int run_diff_summaries(const DiffOptions& o, const ga::DiffOptions& d) {
   for (int i = 0; i < 2; ++i) {
     if (gpuhook::is_summary_file(*files[i])) {
       try {
-        side[i] = ga::diff_input(ga::from_proto(gpuhook::read_summary_file(*files[i])), d.match_range);
+        side[i] = ga::diff_input(ga::from_proto(gpuhook::read_summary_file(*files[i], summary_limits(o.load))), d.match_range);
       } catch (const std::invalid_argument& e) {
         std::cerr << "gantt-cli: " << *files[i] << ": not a usable summary: " << e.what() << "\n";
         return kExitError;

@@ -140,7 +140,7 @@ int run_summaries(const StatsOptions& o, const std::vector<std::string>& capture
     if (o.summary) ga::add_diff_samples(all, job.model);  // a written summary can be diffed
     have = true;
   }
-  if (!merge_summary_files(summaries, all, have)) return kExitError;
+  if (!merge_summary_files(summaries, o.load, all, have)) return kExitError;
   if (o.summary) {
     gpuhook::v1::StatsSummary message;
     ga::to_proto(all, &message);

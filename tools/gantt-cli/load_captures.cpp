@@ -112,11 +112,20 @@ LoadedJob load_captures(const std::vector<std::string>& files, const LoadFlags& 
   return job;
 }
 
-bool merge_summary_files(const std::vector<std::string>& paths, gantt::analysis::StatsSummary& into, bool& have) {
+gpuhook::SummaryLimits summary_limits(const LoadFlags& flags) {
+  gpuhook::SummaryLimits limits;
+  limits.max_records_per_byte = flags.max_records_per_byte;
+  limits.max_memory_bytes = flags.max_memory ? flags.max_memory : usable_memory() / 2;
+  if (flags.in_memory && !flags.max_memory) limits.max_memory_bytes = 0;
+  return limits;
+}
+
+bool merge_summary_files(const std::vector<std::string>& paths, const LoadFlags& flags,
+                         gantt::analysis::StatsSummary& into, bool& have) {
   for (const std::string& path : paths) {
     gantt::analysis::StatsSummary one;
     try {
-      one = gantt::analysis::from_proto(gpuhook::read_summary_file(path));
+      one = gantt::analysis::from_proto(gpuhook::read_summary_file(path, summary_limits(flags)));
     } catch (const std::invalid_argument& e) {
       std::cerr << "gantt-cli: " << path << ": not a usable summary: " << e.what() << "\n";
       return false;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <gpuhook/summary_file.h>
 
 #include "gantt/analysis/stats.h"
 #include "gantt/analysis/summary.h"
@@ -74,11 +75,16 @@ LoadedJob load_captures_quietly(const std::vector<std::string>& files, const Loa
 // captures get one line on stderr and are left out.
 std::vector<gantt::jobs::CaptureStamp> read_capture_stamps(const std::vector<std::string>& paths);
 
+// A summary is held to a capture's limits: --max-records-per-byte, and --max-memory (or half
+// of usable_memory() without it) for each file parsed.
+gpuhook::SummaryLimits summary_limits(const LoadFlags& flags);
+
 // Reads the summary files (.gsum) in the order given and merges them onto `into` (`have`: it
 // holds a summary already; set once one is read). False after one line on stderr when a file
-// is not a usable summary (gantt::analysis::from_proto's check); a damaged file throws
-// gpuhook::CaptureError as a capture does.
-bool merge_summary_files(const std::vector<std::string>& paths, gantt::analysis::StatsSummary& into, bool& have);
+// is not a usable summary (gantt::analysis::from_proto's check); a damaged file, or one over
+// `flags`' limits, throws gpuhook::CaptureError as a capture does.
+bool merge_summary_files(const std::vector<std::string>& paths, const LoadFlags& flags,
+                         gantt::analysis::StatsSummary& into, bool& have);
 
 // What loading captures would take, from their chunk indexes (`bytes_per_record` a record; a
 // capture without an index by its size), against --max-memory (0: half the machine's memory, or less: default_cap).

@@ -97,5 +97,46 @@ TEST(SummaryFile, RefusesDamagedForeignAndHostileFiles) {
   EXPECT_EQ(kind_of("/nonexistent/missing.gsum"), CaptureErrorKind::kIo);
 }
 
+// A summary is held to a capture's limits (issue 44, item 12): a 22.6 KB file of fields no
+// version knows once parsed into 2.36 GB. Its records (messages, repeated values, unknown
+// fields) are counted on the bytes before anything is parsed.
+TEST(SummaryFile, RefusesMoreRecordsOrMemoryThanItsLimitsAndDropsUnknownFields) {
+  v1::StatsSummary s = sample();
+  auto* unknown = s.GetReflection()->MutableUnknownFields(&s);
+  for (int i = 0; i < 1'000'000; ++i) unknown->AddVarint(1000, 0);
+  const std::string path = testing::temp_path("summary-unknown");
+  std::string error;
+  ASSERT_TRUE(write_summary_file(path, s, &error)) << error;
+  const auto message = [&](const SummaryLimits& limits) -> std::string {
+    try {
+      read_summary_file(path, limits);
+    } catch (const CaptureError& e) {
+      EXPECT_EQ(e.kind(), CaptureErrorKind::kOversizedLength);
+      return e.what();
+    }
+    return "read";
+  };
+  EXPECT_NE(message({}).find("--max-records-per-byte 0 reads it anyway"), std::string::npos) << message({});
+  const std::string records = message({200, 0});
+  EXPECT_NE(records.find("repeated values and unknown fields (1000000 of them fields this build does not know)"), std::string::npos)
+      << records;
+  const std::string memory = message({0, 1 << 20});
+  EXPECT_NE(memory.find("over --max-memory 1.0 MiB"), std::string::npos) << memory;
+  // Within them, it reads as written, without the fields no version of this build reads.
+  const v1::StatsSummary read = read_summary_file(path, {0, 0});
+  EXPECT_EQ(read.SerializeAsString(), sample().SerializeAsString());
+  // A summary as gantt-cli writes it is far within the defaults.
+  v1::StatsSummary real = sample();
+  for (int i = 0; i < 2000; ++i) {
+    auto* g = real.add_by_stream();
+    g->set_stream(static_cast<uint32_t>(i));
+    g->mutable_exec()->set_count(1);
+    g->mutable_exec()->add_samples(1000 + i);
+  }
+  const std::string real_path = testing::temp_path("summary-streams");
+  ASSERT_TRUE(write_summary_file(real_path, real, &error)) << error;
+  EXPECT_EQ(read_summary_file(real_path).by_stream_size(), 2000);
+}
+
 }  // namespace
 }  // namespace gpuhook
