@@ -1,6 +1,10 @@
 // gantt-cli export FILE... --format FORMAT -o OUT: the events in other tools' formats.
 // Each format is an Exporter in libgantt (export_<format>.cpp); this file only wires options.
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
 
 #include <fstream>
 #include <iostream>
@@ -22,11 +26,71 @@ namespace {
 struct ExportOptions {
   std::vector<std::string> files;
   LoadFlags load;
+  uint64_t max_output = 0;  // --max-output; 0: kOutputPerInputByte times the captures' bytes
   std::string format = "csv";
   std::string output = "-";
   FilterFlags filter;
   std::string root = "none";  // folded: rank | device | none
 };
+
+// An export is one line or object an event, a few hundred bytes, so its size follows the
+// records, not the file: a 254 KB capture of 1.6 M alike records (within 8 a byte) once made a
+// 1.1 GB Chrome trace. Real captures export to 20 to 150 bytes a byte of file (gpuhook_synth's,
+// ranks_gen_job's); past this many, --max-output says how much more to write.
+constexpr uint64_t kOutputPerInputByte = 512;
+constexpr uint64_t kMinOutputLimit = 64ull << 20;
+
+// Passes bytes on to `to` until `limit` have gone, then fails the stream: with badbit among
+// its exceptions the exporter stops there, rather than format every event for nothing.
+class LimitedBuf : public std::streambuf {
+ public:
+  LimitedBuf(std::streambuf* to, uint64_t limit) : to_(to), left_(limit) {}
+  bool over() const { return over_; }
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+    const char ch = traits_type::to_char_type(c);
+    return xsputn(&ch, 1) == 1 ? c : traits_type::eof();
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    if (over_ || static_cast<uint64_t>(n) > left_) {
+      over_ = true;
+      return 0;
+    }
+    left_ -= static_cast<uint64_t>(n);
+    return to_->sputn(s, n);
+  }
+  int sync() override { return to_->pubsync(); }
+
+ private:
+  std::streambuf* to_;
+  uint64_t left_;
+  bool over_ = false;
+};
+
+uint64_t output_limit(const ExportOptions& o) {
+  if (o.max_output) return o.max_output;
+  uint64_t input = 0;
+  for (const std::string& f : o.files) {
+    struct stat st {};
+    if (f != "-" && ::stat(f.c_str(), &st) == 0) input += static_cast<uint64_t>(st.st_size);
+  }
+  return std::max(kMinOutputLimit, input > UINT64_MAX / kOutputPerInputByte ? UINT64_MAX : input * kOutputPerInputByte);
+}
+
+// False when the output went over the limit (and the exporter stopped there).
+bool write_within(const gantt::Exporter& exporter, const gantt::Model& model, const gantt::Selection& sel,
+                  const gantt::ExportOptions& eo, std::ostream& out, const LimitedBuf& buf) {
+  out.exceptions(std::ios::badbit);
+  try {
+    exporter.write(model, sel, eo, out);
+  } catch (const std::ios_base::failure&) {
+    if (!buf.over()) throw;
+  }
+  out.exceptions(std::ios::goodbit);
+  return !buf.over();
+}
 
 int run_export(const ExportOptions& o) {
   const gantt::Exporter* exporter = gantt::find_exporter(o.format);
@@ -56,18 +120,36 @@ int run_export(const ExportOptions& o) {
     std::cerr << "gantt-cli: export: " << e.what() << "\n";
     return kExitError;
   }
+  const uint64_t limit = output_limit(o);
+  const auto over = [&] {
+    std::cerr << "gantt-cli: export: the " << o.format << " output is over " << gantt::format_bytes(limit)
+              << (o.max_output ? "" : " (" + std::to_string(kOutputPerInputByte) + " bytes a byte of the captures, or 64 MiB)")
+              << " for " << sel.events.size() << " events; "
+              << (o.output == "-" ? "cut there" : o.output + " not written")
+              << ": --max-output SIZE writes more, or --from/--to, --kernel, --device select less\n";
+    return kExitError;
+  };
   if (o.output == "-") {
-    exporter->write(model, sel, eo, std::cout);
-    std::cout.flush();
+    LimitedBuf buf(std::cout.rdbuf(), limit);
+    std::ostream out(&buf);
+    if (!write_within(*exporter, model, sel, eo, out, buf)) return over();
+    out.flush();
   } else {
-    std::ofstream out(o.output, std::ios::binary | std::ios::trunc);
-    if (!out) {
+    std::ofstream file(o.output, std::ios::binary | std::ios::trunc);
+    if (!file) {
       std::cerr << "gantt-cli: export: cannot write " << o.output << "\n";
       return kExitError;
     }
-    exporter->write(model, sel, eo, out);
-    out.close();
-    if (!out) {
+    LimitedBuf buf(file.rdbuf(), limit);
+    std::ostream out(&buf);
+    const bool within = write_within(*exporter, model, sel, eo, out, buf);
+    out.flush();
+    file.close();
+    if (!within) {
+      std::remove(o.output.c_str());
+      return over();
+    }
+    if (!file || !out) {
       std::cerr << "gantt-cli: export: writing " << o.output << " failed\n";
       return kExitError;
     }
@@ -92,6 +174,11 @@ void register_export(CLI::App& app, int& exit_code) {
       "\nFolded stacks weigh each stack by its GPU time in nanoseconds (flamegraph.pl --countname=ns).\n");
   cmd->add_option("files", o->files, "capture files (.gpuh)")->required();
   add_load_flags(*cmd, o->load);
+  cmd->add_option("--max-output", o->max_output,
+                  "the most the export may write, e.g. 2G; over it the file is removed and one line says so "
+                  "(default: 512 bytes a byte of the captures, at least 64 MiB)")
+      ->transform(CLI::AsSizeValue(false))
+      ->check(CLI::Validator([](std::string& v) -> std::string { return v == "0" ? "0 bytes would write nothing" : ""; }, ""));
   cmd->add_option("-f,--format", o->format, "output format")->capture_default_str();
   cmd->add_option("-o,--output", o->output, "output file, - for stdout")->capture_default_str();
   add_filter_flags(*cmd, o->filter);

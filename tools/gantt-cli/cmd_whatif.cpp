@@ -18,6 +18,7 @@ namespace {
 struct WhatifOptions {
   std::vector<std::string> inputs;
   LoadFlags load;  // --max-memory: the replay loads the captures whole
+  uint64_t max_records_per_byte = gantt::whatif::kMaxRecordsPerByte;
   std::vector<std::string> changes;
   std::string output;
   double pinned_gbps = 0;
@@ -96,12 +97,17 @@ void register_whatif(CLI::App& app, int& exit_code) {
                   "graphs: host time of one cudaGraphLaunch (default: the capture's own, else one launch call)")
       ->check(CLI::Range(0.0, 1e6));
   cmd->add_flag("-q,--quiet", opts->quiet, "print nothing but errors");
+  cmd->add_option("--max-records-per-byte", opts->max_records_per_byte,
+                  "refuse a capture that decodes to more records than this per byte of file: the replay holds "
+                  "about 500 bytes a record, and recordings hold under 1 a byte (0 = no limit)")
+      ->capture_default_str();
   add_max_memory_flag(*cmd, opts->load);
   cmd->callback([opts, &exit_code] {
     std::vector<gantt::whatif::Change> changes;
     gantt::whatif::Options options;
     options.pinned_gbps = opts->pinned_gbps;
     options.graph_launch_us = opts->graph_launch_us;
+    options.max_records_per_byte = opts->max_records_per_byte;
     try {
       for (const std::string& c : opts->changes) changes.push_back(gantt::whatif::parse_change(c));
       // The replay's own tables beside the model: 480 bytes a record at the peak.

@@ -47,9 +47,16 @@ Change parse_change(const std::string& text);
 const char* change_help();
 
 // What the changes need that a capture may not say.
+// Records a capture may decode to per byte of its file, for the replay (0 = no limit): it holds
+// each record and its graph, about 500 bytes and 6 us a record, so the loaders' 8 a byte let a
+// 633 KB capture take 2.32 GB and 28 s. Real captures hold 0.1 (gpuhook_synth's) to 0.6
+// (ranks_gen_job's regular ones) a byte.
+inline constexpr uint64_t kMaxRecordsPerByte = 1;
+
 struct Options {
   double pinned_gbps = 0;       // pin-copies: 0 = measure it from the pinned copies of the capture
   double graph_launch_us = 0;   // graphs: 0 = the capture's cudaGraphLaunch calls, else one launch call
+  uint64_t max_records_per_byte = kMaxRecordsPerByte;
 };
 
 // ---- the graph ---------------------------------------------------------------------------

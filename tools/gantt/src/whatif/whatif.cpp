@@ -1,6 +1,7 @@
 // gantt::whatif::predict: read, build, change, replay, write (whatif.h).
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <stdexcept>
@@ -26,11 +27,26 @@ double parse_number(const std::string& text, const std::string& value) {
 }
 
 // One input file as sections: a merged capture holds one per rank, each starting at a Header.
-// The same bound on decoded records as every loader (AmplificationGuard): a file of one chunk
-// repeated decodes to no more than a capture of its size can hold.
-std::vector<detail::Section> read_sections(const std::string& path, std::vector<std::string>* warnings) {
+// A bound on decoded records as every loader's (AmplificationGuard), at the replay's own rate
+// (kMaxRecordsPerByte): a file decodes to no more than a capture of its size can hold.
+std::vector<detail::Section> read_sections(const std::string& path, uint64_t max_records_per_byte,
+                                           std::vector<std::string>* warnings) {
   gpuhook::CaptureReader reader(path, gpuhook::ReaderOptions{false, 0, 0});
-  const AmplificationGuard guard(reader, LoadOptions{});
+  LoadOptions limits;
+  limits.max_records_per_byte = max_records_per_byte;
+  const AmplificationGuard guard(reader, limits);
+  // The index says how many records come: over the limit, refuse before holding any.
+  if (const auto& index = reader.index()) {
+    uint64_t records = 0;
+    for (const auto& chunk : index->chunk()) records = std::min(UINT64_MAX - records, chunk.records()) + records;
+    if (!guard.allows(records))
+      throw gpuhook::CaptureError(gpuhook::CaptureErrorKind::kOversizedLength, path, 0,
+                                  "its index lists " + std::to_string(records) + " records in " +
+                                      std::to_string(reader.integrity().file_bytes) + " bytes, over " +
+                                      std::to_string(max_records_per_byte) +
+                                      " per byte of file that the replay takes (about 500 bytes of memory a record); "
+                                      "--max-records-per-byte 0 reads it anyway");
+  }
   auto strings = std::make_shared<std::unordered_map<uint32_t, std::string>>();
   std::vector<detail::Section> out;
   gpuhook::v1::Record r;
@@ -108,7 +124,7 @@ Prediction predict(const std::vector<std::string>& inputs, const std::vector<Cha
   std::vector<detail::Section> sections;
   std::vector<std::string> warnings;
   for (const std::string& in : inputs)
-    for (detail::Section& s : read_sections(in, &warnings)) sections.push_back(std::move(s));
+    for (detail::Section& s : read_sections(in, options.max_records_per_byte, &warnings)) sections.push_back(std::move(s));
   if (sections.size() > UINT16_MAX) throw std::invalid_argument("whatif: more than 65535 captures");
   detail::Built built = detail::build(std::move(sections));
   replay(built.graph);  // the unchanged replay: how well the model matches this capture
