@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Runs the pipeline_parallel example (4 stages, one process each) under the hook on the
 # simulator and checks what the CLI says about its bubbles and links.
-#   run_pipeline.sh SIM_LIB_DIR HOOK_LIB EXAMPLE GANTT_CLI MODE [THREAD_WAKE]
+#   run_pipeline.sh SIM_LIB_DIR HOOK_LIB EXAMPLE GANTT_CLI MODE
 # MODE: bubble (GPipe, 4 micro-batches: diagnose pipeline-bubble fires, stats --by pipeline
 #       measures it, render --deps draws the sends across ranks) | twin (--fixed, 1F1B with 16:
 #       it does not fire) | slow_link (GPipe with the link between ranks 1 and 2 at 1 GB/s:
 #       diagnose slow-link names that pair, and only with the slow link)
 set -euo pipefail
-sim=$1 hook=$2 example=$3 cli=$4 mode=$5 thread_wake=${6:-}
+sim=$1 hook=$2 example=$3 cli=$4 mode=$5
 dir=$(mktemp -d /tmp/gpuhook-pipeline.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 export LD_LIBRARY_PATH=$sim GPUHOOK_QUIET=1
@@ -53,38 +53,33 @@ print(sum(1 for f in range(n) for t in range(n) if c["p2p_bytes"][f * n + t] > 0
     ;;
   twin)
     # 1F1B with 16 micro-batches: (p-1)/(m+p-1) = 16%, under the 25% the rule fires at. The
-    # stages are four processes on two cores; a run on a machine busy with other work can
-    # stretch the waits, so the best of three runs decides. In a sanitizer build the
-    # simulator's timing is the instrumentation's (measured: 25-60% bubble): not a test there.
+    # simulator plans each stage's GPU timeline from what its host submitted, so one run
+    # decides. In a sanitizer build the hosts run several times slower than the planned GPU
+    # (measured: 25-60% bubble, the stages waiting for their hosts): not a test there.
     if ldd "$hook" 2>/dev/null | grep -Eq 'lib(a|t)san'; then
-      echo "SKIPPED: sanitizer build, the simulated stages' timing is the instrumentation's"
+      echo "SKIPPED: sanitizer build, the stages' hosts are slower than their planned GPUs"
       exit 77
     fi
-    . "$(dirname "$0")/../sim_timing.sh"
-    sim_timing_or_skip "$thread_wake"
-    best=100
-    for attempt in 1 2 3; do
-      run fixed --fixed
-      s=$(share fixed)
-      echo "attempt $attempt: 1F1B bubble $s%"
-      "$cli" diagnose "$dir"/fixed?.gpuh > "$dir/diagnose.txt" || true
-      if ! grep -q "\[pipeline-bubble\]" "$dir/diagnose.txt"; then
-        grep -q "pipeline-bubble: pipeline on 0x[0-9a-f]*: bubble" "$dir/diagnose.txt" ||
-          { echo "FAIL: diagnose did not say why pipeline-bubble stayed quiet"; cat "$dir/diagnose.txt"; exit 1; }
-        exit 0
-      fi
-    done
-    echo "FAIL: pipeline-bubble fired on the 1F1B twin in three runs"; cat "$dir/diagnose.txt"; exit 1
+    run fixed --fixed
+    s=$(share fixed)
+    echo "1F1B bubble: $s%"
+    "$cli" diagnose "$dir"/fixed?.gpuh > "$dir/diagnose.txt" || true
+    if grep -q "\[pipeline-bubble\]" "$dir/diagnose.txt"; then
+      echo "FAIL: pipeline-bubble fired on the 1F1B twin"; cat "$dir/diagnose.txt"; exit 1
+    fi
+    grep -q "pipeline-bubble: pipeline on 0x[0-9a-f]*: bubble" "$dir/diagnose.txt" ||
+      { echo "FAIL: diagnose did not say why pipeline-bubble stayed quiet"; cat "$dir/diagnose.txt"; exit 1; }
     ;;
   slow_link)
     GPUHOOK_SIM_NCCL_SLOW_LINK=1-2:1 run slow
     "$cli" diagnose "$dir"/slow?.gpuh > "$dir/diagnose.txt" || true
     grep -q "\[slow-link\] ranks 1 <-> 2: point-to-point transfers at" "$dir/diagnose.txt" ||
       { echo "FAIL: slow-link did not name ranks 1 <-> 2"; cat "$dir/diagnose.txt"; exit 1; }
-    if grep "\[slow-link\]" "$dir/diagnose.txt" | grep -qv "ranks 1 <-> 2"; then
+    if grep "\[slow-link\]" "$dir/diagnose.txt" | grep -v "ranks 1 <-> 2" > "$dir/others.txt"; then
       echo "FAIL: slow-link named another pair"; cat "$dir/diagnose.txt"; exit 1
     fi
-    "$cli" stats "$dir"/slow?.gpuh --by comm | grep -q "slow pair: rank 1 -> rank 2" ||
+    "$cli" stats "$dir"/slow?.gpuh --by comm > "$dir/comm.txt"
+    grep -q "slow pair: rank 1 -> rank 2" "$dir/comm.txt" ||
       { echo "FAIL: stats --by comm does not list the slow pair"; exit 1; }
     "$cli" render "$dir"/slow?.gpuh --view comm -o "$dir/comm.svg" 2>/dev/null
     xmllint --noout "$dir/comm.svg"

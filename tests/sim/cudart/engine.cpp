@@ -1,6 +1,8 @@
 #include "engine.h"
 
 #include <pthread.h>
+#include <sched.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 #include <algorithm>
@@ -16,6 +18,21 @@
 #include "records.h"
 
 namespace gpuhook::sim {
+
+namespace {
+// The last stretch of a wait is spun: a sleep overshoots by the timer slack (50 us by default)
+// and by the scheduler's wake-up, which on a loaded VM is far more than a kernel lasts.
+constexpr uint64_t kSpinNs = 200000;
+
+// Sleeps of the simulator's own threads end when asked (the slack is per thread).
+void tighten_timer_slack() {
+  thread_local bool done = false;
+  if (!done) {
+    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+    done = true;
+  }
+}
+}  // namespace
 
 void sleep_until_ns(uint64_t t_ns) {
   for (;;) {
@@ -33,7 +50,12 @@ void sleep_until_ns(uint64_t t_ns) {
       }
       return;
     }
-    timespec ts{static_cast<time_t>(left / 1000000000ull), static_cast<long>(left % 1000000000ull)};
+    if (left <= kSpinNs) {
+      sched_yield();
+      continue;
+    }
+    const uint64_t nap = left - kSpinNs;
+    timespec ts{static_cast<time_t>(nap / 1000000000ull), static_cast<long>(nap % 1000000000ull)};
     nanosleep(&ts, nullptr);
   }
 }
@@ -144,18 +166,31 @@ CompletionPtr Engine::enqueue(Stream* s, std::unique_ptr<Op> op) {
   // CUcontext except for non-blocking streams" (CUDA Runtime API, "Stream synchronization
   // behavior").
   Stream* legacy = devices_[s->device].legacy;
+  // A done dependency still counts: its planned end may lie ahead of this op's submission.
   if (s->legacy) {
     for (Stream* other : streams_) {
-      if (other != s && other->device == s->device && other->blocking && !other->dead && other->last &&
-          !other->last->done) {
+      if (other != s && other->device == s->device && other->blocking && !other->dead && other->last) {
         op->deps.push_back(other->last);
       }
     }
-  } else if (s->blocking && legacy != nullptr && legacy->last && !legacy->last->done) {
+  } else if (s->blocking && legacy != nullptr && legacy->last) {
     op->deps.push_back(legacy->last);
   }
-  space_cv_.wait(lock, [&] { return s->queue.size() < config().queue_depth; });
+  // The queue holds what the GPU has not finished: waiting work, and done work whose planned
+  // end is still ahead (the host then waits for that end itself, not for a worker's wake-up).
+  while (s->queue.size() + s->finishing.size() >= config().queue_depth) {
+    if (s->finishing.empty()) {
+      space_cv_.wait(lock);
+      continue;
+    }
+    const uint64_t end = s->finishing.front().end_ns;
+    lock.unlock();
+    sleep_until_ns(end);
+    complete_due(s);
+    lock.lock();
+  }
   CompletionPtr c = op->done;
+  c->stream = s;
   s->last = c;
   s->queue.push_back(std::move(op));
   s->work_cv.notify_one();
@@ -165,14 +200,30 @@ CompletionPtr Engine::enqueue(Stream* s, std::unique_ptr<Op> op) {
 
 void Engine::wait(const CompletionPtr& c) {
   if (!c) return;
+  tighten_timer_slack();
   std::unique_lock<std::mutex> lock(mu_);
-  done_cv_.wait(lock, [&] { return c->done; });
+  // A host about to block runs the work it waits for itself when the stream's worker has not
+  // taken it yet (a synchronous copy, a launch then a synchronise): two thread wake-ups that a
+  // GPU does not have would otherwise delay the host's return.
+  while (!c->done) {
+    if (c->stream != nullptr && run_front(lock, c->stream)) continue;
+    done_cv_.wait(lock);
+  }
+  const uint64_t end = c->end_ns;
+  lock.unlock();
+  // The host returns when the GPU finishes on the plan, however late the worker ran.
+  sleep_until_ns(end);
+  complete_due();
 }
 
 bool Engine::done(const CompletionPtr& c) {
   if (!c) return true;
-  std::lock_guard<std::mutex> lock(mu_);
-  return c->done;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!c->done || gpuhook_sim_now_ns() < c->end_ns) return false;
+  }
+  complete_due();
+  return true;
 }
 
 uint64_t Engine::end_ns(const CompletionPtr& c) {
@@ -196,51 +247,17 @@ void Engine::synchronize_device(int device) {
   for (const auto& c : pending) wait(c);
 }
 
-// The planned start: the earliest time >= ready at which the shares released by finished
-// work (planned ends, newest first) leave room next to the work still running.
-uint64_t Engine::fit_start(const Resource& r, double share, uint64_t ready_ns) {
-  std::vector<std::pair<uint64_t, double>> rel(r.released.begin(), r.released.end());
-  std::sort(rel.begin(), rel.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  uint64_t start = ready_ns;
-  double overlapping = 0;
-  for (const auto& [end, s] : rel) {
-    if (end <= ready_ns) break;
-    if (r.used + share + overlapping + s <= 1.0 + 1e-9) {
-      overlapping += s;
-      continue;
-    }
-    start = std::max(start, end);
-    break;
-  }
-  return start;
+namespace {
+constexpr size_t kProfileMax = 1024;
+constexpr double kRoomEpsilon = 1e-9;
+
+uint64_t duration_at(const Op& op, uint64_t start) {
+  if (op.kind == OpKind::kKernel) return clock_scaled_ns(op.duration_ns, start);  // a capped clock
+  return op.duration_ns;
 }
 
-uint64_t Engine::acquire(std::unique_lock<std::mutex>& lock, Resource& r, double share,
-                         int priority, uint64_t seq, uint64_t ready_ns) {
-  r.waiters.push_back({priority, seq, ready_ns, share});
-  uint64_t start = ready_ns;
-  // The device gives room to whatever could start earliest in planned time; at a tie (several
-  // waiting for the same release) the higher priority (lower value, as in
-  // cudaStreamCreateWithPriority), then the earlier issued. Worker threads reach this point in
-  // any order, so the decision looks at every competitor, not only the ones already waiting.
-  auto may_start = [&] {
-    if (r.used + share > 1.0 + 1e-9) return false;
-    start = fit_start(r, share, ready_ns);
-    for (const Waiter& w : r.waiters) {
-      if (w.seq == seq || r.used + w.share > 1.0 + 1e-9) continue;
-      const uint64_t t = fit_start(r, w.share, w.ready_ns);
-      const bool better = w.priority < priority || (w.priority == priority && w.seq < seq);
-      if (t < start || (t == start && better)) return false;
-    }
-    return !earlier_op_pending(r, priority, seq, start);
-  };
-  resource_cv_.wait(lock, may_start);
-  r.waiters.erase(std::find_if(r.waiters.begin(), r.waiters.end(),
-                               [&](const Waiter& w) { return w.seq == seq; }));
-  r.used += share;
-  resource_cv_.notify_all();  // the next in line may fit too
-  return start;
-}
+double share_of(const Op& op) { return op.kind == OpKind::kKernel ? op.share : 1.0; }
+}  // namespace
 
 // Each device has its own SMs and copy engines: work on two devices runs side by side.
 Engine::Resource* Engine::resource_of(const Stream& s, const Op& op) {
@@ -250,45 +267,148 @@ Engine::Resource* Engine::resource_of(const Stream& s, const Op& op) {
   return nullptr;
 }
 
-// Work that is ready on another stream but whose worker thread has not reached the resource
-// yet still counts: the device sees submitted work, not our threads' scheduling, so it goes
-// by (planned start, priority, issue order) among everything that could start.
-bool Engine::earlier_op_pending(const Resource& r, int priority, uint64_t seq,
-                                uint64_t start_ns) const {
-  for (Stream* s : streams_) {
-    if (s->queue.empty()) continue;
-    const Op& op = *s->queue.front();
-    if (op.started || op.seq == seq) continue;
-    if (const_cast<Engine*>(this)->resource_of(*s, op) != &r) continue;
-    const double share = op.kind == OpKind::kKernel ? op.share : 1.0;
-    if (r.used + share > 1.0 + 1e-9) continue;
-    uint64_t ready = std::max(op.submitted_ns, s->prev_end_ns);
-    bool deps_done = true;
-    for (const auto& d : op.deps) {
-      deps_done = deps_done && d->done;
-      ready = std::max(ready, d->end_ns);
+// Valid once op's dependencies are done and it is its stream's front operation.
+uint64_t Engine::ready_ns(const Stream& s, const Op& op) const {
+  uint64_t ready = std::max(op.submitted_ns, s.prev_end_ns);
+  for (const auto& d : op.deps) ready = std::max(ready, d->end_ns);
+  return ready;
+}
+
+// The earliest t >= ready such that over [t, t + duration) the planned work leaves `share` of
+// the resource free. Candidates are `ready` and the planned ends after it.
+uint64_t Engine::fit_start(const Resource& r, const Op& op, double share, uint64_t ready) {
+  std::vector<Interval> live;  // only what ends after ready can be in the way
+  for (const Interval& iv : r.planned) {
+    if (iv.end > ready) live.push_back(iv);
+  }
+  std::vector<uint64_t> candidates{ready};
+  for (const Interval& iv : live) candidates.push_back(iv.end);
+  std::sort(candidates.begin(), candidates.end());
+  for (const uint64_t t : candidates) {
+    const uint64_t end = t + std::max<uint64_t>(duration_at(op, t), 1);
+    // The load is highest at t or where a planned interval begins inside [t, end).
+    bool fits = true;
+    auto load_at = [&](uint64_t x) {
+      double load = 0;
+      for (const Interval& iv : live) {
+        if (iv.start <= x && x < iv.end) load += iv.share;
+      }
+      return load;
+    };
+    if (load_at(t) + share > 1.0 + kRoomEpsilon) fits = false;
+    for (size_t i = 0; fits && i < live.size(); ++i) {
+      const Interval& iv = live[i];
+      if (iv.start > t && iv.start < end && load_at(iv.start) + share > 1.0 + kRoomEpsilon) fits = false;
     }
-    if (!deps_done) continue;
-    const uint64_t t = fit_start(r, share, ready);
-    const bool better = s->priority < priority || (s->priority == priority && op.seq < seq);
-    if (t < start_ns || (t == start_ns && better)) return true;
+    if (fits) return t;
+  }
+  return candidates.back();  // unreachable: after the last planned end the resource is free
+}
+
+// Work that is ready on another stream of the same resource, whether or not its worker has
+// reached this point: the device sees submitted work, not our threads' scheduling, so it goes
+// by (planned start, priority, issue order) among everything that could start. A stream's
+// candidate is its first operation on this resource not yet placed; the work before it gives
+// its ready time, exactly when all of it is placed, else a lower bound (work on another
+// resource or host work still to be placed ends no earlier than it could start). Where only a
+// bound is known and it does not rule the candidate out, the caller waits for that stream.
+// Only work whose dependencies are all placed counts, so no wait can close a cycle: each one
+// waits for a candidate that could start strictly earlier.
+bool Engine::competitor_first(const Resource& r, const Stream* self, const Op& op,
+                              uint64_t start) const {
+  constexpr int kLookAhead = 64;
+  auto planned = [](const CompletionPtr& c) { return c->done || c->planned; };
+  for (Stream* s : streams_) {
+    if (s == self) continue;
+    uint64_t prev_end = s->prev_end_ns;
+    bool exact = true;
+    int looked = 0;
+    for (const auto& queued : s->queue) {
+      if (++looked > kLookAhead) break;
+      const Op& other = *queued;
+      if (other.kind == OpKind::kStop) break;
+      if (other.started) {
+        // Placed; a twin still running may end later than planned.
+        exact = exact && planned(other.done);
+        prev_end = std::max(prev_end, other.done->end_ns);
+        continue;
+      }
+      // A dependency not placed yet may be this very op (a graph's join, an event): waiting
+      // for it would never end, so such a stream offers no candidate now.
+      if (!std::all_of(other.deps.begin(), other.deps.end(), planned)) break;
+      uint64_t ready = std::max(other.submitted_ns, prev_end);
+      for (const auto& d : other.deps) ready = std::max(ready, d->end_ns);
+      const Resource* needs = const_cast<Engine*>(this)->resource_of(*s, other);
+      if (needs == &r) {
+        const uint64_t t = exact ? fit_start(r, other, share_of(other), ready) : ready;
+        const bool better = s->priority < self->priority || (s->priority == self->priority && other.seq < op.seq);
+        if (t < start || (t == start && better)) return true;
+        break;
+      }
+      // Work before the candidate: a marker or memset starts when ready; host work and work on
+      // another resource end no earlier than ready plus their own time.
+      if (needs != nullptr || other.kind == OpKind::kHost) exact = false;
+      prev_end = ready + (other.kind == OpKind::kMarker || other.kind == OpKind::kHost ? 0 : other.duration_ns);
+    }
   }
   return false;
 }
 
-void Engine::release(Resource& r, double share, uint64_t end_ns) {
-  r.used = std::max(0.0, r.used - share);
-  r.released.emplace_back(end_ns, share);
-  if (r.released.size() > 256) r.released.pop_front();
-  resource_cv_.notify_all();
+// A start is final once no known competitor comes first and no work yet to be submitted could:
+// what the host submits from now on is submitted at least submit_ns from now.
+uint64_t Engine::commit(std::unique_lock<std::mutex>& lock, Stream* s, Op& op, uint64_t ready) {
+  Resource* r = resource_of(*s, op);
+  if (r == nullptr) {
+    op.started = true;
+    return ready;
+  }
+  const double share = share_of(op);
+  uint64_t start = ready;
+  for (;;) {
+    start = fit_start(*r, op, share, ready);
+    if (competitor_first(*r, s, op, start)) {
+      resource_cv_.wait(lock);
+      continue;
+    }
+    const uint64_t now = gpuhook_sim_now_ns();
+    const uint64_t horizon = start > config().submit_ns ? start - config().submit_ns : 0;
+    if (now < horizon) {
+      resource_cv_.wait_for(lock, std::chrono::nanoseconds(horizon - now));
+      continue;
+    }
+    break;
+  }
+  const uint64_t end = start + duration_at(op, start);
+  // Forget what no placement can meet any more: work waiting in a queue is ready no earlier
+  // than its stream's last end, work yet to be submitted no earlier than now.
+  uint64_t earliest_ready = gpuhook_sim_now_ns();
+  for (const Stream* other : streams_) {
+    if (!other->queue.empty()) earliest_ready = std::min(earliest_ready, other->prev_end_ns);
+  }
+  auto& planned = r->planned;
+  planned.erase(std::remove_if(planned.begin(), planned.end(),
+                               [&](const Interval& iv) { return iv.end < earliest_ready; }),
+                planned.end());
+  if (planned.size() >= kProfileMax) {
+    std::sort(planned.begin(), planned.end(), [](const Interval& a, const Interval& b) { return a.end > b.end; });
+    planned.resize(kProfileMax - 1);
+  }
+  planned.push_back({op.seq, start, end, share});
+  op.started = true;
+  resource_cv_.notify_all();  // competitors that waited for this one go on
+  return start;
+}
+
+// A kernel that ended later than planned (a collective waiting for its last rank).
+void Engine::extend(Resource& r, uint64_t seq, uint64_t end_ns) {
+  for (Interval& iv : r.planned) {
+    if (iv.seq == seq) iv.end = std::max(iv.end, end_ns);
+  }
 }
 
 namespace {
 // Set by gpuhook_sim_kernel_end_at() from the host twin running on this stream's worker.
 thread_local uint64_t t_reported_end_ns = 0;
-// The simulated start of the kernel whose host twin runs on this worker, for
-// gpuhook_sim_kernel_start_ns(): the worker itself may run it later than that on a busy machine.
-thread_local uint64_t t_kernel_start_ns = 0;
 }  // namespace
 
 namespace {
@@ -310,69 +430,145 @@ void note_planned(int device, const Op& op, uint64_t start_ns, uint64_t end_ns) 
 }
 }  // namespace
 
+namespace {
+// The stream whose worker the calling thread is (none on the program's threads).
+thread_local const Stream* t_worker_of = nullptr;
+// The op planned on the calling worker, for a host twin that asks for its start
+// (gpuhook_sim_kernel_start_ns) before the worker has placed it.
+thread_local std::function<uint64_t()>* t_plan = nullptr;
+}  // namespace
+
+// Runs op on its stream's worker (lock held on entry and on return). The real work comes
+// first and the planning after, unless a host twin asks for its start: the plan does not
+// depend on when the work ran, and the host then need not wait for work that a real GPU would
+// have done in the planned time.
 void Engine::execute(std::unique_lock<std::mutex>& lock, Stream* s, Op& op) {
-  uint64_t ready = std::max(op.submitted_ns, s->prev_end_ns);
-  for (const auto& d : op.deps) ready = std::max(ready, d->end_ns);
+  const uint64_t ready = ready_ns(*s, op);
   uint64_t start = ready;
   uint64_t end = ready;
   Resource* resource = resource_of(*s, op);
-  const double share = op.kind == OpKind::kKernel ? op.share : 1.0;
-  if (resource != nullptr) start = acquire(lock, *resource, share, s->priority, op.seq, ready);
-  op.started = true;
-  if (op.kind == OpKind::kKernel) {
-    end = start + clock_scaled_ns(op.duration_ns, start);  // a power-capped clock runs it longer
-  } else if (op.kind == OpKind::kMemcpy || op.kind == OpKind::kMemset) {
-    end = start + op.duration_ns;
-  }
   lock.unlock();
-  note_planned(s->device, op, start, end);
-  // The work itself: device memory is host memory, so copies and memsets are real, and a
-  // kernel with a registered host twin computes its result on this worker thread.
-  t_reported_end_ns = 0;
-  t_kernel_start_ns = start;
-  switch (op.kind) {
-    case OpKind::kKernel:
-      if (op.kernel != nullptr && op.kernel->twin != nullptr) {
-        std::vector<void*> args(op.arg_offsets.size());
-        for (size_t i = 0; i < args.size(); ++i) args[i] = op.arg_bytes.data() + op.arg_offsets[i];
-        op.kernel->twin(args.data(), op.grid, op.block);
+  if (op.kind == OpKind::kHost) {
+    // Host work runs at its place on the timeline, and the stream waits for it.
+    sleep_until_ns(ready);
+    if (op.host_work) op.host_work();
+    if (!op.bookkeeping) end = std::max(end, gpuhook_sim_now_ns());
+    lock.lock();
+    op.started = true;
+  } else {
+    bool planned = false;
+    std::function<uint64_t()> plan = [&] {
+      if (!planned) {
+        lock.lock();
+        start = commit(lock, s, op, ready);
+        end = op.kind == OpKind::kMarker ? start : start + duration_at(op, start);
+        // Final unless a twin asked (it may report a later end when it returns).
+        op.done->end_ns = end;
+        op.done->planned = t_plan == nullptr;
+        lock.unlock();
+        note_planned(s->device, op, start, end);
+        planned = true;
       }
-      break;
-    case OpKind::kMemcpy:
-      if (op.bytes != 0) std::memmove(op.dst, op.src, op.bytes);
-      break;
-    case OpKind::kMemset:
-      if (op.bytes != 0) std::memset(op.dst, op.value, op.bytes);
-      break;
-    case OpKind::kHost:
-      // The stream waits for the host work: later work starts after it returned.
-      if (op.host_work) op.host_work();
-      if (!op.bookkeeping) end = std::max(end, gpuhook_sim_now_ns());
-      break;
-    default: break;
+      return start;
+    };
+    // Device memory is host memory, so copies and memsets are real, and a kernel with a
+    // registered host twin computes its result on this worker thread.
+    t_reported_end_ns = 0;
+    switch (op.kind) {
+      case OpKind::kKernel:
+        if (op.kernel != nullptr && op.kernel->twin != nullptr) {
+          std::vector<void*> args(op.arg_offsets.size());
+          for (size_t i = 0; i < args.size(); ++i) args[i] = op.arg_bytes.data() + op.arg_offsets[i];
+          t_plan = &plan;
+          op.kernel->twin(args.data(), op.grid, op.block);
+          t_plan = nullptr;
+        }
+        break;
+      case OpKind::kMemcpy:
+        if (op.bytes != 0) std::memmove(op.dst, op.src, op.bytes);
+        break;
+      case OpKind::kMemset:
+        if (op.bytes != 0) std::memset(op.dst, op.value, op.bytes);
+        break;
+      default: break;
+    }
+    plan();
+    // A twin that waits for other processes (a simulated NCCL collective ends when the last
+    // rank arrives) knows the real end only after it ran; it reports it here.
+    if (op.kind == OpKind::kKernel && t_reported_end_ns > end) {
+      note_busy(s->device, BusyKind::kKernel, end, t_reported_end_ns, op.share, 0, op.load);
+      end = t_reported_end_ns;
+      lock.lock();
+      if (resource != nullptr) extend(*resource, op.seq, end);
+      lock.unlock();
+    }
+    lock.lock();
   }
-  // A twin that waits for other processes (a simulated NCCL collective ends when the last
-  // rank arrives) knows the real end only after it ran; it reports it here.
-  if (op.kind == OpKind::kKernel && t_reported_end_ns > end) {
-    note_busy(s->device, BusyKind::kKernel, end, t_reported_end_ns, op.share, 0, op.load);
-    end = t_reported_end_ns;
-  }
-  sleep_until_ns(end);
-  emit_op_record(*s, op, start, end);
-  lock.lock();
-  if (resource != nullptr) release(*resource, share, end);
   s->prev_end_ns = end;
   op.done->end_ns = end;
+  op.done->planned = true;
   op.done->done = true;
+  // It leaves the queue (the caller pops it) for the records that wait for the clock.
+  s->finishing.push_back({std::move(s->queue.front()), start, end});
+}
+
+// Called without mu_. records_mu_ is held while the records are written, so that when it
+// returns every record due when it was called is complete, whichever thread wrote it.
+void Engine::complete_due(Stream* only) {
+  std::lock_guard<std::mutex> records(records_mu_);
+  std::vector<std::pair<Stream*, Stream::Finished>> due;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const uint64_t now = gpuhook_sim_now_ns();
+    auto collect = [&](Stream* s) {
+      while (!s->finishing.empty() && s->finishing.front().end_ns <= now) {
+        due.emplace_back(s, std::move(s->finishing.front()));
+        s->finishing.pop_front();
+      }
+    };
+    if (only != nullptr) {
+      collect(only);
+    } else {
+      for (Stream* s : streams_) collect(s);
+    }
+  }
+  for (auto& [s, f] : due) emit_op_record(*s, *f.op, f.start_ns, f.end_ns);
+  if (!due.empty()) space_cv_.notify_all();
 }
 
 void Engine::worker_main(Stream* s) {
+  t_worker_of = s;
   pthread_setname_np(pthread_self(), s->legacy ? (s->device == 0 ? "sim_stream_0" : "sim_stream_0_dev") : "sim_stream");
+  tighten_timer_slack();
   std::unique_lock<std::mutex> lock(mu_);
+  // Waits for `ready`, meanwhile completing this stream's records as their ends come.
+  auto wait_on = [&](std::condition_variable& cv, auto ready) {
+    for (;;) {
+      lock.unlock();
+      complete_due(s);
+      lock.lock();
+      if (ready()) return;
+      if (s->finishing.empty()) {
+        cv.wait(lock);
+      } else {
+        const uint64_t next = s->finishing.front().end_ns;
+        const uint64_t now = gpuhook_sim_now_ns();
+        if (next > now) cv.wait_for(lock, std::chrono::nanoseconds(next - now));
+      }
+    }
+  };
   for (;;) {
-    s->work_cv.wait(lock, [&] { return !s->queue.empty(); });
+    wait_on(s->work_cv, [&] { return !s->queue.empty() && !s->queue.front()->taken; });
     Op& op = *s->queue.front();
     if (op.kind == OpKind::kStop) {
+      // Finish the records of what ran, then stop.
+      while (!s->finishing.empty()) {
+        const uint64_t end = s->finishing.back().end_ns;
+        lock.unlock();
+        sleep_until_ns(end);
+        complete_due(s);
+        lock.lock();
+      }
       s->dead = true;
       op.done->end_ns = s->prev_end_ns;
       op.done->done = true;
@@ -381,15 +577,31 @@ void Engine::worker_main(Stream* s) {
       space_cv_.notify_all();
       return;
     }
-    done_cv_.wait(lock, [&] {
-      return std::all_of(op.deps.begin(), op.deps.end(), [](const auto& d) { return d->done; });
+    // A waiting host may take it meanwhile (Engine::wait): then look again.
+    wait_on(done_cv_, [&] {
+      return s->queue.empty() || s->queue.front().get() != &op || op.taken ||
+             std::all_of(op.deps.begin(), op.deps.end(), [](const auto& d) { return d->done; });
     });
-    execute(lock, s, op);
-    s->queue.pop_front();
-    done_cv_.notify_all();
-    resource_cv_.notify_all();  // finished work may make another stream's work ready
-    space_cv_.notify_all();
+    run_front(lock, s);
   }
+}
+
+bool Engine::run_front(std::unique_lock<std::mutex>& lock, Stream* s) {
+  if (s->queue.empty()) return false;
+  Op& op = *s->queue.front();
+  if (op.taken || op.kind == OpKind::kStop) return false;
+  if (!std::all_of(op.deps.begin(), op.deps.end(), [](const auto& d) { return d->done; })) return false;
+  // Host work runs on the stream's worker, a runtime thread, never on a waiting host: it may
+  // take locks the waiting thread holds.
+  if (op.kind == OpKind::kHost && t_worker_of != s) return false;
+  op.taken = true;
+  execute(lock, s, op);
+  s->queue.pop_front();
+  done_cv_.notify_all();
+  resource_cv_.notify_all();  // finished work may make another stream's work ready
+  space_cv_.notify_all();
+  s->work_cv.notify_one();    // the next one, if a host ran this one
+  return true;
 }
 
 }  // namespace gpuhook::sim
@@ -404,5 +616,5 @@ extern "C" __attribute__((visibility("default"))) void gpuhook_sim_kernel_end_at
 // (CUPTI clock), 0 outside a host twin. The simulated NCCL takes its arrival from it: a
 // worker woken late by the OS must not look like a late rank.
 extern "C" __attribute__((visibility("default"))) uint64_t gpuhook_sim_kernel_start_ns() {
-  return gpuhook::sim::t_kernel_start_ns;
+  return gpuhook::sim::t_plan != nullptr ? (*gpuhook::sim::t_plan)() : 0;
 }

@@ -1,9 +1,13 @@
 // The simulated GPU: one worker thread per stream runs that stream's operations in order;
 // kernels share the SMs by the fraction of the device their grid fills, copies queue for
-// the copy engine of their direction. Times are planned on the CUPTI clock (start = the
-// latest of "submitted", the previous operation's end, dependencies' ends and the moment
-// room became free) and the worker waits in real time until the planned end before it
-// reports completion, so whatever the host observes is consistent with the records.
+// the copy engine of their direction. The GPU's timeline is planned, not measured: an
+// operation's start is the latest of its "submitted" time, the previous operation's end on its
+// stream, its dependencies' ends and the first moment its resource has room for it for its
+// whole duration, decided among competitors in planned-time order (then priority, then issue
+// order). Nothing of the machine's scheduling enters it: the same submissions give the same
+// timeline whatever the load. The real work (a kernel's host twin, a copy's bytes) runs as
+// soon as the worker reaches it, and the host, where an API blocks, waits until the planned
+// end itself, so what it observes is consistent with the records.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -31,9 +35,16 @@ struct KernelInfo {
   std::vector<size_t> arg_sizes;
 };
 
+struct Stream;
 struct Completion {
-  bool done = false;    // guarded by Engine's mutex
+  // Guarded by Engine's mutex. Planned and its real work done; the GPU finishes it at end_ns,
+  // which may still be ahead of the clock (Engine::done and Engine::wait say when it is over).
+  bool done = false;
+  // Guarded by Engine's mutex. end_ns is final: set when the work is placed on the timeline,
+  // which may be before its real work ran (a twin reporting a later end is final after it).
+  bool planned = false;
   uint64_t end_ns = 0;  // planned end on the CUPTI clock
+  Stream* stream = nullptr;  // where it was enqueued (a host waiting for it may run it there)
 };
 using CompletionPtr = std::shared_ptr<Completion>;
 
@@ -71,7 +82,8 @@ struct Op {
   uint8_t dst_kind = 0;
   CopyEngine engine = CopyEngine::kNone;
   bool async = true;
-  bool started = false;  // guarded by Engine's mutex: it holds or is done with its resource
+  bool started = false;  // guarded by Engine's mutex: its place on the timeline is decided
+  bool taken = false;    // guarded by Engine's mutex: a thread (worker or waiting host) runs it
   uint64_t record_slot = 0;  // its CUPTI record's room in the launching thread's buffer
   std::function<void()> host_work;  // kHost
   bool bookkeeping = false;         // kHost: the simulator's own, no time on the stream's timeline
@@ -99,6 +111,14 @@ struct Stream {
   CompletionPtr last;
   uint64_t prev_end_ns = 0;
   std::condition_variable work_cv;
+  // Done operations whose planned end is still ahead of the clock: their CUPTI records are
+  // completed when the clock reaches it (ends in order: a stream's work does not overlap).
+  struct Finished {
+    std::unique_ptr<Op> op;
+    uint64_t start_ns;
+    uint64_t end_ns;
+  };
+  std::deque<Finished> finishing;
 };
 
 struct GraphNode;
@@ -139,7 +159,10 @@ class Engine {
 
   // Blocks while the stream's queue is full (the bounded launch queue).
   CompletionPtr enqueue(Stream* s, std::unique_ptr<Op> op);
+  // Returns when the work is over on the simulated timeline: at its planned end, not when a
+  // worker thread happens to wake.
   void wait(const CompletionPtr& c);
+  // The work is over: planned, done, and its planned end reached.
   bool done(const CompletionPtr& c);
   uint64_t end_ns(const CompletionPtr& c);
   CompletionPtr last_of(Stream* s);
@@ -149,16 +172,16 @@ class Engine {
 
  private:
   Engine();
-  struct Waiter {
-    int priority;
+  // One planned occupation of a resource: [start, end) holding `share` of it.
+  struct Interval {
     uint64_t seq;
-    uint64_t ready_ns;
+    uint64_t start;
+    uint64_t end;
     double share;
   };
+  // A resource's planned profile: what the timeline already holds on it.
   struct Resource {
-    double used = 0;
-    std::vector<Waiter> waiters;
-    std::deque<std::pair<uint64_t, double>> released;  // (planned end, share), newest last
+    std::vector<Interval> planned;
   };
   // One GPU: its own SMs, copy engines and legacy default stream.
   struct Device {
@@ -170,14 +193,23 @@ class Engine {
   Stream* legacy_locked(int device);
   void start_worker(Stream* s);
   void worker_main(Stream* s);
-  uint64_t acquire(std::unique_lock<std::mutex>& lock, Resource& r, double share, int priority,
-                   uint64_t seq, uint64_t ready_ns);
-  void release(Resource& r, double share, uint64_t end_ns);
   Resource* resource_of(const Stream& s, const Op& op);
-  bool earlier_op_pending(const Resource& r, int priority, uint64_t seq, uint64_t start_ns) const;
-  static uint64_t fit_start(const Resource& r, double share, uint64_t ready_ns);
+  uint64_t ready_ns(const Stream& s, const Op& op) const;
+  // The earliest start >= ready at which `op` fits on `r` for its whole duration.
+  static uint64_t fit_start(const Resource& r, const Op& op, double share, uint64_t ready);
+  // Decides op's start on its resource once no competitor comes first (see engine.cpp).
+  uint64_t commit(std::unique_lock<std::mutex>& lock, Stream* s, Op& op, uint64_t ready);
+  bool competitor_first(const Resource& r, const Stream* s, const Op& op, uint64_t start) const;
+  void extend(Resource& r, uint64_t seq, uint64_t end_ns);
   void execute(std::unique_lock<std::mutex>& lock, Stream* s, Op& op);
+  // Runs the stream's front operation on the calling thread, if no thread has taken it and
+  // its dependencies are done; false otherwise.
+  bool run_front(std::unique_lock<std::mutex>& lock, Stream* s);
+  // Completes the CUPTI records of work whose planned end the clock has reached (of every
+  // stream, or of one).
+  void complete_due(Stream* only = nullptr);
 
+  std::mutex records_mu_;  // taken before mu_, never while holding it
   std::mutex mu_;
   std::condition_variable done_cv_;
   std::condition_variable space_cv_;
@@ -188,7 +220,8 @@ class Engine {
   uint64_t seq_ = 0;
 };
 
-// Sleeps until the CUPTI clock reads at least t_ns.
+// Sleeps until the CUPTI clock reads at least t_ns, to within a few microseconds (it spins
+// through the last stretch, which a plain sleep would overshoot by the timer slack).
 void sleep_until_ns(uint64_t t_ns);
 
 }  // namespace gpuhook::sim

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <thread>
 
 #include "cudart/stamps.h"
@@ -306,3 +307,85 @@ TEST_F(StreamSemantics, EventElapsedTimeCoversTheKernel) {
 }
 
 }  // namespace
+
+namespace {
+// One program's GPU timeline, every kernel, copy and memset relative to the end of the first
+// kernel, in issue order. `burners` threads spin meanwhile, loading the machine.
+struct Span {
+  int64_t start;
+  int64_t end;
+  bool operator==(const Span&) const = default;
+};
+std::vector<Span> timeline_of_one_program(int burners) {
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> load;
+  for (int i = 0; i < burners; ++i) {
+    load.emplace_back([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+      }
+    });
+  }
+  start_tracing();
+  cudaStream_t a, b, c;
+  EXPECT_EQ(cudaStreamCreate(&a), cudaSuccess);
+  EXPECT_EQ(cudaStreamCreateWithPriority(&b, cudaStreamDefault, -1), cudaSuccess);
+  EXPECT_EQ(cudaStreamCreateWithFlags(&c, cudaStreamNonBlocking), cudaSuccess);
+  cudaEvent_t after_hold;
+  EXPECT_EQ(cudaEventCreate(&after_hold), cudaSuccess);
+  void *pinned = nullptr, *device = nullptr;
+  EXPECT_EQ(cudaMallocHost(&pinned, 1 << 20), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(&device, 1 << 20), cudaSuccess);
+  // Two waves of slow_kernel (40 ms) hold the whole device while the host submits the rest,
+  // so every start below is decided by the submissions, none by when a thread ran.
+  launch(kernel("slow_kernel"), 2 * kFullGrid, 256, a);
+  EXPECT_EQ(cudaEventRecord(after_hold, a), cudaSuccess);
+  EXPECT_EQ(cudaStreamWaitEvent(c, after_hold, 0), cudaSuccess);
+  for (int i = 0; i < 6; ++i) {
+    launch(kernel("mid_kernel"), i % 2 == 0 ? kFullGrid : kSmallGrid, 256, a);
+    launch(kernel("mid_kernel"), kSmallGrid, 256, b);  // the higher priority
+    launch(kernel("mid_kernel"), kSmallGrid * 3, 256, c);
+    if (i == 2) EXPECT_EQ(cudaMemcpyAsync(device, pinned, 1 << 20, cudaMemcpyHostToDevice, c), cudaSuccess);
+    if (i == 3) EXPECT_EQ(cudaMemsetAsync(device, 0, 1 << 20, b), cudaSuccess);
+  }
+  finish_tracing();
+  stop = true;
+  for (auto& t : load) t.join();
+  EXPECT_EQ(cudaFree(device), cudaSuccess);
+  EXPECT_EQ(cudaFreeHost(pinned), cudaSuccess);
+  for (cudaStream_t s : {a, b, c}) EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+  EXPECT_EQ(cudaEventDestroy(after_hold), cudaSuccess);
+
+  std::lock_guard<std::mutex> lock(received().mu);
+  std::vector<std::pair<uint32_t, Span>> ops;
+  uint64_t zero = 0;
+  for (const auto& k : received().kernels) {
+    if (k.name == "slow_kernel") zero = k.end;
+  }
+  EXPECT_NE(zero, 0u);
+  auto rel = [&](uint64_t t) { return static_cast<int64_t>(t) - static_cast<int64_t>(zero); };
+  for (const auto& k : received().kernels) {
+    if (k.name == "mid_kernel") ops.push_back({k.correlation, {rel(k.start), rel(k.end)}});
+  }
+  for (const auto& m : received().copies) ops.push_back({m.correlation, {rel(m.start), rel(m.end)}});
+  for (const auto& m : received().memsets) ops.push_back({m.correlation, {rel(m.start), rel(m.end)}});
+  std::sort(ops.begin(), ops.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::vector<Span> out;
+  for (const auto& [id, span] : ops) out.push_back(span);
+  return out;
+}
+}  // namespace
+
+// The simulator plans the GPU's timeline from what the host submitted and when: the machine's
+// load moves the host, never the plan. Every start here follows from the submissions alone.
+TEST_F(StreamSemantics, TheSameSubmissionsGiveTheSameTimelineUnderLoad) {
+  const std::vector<Span> quiet = timeline_of_one_program(0);
+  const std::vector<Span> loaded = timeline_of_one_program(3);
+  ASSERT_EQ(quiet.size(), 6u * 3u + 2u);
+  ASSERT_EQ(loaded.size(), quiet.size());
+  for (size_t i = 0; i < quiet.size(); ++i) {
+    EXPECT_EQ(quiet[i].start, loaded[i].start) << "operation " << i;
+    EXPECT_EQ(quiet[i].end, loaded[i].end) << "operation " << i;
+  }
+  // And the work of the three streams really competed: something started after the hold.
+  EXPECT_GE(quiet.front().start, 0);
+}
