@@ -158,6 +158,18 @@ class Stage {
     CHECK_CUDA(cudaStreamDestroy(stream_));
   }
 
+  // What training scripts do before their loop (torch.distributed.barrier()): stages whose
+  // processes started at different moments begin the first step together, so that step's
+  // bubble is the schedule's, not the start-up's.
+  void barrier() {
+    float* token = nullptr;
+    CHECK_CUDA(cudaMalloc(&token, sizeof(float)));
+    CHECK_CUDA(cudaMemset(token, 0, sizeof(float)));
+    CHECK_NCCL(ncclAllReduce(token, token, 1, ncclFloat32, ncclSum, comm_, stream_));
+    CHECK_CUDA(cudaStreamSynchronize(stream_));
+    CHECK_CUDA(cudaFree(token));
+  }
+
   void step() {
     nvtxRangePushA("train_step");
     if (o_.fixed) one_f_one_b();
@@ -331,6 +343,7 @@ int run_rank(const Options& o, int rank, int world, int local_rank) {
   std::vector<float> got;
   {
     Stage stage(o, rank, world, comm, wave_blocks);
+    stage.barrier();
     for (int s = 0; s < o.steps; ++s) stage.step();
     got = stage.weight_gradients();
   }
