@@ -110,6 +110,10 @@ uint64_t write(const Built& b, const std::vector<Change>& changes, const std::st
     for (uint32_t i = 0; i < sec.records.size(); ++i) {
       v1::Record r = sec.records[i];
       if (r.kind_case() == v1::Record::kStringDef) continue;  // the writer defines its own
+      // A metric sample (NVML, PM sampling) measured the run that was recorded: moved onto the
+      // predicted timeline it would describe work that is no longer there (and stretch the
+      // prediction's span to the measured one's), so the prediction has none.
+      if (r.kind_case() == v1::Record::kMetricSample) continue;
       const RecordPlace& place = places[i];
       switch (place.kind) {
         case RecordPlace::Kind::kCall: {
