@@ -21,6 +21,6 @@ k=$(count kernel _Z5scale) h=$(count host_function) n=$(count nccl ALL_REDUCE) u
     "$cli" dump "$work/r.gpuh" | head -60; exit 1; }
 # The kernel's own arguments were read (its launch went through the interposed __cudaLaunchKernel).
 corr=$("$cli" dump "$work/r.gpuh" --kind kernel | grep _Z5scale | sed -n 's/.* correlation_id=\([0-9]*\).*/\1/p')
-"$cli" dump "$work/r.gpuh" --kind memory_use | grep -q " correlation_id=$corr " ||
+grep -q " correlation_id=$corr " <("$cli" dump "$work/r.gpuh" --kind memory_use) ||
   { echo "FAIL: no memory use of the scale kernel's launch (correlation id $corr)"; exit 1; }
 echo "ok: through RTLD_LOCAL: $k kernel, $h host function, $n NCCL calls, $u memory uses"

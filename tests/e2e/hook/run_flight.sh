@@ -47,7 +47,7 @@ case $mode in
     dump=""
     for f in "$work"/run.flight*.gpuh; do
       [[ -f $f ]] || continue
-      if "$cli" info "$f" | grep -q "trigger \"slow\": \"occurrence 1500 of 'train_step' took"; then dump=$f
+      if grep -q "trigger \"slow\": \"occurrence 1500 of 'train_step' took" <("$cli" info "$f"); then dump=$f
       else echo "note: another dump, the machine's jitter: $("$cli" info "$f" | grep flight)"; fi
     done
     [[ -n $dump ]] || fail "no dump names occurrence 1500: $(ls "$work"); $(cat "$work/hooked.err")"
@@ -66,7 +66,7 @@ case $mode in
   call)
     run GPUHOOK_FLIGHT=10s -- --steps 100 --trigger-at 50
     [[ -f $work/run.flight1.gpuh ]] || fail "no dump: $(cat "$work/hooked.err")"
-    "$cli" info "$work/run.flight1.gpuh" | grep -q "dump 1, trigger \"call\": \"long_run: --trigger-at reached\"" ||
+    grep -q "dump 1, trigger \"call\": \"long_run: --trigger-at reached\"" <("$cli" info "$work/run.flight1.gpuh") ||
       fail "info does not give the program's reason"
     # The 50 steps before the call, and the few the program ran before the writer got to it.
     fwd=$(kernels "$work/run.flight1.gpuh" step_forward)
@@ -77,7 +77,7 @@ case $mode in
     run GPUHOOK_FLIGHT=10s -- --steps 60 --signal-at 30
     grep -q "nothing handles SIGUSR2" "$work/plain.out" || fail "alone, the example should not send SIGUSR2"
     [[ -f $work/run.flight1.gpuh ]] || fail "no dump on SIGUSR2: $(cat "$work/hooked.err")"
-    "$cli" info "$work/run.flight1.gpuh" | grep -q "dump 1, trigger \"signal\"" || fail "info does not say signal"
+    grep -q "dump 1, trigger \"signal\"" <("$cli" info "$work/run.flight1.gpuh") || fail "info does not say signal"
     readable "$work/run.flight1.gpuh"
     ;;
   quiet)
@@ -103,7 +103,7 @@ case $mode in
     wait "$pid" || rc=$?
     [[ $rc == 143 ]] || fail "exit status $rc after SIGTERM, want 143 (killed by the signal)"
     [[ -f $work/run.flight1.gpuh ]] || fail "no dump on SIGTERM: $(cat "$work/hooked.err")"
-    "$cli" info "$work/run.flight1.gpuh" | grep -q "dump 1, trigger \"crash\"" || fail "info does not say crash"
+    grep -q "dump 1, trigger \"crash\"" <("$cli" info "$work/run.flight1.gpuh") || fail "info does not say crash"
     fwd=$(kernels "$work/run.flight1.gpuh" step_forward)
     ((fwd > 10)) || fail "the crash dump holds $fwd steps"
     readable "$work/run.flight1.gpuh"
@@ -112,7 +112,7 @@ case $mode in
     # Step 30 stalls the GPU for 3 s: the synchronize after it waits; at 500 ms the hook writes.
     run GPUHOOK_FLIGHT=10s GPUHOOK_HANG=500ms -- --steps 40 --hang-at 30
     [[ -f $work/run.flight1.gpuh && ! -e $work/run.flight2.gpuh ]] || fail "want one dump: $(ls "$work"); $(cat "$work/hooked.err")"
-    "$cli" info "$work/run.flight1.gpuh" | grep -q "dump 1, trigger \"hang\": \"cudaStreamSynchronize.* has waited [0-9]* ms for the GPU" ||
+    grep -q "dump 1, trigger \"hang\": \"cudaStreamSynchronize.* has waited [0-9]* ms for the GPU" <("$cli" info "$work/run.flight1.gpuh") ||
       fail "info does not say which call hung: $("$cli" info "$work/run.flight1.gpuh" | grep flight)"
     fwd=$(kernels "$work/run.flight1.gpuh" step_forward)
     [[ $fwd == 30 ]] || fail "the dump holds $fwd steps, want the 30 up to the stall"

@@ -10,7 +10,7 @@ rm -rf "$work" && mkdir -p "$work"
 cmake --install "$build" --prefix "$work/prefix" --component format > "$work/install.log"
 # Only the public API is installed: no private header of the format may leak.
 for private in framing.h record_codec.h fast_encode.h wire_format.h wire_capture.h wire_from_proto.h; do
-  if find "$work/prefix" -name "$private" | grep -q .; then
+  if [ -n "$(find "$work/prefix" -name "$private")" ]; then
     echo "FAIL: private header $private was installed"; exit 1
   fi
 done

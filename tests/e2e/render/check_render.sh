@@ -62,7 +62,7 @@ grep -q 'no GPU activity' "$out/empty.svg" && ok "empty capture says so" || bad 
 python3 "$here/pngcheck.py" "$out/basic.png" "$out/basic.svg" "void gemm_f" && ok "png pixels" || bad "png pixels"
 "$cli" render "$out/hostile.gpuh" -o "$out/hostile.png" 2>/dev/null || bad "hostile png exit"
 python3 "$here/pngcheck.py" "$out/hostile.png" "$out/hostile.svg" "&lt;script" && ok "hostile png pixels" || bad "hostile png pixels"
-"$cli" render "$out/basic.gpuh" -o "$out/basic.pdf" 2>/dev/null && head -c 5 "$out/basic.pdf" | grep -q '%PDF-' && ok "pdf" || bad "pdf"
+"$cli" render "$out/basic.gpuh" -o "$out/basic.pdf" 2>/dev/null && [ "$(head -c 5 "$out/basic.pdf")" = "%PDF-" ] && ok "pdf" || bad "pdf"
 
 # The HTML page (tests/browser drives it in chromium): same capture, same bytes; hostile names
 # stay inside the data block (the page's only two </script> are its own).
