@@ -11,7 +11,7 @@
 //   make_capture hostile_device OUT           a device record and launch shapes no GPU has
 //   make_capture script_names OUT             kernels named to break out of an HTML page's
 //                                              <script> (the HTML output's hostile test)
-//   make_capture synth OUT KERNELS SEED        gpuhook_synth's realistic capture (names from
+//   make_capture synth OUT KERNELS SEED [CHUNK_KIB]  gpuhook_synth's realistic capture (names from
 //                                              seed 1, so two SEEDs share kernels; SEED
 //                                              jitters each exec time by up to 2%)
 #include <cmath>
@@ -397,11 +397,13 @@ int main(int argc, char** argv) {
     script_names(argv[2]);
   } else if (mode == "hostile_device" && argc == 3) {
     hostile_device(argv[2]);
-  } else if (mode == "synth" && argc == 5) {
+  } else if (mode == "synth" && (argc == 5 || argc == 6)) {
     gpuhook::synth::SynthOptions so;
     so.kernels = std::strtoull(argv[3], nullptr, 10);
     std::string err;
-    auto w = gpuhook::CaptureWriter::create(argv[2], {}, &err);
+    gpuhook::WriterOptions wo;
+    if (argc == 6) wo.chunk_bytes = std::strtoull(argv[5], nullptr, 10) << 10;  // CHUNK_KIB: more chunks, fewer records
+    auto w = gpuhook::CaptureWriter::create(argv[2], wo, &err);
     if (!w) {
       std::fprintf(stderr, "make_capture: %s\n", err.c_str());
       return 2;
@@ -426,7 +428,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   } else {
-    std::fprintf(stderr, "usage: make_capture steps OUT SEED SCALE [ITER] | nvtx OUT ITER | hostile OUT | hostile_device OUT | script_names OUT | synth OUT KERNELS SEED\n");
+    std::fprintf(stderr, "usage: make_capture steps OUT SEED SCALE [ITER] | nvtx OUT ITER | hostile OUT | hostile_device OUT | script_names OUT | synth OUT KERNELS SEED [CHUNK_KIB]\n");
     return 2;
   }
   return 0;
