@@ -67,14 +67,20 @@ def main():
     assert (img[0], img[1]) == (int(w), int(h)), "PNG %dx%d, SVG %dx%d" % (img[0], img[1], w, h)
     m = None
     for r in re.finditer(r'<rect x="([\d.]+)" y="([\d.]+)" width="([\d.]+)" height="([\d.]+)" fill="#(\w{6})"([^>]*)><title>([^<]*)', text):
-        # "*": the first opaque, titled rectangle at least 3 px wide (an event or a host call;
-        # not a queued-stage segment, which the next launch's stages may draw over).
-        if prefix == "*" and ("opacity" in r.group(6) or float(r.group(3)) < 3 or r.group(7).startswith("queued:")):
+        # "*": the widest opaque, titled rectangle (an event or a host call; not a queued-stage
+        # segment, which the next launch's stages may draw over), at least 3 px wide. The widest,
+        # not the first: how wide a given event is depends on the capture's span, which the
+        # host's own time (a loaded machine) stretches.
+        if prefix == "*":
+            if "opacity" in r.group(6) or r.group(7).startswith("queued:"):
+                continue
+            if m is None or float(r.group(3)) > float(m.group(3)):
+                m = r
             continue
-        if prefix == "*" or r.group(7).startswith(prefix):
+        if r.group(7).startswith(prefix):
             m = r
             break
-    assert m, "no rect titled %r in the SVG" % prefix
+    assert m and (prefix != "*" or float(m.group(3)) >= 3), "no rect titled %r in the SVG" % prefix
     x, y, rw, rh = (float(m.group(i)) for i in range(1, 5))
     want = tuple(int(m.group(5)[i:i + 2], 16) for i in (0, 2, 4))
     cx, cy = int(x + rw / 2), int(y + rh / 2)
