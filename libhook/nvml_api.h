@@ -15,6 +15,9 @@
 //     nvmlDeviceGetCurrentClocksThrottleReasons has the same signature and bits, group__nvmlClocksEventReasons)
 //   nvmlDeviceGetPcieThroughput(nvmlDevice_t, nvmlPcieUtilCounter_t, unsigned int*)  (KB/s; "querying a byte
 //     counter over a 20ms interval": each call takes 20 ms, so the sampler reads it at most once a second)
+//   nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t, unsigned int*), ...GetCurrPcieLinkWidth (lanes),
+//   nvmlDeviceGetMaxPcieLinkGeneration, ...GetMaxPcieLinkWidth (the most "possible with this device
+//     and system"), same signature: the link the DeviceInfo record carries (pcie_link.cpp)
 //   nvmlErrorString(nvmlReturn_t)
 #pragma once
 
@@ -60,6 +63,7 @@ using PowerFn = Return (*)(Device, unsigned int*);
 using TemperatureFn = Return (*)(Device, int, unsigned int*);
 using ReasonsFn = Return (*)(Device, unsigned long long*);
 using PcieFn = Return (*)(Device, int, unsigned int*);
+using LinkFn = Return (*)(Device, unsigned int*);
 using ErrorStringFn = const char* (*)(Return);
 
 // The entry points found in one loaded library; a missing one is nullptr.
@@ -77,6 +81,10 @@ struct Api {
   TemperatureFn temperature = nullptr;
   ReasonsFn reasons = nullptr;
   PcieFn pcie = nullptr;
+  LinkFn link_generation = nullptr;
+  LinkFn link_width = nullptr;
+  LinkFn link_max_generation = nullptr;
+  LinkFn link_max_width = nullptr;
   ErrorStringFn error_string = nullptr;
 };
 

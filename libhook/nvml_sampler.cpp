@@ -56,6 +56,10 @@ bool load_nvml(const std::string& path, nvml::Api* api, std::string* why) {
   // Drivers before R535 have only the older name, with the same signature and bits.
   if (a.reasons == nullptr) a.reasons = reinterpret_cast<nvml::ReasonsFn>(sym("nvmlDeviceGetCurrentClocksThrottleReasons"));
   a.pcie = reinterpret_cast<nvml::PcieFn>(sym("nvmlDeviceGetPcieThroughput"));
+  a.link_generation = reinterpret_cast<nvml::LinkFn>(sym("nvmlDeviceGetCurrPcieLinkGeneration"));
+  a.link_width = reinterpret_cast<nvml::LinkFn>(sym("nvmlDeviceGetCurrPcieLinkWidth"));
+  a.link_max_generation = reinterpret_cast<nvml::LinkFn>(sym("nvmlDeviceGetMaxPcieLinkGeneration"));
+  a.link_max_width = reinterpret_cast<nvml::LinkFn>(sym("nvmlDeviceGetMaxPcieLinkWidth"));
   a.error_string = reinterpret_cast<nvml::ErrorStringFn>(sym("nvmlErrorString"));
   if (a.init == nullptr || (a.by_pci_bus_id == nullptr && a.by_uuid == nullptr)) {
     dlclose(lib);
@@ -70,6 +74,18 @@ CudaDeviceIds cuda_device_ids() {
   return CudaDeviceIds{&cuda_device_count, &cuda_pci_bus_id, &cuda_uuid_text};
 }
 
+nvml::Device find_device(const nvml::Api& api, const CudaDeviceIds& ids, uint32_t ordinal) {
+  nvml::Device handle = nullptr;
+  const std::string bus = ids.pci_bus_id ? ids.pci_bus_id(ordinal) : std::string();
+  if (!bus.empty() && api.by_pci_bus_id != nullptr && api.by_pci_bus_id(bus.c_str(), &handle) == nvml::kSuccess &&
+      handle != nullptr)
+    return handle;
+  const std::string uuid = ids.uuid ? ids.uuid(ordinal) : std::string();
+  handle = nullptr;
+  if (!uuid.empty() && api.by_uuid != nullptr && api.by_uuid(uuid.c_str(), &handle) == nvml::kSuccess) return handle;
+  return nullptr;
+}
+
 std::vector<NvmlDevice> map_devices(const nvml::Api& api, const CudaDeviceIds& ids, std::string* problem) {
   std::vector<NvmlDevice> out;
   const int count = ids.count ? ids.count() : 0;
@@ -80,19 +96,7 @@ std::vector<NvmlDevice> map_devices(const nvml::Api& api, const CudaDeviceIds& i
   // A process sees at most a node's GPUs; a corrupt count must not make this loop long.
   for (int i = 0; i < count && i < 64; ++i) {
     const auto ordinal = static_cast<uint32_t>(i);
-    nvml::Device handle = nullptr;
-    const std::string bus = ids.pci_bus_id ? ids.pci_bus_id(ordinal) : std::string();
-    if (!bus.empty() && api.by_pci_bus_id != nullptr && api.by_pci_bus_id(bus.c_str(), &handle) == nvml::kSuccess &&
-        handle != nullptr) {
-      out.push_back({ordinal, handle, 0});
-      continue;
-    }
-    const std::string uuid = ids.uuid ? ids.uuid(ordinal) : std::string();
-    handle = nullptr;
-    if (!uuid.empty() && api.by_uuid != nullptr && api.by_uuid(uuid.c_str(), &handle) == nvml::kSuccess &&
-        handle != nullptr) {
-      out.push_back({ordinal, handle, 0});
-    }
+    if (nvml::Device handle = find_device(api, ids, ordinal)) out.push_back({ordinal, handle, 0});
   }
   if (out.empty()) *problem = "NVML knows none of the " + std::to_string(count) + " CUDA devices by PCI bus id or UUID";
   return out;

@@ -43,6 +43,10 @@ struct CudaDeviceIds {
 };
 CudaDeviceIds cuda_device_ids();
 
+// The NVML handle of CUDA device `ordinal`, by PCI bus id, else by UUID; nullptr when NVML
+// does not know it.
+nvml::Device find_device(const nvml::Api& api, const CudaDeviceIds& ids, uint32_t ordinal);
+
 // Finds the NVML handle of every CUDA device, by PCI bus id, else by UUID. Devices NVML does
 // not know are left out; *problem says why when none maps.
 std::vector<NvmlDevice> map_devices(const nvml::Api& api, const CudaDeviceIds& ids, std::string* problem);

@@ -17,6 +17,7 @@
 #include "device_info.h"
 #include "message_text.h"
 #include "nvtx_range_window.h"
+#include "pcie_link.h"
 #include "recorder.h"
 
 namespace gpuhook::hook {
@@ -515,6 +516,7 @@ void Writer::emit(wire::Record& record) {
     // CUPTI's DEVICE record: written once per device, whether it or the attribute query came
     // first; outside any window, as the context every later record needs.
     if (!devices_written_.insert(record.device().ordinal()).second || !open_file()) return;
+    add_pcie_link(config_, *record.mutable_device());
     if (flight_) device_records_.push_back(record);
     else file_->write(record);
     return;
@@ -573,6 +575,7 @@ void Writer::device_seen(uint32_t device) {
     devices_written_.insert(device);
     wire::Record rec;
     *rec.mutable_device() = *d;
+    add_pcie_link(config_, *rec.mutable_device());
     if (flight_) device_records_.push_back(rec);
     else file_->write(rec);
   }

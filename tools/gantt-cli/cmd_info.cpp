@@ -153,7 +153,11 @@ void print_text(const std::string& file, const gpuhook::CaptureReader& reader, c
     if (s.headers > 1) o << "  rank " << s.device_rank[i] << " device " << d.ordinal() << ": ";
     else o << "  device " << d.ordinal() << ":    ";
     o << json_string(d.name()) << ", " << d.sm_count() << " SMs, cc "
-      << d.cc_major() << "." << d.cc_minor() << ", " << d.global_memory_bytes() << " bytes\n";
+      << d.cc_major() << "." << d.cc_minor() << ", " << d.global_memory_bytes() << " bytes";
+    // Older captures, and captures recorded without NVML, name no link: nothing is shown.
+    if (d.pcie_link_max_generation() != 0 && d.pcie_link_max_width() != 0)
+      o << ", PCIe gen" << d.pcie_link_max_generation() << " x" << d.pcie_link_max_width();
+    o << "\n";
   }
   o << "  time span:   ";
   if (s.first_ns != 0) {

@@ -91,7 +91,7 @@ void register_whatif(CLI::App& app, int& exit_code) {
   cmd->add_option("-o,--output", opts->output, "the predicted capture to create (never overwritten)")->required();
   cmd->add_option("--pinned-gbps", opts->pinned_gbps,
                   "pin-copies: host<->device bandwidth of pinned memory in GB/s (default: measured from the "
-                  "capture's pinned copies)")
+                  "capture's pinned copies, else 80% of the device's PCIe link)")
       ->check(CLI::Range(1e-3, 1e6));
   cmd->add_option("--graph-launch-us", opts->graph_launch_us,
                   "graphs: host time of one cudaGraphLaunch (default: the capture's own, else one launch call)")

@@ -14,6 +14,9 @@ fail() { echo "FAIL: $*"; exit 1; }
   fail "record sync_loop"
 "$gantt" record -q -o "$work/copy.gpuh" -- "$build/examples/pageable_copy" --size 4096 --iterations 2 >/dev/null ||
   fail "record pageable_copy"
+# GPUHOOK_NVML_HZ=0 leaves NVML alone: the device record names no PCIe link.
+GPUHOOK_NVML_HZ=0 "$gantt" record -q -o "$work/copy_nolink.gpuh" -- "$build/examples/pageable_copy" --size 4096 \
+  --iterations 2 >/dev/null || fail "record pageable_copy without NVML"
 
 # A prediction: the notes, the spans, and a capture that says it is predicted.
 "$gantt" whatif "$work/sync.gpuh" --change remove-syncs --change 'scale=step_update:0.5' -o "$work/p.gpuh" >"$work/out.txt" ||
@@ -51,6 +54,21 @@ a=$(k "$work/sync.gpuh"); b=$(k "$work/p.gpuh")
 pageable=$("$gantt" dump "$work/c.gpuh" | grep -c 'memcpy .*PAGEABLE' || true)
 [ "$pageable" = 0 ] || fail "$pageable copies still pageable"
 
+# The hook writes the device's PCIe link from NVML in its record: the simulated H200's gen5 x16
+# (the max; the current generation idles at gen1).
+"$gantt" info "$work/copy.gpuh" >"$work/info.txt" || fail "info copy.gpuh"
+grep -q '^  device 0: .*, PCIe gen5 x16$' "$work/info.txt" || { cat "$work/info.txt"; fail "no PCIe gen5 x16 link in the device line"; }
+"$gantt" info "$work/copy_nolink.gpuh" >"$work/info.txt" || fail "info copy_nolink.gpuh"
+grep -q 'PCIe' "$work/info.txt" && { cat "$work/info.txt"; fail "a capture recorded without NVML shows a PCIe link"; }
+# pageable_copy has no pinned copy to measure: without --pinned-gbps, pin-copies takes the
+# bandwidth from the link, and says so.
+"$gantt" whatif "$work/copy.gpuh" --change pin-copies -o "$work/l.gpuh" >"$work/out.txt" 2>&1 ||
+  { cat "$work/out.txt"; fail "whatif pin-copies from the PCIe link"; }
+grep -q "HtoD at 50.4 GB/s (from device 0's PCIe gen5 x16 link: 63.0 GB/s raw, 80% as pinned copies reach)" \
+  "$work/out.txt" || { cat "$work/out.txt"; fail "the pin-copies note does not name the PCIe figure"; }
+pageable=$("$gantt" dump "$work/l.gpuh" | grep -c 'memcpy .*PAGEABLE' || true)
+[ "$pageable" = 0 ] || fail "$pageable copies still pageable after pin-copies from the link"
+
 # Bad inputs: exit 2, one line that says what is wrong.
 expect2() {  # message-regex, args...
   local want=$1
@@ -64,7 +82,9 @@ expect2 "is not a change whatif knows" "$work/sync.gpuh" --change pin_copies -o 
 expect2 "whole number from 2 to 1024" "$work/sync.gpuh" --change streams=1 -o "$work/x.gpuh"
 expect2 "not a regular expression" "$work/sync.gpuh" --change 'scale=(:2' -o "$work/x.gpuh"
 expect2 "no kernel name matches" "$work/sync.gpuh" --change 'scale=nothing_here:2' -o "$work/x.gpuh"
-expect2 "give --pinned-gbps" "$work/copy.gpuh" --change pin-copies -o "$work/x.gpuh"
+# Neither a pinned copy nor a link: refused, naming both ways out.
+expect2 "names no PCIe link (recorded without NVML, or by an older hook); give --pinned-gbps" \
+  "$work/copy_nolink.gpuh" --change pin-copies -o "$work/x.gpuh"
 expect2 "needs the captures of two ranks" "$work/sync.gpuh" --change balance-ranks -o "$work/x.gpuh"
 expect2 "exists; whatif never overwrites" "$work/sync.gpuh" --change remove-syncs -o "$work/p.gpuh"
 head -c 3000 "$work/sync.gpuh" >"$work/cut.gpuh"

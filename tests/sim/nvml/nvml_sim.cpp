@@ -45,6 +45,8 @@ constexpr unsigned kPowerLimitMw = 700'000;
 constexpr unsigned long long kGlobalMemBytes = 141ull * 1024 * 1024 * 1024;
 constexpr unsigned long long kReasonGpuIdle = 0x1;      // nvmlClocksEventReasonGpuIdle
 constexpr unsigned long long kReasonSwPowerCap = 0x4;   // nvmlClocksEventReasonSwPowerCap
+constexpr unsigned kPcieGeneration = 5;                 // an H200's host link: gen5 x16
+constexpr unsigned kPcieWidth = 16;
 constexpr uint64_t kPcieWindowNs = 20'000'000;          // "a byte counter over a 20ms interval"
 
 struct SimDevice {
@@ -311,6 +313,37 @@ Return nvmlDeviceGetPcieThroughput(void* handle, int counter, unsigned int* kbps
   const GpuhookSimActivity a = activity(d, kPcieWindowNs);
   const uint64_t bytes = counter == 0 ? a.pcie_tx_bytes : a.pcie_rx_bytes;
   *kbps = static_cast<unsigned>(std::min<uint64_t>(UINT32_MAX, bytes * 1'000'000'000ull / kPcieWindowNs / 1000));
+  return kSuccess;
+}
+
+// The link of an H200 SXM: PCIe gen5 x16 (its published host interface). As a real GPU's, the
+// current generation falls to gen1 while the GPU idles (the driver's link power saving: an
+// idle GPU commonly shows gen1 in nvidia-smi's pcie.link.gen.current); the max stays gen5.
+Return nvmlDeviceGetCurrPcieLinkGeneration(void* handle, unsigned int* generation) {
+  SIM_DEVICE(handle, d);
+  if (generation == nullptr) return kInvalidArgument;
+  *generation = idle(d) ? 1 : kPcieGeneration;
+  return kSuccess;
+}
+
+Return nvmlDeviceGetCurrPcieLinkWidth(void* handle, unsigned int* width) {
+  SIM_DEVICE(handle, d);
+  if (width == nullptr) return kInvalidArgument;
+  *width = kPcieWidth;
+  return kSuccess;
+}
+
+Return nvmlDeviceGetMaxPcieLinkGeneration(void* handle, unsigned int* generation) {
+  SIM_DEVICE(handle, d);
+  if (generation == nullptr) return kInvalidArgument;
+  *generation = kPcieGeneration;
+  return kSuccess;
+}
+
+Return nvmlDeviceGetMaxPcieLinkWidth(void* handle, unsigned int* width) {
+  SIM_DEVICE(handle, d);
+  if (width == nullptr) return kInvalidArgument;
+  *width = kPcieWidth;
   return kSuccess;
 }
 

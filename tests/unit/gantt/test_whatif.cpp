@@ -205,6 +205,23 @@ TEST(WhatifChange, SpellingsAreExact) {
     EXPECT_THROW(parse_change(bad), std::invalid_argument) << bad;
 }
 
+// Per lane after the line encoding: 8 GT/s x 128/130 / 8 bits = 0.985 GB/s (gen3), doubling to
+// gen5; gen6's 64 GT/s in FLITs, 242 of 256 bytes carried; gen1-2 8b/10b.
+TEST(WhatifPinCopies, TheLinkRateIsTheLanesTimesTheEncodedRateOfTheGeneration) {
+  EXPECT_NEAR(pcie_raw_gbps(3, 16), 15.754, 0.001);
+  EXPECT_NEAR(pcie_raw_gbps(4, 16), 31.508, 0.001);
+  EXPECT_NEAR(pcie_raw_gbps(5, 16), 63.015, 0.001);
+  EXPECT_NEAR(pcie_raw_gbps(5, 8), 31.508, 0.001);
+  EXPECT_NEAR(pcie_raw_gbps(6, 16), 121.0, 0.001);
+  EXPECT_NEAR(pcie_raw_gbps(1, 1), 0.25, 1e-9);
+  EXPECT_NEAR(pcie_raw_gbps(2, 4), 2.0, 1e-9);
+  // What the brief's H200 message says: 50.4 GB/s from gen5 x16.
+  EXPECT_NEAR(pcie_raw_gbps(5, 16) * kPinnedShareOfPcie, 50.41, 0.01);
+  // Unknown: no link recorded (0), a generation not yet defined, a width no slot has.
+  for (auto [gen, width] : {std::pair{0u, 16u}, {5u, 0u}, {7u, 16u}, {5u, 64u}, {99u, 99u}})
+    EXPECT_EQ(pcie_raw_gbps(gen, width), 0) << gen << " x" << width;
+}
+
 }  // namespace
 }  // namespace gantt::whatif
 

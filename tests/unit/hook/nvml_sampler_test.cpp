@@ -2,6 +2,7 @@
 // NVML, the CUDA-to-NVML device mapping, GPUHOOK_NVML_HZ, and the simulated libnvidia-ml.so.1
 // loaded the way the hook loads the real one.
 #include "nvml_sampler.h"
+#include "pcie_link.h"
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -114,6 +115,18 @@ TEST(NvmlSampler, DevicesMapByPciBusIdElseByUuidAndUnknownOnesAreLeftOut) {
   EXPECT_EQ(problem, "the CUDA library reports no device");
 }
 
+TEST(NvmlSampler, TheLinkKeepsWhatNvmlAnswersAndLeavesTheRestUnknown) {
+  nvml::Api api;
+  api.link_max_generation = [](nvml::Device, unsigned int* v) { *v = 4; return nvml::kSuccess; };
+  api.link_max_width = [](nvml::Device, unsigned int* v) { *v = 99; return nvml::kSuccess; };  // no PCIe width
+  api.link_generation = [](nvml::Device, unsigned int* v) { *v = 4; return nvml::kNotSupported; };
+  const PcieLink link = read_pcie_link(api, kHandle);  // link_width: not in this NVML
+  EXPECT_EQ(link.max_generation, 4u);
+  EXPECT_EQ(link.max_width, 0u);
+  EXPECT_EQ(link.generation, 0u);
+  EXPECT_EQ(link.width, 0u);
+}
+
 TEST(NvmlSampler, RateIsReadFromTheEnvironmentAndZeroTurnsItOff) {
   std::map<std::string, std::string> vars;
   auto lookup = [&vars](const char* n) -> const char* {
@@ -176,6 +189,12 @@ TEST(NvmlSampler, TheSimulatedLibraryAnswersThroughTheDeclaredEntryPoints) {
   EXPECT_EQ(value(p, v1::GPU_METRIC_SM_CLOCK_MHZ), 345u);
   EXPECT_EQ(value(p, v1::GPU_METRIC_CLOCKS_EVENT_REASONS), 1u);
   EXPECT_EQ(value(p, v1::GPU_METRIC_POWER_MW), 75'000u);
+  // The DeviceInfo's link: an H200's gen5 x16, its current generation gen1 while it idles.
+  const PcieLink link = read_pcie_link(api, h);
+  EXPECT_EQ(link.max_generation, 5u);
+  EXPECT_EQ(link.max_width, 16u);
+  EXPECT_EQ(link.generation, 1u);
+  EXPECT_EQ(link.width, 16u);
   EXPECT_EQ(api.shutdown(), nvml::kSuccess);
   dlclose(api.library);
 }

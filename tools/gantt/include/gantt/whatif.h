@@ -59,6 +59,18 @@ struct Options {
   uint64_t max_records_per_byte = kMaxRecordsPerByte;
 };
 
+// pin-copies without a pinned copy to measure nor --pinned-gbps: the pinned bandwidth from the
+// device's PCIe link (DeviceInfo's pcie_link_max_*, else the current link).
+// The link's data rate in GB/s: the transfer rate per lane after its line encoding (gen1-2
+// 8b/10b at 2.5 and 5 GT/s, gen3-5 128b/130b at 8, 16, 32 GT/s, gen6 64 GT/s in 256-byte FLITs
+// of which 242 carry TLP and DLLP bytes) times the lanes; 0 for an unknown generation or width.
+double pcie_raw_gbps(uint32_t generation, uint32_t width);
+// The share of that rate a large pinned cudaMemcpy reaches: packet headers and flow control
+// cost PCIe about a tenth at 256-byte payloads, and CUDA's bandwidthTest with pinned memory is
+// commonly reported at about 12-13 GB/s on gen3 x16 (of 15.75) and 25-26 on gen4 x16 (of 31.5),
+// near 80%. A figure to be replaced by a measured pinned copy (or --pinned-gbps) where one exists.
+inline constexpr double kPinnedShareOfPcie = 0.8;
+
 // ---- the graph ---------------------------------------------------------------------------
 
 enum class OpKind : uint8_t { kKernel, kCopy, kMemset, kCollective, kHostFunc, kOther };

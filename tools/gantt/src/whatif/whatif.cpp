@@ -105,8 +105,9 @@ Change parse_change(const std::string& text) {
 }
 
 const char* change_help() {
-  return "  pin-copies             pageable copies at the pinned bandwidth (measured, or --pinned-gbps);\n"
-         "                         cudaMemcpyAsync no longer blocks the host\n"
+  return "  pin-copies             pageable copies at the pinned bandwidth: --pinned-gbps, else measured\n"
+         "                         on the capture's pinned copies, else 80% of the device's PCIe link\n"
+         "                         (recorded from NVML); cudaMemcpyAsync no longer blocks the host\n"
          "  async-copies           synchronous copies become async on a copy stream, ordered by events\n"
          "                         with the work that feeds or reads them\n"
          "  remove-syncs[=NAME]    drop synchronising calls (only those named NAME) the host does not\n"

@@ -112,6 +112,36 @@ double measured_pinned_gbps(const Graph& g, int8_t engine) {
   return ns > 0 ? bytes / ns : 0;  // bytes per ns = GB/s
 }
 
+// The pinned bandwidth device `device` of capture `capture` would reach by its PCIe link, and
+// the words that say where it came from; 0 when its DeviceInfo names no link (older captures,
+// no NVML at record time).
+struct LinkFigure {
+  double gbps = 0;
+  std::string text;
+};
+LinkFigure link_figure(const Built& b, uint16_t capture, uint32_t device) {
+  if (capture >= b.sections.size()) return {};
+  for (const v1::Record& r : b.sections[capture].records) {
+    if (!r.has_device() || r.device().ordinal() != device) continue;
+    const v1::DeviceInfo& d = r.device();
+    // The max: the current generation falls while the link idles, as it may have when the
+    // hook wrote the record.
+    uint32_t gen = d.pcie_link_max_generation(), width = d.pcie_link_max_width();
+    if (pcie_raw_gbps(gen, width) <= 0) gen = d.pcie_link_generation(), width = d.pcie_link_width();
+    const double raw = pcie_raw_gbps(gen, width);
+    if (raw <= 0) return {};
+    char text[160];
+    std::snprintf(text, sizeof text, "from device %u's PCIe gen%u x%u link: %.1f GB/s raw, %.0f%% as pinned copies reach",
+                  device, gen, width, raw, kPinnedShareOfPcie * 100);
+    return {raw * kPinnedShareOfPcie, text};
+  }
+  return {};
+}
+
+std::pair<uint16_t, uint32_t> link_key(const Graph& g, const GpuOp& op) {
+  return {op.capture, op.lane < g.lanes.size() ? g.lanes[op.lane].device : 0};
+}
+
 void pin_copies(Built& b, const Change& ch, const Options& options) {
   Graph& g = b.graph;
   size_t changed = 0, unblocked = 0;
@@ -120,16 +150,36 @@ void pin_copies(Built& b, const Change& ch, const Options& options) {
     bool any = false;
     for (const GpuOp& op : g.ops) any |= op.kind == OpKind::kCopy && op.pageable && op.engine == engine;
     if (!any) continue;
-    const double gbps = options.pinned_gbps > 0 ? options.pinned_gbps : measured_pinned_gbps(g, engine);
+    const double given = options.pinned_gbps > 0 ? options.pinned_gbps : measured_pinned_gbps(g, engine);
     const char* dir = engine == kEngineHtoD ? "HtoD" : "DtoH";
-    if (gbps <= 0)
-      throw std::invalid_argument(std::string("--change pin-copies: the capture has pageable ") + dir +
-                                  " copies but no pinned one to measure the pinned bandwidth from; give --pinned-gbps");
-    bandwidths += std::string(bandwidths.empty() ? "" : ", ") + dir + fmt(" at %.1f GB/s", gbps) +
-                  (options.pinned_gbps > 0 ? " (--pinned-gbps)" : " (measured)");
+    // Without a figure for all, each copy takes its device's link: one entry per (capture, device).
+    std::map<std::pair<uint16_t, uint32_t>, LinkFigure> links;
+    if (given <= 0) {
+      for (const GpuOp& op : g.ops) {
+        if (op.kind != OpKind::kCopy || !op.pageable || op.engine != engine) continue;
+        const auto key = link_key(g, op);
+        if (links.count(key)) continue;
+        LinkFigure f = link_figure(b, key.first, key.second);
+        if (f.gbps <= 0)
+          throw std::invalid_argument(std::string("--change pin-copies: the capture has pageable ") + dir +
+                                      " copies but no pinned one to measure the pinned bandwidth from, and device " +
+                                      std::to_string(key.second) +
+                                      "'s record names no PCIe link (recorded without NVML, or by an older hook); "
+                                      "give --pinned-gbps");
+        links.emplace(key, std::move(f));
+      }
+      for (const auto& [key, f] : links)
+        bandwidths += std::string(bandwidths.empty() ? "" : ", ") + dir + fmt(" at %.1f GB/s", f.gbps) + " (" +
+                      f.text + ")";
+    } else {
+      bandwidths += std::string(bandwidths.empty() ? "" : ", ") + dir + fmt(" at %.1f GB/s", given) +
+                    (options.pinned_gbps > 0 ? " (--pinned-gbps)" : " (measured)");
+    }
     for (uint32_t o = 0; o < g.ops.size(); ++o) {
       GpuOp& op = g.ops[o];
       if (op.kind != OpKind::kCopy || !op.pageable || op.engine != engine) continue;
+      const double gbps =
+          given > 0 ? given : links.at(link_key(g, op)).gbps;
       op.duration_ns = scaled(static_cast<int64_t>(std::min<uint64_t>(op.bytes, uint64_t{1} << 62)), 1.0 / gbps);
       op.pageable = false;
       ++changed;
@@ -500,3 +550,22 @@ void apply(Built& b, const std::vector<Change>& changes, const Options& options)
 }
 
 }  // namespace gantt::whatif::detail
+
+namespace gantt::whatif {
+
+double pcie_raw_gbps(uint32_t generation, uint32_t width) {
+  if (width == 0 || width > 32) return 0;
+  double lane_gbps = 0;  // bytes per ns per lane, after the line encoding
+  switch (generation) {
+    case 1: lane_gbps = 2.5 * 8 / 10 / 8; break;
+    case 2: lane_gbps = 5.0 * 8 / 10 / 8; break;
+    case 3: lane_gbps = 8.0 * 128 / 130 / 8; break;
+    case 4: lane_gbps = 16.0 * 128 / 130 / 8; break;
+    case 5: lane_gbps = 32.0 * 128 / 130 / 8; break;
+    case 6: lane_gbps = 64.0 * 242 / 256 / 8; break;
+    default: return 0;
+  }
+  return lane_gbps * width;
+}
+
+}  // namespace gantt::whatif
