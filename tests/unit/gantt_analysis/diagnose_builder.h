@@ -15,6 +15,7 @@ struct Builder {
   gantt::Model m;
   gantt::ModelBuilder b{m};
   uint32_t corr = 1;
+  int32_t grid_x = 80;  // blocks of the next launches (the A100 fixture has 108 SMs)
   explicit Builder(int32_t rank = -1) { begin(rank); }
   void begin(int32_t rank) {
     b.begin_capture(rank < 0 ? std::string("diag.gpuh") : "rank" + std::to_string(rank) + ".gpuh");
@@ -40,6 +41,7 @@ struct Builder {
     b.add(api(kLaunch, 100, launch, launch + 500, corr));
     v1::Record r = kernel(name, stream, corr, launch + 400, launch + 450, start, end, block);
     r.mutable_kernel()->set_device(device);
+    r.mutable_kernel()->set_grid_x(grid_x);
     b.add(r);
     ++corr;
   }

@@ -78,6 +78,7 @@ TEST(Diagnose, ImbalanceBetweenDevices) {
 
 TEST(Diagnose, LowOccupancy) {
   Builder bad;
+  bad.grid_x = 2 * 108 * 32;  // two waves of 32-thread blocks: the per-SM block limit queues half
   for (uint64_t i = 0; i < 4; ++i) bad.k(kK, 13, i * 20'000, i * 20'000 + 1000, i * 20'000 + 11'000, 32);
   const gantt::Model m = bad.done();
   EXPECT_TRUE(fired(m, "low-occupancy"));
@@ -89,6 +90,43 @@ TEST(Diagnose, LowOccupancy) {
   Builder good;
   for (uint64_t i = 0; i < 4; ++i) good.k(kK, 13, i * 20'000, i * 20'000 + 1000, i * 20'000 + 11'000, 256);
   EXPECT_FALSE(fired(good.done(), "low-occupancy"));
+}
+
+// A <<<1,1>>> spin kernel waiting on a flag has 50% theoretical occupancy (one warp per block,
+// 32 blocks per SM) and most of the kernel time, but its one block runs from the start: more
+// occupancy would not change the timeline, so no finding (issue 44, item 9).
+TEST(Diagnose, LowOccupancyIgnoresAGridThatFitsTheDeviceAtOnce) {
+  Builder b;
+  b.grid_x = 1;
+  b.k(kK2, 14, 0, 1000, 901'000, 1);
+  b.grid_x = 80;
+  for (uint64_t i = 0; i < 4; ++i) b.k(kK, 13, i * 20'000, i * 20'000 + 1000, i * 20'000 + 11'000, 256);
+  const gantt::Model m = b.done();
+  EXPECT_FALSE(fired(m, "low-occupancy"));
+  for (const auto& rule : ga::diagnose(m).rules) {
+    if (rule.rule != "low-occupancy") continue;
+    EXPECT_NE(rule.note.find("otherKernel: 1 block(s), 3456 fit at once"), std::string::npos) << rule.note;
+  }
+  // The same kernel with a grid of two waves fires.
+  Builder wide;
+  wide.grid_x = 2 * 108 * 32;
+  wide.k(kK2, 14, 0, 1000, 901'000, 1);
+  EXPECT_TRUE(fired(wide.done(), "low-occupancy"));
+}
+
+// Set-up kernels on one stream, then the main phase's kernels on another: the set-up stream
+// was never idle beside the main one, so "one stream while another sits idle" is noise there;
+// a stream that did run during the main phase is named.
+TEST(Diagnose, StreamSerialisationIgnoresAStreamOfAnotherPhase) {
+  const auto phases = [](bool beside) {
+    Builder b;
+    for (uint64_t i = 0; i < 4; ++i) b.k(kK2, 13, i * 1000, i * 1000 + 500, i * 1000 + 1000);
+    for (uint64_t i = 0; i < 20; ++i) b.k(kK, 14, 100'000 + i * 1000, 100'000 + i * 10'000, 110'000 + i * 10'000);
+    if (beside) b.k(kK2, 13, 150'000, 150'500, 151'000);
+    return b.done();
+  };
+  EXPECT_FALSE(fired(phases(false), "stream-serialisation"));
+  EXPECT_TRUE(fired(phases(true), "stream-serialisation"));
 }
 
 TEST(Diagnose, SyncStall) {

@@ -73,12 +73,14 @@ using namespace detail;
 std::vector<SerialFigures> serial_figures(const Model& m, const std::vector<Device>& devs) {
   std::vector<SerialFigures> out;
   for (const Device& d : devs) {
-    SerialFigures f{d.label, {}, total_length(d.compute)};
+    SerialFigures f{d.label, {}, total_length(d.compute), {}};
     for (uint32_t e : d.events) {
       if (!is_compute(m, e)) continue;
       auto& s = f.per_stream[m.events.stream[e]];
       ++s.first;
       s.second += m.events.end_ns[e] - m.events.start_ns[e];
+      const auto [span, first] = f.span.try_emplace(m.events.stream[e], m.events.start_ns[e], m.events.end_ns[e]);
+      if (!first) span->second.second = std::max(span->second.second, m.events.end_ns[e]);
     }
     out.push_back(std::move(f));
   }
@@ -127,15 +129,26 @@ void rule_serialisation(const std::vector<SerialFigures>& devs, DiagnoseReport& 
     if (per_stream.size() >= 2) {
       auto top = std::max_element(per_stream.begin(), per_stream.end(),
                                   [](const auto& a, const auto& b) { return a.second.second < b.second.second; });
-      if (top->second.first >= kDominantMinKernels &&
+      // The other streams that could have taken some of its work: those busy while it was. A
+      // stream whose kernels all ran before or after it (another phase of the program: set-up,
+      // evaluation) was never idle beside it, and naming it is noise (issue 44, item 9). A
+      // summary keeps no spans: there every other stream counts.
+      size_t beside = per_stream.size() - 1;
+      const auto top_span = d.span.find(top->first);
+      if (top_span != d.span.end()) {
+        beside = 0;
+        for (const auto& [stream, iv] : d.span)
+          if (stream != top->first && iv.first < top_span->second.second && top_span->second.first < iv.second) ++beside;
+      }
+      if (beside > 0 && top->second.first >= kDominantMinKernels &&
           static_cast<double>(top->second.second) >= kDominantShare * static_cast<double>(exec)) {
         Finding f;
         f.rule = res.rule;
         f.severity = Severity::kInfo;
-        f.title = d.label + ": nearly all kernel time on one stream while " + std::to_string(per_stream.size() - 1) +
+        f.title = d.label + ": nearly all kernel time on one stream while " + std::to_string(beside) +
                   " other stream(s) sit mostly idle";
         f.condition = "one stream holds at least " + pct(100 * kDominantShare) + " of kernel time with at least " +
-                      std::to_string(kDominantMinKernels) + " kernels, and other streams exist";
+                      std::to_string(kDominantMinKernels) + " kernels, and other streams ran kernels while it did";
         f.evidence.push_back("stream " + std::to_string(top->first) + ": " + std::to_string(top->second.first) +
                              " kernels, " + pct(100.0 * static_cast<double>(top->second.second) / static_cast<double>(exec)) +
                              " of kernel time");
@@ -146,7 +159,9 @@ void rule_serialisation(const std::vector<SerialFigures>& devs, DiagnoseReport& 
       }
     }
   }
-  if (!res.fired) res.note = "no device had most of its kernel time on the legacy default stream or on one stream of several";
+  if (!res.fired)
+    res.note = "no device had most of its kernel time on the legacy default stream or on one stream of several "
+               "running at the same time";
   r.rules.push_back(res);
 }
 
@@ -265,35 +280,76 @@ void rule_imbalance(const Model& m, const std::vector<Device>& devs, DiagnoseRep
 constexpr double kOccupancyShare = 0.10;  // a kernel matters at this share of kernel time
 constexpr double kLowOccupancy = 0.5;     // theoretical occupancy at or below this is low
 
+// Theoretical occupancy caps the blocks resident on one SM; it sets a kernel's time only when
+// the grid has more blocks than the device holds at once (SMs x resident blocks per SM), so
+// that the cap makes later blocks wait for a second wave. A grid that fits at once - a
+// <<<1,1>>> spin or flag kernel, any grid smaller than the device - runs every block from the
+// start: more occupancy would not shorten it, and a finding about it is noise (issue 44,
+// item 9). Raising occupancy from at most kLowOccupancy at least doubles what fits, and
+// ceil(w/2) < ceil(w) for every w > 1, so a grid of more than one wave always gets shorter.
+struct Waves {
+  uint64_t blocks = 0;
+  uint64_t fit = 0;  // blocks resident at once on the device; 0 when the SM count is unknown
+};
+
 void rule_occupancy(const Model& m, DiagnoseReport& r) {
   RuleResult res{"low-occupancy", false, ""};
   struct Acc {
-    uint64_t exec = 0, count = 0;
+    uint64_t exec = 0, count = 0;        // launches of more than one wave, or of unknown waves
+    uint64_t fits_exec = 0, fits = 0;    // launches whose grid fits the device at once
+    Waves most, fitting;                 // the launch with the most waves; a fitting one of low occupancy
     std::vector<float> occ;
     std::map<OccupancyLimit, uint64_t> limits;
     uint64_t block = 0;
     uint32_t regs = 0;
-    std::string name;
   };
   std::map<std::string, Acc> by;
+  std::vector<KernelOccupancy> occupancy;  // per capture: resident blocks per SM
+  occupancy.reserve(m.captures.size());
+  for (const CaptureInfo& c : m.captures) occupancy.emplace_back(c.devices);
   uint64_t total = 0;
   for (uint32_t e = 0; e < m.events.size(); ++e) {
     if (!is_gpu_work(m, e) || !is_compute(m, e)) continue;
     const uint64_t x = m.events.end_ns[e] - m.events.start_ns[e];
     total += x;
     Acc& a = by[std::string(m.display_name(e))];
+    if (std::isnan(m.events.occupancy[e])) {
+      a.exec += x;
+      ++a.count;
+      continue;
+    }
+    const uint16_t c = m.events.capture[e];
+    const gpuhook::v1::DeviceInfo* dev = m.captures[c].device(m.events.device[e]);
+    const Occupancy& o = occupancy[c].of(m.events.device[e], m.events.block[e], m.events.registers_per_thread[e],
+                                         uint64_t{m.events.static_smem_bytes[e]} + m.events.dynamic_smem_bytes[e]);
+    const Waves w{dim3_count(m.events.grid[e]), dev ? uint64_t{dev->sm_count()} * o.active_blocks : 0};
+    if (w.fit != 0 && w.blocks <= w.fit) {
+      a.fits_exec += x;
+      ++a.fits;
+      if (m.events.occupancy[e] <= kLowOccupancy + 1e-6) a.fitting = w;
+      continue;
+    }
     a.exec += x;
     ++a.count;
-    if (!std::isnan(m.events.occupancy[e])) a.occ.push_back(m.events.occupancy[e]);
+    a.occ.push_back(m.events.occupancy[e]);
     ++a.limits[m.events.occupancy_limit[e]];
     a.block = dim3_count(m.events.block[e]);
     a.regs = m.events.registers_per_thread[e];
+    const auto waves = [](const Waves& v) { return v.fit ? (v.blocks + v.fit - 1) / v.fit : 0; };
+    if (a.most.blocks == 0 || waves(w) > waves(a.most)) a.most = w;
   }
   bool any_occ = false;
+  std::string fits_example;  // a kernel of low occupancy that matters but fits the device at once
   for (auto& [name, a] : by) {
-    if (a.occ.empty()) continue;
+    if (a.occ.empty() && a.fits == 0) continue;
     any_occ = true;
-    if (static_cast<double>(a.exec) < kOccupancyShare * static_cast<double>(total)) continue;
+    if (a.occ.empty() || static_cast<double>(a.exec) < kOccupancyShare * static_cast<double>(total)) {
+      if (fits_example.empty() && a.fitting.blocks != 0 &&
+          static_cast<double>(a.exec + a.fits_exec) >= kOccupancyShare * static_cast<double>(total))
+        fits_example = name + ": " + std::to_string(a.fitting.blocks) + " block(s), " +
+                       std::to_string(a.fitting.fit) + " fit at once";
+      continue;
+    }
     std::sort(a.occ.begin(), a.occ.end());
     const double occ = a.occ[a.occ.size() / 2];
     if (occ > kLowOccupancy + 1e-6) continue;
@@ -303,11 +359,17 @@ void rule_occupancy(const Model& m, DiagnoseReport& r) {
     f.rule = res.rule;
     f.severity = Severity::kWarning;
     f.title = name + ": theoretical occupancy " + pct(100 * occ) + ", limited by " + to_string(lim->first);
-    f.condition = "a kernel with at least " + pct(100 * kOccupancyShare) + " of kernel time and theoretical occupancy at "
-                  "or below " + pct(100 * kLowOccupancy);
+    f.condition = "a kernel with at least " + pct(100 * kOccupancyShare) + " of kernel time in launches whose grid "
+                  "needs more than one wave (more blocks than SMs x resident blocks per SM), and theoretical occupancy "
+                  "at or below " + pct(100 * kLowOccupancy);
     f.evidence.push_back(std::to_string(a.count) + " launches, " + pct(100.0 * static_cast<double>(a.exec) / static_cast<double>(total)) +
                          " of kernel time, " + std::to_string(a.block) + " threads per block, " + std::to_string(a.regs) +
                          " registers per thread");
+    f.evidence.push_back(a.most.fit ? "up to " + std::to_string(a.most.blocks) + " blocks where " +
+                                          std::to_string(a.most.fit) + " fit at once: " +
+                                          std::to_string((a.most.blocks + a.most.fit - 1) / a.most.fit) + " waves"
+                                    : std::string("the device's SM count was not recorded: whether the grid needs more "
+                                                  "than one wave is unknown"));
     switch (lim->first) {
       case OccupancyLimit::kBlocks:
         f.fix = "blocks are too small: the per-SM block limit caps resident threads; use larger blocks "
@@ -325,8 +387,12 @@ void rule_occupancy(const Model& m, DiagnoseReport& r) {
     r.findings.push_back(std::move(f));
     res.fired = true;
   }
-  if (!res.fired) res.note = any_occ ? "kernels that matter have enough theoretical occupancy"
-                                     : "no occupancy could be computed (device properties missing)";
+  if (!res.fired)
+    res.note = !any_occ ? "no occupancy could be computed (device properties missing)"
+               : fits_example.empty()
+                   ? "kernels that matter have enough theoretical occupancy"
+                   : "kernels that matter have enough theoretical occupancy or a grid that fits the device at once, "
+                     "where more occupancy would not shorten them (" + fits_example + ")";
   r.rules.push_back(res);
 }
 

@@ -39,7 +39,7 @@ const std::map<std::string, std::string>& not_in_summaries() {
 void rule_serialisation(const StatsSummary& s, const std::vector<DeviceRow>& devices, DiagnoseReport& r) {
   std::map<std::pair<uint32_t, uint32_t>, SerialFigures> by_device;
   for (const DeviceRow& d : devices)
-    by_device[{d.capture, d.device}] = {device_label(s.captures.size(), d.capture, d.device), {}, d.compute_ns};
+    by_device[{d.capture, d.device}] = {device_label(s.captures.size(), d.capture, d.device), {}, d.compute_ns, {}};
   for (const SummaryGroup& g : s.groups[static_cast<size_t>(GroupBy::kStream)]) {
     const auto it = by_device.find({g.capture, g.device});
     if (it == by_device.end() || g.kernels == 0) continue;

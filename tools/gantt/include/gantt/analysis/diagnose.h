@@ -2,13 +2,14 @@
 // computed from thresholds, the evidence (which events, which numbers) and the fix.
 //
 //   stream-serialisation  work on the legacy default stream, or one stream doing nearly
-//                         everything while others sit idle
+//                         everything while others, running in the same span, sit idle
 //   copy-overlap          copies that did not overlap compute (synchronous/pageable copies)
 //   launch-bound          many tiny kernels: median exec shorter than the launch interval
 //                         (CUDA graph nodes do not count: they share one launch); a stream
 //                         repeating one kernel sequence is told to capture it as a graph
 //   imbalance             busy time differs between devices or ranks
-//   low-occupancy         kernels that matter with low theoretical occupancy
+//   low-occupancy         kernels that matter with low theoretical occupancy, in grids of more
+//                         than one wave (a grid that fits the device at once is not judged)
 //   sync-stall            the GPU idles while the host sits in a synchronize call
 //   fragmentation         a kernel's executions stretched while other kernels shared the GPU
 //   priority-inversion    short kernels queued behind another stream's long ones at no higher priority
