@@ -38,7 +38,10 @@ mkdir -p "$build"
 log=$build/demo-build.log
 targets=(gpuhook gantt-cli "$example")
 [ "$mode" = sim ] && targets+=(gpuhook_sim_cudart gpuhook_sim_cupti)
-if ! { cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" &&
+# The same flags as scripts/test.sh's build (Release with assertions), so that ccache serves
+# either build tree what the other compiled: no work is done twice between them.
+if ! { cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2" \
+         -DCMAKE_C_FLAGS_RELEASE="-O2" -DCMAKE_CUDA_ARCHITECTURES="$arch" &&
        cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"; } > "$log" 2>&1; then
   cat "$log" >&2
   echo "demo: the build failed (output above, also in $log)" >&2
