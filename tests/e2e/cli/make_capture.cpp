@@ -24,6 +24,8 @@
 
 #include <gpuhook/capture.h>
 
+#include "fixture_device.h"
+
 #include "synth.h"
 
 namespace v1 = gpuhook::v1;
@@ -50,17 +52,7 @@ struct Out {
     h->set_clock_domain("CLOCK_MONOTONIC_RAW");
     h->set_features(v1::FEATURE_HOST_CLOCK_CALLBACK | v1::FEATURE_LATENCY_TIMESTAMPS);
     w->write(r);
-    v1::Record d;
-    d.mutable_device()->set_ordinal(0);
-    d.mutable_device()->set_name("Fixture GPU");
-    d.mutable_device()->set_sm_count(108);
-    d.mutable_device()->set_max_threads_per_sm(2048);
-    d.mutable_device()->set_max_warps_per_sm(64);
-    d.mutable_device()->set_max_blocks_per_sm(32);
-    d.mutable_device()->set_registers_per_sm(65536);
-    d.mutable_device()->set_shared_memory_per_sm_bytes(167936);
-    d.mutable_device()->set_warp_size(32);
-    w->write(d);
+    fixture::write_device(*w);
   }
   void range(v1::RangeType t, const std::string& name, uint64_t at, uint64_t tid = 100) {
     v1::Record r;
