@@ -2,14 +2,13 @@
 // window, must end in records or a CaptureError, never a crash, a hang or a huge allocation.
 //   tests/fuzz/run.sh [SECONDS]          (clang++ -fsanitize=fuzzer,address,undefined)
 // Built without libFuzzer (GCC), the same entry point replays the seed corpus as a test.
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include <gpuhook/capture.h>
+
+#include "memfd_input.h"
 
 namespace {
 
@@ -30,16 +29,9 @@ void read_all(const std::string& path, gpuhook::ReaderOptions options) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  // The reader takes a path: give it an anonymous in-memory file.
-  int fd = memfd_create("gpuh", MFD_CLOEXEC);
-  if (fd < 0) return 0;
-  size_t off = 0;
-  while (off < size) {
-    ssize_t w = write(fd, data + off, size - off);
-    if (w <= 0) break;
-    off += static_cast<size_t>(w);
-  }
-  std::string path = "/proc/self/fd/" + std::to_string(fd);
+  const MemfdInput input("gpuh", data, size);
+  if (!input.ok()) return 0;
+  const std::string& path = input.path();
   gpuhook::ReaderOptions o;
   read_all(path, o);
   o.strict = false;
@@ -47,6 +39,5 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   o.from_ns = 5'000'000'000;
   o.to_ns = 5'002'800'000;
   read_all(path, o);
-  close(fd);
   return 0;
 }

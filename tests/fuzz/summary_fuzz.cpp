@@ -3,9 +3,6 @@
 // report, diagnose, diff), and must end in output or an exception, never a crash, a hang or
 // a huge allocation (a 21 KB file of unknown fields once parsed into 2.36 GB).
 // Built without libFuzzer (GCC), the same entry point replays summary_corpus/ as a test.
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
@@ -18,19 +15,14 @@
 #include "gantt/analysis/stats.h"
 #include "gantt/analysis/summary.h"
 
+#include "memfd_input.h"
+
 namespace ga = gantt::analysis;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  // The reader takes a path: give it an anonymous in-memory file.
-  int fd = memfd_create("gsum", MFD_CLOEXEC);
-  if (fd < 0) return 0;
-  size_t off = 0;
-  while (off < size) {
-    ssize_t w = write(fd, data + off, size - off);
-    if (w <= 0) break;
-    off += static_cast<size_t>(w);
-  }
-  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  const MemfdInput input("gsum", data, size);
+  if (!input.ok()) return 0;
+  const std::string& path = input.path();
   try {
     gpuhook::SummaryLimits limits;
     limits.max_memory_bytes = 1ull << 30;  // the fuzzer's -rss_limit_mb
@@ -50,6 +42,5 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const gpuhook::CaptureError&) {
   } catch (const std::invalid_argument&) {
   }
-  close(fd);
   return 0;
 }

@@ -2,9 +2,6 @@
 // Nsight Systems SQLite), reached as every subcommand reaches them: through CaptureReader with
 // the importer on. Any bytes end in records or a CaptureError, never a crash, a hang or a huge
 // allocation. Built without libFuzzer (GCC), the same entry point replays trace_corpus/.
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -13,19 +10,15 @@
 
 #include "gantt/scan/trace_import.h"
 
+#include "memfd_input.h"
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const bool enabled = (gantt::scan::enable_trace_import(), true);
   (void)enabled;
-  const int fd = memfd_create("trace", MFD_CLOEXEC);
-  if (fd < 0) return 0;
-  size_t off = 0;
-  while (off < size) {
-    const ssize_t w = write(fd, data + off, size - off);
-    if (w <= 0) break;
-    off += static_cast<size_t>(w);
-  }
+  const MemfdInput input("trace", data, size);
+  if (!input.ok()) return 0;
   try {
-    gpuhook::CaptureReader reader("/proc/self/fd/" + std::to_string(fd));
+    gpuhook::CaptureReader reader(input.path());
     gpuhook::v1::Record r;
     uint64_t n = 0;
     while (reader.next(r) && ++n < 10'000'000) {
@@ -33,6 +26,5 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const gpuhook::CaptureError&) {
   }
   gantt::scan::forget_imports();  // each input is a new file: keep memory flat over a long run
-  close(fd);
   return 0;
 }
