@@ -15,23 +15,25 @@ install(FILES ${PROJECT_BINARY_DIR}/gpuhook.pc DESTINATION ${CMAKE_INSTALL_LIBDI
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
 if(TARGET gantt-cli)
-  install(FILES ${PROJECT_SOURCE_DIR}/packaging/completion/gantt-cli.bash
-    DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME gantt-cli)
-  install(FILES ${PROJECT_SOURCE_DIR}/packaging/completion/_gantt-cli
-    DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions)
-  # Man pages from each subcommand's --help, so they cannot drift from it.
+  # The man pages and the bash and zsh completions, written by `gantt-cli generate` from the
+  # CLI itself (tools/gantt-cli/cmd_generate.cpp): every subcommand and option is in them.
   set(_man_dir ${PROJECT_BINARY_DIR}/man)
-  set(_pages gantt-cli.1.gz)
-  foreach(sub record info dump render stats diff diagnose export merge)
-    list(APPEND _pages gantt-cli-${sub}.1.gz)
-  endforeach()
-  list(TRANSFORM _pages PREPEND ${_man_dir}/ OUTPUT_VARIABLE _page_paths)
-  add_custom_command(OUTPUT ${_page_paths}
-    COMMAND bash ${PROJECT_SOURCE_DIR}/packaging/gen-man.sh $<TARGET_FILE:gantt-cli> ${_man_dir} ${PROJECT_VERSION}
-    DEPENDS gantt-cli ${PROJECT_SOURCE_DIR}/packaging/gen-man.sh
-    COMMENT "Man pages from gantt-cli --help")
-  add_custom_target(gantt_cli_man ALL DEPENDS ${_page_paths})
-  install(FILES ${_page_paths} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+  set(_completion_dir ${PROJECT_BINARY_DIR}/completion)
+  add_custom_command(OUTPUT ${_man_dir}/gantt-cli.1.gz ${_completion_dir}/gantt-cli.bash ${_completion_dir}/_gantt-cli
+    COMMAND ${CMAKE_COMMAND} -E rm -rf ${_man_dir}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${_man_dir} ${_completion_dir}
+    COMMAND $<TARGET_FILE:gantt-cli> generate man -o ${_man_dir}
+    COMMAND find ${_man_dir} -name *.1 -exec gzip -9nf {} +
+    COMMAND $<TARGET_FILE:gantt-cli> generate bash -o ${_completion_dir}/gantt-cli.bash
+    COMMAND $<TARGET_FILE:gantt-cli> generate zsh -o ${_completion_dir}/_gantt-cli
+    DEPENDS gantt-cli
+    COMMENT "Man pages and shell completions from gantt-cli"
+    VERBATIM)
+  add_custom_target(gantt_cli_man ALL DEPENDS ${_man_dir}/gantt-cli.1.gz ${_completion_dir}/gantt-cli.bash)
+  install(DIRECTORY ${_man_dir}/ DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 FILES_MATCHING PATTERN "*.1.gz")
+  install(FILES ${_completion_dir}/gantt-cli.bash
+    DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME gantt-cli)
+  install(FILES ${_completion_dir}/_gantt-cli DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions)
 endif()
 
 set(CPACK_PACKAGE_NAME gpuhook)

@@ -68,41 +68,18 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   int exit_code = gantt_cli::kExitOk;
-  gantt_cli::register_record(app, exit_code);
-  gantt_cli::register_info(app, exit_code);
-  gantt_cli::register_dump(app, exit_code);
-  gantt_cli::register_render(app, exit_code);
-  gantt_cli::register_stats(app, exit_code);
-  gantt_cli::register_diff(app, exit_code);
-  gantt_cli::register_diagnose(app, exit_code);
-  gantt_cli::register_export(app, exit_code);
-  gantt_cli::register_merge(app, exit_code);
-  gantt_cli::register_jobs(app, exit_code);
-  gantt_cli::register_whatif(app, exit_code);
-
-  // `gantt-cli --help` lists each subcommand with one line; its own --help shows the whole
-  // description, with examples, after the options.
-  const std::pair<const char*, const char*> kSummaries[] = {
-      {"record", "run a command under libgpuhook.so and say where the capture went"},
-      {"info", "what a capture holds and whether it is intact"},
-      {"dump", "every record as one stable line"},
-      {"render", "draw captures as a Gantt chart or flame graph (SVG, PNG, PDF)"},
-      {"stats", "per kernel, stream, device, range or collective: counts, times, stages, busy %; --summary"},
-      {"diff", "compare two runs, noise-aware; exit 1 on a regression"},
-      {"diagnose", "the classic scheduling mistakes, with evidence and the fix"},
-      {"export", "Chrome trace JSON (Perfetto), CSV, folded stacks"},
-      {"merge", "the captures of a multi-rank job as one capture on one clock"},
-      {"whatif", "predict the timeline of a fix (pin copies, remove syncs, streams, graphs, ...) from a capture"},
-      {"jobs", "the cluster view: scheduler jobs on nodes x time, queue waits, idle GPUs (Slurm sacct, CSV)"},
-  };
+  // `gantt-cli --help` lists each subcommand with its one line from the table; its own --help
+  // shows the whole description, with examples, after the options.
   std::vector<std::string> names;
-  for (const auto& [name, summary] : kSummaries) {
-    CLI::App* sub = app.get_subcommand(name);
-    sub->footer(sub->get_description());
-    sub->description(summary);
+  for (const gantt_cli::Subcommand& s : gantt_cli::kSubcommands) {
+    s.add(app, exit_code);
+    CLI::App* sub = app.get_subcommand(s.name);
+    sub->footer(sub->get_description() + "\nThe whole page: " + s.doc + " (installed under share/doc/gpuhook/).\n");
+    sub->description(s.summary);
     sub->set_version_flag("--version", std::string("gantt-cli ") + GPUHOOK_VERSION);
-    names.emplace_back(name);
+    names.emplace_back(s.name);
   }
+  gantt_cli::register_generate(app, exit_code);
   // `gantt-cli version` and `gantt-cli help [SUBCOMMAND]`, as people type them.
   if (argc >= 2 && std::string(argv[1]) == "version") {
     std::cout << "gantt-cli " << GPUHOOK_VERSION << "\n";
@@ -121,7 +98,8 @@ int main(int argc, char** argv) {
     std::cerr << "gantt-cli: help: no subcommand '" << argv[2] << "'\n";
     return gantt_cli::kExitError;
   }
-  if (argc >= 2 && argv[1][0] != '-' && std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+  if (argc >= 2 && argv[1][0] != '-' && std::find(names.begin(), names.end(), argv[1]) == names.end() &&
+      std::string(argv[1]) != "generate") {
     const std::string guess = nearest(argv[1], names);
     std::cerr << "gantt-cli: no subcommand '" << argv[1] << "'";
     if (!guess.empty()) std::cerr << "; did you mean '" << guess << "'?";
