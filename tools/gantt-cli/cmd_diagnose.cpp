@@ -33,7 +33,7 @@ struct DiagnoseOptions {
   std::string format = "text";
   FilterFlags filter;
   bool streamed = false;    // read as a stream whatever the size
-  unsigned jobs = 0;        // decoding threads of a streamed capture; 0 = every core
+  unsigned threads = 0;     // threads that scan one capture; 0 = every core
 };
 
 int report(const ga::DiagnoseReport& r, const DiagnoseOptions& o, bool corrupt) {
@@ -55,7 +55,7 @@ std::optional<ga::StatsSummary> stream_summary(const std::vector<std::string>& c
     ga::StreamStatsOptions so;
     so.by = {ga::GroupBy::kStream};  // stream-serialisation reads the stream groups
     so.gaps = 0;                     // the summary rules read the device totals, not the gaps
-    so.jobs = o.jobs;
+    so.jobs = o.threads;
     so.load = load_options(o.load);
     std::optional<ga::StreamedStats> one = ga::stream_stats(path, so, why_not);
     if (!one) {
@@ -185,7 +185,7 @@ void register_diagnose(CLI::App& app, int& exit_code) {
       "Summaries (gantt-cli stats CAPTURE --summary -o rank.gsum) are diagnosed too, merged:\n"
       "stream-serialisation, copy-overlap and imbalance run on their totals and find what they find\n"
       "on the captures; the report lists the other rules as not run, each with what it needs. A\n"
-      "capture too large to load within --max-memory is read as a stream the same way (stderr says\n"
+      "capture too large to load within --max-memory is scanned the same way (stderr says\n"
       "so; --in-memory runs every rule).\n"
       "\n"
       "Examples:\n"
@@ -206,16 +206,16 @@ void register_diagnose(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->get_option("--max-memory")
       ->description("the memory the loaded captures may take, estimated from their chunk indexes (about 140 "
-                    "bytes a record), e.g. 16G; over it they are read as a stream and only the rules a summary "
-                    "supports run (default: half the memory this process may use). Captures that cannot be read as "
-                    "a stream (several, or with a filter) are not loaded over it when it is given, nor over half the "
+                    "bytes a record), e.g. 16G; over it they are scanned and only the rules a summary "
+                    "supports run (default: half the memory this process may use). Captures that cannot be scanned "
+                    "(several, or with a filter) are not loaded over it when it is given, nor over half the "
                     "memory when it is not");
   cmd->add_flag("--in-memory", o->load.in_memory, "load the captures whole whatever their size: every rule runs");
   cmd->add_flag("--streamed", o->streamed,
-                "read the captures as a stream whatever their size: only the rules a summary supports run");
-  cmd->add_option("-j,--jobs", o->jobs,
-                  "threads that decode a streamed capture's chunks side by side (0 = the CPUs this process may use, "
-                  "at most 16)")
+                "scan the captures whatever their size: only the rules a summary supports run");
+  cmd->add_option("-j,--threads", o->threads,
+                  "threads that scan a capture's chunks side by side when it is not loaded whole (0 = the CPUs "
+                  "this process may use, at most 16)")
       ->capture_default_str();
   cmd->callback([o, &exit_code] { exit_code = run_diagnose(*o); });
 }

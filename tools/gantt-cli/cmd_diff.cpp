@@ -50,7 +50,7 @@ struct DiffOptions {
   std::string chart;  // -o: the two runs stacked on one time axis, and a differential flame graph
   std::string align_range;  // NAME@N: align the charts at that NVTX range occurrence
   FilterFlags filter;       // the same selection on both sides
-  unsigned jobs = 0;        // decoding threads per streamed side (0 = every core)
+  unsigned threads = 0;     // threads that scan each side (0 = every core)
 };
 
 // Why diff loads the captures it does not stream, for load_captures()' refusal; `diff -o
@@ -217,7 +217,7 @@ std::optional<int> stream_charts(const DiffOptions& o, const ChartTarget& target
     gantt::StreamRenderOptions so;
     so.render = chart_options();
     so.render.annotate.streamed = true;
-    so.jobs = o.jobs;
+    so.jobs = o.threads;
     so.load = load_options(o.load);
     if (stats->summary.first_ns != 0) {
       so.window_origin_ns = stats->summary.first_ns;
@@ -258,17 +258,17 @@ bool comparable(const LoadedJob& job) {
   return true;
 }
 
-// One side read as a stream (stream_stats.h) on `jobs` threads: the summary with diff's matches
+// One side scanned (stream_stats.h) on `threads` threads: the summary with diff's matches
 // and the stacks of the flame graph. Nothing when it needs the whole timeline (graph launches,
 // a merged file, ...) or when diff's flags ask for a load.
-std::optional<ga::StreamedStats> stream_side(const DiffOptions& o, const std::string& path, unsigned jobs) {
+std::optional<ga::StreamedStats> stream_side(const DiffOptions& o, const std::string& path, unsigned threads) {
   if (o.load.in_memory || any_filter(o.filter) || path == "-") return std::nullopt;
   ga::StreamStatsOptions so;
   so.by = {ga::GroupBy::kKernel, ga::GroupBy::kStream, ga::GroupBy::kDevice, ga::GroupBy::kRange};
   so.gaps = 3;
   so.matches = true;
   so.load = load_options(o.load);
-  so.jobs = jobs;
+  so.jobs = threads;
   return ga::stream_stats(path, so, nullptr);
 }
 
@@ -301,7 +301,7 @@ int run_diff_summaries(const DiffOptions& o, const ga::DiffOptions& d) {
       }
       continue;
     }
-    if (auto streamed = stream_side(o, *files[i], o.jobs != 0 ? o.jobs : ga::default_stream_jobs())) {
+    if (auto streamed = stream_side(o, *files[i], o.threads != 0 ? o.threads : ga::default_stream_jobs())) {
       for (const std::string& line : streamed->warnings) std::cerr << "gantt-cli: " << line << "\n";
       if (!streamed_comparable(*streamed)) return kExitError;
       side[i] = ga::diff_input(streamed->summary, d.match_range);
@@ -345,9 +345,9 @@ std::optional<int> try_stream(const DiffOptions& o, const ga::DiffOptions& d, co
   // The page and the charts aligned at a range need the loaded timelines.
   if (chart && (chart->format == "html" || !o.align_range.empty())) return std::nullopt;
   // The two sides share the cores.
-  const unsigned jobs = std::max(1u, (o.jobs != 0 ? o.jobs : ga::default_stream_jobs()) / 2);
-  auto base_future = std::async(std::launch::async, [&] { return stream_side(o, o.base, jobs); });
-  std::optional<ga::StreamedStats> next = stream_side(o, o.next, jobs);
+  const unsigned threads = std::max(1u, (o.threads != 0 ? o.threads : ga::default_stream_jobs()) / 2);
+  auto base_future = std::async(std::launch::async, [&] { return stream_side(o, o.base, threads); });
+  std::optional<ga::StreamedStats> next = stream_side(o, o.next, threads);
   std::optional<ga::StreamedStats> base = base_future.get();
   if (!base || !next) return std::nullopt;
   for (const ga::StreamedStats* side : {&*base, &*next})
@@ -435,15 +435,15 @@ void register_diff(CLI::App& app, int& exit_code) {
   cmd->add_option("--alpha", o->alpha, "rank-test significance")->check(CLI::Range(1e-9, 0.5))->capture_default_str();
   cmd->add_option("--top", o->top, "kernel rows shown in text/md (0 = all; json/csv show all)")->capture_default_str();
   cmd->add_flag("--name-only", o->name_only, "match kernels by name alone, ignoring range paths");
-  cmd->add_option("-j,--jobs", o->jobs, "threads that decode the two captures (0 = the CPUs this process may use, at most 16)")->capture_default_str();
+  cmd->add_option("-j,--threads", o->threads, "threads that scan the two captures (0 = the CPUs this process may use, at most 16)")->capture_default_str();
   cmd->add_flag("--in-memory", o->load.in_memory,
                 "load both captures whole; by default two captures without graph launches are "
-                "read as streams, in memory that does not grow with their events, and kernels with more than "
+                "scanned, in memory that does not grow with their events, and kernels with more than "
                 "10000 instances are then compared through a sketch within 1% (the report says so)");
   cmd->add_option("-o,--output", o->chart,
                   "also draw both runs stacked on one time axis (each from its first GPU work, for the longer "
-                  "run's length) and a differential flame graph: .svg, .png or .pdf, read as streams like the "
-                  "report (the flags a stream can tell; --in-memory flags all); or .html, one page to zoom and "
+                  "run's length) and a differential flame graph: .svg, .png or .pdf, scanned like the "
+                  "report (the flags a scan can tell; --in-memory flags all); or .html, one page to zoom and "
                   "hover (loaded; aligned at capture start, or at --align-range / --range)");
   cmd->add_option("--align-range", o->align_range,
                   "with -o: align the two charts at this NVTX range occurrence, NAME@N (a page: --range too)");

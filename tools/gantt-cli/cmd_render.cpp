@@ -45,8 +45,8 @@ struct RenderCliOptions {
   std::string topology;        // --view comm: `nvidia-smi topo -m` output or NCCL's topology XML
   std::string step;            // --view steps: the step range
   std::string job;             // --job: the files are searched for this scheduler job's captures
-  unsigned jobs = 0;           // decoding threads of a streamed capture; 0 = every core
-  bool jobs_given = false;     // -j was given: say why a capture is loaded whole after all
+  unsigned threads = 0;        // threads that scan one capture; 0 = every core
+  bool threads_given = false;  // -j was given: say why a capture is loaded whole after all
 };
 
 // The most a chart loads when --max-memory is not given: about 5.5 M records (2.7 M kernels
@@ -72,7 +72,7 @@ std::optional<int> try_stream(const RenderCliOptions& o, const gantt::RenderOpti
                                                               : gantt::stream_render_refusal(ro);
   const auto loaded = [&]() -> std::optional<int> {
     *why_whole = why_not;
-    if (o.jobs_given) std::cerr << "gantt-cli: render: the capture is loaded whole for " << why_not << "\n";
+    if (o.threads_given) std::cerr << "gantt-cli: render: the capture is loaded whole for " << why_not << "\n";
     return std::nullopt;
   };
   gantt::StreamRenderOptions so;
@@ -94,7 +94,7 @@ std::optional<int> try_stream(const RenderCliOptions& o, const gantt::RenderOpti
     }
   }
   if (!why_not.empty()) return loaded();
-  so.jobs = o.jobs;
+  so.jobs = o.threads;
   so.load = load_options(o.load);
   so.filter = filter;
   std::optional<gantt::StreamedChart> chart;
@@ -310,26 +310,26 @@ void register_render(CLI::App& app, int& exit_code) {
                   "measured traffic");
   cmd->add_option("--bucket", o->bucket, "--view utilisation: the time bucket (e.g. 10ms; default: about 200 over the window)");
   cmd->add_option("--job", o->job, "only the captures recorded in this scheduler job (SLURM_JOB_ID), found under the paths");
-  CLI::Option* jobs = cmd->add_option("-j,--jobs", o->jobs,
-                  "threads that decode one capture's chunks side by side when it is read as a stream (0 = the CPUs "
+  CLI::Option* threads = cmd->add_option("-j,--threads", o->threads,
+                  "threads that scan one capture's chunks side by side when it is not loaded whole (0 = the CPUs "
                   "this process may use, at most 16; the chart is the same for any number); with -j, a capture "
                   "that is loaded whole after all says why")
       ->capture_default_str();
   cmd->add_flag("--in-memory", o->load.in_memory,
                 "load the capture whole before drawing, and flag all; by default the chart of one capture without "
-                "annotations (--no-annotate, --view gantt, lanes per stream or device; with any filter) is read as "
-                "a stream, in memory that does not grow with its events, and is the same chart; so is one with "
-                "annotations over --max-memory, with the flags a stream can tell");
+                "annotations (--no-annotate, --view gantt, lanes per stream or device; with any filter) is "
+                "scanned, in memory that does not grow with its events, and is the same chart; so is one with "
+                "annotations over --max-memory, with the flags a scan can tell");
   cmd->get_option("--max-memory")
       ->description("the memory the loaded capture may take, estimated from its chunk index (about 195 bytes a "
-                    "record, 215 for the HTML page), e.g. 16G; over it, a chart with annotations is drawn as a stream: low occupancy, copies "
+                    "record, 215 for the HTML page), e.g. 16G; over it, a chart with annotations is drawn from a scan: low occupancy, copies "
                     "overlapped and idle gaps flagged as when loaded, queue delays only on the kernels drawn one by "
                     "one, copies that could have overlapped not flagged; the footer says so (default: 1G, or half "
                     "the memory this process may use if less). A chart that needs the capture whole (the HTML page, "
                     "--view, several captures, --lanes thread or rank) is not drawn over it when it is given, nor "
                     "over half the memory when it is not");
-  cmd->callback([o, jobs, &exit_code] {
-    o->jobs_given = jobs->count() > 0;
+  cmd->callback([o, threads, &exit_code] {
+    o->threads_given = threads->count() > 0;
     exit_code = run_render(*o);
   });
 }

@@ -41,7 +41,7 @@ struct StatsOptions {
   std::string timeline;  // --timeline BUCKET: the utilisation series instead of the tables
   bool summary = false;
   bool metrics = false;  // --metrics: the GPU's own counters per kernel name
-  unsigned jobs = 0;     // decoding threads of a streamed capture; 0 = every core
+  unsigned threads = 0;  // threads that scan one capture; 0 = every core
   std::string output;
   FilterFlags filter;
 };
@@ -90,7 +90,7 @@ std::optional<ga::StreamedJob> stream_captures(const StatsOptions& o, const std:
   ga::StreamStatsOptions so;
   so.by = std::move(by);
   so.gaps = gaps;
-  so.jobs = o.jobs;
+  so.jobs = o.threads;
   so.load = load_options(o.load);
   so.matches = matches;
   return ga::stream_job_stats(captures, so, nullptr);
@@ -304,13 +304,13 @@ void register_stats(CLI::App& app, int& exit_code) {
                   "encloses the stages' sends and receives most often)");
   cmd->add_option("--top", o->top, "only the N groups with the most GPU time, or graphs with the most launch span (0 = all)")->capture_default_str();
   cmd->add_option("--gaps", o->gaps, "idle gaps listed per device")->capture_default_str();
-  cmd->add_option("-j,--jobs", o->jobs,
-                  "threads that decode one capture's chunks side by side (0 = the CPUs this process may use, at "
+  cmd->add_option("-j,--threads", o->threads,
+                  "threads that scan one capture's chunks side by side (0 = the CPUs this process may use, at "
                   "most 16; the tables are the same for any number)")
       ->capture_default_str();
   cmd->add_flag("--in-memory", o->load.in_memory,
                 "load the capture whole before counting, as render and diagnose do; by default one capture is "
-                "read as a stream (--by kernel, stream, device, range and --summary), in memory that does not grow "
+                "scanned (--by kernel, stream, device, range and --summary), in memory that does not grow "
                 "with its events (merged files, filters, NVTX ranges for --by range and --summary, and graph "
                 "launches for --summary load it whole)");
   cmd->add_flag("--metrics", o->metrics,

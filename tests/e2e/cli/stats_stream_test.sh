@@ -174,7 +174,7 @@ if command -v /usr/bin/time >/dev/null && [ -z "${ASAN_OPTIONS:-}${TSAN_OPTIONS:
   fi
 fi
 
-# A bad --jobs value is refused like any other bad flag.
+# A bad --threads value is refused like any other bad flag.
 "$cli" stats "$work/synth.gpuh" -j -1 >/dev/null 2>&1 && { echo "FAIL: -j -1 accepted"; fail=1; }
 
 [ $fail -eq 0 ] && echo "PASS: $compared streamed reports equal to the loaded ones"
