@@ -13,6 +13,8 @@ configure_file(${PROJECT_SOURCE_DIR}/packaging/gpuhook.pc.in ${PROJECT_BINARY_DI
 install(FILES ${PROJECT_BINARY_DIR}/gpuhook.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT format)
 
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# One page per subcommand and the topics that span them, as the man pages and --help name them.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs)
 
 if(TARGET gantt-cli)
   # The man pages and the bash and zsh completions, written by `gantt-cli generate` from the

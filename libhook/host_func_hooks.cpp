@@ -15,7 +15,7 @@
 //
 // Only a program that reaches these calls through the dynamic linker is seen: with
 // LD_PRELOAD and a shared libcudart. nvcc's default static cudart binds them inside the
-// program and the hook never sees them (README.md, "Host functions").
+// program and the hook never sees them (docs/limits.md, "Host functions").
 #include <cuda_runtime_api.h>
 
 #include <atomic>

@@ -21,7 +21,7 @@ enum class HostKind : uint8_t { kNone = 0, kNccl = 1, kRange = 2, kThreadName = 
 // nothing more; the hot path never allocates for any name.
 inline constexpr size_t kInlineNameBytes = 56;
 inline constexpr size_t kMoreNameBytes = 96;  // name bytes in one kNameMore record
-// The longest name kept whole (README.md, "NVTX names"). A longer one keeps its first
+// The longest name kept whole (docs/limits.md, "NVTX names"). A longer one keeps its first
 // kMaxNameBytes bytes, cut back to a whole UTF-8 character, with name_truncated set; the writer
 // then ends it with kCutMarker. 56 + 43 * 96 bytes hold it: 44 records, well inside the
 // smallest ring (64).

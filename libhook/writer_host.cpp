@@ -85,7 +85,7 @@ void Writer::write_host(const HostRecord& record) {
   std::string_view name;
   if (r.kind == HostKind::kRange || r.kind == HostKind::kThreadName || r.kind == HostKind::kMemoryTag) {
     if (&r != &long_name_head_) long_name_.assign(r.range.name, std::min<size_t>(r.range.name_bytes, kInlineNameBytes));
-    // A name the hook had to cut says so: it ends in "…" (README.md, NVTX names).
+    // A name the hook had to cut says so: it ends in "…" (docs/limits.md, NVTX names).
     if (r.range.name_truncated) long_name_ += kCutMarker;
     name = long_name_;
   }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates the charts the README shows, on the simulator, from a build tree:
+# Regenerates the charts the README and docs/render.md show, on the simulator, from a build tree:
 #   examples/img/make.sh [BUILD_DIR]      (default build/)
 # The copy bandwidths and the kernel cost are lowered so that the modelled GPU times are
 # longer than the CPU work the simulator really does for them (host twins, memmoves);

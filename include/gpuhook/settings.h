@@ -1,5 +1,5 @@
 // The hook's settings in one place, for the hook and for gantt-cli: every environment variable
-// it reads (the README's "Configuration (GPUHOOK_*)" table documents the same list), the output
+// it reads (docs/configuration.md's table documents the same list), the output
 // pattern and its default, and the grammars of GPUHOOK_API (which API records to keep) and
 // GPUHOOK_RANGE (what part of the run to capture). The hook parses its environment with them;
 // `gantt-cli record` sets the variables by these names and checks --api, --range and the output

@@ -169,7 +169,7 @@ void register_export(CLI::App& app, int& exit_code) {
       "  gantt-cli export app.gpuh --format chrome -o app.json     # open in ui.perfetto.dev\n"
       "  gantt-cli export app.gpuh --format csv -o events.csv\n"
       "  gantt-cli export app.gpuh --format folded | flamegraph.pl > flame.svg\n"
-      "  gantt-cli export app.gpuh --format sqlite -o app.db       # tables in README: kernels, api, nvtx, ...\n"
+      "  gantt-cli export app.gpuh --format sqlite -o app.db       # tables in docs/export.md: kernels, api, nvtx, ...\n"
       "  gantt-cli export rank*.gpuh --format folded --root rank > ranks.folded   # a flame per rank\n"
       "\nFolded stacks weigh each stack by its GPU time in nanoseconds (flamegraph.pl --countname=ns).\n");
   cmd->add_option("files", o->files, "capture files (.gpuh)")->required();

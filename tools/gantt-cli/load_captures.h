@@ -57,7 +57,7 @@ inline constexpr uint64_t kLoadedBytesPerRecord = 130;
 // Why a subcommand loads captures whole, for check_load_fits()' refusal: what needs them whole,
 // and what reads them as a stream instead ("": not said). And what a record of their indexes
 // takes on that path at its peak: measured RSS over the records, rounded up, on ranks_gen_job's
-// 2 M kernels (4.04 M records; the README's "What still loads a capture whole" has the table).
+// 2 M kernels (4.04 M records; docs/scan.md, "What still loads a capture whole", has the table).
 struct WholeLoad {
   std::string why;
   uint64_t bytes_per_record = kLoadedBytesPerRecord;

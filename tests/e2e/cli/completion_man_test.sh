@@ -5,6 +5,7 @@
 # completion is run; zsh is not installed on CI, so its file is read.
 #   completion_man_test.sh GANTT_CLI
 set -u
+source "$(dirname "$0")/help_options.sh"
 cli=$1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -23,7 +24,7 @@ complete_bash() {
            printf "%s\n" "${COMPREPLY[@]}"' _ "$work/gantt-cli.bash" gantt-cli "$@"
 }
 
-subs=$("$cli" --help | sed -n '/^Subcommands:/,$p' | awk 'NR > 1 && NF { print $1 }')
+subs=$(help_subcommands "$cli")
 [[ -n $subs ]] || fail "gantt-cli --help lists no subcommands"
 offered=$(complete_bash "")
 main_page=$(cat "$work/gantt-cli.1")
@@ -33,7 +34,7 @@ for sub in $subs; do
   grep -q "^\.B $sub\$" <<< "$main_page" || fail "gantt-cli(1) does not list $sub"
   page=$work/gantt-cli-$sub.1
   [[ -f $page ]] || { fail "no man page gantt-cli-$sub(1)"; continue; }
-  opts=$("$cli" "$sub" --help | grep -E '^ +-' | awk '{ print $1 }' | tr ',' '\n' | grep -E '^--?[A-Za-z]')
+  opts=$(help_options "$cli" "$sub")
   bash_opts=$(complete_bash "$sub" "-")
   missing=()
   for opt in $opts; do

@@ -19,8 +19,9 @@ dpkg-deb -x "$deb" "$work/root" || { echo "FAIL dpkg-deb -x"; exit 1; }
 root=$work/root/usr
 for f in bin/gantt-cli lib/libgpuhook.so lib/libgpuhook.so.0 include/gpuhook/gpuhook.h include/gpuhook/capture.h \
          lib/cmake/gpuhook/gpuhookConfig.cmake lib/cmake/gpuhook/gpuhookConfigVersion.cmake lib/pkgconfig/gpuhook.pc \
-         share/man/man1/gantt-cli.1.gz share/man/man1/gantt-cli-render.1.gz share/doc/gpuhook/README.md \
-         share/doc/gpuhook/LICENSE share/bash-completion/completions/gantt-cli share/zsh/vendor-completions/_gantt-cli; do
+         share/man/man1/gantt-cli.1.gz share/man/man1/gantt-cli-render.1.gz share/man/man1/gantt-cli-whatif.1.gz \
+         share/doc/gpuhook/README.md share/doc/gpuhook/docs/whatif.md share/doc/gpuhook/LICENSE \
+         share/bash-completion/completions/gantt-cli share/zsh/vendor-completions/_gantt-cli; do
   [[ -e $root/$f ]] || fail "the package lacks /usr/$f"
 done
 soname=$(readelf -d "$root/lib/libgpuhook.so.0" 2>/dev/null | sed -n 's/.*SONAME.*\[\(.*\)\].*/\1/p')
@@ -31,7 +32,7 @@ for lib in libprotobuf libzstd libcairo; do
 done
 echo "ok   Depends: $depends"
 version=$("$root/bin/gantt-cli" --version) && [[ $version == "gantt-cli "* ]] && echo "ok   $version" || fail "gantt-cli --version: $version"
-zcat "$root/share/man/man1/gantt-cli-stats.1.gz" | grep -q -- '--summary' && echo "ok   man page from --help" || fail "man page"
+zcat "$root/share/man/man1/gantt-cli-stats.1.gz" | grep -q -- '--summary' && echo "ok   man page from the CLI" || fail "man page"
 bash -c "source '$root/share/bash-completion/completions/gantt-cli'; COMP_WORDS=(gantt-cli ren); COMP_CWORD=1; _gantt_cli; [[ \${COMPREPLY[*]} == render ]]" &&
   echo "ok   bash completion" || fail "bash completion does not complete 'ren'"
 # The installed record finds the installed hook by itself (no GPUHOOK_LIB).

@@ -2,7 +2,7 @@
 // (as they do with Nsight Systems' export). Built in memory and written out whole
 // (sqlite3_serialize), so it goes to a file or a pipe alike. Times are integer nanoseconds
 // on the capture's host clock; an unknown time is NULL, never 0. The schema is kSchema below
-// and the README's table; strings are ids into `strings`, so a kernel name is stored once.
+// and docs/export.md's table; strings are ids into `strings`, so a kernel name is stored once.
 #include <sqlite3.h>
 
 #include <memory>

@@ -160,7 +160,7 @@ NodeMetrics parse_dcgm_metrics(std::string_view text, std::string source, const 
         m.problems.push_back({line_no,
                               "this is dcgmi dmon output: it has no timestamps and no host names, so its samples "
                               "cannot be placed on the jobs' nodes and times; export the DCGM_FI_* series with "
-                              "dcgm-exporter and save a Prometheus range query as CSV (README: The cluster view)"});
+                              "dcgm-exporter and save a Prometheus range query as CSV (docs/jobs.md)"});
         return m;
       }
       if (!split_csv(line, &cells, &why) || !read_header(cells, &layout, &why)) {
