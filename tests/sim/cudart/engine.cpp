@@ -472,25 +472,38 @@ void Engine::execute(std::unique_lock<std::mutex>& lock, Stream* s, Op& op) {
       return start;
     };
     // Device memory is host memory, so copies and memsets are real, and a kernel with a
-    // registered host twin computes its result on this worker thread.
+    // registered host twin computes its result on this worker thread, after the moves it may
+    // read.
     t_reported_end_ns = 0;
-    switch (op.kind) {
-      case OpKind::kKernel:
-        if (op.kernel != nullptr && op.kernel->twin != nullptr) {
-          std::vector<void*> args(op.arg_offsets.size());
-          for (size_t i = 0; i < args.size(); ++i) args[i] = op.arg_bytes.data() + op.arg_offsets[i];
-          t_plan = &plan;
-          op.kernel->twin(args.data(), op.grid, op.block);
-          t_plan = nullptr;
-        }
-        break;
-      case OpKind::kMemcpy:
-        if (op.bytes != 0) std::memmove(op.dst, op.src, op.bytes);
-        break;
-      case OpKind::kMemset:
-        if (op.bytes != 0) std::memset(op.dst, op.value, op.bytes);
-        break;
-      default: break;
+    if (deferrable(op)) {
+      plan();
+      defer(op);
+    } else {
+      switch (op.kind) {
+        case OpKind::kKernel:
+          if (op.kernel != nullptr && op.kernel->twin != nullptr) {
+            std::vector<void*> args(op.arg_offsets.size());
+            for (size_t i = 0; i < args.size(); ++i) args[i] = op.arg_bytes.data() + op.arg_offsets[i];
+            settle();
+            t_plan = &plan;
+            op.kernel->twin(args.data(), op.grid, op.block);
+            t_plan = nullptr;
+          }
+          break;
+        case OpKind::kMemcpy:
+          if (op.bytes != 0) {
+            settle();
+            std::memmove(op.dst, op.src, op.bytes);
+          }
+          break;
+        case OpKind::kMemset:
+          if (op.bytes != 0) {
+            settle();
+            std::memset(op.dst, op.value, op.bytes);
+          }
+          break;
+        default: break;
+      }
     }
     plan();
     // A twin that waits for other processes (a simulated NCCL collective ends when the last
@@ -534,6 +547,61 @@ void Engine::complete_due(Stream* only) {
   }
   for (auto& [s, f] : due) emit_op_record(*s, *f.op, f.start_ns, f.end_ns);
   if (!due.empty()) space_cv_.notify_all();
+}
+
+namespace {
+// Below this a move costs less than handing it to another thread and waking it.
+constexpr size_t kDeferMinBytes = size_t{1} << 20;
+// Deferred moves queued at most; past it the stream doing the next one waits, so a program that
+// copies faster than this machine moves bytes is held back by the bytes, never by memory.
+constexpr size_t kMaxMoves = 64;
+
+bool device_only(uint8_t kind) {
+  return kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE || kind == CUPTI_ACTIVITY_MEMORY_KIND_ARRAY ||
+         kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC;
+}
+}  // namespace
+
+bool Engine::deferrable(const Op& op) {
+  if (op.bytes < kDeferMinBytes) return false;
+  if (op.kind == OpKind::kMemset) return device_only(op.dst_kind);
+  return op.kind == OpKind::kMemcpy && device_only(op.dst_kind) && device_only(op.src_kind);
+}
+
+void Engine::defer(const Op& op) {
+  std::unique_lock<std::mutex> lock(move_mu_);
+  if (!mover_started_) {
+    std::thread([this] { mover_main(); }).detach();
+    mover_started_ = true;
+  }
+  move_cv_.wait(lock, [&] { return moving_ < kMaxMoves; });
+  moves_.push_back({op.kind, op.dst, op.src, op.bytes, op.value});
+  ++moving_;
+  move_cv_.notify_all();
+}
+
+void Engine::settle() {
+  std::unique_lock<std::mutex> lock(move_mu_);
+  move_cv_.wait(lock, [&] { return moving_ == 0; });
+}
+
+void Engine::mover_main() {
+  pthread_setname_np(pthread_self(), "sim_mover");
+  std::unique_lock<std::mutex> lock(move_mu_);
+  for (;;) {
+    move_cv_.wait(lock, [&] { return !moves_.empty(); });
+    const Move m = moves_.front();
+    moves_.pop_front();
+    lock.unlock();
+    if (m.kind == OpKind::kMemset) {
+      std::memset(m.dst, m.value, m.bytes);
+    } else {
+      std::memmove(m.dst, m.src, m.bytes);
+    }
+    lock.lock();
+    --moving_;
+    move_cv_.notify_all();
+  }
 }
 
 void Engine::worker_main(Stream* s) {

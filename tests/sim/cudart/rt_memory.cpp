@@ -80,6 +80,8 @@ void* allocate(size_t bytes, CUpti_ActivityMemoryKind kind, int device, PoolView
 
 // Releases p when it is an allocation of one of `kinds` (a bit per CUpti_ActivityMemoryKind).
 bool release(void* p, unsigned kinds, Released* out) {
+  // A deferred move may still write or read it (Engine::deferrable).
+  Engine::instance().settle();
   std::lock_guard<std::mutex> lock(allocation_mutex());
   auto it = allocations().find(reinterpret_cast<uintptr_t>(p));
   if (it == allocations().end() || (kinds & (1u << it->second.kind)) == 0) return false;
