@@ -7,6 +7,7 @@
 #include "gantt/ranks.h"
 #include "gantt/render.h"
 #include "gantt/scene.h"
+#include "rank_records.h"
 
 namespace gantt {
 namespace {
@@ -21,13 +22,9 @@ Model two_rank_job(int steps) {
   for (int r = 0; r < 2; ++r) {
     const int64_t off = r == 1 ? 1'000'000 : 0;
     b.begin_capture("rank" + std::to_string(r) + ".gpuh");
-    v1::Record rec;
+    v1::Record rec = test::rank_header(r, r == 0 ? "a" : "b", static_cast<uint64_t>(1'000'000'000 + off));
     auto* h = rec.mutable_header();
-    h->set_format_version(1);
-    h->set_host_name(r == 0 ? "a" : "b");
     h->set_boot_id(r == 0 ? "A" : "B");
-    h->set_rank(r);
-    h->set_start_monotonic_raw_ns(static_cast<uint64_t>(1'000'000'000 + off));
     h->set_start_realtime_ns(1'700'000'000'000'000'000ull + 200'000);  // NTP error: 200 us, both
     h->set_features(v1::FEATURE_HOST_CLOCK_CALLBACK);
     b.add(rec);
@@ -36,43 +33,10 @@ Model two_rank_job(int steps) {
     b.define_string(3, "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE");
     for (int s = 0; s < steps; ++s) {
       const int64_t t = 1'000'100'000 + s * 1'000'000 + off + (r == 1 ? 30'000 : 0);
-      rec.Clear();
-      auto* n = rec.mutable_nccl();
-      n->set_op(v1::NCCL_ALL_REDUCE);
-      n->set_name_id(1);
-      n->set_count(1024);
-      n->set_datatype(7);
-      n->set_comm_id(77);
-      n->set_rank(r);
-      n->set_nranks(2);
-      n->set_thread_id(10);
-      n->set_start_ns(t - 5'000);
-      n->set_end_ns(t - 1'000);
-      n->set_sequence(static_cast<uint64_t>(s));
-      b.add(rec);
-      rec.Clear();
-      auto* a = rec.mutable_api();
-      a->set_domain(v1::API_DOMAIN_RUNTIME);
-      a->set_cbid(211);
-      a->set_name_id(2);
-      a->set_thread_id(10);
-      a->set_start_ns(t - 4'000);
-      a->set_end_ns(t - 2'000);
-      a->set_correlation_id(static_cast<uint32_t>(s + 1));
-      b.add(rec);
-      rec.Clear();
-      auto* k = rec.mutable_kernel();
-      k->set_name_id(3);
-      k->set_correlation_id(static_cast<uint32_t>(s + 1));
-      k->set_start_ns(t);
-      k->set_end_ns(1'000'100'000 + s * 1'000'000 + off + 80'000);  // same true end for both
-      k->set_grid_x(4);
-      k->set_grid_y(1);
-      k->set_grid_z(1);
-      k->set_block_x(128);
-      k->set_block_y(1);
-      k->set_block_z(1);
-      b.add(rec);
+      const auto corr = static_cast<uint32_t>(s + 1);
+      b.add(test::all_reduce_call(1, r, 2, static_cast<uint64_t>(s), t - 5'000, t - 1'000));
+      b.add(test::launch_call(2, corr, t - 4'000, t - 2'000));
+      b.add(test::launched_kernel(3, corr, 0, t, 1'000'100'000 + s * 1'000'000 + off + 80'000));  // same true end for both
     }
     b.end_capture(gpuhook::Integrity{});
   }

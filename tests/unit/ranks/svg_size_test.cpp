@@ -12,6 +12,7 @@
 #include "gantt/filter.h"
 #include "gantt/model.h"
 #include "gantt/render.h"
+#include "rank_records.h"
 
 namespace gantt {
 namespace {
@@ -29,42 +30,15 @@ Model many_rank_job(int ranks, int events) {
   std::uniform_int_distribution<int64_t> gap(0, 12'000), len(4'000, 14'000);
   for (int r = 0; r < ranks; ++r) {
     b.begin_capture("rank" + std::to_string(r) + ".gpuh");
-    v1::Record rec;
-    auto* h = rec.mutable_header();
-    h->set_format_version(1);
-    h->set_host_name("host" + std::to_string(r / 8));
-    h->set_rank(r);
-    h->set_start_monotonic_raw_ns(1'000'000'000);
-    b.add(rec);
+    b.add(test::rank_header(r, "host" + std::to_string(r / 8), 1'000'000'000));
     b.define_string(1, "cudaLaunchKernel");
     b.define_string(2, "gemm_kernel");
     int64_t t = 1'000'100'000;
     for (int i = 0; i < events; ++i) {
       const int64_t start = t + gap(rng), end = start + len(rng);
-      rec.Clear();
-      auto* a = rec.mutable_api();
-      a->set_domain(v1::API_DOMAIN_RUNTIME);
-      a->set_cbid(211);
-      a->set_name_id(1);
-      a->set_thread_id(10);
-      a->set_start_ns(start - 3'000);
-      a->set_end_ns(start - 1'000);
-      a->set_correlation_id(static_cast<uint32_t>(i + 1));
-      b.add(rec);
-      rec.Clear();
-      auto* k = rec.mutable_kernel();
-      k->set_name_id(2);
-      k->set_correlation_id(static_cast<uint32_t>(i + 1));
-      k->set_stream(7);
-      k->set_start_ns(start);
-      k->set_end_ns(end);
-      k->set_grid_x(4);
-      k->set_grid_y(1);
-      k->set_grid_z(1);
-      k->set_block_x(128);
-      k->set_block_y(1);
-      k->set_block_z(1);
-      b.add(rec);
+      const auto corr = static_cast<uint32_t>(i + 1);
+      b.add(test::launch_call(1, corr, start - 3'000, start - 1'000));
+      b.add(test::launched_kernel(2, corr, 7, start, end));
       t = end;
     }
     b.end_capture(gpuhook::Integrity{});

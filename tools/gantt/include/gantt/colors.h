@@ -54,6 +54,8 @@ inline constexpr Color kMuted{110, 110, 110, 255};
 inline constexpr Color kGrid{225, 225, 225, 255};
 inline constexpr Color kLaneBand{246, 247, 250, 255};
 inline constexpr Color kGraph{23, 128, 130, 255};            // teal: a CUDA graph launch's bracket
+inline constexpr Color kRankLink{90, 90, 90, 200};           // one collective's kernels joined across ranks
+inline constexpr Color kLastArrival{200, 30, 30, 255};       // the rank that arrived last at a collective
 }  // namespace palette
 
 }  // namespace gantt

@@ -1,9 +1,12 @@
 // What the chart needs to show many ranks: lane labels, the links between matching
 // collectives, footer lines. The render code calls these; the drawing stays in the scene's
 // vocabulary (rects, lines, text) so every back end shows the same.
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <limits>
 
+#include "gantt/colors.h"
 #include "gantt/model.h"
 #include "gantt/ranks.h"
 #include "gantt/scene.h"
@@ -53,8 +56,16 @@ std::string short_duration(uint64_t ns) {
 void draw_collective_links(Scene& scene, const std::vector<CollectiveLink>& links,
                            const std::function<bool(uint32_t, float*, float*, float*, float*)>& where,
                            const std::function<float(uint64_t)>& x_of, float label_y) {
-  const Color link{90, 90, 90, 200};
-  const Color late{200, 30, 30, 255};
+  const float inf = std::numeric_limits<float>::infinity();
+  draw_collective_links(scene, links, where, x_of, label_y, {{-inf, inf}});
+}
+
+void draw_collective_links(Scene& scene, const std::vector<CollectiveLink>& links,
+                           const std::function<bool(uint32_t, float*, float*, float*, float*)>& where,
+                           const std::function<float(uint64_t)>& x_of, float label_y,
+                           const std::vector<std::pair<float, float>>& lane_spans) {
+  const Color link = palette::kRankLink;
+  const Color late = palette::kLastArrival;
   float last_label_x = -1e9f;
   for (const CollectiveLink& l : links) {
     float top = 1e9f, bottom = -1e9f;
@@ -68,7 +79,10 @@ void draw_collective_links(Scene& scene, const std::vector<CollectiveLink>& link
     }
     if (drawn < 2) continue;  // nothing to join on this chart
     const float x = x_of(l.end_ns);
-    scene.line(make_line(x, top, x, bottom, link, 0.75f));
+    for (const auto& [from, to] : lane_spans) {
+      const float a = std::max(top, from), b = std::min(bottom, to);
+      if (a < b) scene.line(make_line(x, a, x, b, link, 0.75f));
+    }
     float x0, x1, y, h;
     if (where(l.last_event, &x0, &x1, &y, &h)) {
       Rect r = make_rect(x0, y, std::max(x1 - x0, 1.0f), h, Color{0, 0, 0, 0});

@@ -170,6 +170,9 @@ class Builder {
   std::vector<GraphLaunch> graphs_;
   std::unordered_map<uint32_t, float> drawn_;  // individually drawn event -> lane y
   std::map<DeviceKey, float> section_y_;       // each device section's top
+  // Each run of GPU lanes, top to bottom; between two lie a section's title, idle-gap labels
+  // and strips, which the rank links must not cover.
+  std::vector<std::pair<float, float>> lane_areas_;
   Annotations ann_;
   std::vector<analysis::WaitSplit> waits_;     // why each drawn kernel waited, by event
   std::map<DeviceKey, analysis::DeviceMemory> memory_;  // --memory-strip: per device

@@ -322,7 +322,9 @@ void Builder::draw_device_section(const DeviceKey& dev, const std::vector<LaneKe
     y_ += kUtilHeight + 4;
   }
   y_ += draw_measured_strip(s_, f_, m_, dev.first, dev.second, y_);
+  const float lanes_top = y_;
   for (const LaneKey& k : lanes) draw_gpu_lane_within_cap(k, lanes_[k]);
+  if (y_ > lanes_top) lane_areas_.emplace_back(lanes_top, y_);
   y_ += kSectionGap;
 }
 
@@ -489,7 +491,9 @@ Scene Builder::build() {
     }
     for (const auto& [dev, keys] : sections) draw_device_section(dev, keys);
     if (o_.lanes == LaneMode::kThread) {
+      const float lanes_top = y_;
       for (auto& [key, lane] : lanes_) draw_gpu_lane_within_cap(key, lane);
+      if (y_ > lanes_top) lane_areas_.emplace_back(lanes_top, y_);
       y_ += kSectionGap;
     }
     if (o_.collective_links && m_.captures.size() > 1) {
@@ -597,7 +601,7 @@ void Builder::draw_rank_links(float label_y) {
         *h = 14;
         return true;
       },
-      [&](uint64_t t) { return f_.x(t); }, label_y);
+      [&](uint64_t t) { return f_.x(t); }, label_y, lane_areas_);
 }
 
 }  // namespace gantt::detail

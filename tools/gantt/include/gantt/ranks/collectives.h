@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gantt {
@@ -187,4 +188,12 @@ std::vector<CollectiveLink> collective_links(const Model& model);
 void draw_collective_links(Scene& scene, const std::vector<CollectiveLink>& links,
                            const std::function<bool(uint32_t, float*, float*, float*, float*)>& where,
                            const std::function<float(uint64_t)>& x_of, float label_y);
+// The same, each link drawn only where it passes through `lane_spans` (y from, y to; in order,
+// apart): the chart's runs of lanes. Between two runs lie a rank's section title, idle-gap
+// labels and busy strip, which a line straight down from rank to rank covered; a link is left
+// in pieces there, one x from piece to piece.
+void draw_collective_links(Scene& scene, const std::vector<CollectiveLink>& links,
+                           const std::function<bool(uint32_t, float*, float*, float*, float*)>& where,
+                           const std::function<float(uint64_t)>& x_of, float label_y,
+                           const std::vector<std::pair<float, float>>& lane_spans);
 }  // namespace gantt
