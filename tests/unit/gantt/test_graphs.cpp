@@ -6,6 +6,7 @@
 #include <string>
 
 #include "graph_fixture.h"
+#include "gantt/colors.h"
 #include "gantt/filter.h"
 #include "gantt/graphs.h"
 #include "gantt/render.h"
@@ -133,6 +134,50 @@ TEST(Graphs, EachLaunchIsBracketedOnItsStreamLaneWithItsGraphAndNodeCount) {
   const double width = std::stod(tag.substr(tag.find("width=\"") + 7));
   const double plot = 1600 - 250 - 24;
   EXPECT_NEAR(width, plot * 3.5 / 4.5, 2.0) << tag;
+}
+
+// At the default size a launch of 6.5 us in a 104 us chart is a bracket wide enough for its
+// label. The label was 7 px, over the nodes' bars: unreadable (issue 44, item 10). It must be
+// at least 9 px, the size of the kernel names inside the bars, inside its bracket, inside the
+// chart, and clear of every bar and wait strip.
+TEST(Graphs, TheBracketLabelReadsAtTheDefaultSizeInsideItsBracketClearOfTheBars) {
+  constexpr float kMinReadablePx = 9;
+  const gantt::Model m = graph_model(1);
+  gantt::RenderStats st;
+  const gantt::Scene scene = gantt::build_scene(m, gantt::select_events(m, {}), gantt::RenderOptions{}, &st);
+  ASSERT_EQ(st.graph_brackets, 1u);
+  const gantt::Text* label = nullptr;
+  const gantt::Rect* bracket = nullptr;
+  for (const auto& item : scene.items) {
+    if (const auto* t = std::get_if<gantt::Text>(&item); t && t->text.rfind("graph 3", 0) == 0) label = t;
+    if (const auto* r = std::get_if<gantt::Rect>(&item); r && r->stroke == gantt::palette::kGraph) bracket = r;
+  }
+  ASSERT_NE(bracket, nullptr);
+  ASSERT_NE(label, nullptr) << "the bracket carries no label at the default size";
+  EXPECT_GE(label->size, kMinReadablePx);
+  // Where the glyphs can reach: 2/3 em a character (DejaVu Sans's digits at 9 px, hinted, are
+  // 6 px, the widest glyphs of these labels), 0.8 em above the baseline, 0.25 below.
+  size_t chars = 0;
+  for (char c : label->text) chars += (c & 0xC0) != 0x80;
+  ASSERT_EQ(label->anchor, gantt::Anchor::kStart);
+  const float x0 = label->x, x1 = x0 + static_cast<float>(chars) * label->size * 2 / 3;
+  const float top = label->y - 0.8f * label->size, bottom = label->y + 0.25f * label->size;
+  EXPECT_GE(x0, 0);
+  EXPECT_LE(x1, static_cast<float>(scene.width));
+  EXPECT_GE(top, 0);
+  EXPECT_LE(bottom, static_cast<float>(scene.height));
+  EXPECT_GE(x0, bracket->x);
+  EXPECT_LE(x1, bracket->x + bracket->w) << label->text;
+  EXPECT_GE(top, bracket->y);
+  EXPECT_LE(bottom, bracket->y + bracket->h);
+  for (const auto& item : scene.items) {
+    const auto* r = std::get_if<gantt::Rect>(&item);
+    if (!r || !r->fill.visible() || r->fill == gantt::palette::kLaneBand) continue;
+    const bool overlaps = r->x < x1 && x0 < r->x + r->w && r->y < bottom && top < r->y + r->h;
+    EXPECT_FALSE(overlaps) << "the label [" << x0 << ", " << x1 << "] x [" << top << ", " << bottom
+                           << "] overlaps a rect at " << r->x << ", " << r->y << " (" << r->w << " x " << r->h << ") "
+                           << r->tooltip.substr(0, r->tooltip.find('\n'));
+  }
 }
 
 TEST(Graphs, BranchesSideBySideOnOneLaneGetARowEachAndStayVisible) {

@@ -42,15 +42,30 @@ inline constexpr size_t kMaxHostLanes = 32;
 // in --lanes device) get rows of their own, or the later one would hide the earlier one.
 inline constexpr float kOverlapRow = 16;
 inline constexpr int kMaxOverlapRows = 4;
-// A bracket narrower than this says nothing its nodes do not; its label needs more room.
+// A bracket narrower than this says nothing its nodes do not.
 inline constexpr float kMinBracketPx = 3;
-inline constexpr float kMinBracketLabelPx = 24;
 inline constexpr size_t kMaxGraphBrackets = 3000;
+// A bracket's label ("graph 3 · 25 nodes") was 7 px in the wait strip, over the nodes' bars:
+// at 1:1 in a PNG its x-height was under 4 px, a teal smudge. It is 9 px, the size of the
+// kernel names inside the bars (the smallest text the chart asks anyone to read), on a row of
+// its own above the wait strip, added only to lanes that carry a labelled bracket.
+inline constexpr float kBracketLabelSize = 9;
+inline constexpr float kBracketLabelCharPx = 6;       // DejaVu Sans at 9 px, hinted: digits, g, h, n, o 6 px, space 3
+inline constexpr float kBracketLabelRow = 12;         // 9 px glyphs reach 7.2 above the baseline, 2.3 below
+inline constexpr float kBracketLabelBaseline = 9.5f;  // from the lane's top, under the bracket's top edge
+inline constexpr float kBracketLabelInset = 2;        // from the bracket's left edge, and kept on the right
 
 // One graph launch's nodes on one lane.
 struct Bracket {
   uint64_t start_ns = 0, end_ns = 0;
   size_t launch = 0;  // index into Builder::graphs_
+};
+
+// A bracket as this chart draws it: its span in pixels and its label ("" where none fits).
+struct PlacedBracket {
+  float x0 = 0, x1 = 0;
+  size_t launch = 0;
+  std::string label;
 };
 
 struct Lane {
@@ -139,7 +154,10 @@ class Builder {
   // draw_gpu_lane while fewer than kMaxGpuLanes are drawn; past that the lane is counted (the
   // footer says how many lanes and events were left out).
   void draw_gpu_lane_within_cap(const LaneKey& key, Lane& lane);
-  void draw_brackets(const Lane& lane, float y, float height);
+  // The lane's brackets in the window, within the chart's bracket budget, with the labels that
+  // fit their brackets and do not run into the previous label.
+  std::vector<PlacedBracket> place_brackets(const Lane& lane) const;
+  void draw_brackets(const std::vector<PlacedBracket>& brackets, float top, float height);
   void draw_annotations();
   struct QueueDelay {
     float y, q, x0;        // row, queued and start x

@@ -189,7 +189,11 @@ void Builder::draw_wait(uint32_t e, float ry, float x0) {
 }
 
 void Builder::draw_gpu_lane(const LaneKey& key, Lane& lane) {
-  const float y = y_;
+  const std::vector<PlacedBracket> brackets = place_brackets(lane);
+  const bool labelled = std::any_of(brackets.begin(), brackets.end(), [](const PlacedBracket& b) { return !b.label.empty(); });
+  const float top = y_;
+  const float label_row = labelled ? kBracketLabelRow : 0;
+  const float y = top + label_row;  // the lane's wait strip and bars start under the label row
   lane.y = y;
   const int cols = f_.columns();
   Coverage exec(cols), wait(cols);
@@ -219,8 +223,8 @@ void Builder::draw_gpu_lane(const LaneKey& key, Lane& lane) {
   const std::vector<int> row = overlap_rows(m_, individual, kMaxOverlapRows);
   const size_t extra_rows = row.empty() ? 0 : static_cast<size_t>(*std::max_element(row.begin(), row.end()));
   st_.overlap_rows += extra_rows;
-  const float height = kLaneHeight + static_cast<float>(extra_rows) * kOverlapRow;
-  s_.rect(make_rect(f_.left, y, f_.right - f_.left, height - kLaneGap, palette::kLaneBand));
+  const float height = label_row + kLaneHeight + static_cast<float>(extra_rows) * kOverlapRow;
+  s_.rect(make_rect(f_.left, top, f_.right - f_.left, height - kLaneGap, palette::kLaneBand));
   s_.text(make_text(f_.left - kLaneLabelGap, y + kLaneLabelBaseline,
                     fit(lane_label(m_, key, o_.lanes, lane.priority), kLabelWidth - 20), kFontSize, palette::kText,
                     Anchor::kEnd));
@@ -268,29 +272,60 @@ void Builder::draw_gpu_lane(const LaneKey& key, Lane& lane) {
     drawn_[e] = ry;
     ++st_.events_individual;
   }
-  draw_brackets(lane, y, height);
+  draw_brackets(brackets, top, height);
   y_ += height;
 }
 
-// Each graph launch as an outline around its nodes on this lane, labelled with the graph and
-// its node count in the strip above the bars (graph nodes have no queued stamp to draw there).
-void Builder::draw_brackets(const Lane& lane, float y, float height) {
+namespace {
+// Our labels are valid UTF-8: their width in characters is their count of lead bytes.
+size_t code_points(std::string_view s) {
+  return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+}
+
+std::string launch_label(const Model& m, const GraphLaunch& g) {
+  return graph_label(m, g.capture, g.graph_id) + " \xC2\xB7 " + std::to_string(g.nodes.size()) +
+         (g.nodes.size() == 1 ? " node" : " nodes");
+}
+}  // namespace
+
+std::vector<PlacedBracket> Builder::place_brackets(const Lane& lane) const {
+  std::vector<PlacedBracket> placed;
+  float label_end = -1e9f;
   for (const Bracket& b : lane.brackets) {
     if (b.end_ns < f_.t0 || b.start_ns > f_.t1) continue;
     const float x0 = f_.x(std::max(b.start_ns, f_.t0)), x1 = f_.x(std::min(b.end_ns, f_.t1));
-    if (x1 - x0 < kMinBracketPx || st_.graph_brackets >= kMaxGraphBrackets) continue;
+    if (x1 - x0 < kMinBracketPx || st_.graph_brackets + placed.size() >= kMaxGraphBrackets) continue;
+    PlacedBracket p{x0, x1, b.launch, {}};
+    // The whole label, else the graph alone, else none: an ellipsis of "graph 3" names nothing
+    // (the outline's tooltip always has the whole label).
     const GraphLaunch& g = graphs_[b.launch];
-    const std::string label = graph_label(m_, g.capture, g.graph_id) + " \xC2\xB7 " + std::to_string(g.nodes.size()) +
-                              (g.nodes.size() == 1 ? " node" : " nodes");
-    Rect rc = make_rect(x0, y + 0.5f, x1 - x0, height - 3, Color{0, 0, 0, 0});
+    const float room = x1 - x0 - 2 * kBracketLabelInset;
+    const auto fits = [&](const std::string& l) { return static_cast<float>(code_points(l)) * kBracketLabelCharPx <= room; };
+    if (x0 + kBracketLabelInset > label_end + kBracketLabelCharPx) {
+      if (std::string l = launch_label(m_, g); fits(l)) p.label = std::move(l);
+      else if (std::string l2 = graph_label(m_, g.capture, g.graph_id); fits(l2)) p.label = std::move(l2);
+    }
+    if (!p.label.empty())
+      label_end = x0 + kBracketLabelInset + static_cast<float>(code_points(p.label)) * kBracketLabelCharPx;
+    placed.push_back(std::move(p));
+  }
+  return placed;
+}
+
+// Each graph launch as an outline around its nodes on this lane, labelled with the graph and
+// its node count on the lane's label row, above the bars.
+void Builder::draw_brackets(const std::vector<PlacedBracket>& brackets, float top, float height) {
+  for (const PlacedBracket& b : brackets) {
+    const GraphLaunch& g = graphs_[b.launch];
+    Rect rc = make_rect(b.x0, top + 0.5f, b.x1 - b.x0, height - 3, Color{0, 0, 0, 0});
     rc.stroke = palette::kGraph;
     rc.stroke_width = 1;
-    rc.tooltip = label + ", launch " + format_duration(static_cast<int64_t>(g.end_ns - g.start_ns)) + " (" +
+    rc.tooltip = launch_label(m_, g) + ", launch " + format_duration(static_cast<int64_t>(g.end_ns - g.start_ns)) + " (" +
                  rel_time(g.start_ns, f_.origin) + " \xE2\x80\xA6 " + rel_time(g.end_ns, f_.origin) + "), correlation id " +
                  std::to_string(g.correlation_id);
     s_.rect(std::move(rc));
-    if (x1 - x0 >= kMinBracketLabelPx)
-      s_.text(make_text(x0 + 2, y + 6.5f, fit(label, x1 - x0 - 4, 4.2f), 7, palette::kGraph));
+    if (!b.label.empty())
+      s_.text(make_text(b.x0 + kBracketLabelInset, top + kBracketLabelBaseline, b.label, kBracketLabelSize, palette::kGraph));
     ++st_.graph_brackets;
   }
 }
