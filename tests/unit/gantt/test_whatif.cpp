@@ -119,6 +119,29 @@ TEST(WhatifReplay, TheGreaterPriorityWinsATieForRoom) {
   EXPECT_EQ(t.g.ops[k1].start_ns, 1100u);
 }
 
+// A kernel launched while the device is full competes with the work that becomes ready by the
+// time room frees up, as on the simulator and the hardware: at equal priority the earlier
+// launch goes first, at a greater priority it goes as soon as the SMs free.
+TEST(WhatifReplay, WorkThatFindsTheDeviceFullCompetesWithWhatBecomesReadyMeanwhile) {
+  for (const int32_t critical_priority : {0, 5}) {
+    G t;
+    const uint32_t background = t.lane(13), critical = t.lane(14, false, true, critical_priority);
+    const uint32_t l = t.call(0, 1);
+    const uint32_t b1 = t.op(background, l, 0, 100, 1.0), b2 = t.op(background, l, 0, 100, 1.0);
+    const uint32_t c = t.op(critical, l, 10, 5, 0.1);
+    replay(t.g);
+    // b1 1000..1100. c is ready at 1010 but the device is full until 1100, when b2 is ready too.
+    EXPECT_EQ(t.g.ops[b1].end_ns, 1100u);
+    if (critical_priority == 0) {
+      EXPECT_EQ(t.g.ops[b2].start_ns, 1100u);  // launched first: 1100..1200, c after it
+      EXPECT_EQ(t.g.ops[c].start_ns, 1200u);
+    } else {
+      EXPECT_EQ(t.g.ops[c].start_ns, 1100u);   // the greater priority: 1100..1105, b2 after it
+      EXPECT_EQ(t.g.ops[b2].start_ns, 1105u);
+    }
+  }
+}
+
 TEST(WhatifReplay, ARemovedCallKeepsTheHostWorkBeforeIt) {
   G t;
   const uint32_t s = t.lane(13);
@@ -197,11 +220,13 @@ TEST(WhatifChange, SpellingsAreExact) {
   EXPECT_EQ(parse_change("pin-copies").kind, Change::Kind::kPinCopies);
   EXPECT_EQ(parse_change("remove-syncs=cudaStreamSynchronize").name, "cudaStreamSynchronize");
   EXPECT_EQ(parse_change("streams=4").streams, 4u);
+  EXPECT_EQ(parse_change("priority=critical_.*").kind, Change::Kind::kPriority);
+  EXPECT_EQ(parse_change("priority=critical_.*").name, "critical_.*");
   const Change s = parse_change("scale=gemm.*:0.8");
   EXPECT_EQ(s.name, "gemm.*");
   EXPECT_DOUBLE_EQ(s.factor, 0.8);
   for (const char* bad : {"pin_copies", "streams=1", "streams=2.5", "streams=x", "scale=gemm", "scale=:2",
-                          "scale=a:-1", "scale=a:nan", "scale=a:1e9", "remove-syncs=", ""})
+                          "scale=a:-1", "scale=a:nan", "scale=a:1e9", "remove-syncs=", "priority=", "priority", ""})
     EXPECT_THROW(parse_change(bad), std::invalid_argument) << bad;
 }
 

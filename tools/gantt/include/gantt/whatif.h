@@ -34,10 +34,10 @@ namespace gantt::whatif {
 
 // --change, spelled as the user types it.
 struct Change {
-  enum class Kind { kPinCopies, kAsyncCopies, kRemoveSyncs, kStreams, kGraphs, kScale, kBalanceRanks };
+  enum class Kind { kPinCopies, kAsyncCopies, kRemoveSyncs, kStreams, kGraphs, kScale, kBalanceRanks, kPriority };
   Kind kind = Kind::kPinCopies;
   std::string text;          // as typed, for the header and the report
-  std::string name;          // remove-syncs=NAME: only calls of this name; scale: the regex
+  std::string name;          // remove-syncs=NAME: only calls of this name; scale, priority: the regex
   double factor = 1;         // scale
   uint32_t streams = 0;      // streams=N
 };

@@ -98,6 +98,9 @@ Change parse_change(const std::string& text) {
     c.name = rest.substr(0, colon);
     c.factor = parse_number(text, rest.substr(colon + 1));
     if (c.factor > 1e6) throw std::invalid_argument("--change " + text + ": a factor above 1e6 is not a prediction");
+  } else if (starts_with(text, "priority=") && text.size() > 9) {
+    c.kind = Change::Kind::kPriority;
+    c.name = text.substr(9);
   } else {
     throw std::invalid_argument("--change '" + text + "' is not a change whatif knows:\n" + change_help());
   }
@@ -115,7 +118,9 @@ const char* change_help() {
          "  streams=N              each stream's repeating chains of work spread over N streams\n"
          "  graphs                 repeated launch sequences become one graph launch each\n"
          "  scale=REGEX:FACTOR     kernels whose name matches REGEX take FACTOR times as long\n"
-         "  balance-ranks          each step's compute on every rank set to the ranks' mean\n";
+         "  balance-ranks          each step's compute on every rank set to the ranks' mean\n"
+         "  priority=REGEX         the streams that run kernels matching REGEX at a greater priority\n"
+         "                         than every other stream of their device\n";
 }
 
 Prediction predict(const std::vector<std::string>& inputs, const std::vector<Change>& changes, const Options& options,

@@ -79,27 +79,58 @@ void stop_waiting(Built& b, uint32_t o) {
   if (waits.empty() && b.call_wait[op.call].kind == WaitSpec::Kind::kNone) make_async(b, op.call);
 }
 
-void scale(Built& b, const Change& ch) {
-  // RE2, as the filter flags: kernel names come from the program, and libstdc++'s
-  // backtracking std::regex recursed once per character of a 200,000-character name.
+// The kernels whose name, mangled or demangled, matches the change's regex. RE2, as the
+// filter flags: kernel names come from the program, and libstdc++'s backtracking std::regex
+// recursed once per character of a 200,000-character name.
+std::vector<uint32_t> matching_kernels(const Built& b, const Change& ch) {
   RE2::Options options;
   options.set_log_errors(false);
   const RE2 re(ch.name, options);
   if (!re.ok()) throw std::invalid_argument("--change " + ch.text + ": not a regular expression: " + re.error());
-  size_t matched = 0;
+  std::vector<uint32_t> matched;
   std::unordered_map<std::string, bool> hit;  // per distinct name: demangle and match once
-  for (GpuOp& op : b.graph.ops) {
+  for (uint32_t o = 0; o < b.graph.ops.size(); ++o) {
+    const GpuOp& op = b.graph.ops[o];
     if (op.kind != OpKind::kKernel) continue;
     auto [it, added] = hit.try_emplace(op.name, false);
     if (added) it->second = RE2::PartialMatch(op.name, re) || RE2::PartialMatch(demangle(op.name), re);
-    if (!it->second) continue;
-    op.duration_ns = scaled(op.duration_ns, ch.factor);
-    ++matched;
+    if (it->second) matched.push_back(o);
   }
-  if (matched == 0)
+  if (matched.empty())
     throw std::invalid_argument("--change " + ch.text + ": no kernel name matches " + ch.name +
                                 " (kernels in graph launches are kept as recorded)");
-  b.graph.notes.push_back(ch.text + ": " + std::to_string(matched) + " kernel(s) " + fmt("x%.3g", ch.factor));
+  return matched;
+}
+
+void scale(Built& b, const Change& ch) {
+  const std::vector<uint32_t> matched = matching_kernels(b, ch);
+  for (const uint32_t o : matched) b.graph.ops[o].duration_ns = scaled(b.graph.ops[o].duration_ns, ch.factor);
+  b.graph.notes.push_back(ch.text + ": " + std::to_string(matched.size()) + " kernel(s) " + fmt("x%.3g", ch.factor));
+}
+
+// priority=REGEX: the streams that run a matching kernel get the SMs first whenever they compete
+// with the other streams of their device, as a stream created with the device's greatest
+// priority does (cudaStreamCreateWithPriority). One step above the greatest other stream of the
+// device: the replay only compares priorities, so how far above does not matter.
+void raise_priority(Built& b, const Change& ch) {
+  std::vector<bool> raise(b.graph.lanes.size(), false);
+  for (const uint32_t o : matching_kernels(b, ch)) raise[b.graph.ops[o].lane] = true;
+  std::map<std::pair<uint16_t, uint32_t>, int32_t> greatest_other;  // per capture and device
+  for (uint32_t l = 0; l < b.graph.lanes.size(); ++l) {
+    if (raise[l]) continue;
+    const Lane& lane = b.graph.lanes[l];
+    auto [it, added] = greatest_other.try_emplace({lane.capture, lane.device}, lane.priority);
+    if (!added) it->second = std::max(it->second, lane.priority);
+  }
+  size_t raised = 0;
+  for (uint32_t l = 0; l < b.graph.lanes.size(); ++l) {
+    if (!raise[l]) continue;
+    Lane& lane = b.graph.lanes[l];
+    const auto it = greatest_other.find({lane.capture, lane.device});
+    if (it != greatest_other.end() && it->second < INT32_MAX) lane.priority = std::max(lane.priority, it->second + 1);
+    ++raised;
+  }
+  b.graph.notes.push_back(ch.text + ": " + std::to_string(raised) + " stream(s) above the other streams of their device");
 }
 
 // Pinned bandwidth of one direction measured in the capture: bytes over time of its pinned
@@ -544,6 +575,7 @@ void apply(Built& b, const std::vector<Change>& changes, const Options& options)
       case Change::Kind::kStreams: spread_streams(b, ch); break;
       case Change::Kind::kGraphs: graphs(b, ch, options); break;
       case Change::Kind::kBalanceRanks: balance_ranks(b, ch); break;
+      case Change::Kind::kPriority: raise_priority(b, ch); break;
     }
     link(b);  // the lanes may have moved: find the waits again
   }

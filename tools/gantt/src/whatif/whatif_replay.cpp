@@ -2,10 +2,11 @@
 //
 // A discrete-event loop. Host threads run ahead until a call waits for an op that has no end
 // yet; then, of the ops at the head of their lanes whose launch and dependencies are timed,
-// the one that could start earliest is placed (ties: the greater stream priority, then the
-// earlier launch), as the simulator and the hardware's scheduler do. A thread that waited on
-// it may then run on. Ops are placed roughly in time order, so the SMs' and copy engines'
-// bookings only ever need the recent past.
+// the one that could start earliest on what is already booked is placed (ties: the greater
+// stream priority, then the earlier launch), as the simulator and the hardware's scheduler do:
+// work that is ready early but finds the SMs full competes with what becomes ready meanwhile.
+// A thread that waited on it may then run on. Ops are placed roughly in time order, so the
+// SMs' and copy engines' bookings only ever need the recent past.
 #include <algorithm>
 #include <map>
 #include <queue>
@@ -131,6 +132,13 @@ class Replayer {
       if (ready_.empty()) throw std::runtime_error(stuck_message());
       const Ready r = ready_.top();
       ready_.pop();
+      // A key is a lower bound on when its op can start (bookings only ever add load), so the
+      // first op whose key is still its start is the one that could start earliest.
+      const uint64_t start = earliest_start(r.op, r.at);
+      if (start > r.at) {
+        ready_.push({start, r.priority, r.order, r.op, r.lane});
+        continue;
+      }
       queued_[r.lane] = false;
       remaining -= place(r.op, r.at);
     }
@@ -208,6 +216,21 @@ class Replayer {
     }
     queued_[lane] = true;
     ready_.push({t, g_.lanes[lane].priority, o.order, op, lane});
+  }
+
+  // When `op`, ready at `at`, could start on what is booked now: the arrival for a rank of a
+  // collective, else once its copy engine is free and its share of the SMs fits for its whole
+  // run.
+  uint64_t earliest_start(uint32_t op, uint64_t at) const {
+    const GpuOp& o = g_.ops[op];
+    if (o.collective != 0 && members_.count(o.collective) != 0) return at;
+    const auto d = devices_.find({o.capture, g_.lanes[o.lane].device});
+    if (d == devices_.end()) return at;
+    uint64_t start = at;
+    if (o.engine >= 0 && o.engine < kEngines) start = std::max(start, d->second.engine_free_ns[o.engine]);
+    const double share = std::min(o.sm_share, 1.0);
+    if (share > 0) start = d->second.sms.earliest_fit(start, nonneg(o.duration_ns), share);
+    return start;
   }
 
   // Places `op` (and, for the last rank of a collective, all of it); returns how many ops.
