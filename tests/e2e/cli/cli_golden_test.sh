@@ -284,7 +284,9 @@ errexit subcommand-unknown 2 "subcommands: record info" "$cli" frobnicate
 "$cli" help stats | grep -q -- '--summary' || fail "gantt-cli help stats does not show stats' help"
 errexit help-unknown 2 "no subcommand 'nope'" "$cli" help nope
 
-for sub in info dump record render stats diff diagnose export merge; do
+# Every subcommand `gantt-cli --help` lists, whatif and jobs among them.
+source "$(dirname "$golden")/help_options.sh"
+for sub in $(help_subcommands "$cli"); do
   "$cli" "$sub" --help | grep -q 'Example' || fail "$sub --help has no example"
 done
 exit $((fails > 0))
