@@ -55,7 +55,7 @@ std::optional<ga::StatsSummary> stream_summary(const std::vector<std::string>& c
     ga::StreamStatsOptions so;
     so.by = {ga::GroupBy::kStream};  // stream-serialisation reads the stream groups
     so.gaps = 0;                     // the summary rules read the device totals, not the gaps
-    so.jobs = o.threads;
+    so.threads = o.threads;
     so.load = load_options(o.load);
     std::optional<ga::StreamedStats> one = ga::stream_stats(path, so, why_not);
     if (!one) {

@@ -217,7 +217,7 @@ std::optional<int> stream_charts(const DiffOptions& o, const ChartTarget& target
     gantt::StreamRenderOptions so;
     so.render = chart_options();
     so.render.annotate.streamed = true;
-    so.jobs = o.threads;
+    so.threads = o.threads;
     so.load = load_options(o.load);
     if (stats->summary.first_ns != 0) {
       so.window_origin_ns = stats->summary.first_ns;
@@ -268,7 +268,7 @@ std::optional<ga::StreamedStats> stream_side(const DiffOptions& o, const std::st
   so.gaps = 3;
   so.matches = true;
   so.load = load_options(o.load);
-  so.jobs = threads;
+  so.threads = threads;
   return ga::stream_stats(path, so, nullptr);
 }
 
@@ -301,7 +301,7 @@ int run_diff_summaries(const DiffOptions& o, const ga::DiffOptions& d) {
       }
       continue;
     }
-    if (auto streamed = stream_side(o, *files[i], o.threads != 0 ? o.threads : ga::default_stream_jobs())) {
+    if (auto streamed = stream_side(o, *files[i], o.threads != 0 ? o.threads : ga::default_scan_threads())) {
       for (const std::string& line : streamed->warnings) std::cerr << "gantt-cli: " << line << "\n";
       if (!streamed_comparable(*streamed)) return kExitError;
       side[i] = ga::diff_input(streamed->summary, d.match_range);
@@ -345,7 +345,7 @@ std::optional<int> try_stream(const DiffOptions& o, const ga::DiffOptions& d, co
   // The page and the charts aligned at a range need the loaded timelines.
   if (chart && (chart->format == "html" || !o.align_range.empty())) return std::nullopt;
   // The two sides share the cores.
-  const unsigned threads = std::max(1u, (o.threads != 0 ? o.threads : ga::default_stream_jobs()) / 2);
+  const unsigned threads = std::max(1u, (o.threads != 0 ? o.threads : ga::default_scan_threads()) / 2);
   auto base_future = std::async(std::launch::async, [&] { return stream_side(o, o.base, threads); });
   std::optional<ga::StreamedStats> next = stream_side(o, o.next, threads);
   std::optional<ga::StreamedStats> base = base_future.get();

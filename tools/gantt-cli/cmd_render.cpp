@@ -94,7 +94,7 @@ std::optional<int> try_stream(const RenderCliOptions& o, const gantt::RenderOpti
     }
   }
   if (!why_not.empty()) return loaded();
-  so.jobs = o.threads;
+  so.threads = o.threads;
   so.load = load_options(o.load);
   so.filter = filter;
   std::optional<gantt::StreamedChart> chart;

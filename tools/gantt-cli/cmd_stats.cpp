@@ -90,7 +90,7 @@ std::optional<ga::StreamedJob> stream_captures(const StatsOptions& o, const std:
   ga::StreamStatsOptions so;
   so.by = std::move(by);
   so.gaps = gaps;
-  so.jobs = o.threads;
+  so.threads = o.threads;
   so.load = load_options(o.load);
   so.matches = matches;
   return ga::stream_job_stats(captures, so, nullptr);

@@ -228,10 +228,10 @@ std::string loaded_svg(const std::string& path, const RenderOptions& o, RenderSt
   return svg_of(build_scene(m, sel, o, stats));
 }
 
-std::optional<StreamedChart> streamed(const std::string& path, const RenderOptions& o, unsigned jobs, std::string* why) {
+std::optional<StreamedChart> streamed(const std::string& path, const RenderOptions& o, unsigned threads, std::string* why) {
   StreamRenderOptions so;
   so.render = o;
-  so.jobs = jobs;
+  so.threads = threads;
   return stream_render(path, so, why);
 }
 
@@ -245,16 +245,16 @@ TEST(StreamRender, ChartEqualsTheLoadedOneForAnyNumberOfThreads) {
       const std::string expected = loaded_svg(path, o, &whole);
       ASSERT_GT(whole.events_individual, 0u);  // some drawn one by one...
       ASSERT_GT(whole.events_aggregated, 0u);  // ...and many folded
-      for (unsigned jobs : {1u, 2u, 3u, 7u}) {
+      for (unsigned threads : {1u, 2u, 3u, 7u}) {
         std::string why;
-        const auto chart = streamed(path, o, jobs, &why);
+        const auto chart = streamed(path, o, threads, &why);
         ASSERT_TRUE(chart) << why;
-        EXPECT_EQ(chart->threads, jobs);
+        EXPECT_EQ(chart->threads, threads);
         EXPECT_EQ(chart->stats.events_selected, whole.events_selected);
         EXPECT_EQ(chart->stats.events_individual, whole.events_individual);
         EXPECT_EQ(chart->stats.events_aggregated, whole.events_aggregated);
         EXPECT_TRUE(svg_of(chart->scene) == expected) << "lanes " << static_cast<int>(lanes) << ", width " << width
-                                                      << ", " << jobs << " threads";
+                                                      << ", " << threads << " threads";
       }
     }
   }
@@ -272,7 +272,7 @@ TEST(StreamRender, AllEventsDrawnOneByOneWhenFewAndTheSameChart) {
   EXPECT_EQ(whole.events_aggregated, 0u);
   StreamRenderOptions so;
   so.render = o;
-  so.jobs = 4;
+  so.threads = 4;
   std::string why;
   const auto chart = stream_render(path, so, &why);
   ASSERT_TRUE(chart) << why;
@@ -302,12 +302,12 @@ TEST(StreamRender, HostLanesKeepTheLoadedChartsCaps) {
   // fell to coverage.
   EXPECT_EQ(count(expected, "(host blocked)") + count(expected, "<title>ncclAllReduce "), 3000u);
   EXPECT_GT(count(expected, "(host blocked)"), 0u);
-  for (unsigned jobs : {1u, 4u}) {
+  for (unsigned threads : {1u, 4u}) {
     std::string why;
-    const auto chart = streamed(path, o, jobs, &why);
+    const auto chart = streamed(path, o, threads, &why);
     ASSERT_TRUE(chart) << why;
     EXPECT_EQ(chart->stats.lanes_left_out, whole.lanes_left_out);
-    EXPECT_TRUE(svg_of(chart->scene) == expected) << jobs << " threads";
+    EXPECT_TRUE(svg_of(chart->scene) == expected) << threads << " threads";
   }
   std::remove(path.c_str());
 }
@@ -352,13 +352,13 @@ TEST(StreamRender, FlagsWhatAStreamCanTellAsTheLoadedChart) {
       EXPECT_NE(expected.find("<title>overlap "), std::string::npos);  // drawn copies overlapped
     }
     o.annotate.streamed = true;
-    for (unsigned jobs : {1u, 3u}) {
+    for (unsigned threads : {1u, 3u}) {
       std::string why;
-      const auto chart = streamed(path, o, jobs, &why);
+      const auto chart = streamed(path, o, threads, &why);
       ASSERT_TRUE(chart) << why;
       const std::string got = svg_of(chart->scene);
-      EXPECT_EQ(flag_counts(got), flag_counts(expected)) << jobs << " threads, idle gap " << idle_gap;
-      EXPECT_TRUE(without_missed_overlaps(got) == without_missed_overlaps(expected)) << jobs << " threads, idle gap " << idle_gap;
+      EXPECT_EQ(flag_counts(got), flag_counts(expected)) << threads << " threads, idle gap " << idle_gap;
+      EXPECT_TRUE(without_missed_overlaps(got) == without_missed_overlaps(expected)) << threads << " threads, idle gap " << idle_gap;
       EXPECT_NE(got.find("flags (read as a stream; --in-memory flags all)"), std::string::npos);
       EXPECT_NE(got.find("not overlapped: not flagged"), std::string::npos);
     }
@@ -416,17 +416,17 @@ TEST(StreamRender, FiltersAreTheLoadedChartsSelection) {
       RenderStats whole;
       const std::string expected = svg_of(build_scene(m, sel, loaded, &whole));
       o.annotate.streamed = flags;
-      for (unsigned jobs : {1u, 3u}) {
+      for (unsigned threads : {1u, 3u}) {
         StreamRenderOptions so;
         so.render = o;
-        so.jobs = jobs;
+        so.threads = threads;
         so.filter = f;
         std::string why;
         const auto chart = stream_render(path, so, &why);
         ASSERT_TRUE(chart) << why;
         const std::string got = svg_of(chart->scene);
         const std::string what =
-            sel.description + " " + std::to_string(from) + ".." + std::to_string(to) + ", " + std::to_string(jobs) + " threads";
+            sel.description + " " + std::to_string(from) + ".." + std::to_string(to) + ", " + std::to_string(threads) + " threads";
         EXPECT_EQ(chart->stats.events_selected, whole.events_selected) << what;
         EXPECT_EQ(chart->stats.events_individual, whole.events_individual) << what;
         if (flags) {

@@ -242,20 +242,20 @@ TEST(StreamStats, EqualsTheLoadedCaptureForAnyNumberOfThreads) {
   ASSERT_GT(model.captures.front().integrity.chunks, 8u);
   for (GroupBy by : {GroupBy::kKernel, GroupBy::kStream, GroupBy::kDevice}) {
     const StatsSummary want = summarize(model, {by}, 5);
-    for (unsigned jobs : {1u, 2u, 3u, 8u}) {
+    for (unsigned threads : {1u, 2u, 3u, 8u}) {
       StreamStatsOptions o;
       o.by = {by};
       o.gaps = 5;
-      o.jobs = jobs;
+      o.threads = threads;
       std::string why;
       const auto got = stream_stats(path, o, &why);
       ASSERT_TRUE(got) << why;
-      EXPECT_EQ(got->threads, jobs);
+      EXPECT_EQ(got->threads, threads);
       EXPECT_TRUE(got->busy_exact);
       for (Format f : {Format::kText, Format::kJson})
-        EXPECT_EQ(report_of(got->summary, by, f), report_of(want, by, f)) << to_string(by) << " with " << jobs << " threads";
+        EXPECT_EQ(report_of(got->summary, by, f), report_of(want, by, f)) << to_string(by) << " with " << threads << " threads";
       EXPECT_EQ(got->summary.launch_to_queued.count(), want.launch_to_queued.count());
-      expect_same_diagnose_figures(got->summary, want, std::to_string(jobs) + " threads");
+      expect_same_diagnose_figures(got->summary, want, std::to_string(threads) + " threads");
       EXPECT_EQ(got->summary.devices.size(), 3u);
       EXPECT_EQ(got->summary.devices.front().gaps.size(), 5u);
       EXPECT_NE(got->summary.devices.front().gaps.front().host.find("cudaStreamSynchronize"), std::string::npos)
@@ -276,18 +276,18 @@ TEST(StreamStats, NcclCallsJoinTheirKernelsAsWhenLoaded) {
     const StatsSummary want = summarize(model, {by}, 5);
     ASSERT_EQ(want.nccl.size(), 1u);
     ASSERT_GT(want.nccl.front().bytes, 0u);
-    for (unsigned jobs : {1u, 3u}) {
+    for (unsigned threads : {1u, 3u}) {
       StreamStatsOptions o;
       o.by = {by};
       o.gaps = 5;
-      o.jobs = jobs;
+      o.threads = threads;
       std::string why;
       const auto got = stream_stats(path, o, &why);
       ASSERT_TRUE(got) << why;
       for (Format f : {Format::kText, Format::kJson})
-        EXPECT_EQ(report_of(got->summary, by, f), report_of(want, by, f)) << to_string(by) << " with " << jobs << " threads";
+        EXPECT_EQ(report_of(got->summary, by, f), report_of(want, by, f)) << to_string(by) << " with " << threads << " threads";
       // NCCL's kernels are work on their devices, but not the rank's own work.
-      expect_same_diagnose_figures(got->summary, want, std::to_string(jobs) + " threads");
+      expect_same_diagnose_figures(got->summary, want, std::to_string(threads) + " threads");
     }
   }
   std::remove(path.c_str());
@@ -304,8 +304,8 @@ TEST(StreamStats, WhatNeedsTheWholeTimelineIsLeftToTheLoader) {
   for (const auto& [name, spec] : {std::pair<std::string, Spec>{"nccl", {3, 6000, true, false}},
                                    std::pair<std::string, Spec>{"merged", {3, 6000, false, true}}}) {
     const std::string path = write_capture(name, spec);
-    for (unsigned jobs : {1u, 4u}) {
-      o.jobs = jobs;
+    for (unsigned threads : {1u, 4u}) {
+      o.threads = threads;
       why.clear();
       EXPECT_FALSE(stream_stats(path, o, &why)) << name;
       EXPECT_NE(why.find(name == "nccl" ? "without external ids" : "merged"), std::string::npos) << why;
@@ -328,17 +328,17 @@ TEST(StreamStats, RangePathsAsWhenLoaded) {
   StatsSummary want = summarize(model, {GroupBy::kRange, GroupBy::kKernel}, 5);
   add_diff_samples(want, model);
   ASSERT_GE(want.groups[static_cast<size_t>(GroupBy::kRange)].size(), 4u);  // step, step/forward, load, (no range)
-  for (unsigned jobs : {1u, 3u}) {
+  for (unsigned threads : {1u, 3u}) {
     StreamStatsOptions o;
     o.by = {GroupBy::kRange, GroupBy::kKernel};
     o.gaps = 5;
-    o.jobs = jobs;
+    o.threads = threads;
     o.matches = true;
     std::string why;
     const auto got = stream_stats(path, o, &why);
     ASSERT_TRUE(got) << why;
     for (Format f : {Format::kText, Format::kJson})
-      EXPECT_EQ(report_of(got->summary, GroupBy::kRange, f), report_of(want, GroupBy::kRange, f)) << jobs << " threads";
+      EXPECT_EQ(report_of(got->summary, GroupBy::kRange, f), report_of(want, GroupBy::kRange, f)) << threads << " threads";
     // The matches diff reads: the same keys, counts and totals.
     ASSERT_EQ(got->summary.matches.size(), want.matches.size());
     for (const auto& [key, m] : want.matches) {
@@ -372,15 +372,15 @@ TEST(StreamStats, FlameStacksAsWhenLoaded) {
     // The nested range's frame keeps its '/' (its ';' shown as ':') under "step".
     const bool nested = std::any_of(want.begin(), want.end(), [](const auto& s) { return s.first.rfind("step\x1f" "fwd/a:b", 0) == 0; });
     EXPECT_EQ(nested, ranges);
-    for (unsigned jobs : {1u, 3u}) {
+    for (unsigned threads : {1u, 3u}) {
       StreamStatsOptions o;
       o.by = {GroupBy::kKernel};
-      o.jobs = jobs;
+      o.threads = threads;
       o.matches = true;
       std::string why;
       const auto got = stream_stats(path, o, &why);
       ASSERT_TRUE(got) << why;
-      EXPECT_EQ(got->stacks, want) << jobs << " threads, ranges " << ranges;
+      EXPECT_EQ(got->stacks, want) << threads << " threads, ranges " << ranges;
     }
     std::remove(path.c_str());
   }
@@ -405,11 +405,11 @@ TEST(StreamStats, DamageEndsTheCaptureWhereTheLoaderEndsIt) {
   const auto lines = integrity_warnings(model, &corrupt);
   ASSERT_TRUE(corrupt);
   const StatsSummary want = summarize(model, {GroupBy::kKernel}, 5);
-  for (unsigned jobs : {1u, 2u, 5u}) {
+  for (unsigned threads : {1u, 2u, 5u}) {
     StreamStatsOptions o;
     o.by = {GroupBy::kKernel};
     o.gaps = 5;
-    o.jobs = jobs;
+    o.threads = threads;
     std::string why;
     const auto got = stream_stats(path, o, &why);
     ASSERT_TRUE(got) << why;

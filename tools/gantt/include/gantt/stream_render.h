@@ -57,7 +57,7 @@ struct StreamRenderOptions {
   // Where the filter's --from and --to count from, in the capture's clock: 0 for its first
   // time, as select_events() counts them. The chart's axis still counts from its first time.
   uint64_t window_origin_ns = 0;
-  unsigned jobs = 0;  // decoding threads; 0 = every core (analysis::default_stream_jobs)
+  unsigned threads = 0;  // threads that scan the capture; 0 = every core (analysis::default_scan_threads)
   LoadOptions load;
 };
 

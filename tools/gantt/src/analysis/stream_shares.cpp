@@ -61,13 +61,13 @@ bool index_within_guard(const gpuhook::CaptureReader& probe, const LoadOptions& 
   return AmplificationGuard(probe, load).allows(records);
 }
 
-std::vector<ChunkRange> plan_chunk_ranges(const std::optional<gpuhook::v1::ChunkIndex>& index, unsigned jobs) {
-  if (!index || jobs <= 1 || index->chunk_size() < 2) return std::vector<ChunkRange>(1);
+std::vector<ChunkRange> plan_chunk_ranges(const std::optional<gpuhook::v1::ChunkIndex>& index, unsigned thread_count) {
+  if (!index || thread_count <= 1 || index->chunk_size() < 2) return std::vector<ChunkRange>(1);
   const size_t n = static_cast<size_t>(index->chunk_size());
   std::vector<uint64_t> before(n + 1, 0);  // records in the chunks before each
   for (size_t i = 0; i < n; ++i)
     before[i + 1] = before[i] + std::min<uint64_t>(index->chunk(static_cast<int>(i)).records(), 1u << 30);
-  const size_t parts = std::min<size_t>(jobs, n);
+  const size_t parts = std::min<size_t>(thread_count, n);
   std::vector<ChunkRange> shares(parts);
   size_t at = 0;
   for (size_t p = 0; p < parts; ++p) {

@@ -173,9 +173,10 @@ inline constexpr const char* kOverGuard = "more records than --max-records-per-b
 // elsewhere than the loader, which then reports it.
 bool index_within_guard(const gpuhook::CaptureReader& probe, const LoadOptions& load);
 
-// Contiguous runs of the index's chunks with about equal records each, at most `jobs`; one
-// share of the whole file without an index.
-std::vector<ChunkRange> plan_chunk_ranges(const std::optional<gpuhook::v1::ChunkIndex>& index, unsigned jobs);
+// Contiguous runs of the index's chunks with about equal records each, at most `thread_count`;
+// one share of the whole file without an index.
+std::vector<ChunkRange> plan_chunk_ranges(const std::optional<gpuhook::v1::ChunkIndex>& index,
+                                          unsigned thread_count);
 
 // The file's context and NVTX range records, in its order, into *out (a model without events):
 // the shares' chunks read side by side, every other record stepped over unparsed, a damaged

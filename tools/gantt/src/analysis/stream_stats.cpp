@@ -427,8 +427,8 @@ void read_share(const std::string& path, const StreamStatsOptions& o, Share& sh,
     if (id < (uint64_t{1} << 40)) sh.match_names[id] = demangle(reader.string(static_cast<uint32_t>(id)));
 }
 
-std::vector<Share> plan_shares(const std::optional<v1::ChunkIndex>& index, unsigned jobs) {
-  const std::vector<ChunkRange> ranges = plan_chunk_ranges(index, jobs);
+std::vector<Share> plan_shares(const std::optional<v1::ChunkIndex>& index, unsigned thread_count) {
+  const std::vector<ChunkRange> ranges = plan_chunk_ranges(index, thread_count);
   std::vector<Share> shares(ranges.size());
   for (size_t i = 0; i < ranges.size(); ++i) {
     shares[i].first_chunk = ranges[i].first_chunk;
@@ -618,7 +618,7 @@ bool join_nccl(const std::string& path, std::vector<Share>& shares, const gpuhoo
 
 }  // namespace
 
-unsigned default_stream_jobs() {
+unsigned default_scan_threads() {
   cpu_set_t set;
   CPU_ZERO(&set);
   const int affinity = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
@@ -641,7 +641,7 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
   for (GroupBy g : o.by)
     if (std::find(groupings.begin(), groupings.end(), g) == groupings.end()) groupings.push_back(g);
 
-  const unsigned jobs = o.jobs != 0 ? o.jobs : default_stream_jobs();
+  const unsigned thread_count = o.threads != 0 ? o.threads : default_scan_threads();
   std::optional<v1::ChunkIndex> index;  // read once: the shares' plan and the gaps' second read
   {
     gpuhook::CaptureReader probe(path, gpuhook::ReaderOptions{o.load.strict, 0, 0});
@@ -651,7 +651,7 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
     }
     index = probe.index();
   }
-  std::vector<Share> shares = plan_shares(index, jobs);
+  std::vector<Share> shares = plan_shares(index, thread_count);
   if (o.matches && std::find(groupings.begin(), groupings.end(), GroupBy::kKernel) == groupings.end())
     groupings.push_back(GroupBy::kKernel);  // the matches are the kernel groups' samples
   // A launch's range path needs every range of its thread: those are read first, on their own.
@@ -659,7 +659,7 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
   const bool by_range = std::find(groupings.begin(), groupings.end(), GroupBy::kRange) != groupings.end();
   if (o.matches || by_range) {
     std::string why;
-    ranges = RangePaths::read(path, o.load, plan_chunk_ranges(index, jobs), &why);
+    ranges = RangePaths::read(path, o.load, plan_chunk_ranges(index, thread_count), &why);
     if (!ranges) {
       if (why_not) *why_not = why;
       return std::nullopt;
@@ -887,12 +887,12 @@ void shift_times(StatsSummary& s, int64_t offset_ns) {
 std::optional<StreamedJob> stream_job_stats(const std::vector<std::string>& paths, const StreamStatsOptions& o,
                                             std::string* why_not) {
   if (paths.empty()) return std::nullopt;
-  const unsigned jobs = o.jobs != 0 ? o.jobs : default_stream_jobs();
+  const unsigned thread_count = o.threads != 0 ? o.threads : default_scan_threads();
   // Many captures: one thread each, as many at a time as there are threads (no share plans,
   // no second readers). Fewer: one after another, each on every thread.
-  const bool by_capture = paths.size() >= jobs && jobs > 1;
+  const bool by_capture = paths.size() >= thread_count && thread_count > 1;
   StreamStatsOptions each = o;
-  each.jobs = by_capture ? 1 : jobs;
+  each.threads = by_capture ? 1 : thread_count;
   std::vector<std::optional<StreamedStats>> parts(paths.size());
   std::vector<std::string> refusals(paths.size());
   std::vector<std::exception_ptr> errors(paths.size());
@@ -912,7 +912,7 @@ std::optional<StreamedJob> stream_job_stats(const std::vector<std::string>& path
     }
   };
   std::vector<std::thread> threads;
-  for (unsigned t = 1; by_capture && t < jobs; ++t) threads.emplace_back(work);
+  for (unsigned t = 1; by_capture && t < thread_count; ++t) threads.emplace_back(work);
   work();
   for (std::thread& t : threads) t.join();
   // In input order, as load() meets them: the first failure is the one reported.

@@ -33,7 +33,7 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
     return std::nullopt;
   };
   if (std::string no = stream_render_refusal(o.render); !no.empty()) return refuse(std::move(no));
-  const unsigned jobs = o.jobs != 0 ? o.jobs : analysis::default_stream_jobs();
+  const unsigned thread_count = o.threads != 0 ? o.threads : analysis::default_scan_threads();
   // --from and --to count from the capture's first time, which only read 1 tells. It is read
   // with the header's start for it, nearly always the first time; when a record is earlier,
   // read 1 runs again with the time it found. With --range they count from the range's start.
@@ -63,7 +63,7 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
         break;
       }
   }
-  const std::vector<ChunkRange> ranges = analysis::plan_chunk_ranges(index, jobs);
+  const std::vector<ChunkRange> ranges = analysis::plan_chunk_ranges(index, thread_count);
   const size_t k = o.render.max_individual_events;
   // The widest 2k + 1: the threshold needs the (k + 1)-th; those drawn one by one are among
   // them unless float rounding at the threshold lets more through (then the model is loaded).

@@ -29,7 +29,7 @@ struct StreamStatsOptions {
   std::vector<GroupBy> by;  // kernel, stream, device, range
   size_t gaps = 3;          // idle gaps kept per device
   bool matches = false;     // diff's per-kernel samples too (add_diff_samples), for a summary file
-  unsigned jobs = 0;        // decoding threads; 0 = every core
+  unsigned threads = 0;     // threads that scan the capture; 0 = every core
   LoadOptions load;
 };
 
@@ -59,9 +59,9 @@ struct StreamedJob {
   RankAlignment alignment;
 };
 
-// The decoding threads `jobs` = 0 stands for: the CPUs this process may run on (its affinity
+// What `threads` = 0 stands for: the CPUs this process may run on (its affinity
 // mask, which containers and job launchers narrow), at most 16.
-unsigned default_stream_jobs();
+unsigned default_scan_threads();
 
 // Why `by` cannot be streamed at all ("" when it can).
 std::string stream_refusal(const std::vector<GroupBy>& by);
