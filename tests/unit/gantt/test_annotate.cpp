@@ -27,9 +27,11 @@ struct Fixture {
     b.add(string_def(kSync, "cudaStreamSynchronize"));
     b.add(string_def(kSyncCopy, "cudaMemcpy"));
   }
-  void k(uint32_t stream, uint64_t launch, uint64_t q, uint64_t s, uint64_t e, uint32_t regs = 32) {
+  void k(uint32_t stream, uint64_t launch, uint64_t q, uint64_t s, uint64_t e, uint32_t regs = 32, int32_t grid_x = 80) {
     b.add(api(kLaunch, 1, launch, launch + US, ++corr));
-    b.add(kernel(kK, stream, corr, q, q ? q + US : 0, s, e, 256, regs));
+    v1::Record r = kernel(kK, stream, corr, q, q ? q + US : 0, s, e, 256, regs);
+    r.mutable_kernel()->set_grid_x(grid_x);
+    b.add(r);
   }
   void copy(uint32_t stream, uint64_t s, uint64_t e, uint32_t call = kCopy) {
     b.add(api(call, 1, s - 5 * US, call == kSyncCopy ? e + US : s - 4 * US, ++corr));
@@ -118,13 +120,27 @@ TEST(Annotate, AWaitOnAnEventIsTheProgramsOwnOrdering) {
   EXPECT_EQ(splits.back().ns[static_cast<size_t>(gantt::analysis::WaitCause::kDependency)], 392 * US);
 }
 
+// 128 registers a thread at 256 threads a block: 16 warps of 64 = 25%, 2 blocks an SM, so the
+// A100's 108 SMs hold 216 blocks at once.
 TEST(Annotate, LowOccupancyNamesTheLimit) {
   Fixture f;
-  f.k(13, T, 0, T + 10 * US, T + 20 * US, 128);  // 128 regs: 16 warps of 64 = 25%
-  f.k(13, T, 0, T + 30 * US, T + 40 * US, 32);   // 100%
+  f.k(13, T, 0, T + 10 * US, T + 20 * US, 128, 1000);  // 25%, 5 waves
+  f.k(13, T, 0, T + 30 * US, T + 40 * US, 32, 1000);   // 100%
   const auto a = f.run();
   ASSERT_EQ(Fixture::count(a, AnnotationKind::kLowOccupancy), 1u);
   EXPECT_EQ(a.items[0].label, "occupancy 25% (registers)");
+}
+
+// A grid the device holds at once runs every block from the start: more occupancy would not
+// shorten it, so the chart does not flag it (as diagnose does not).
+TEST(Annotate, LowOccupancyIgnoresAGridThatFitsTheDeviceAtOnce) {
+  Fixture f;
+  f.k(13, T, 0, T + 10 * US, T + 20 * US, 128, 1);    // a <<<1, 256>>> kernel at 25%
+  f.k(13, T, 0, T + 30 * US, T + 40 * US, 128, 216);  // exactly one wave
+  f.k(13, T, 0, T + 50 * US, T + 60 * US, 128, 217);  // one block into a second wave
+  const auto a = f.run();
+  ASSERT_EQ(Fixture::count(a, AnnotationKind::kLowOccupancy), 1u);
+  EXPECT_EQ(a.items[0].start_ns, T + 50 * US);
 }
 
 TEST(Annotate, CopyOverlapAndSerialisedCopy) {

@@ -165,10 +165,17 @@ KernelOccupancy::KernelOccupancy(const std::vector<gpuhook::v1::DeviceInfo>& dev
     const std::string problem = sm_limits_problem(sm);
     if (problem.empty()) {
       limits_[d.ordinal()] = sm;
+      if (d.sm_count() != 0) sm_count_[d.ordinal()] = d.sm_count();
+      else sm_count_.erase(d.ordinal());
     } else if (problems != nullptr && problems->size() < 16) {
       problems->push_back("device " + std::to_string(d.ordinal()) + ": " + problem);
     }
   }
+}
+
+uint64_t KernelOccupancy::blocks_at_once(uint32_t device, const Occupancy& o) const {
+  const auto it = sm_count_.find(device);
+  return it == sm_count_.end() ? 0 : uint64_t{it->second} * o.active_blocks;
 }
 
 const Occupancy& KernelOccupancy::of(uint32_t device, const std::array<int32_t, 3>& block, uint32_t registers_per_thread,

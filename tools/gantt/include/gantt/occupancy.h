@@ -81,6 +81,18 @@ class KernelOccupancy {
   // reference holds until the next call.
   const Occupancy& of(uint32_t device, const std::array<int32_t, 3>& block, uint32_t registers_per_thread,
                       uint64_t shared_memory_bytes);
+  // Blocks of that occupancy the device holds at once (its SMs x resident blocks per SM), 0
+  // when the device's SM count is unknown.
+  uint64_t blocks_at_once(uint32_t device, const Occupancy& o) const;
+  // Theoretical occupancy sets a kernel's time only when its grid has more blocks than the
+  // device holds at once, so that the cap makes later blocks wait for another wave. A grid
+  // that fits at once (a <<<1,1>>> spin or flag kernel, any grid smaller than the device) runs
+  // every block from the start: more occupancy would not shorten it, and a low-occupancy
+  // finding or flag about it is noise (issue 44, item 9). False when it cannot be told.
+  bool fits_at_once(uint32_t device, const Occupancy& o, uint64_t grid_blocks) const {
+    const uint64_t at_once = blocks_at_once(device, o);
+    return at_once != 0 && grid_blocks <= at_once;
+  }
 
  private:
   using Key = std::tuple<uint32_t, uint32_t, uint32_t, uint64_t>;  // device, threads, registers, shared memory
@@ -91,6 +103,7 @@ class KernelOccupancy {
   static constexpr size_t kMaxShapes = size_t{1} << 16;
   static constexpr size_t kCache = 64;
   std::map<uint32_t, SmLimits> limits_;
+  std::map<uint32_t, uint32_t> sm_count_;  // of the devices in limits_ that recorded it
   std::map<Key, Occupancy> memo_;
   std::array<Hit, kCache> cache_{};
   Occupancy unknown_;

@@ -280,13 +280,10 @@ void rule_imbalance(const Model& m, const std::vector<Device>& devs, DiagnoseRep
 constexpr double kOccupancyShare = 0.10;  // a kernel matters at this share of kernel time
 constexpr double kLowOccupancy = 0.5;     // theoretical occupancy at or below this is low
 
-// Theoretical occupancy caps the blocks resident on one SM; it sets a kernel's time only when
-// the grid has more blocks than the device holds at once (SMs x resident blocks per SM), so
-// that the cap makes later blocks wait for a second wave. A grid that fits at once - a
-// <<<1,1>>> spin or flag kernel, any grid smaller than the device - runs every block from the
-// start: more occupancy would not shorten it, and a finding about it is noise (issue 44,
-// item 9). Raising occupancy from at most kLowOccupancy at least doubles what fits, and
-// ceil(w/2) < ceil(w) for every w > 1, so a grid of more than one wave always gets shorter.
+// A grid that fits the device at once is not judged (KernelOccupancy::fits_at_once, the rule
+// the chart's flag follows too). Raising occupancy from at most kLowOccupancy at least doubles
+// what fits, and ceil(w/2) < ceil(w) for every w > 1, so a grid of more than one wave always
+// gets shorter.
 struct Waves {
   uint64_t blocks = 0;
   uint64_t fit = 0;  // blocks resident at once on the device; 0 when the SM count is unknown
@@ -319,11 +316,10 @@ void rule_occupancy(const Model& m, DiagnoseReport& r) {
       continue;
     }
     const uint16_t c = m.events.capture[e];
-    const gpuhook::v1::DeviceInfo* dev = m.captures[c].device(m.events.device[e]);
     const Occupancy& o = occupancy[c].of(m.events.device[e], m.events.block[e], m.events.registers_per_thread[e],
                                          uint64_t{m.events.static_smem_bytes[e]} + m.events.dynamic_smem_bytes[e]);
-    const Waves w{dim3_count(m.events.grid[e]), dev ? uint64_t{dev->sm_count()} * o.active_blocks : 0};
-    if (w.fit != 0 && w.blocks <= w.fit) {
+    const Waves w{dim3_count(m.events.grid[e]), occupancy[c].blocks_at_once(m.events.device[e], o)};
+    if (occupancy[c].fits_at_once(m.events.device[e], o, w.blocks)) {
       a.fits_exec += x;
       ++a.fits;
       if (m.events.occupancy[e] <= kLowOccupancy + 1e-6) a.fitting = w;

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "gantt/analysis/waits.h"
+#include "gantt/occupancy.h"
 #include "gantt/text.h"
 
 namespace gantt {
@@ -148,6 +150,15 @@ Annotations annotate(const Model& m, const Selection& sel, const AnnotateOptions
                                [](const analysis::WaitSplit& w, uint32_t v) { return w.event < v; });
     return it != waits.end() && it->event == e ? &*it : nullptr;
   };
+  // Per capture, made when the first kernel of low occupancy asks.
+  std::vector<std::optional<KernelOccupancy>> occupancy(m.captures.size());
+  auto fits_at_once = [&](uint32_t e) {
+    std::optional<KernelOccupancy>& k = occupancy[ev.capture[e]];
+    if (!k) k.emplace(m.captures[ev.capture[e]].devices);
+    const Occupancy& occ = k->of(ev.device[e], ev.block[e], ev.registers_per_thread[e],
+                                 uint64_t{ev.static_smem_bytes[e]} + ev.dynamic_smem_bytes[e]);
+    return k->fits_at_once(ev.device[e], occ, dim3_count(ev.grid[e]));
+  };
   for (uint32_t e : sel.events) {
     if (const analysis::WaitSplit* w = split_of(e);
         w && static_cast<int64_t>(w->unexplained_by_program()) > o.queue_delay_ns) {
@@ -157,7 +168,8 @@ Annotations annotate(const Model& m, const Selection& sel, const AnnotateOptions
                           analysis::to_string(cause);
       keep({AnnotationKind::kQueueDelay, e, ev.capture[e], ev.device[e], ev.queued_ns[e], ev.start_ns[e], std::move(label)});
     }
-    if (is_compute(ev.kind[e]) && !std::isnan(ev.occupancy[e]) && ev.occupancy[e] < o.low_occupancy) {
+    if (is_compute(ev.kind[e]) && !std::isnan(ev.occupancy[e]) && ev.occupancy[e] < o.low_occupancy &&
+        !fits_at_once(e)) {
       keep({AnnotationKind::kLowOccupancy, e, ev.capture[e], ev.device[e], ev.start_ns[e], ev.end_ns[e],
             "occupancy " + std::to_string(static_cast<int>(std::lround(ev.occupancy[e] * 100))) + "% (" +
                 to_string(ev.occupancy_limit[e]) + ")"});

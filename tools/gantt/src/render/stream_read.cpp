@@ -248,6 +248,7 @@ void count_low_occupancy(Fold& fo, const gpuhook::KernelFields& k, const Gpu& g,
   // As the model stores it: a float.
   if (o.limit == OccupancyLimit::kUnknown || !(static_cast<double>(static_cast<float>(o.fraction)) < fo.low_occupancy))
     return;
+  if (fo.occupancy->fits_at_once(k.device, o, dim3_count({k.grid_x, k.grid_y, k.grid_z}))) return;
   ++fo.low_occupied;
   const uint64_t begin = g.start ? g.start : g.queued;
   if (begin == 0) {  // placed by its launch call: matters only past the flags kept (stream_render.cpp)
