@@ -36,13 +36,13 @@
 #include "gantt/analysis/pipeline.h"
 #include "gantt/analysis/stats.h"
 #include "gantt/analysis/summary.h"
-#include "gantt/export.h"
-#include "gantt/filter.h"
-#include "gantt/model.h"
-#include "gantt/ranks.h"
+#include "gantt/export/export.h"
+#include "gantt/model/filter.h"
+#include "gantt/model/model.h"
+#include "gantt/ranks/ranks.h"
 #include "gantt/analysis/waits.h"
-#include "gantt/render.h"
-#include "gantt/whatif.h"
+#include "gantt/render/render.h"
+#include "gantt/whatif/whatif.h"
 
 namespace {
 

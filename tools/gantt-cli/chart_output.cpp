@@ -3,8 +3,8 @@
 #include <fstream>
 #include <iostream>
 
-#include <gantt/html.h>
-#include <gantt/render.h>
+#include <gantt/render/html.h>
+#include <gantt/render/render.h>
 
 namespace gantt_cli {
 

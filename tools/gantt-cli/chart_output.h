@@ -6,11 +6,11 @@
 
 #include <string>
 
-#include <gantt/filter.h>
-#include <gantt/html.h>
-#include <gantt/model.h>
-#include <gantt/render.h>
-#include <gantt/scene.h>
+#include <gantt/model/filter.h>
+#include <gantt/render/html.h>
+#include <gantt/model/model.h>
+#include <gantt/render/render.h>
+#include <gantt/render/scene.h>
 
 namespace gantt_cli {
 
@@ -20,7 +20,7 @@ struct ChartTarget {
   std::string format;           // from --format; settled by resolve_chart_format
   bool format_flag = true;      // the subcommand has --format (the message names it)
   bool stdout_ok = true;        // false where stdout carries a report (diff)
-  bool html_ok = false;         // the subcommand writes the interactive page (gantt/html.h)
+  bool html_ok = false;         // the subcommand writes the interactive page (gantt/render/html.h)
 };
 
 // Settles target.format. False, after one line on stderr, when the format cannot be told or a

@@ -15,7 +15,7 @@
 #include <gantt/analysis/stream_stats.h>
 #include <gantt/analysis/summary.h>
 #include <gantt/analysis/table.h>
-#include <gantt/model.h>
+#include <gantt/model/model.h>
 
 #include "commands.h"
 #include "filter_flags.h"

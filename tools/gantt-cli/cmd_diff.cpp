@@ -21,11 +21,11 @@
 #include <gantt/analysis/summary.h>
 #include <gantt/analysis/stream_stats.h>
 #include <gantt/analysis/flame.h>
-#include <gantt/filter.h>
-#include <gantt/html.h>
-#include <gantt/model.h>
-#include <gantt/render.h>
-#include <gantt/stream_render.h>
+#include <gantt/model/filter.h>
+#include <gantt/render/html.h>
+#include <gantt/model/model.h>
+#include <gantt/render/render.h>
+#include <gantt/render/stream_render.h>
 
 #include "chart_output.h"
 #include "commands.h"

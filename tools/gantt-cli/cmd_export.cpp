@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include <gantt/export.h>
-#include <gantt/text.h>
+#include <gantt/export/export.h>
+#include <gantt/model/text.h>
 
 #include "commands.h"
 #include "filter_flags.h"

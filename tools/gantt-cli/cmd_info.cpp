@@ -15,9 +15,9 @@
 #include <gpuhook/capture.h>
 #include <gpuhook/record_times.h>
 
-#include <gantt/json.h>
-#include <gantt/model.h>
-#include <gantt/ranks.h>
+#include <gantt/model/json.h>
+#include <gantt/model/model.h>
+#include <gantt/ranks/ranks.h>
 #include <gantt/scan/trace_import.h>
 
 #include "commands.h"
@@ -38,7 +38,7 @@ struct InfoOptions {
 
 // Quoted and escaped for both the text and the JSON output: header strings come from the
 // traced program's environment (host name, command line) and may be any bytes; well-formed
-// UTF-8 stays readable, anything else becomes U+FFFD (gantt/json.h).
+// UTF-8 stays readable, anything else becomes U+FFFD (gantt/model/json.h).
 std::string json_string(std::string_view s) { return gantt::json::quoted(s); }
 
 struct Summary {
@@ -333,7 +333,7 @@ void register_info(CLI::App& app, int& exit_code) {
     if (opts->json) std::cout << "]\n";
     if (!opts->json && ok && headers > 1) {
       // The ranks of one job (several captures, or one merged file), loaded as every other
-      // subcommand loads them, and how their clocks line up (gantt/ranks.h).
+      // subcommand loads them, and how their clocks line up (gantt/ranks/ranks.h).
       try {
         // Two captures peaked at 95 bytes a record.
         const LoadedJob job =

@@ -1,4 +1,4 @@
-// gantt-cli jobs FILE: the cluster view from the scheduler's records (gantt/jobs.h): a chart
+// gantt-cli jobs FILE: the cluster view from the scheduler's records (gantt/jobs/jobs.h): a chart
 // of nodes x time, the queue's statistics, the captures of each job, a what-if slot.
 #include <filesystem>
 #include <fstream>
@@ -10,11 +10,11 @@
 #include <vector>
 
 #include <gpuhook/capture.h>
-#include <gantt/jobs.h>
-#include <gantt/jobs_metrics.h>
-#include <gantt/json.h>
-#include <gantt/render.h>
-#include <gantt/text.h>
+#include <gantt/jobs/jobs.h>
+#include <gantt/jobs/jobs_metrics.h>
+#include <gantt/model/json.h>
+#include <gantt/render/render.h>
+#include <gantt/model/text.h>
 
 #include "chart_output.h"
 #include "commands.h"

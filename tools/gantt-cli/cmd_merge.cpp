@@ -1,5 +1,5 @@
 // gantt-cli merge A.gpuh B.gpuh ... -o job.gpuh: one capture holding every rank, each
-// section shifted onto the first capture's clock (see gantt/ranks.h for how the offsets are
+// section shifted onto the first capture's clock (see gantt/ranks/ranks.h for how the offsets are
 // found). The output is never overwritten; reading is streamed (a chunk per input).
 #include <sys/stat.h>
 
@@ -11,7 +11,7 @@
 
 #include "commands.h"
 #include "load_captures.h"
-#include "gantt/ranks.h"
+#include "gantt/ranks/ranks.h"
 
 namespace gantt_cli {
 

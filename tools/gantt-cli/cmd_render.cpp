@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include <gantt/ranks.h>
+#include <gantt/ranks/ranks.h>
 #include <gantt/analysis/flame.h>
-#include <gantt/render.h>
-#include <gantt/stream_render.h>
-#include <gantt/text.h>
+#include <gantt/render/render.h>
+#include <gantt/render/stream_render.h>
+#include <gantt/model/text.h>
 #include <gpuhook/capture.h>
 
 #include "chart_output.h"
@@ -58,7 +58,7 @@ constexpr uint64_t kRenderLoadCap = uint64_t{1} << 30;
 constexpr uint64_t kChartBytesPerRecord = 195;
 constexpr uint64_t kPageBytesPerRecord = 215;
 
-// The chart of one capture without loading it (gantt/stream_render.h): memory bounded by
+// The chart of one capture without loading it (gantt/render/stream_render.h): memory bounded by
 // lanes, pixels and names, chunks decoded on every core. Nothing when the chart needs the
 // whole timeline, with *why_whole set to what needs it; the caller then loads the capture.
 std::optional<int> try_stream(const RenderCliOptions& o, const gantt::RenderOptions& ro, const ChartTarget& target,
@@ -154,7 +154,7 @@ int run_render(const RenderCliOptions& o) {
                 " (a chart of one capture as .svg, .png or .pdf, lanes per stream or device, is read as a stream)";
 
   // Several captures (or a merged file) are the ranks of one job: put them on one clock and
-  // say in the footer what was applied (gantt/ranks.h).
+  // say in the footer what was applied (gantt/ranks/ranks.h).
   std::vector<std::string> files = o.files;
   if (!o.job.empty()) {
     // The captures of one scheduler job: the hook records SLURM_JOB_ID (PBS_JOBID, LSB_JOBID).

@@ -18,8 +18,8 @@
 #include <gantt/analysis/stream_stats.h>
 #include <gantt/analysis/timeline.h>
 #include <gantt/analysis/waits.h>
-#include <gantt/model.h>
-#include <gantt/ranks.h>
+#include <gantt/model/model.h>
+#include <gantt/ranks/ranks.h>
 
 #include "commands.h"
 #include "filter_flags.h"

@@ -1,5 +1,5 @@
 // gantt-cli whatif CAPTURE... --change C [--change C] -o predicted.gpuh: the capture re-timed
-// as if the program had been changed (gantt/whatif.h), written as a capture of its own.
+// as if the program had been changed (gantt/whatif/whatif.h), written as a capture of its own.
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -8,7 +8,7 @@
 #include <gpuhook/capture.h>
 
 #include "commands.h"
-#include "gantt/whatif.h"
+#include "gantt/whatif/whatif.h"
 #include "load_captures.h"
 
 namespace gantt_cli {

@@ -8,8 +8,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "gantt/filter.h"
-#include "gantt/text.h"
+#include "gantt/model/filter.h"
+#include "gantt/model/text.h"
 
 namespace gantt_cli {
 

@@ -15,7 +15,7 @@
 #include <gpuhook/summary_file.h>
 
 #include "gantt/analysis/table.h"
-#include "gantt/text.h"
+#include "gantt/model/text.h"
 
 namespace gantt_cli {
 

@@ -13,9 +13,9 @@
 
 #include "gantt/analysis/stats.h"
 #include "gantt/analysis/summary.h"
-#include "gantt/jobs.h"
-#include "gantt/model.h"
-#include "gantt/ranks.h"
+#include "gantt/jobs/jobs.h"
+#include "gantt/model/model.h"
+#include "gantt/ranks/ranks.h"
 
 namespace gantt_cli {
 

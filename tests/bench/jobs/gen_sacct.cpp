@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "gantt/jobs.h"
+#include "gantt/jobs/jobs.h"
 
 namespace {
 

@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "gantt/filter.h"
-#include "gantt/model.h"
-#include "gantt/ranks.h"
-#include "gantt/render.h"
+#include "gantt/model/filter.h"
+#include "gantt/model/model.h"
+#include "gantt/ranks/ranks.h"
+#include "gantt/render/render.h"
 
 namespace {
 

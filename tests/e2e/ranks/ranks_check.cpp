@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "gantt/model.h"
-#include "gantt/ranks.h"
+#include "gantt/model/model.h"
+#include "gantt/ranks/ranks.h"
 
 int main(int argc, char** argv) {
   std::vector<std::string> files;

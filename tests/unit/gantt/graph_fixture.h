@@ -14,7 +14,7 @@
 #include <cstdint>
 
 #include "fabricate.h"
-#include "gantt/model.h"
+#include "gantt/model/model.h"
 
 namespace gantt_test {
 

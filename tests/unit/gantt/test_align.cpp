@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "fabricate.h"
-#include "gantt/align.h"
-#include "gantt/model.h"
+#include "gantt/model/align.h"
+#include "gantt/model/model.h"
 
 namespace v1 = gpuhook::v1;
 

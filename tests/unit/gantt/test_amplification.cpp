@@ -10,8 +10,8 @@
 #include <iterator>
 #include <string>
 
-#include "gantt/model.h"
-#include "gantt/ranks.h"
+#include "gantt/model/model.h"
+#include "gantt/ranks/ranks.h"
 
 namespace {
 

@@ -3,7 +3,7 @@
 
 #include "fabricate.h"
 #include "gantt/analysis/waits.h"
-#include "gantt/annotate.h"
+#include "gantt/render/annotate.h"
 
 using namespace gantt_test;
 using gantt::AnnotationKind;

@@ -8,8 +8,8 @@
 
 #include "gantt/analysis/comm.h"
 #include "gantt/analysis/topology.h"
-#include "gantt/model.h"
-#include "gantt/render.h"
+#include "gantt/model/model.h"
+#include "gantt/render/render.h"
 
 namespace {
 

@@ -4,9 +4,9 @@
 #include <sstream>
 
 #include "fabricate.h"
-#include "gantt/export.h"
-#include "gantt/filter.h"
-#include "gantt/text.h"
+#include "gantt/export/export.h"
+#include "gantt/model/filter.h"
+#include "gantt/model/text.h"
 
 using namespace gantt_test;
 

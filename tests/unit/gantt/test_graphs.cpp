@@ -6,10 +6,10 @@
 #include <string>
 
 #include "graph_fixture.h"
-#include "gantt/colors.h"
-#include "gantt/filter.h"
-#include "gantt/graphs.h"
-#include "gantt/render.h"
+#include "gantt/render/colors.h"
+#include "gantt/model/filter.h"
+#include "gantt/model/graphs.h"
+#include "gantt/render/render.h"
 
 using namespace gantt_test;
 using gantt::EventKind;

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "fabricate.h"
-#include "gantt/html.h"
-#include "gantt/render.h"
+#include "gantt/render/html.h"
+#include "gantt/render/render.h"
 
 namespace {
 

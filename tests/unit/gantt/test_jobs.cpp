@@ -6,8 +6,8 @@
 #include <random>
 #include <sstream>
 
-#include "gantt/jobs.h"
-#include "gantt/render.h"
+#include "gantt/jobs/jobs.h"
+#include "gantt/render/render.h"
 
 namespace gantt::jobs {
 namespace {

@@ -6,9 +6,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "gantt/jobs.h"
-#include "gantt/jobs_metrics.h"
-#include "gantt/render.h"
+#include "gantt/jobs/jobs.h"
+#include "gantt/jobs/jobs_metrics.h"
+#include "gantt/render/render.h"
 
 namespace gantt::jobs {
 namespace {

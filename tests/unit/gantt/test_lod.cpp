@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "fabricate.h"
-#include "gantt/colors.h"
-#include "gantt/lod.h"
-#include "gantt/render.h"
+#include "gantt/render/colors.h"
+#include "gantt/render/lod.h"
+#include "gantt/render/render.h"
 
 TEST(Lod, CoverageSplitsAcrossColumns) {
   gantt::Coverage c(4);

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "fabricate.h"
-#include "gantt/model.h"
+#include "gantt/model/model.h"
 
 using namespace gantt_test;
 using gantt::EventKind;

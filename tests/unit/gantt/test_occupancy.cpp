@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "fabricate.h"
-#include "gantt/occupancy.h"
+#include "gantt/model/occupancy.h"
 
 using gantt::OccupancyLimit;
 

@@ -12,7 +12,7 @@
 #include "gantt/analysis/diagnose.h"
 #include "gantt/analysis/p2p.h"
 #include "gantt/analysis/pipeline.h"
-#include "gantt/model.h"
+#include "gantt/model/model.h"
 
 namespace {
 

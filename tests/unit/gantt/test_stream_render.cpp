@@ -1,7 +1,7 @@
 // stream_render() against build_scene() of the loaded capture: the same SVG bytes for any
 // number of decoding threads, on captures made to exercise the window, the threshold, the
 // launch join across shares, the wait split of drawn kernels and the busy unions.
-#include "gantt/stream_render.h"
+#include "gantt/render/stream_render.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -16,12 +16,12 @@
 
 #include <gpuhook/capture.h>
 
-#include "../../../tools/gantt/src/analysis/stream_shares.h"
-#include "../../../tools/gantt/src/render/stream_read.h"
+#include "gantt/analysis/stream_shares.h"
+#include "render/stream_read.h"
 #include "../../support/fake_device.h"
 #include "fabricate.h"
-#include "gantt/lod.h"
-#include "gantt/render.h"
+#include "gantt/render/lod.h"
+#include "gantt/render/render.h"
 
 namespace gantt {
 namespace {

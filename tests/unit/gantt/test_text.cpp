@@ -1,14 +1,14 @@
-// One UTF-8 rule for every writer (gantt/text.h), and the one place the formats differ:
+// One UTF-8 rule for every writer (gantt/model/text.h), and the one place the formats differ:
 // U+FFFE and U+FFFF are well-formed and legal in JSON but outside XML 1.0's Char production.
 #include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
 
-#include "gantt/json.h"
-#include "gantt/render.h"
-#include "gantt/scene.h"
-#include "gantt/text.h"
+#include "gantt/model/json.h"
+#include "gantt/render/render.h"
+#include "gantt/render/scene.h"
+#include "gantt/model/text.h"
 
 namespace gantt {
 namespace {

@@ -8,7 +8,7 @@
 #include <stdexcept>
 
 #include "fabricate.h"
-#include "gantt/whatif.h"
+#include "gantt/whatif/whatif.h"
 
 namespace gantt::whatif {
 namespace {

@@ -1,4 +1,4 @@
-#include "gantt/json.h"
+#include "gantt/model/json.h"
 
 #include <cstdint>
 #include <cstdio>

@@ -15,7 +15,7 @@
 #include "gantt/analysis/stats.h"
 #include "gantt/analysis/stream_stats.h"
 #include "gantt/analysis/summary.h"
-#include "gantt/whatif.h"
+#include "gantt/whatif/whatif.h"
 
 namespace ga = gantt::analysis;
 namespace v1 = gpuhook::v1;

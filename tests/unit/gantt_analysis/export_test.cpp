@@ -6,10 +6,10 @@
 #include <gtest/gtest.h>
 
 #include "fixture.h"
-#include "gantt/colors.h"
-#include "gantt/export.h"
+#include "gantt/render/colors.h"
+#include "gantt/export/export.h"
 #include "gantt/analysis/flame.h"
-#include "gantt/filter.h"
+#include "gantt/model/filter.h"
 
 using namespace gantt_analysis_test;
 

@@ -15,7 +15,7 @@
 #include <string>
 
 #include "../gantt/fabricate.h"
-#include "gantt/model.h"
+#include "gantt/model/model.h"
 
 namespace gantt_analysis_test {
 

@@ -8,10 +8,10 @@
 
 #include "fixture.h"
 #include "gantt/analysis/diagnose.h"
-#include "gantt/export.h"
+#include "gantt/export/export.h"
 #include "gantt/analysis/timeline.h"
-#include "gantt/filter.h"
-#include "gantt/render.h"
+#include "gantt/model/filter.h"
+#include "gantt/render/render.h"
 
 namespace ga = gantt::analysis;
 using namespace gantt_analysis_test;

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <random>
 
-#include "gantt/ranks.h"
+#include "gantt/ranks/ranks.h"
 
 namespace gantt {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <random>
 
-#include "gantt/ranks.h"
+#include "gantt/ranks/ranks.h"
 
 namespace gantt {
 namespace {

@@ -5,8 +5,8 @@
 
 #include <filesystem>
 
-#include "gantt/model.h"
-#include "gantt/ranks.h"
+#include "gantt/model/model.h"
+#include "gantt/ranks/ranks.h"
 
 namespace gantt {
 namespace {

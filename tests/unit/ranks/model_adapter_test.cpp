@@ -2,11 +2,11 @@
 // time column, collectives joined to their kernels, links drawn, footer lines.
 #include <gtest/gtest.h>
 
-#include "gantt/model.h"
-#include "gantt/filter.h"
-#include "gantt/ranks.h"
-#include "gantt/render.h"
-#include "gantt/scene.h"
+#include "gantt/model/model.h"
+#include "gantt/model/filter.h"
+#include "gantt/ranks/ranks.h"
+#include "gantt/render/render.h"
+#include "gantt/render/scene.h"
 #include "rank_records.h"
 
 namespace gantt {

@@ -3,8 +3,8 @@
 // that ran inside), not by thread and time.
 #include <gtest/gtest.h>
 
-#include "gantt/model.h"
-#include "gantt/ranks.h"
+#include "gantt/model/model.h"
+#include "gantt/ranks/ranks.h"
 
 namespace gantt {
 namespace {

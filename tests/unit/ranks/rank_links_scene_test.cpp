@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "gantt/colors.h"
-#include "gantt/filter.h"
-#include "gantt/model.h"
-#include "gantt/ranks.h"
-#include "gantt/render.h"
-#include "gantt/scene.h"
+#include "gantt/render/colors.h"
+#include "gantt/model/filter.h"
+#include "gantt/model/model.h"
+#include "gantt/ranks/ranks.h"
+#include "gantt/render/render.h"
+#include "gantt/render/scene.h"
 #include "rank_records.h"
 
 namespace gantt {

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "gantt/model.h"
+#include "gantt/model/model.h"
 
 namespace gantt::test {
 

@@ -9,9 +9,9 @@
 #include <sstream>
 #include <string>
 
-#include "gantt/filter.h"
-#include "gantt/model.h"
-#include "gantt/render.h"
+#include "gantt/model/filter.h"
+#include "gantt/model/model.h"
+#include "gantt/render/render.h"
 #include "rank_records.h"
 
 namespace gantt {

@@ -8,7 +8,7 @@
 
 #include "gantt/analysis/p2p.h"
 #include "gantt/analysis/table.h"
-#include "gantt/json.h"
+#include "gantt/model/json.h"
 #include "gantt/ranks/collectives.h"
 
 namespace gantt::analysis {

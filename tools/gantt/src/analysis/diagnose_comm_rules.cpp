@@ -8,7 +8,7 @@
 #include "gantt/analysis/p2p.h"
 #include "gantt/analysis/pipeline.h"
 #include "gantt/analysis/table.h"
-#include "gantt/text.h"
+#include "gantt/model/text.h"
 #include "diagnose_rules.h"
 
 namespace gantt::analysis::detail {

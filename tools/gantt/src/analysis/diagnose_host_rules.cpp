@@ -6,9 +6,9 @@
 
 #include "gantt/analysis/noise.h"
 #include "gantt/analysis/table.h"
-#include "gantt/graphs.h"
-#include "gantt/ranks.h"
-#include "gantt/text.h"
+#include "gantt/model/graphs.h"
+#include "gantt/ranks/ranks.h"
+#include "gantt/model/text.h"
 #include "diagnose_rules.h"
 
 namespace gantt::analysis::detail {

@@ -4,7 +4,7 @@
 
 #include "gantt/analysis/memory.h"
 #include "gantt/analysis/table.h"
-#include "gantt/text.h"
+#include "gantt/model/text.h"
 #include "diagnose_rules.h"
 
 namespace gantt::analysis::detail {

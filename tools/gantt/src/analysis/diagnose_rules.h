@@ -10,8 +10,8 @@
 
 #include "gantt/analysis/diagnose.h"
 #include "gantt/analysis/intervals.h"
-#include "gantt/model.h"
-#include "gantt/ranks.h"
+#include "gantt/model/model.h"
+#include "gantt/ranks/ranks.h"
 
 namespace gantt::analysis::detail {
 

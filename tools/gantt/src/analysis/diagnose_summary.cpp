@@ -60,7 +60,7 @@ void rule_copy_overlap(const StatsSummary& s, const std::vector<DeviceRow>& devi
   detail::rule_copy_overlap(figures, r);
 }
 
-// The captures' ranks, as load() numbers them (gantt/ranks.h global_rank): the header's rank,
+// The captures' ranks, as load() numbers them (gantt/ranks/ranks.h global_rank): the header's rank,
 // else the capture's place among all of them. Captures of one rank add up.
 void rule_imbalance(const StatsSummary& s, const std::vector<DeviceRow>& devices, DiagnoseReport& r) {
   std::map<int32_t, uint64_t> busy;

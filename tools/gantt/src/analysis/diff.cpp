@@ -10,7 +10,7 @@
 #include <unordered_map>
 
 #include "gantt/analysis/table.h"
-#include "gantt/graphs.h"
+#include "gantt/model/graphs.h"
 
 namespace gantt::analysis {
 namespace {

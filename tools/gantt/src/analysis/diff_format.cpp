@@ -3,7 +3,7 @@
 
 #include "gantt/analysis/diff.h"
 #include "gantt/analysis/table.h"
-#include "gantt/json.h"
+#include "gantt/model/json.h"
 
 namespace gantt::analysis {
 namespace {

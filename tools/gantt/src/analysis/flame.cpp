@@ -6,8 +6,8 @@
 
 #include "gantt/analysis/stats.h"
 #include "gantt/analysis/table.h"
-#include "gantt/colors.h"
-#include "gantt/text.h"
+#include "gantt/render/colors.h"
+#include "gantt/model/text.h"
 
 namespace gantt::analysis {
 namespace {

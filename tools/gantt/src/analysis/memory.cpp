@@ -6,8 +6,8 @@
 #include <unordered_map>
 
 #include "gantt/analysis/table.h"
-#include "gantt/json.h"
-#include "gantt/text.h"
+#include "gantt/model/json.h"
+#include "gantt/model/text.h"
 
 namespace gantt::analysis {
 

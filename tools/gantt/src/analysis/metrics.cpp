@@ -8,8 +8,8 @@
 #include <utility>
 
 #include "gantt/analysis/table.h"
-#include "gantt/json.h"
-#include "gantt/text.h"
+#include "gantt/model/json.h"
+#include "gantt/model/text.h"
 
 namespace gantt::analysis {
 namespace v1 = gpuhook::v1;

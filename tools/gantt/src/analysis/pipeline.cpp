@@ -10,7 +10,7 @@
 
 #include "gantt/analysis/intervals.h"
 #include "gantt/analysis/table.h"
-#include "gantt/json.h"
+#include "gantt/model/json.h"
 
 namespace gantt::analysis {
 

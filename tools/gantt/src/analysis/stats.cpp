@@ -7,8 +7,8 @@
 
 #include "gantt/analysis/intervals.h"
 #include "gantt/analysis/summary.h"
-#include "gantt/graphs.h"
-#include "gantt/text.h"
+#include "gantt/model/graphs.h"
+#include "gantt/model/text.h"
 
 namespace gantt::analysis {
 namespace {

@@ -6,7 +6,7 @@
 #include "gantt/analysis/sketch.h"
 #include "gantt/analysis/stats.h"
 #include "gantt/analysis/table.h"
-#include "gantt/json.h"
+#include "gantt/model/json.h"
 
 namespace gantt::analysis {
 namespace {

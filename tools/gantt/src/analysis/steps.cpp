@@ -5,7 +5,7 @@
 #include <map>
 
 #include "gantt/analysis/table.h"
-#include "gantt/text.h"
+#include "gantt/model/text.h"
 
 namespace gantt::analysis {
 

@@ -1,5 +1,5 @@
 // Shares of a capture's chunk index, and the correlation-id window (stream_shares.h).
-#include "stream_shares.h"
+#include "gantt/analysis/stream_shares.h"
 
 #include <algorithm>
 #include <atomic>
@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "../model_builder_impl.h"
-
 namespace gantt::analysis {
+
+namespace v1 = gpuhook::v1;
 
 void CorrWindow::lose(uint64_t lo, uint64_t hi) {
   lost_lo_ = std::min<uint64_t>(lost_lo_, lo);

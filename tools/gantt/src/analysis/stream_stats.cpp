@@ -21,12 +21,12 @@
 #include <google/protobuf/arena.h>
 #include <gpuhook/capture.h>
 
-#include "gantt/align.h"
+#include "gantt/model/align.h"
 #include "gantt/analysis/busy_tracker.h"
 #include "gantt/analysis/diff.h"
-#include "stream_shares.h"
-#include "../model_builder_impl.h"
-#include "../range_lookup.h"
+#include "gantt/analysis/stream_shares.h"
+#include "gantt/model/model_builder.h"
+#include "gantt/model/range_lookup.h"
 
 namespace gantt::analysis {
 namespace {

@@ -11,8 +11,8 @@
 
 #include "gantt/analysis/intervals.h"
 #include "gantt/analysis/table.h"
-#include "gantt/ranks.h"
-#include "gantt/text.h"
+#include "gantt/ranks/ranks.h"
+#include "gantt/model/text.h"
 
 namespace gantt::analysis {
 namespace {

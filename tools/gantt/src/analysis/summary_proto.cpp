@@ -10,7 +10,7 @@
 #include <gpuhook/v1/summary.pb.h>
 
 #include "gantt/analysis/summary.h"
-#include "gantt/text.h"
+#include "gantt/model/text.h"
 
 namespace gantt::analysis {
 

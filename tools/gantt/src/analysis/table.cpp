@@ -5,8 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "gantt/json.h"
-#include "gantt/text.h"
+#include "gantt/model/json.h"
+#include "gantt/model/text.h"
 
 namespace gantt::analysis {
 namespace {

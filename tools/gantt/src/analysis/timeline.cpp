@@ -7,8 +7,8 @@
 
 #include "gantt/analysis/intervals.h"
 #include "gantt/analysis/table.h"
-#include "gantt/json.h"
-#include "gantt/text.h"
+#include "gantt/model/json.h"
+#include "gantt/model/text.h"
 
 namespace gantt::analysis {
 

@@ -8,7 +8,7 @@
 #include <unordered_map>
 
 #include "gantt/analysis/table.h"
-#include "gantt/json.h"
+#include "gantt/model/json.h"
 
 namespace gantt::analysis {
 

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "gantt/analysis/metrics.h"
-#include "gantt/export.h"
-#include "gantt/json.h"
-#include "gantt/ranks.h"
+#include "gantt/export/export.h"
+#include "gantt/model/json.h"
+#include "gantt/ranks/ranks.h"
 
 namespace gantt {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "gantt/analysis/flame.h"
-#include "gantt/export.h"
+#include "gantt/export/export.h"
 
 namespace gantt {
 namespace {

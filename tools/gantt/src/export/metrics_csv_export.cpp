@@ -4,8 +4,8 @@
 #include <string>
 
 #include "gantt/analysis/metrics.h"
-#include "gantt/export.h"
-#include "gantt/json.h"
+#include "gantt/export/export.h"
+#include "gantt/model/json.h"
 
 namespace gantt {
 namespace {

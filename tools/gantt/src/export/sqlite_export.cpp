@@ -10,8 +10,8 @@
 #include <string>
 
 #include "gantt/analysis/metrics.h"
-#include "gantt/export.h"
-#include "gantt/text.h"
+#include "gantt/export/export.h"
+#include "gantt/model/text.h"
 
 namespace gantt {
 

@@ -1,6 +1,6 @@
-// DCGM metrics beside the jobs (gantt/jobs_metrics.h): the Prometheus CSV forms read as
+// DCGM metrics beside the jobs (gantt/jobs/jobs_metrics.h): the Prometheus CSV forms read as
 // untrusted text, the samples bucketed per node, the drops found with the timeline's rule.
-#include "gantt/jobs_metrics.h"
+#include "gantt/jobs/jobs_metrics.h"
 
 #include <algorithm>
 #include <charconv>
@@ -9,7 +9,7 @@
 #include <numeric>
 #include <unordered_map>
 
-#include "gantt/text.h"
+#include "gantt/model/text.h"
 
 namespace gantt::jobs {
 namespace {

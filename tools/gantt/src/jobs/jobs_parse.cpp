@@ -9,8 +9,8 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "gantt/jobs.h"
-#include "gantt/text.h"
+#include "gantt/jobs/jobs.h"
+#include "gantt/model/text.h"
 
 namespace gantt::jobs {
 namespace {

@@ -7,11 +7,11 @@
 #include <map>
 #include <string>
 
-#include "gantt/colors.h"
-#include "gantt/jobs.h"
-#include "gantt/jobs_metrics.h"
-#include "gantt/lod.h"
-#include "gantt/text.h"
+#include "gantt/render/colors.h"
+#include "gantt/jobs/jobs.h"
+#include "gantt/jobs/jobs_metrics.h"
+#include "gantt/render/lod.h"
+#include "gantt/model/text.h"
 #include "jobs_strips.h"
 
 namespace gantt::jobs {

@@ -8,7 +8,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "gantt/jobs.h"
+#include "gantt/jobs/jobs.h"
 
 namespace gantt::jobs {
 namespace {

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <string>
 
-#include "gantt/colors.h"
-#include "gantt/text.h"
+#include "gantt/render/colors.h"
+#include "gantt/model/text.h"
 
 namespace gantt::jobs {
 namespace {

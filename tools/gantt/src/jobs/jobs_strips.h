@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <functional>
 
-#include "gantt/jobs.h"
-#include "gantt/jobs_metrics.h"
-#include "gantt/scene.h"
+#include "gantt/jobs/jobs.h"
+#include "gantt/jobs/jobs_metrics.h"
+#include "gantt/render/scene.h"
 
 namespace gantt::jobs {
 

@@ -13,7 +13,7 @@
 #include <map>
 #include <unordered_map>
 
-#include "gantt/ranks.h"
+#include "gantt/ranks/ranks.h"
 #include "stats_util.h"
 
 namespace gantt {

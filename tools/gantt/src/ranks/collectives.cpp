@@ -11,7 +11,7 @@
 #include <gpuhook/nccl_types.h>
 
 #include "gantt/analysis/noise.h"
-#include "gantt/ranks.h"
+#include "gantt/ranks/ranks.h"
 #include "stats_util.h"
 
 namespace gantt {

@@ -9,9 +9,9 @@
 #include <gpuhook/capture.h>
 #include <gpuhook/record_times.h>
 
-#include "gantt/model.h"
-#include "gantt/ranks.h"
-#include "../record_strings.h"
+#include "gantt/model/model.h"
+#include "gantt/ranks/ranks.h"
+#include "gantt/model/record_strings.h"
 
 namespace gantt {
 

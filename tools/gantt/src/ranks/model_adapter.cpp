@@ -4,8 +4,8 @@
 #include <gpuhook/capture.h>
 #include <gpuhook/nccl_types.h>
 
-#include "gantt/model.h"
-#include "gantt/ranks.h"
+#include "gantt/model/model.h"
+#include "gantt/ranks/ranks.h"
 
 namespace gantt {
 

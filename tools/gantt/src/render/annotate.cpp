@@ -1,4 +1,4 @@
-#include "gantt/annotate.h"
+#include "gantt/render/annotate.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,8 +7,8 @@
 #include <tuple>
 
 #include "gantt/analysis/waits.h"
-#include "gantt/occupancy.h"
-#include "gantt/text.h"
+#include "gantt/model/occupancy.h"
+#include "gantt/model/text.h"
 
 namespace gantt {
 

@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "gantt/render.h"
+#include "gantt/render/render.h"
 
 namespace gantt {
 

@@ -1,4 +1,4 @@
-#include "gantt/colors.h"
+#include "gantt/render/colors.h"
 
 #include <cmath>
 

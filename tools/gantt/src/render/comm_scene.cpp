@@ -8,9 +8,9 @@
 #include <map>
 
 #include "gantt/analysis/table.h"
-#include "gantt/colors.h"
-#include "gantt/render.h"
-#include "gantt/text.h"
+#include "gantt/render/colors.h"
+#include "gantt/render/render.h"
+#include "gantt/model/text.h"
 #include "render_internal.h"
 
 namespace gantt {

@@ -11,11 +11,11 @@
 #include <utility>
 #include <vector>
 
-#include "gantt/colors.h"
-#include "gantt/filter.h"
-#include "gantt/html.h"
-#include "gantt/model.h"
-#include "gantt/render.h"
+#include "gantt/render/colors.h"
+#include "gantt/model/filter.h"
+#include "gantt/render/html.h"
+#include "gantt/model/model.h"
+#include "gantt/render/render.h"
 
 namespace gantt::html::writer {
 

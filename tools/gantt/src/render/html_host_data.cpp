@@ -4,9 +4,9 @@
 #include <map>
 #include <string>
 
-#include "gantt/annotate.h"
-#include "gantt/colors.h"
-#include "gantt/text.h"
+#include "gantt/render/annotate.h"
+#include "gantt/render/colors.h"
+#include "gantt/model/text.h"
 #include "html_data_writer.h"
 
 namespace gantt::html::writer {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "gantt/analysis/flame.h"
-#include "gantt/ranks.h"
+#include "gantt/ranks/ranks.h"
 #include "html_data_writer.h"
 
 namespace gantt::html::writer {

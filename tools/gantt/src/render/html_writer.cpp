@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "gantt/html.h"
+#include "gantt/render/html.h"
 
 namespace gantt::html::assets {
 extern const char kViewerHtml[];

@@ -2,9 +2,9 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "gantt/ranks.h"
-#include "gantt/render.h"
-#include "gantt/text.h"
+#include "gantt/ranks/ranks.h"
+#include "gantt/render/render.h"
+#include "gantt/model/text.h"
 
 namespace gantt {
 

@@ -1,4 +1,4 @@
-#include "gantt/lod.h"
+#include "gantt/render/lod.h"
 
 #include <algorithm>
 #include <cmath>

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "gantt/analysis/metrics.h"
-#include "gantt/colors.h"
+#include "gantt/render/colors.h"
 #include "render_builder.h"
 
 namespace gantt::detail {

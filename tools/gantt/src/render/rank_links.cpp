@@ -6,10 +6,10 @@
 #include <cstdio>
 #include <limits>
 
-#include "gantt/colors.h"
-#include "gantt/model.h"
-#include "gantt/ranks.h"
-#include "gantt/scene.h"
+#include "gantt/render/colors.h"
+#include "gantt/model/model.h"
+#include "gantt/ranks/ranks.h"
+#include "gantt/render/scene.h"
 
 namespace gantt {
 

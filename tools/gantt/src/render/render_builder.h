@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "gantt/analysis/waits.h"
-#include "gantt/annotate.h"
-#include "gantt/graphs.h"
-#include "gantt/render.h"
-#include "gantt/text.h"
+#include "gantt/render/annotate.h"
+#include "gantt/model/graphs.h"
+#include "gantt/render/render.h"
+#include "gantt/model/text.h"
 #include "render_internal.h"
 
 namespace gantt::detail {

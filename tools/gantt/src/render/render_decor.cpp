@@ -4,9 +4,9 @@
 #include <cstdio>
 #include <set>
 
-#include "gantt/colors.h"
+#include "gantt/render/colors.h"
 #include "gantt/scan/trace_import.h"
-#include "gantt/text.h"
+#include "gantt/model/text.h"
 #include "render_internal.h"
 
 namespace gantt::detail {

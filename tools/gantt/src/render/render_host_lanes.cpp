@@ -7,8 +7,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "gantt/colors.h"
-#include "gantt/lod.h"
+#include "gantt/render/colors.h"
+#include "gantt/render/lod.h"
 #include "render_builder.h"
 
 namespace gantt::detail {

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "gantt/analysis/memory.h"
-#include "gantt/annotate.h"
-#include "gantt/render.h"
-#include "gantt/scene.h"
+#include "gantt/render/annotate.h"
+#include "gantt/render/render.h"
+#include "gantt/render/scene.h"
 
 namespace gantt::detail {
 

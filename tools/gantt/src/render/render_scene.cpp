@@ -8,12 +8,12 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "gantt/colors.h"
-#include "gantt/graphs.h"
-#include "gantt/lod.h"
-#include "gantt/ranks.h"
-#include "gantt/render.h"
-#include "gantt/text.h"
+#include "gantt/render/colors.h"
+#include "gantt/model/graphs.h"
+#include "gantt/render/lod.h"
+#include "gantt/ranks/ranks.h"
+#include "gantt/render/render.h"
+#include "gantt/model/text.h"
 #include "gantt/analysis/p2p.h"
 #include "gantt/analysis/table.h"
 #include "render_builder.h"

@@ -4,9 +4,9 @@
 #include <cstdio>
 
 #include "gantt/analysis/table.h"
-#include "gantt/colors.h"
-#include "gantt/render.h"
-#include "gantt/text.h"
+#include "gantt/render/colors.h"
+#include "gantt/render/render.h"
+#include "gantt/model/text.h"
 #include "render_builder.h"
 #include "render_internal.h"
 

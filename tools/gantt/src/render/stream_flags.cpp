@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <string>
 
-#include "gantt/annotate.h"
+#include "gantt/render/annotate.h"
 #include "stream_read.h"
 
 namespace gantt::streamed {

@@ -7,10 +7,10 @@
 
 #include <cctype>
 
-#include "gantt/annotate.h"
-#include "gantt/text.h"
+#include "gantt/render/annotate.h"
+#include "gantt/model/text.h"
 
-#include "../model_builder_impl.h"
+#include "gantt/model/model_builder.h"
 
 namespace gantt::streamed {
 

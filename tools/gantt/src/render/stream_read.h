@@ -22,12 +22,12 @@
 #include <google/protobuf/arena.h>
 #include <gpuhook/capture.h>
 
-#include "../analysis/stream_shares.h"
-#include "gantt/annotate.h"
-#include "gantt/filter.h"
-#include "gantt/model.h"
-#include "gantt/occupancy.h"
-#include "gantt/render.h"
+#include "gantt/analysis/stream_shares.h"
+#include "gantt/render/annotate.h"
+#include "gantt/model/filter.h"
+#include "gantt/model/model.h"
+#include "gantt/model/occupancy.h"
+#include "gantt/render/render.h"
 #include "render_builder.h"
 #include "gap_union.h"
 #include "stream_waits.h"

@@ -1,6 +1,6 @@
 // render of one capture, streamed (stream_render.h): the two reads (stream_read.h), then the
 // model of the drawn events through the loaded chart's own scene builder.
-#include "gantt/stream_render.h"
+#include "gantt/render/stream_render.h"
 
 #include <algorithm>
 #include <atomic>
@@ -9,9 +9,9 @@
 #include <set>
 #include <unordered_set>
 
-#include "../model_builder_impl.h"
+#include "gantt/model/model_builder.h"
 #include "gantt/analysis/stream_stats.h"
-#include "gantt/text.h"
+#include "gantt/model/text.h"
 #include "stream_read.h"
 
 namespace gantt {

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "gantt/render.h"
-#include "gantt/text.h"
+#include "gantt/render/render.h"
+#include "gantt/model/text.h"
 
 namespace gantt {
 

@@ -8,7 +8,7 @@
 
 #include <gpuhook/capture.h>
 
-#include "gantt/model.h"
+#include "gantt/model/model.h"
 
 #include "whatif_internal.h"
 

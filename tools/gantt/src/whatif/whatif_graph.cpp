@@ -6,7 +6,7 @@
 #include <gpuhook/nccl_types.h>
 
 #include "gantt/analysis/stats.h"
-#include "gantt/occupancy.h"
+#include "gantt/model/occupancy.h"
 #include "whatif_internal.h"
 
 namespace gantt::whatif::detail {

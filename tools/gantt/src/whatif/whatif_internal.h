@@ -11,7 +11,7 @@
 
 #include <gpuhook/v1/capture.pb.h>
 
-#include "gantt/whatif.h"
+#include "gantt/whatif/whatif.h"
 
 namespace gantt::whatif::detail {
 

@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "gantt/whatif.h"
+#include "gantt/whatif/whatif.h"
 
 namespace gantt::whatif {
 

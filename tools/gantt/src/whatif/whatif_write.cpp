@@ -8,7 +8,7 @@
 #include <gpuhook/capture.h>
 #include <gpuhook/record_times.h>
 
-#include "../record_strings.h"
+#include "gantt/model/record_strings.h"
 #include "whatif_internal.h"
 
 namespace gantt::whatif::detail {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "gantt/model.h"
+#include "gantt/model/model.h"
 #include "gantt/ranks/collectives.h"
 
 namespace gantt::analysis {

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "gantt/analysis/stats.h"
-#include "gantt/model.h"
+#include "gantt/model/model.h"
 
 namespace gantt::analysis {
 

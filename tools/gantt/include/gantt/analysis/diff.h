@@ -19,7 +19,7 @@
 
 #include "gantt/analysis/noise.h"
 #include "gantt/analysis/stats.h"
-#include "gantt/model.h"
+#include "gantt/model/model.h"
 
 namespace gantt::analysis {
 

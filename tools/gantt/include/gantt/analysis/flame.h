@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "gantt/filter.h"
-#include "gantt/model.h"
-#include "gantt/scene.h"
+#include "gantt/model/filter.h"
+#include "gantt/model/model.h"
+#include "gantt/render/scene.h"
 
 namespace gantt::analysis {
 

@@ -10,7 +10,7 @@
 #include <gpuhook/v1/capture.pb.h>
 
 #include "gantt/analysis/stats.h"
-#include "gantt/model.h"
+#include "gantt/model/model.h"
 
 namespace gantt::analysis {
 

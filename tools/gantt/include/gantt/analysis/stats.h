@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "gantt/model.h"
+#include "gantt/model/model.h"
 
 namespace gantt::analysis {
 

@@ -20,7 +20,7 @@
 
 #include "gantt/analysis/flame.h"
 #include "gantt/analysis/summary.h"
-#include "gantt/model.h"
+#include "gantt/model/model.h"
 #include "gantt/ranks/alignment.h"
 
 namespace gantt::analysis {

@@ -16,7 +16,7 @@
 #include "gantt/analysis/diff.h"
 #include "gantt/analysis/sketch.h"
 #include "gantt/analysis/stats.h"
-#include "gantt/model.h"
+#include "gantt/model/model.h"
 
 namespace gpuhook::v1 {
 class StatsSummary;

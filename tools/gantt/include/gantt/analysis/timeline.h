@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "gantt/filter.h"
-#include "gantt/model.h"
+#include "gantt/model/filter.h"
+#include "gantt/model/model.h"
 
 namespace gantt::analysis {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "gantt/model.h"
+#include "gantt/model/model.h"
 
 namespace gantt::analysis {
 

@@ -1,0 +1,81 @@
+// `render` of one capture without loading it: the Gantt chart's picture is bounded (narrow
+// events become per-lane coverage, at most RenderOptions::max_individual_events are drawn one
+// by one, lod.h), so only the input has to be bounded too. Two reads of the file, each on
+// several threads (contiguous shares of the chunk index):
+//   1. the window (first launch to last end), the lanes, the widest events' widths (hence
+//      the width above which events are drawn one by one), the counts;
+//   2. the events at least that wide, kept as records, and every other event folded into its
+//      lane's coverage and its device's busy union; each host call in the window folded into
+//      its thread's lane, the blocking ones wide enough for a bar kept (ChartRest, render.h).
+// A model of only the kept events and what they need (their launch calls, the host calls
+// drawn as bars, the NCCL records, the capture's context) then goes through build_scene() with the folds:
+// the same scene builder as the loaded chart, and the same bytes (tests/e2e/cli
+// render_stream_test.sh). Memory grows with lanes, pixels and names, not with events.
+//
+// A filter (StreamRenderOptions::filter, as select_events() takes it: a time window, a range,
+// devices, streams, a kernel pattern) keeps to both reads the events it selects, those begun
+// by their launch calls once the call is read; every operation still reaches the drawn
+// kernels' wait split, as in wait_causes(). The window counts from the capture's first time,
+// known after read 1: read 1 runs with the header's start for it, and again with the first
+// time it found when a record was earlier. A --range is found in a read of only the ranges,
+// and a first read 1 measures how long the work launched in it runs.
+//
+// Annotations are streamed only when asked for as such (AnnotateOptions::streamed): low
+// occupancy counted over every kernel in read 2; copies overlapped, every copy (up to a
+// million a share) against its device's compute union once read 2 is done; idle gaps from
+// each device's activity union of read 1 (GapUnion), the host call behind the longest found
+// in read 2; queue delays on the drawn kernels only; not the copies that could have
+// overlapped, which need every kernel's readiness on its stream.
+//
+// What needs the whole timeline is not streamed; stream_render() then returns nothing and
+// says why, and the caller loads the capture: annotations in full, views and lane groupings
+// other than per stream or device, --deps, --kernel patterns that match the names of API calls
+// (copies, memsets and synchronisations are named after theirs), --memory-strip, stream waits on CUDA
+// events, host functions, CUDA graphs, merged files, damaged files, NCCL calls without
+// external ids, files whose launches lie too far from their GPU records for the join's
+// window, and, with host lanes, host calls that share a correlation id (a launch's tick names
+// the last of them). The drawn kernels' queued -> start split is computed from their stream's and device's operations
+// (stream_waits.h); NVTX range records (up to half a million, for the drawn events' range
+// paths) and GPU counter samples (up to a million, for the measured strips) are kept whole.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gantt/model/filter.h"
+#include "gantt/model/model.h"
+#include "gantt/render/render.h"
+
+namespace gantt {
+
+struct StreamRenderOptions {
+  RenderOptions render;
+  // Its window, range, devices, streams and kernel pattern. A --range the capture does not have,
+  // or a bad pattern, throws std::invalid_argument from stream_render(), as from select_events().
+  EventFilter filter;
+  // Where the filter's --from and --to count from, in the capture's clock: 0 for its first
+  // time, as select_events() counts them. The chart's axis still counts from its first time.
+  uint64_t window_origin_ns = 0;
+  unsigned threads = 0;  // threads that scan the capture; 0 = every core (analysis::default_scan_threads)
+  LoadOptions load;
+};
+
+struct StreamedChart {
+  Scene scene;
+  RenderStats stats;
+  Model context;                      // the capture's header, devices, threads; no events
+  std::vector<std::string> warnings;  // what load_captures() would print for the capture
+  bool corrupt = false;
+  unsigned threads = 1;               // decoding threads used
+};
+
+// Why charts with `options` cannot be streamed at all ("" when they can).
+std::string stream_render_refusal(const RenderOptions& options);
+
+// The chart of `path`, or nullopt with *why_not set when the capture holds what needs the
+// whole timeline (found while reading). Throws gpuhook::CaptureError as load() does.
+std::optional<StreamedChart> stream_render(const std::string& path, const StreamRenderOptions& options,
+                                           std::string* why_not);
+
+}  // namespace gantt
