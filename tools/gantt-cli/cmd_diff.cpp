@@ -21,6 +21,7 @@
 #include <gantt/analysis/summary.h>
 #include <gantt/analysis/stream_stats.h>
 #include <gantt/analysis/flame.h>
+#include <gantt/render/flame_scene.h>
 #include <gantt/model/filter.h>
 #include <gantt/render/html.h>
 #include <gantt/model/model.h>
@@ -143,18 +144,18 @@ std::optional<ChartTarget> chart_target(const std::string& path) {
 }
 
 // The page: each run's chart under its caption, on the same time scale, then the
-// differential flame graph of their stacks (flame.h gpu_stacks).
+// differential flame graph of their stacks (analysis/flame.h gpu_stacks, render/flame_scene.h).
 int write_page(const ChartTarget& target, const std::string& base_path, const std::string& new_path,
                const gantt::Scene& base_chart, const gantt::Scene& next_chart, const ga::Stacks& base_stacks,
                const ga::Stacks& next_stacks) {
   gantt::Scene page = caption("base: " + base_path, kChartWidth);
-  page = ga::stack_scenes(page, base_chart);
-  page = ga::stack_scenes(page, caption("new: " + new_path, kChartWidth));
-  page = ga::stack_scenes(page, next_chart);
-  ga::FlameOptions fo;
+  page = gantt::stack_scenes(page, base_chart);
+  page = gantt::stack_scenes(page, caption("new: " + new_path, kChartWidth));
+  page = gantt::stack_scenes(page, next_chart);
+  gantt::FlameOptions fo;
   fo.width_px = kChartWidth;
   fo.title = "GPU time by NVTX range and kernel, base -> new (red slower, blue faster)";
-  page = ga::stack_scenes(page, ga::diff_flame_scene(base_stacks, next_stacks, fo));
+  page = gantt::stack_scenes(page, gantt::diff_flame_scene(base_stacks, next_stacks, fo));
   page.title = "gantt-cli diff " + base_path + " " + new_path;
   return write_chart(page, target) ? kExitOk : kExitError;
 }

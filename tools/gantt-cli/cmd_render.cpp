@@ -10,6 +10,7 @@
 
 #include <gantt/ranks/ranks.h>
 #include <gantt/analysis/flame.h>
+#include <gantt/render/flame_scene.h>
 #include <gantt/render/render.h>
 #include <gantt/render/stream_render.h>
 #include <gantt/model/text.h>
@@ -40,7 +41,7 @@ struct RenderCliOptions {
   double low_occupancy = 0.5;
   std::string idle_gap;
   FilterFlags filter;
-  std::string view = "gantt";  // gantt | flame (analysis/flame.h) | utilisation (analysis/timeline.h)
+  std::string view = "gantt";  // gantt | flame (render/flame_scene.h) | utilisation (analysis/timeline.h)
   std::string bucket;          // --view utilisation: "" = about 200 buckets over the window
   std::string topology;        // --view comm: `nvidia-smi topo -m` output or NCCL's topology XML
   std::string step;            // --view steps: the step range
@@ -194,13 +195,13 @@ int run_render(const RenderCliOptions& o) {
     return corrupt ? kExitError : kExitOk;
   }
   gantt::RenderStats stats;
-  gantt::analysis::FlameOptions fo;
+  gantt::FlameOptions fo;
   fo.width_px = o.width_px;
   fo.title = "GPU time by NVTX range and kernel";
   if (o.view != "gantt") stats.events_selected = stats.events_individual = sel.events.size();
   gantt::Scene scene;
   if (o.view == "flame") {
-    scene = gantt::analysis::flame_scene(gantt::analysis::gpu_stacks(model, &sel), fo);
+    scene = gantt::flame_scene(gantt::analysis::gpu_stacks(model, &sel), fo);
   } else if (o.view == "comm") {
     std::vector<std::string> notes;
     const auto matrices = gantt::analysis::comm_matrices(model, &notes);

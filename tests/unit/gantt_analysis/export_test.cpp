@@ -9,6 +9,7 @@
 #include "gantt/render/colors.h"
 #include "gantt/export/export.h"
 #include "gantt/analysis/flame.h"
+#include "gantt/render/flame_scene.h"
 #include "gantt/model/filter.h"
 
 using namespace gantt_analysis_test;
@@ -142,7 +143,7 @@ TEST(Flame, LabelsContrastWithTheirFrames) {
   // Every label of a flame graph: the text colour is the one that contrasts with its frame.
   gantt::analysis::Stacks stacks;
   for (int i = 0; i < 40; ++i) stacks["step\x1fkernel_" + std::to_string(i * 7919)] = 1000 + static_cast<uint64_t>(i);
-  const gantt::Scene s = gantt::analysis::flame_scene(stacks, gantt::analysis::FlameOptions{});
+  const gantt::Scene s = gantt::flame_scene(stacks, gantt::FlameOptions{});
   const gantt::Rect* last = nullptr;
   size_t labels = 0;
   for (const auto& item : s.items) {
@@ -159,9 +160,9 @@ TEST(Flame, LabelsContrastWithTheirFrames) {
 TEST(Flame, WidthsFollowWeightsAndTheDiffColoursSlowerRed) {
   namespace ga = gantt::analysis;
   const ga::Stacks base{{"step\x1f" "a", 100}, {"step\x1f" "b", 300}};
-  ga::FlameOptions o;
+  gantt::FlameOptions o;
   o.width_px = 420;  // 400 px of frames
-  const gantt::Scene s = ga::flame_scene(base, o);
+  const gantt::Scene s = gantt::flame_scene(base, o);
   const gantt::Rect *a = frame_rect(s, "a"), *b = frame_rect(s, "b"), *step = frame_rect(s, "step");
   ASSERT_TRUE(a && b && step);
   EXPECT_FLOAT_EQ(a->w, 100);
@@ -171,14 +172,14 @@ TEST(Flame, WidthsFollowWeightsAndTheDiffColoursSlowerRed) {
   EXPECT_GT(a->y + 0.0f, 0.0f);
   EXPECT_LT(a->y, step->y);  // children above their parent
   const ga::Stacks next{{"step\x1f" "a", 150}, {"step\x1f" "b", 150}};
-  const gantt::Scene d = ga::diff_flame_scene(base, next, o);
+  const gantt::Scene d = gantt::diff_flame_scene(base, next, o);
   const gantt::Rect *da = frame_rect(d, "a"), *db = frame_rect(d, "b");
   ASSERT_TRUE(da && db);
   EXPECT_GT(da->fill.r, da->fill.b);  // slower: red
   EXPECT_GT(db->fill.b, db->fill.r);  // faster: blue
   EXPECT_NE(da->tooltip.find("+50.0%"), std::string::npos) << da->tooltip;
   // Empty input: an explicit message, not a blank chart.
-  const gantt::Scene e = ga::flame_scene({}, o);
+  const gantt::Scene e = gantt::flame_scene({}, o);
   bool says = false;
   for (const auto& item : e.items)
     if (const auto* t = std::get_if<gantt::Text>(&item); t && t->text.find("no GPU work") != std::string::npos) says = true;

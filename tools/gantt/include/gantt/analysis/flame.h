@@ -1,7 +1,6 @@
-// Flame graphs of GPU time: stacks are the NVTX range chain of the launching thread,
-// outermost first, then the kernel; a frame's width is the exec time under it. One graph
-// for a capture (`render --view flame`), or a differential one for two (`diff -o`): widths
-// from the larger of the two runs, red where the new run is slower, blue where faster.
+// The stacks of flame graphs of GPU time: the NVTX range chain of the launching thread,
+// outermost first, then the kernel, each with the exec time under it. render/flame_scene.h
+// draws them; export's folded format writes them.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +10,6 @@
 
 #include "gantt/model/filter.h"
 #include "gantt/model/model.h"
-#include "gantt/render/scene.h"
 
 namespace gantt::analysis {
 
@@ -32,17 +30,5 @@ std::vector<std::string> split_stack(const std::string& stack);
 std::string range_frames(const Model& model, uint32_t range);
 // The kernel's frame (analysis::kernel_key), cleaned.
 std::string stack_leaf(std::string_view kernel_key);
-
-struct FlameOptions {
-  int width_px = 1200;
-  int row_px = 18;
-  std::string title;
-};
-
-Scene flame_scene(const Stacks& stacks, const FlameOptions& options);
-Scene diff_flame_scene(const Stacks& base, const Stacks& next, const FlameOptions& options);
-
-// `lower` drawn under `upper`, both keeping their own coordinates.
-Scene stack_scenes(const Scene& upper, const Scene& lower);
 
 }  // namespace gantt::analysis
