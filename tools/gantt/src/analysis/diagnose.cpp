@@ -10,7 +10,7 @@
 #include <map>
 
 #include "gantt/analysis/intervals.h"
-#include "gantt/analysis/noise.h"
+#include "gantt/noise/noise.h"
 #include "gantt/analysis/table.h"
 #include "gantt/model/graphs.h"
 #include "gantt/ranks/ranks.h"

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <map>
 
-#include "gantt/analysis/noise.h"
+#include "gantt/noise/noise.h"
 #include "gantt/analysis/table.h"
 #include "gantt/model/graphs.h"
 #include "gantt/ranks/ranks.h"

@@ -10,7 +10,7 @@
 
 #include <gpuhook/nccl_types.h>
 
-#include "gantt/analysis/noise.h"
+#include "gantt/noise/noise.h"
 #include "gantt/ranks/ranks.h"
 #include "stats_util.h"
 
@@ -168,7 +168,7 @@ StragglerReport find_straggler(const std::vector<CollectiveInstance>& collective
   for (const auto& [rank, v] : lateness)
     if (rank != worst->global_rank) others.insert(others.end(), v.begin(), v.end());
   const double jitter = static_cast<double>(std::max(worst->lateness_jitter_ns, robust_spread(others)));
-  const analysis::RankTest test = analysis::mann_whitney(others, lateness[worst->global_rank]);
+  const RankTest test = mann_whitney(others, lateness[worst->global_rank]);
   const double late = static_cast<double>(worst->lateness_median_ns);
   const double fraction = static_cast<double>(worst->times_last) / static_cast<double>(worst->collectives);
   const double collective = static_cast<double>(report.collective_median_ns);

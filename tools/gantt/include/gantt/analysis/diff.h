@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "gantt/analysis/noise.h"
+#include "gantt/noise/noise.h"
 #include "gantt/analysis/stats.h"
 #include "gantt/model/model.h"
 

@@ -1,10 +1,10 @@
-#include "gantt/analysis/noise.h"
+#include "gantt/noise/noise.h"
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
-namespace gantt::analysis {
+namespace gantt {
 namespace {
 
 // splitmix64: a fixed, portable generator, so the bootstrap interval is the same on every
@@ -187,4 +187,4 @@ Comparison compare_samples(std::span<const int64_t> base, std::span<const int64_
   return c;
 }
 
-}  // namespace gantt::analysis
+}  // namespace gantt

@@ -9,13 +9,16 @@
 //   a fixed seed, so the same inputs always give the same interval.
 // A change is called a regression only when the median moved by more than the threshold,
 // the rank test rejects "no shift" at `alpha`, and the bootstrap interval excludes 1.
+//
+// Plain statistics over samples, knowing nothing of a capture: diff and diagnose (analysis)
+// and the straggler test of ranks both use them, so they sit below both.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
 
-namespace gantt::analysis {
+namespace gantt {
 
 struct RankTest {
   double u_new = 0;          // U statistic of the new sample (pairs where new > base, ties 1/2)
@@ -80,4 +83,4 @@ struct Comparison {
 Comparison compare_samples(std::span<const int64_t> base, std::span<const int64_t> next,
                            const NoiseOptions& options = {});
 
-}  // namespace gantt::analysis
+}  // namespace gantt
