@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <gantt/ranks/ranks.h>
+#include <gantt/render/rank_links.h>
 #include <gantt/analysis/flame.h>
 #include <gantt/render/flame_scene.h>
 #include <gantt/render/render.h>

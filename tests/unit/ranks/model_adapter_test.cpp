@@ -5,6 +5,7 @@
 #include "gantt/model/model.h"
 #include "gantt/model/filter.h"
 #include "gantt/ranks/ranks.h"
+#include "gantt/render/rank_links.h"
 #include "gantt/render/render.h"
 #include "gantt/render/scene.h"
 #include "rank_records.h"

@@ -20,6 +20,7 @@
 #include "gantt/model/json.h"
 #include "gantt/render/lod.h"
 #include "gantt/ranks/ranks.h"
+#include "gantt/render/rank_links.h"
 #include "gantt/model/text.h"
 #include "html_data_writer.h"
 #include "render_builder.h"

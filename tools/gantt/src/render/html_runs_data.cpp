@@ -7,6 +7,7 @@
 
 #include "gantt/analysis/flame.h"
 #include "gantt/ranks/ranks.h"
+#include "gantt/render/rank_links.h"
 #include "html_data_writer.h"
 
 namespace gantt::html::writer {

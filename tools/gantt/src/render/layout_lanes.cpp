@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "gantt/ranks/ranks.h"
+#include "gantt/render/rank_links.h"
 #include "gantt/render/render.h"
 #include "gantt/model/text.h"
 

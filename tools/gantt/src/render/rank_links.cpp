@@ -1,6 +1,8 @@
 // What the chart needs to show many ranks: lane labels, the links between matching
 // collectives, footer lines. The render code calls these; the drawing stays in the scene's
 // vocabulary (rects, lines, text) so every back end shows the same.
+#include "gantt/render/rank_links.h"
+
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>

@@ -12,6 +12,7 @@
 #include "gantt/model/graphs.h"
 #include "gantt/render/lod.h"
 #include "gantt/ranks/ranks.h"
+#include "gantt/render/rank_links.h"
 #include "gantt/render/render.h"
 #include "gantt/model/text.h"
 #include "gantt/analysis/p2p.h"

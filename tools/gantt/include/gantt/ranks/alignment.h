@@ -83,8 +83,4 @@ void apply_rank_alignment(Model& model, const RankAlignment& alignment);
 // The job rank of a capture: Header.rank when recorded, else the capture index.
 int32_t global_rank(const Model& model, uint16_t capture);
 
-// The chart footer's line for a job: the alignment summary (each capture's offset and method
-// are `gantt-cli info`'s); empty when the model holds one capture.
-std::vector<std::string> rank_footer_lines(const Model& model, const RankAlignment& alignment);
-
 }  // namespace gantt

@@ -1,12 +1,11 @@
-// Collectives matched across ranks, stragglers, busy-time imbalance, collective bandwidth,
-// and the links the chart draws between a collective's ranks.
+// Collectives matched across ranks, stragglers, busy-time imbalance, collective bandwidth.
+// The links the chart draws between a collective's ranks are render's (render/rank_links.h).
 //
 // Pure functions over plain inputs, plus the adapters that fill them from a gantt::Model.
 // API stability: fields and functions are only ever added, never changed or removed.
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,7 +13,6 @@
 namespace gantt {
 
 class Model;
-struct Scene;
 
 // One NCCL call of one rank, with the kernel it ran (0 times when no kernel was found).
 struct RankCollectiveCall {
@@ -166,34 +164,4 @@ std::vector<RankIntervals> rank_busy_intervals(const Model& model);
 // busier by the time it waited (all_reduce_perf -g 2: "device 0 busier by 44%").
 std::vector<RankIntervals> device_busy_intervals(const Model& model);
 
-// ---------------------------------------------------------------- drawing ranks (used by render)
-
-// One matched collective as the chart shows it: its ranks' NCCL kernel events in arrival
-// order, the last arriver, and how far it trailed the first.
-struct CollectiveLink {
-  std::vector<uint32_t> events;  // rows in Model::events, by arrival
-  uint32_t last_event = UINT32_MAX;
-  int32_t last_rank = -1;
-  uint64_t spread_ns = 0;
-  uint64_t end_ns = 0;           // latest end over the ranks
-};
-std::vector<CollectiveLink> collective_links(const Model& model);
-
-// Draws each link as a thin vertical line joining its ranks' kernels at the collective's end,
-// with the last arriver's kernel outlined and, where there is room, "last: rank R +spread".
-// `where(event, &x_start, &x_end, &y_top, &lane_height)` says where the chart drew an event
-// (false when it was not drawn individually); `x_of(ns)` maps a time to x. The last arrival
-// of each collective is outlined on its lane and named ("rank 2 +663 us") on the row at
-// `label_y`, where the labels cannot cover the work.
-void draw_collective_links(Scene& scene, const std::vector<CollectiveLink>& links,
-                           const std::function<bool(uint32_t, float*, float*, float*, float*)>& where,
-                           const std::function<float(uint64_t)>& x_of, float label_y);
-// The same, each link drawn only where it passes through `lane_spans` (y from, y to; in order,
-// apart): the chart's runs of lanes. Between two runs lie a rank's section title, idle-gap
-// labels and busy strip, which a line straight down from rank to rank covered; a link is left
-// in pieces there, one x from piece to piece.
-void draw_collective_links(Scene& scene, const std::vector<CollectiveLink>& links,
-                           const std::function<bool(uint32_t, float*, float*, float*, float*)>& where,
-                           const std::function<float(uint64_t)>& x_of, float label_y,
-                           const std::vector<std::pair<float, float>>& lane_spans);
 }  // namespace gantt

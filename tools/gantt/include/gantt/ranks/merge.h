@@ -40,7 +40,4 @@ MergeResult merge_captures(const std::vector<std::string>& inputs, const std::st
                            const LoadOptions& options);
 MergeResult merge_captures(const std::vector<std::string>& inputs, const std::string& output);
 
-// "rank 3 · node7 pid 4242": the label of a lane that holds one rank (--lanes rank).
-std::string rank_lane_label(const Model& model, uint16_t capture);
-
 }  // namespace gantt
