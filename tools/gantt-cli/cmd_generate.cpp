@@ -2,7 +2,8 @@
 // CLI::App that main.cpp built from kSubcommands. The build runs it (cmake/GpuhookPackaging.cmake),
 // so a subcommand or an option added to a cmd_<name>.cpp is in all of them without another edit:
 // the hand-kept lists they replace had lost `whatif`. Hidden from --help: it is for packagers.
-#include <cstdio>
+#include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -35,7 +36,7 @@ struct OptionDoc {
 bool plain_word(const std::string& s) {
   if (s.empty()) return false;
   for (char c : s)
-    if (!(isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) return false;
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) return false;
   return true;
 }
 
@@ -101,6 +102,11 @@ std::string completion_header(const char* shell) {
 // The first clause of a help text, short enough for a completion menu.
 std::string short_help(const std::string& help) {
   std::string s = help.substr(0, help.find_first_of(";\n"));
+  // A clause cut inside its parenthesis ends before it.
+  if (std::count(s.begin(), s.end(), '(') > std::count(s.begin(), s.end(), ')')) {
+    s.erase(s.rfind('('));
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+  }
   if (s.size() > 90) {
     const size_t cut = s.rfind(' ', 87);
     s = s.substr(0, cut == std::string::npos ? 87 : cut) + "...";
@@ -259,7 +265,7 @@ std::string roff(const std::string& text) {
 }
 
 std::string upper(std::string s) {
-  for (char& c : s) c = static_cast<char>(toupper(static_cast<unsigned char>(c)));
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return s;
 }
 
