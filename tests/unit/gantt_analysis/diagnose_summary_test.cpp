@@ -119,6 +119,39 @@ TEST(DiagnoseSummary, StreamSerialisationFromTheStreamGroups) {
   EXPECT_EQ(fired, 2u);
 }
 
+// Set-up kernels on one stream, then the main phase on another (diagnose_test.cpp's two
+// phases): the summary keeps each stream's kernel span, so it too leaves the set-up stream
+// out, and names a stream that ran beside the main one, through the file and over a merge.
+TEST(DiagnoseSummary, StreamSerialisationCountsOnlyTheStreamsThatRanBesideTheBusiestOne) {
+  for (const bool beside : {false, true}) {
+    Builder b;
+    for (uint64_t i = 0; i < 4; ++i) b.k(kK2, 13, i * 1000, i * 1000 + 500, i * 1000 + 1000);
+    for (uint64_t i = 0; i < 20; ++i) b.k(kK, 14, 100'000 + i * 1000, 100'000 + i * 10'000, 110'000 + i * 10'000);
+    if (beside) b.k(kK2, 13, 150'000, 150'500, 151'000);
+    const gantt::Model m = b.done();
+    const std::vector<std::string> want = findings(ga::diagnose(m), "stream-serialisation");
+    EXPECT_EQ(want.size(), beside ? 1u : 0u);
+    const ga::StatsSummary s = through_file(ga::summarize(m, {ga::GroupBy::kStream}, 0));
+    EXPECT_EQ(findings(ga::diagnose(s), "stream-serialisation"), want) << "beside " << beside;
+    ga::StatsSummary twice = s;
+    ga::merge(twice, s);  // two captures of the same run: a finding on each, or none
+    EXPECT_EQ(findings(ga::diagnose(twice), "stream-serialisation").size(), 2 * want.size()) << "beside " << beside;
+  }
+  // A span that ends before it starts is a damaged summary.
+  gpuhook::v1::StatsSummary message;
+  Builder b;
+  b.k(kK, 13, 0, 1000, 2000);
+  ga::to_proto(ga::summarize(b.done(), {ga::GroupBy::kStream}, 0), &message);
+  bool edited = false;
+  for (auto& g : *message.mutable_by_stream()) {
+    if (g.kernel_last_end_ns() == 0) continue;
+    g.set_kernel_first_start_ns(g.kernel_last_end_ns() + 1);
+    edited = true;
+  }
+  ASSERT_TRUE(edited);
+  EXPECT_THROW(ga::from_proto(message), std::invalid_argument);
+}
+
 TEST(DiagnoseSummary, RankImbalanceFromEachRanksSummaryIsTheJobsFinding) {
   const gantt::Model job = ranks(3, 1);
   const ga::DiagnoseReport want = ga::diagnose(job);

@@ -131,8 +131,8 @@ void rule_serialisation(const std::vector<SerialFigures>& devs, DiagnoseReport& 
                                   [](const auto& a, const auto& b) { return a.second.second < b.second.second; });
       // The other streams that could have taken some of its work: those busy while it was. A
       // stream whose kernels all ran before or after it (another phase of the program: set-up,
-      // evaluation) was never idle beside it, and naming it is noise (issue 44, item 9). A
-      // summary keeps no spans: there every other stream counts.
+      // evaluation) was never idle beside it, and naming it is noise (issue 44, item 9). From
+      // a summary older than the spans, every other stream counts.
       size_t beside = per_stream.size() - 1;
       const auto top_span = d.span.find(top->first);
       if (top_span != d.span.end()) {

@@ -39,7 +39,7 @@ struct SerialFigures {
   std::map<uint32_t, std::pair<uint64_t, uint64_t>> per_stream;  // stream -> (kernels, exec ns)
   uint64_t compute_ns = 0;
   // stream -> (first kernel's start, last kernel's end): which streams ran at the same time.
-  // Empty from a summary, which keeps no times per stream.
+  // Empty from a summary written before it kept them (SummaryGroup::kernel_span).
   std::map<uint32_t, Interval> span;
 };
 void rule_serialisation(const std::vector<SerialFigures>& devices, DiagnoseReport& r);

@@ -46,6 +46,7 @@ void rule_serialisation(const StatsSummary& s, const std::vector<DeviceRow>& dev
     auto& work = it->second.per_stream[g.stream];
     work.first += g.kernels;
     work.second += g.kernel_ns;
+    if (g.kernel_span.last_ns != 0) it->second.span[g.stream] = {g.kernel_span.first_ns, g.kernel_span.last_ns};
   }
   std::vector<SerialFigures> figures;
   for (auto& [key, f] : by_device) figures.push_back(std::move(f));

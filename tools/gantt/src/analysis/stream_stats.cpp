@@ -112,6 +112,7 @@ struct GroupAcc {
   DurationDigest queue;  // queued -> start, for diff's matches (kernel groups, when asked)
   uint64_t bytes = 0;
   uint64_t kernels = 0, kernel_ns = 0;  // stream groups (SummaryGroup)
+  KernelSpan kernel_span;               // stream groups
 };
 
 constexpr size_t kGroupings = 4;  // kernel, stream, device, range (GroupBy's first four)
@@ -235,6 +236,7 @@ void fold_group(Share& sh, GroupBy g, uint64_t id, const Share::Work& w) {
   if (g == GroupBy::kStream && w.kind == EventKind::kKernel) {
     ++acc.kernels;
     acc.kernel_ns += static_cast<uint64_t>(w.dur);
+    acc.kernel_span.add(w.start, w.start + static_cast<uint64_t>(w.dur));
   }
   // diff.cpp collect(): the wait of every event with a queued stamp before its start.
   if (sh.matches && !sh.ranges && g == GroupBy::kKernel && w.queued != 0 && w.start >= w.queued)
@@ -454,6 +456,7 @@ SummaryGroup to_group(GroupBy by, uint64_t id, GroupAcc& acc, const RangePaths* 
   g.bytes = acc.bytes;
   g.kernels = acc.kernels;
   g.kernel_ns = acc.kernel_ns;
+  g.kernel_span = acc.kernel_span;
   return g;
 }
 

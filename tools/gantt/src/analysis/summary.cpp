@@ -127,6 +127,7 @@ void merge_groups(std::vector<SummaryGroup>& into, const std::vector<SummaryGrou
       into[it->second].bytes += g.bytes;
       into[it->second].kernels += g.kernels;
       into[it->second].kernel_ns += g.kernel_ns;
+      into[it->second].kernel_span.add(g.kernel_span);
     }
   }
 }
@@ -186,6 +187,7 @@ StatsSummary summarize(const Model& m, const std::vector<GroupBy>& by, size_t ga
       if (g == GroupBy::kStream && (kind == EventKind::kKernel || kind == EventKind::kNccl)) {
         ++row.kernels;
         row.kernel_ns += static_cast<uint64_t>(dur);
+        row.kernel_span.add(m.events.start_ns[e], m.events.end_ns[e]);
       }
     }
   }

@@ -99,6 +99,8 @@ void to_proto(const StatsSummary& s, v1::StatsSummary* out) {
       p->set_bytes(row.bytes);
       p->set_kernels(row.kernels);
       p->set_kernel_ns(row.kernel_ns);
+      p->set_kernel_first_start_ns(row.kernel_span.first_ns);
+      p->set_kernel_last_end_ns(row.kernel_span.last_ns);
     }
   }
   digest_to_proto(s.launch_to_queued, out->mutable_launch_to_queued());
@@ -184,6 +186,10 @@ StatsSummary from_proto(const v1::StatsSummary& in) {
       if (row.kernels > row.exec.count() || row.kernel_ns > row.exec.total_ns())
         throw std::invalid_argument("a group's kernels (" + std::to_string(row.kernels) + ", " +
                                     std::to_string(row.kernel_ns) + " ns) exceed its instances");
+      row.kernel_span = {p.kernel_first_start_ns(), p.kernel_last_end_ns()};
+      if ((row.kernel_span.first_ns == 0) != (row.kernel_span.last_ns == 0) || row.kernel_span.last_ns < row.kernel_span.first_ns)
+        throw std::invalid_argument("a group's kernels end (" + std::to_string(row.kernel_span.last_ns) +
+                                    " ns) before they start (" + std::to_string(row.kernel_span.first_ns) + " ns)");
       s.groups[g].push_back(std::move(row));
     }
   }

@@ -6,6 +6,7 @@
 // DurationDigest::kExactSamples instances per group, within kSketchRelativeError above).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <map>
@@ -24,6 +25,18 @@ class StatsSummary;
 
 namespace gantt::analysis {
 
+// A stream's kernels from the first start to the last end (0, 0: not known, as in a summary
+// written before it was kept).
+struct KernelSpan {
+  uint64_t first_ns = 0, last_ns = 0;
+  void add(uint64_t start_ns, uint64_t end_ns) {
+    if (start_ns == 0 || end_ns < start_ns) return;
+    first_ns = first_ns == 0 ? start_ns : std::min(first_ns, start_ns);
+    last_ns = std::max(last_ns, end_ns);
+  }
+  void add(const KernelSpan& o) { add(o.first_ns, o.last_ns); }
+};
+
 struct SummaryGroup {
   std::string key;  // kernel and range groups
   uint32_t capture = 0, device = 0, stream = 0;  // stream and device groups
@@ -32,6 +45,7 @@ struct SummaryGroup {
   // Stream groups: the kernels among exec's instances (NCCL's too) and their time, which
   // diagnose's stream-serialisation weighs (summaries from version 2 on).
   uint64_t kernels = 0, kernel_ns = 0;
+  KernelSpan kernel_span;  // stream groups (summaries from version 2 on may lack it)
 };
 
 struct SummaryCapture {
