@@ -6,6 +6,7 @@
 
 __device__ int counter = 7;
 __constant__ float coeffs[4];
+__constant__ float scales[4] = {0.5f, 1.0f, 1.5f, 2.0f};
 __device__ double values[256];
 
 __global__ void bump(int* c) { atomicAdd(c, 1); }
@@ -21,13 +22,16 @@ int main() {
   CHECK_OK(cudaGetSymbolSize(&bytes, values));
   EXPECT_TRUE(bytes == sizeof(double) * 256);
 
-  // The simulator never reads the device image, where the initialiser lives: the variable
-  // starts zeroed (tests/sim/README.md, Limits).
+  // Its initialiser lives in the device image only (the host shadow holds zeros).
   int got = -1;
   CHECK_OK(cudaMemcpyFromSymbol(&got, counter, sizeof got));
-  EXPECT_TRUE(got == 0 || got == 7);
-  const int seven = 7;
-  CHECK_OK(cudaMemcpyToSymbol(counter, &seven, sizeof seven));
+  EXPECT_TRUE(got == 7);
+  float initial[4] = {};
+  CHECK_OK(cudaMemcpyFromSymbol(initial, scales, sizeof initial));
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(initial[i] == 0.5f * (i + 1));
+  double untouched = -1;  // no initialiser: zero
+  CHECK_OK(cudaMemcpyFromSymbol(&untouched, values, sizeof untouched, 100 * sizeof(double)));
+  EXPECT_TRUE(untouched == 0.0);
 
   const float c_in[4] = {1.5f, 2.5f, 3.5f, 4.5f};
   float c_out[4] = {};

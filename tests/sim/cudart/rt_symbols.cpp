@@ -2,17 +2,18 @@
 // __cudaRegisterVar, naming its host shadow (the address the program passes as `symbol`) and
 // its size; the program reaches the variable through cudaMemcpyTo/FromSymbol[Async],
 // cudaGetSymbolAddress and cudaGetSymbolSize. Each device gets its own copy, as each loads its
-// own module: tracked device memory, made on first use. It starts zeroed: a variable's
-// initialiser lives only in the device image (the host shadow holds zeros), and
-// __cudaRegisterFatBinary never reads that image.
+// own module: tracked device memory, made on first use. It starts as the device image
+// initialises it (fatbin_image.h: the host shadow holds zeros), else zeroed.
 #include <cuda_runtime_api.h>
 
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <vector>
 
 #include "allocations.h"
 #include "engine.h"
+#include "fatbin_image.h"
 #include "ops.h"
 #include "records.h"
 
@@ -22,6 +23,7 @@ namespace {
 
 struct DeviceVar {
   size_t bytes = 0;
+  std::vector<unsigned char> initial;  // empty: zeroed
   std::map<int, void*> copies;  // device -> its copy
 };
 
@@ -43,7 +45,11 @@ cudaError_t resolve(const void* symbol, void** address, size_t* bytes) {
   if (copy == nullptr) {
     copy = allocate(v.bytes, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, device);
     if (copy == nullptr) return cudaErrorMemoryAllocation;
-    std::memset(copy, 0, v.bytes);
+    if (v.initial.size() == v.bytes) {
+      std::memcpy(copy, v.initial.data(), v.bytes);
+    } else {
+      std::memset(copy, 0, v.bytes);
+    }
   }
   *address = copy;
   *bytes = v.bytes;
@@ -89,9 +95,15 @@ cudaStream_t per_thread(cudaStream_t stream) { return stream == nullptr ? cudaSt
 extern "C" {
 
 // Called from the program's static constructors, before any runtime call: only noted here.
-void __cudaRegisterVar(void**, char* host_var, char*, const char*, int, size_t size, int, int) {
+void __cudaRegisterVar(void** fat_cubin_handle, char* host_var, char*, const char* device_name, int, size_t size, int,
+                       int) {
+  // The handle is __cudaRegisterFatBinary's: its one slot holds the fat binary.
+  std::vector<unsigned char> initial =
+      fat_cubin_handle != nullptr ? variable_initialiser(fat_cubin_handle[0], device_name, size) : std::vector<unsigned char>{};
   std::lock_guard<std::mutex> lock(g_vars_mu);
-  vars()[host_var].bytes = size;
+  DeviceVar& v = vars()[host_var];
+  v.bytes = size;
+  v.initial = std::move(initial);
 }
 
 cudaError_t cudaGetSymbolAddress(void** address, const void* symbol) {
