@@ -129,6 +129,24 @@ std::string subcommand_names() {
   return s + "help version";
 }
 
+// What a subcommand completes after an option that takes a value, as the arms of a shell's
+// `case $prev in`: the choices of an option that has them (between `before` and `after`), a
+// file name after any other (`value`).
+void write_value_arms(std::ostream& out, const std::vector<OptionDoc>& opts, const char* before, const char* after,
+                      const char* value) {
+  std::vector<std::string> valued;
+  out << "      case $prev in\n";
+  for (const OptionDoc& o : opts) {
+    if (o.arg.empty()) continue;
+    if (o.choices.empty())
+      valued.insert(valued.end(), o.names.begin(), o.names.end());
+    else
+      out << "        " << join(o.names, "|") << before << join(o.choices, " ") << after << "\n";
+  }
+  if (!valued.empty()) out << "        " << join(valued, "|") << value << "\n";
+  out << "      esac ;;\n";
+}
+
 void write_bash(const CLI::App& app, std::ostream& out) {
   out << completion_header("bash")
       << "_gantt_cli() {\n"
@@ -148,16 +166,7 @@ void write_bash(const CLI::App& app, std::ostream& out) {
     out << "    " << sc.name << ")\n"
         << "      opts=\"" << join_names(opts) << "\"\n"
         << "      operands=" << operand_kind(sc.operands) << "\n";
-    std::vector<std::string> valued;
-    out << "      case $prev in\n";
-    for (const OptionDoc& o : opts) {
-      if (o.arg.empty()) continue;
-      valued.insert(valued.end(), o.names.begin(), o.names.end());
-      if (!o.choices.empty())
-        out << "        " << join(o.names, "|") << ") choices=\"" << join(o.choices, " ") << "\" ;;\n";
-    }
-    if (!valued.empty()) out << "        " << join(valued, "|") << ") valued=1 ;;\n";
-    out << "      esac ;;\n";
+    write_value_arms(out, opts, ") choices=\"", "\" ;;", ") valued=1 ;;");
   }
   out << "    *) return ;;\n"
          "  esac\n"
@@ -222,17 +231,8 @@ void write_zsh(const CLI::App& app, std::ostream& out) {
     out << "    " << sc.name << ")\n      opts=(\n";
     for (const OptionDoc& o : opts)
       for (const std::string& n : o.names) out << "        " << zsh_quoted(n + ":" + short_help(o.help)) << "\n";
-    out << "      )\n      operands=" << operand_kind(sc.operands) << "\n      case $prev in\n";
-    std::vector<std::string> valued;
-    for (const OptionDoc& o : opts) {
-      if (o.arg.empty()) continue;
-      if (o.choices.empty())
-        valued.insert(valued.end(), o.names.begin(), o.names.end());
-      else
-        out << "        " << join(o.names, "|") << ") compadd -- " << join(o.choices, " ") << "; return ;;\n";
-    }
-    if (!valued.empty()) out << "        " << join(valued, "|") << ") _files; return ;;\n";
-    out << "      esac ;;\n";
+    out << "      )\n      operands=" << operand_kind(sc.operands) << "\n";
+    write_value_arms(out, opts, ") compadd -- ", "; return ;;", ") _files; return ;;");
   }
   out << "    *) return ;;\n"
          "  esac\n"
