@@ -70,7 +70,7 @@ struct Gen {
     return corr;
   }
   void kernel(const std::string& name, uint32_t stream, uint32_t c, uint64_t q, uint64_t sub, uint64_t b, uint64_t e,
-              int block = 256, uint32_t regs = 32, uint32_t smem = 0, uint32_t device = 0) {
+              int block = 256, uint32_t regs = 32, uint32_t smem = 0, uint32_t device = 0, int grid = 216) {
     v1::Record r;
     auto* k = r.mutable_kernel();
     k->set_name_id(w->intern(name));
@@ -81,7 +81,7 @@ struct Gen {
     if (sub) k->set_submitted_ns(static_cast<int64_t>(sub));
     k->set_start_ns(static_cast<int64_t>(b));
     k->set_end_ns(static_cast<int64_t>(e));
-    k->set_grid_x(216);
+    k->set_grid_x(grid);
     k->set_grid_y(1);
     k->set_grid_z(1);
     k->set_block_x(block);
@@ -129,7 +129,10 @@ void basic(Gen& g, bool shared_clock) {
   const uint64_t gpu_skew = shared_clock ? 0 : 1500 * US;
   auto k = [&](const std::string& name, uint32_t stream, uint32_t c, uint64_t launch, uint64_t b, uint64_t e,
                uint32_t regs = 32) {
-    g.kernel(name, stream, c, launch + 5 * US - gpu_skew, launch + 8 * US - gpu_skew, b - gpu_skew, e - gpu_skew, 256, regs);
+    // The low-occupancy kernel's grid takes four waves of the device at its occupancy (108 SMs
+    // x 2 blocks at 128 registers): a grid that fits at once is not flagged.
+    g.kernel(name, stream, c, launch + 5 * US - gpu_skew, launch + 8 * US - gpu_skew, b - gpu_skew, e - gpu_skew, 256, regs,
+             0, 0, regs >= 128 ? 4 * 216 : 216);
   };
   uint64_t t = T0 + 100 * US;
   for (int step = 0; step < 3; ++step) {

@@ -88,10 +88,11 @@ class KernelOccupancy {
   // device holds at once, so that the cap makes later blocks wait for another wave. A grid
   // that fits at once (a <<<1,1>>> spin or flag kernel, any grid smaller than the device) runs
   // every block from the start: more occupancy would not shorten it, and a low-occupancy
-  // finding or flag about it is noise (issue 44, item 9). False when it cannot be told.
+  // finding or flag about it is noise (issue 44, item 9). False when it cannot be told (the
+  // SM count or a grid dimension unknown).
   bool fits_at_once(uint32_t device, const Occupancy& o, uint64_t grid_blocks) const {
     const uint64_t at_once = blocks_at_once(device, o);
-    return at_once != 0 && grid_blocks <= at_once;
+    return at_once != 0 && grid_blocks != 0 && grid_blocks <= at_once;
   }
 
  private:
