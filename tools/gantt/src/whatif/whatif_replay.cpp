@@ -140,7 +140,7 @@ class Replayer {
         continue;
       }
       queued_[r.lane] = false;
-      remaining -= place(r.op, r.at);
+      remaining -= place(r.op, start);
     }
     for (size_t t = 0; t < g_.threads.size(); ++t)
       if (next_call_[t] < g_.threads[t].calls.size()) throw std::runtime_error(stuck_message());
@@ -233,12 +233,13 @@ class Replayer {
     return start;
   }
 
-  // Places `op` (and, for the last rank of a collective, all of it); returns how many ops.
-  size_t place(uint32_t op, uint64_t at) {
+  // Places `op` at `start`, where earliest_start() found room for it (and, for the last rank
+  // of a collective, all of it); returns how many ops.
+  size_t place(uint32_t op, uint64_t start) {
     GpuOp& o = g_.ops[op];
     auto m = o.collective != 0 ? members_.find(o.collective) : members_.end();
     if (m != members_.end()) {
-      o.start_ns = at;
+      o.start_ns = start;
       arrived_[op] = true;
       uint64_t last_arrival = 0;
       for (uint32_t x : m->second) {
@@ -253,19 +254,15 @@ class Replayer {
       return m->second.size();
     }
     DeviceState& dev = devices_[{o.capture, g_.lanes[o.lane].device}];
-    uint64_t start = at;
     const uint64_t duration = nonneg(o.duration_ns);
-    const bool engine = o.engine >= 0 && o.engine < kEngines;
-    if (engine) start = std::max(start, dev.engine_free_ns[o.engine]);
     const double share = std::min(o.sm_share, 1.0);
     if (share > 0) {
-      dev.sms.forget_before(at);
-      start = dev.sms.earliest_fit(start, duration, share);
+      dev.sms.forget_before(start);
       dev.sms.book(start, sat_add(start, std::max<uint64_t>(duration, 1)), share);
     }
     o.start_ns = start;
     o.end_ns = sat_add(start, duration);
-    if (engine) dev.engine_free_ns[o.engine] = o.end_ns;
+    if (o.engine >= 0 && o.engine < kEngines) dev.engine_free_ns[o.engine] = o.end_ns;
     finish(op);
     return 1;
   }
