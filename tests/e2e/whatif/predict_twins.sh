@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The prediction table: every example with a --fixed twin, recorded on the simulator, its twin
 # recorded too, and the twin predicted from the example by the whatif changes that make the
-# twin's difference. One run per row, no retries: the simulator plans the GPU's timeline from
-# what the host submits, so a row measures the model, not the machine's load. Fails when the
+# twin's difference. Three recordings of each, every one counted, none retried (below): the
+# simulator plans the GPU's timeline from what the host submits, so a row measures the model
+# and the host's submissions, not the GPU's. Fails when the
 # median error passes MEDIAN_PERCENT or a row passes WORST_PERCENT. A twin no change models
 # yet is listed as such.
 #
@@ -31,8 +32,16 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-span_ns() {  # the capture's span as `info` prints it: "time span: A .. B ns (S s)"
-  "$gantt" info "$1" | awk '/time span:/ { print $5 - $3; exit }'
+# The span of the GPU's work: the first kernel, copy or memset's start to the last one's end.
+# What a change moves is that; the host's set-up before its first launch (allocations, the
+# context, reading its arguments) runs in this machine's real time, a host stall there by a
+# busy machine is no part of the schedule, and it was up to a third of a short row's capture.
+span_ns() {
+  "$gantt" dump "$1" --kind kernel,memcpy,memset | awk '
+    { for (i = 1; i <= NF; i++) if ($i ~ /^(start|end)_ns=/) { split($i, a, "="); t = a[2] + 0
+        if ($i ~ /^start/ && (lo == "" || t < lo)) lo = t
+        if ($i ~ /^end/ && t > hi) hi = t } }
+    END { printf "%.0f\n", hi - lo }'
 }
 
 failed=0
@@ -51,22 +60,36 @@ report() {  # name, change, example ns, twin ns, predicted ns
     echo "  (not gated)"
   fi
 }
+# Each capture is recorded RUNS times (3 unless set) and a row reports the median of each column:
+# the example's, the twin's, and the predictions made from each of the example's recordings.
+# The simulator plans the GPU from what the host submitted and when, and on a machine shared
+# with a build the host of one recording in ten stalls for tens of milliseconds between two
+# launches; that stall is in the program's measured span as it would be on a GPU. The median
+# of three keeps one such recording from deciding a row; every recording counts, none is retried.
+runs=${RUNS:-3}
+median_of() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 # A row measures each capture with $measure (span_ns unless set for the row).
 row() {  # name, simulator settings, example args, change flags...
   local name=$1 sim=$2 args=$3 measure=${measure:-span_ns}
   shift 3
-  local ex="$build/examples/$name"
+  local ex="$build/examples/$name" i
+  local -a example=() twin=() predicted=()
   [ -x "$ex" ] || { echo "FAIL $name: not built"; failed=1; return; }
-  rm -f "$work/$name"*.gpuh
-  env $sim "$gantt" record -q -o "$work/$name.gpuh" -- "$ex" $args >/dev/null 2>"$work/$name.err" ||
-    { echo "FAIL $name: record"; cat "$work/$name.err"; failed=1; return; }
-  env $sim "$gantt" record -q -o "$work/${name}_fixed.gpuh" -- "$ex" $args --fixed >/dev/null 2>"$work/$name.err" ||
-    { echo "FAIL $name --fixed: record"; cat "$work/$name.err"; failed=1; return; }
-  "$gantt" whatif -q "$work/$name.gpuh" "$@" -o "$work/${name}_predicted.gpuh" ||
-    { echo "FAIL $name: whatif $*"; failed=1; return; }
+  for ((i = 0; i < runs; ++i)); do
+    rm -f "$work/$name"*.gpuh
+    env $sim "$gantt" record -q -o "$work/$name.gpuh" -- "$ex" $args >/dev/null 2>"$work/$name.err" ||
+      { echo "FAIL $name: record"; cat "$work/$name.err"; failed=1; return; }
+    env $sim "$gantt" record -q -o "$work/${name}_fixed.gpuh" -- "$ex" $args --fixed >/dev/null 2>"$work/$name.err" ||
+      { echo "FAIL $name --fixed: record"; cat "$work/$name.err"; failed=1; return; }
+    "$gantt" whatif -q "$work/$name.gpuh" "$@" -o "$work/${name}_predicted.gpuh" ||
+      { echo "FAIL $name: whatif $*"; failed=1; return; }
+    example+=("$($measure "$work/$name.gpuh")")
+    twin+=("$($measure "$work/${name}_fixed.gpuh")")
+    predicted+=("$($measure "$work/${name}_predicted.gpuh")")
+  done
+  echo "$name: example ${example[*]}, twin ${twin[*]}, predicted ${predicted[*]} (ns)" >&2
   report "$name" "$(printf '%s ' "$@" | sed 's/--change //g; s/ *$//')" \
-    "$($measure "$work/$name.gpuh")" "$($measure "$work/${name}_fixed.gpuh")" \
-    "$($measure "$work/${name}_predicted.gpuh")"
+    "$(median_of "${example[@]}")" "$(median_of "${twin[@]}")" "$(median_of "${predicted[@]}")"
 }
 not_modelled() {  # name, why
   printf '%-18s %-36s %s\n' "$1" "(no change models it yet)" "$2"
@@ -109,13 +132,23 @@ allreduce_span_ns() {
 ar="$build/examples/allreduce_train"
 if [ -x "$ar" ] && [ -f "$build/sim/lib/libnccl.so.2" ]; then
   args="--ranks 2 --steps 20 --compute-us 2000 --slow-rank 1 --extra-us 8000"
-  if GPUHOOK_QUIET=1 LD_PRELOAD=$GPUHOOK_LIB GPUHOOK_OUTPUT="$work/ar%r.gpuh" "$ar" $args >/dev/null &&
-     GPUHOOK_QUIET=1 LD_PRELOAD=$GPUHOOK_LIB GPUHOOK_OUTPUT="$work/arf%r.gpuh" "$ar" $args --fixed >/dev/null &&
-     "$gantt" whatif -q "$work/ar0.gpuh" "$work/ar1.gpuh" --change balance-ranks -o "$work/ar_predicted.gpuh"; then
-    report allreduce_train "balance-ranks (2 ranks, 1 slow)" "$(allreduce_span_ns "$work/ar0.gpuh" "$work/ar1.gpuh")" \
-      "$(allreduce_span_ns "$work/arf0.gpuh" "$work/arf1.gpuh")" "$(allreduce_span_ns "$work/ar_predicted.gpuh")"
-  else
-    echo "FAIL allreduce_train: record or whatif"; failed=1
+  example=() twin=() predicted=()
+  for ((i = 0; i < runs; ++i)); do
+    rm -f "$work"/ar*.gpuh
+    if GPUHOOK_QUIET=1 LD_PRELOAD=$GPUHOOK_LIB GPUHOOK_OUTPUT="$work/ar%r.gpuh" "$ar" $args >/dev/null &&
+       GPUHOOK_QUIET=1 LD_PRELOAD=$GPUHOOK_LIB GPUHOOK_OUTPUT="$work/arf%r.gpuh" "$ar" $args --fixed >/dev/null &&
+       "$gantt" whatif -q "$work/ar0.gpuh" "$work/ar1.gpuh" --change balance-ranks -o "$work/ar_predicted.gpuh"; then
+      example+=("$(allreduce_span_ns "$work/ar0.gpuh" "$work/ar1.gpuh")")
+      twin+=("$(allreduce_span_ns "$work/arf0.gpuh" "$work/arf1.gpuh")")
+      predicted+=("$(allreduce_span_ns "$work/ar_predicted.gpuh")")
+    else
+      echo "FAIL allreduce_train: record or whatif"; failed=1; break
+    fi
+  done
+  if ((${#example[@]} == runs)); then
+    echo "allreduce_train: example ${example[*]}, twin ${twin[*]}, predicted ${predicted[*]} (ns)" >&2
+    report allreduce_train "balance-ranks (2 ranks, 1 slow)" "$(median_of "${example[@]}")" \
+      "$(median_of "${twin[@]}")" "$(median_of "${predicted[@]}")"
   fi
 else
   echo "FAIL allreduce_train: not built, or no simulated NCCL"; failed=1

@@ -30,7 +30,7 @@ struct Interval {
 
 struct DeviceLog {
   std::mutex mu;
-  std::vector<Interval> ring;  // kIntervals once the first is noted
+  std::vector<Interval> ring;  // grows to kIntervals, then wraps
   size_t next = 0;
   std::atomic<int64_t> device_bytes{0};
 };
@@ -66,8 +66,14 @@ void note_busy(int device, BusyKind kind, uint64_t start_ns, uint64_t end_ns, do
   if (device < 0 || device >= kDevices || end_ns <= start_ns) return;
   DeviceLog& log = log_of(device);
   std::lock_guard<std::mutex> lock(log.mu);
-  if (log.ring.empty()) log.ring.resize(kIntervals, Interval{0, 0, 0, 0, BusyKind::kKernel, KernelLoad{}});
-  log.ring[log.next % kIntervals] = Interval{start_ns, end_ns, share, bytes, kind, load};
+  // Grown as intervals come: the whole ring at once is 160 pages whose faults (milliseconds
+  // on a virtual machine) fell inside a program's first copy, on its timeline.
+  const Interval interval{start_ns, end_ns, share, bytes, kind, load};
+  if (log.ring.size() < kIntervals) {
+    log.ring.push_back(interval);
+  } else {
+    log.ring[log.next % kIntervals] = interval;
+  }
   ++log.next;
 }
 

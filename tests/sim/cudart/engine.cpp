@@ -9,6 +9,8 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <new>
 #include <thread>
 
 #include "../sim_bridge.h"
@@ -74,8 +76,24 @@ int current_device() { return t_device; }
 void set_current_device(int device) { t_device = device; }
 
 Engine::Engine() {
-  std::lock_guard<std::mutex> lock(mu_);
-  legacy_locked(0);  // device 0's legacy stream runs from the start, as before any device existed
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    legacy_locked(0);  // device 0's legacy stream runs from the start, as before any device existed
+  }
+  // Four, as programs create their streams in a burst (one per pipeline stage, a few copy
+  // streams): one spare left the second of four creations starting a thread itself.
+  for (int i = 0; i < 4; ++i) std::thread([this] { spare_main(); }).detach();
+  // A fork child has none of the parent's threads: no spare waits there.
+  static std::once_flag atfork_once;
+  std::call_once(atfork_once, [] {
+    pthread_atfork(nullptr, nullptr, [] {
+      Engine& e = instance();
+      new (&e.spare_mu_) std::mutex();
+      new (&e.spare_cv_) std::condition_variable();
+      e.handed_.clear();
+      e.spares_waiting_ = 0;
+    });
+  });
 }
 
 int Engine::device_count() const { return std::clamp(config().devices, 1, kMaxDevices); }
@@ -96,7 +114,29 @@ Stream* Engine::legacy_locked(int device) {
 }
 
 void Engine::start_worker(Stream* s) {
+  {
+    std::lock_guard<std::mutex> lock(spare_mu_);
+    if (spares_waiting_ > 0) {
+      --spares_waiting_;
+      handed_.push_back(s);
+      spare_cv_.notify_one();
+      return;
+    }
+  }
   std::thread([this, s] { worker_main(s); }).detach();
+}
+
+void Engine::spare_main() {
+  Stream* s = nullptr;
+  {
+    std::unique_lock<std::mutex> lock(spare_mu_);
+    ++spares_waiting_;
+    spare_cv_.wait(lock, [&] { return !handed_.empty(); });
+    s = handed_.front();
+    handed_.pop_front();
+  }
+  std::thread([this] { spare_main(); }).detach();
+  worker_main(s);
 }
 
 Stream* Engine::legacy_stream(int device) {
