@@ -22,8 +22,8 @@ whole=(
   "flame.svg|render a.gpuh -o flame.svg --view flame"
   "threads.svg|render a.gpuh -o threads.svg --lanes thread"
   "two.svg|render a.gpuh b.gpuh -o two.svg"
-  "trace.json|export a.gpuh -o trace.json"
-  "events.csv|export a.gpuh -o events.csv"
+  "trace.json|export a.gpuh -o trace.json --device 0"
+  "events.csv|export a.gpuh b.gpuh -o events.csv"
   "-|stats a.gpuh --device 0"
   "-|diagnose a.gpuh --device 0"
   "diff.html|diff a.gpuh b.gpuh -o diff.html"
@@ -57,6 +57,11 @@ for case in "${whole[@]}"; do
   else [[ -s $out ]] || bad "$args within --max-memory wrote no $out"; fi
 done
 echo "refused over --max-memory, loaded within it: ${#whole[@]} subcommands"
+# One capture, unfiltered, to chrome or csv is scanned: not a whole load, not limited.
+for out in scan.json scan.csv; do
+  "$cli" export a.gpuh -o "$out" --max-memory 1K > /dev/null 2> stderr.txt || bad "export -o $out (scanned) under --max-memory 1K: exit $?: $(cat stderr.txt)"
+  [[ -s $out ]] || bad "export -o $out (scanned) wrote nothing"
+done
 
 # The estimate is the path's own: a record of the HTML page takes more than one of the
 # chart drawn from the same model, and the what-if replay several times what an export takes

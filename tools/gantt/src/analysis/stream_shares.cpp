@@ -82,7 +82,7 @@ std::vector<ChunkRange> plan_chunk_ranges(const std::optional<gpuhook::v1::Chunk
 }
 
 bool read_range_model(const std::string& path, const LoadOptions& load, const std::vector<ChunkRange>& shares,
-                      size_t max_ranges, Model* out) {
+                      size_t max_ranges, Model* out, size_t* headers) {
   // Each share's records, serialized one after the other behind their lengths (about 20
   // bytes a range), then given to one ModelBuilder in file order, as one reader would.
   struct Part {
@@ -130,7 +130,7 @@ bool read_range_model(const std::string& path, const LoadOptions& load, const st
   // as one share, the whole file.
   if (parts.size() > 1 &&
       std::any_of(parts.begin(), parts.end(), [](const Part& p) { return static_cast<bool>(p.integrity.error); }))
-    return read_range_model(path, load, {ChunkRange{}}, max_ranges, out);
+    return read_range_model(path, load, {ChunkRange{}}, max_ranges, out, headers);
   ModelBuilder builder(*out);
   builder.begin_capture(path);
   v1::Record r;
@@ -141,6 +141,7 @@ bool read_range_model(const std::string& path, const LoadOptions& load, const st
       at += sizeof n;
       r.ParseFromArray(p.records.data() + at, static_cast<int>(n));  // bytes this process wrote
       at += n;
+      if (headers && r.kind_case() == v1::Record::kHeader) ++*headers;
       builder.add(r);
     }
   }

@@ -21,9 +21,12 @@
 #include "gantt/export/export.h"
 #include "gantt/model/json.h"
 #include "gantt/ranks/ranks.h"
+#include "chrome_lanes.h"
 
 namespace gantt {
 namespace {
+
+using exporting::LaneAssigner;
 
 constexpr uint32_t kHostPidBase = 1'000'000;  // host processes after the device processes
 
@@ -31,27 +34,6 @@ struct Slice {
   uint64_t start = 0, end = 0;
   uint32_t row = 0;  // event, API, range or NCCL row
   uint8_t what = 0;  // 0 GPU event, 1 API call, 2 NVTX range, 3 NCCL call
-};
-
-// Tracks of one (pid, logical track): slices are placed on the first lane where they either
-// start after everything open has ended or nest inside the innermost open slice.
-class LaneAssigner {
- public:
-  size_t place(uint64_t s, uint64_t e) {
-    for (size_t i = 0; i < lanes_.size(); ++i) {
-      auto& open = lanes_[i];
-      while (!open.empty() && open.back() <= s) open.pop_back();
-      if (open.empty() || e <= open.back()) {
-        open.push_back(e);
-        return i;
-      }
-    }
-    lanes_.push_back({e});
-    return lanes_.size() - 1;
-  }
-
- private:
-  std::vector<std::vector<uint64_t>> lanes_;  // per lane, the ends of its open slices (innermost last)
 };
 
 struct Track {
@@ -68,6 +50,11 @@ class ChromeExporter : public Exporter {
     return "Chrome trace JSON for Perfetto UI / chrome://tracing (devices, streams, host threads, NVTX, flows)";
   }
   void write(const Model& m, const Selection& sel, const ExportOptions&, std::ostream& os) const override;
+  bool scans() const override { return true; }
+  bool write_scanned(const std::string& path, const ScanExportOptions& o, const OpenOutput& open_output,
+                     ScannedExport* result, std::string* why_not) const override {
+    return exporting::write_chrome_scanned(path, o, open_output, result, why_not);
+  }
 };
 
 const char* memory_kind_name(uint8_t kind) {

@@ -18,6 +18,13 @@ std::vector<const Exporter*> exporters() {
   return out;
 }
 
+std::string export_scan_refusal(const Exporter& exporter, size_t captures, bool filtered) {
+  if (!exporter.scans()) return "--format " + std::string(exporter.format()) + " needs the whole model";
+  if (captures != 1) return "several captures are put on one clock";
+  if (filtered) return "the filters (--from, --to, --range, --kernel, --device, --stream) select on the whole capture";
+  return {};
+}
+
 const Exporter* find_exporter(std::string_view format) {
   for (const Exporter* e : exporters())
     if (e->format() == format) return e;

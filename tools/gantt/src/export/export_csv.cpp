@@ -3,13 +3,23 @@
 // *_rel_ns from the capture start; unknown is an empty cell, never 0, so a spreadsheet average
 // does not silently include invented values. Every row names its capture's rank, host and
 // pid; a kernel an NCCL call ran carries the call's op, communicator, sequence, peer and bytes.
+//
+// Both ways of reading write their rows with the same functions below: a loaded model's
+// events (several captures, filters) and a capture scanned (analysis/event_scan.h), which
+// writes a share's GPU and API rows in file order as it reads them, the NVTX rows after.
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <memory>
+#include <unordered_map>
 
+#include "gantt/analysis/event_scan.h"
 #include "gantt/export/export.h"
+#include "gantt/model/occupancy.h"
+#include "gantt/model/range_lookup.h"
 #include "gantt/ranks/collectives.h"
 #include "gantt/model/text.h"
+#include "scan_spool.h"
 
 namespace gantt {
 
@@ -48,6 +58,250 @@ void dim3(std::string& out, const std::array<int32_t, 3>& d) {
   inum(out, d[2]);
 }
 
+// One GPU operation's cells, from either way of reading.
+struct EventRow {
+  uint16_t capture = 0;
+  uint32_t device = 0, stream = 0, correlation_id = 0;
+  int32_t priority = 0;
+  EventKind kind = EventKind::kKernel;
+  std::string_view name;
+  uint8_t copy_kind = 0;
+  uint64_t bytes = 0, thread_id = 0;
+  uint64_t launch_ns = 0, queued_ns = 0, submitted_ns = 0, start_ns = 0, end_ns = 0;
+  std::array<int32_t, 3> grid{}, block{};
+  uint64_t registers_per_thread = 0, shared_memory_bytes = 0;
+  float occupancy = std::numeric_limits<float>::quiet_NaN();
+  OccupancyLimit occupancy_limit = OccupancyLimit::kUnknown;
+  std::string_view range;
+  const analysis::ScannedNccl* nccl = nullptr;
+};
+
+std::optional<int64_t> stage(uint64_t from, uint64_t to) {  // Model::stages()
+  if (from == 0 || to == 0) return std::nullopt;
+  return static_cast<int64_t>(to - from);
+}
+
+void capture_cells(std::string& out, const gpuhook::v1::Header& h) {
+  if (h.has_rank()) inum(out, h.rank());
+  out += ',';
+  append_csv_field(out, h.host_name());
+  out += ',';
+  num(out, h.pid());
+  out += ',';
+}
+
+// `t0`: *_rel_ns are from capture start, whatever the window.
+void event_row(std::string& out, const EventRow& r, uint64_t t0, const gpuhook::v1::Header& header) {
+  num(out, r.capture); out += ',';
+  num(out, r.device); out += ',';
+  num(out, r.stream); out += ',';
+  inum(out, r.priority); out += ',';
+  out += to_string(r.kind); out += ',';
+  append_csv_field(out, r.name); out += ',';
+  if (r.kind == EventKind::kMemcpy) out += copy_kind_name(r.copy_kind);
+  out += ',';
+  num(out, r.bytes); out += ',';
+  num(out, r.correlation_id); out += ',';
+  if (r.thread_id) num(out, r.thread_id);
+  out += ',';
+  time_cell(out, r.launch_ns);
+  time_cell(out, r.queued_ns);
+  time_cell(out, r.submitted_ns);
+  time_cell(out, r.start_ns);
+  time_cell(out, r.end_ns);
+  if (r.start_ns) inum(out, static_cast<int64_t>(r.start_ns - t0));
+  out += ',';
+  if (r.end_ns) inum(out, static_cast<int64_t>(r.end_ns - t0));
+  out += ',';
+  opt_cell(out, stage(r.launch_ns, r.queued_ns));
+  opt_cell(out, stage(r.queued_ns, r.submitted_ns));
+  opt_cell(out, stage(r.submitted_ns, r.start_ns));
+  opt_cell(out, stage(r.queued_ns, r.start_ns));
+  opt_cell(out, stage(r.start_ns, r.end_ns));
+  opt_cell(out, stage(r.launch_ns, r.end_ns));
+  const bool is_kernel = r.kind == EventKind::kKernel || r.kind == EventKind::kNccl;
+  if (is_kernel) dim3(out, r.grid);
+  out += ',';
+  if (is_kernel) dim3(out, r.block);
+  out += ',';
+  if (is_kernel) num(out, r.registers_per_thread);
+  out += ',';
+  if (is_kernel) num(out, r.shared_memory_bytes);
+  out += ',';
+  if (!std::isnan(r.occupancy)) {
+    char buf[16];
+    auto res = std::to_chars(buf, buf + sizeof buf, std::round(r.occupancy * 10000.0f) / 10000.0f, std::chars_format::fixed);
+    out.append(buf, res.ptr);
+    out += ',';
+    out += to_string(r.occupancy_limit);
+  } else {
+    out += ',';
+  }
+  out += ',';
+  if (!r.range.empty()) append_csv_field(out, r.range);
+  out += ',';
+  capture_cells(out, header);
+  if (const analysis::ScannedNccl* n = r.nccl) {
+    out += nccl_op_name(n->op);
+    out += ',';
+    char comm[24];
+    std::snprintf(comm, sizeof comm, "0x%016llx", static_cast<unsigned long long>(n->comm_id));
+    out += comm;
+    out += ',';
+    num(out, n->sequence);
+    out += ',';
+    inum(out, n->root_or_peer);
+    out += ',';
+    num(out, n->bytes);
+  } else {
+    out += ",,,,";
+  }
+  out += '\n';
+}
+
+// An API call or NVTX range: the columns that mean the same for them are filled, the GPU
+// ones left empty.
+void host_row(std::string& out, const char* kind, uint16_t c, std::string_view name, uint32_t corr, uint64_t thread_id,
+              bool has_thread, uint64_t s, uint64_t e, std::string_view range, uint64_t t0, const gpuhook::v1::Header& header) {
+  num(out, c);
+  out += ",,,,";  // device, stream, priority
+  out += kind;
+  out += ',';
+  append_csv_field(out, name);
+  out += ",,,";  // copy_kind, bytes
+  if (corr) num(out, corr);
+  out += ',';
+  if (has_thread) num(out, thread_id);
+  out += ",,,,";  // launch, queued, submitted
+  time_cell(out, s);
+  time_cell(out, e);
+  if (s) inum(out, static_cast<int64_t>(s - t0));
+  out += ',';
+  if (e) inum(out, static_cast<int64_t>(e - t0));
+  out += ",,,,,";  // stages
+  if (s && e >= s) inum(out, static_cast<int64_t>(e - s));
+  out += ",,,,,,,,";  // total, grid, block, registers, shared memory, occupancy, limit
+  append_csv_field(out, range);
+  out += ',';
+  capture_cells(out, header);
+  out += ",,,,\n";
+}
+
+void flush(std::string& out, std::ostream& os) {
+  if (out.size() > (1u << 20)) {
+    os.write(out.data(), static_cast<std::streamsize>(out.size()));
+    out.clear();
+  }
+}
+
+// The NVTX rows of a model's ranges inside the window (all of them when none was asked for).
+// `os` null: held in `out`.
+template <class InWindow>
+void range_rows(const Model& m, uint64_t t0, InWindow&& in_window, std::string& out, std::ostream* os) {
+  for (uint32_t r = 0; r < m.ranges.size(); ++r) {
+    if (!in_window(m.ranges.start_ns[r], m.ranges.end_ns[r] ? m.ranges.end_ns[r] : UINT64_MAX)) continue;
+    const uint32_t th = m.ranges.thread[r];
+    host_row(out, "nvtx", m.ranges.capture[r], m.string(m.ranges.name[r]), 0,
+             th < m.threads.size() ? m.threads.thread_id[th] : 0, th < m.threads.size(), m.ranges.start_ns[r],
+             m.ranges.end_ns[r], m.range_path_of_range(r), t0, m.captures[m.ranges.capture[r]].header);
+    if (os) flush(out, *os);
+  }
+}
+
+// One share of a scanned capture: its GPU and API rows as it reads them.
+class CsvShare final : public analysis::EventConsumer {
+ public:
+  CsvShare(const analysis::EventScanner& scanner, uint64_t t0, const RangeLookup* ranges,
+           const std::unordered_map<uint64_t, uint32_t>* thread_rows, std::atomic<uint64_t>* total, uint64_t limit)
+      : spool(total, limit), context_(scanner.context()), t0_(t0), ranges_(ranges), thread_rows_(thread_rows),
+        occupancy_(context_.captures.front().devices) {}
+
+  void event(const analysis::ScannedEvent& e, const gpuhook::CaptureReader& reader) override {
+    EventRow r;
+    r.device = e.device;
+    r.stream = e.stream;
+    r.correlation_id = e.correlation_id;
+    r.priority = e.priority;
+    r.kind = e.kind;
+    r.copy_kind = e.copy_kind;
+    r.bytes = e.bytes;
+    r.launch_ns = e.launch_ns;
+    r.queued_ns = e.queued_ns;
+    r.submitted_ns = e.submitted_ns;
+    r.start_ns = e.start_ns;
+    r.end_ns = e.end_ns;
+    r.grid = e.grid;
+    r.block = e.block;
+    r.registers_per_thread = e.registers_per_thread;
+    r.shared_memory_bytes = e.shared_memory_bytes;
+    r.nccl = e.nccl;
+    r.thread_id = e.launch_thread_id;
+    r.name = name_of(e, reader);
+    if ((e.kind == EventKind::kKernel || e.kind == EventKind::kNccl) && occupancy_.any_device()) {
+      const Occupancy& o = occupancy_.of(e.device, e.block, e.registers_per_thread, e.shared_memory_bytes);
+      if (o.limit != OccupancyLimit::kUnknown) {
+        r.occupancy = static_cast<float>(o.fraction);
+        r.occupancy_limit = o.limit;
+      }
+    }
+    std::string range;
+    if (ranges_ && e.launched) {
+      const auto th = thread_rows_->find(e.launch_thread_id);
+      const uint32_t row = th == thread_rows_->end() ? kNone : ranges_->at(th->second, e.launch_ns);
+      if (row != kNone) range = context_.range_path_of_range(row);
+    }
+    r.range = range;
+    event_row(spool.text, r, t0_, context_.captures.front().header);
+    ++events;
+    spool.maybe_flush();
+  }
+  void api(const gpuhook::ApiFields& a, const gpuhook::CaptureReader& reader) override {
+    host_row(spool.text, "api", 0, api_display_name(reader.string(a.name_id)), a.correlation_id, a.thread_id, true,
+             builder_known(a.start_ns), builder_known(a.end_ns), "", t0_, context_.captures.front().header);
+    spool.maybe_flush();
+  }
+  bool stopped() const override { return spool.over(); }
+
+  exporting::Spool spool;
+  uint64_t events = 0;
+
+ private:
+  static uint64_t builder_known(int64_t v) { return v > 0 ? static_cast<uint64_t>(v) : 0; }
+  // Model::display_name() of the event: a kernel's demangled name, a copy's, memset's or
+  // synchronisation's call's (ModelBuilder's join), named by kind without a call.
+  std::string_view name_of(const analysis::ScannedEvent& e, const gpuhook::CaptureReader& reader) {
+    uint32_t id = e.name_id;
+    if (id == 0) id = e.launch_name_id;
+    if (id == 0) {
+      unjoined_ = unjoined_name(e.kind, e.copy_kind);
+      return unjoined_;
+    }
+    const std::string_view text = reader.string(id);
+    const bool by_call = e.kind == EventKind::kMemcpy || e.kind == EventKind::kMemset || e.kind == EventKind::kSync;
+    // Demangled once per name: a large capture has millions of launches of a few kernels.
+    if (id < kCachedNames) {
+      auto [it, fresh] = demangled_.try_emplace(id);
+      if (fresh) {
+        std::string d = demangle(text);
+        it->second = d != text ? std::move(d) : std::string(by_call ? api_display_name(text) : text);
+      }
+      return it->second;
+    }
+    unjoined_ = demangle(text);
+    if (unjoined_ == text && by_call) unjoined_ = std::string(api_display_name(text));
+    return unjoined_;
+  }
+  static constexpr uint32_t kCachedNames = 1u << 20;
+
+  const Model& context_;
+  uint64_t t0_;
+  const RangeLookup* ranges_;
+  const std::unordered_map<uint64_t, uint32_t>* thread_rows_;
+  KernelOccupancy occupancy_;
+  std::unordered_map<uint32_t, std::string> demangled_;
+  std::string unjoined_;
+};
+
 class CsvExporter final : public Exporter {
  public:
   std::string_view format() const override { return "csv"; }
@@ -58,140 +312,113 @@ class CsvExporter final : public Exporter {
     out.reserve(1 << 20);
     out += kColumns;
     const EventTable& ev = m.events;
-    const uint64_t t0 = m.first_ns();  // *_rel_ns: from capture start, whatever the window
-    std::vector<uint32_t> nccl_of(ev.size(), kNone);  // the NCCL call behind a kernel
-    for (uint32_t n = 0; n < m.nccl.size(); ++n)
-      if (m.nccl.event[n] < nccl_of.size() && nccl_of[m.nccl.event[n]] == kNone) nccl_of[m.nccl.event[n]] = n;
+    const uint64_t t0 = m.first_ns();
+    std::vector<analysis::ScannedNccl> nccl_of(ev.size());  // the NCCL call behind a kernel
+    std::vector<uint8_t> has_nccl(ev.size(), 0);
+    for (uint32_t n = 0; n < m.nccl.size(); ++n) {
+      const uint32_t e = m.nccl.event[n];
+      if (e >= ev.size() || has_nccl[e]) continue;
+      has_nccl[e] = 1;
+      nccl_of[e] = {m.nccl.op[n], m.nccl.comm_id[n], m.nccl.sequence[n], m.nccl.bytes[n], m.nccl.root_or_peer[n]};
+    }
     for (uint32_t e : sel.events) {
-      num(out, ev.capture[e]); out += ',';
-      num(out, ev.device[e]); out += ',';
-      num(out, ev.stream[e]); out += ',';
-      inum(out, ev.priority[e]); out += ',';
-      out += to_string(ev.kind[e]); out += ',';
-      append_csv_field(out, m.display_name(e)); out += ',';
-      if (ev.kind[e] == EventKind::kMemcpy) out += copy_kind_name(ev.copy_kind[e]);
-      out += ',';
-      num(out, ev.bytes[e]); out += ',';
-      num(out, ev.correlation_id[e]); out += ',';
-      if (const uint64_t tid = m.launch_thread_id(e)) num(out, tid);
-      out += ',';
-      time_cell(out, m.launch_ns(e));
-      time_cell(out, ev.queued_ns[e]);
-      time_cell(out, ev.submitted_ns[e]);
-      time_cell(out, ev.start_ns[e]);
-      time_cell(out, ev.end_ns[e]);
-      if (ev.start_ns[e]) inum(out, static_cast<int64_t>(ev.start_ns[e] - t0));
-      out += ',';
-      if (ev.end_ns[e]) inum(out, static_cast<int64_t>(ev.end_ns[e] - t0));
-      out += ',';
-      const Stages s = m.stages(e);
-      opt_cell(out, s.launch_to_queued_ns);
-      opt_cell(out, s.queued_to_submitted_ns);
-      opt_cell(out, s.submitted_to_start_ns);
-      opt_cell(out, s.queued_to_start_ns);
-      opt_cell(out, s.exec_ns);
-      opt_cell(out, s.total_ns);
-      const bool is_kernel = ev.kind[e] == EventKind::kKernel || ev.kind[e] == EventKind::kNccl;
-      if (is_kernel) dim3(out, ev.grid[e]);
-      out += ',';
-      if (is_kernel) dim3(out, ev.block[e]);
-      out += ',';
-      if (is_kernel) num(out, ev.registers_per_thread[e]);
-      out += ',';
-      if (is_kernel) num(out, uint64_t{ev.static_smem_bytes[e]} + ev.dynamic_smem_bytes[e]);
-      out += ',';
-      if (!std::isnan(ev.occupancy[e])) {
-        char buf[16];
-        auto r = std::to_chars(buf, buf + sizeof buf, std::round(ev.occupancy[e] * 10000.0f) / 10000.0f,
-                               std::chars_format::fixed);
-        out.append(buf, r.ptr);
-        out += ',';
-        out += to_string(ev.occupancy_limit[e]);
-      } else {
-        out += ',';
-      }
-      out += ',';
-      if (ev.range[e] != kNone) append_csv_field(out, m.range_path(e));
-      out += ',';
-      capture_cells(out, m, ev.capture[e]);
-      if (const uint32_t n = nccl_of[e]; n != kNone) {
-        const NcclTable& nc = m.nccl;
-        out += nccl_op_name(nc.op[n]);
-        out += ',';
-        char comm[24];
-        std::snprintf(comm, sizeof comm, "0x%016llx", static_cast<unsigned long long>(nc.comm_id[n]));
-        out += comm;
-        out += ',';
-        num(out, nc.sequence[n]);
-        out += ',';
-        inum(out, nc.root_or_peer[n]);
-        out += ',';
-        num(out, nc.bytes[n]);
-      } else {
-        out += ",,,,";
-      }
-      out += '\n';
+      EventRow r;
+      r.capture = ev.capture[e];
+      r.device = ev.device[e];
+      r.stream = ev.stream[e];
+      r.correlation_id = ev.correlation_id[e];
+      r.priority = ev.priority[e];
+      r.kind = ev.kind[e];
+      r.name = m.display_name(e);
+      r.copy_kind = ev.copy_kind[e];
+      r.bytes = ev.bytes[e];
+      r.thread_id = m.launch_thread_id(e);
+      r.launch_ns = m.launch_ns(e);
+      r.queued_ns = ev.queued_ns[e];
+      r.submitted_ns = ev.submitted_ns[e];
+      r.start_ns = ev.start_ns[e];
+      r.end_ns = ev.end_ns[e];
+      r.grid = ev.grid[e];
+      r.block = ev.block[e];
+      r.registers_per_thread = ev.registers_per_thread[e];
+      r.shared_memory_bytes = uint64_t{ev.static_smem_bytes[e]} + ev.dynamic_smem_bytes[e];
+      r.occupancy = ev.occupancy[e];
+      r.occupancy_limit = ev.occupancy_limit[e];
+      const std::string range = ev.range[e] != kNone ? m.range_path(e) : std::string();
+      r.range = range;
+      if (has_nccl[e]) r.nccl = &nccl_of[e];
+      event_row(out, r, t0, m.captures[r.capture].header);
       flush(out, os);
     }
-    host_rows(m, sel, t0, out, os);
+    const uint64_t w0 = sel.window_start_ns, w1 = sel.window_end_ns;
+    const auto in_window = [&](uint64_t s, uint64_t e) { return w1 == 0 || sel.window_fitted || (e >= w0 && s <= w1); };
+    for (uint32_t a = 0; a < m.api.size(); ++a) {
+      if (!in_window(m.api.start_ns[a], m.api.end_ns[a])) continue;
+      const uint32_t th = m.api.thread[a];
+      host_row(out, "api", m.api.capture[a], api_display_name(m.string(m.api.name[a])), m.api.correlation_id[a],
+               th < m.threads.size() ? m.threads.thread_id[th] : 0, th < m.threads.size(), m.api.start_ns[a],
+               m.api.end_ns[a], "", t0, m.captures[m.api.capture[a]].header);
+      flush(out, os);
+    }
+    range_rows(m, t0, in_window, out, &os);
     os.write(out.data(), static_cast<std::streamsize>(out.size()));
   }
 
- private:
-  static void flush(std::string& out, std::ostream& os) {
-    if (out.size() > (1u << 20)) {
-      os.write(out.data(), static_cast<std::streamsize>(out.size()));
-      out.clear();
+  bool scans() const override { return true; }
+  bool write_scanned(const std::string& path, const ScanExportOptions& o, const OpenOutput& open_output,
+                     ScannedExport* result, std::string* why_not) const override {
+    analysis::EventScanOptions so;
+    so.load = o.load;
+    so.threads = o.threads;
+    so.join_nccl = true;  // the nccl_* columns
+    analysis::EventScanner scanner(path, so);
+    if (!scanner.refused().empty()) {
+      if (why_not) *why_not = scanner.refused();
+      return false;
     }
-  }
-  static void capture_cells(std::string& out, const Model& m, uint16_t c) {
-    const auto& h = m.captures[c].header;
-    if (h.has_rank()) inum(out, h.rank());
-    out += ',';
-    append_csv_field(out, h.host_name());
-    out += ',';
-    num(out, h.pid());
-    out += ',';
-  }
-  // API calls and NVTX ranges inside the window (all of them when none was asked for): the
-  // columns that mean the same for them are filled, the GPU ones left empty.
-  static void host_rows(const Model& m, const Selection& sel, uint64_t t0, std::string& out, std::ostream& os) {
-    const uint64_t w0 = sel.window_start_ns, w1 = sel.window_end_ns;
-    const auto in_window = [&](uint64_t s, uint64_t e) { return w1 == 0 || sel.window_fitted || (e >= w0 && s <= w1); };
-    const auto row = [&](const char* kind, uint16_t c, std::string_view name, uint32_t corr, uint32_t thread,
-                         uint64_t s, uint64_t e, std::string_view range) {
-      num(out, c);
-      out += ",,,,";  // device, stream, priority
-      out += kind;
-      out += ',';
-      append_csv_field(out, name);
-      out += ",,,";  // copy_kind, bytes
-      if (corr) num(out, corr);
-      out += ',';
-      if (thread < m.threads.size()) num(out, m.threads.thread_id[thread]);
-      out += ",,,,";  // launch, queued, submitted
-      time_cell(out, s);
-      time_cell(out, e);
-      if (s) inum(out, static_cast<int64_t>(s - t0));
-      out += ',';
-      if (e) inum(out, static_cast<int64_t>(e - t0));
-      out += ",,,,,";  // stages
-      if (s && e >= s) inum(out, static_cast<int64_t>(e - s));
-      out += ",,,,,,,,";  // total, grid, block, registers, shared memory, occupancy, limit
-      append_csv_field(out, range);
-      out += ',';
-      capture_cells(out, m, c);
-      out += ",,,,\n";
-      flush(out, os);
-    };
-    for (uint32_t a = 0; a < m.api.size(); ++a)
-      if (in_window(m.api.start_ns[a], m.api.end_ns[a]))
-        row("api", m.api.capture[a], api_display_name(m.string(m.api.name[a])), m.api.correlation_id[a], m.api.thread[a],
-            m.api.start_ns[a], m.api.end_ns[a], "");
-    for (uint32_t r = 0; r < m.ranges.size(); ++r)
-      if (in_window(m.ranges.start_ns[r], m.ranges.end_ns[r] ? m.ranges.end_ns[r] : UINT64_MAX))
-        row("nvtx", m.ranges.capture[r], m.string(m.ranges.name[r]), 0, m.ranges.thread[r], m.ranges.start_ns[r],
-            m.ranges.end_ns[r], m.range_path_of_range(r));
+    const Model& context = scanner.context();
+    const gpuhook::v1::Header& header = context.captures.front().header;
+    // Model::first_ns(): the header's start, unless the index knows an earlier time.
+    uint64_t t0 = header.start_monotonic_raw_ns();
+    if (scanner.index_first_ns() != 0 && (t0 == 0 || scanner.index_first_ns() < t0)) t0 = scanner.index_first_ns();
+    std::unordered_map<uint64_t, uint32_t> thread_rows;  // thread id -> row, for the launches' ranges
+    for (uint32_t i = 0; i < context.threads.size(); ++i) thread_rows.emplace(context.threads.thread_id[i], i);
+    std::unique_ptr<RangeLookup> ranges;
+    if (context.ranges.size() != 0) ranges = std::make_unique<RangeLookup>(context.ranges, 0);
+    std::atomic<uint64_t> total{kColumns.size()};
+    std::vector<std::unique_ptr<CsvShare>> shares;
+    std::vector<analysis::EventConsumer*> consumers;
+    for (size_t i = 0; i < scanner.shares(); ++i) {
+      shares.push_back(std::make_unique<CsvShare>(scanner, t0, ranges.get(), &thread_rows, &total, o.max_output));
+      consumers.push_back(shares.back().get());
+    }
+    std::string why;
+    if (!scanner.run(consumers, &why)) {
+      if (std::any_of(shares.begin(), shares.end(), [](const auto& sh) { return sh->spool.over(); })) {
+        result->over = true;
+        return true;
+      }
+      if (why_not) *why_not = why;
+      return false;
+    }
+    std::string tail;
+    range_rows(context, t0, [](uint64_t, uint64_t) { return true; }, tail, nullptr);
+    for (auto& sh : shares) sh->spool.flush();
+    if (o.max_output != 0 && total + tail.size() > o.max_output) {
+      result->over = true;
+      return true;
+    }
+    std::ostream& os = open_output();
+    os << kColumns;
+    for (auto& sh : shares) {
+      sh->spool.copy_to(os);
+      result->events += sh->events;
+    }
+    os.write(tail.data(), static_cast<std::streamsize>(tail.size()));
+    result->bytes = total + tail.size();
+    result->corrupt = scanner.corrupt();
+    result->warnings = scanner.warnings();
+    return true;
   }
 };
 

@@ -181,8 +181,9 @@ std::vector<ChunkRange> plan_chunk_ranges(const std::optional<gpuhook::v1::Chunk
 // The file's context and NVTX range records, in its order, into *out (a model without events):
 // the shares' chunks read side by side, every other record stepped over unparsed, a damaged
 // file read as one share as the loader reads it. False when they are more than `max_ranges`.
+// `headers`, when given: the Header records read (more than one: a merged file).
 bool read_range_model(const std::string& path, const LoadOptions& load, const std::vector<ChunkRange>& shares,
-                      size_t max_ranges, Model* out);
+                      size_t max_ranges, Model* out, size_t* headers = nullptr);
 
 // `work` on every share, the first on this thread. An exception is kept in the share's
 // `error` and sets `stop`, so the other shares end early; the caller rethrows in file order.

@@ -2,6 +2,7 @@
 // added by writing its file and one line in export.cpp's registry.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -13,6 +14,20 @@
 #include "gantt/model/model.h"
 
 namespace gantt {
+
+// A capture written as it is scanned (Exporter::write_scanned).
+struct ScanExportOptions {
+  LoadOptions load;
+  unsigned threads = 0;     // 0: every core (analysis::default_scan_threads)
+  uint64_t max_output = 0;  // past this many bytes nothing is written (0: no limit)
+};
+struct ScannedExport {
+  bool over = false;    // the output passed max_output: nothing written
+  uint64_t bytes = 0;   // written
+  uint64_t events = 0;  // GPU operations written
+  bool corrupt = false;               // the capture was damaged (exit 2 after the output)
+  std::vector<std::string> warnings;  // what load_captures() would print for it
+};
 
 // What a format may be asked besides the selection.
 struct ExportOptions {
@@ -29,7 +44,25 @@ class Exporter {
   // Deterministic: same model and selection, same bytes.
   virtual void write(const Model& model, const Selection& selection, const ExportOptions& options,
                      std::ostream& out) const = 0;
+  // Formats that can write one capture, whole and unfiltered, as they scan it
+  // (analysis/event_scan.h): memory that does not grow with its events. write_scanned() then
+  // returns true, having written the capture to the stream `open_output` gives once the scan
+  // has ended (nothing is opened when the output is over the limit), or opens nothing and
+  // returns false with *why_not when the capture needs loading (a merged file, host
+  // functions, ...). Throws gpuhook::CaptureError as load() does.
+  using OpenOutput = std::function<std::ostream&()>;
+  virtual bool scans() const { return false; }
+  virtual bool write_scanned(const std::string& /*path*/, const ScanExportOptions& /*options*/,
+                             const OpenOutput& /*open_output*/, ScannedExport* /*result*/, std::string* why_not) const {
+    if (why_not) *why_not = "this format loads the captures";
+    return false;
+  }
 };
+
+// Why `export` loads these captures in this format rather than scanning them ("" when it
+// scans): several captures (put on one clock), a filter (a window relative to the whole
+// capture, a range found by name), a format that needs the whole model (sqlite, folded).
+std::string export_scan_refusal(const Exporter& exporter, size_t captures, bool filtered);
 
 // nullptr when unknown.
 const Exporter* find_exporter(std::string_view format);

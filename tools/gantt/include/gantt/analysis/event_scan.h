@@ -1,0 +1,118 @@
+// One capture scanned event by event: the shares of its chunk index decoded on threads
+// (stream_shares.h), each GPU operation joined to its launch call by correlation id inside a
+// bounded window (CorrWindows), and handed to the share's consumer with the call's start,
+// thread and name. Written for consumers that write as they read (export): memory grows with
+// the ids a window holds, the records waiting for a call, and the NCCL kernels held for the
+// loader's NCCL join, never with the events.
+//
+// Before the shares, one pass over only the context, NVTX range and stream records
+// (read_range_model) gives the capture's header, devices, threads, ranges and stream
+// priorities, so a consumer knows them before the first event.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <gpuhook/capture.h>
+
+#include "gantt/model/model.h"
+
+namespace gantt::analysis {
+
+// The NCCL call that ran a kernel (the loader's join by external id).
+struct ScannedNccl {
+  uint8_t op = 0;  // v1::NcclOp
+  uint64_t comm_id = 0, sequence = 0, bytes = 0;
+  int32_t root_or_peer = 0;
+};
+
+// One GPU operation as the loaded model has it (EventTable), with its launch call.
+struct ScannedEvent {
+  EventKind kind = EventKind::kKernel;  // kNccl once the NCCL join claims it
+  uint32_t device = 0, stream = 0, correlation_id = 0;
+  uint32_t name_id = 0;   // a kernel's name in the share reader's strings; 0: named after its call
+  uint8_t copy_kind = 0;  // memcpy: v1::CopyKind
+  int32_t priority = 0;   // the record's, else its stream's (ModelBuilder)
+  uint64_t bytes = 0;
+  uint64_t queued_ns = 0, submitted_ns = 0, start_ns = 0, end_ns = 0;  // 0: unknown
+  std::array<int32_t, 3> grid{}, block{};
+  uint32_t registers_per_thread = 0;
+  uint64_t shared_memory_bytes = 0;  // static + dynamic
+  bool maybe_nccl = false;           // NcclKernelFilter kept it (named nccl* or under an external id)
+  // The launch call (the last with its correlation id, NCCL's own calls left out).
+  bool launched = false;
+  uint64_t launch_ns = 0, launch_thread_id = 0;  // 0: unknown
+  uint32_t launch_name_id = 0;
+  const ScannedNccl* nccl = nullptr;  // with EventScanOptions::join_nccl, the call that ran it
+};
+
+// What a share hands on. Called on the share's thread, in file order, except the events whose
+// calls another share read and the NCCL kernels held for the join: those come after every
+// share has ended, on the calling thread, share by share. `reader` resolves the share's name
+// ids (every string of the file).
+class EventConsumer {
+ public:
+  virtual ~EventConsumer() = default;
+  virtual void event(const ScannedEvent& e, const gpuhook::CaptureReader& reader) = 0;
+  virtual void api(const gpuhook::ApiFields&, const gpuhook::CaptureReader&) {}
+  // NCCL calls, memory records, GPU counter samples, ...: the kinds neither events nor calls
+  // nor context (the context and ranges are EventScanner::context()).
+  virtual void record(const gpuhook::v1::Record&, const gpuhook::CaptureReader&) {}
+  // True to end the scan early (an output over its limit); the scan then returns nothing.
+  virtual bool stopped() const { return false; }
+};
+
+struct EventScanOptions {
+  LoadOptions load;
+  unsigned threads = 0;    // 0: default_scan_threads()
+  bool join_nccl = false;  // hold the kernels NCCL may have run until the loader's join has named them
+};
+
+class EventScanner {
+ public:
+  // Reads the index and the context, ranges and stream records. Throws gpuhook::CaptureError as
+  // load() does; refused() says why a scan cannot serve this capture.
+  EventScanner(std::string path, EventScanOptions options);
+  ~EventScanner();
+  EventScanner(const EventScanner&) = delete;
+  EventScanner& operator=(const EventScanner&) = delete;
+
+  // Why the capture must be loaded instead ("" when it can be scanned): a merged file, more
+  // NVTX ranges than a scan keeps, more records than --max-records-per-byte allows.
+  const std::string& refused() const { return refused_; }
+  // The header, devices, threads, NVTX ranges and stream records; no events.
+  const Model& context() const { return context_; }
+  // The earliest time the index knows (0 without an index): an origin known before the events.
+  uint64_t index_first_ns() const { return index_first_ns_; }
+  size_t shares() const { return shares_.size(); }
+  // The priority of a stream's events that record none (ModelBuilder: the last StreamInfo wins).
+  int32_t stream_priority(uint32_t stream) const;
+
+  // Scans the shares, share i into *consumers[i] (shares() of them). False with *why_not when the
+  // capture turned out to need loading (a record a scan cannot join) or a consumer stopped.
+  bool run(const std::vector<EventConsumer*>& consumers, std::string* why_not);
+  // After run(): what load_captures() would print, and whether the file was damaged.
+  const std::vector<std::string>& warnings() const { return warnings_; }
+  bool corrupt() const { return corrupt_; }
+
+  struct Share;  // event_scan.cpp
+
+ private:
+  std::string path_;
+  EventScanOptions options_;
+  std::string refused_;
+  Model context_;
+  uint64_t index_first_ns_ = 0;
+  std::vector<std::unique_ptr<Share>> shares_;
+  std::vector<std::pair<uint32_t, int32_t>> stream_priority_;  // sorted by stream
+  std::vector<std::string> warnings_;
+  bool corrupt_ = false;
+};
+
+}  // namespace gantt::analysis

@@ -1,0 +1,406 @@
+// The Chrome trace of one capture, written as it is scanned (analysis/event_scan.h): each
+// share of the chunk index writes its slices as it reads them, in file order, which is time
+// order on a stream and on a thread; the NVTX ranges (read before the events) and the names
+// of the processes and tracks follow. Memory grows with streams, threads and names, not
+// events.
+//
+// Compact, to stay near 200 bytes a kernel with its launch (a 10 M-kernel capture once made a
+// 14 GB trace, 1.4 KB a kernel): no "cat"; arguments under short keys (docs/export.md has the
+// legend) and only those the slice does not already say (its stream is its track, its
+// correlation id its flow); the launch->kernel arrow as Chrome's v2 flow (bind_id with
+// flow_out on the call, flow_in on the kernel) rather than two more events. Left to the loaded
+// trace (chrome_export.cpp): the queued and submitted stages as async slices (here the "q"
+// argument), the counter tracks of kernels running and queued (four events a kernel; the
+// slices say the same), memory in use, and the NCCL call's arguments repeated on its kernel.
+// Times as in the loaded trace: microseconds from the capture's start with three decimals,
+// from integer nanoseconds.
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "chrome_lanes.h"
+#include "gantt/analysis/event_scan.h"
+#include "gantt/analysis/metrics.h"
+#include "gantt/model/json.h"
+#include "gantt/model/text.h"
+#include "scan_spool.h"
+
+namespace gantt::exporting {
+namespace {
+
+namespace v1 = gpuhook::v1;
+
+constexpr uint32_t kHostPid = 1'000'000;  // as chrome_export.cpp: the host after the devices
+constexpr uint64_t kNvtxTrack = uint64_t{1} << 31;
+
+uint32_t device_pid(uint32_t device) { return 1 + (device & 1023u); }
+// A track's tid: its lane's number above 32 bits, so the first lane's tid is the stream's id
+// or the thread's (an NVTX track with bit 31 set), and every share names a track alike.
+uint64_t lane_tid(uint64_t id, size_t lane) { return (uint64_t{lane} << 32) | id; }
+uint64_t thread_tid(uint64_t os_tid, bool nvtx) { return (os_tid & 0x7FFFFFFFu) | (nvtx ? kNvtxTrack : 0); }
+
+void num(std::string& o, uint64_t v) {
+  char buf[24];
+  char* end = buf + sizeof buf;
+  char* p = end;
+  do {
+    *--p = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v);
+  o.append(p, end);
+}
+void inum(std::string& o, int64_t v) {
+  if (v < 0) {
+    o += '-';
+    num(o, static_cast<uint64_t>(-(v + 1)) + 1);
+  } else {
+    num(o, static_cast<uint64_t>(v));
+  }
+}
+// CUDA's dim3 as written in a launch: trailing 1s left out ("264", "16x16").
+void dims(std::string& o, const std::array<int32_t, 3>& d) {
+  o += '"';
+  inum(o, d[0]);
+  const int shown = d[2] != 1 ? 3 : d[1] != 1 ? 2 : 1;
+  for (int i = 1; i < shown; ++i) {
+    o += 'x';
+    inum(o, d[static_cast<size_t>(i)]);
+  }
+  o += '"';
+}
+
+// What the tracks are called: (pid, tid) -> (name, sort index).
+using TrackNames = std::map<std::pair<uint32_t, uint64_t>, std::string>;
+
+class ChromeShare final : public analysis::EventConsumer {
+ public:
+  ChromeShare(const Model& context, uint64_t base, std::atomic<uint64_t>* total, uint64_t limit)
+      : spool(total, limit), context_(context), base_(base) {
+    for (uint32_t i = 0; i < context.threads.size(); ++i)
+      if (context.threads.name[i]) thread_names_.emplace(context.threads.thread_id[i], std::string(context.string(context.threads.name[i])));
+  }
+
+  void event(const analysis::ScannedEvent& e, const gpuhook::CaptureReader& reader) override {
+    if (e.start_ns == 0 || e.end_ns < e.start_ns) return;  // not placed in time, as the loaded trace
+    const uint32_t pid = device_pid(e.device);
+    devices.insert(e.device);
+    const size_t lane = stream_lanes_[{e.device, e.stream}].place(e.start_ns, e.end_ns);
+    const uint64_t tid = lane_tid(e.stream, lane);
+    if (auto [it, fresh] = tracks.try_emplace({pid, tid}); fresh)
+      it->second = "stream " + std::to_string(e.stream) + (lane ? " #" + std::to_string(lane + 1) : std::string());
+    std::string& o = spool.text;
+    o += ",\n{\"ph\":\"X\",\"name\":";
+    if (e.kind == EventKind::kMemcpy) json::append_string(o, std::string("Memcpy ") + copy_kind_name(e.copy_kind));
+    else if (e.kind == EventKind::kMemset) o += "\"Memset\"";
+    else json::append_string(o, name_of(e, reader));
+    slice_times(o, pid, tid, e.start_ns, e.end_ns);
+    if (e.correlation_id) {
+      o += ",\"bind_id\":";
+      num(o, e.correlation_id);
+      o += ",\"flow_in\":true";
+    }
+    const bool kernel = e.kind == EventKind::kKernel || e.kind == EventKind::kNccl;
+    if (kernel) {
+      o += ",\"args\":{\"g\":";
+      dims(o, e.grid);
+      o += ",\"b\":";
+      dims(o, e.block);
+      o += ",\"r\":";
+      num(o, e.registers_per_thread);
+      if (e.shared_memory_bytes) {
+        o += ",\"sm\":";
+        num(o, e.shared_memory_bytes);
+      }
+      if (e.queued_ns && e.queued_ns <= e.start_ns) {
+        o += ",\"q\":";
+        num(o, e.start_ns - e.queued_ns);
+      }
+      o += '}';
+    } else if (e.bytes) {
+      o += ",\"args\":{\"B\":";
+      num(o, e.bytes);
+      o += '}';
+    }
+    o += '}';
+    ++events;
+    spool.maybe_flush();
+  }
+
+  void api(const gpuhook::ApiFields& a, const gpuhook::CaptureReader& reader) override {
+    const uint64_t s = a.start_ns > 0 ? static_cast<uint64_t>(a.start_ns) : 0, e = a.end_ns > 0 ? static_cast<uint64_t>(a.end_ns) : 0;
+    if (s == 0 || e < s) return;
+    std::string& o = spool.text;
+    o += ",\n{\"ph\":\"X\",\"name\":";
+    json::append_string(o, reader.string(a.name_id));
+    slice_times(o, kHostPid, host_track(a.thread_id, false, s, e), s, e);
+    if (a.correlation_id && a.domain != v1::API_DOMAIN_NCCL) {
+      o += ",\"bind_id\":";
+      num(o, a.correlation_id);
+      o += ",\"flow_out\":true";
+    }
+    if (a.return_value) {
+      o += ",\"args\":{\"ret\":";
+      inum(o, a.return_value);
+      o += '}';
+    }
+    o += '}';
+    spool.maybe_flush();
+  }
+
+  void record(const v1::Record& r, const gpuhook::CaptureReader& reader) override {
+    if (r.kind_case() == v1::Record::kNccl) {
+      const auto& n = r.nccl();
+      const uint64_t s = n.has_start_ns() && n.start_ns() > 0 ? static_cast<uint64_t>(n.start_ns()) : 0;
+      const uint64_t e = n.has_end_ns() && n.end_ns() > 0 ? static_cast<uint64_t>(n.end_ns()) : 0;
+      if (s == 0 || e < s) return;
+      std::string& o = spool.text;
+      o += ",\n{\"ph\":\"X\",\"name\":";
+      json::append_string(o, reader.string(n.name_id()));
+      slice_times(o, kHostPid, host_track(n.thread_id(), false, s, e), s, e);
+      char comm[24];
+      std::snprintf(comm, sizeof comm, "0x%016llx", static_cast<unsigned long long>(n.comm_id()));
+      o += ",\"args\":{\"bytes\":" + std::to_string(n.bytes()) + ",\"count\":" + std::to_string(n.count()) +
+           ",\"comm\":\"" + comm + "\",\"rank\":" + std::to_string(n.rank()) + ",\"nranks\":" + std::to_string(n.nranks()) +
+           ",\"sequence\":" + std::to_string(n.sequence()) + "}}";
+      spool.maybe_flush();
+    } else if (r.kind_case() == v1::Record::kMetricSample) {
+      // The GPU's own counters (NVML, PM sampling), a counter track each on the device's process.
+      const auto& x = r.metric_sample();
+      const analysis::MetricInfo* info = analysis::metric_info(x.metric());
+      const uint64_t t = x.has_time_ns() && x.time_ns() > 0 ? static_cast<uint64_t>(x.time_ns()) : 0;
+      if (!info || t < base_ || t == 0 || x.device() >= 4096) return;  // as ModelBuilder keeps them
+      const bool reasons = x.metric() == v1::GPU_METRIC_CLOCKS_EVENT_REASONS;
+      std::string& o = spool.text;
+      o += ",\n{\"ph\":\"C\",\"name\":";
+      json::append_string(o, reasons ? std::string("throttled") : std::string(info->label));
+      o += ",\"pid\":";
+      num(o, device_pid(x.device()));
+      devices.insert(x.device());
+      o += ",\"ts\":";
+      json::append_us_from_ns(o, static_cast<int64_t>(t - base_));
+      o += ",\"args\":{\"value\":";
+      const uint64_t v = x.metric() >= v1::GPU_METRIC_GR_ACTIVE_CENTIPCT ? std::min<uint64_t>(x.value(), 10000) : x.value();
+      if (reasons) o += (v & analysis::kThrottleReasons) != 0 ? "1" : "0";
+      else json::append_number(o, static_cast<double>(v) * info->scale, 3);
+      o += "}}";
+      spool.maybe_flush();
+    }
+  }
+
+  bool stopped() const override { return spool.over(); }
+
+  // The NVTX ranges of the context (every share's calls are written first): in start order,
+  // enclosing ones first, on each thread's NVTX track.
+  void ranges() {
+    const RangeTable& rt = context_.ranges;
+    std::vector<uint32_t> rows;
+    for (uint32_t r = 0; r < rt.size(); ++r)
+      if (rt.start_ns[r] && rt.end_ns[r] >= rt.start_ns[r]) rows.push_back(r);
+    std::stable_sort(rows.begin(), rows.end(), [&](uint32_t a, uint32_t b) {
+      return rt.start_ns[a] != rt.start_ns[b] ? rt.start_ns[a] < rt.start_ns[b] : rt.end_ns[a] > rt.end_ns[b];
+    });
+    for (uint32_t r : rows) {
+      const uint64_t os_tid = rt.thread[r] < context_.threads.size() ? context_.threads.thread_id[rt.thread[r]] : 0;
+      const bool mark = rt.kind[r] == RangeKind::kMark;
+      std::string& o = spool.text;
+      o += mark ? ",\n{\"ph\":\"i\",\"s\":\"t\",\"name\":" : ",\n{\"ph\":\"X\",\"name\":";
+      json::append_string(o, context_.string(rt.name[r]));
+      const uint64_t tid = host_track(os_tid, true, rt.start_ns[r], rt.end_ns[r]);
+      if (mark) {
+        o += ",\"pid\":";
+        num(o, kHostPid);
+        o += ",\"tid\":";
+        num(o, tid);
+        o += ",\"ts\":";
+        json::append_us_from_ns(o, static_cast<int64_t>(rt.start_ns[r] - base_));
+      } else {
+        slice_times(o, kHostPid, tid, rt.start_ns[r], rt.end_ns[r]);
+      }
+      std::string args;
+      if (rt.domain[r]) {
+        args += "\"domain\":";
+        json::append_string(args, context_.string(rt.domain[r]));
+      }
+      if (const uint32_t c = rt.color[r]) {
+        char hexc[16];
+        std::snprintf(hexc, sizeof hexc, "#%06x", c & 0xFFFFFFu);
+        args += std::string(args.empty() ? "" : ",") + "\"color\":\"" + hexc + "\"";
+      }
+      if (const uint32_t c = rt.category[r]) args += std::string(args.empty() ? "" : ",") + "\"category\":" + std::to_string(c);
+      if (!args.empty()) o += ",\"args\":{" + args + "}";
+      o += '}';
+      spool.maybe_flush();
+    }
+  }
+
+  Spool spool;
+  uint64_t events = 0;
+  std::set<uint32_t> devices;
+  TrackNames tracks;
+
+ private:
+  void slice_times(std::string& o, uint32_t pid, uint64_t tid, uint64_t s, uint64_t e) {
+    o += ",\"pid\":";
+    num(o, pid);
+    o += ",\"tid\":";
+    num(o, tid);
+    o += ",\"ts\":";
+    json::append_us_from_ns(o, static_cast<int64_t>(s - base_));
+    o += ",\"dur\":";
+    json::append_us_from_ns(o, static_cast<int64_t>(e - s));
+  }
+  uint64_t host_track(uint64_t os_tid, bool nvtx, uint64_t s, uint64_t e) {
+    const size_t lane = thread_lanes_[{os_tid, nvtx}].place(s, e);
+    const uint64_t tid = lane_tid(thread_tid(os_tid, nvtx), lane);
+    if (auto [it, fresh] = tracks.try_emplace({kHostPid, tid}); fresh) {
+      std::string name = "thread " + std::to_string(os_tid);
+      if (auto n = thread_names_.find(os_tid); n != thread_names_.end()) name += " " + n->second;
+      if (nvtx) name += " NVTX";
+      if (lane) name += " #" + std::to_string(lane + 1);
+      it->second = std::move(name);
+    }
+    return tid;
+  }
+  // A kernel's demangled name, once per name id (millions of launches of a few kernels).
+  const std::string& name_of(const analysis::ScannedEvent& e, const gpuhook::CaptureReader& reader) {
+    uint32_t id = e.name_id ? e.name_id : e.launch_name_id;
+    const bool by_call = e.kind == EventKind::kSync;
+    if (id == 0) {
+      scratch_ = unjoined_name(e.kind, e.copy_kind);
+      return scratch_;
+    }
+    if (id >= (1u << 20)) {
+      scratch_ = demangle(reader.string(id));
+      return scratch_;
+    }
+    auto [it, fresh] = names_.try_emplace(id);
+    if (fresh) {
+      const std::string_view text = reader.string(id);
+      std::string d = demangle(text);
+      it->second = d != text || !by_call ? std::move(d) : std::string(api_display_name(text));
+    }
+    return it->second;
+  }
+
+  const Model& context_;
+  uint64_t base_;
+  std::map<std::pair<uint32_t, uint32_t>, LaneAssigner> stream_lanes_;  // (device, stream)
+  std::map<std::pair<uint64_t, bool>, LaneAssigner> thread_lanes_;      // (OS thread, NVTX track)
+  std::unordered_map<uint64_t, std::string> thread_names_;
+  std::unordered_map<uint32_t, std::string> names_;
+  std::string scratch_;
+};
+
+void metadata(std::string& o, const char* what, uint32_t pid, const uint64_t* tid, const std::string& name, uint64_t sort) {
+  o += ",\n{\"ph\":\"M\",\"name\":\"";
+  o += what;
+  o += "_name\",\"pid\":";
+  num(o, pid);
+  if (tid) {
+    o += ",\"tid\":";
+    num(o, *tid);
+  }
+  o += ",\"args\":{\"name\":";
+  json::append_string(o, name);
+  o += "}},\n{\"ph\":\"M\",\"name\":\"";
+  o += what;
+  o += "_sort_index\",\"pid\":";
+  num(o, pid);
+  if (tid) {
+    o += ",\"tid\":";
+    num(o, *tid);
+  }
+  o += ",\"args\":{\"sort_index\":";
+  num(o, sort);
+  o += "}}";
+}
+
+}  // namespace
+
+bool write_chrome_scanned(const std::string& path, const ScanExportOptions& opt, const Exporter::OpenOutput& open_output,
+                          ScannedExport* result, std::string* why_not) {
+  analysis::EventScanOptions so;
+  so.load = opt.load;
+  so.threads = opt.threads;
+  analysis::EventScanner scanner(path, so);
+  if (!scanner.refused().empty()) {
+    if (why_not) *why_not = scanner.refused();
+    return false;
+  }
+  const Model& context = scanner.context();
+  const CaptureInfo& capture = context.captures.front();
+  // The origin: Model::first_ns() as far as it is known before the events, the header's start
+  // unless the index knows an earlier time.
+  uint64_t base = capture.header.start_monotonic_raw_ns();
+  if (scanner.index_first_ns() != 0 && (base == 0 || scanner.index_first_ns() < base)) base = scanner.index_first_ns();
+  for (uint32_t r = 0; r < context.ranges.size(); ++r)
+    if (context.ranges.start_ns[r] && context.ranges.start_ns[r] < base) base = context.ranges.start_ns[r];
+
+  std::string head = "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"gantt-cli export --format chrome\",\"time_origin_ns\":";
+  num(head, base);
+  head += ",\"args\":\"g grid, b block, r registers per thread, sm shared memory bytes, q queued->start ns, B bytes, "
+          "ret return value (docs/export.md)\"},\n\"traceEvents\":[\n";
+  // The host process first: every event after it begins with its comma.
+  std::string host = "host pid " + std::to_string(capture.header.pid());
+  if (capture.header.has_rank()) host += " rank " + std::to_string(capture.header.rank());
+  head += "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":";
+  num(head, kHostPid);
+  head += ",\"args\":{\"name\":";
+  json::append_string(head, host);
+  head += "}}";
+
+  std::atomic<uint64_t> total{head.size()};
+  std::vector<std::unique_ptr<ChromeShare>> shares;
+  std::vector<analysis::EventConsumer*> consumers;
+  for (size_t i = 0; i < scanner.shares(); ++i) {
+    shares.push_back(std::make_unique<ChromeShare>(context, base, &total, opt.max_output));
+    consumers.push_back(shares.back().get());
+  }
+  std::string why;
+  const bool ran = scanner.run(consumers, &why);
+  const auto over = [&] { return std::any_of(shares.begin(), shares.end(), [](const auto& sh) { return sh->spool.over(); }); };
+  if (!ran && !over()) {
+    if (why_not) *why_not = why;
+    return false;
+  }
+  if (ran) shares.back()->ranges();
+  std::set<uint32_t> devices;
+  TrackNames tracks;
+  for (const auto& sh : shares) {
+    devices.insert(sh->devices.begin(), sh->devices.end());
+    tracks.insert(sh->tracks.begin(), sh->tracks.end());
+  }
+  std::string tail;
+  metadata(tail, "process", kHostPid, nullptr, host, kHostPid);  // its sort index
+  tail.erase(0, tail.find("},\n") + 3);  // its name went first
+  tail.insert(0, ",\n");
+  for (uint32_t d : devices) {
+    std::string name = "GPU " + std::to_string(d);
+    if (const auto* info = capture.device(d)) name += " (" + info->name() + ")";
+    metadata(tail, "process", device_pid(d), nullptr, name, device_pid(d));
+  }
+  for (const auto& [key, name] : tracks) metadata(tail, "thread", key.first, &key.second, name, key.second);
+  tail += "\n]}\n";
+  for (auto& sh : shares) sh->spool.flush();
+  if (over() || (opt.max_output != 0 && total + tail.size() > opt.max_output)) {
+    result->over = true;
+    return true;
+  }
+  std::ostream& os = open_output();
+  os << head;
+  for (auto& sh : shares) {
+    sh->spool.copy_to(os);
+    result->events += sh->events;
+  }
+  os << tail;
+  result->bytes = total + tail.size();
+  result->corrupt = scanner.corrupt();
+  result->warnings = scanner.warnings();
+  return true;
+}
+
+}  // namespace gantt::exporting
