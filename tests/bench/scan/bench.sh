@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# Issue 43's goals, one row each: every subcommand on one synthetic capture of `events` GPU
+# events (tests/bench/ranks/gen_job, 2 records an event), run as a user runs it (default
+# options, default --max-memory, every core): its wall time and peak RSS against the issue's
+# goal, and its peak RSS against the same run on a tenth of the events. Memory flat from 1 M
+# to 10 M: the two captures have the same lanes, names and pixels, so a ratio over 1.2 is
+# memory that grows with events, not allocator noise; one under 1/1.2 (the smaller capture
+# loaded, the larger scanned) is not flat either. Then ten times the events as 1,024 captures
+# of a hundredth each (1,024 x 100 k at the default size), read by one `stats`.
+# A run that is refused (exit 2 over --max-memory or --max-output), fails or passes the time
+# limit is a miss with its figure, never skipped; each run is capped at `limit_s` (timeout),
+# so the table always comes. `export --format chrome` runs with --max-output at the issue's
+# 250 B an event: the 1.3 KB an event it writes today would be a 13 GB file at 10 M (the
+# default cap, 512 bytes a byte of capture, is 14 GB), so over it the run is refused and shows
+# how long it took to get there.
+# Times are medians of `runs` runs at the full size (a run refused, failed or over 30 s is not
+# repeated); the tenth size runs once, for its memory. Two threads against one is the stream
+# area's row, and render's 100 k and 1 M goals are the render area's (same run).
+# CPU-only figures on a synthetic capture: not a GPU measurement.
+#   tests/bench/scan/bench.sh BUILD_DIR [events=10000000] [runs=3] [limit_s=300] [only]
+# `only`, a comma-separated list of the keys below (stats,png,...,info,many), measures those
+# alone: after a change to one subcommand, its rows without the others' minutes.
+set -uo pipefail
+build=$(cd "$1" && pwd) events=${2:-10000000} runs=${3:-3} limit_s=${4:-300} only=${5:-}
+cli=$build/tools/gantt-cli/gantt-cli
+gen=$build/tests/bench/ranks/ranks_gen_job
+[[ -x $cli && -x $gen ]] || { echo "bench scan: build gantt-cli and ranks_gen_job first" >&2; exit 1; }
+dir=$(mktemp -d /tmp/gpuhook-scan-bench.XXXXXX)
+trap 'rm -rf "$dir"' EXIT
+tenth=$((events / 10)) many=1024 per_capture=$((events / 100))
+mkdir "$dir/big" "$dir/tenth" "$dir/many" "$dir/out"
+big=$dir/big/rank00.gpuh small=$dir/tenth/rank00.gpuh
+human() { awk -v n="$1" 'BEGIN { if (n >= 1e7) printf "%d M", n / 1e6; else if (n >= 1e6) printf "%.1f M", n / 1e6; else if (n >= 1e3) printf "%d k", n / 1e3; else printf "%d", n }'; }
+mb() { awk -v k="$1" 'BEGIN { printf "%.0f", k * 1024 / 1e6 }'; }  # KiB -> MB (10^6 bytes)
+le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }
+
+# run KEY CAPTURE OUTPUT ARGS...: one run of `gantt-cli ARGS` with CAPTURE's path for @ and
+# OUTPUT (a file under out/, or -) for %; appends "wall_s kib rc output_bytes" to KEY.txt,
+# keeps the last stderr in KEY.err, and removes the output (a CSV of 10 M events is 4 GB).
+run() {
+  local key=$1 cap=$2 out=$3 a argv=() rc wall kib bytes=0
+  shift 3
+  for a in "$@"; do
+    case $a in @) argv+=("$cap") ;; %) argv+=("$dir/out/$out") ;; *) argv+=("$a") ;; esac
+  done
+  rm -rf "$dir/out/"*
+  /usr/bin/time -f "%e %M" -o "$dir/t.txt" timeout -k 10 "$limit_s" "$cli" "${argv[@]}" > "$dir/out/stdout" 2> "$dir/$key.err"
+  rc=$?
+  read -r wall kib < <(tail -1 "$dir/t.txt")
+  [[ $out != - && -f $dir/out/$out ]] && bytes=$(stat -c %s "$dir/out/$out")
+  echo "$wall $kib $rc $bytes" >> "$dir/$key.txt"
+  echo "bench scan: $key: ${wall} s, $(mb "$kib") MB, exit $rc, output $bytes bytes" >&2
+  rm -rf "$dir/out/"*
+}
+# The subcommands: key, output name (- for stdout), arguments.
+keys=(stats png diagnose html csv chrome whatif diff merge info)
+wanted() { [[ -z $only || ,$only, == *,$1,* ]]; }
+picked=()
+for k in "${keys[@]}"; do wanted "$k" && picked+=("$k"); done
+keys=("${picked[@]}")
+if ((${#keys[@]} > 0)); then
+  "$gen" "$dir/big" 1 "$events" >&2 && "$gen" "$dir/tenth" 1 "$tenth" >&2 || exit 1
+fi
+declare -A out args what
+out[stats]=- args[stats]="stats @" what[stats]="stats"
+out[png]=x.png args[png]="render @ -o %" what[png]="render -o x.png"
+out[diagnose]=- args[diagnose]="diagnose @" what[diagnose]="diagnose (every rule)"
+out[html]=x.html args[html]="render @ -o %" what[html]="render -o x.html"
+out[csv]=x.csv args[csv]="export @ --format csv -o %" what[csv]="export --format csv"
+chrome_cap=$((events * 250))
+out[chrome]=x.json args[chrome]="export @ --format chrome --max-output $chrome_cap -o %"
+what[chrome]="export --format chrome (--max-output 250 B an event)"
+out[whatif]=p.gpuh args[whatif]="whatif @ --change streams=4 -o %" what[whatif]="whatif --change streams=4"
+out[diff]=- args[diff]="diff @ @" what[diff]="diff (the capture against itself)"
+out[merge]=m.gpuh args[merge]="merge @ -o %" what[merge]="merge (one capture)"
+out[info]=- args[info]="info @" what[info]="info"
+# The issue's goals: seconds (none: memory only) and peak MB.
+declare -A goal_s goal_mb
+goal_s=([stats]=1.5 [png]=2 [diagnose]=3 [html]=3 [csv]=10 [chrome]=20 [whatif]=20)
+for k in "${keys[@]}"; do goal_mb[$k]=500; done
+goal_mb[whatif]=1000
+
+# shellcheck disable=SC2086 # ${args[$k]} is split into words on purpose
+for k in "${keys[@]}"; do
+  run "$k" "$big" "${out[$k]}" ${args[$k]}
+  for ((i = 1; i < runs; ++i)); do
+    # Once is enough for a run that failed, was refused or took over 30 s (every time goal is
+    # at most 20 s: more runs would not change the verdict, only take the machine's minutes).
+    awk '{ exit !($3 == 0 && $1 <= 30) }' <(tail -1 "$dir/$k.txt") || break
+    run "$k" "$big" "${out[$k]}" ${args[$k]}
+  done
+  run "${k}_tenth" "$small" "${out[$k]}" ${args[$k]}
+done
+
+row() { echo "| $1 | $2 | $3 | $([[ $4 == 1 ]] && echo pass || echo miss) |"; }
+# How a run ended, for the measured column: "" when it did its work.
+ended() {  # KEY RC
+  case $2 in
+    0) ;;
+    124 | 137) echo ", > $limit_s s: stopped" ;;
+    2) if grep -q -- 'over --max-memory' "$dir/$1.err"; then
+         echo ", refused: $(grep -o -- 'would take about [0-9.]* [A-Za-z]* loaded, over --max-memory [0-9.]* [A-Za-z]*' "$dir/$1.err" | head -1)"
+       elif grep -q 'output is over' "$dir/$1.err"; then
+         echo ", refused: $(grep -o 'output is over [0-9.]* [A-Za-z]*' "$dir/$1.err" | head -1) (--max-output)"
+       else
+         echo ", exit 2: $(head -c 120 "$dir/$1.err" | head -1)"
+       fi ;;
+    *) echo ", failed: exit $2" ;;
+  esac
+}
+n=$(human "$events") n10=$(human "$tenth")
+for k in "${keys[@]}"; do
+  # Median wall of the runs; the largest peak; the last run's exit and output.
+  wall=$(awk '{ print $1 }' "$dir/$k.txt" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
+  kib=$(awk '{ print $2 }' "$dir/$k.txt" | sort -n | tail -1)
+  read -r _ _ rc bytes < <(tail -1 "$dir/$k.txt")
+  read -r _ kib10 rc10 _ < "$dir/${k}_tenth.txt"
+  note=$(ended "$k" "$rc") did=$([[ $rc == 0 ]] && echo 1 || echo 0)
+  nruns=$(wc -l < "$dir/$k.txt")
+  if [[ -n ${goal_s[$k]:-} ]]; then
+    shown=$([[ $rc == 124 || $rc == 137 ]] && echo "> $limit_s s" || echo "$wall s")
+    size=""
+    [[ $k == csv || $k == chrome ]] && [[ $rc == 0 ]] &&
+      size=", output $(awk -v b="$bytes" -v e="$events" 'BEGIN { printf "%.0f MB, %.0f B an event", b / 1e6, b / e }')"
+    row "scan: ${what[$k]}, $n events: wall (median of $nruns)" "$shown$size$note" "<= ${goal_s[$k]} s" \
+      "$([[ $did == 1 ]] && le "$wall" "${goal_s[$k]}" && echo 1 || echo 0)"
+  fi
+  if [[ $k == html ]]; then
+    row "scan: render -o x.html, $n events: page size" \
+      "$([[ $rc == 0 ]] && awk -v b="$bytes" 'BEGIN { printf "%.1f MB", b / 1e6 }' || echo "no page$note")" "<= 40 MB" \
+      "$([[ $did == 1 ]] && le "$bytes" 40000000 && echo 1 || echo 0)"
+  fi
+  row "scan: ${what[$k]}, $n events: peak RSS" "$(mb "$kib") MB$note" "<= ${goal_mb[$k]} MB" \
+    "$([[ $did == 1 ]] && le "$(mb "$kib")" "${goal_mb[$k]}" && echo 1 || echo 0)"
+  ratio=$(awk -v a="$kib" -v b="$kib10" 'BEGIN { printf "%.2f", a / b }')
+  row "scan: ${what[$k]}: peak RSS at $n over $n10 events" \
+    "${ratio}x ($(mb "$kib") / $(mb "$kib10") MB$([[ $rc10 == 0 ]] || echo "; at $n10$(ended "${k}_tenth" "$rc10")"))$note" "0.83x-1.2x" \
+    "$([[ $did == 1 && $rc10 == 0 ]] && le "$ratio" 1.2 && le 0.83 "$ratio" && echo 1 || echo 0)"
+done
+
+# Ten times the events as 1,024 captures, one `stats` over them all. Written after the runs
+# above, and removed at once: 1,024 files of the full size's tenth.
+wanted many || exit 0
+"$gen" "$dir/many" "$many" "$per_capture" >&2 || exit 1
+run many "" - stats "$dir"/many/rank*.gpuh
+rm -rf "$dir/many"
+read -r wall kib rc _ < "$dir/many.txt"
+note=$(ended many "$rc")
+row "scan: stats of $(human $((per_capture * many))) events as $many captures x $(human "$per_capture"): wall" \
+  "$([[ $rc == 124 || $rc == 137 ]] && echo "> $limit_s s" || echo "$wall s"), peak RSS $(mb "$kib") MB$note" "<= 60 s" \
+  "$([[ $rc == 0 ]] && le "$wall" 60 && echo 1 || echo 0)"
