@@ -55,16 +55,22 @@ measure render_empty "$cli" render "$work/3k.gpuh" --kernel '^$' -o "$work/none.
 base_kb=$rss_kb
 per_event=$(python3 -c "print(round($rss * 1024 / $n))")
 per_event_net=$(python3 -c "print(round(($rss - $base_kb) * 1024 / $n))")
-row "gantt-cli 1M kernels: load + render 1920 px PNG (wall / cpu)" "${best_wall} s / ${best_cpu} s" "≤ 2 s" \
-    "$(verdict "$best_wall <= 2") / $(verdict "$best_cpu <= 2")"
+# Issue 43 tightened this from 2 s to 1 s.
+row "gantt-cli 1M kernels: load + render 1920 px PNG (wall / cpu, best of 3)" "${best_wall} s / ${best_cpu} s" "≤ 1 s" \
+    "$(verdict "$best_wall <= 1") / $(verdict "$best_cpu <= 1")"
 row "gantt-cli 1M kernels: peak memory per event (gross / net of a no-event run)" \
     "${per_event} B / ${per_event_net} B ($((rss / 1024)) MiB)" "≤ 200 B" "$(verdict "$per_event <= 200")"
 ours_1m_wall=$best_wall; ours_1m_cpu=$best_cpu; ours_1m_rss=$rss
 
 measure render_3k "$cli" render "$work/3k.gpuh" -o "$work/3k.png"
 ours_3k_wall=$wall_s; ours_3k_cpu=$cpu_s
-measure render_100k "$cli" render "$work/100k.gpuh" -o "$work/100k.png"
-ours_100k_wall=$wall_s
+# 100k takes a fifth of a second: best of three, as at 1M, so one slow start of a shared
+# machine does not decide issue 43's 100x row below.
+ours_100k_wall=999
+for _ in 1 2 3; do
+  measure render_100k "$cli" render "$work/100k.gpuh" -o "$work/100k.png"
+  ours_100k_wall=$(python3 -c "print(min($ours_100k_wall, $wall_s))")
+done
 
 "$cli" export "$work/3k.gpuh" --format csv -o "$work/3k.csv" 2>/dev/null
 "$cli" export "$work/100k.gpuh" --format csv -o "$work/100k.csv" 2>/dev/null
@@ -89,7 +95,9 @@ row "gantt-cli vs (a), per event ((a) at 3k vs ours at 1M; wall / cpu)" "${ratio
 # (b) competent matplotlib, 100k and 1M events.
 measure mpl_100k "$py" "$here/baseline_matplotlib.py" "$work/100k.csv" "$work/mpl100k.png"
 row "(b) matplotlib, one broken_barh per stream & stage, 100k events" "${wall_s} s wall, ${cpu_s} s cpu, $((rss_kb / 1024)) MiB" "—" "—"
-row "gantt-cli vs (b) at 100k" "$(python3 -c "print(round($wall_s / max($ours_100k_wall, 0.01)))")× (${ours_100k_wall} s)" "—" "—"
+ratio_100k=$(python3 -c "print(round($wall_s / max($ours_100k_wall, 0.01)))")
+row "gantt-cli vs (b) at 100k events to PNG, same run (issue 43)" "${ratio_100k}× (ours ${ours_100k_wall} s, best of 3)" "≥ 100×" \
+    "$(verdict "$ratio_100k >= 100")"
 measure mpl_1m "$py" "$here/baseline_matplotlib.py" "$work/1m.csv" "$work/mpl1m.png"
 row "(b) matplotlib, 1M events" "${wall_s} s, cpu ${cpu_s} s, $((rss_kb / 1024)) MiB" "—" "—"
 speed=$(python3 -c "print(round($wall_s / $ours_1m_wall, 1))")
