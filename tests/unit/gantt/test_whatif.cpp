@@ -222,11 +222,12 @@ TEST(WhatifChange, SpellingsAreExact) {
   EXPECT_EQ(parse_change("streams=4").streams, 4u);
   EXPECT_EQ(parse_change("priority=critical_.*").kind, Change::Kind::kPriority);
   EXPECT_EQ(parse_change("priority=critical_.*").name, "critical_.*");
+  EXPECT_EQ(parse_change("overlap-copies").kind, Change::Kind::kOverlapCopies);
   const Change s = parse_change("scale=gemm.*:0.8");
   EXPECT_EQ(s.name, "gemm.*");
   EXPECT_DOUBLE_EQ(s.factor, 0.8);
   for (const char* bad : {"pin_copies", "streams=1", "streams=2.5", "streams=x", "scale=gemm", "scale=:2",
-                          "scale=a:-1", "scale=a:nan", "scale=a:1e9", "remove-syncs=", "priority=", "priority", ""})
+                          "scale=a:-1", "scale=a:nan", "scale=a:1e9", "remove-syncs=", "priority=", "priority", "overlap-copies=2", ""})
     EXPECT_THROW(parse_change(bad), std::invalid_argument) << bad;
 }
 
@@ -385,6 +386,86 @@ TEST_F(WhatifPredict, AHostileDurationSaturatesInsteadOfWrapping) {
   EXPECT_GE(p.sections[0].predicted.last_ns, p.sections[0].predicted.first_ns);
   const Model m = load({dir_ + "/out.gpuh"});
   for (size_t e = 0; e < m.events.size(); ++e) EXPECT_LE(m.events.start_ns[e], m.events.end_ns[e]);
+}
+
+// A CUPTI synchronisation record names its context, not its device: a capture's records of
+// device 1 say device 0 beside context 2. The wait is on device 1's stream 14 all the same.
+TEST_F(WhatifPredict, AnEventWaitOnTheSecondDeviceIsFoundByItsContext) {
+  using gantt_test::api;
+  using gantt_test::kernel;
+  const uint32_t launch = id("cudaLaunchKernel"), a = id("producer"), b = id("consumer");
+  auto on_device_1 = [](v1::Record r) {
+    r.mutable_kernel()->set_device(1);
+    r.mutable_kernel()->set_context(2);
+    return r;
+  };
+  v1::Record ev;
+  ev.mutable_cuda_event()->set_event_id(9);
+  ev.mutable_cuda_event()->set_device(1);
+  ev.mutable_cuda_event()->set_context(2);
+  ev.mutable_cuda_event()->set_stream(13);
+  ev.mutable_cuda_event()->set_correlation_id(2);
+  v1::Record wait;
+  wait.mutable_sync()->set_type(v1::SYNC_STREAM_WAIT_EVENT);
+  wait.mutable_sync()->set_context(2);  // device left 0, as the hook writes it
+  wait.mutable_sync()->set_stream(14);
+  wait.mutable_sync()->set_event_id(9);
+  wait.mutable_sync()->set_correlation_id(3);
+  wait.mutable_sync()->set_start_ns(1020);
+  wait.mutable_sync()->set_end_ns(1021);
+  const std::string in = write("in.gpuh", with_strings({
+      gantt_test::h100(1), api(launch, 7, 1000, 1010, 1), on_device_1(kernel(a, 13, 1, 1005, 1015, 1015, 11015)), ev,
+      wait, api(launch, 7, 1030, 1040, 4), on_device_1(kernel(b, 14, 4, 1035, 1036, 11015, 12015))}));
+  const Prediction p = predict({in}, {parse_change("scale=producer:0.5")}, {}, dir_ + "/out.gpuh");
+  EXPECT_EQ(p.sections[0].predicted.ns(), 6015u);  // 1036..2036 without the wait: 5,015 ns
+}
+
+// A step computed in two chunks, then both sent (a peer copy each) on the same stream: with
+// overlap-copies each chunk's copy runs behind its own kernel on a copy stream, so the first
+// copy overlaps the second kernel, and the next step's first kernel waits for the last copy
+// (it overwrites what the copies read). An unrelated copy earlier gives copies a launch latency.
+TEST_F(WhatifPredict, OverlapCopiesShipsEachChunkBehindItsOwnKernel) {
+  using gantt_test::api;
+  using gantt_test::kernel;
+  using gantt_test::memcpy_rec;
+  const uint32_t launch = id("cudaLaunchKernel"), copy = id("cudaMemcpyPeerAsync"), k = id("produce");
+  std::vector<v1::Record> records = {api(copy, 7, 500, 510, 1), memcpy_rec(v1::COPY_HTOD, 1 << 20, 14, 1, 520, 900)};
+  // Two steps: k k c c, at 1000 and at 20000; each kernel and copy 1000 ns, back to back.
+  uint32_t corr = 2;
+  for (uint64_t step : {uint64_t{1000}, uint64_t{20000}}) {
+    for (int i = 0; i < 2; ++i, ++corr) {
+      records.push_back(api(launch, 7, step + 10 * corr, step + 10 * corr + 5, corr));
+      records.push_back(kernel(k, 13, corr, 0, 0, step + 100 + 1000 * i, step + 1100 + 1000 * i));
+    }
+    for (int i = 0; i < 2; ++i, ++corr) {
+      records.push_back(api(copy, 7, step + 10 * corr, step + 10 * corr + 5, corr));
+      records.push_back(memcpy_rec(v1::COPY_PTOP, 1 << 20, 13, corr, step + 2100 + 1000 * i, step + 3100 + 1000 * i));
+    }
+  }
+  const std::string in = write("in.gpuh", with_strings(records));
+  const Prediction p = predict({in}, {parse_change("overlap-copies")}, {}, dir_ + "/out.gpuh");
+  const Model m = load({dir_ + "/out.gpuh"});
+  std::vector<size_t> kernels, copies;
+  for (size_t e = 0; e < m.events.size(); ++e) {
+    if (m.events.kind[e] == EventKind::kKernel) kernels.push_back(e);
+    if (m.events.kind[e] == EventKind::kMemcpy && m.events.copy_kind[e] == v1::COPY_PTOP) copies.push_back(e);
+  }
+  ASSERT_EQ(kernels.size(), 4u);
+  ASSERT_EQ(copies.size(), 4u);
+  auto by_start = [&](size_t a, size_t b) { return m.events.start_ns[a] < m.events.start_ns[b]; };
+  std::sort(kernels.begin(), kernels.end(), by_start);
+  std::sort(copies.begin(), copies.end(), by_start);
+  for (size_t c : copies) EXPECT_NE(m.events.stream[c], 13u);  // on a copy stream of their own
+  // Chunk 0's copy starts when kernel 0 ends, while kernel 1 runs; chunk 1's after kernel 1.
+  EXPECT_EQ(m.events.start_ns[copies[0]], m.events.end_ns[kernels[0]]);
+  EXPECT_LT(m.events.start_ns[copies[0]], m.events.end_ns[kernels[1]]);
+  EXPECT_GE(m.events.start_ns[copies[1]], m.events.end_ns[kernels[1]]);
+  // The next step's first kernel waits for the last copy of this one.
+  EXPECT_GE(m.events.start_ns[kernels[2]], m.events.end_ns[copies[1]]);
+  EXPECT_LT(p.sections[0].predicted.ns(), p.sections[0].measured.ns());
+  bool noted = false;
+  for (const std::string& n : p.notes) noted |= n.find("4 copies in 2 runs on 1 copy stream") != std::string::npos;
+  EXPECT_TRUE(noted);
 }
 
 }  // namespace

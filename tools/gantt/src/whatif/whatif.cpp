@@ -83,6 +83,7 @@ Change parse_change(const std::string& text) {
   else if (starts_with(text, "remove-syncs=") && text.size() > 13) c.kind = Change::Kind::kRemoveSyncs, c.name = text.substr(13);
   else if (text == "graphs") c.kind = Change::Kind::kGraphs;
   else if (text == "balance-ranks") c.kind = Change::Kind::kBalanceRanks;
+  else if (text == "overlap-copies") c.kind = Change::Kind::kOverlapCopies;
   else if (starts_with(text, "streams=")) {
     c.kind = Change::Kind::kStreams;
     const double n = parse_number(text, text.substr(8));
@@ -116,6 +117,8 @@ const char* change_help() {
          "  remove-syncs[=NAME]    drop synchronising calls (only those named NAME) the host does not\n"
          "                         need: a thread's last wait and waits before it reads a DtoH copy stay\n"
          "  streams=N              each stream's repeating chains of work spread over N streams\n"
+         "  overlap-copies         copies that follow the kernels computing their chunks go to a copy\n"
+         "                         stream, each behind its own chunk's kernel (paired by position)\n"
          "  graphs                 repeated launch sequences become one graph launch each\n"
          "  scale=REGEX:FACTOR     kernels whose name matches REGEX take FACTOR times as long\n"
          "  balance-ranks          each step's compute on every rank set to the ranks' mean\n"

@@ -423,6 +423,74 @@ void spread_streams(Built& b, const Change& ch) {
   if (by_lane.empty()) g.notes.push_back(ch.text + ": no stream with operations to spread");
 }
 
+// overlap-copies: on each stream, a run of N >= 2 copies right after N kernels or more (a
+// step computed in chunks, then sent) moves to a copy stream of its device, and the i-th copy
+// waits for the i-th of the last N kernels before the run instead of for all of them, as the
+// fix's per-chunk events make it. Which bytes a kernel wrote the capture does not say: the
+// chunks are paired by position. The stream's next kernel named as one of those producers
+// waits for the run's last copy, since it overwrites what the copies read. Copies the host
+// waits for stay where they are (async-copies, pin-copies).
+void overlap_copies(Built& b, const Change& ch) {
+  Graph& g = b.graph;
+  std::map<uint32_t, std::vector<uint32_t>> by_lane;
+  for (uint32_t o = 0; o < g.ops.size(); ++o) {
+    const GpuOp& op = g.ops[o];
+    if (!g.lanes[op.lane].added && !op.collective) by_lane[op.lane].push_back(o);
+  }
+  auto movable = [&](const GpuOp& op) { return op.kind == OpKind::kCopy && !op.host_waits && !op.call_waits; };
+  std::map<uint16_t, uint32_t> next_id;
+  size_t moved = 0, runs = 0, streams = 0;
+  for (auto& [lane, ops] : by_lane) {
+    std::sort(ops.begin(), ops.end(), [&](uint32_t a, uint32_t c) { return g.ops[a].order < g.ops[c].order; });
+    uint32_t copy_lane = kNone;
+    for (size_t i = 0; i < ops.size();) {
+      const size_t first_kernel = i;
+      while (i < ops.size() && g.ops[ops[i]].kind == OpKind::kKernel) ++i;
+      const size_t first_copy = i;
+      while (i < ops.size() && movable(g.ops[ops[i]])) ++i;
+      const size_t n = i - first_copy;
+      if (i == first_kernel) ++i;  // neither a kernel nor a copy to move
+      if (n < 2 || first_copy - first_kernel < n) continue;
+      if (copy_lane == kNone) {
+        const Lane from = g.lanes[lane];
+        if (!next_id.count(from.capture)) next_id[from.capture] = next_stream_id(g, from.capture);
+        copy_lane = add_lane(g, from, next_id[from.capture]++);
+        ++streams;
+      }
+      std::vector<std::string> producers;
+      for (size_t j = 0; j < n; ++j) {
+        const uint32_t copy = ops[first_copy + j], kernel = ops[first_copy - n + j];
+        g.ops[copy].lane = copy_lane;
+        EventWait chunk;
+        chunk.waiting_op = copy;
+        chunk.source_ops = {kernel};
+        b.event_waits.push_back(chunk);
+        producers.push_back(g.ops[kernel].name);
+      }
+      for (size_t k = i; k < ops.size(); ++k) {
+        const GpuOp& next = g.ops[ops[k]];
+        if (next.kind != OpKind::kKernel ||
+            std::find(producers.begin(), producers.end(), next.name) == producers.end())
+          continue;
+        EventWait join;
+        join.waiting_op = ops[k];
+        join.source_ops = {ops[i - 1]};
+        b.event_waits.push_back(join);
+        break;
+      }
+      moved += n;
+      ++runs;
+    }
+  }
+  if (moved == 0) {
+    g.notes.push_back(ch.text + ": no stream runs two copies or more right after as many kernels: nothing to change");
+    return;
+  }
+  g.notes.push_back(ch.text + ": " + std::to_string(moved) + " copies in " + std::to_string(runs) + " runs on " +
+                    std::to_string(streams) + " copy stream(s), each behind the kernel of its position in the run " +
+                    "before it (chunks paired by position)");
+}
+
 // The smallest period p >= 2 of `names` (names[i] == names[i + p] for every i), 0 if none
 // repeats at least twice. The smallest period of a sequence is its length minus its longest
 // border (the KMP prefix function): linear, where trying each p was quadratic.
@@ -576,6 +644,7 @@ void apply(Built& b, const std::vector<Change>& changes, const Options& options)
       case Change::Kind::kGraphs: graphs(b, ch, options); break;
       case Change::Kind::kBalanceRanks: balance_ranks(b, ch); break;
       case Change::Kind::kPriority: raise_priority(b, ch); break;
+      case Change::Kind::kOverlapCopies: overlap_copies(b, ch); break;
     }
     link(b);  // the lanes may have moved: find the waits again
   }

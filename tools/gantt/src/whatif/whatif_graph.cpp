@@ -84,7 +84,13 @@ class SectionBuilder {
                                    static_cast<uint64_t>(r.nccl().end_ns())});
           break;
         case v1::Record::kSync: syncs_[r.sync().correlation_id()] = i; break;
-        case v1::Record::kCudaEvent: events_by_id_[r.cuda_event().event_id()].push_back(i); break;
+        case v1::Record::kCudaEvent:
+          events_by_id_[r.cuda_event().event_id()].push_back(i);
+          device_of_context_.emplace(r.cuda_event().context(), r.cuda_event().device());
+          break;
+        case v1::Record::kKernel: device_of_context_.emplace(r.kernel().context(), r.kernel().device()); break;
+        case v1::Record::kMemcpy: device_of_context_.emplace(r.memcpy().context(), r.memcpy().device()); break;
+        case v1::Record::kMemset: device_of_context_.emplace(r.memset().context(), r.memset().device()); break;
         case v1::Record::kExternalCorrelation:
           external_[r.external_correlation().external_id()] = r.external_correlation().correlation_id();
           break;
@@ -395,6 +401,14 @@ class SectionBuilder {
     return b_.call_order[(it - 1)->second] + half + std::min<uint64_t>(corr - (it - 1)->first, half - 1);
   }
 
+  // A synchronisation's device. CUPTI's synchronisation records name the context, not the
+  // device (CUpti_ActivitySynchronization2 has no deviceId), so the capture's device field may
+  // be 0 for every device: the device of its context, as the GPU records of that context say.
+  uint32_t device_of(const v1::Synchronization& s) const {
+    auto it = device_of_context_.find(s.context());
+    return it != device_of_context_.end() ? it->second : s.device();
+  }
+
   void make_waits() {
     for (uint32_t c = first_call_; c < g_.calls.size(); ++c) {
       WaitSpec& w = b_.call_wait[c];
@@ -410,7 +424,7 @@ class SectionBuilder {
         const uint64_t at = order_of_corr(correlation_id);
         if (const v1::CudaEvent* e = event_before(s.event_id(), at)) {
           EventWait ew;
-          ew.waiting_lane = lane(s.device(), s.stream());
+          ew.waiting_lane = lane(device_of(s), s.stream());
           ew.at_order = at;
           ew.source_lane = lane(e->device(), e->stream());
           ew.source_order = order_of_event(*e);
@@ -424,11 +438,11 @@ class SectionBuilder {
       switch (s.type()) {
         case v1::SYNC_STREAM_SYNCHRONIZE:
           w.kind = WaitSpec::Kind::kStream;
-          w.orig_lane = lane(s.device(), s.stream());
+          w.orig_lane = lane(device_of(s), s.stream());
           break;
         case v1::SYNC_CONTEXT_SYNCHRONIZE:
           w.kind = WaitSpec::Kind::kDevice;
-          w.device = s.device();
+          w.device = device_of(s);
           break;
         case v1::SYNC_EVENT_SYNCHRONIZE:
           if (const v1::CudaEvent* e = event_before(s.event_id(), b_.call_order[c])) {
@@ -440,7 +454,7 @@ class SectionBuilder {
         case v1::SYNC_STREAM_WAIT_EVENT:
           if (const v1::CudaEvent* e = event_before(s.event_id(), b_.call_order[c])) {
             EventWait ew;
-            ew.waiting_lane = lane(s.device(), s.stream());
+            ew.waiting_lane = lane(device_of(s), s.stream());
             ew.at_order = b_.call_order[c];
             ew.source_lane = lane(e->device(), e->stream());
             ew.source_order = order_of_event(*e);
@@ -465,6 +479,7 @@ class SectionBuilder {
   std::unordered_map<uint32_t, const v1::StreamInfo*> stream_info_;
   std::unordered_map<uint32_t, uint32_t> syncs_;  // correlation id -> record
   std::unordered_map<uint32_t, std::vector<uint32_t>> events_by_id_;
+  std::unordered_map<uint32_t, uint32_t> device_of_context_;  // the first device a context's GPU records name
   std::unordered_map<uint32_t, std::vector<std::pair<uint64_t, uint32_t>>> sorted_events_;
   std::unordered_map<uint64_t, uint32_t> external_;
   std::unordered_map<uint32_t, uint32_t> call_of_corr_;

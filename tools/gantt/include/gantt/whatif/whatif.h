@@ -34,7 +34,7 @@ namespace gantt::whatif {
 
 // --change, spelled as the user types it.
 struct Change {
-  enum class Kind { kPinCopies, kAsyncCopies, kRemoveSyncs, kStreams, kGraphs, kScale, kBalanceRanks, kPriority };
+  enum class Kind { kPinCopies, kAsyncCopies, kRemoveSyncs, kStreams, kGraphs, kScale, kBalanceRanks, kPriority, kOverlapCopies };
   Kind kind = Kind::kPinCopies;
   std::string text;          // as typed, for the header and the report
   std::string name;          // remove-syncs=NAME: only calls of this name; scale, priority: the regex
