@@ -34,21 +34,21 @@ mb() { awk -v k="$1" 'BEGIN { printf "%.0f", k * 1024 / 1e6 }'; }  # KiB -> MB (
 le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }
 
 # run KEY CAPTURE OUTPUT ARGS...: one run of `gantt-cli ARGS` with CAPTURE's path for @ and
-# OUTPUT (a file under out/, or -) for %; appends "wall_s kib rc output_bytes" to KEY.txt,
+# OUTPUT (a file under out/, or -) for %; appends "wall_s kib rc output_bytes cpu_s" to KEY.txt,
 # keeps the last stderr in KEY.err, and removes the output (a CSV of 10 M events is 4 GB).
 run() {
-  local key=$1 cap=$2 out=$3 a argv=() rc wall kib bytes=0
+  local key=$1 cap=$2 out=$3 a argv=() rc wall kib user sys bytes=0
   shift 3
   for a in "$@"; do
     case $a in @) argv+=("$cap") ;; %) argv+=("$dir/out/$out") ;; *) argv+=("$a") ;; esac
   done
   rm -rf "$dir/out/"*
-  /usr/bin/time -f "%e %M" -o "$dir/t.txt" timeout -k 10 "$limit_s" "$cli" "${argv[@]}" > "$dir/out/stdout" 2> "$dir/$key.err"
+  /usr/bin/time -f "%e %M %U %S" -o "$dir/t.txt" timeout -k 10 "$limit_s" "$cli" "${argv[@]}" > "$dir/out/stdout" 2> "$dir/$key.err"
   rc=$?
-  read -r wall kib < <(tail -1 "$dir/t.txt")
+  read -r wall kib user sys < <(tail -1 "$dir/t.txt")
   [[ $out != - && -f $dir/out/$out ]] && bytes=$(stat -c %s "$dir/out/$out")
-  echo "$wall $kib $rc $bytes" >> "$dir/$key.txt"
-  echo "bench scan: $key: ${wall} s, $(mb "$kib") MB, exit $rc, output $bytes bytes" >&2
+  echo "$wall $kib $rc $bytes $(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')" >> "$dir/$key.txt"
+  echo "bench scan: $key: $(tail -1 "$dir/$key.txt" | awk '{ printf "%s s (cpu %s s)", $1, $5 }'), $(mb "$kib") MB, exit $rc, output $bytes bytes" >&2
   rm -rf "$dir/out/"*
 }
 # The subcommands: key, output name (- for stdout), arguments.
@@ -106,17 +106,19 @@ ended() {  # KEY RC
     *) echo ", failed: exit $2" ;;
   esac
 }
+median() { awk -v c="$2" '{ print $c }' "$dir/$1.txt" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }  # KEY COLUMN
 n=$(human "$events") n10=$(human "$tenth")
 for k in "${keys[@]}"; do
   # Median wall of the runs; the largest peak; the last run's exit and output.
-  wall=$(awk '{ print $1 }' "$dir/$k.txt" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
+  wall=$(median "$k" 1) cpu=$(median "$k" 5)
   kib=$(awk '{ print $2 }' "$dir/$k.txt" | sort -n | tail -1)
   read -r _ _ rc bytes < <(tail -1 "$dir/$k.txt")
   read -r _ kib10 rc10 _ < "$dir/${k}_tenth.txt"
   note=$(ended "$k" "$rc") did=$([[ $rc == 0 ]] && echo 1 || echo 0)
   nruns=$(wc -l < "$dir/$k.txt")
   if [[ -n ${goal_s[$k]:-} ]]; then
-    shown=$([[ $rc == 124 || $rc == 137 ]] && echo "> $limit_s s" || echo "$wall s")
+    # CPU time beside the wall: on a shared machine the wall grows with the others' load.
+    shown=$([[ $rc == 124 || $rc == 137 ]] && echo "> $limit_s s" || echo "$wall s (cpu $cpu s)")
     size=""
     [[ $k == csv && $rc == 0 ]] &&
       size=", output $(awk -v b="$bytes" -v e="$events" 'BEGIN { printf "%.0f MB, %.0f B an event", b / 1e6, b / e }')"
@@ -147,8 +149,8 @@ wanted many || exit 0
 "$gen" "$dir/many" "$many" "$per_capture" >&2 || exit 1
 run many "" - stats "$dir"/many/rank*.gpuh
 rm -rf "$dir/many"
-read -r wall kib rc _ < "$dir/many.txt"
+read -r wall kib rc _ cpu < "$dir/many.txt"
 note=$(ended many "$rc")
 row "scan: stats of $(human $((per_capture * many))) events as $many captures x $(human "$per_capture"): wall" \
-  "$([[ $rc == 124 || $rc == 137 ]] && echo "> $limit_s s" || echo "$wall s"), peak RSS $(mb "$kib") MB$note" "<= 60 s" \
+  "$([[ $rc == 124 || $rc == 137 ]] && echo "> $limit_s s" || echo "$wall s (cpu $cpu s)"), peak RSS $(mb "$kib") MB$note" "<= 60 s" \
   "$([[ $rc == 0 ]] && le "$wall" 60 && echo 1 || echo 0)"
