@@ -34,6 +34,9 @@ bool release(void* p, CUpti_ActivityMemoryKind kind, size_t* bytes);
 // Enters memory owned elsewhere (a graph's allocation, rt_graph_memory.cpp) in the table as
 // `kind` on `device`; a release removes the entry and leaves the memory. False if p is there.
 bool track(void* p, size_t bytes, CUpti_ActivityMemoryKind kind, int device);
+// The device allocation holding p: its base, size and device; *pooled when it is not the
+// program's own cudaMalloc memory (a pool's, a graph's, or memory opened by IPC).
+bool find_allocation(const void* p, void** base, size_t* bytes, int* device, bool* pooled);
 bool is_device(CUpti_ActivityMemoryKind k);
 bool is_host_reachable(CUpti_ActivityMemoryKind k);
 

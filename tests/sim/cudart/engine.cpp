@@ -491,8 +491,12 @@ void Engine::execute(std::unique_lock<std::mutex>& lock, Stream* s, Op& op) {
   if (op.kind == OpKind::kHost) {
     // Host work runs at its place on the timeline, and the stream waits for it.
     sleep_until_ns(ready);
+    t_reported_end_ns = 0;
     if (op.host_work) op.host_work();
     if (!op.bookkeeping) end = std::max(end, gpuhook_sim_now_ns());
+    // Bookkeeping that stands for GPU work of another process (a wait on an IPC event) ends
+    // when that work ends on its plan, not when this thread noticed.
+    end = std::max(end, t_reported_end_ns);
     lock.lock();
     op.started = true;
   } else {
@@ -711,6 +715,8 @@ bool Engine::run_front(std::unique_lock<std::mutex>& lock, Stream* s) {
   s->work_cv.notify_one();    // the next one, if a host ran this one
   return true;
 }
+
+void host_work_ends_at(uint64_t end_ns) { t_reported_end_ns = std::max(t_reported_end_ns, end_ns); }
 
 }  // namespace gpuhook::sim
 

@@ -256,6 +256,10 @@ class Engine {
   int spares_waiting_ = 0;      // spares parked on spare_cv_ with no stream handed to them
 };
 
+// Called from an op's host work on its stream's worker: the op ends no earlier than end_ns on
+// the timeline (a wait for another process's work, rt_ipc.cpp), though it took no time here.
+void host_work_ends_at(uint64_t end_ns);
+
 // Sleeps until the CUPTI clock reads at least t_ns, to within a few microseconds (it spins
 // through the last stretch, which a plain sleep would overshoot by the timer slack).
 void sleep_until_ns(uint64_t t_ns);

@@ -16,6 +16,7 @@
 #include "ops.h"
 #include "allocations.h"
 #include "device_activity.h"
+#include "device_arena.h"
 #include "records.h"
 
 using namespace gpuhook::sim;
@@ -66,7 +67,10 @@ CUpti_ActivityMemoryKind classify(const void* p, size_t bytes, bool* in_bounds, 
 
 void* allocate(size_t bytes, CUpti_ActivityMemoryKind kind, int device, PoolView* pool) {
   const size_t rounded = ((bytes == 0 ? 1 : bytes) + 255) & ~size_t{255};
-  void* p = std::aligned_alloc(256, rounded);
+  // Device memory outside pools may be exported (cudaIpcGetMemHandle takes "an existing device
+  // memory allocation created with cudaMalloc"), so it lives where another process can map it.
+  void* p = kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE && pool == nullptr ? arena_alloc(rounded) : nullptr;
+  if (p == nullptr) p = std::aligned_alloc(256, rounded);
   if (p == nullptr) return nullptr;
   std::lock_guard<std::mutex> lock(allocation_mutex());
   allocations()[reinterpret_cast<uintptr_t>(p)] = {bytes, kind, true, device, pool};
@@ -98,8 +102,22 @@ bool release(void* p, unsigned kinds, Released* out) {
   if (it->second.kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE)
     note_device_bytes(it->second.device, -static_cast<int64_t>(it->second.bytes));
   allocations().erase(it);
-  if (owned) std::free(p);
+  if (owned && !arena_free(p)) std::free(p);
   return true;
+}
+
+bool find_allocation(const void* p, void** base, size_t* bytes, int* device, bool* pooled) {
+  std::lock_guard<std::mutex> lock(allocation_mutex());
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  auto it = allocations().upper_bound(addr);
+  if (it == allocations().begin()) return false;
+  --it;
+  if (addr >= it->first + it->second.bytes) return false;
+  *base = reinterpret_cast<void*>(it->first);
+  *bytes = it->second.bytes;
+  *device = it->second.device;
+  *pooled = it->second.pool != nullptr || !it->second.owned;
+  return it->second.kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
 }
 
 bool track(void* p, size_t bytes, CUpti_ActivityMemoryKind kind, int device) {

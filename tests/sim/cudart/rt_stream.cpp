@@ -8,6 +8,7 @@
 #include "config.h"
 #include "engine.h"
 #include "graph.h"
+#include "ipc.h"
 #include "records.h"
 
 using namespace gpuhook::sim;
@@ -43,6 +44,18 @@ cudaError_t create(const ApiScope& api, cudaStream_t* stream, unsigned flags, in
 }
 
 }  // namespace
+
+namespace gpuhook::sim {
+
+EventImpl* new_event(unsigned flags) {
+  auto* e = new EventImpl();
+  e->flags = flags;
+  e->device = current_device();
+  e->id = g_next_event_id.fetch_add(1);
+  return e;
+}
+
+}  // namespace gpuhook::sim
 
 extern "C" {
 
@@ -124,10 +137,8 @@ cudaError_t cudaDeviceSynchronize(void) {
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaEventCreateWithFlags_v3020, "cudaEventCreateWithFlags");
   if (event == nullptr) return api.ret(cudaErrorInvalidValue);
-  auto* e = new EventImpl();
-  e->flags = flags;
-  e->device = current_device();
-  e->id = g_next_event_id.fetch_add(1);
+  EventImpl* e = new_event(flags);
+  if ((flags & cudaEventInterprocess) != 0) ipc_event_created(e);
   *event = reinterpret_cast<cudaEvent_t>(e);
   return api.ret(cudaSuccess);
 }
@@ -140,6 +151,7 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaEventDestroy_v3020, "cudaEventDestroy");
   if (event == nullptr) return api.ret(cudaErrorInvalidResourceHandle);
   // Pending waits hold their own reference to the completion, so the event itself can go.
+  ipc_event_destroyed(event_of(event));
   delete event_of(event);
   return api.ret(cudaSuccess);
 }
@@ -161,6 +173,9 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   op->queued_ns = gpuhook_sim_now_ns();
   op->submitted_ns = op->queued_ns + config().submit_ns;
   event_of(event)->completion = engine.enqueue(s, std::move(op));
+  if ((event_of(event)->flags & cudaEventInterprocess) != 0) {
+    ipc_event_recorded(api, event_of(event), s, event_of(event)->completion);
+  }
   emit_cuda_event_record(s->device, event_of(event)->id, s->id, api.correlation_id());
   return api.ret(cudaSuccess);
 }
@@ -171,7 +186,8 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
   // cudaErrorCapturedEvent: "not permitted on an event which was last recorded in a capturing
   // stream" (driver_types.h).
   if (event_in_active_capture(event_of(event))) return api.ret(cudaErrorCapturedEvent);
-  const bool ready = Engine::instance().done(event_of(event)->completion);
+  bool ready = false;
+  if (!ipc_event_query(event_of(event), &ready)) ready = Engine::instance().done(event_of(event)->completion);
   emit_query_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, api.correlation_id(), api.entry_ns(),
                     CUPTI_INVALID_STREAM_ID, event_of(event)->id, ready);
   return api.ret(ready ? cudaSuccess : cudaErrorNotReady);
@@ -181,7 +197,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   ApiScope api(CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020, "cudaEventSynchronize");
   if (event == nullptr) return api.ret(cudaErrorInvalidResourceHandle);
   if (event_in_active_capture(event_of(event))) return api.ret(cudaErrorCapturedEvent);
-  Engine::instance().wait(event_of(event)->completion);
+  if (!ipc_event_synchronize(event_of(event))) Engine::instance().wait(event_of(event)->completion);
   emit_sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, api.correlation_id(),
                    api.entry_ns(), gpuhook_sim_now_ns(), CUPTI_INVALID_STREAM_ID,
                    event_of(event)->id);
@@ -219,7 +235,9 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
   if (const cudaError_t refused = capture_refusal(s); refused != cudaSuccess) return api.ret(refused);
   bool captured = false;
   if (const cudaError_t err = capture_event_wait(s, e, &captured); captured) return api.ret(err);
-  if (e->completion) {
+  if (s->capture == nullptr && ipc_event_wait(api, e, s)) {
+    // Its latest record was made by another process: the wait is on that (rt_ipc.cpp).
+  } else if (e->completion) {
     // The wait is on the event's work as recorded now; a later re-record does not move it. It
     // may be another device's event: "cudaStreamWaitEvent() will succeed even if the input stream
     // and input event are associated to different devices" (CUDA Programming Guide).
