@@ -38,7 +38,17 @@ struct EventScanner::Share {
   CorrWindows starts, threads, names;
   std::unordered_multimap<uint32_t, ScannedEvent> waiting;  // read before their calls
   std::vector<ScannedEvent> held;                           // for the NCCL join
-  std::vector<v1::Record> nccl_calls, externals;
+  // The NCCL join as the records come, for the calls it is simple for: an ungrouped call
+  // and the kernel launched under its external id (one per collective). What it does not
+  // settle goes to the loader's join at the end, which then sees only that.
+  struct Call {
+    ScannedNccl info;
+    v1::Record record;
+  };
+  std::unordered_map<uint64_t, Call> simple_calls;      // by external id, not yet claimed
+  std::unordered_map<uint32_t, uint64_t> external_of;   // correlation id -> the hook's external id
+  CorrWindow claimed{true};                             // external ids whose call a kernel took
+  std::vector<v1::Record> nccl_calls;                   // grouped calls: the loader's join
   NcclKernelFilter nccl;
   std::string needs_model;
   std::exception_ptr error;
@@ -175,8 +185,36 @@ int32_t EventScanner::stream_priority(uint32_t stream) const {
 
 namespace {
 
+// A kernel the simple NCCL join settles now (ModelBuilder::Impl::join_nccl_by_external_id
+// with one call and one kernel under an external id): the call's kernel, of kind NCCL.
+bool join_now(EventScanner::Share& sh, ScannedEvent& e, const gpuhook::CaptureReader& reader) {
+  const auto x = sh.external_of.find(e.correlation_id);
+  if (x == sh.external_of.end()) return false;
+  const uint64_t external = x->second;
+  if (const auto call = sh.simple_calls.find(external); call != sh.simple_calls.end()) {
+    e.kind = EventKind::kNccl;
+    e.bytes = call->second.info.bytes;
+    e.nccl = &call->second.info;
+    sh.consumer->event(e, reader);
+    e.nccl = nullptr;
+    sh.simple_calls.erase(call);
+    sh.external_of.erase(x);
+    if (external <= UINT32_MAX) sh.claimed.set(static_cast<uint32_t>(external), 1);
+    return true;
+  }
+  // Another kernel of a call already taken: NCCL's, without the call's bytes.
+  if (external <= UINT32_MAX && sh.claimed.get(static_cast<uint32_t>(external)) != 0) {
+    e.kind = EventKind::kNccl;
+    sh.consumer->event(e, reader);
+    sh.external_of.erase(x);
+    return true;
+  }
+  return false;
+}
+
 void deliver(EventScanner::Share& sh, ScannedEvent& e, const gpuhook::CaptureReader& reader, bool join_nccl) {
   if (join_nccl && e.maybe_nccl) {
+    if (join_now(sh, e, reader)) return;
     if (sh.held.size() >= kMaxHeld) sh.needs_model = "more kernels NCCL may have run than a scan holds";
     else sh.held.push_back(e);
     return;
@@ -205,7 +243,7 @@ void read_share(const std::string& path, const EventScanOptions& o, const EventS
     if (event_of(view, &e)) {
       if (e.priority == 0) e.priority = scanner.stream_priority(e.stream);
       if (e.kind == EventKind::kKernel) e.maybe_nccl = sh.nccl.maybe(reader, e.correlation_id, e.name_id, n);
-      if (e.correlation_id == 0 || sh.launch(e.correlation_id, &e)) {
+      if (e.correlation_id == 0 || sh.launch(e.correlation_id, &e) || (!o.join_launches && e.name_id != 0)) {
         deliver(sh, e, reader, o.join_nccl);
       } else if (sh.waiting.size() < kMaxWaiting) {
         sh.waiting.emplace(e.correlation_id, e);
@@ -247,14 +285,23 @@ void read_share(const std::string& path, const EventScanOptions& o, const EventS
           const auto& x = r.external_correlation();
           if (o.join_nccl && x.kind() == builder::kHookExternalKind && x.external_id() != 0 && x.correlation_id() != 0) {
             sh.nccl.under_external(x.correlation_id());
-            sh.externals.push_back(r);
+            if (sh.external_of.size() < kMaxHeld) sh.external_of[x.correlation_id()] = x.external_id();
+            else sh.needs_model = "more NCCL external ids without their kernels than a scan holds";
           }
           break;
         }
         case v1::Record::kNccl:
           if (o.join_nccl) {
-            if (r.nccl().has_start_ns() && r.nccl().start_ns() > 0 && r.nccl().external_id() == 0) sh.needs_model = kUnlinkedNccl;
-            sh.nccl_calls.push_back(r);
+            const auto& n = r.nccl();
+            if (n.has_start_ns() && n.start_ns() > 0 && n.external_id() == 0) sh.needs_model = kUnlinkedNccl;
+            const bool simple = n.group_depth() == 0 && n.external_id() != 0 && n.op() != v1::NCCL_GROUP_START &&
+                                n.op() != v1::NCCL_GROUP_END && n.op() != v1::NCCL_COMM_INIT && n.op() != v1::NCCL_COMM_DESTROY;
+            if (simple && !sh.simple_calls.count(n.external_id()) && sh.simple_calls.size() < kMaxHeld)
+              sh.simple_calls[n.external_id()] = {{static_cast<uint8_t>(n.op()), n.comm_id(), n.sequence(), n.bytes(), n.root_or_peer()}, r};
+            else if (sh.nccl_calls.size() < kMaxHeld)
+              sh.nccl_calls.push_back(r);
+            else
+              sh.needs_model = "more NCCL calls without their kernels than a scan holds";
           }
           sh.consumer->record(r, reader);
           break;
@@ -277,10 +324,19 @@ std::vector<ScannedNccl> join_held(const std::string& path, std::vector<std::uni
   Model mini;
   ModelBuilder builder(mini);
   builder.begin_capture(path);
+  v1::Record x;
   for (const auto& sh : shares)
-    for (const v1::Record& r : sh->externals) builder.add(r);
-  for (const auto& sh : shares)
+    for (const auto& [corr, external] : sh->external_of) {
+      auto* ext = x.mutable_external_correlation();
+      ext->set_kind(builder::kHookExternalKind);
+      ext->set_external_id(external);
+      ext->set_correlation_id(corr);
+      builder.add(x);
+    }
+  for (const auto& sh : shares) {
     for (const v1::Record& r : sh->nccl_calls) builder.add(r);
+    for (const auto& [external, call] : sh->simple_calls) builder.add(call.record);
+  }
   gpuhook::RecordView r;
   r.kind = v1::Record::kKernel;
   for (const auto& sh : shares)

@@ -88,46 +88,79 @@ class ChromeShare final : public analysis::EventConsumer {
     if (e.start_ns == 0 || e.end_ns < e.start_ns) return;  // not placed in time, as the loaded trace
     const uint32_t pid = device_pid(e.device);
     devices.insert(e.device);
-    const size_t lane = stream_lanes_[{e.device, e.stream}].place(e.start_ns, e.end_ns);
-    const uint64_t tid = lane_tid(e.stream, lane);
-    if (auto [it, fresh] = tracks.try_emplace({pid, tid}); fresh)
-      it->second = "stream " + std::to_string(e.stream) + (lane ? " #" + std::to_string(lane + 1) : std::string());
-    std::string& o = spool.text;
-    o += ",\n{\"ph\":\"X\",\"name\":";
-    if (e.kind == EventKind::kMemcpy) json::append_string(o, std::string("Memcpy ") + copy_kind_name(e.copy_kind));
-    else if (e.kind == EventKind::kMemset) o += "\"Memset\"";
-    else json::append_string(o, name_of(e, reader));
-    slice_times(o, pid, tid, e.start_ns, e.end_ns);
+    // The slice's text before its tid, and after it.
+    std::string& a = head_;
+    a.assign(",\n{\"ph\":\"X\",\"name\":");
+    if (e.kind == EventKind::kMemcpy) json::append_string(a, std::string("Memcpy ") + copy_kind_name(e.copy_kind));
+    else if (e.kind == EventKind::kMemset) a += "\"Memset\"";
+    else json::append_string(a, name_of(e, reader));
+    a += ",\"pid\":";
+    num(a, pid);
+    a += ",\"tid\":";
+    std::string& b = rest_;
+    b.assign(",\"ts\":");
+    json::append_us_from_ns(b, static_cast<int64_t>(e.start_ns - base_));
+    b += ",\"dur\":";
+    json::append_us_from_ns(b, static_cast<int64_t>(e.end_ns - e.start_ns));
     if (e.correlation_id) {
-      o += ",\"bind_id\":";
-      num(o, e.correlation_id);
-      o += ",\"flow_in\":true";
+      b += ",\"bind_id\":";
+      num(b, e.correlation_id);
+      b += ",\"flow_in\":true";
     }
     const bool kernel = e.kind == EventKind::kKernel || e.kind == EventKind::kNccl;
     if (kernel) {
-      o += ",\"args\":{\"g\":";
-      dims(o, e.grid);
-      o += ",\"b\":";
-      dims(o, e.block);
-      o += ",\"r\":";
-      num(o, e.registers_per_thread);
+      b += ",\"args\":{\"g\":";
+      dims(b, e.grid);
+      b += ",\"b\":";
+      dims(b, e.block);
+      b += ",\"r\":";
+      num(b, e.registers_per_thread);
       if (e.shared_memory_bytes) {
-        o += ",\"sm\":";
-        num(o, e.shared_memory_bytes);
+        b += ",\"sm\":";
+        num(b, e.shared_memory_bytes);
       }
       if (e.queued_ns && e.queued_ns <= e.start_ns) {
-        o += ",\"q\":";
-        num(o, e.start_ns - e.queued_ns);
+        b += ",\"q\":";
+        num(b, e.start_ns - e.queued_ns);
       }
-      o += '}';
+      b += '}';
     } else if (e.bytes) {
-      o += ",\"args\":{\"B\":";
-      num(o, e.bytes);
-      o += '}';
+      b += ",\"args\":{\"B\":";
+      num(b, e.bytes);
+      b += '}';
     }
-    o += '}';
+    b += '}';
     ++events;
+    const std::pair<uint32_t, uint32_t> key{e.device, e.stream};
+    // A share after the first does not know the share before's last slices on a stream: its
+    // first kHold there are placed once that share has ended, beside them.
+    if (!first_) {
+      size_t& opening = opening_[key];
+      if (opening < kHold) {
+        ++opening;
+        held_.push_back({key, e.start_ns, e.end_ns, a, b});
+        return;
+      }
+    }
+    const size_t lane = stream_lanes_[key].place(e.start_ns, e.end_ns);
+    auto& heads = heads_[key];
+    if (heads.size() < RecentLanes::kKeep) heads.push_back({lane, e.start_ns, e.end_ns});
+    write_placed(key, lane, a, b);
     spool.maybe_flush();
+  }
+
+  // The held slices placed among the lanes the shares before left (`lanes`, by stream) and this
+  // share's first slices; then this share's lanes are the next one's.
+  void place_held(std::map<std::pair<uint32_t, uint32_t>, RecentLanes>& lanes) {
+    for (const auto& [key, heads] : heads_)
+      for (const Head& h : heads) lanes[key].add(h.lane, h.start, h.end);
+    for (const Held& h : held_) {
+      const size_t lane = lanes[h.key].place(h.start, h.end);
+      write_placed(h.key, lane, h.head, h.rest);
+      spool.maybe_flush();
+    }
+    held_.clear();
+    for (auto& [key, own] : stream_lanes_) lanes[key] = own;
   }
 
   void api(const gpuhook::ApiFields& a, const gpuhook::CaptureReader& reader) override {
@@ -192,6 +225,7 @@ class ChromeShare final : public analysis::EventConsumer {
   }
 
   bool stopped() const override { return spool.over(); }
+  bool first_ = false;  // the file's first share: no share before it
 
   // The NVTX ranges of the context (every share's calls are written first): in start order,
   // enclosing ones first, on each thread's NVTX track.
@@ -286,10 +320,34 @@ class ChromeShare final : public analysis::EventConsumer {
     return it->second;
   }
 
+  void write_placed(const std::pair<uint32_t, uint32_t>& key, size_t lane, const std::string& head, const std::string& rest) {
+    const uint64_t tid = lane_tid(key.second, lane);
+    if (auto [it, fresh] = tracks.try_emplace({device_pid(key.first), tid}); fresh)
+      it->second = "stream " + std::to_string(key.second) + (lane ? " #" + std::to_string(lane + 1) : std::string());
+    spool.text += head;
+    num(spool.text, tid);
+    spool.text += rest;
+  }
+
+  struct Held {
+    std::pair<uint32_t, uint32_t> key;
+    uint64_t start, end;
+    std::string head, rest;
+  };
+  struct Head {
+    size_t lane;
+    uint64_t start, end;
+  };
+  static constexpr size_t kHold = RecentLanes::kKeep;  // a stream's first slices a share holds
+
   const Model& context_;
   uint64_t base_;
-  std::map<std::pair<uint32_t, uint32_t>, LaneAssigner> stream_lanes_;  // (device, stream)
-  std::map<std::pair<uint64_t, bool>, LaneAssigner> thread_lanes_;      // (OS thread, NVTX track)
+  std::map<std::pair<uint32_t, uint32_t>, RecentLanes> stream_lanes_;  // (device, stream)
+  std::map<std::pair<uint32_t, uint32_t>, size_t> opening_;            // slices held so far
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<Head>> heads_;   // the first placed
+  std::vector<Held> held_;
+  std::string head_, rest_;
+  std::map<std::pair<uint64_t, bool>, RecentLanes> thread_lanes_;       // (OS thread, NVTX track)
   std::unordered_map<uint64_t, std::string> thread_names_;
   std::unordered_map<uint32_t, std::string> names_;
   std::string scratch_;
@@ -326,6 +384,7 @@ bool write_chrome_scanned(const std::string& path, const ScanExportOptions& opt,
   analysis::EventScanOptions so;
   so.load = opt.load;
   so.threads = opt.threads;
+  so.join_launches = false;  // the flows need only the correlation id; the lanes, file order
   analysis::EventScanner scanner(path, so);
   if (!scanner.refused().empty()) {
     if (why_not) *why_not = scanner.refused();
@@ -358,6 +417,7 @@ bool write_chrome_scanned(const std::string& path, const ScanExportOptions& opt,
   std::vector<analysis::EventConsumer*> consumers;
   for (size_t i = 0; i < scanner.shares(); ++i) {
     shares.push_back(std::make_unique<ChromeShare>(context, base, &total, opt.max_output));
+    shares.back()->first_ = i == 0;
     consumers.push_back(shares.back().get());
   }
   std::string why;
@@ -367,7 +427,11 @@ bool write_chrome_scanned(const std::string& path, const ScanExportOptions& opt,
     if (why_not) *why_not = why;
     return false;
   }
-  if (ran) shares.back()->ranges();
+  if (ran) {
+    std::map<std::pair<uint32_t, uint32_t>, RecentLanes> lanes;
+    for (auto& sh : shares) sh->place_held(lanes);
+    shares.back()->ranges();
+  }
   std::set<uint32_t> devices;
   TrackNames tracks;
   for (const auto& sh : shares) {

@@ -64,7 +64,7 @@ struct EventRow {
   uint32_t device = 0, stream = 0, correlation_id = 0;
   int32_t priority = 0;
   EventKind kind = EventKind::kKernel;
-  std::string_view name;
+  std::string_view name_cell;  // the name as a CSV cell (append_csv_field)
   uint8_t copy_kind = 0;
   uint64_t bytes = 0, thread_id = 0;
   uint64_t launch_ns = 0, queued_ns = 0, submitted_ns = 0, start_ns = 0, end_ns = 0;
@@ -81,6 +81,7 @@ std::optional<int64_t> stage(uint64_t from, uint64_t to) {  // Model::stages()
   return static_cast<int64_t>(to - from);
 }
 
+// rank, host, pid: the same on every row of a capture.
 void capture_cells(std::string& out, const gpuhook::v1::Header& h) {
   if (h.has_rank()) inum(out, h.rank());
   out += ',';
@@ -91,13 +92,14 @@ void capture_cells(std::string& out, const gpuhook::v1::Header& h) {
 }
 
 // `t0`: *_rel_ns are from capture start, whatever the window.
-void event_row(std::string& out, const EventRow& r, uint64_t t0, const gpuhook::v1::Header& header) {
+// `cells`: capture_cells() of the event's capture.
+void event_row(std::string& out, const EventRow& r, uint64_t t0, std::string_view cells) {
   num(out, r.capture); out += ',';
   num(out, r.device); out += ',';
   num(out, r.stream); out += ',';
   inum(out, r.priority); out += ',';
   out += to_string(r.kind); out += ',';
-  append_csv_field(out, r.name); out += ',';
+  out += r.name_cell; out += ',';
   if (r.kind == EventKind::kMemcpy) out += copy_kind_name(r.copy_kind);
   out += ',';
   num(out, r.bytes); out += ',';
@@ -140,7 +142,7 @@ void event_row(std::string& out, const EventRow& r, uint64_t t0, const gpuhook::
   out += ',';
   if (!r.range.empty()) append_csv_field(out, r.range);
   out += ',';
-  capture_cells(out, header);
+  out += cells;
   if (const analysis::ScannedNccl* n = r.nccl) {
     out += nccl_op_name(n->op);
     out += ',';
@@ -160,14 +162,14 @@ void event_row(std::string& out, const EventRow& r, uint64_t t0, const gpuhook::
 }
 
 // An API call or NVTX range: the columns that mean the same for them are filled, the GPU
-// ones left empty.
-void host_row(std::string& out, const char* kind, uint16_t c, std::string_view name, uint32_t corr, uint64_t thread_id,
-              bool has_thread, uint64_t s, uint64_t e, std::string_view range, uint64_t t0, const gpuhook::v1::Header& header) {
+// ones left empty. `name_cell`: its name as a CSV cell.
+void host_row(std::string& out, const char* kind, uint16_t c, std::string_view name_cell, uint32_t corr, uint64_t thread_id,
+              bool has_thread, uint64_t s, uint64_t e, std::string_view range, uint64_t t0, std::string_view cells) {
   num(out, c);
   out += ",,,,";  // device, stream, priority
   out += kind;
   out += ',';
-  append_csv_field(out, name);
+  out += name_cell;
   out += ",,,";  // copy_kind, bytes
   if (corr) num(out, corr);
   out += ',';
@@ -183,7 +185,7 @@ void host_row(std::string& out, const char* kind, uint16_t c, std::string_view n
   out += ",,,,,,,,";  // total, grid, block, registers, shared memory, occupancy, limit
   append_csv_field(out, range);
   out += ',';
-  capture_cells(out, header);
+  out += cells;
   out += ",,,,\n";
 }
 
@@ -194,6 +196,12 @@ void flush(std::string& out, std::ostream& os) {
   }
 }
 
+std::string cells_of(const Model& m, uint16_t c) {
+  std::string cells;
+  capture_cells(cells, m.captures[c].header);
+  return cells;
+}
+
 // The NVTX rows of a model's ranges inside the window (all of them when none was asked for).
 // `os` null: held in `out`.
 template <class InWindow>
@@ -201,9 +209,11 @@ void range_rows(const Model& m, uint64_t t0, InWindow&& in_window, std::string& 
   for (uint32_t r = 0; r < m.ranges.size(); ++r) {
     if (!in_window(m.ranges.start_ns[r], m.ranges.end_ns[r] ? m.ranges.end_ns[r] : UINT64_MAX)) continue;
     const uint32_t th = m.ranges.thread[r];
-    host_row(out, "nvtx", m.ranges.capture[r], m.string(m.ranges.name[r]), 0,
+    std::string name;
+    append_csv_field(name, m.string(m.ranges.name[r]));
+    host_row(out, "nvtx", m.ranges.capture[r], name, 0,
              th < m.threads.size() ? m.threads.thread_id[th] : 0, th < m.threads.size(), m.ranges.start_ns[r],
-             m.ranges.end_ns[r], m.range_path_of_range(r), t0, m.captures[m.ranges.capture[r]].header);
+             m.ranges.end_ns[r], m.range_path_of_range(r), t0, cells_of(m, m.ranges.capture[r]));
     if (os) flush(out, *os);
   }
 }
@@ -214,7 +224,7 @@ class CsvShare final : public analysis::EventConsumer {
   CsvShare(const analysis::EventScanner& scanner, uint64_t t0, const RangeLookup* ranges,
            const std::unordered_map<uint64_t, uint32_t>* thread_rows, std::atomic<uint64_t>* total, uint64_t limit)
       : spool(total, limit), context_(scanner.context()), t0_(t0), ranges_(ranges), thread_rows_(thread_rows),
-        occupancy_(context_.captures.front().devices) {}
+        occupancy_(context_.captures.front().devices), cells_(cells_of(context_, 0)) {}
 
   void event(const analysis::ScannedEvent& e, const gpuhook::CaptureReader& reader) override {
     EventRow r;
@@ -236,7 +246,7 @@ class CsvShare final : public analysis::EventConsumer {
     r.shared_memory_bytes = e.shared_memory_bytes;
     r.nccl = e.nccl;
     r.thread_id = e.launch_thread_id;
-    r.name = name_of(e, reader);
+    r.name_cell = name_of(e, reader);
     if ((e.kind == EventKind::kKernel || e.kind == EventKind::kNccl) && occupancy_.any_device()) {
       const Occupancy& o = occupancy_.of(e.device, e.block, e.registers_per_thread, e.shared_memory_bytes);
       if (o.limit != OccupancyLimit::kUnknown) {
@@ -251,13 +261,23 @@ class CsvShare final : public analysis::EventConsumer {
       if (row != kNone) range = context_.range_path_of_range(row);
     }
     r.range = range;
-    event_row(spool.text, r, t0_, context_.captures.front().header);
+    event_row(spool.text, r, t0_, cells_);
     ++events;
     spool.maybe_flush();
   }
   void api(const gpuhook::ApiFields& a, const gpuhook::CaptureReader& reader) override {
-    host_row(spool.text, "api", 0, api_display_name(reader.string(a.name_id)), a.correlation_id, a.thread_id, true,
-             builder_known(a.start_ns), builder_known(a.end_ns), "", t0_, context_.captures.front().header);
+    std::string_view name;
+    if (a.name_id < kCachedNames) {
+      auto [it, fresh] = api_cells_.try_emplace(a.name_id);
+      if (fresh) append_csv_field(it->second, api_display_name(reader.string(a.name_id)));
+      name = it->second;
+    } else {
+      scratch_.clear();
+      append_csv_field(scratch_, api_display_name(reader.string(a.name_id)));
+      name = scratch_;
+    }
+    host_row(spool.text, "api", 0, name, a.correlation_id, a.thread_id, true,
+             builder_known(a.start_ns), builder_known(a.end_ns), "", t0_, cells_);
     spool.maybe_flush();
   }
   bool stopped() const override { return spool.over(); }
@@ -267,29 +287,30 @@ class CsvShare final : public analysis::EventConsumer {
 
  private:
   static uint64_t builder_known(int64_t v) { return v > 0 ? static_cast<uint64_t>(v) : 0; }
-  // Model::display_name() of the event: a kernel's demangled name, a copy's, memset's or
-  // synchronisation's call's (ModelBuilder's join), named by kind without a call.
+  // Model::display_name() of the event as a CSV cell: a kernel's demangled name, a copy's,
+  // memset's or synchronisation's call's (ModelBuilder's join), named by kind without a call.
   std::string_view name_of(const analysis::ScannedEvent& e, const gpuhook::CaptureReader& reader) {
     uint32_t id = e.name_id;
     if (id == 0) id = e.launch_name_id;
-    if (id == 0) {
-      unjoined_ = unjoined_name(e.kind, e.copy_kind);
-      return unjoined_;
-    }
-    const std::string_view text = reader.string(id);
     const bool by_call = e.kind == EventKind::kMemcpy || e.kind == EventKind::kMemset || e.kind == EventKind::kSync;
-    // Demangled once per name: a large capture has millions of launches of a few kernels.
-    if (id < kCachedNames) {
-      auto [it, fresh] = demangled_.try_emplace(id);
-      if (fresh) {
-        std::string d = demangle(text);
-        it->second = d != text ? std::move(d) : std::string(by_call ? api_display_name(text) : text);
+    const auto cell = [&](std::string& out) {
+      out.clear();
+      if (id == 0) {
+        append_csv_field(out, unjoined_name(e.kind, e.copy_kind));
+        return;
       }
-      return it->second;
+      const std::string_view text = reader.string(id);
+      const std::string d = demangle(text);
+      append_csv_field(out, d != text || !by_call ? std::string_view(d) : api_display_name(text));
+    };
+    // Worked out once per name: a large capture has millions of launches of a few kernels.
+    if (id == 0 || id >= kCachedNames) {
+      cell(scratch_);
+      return scratch_;
     }
-    unjoined_ = demangle(text);
-    if (unjoined_ == text && by_call) unjoined_ = std::string(api_display_name(text));
-    return unjoined_;
+    auto [it, fresh] = cells_of_name_.try_emplace((uint64_t{id} << 1) | (by_call ? 1 : 0));
+    if (fresh) cell(it->second);
+    return it->second;
   }
   static constexpr uint32_t kCachedNames = 1u << 20;
 
@@ -298,8 +319,10 @@ class CsvShare final : public analysis::EventConsumer {
   const RangeLookup* ranges_;
   const std::unordered_map<uint64_t, uint32_t>* thread_rows_;
   KernelOccupancy occupancy_;
-  std::unordered_map<uint32_t, std::string> demangled_;
-  std::string unjoined_;
+  std::string cells_;  // rank, host, pid
+  std::unordered_map<uint64_t, std::string> cells_of_name_;  // (name id, by call) -> its cell
+  std::unordered_map<uint32_t, std::string> api_cells_;      // an API call's name id -> its cell
+  std::string scratch_;
 };
 
 class CsvExporter final : public Exporter {
@@ -321,6 +344,9 @@ class CsvExporter final : public Exporter {
       has_nccl[e] = 1;
       nccl_of[e] = {m.nccl.op[n], m.nccl.comm_id[n], m.nccl.sequence[n], m.nccl.bytes[n], m.nccl.root_or_peer[n]};
     }
+    std::vector<std::string> cells(m.captures.size());
+    for (uint16_t c = 0; c < m.captures.size(); ++c) cells[c] = cells_of(m, c);
+    std::string name_cell;
     for (uint32_t e : sel.events) {
       EventRow r;
       r.capture = ev.capture[e];
@@ -329,7 +355,9 @@ class CsvExporter final : public Exporter {
       r.correlation_id = ev.correlation_id[e];
       r.priority = ev.priority[e];
       r.kind = ev.kind[e];
-      r.name = m.display_name(e);
+      name_cell.clear();
+      append_csv_field(name_cell, m.display_name(e));
+      r.name_cell = name_cell;
       r.copy_kind = ev.copy_kind[e];
       r.bytes = ev.bytes[e];
       r.thread_id = m.launch_thread_id(e);
@@ -347,7 +375,7 @@ class CsvExporter final : public Exporter {
       const std::string range = ev.range[e] != kNone ? m.range_path(e) : std::string();
       r.range = range;
       if (has_nccl[e]) r.nccl = &nccl_of[e];
-      event_row(out, r, t0, m.captures[r.capture].header);
+      event_row(out, r, t0, cells[r.capture]);
       flush(out, os);
     }
     const uint64_t w0 = sel.window_start_ns, w1 = sel.window_end_ns;
@@ -355,9 +383,11 @@ class CsvExporter final : public Exporter {
     for (uint32_t a = 0; a < m.api.size(); ++a) {
       if (!in_window(m.api.start_ns[a], m.api.end_ns[a])) continue;
       const uint32_t th = m.api.thread[a];
-      host_row(out, "api", m.api.capture[a], api_display_name(m.string(m.api.name[a])), m.api.correlation_id[a],
+      name_cell.clear();
+      append_csv_field(name_cell, api_display_name(m.string(m.api.name[a])));
+      host_row(out, "api", m.api.capture[a], name_cell, m.api.correlation_id[a],
                th < m.threads.size() ? m.threads.thread_id[th] : 0, th < m.threads.size(), m.api.start_ns[a],
-               m.api.end_ns[a], "", t0, m.captures[m.api.capture[a]].header);
+               m.api.end_ns[a], "", t0, cells[m.api.capture[a]]);
       flush(out, os);
     }
     range_rows(m, t0, in_window, out, &os);

@@ -72,6 +72,10 @@ struct EventScanOptions {
   LoadOptions load;
   unsigned threads = 0;    // 0: default_scan_threads()
   bool join_nccl = false;  // hold the kernels NCCL may have run until the loader's join has named them
+  // False: a kernel with a name is handed on as it is read, with its launch only when that was
+  // read before it (a consumer that wants events in file order, and the call only for the
+  // names of copies, memsets and synchronisations, which still wait for theirs).
+  bool join_launches = true;
 };
 
 class EventScanner {
