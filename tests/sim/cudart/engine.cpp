@@ -449,6 +449,8 @@ void Engine::extend(Resource& r, uint64_t seq, uint64_t end_ns) {
 namespace {
 // Set by gpuhook_sim_kernel_end_at() from the host twin running on this stream's worker.
 thread_local uint64_t t_reported_end_ns = 0;
+// Where the host work running on this worker starts on the timeline (host_work_start_ns).
+thread_local uint64_t t_host_start_ns = 0;
 }  // namespace
 
 namespace {
@@ -492,7 +494,9 @@ void Engine::execute(std::unique_lock<std::mutex>& lock, Stream* s, Op& op) {
     // Host work runs at its place on the timeline, and the stream waits for it.
     sleep_until_ns(ready);
     t_reported_end_ns = 0;
+    t_host_start_ns = ready;
     if (op.host_work) op.host_work();
+    t_host_start_ns = 0;
     if (!op.bookkeeping) end = std::max(end, gpuhook_sim_now_ns());
     // Bookkeeping that stands for GPU work of another process (a wait on an IPC event) ends
     // when that work ends on its plan, not when this thread noticed.
@@ -715,6 +719,8 @@ bool Engine::run_front(std::unique_lock<std::mutex>& lock, Stream* s) {
   s->work_cv.notify_one();    // the next one, if a host ran this one
   return true;
 }
+
+uint64_t host_work_start_ns() { return t_host_start_ns; }
 
 void host_work_ends_at(uint64_t end_ns) { t_reported_end_ns = std::max(t_reported_end_ns, end_ns); }
 

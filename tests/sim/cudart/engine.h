@@ -259,6 +259,10 @@ class Engine {
 // Called from an op's host work on its stream's worker: the op ends no earlier than end_ns on
 // the timeline (a wait for another process's work, rt_ipc.cpp), though it took no time here.
 void host_work_ends_at(uint64_t end_ns);
+// Where the op whose host work the calling worker runs starts on the timeline (its planned
+// time, a little before the clock now); 0 outside host work. A graph memory node's record
+// takes it as its timestamp.
+uint64_t host_work_start_ns();
 
 // Sleeps until the CUPTI clock reads at least t_ns, to within a few microseconds (it spins
 // through the last stretch, which a plain sleep would overshoot by the timer slack).

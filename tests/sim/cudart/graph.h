@@ -4,6 +4,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <thread>
@@ -61,6 +62,19 @@ void refresh_kernel_args(GraphNode& node);
 
 // Work enqueued on a capturing stream becomes a node (Engine::enqueue calls this).
 CompletionPtr capture_op(Stream& s, std::unique_ptr<Op> op);
+
+// A node of `type` for s's capture (a captured cudaMallocAsync is a memory alloc node, not a
+// host node); nullptr when s is not capturing or its capture is invalidated.
+GraphNode* capture_node(Stream& s, cudaGraphNodeType type, std::unique_ptr<Op> op);
+
+// Graph memory (rt_graph_memory.cpp). A memory node's work as one launch runs it: its MEMORY2
+// record carries the launch's correlation id and stream. Run without this wrapper (a launch
+// entering the allocation ahead of its node) the work writes no record.
+std::function<void()> graph_memory_work(std::function<void()> node_work, uint32_t correlation_id, uint32_t stream_id);
+// cudaMallocAsync / cudaFreeAsync on a capturing stream: a memory alloc or free node, as CUDA
+// captures them; nothing is allocated or recorded until a launch reaches the node.
+cudaError_t capture_malloc(Stream& s, size_t bytes, void** ptr);
+cudaError_t capture_free(Stream& s, void* ptr);
 
 // The rules stream capture puts on other calls; each returns the error the call fails with
 // (cudaSuccess when allowed) and invalidates the capture it broke.

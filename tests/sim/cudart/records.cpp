@@ -370,7 +370,7 @@ void emit_query_record(CUpti_ActivitySynchronizationType type, uint32_t correlat
 
 void emit_memory_record(bool allocation, CUpti_ActivityMemoryKind kind, const void* address,
                         size_t bytes, uint32_t correlation_id, int device, uint32_t stream_id,
-                        const PoolView* pool) {
+                        const PoolView* pool, uint64_t timestamp_ns) {
   if (!gpuhook_sim_kind_enabled(CUPTI_ACTIVITY_KIND_MEMORY2)) return;
   CUpti_ActivityMemory4 r{};
   r.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
@@ -380,7 +380,7 @@ void emit_memory_record(bool allocation, CUpti_ActivityMemoryKind kind, const vo
   r.correlationId = correlation_id;
   r.address = reinterpret_cast<uint64_t>(address);
   r.bytes = bytes;
-  r.timestamp = gpuhook_sim_now_ns();
+  r.timestamp = timestamp_ns != 0 ? timestamp_ns : gpuhook_sim_now_ns();
   r.processId = current_process_id();
   r.deviceId = static_cast<uint32_t>(device);
   r.contextId = context_id_of(device);

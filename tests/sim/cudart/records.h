@@ -44,10 +44,11 @@ struct PoolView {
   uint64_t utilized = 0;
 };
 // MEMORY2: `device` owns the memory (the current device for host memory); a stream-ordered
-// operation (cudaMallocAsync/FreeAsync) names its stream and its pool.
+// operation (cudaMallocAsync/FreeAsync) names its stream and its pool. `timestamp_ns` 0: now.
 void emit_memory_record(bool allocation, CUpti_ActivityMemoryKind kind, const void* address,
                         size_t bytes, uint32_t correlation_id, int device,
-                        uint32_t stream_id = CUPTI_INVALID_STREAM_ID, const PoolView* pool = nullptr);
+                        uint32_t stream_id = CUPTI_INVALID_STREAM_ID, const PoolView* pool = nullptr,
+                        uint64_t timestamp_ns = 0);
 // MEMORY_POOL: a pool created, destroyed or trimmed.
 void emit_memory_pool_record(CUpti_ActivityMemoryPoolOperationType op, int device, const PoolView& pool,
                              size_t min_bytes_to_keep, uint32_t correlation_id);

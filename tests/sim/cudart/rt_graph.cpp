@@ -237,6 +237,16 @@ CompletionPtr capture_op(Stream& s, std::unique_ptr<Op> op) {
   return c;
 }
 
+GraphNode* capture_node(Stream& s, cudaGraphNodeType type, std::unique_ptr<Op> op) {
+  std::lock_guard<std::mutex> lock(g_capture_mu);
+  Capture* cap = s.capture;
+  if (cap == nullptr || cap->invalidated) return nullptr;
+  std::vector<GraphNode*>& tips = cap->deps[&s];
+  GraphNode* node = add_node(*cap->graph, type, std::move(op), tips);
+  tips.assign(1, node);
+  return node;
+}
+
 cudaError_t capture_refusal(Stream* s) {
   std::lock_guard<std::mutex> lock(g_capture_mu);
   if (s->capture != nullptr && s->capture->invalidated) return cudaErrorStreamCaptureInvalidated;

@@ -170,6 +170,9 @@ cudaError_t launch(const ApiScope& api, cudaGraphExec_t exec, cudaStream_t strea
     // is checked against it now (its node enters it again when it runs; rt_graph_memory.cpp).
     if (node.type == cudaGraphNodeTypeMemAlloc && node.op && node.op->host_work) node.op->host_work();
     std::unique_ptr<Op> op = node.op ? copy_of(node.op.get()) : marker(0, now);
+    if ((node.type == cudaGraphNodeTypeMemAlloc || node.type == cudaGraphNodeTypeMemFree) && op->host_work) {
+      op->host_work = graph_memory_work(std::move(op->host_work), api.correlation_id(), s->id);
+    }
     op->correlation_id = api.correlation_id();  // every node shares the launch's id
     op->graph_id = e.graph_id;
     op->graph_node_id = node.node_id;

@@ -9,6 +9,7 @@
 #include "allocations.h"
 #include "config.h"
 #include "engine.h"
+#include "graph.h"
 #include "ops.h"
 #include "records.h"
 
@@ -46,6 +47,9 @@ cudaError_t malloc_async(ApiScope& api, void** ptr, size_t bytes, MemPool* pool,
   if (ptr == nullptr) return cudaErrorInvalidValue;
   Stream* s = Engine::instance().resolve(stream);
   if (s == nullptr) return cudaErrorInvalidResourceHandle;
+  if (const cudaError_t refused = capture_refusal(s); refused != cudaSuccess) return refused;
+  // Captured, it is a graph's memory alloc node: allocated, and recorded, when a launch runs it.
+  if (s->capture != nullptr) return capture_malloc(*s, bytes, ptr);
   if (pool == nullptr) pool = default_pool(s->device);
   *ptr = allocate(bytes, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, pool->device, &pool->view);
   if (*ptr == nullptr) return cudaErrorMemoryAllocation;
@@ -77,6 +81,10 @@ cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream) {
   if (ptr == nullptr) return api.ret(cudaSuccess);
   bool in_bounds = false;
   Stream* s = Engine::instance().resolve(stream);
+  if (s != nullptr && s->capture != nullptr) {
+    if (const cudaError_t refused = capture_refusal(s); refused != cudaSuccess) return api.ret(refused);
+    return api.ret(capture_free(*s, ptr));  // a memory free node
+  }
   if (s != nullptr && classify(ptr, 1, &in_bounds) != CUPTI_ACTIVITY_MEMORY_KIND_DEVICE) {
     return api.ret(cudaErrorInvalidValue);
   }
