@@ -194,6 +194,15 @@ const RemoteArena* remote_arena(pid_t pid, int fd, uint64_t nonce) {
   static auto* cache = new std::map<pid_t, RemoteArena*>();
   char path[64];
   std::snprintf(path, sizeof path, "/proc/%d/fd/%d", static_cast<int>(pid), fd);
+  // Only a simulator's memfd is opened: a forged handle must not make us open another
+  // process's file, FIFO or device (the link of a memfd reads "/memfd:NAME (deleted)").
+  char target[128] = {};
+  const ssize_t n = readlink(path, target, sizeof target - 1);
+  if (n < 0) return nullptr;
+  if (std::strncmp(target, "/memfd:gpuhook-sim-device-memory", 32) != 0) {
+    errno = ESRCH;
+    return nullptr;
+  }
   // Opened each time: the open fails once the exporter has exited, whatever we still map.
   const int opened = open(path, O_RDWR | O_CLOEXEC);
   if (opened < 0) return nullptr;

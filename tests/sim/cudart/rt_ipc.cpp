@@ -84,7 +84,8 @@ void say(const char* call, const Payload& p, const char* why, const char* code) 
 const RemoteArena* exporter(const char* call, const Payload& p, cudaError_t* err) {
   const RemoteArena* r = remote_arena(static_cast<pid_t>(p.pid), p.fd, p.nonce);
   if (r == nullptr) {
-    say(call, p, errno == EACCES ? "its device memory cannot be reached (/proc refuses)" : "that process has exited",
+    say(call, p, errno == EACCES ? "its device memory cannot be reached (/proc refuses)"
+                                  : "that process has exited, or holds no such device memory",
         "cudaErrorMapBufferObjectFailed");
     *err = cudaErrorMapBufferObjectFailed;
   }
