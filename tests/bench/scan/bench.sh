@@ -112,7 +112,7 @@ for k in "${keys[@]}"; do
   # Median wall of the runs; the largest peak; the last run's exit and output.
   wall=$(median "$k" 1) cpu=$(median "$k" 5)
   kib=$(awk '{ print $2 }' "$dir/$k.txt" | sort -n | tail -1)
-  read -r _ _ rc bytes < <(tail -1 "$dir/$k.txt")
+  read -r _ _ rc bytes _ < <(tail -1 "$dir/$k.txt")
   read -r _ kib10 rc10 _ < "$dir/${k}_tenth.txt"
   note=$(ended "$k" "$rc") did=$([[ $rc == 0 ]] && echo 1 || echo 0)
   nruns=$(wc -l < "$dir/$k.txt")
