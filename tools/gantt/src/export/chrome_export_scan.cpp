@@ -134,7 +134,7 @@ class ChromeShare final : public analysis::EventConsumer {
     const std::pair<uint32_t, uint32_t> key{e.device, e.stream};
     // A share after the first does not know the share before's last slices on a stream: its
     // first kHold there are placed once that share has ended, beside them.
-    if (!first_) {
+    if (!first_ && held_.size() < kMaxHeld) {
       size_t& opening = opening_[key];
       if (opening < kHold) {
         ++opening;
@@ -339,6 +339,7 @@ class ChromeShare final : public analysis::EventConsumer {
     uint64_t start, end;
   };
   static constexpr size_t kHold = RecentLanes::kKeep;  // a stream's first slices a share holds
+  static constexpr size_t kMaxHeld = size_t{1} << 16;  // all streams' together (past it, placed at once)
 
   const Model& context_;
   uint64_t base_;

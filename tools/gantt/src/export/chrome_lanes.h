@@ -45,18 +45,26 @@ class LaneAssigner {
 class RecentLanes {
  public:
   static constexpr size_t kKeep = 64;
+  // A track's lanes at most: a hostile stream of slices that all overlap would otherwise cost
+  // a lane each, and each slice a look at every lane. The last takes what fits nowhere.
+  static constexpr size_t kMaxLanes = 64;
   size_t place(uint64_t s, uint64_t e) {
     for (size_t i = 0; i < lanes_.size(); ++i)
       if (fits(lanes_[i], s, e)) {
         add(lanes_[i], s, e);
         return i;
       }
+    if (lanes_.size() >= kMaxLanes) {
+      add(lanes_.back(), s, e);
+      return lanes_.size() - 1;
+    }
     lanes_.emplace_back();
     add(lanes_.back(), s, e);
     return lanes_.size() - 1;
   }
   // Slices another writer placed on lane `lane`.
   void add(size_t lane, uint64_t s, uint64_t e) {
+    if (lane >= kMaxLanes) return;
     if (lanes_.size() <= lane) lanes_.resize(lane + 1);
     add(lanes_[lane], s, e);
   }
