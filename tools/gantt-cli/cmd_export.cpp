@@ -149,11 +149,13 @@ int run_export(const ExportOptions& o) {
     return kExitError;
   }
   const uint64_t limit = output_limit(o);
-  const auto over = [&](uint64_t events) {
+  // `cut`: what went before the limit reached stdout (the loaded path writes as it formats;
+  // a scan writes nothing until it knows the size).
+  const auto over = [&](uint64_t events, bool cut) {
     std::cerr << "gantt-cli: export: the " << o.format << " output is over " << gantt::format_bytes(limit)
               << (o.max_output ? "" : " (" + std::to_string(kOutputPerInputByte) + " bytes a byte of the captures, or 64 MiB)")
               << (events ? " for " + std::to_string(events) + " events" : std::string()) << "; "
-              << (o.output == "-" ? "cut there" : o.output + " not written")
+              << (o.output != "-" ? o.output + " not written" : cut ? "cut there" : "nothing written")
               << ": --max-output SIZE writes more, or --from/--to, --kernel, --device select less\n";
     return kExitError;
   };
@@ -168,7 +170,7 @@ int run_export(const ExportOptions& o) {
     gantt::ScannedExport done;
     if (exporter->write_scanned(o.files.front(), so, [&]() -> std::ostream& { return output.open(); }, &done, nullptr)) {
       for (const std::string& w : done.warnings) std::cerr << "gantt-cli: " << w << "\n";
-      if (done.over) return over(0);
+      if (done.over) return over(0, false);
       if (!output.close()) {
         std::cerr << "gantt-cli: export: writing " << o.output << " failed\n";
         return kExitError;
@@ -202,11 +204,11 @@ int run_export(const ExportOptions& o) {
   }
   const bool within = !output.over();
   if (!output.close()) {
-    if (!within) return over(sel.events.size());
+    if (!within) return over(sel.events.size(), true);
     std::cerr << "gantt-cli: export: writing " << o.output << " failed\n";
     return kExitError;
   }
-  if (!within) return over(sel.events.size());
+  if (!within) return over(sel.events.size(), true);
   return job.corrupt ? kExitError : kExitOk;
 }
 
