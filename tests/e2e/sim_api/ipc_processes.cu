@@ -259,6 +259,7 @@ int parent(const char* self) {
   char done = 0;
   read_all(a.from, &done, 1);
   EXPECT_TRUE(finish(a) == 0);
+  EXPECT_TRUE(cudaEventQuery(abandoned) == cudaSuccess);
   const auto t0 = std::chrono::steady_clock::now();
   CHECK_OK(cudaEventSynchronize(abandoned));
   EXPECT_TRUE(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));

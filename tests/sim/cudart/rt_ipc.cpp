@@ -261,7 +261,9 @@ bool ipc_event_query(EventImpl* e, bool* ready) {
   if (!remote_latest(e, &b, &seq)) return false;
   *ready = b.shared->completed.load(std::memory_order_acquire) >= seq &&
            gpuhook_sim_now_ns() >= b.shared->completed_end_ns.load();
-  if (b.shared->generation.load() != b.generation) *ready = true;
+  // Destroyed by its exporter, or recorded by a process that exited mid-work: nothing left to
+  // wait for (a wait would end too, wait_completed).
+  if (b.shared->generation.load() != b.generation || !alive(b.shared->recorder_pid.load())) *ready = true;
   return true;
 }
 
