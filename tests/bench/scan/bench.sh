@@ -7,14 +7,13 @@
 # memory that grows with events, not allocator noise; one under 1/1.2 (the smaller capture
 # loaded, the larger scanned) is not flat either. Then ten times the events as 1,024 captures
 # of a hundredth each (1,024 x 100 k at the default size), read by one `stats`.
-# A run that is refused (exit 2 over --max-memory or --max-output), fails or passes the time
-# limit is a miss with its figure, never skipped; each run is capped at `limit_s` (timeout),
-# so the table always comes. `export --format chrome` runs with --max-output at 1 KB an event
-# (the default, 512 bytes a byte of capture, would let a regression to the 1.3 KB an event of
-# before fe96c1c write 13 GB at 10 M); its size has a row against the issue's 250 B an event.
+# A run that is refused (exit 2 over --max-memory), fails or passes the time limit is a miss
+# with its figure, never skipped; each run is capped at `limit_s` (timeout), so the table
+# always comes.
 # Times are medians of `runs` runs at the full size (a run refused, failed or over 30 s is not
 # repeated); the tenth size runs once, for its memory. Two threads against one is the stream
-# area's row, and render's 100 k and 1 M goals are the render area's (same run).
+# area's row, render's 100 k and 1 M goals are the render area's, and export's (CSV, Chrome
+# trace and its bytes an event) the export area's, all in the same run of scripts/bench.sh.
 # CPU-only figures on a synthetic capture: not a GPU measurement.
 #   tests/bench/scan/bench.sh BUILD_DIR [events=10000000] [runs=3] [limit_s=300] [only]
 # `only`, a comma-separated list of the keys below (stats,png,...,info,many), measures those
@@ -35,7 +34,7 @@ le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }
 
 # run KEY CAPTURE OUTPUT ARGS...: one run of `gantt-cli ARGS` with CAPTURE's path for @ and
 # OUTPUT (a file under out/, or -) for %; appends "wall_s kib rc output_bytes cpu_s" to KEY.txt,
-# keeps the last stderr in KEY.err, and removes the output (a CSV of 10 M events is 4 GB).
+# keeps the last stderr in KEY.err, and removes the output (a page of 10 M events is 255 MB).
 run() {
   local key=$1 cap=$2 out=$3 a argv=() rc wall kib user sys bytes=0
   shift 3
@@ -52,7 +51,7 @@ run() {
   rm -rf "$dir/out/"*
 }
 # The subcommands: key, output name (- for stdout), arguments.
-keys=(stats png diagnose html csv chrome whatif diff merge info)
+keys=(stats png diagnose html whatif diff merge info)
 wanted() { [[ -z $only || ,$only, == *,$1,* ]]; }
 picked=()
 for k in "${keys[@]}"; do wanted "$k" && picked+=("$k"); done
@@ -65,16 +64,13 @@ out[stats]=- args[stats]="stats @" what[stats]="stats"
 out[png]=x.png args[png]="render @ -o %" what[png]="render -o x.png"
 out[diagnose]=- args[diagnose]="diagnose @" what[diagnose]="diagnose (every rule)"
 out[html]=x.html args[html]="render @ -o %" what[html]="render -o x.html"
-out[csv]=x.csv args[csv]="export @ --format csv -o %" what[csv]="export --format csv"
-out[chrome]=x.json args[chrome]="export @ --format chrome --max-output $((events * 1000)) -o %"
-what[chrome]="export --format chrome"
 out[whatif]=p.gpuh args[whatif]="whatif @ --change streams=4 -o %" what[whatif]="whatif --change streams=4"
 out[diff]=- args[diff]="diff @ @" what[diff]="diff (the capture against itself)"
 out[merge]=m.gpuh args[merge]="merge @ -o %" what[merge]="merge (one capture)"
 out[info]=- args[info]="info @" what[info]="info"
 # The issue's goals: seconds (none: memory only) and peak MB.
 declare -A goal_s goal_mb
-goal_s=([stats]=1.5 [png]=2 [diagnose]=3 [html]=3 [csv]=10 [chrome]=20 [whatif]=20)
+goal_s=([stats]=1.5 [png]=2 [diagnose]=3 [html]=3 [whatif]=20)
 for k in "${keys[@]}"; do goal_mb[$k]=500; done
 goal_mb[whatif]=1000
 
@@ -98,8 +94,6 @@ ended() {  # KEY RC
     124 | 137) echo ", > $limit_s s: stopped" ;;
     2) if grep -q -- 'over --max-memory' "$dir/$1.err"; then
          echo ", refused: $(grep -o -- 'would take about [0-9.]* [A-Za-z]* loaded, over --max-memory [0-9.]* [A-Za-z]*' "$dir/$1.err" | head -1)"
-       elif grep -q 'output is over' "$dir/$1.err"; then
-         echo ", refused: $(grep -o 'output is over [0-9.]* [A-Za-z]*' "$dir/$1.err" | head -1) (--max-output)"
        else
          echo ", exit 2: $(head -c 120 "$dir/$1.err" | head -1)"
        fi ;;
@@ -119,16 +113,8 @@ for k in "${keys[@]}"; do
   if [[ -n ${goal_s[$k]:-} ]]; then
     # CPU time beside the wall: on a shared machine the wall grows with the others' load.
     shown=$([[ $rc == 124 || $rc == 137 ]] && echo "> $limit_s s" || echo "$wall s (cpu $cpu s)")
-    size=""
-    [[ $k == csv && $rc == 0 ]] &&
-      size=", output $(awk -v b="$bytes" -v e="$events" 'BEGIN { printf "%.0f MB, %.0f B an event", b / 1e6, b / e }')"
-    row "scan: ${what[$k]}, $n events: wall (median of $nruns)" "$shown$size$note" "<= ${goal_s[$k]} s" \
+    row "scan: ${what[$k]}, $n events: wall (median of $nruns)" "$shown$note" "<= ${goal_s[$k]} s" \
       "$([[ $did == 1 ]] && le "$wall" "${goal_s[$k]}" && echo 1 || echo 0)"
-  fi
-  if [[ $k == chrome ]]; then
-    row "scan: export --format chrome, $n events: size" \
-      "$([[ $rc == 0 ]] && awk -v b="$bytes" -v e="$events" 'BEGIN { printf "%.0f B an event (%.0f MB)", b / e, b / 1e6 }' || echo "no file$note")" \
-      "<= 250 B an event" "$([[ $did == 1 ]] && le "$bytes" $((events * 250)) && echo 1 || echo 0)"
   fi
   if [[ $k == html ]]; then
     row "scan: render -o x.html, $n events: page size" \
