@@ -2,7 +2,7 @@
 """What the HTML page must show, from `gantt-cli dump` (the raw records), not from the page's
 own data: GPU events with both times, their lanes, one event's stage times, and how many
 events a search matches.
-  expect_from_dump.py [--lanes stream|device|rank] [--kernel RE] [--search RE --sample RE] DUMP.txt... > expect.json
+  expect_from_dump.py [--lanes stream|device|rank] [--kernel RE] [--search RE --sample RE] [--widest N] DUMP.txt... > expect.json
 One dump per capture, in the order given to render."""
 import argparse
 import json
@@ -13,6 +13,7 @@ ap.add_argument('--lanes', default='stream')
 ap.add_argument('--search')
 ap.add_argument('--sample')
 ap.add_argument('--kernel', help='only events whose name matches, as render --kernel')
+ap.add_argument('--widest', type=int, help='a page of this many events one by one: the width of the N-th widest')
 ap.add_argument('dumps', nargs='+')
 args = ap.parse_args()
 field = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)')
@@ -65,6 +66,9 @@ def lane(e):
 
 # The host calls of the first capture per thread: [start, end, name] (absolute ns).
 out = {'events': len(events), 'lanes': len({lane(e) for e in events}), 'host': {'calls': calls}}
+if args.widest:
+    widths = sorted((int(e['end_ns']) - int(e['start_ns']) for e in events), reverse=True)
+    out['widest'] = {'n': args.widest, 'nth_ns': widths[args.widest - 1] if len(widths) >= args.widest else 0}
 if args.search:
     sample = next(e for e in events if re.search(args.sample, e.get('name', ''), re.I) and 'queued_ns' in e)
     out.update({

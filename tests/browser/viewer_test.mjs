@@ -18,6 +18,7 @@ import { rankChecks } from './viewer_ranks.mjs';
 import { diffChecks } from './viewer_diff.mjs';
 import { callChecks } from './viewer_calls.mjs';
 import { pngChecks } from './viewer_png.mjs';
+import { foldedChecks } from './viewer_folded.mjs';
 
 const [mode, pagePath, outDir, expectPath] = process.argv.slice(2);
 const expect = JSON.parse(fs.readFileSync(expectPath, 'utf8'));
@@ -47,7 +48,7 @@ try {
 
   const lanes = await V(() => gpuhookViewer.lanes);
   const events = await V(() => gpuhookViewer.events);
-  if (expect.lanes !== null) {
+  if (expect.lanes !== null && mode !== 'folded') {  // folded: written + folded, viewer_folded.mjs
     check(lanes === expect.lanes, `lanes: the page has ${lanes}, dump says ${expect.lanes}`);
     check(events === expect.events, `events: the page has ${events}, dump says ${expect.events}`);
   }
@@ -162,6 +163,9 @@ try {
     const X = expect.png;
     await pngChecks(page, V, { png: fs.readFileSync(X.path).toString('base64'), lanes: X.lanes }, check, X.tolerance);
     await page.screenshot({ path: path.join(outDir, 'png-' + path.basename(pagePath, '.html') + '.png') });
+  } else if (mode === 'folded') {
+    await foldedChecks(page, V, expect, check);
+    await page.screenshot({ path: path.join(outDir, 'folded.png') });
   } else if (mode === 'calls') {
     await callChecks(page, V, expect.host, rel, check);
     await page.screenshot({ path: path.join(outDir, 'calls.png') });

@@ -2,7 +2,7 @@
 # The HTML page of `gantt-cli render -o x.html` in a real browser: Debian's chromium, driven
 # headless by puppeteer-core (package.json here; scripts/setup.sh installs both). Without them
 # it says what is missing and exits 77, which ctest reports as skipped.
-#   viewer_test.sh GANTT_CLI MAKE_CAPTURE OUT_DIR viewer|hostile|edges|nvtx|ranks [GEN_JOB]
+#   viewer_test.sh GANTT_CLI MAKE_CAPTURE OUT_DIR viewer|hostile|edges|nvtx|ranks|folded [GEN_JOB]
 # viewer: a 60,000-kernel capture, every control; hostile: kernel names that try to break out
 # of the page; edges: an empty selection, two ranks, --lanes rank and device; nvtx: nested
 # NVTX ranges on two threads, the range <-> kernel linkage, the stats table, flame graph and
@@ -10,7 +10,8 @@
 # straggler), each collective's last to arrive against the SVG chart's, and n / p; diff: the
 # page of `diff -o x.html` for a pair where one kernel got slower, and for hostile names;
 # calls: the host calls on the host thread lanes against dump's api records; png: a screenshot
-# against the PNG chart of the same window and width, lane by lane.
+# against the PNG chart of the same window and width, lane by lane; folded: a page of more
+# events than --page-events, the widest written and the rest folded and named.
 # OUT_DIR keeps the page and the screenshot for people to look at.
 set -u
 cli=$1
@@ -94,6 +95,27 @@ print(json.dumps(e))' "$work/counts.json" "$work/$name.svg" "$out/$name.png" $na
       echo "-- png ($name)"
       node "$here/viewer_test.mjs" png "$out/png-$name.html" "$out" "$work/png.json" || fails=$((fails + 1))
     done ;;
+  folded)
+    # More events than --page-events: the page is read by a scan, writes the widest one by one
+    # and folds the rest into their lanes' coverage, which it names zoomed in. Without the
+    # option the same capture is under the page's cap: loaded, the same page as --in-memory's.
+    "$make_capture" synth "$work/app.gpuh" 60000 1 || exit 2
+    "$cli" dump "$work/app.gpuh" > "$work/app.dump" || exit 2
+    "$cli" render "$work/app.gpuh" --page-events 5000 -o "$out/folded.html" 2>"$work/render.err" || { echo "FAIL render: $(cat "$work/render.err")"; exit 1; }
+    grep -q "5000 written one by one" "$work/render.err" || { echo "FAIL render --page-events 5000 says: $(cat "$work/render.err")"; fails=$((fails + 1)); }
+    python3 "$here/expect_from_dump.py" --widest 5000 "$work/app.dump" > "$work/expect.json" || exit 2
+    echo "-- folded"
+    node "$here/viewer_test.mjs" folded "$out/folded.html" "$out" "$work/expect.json" || fails=$((fails + 1))
+    "$cli" render "$work/app.gpuh" -o "$work/whole.html" 2>/dev/null || exit 2
+    "$cli" render "$work/app.gpuh" --in-memory -o "$work/loaded.html" 2>/dev/null || exit 2
+    if cmp -s "$work/whole.html" "$work/loaded.html"; then echo "ok   under the cap, the page is the loaded one, byte for byte"
+    else echo "FAIL under the cap, the page differs from --in-memory's"; fails=$((fails + 1)); fi
+    # Bounded: four times the events, the same cap, a page within a tenth of the size.
+    "$make_capture" synth "$work/app4.gpuh" 240000 1 || exit 2
+    "$cli" render "$work/app4.gpuh" --page-events 5000 -o "$work/folded4.html" 2>/dev/null || exit 2
+    a=$(stat -c %s "$out/folded.html") b=$(stat -c %s "$work/folded4.html")
+    if ((b * 10 <= a * 11)); then echo "ok   60,000 events: a page of $a bytes; 240,000: $b bytes"
+    else echo "FAIL the page grows with the events past the cap: 60,000: $a bytes, 240,000: $b"; fails=$((fails + 1)); fi ;;
   calls)
     # Synchronisations (written apart, the host blocked in them) and launches (rebuilt from
     # the events) on one thread.
@@ -171,6 +193,6 @@ print(json.dumps(e))' "$work/counts.json" "$work/report.json" "$align" "$slower"
     align= slower=no pagemode=diff-hostile diffpage diff_hostile hostile hostile --search 'alert\(1\)' --sample '^</script><script>alert' --
     # Nothing selected on either side: a page that says so, and takes input without an error.
     align= slower=no pagemode=smoke diffpage diff_empty base new --kernel '^no_such_kernel$' -- --kernel '^no_such_kernel$' ;;
-  *) echo "usage: viewer_test.sh GANTT_CLI MAKE_CAPTURE OUT_DIR viewer|hostile|edges|nvtx|ranks|diff|calls|png [GEN_JOB]"; exit 2 ;;
+  *) echo "usage: viewer_test.sh GANTT_CLI MAKE_CAPTURE OUT_DIR viewer|hostile|edges|nvtx|ranks|diff|calls|png|folded [GEN_JOB]"; exit 2 ;;
 esac
 exit $((fails > 0))

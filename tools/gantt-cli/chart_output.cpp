@@ -1,6 +1,7 @@
 #include "chart_output.h"
 
 #include <fstream>
+#include <functional>
 #include <iostream>
 
 #include <gantt/render/html.h>
@@ -59,21 +60,32 @@ bool write_chart(const gantt::Scene& scene, const ChartTarget& t) {
   return true;
 }
 
-bool write_html_chart(const gantt::Model& model, const gantt::Selection& selection, const gantt::RenderOptions& options,
-                      const ChartTarget& t, gantt::HtmlStats* stats) {
+namespace {
+bool write_page(const ChartTarget& t, const std::function<void(std::ostream&)>& write) {
   if (t.path == "-") {
-    gantt::write_html(model, selection, options, std::cout, stats);
+    write(std::cout);
     std::cout.flush();
     return true;
   }
   std::ofstream out(t.path, std::ios::binary | std::ios::trunc);
-  if (out) gantt::write_html(model, selection, options, out, stats);
+  if (out) write(out);
   out.close();
   if (!out) {
     std::cerr << "gantt-cli: " << t.subcommand << ": cannot write " << t.path << "\n";
     return false;
   }
   return true;
+}
+}  // namespace
+
+bool write_html_chart(const gantt::Model& model, const gantt::Selection& selection, const gantt::RenderOptions& options,
+                      const ChartTarget& t, gantt::HtmlStats* stats) {
+  return write_page(t, [&](std::ostream& out) { gantt::write_html(model, selection, options, out, stats); });
+}
+
+bool write_html_chart(const gantt::Model& model, const gantt::Selection& selection, const gantt::RenderOptions& options,
+                      const gantt::ChartRest& rest, const ChartTarget& t, gantt::HtmlStats* stats) {
+  return write_page(t, [&](std::ostream& out) { gantt::write_html(model, selection, options, rest, out, stats); });
 }
 
 }  // namespace gantt_cli

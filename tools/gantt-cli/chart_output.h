@@ -33,5 +33,8 @@ bool write_chart(const gantt::Scene& scene, const ChartTarget& target);
 // Writes the interactive page (format "html"); false after one line on stderr when it cannot.
 bool write_html_chart(const gantt::Model& model, const gantt::Selection& selection, const gantt::RenderOptions& options,
                       const ChartTarget& target, gantt::HtmlStats* stats);
+// The page of a scanned capture (gantt/render/html.h write_html with a ChartRest).
+bool write_html_chart(const gantt::Model& model, const gantt::Selection& selection, const gantt::RenderOptions& options,
+                      const gantt::ChartRest& rest, const ChartTarget& t, gantt::HtmlStats* stats);
 
 }  // namespace gantt_cli

@@ -12,6 +12,7 @@
 #include <gantt/render/rank_links.h>
 #include <gantt/analysis/flame.h>
 #include <gantt/render/flame_scene.h>
+#include <gantt/render/html.h>
 #include <gantt/render/render.h>
 #include <gantt/render/stream_render.h>
 #include <gantt/model/text.h>
@@ -49,6 +50,7 @@ struct RenderCliOptions {
   std::string job;             // --job: the files are searched for this scheduler job's captures
   unsigned threads = 0;        // threads that scan one capture; 0 = every core
   bool threads_given = false;  // -j was given: say why a capture is loaded whole after all
+  size_t page_events = gantt::html::kMaxPageEvents;  // the HTML page: events written one by one at most
 };
 
 // The most a chart loads when --max-memory is not given: about 5.5 M records (2.7 M kernels
@@ -124,6 +126,61 @@ std::optional<int> try_stream(const RenderCliOptions& o, const gantt::RenderOpti
   return chart->corrupt ? kExitError : kExitOk;
 }
 
+// The HTML page of one capture by a scan (gantt/render/html.h write_html with a ChartRest):
+// the widest html::kMaxPageEvents events written one by one, the others as their lanes'
+// coverage, so the page and the memory are bounded whatever the capture holds. A capture
+// whose events all fit the page is loaded (*why_whole says so) and its page is as before: the
+// host calls, NVTX ranges and every flag of the whole model.
+std::optional<int> try_scan_page(const RenderCliOptions& o, const gantt::RenderOptions& ro, const ChartTarget& target,
+                                 std::string* why_whole) {
+  if (o.load.in_memory) return std::nullopt;
+  gantt::RenderOptions page = ro;
+  page.max_individual_events = o.page_events;
+  page.annotate.streamed = true;
+  std::string why_not = o.files.size() != 1 || !o.job.empty() ? "several captures (put on one clock)"
+                        : o.files.front() == "-"              ? "a capture on standard input"
+                                                              : gantt::stream_render_refusal(page);
+  gantt::StreamRenderOptions so;
+  so.render = page;
+  so.threads = o.threads;
+  so.load = load_options(o.load);
+  so.filter = make_filter(o.filter);
+  so.coverage_columns = gantt::html::kPageColumns;
+  so.refuse_unfolded = true;
+  std::optional<gantt::StreamedParts> parts;
+  try {
+    const bool scanned = why_not.empty();
+    if (scanned) parts = gantt::stream_chart_parts(o.files.front(), so, &why_not);
+    if (scanned && !parts && ro.annotate.enabled && why_not != gantt::kEveryEventFits) {
+      // What stopped the flags may not stop the page: written without them, the footer says why.
+      const std::string flags_stopped = why_not;
+      so.render.annotate.enabled = false;
+      so.render.annotate.off_reason = "the capture was scanned for the page and holds " + flags_stopped;
+      why_not.clear();
+      if (gantt::stream_render_refusal(so.render).empty()) parts = gantt::stream_chart_parts(o.files.front(), so, &why_not);
+      if (parts) std::cerr << "gantt-cli: render: no flags: " << flags_stopped << " (--in-memory loads it and flags all)\n";
+      else why_not = flags_stopped;
+    }
+  } catch (const gpuhook::CaptureError&) {
+    return std::nullopt;  // the loader reports it, as for any capture
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "gantt-cli: render: " << e.what() << "\n";  // a --range the capture does not have
+    return kExitError;
+  }
+  if (!parts) {
+    *why_whole = why_not;
+    if (o.threads_given) std::cerr << "gantt-cli: render: the capture is loaded whole for " << why_not << "\n";
+    return std::nullopt;
+  }
+  for (const std::string& line : parts->warnings) std::cerr << "gantt-cli: " << line << "\n";
+  gantt::HtmlStats hs;
+  if (!write_html_chart(parts->held, parts->drawn, parts->render, parts->rest, target, &hs)) return kExitError;
+  std::cerr << "gantt-cli: render: " << o.output << ": " << hs.events << " events on " << hs.lanes << " lanes ("
+            << hs.events - hs.events_folded << " written one by one, the widest; " << hs.events_folded
+            << " folded into the lanes' coverage), " << hs.annotations << " flags\n";
+  return parts->corrupt ? kExitError : kExitOk;
+}
+
 int run_render(const RenderCliOptions& o) {
   ChartTarget target{"render", o.output, o.format};
   target.html_ok = true;
@@ -149,11 +206,15 @@ int run_render(const RenderCliOptions& o) {
 
   const gantt::EventFilter f = make_filter(o.filter);
   std::string why_whole;
-  if (const auto streamed = try_stream(o, ro, target, &why_whole)) return *streamed;
+  if (target.format == "html" && o.view == "gantt") {
+    if (const auto scanned = try_scan_page(o, ro, target, &why_whole)) return *scanned;
+  } else if (const auto streamed = try_stream(o, ro, target, &why_whole)) {
+    return *streamed;
+  }
   WholeLoad whole{"", target.format == "html" ? kPageBytesPerRecord : kChartBytesPerRecord};
   if (!why_whole.empty())
     whole.why = "render loads the capture whole for " + why_whole +
-                " (a chart of one capture as .svg, .png or .pdf, lanes per stream or device, is read as a stream)";
+                " (a chart or page of one capture, lanes per stream or device, is read as a stream)";
 
   // Several captures (or a merged file) are the ranks of one job: put them on one clock and
   // say in the footer what was applied (gantt/ranks/ranks.h).
@@ -276,6 +337,11 @@ void register_render(CLI::App& app, int& exit_code) {
   cmd->add_option("-o,--output", o->output, "output file: .svg, .png, .pdf or .html (- = SVG on stdout)")->required();
   cmd->add_option("--format", o->format, "svg, png, pdf or html (default: from the output name)");
   cmd->add_option("--width", o->width_px, "chart width in pixels")->capture_default_str()->check(CLI::Range(400, 16000));
+  cmd->add_option("--page-events", o->page_events,
+                  "-o x.html of one capture with more events than this: the page holds this many one by one, the "
+                  "widest, and the rest as their lanes' coverage, which the page names where it draws them (the page "
+                  "stays under 40 MB and is read by a scan, in bounded memory)")
+      ->capture_default_str()->check(CLI::Range(size_t{1}, size_t{1500000}));
   cmd->add_option("--lanes", o->lanes, "one GPU lane per stream, device, launching thread, or rank (one per capture; 'capture' says the same)")->capture_default_str();
   cmd->add_flag("--no-annotate", o->no_annotate, "no threshold flags (queue delay, occupancy, overlap, idle gaps)");
   cmd->add_flag("--no-host", o->no_host, "leave out the host thread lanes");

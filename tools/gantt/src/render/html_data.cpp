@@ -93,8 +93,18 @@ std::string hex(Color c) {
   return buf;
 }
 
-DataWriter::DataWriter(const std::vector<HtmlRun>& runs, const RenderOptions& o, const HtmlDiff* diff, HtmlStats& st)
-    : o_(o), diff_(diff), st_(st) {
+DataWriter::DataWriter(const std::vector<HtmlRun>& runs, const RenderOptions& o, const HtmlDiff* diff, HtmlStats& st,
+                       const ChartRest* rest)
+    : o_(o), diff_(diff), st_(st), rest_(rest) {
+  if (rest_ && runs.size() != 1) throw std::invalid_argument("html::data_json: a scanned page holds one run");
+  if (rest_) {
+    for (const auto& [key, lane] : rest_->lanes) rest_columns_ = std::max<size_t>(rest_columns_, static_cast<size_t>(lane.exec.columns()));
+    for (const auto& [key, d] : rest_->devices) rest_columns_ = std::max<size_t>(rest_columns_, static_cast<size_t>(d.compute.columns()));
+    // The viewer's pyramids halve down from the finest level: a power of two (stream_chart_parts
+    // makes it one), at least kMinBuckets.
+    if (rest_columns_ && (!std::has_single_bit(rest_columns_) || rest_columns_ < kMinBuckets))
+      throw std::invalid_argument("html::data_json: the folded coverage's columns are not a power of two of at least 64");
+  }
   // Each run's origin (its capture start, or the range occurrence it is aligned on) at the same
   // page time: as far into the page as the run with the most before its origin needs.
   uint64_t before = 0, after = 1;
@@ -155,6 +165,16 @@ void DataWriter::bucket_lanes() {
       if (lane.priority == 0) lane.priority = mm.events.priority[e];
     }
   }
+  // A scanned page: every lane read, those whose events are all folded too, with the priority
+  // the scan found first in start order (Builder::bucket_lanes()).
+  if (rest_)
+    for (const auto& [key, folded] : rest_->lanes) {
+      PageLane& lane = by_key_[{0, key}];
+      lane.run = 0;
+      lane.rest = &folded;
+      lane.priority = folded.priority;
+      runs_[0].folded += folded.aggregated;
+    }
   // Sections as build_scene's: a device's lanes under its header and utilisation strip; with
   // --lanes rank a capture's lane under its last device; --lanes thread, one section of lanes
   // (per run).
@@ -209,7 +229,8 @@ void DataWriter::bucket_lanes() {
     ++runs_[r].lanes;
   }
   for (const Run& r : runs_) {
-    st_.events += r.events;
+    st_.events += r.events + r.folded;
+    st_.events_folded += r.folded;
     st_.syncs += r.syncs;
     st_.events_untimed += r.untimed;
   }
@@ -224,7 +245,7 @@ void DataWriter::write_sections() {
     for (uint32_t e : l->events) ++device_events[{l->run, m(l->run).events.capture[e], m(l->run).events.device[e]}];
   size_t most = 0;
   for (const auto& [k, n] : device_events) most = std::max(most, n);
-  const size_t buckets = lod_buckets(most);
+  const size_t buckets = rest_columns_ ? rest_columns_ : lod_buckets(most);
   const uint64_t bucket_ns = std::max<uint64_t>((span_ + buckets - 1) / buckets, 1);
   std::vector<analysis::Timeline> tl(runs_.size());
   // --memory-strip: memory in use per device, the step function of analysis::memory_report
@@ -232,6 +253,9 @@ void DataWriter::write_sections() {
   std::map<std::tuple<size_t, uint16_t, uint32_t>, analysis::DeviceMemory> memory;
   for (size_t r = 0; r < runs_.size(); ++r) {
     if (!runs_[r].lanes) continue;
+    // A scanned page's model holds only the events written one by one: the devices' busy
+    // unions are the scan's (ChartRest::devices), written below.
+    if (rest_) continue;
     tl[r] = analysis::utilisation_timeline(m(r), runs_[r].page_sel, bucket_ns);
     if (o_.memory_strip)
       for (analysis::DeviceMemory& d : analysis::memory_report(m(r))) memory.emplace(std::make_tuple(r, d.capture, d.device), std::move(d));
@@ -263,6 +287,21 @@ void DataWriter::write_sections() {
       j_ += ",\"busy_label\":";
       append_script_string(j_, "busy: compute " + std::to_string(std::lround(100 * compute_ns * scale)) + "%, copy " +
                                    std::to_string(std::lround(100 * copy_ns * scale)) + "%");
+    }
+    if (rest_ && s.device != kNone) {
+      // As Builder::draw_utilization() draws a scanned chart's strip: the scan's busy unions.
+      if (auto it = rest_->devices.find({s.capture, s.device}); it != rest_->devices.end() && it->second.compute.columns()) {
+        const ChartRest::Device& d = it->second;
+        std::vector<double> compute(buckets, 0.0), copy(buckets, 0.0);
+        for (size_t b = 0; b < buckets && b < static_cast<size_t>(d.compute.columns()); ++b)
+          compute[b] = d.compute.busy(static_cast<int>(b)), copy[b] = d.copy.busy(static_cast<int>(b));
+        j_ += ",\"compute\":\"" + base64(lod_levels(compute, kMinBuckets)) + "\"";
+        j_ += ",\"copy\":\"" + base64(lod_levels(copy, kMinBuckets)) + "\"";
+        const double span = static_cast<double>(span_);
+        j_ += ",\"busy_label\":";
+        append_script_string(j_, "busy: compute " + std::to_string(std::lround(100 * static_cast<double>(d.compute_ns) / span)) +
+                                     "%, copy " + std::to_string(std::lround(100 * static_cast<double>(d.copy_ns) / span)) + "%");
+      }
     }
     if (auto mem = memory.find({s.run, s.capture, s.device}); s.device != kNone && mem != memory.end()) {
       // One varint run: per change, its time as a delta from the one before (zigzag, ns from
@@ -302,7 +341,7 @@ void DataWriter::write_lanes() {
     // The events: one varint run, fields per event in this order (viewer.js decodeLane).
     std::string packed;
     packed.reserve(lane.events.size() * 12);
-    const size_t buckets = lod_buckets(lane.events.size());
+    const size_t buckets = rest_columns_ ? rest_columns_ : lod_buckets(lane.events.size());
     Coverage cov(static_cast<int>(buckets));
     const double per_ns = static_cast<double>(buckets) / static_cast<double>(span_);
     int64_t prev = 0, prev_range = 0;
@@ -337,6 +376,21 @@ void DataWriter::write_lanes() {
     }
     j_ += ",\"events\":\"" + base64(packed) + "\"";
     std::vector<double> finest(buckets);
+    if (lane.rest && lane.rest->aggregated) {
+      // The events folded by the scan: the lane's pyramid covers them too, and the viewer
+      // draws them as coverage where it draws the written ones one by one, and names them:
+      // their own pyramid and, per finest bucket, how many touched it (an event counts in
+      // each bucket it spans), a varint each.
+      const Coverage& folded = lane.rest->exec;
+      cov.merge(folded);
+      std::string counts;
+      for (size_t b = 0; b < buckets; ++b) {
+        finest[b] = folded.busy(static_cast<int>(b));
+        append_varint(counts, folded.count(static_cast<int>(b)));
+      }
+      j_ += ",\"folded\":" + std::to_string(lane.rest->aggregated) + ",\"fold\":\"" + base64(lod_levels(finest, kMinBuckets)) +
+            "\",\"fold_n\":\"" + base64(counts) + "\"";
+    }
     for (size_t b = 0; b < buckets; ++b) finest[b] = cov.busy(static_cast<int>(b));
     j_ += ",\"lod_buckets\":" + std::to_string(buckets) + ",\"lod\":\"" + base64(lod_levels(finest, kMinBuckets)) + "\"}";
   }
@@ -392,7 +446,10 @@ void DataWriter::write_annotations() {
   for (size_t run = 0; run < runs_.size(); ++run) {
     const Run& R = runs_[run];
     Annotations ann;
-    if (o_.annotate.enabled && R.lanes) ann = annotate(*R.m, R.sel, o_.annotate);
+    // A scanned page's model holds only the events written one by one: its flags are the
+    // scan's (AnnotateOptions::streamed), or none.
+    if (rest_) ann = rest_->annotations.value_or(Annotations{});
+    else if (o_.annotate.enabled && R.lanes) ann = annotate(*R.m, R.sel, o_.annotate);
     for (const Annotation& a : ann.items) {
       int64_t l = -1, i = -1, s = -1;
       if (a.kind == AnnotationKind::kIdleGap) {
@@ -417,13 +474,18 @@ void DataWriter::write_annotations() {
       ++n;
     }
     RenderStats rs;
-    rs.events_selected = R.events;
+    rs.events_selected = R.events + R.folded;
     rs.events_individual = R.events;
+    rs.events_aggregated = R.folded;
     rs.syncs_on_host_lanes = R.syncs;
     std::vector<std::string> lines = detail::footer_lines(*R.m, R.sel, o_, rs, ann);
     // The chart's event line counts what one picture drew; the page draws per view.
     std::string events_line = "events: " + std::to_string(R.events) + " on " + std::to_string(R.lanes) +
                               " lanes, drawn one by one where they fit in view, else as busy coverage";
+    if (R.folded)
+      events_line = "events: " + std::to_string(R.events + R.folded) + " on " + std::to_string(R.lanes) + " lanes: the " +
+                    std::to_string(R.events) + " widest written one by one, " + std::to_string(R.folded) +
+                    " folded into the lanes' coverage (render with --from/--to for them one by one)";
     if (R.syncs) events_line += "; " + std::to_string(R.syncs) + " synchronisations (host waits) not on the lanes";
     if (R.untimed) events_line += "; " + std::to_string(R.untimed) + " without start or end not drawn";
     for (std::string& line : lines) {
@@ -459,7 +521,7 @@ std::string DataWriter::build() {
   j_ += ",\"origin_name\":";
   append_script_string(j_, r0.sel.origin_name);
   uint64_t in_captures = 0;
-  for (const Run& r : runs_) in_captures += r.m->events.size();
+  for (const Run& r : runs_) in_captures += rest_ ? rest_->in_capture : r.m->events.size();
   j_ += ",\"events_in_capture\":" + std::to_string(in_captures);
   j_ += ",\"geometry\":{\"label_width\":" + std::to_string(detail::kLabelWidth) + ",\"lane\":" + std::to_string(detail::kLaneHeight) + ",\"row\":" + std::to_string(detail::kOverlapRow) +
         ",\"util\":" + std::to_string(detail::kUtilHeight) + "}";
@@ -502,6 +564,13 @@ std::string data_json(const std::vector<HtmlRun>& runs, const RenderOptions& opt
 
 std::string data_json(const Model& model, const Selection& selection, const RenderOptions& options, HtmlStats* stats) {
   return data_json({HtmlRun{&model, selection, ""}}, options, nullptr, stats);
+}
+
+std::string data_json(const Model& model, const Selection& selection, const RenderOptions& options, const ChartRest& rest,
+                      HtmlStats* stats) {
+  HtmlStats local;
+  writer::DataWriter w({HtmlRun{&model, selection, ""}}, options, nullptr, stats ? *stats : local, &rest);
+  return w.build();
 }
 
 }  // namespace gantt::html

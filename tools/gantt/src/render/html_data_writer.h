@@ -31,6 +31,7 @@ struct Run {
   std::string label;   // "" on a page of one run
   uint64_t t0 = 0;
   uint64_t events = 0, lanes = 0, syncs = 0, untimed = 0;
+  uint64_t folded = 0;  // a scanned page's events folded into the lanes' coverage (ChartRest)
 };
 
 struct PageLane {
@@ -39,6 +40,7 @@ struct PageLane {
   std::vector<uint32_t> events;  // start order
   int32_t priority = 0;
   size_t section = 0;
+  const ChartRest::Lane* rest = nullptr;  // a scanned page: the lane's events not on it one by one
 };
 
 struct Section {
@@ -50,7 +52,9 @@ struct Section {
 
 class DataWriter {
  public:
-  DataWriter(const std::vector<HtmlRun>& runs, const RenderOptions& o, const HtmlDiff* diff, HtmlStats& st);
+  // `rest`: a scanned page of one run (html.h write_html with a ChartRest).
+  DataWriter(const std::vector<HtmlRun>& runs, const RenderOptions& o, const HtmlDiff* diff, HtmlStats& st,
+             const ChartRest* rest = nullptr);
 
   std::string build();
 
@@ -78,6 +82,8 @@ class DataWriter {
   const RenderOptions& o_;
   const HtmlDiff* diff_;
   HtmlStats& st_;
+  const ChartRest* rest_ = nullptr;
+  size_t rest_columns_ = 0;  // the columns of rest_'s coverage: the finest buckets of a scanned page
   std::string j_;
   uint64_t span_ = 1;
   std::map<std::pair<size_t, LaneKey>, PageLane> by_key_;

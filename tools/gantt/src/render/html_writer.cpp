@@ -57,6 +57,11 @@ void write_html(const Model& model, const Selection& selection, const RenderOpti
   out << html::page(html::data_json(model, selection, options, stats));
 }
 
+void write_html(const Model& model, const Selection& selection, const RenderOptions& options, const ChartRest& rest,
+                std::ostream& out, HtmlStats* stats) {
+  out << html::page(html::data_json(model, selection, options, rest, stats));
+}
+
 void write_diff_html(const std::vector<HtmlRun>& runs, const HtmlDiff& diff, const RenderOptions& options,
                      std::ostream& out, HtmlStats* stats) {
   out << html::page(html::data_json(runs, options, &diff, stats));

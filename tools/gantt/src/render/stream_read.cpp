@@ -136,15 +136,10 @@ void scan_event(Scan& sc, const Gpu& g, uint64_t seq, bool named) {
       if (sc.idle_gaps) add_activity(sc, g, seq);
       ++sc.timed;
       const Candidate c{g.end - g.start, seq, g, g.corr ? sc.launch_of(g.corr) : 0};
-      if (sc.widest.size() < sc.keep_widest || c > sc.widest.front()) {
-        if (sc.widest.size() == sc.keep_widest) {
-          std::pop_heap(sc.widest.begin(), sc.widest.end(), std::greater<>());
-          sc.widest_launch.erase(sc.widest.back().seq);
-          sc.widest.pop_back();
-        }
+      if (sc.keep_widest != 0 && (!sc.widest_cut || c > *sc.widest_cut)) {
         sc.widest.push_back(c);
-        std::push_heap(sc.widest.begin(), sc.widest.end(), std::greater<>());
         if (g.corr && c.launch == 0) sc.widest_launch.emplace(seq, 0);
+        if (sc.widest.size() >= 2 * sc.keep_widest) sc.prune_widest();
       }
     }
   }
@@ -301,7 +296,7 @@ void fold_event(Fold& fo, const gpuhook::RecordView& v, const Gpu& g, uint64_t s
   if (kept && fo.annotate && v.kind == v1::Record::kKernel) count_low_occupancy(fo, v.kernel, g, seq);
   const Frame& f = *fo.frame;
   const uint64_t b = g.start, en = g.end;
-  const bool held = kept && !fo.held_seq->empty() && fo.held_seq->count(seq) != 0;
+  const bool held = kept && !fo.held_seq->empty() && fo.is_held(seq);
   if (held) fo.held.emplace_back(seq, record_of(v));
   else if (nccl) fo.nccl_kernels.emplace_back(seq, record_of(v));
   if (!b || en < b) return;
@@ -386,7 +381,7 @@ void fold_api(Fold& fo, const gpuhook::ApiFields& a, uint64_t seq, const gpuhook
   if (fo.annotate && !fo.gaps->empty()) note_gap_call(fo, a, seq, reader);
   const uint32_t corr = a.correlation_id;
   if (corr == 0 || a.domain == v1::API_DOMAIN_NCCL) return;
-  if (!fo.held_corr->empty() && fo.held_corr->count(corr)) fo.launches[corr] = {seq, gpuhook::to_record(a)};
+  if (!fo.held_corr->empty() && fo.held_corr->contains(corr)) fo.launches[corr] = {seq, gpuhook::to_record(a)};
   const uint64_t s = known(a.start_ns);
   if (s == 0 || !fo.waits.wants_any()) return;
   fo.calls.set(corr, s);
@@ -439,6 +434,9 @@ std::optional<Scanned> merge_scans(std::vector<Scan>& scans, size_t keep, std::s
     scans[i].waiting.clear();
   }
   Scanned m;
+  size_t candidates = 0;
+  for (const Scan& sc : scans) candidates += sc.widest.size();
+  m.widest.reserve(candidates);
   for (Scan& sc : scans) {
     if (sc.first_ns) m.first_ns = m.first_ns ? std::min(m.first_ns, sc.first_ns) : sc.first_ns;
     m.last_ns = std::max(m.last_ns, sc.last_ns);
@@ -458,6 +456,8 @@ std::optional<Scanned> merge_scans(std::vector<Scan>& scans, size_t keep, std::s
       if (auto it = sc.widest_launch.find(c.seq); it != sc.widest_launch.end()) c.launch = it->second;
       m.widest.push_back(c);
     }
+    std::vector<Candidate>().swap(sc.widest);  // a page's are tens of MB: not kept twice
+    sc.widest_launch = {};
     for (auto& [key, lane] : sc.lanes) {
       LaneScan& all = m.lanes[key];
       all.events += lane.events;
@@ -483,8 +483,12 @@ std::optional<Scanned> merge_scans(std::vector<Scan>& scans, size_t keep, std::s
         *why_not = kSharedIds;
         return std::nullopt;
       }
+  // Only the widest `keep` in order: a page keeps 100,000 of up to twice that per share.
+  if (m.widest.size() > keep) {
+    std::nth_element(m.widest.begin(), m.widest.begin() + static_cast<std::ptrdiff_t>(keep), m.widest.end(), std::greater<>());
+    m.widest.resize(keep);
+  }
   std::sort(m.widest.begin(), m.widest.end(), std::greater<>());
-  m.widest.resize(std::min(m.widest.size(), keep));
   return m;
 }
 

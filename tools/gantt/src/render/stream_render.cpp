@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <map>
 #include <optional>
 #include <set>
@@ -27,8 +28,20 @@ std::string stream_render_refusal(const RenderOptions& o) {
 }
 
 std::optional<StreamedChart> stream_render(const std::string& path, const StreamRenderOptions& o, std::string* why_not) {
+  std::optional<StreamedParts> parts = stream_chart_parts(path, o, why_not);
+  if (!parts) return std::nullopt;
+  StreamedChart out;
+  out.scene = build_scene(parts->held, parts->drawn, parts->render, parts->rest, &out.stats);
+  out.context = std::move(parts->context);
+  out.warnings = std::move(parts->warnings);
+  out.corrupt = parts->corrupt;
+  out.threads = parts->threads;
+  return out;
+}
+
+std::optional<StreamedParts> stream_chart_parts(const std::string& path, const StreamRenderOptions& o, std::string* why_not) {
   std::string why;
-  const auto refuse = [&](std::string reason) -> std::optional<StreamedChart> {
+  const auto refuse = [&](std::string reason) -> std::optional<StreamedParts> {
     if (why_not) *why_not = std::move(reason);
     return std::nullopt;
   };
@@ -67,7 +80,8 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
   const size_t k = o.render.max_individual_events;
   // The widest 2k + 1: the threshold needs the (k + 1)-th; those drawn one by one are among
   // them unless float rounding at the threshold lets more through (then the model is loaded).
-  const size_t keep = 2 * k + 1;
+  // A page takes the widest k as they are (StreamRenderOptions::coverage_columns).
+  const size_t keep = o.coverage_columns > 0 ? k : 2 * k + 1;
 
   // Read 1 of every share with `select`, merged into `scanned`; false with `why` set when the
   // capture needs the model. `launched`: the launch times whose events' last end it measures.
@@ -157,7 +171,7 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
   }
   const Scanned& sd = *scanned;
 
-  StreamedChart out;
+  StreamedParts out;
   out.threads = static_cast<unsigned>(scans.size());
   // A damaged capture was refused above: the integrity carries no error.
   const gpuhook::Integrity integrity = analysis::file_integrity(scans);
@@ -190,8 +204,17 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
   if (!sel.description.empty()) render.filter_description = sel.description;
   if (!windowed && !ranged && sd.events + sd.syncs != 0 && sd.lo != UINT64_MAX && sd.hi >= sd.lo)
     fit_window(sel.window_start_ns, sel.window_end_ns, sd.lo, sd.hi, &sel);
-  const Frame f = detail::make_frame(out.context, sel, sel.window_start_ns, sel.window_end_ns,
-                                     detail::begin_view("", render).width);
+  Frame f = detail::make_frame(out.context, sel, sel.window_start_ns, sel.window_end_ns,
+                               detail::begin_view("", render).width);
+  // The page: its own columns (one per finest bucket of its pyramids), fewer with many lanes.
+  const bool page = o.coverage_columns > 0;
+  if (page) {
+    const size_t lanes = std::max<size_t>(sd.lanes.size() + sd.streams.size(), 1);
+    const size_t columns = std::bit_floor(std::clamp<size_t>(kPageCoverageCells / lanes, 64, static_cast<size_t>(o.coverage_columns)));
+    f.right = f.left + static_cast<float>(columns);
+    f.px_per_ns = static_cast<double>(columns) / static_cast<double>(f.t1 - f.t0);
+    if (o.refuse_unfolded && sd.timed <= k && sd.events == sd.timed) return refuse(kEveryEventFits);
+  }
 
   // Builder::bucket_lanes(): the threshold from the widths' histogram, which needs only the
   // widest k + 1 (any other is no wider than those).
@@ -213,8 +236,8 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
     r.priority = lane_priority(lane, sd.stream_priority);
   }
   // The events drawn one by one: Builder::draw_gpu_lane()'s test on their float x.
-  std::unordered_set<uint64_t> held_seq;
-  std::unordered_set<uint32_t> held_corr;
+  std::vector<uint64_t> held_seq;
+  analysis::CorrSet held_corr;
   std::vector<detail::WaitKernel> split;
   size_t barrier_queries = 0;
   std::set<uint32_t> non_blocking;  // streams created non-blocking (ModelBuilder: the last record says)
@@ -224,12 +247,16 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
         non_blocking.insert(r.stream().stream());
       else if (r.kind_case() == v1::Record::kStream)
         non_blocking.erase(r.stream().stream());
+  size_t taken = 0;
   for (const Candidate& c : sd.widest) {
-    if (!(f.x(c.gpu.end) - f.x(c.gpu.start) >= rest.threshold_px)) continue;
-    held_seq.insert(c.seq);
+    // The page keeps the widest k whatever their width (ties: earlier in the file first, as the
+    // candidates are ordered); the chart those wide enough to see at its width.
+    if (page ? taken++ >= k : !(f.x(c.gpu.end) - f.x(c.gpu.start) >= rest.threshold_px)) continue;
+    held_seq.push_back(c.seq);
     if (c.gpu.corr) held_corr.insert(c.gpu.corr);
     const Gpu& g = c.gpu;
-    if (g.kind == EventKind::kKernel && g.queued && g.start > g.queued) {
+    // The page draws each stage from the event's own times and has no use for the split.
+    if (!page && g.kind == EventKind::kKernel && g.queued && g.start > g.queued) {
       detail::WaitKernel w{g.device, g.stream, g.priority, c.seq, c.launch ? c.launch : g.queued, g.queued, g.start, g.end, {}};
       // waits.cpp: the legacy stream waits for the blocking streams' work, and they for its.
       const auto blocking = [&](uint32_t stream) { return stream != kLegacyStreamId && !non_blocking.count(stream); };
@@ -240,13 +267,15 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
       split.push_back(std::move(w));
     }
   }
+  std::sort(held_seq.begin(), held_seq.end());
   if (barrier_queries > (size_t{1} << 20)) return refuse("too many streams beside the legacy default stream");
-  if (sd.timed > sd.widest.size() && !sd.widest.empty()) {
+  if (!page && sd.timed > sd.widest.size() && !sd.widest.empty()) {
     // An event outside the widest is no wider than the narrowest of them; float rounding of
     // x moves a width by far less than 0.01 px.
     if (static_cast<double>(sd.widest.back().width) * f.px_per_ns + 0.01 >= rest.threshold_px)
       return refuse("more events near the width drawn one by one than a streamed chart keeps");
   }
+  std::vector<Candidate>().swap(scanned->widest);  // held_seq and split have what read 2 needs
 
   // Streamed annotations: each device's idle gaps, from the activity read 1 gathered; those
   // that get a host label are looked for in read 2.
@@ -410,7 +439,7 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
   std::vector<analysis::WaitSplit>& held_waits = rest.waits;
   const EventTable& ev = held_model.events;
   for (uint32_t e = 0; e < ev.size() && e < records.size(); ++e) {
-    if (!held_seq.count(records[e].first)) continue;
+    if (!std::binary_search(held_seq.begin(), held_seq.end(), records[e].first)) continue;
     drawn.events.push_back(e);
     // wait_causes() splits the waits of kernels (not of NCCL's, which the join names).
     if (ev.kind[e] != EventKind::kKernel) continue;
@@ -433,7 +462,10 @@ std::optional<StreamedChart> stream_render(const std::string& path, const Stream
     for (size_t e = 0; e < records.size(); ++e) seq_of_event[e] = records[e].first;
     rest.annotations = streamed_annotations(held_model, drawn, o.render.annotate, seq_of_event, held_waits, folds, busy, idle);
   }
-  out.scene = build_scene(held_model, drawn, render, rest, &out.stats);
+  out.render = std::move(render);
+  out.rest = std::move(rest);
+  out.held = std::move(held_model);
+  out.drawn = std::move(drawn);
   const CaptureInfo& capture = out.context.captures.front();
   if (sd.events != 0 && capture.alignment.method == AlignMethod::kNone)
     out.warnings.push_back(capture.path + ": " + describe(capture.alignment));

@@ -48,11 +48,23 @@ struct HtmlStats {
   uint64_t calls_left_out = 0;   // past the page's limit on those
   uint64_t nccl_calls = 0;       // NCCL calls on the host thread lanes
   uint64_t data_bytes = 0;       // the data block's size
+  uint64_t events_folded = 0;    // a scanned page: of `events`, those in the lanes' coverage only
 };
 
 // Writes the page; the template (viewer.html, .css, .js) is compiled into the library.
 void write_html(const Model& model, const Selection& selection, const RenderOptions& options, std::ostream& out,
                 HtmlStats* stats = nullptr);
+
+// The page of a scanned capture (stream_render.h stream_chart_parts(), with coverage_columns):
+// `model` holds only the events written one by one, the widest up to
+// RenderOptions::max_individual_events over all lanes, `selection` those over the whole
+// window, and `rest` every lane's other events folded into its coverage (at rest's columns,
+// the page's finest buckets), the devices' busy unions and the streamed flags. The viewer draws
+// the folded events as coverage wherever it draws the written ones one by one, and says how
+// many are there; the footer says how many were folded. The page's size is then bounded by
+// that cap, the lanes and the columns, not by the events.
+void write_html(const Model& model, const Selection& selection, const RenderOptions& options, const ChartRest& rest,
+                std::ostream& out, HtmlStats* stats = nullptr);
 
 // One run on a page. A diff page holds two, base first: each run's lanes under its own
 // sections (labelled with `label`), on one time axis where both runs' `selection.origin_ns`
@@ -78,8 +90,26 @@ void write_diff_html(const std::vector<HtmlRun>& runs, const HtmlDiff& diff, con
 
 namespace html {
 
+// A scanned page (write_html with a ChartRest) writes at most this many events one by one, the
+// widest over all lanes; the rest are the lanes' coverage. A written event costs about 20
+// bytes of the page (base64 of its varints: 203 MB for 10 M events when each was written) and,
+// while the capture is read, some 500 bytes (its candidate, its record and launch call, its row
+// in the model) and 5 us of a core. On the 10 M-kernel capture (2 cores, docs/render.md):
+// 5,000 took 3.8 s of CPU and 131 MB, 100,000 4.7 s and 165 MB, 250,000 5.7 s and 268 MB.
+// 100,000 keeps the page near 5 MB and the time near the scan's own.
+// One lane may hold all of them: a lane of a million narrow kernels beside nine quiet ones
+// shows as many as the page has room for, where a cap of a tenth each would waste nine tenths.
+inline constexpr size_t kMaxPageEvents = 100000;
+// The finest buckets of a scanned page's pyramids: columns of the scan's coverage (fewer with
+// many lanes: stream_render.h kPageCoverageCells). 65,536 over a window of 10 s is 150 us a
+// bucket; narrower, the page says how many events are folded in view.
+inline constexpr int kPageColumns = 65536;
+
 // The data block the page reads (a JSON object; see viewer.js for its fields).
 std::string data_json(const Model& model, const Selection& selection, const RenderOptions& options,
+                      HtmlStats* stats = nullptr);
+// The same for a scanned page (write_html with a ChartRest).
+std::string data_json(const Model& model, const Selection& selection, const RenderOptions& options, const ChartRest& rest,
                       HtmlStats* stats = nullptr);
 // The same for several runs (a diff page: `diff` set, two runs).
 std::string data_json(const std::vector<HtmlRun>& runs, const RenderOptions& options, const HtmlDiff* diff,

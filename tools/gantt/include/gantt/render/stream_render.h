@@ -59,11 +59,41 @@ struct StreamRenderOptions {
   uint64_t window_origin_ns = 0;
   unsigned threads = 0;  // threads that scan the capture; 0 = every core (analysis::default_scan_threads)
   LoadOptions load;
+  // The HTML page (html.h) rather than a picture of `render.width_px`: the lanes' coverage in
+  // up to this many columns over the window (a power of two; fewer with many lanes, so that
+  // lanes x columns stays within kPageCoverageCells), and the widest
+  // `render.max_individual_events` events held one by one whatever their width, as the page
+  // zooms. 0: the chart's pixels and its width threshold.
+  int coverage_columns = 0;
+  // With coverage_columns: refuse (kEveryEventFits) when no event would be folded, so that
+  // the caller loads the capture and writes the page of every event as before.
+  bool refuse_unfolded = false;
 };
+
+// stream_chart_parts()' reason with refuse_unfolded when every event fits the page.
+inline constexpr char kEveryEventFits[] = "the HTML page of every event (no more than --page-events)";
+
+// Lanes x columns of coverage a page's scan keeps (each cell 24 bytes a share: exec and wait).
+inline constexpr size_t kPageCoverageCells = size_t{1} << 20;
 
 struct StreamedChart {
   Scene scene;
   RenderStats stats;
+  Model context;                      // the capture's header, devices, threads; no events
+  std::vector<std::string> warnings;  // what load_captures() would print for the capture
+  bool corrupt = false;
+  unsigned threads = 1;               // decoding threads used
+};
+
+// What a streamed chart is drawn from: the model of the held events (and what they need), the
+// selection of them over the whole window, and the rest folded as it was read (render.h
+// ChartRest). build_scene(held, drawn, render, rest) is the chart; write_html() with `rest`
+// the page.
+struct StreamedParts {
+  Model held;
+  Selection drawn;
+  ChartRest rest;
+  RenderOptions render;               // the options the chart is drawn with (the filter described)
   Model context;                      // the capture's header, devices, threads; no events
   std::vector<std::string> warnings;  // what load_captures() would print for the capture
   bool corrupt = false;
@@ -77,5 +107,8 @@ std::string stream_render_refusal(const RenderOptions& options);
 // whole timeline (found while reading). Throws gpuhook::CaptureError as load() does.
 std::optional<StreamedChart> stream_render(const std::string& path, const StreamRenderOptions& options,
                                            std::string* why_not);
+// The same reads, stopped before the scene is built.
+std::optional<StreamedParts> stream_chart_parts(const std::string& path, const StreamRenderOptions& options,
+                                                std::string* why_not);
 
 }  // namespace gantt

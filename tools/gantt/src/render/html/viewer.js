@@ -14,7 +14,7 @@
 // Names are shown with textContent and fillText only: nothing from the capture becomes markup.
 'use strict';
 (function () {
-  const { pyramid, decodeEvents, upper, inView, addSpan, fmtDuration, fmtTime } = viewerData;
+  const { pyramid, decodeEvents, decodeCounts, upper, inView, addSpan, fmtDuration, fmtTime } = viewerData;
   const data = JSON.parse(document.getElementById('gpuhook-data').textContent);
   const G = data.geometry;
   const P = data.palette;
@@ -45,7 +45,28 @@
     index: i, label: l.label, section: l.section, n: l.n, rows: l.rows, packed: l.events,
     lod: pyramid(l.lod, l.lod_buckets, data.span_ns / l.lod_buckets), ev: null, y: 0, h: 0,
     ann: [],  // annotation indices on this lane's events, by event index
+    // A scanned page (html.h): the lane's events not written one by one, folded into `lod` and,
+    // on their own, `fold` (their coverage and how many touch each finest bucket).
+    folded: l.folded || 0,
+    fold: l.fold ? { lod: pyramid(l.fold, l.lod_buckets, data.span_ns / l.lod_buckets), sum: decodeCounts(l.fold_n, l.lod_buckets),
+                     n: l.lod_buckets, w: data.span_ns / l.lod_buckets } : null,
   }));
+  // The folded events of lane l that touch the finest buckets over [a, b]: [count, bucket a, bucket b end].
+  function foldedIn(l, a, b) {
+    const f = l.fold;
+    if (!f) return [0, a, b];
+    const b0 = Math.max(0, Math.min(f.n, Math.floor(a / f.w))), b1 = Math.max(b0, Math.min(f.n, Math.floor(b / f.w) + 1));
+    return [f.sum[b1] - f.sum[b0], b0 * f.w, b1 * f.w];
+  }
+  // What the page says of a lane's folded events around [a, b] ('' where it has none there).
+  function foldNote(l, a, b) {
+    const [n, fa, fb] = foldedIn(l, a, b);
+    if (!n) return '';
+    const res = Math.pow(10, Math.floor(Math.log10(Math.max(1, (fb - fa) / 1000))));
+    return l.label + ': ' + n.toLocaleString('en-US') + ' events folded into coverage here (' + rel(fa, res) + ' \u2026 ' +
+           rel(fb, res) + '; the page holds the widest ' + l.n.toLocaleString('en-US') + ' of the lane\'s ' +
+           (l.n + l.folded).toLocaleString('en-US') + ' one by one): render with --from/--to for them one by one';
+  }
   const sections = data.sections.map((s) => ({
     label: s.label, lanes: s.lanes, busyLabel: s.busy_label || '',
     compute: s.compute ? pyramid(s.compute, data.util_buckets, data.util_bucket_ns) : null,
@@ -67,6 +88,7 @@
     X: (t) => X(t), T: (x) => T(x), plotL: () => plotL(), plotR: () => plotR(), pxPerNs: () => pxPerNs(),
     W: () => W, H: () => H, rel: (t, res) => rel(t, res), fitText: (t, w) => fitText(t, w),
     searchRe: () => (search ? search.re : null), search: () => search, marks: () => marks, stats: null,
+    foldedIn: (l, a, b) => foldedIn(l, a, b)[0],
     RULER_H, LABEL_W,
   };
   const host = viewerHost(data, env);
@@ -273,6 +295,10 @@
     const c = host.callAt(x, y, view.scroll);
     if (c) return showTip(c, x, y);
     const l = laneAt(y);
+    if (l && l.fold && x >= plotL() && x <= plotR()) {
+      const note = foldNote(l, T(x - 2), T(x + 2));
+      if (note) return showTip(note, x, y);
+    }
     if (l && l.mode !== 'events' && x >= plotL() && x <= plotR())
       return showTip(l.label + ': ' + l.n + ' events, drawn as coverage here (busy share per pixel); zoom in to see them one by one', x, y);
     showTip(gapAt(x, y), x, y);
@@ -473,7 +499,7 @@
   window.gpuhookViewer = viewerHook({
     data, lanes, labels, calls, sections, A, G, view, stats, totalEvents, host, panels, canvas, tip, searchBox,
     RULER_H, EXEC_Y, EXEC_H, X, plotL, plotR, setView, runSearch, select, describe, eventBox, draw, clampScroll,
-    selectRange, setMeasure, updatePanels, ranks,
+    selectRange, setMeasure, updatePanels, ranks, foldNote,
     state: () => ({ ready: next >= lanes.length, H, search, measure, selected, litCount }),
   });
 })();

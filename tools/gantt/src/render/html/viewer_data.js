@@ -119,5 +119,18 @@ const viewerData = (function () {
     return (d >= 0 ? '+' : '') + (d / unit).toFixed(decimals) + ' ' + name;
   }
 
-  return { b64bytes, pyramid, decodeEvents, decodeMemory, upper, inView, addSpan, fmtDuration, fmtTime };
+  // A scanned page's folded events per finest bucket of a lane ("fold_n": a varint each), as a
+  // running sum of n + 1 entries: the count over buckets [b0, b1) is sum[b1] - sum[b0].
+  function decodeCounts(b64, n) {
+    const b = b64bytes(b64);
+    const sum = new Float64Array(n + 1);
+    let p = 0;
+    for (let i = 0; i < n; i++) {
+      let v = 0, mul = 1, c;
+      do { c = b[p++]; v += (c & 127) * mul; mul *= 128; } while (c & 128);
+      sum[i + 1] = sum[i] + v;
+    }
+    return sum;
+  }
+  return { b64bytes, pyramid, decodeEvents, decodeMemory, decodeCounts, upper, inView, addSpan, fmtDuration, fmtTime };
 })();

@@ -157,7 +157,21 @@ const viewerDraw = function (data, env) {
     if (l.ev) [i0, i1] = inView(l.ev, view.a, view.b);
     const finest = l.lod[0];
     if (l.ev && i1 - i0 <= budget && i1 - i0 <= EVENTS_PER_COLUMN * cols) {
+      // A scanned page's folded events in view: their coverage under the events written one by
+      // one, and how many there are at the lane's right end (the tooltip says where).
+      const folded = l.fold ? env.foldedIn(l, view.a, view.b) : 0;
+      if (folded) drawColumns(columnsFromPyramid(l.fold.lod, cols), y + EXEC_Y, EXEC_H, P.compute, false, false);
       drawEvents(l, y, i0, i1);
+      if (folded) {
+        const text = '+' + folded.toLocaleString('en-US') + ' folded';
+        ctx.font = '9px "DejaVu Sans", sans-serif';
+        const w = ctx.measureText(text).width + 6;
+        ctx.fillStyle = 'rgba(255,255,255,0.85)';
+        ctx.fillRect(plotR() - w, y + 1, w, 11);
+        ctx.fillStyle = P.muted;
+        ctx.textAlign = 'right';
+        ctx.fillText(text, plotR() - 3, y + 10);
+      }
       l.mode = 'events';
       env.stats.individual += i1 - i0;
       return i1 - i0;
@@ -172,6 +186,10 @@ const viewerDraw = function (data, env) {
       c = new Float32Array(cols);
       const ev = l.ev, ppn = pxPerNs();
       for (let i = i0; i < i1; i++) addSpan(c, (ev.start[i] - view.a) * ppn, (ev.end[i] - view.a) * ppn, 1);
+      if (l.fold) {
+        const f = columnsFromPyramid(l.fold.lod, cols);
+        for (let k = 0; k < cols; k++) c[k] += f[k];
+      }
       l.mode = 'coverage';
     }
     drawColumns(c, y + EXEC_Y, EXEC_H, P.compute, false, false);

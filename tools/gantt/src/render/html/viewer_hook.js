@@ -6,7 +6,7 @@
 const viewerHook = function (v) {
   const { data, lanes, labels, calls, sections, A, G, view, stats, totalEvents, host, panels, canvas, tip, searchBox,
           RULER_H, EXEC_Y, EXEC_H, X, plotL, plotR, setView, runSearch, select, describe, eventBox, draw, clampScroll,
-          selectRange, setMeasure, updatePanels, ranks } = v;
+          selectRange, setMeasure, updatePanels, ranks, foldNote } = v;
   return {
     get ready() { return v.state().ready && stats.frames > 0; },
     get readyMs() { return stats.readyMs; },
@@ -30,6 +30,18 @@ const viewerHook = function (v) {
     palette: () => Object.assign({}, data.palette),
     sectionLabels: () => sections.map((s) => s.label),
     laneCounts: () => lanes.map((l) => l.n),
+    // A scanned page: per lane, the events folded into its coverage (not written one by one),
+    // and what the page says of those around [a, b] on lane li ('' where none are).
+    laneFolded: () => lanes.map((l) => l.folded),
+    foldNote: (li, a, b) => foldNote(lanes[li], a, b),
+    // Client coordinates of time t on lane li (scrolled into view first).
+    lanePoint: (li, t) => {
+      const l = lanes[li];
+      if (l.y - view.scroll < RULER_H || l.y - view.scroll + l.h > v.state().H) { view.scroll = l.y - RULER_H - 20; clampScroll(); }
+      draw();
+      const r = canvas.getBoundingClientRect();
+      return { x: r.left + X(t), y: r.top + l.y - view.scroll + EXEC_Y + EXEC_H / 2 };
+    },
     search: (text) => { searchBox.value = text; return runSearch(text); },
     matches: () => { const { search } = v.state(); return search ? search.count : 0; },
     measure: () => { const { measure } = v.state(); return measure ? { start_ns: measure.a, end_ns: measure.b, events: measure.events } : null; },
