@@ -1,5 +1,6 @@
 #include "cupti_convert.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -9,6 +10,20 @@ namespace {
 
 // CUPTI stamps records with our timestamp callback, so these are already capture times.
 int64_t t(uint64_t ns) { return static_cast<int64_t>(ns); }
+
+// CUPTI's synchronisation records name their context but not its device
+// (CUpti_ActivitySynchronization2 has no deviceId), while the GPU records of a context name
+// both. Each context's device as those records said, for the syncs: without it a
+// cudaStreamWaitEvent on device 1 was written as device 0's and readers put the wait on a
+// stream device 0 does not have. Context ids are small numbers the driver hands out in order;
+// a sync of a context past the table or not seen yet keeps device 0, and readers take its
+// context's device from the capture's other records (whatif does).
+constexpr uint32_t kContexts = 1024;
+std::atomic<uint32_t> g_device_of_context[kContexts];  // device + 1; 0 = not seen
+
+void note_context(uint32_t context, uint32_t device) {
+  if (context < kContexts) g_device_of_context[context].store(device + 1, std::memory_order_relaxed);
+}
 
 // Checks a start/end pair; clears both when either is unknown or they are reversed.
 bool check_pair(uint64_t* start, uint64_t* end) {
@@ -39,6 +54,7 @@ void convert_kernel(const CUpti_ActivityKernel10* k, const ConvertOptions& o, Re
   }
   if (!valid) sink.invalid_time();
   sink.device_seen(k->deviceId);
+  note_context(k->contextId, k->deviceId);
   KernelFields r;
   r.name_id = k->name != nullptr ? sink.intern(k->name) : 0;
   r.device = k->deviceId;
@@ -76,6 +92,7 @@ void convert_copy(const Copy* m, uint32_t src_device, uint32_t dst_device, Recor
   uint64_t start = m->start, end = m->end;
   if (!check_pair(&start, &end)) sink.invalid_time();
   sink.device_seen(m->deviceId);
+  note_context(m->contextId, m->deviceId);
   wire::Record rec;
   auto* r = rec.mutable_memcpy();
   r->set_copy_kind(static_cast<v1::CopyKind>(m->copyKind <= 10 ? m->copyKind : 0));
@@ -101,6 +118,7 @@ void convert_memset(const CUpti_ActivityMemset4* m, RecordSink& sink) {
   uint64_t start = m->start, end = m->end;
   if (!check_pair(&start, &end)) sink.invalid_time();
   sink.device_seen(m->deviceId);
+  note_context(m->contextId, m->deviceId);
   wire::Record rec;
   auto* r = rec.mutable_memset();
   r->set_value(m->value);
@@ -147,6 +165,9 @@ void convert_sync(const CUpti_ActivitySynchronization2* s, RecordSink& sink) {
   r->set_start_ns(t(start));
   r->set_end_ns(t(end));
   r->set_context(s->contextId);
+  if (s->contextId < kContexts) {
+    if (const uint32_t d = g_device_of_context[s->contextId].load(std::memory_order_relaxed)) r->set_device(d - 1);
+  }
   r->set_stream(s->streamId);
   r->set_event_id(s->cudaEventId);
   r->set_correlation_id(s->correlationId);
@@ -221,6 +242,7 @@ void convert_device(const CUpti_ActivityDevice5* d, RecordSink& sink) {
 void convert_cuda_event(const CUpti_ActivityCudaEvent2* e, RecordSink& sink) {
   wire::Record rec;
   auto* r = rec.mutable_cuda_event();
+  note_context(e->contextId, e->deviceId);
   r->set_event_id(e->eventId);
   r->set_context(e->contextId);
   r->set_stream(e->streamId);

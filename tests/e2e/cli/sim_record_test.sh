@@ -21,11 +21,14 @@ n=$("$cli" stats "$capture" --format json | python3 -c 'import json,sys; print(j
 "$cli" record -o "$work/bad-%p.gpuh" -- "$example" --no-such-flag >/dev/null 2>&1
 rc=$?
 [[ $rc == 2 ]] && echo "ok   the program's exit code (2, bad arguments) passes through" || { echo "FAIL: exit $rc, expected 2"; fails=$((fails + 1)); }
-# The Chrome export keeps every host API record, also those before the first kernel and after
+# The Chrome export keeps every host API record (a slice named cu* or __cu* on the host's process), also those before the first kernel and after
 # the last (set-up, allocation, teardown), when no window was asked for.
 api_records=$("$cli" dump "$capture" --kind api | wc -l)
 api_slices=$("$cli" export "$capture" --format chrome -o - 2>/dev/null |
-  python3 -c 'import json,sys; d=json.load(sys.stdin); print(sum(1 for e in d["traceEvents"] if e.get("cat") == "api"))')
+  python3 -c 'import json,sys
+d = json.load(sys.stdin)
+host = {e["pid"] for e in d["traceEvents"] if e.get("ph") == "M" and e.get("name") == "process_name" and e["args"]["name"].startswith("host")}
+print(sum(1 for e in d["traceEvents"] if e.get("ph") == "X" and e.get("pid") in host and e["name"].lstrip("_").startswith("cu")))')
 [[ $api_records -gt 0 && $api_slices == "$api_records" ]] && echo "ok   chrome export: all $api_records API calls" ||
   { echo "FAIL: chrome export has $api_slices API slices of $api_records API records"; fails=$((fails + 1)); }
 

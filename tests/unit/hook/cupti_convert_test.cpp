@@ -177,6 +177,31 @@ TEST(CuptiConvert, CopiesAndMemsetsCarryBytesAndDirection) {
   EXPECT_EQ(sink.invalid, 0);
 }
 
+TEST(CuptiConvert, ASyncTakesTheDeviceOfItsContext) {
+  // CUpti_ActivitySynchronization2 has a context and no device: the sync of context 902 is
+  // device 3's, as a kernel of that context said; a context never seen leaves the device 0.
+  FakeSink sink;
+  CUpti_ActivityKernel10 k = kernel(0, 0, 10, 20);
+  k.deviceId = 3;
+  k.contextId = 902;
+  convert_activity(reinterpret_cast<CUpti_Activity*>(&k), ConvertOptions{}, sink);
+  CUpti_ActivitySynchronization2 s;
+  std::memset(&s, 0, sizeof(s));
+  s.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+  s.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT;
+  s.start = 30;
+  s.end = 31;
+  s.contextId = 902;
+  s.streamId = 14;
+  convert_activity(reinterpret_cast<CUpti_Activity*>(&s), ConvertOptions{}, sink);
+  s.contextId = 903;
+  convert_activity(reinterpret_cast<CUpti_Activity*>(&s), ConvertOptions{}, sink);
+  ASSERT_EQ(sink.records.size(), 3u);
+  EXPECT_EQ(sink.records[1].sync().device(), 3u);
+  EXPECT_EQ(sink.records[1].sync().context(), 902u);
+  EXPECT_EQ(sink.records[2].sync().device(), 0u);
+}
+
 TEST(CuptiConvert, CopiesAndMemsetsOfAGraphKeepTheirGraphAndNode) {
   FakeSink sink;
   CUpti_ActivityMemcpy6 m;
