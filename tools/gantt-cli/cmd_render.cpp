@@ -128,9 +128,9 @@ std::optional<int> try_stream(const RenderCliOptions& o, const gantt::RenderOpti
 
 // The HTML page of one capture by a scan (gantt/render/html.h write_html with a ChartRest):
 // the widest html::kMaxPageEvents events written one by one, the others as their lanes'
-// coverage, so the page and the memory are bounded whatever the capture holds. A capture
-// whose events all fit the page is loaded (*why_whole says so) and its page is as before: the
-// host calls, NVTX ranges and every flag of the whole model.
+// coverage, so the page and the memory are bounded whatever the capture holds. A small
+// capture whose events all fit the page is loaded (*why_whole says so) and its page is as
+// before: the host calls, NVTX ranges and every flag of the whole model.
 std::optional<int> try_scan_page(const RenderCliOptions& o, const gantt::RenderOptions& ro, const ChartTarget& target,
                                  std::string* why_whole) {
   if (o.load.in_memory) return std::nullopt;
@@ -146,7 +146,11 @@ std::optional<int> try_scan_page(const RenderCliOptions& o, const gantt::RenderO
   so.load = load_options(o.load);
   so.filter = make_filter(o.filter);
   so.coverage_columns = gantt::html::kPageColumns;
-  so.refuse_unfolded = true;
+  // A capture small enough to load cheaply (its records, launches included, a few times the
+  // cap: some 90 MB loaded) gets the loaded page when every event fits it, as before. A large
+  // one is scanned even then: a window of it (--from/--to, as the page says to ask for the
+  // folded events) would otherwise load all of it for a few thousand events.
+  so.refuse_unfolded = estimate_load(o.files, o.load.max_memory, kRenderLoadCap, kPageBytesPerRecord).records <= 4 * o.page_events;
   std::optional<gantt::StreamedParts> parts;
   try {
     const bool scanned = why_not.empty();
