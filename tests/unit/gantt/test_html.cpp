@@ -218,3 +218,47 @@ TEST(Html, TwoRunsShareOneAxisAtTheirOrigins) {
   EXPECT_GT(lead_in, 0u);
   EXPECT_EQ(std::stoull(data.substr(at + 12)), lead_in);
 }
+
+// A scanned page (html.h write_html with a ChartRest): the model holds the events written one
+// by one, the rest folds the others per lane; a lane with none written is still on the page,
+// its folded events are in its pyramid and counted, and the page does not grow with them.
+TEST(Html, AScannedPageWritesTheHeldEventsAndNamesTheFoldedOnes) {
+  const gantt::Model m = two_streams("k", 20);
+  gantt::Selection held = gantt::select_events(m, {});
+  std::erase_if(held.events, [&](uint32_t e) { return m.events.stream[e] != 10; });
+  ASSERT_EQ(held.events.size(), 10u);
+  const auto page_of = [&](uint64_t folded, int columns) -> std::string {
+    gantt::ChartRest rest;
+    for (uint32_t e : gantt::select_events(m, {}).events) {
+      gantt::ChartRest::Lane& lane = rest.lanes[gantt::lane_key(m, e, gantt::LaneMode::kStream)];
+      if (lane.exec.columns() == 0) lane.exec = lane.wait = gantt::Coverage(columns);
+      ++lane.events;
+    }
+    gantt::ChartRest::Lane& other = rest.lanes[gantt::lane_key(m, 1, gantt::LaneMode::kStream)];
+    EXPECT_EQ(m.events.stream[1], 11u);
+    for (int k = 0; k < 10; ++k) other.exec.add(100.0 * k, 100.0 * k + 20);
+    other.aggregated = folded;
+    other.events = folded;
+    rest.events = 10 + folded;
+    rest.in_capture = rest.events;
+    gantt::RenderOptions o;
+    o.annotate.enabled = false;
+    gantt::HtmlStats st;
+    std::string data = gantt::html::data_json(m, held, o, rest, &st);
+    EXPECT_EQ(st.lanes, 2u);
+    EXPECT_EQ(st.events, 10 + folded);
+    EXPECT_EQ(st.events_folded, folded);
+    return data;
+  };
+  const std::string data = page_of(10, 1024);
+  EXPECT_EQ(count(data, "\"folded\":10,"), 1u);
+  EXPECT_EQ(count(data, "\"fold_n\":"), 1u);
+  EXPECT_EQ(count(data, "\"lod_buckets\":1024"), 2u);
+  EXPECT_EQ(count(data, ",\"n\":0,"), 1u);  // the lane with no event written, folded ones only
+  EXPECT_NE(data.find("the 10 widest written one by one, 10 folded into the lanes' coverage"), std::string::npos);
+  // A billion folded events cost the page their count's digits (in the lane, the footer and
+  // the capture's count), nothing else.
+  EXPECT_LT(page_of(1'000'000'000, 1024).size() - data.size(), 64u);
+  // The viewer halves the pyramids down from the finest level: a power of two or nothing.
+  EXPECT_THROW(page_of(10, 1000), std::invalid_argument);
+}
