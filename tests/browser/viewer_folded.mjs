@@ -45,6 +45,9 @@ export async function foldedChecks(page, V, X, check) {
   }
   check(/[\d,]+ events folded into coverage here .*--from\/--to for them one by one/.test(tip),
         `hovering the lane between written events names the folded ones: ${JSON.stringify(tip)}`);
+  // The stats table counts the written events and says the folded ones are not.
+  const caption = await V(() => { gpuhookViewer.statsRows(); return document.querySelector('#stats caption').textContent; });
+  check(/more folded into coverage are not counted here/.test(caption), `the stats table says what it leaves out: ${JSON.stringify(caption)}`);
   // Where a lane has nothing folded, nothing is said.
   const quiet = folded.indexOf(0);
   if (quiet >= 0) check((await V((li) => gpuhookViewer.foldNote(li, 0, gpuhookViewer.span_ns), quiet)) === '', `lane ${quiet}, none folded, says nothing`);

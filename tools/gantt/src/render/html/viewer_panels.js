@@ -104,6 +104,9 @@ const viewerPanels = function (data, env) {
     const cap = document.createElement('caption');
     cap.textContent = (span.measured ? 'measured span ' : 'in view ') + fmtDuration(span.b - span.a) + ': ' +
       rows.reduce((s, r) => s + r.count, 0) + ' events start in it' + (rows.length > 25 ? ' (25 names with the most time)' : '');
+    // A scanned page: the table and the flame graph count the events written one by one.
+    const folded = env.lanes.reduce((s, l) => s + (l.fold ? env.foldedIn(l, span.a, span.b) : 0), 0);
+    if (folded) cap.textContent += '; ' + folded.toLocaleString('en-US') + ' more folded into coverage are not counted here';
     table.appendChild(cap);
     const head = table.insertRow();
     for (const h of ['name', 'kind', 'count', 'total', 'mean', 'share']) {
