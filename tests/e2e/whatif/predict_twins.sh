@@ -181,5 +181,6 @@ printf '%s\n' "${errors[@]}" | tr -d '+-' | sort -g | awk -v m="$median_toleranc
     n = NR
     median = n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
     printf "rows: %d; median |error| %.1f%% (at most %s%%), worst %.1f%% (at most %s%%)\n", n, median, m, worst, w
+    printf "goal (median 3%%, worst 8%%): %s\n", (median <= 3 && worst <= 8) ? "met" : "not met"
     exit (median > m || worst > w) ? 1 : 0 }' || failed=1
 exit $failed
