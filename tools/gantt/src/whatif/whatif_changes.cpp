@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <stdexcept>
 
 #include <re2/re2.h>
@@ -442,6 +444,19 @@ void overlap_copies(Built& b, const Change& ch) {
   size_t moved = 0, runs = 0, streams = 0;
   for (auto& [lane, ops] : by_lane) {
     std::sort(ops.begin(), ops.end(), [&](uint32_t a, uint32_t c) { return g.ops[a].order < g.ops[c].order; });
+    // Per kernel, the position of the next kernel of its name on the lane (npos: none), so that
+    // each run finds the kernel it joins in one step rather than by a walk to the lane's end.
+    constexpr size_t npos = SIZE_MAX;
+    std::vector<size_t> next_same(ops.size(), npos);
+    {
+      std::unordered_map<std::string_view, size_t> later;
+      for (size_t k = ops.size(); k-- > 0;) {
+        const GpuOp& op = g.ops[ops[k]];
+        if (op.kind != OpKind::kKernel) continue;
+        auto [it, added] = later.try_emplace(op.name, k);
+        if (!added) next_same[k] = std::exchange(it->second, k);
+      }
+    }
     uint32_t copy_lane = kNone;
     for (size_t i = 0; i < ops.size();) {
       const size_t first_kernel = i;
@@ -457,26 +472,23 @@ void overlap_copies(Built& b, const Change& ch) {
         copy_lane = add_lane(g, from, next_id[from.capture]++);
         ++streams;
       }
-      std::vector<std::string> producers;
+      size_t join_at = npos;  // the first kernel past the run named as one of its producers
       for (size_t j = 0; j < n; ++j) {
-        const uint32_t copy = ops[first_copy + j], kernel = ops[first_copy - n + j];
+        const size_t producer = first_copy - n + j;
+        const uint32_t copy = ops[first_copy + j];
         g.ops[copy].lane = copy_lane;
         EventWait chunk;
         chunk.waiting_op = copy;
-        chunk.source_ops = {kernel};
+        chunk.source_ops = {ops[producer]};
         b.event_waits.push_back(chunk);
-        producers.push_back(g.ops[kernel].name);
+        // Within the run the next of a name is another producer; past it, a candidate.
+        if (next_same[producer] != npos && next_same[producer] >= i) join_at = std::min(join_at, next_same[producer]);
       }
-      for (size_t k = i; k < ops.size(); ++k) {
-        const GpuOp& next = g.ops[ops[k]];
-        if (next.kind != OpKind::kKernel ||
-            std::find(producers.begin(), producers.end(), next.name) == producers.end())
-          continue;
+      if (join_at != npos) {
         EventWait join;
-        join.waiting_op = ops[k];
+        join.waiting_op = ops[join_at];
         join.source_ops = {ops[i - 1]};
         b.event_waits.push_back(join);
-        break;
       }
       moved += n;
       ++runs;
