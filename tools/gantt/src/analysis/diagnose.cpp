@@ -8,6 +8,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <tuple>
 
 #include "gantt/analysis/intervals.h"
 #include "gantt/noise/noise.h"
@@ -15,53 +16,13 @@
 #include "gantt/model/graphs.h"
 #include "gantt/ranks/ranks.h"
 #include "gantt/model/text.h"
-#include "diagnose_rules.h"
+#include "diagnose_work.h"
 
 namespace gantt::analysis {
 namespace detail {
 
 std::string pct(double v) { return fixed(v, 1) + "%"; }
 std::string usn(uint64_t ns) { return us(static_cast<int64_t>(ns)) + " us"; }
-
-bool is_compute(const Model& m, uint32_t e) {
-  return m.events.kind[e] == EventKind::kKernel || m.events.kind[e] == EventKind::kNccl;
-}
-
-std::vector<Device> devices(const Model& m) {
-  std::map<uint64_t, Device> by;
-  for (uint32_t e = 0; e < m.events.size(); ++e) {
-    if (!is_gpu_work(m, e)) continue;
-    const uint64_t key = (uint64_t{m.events.capture[e]} << 32) | m.events.device[e];
-    Device& d = by[key];
-    d.capture = m.events.capture[e];
-    d.ordinal = m.events.device[e];
-    d.events.push_back(e);
-  }
-  std::vector<Device> out;
-  for (auto& [k, d] : by) {
-    d.label = device_label(m.captures.size(), d.capture, d.ordinal);
-    std::sort(d.events.begin(), d.events.end(), [&](uint32_t a, uint32_t b) {
-      return m.events.start_ns[a] != m.events.start_ns[b] ? m.events.start_ns[a] < m.events.start_ns[b] : a < b;
-    });
-    for (uint32_t e : d.events) {
-      const Interval iv{m.events.start_ns[e], m.events.end_ns[e]};
-      d.busy.push_back(iv);
-      if (is_compute(m, e)) d.compute.push_back(iv);
-      else if (m.events.kind[e] == EventKind::kMemcpy) d.copy.push_back(iv);
-    }
-    merge_intervals(d.busy);
-    merge_intervals(d.compute);
-    merge_intervals(d.copy);
-    d.span_ns = d.busy.empty() ? 0 : d.busy.back().second - d.busy.front().first;
-    out.push_back(std::move(d));
-  }
-  return out;
-}
-
-std::string api_name(const Model& m, uint32_t e) {
-  const uint32_t a = m.events.api[e];
-  return a == kNone ? std::string() : std::string(m.string(m.api.name[a]));
-}
 
 }  // namespace detail
 
@@ -70,17 +31,14 @@ namespace {
 using namespace detail;
 
 // ---------------------------------------------------------------- 1. stream serialisation
-std::vector<SerialFigures> serial_figures(const Model& m, const std::vector<Device>& devs) {
+std::vector<SerialFigures> serial_figures(const DiagnoseWork& w) {
   std::vector<SerialFigures> out;
-  for (const Device& d : devs) {
-    SerialFigures f{d.label, {}, total_length(d.compute), {}};
-    for (uint32_t e : d.events) {
-      if (!is_compute(m, e)) continue;
-      auto& s = f.per_stream[m.events.stream[e]];
-      ++s.first;
-      s.second += m.events.end_ns[e] - m.events.start_ns[e];
-      const auto [span, first] = f.span.try_emplace(m.events.stream[e], m.events.start_ns[e], m.events.end_ns[e]);
-      if (!first) span->second.second = std::max(span->second.second, m.events.end_ns[e]);
+  for (const auto& d : w.devices()) {
+    SerialFigures f{device_label(w, *d), {}, d->totals.compute_ns, {}};
+    for (const auto& [stream, s] : d->streams) {
+      if (s.compute == 0) continue;
+      f.per_stream[stream] = {s.compute, s.compute_ns};
+      f.span[stream] = s.span;
     }
     out.push_back(std::move(f));
   }
@@ -170,19 +128,11 @@ void rule_serialisation(const std::vector<SerialFigures>& devs, DiagnoseReport& 
 namespace {
 
 // ---------------------------------------------------------------- 2. copies without overlap
-std::vector<CopyFigures> copy_figures(const Model& m, const std::vector<Device>& devs) {
+std::vector<CopyFigures> copy_figures(const DiagnoseWork& w) {
   std::vector<CopyFigures> out;
-  for (const Device& d : devs) {
-    CopyFigures f{d.label, total_length(d.copy), total_length(d.busy), total_length(d.compute),
-                  intersection_length(d.copy, d.compute)};
-    for (uint32_t e : d.events) {
-      if (m.events.kind[e] != EventKind::kMemcpy) continue;
-      ++f.copies;
-      f.bytes += m.events.bytes[e];
-      if (copy_host_wait(m, e) != CopyHostWait::kNone) ++f.sync_copies;
-    }
-    out.push_back(std::move(f));
-  }
+  for (const auto& d : w.devices())
+    out.push_back({device_label(w, *d), d->totals.copy_ns, d->totals.busy_ns, d->totals.compute_ns, d->totals.overlap_ns,
+                   d->copies, d->copy_bytes, d->sync_copies});
   return out;
 }
 
@@ -258,7 +208,7 @@ void rule_imbalance(const std::string& unit, const ImbalanceReport& rep,
 
 namespace {
 
-void rule_imbalance(const Model& m, const std::vector<Device>& devs, DiagnoseReport& r) {
+void rule_imbalance(const Model& m, const DiagnoseWork& w, DiagnoseReport& r) {
   if (m.captures.size() > 1) {
     // Matched only when the rule fires: it walks every collective of every rank.
     const auto straggler = [&m]() -> std::string {
@@ -269,71 +219,43 @@ void rule_imbalance(const Model& m, const std::vector<Device>& devs, DiagnoseRep
              " of waiting";
     };
     detail::rule_imbalance("rank", busy_imbalance(rank_busy_intervals(m)), straggler, r);
-  } else if (devs.size() > 1) {
-    detail::rule_imbalance("device", busy_imbalance(device_busy_intervals(m)), nullptr, r);
   } else {
-    r.rules.push_back({"imbalance", false, kImbalanceAlone});
+    rule_device_imbalance(w, r);
   }
 }
 
+}  // namespace
+
+namespace detail {
+
+void rule_device_imbalance(const DiagnoseWork& w, DiagnoseReport& r) {
+  if (w.devices().size() < 2) {
+    r.rules.push_back({"imbalance", false, kImbalanceAlone});
+    return;
+  }
+  std::vector<RankBusy> busy;
+  for (const auto& d : w.devices())
+    busy.push_back({static_cast<int32_t>(d->ordinal), d->balance_totals.busy_ns,
+                    d->balance_totals.last_ns - d->balance_totals.first_ns});
+  detail::rule_imbalance("device", busy_imbalance(std::move(busy)), nullptr, r);
+}
+
+void rule_serialisation(const DiagnoseWork& w, DiagnoseReport& r) { rule_serialisation(serial_figures(w), r); }
+void rule_copy_overlap(const DiagnoseWork& w, DiagnoseReport& r) { rule_copy_overlap(copy_figures(w), r); }
+
 // ---------------------------------------------------------------- 5. low occupancy
 constexpr double kOccupancyShare = 0.10;  // a kernel matters at this share of kernel time
-constexpr double kLowOccupancy = 0.5;     // theoretical occupancy at or below this is low
 
 // A grid that fits the device at once is not judged (KernelOccupancy::fits_at_once, the rule
 // the chart's flag follows too). Raising occupancy from at most kLowOccupancy at least doubles
 // what fits, and ceil(w/2) < ceil(w) for every w > 1, so a grid of more than one wave always
 // gets shorter.
-struct Waves {
-  uint64_t blocks = 0;
-  uint64_t fit = 0;  // blocks resident at once on the device; 0 when the SM count is unknown
-};
-
-void rule_occupancy(const Model& m, DiagnoseReport& r) {
+void rule_occupancy(const DiagnoseWork& w, const WorkNames& names, DiagnoseReport& r) {
   RuleResult res{"low-occupancy", false, ""};
-  struct Acc {
-    uint64_t exec = 0, count = 0;        // launches of more than one wave, or of unknown waves
-    uint64_t fits_exec = 0, fits = 0;    // launches whose grid fits the device at once
-    Waves most, fitting;                 // the launch with the most waves; a fitting one of low occupancy
-    std::vector<float> occ;
-    std::map<OccupancyLimit, uint64_t> limits;
-    uint64_t block = 0;
-    uint32_t regs = 0;
-  };
-  std::map<std::string, Acc> by;
-  std::vector<KernelOccupancy> occupancy;  // per capture: resident blocks per SM
-  occupancy.reserve(m.captures.size());
-  for (const CaptureInfo& c : m.captures) occupancy.emplace_back(c.devices);
-  uint64_t total = 0;
-  for (uint32_t e = 0; e < m.events.size(); ++e) {
-    if (!is_gpu_work(m, e) || !is_compute(m, e)) continue;
-    const uint64_t x = m.events.end_ns[e] - m.events.start_ns[e];
-    total += x;
-    Acc& a = by[std::string(m.display_name(e))];
-    if (std::isnan(m.events.occupancy[e])) {
-      a.exec += x;
-      ++a.count;
-      continue;
-    }
-    const uint16_t c = m.events.capture[e];
-    const Occupancy& o = occupancy[c].of(m.events.device[e], m.events.block[e], m.events.registers_per_thread[e],
-                                         uint64_t{m.events.static_smem_bytes[e]} + m.events.dynamic_smem_bytes[e]);
-    const Waves w{dim3_count(m.events.grid[e]), occupancy[c].blocks_at_once(m.events.device[e], o)};
-    if (occupancy[c].fits_at_once(m.events.device[e], o, w.blocks)) {
-      a.fits_exec += x;
-      ++a.fits;
-      if (m.events.occupancy[e] <= kLowOccupancy + 1e-6) a.fitting = w;
-      continue;
-    }
-    a.exec += x;
-    ++a.count;
-    a.occ.push_back(m.events.occupancy[e]);
-    ++a.limits[m.events.occupancy_limit[e]];
-    a.block = dim3_count(m.events.block[e]);
-    a.regs = m.events.registers_per_thread[e];
-    const auto waves = [](const Waves& v) { return v.fit ? (v.blocks + v.fit - 1) / v.fit : 0; };
-    if (a.most.blocks == 0 || waves(w) > waves(a.most)) a.most = w;
-  }
+  // By the name shown: two recorded names that demangle alike are one kernel to the reader.
+  std::map<std::string, OccupancyWork> by;
+  for (const auto& [id, one] : w.occupancy()) by[names.display(id)].merge(one);
+  const uint64_t total = w.occupancy_total_ns();
   bool any_occ = false;
   std::string fits_example;  // a kernel of low occupancy that matters but fits the device at once
   for (auto& [name, a] : by) {
@@ -346,8 +268,17 @@ void rule_occupancy(const Model& m, DiagnoseReport& r) {
                        std::to_string(a.fitting.fit) + " fit at once";
       continue;
     }
-    std::sort(a.occ.begin(), a.occ.end());
-    const double occ = a.occ[a.occ.size() / 2];
+    // The middle launch's occupancy (the upper of the two for an even count).
+    uint64_t launches = 0;
+    for (const auto& [v, n] : a.occ) launches += n;
+    double occ = 0;
+    for (uint64_t seen = 0; const auto& [v, n] : a.occ) {
+      seen += n;
+      if (seen > launches / 2) {
+        occ = v;
+        break;
+      }
+    }
     if (occ > kLowOccupancy + 1e-6) continue;
     const auto lim = std::max_element(a.limits.begin(), a.limits.end(),
                                       [](const auto& x, const auto& y) { return x.second < y.second; });
@@ -394,52 +325,43 @@ void rule_occupancy(const Model& m, DiagnoseReport& r) {
 
 // ---------------------------------------------------------------- 7. fragmentation
 constexpr size_t kFragMinInstances = 5;
-constexpr double kStretch = 2.0;         // exec at least this many times the median of its twins...
-constexpr double kSharedFraction = 0.5;  // ...while other kernels ran for at least half of it
+constexpr double kStretch = 2.0;  // exec at least this many times the median of its twins, while
+                                  // other kernels ran for kSharedFraction of it (diagnose_work.h)
 constexpr uint64_t kFragMinStretched = 3;
+// Launches checked one by one per kernel and shape: the first this many at least kStretch
+// times their median, in start order. Past kFragKept launches, each is counted.
+constexpr size_t kFragMaxChecked = 256;
 
-void rule_fragmentation(const Model& m, const std::vector<Device>& devs, DiagnoseReport& r) {
+void rule_fragmentation(const DiagnoseWork& w, const WorkNames& names, DiagnoseReport& r) {
   RuleResult res{"fragmentation", false, ""};
-  for (const Device& d : devs) {
+  for (const auto& d : w.devices()) {
     // Same kernel, same launch shape: the instances should take about the same time.
-    std::map<std::tuple<uint32_t, uint64_t, uint64_t>, std::vector<uint32_t>> groups;
-    for (uint32_t e : d.events)
-      if (is_compute(m, e))
-        groups[{m.events.name[e], dim3_count(m.events.grid[e]), dim3_count(m.events.block[e])}].push_back(e);
-    for (const auto& [key, evs] : groups) {
-      if (evs.size() < kFragMinInstances) continue;
-      std::vector<int64_t> x;
-      for (uint32_t e : evs) x.push_back(static_cast<int64_t>(m.events.end_ns[e] - m.events.start_ns[e]));
-      const double med = median(x);
-      uint64_t stretched = 0;
-      uint64_t worst = 0;
+    for (const auto& [key, shape] : d->shapes) {
+      if (shape.exec.count() < kFragMinInstances) continue;
+      const double med = shape.exec.median_ns();
+      uint64_t stretched = 0, worst = 0;
       size_t checked = 0;
-      for (uint32_t e : evs) {
-        const uint64_t s = m.events.start_ns[e], t = m.events.end_ns[e];
-        if (static_cast<double>(t - s) < kStretch * med) continue;
-        // Each check scans the device's earlier events: bound the work on huge captures.
-        if (++checked > 256) break;
-        // Time other kernels on this device ran during this one.
-        std::vector<Interval> others;
-        for (uint32_t o : d.events) {
-          if (o == e || !is_compute(m, o)) continue;
-          if (m.events.start_ns[o] >= t) break;
-          if (m.events.end_ns[o] > s) others.emplace_back(std::max(s, m.events.start_ns[o]), std::min(t, m.events.end_ns[o]));
-        }
-        merge_intervals(others);
-        if (static_cast<double>(total_length(others)) < kSharedFraction * static_cast<double>(t - s)) continue;
+      for (const auto& [exec, shared] : shape.kept) {
+        if (static_cast<double>(exec) < kStretch * med) continue;
+        if (++checked > kFragMaxChecked) break;
+        if (!shared) continue;
         ++stretched;
-        worst = std::max(worst, t - s);
+        worst = std::max(worst, exec);
+      }
+      if (checked <= kFragMaxChecked) {
+        const uint64_t more = count_at_least(shape.shared_exec, kStretch * med);
+        stretched += more;
+        if (more != 0) worst = std::max(worst, static_cast<uint64_t>(shape.shared_exec.max_ns()));
       }
       if (stretched < kFragMinStretched) continue;
       Finding f;
       f.rule = res.rule;
       f.severity = Severity::kInfo;
-      f.title = d.label + ": " + std::string(m.display_name(evs.front())) + " ran stretched " + std::to_string(stretched) +
+      f.title = device_label(w, *d) + ": " + names.display(shape.name) + " ran stretched " + std::to_string(stretched) +
                 " times while other kernels shared the GPU";
       f.condition = "at least " + std::to_string(kFragMinStretched) + " launches of one kernel and shape taking at least " +
                     fixed(kStretch, 1) + "x their median while other kernels ran for at least half of that time";
-      f.evidence.push_back(std::to_string(stretched) + " of " + std::to_string(evs.size()) + " launches; median " +
+      f.evidence.push_back(std::to_string(stretched) + " of " + std::to_string(shape.exec.count()) + " launches; median " +
                            us(med) + " us, longest " + usn(worst));
       f.fix = "the kernel is time-sliced or starved of SMs by concurrent work: give it a higher stream priority, or "
               "limit the concurrent kernels' grids";
@@ -456,10 +378,8 @@ void rule_fragmentation(const Model& m, const std::vector<Device>& devs, Diagnos
 // priority: the GPU runs work in the order it was queued, so each short kernel waits for the
 // long ones issued before it. More streams do not help; a higher stream priority does (the
 // block scheduler gives the SMs to the higher-priority stream as soon as they free up).
-constexpr uint64_t kPrioMinWaits = 2;       // short kernels that waited
-constexpr double kPrioShortRatio = 0.2;     // their exec at most this share of the other's...
-constexpr double kPrioWaitRatio = 5.0;      // ...and their queued->start at least this many execs
-constexpr uint64_t kPrioMinWaitNs = 50'000;
+constexpr uint64_t kPrioMinWaits = 2;       // short kernels that waited (kPrioWaitRatio, diagnose_work.h)
+constexpr double kPrioShortRatio = 0.2;     // their exec at most this share of the other's
 
 // Sets each stream's `other`: the stream its kernels waited behind, the one with the longest
 // kernels (median exec; the lowest id among equals) at the same or a higher priority (CUDA: a
@@ -493,52 +413,37 @@ void waited_behind(Streams& streams) {
   }
 }
 
-void rule_priority(const Model& m, const std::vector<Device>& devs, DiagnoseReport& r) {
+void rule_priority(const DiagnoseWork& work, const WorkNames& names, DiagnoseReport& r) {
   RuleResult res{"priority-inversion", false, ""};
-  for (const Device& d : devs) {
-    struct StreamWork {
-      std::vector<int64_t> exec, waits;
-      std::vector<uint32_t> events;  // its kernels, in the device's order
+  for (const auto& d : work.devices()) {
+    struct Stream {
+      const StreamWork* work;
       int32_t priority = 0;
-      uint32_t name_event = kNone;
       double median_exec = 0;
       uint32_t other = kNone;
     };
-    std::map<uint32_t, StreamWork> streams;
-    for (uint32_t e : d.events) {
-      if (m.events.kind[e] != EventKind::kKernel) continue;
-      StreamWork& w = streams[m.events.stream[e]];
-      w.exec.push_back(static_cast<int64_t>(m.events.end_ns[e] - m.events.start_ns[e]));
-      w.events.push_back(e);
-      w.priority = m.events.priority[e];
-      if (w.name_event == kNone) w.name_event = e;
-    }
+    std::map<uint32_t, Stream> streams;
+    for (const auto& [id, s] : d->streams)
+      if (s.kernel_exec.count() != 0) streams[id] = {&s, s.priority, s.kernel_exec.median_ns(), kNone};
     if (streams.size() < 2) continue;
-    for (auto& [s, w] : streams) w.median_exec = median(w.exec);
     waited_behind(streams);
     for (auto& [s, w] : streams) {
       const uint32_t other = w.other;
       if (other == kNone || w.median_exec > kPrioShortRatio * streams[other].median_exec) continue;
-      for (uint32_t e : w.events) {
-        const uint64_t q = m.events.queued_ns[e], b = m.events.start_ns[e];
-        if (q == 0 || b < q) continue;
-        const uint64_t wait = b - q;
-        if (wait >= kPrioMinWaitNs && static_cast<double>(wait) >= kPrioWaitRatio * static_cast<double>(m.events.end_ns[e] - b))
-          w.waits.push_back(static_cast<int64_t>(wait));
-      }
-      if (w.waits.size() < kPrioMinWaits) continue;
+      const DurationDigest& waits = w.work->waits;
+      if (waits.count() < kPrioMinWaits) continue;
       Finding f;
       f.rule = res.rule;
       f.severity = Severity::kWarning;
-      f.title = d.label + ": short kernels on stream " + std::to_string(s) + " waited behind stream " +
+      f.title = device_label(work, *d) + ": short kernels on stream " + std::to_string(s) + " waited behind stream " +
                 std::to_string(other) + "'s long kernels at the same priority";
       f.condition = "at least " + std::to_string(kPrioMinWaits) + " kernels of one stream, their median exec at most " +
                     fixed(kPrioShortRatio * 100, 0) + "% of another stream's, waiting queued->start at least " +
                     fixed(kPrioWaitRatio, 0) + "x their exec (and " + usn(kPrioMinWaitNs) +
                     "), with no higher priority than that stream";
-      f.evidence.push_back(std::to_string(w.waits.size()) + " of " + std::to_string(w.exec.size()) + " launches of " +
-                           std::string(m.display_name(w.name_event)) + " waited a median " + us(median(w.waits)) +
-                           " us for " + us(w.median_exec) + " us of work");
+      f.evidence.push_back(std::to_string(waits.count()) + " of " + std::to_string(w.work->kernel_exec.count()) +
+                           " launches of " + names.display(w.work->first_name) + " waited a median " +
+                           us(waits.median_ns()) + " us for " + us(w.median_exec) + " us of work");
       f.evidence.push_back("stream " + std::to_string(other) + " runs kernels of a median " +
                            us(streams[other].median_exec) +
                            " us; priorities: stream " + std::to_string(s) + " " + std::to_string(w.priority) +
@@ -573,6 +478,19 @@ const std::vector<std::string>& rule_names() {
   return names;
 }
 
+namespace detail {
+
+void rule_records(const Model& m, DiagnoseReport& r) {
+  rule_memory_peak(m, r);
+  rule_memory_unused(m, r);
+  rule_pipeline_bubble(m, r);
+  rule_slow_link(m, r);
+  rule_throttled(m, r);
+  rule_stalled(m, r);
+}
+
+}  // namespace detail
+
 namespace {
 
 // Rules whose input only the hook records, or that the importers do not read: for a torch.profiler
@@ -595,25 +513,64 @@ void say_what_imported_traces_lack(const Model& m, DiagnoseReport& r) {
   }
 }
 
+// The model's GPU work fed as a scan feeds it, each device's in start order (index order
+// among equal starts) and every synchronize call.
+DiagnoseWork model_work(const Model& m) {
+  DiagnoseWork w(m);
+  const EventTable& ev = m.events;
+  std::vector<uint32_t> order;
+  for (uint32_t e = 0; e < ev.size(); ++e)
+    if (is_gpu_work(m, e)) order.push_back(e);
+  std::stable_sort(order.begin(), order.end(), [&ev](uint32_t a, uint32_t b) {
+    return std::tie(ev.capture[a], ev.device[a], ev.start_ns[a]) < std::tie(ev.capture[b], ev.device[b], ev.start_ns[b]);
+  });
+  for (uint32_t e : order) {
+    WorkEvent x{ev.kind[e], ev.capture[e], ev.device[e], ev.stream[e], ev.priority[e], ev.name[e], ev.start_ns[e],
+                ev.end_ns[e], ev.queued_ns[e], ev.bytes[e], ev.grid[e], ev.block[e], ev.registers_per_thread[e],
+                uint64_t{ev.static_smem_bytes[e]} + ev.dynamic_smem_bytes[e], is_graph_node(m, e),
+                ev.kind[e] == EventKind::kMemcpy && copy_host_wait(m, e) != CopyHostWait::kNone};
+    if (const uint32_t a = ev.api[e]; a != kNone && m.api.start_ns[a] != 0) {
+      x.launch_ns = m.api.start_ns[a];
+      x.launch_thread = m.api.thread[a];
+    }
+    w.add(x);
+  }
+  for (uint32_t a = 0; a < m.api.size(); ++a)
+    if (m.api.start_ns[a] && m.api.end_ns[a] > m.api.start_ns[a] && is_sync_call(m.string(m.api.name[a])))
+      w.add_sync({m.api.start_ns[a], m.api.end_ns[a], m.api.capture[a], m.api.name[a]});
+  w.complete();
+  return w;
+}
+
 }  // namespace
+
+namespace detail {
+
+void rules_on_work(const DiagnoseWork& w, const WorkNames& names, DiagnoseReport& r,
+                   const std::function<void(DiagnoseReport&)>& imbalance) {
+  rule_serialisation(w, r);
+  rule_copy_overlap(w, r);
+  rule_launch_bound(w, names, r);
+  if (imbalance) imbalance(r);
+  else rule_device_imbalance(w, r);
+  rule_occupancy(w, names, r);
+  rule_sync_stall(w, names, r);
+  rule_fragmentation(w, names, r);
+  rule_priority(w, names, r);
+}
+
+}  // namespace detail
 
 DiagnoseReport diagnose(const Model& m) {
   DiagnoseReport r;
-  const std::vector<Device> devs = devices(m);
-  rule_serialisation(serial_figures(m, devs), r);
-  rule_copy_overlap(copy_figures(m, devs), r);
-  rule_launch_bound(m, devs, r);
-  rule_imbalance(m, devs, r);
-  rule_occupancy(m, r);
-  rule_sync_stall(m, devs, r);
-  rule_fragmentation(m, devs, r);
-  rule_priority(m, devs, r);
-  rule_memory_peak(m, r);
-  rule_memory_unused(m, r);
-  rule_pipeline_bubble(m, r);
-  rule_slow_link(m, r);
-  rule_throttled(m, r);
-  rule_stalled(m, r);
+  const DiagnoseWork w = model_work(m);
+  const WorkNames names{[&m](uint32_t id) { return std::string(m.string(id)); },
+                        [&m](uint32_t id) {
+                          return std::string(id < m.demangled.size() && m.demangled[id] != kNone ? m.string(m.demangled[id])
+                                                                                                 : m.string(id));
+                        }};
+  rules_on_work(w, names, r, [&](DiagnoseReport& out) { rule_imbalance(m, w, out); });
+  rule_records(m, r);
   say_what_imported_traces_lack(m, r);
   return r;
 }

@@ -1,5 +1,6 @@
-// What the diagnose rules share (diagnose.cpp, diagnose_host_rules.cpp): the devices with
-// their GPU work and busy intervals, and the rules' signatures. Internal to libgantt.
+// What the diagnose rules share (diagnose.cpp, the diagnose_*_rules.cpp files): the words,
+// and the signatures of the rules that read a model of records (the rules of GPU work read
+// DiagnoseWork, diagnose_work.h). Internal to libgantt.
 #pragma once
 
 #include <cstdint>
@@ -17,18 +18,6 @@ namespace gantt::analysis::detail {
 
 inline constexpr uint32_t kLegacyStream = kLegacyStreamId;  // model.h
 
-struct Device {
-  std::string label;
-  uint16_t capture = 0;
-  uint32_t ordinal = 0;
-  std::vector<uint32_t> events;  // GPU work, by start time
-  std::vector<Interval> busy, compute, copy;
-  uint64_t span_ns = 0;
-};
-
-std::vector<Device> devices(const Model& m);
-bool is_compute(const Model& m, uint32_t e);
-std::string api_name(const Model& m, uint32_t e);  // of the call that launched e, or ""
 std::string pct(double v);
 std::string usn(uint64_t ns);
 
@@ -58,9 +47,6 @@ void rule_imbalance(const std::string& unit, const ImbalanceReport& report,
                     const std::function<std::string()>& straggler, DiagnoseReport& r);
 inline constexpr const char* kImbalanceAlone = "one device in one capture: nothing to compare";
 
-// The rules the host's behaviour fires (diagnose_host_rules.cpp).
-void rule_launch_bound(const Model& m, const std::vector<Device>& devs, DiagnoseReport& r);
-void rule_sync_stall(const Model& m, const std::vector<Device>& devs, DiagnoseReport& r);
 // What dominated a memory peak (diagnose_memory_rules.cpp).
 void rule_memory_peak(const Model& m, DiagnoseReport& r);
 void rule_memory_unused(const Model& m, DiagnoseReport& r);
