@@ -1,6 +1,7 @@
 // gantt-cli merge A.gpuh B.gpuh ... -o job.gpuh: one capture holding every rank, each
 // section shifted onto the first capture's clock (see gantt/ranks/ranks.h for how the offsets are
-// found). The output is never overwritten; reading is streamed (a chunk per input).
+// found). The output is never overwritten. Both passes scan: the first keeps each input's
+// collective ends (analysis/clock_scan.h), the second copies records a chunk at a time.
 #include <sys/stat.h>
 
 #include <iostream>
@@ -11,6 +12,8 @@
 
 #include "commands.h"
 #include "load_captures.h"
+#include "gantt/analysis/clock_scan.h"
+#include "gantt/model/model.h"
 #include "gantt/ranks/ranks.h"
 
 namespace gantt_cli {
@@ -21,8 +24,25 @@ struct MergeOptions {
   std::vector<std::string> inputs;
   std::string output;
   bool quiet = false;
+  unsigned threads = 0;  // threads that scan each input; 0 = every core
   LoadFlags load;
 };
+
+// An input's clock inputs: scanned, or, for an input a scan cannot read (a merged file, NCCL
+// calls without external ids), its load within --max-memory.
+std::vector<gantt::RankClockInput> clock_inputs_of(const MergeOptions& o, const std::string& path) {
+  gantt::analysis::EventScanOptions so;
+  so.load = load_options(o.load);
+  so.threads = o.threads;
+  std::string why_not;
+  if (!o.load.in_memory)
+    if (auto scanned = gantt::analysis::scan_clock_input(path, so, &why_not)) return {std::move(*scanned)};
+  // One capture at a time peaked at 109 bytes a record.
+  check_load_fits({path}, o.load,
+                  {"merge loads it whole to align the clocks" + (why_not.empty() ? std::string() : " (" + why_not + ")"),
+                   115});
+  return gantt::rank_clock_inputs(gantt::load({path}, so.load));
+}
 
 }  // namespace
 
@@ -42,6 +62,10 @@ void register_merge(CLI::App& app, int& exit_code) {
       ->check(CLI::ExistingFile);
   cmd->add_option("-o,--output", opts->output, "the merged capture to create (never overwritten)")->required();
   cmd->add_flag("-q,--quiet", opts->quiet, "do not print the offsets");
+  cmd->add_option("-j,--threads", opts->threads,
+                  "threads that scan an input's chunks side by side (0 = the CPUs this process may use)");
+  cmd->add_flag("--in-memory", opts->load.in_memory,
+                "load each input whole to align the clocks (one at a time), not scan it; over --max-memory too");
   add_load_flags(*cmd, opts->load);
   cmd->callback([opts, &exit_code] {
     // The same file twice (a.gpuh and ./a.gpuh, or a link) would merge one rank as two.
@@ -56,11 +80,8 @@ void register_merge(CLI::App& app, int& exit_code) {
         return;
       }
     }
-    // Pass 1 of the merge loads each capture whole, one at a time.
-    for (const std::string& in : opts->inputs)
-      // One capture at a time peaked at 109 bytes a record.
-      check_load_fits({in}, opts->load, {"merge loads each capture whole, one at a time, to align the clocks", 115});
-    gantt::MergeResult r = gantt::merge_captures(opts->inputs, opts->output, load_options(opts->load));
+    gantt::MergeResult r = gantt::merge_captures(
+        opts->inputs, opts->output, [&o = *opts](const std::string& path) { return clock_inputs_of(o, path); });
     if (!opts->quiet) {
       for (const std::string& line : gantt::describe(r.alignment, r.inputs)) std::cout << line << "\n";
       std::cout << gantt::summarize(r.alignment) << "\n";

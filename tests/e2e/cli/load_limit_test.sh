@@ -15,6 +15,10 @@ bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 "$make" synth a.gpuh 20000 3 || { echo "FAIL: make_capture synth"; exit 1; }
 "$make" synth b.gpuh 20000 4 || { echo "FAIL: make_capture synth"; exit 1; }
+# merge scans its inputs, but loads a merged file whole (its sections' clocks are read per rank).
+"$cli" merge a.gpuh b.gpuh -o job_a.gpuh -q --max-memory 1K 2> stderr.txt ||
+  bad "merge (scanned) under --max-memory 1K: exit $?: $(cat stderr.txt)"
+[[ -s job_a.gpuh ]] || bad "merge (scanned) under --max-memory 1K wrote nothing"
 
 # Each: the output file, then the subcommand's arguments.
 whole=(
@@ -27,7 +31,7 @@ whole=(
   "-|stats a.gpuh --device 0"
   "-|diagnose a.gpuh --device 0"
   "diff.html|diff a.gpuh b.gpuh -o diff.html"
-  "merged.gpuh|merge a.gpuh b.gpuh -o merged.gpuh"
+  "merged.gpuh|merge job_a.gpuh b.gpuh -o merged.gpuh"
   "pinned.gpuh|whatif a.gpuh --change pin-copies -o pinned.gpuh"
 )
 declare -A per_record  # subcommand and output suffix -> the estimate's bytes a record

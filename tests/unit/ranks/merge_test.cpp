@@ -4,7 +4,10 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
+#include "gantt/analysis/clock_scan.h"
 #include "gantt/model/model.h"
 #include "gantt/ranks/ranks.h"
 
@@ -24,10 +27,15 @@ struct TempDir {
 
 // One rank: `steps` all-reduces whose kernels end at the same true instants; the file's
 // clock reads true time + clock_offset. Kernel names differ per rank so ids must be remapped.
+// `linked`: each call carries the hook's external id and its kernel's launch is tied to it (an
+// ExternalCorrelation record), as the hook writes them, and a chunk holds a few steps, so that
+// a scan reads the file in several shares.
 void write_rank(const std::string& path, int rank, const std::string& boot, int64_t clock_offset, int steps,
-                bool with_header = true) {
+                bool with_header = true, bool linked = false) {
   std::string err;
-  auto w = gpuhook::CaptureWriter::create(path, gpuhook::WriterOptions{}, &err);
+  gpuhook::WriterOptions wo;
+  if (linked) wo.chunk_bytes = 2048;
+  auto w = gpuhook::CaptureWriter::create(path, wo, &err);
   ASSERT_TRUE(w) << err;
   v1::Record r;
   if (with_header) {
@@ -61,6 +69,15 @@ void write_rank(const std::string& path, int rank, const std::string& boot, int6
     n->set_start_ns(t);
     n->set_end_ns(t + 4'000);
     n->set_sequence(static_cast<uint64_t>(s));
+    if (linked) {
+      n->set_external_id(static_cast<uint64_t>(s + 1));
+      w->write(r);
+      r.Clear();
+      auto* x = r.mutable_external_correlation();
+      x->set_kind(5);  // CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2, the hook's
+      x->set_external_id(static_cast<uint64_t>(s + 1));
+      x->set_correlation_id(static_cast<uint32_t>(2 * s + 1));
+    }
     w->write(r);
     r.Clear();
     auto* a = r.mutable_api();
@@ -96,6 +113,10 @@ void write_rank(const std::string& path, int rank, const std::string& boot, int6
     k->set_start_ns(t + 400'000);
     k->set_end_ns(t + 500'000);
     w->write(r);
+    if (linked) {  // a scan refuses host functions on streams
+      w->maybe_flush(0);
+      continue;
+    }
     r.Clear();
     auto* h = r.mutable_host_function();  // host clock: shifted like the API calls
     h->set_name_id(host_fn);
@@ -144,6 +165,55 @@ TEST(Merge, AlignsReinternsAndSplitsBackPerRank) {
   auto coll = match_collectives(collective_calls(m));
   ASSERT_EQ(coll.size(), 8u);
   EXPECT_TRUE(coll[0].complete);
+}
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// merge's first pass scans each input for its collectives' ends: the same inputs, alignment
+// and merged bytes as loading the input gives, with the file read in several shares.
+TEST(Merge, ScannedClockInputsAreTheLoadedOnes) {
+  TempDir dir;
+  const std::string a = dir.path + "/a.gpuh", b = dir.path + "/b.gpuh";
+  write_rank(a, 0, "A", 0, 200, true, true);
+  write_rank(b, 1, "B", 3'000'000, 200, true, true);
+  analysis::EventScanOptions so;
+  so.threads = 3;
+  for (const std::string& path : {a, b}) {
+    std::string why_not;
+    const auto scanned = analysis::scan_clock_input(path, so, &why_not);
+    ASSERT_TRUE(scanned) << why_not;
+    std::vector<RankClockInput> loaded = rank_clock_inputs(load({path}, LoadOptions{}));
+    ASSERT_EQ(loaded.size(), 1u);
+    EXPECT_EQ(scanned->host, loaded[0].host);
+    EXPECT_EQ(scanned->boot_id, loaded[0].boot_id);
+    EXPECT_EQ(scanned->start_monotonic_raw_ns, loaded[0].start_monotonic_raw_ns);
+    EXPECT_EQ(scanned->start_realtime_ns, loaded[0].start_realtime_ns);
+    ASSERT_EQ(scanned->ends.size(), 200u);
+    ASSERT_EQ(scanned->ends.size(), loaded[0].ends.size());
+    for (size_t i = 0; i < scanned->ends.size(); ++i) {
+      EXPECT_EQ(scanned->ends[i].comm_id, loaded[0].ends[i].comm_id);
+      EXPECT_EQ(scanned->ends[i].sequence, loaded[0].ends[i].sequence);
+      EXPECT_EQ(scanned->ends[i].end_ns, loaded[0].ends[i].end_ns) << i;
+    }
+  }
+  const MergeResult by_load = merge_captures({a, b}, dir.path + "/loaded.gpuh", LoadOptions{});
+  const MergeResult by_scan = merge_captures({a, b}, dir.path + "/scanned.gpuh", [&so](const std::string& path) {
+    std::string why_not;
+    auto in = analysis::scan_clock_input(path, so, &why_not);
+    if (!in) throw std::runtime_error(why_not);
+    return std::vector<RankClockInput>{*in};
+  });
+  EXPECT_EQ(by_scan.alignment.captures[1].offset_ns, -3'000'000);
+  EXPECT_EQ(by_scan.alignment.captures[1].collectives_used, 200u);
+  EXPECT_EQ(by_scan.alignment.captures[1].offset_ns, by_load.alignment.captures[1].offset_ns);
+  EXPECT_EQ(file_bytes(dir.path + "/scanned.gpuh"), file_bytes(dir.path + "/loaded.gpuh"));
+  // A merged file is read whole: the scan says why not.
+  std::string why_not;
+  EXPECT_FALSE(analysis::scan_clock_input(dir.path + "/loaded.gpuh", so, &why_not));
+  EXPECT_FALSE(why_not.empty());
 }
 
 TEST(Merge, InputWithoutHeaderKeepsItsOwnSection) {

@@ -74,14 +74,12 @@ std::string format_offset(int64_t ns) {
 }  // namespace
 
 MergeResult merge_captures(const std::vector<std::string>& inputs, const std::string& output,
-                           const LoadOptions& options) {
+                           const ClockInputsOf& clock_inputs_of) {
   MergeResult result;
-  // Pass 1: alignment inputs, one capture in memory at a time.
+  // Pass 1: alignment inputs, one capture at a time.
   std::vector<RankClockInput> clock_inputs;
-  for (const std::string& path : inputs) {
-    Model one = load({path}, options);
-    for (RankClockInput& in : rank_clock_inputs(one)) clock_inputs.push_back(std::move(in));
-  }
+  for (const std::string& path : inputs)
+    for (RankClockInput& in : clock_inputs_of(path)) clock_inputs.push_back(std::move(in));
   result.alignment = align_ranks(clock_inputs);
   for (const RankClockInput& in : clock_inputs) {
     RankClockInput light = in;
@@ -172,6 +170,13 @@ MergeResult merge_captures(const std::vector<std::string>& inputs, const std::st
   if (!writer->close()) throw std::runtime_error(output + ": " + writer->last_error());
   result.records_lost = writer->records_lost();
   return result;
+}
+
+MergeResult merge_captures(const std::vector<std::string>& inputs, const std::string& output,
+                           const LoadOptions& options) {
+  return merge_captures(inputs, output, [&options](const std::string& path) {
+    return rank_clock_inputs(load({path}, options));
+  });
 }
 
 MergeResult merge_captures(const std::vector<std::string>& inputs, const std::string& output) {

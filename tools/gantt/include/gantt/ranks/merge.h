@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,12 +31,18 @@ struct MergeResult {
   std::vector<std::string> warnings;   // damaged inputs: "<path>: byte N: what", merged up to there
 };
 
+// One input's clock-alignment inputs, a RankClockInput per section (a merged file has several).
+using ClockInputsOf = std::function<std::vector<RankClockInput>(const std::string& path)>;
+
 // Writes one capture holding every input, each as its own section (its Header first, its
 // times shifted onto capture 0's clock, its strings re-interned). Two passes: the first
-// aligns, loading one capture at a time (memory of the largest single capture); the second
-// streams record by record (memory: one chunk per reader plus the writer's chunk).
+// aligns, on `clock_inputs_of` each input in turn; the second streams record by record
+// (memory: one chunk per reader plus the writer's chunk).
 // Throws gpuhook::CaptureError for an unreadable input, std::runtime_error when the output
 // cannot be created (it never overwrites a file).
+MergeResult merge_captures(const std::vector<std::string>& inputs, const std::string& output,
+                           const ClockInputsOf& clock_inputs_of);
+// The first pass loads each capture whole, one at a time (memory of the largest one).
 MergeResult merge_captures(const std::vector<std::string>& inputs, const std::string& output,
                            const LoadOptions& options);
 MergeResult merge_captures(const std::vector<std::string>& inputs, const std::string& output);

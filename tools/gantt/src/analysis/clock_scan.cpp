@@ -1,0 +1,60 @@
+// A capture's clock-alignment inputs from a scan: its header from the scan's context, and the
+// end of every collective kernel the loader's NCCL join names (EventScanOptions::join_nccl),
+// which is what rank_clock_inputs() reads off a loaded model.
+#include "gantt/analysis/clock_scan.h"
+
+#include <algorithm>
+#include <memory>
+#include <tuple>
+
+#include <gpuhook/nccl_types.h>
+
+namespace gantt::analysis {
+
+namespace {
+
+class CollectiveEnds : public EventConsumer {
+ public:
+  void event(const ScannedEvent& e, const gpuhook::CaptureReader&) override {
+    if (e.kind != EventKind::kNccl || e.nccl == nullptr || e.end_ns == 0) return;
+    if (!gpuhook::nccl_op_is_collective(e.nccl->op)) return;
+    ends.push_back({e.nccl->comm_id, e.nccl->sequence, e.end_ns});
+  }
+  std::vector<CollectiveEnd> ends;
+};
+
+}  // namespace
+
+std::optional<RankClockInput> scan_clock_input(const std::string& path, const EventScanOptions& options,
+                                               std::string* why_not) {
+  EventScanOptions so = options;
+  so.join_nccl = true;      // the kernels' calls name the collective
+  so.join_launches = false;  // only a kernel's end is read
+  EventScanner scanner(path, so);
+  if (!scanner.refused().empty()) {
+    if (why_not) *why_not = scanner.refused();
+    return std::nullopt;
+  }
+  std::vector<std::unique_ptr<CollectiveEnds>> shares;
+  std::vector<EventConsumer*> consumers;
+  for (size_t i = 0; i < scanner.shares(); ++i) {
+    shares.push_back(std::make_unique<CollectiveEnds>());
+    consumers.push_back(shares.back().get());
+  }
+  if (!scanner.run(consumers, why_not)) return std::nullopt;
+  std::vector<RankClockInput> inputs = rank_clock_inputs(scanner.context());
+  if (inputs.size() != 1) {
+    if (why_not) *why_not = "not one capture";
+    return std::nullopt;
+  }
+  RankClockInput input = std::move(inputs.front());
+  for (const auto& sh : shares) input.ends.insert(input.ends.end(), sh->ends.begin(), sh->ends.end());
+  // The shares end in their own order; alignment keys the ends by collective, so sort them
+  // only to make the input the same from run to run.
+  std::sort(input.ends.begin(), input.ends.end(), [](const CollectiveEnd& a, const CollectiveEnd& b) {
+    return std::tie(a.comm_id, a.sequence, a.end_ns) < std::tie(b.comm_id, b.sequence, b.end_ns);
+  });
+  return input;
+}
+
+}  // namespace gantt::analysis
