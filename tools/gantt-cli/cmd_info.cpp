@@ -332,17 +332,20 @@ void register_info(CLI::App& app, int& exit_code) {
     }
     if (opts->json) std::cout << "]\n";
     if (!opts->json && ok && headers > 1) {
-      // The ranks of one job (several captures, or one merged file), loaded as every other
-      // subcommand loads them, and how their clocks line up (gantt/ranks/ranks.h).
+      // The ranks of one job (several captures, or one merged file) and how their clocks line up
+      // (gantt/ranks/ranks.h), from their collectives, as merge aligns them.
       try {
-        // Two captures peaked at 95 bytes a record.
-        const LoadedJob job =
-            load_captures_quietly(opts->files, opts->load, {"the ranks' clocks are aligned on captures loaded whole", 100});
-        if (job.model.captures.size() > 1) {
+        std::vector<gantt::RankClockInput> inputs;
+        for (const std::string& f : opts->files)
+          // Two captures loaded together peaked at 95 bytes a record.
+          for (gantt::RankClockInput& in :
+               clock_inputs_of(f, opts->load, 0, {"the ranks' clocks of this file are read from it loaded whole", 100}))
+            inputs.push_back(std::move(in));
+        if (inputs.size() > 1) {
+          const gantt::RankAlignment alignment = gantt::align_ranks(inputs);
           std::cout << "ranks (times mapped onto the first capture's clock):\n";
-          for (const std::string& line : gantt::describe(job.alignment, gantt::rank_clock_inputs(job.model)))
-            std::cout << "  " << line << "\n";
-          std::cout << "  " << gantt::summarize(job.alignment) << "\n";
+          for (const std::string& line : gantt::describe(alignment, inputs)) std::cout << "  " << line << "\n";
+          std::cout << "  " << gantt::summarize(alignment) << "\n";
         }
       } catch (const LoadTooLarge& e) {
         std::cerr << "gantt-cli: info: the ranks' clocks left out: " << e.what() << "\n";  // the files' own info stands

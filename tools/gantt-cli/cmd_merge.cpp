@@ -12,8 +12,6 @@
 
 #include "commands.h"
 #include "load_captures.h"
-#include "gantt/analysis/clock_scan.h"
-#include "gantt/model/model.h"
 #include "gantt/ranks/ranks.h"
 
 namespace gantt_cli {
@@ -27,22 +25,6 @@ struct MergeOptions {
   unsigned threads = 0;  // threads that scan each input; 0 = every core
   LoadFlags load;
 };
-
-// An input's clock inputs: scanned, or, for an input a scan cannot read (a merged file, NCCL
-// calls without external ids), its load within --max-memory.
-std::vector<gantt::RankClockInput> clock_inputs_of(const MergeOptions& o, const std::string& path) {
-  gantt::analysis::EventScanOptions so;
-  so.load = load_options(o.load);
-  so.threads = o.threads;
-  std::string why_not;
-  if (!o.load.in_memory)
-    if (auto scanned = gantt::analysis::scan_clock_input(path, so, &why_not)) return {std::move(*scanned)};
-  // One capture at a time peaked at 109 bytes a record.
-  check_load_fits({path}, o.load,
-                  {"merge loads it whole to align the clocks" + (why_not.empty() ? std::string() : " (" + why_not + ")"),
-                   115});
-  return gantt::rank_clock_inputs(gantt::load({path}, so.load));
-}
 
 }  // namespace
 
@@ -81,7 +63,10 @@ void register_merge(CLI::App& app, int& exit_code) {
       }
     }
     gantt::MergeResult r = gantt::merge_captures(
-        opts->inputs, opts->output, [&o = *opts](const std::string& path) { return clock_inputs_of(o, path); });
+        opts->inputs, opts->output, [&o = *opts](const std::string& path) {
+          // One capture at a time peaked at 109 bytes a record.
+          return clock_inputs_of(path, o.load, o.threads, {"merge loads it whole to align the clocks", 115});
+        });
     if (!opts->quiet) {
       for (const std::string& line : gantt::describe(r.alignment, r.inputs)) std::cout << line << "\n";
       std::cout << gantt::summarize(r.alignment) << "\n";

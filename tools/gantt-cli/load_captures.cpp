@@ -14,6 +14,7 @@
 #include <gpuhook/capture.h>
 #include <gpuhook/summary_file.h>
 
+#include "gantt/analysis/clock_scan.h"
 #include "gantt/analysis/table.h"
 #include "gantt/model/text.h"
 
@@ -110,6 +111,20 @@ LoadedJob load_captures(const std::vector<std::string>& files, const LoadFlags& 
   LoadedJob job = load_captures_quietly(files, flags, whole);
   for (const std::string& line : job.warnings) std::cerr << "gantt-cli: " << line << "\n";
   return job;
+}
+
+std::vector<gantt::RankClockInput> clock_inputs_of(const std::string& path, const LoadFlags& flags, unsigned threads,
+                                                   const WholeLoad& whole) {
+  gantt::analysis::EventScanOptions so;
+  so.load = load_options(flags);
+  so.threads = threads;
+  std::string why_not;
+  if (!flags.in_memory)
+    if (auto scanned = gantt::analysis::scan_clock_input(path, so, &why_not)) return {std::move(*scanned)};
+  WholeLoad why = whole;
+  if (!why_not.empty()) why.why += " (" + why_not + ")";
+  check_load_fits({path}, flags, why);
+  return gantt::rank_clock_inputs(gantt::load({path}, so.load));
 }
 
 gpuhook::SummaryLimits summary_limits(const LoadFlags& flags) {

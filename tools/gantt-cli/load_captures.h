@@ -70,6 +70,13 @@ LoadedJob load_captures(const std::vector<std::string>& files, const LoadFlags& 
 LoadedJob load_captures_quietly(const std::vector<std::string>& files, const LoadFlags& flags,
                                 const WholeLoad& whole = {});
 
+// One file's clock-alignment inputs, one per section (a merged file holds several): scanned,
+// keeping only its collectives' ends (gantt/analysis/clock_scan.h), or loaded whole within
+// --max-memory (`whole`) for a file a scan cannot read (a merged file, another tool's trace,
+// records a scan cannot join) or with --in-memory. `threads`: the scan's, 0 = every core.
+std::vector<gantt::RankClockInput> clock_inputs_of(const std::string& path, const LoadFlags& flags, unsigned threads,
+                                                   const WholeLoad& whole);
+
 // Every .gpuh file among `paths` (directories searched recursively), read as far as its
 // header: where, on which host, in which scheduler job it was recorded. Files that are not
 // captures get one line on stderr and are left out.

@@ -122,12 +122,19 @@ for args in "stats a.gpuh" "render a.gpuh -o streamed.svg" "render a.gpuh -o pla
   ! grep -q "Not loaded" stderr.txt || bad "$args: a streamed read was refused: $(cat stderr.txt)"
 done
 
-# info: the files' own lines stand; the ranks' alignment, which loads them, is left out in a line.
+# info: the ranks' clocks of captures come from a scan of their collectives, under any limit;
+# a merged file's are loaded, so over the limit the files' own lines stand and the ranks'
+# alignment is left out in a line.
 "$cli" info a.gpuh b.gpuh --max-memory 1K > info.txt 2> info.err
 rc=$?
+[[ $rc == 0 ]] || bad "info (scanned) under --max-memory 1K: exit $rc: $(cat info.err)"
+grep -q "^ranks (times mapped" info.txt || bad "info (scanned) under --max-memory 1K: no ranks' clocks: $(cat info.err)"
+"$cli" info job_a.gpuh b.gpuh --max-memory 1K > info.txt 2> info.err
+rc=$?
 [[ $rc == 0 ]] || bad "info over --max-memory: exit $rc: $(cat info.err)"
-[[ $(grep -c "a.gpuh\|b.gpuh" info.txt) -ge 2 ]] || bad "info over --max-memory lost the files' lines: $(head -5 info.txt)"
-grep -q "the ranks' clocks left out: 2 captures: " info.err || bad "info does not say why the ranks' clocks are left out: $(cat info.err)"
+[[ $(grep -c "job_a.gpuh\|b.gpuh" info.txt) -ge 2 ]] || bad "info over --max-memory lost the files' lines: $(head -5 info.txt)"
+grep -q "the ranks' clocks left out: job_a.gpuh: " info.err || bad "info does not say why the ranks' clocks are left out: $(cat info.err)"
+! grep -q "^ranks (times mapped" info.txt || bad "info over --max-memory printed the ranks' clocks"
 
 # Hostile indexes that claim 2^63 records each, in two captures: the estimate saturates (a sum
 # that wrapped would be 0 and load), so the load is refused before any record is decoded.
