@@ -1,5 +1,6 @@
 // gantt-cli render FILE... -o out.svg|png|pdf|html: the Gantt chart. Options only; the layout,
 // annotations and back ends live in libgantt (render.h).
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -11,6 +12,8 @@
 #include <gantt/ranks/ranks.h>
 #include <gantt/render/rank_links.h>
 #include <gantt/analysis/flame.h>
+#include <gantt/analysis/stats.h>
+#include <gantt/analysis/stream_stats.h>
 #include <gantt/render/flame_scene.h>
 #include <gantt/render/html.h>
 #include <gantt/render/render.h>
@@ -185,6 +188,63 @@ std::optional<int> try_scan_page(const RenderCliOptions& o, const gantt::RenderO
   return parts->corrupt ? kExitError : kExitOk;
 }
 
+// The line a flame graph ends with, the same whether the capture was scanned or loaded.
+void flame_written(const std::string& output, const gantt::analysis::Stacks& stacks, uint64_t events) {
+  std::cerr << "gantt-cli: render: " << output << ": a flame graph of " << stacks.size() << " stacks, " << events
+            << " GPU operations\n";
+}
+
+// The flame graph of one capture, or of the ranks of one job, by a scan: the scanned stats
+// keep the GPU time by NVTX range path and kernel (StreamedStats::stacks, what gpu_stacks()
+// gives the loaded model), in memory that grows with the stacks, not the events. Nothing, with
+// *why_whole set, when a filter, standard input or a capture the scan cannot read asks for a load.
+std::optional<int> try_scan_flame(const RenderCliOptions& o, const gantt::FlameOptions& fo, const ChartTarget& target,
+                                  std::string* why_whole) {
+  if (o.load.in_memory) return std::nullopt;
+  std::string why_not = any_filter(o.filter) ? "a filtered flame graph"
+                        : !o.job.empty()     ? "a scheduler job's captures"
+                        : std::find(o.files.begin(), o.files.end(), "-") != o.files.end() ? "a capture on standard input"
+                                                                                           : "";
+  namespace ga = gantt::analysis;
+  ga::StreamStatsOptions so;
+  so.by = {ga::GroupBy::kKernel};
+  so.matches = true;  // the stacks come with diff's matches
+  so.load = load_options(o.load);
+  so.threads = o.threads;
+  ga::Stacks stacks;
+  uint64_t events = 0;
+  bool corrupt = false;
+  try {
+    if (why_not.empty() && o.files.size() == 1) {
+      if (auto one = ga::stream_stats(o.files.front(), so, &why_not)) {
+        for (const std::string& line : one->warnings) std::cerr << "gantt-cli: " << line << "\n";
+        stacks = std::move(one->stacks);
+        events = one->summary.events;
+        corrupt = one->corrupt;
+      }
+    } else if (why_not.empty()) {
+      if (auto job = ga::stream_job_stats(o.files, so, &why_not)) {
+        for (ga::StreamedStats& rank : job->ranks) {
+          for (const std::string& line : rank.warnings) std::cerr << "gantt-cli: " << line << "\n";
+          for (const auto& [stack, ns] : rank.stacks) stacks[stack] += ns;
+          corrupt = corrupt || rank.corrupt;
+        }
+        events = job->summary.events;
+      }
+    }
+  } catch (const gpuhook::CaptureError&) {
+    return std::nullopt;  // the loader reports it, as for any capture
+  }
+  if (!why_not.empty()) {
+    *why_whole = why_not;
+    if (o.threads_given) std::cerr << "gantt-cli: render: the capture is loaded whole for " << why_not << "\n";
+    return std::nullopt;
+  }
+  if (!write_chart(gantt::flame_scene(stacks, fo), target)) return kExitError;
+  flame_written(o.output, stacks, events);
+  return corrupt ? kExitError : kExitOk;
+}
+
 int run_render(const RenderCliOptions& o) {
   ChartTarget target{"render", o.output, o.format};
   target.html_ok = true;
@@ -209,8 +269,13 @@ int run_render(const RenderCliOptions& o) {
   ro.annotate.idle_gap_ns = duration_arg("--idle-gap", o.idle_gap);
 
   const gantt::EventFilter f = make_filter(o.filter);
+  gantt::FlameOptions fo;
+  fo.width_px = o.width_px;
+  fo.title = "GPU time by NVTX range and kernel";
   std::string why_whole;
-  if (target.format == "html" && o.view == "gantt") {
+  if (o.view == "flame") {
+    if (const auto scanned = try_scan_flame(o, fo, target, &why_whole)) return *scanned;
+  } else if (target.format == "html" && o.view == "gantt") {
     if (const auto scanned = try_scan_page(o, ro, target, &why_whole)) return *scanned;
   } else if (const auto streamed = try_stream(o, ro, target, &why_whole)) {
     return *streamed;
@@ -261,13 +326,15 @@ int run_render(const RenderCliOptions& o) {
     return corrupt ? kExitError : kExitOk;
   }
   gantt::RenderStats stats;
-  gantt::FlameOptions fo;
-  fo.width_px = o.width_px;
-  fo.title = "GPU time by NVTX range and kernel";
   if (o.view != "gantt") stats.events_selected = stats.events_individual = sel.events.size();
   gantt::Scene scene;
   if (o.view == "flame") {
-    scene = gantt::flame_scene(gantt::analysis::gpu_stacks(model, &sel), fo);
+    const gantt::analysis::Stacks stacks = gantt::analysis::gpu_stacks(model, &sel);
+    if (!write_chart(gantt::flame_scene(stacks, fo), target)) return kExitError;
+    uint64_t operations = 0;
+    for (uint32_t e : sel.events) operations += gantt::analysis::is_gpu_work(model, e) ? 1 : 0;
+    flame_written(o.output, stacks, operations);
+    return corrupt ? kExitError : kExitOk;
   } else if (o.view == "comm") {
     std::vector<std::string> notes;
     const auto matrices = gantt::analysis::comm_matrices(model, &notes);

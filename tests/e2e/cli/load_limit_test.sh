@@ -23,7 +23,7 @@ bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
 # Each: the output file, then the subcommand's arguments.
 whole=(
   "page.html|render a.gpuh -o page.html"
-  "flame.svg|render a.gpuh -o flame.svg --view flame"
+  "flame.svg|render a.gpuh -o flame.svg --view flame --device 0"
   "threads.svg|render a.gpuh -o threads.svg --lanes thread"
   "two.svg|render a.gpuh b.gpuh -o two.svg"
   "trace.json|export a.gpuh -o trace.json --device 0"
@@ -113,6 +113,7 @@ for args in "diff a.gsum b.gpuh" "diff b.gpuh a.gsum"; do
   [[ $rc == 0 || $rc == 1 ]] || bad "$args --max-memory 64M: exit $rc: $(cat stderr.txt)"
 done
 for args in "stats a.gpuh" "render a.gpuh -o streamed.svg" "render a.gpuh -o plain.svg --no-annotate" \
+            "render a.gpuh -o flame.svg --view flame" "render a.gpuh b.gpuh -o flames.svg --view flame" \
             "diagnose a.gpuh" "diff a.gpuh b.gpuh"; do
   # shellcheck disable=SC2086
   "$cli" $args --max-memory 1K > /dev/null 2> stderr.txt
