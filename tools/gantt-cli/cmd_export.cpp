@@ -167,6 +167,7 @@ int run_export(const ExportOptions& o) {
     so.load = load_options(o.load);
     so.threads = o.threads;
     so.max_output = limit;
+    if (o.output != "-" && !gantt::wants_gzip(o.output)) so.output_path = o.output;
     gantt::ScannedExport done;
     if (exporter->write_scanned(o.files.front(), so, [&]() -> std::ostream& { return output.open(); }, &done, nullptr)) {
       for (const std::string& w : done.warnings) std::cerr << "gantt-cli: " << w << "\n";

@@ -36,9 +36,9 @@ mib() { echo $(($(field "$1" 4) / 1024)); }
 timed chrome "$cli" export "$big" --format chrome -o "$dir/out.json"
 chrome_bytes=$(stat -c %s "$dir/out.json" 2> /dev/null || echo 0)
 # GPU slices and host slices, counted without parsing 3 GB of JSON: a name is an escaped JSON
-# string, so `"pid":1000000,` (the host process) never occurs inside one.
+# string, so `"pid":1,` (the scanned trace's host process) never occurs inside one.
 x_events=$(grep -c '^{"ph":"X"' "$dir/out.json" 2> /dev/null || echo 0)
-host_events=$(grep '^{"ph":"X"' "$dir/out.json" 2> /dev/null | grep -c '"pid":1000000,' || echo 0)
+host_events=$(grep '^{"ph":"X"' "$dir/out.json" 2> /dev/null | grep -c '"pid":1,' || echo 0)
 gpu_events=$((x_events - host_events))
 rm -f "$dir/out.json"
 timed chrome_small "$cli" export "$small" --format chrome -o "$dir/small.json"

@@ -33,7 +33,8 @@ out = []
 for e in d["traceEvents"]:
     if e.get("ph") != "X":
         continue
-    out.append("%s|%s|%s" % (e["name"], origin + Decimal(str(e["ts"])) * 1000, Decimal(str(e["dur"])) * 1000))
+    # Integer nanoseconds: the scanned trace writes 12 where the loaded one writes 12.000.
+    out.append("%s|%d|%d" % (e["name"], origin + Decimal(str(e["ts"])) * 1000, Decimal(str(e["dur"])) * 1000))
 sys.stdout.write("\n".join(sorted(out)) + "\n")
 PY
 

@@ -15,7 +15,7 @@ doc = json.loads(raw)
 events = doc["traceEvents"]
 errors = []
 for m in re.finditer(r'"(ts|dur)":(-?[0-9.eE+]+)', raw):
-    if not re.fullmatch(r"-?[0-9]+\.[0-9]{3}", m.group(2)):
+    if not re.fullmatch(r"-?[0-9]+(\.[0-9]{1,3})?", m.group(2)):
         errors.append("time not integer-exact: " + m.group(0))
 tracks = defaultdict(list)
 flows_s, flows_f = set(), set()

@@ -12,8 +12,10 @@
 // trace (chrome_export.cpp): the queued and submitted stages as async slices (here the "q"
 // argument), the counter tracks of kernels running and queued (four events a kernel; the
 // slices say the same), memory in use, and the NCCL call's arguments repeated on its kernel.
-// Times as in the loaded trace: microseconds from the capture's start with three decimals,
-// from integer nanoseconds.
+// Times exact as in the loaded trace, microseconds from the capture's start computed from
+// integer nanoseconds, but without the trailing zeros of the three decimals ("12.5", "12"):
+// Chrome and Perfetto read "ts" and "dur" as JSON numbers in microseconds, and
+// "displayTimeUnit" changes only how they are shown, so integer nanoseconds cannot be written.
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -27,6 +29,7 @@
 #include "gantt/analysis/metrics.h"
 #include "gantt/model/json.h"
 #include "gantt/model/text.h"
+#include "row_writer.h"
 #include "scan_spool.h"
 
 namespace gantt::exporting {
@@ -34,15 +37,20 @@ namespace {
 
 namespace v1 = gpuhook::v1;
 
-constexpr uint32_t kHostPid = 1'000'000;  // as chrome_export.cpp: the host after the devices
+// The host's process 1 and the devices' from 2, not the loaded trace's 1,000,000 and 1:
+// 6 bytes less on every host call. The host still sorts after the devices.
+constexpr uint32_t kHostPid = 1;
+constexpr uint64_t kHostSortIndex = 1'000'000;
 constexpr uint64_t kNvtxTrack = uint64_t{1} << 31;
 
-uint32_t device_pid(uint32_t device) { return 1 + (device & 1023u); }
+uint32_t device_pid(uint32_t device) { return 2 + (device & 1023u); }
 // A track's tid: its lane's number above 32 bits, so the first lane's tid is the stream's id
 // or the thread's (an NVTX track with bit 31 set), and every share names a track alike.
 uint64_t lane_tid(uint64_t id, size_t lane) { return (uint64_t{lane} << 32) | id; }
 uint64_t thread_tid(uint64_t os_tid, bool nvtx) { return (os_tid & 0x7FFFFFFFu) | (nvtx ? kNvtxTrack : 0); }
 
+// Microseconds as exact as the nanoseconds and no longer: "12", "12.5", "12.345".
+void us(std::string& o, int64_t ns) { RowWriter(o).us_from_ns(ns); }
 void num(std::string& o, uint64_t v) {
   char buf[24];
   char* end = buf + sizeof buf;
@@ -53,24 +61,12 @@ void num(std::string& o, uint64_t v) {
   } while (v);
   o.append(p, end);
 }
-void inum(std::string& o, int64_t v) {
-  if (v < 0) {
-    o += '-';
-    num(o, static_cast<uint64_t>(-(v + 1)) + 1);
-  } else {
-    num(o, static_cast<uint64_t>(v));
-  }
-}
 // CUDA's dim3 as written in a launch: trailing 1s left out ("264", "16x16").
-void dims(std::string& o, const std::array<int32_t, 3>& d) {
-  o += '"';
-  inum(o, d[0]);
+void dims(RowWriter& o, const std::array<int32_t, 3>& d) {
+  o << '"' << d[0];
   const int shown = d[2] != 1 ? 3 : d[1] != 1 ? 2 : 1;
-  for (int i = 1; i < shown; ++i) {
-    o += 'x';
-    inum(o, d[static_cast<size_t>(i)]);
-  }
-  o += '"';
+  for (int i = 1; i < shown; ++i) o << 'x' << d[static_cast<size_t>(i)];
+  o << '"';
 }
 
 // What the tracks are called: (pid, tid) -> (name, sort index).
@@ -89,47 +85,38 @@ class ChromeShare final : public analysis::EventConsumer {
     const uint32_t pid = device_pid(e.device);
     devices.insert(e.device);
     // The slice's text before its tid, and after it.
-    std::string& a = head_;
-    a.assign(",\n{\"ph\":\"X\",\"name\":");
-    if (e.kind == EventKind::kMemcpy) json::append_string(a, std::string("Memcpy ") + copy_kind_name(e.copy_kind));
-    else if (e.kind == EventKind::kMemset) a += "\"Memset\"";
-    else json::append_string(a, name_of(e, reader));
-    a += ",\"pid\":";
-    num(a, pid);
-    a += ",\"tid\":";
-    std::string& b = rest_;
-    b.assign(",\"ts\":");
-    json::append_us_from_ns(b, static_cast<int64_t>(e.start_ns - base_));
-    b += ",\"dur\":";
-    json::append_us_from_ns(b, static_cast<int64_t>(e.end_ns - e.start_ns));
-    if (e.correlation_id) {
-      b += ",\"bind_id\":";
-      num(b, e.correlation_id);
-      b += ",\"flow_in\":true";
+    head_.clear();
+    rest_.clear();
+    {
+      RowWriter a(head_);
+      a << ",\n{\"ph\":\"X\",\"name\":";
+      if (e.kind == EventKind::kMemcpy) a << "\"Memcpy " << copy_kind_name(e.copy_kind) << '"';
+      else if (e.kind == EventKind::kMemset) a << "\"Memset\"";
+      else a << name_of(e, reader);
+      a << ",\"pid\":" << pid << ",\"tid\":";
     }
-    const bool kernel = e.kind == EventKind::kKernel || e.kind == EventKind::kNccl;
-    if (kernel) {
-      b += ",\"args\":{\"g\":";
-      dims(b, e.grid);
-      b += ",\"b\":";
-      dims(b, e.block);
-      b += ",\"r\":";
-      num(b, e.registers_per_thread);
-      if (e.shared_memory_bytes) {
-        b += ",\"sm\":";
-        num(b, e.shared_memory_bytes);
+    {
+      RowWriter b(rest_);
+      b << ",\"ts\":";
+      b.us_from_ns(static_cast<int64_t>(e.start_ns - base_));
+      b << ",\"dur\":";
+      b.us_from_ns(static_cast<int64_t>(e.end_ns - e.start_ns));
+      if (e.correlation_id) b << ",\"bind_id\":" << e.correlation_id << ",\"flow_in\":true";
+      const bool kernel = e.kind == EventKind::kKernel || e.kind == EventKind::kNccl;
+      if (kernel) {
+        b << ",\"args\":{\"g\":";
+        dims(b, e.grid);
+        b << ",\"b\":";
+        dims(b, e.block);
+        b << ",\"r\":" << e.registers_per_thread;
+        if (e.shared_memory_bytes) b << ",\"sm\":" << e.shared_memory_bytes;
+        if (e.queued_ns && e.queued_ns <= e.start_ns) b << ",\"q\":" << (e.start_ns - e.queued_ns);
+        b << '}';
+      } else if (e.bytes) {
+        b << ",\"args\":{\"B\":" << e.bytes << '}';
       }
-      if (e.queued_ns && e.queued_ns <= e.start_ns) {
-        b += ",\"q\":";
-        num(b, e.start_ns - e.queued_ns);
-      }
-      b += '}';
-    } else if (e.bytes) {
-      b += ",\"args\":{\"B\":";
-      num(b, e.bytes);
-      b += '}';
+      b << '}';
     }
-    b += '}';
     ++events;
     const std::pair<uint32_t, uint32_t> key{e.device, e.stream};
     // A share after the first does not know the share before's last slices on a stream: its
@@ -138,14 +125,14 @@ class ChromeShare final : public analysis::EventConsumer {
       size_t& opening = opening_[key];
       if (opening < kHold) {
         ++opening;
-        held_.push_back({key, e.start_ns, e.end_ns, a, b});
+        held_.push_back({key, e.start_ns, e.end_ns, head_, rest_});
         return;
       }
     }
     const size_t lane = stream_lanes_[key].place(e.start_ns, e.end_ns);
     auto& heads = heads_[key];
     if (heads.size() < RecentLanes::kKeep) heads.push_back({lane, e.start_ns, e.end_ns});
-    write_placed(key, lane, a, b);
+    write_placed(key, lane, head_, rest_);
     spool.maybe_flush();
   }
 
@@ -166,21 +153,18 @@ class ChromeShare final : public analysis::EventConsumer {
   void api(const gpuhook::ApiFields& a, const gpuhook::CaptureReader& reader) override {
     const uint64_t s = a.start_ns > 0 ? static_cast<uint64_t>(a.start_ns) : 0, e = a.end_ns > 0 ? static_cast<uint64_t>(a.end_ns) : 0;
     if (s == 0 || e < s) return;
-    std::string& o = spool.text;
-    o += ",\n{\"ph\":\"X\",\"name\":";
-    json::append_string(o, reader.string(a.name_id));
-    slice_times(o, kHostPid, host_track(a.thread_id, false, s, e), s, e);
-    if (a.correlation_id && a.domain != v1::API_DOMAIN_NCCL) {
-      o += ",\"bind_id\":";
-      num(o, a.correlation_id);
-      o += ",\"flow_out\":true";
+    const uint64_t tid = host_track(a.thread_id, false, s, e);
+    {
+      RowWriter o(spool.text);
+      o << ",\n{\"ph\":\"X\",\"name\":" << call_name(a.name_id, reader) << ",\"pid\":" << kHostPid << ",\"tid\":" << tid
+        << ",\"ts\":";
+      o.us_from_ns(static_cast<int64_t>(s - base_));
+      o << ",\"dur\":";
+      o.us_from_ns(static_cast<int64_t>(e - s));
+      if (a.correlation_id && a.domain != v1::API_DOMAIN_NCCL) o << ",\"bind_id\":" << a.correlation_id << ",\"flow_out\":true";
+      if (a.return_value) o << ",\"args\":{\"ret\":" << int64_t{a.return_value} << '}';
+      o << '}';
     }
-    if (a.return_value) {
-      o += ",\"args\":{\"ret\":";
-      inum(o, a.return_value);
-      o += '}';
-    }
-    o += '}';
     spool.maybe_flush();
   }
 
@@ -214,7 +198,7 @@ class ChromeShare final : public analysis::EventConsumer {
       num(o, device_pid(x.device()));
       devices.insert(x.device());
       o += ",\"ts\":";
-      json::append_us_from_ns(o, static_cast<int64_t>(t - base_));
+      us(o, static_cast<int64_t>(t - base_));
       o += ",\"args\":{\"value\":";
       const uint64_t v = x.metric() >= v1::GPU_METRIC_GR_ACTIVE_CENTIPCT ? std::min<uint64_t>(x.value(), 10000) : x.value();
       if (reasons) o += (v & analysis::kThrottleReasons) != 0 ? "1" : "0";
@@ -250,7 +234,7 @@ class ChromeShare final : public analysis::EventConsumer {
         o += ",\"tid\":";
         num(o, tid);
         o += ",\"ts\":";
-        json::append_us_from_ns(o, static_cast<int64_t>(rt.start_ns[r] - base_));
+        us(o, static_cast<int64_t>(rt.start_ns[r] - base_));
       } else {
         slice_times(o, kHostPid, tid, rt.start_ns[r], rt.end_ns[r]);
       }
@@ -283,9 +267,9 @@ class ChromeShare final : public analysis::EventConsumer {
     o += ",\"tid\":";
     num(o, tid);
     o += ",\"ts\":";
-    json::append_us_from_ns(o, static_cast<int64_t>(s - base_));
+    us(o, static_cast<int64_t>(s - base_));
     o += ",\"dur\":";
-    json::append_us_from_ns(o, static_cast<int64_t>(e - s));
+    us(o, static_cast<int64_t>(e - s));
   }
   uint64_t host_track(uint64_t os_tid, bool nvtx, uint64_t s, uint64_t e) {
     const size_t lane = thread_lanes_[{os_tid, nvtx}].place(s, e);
@@ -299,34 +283,44 @@ class ChromeShare final : public analysis::EventConsumer {
     }
     return tid;
   }
-  // A kernel's demangled name, once per name id (millions of launches of a few kernels).
+  // A kernel's demangled name as a JSON string, once per name id (millions of launches of a
+  // few kernels).
   const std::string& name_of(const analysis::ScannedEvent& e, const gpuhook::CaptureReader& reader) {
     uint32_t id = e.name_id ? e.name_id : e.launch_name_id;
     const bool by_call = e.kind == EventKind::kSync;
-    if (id == 0) {
-      scratch_ = unjoined_name(e.kind, e.copy_kind);
-      return scratch_;
-    }
-    if (id >= (1u << 20)) {
-      scratch_ = demangle(reader.string(id));
-      return scratch_;
-    }
-    auto [it, fresh] = names_.try_emplace(id);
-    if (fresh) {
+    const auto json = [&](std::string& out) {
+      out.clear();
+      if (id == 0) return json::append_string(out, unjoined_name(e.kind, e.copy_kind));
       const std::string_view text = reader.string(id);
-      std::string d = demangle(text);
-      it->second = d != text || !by_call ? std::move(d) : std::string(api_display_name(text));
+      const std::string d = demangle(text);
+      json::append_string(out, d != text || !by_call ? std::string_view(d) : api_display_name(text));
+    };
+    if (id == 0 || id >= kCachedNames) {
+      json(scratch_);
+      return scratch_;
     }
+    auto [it, fresh] = names_.try_emplace((uint64_t{id} << 1) | (by_call ? 1 : 0));
+    if (fresh) json(it->second);
     return it->second;
   }
+  // An API call's name as a JSON string, once per name id.
+  const std::string& call_name(uint32_t id, const gpuhook::CaptureReader& reader) {
+    if (id >= kCachedNames) {
+      scratch_.clear();
+      json::append_string(scratch_, reader.string(id));
+      return scratch_;
+    }
+    auto [it, fresh] = call_names_.try_emplace(id);
+    if (fresh) json::append_string(it->second, reader.string(id));
+    return it->second;
+  }
+  static constexpr uint32_t kCachedNames = 1u << 20;
 
   void write_placed(const std::pair<uint32_t, uint32_t>& key, size_t lane, const std::string& head, const std::string& rest) {
     const uint64_t tid = lane_tid(key.second, lane);
     if (auto [it, fresh] = tracks.try_emplace({device_pid(key.first), tid}); fresh)
       it->second = "stream " + std::to_string(key.second) + (lane ? " #" + std::to_string(lane + 1) : std::string());
-    spool.text += head;
-    num(spool.text, tid);
-    spool.text += rest;
+    RowWriter(spool.text) << head << tid << rest;
   }
 
   struct Held {
@@ -350,7 +344,8 @@ class ChromeShare final : public analysis::EventConsumer {
   std::string head_, rest_;
   std::map<std::pair<uint64_t, bool>, RecentLanes> thread_lanes_;       // (OS thread, NVTX track)
   std::unordered_map<uint64_t, std::string> thread_names_;
-  std::unordered_map<uint32_t, std::string> names_;
+  std::unordered_map<uint64_t, std::string> names_;       // (name id, by call) -> JSON string
+  std::unordered_map<uint32_t, std::string> call_names_;  // an API call's name id -> JSON string
   std::string scratch_;
 };
 
@@ -416,11 +411,14 @@ bool write_chrome_scanned(const std::string& path, const ScanExportOptions& opt,
   std::atomic<uint64_t> total{head.size()};
   std::vector<std::unique_ptr<ChromeShare>> shares;
   std::vector<analysis::EventConsumer*> consumers;
+  std::vector<Spool*> spools;
   for (size_t i = 0; i < scanner.shares(); ++i) {
     shares.push_back(std::make_unique<ChromeShare>(context, base, &total, opt.max_output));
     shares.back()->first_ = i == 0;
     consumers.push_back(shares.back().get());
+    spools.push_back(&shares.back()->spool);
   }
+  if (!shares.empty()) shares.front()->spool.become(opt.output_path, head);
   std::string why;
   const bool ran = scanner.run(consumers, &why);
   const auto over = [&] { return std::any_of(shares.begin(), shares.end(), [](const auto& sh) { return sh->spool.over(); }); };
@@ -440,7 +438,7 @@ bool write_chrome_scanned(const std::string& path, const ScanExportOptions& opt,
     tracks.insert(sh->tracks.begin(), sh->tracks.end());
   }
   std::string tail;
-  metadata(tail, "process", kHostPid, nullptr, host, kHostPid);  // its sort index
+  metadata(tail, "process", kHostPid, nullptr, host, kHostSortIndex);  // its sort index
   tail.erase(0, tail.find("},\n") + 3);  // its name went first
   tail.insert(0, ",\n");
   for (uint32_t d : devices) {
@@ -455,13 +453,8 @@ bool write_chrome_scanned(const std::string& path, const ScanExportOptions& opt,
     result->over = true;
     return true;
   }
-  std::ostream& os = open_output();
-  os << head;
-  for (auto& sh : shares) {
-    sh->spool.copy_to(os);
-    result->events += sh->events;
-  }
-  os << tail;
+  deliver(spools, head, tail, open_output);
+  for (const auto& sh : shares) result->events += sh->events;
   result->bytes = total + tail.size();
   result->corrupt = scanner.corrupt();
   result->warnings = scanner.warnings();

@@ -19,6 +19,7 @@
 #include "gantt/model/range_lookup.h"
 #include "gantt/ranks/collectives.h"
 #include "gantt/model/text.h"
+#include "row_writer.h"
 #include "scan_spool.h"
 
 namespace gantt {
@@ -32,31 +33,17 @@ constexpr std::string_view kColumns =
     "grid,block,registers_per_thread,shared_memory_bytes,occupancy,occupancy_limit,range,"
     "rank,host,pid,nccl_op,nccl_comm,nccl_seq,nccl_peer,nccl_bytes\n";
 
-void num(std::string& out, uint64_t v) {
-  char buf[24];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, r.ptr);
+using exporting::RowWriter;
+
+void time_cell(RowWriter& w, uint64_t v) {
+  if (v) w << v;
+  w << ',';
 }
-void inum(std::string& out, int64_t v) {
-  char buf[24];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, r.ptr);
+void opt_cell(RowWriter& w, const std::optional<int64_t>& v) {
+  if (v) w << *v;
+  w << ',';
 }
-void time_cell(std::string& out, uint64_t v) {
-  if (v) num(out, v);
-  out += ',';
-}
-void opt_cell(std::string& out, const std::optional<int64_t>& v) {
-  if (v) inum(out, *v);
-  out += ',';
-}
-void dim3(std::string& out, const std::array<int32_t, 3>& d) {
-  inum(out, d[0]);
-  out += 'x';
-  inum(out, d[1]);
-  out += 'x';
-  inum(out, d[2]);
-}
+void dim3(RowWriter& w, const std::array<int32_t, 3>& d) { w << d[0] << 'x' << d[1] << 'x' << d[2]; }
 
 // One GPU operation's cells, from either way of reading.
 struct EventRow {
@@ -83,110 +70,94 @@ std::optional<int64_t> stage(uint64_t from, uint64_t to) {  // Model::stages()
 
 // rank, host, pid: the same on every row of a capture.
 void capture_cells(std::string& out, const gpuhook::v1::Header& h) {
-  if (h.has_rank()) inum(out, h.rank());
+  if (h.has_rank()) out += std::to_string(h.rank());
   out += ',';
   append_csv_field(out, h.host_name());
-  out += ',';
-  num(out, h.pid());
-  out += ',';
+  out += ',' + std::to_string(h.pid()) + ',';
 }
 
 // `t0`: *_rel_ns are from capture start, whatever the window.
 // `cells`: capture_cells() of the event's capture.
 void event_row(std::string& out, const EventRow& r, uint64_t t0, std::string_view cells) {
-  num(out, r.capture); out += ',';
-  num(out, r.device); out += ',';
-  num(out, r.stream); out += ',';
-  inum(out, r.priority); out += ',';
-  out += to_string(r.kind); out += ',';
-  out += r.name_cell; out += ',';
-  if (r.kind == EventKind::kMemcpy) out += copy_kind_name(r.copy_kind);
-  out += ',';
-  num(out, r.bytes); out += ',';
-  num(out, r.correlation_id); out += ',';
-  if (r.thread_id) num(out, r.thread_id);
-  out += ',';
-  time_cell(out, r.launch_ns);
-  time_cell(out, r.queued_ns);
-  time_cell(out, r.submitted_ns);
-  time_cell(out, r.start_ns);
-  time_cell(out, r.end_ns);
-  if (r.start_ns) inum(out, static_cast<int64_t>(r.start_ns - t0));
-  out += ',';
-  if (r.end_ns) inum(out, static_cast<int64_t>(r.end_ns - t0));
-  out += ',';
-  opt_cell(out, stage(r.launch_ns, r.queued_ns));
-  opt_cell(out, stage(r.queued_ns, r.submitted_ns));
-  opt_cell(out, stage(r.submitted_ns, r.start_ns));
-  opt_cell(out, stage(r.queued_ns, r.start_ns));
-  opt_cell(out, stage(r.start_ns, r.end_ns));
-  opt_cell(out, stage(r.launch_ns, r.end_ns));
+  RowWriter w(out);
+  w << uint64_t{r.capture} << ',' << r.device << ',' << r.stream << ',' << r.priority << ',' << to_string(r.kind) << ','
+    << r.name_cell << ',';
+  if (r.kind == EventKind::kMemcpy) w << copy_kind_name(r.copy_kind);
+  w << ',' << r.bytes << ',' << r.correlation_id << ',';
+  if (r.thread_id) w << r.thread_id;
+  w << ',';
+  time_cell(w, r.launch_ns);
+  time_cell(w, r.queued_ns);
+  time_cell(w, r.submitted_ns);
+  time_cell(w, r.start_ns);
+  time_cell(w, r.end_ns);
+  if (r.start_ns) w << static_cast<int64_t>(r.start_ns - t0);
+  w << ',';
+  if (r.end_ns) w << static_cast<int64_t>(r.end_ns - t0);
+  w << ',';
+  opt_cell(w, stage(r.launch_ns, r.queued_ns));
+  opt_cell(w, stage(r.queued_ns, r.submitted_ns));
+  opt_cell(w, stage(r.submitted_ns, r.start_ns));
+  opt_cell(w, stage(r.queued_ns, r.start_ns));
+  opt_cell(w, stage(r.start_ns, r.end_ns));
+  opt_cell(w, stage(r.launch_ns, r.end_ns));
   const bool is_kernel = r.kind == EventKind::kKernel || r.kind == EventKind::kNccl;
-  if (is_kernel) dim3(out, r.grid);
-  out += ',';
-  if (is_kernel) dim3(out, r.block);
-  out += ',';
-  if (is_kernel) num(out, r.registers_per_thread);
-  out += ',';
-  if (is_kernel) num(out, r.shared_memory_bytes);
-  out += ',';
+  if (is_kernel) dim3(w, r.grid);
+  w << ',';
+  if (is_kernel) dim3(w, r.block);
+  w << ',';
+  if (is_kernel) w << r.registers_per_thread;
+  w << ',';
+  if (is_kernel) w << r.shared_memory_bytes;
+  w << ',';
   if (!std::isnan(r.occupancy)) {
     char buf[16];
     auto res = std::to_chars(buf, buf + sizeof buf, std::round(r.occupancy * 10000.0f) / 10000.0f, std::chars_format::fixed);
-    out.append(buf, res.ptr);
-    out += ',';
-    out += to_string(r.occupancy_limit);
+    w << std::string_view(buf, static_cast<size_t>(res.ptr - buf)) << ',' << to_string(r.occupancy_limit);
   } else {
-    out += ',';
+    w << ',';
   }
-  out += ',';
-  if (!r.range.empty()) append_csv_field(out, r.range);
-  out += ',';
-  out += cells;
+  w << ',';
+  if (!r.range.empty()) {
+    std::string range;
+    append_csv_field(range, r.range);
+    w << range;
+  }
+  w << ',' << cells;
   if (const analysis::ScannedNccl* n = r.nccl) {
-    out += nccl_op_name(n->op);
-    out += ',';
     char comm[24];
     std::snprintf(comm, sizeof comm, "0x%016llx", static_cast<unsigned long long>(n->comm_id));
-    out += comm;
-    out += ',';
-    num(out, n->sequence);
-    out += ',';
-    inum(out, n->root_or_peer);
-    out += ',';
-    num(out, n->bytes);
+    w << nccl_op_name(n->op) << ',' << comm << ',' << n->sequence << ',' << n->root_or_peer << ',' << n->bytes;
   } else {
-    out += ",,,,";
+    w << ",,,,";
   }
-  out += '\n';
+  w << '\n';
 }
 
 // An API call or NVTX range: the columns that mean the same for them are filled, the GPU
 // ones left empty. `name_cell`: its name as a CSV cell.
 void host_row(std::string& out, const char* kind, uint16_t c, std::string_view name_cell, uint32_t corr, uint64_t thread_id,
               bool has_thread, uint64_t s, uint64_t e, std::string_view range, uint64_t t0, std::string_view cells) {
-  num(out, c);
-  out += ",,,,";  // device, stream, priority
-  out += kind;
-  out += ',';
-  out += name_cell;
-  out += ",,,";  // copy_kind, bytes
-  if (corr) num(out, corr);
-  out += ',';
-  if (has_thread) num(out, thread_id);
-  out += ",,,,";  // launch, queued, submitted
-  time_cell(out, s);
-  time_cell(out, e);
-  if (s) inum(out, static_cast<int64_t>(s - t0));
-  out += ',';
-  if (e) inum(out, static_cast<int64_t>(e - t0));
-  out += ",,,,,";  // stages
-  if (s && e >= s) inum(out, static_cast<int64_t>(e - s));
-  out += ",,,,,,,,";  // total, grid, block, registers, shared memory, occupancy, limit
-  append_csv_field(out, range);
-  out += ',';
-  out += cells;
-  out += ",,,,\n";
+  RowWriter w(out);
+  w << uint64_t{c} << ",,,," << kind << ',' << name_cell << ",,,";  // device, stream, priority; copy_kind, bytes
+  if (corr) w << corr;
+  w << ',';
+  if (has_thread) w << thread_id;
+  w << ",,,,";  // launch, queued, submitted
+  time_cell(w, s);
+  time_cell(w, e);
+  if (s) w << static_cast<int64_t>(s - t0);
+  w << ',';
+  if (e) w << static_cast<int64_t>(e - t0);
+  w << ",,,,,";  // stages
+  if (s && e >= s) w << static_cast<int64_t>(e - s);
+  w << ",,,,,,,,";  // total, grid, block, registers, shared memory, occupancy, limit
+  if (!range.empty()) {
+    std::string cell;
+    append_csv_field(cell, range);
+    w << cell;
+  }
+  w << ',' << cells << ",,,,\n";
 }
 
 void flush(std::string& out, std::ostream& os) {
@@ -418,10 +389,13 @@ class CsvExporter final : public Exporter {
     std::atomic<uint64_t> total{kColumns.size()};
     std::vector<std::unique_ptr<CsvShare>> shares;
     std::vector<analysis::EventConsumer*> consumers;
+    std::vector<exporting::Spool*> spools;
     for (size_t i = 0; i < scanner.shares(); ++i) {
       shares.push_back(std::make_unique<CsvShare>(scanner, t0, ranges.get(), &thread_rows, &total, o.max_output));
       consumers.push_back(shares.back().get());
+      spools.push_back(&shares.back()->spool);
     }
+    if (!shares.empty()) shares.front()->spool.become(o.output_path, kColumns);
     std::string why;
     if (!scanner.run(consumers, &why)) {
       if (std::any_of(shares.begin(), shares.end(), [](const auto& sh) { return sh->spool.over(); })) {
@@ -438,13 +412,8 @@ class CsvExporter final : public Exporter {
       result->over = true;
       return true;
     }
-    std::ostream& os = open_output();
-    os << kColumns;
-    for (auto& sh : shares) {
-      sh->spool.copy_to(os);
-      result->events += sh->events;
-    }
-    os.write(tail.data(), static_cast<std::streamsize>(tail.size()));
+    exporting::deliver(spools, kColumns, tail, open_output);
+    for (const auto& sh : shares) result->events += sh->events;
     result->bytes = total + tail.size();
     result->corrupt = scanner.corrupt();
     result->warnings = scanner.warnings();

@@ -20,6 +20,9 @@ struct ScanExportOptions {
   LoadOptions load;
   unsigned threads = 0;     // 0: every core (analysis::default_scan_threads)
   uint64_t max_output = 0;  // past this many bytes nothing is written (0: no limit)
+  // The output's path where it is a file written as is (not stdout, not compressed): made
+  // beside it and renamed to it, rather than spooled and copied (export/scan_spool.h).
+  std::string output_path;
 };
 struct ScannedExport {
   bool over = false;    // the output passed max_output: nothing written
