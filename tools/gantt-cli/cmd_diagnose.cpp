@@ -1,6 +1,7 @@
-// gantt-cli diagnose FILE...: the classic scheduling mistakes (gantt/analysis/diagnose.h), on
-// captures loaded whole; on summaries (.gsum), and on captures too large to load, the rules a
-// summary supports (diagnose(const StatsSummary&)).
+// gantt-cli diagnose FILE...: the classic scheduling mistakes (gantt/analysis/diagnose.h). One
+// capture is scanned, every rule on the scan (diagnose_scan); several captures (ranks), a
+// capture with filters, and one the scan cannot serve are loaded whole; summaries (.gsum) give
+// the rules a summary supports (diagnose(const StatsSummary&)).
 #include <algorithm>
 #include <iostream>
 #include <memory>
@@ -79,18 +80,11 @@ std::optional<ga::StatsSummary> stream_summary(const std::vector<std::string>& c
   return all;
 }
 
-std::string rules_not_run(const ga::DiagnoseReport& r) {
-  std::string out;
-  for (const ga::RuleResult& x : r.rules)
-    if (!x.ran) out += (out.empty() ? "" : ", ") + x.rule;
-  return out;
-}
-
 // Why diagnose loads the captures it does not stream, for load_captures()' refusal;
 // `diagnose --in-memory` peaked at 132 bytes a record.
 const WholeLoad kWhyWhole{
-    "diagnose loads captures whole for every rule (--streamed reads one without filters as a stream, for the rules "
-    "a summary supports)",
+    "diagnose loads several captures, a capture with filters, and one a scan cannot serve (allocation records, GPU "
+    "counter samples, NCCL sends and receives) whole",
     140};
 
 // Summaries among the inputs: the captures beside them are summarised (one read as a stream, as
@@ -131,29 +125,26 @@ int run_diagnose(const DiagnoseOptions& o) {
   for (const std::string& f : o.files) (gpuhook::is_summary_file(f) ? summaries : captures).push_back(f);
   if (!summaries.empty()) return run_on_summaries(o, captures, summaries);
 
-  // Too large to load: the summary rules from a streamed read, and a clear word on the rest.
-  const bool streamable = !o.load.in_memory && !any_filter(o.filter) &&
-                          std::find(captures.begin(), captures.end(), "-") == captures.end();
-  if (streamable) {
-    const LoadEstimate load = estimate_load(captures, o.load.max_memory, UINT64_MAX, kWhyWhole.bytes_per_record);
-    if (o.streamed || !load.fits()) {
-      bool corrupt = false, unusable = false;
-      std::string why_not;
-      std::optional<ga::StatsSummary> summary = stream_summary(captures, o, corrupt, unusable, &why_not);
-      if (unusable) return kExitError;
-      if (summary) {
-        const ga::DiagnoseReport r = ga::diagnose(*summary);
-        std::cerr << "gantt-cli: diagnose: ";
-        if (o.streamed)
-          std::cerr << "--streamed";
-        else
-          std::cerr << load.over_budget();
-        std::cerr << ": read as a stream, so only the rules a summary supports ran; not run: " << rules_not_run(r)
-                  << " (--in-memory loads the capture and runs them all)\n";
-        return report(r, o, corrupt);
+  // One capture: every rule on a scan, in memory that does not grow with the events.
+  if (!o.load.in_memory && !any_filter(o.filter) && captures.size() == 1 && captures.front() != "-") {
+    ga::DiagnoseScanOptions so;
+    so.load = load_options(o.load);
+    so.threads = o.threads;
+    std::string why_not;
+    std::optional<ga::ScannedDiagnosis> scanned = ga::diagnose_scan(captures.front(), so, &why_not);
+    if (scanned) {
+      if (!scanned->unusable.empty()) {
+        std::cerr << "gantt-cli: " << scanned->unusable << "\n";
+        return kExitError;
       }
-      std::cerr << "gantt-cli: diagnose: cannot read as a stream (" << why_not << "): loading it whole\n";
+      for (const std::string& line : scanned->warnings) std::cerr << "gantt-cli: " << line << "\n";
+      if (!scanned->exact)
+        std::cerr << "gantt-cli: diagnose: " << captures.front()
+                  << ": GPU activities arrived out of time order past what a scan holds; busy times and idle gaps are "
+                     "close to, not equal to, the exact figures (--in-memory computes them exactly)\n";
+      return report(scanned->report, o, scanned->corrupt);
     }
+    if (o.streamed) std::cerr << "gantt-cli: diagnose: cannot scan " << captures.front() << " (" << why_not << "): loading it whole\n";
   }
 
   LoadedJob job = load_captures(o.files, o.load, kWhyWhole);
@@ -182,11 +173,12 @@ void register_diagnose(CLI::App& app, int& exit_code) {
       "names a graph as the fix when a stream repeats one kernel sequence. Exit 1 when\n"
       "--fail-on is given and a finding is that severe or worse.\n"
       "\n"
+      "One capture is scanned, not loaded: every rule runs, in memory that does not grow with its\n"
+      "events. Several captures (the ranks of a job), the filter flags, and a capture with\n"
+      "allocation records, GPU counter samples or NCCL sends and receives load the captures whole.\n"
       "Summaries (gantt-cli stats CAPTURE --summary -o rank.gsum) are diagnosed too, merged:\n"
       "stream-serialisation, copy-overlap and imbalance run on their totals and find what they find\n"
-      "on the captures; the report lists the other rules as not run, each with what it needs. A\n"
-      "capture too large to load within --max-memory is scanned the same way (stderr says\n"
-      "so; --in-memory runs every rule).\n"
+      "on the captures; the report lists the other rules as not run, each with what it needs.\n"
       "\n"
       "Examples:\n"
       "  gantt-cli diagnose app.gpuh\n"
@@ -205,14 +197,14 @@ void register_diagnose(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"text", "md", "json"}))
       ->capture_default_str();
   cmd->get_option("--max-memory")
-      ->description("the memory the loaded captures may take, estimated from their chunk indexes (about 140 "
-                    "bytes a record), e.g. 16G; over it they are scanned and only the rules a summary "
-                    "supports run (default: half the memory this process may use). Captures that cannot be scanned "
-                    "(several, or with a filter) are not loaded over it when it is given, nor over half the "
-                    "memory when it is not");
-  cmd->add_flag("--in-memory", o->load.in_memory, "load the captures whole whatever their size: every rule runs");
+      ->description("the memory captures that are loaded may take, estimated from their chunk indexes (about 140 "
+                    "bytes a record), e.g. 16G: several captures, a capture with filters, or one a scan cannot "
+                    "serve are not loaded over it when it is given, nor over half the memory when it is not "
+                    "(one capture without filters is scanned, whatever its size)");
+  cmd->add_flag("--in-memory", o->load.in_memory, "load the captures whole whatever their size instead of scanning one");
   cmd->add_flag("--streamed", o->streamed,
-                "scan the captures whatever their size: only the rules a summary supports run");
+                "scan the capture (the default for one capture without filters); say on stderr why when it must be "
+                "loaded instead");
   cmd->add_option("-j,--threads", o->threads,
                   "threads that scan a capture's chunks side by side when it is not loaded whole (0 = the CPUs "
                   "this process may use, at most 16)")

@@ -489,10 +489,6 @@ void rule_records(const Model& m, DiagnoseReport& r) {
   rule_stalled(m, r);
 }
 
-}  // namespace detail
-
-namespace {
-
 // Rules whose input only the hook records, or that the importers do not read: for a torch.profiler
 // or nsys trace the note says what it lacks, not how to record it with the hook.
 void say_what_imported_traces_lack(const Model& m, DiagnoseReport& r) {
@@ -512,6 +508,10 @@ void say_what_imported_traces_lack(const Model& m, DiagnoseReport& r) {
     }
   }
 }
+
+}  // namespace detail
+
+namespace {
 
 // The model's GPU work fed as a scan feeds it, each device's in start order (index order
 // among equal starts) and every synchronize call.

@@ -8,10 +8,11 @@
 namespace gantt::analysis::detail {
 namespace {
 
-// Events of one device held to be put in start order. A share reads a device's records in
-// the order CUPTI delivered them: each stream's in order, the streams interleaved by buffer
-// flushes, so a start arrives at most a few buffers (thousands of records) late.
-constexpr size_t kStartWindow = size_t{1} << 14;
+// Events of one device held to be put in start order (7.5 MiB of them). A share reads a
+// device's records in the order CUPTI delivered them, about the order of their launches: a
+// stream with a backlog holds its kernels' starts back behind the other streams' by as many
+// launches as it has queued. The earlier half is taken when it is full.
+constexpr size_t kStartWindow = size_t{1} << 16;
 // Launches of one host thread onto one device held to be put in launch order: kernels of
 // several streams end, and so arrive, out of their launch order by at most a queue's depth.
 constexpr size_t kLaunchWindow = 1024;
@@ -112,12 +113,30 @@ DeviceWork& DiagnoseWork::device(uint16_t capture, uint32_t ordinal) {
 }
 
 void DiagnoseWork::add(const WorkEvent& e) {
-  Window& w = windows_[{e.capture, e.device}];
-  w.heap.push({e, seq_++});
-  if (w.heap.size() <= kStartWindow) return;
-  const WorkEvent first = w.heap.top().e;
-  w.heap.pop();
-  take(device(first.capture, first.device), first);
+  if (!last_window_ || last_window_->device->capture != e.capture || last_window_->device->ordinal != e.device) {
+    last_window_ = &windows_[{e.capture, e.device}];
+    if (!last_window_->device) last_window_->device = &device(e.capture, e.device);
+  }
+  Window& w = *last_window_;
+  w.keys.push_back({e.start_ns, seq_++, static_cast<uint32_t>(w.events.size())});
+  w.events.push_back(e);
+  if (w.keys.size() >= kStartWindow) release(w, kStartWindow / 2);
+}
+
+void DiagnoseWork::release(Window& w, size_t n) {
+  std::sort(w.keys.begin(), w.keys.end(), [](const Pending& a, const Pending& b) {
+    return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.seq < b.seq;
+  });
+  n = std::min(n, w.keys.size());
+  for (size_t i = 0; i < n; ++i) take(*w.device, w.events[w.keys[i].slot]);
+  std::vector<WorkEvent> rest;
+  rest.reserve(kStartWindow);
+  for (size_t i = n; i < w.keys.size(); ++i) {
+    rest.push_back(w.events[w.keys[i].slot]);
+    w.keys[i].slot = static_cast<uint32_t>(rest.size() - 1);
+  }
+  w.keys.erase(w.keys.begin(), w.keys.begin() + static_cast<std::ptrdiff_t>(n));
+  w.events.swap(rest);
 }
 
 void DiagnoseWork::add_sync(const SyncCall& call) {
@@ -220,14 +239,9 @@ void DiagnoseWork::take(DeviceWork& d, const WorkEvent& e) {
 }
 
 void DiagnoseWork::drain() {
-  for (auto& [key, w] : windows_) {
-    while (!w.heap.empty()) {
-      const WorkEvent first = w.heap.top().e;
-      w.heap.pop();
-      take(device(first.capture, first.device), first);
-    }
-  }
+  for (auto& [key, w] : windows_) release(w, w.keys.size());
   windows_.clear();
+  last_window_ = nullptr;
   for (auto& d : devices_) {
     for (const DeviceWork::Open& o : d->open) judge(o, *o.shape, o.slot);
     d->open.clear();

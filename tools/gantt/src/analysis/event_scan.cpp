@@ -90,6 +90,7 @@ bool event_of(const gpuhook::RecordView& v, ScannedEvent* e) {
     e->block = {k.block_x, k.block_y, k.block_z};
     e->registers_per_thread = std::min<uint32_t>(k.registers_per_thread, UINT16_MAX);  // as the model keeps it
     e->shared_memory_bytes = uint64_t{k.static_shared_memory_bytes} + k.dynamic_shared_memory_bytes;
+    e->graph_id = k.graph_id;
     return true;
   }
   if (v.kind == v1::Record::kApi) return false;
@@ -102,6 +103,9 @@ bool event_of(const gpuhook::RecordView& v, ScannedEvent* e) {
       e->stream = k.stream();
       e->correlation_id = k.correlation_id();
       e->copy_kind = static_cast<uint8_t>(k.copy_kind());
+      e->copy_flags = static_cast<uint8_t>((k.async() ? kCopyAsync : 0) |
+                                           (k.src_kind() == v1::MEMORY_PAGEABLE || k.dst_kind() == v1::MEMORY_PAGEABLE ? kCopyPageable : 0));
+      e->graph_id = k.graph_id();
       e->bytes = k.bytes();
       e->start_ns = t(k.has_start_ns(), k.start_ns());
       e->end_ns = t(k.has_end_ns(), k.end_ns());
@@ -110,6 +114,7 @@ bool event_of(const gpuhook::RecordView& v, ScannedEvent* e) {
     case v1::Record::kMemset: {
       const auto& k = r.memset();
       e->kind = EventKind::kMemset;
+      e->graph_id = k.graph_id();
       e->device = k.device();
       e->stream = k.stream();
       e->correlation_id = k.correlation_id();

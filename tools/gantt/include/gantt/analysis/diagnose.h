@@ -18,6 +18,7 @@
 //   slow-link             a rank pair's point-to-point bandwidth far under the other pairs'
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,27 @@ struct DiagnoseReport {
 };
 
 DiagnoseReport diagnose(const Model& model);
+
+// One capture scanned, not loaded: every rule, with the rules of GPU work fed the events share
+// by share, in memory that grows with devices, streams, threads and kernel names and shapes,
+// not with the events (diagnose_work.h says what each keeps and bounds). Nothing, with
+// *why_not, when the capture must be loaded: a merged file, or allocation records, GPU counter
+// samples or NCCL sends and receives, which the rules judge against every kernel.
+struct DiagnoseScanOptions {
+  LoadOptions load;
+  unsigned threads = 0;  // 0: default_scan_threads()
+};
+struct ScannedDiagnosis {
+  std::string unusable;  // stats.h unusable_capture(): no report then
+  DiagnoseReport report;
+  std::vector<std::string> warnings;  // what load_captures() would print for the capture
+  bool corrupt = false;
+  // False when events came out of start order past the bounded window, or shares' busy time
+  // overlapped (BusyTracker::exact): figures close to, not equal to, the loaded ones.
+  bool exact = true;
+};
+std::optional<ScannedDiagnosis> diagnose_scan(const std::string& path, const DiagnoseScanOptions& options,
+                                              std::string* why_not);
 // From a stats summary (summary.h; one capture's, or several merged): stream-serialisation
 // (from the stream groups), copy-overlap and imbalance run on its aggregates and find what they find on the captures (imbalance without
 // naming the straggler: that needs each collective's arrivals); every other rule is listed

@@ -38,6 +38,8 @@ struct ScannedEvent {
   uint32_t device = 0, stream = 0, correlation_id = 0;
   uint32_t name_id = 0;   // a kernel's name in the share reader's strings; 0: named after its call
   uint8_t copy_kind = 0;  // memcpy: v1::CopyKind
+  uint8_t copy_flags = 0;  // memcpy: CopyFlag bits (model.h)
+  uint64_t graph_id = 0;   // the CUDA graph whose launch ran it; 0: none
   int32_t priority = 0;   // the record's, else its stream's (ModelBuilder)
   uint64_t bytes = 0;
   uint64_t queued_ns = 0, submitted_ns = 0, start_ns = 0, end_ns = 0;  // 0: unknown
