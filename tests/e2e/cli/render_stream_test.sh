@@ -119,12 +119,10 @@ fi
 # loaded; queue delays on the kernels drawn one by one. Copies that could have overlapped are
 # not flagged. So the chart is the loaded one but for those marks and the footer's flags line,
 # whose other counts are the loaded ones. With the default idle-gap threshold and 1 us.
+# sed, not python3: the test calls it some 200 times, and a python3 start (a pyenv shim here)
+# took half a second, more than the two renders it compares.
 strip_flags() {  # the SVG without the marks of copies that could have overlapped and the flags line
-  python3 -c '
-import re, sys
-s = open(sys.argv[1]).read()
-s = re.sub(r"<rect[^>]*><title>copy not overlapped[^<]*</title></rect>\n?", "", s)
-print(re.sub(r"<text[^>]*>flags[^<]*</text>", "", s))' "$1"
+  sed -z -E 's#<rect[^>]*><title>copy not overlapped[^<]*</title></rect>\n?##g; s#<text[^>]*>flags[^<]*</text>##g' "$1"
 }
 counts() { grep -o "occupancy &lt; [0-9]*%: [0-9]*\|copies overlapped: [0-9]*\|idle gaps &gt; [^:]*: [0-9]*" "$1" | tr '\n' ' '; }
 # refused NAME CAPTURE ERR: true when the chart was not drawn because it needs the capture
