@@ -2,6 +2,7 @@
 #include "gantt/analysis/diagnose.h"
 
 #include <functional>
+#include <optional>
 
 #include <gtest/gtest.h>
 
@@ -14,8 +15,7 @@ using namespace gantt_analysis_test;
 
 namespace {
 
-bool fired(const gantt::Model& m, const std::string& rule) {
-  const ga::DiagnoseReport r = ga::diagnose(m);
+bool fired(const ga::DiagnoseReport& r, const std::string& rule) {
   bool any = false;
   for (const auto& f : r.findings) {
     if (f.rule != rule) continue;
@@ -28,15 +28,30 @@ bool fired(const gantt::Model& m, const std::string& rule) {
   return any;
 }
 
+// The report on the builder's capture as diagnose scans it. The model built from the same
+// records reports the same: the rules read what either feeds them alike.
+ga::DiagnoseReport scanned_report(Builder& b) {
+  const gantt::Model m = b.done();
+  std::string why;
+  const std::optional<ga::ScannedDiagnosis> scanned = ga::diagnose_scan(b.file.path, {}, &why);
+  EXPECT_TRUE(scanned) << why;
+  if (!scanned) return {};
+  EXPECT_TRUE(scanned->exact);
+  EXPECT_EQ(ga::format_diagnose(scanned->report, ga::Format::kJson), ga::format_diagnose(ga::diagnose(m), ga::Format::kJson));
+  return scanned->report;
+}
+
+bool fired(Builder& b, const std::string& rule) { return fired(scanned_report(b), rule); }
+
 }  // namespace
 
 TEST(Diagnose, StreamSerialisation) {
   Builder bad;
   for (uint64_t i = 0; i < 10; ++i) bad.k(kK, 7, i * 1000, 10'000 + i * 10'000, 20'000 + i * 10'000);
-  EXPECT_TRUE(fired(bad.done(), "stream-serialisation"));
+  EXPECT_TRUE(fired(bad, "stream-serialisation"));
   Builder good;
   for (uint64_t i = 0; i < 12; ++i) good.k(kK, 13 + i % 4, i * 1000, 10'000 + (i / 4) * 10'000, 20'000 + (i / 4) * 10'000);
-  EXPECT_FALSE(fired(good.done(), "stream-serialisation"));
+  EXPECT_FALSE(fired(good, "stream-serialisation"));
 }
 
 TEST(Diagnose, CopyOverlap) {
@@ -46,50 +61,49 @@ TEST(Diagnose, CopyOverlap) {
     bad.copy(kMemcpy, 13, t, t + 1000, t + 11'000);
     bad.k(kK, 13, t + 11'200, t + 12'000, t + 22'000);
   }
-  EXPECT_TRUE(fired(bad.done(), "copy-overlap"));
+  EXPECT_TRUE(fired(bad, "copy-overlap"));
   Builder good;
   for (uint64_t i = 0; i < 4; ++i) {
     const uint64_t t = i * 12'000;
     good.copy(kMemcpyAsync, 14, t, t + 1000, t + 11'000);
     good.k(kK, 13, t, t + 1000, t + 12'000);
   }
-  EXPECT_FALSE(fired(good.done(), "copy-overlap"));
+  EXPECT_FALSE(fired(good, "copy-overlap"));
 }
 
 TEST(Diagnose, LaunchBound) {
   Builder bad;
   for (uint64_t i = 0; i < 40; ++i) bad.k(kK, 13, i * 5000, i * 5000 + 900, i * 5000 + 1900);
-  EXPECT_TRUE(fired(bad.done(), "launch-bound"));
+  EXPECT_TRUE(fired(bad, "launch-bound"));
   Builder good;
   for (uint64_t i = 0; i < 2; ++i) good.k(kK, 13, i * 5000, i * 5000 + 900, i * 5000 + 40'900);
-  EXPECT_FALSE(fired(good.done(), "launch-bound"));
+  EXPECT_FALSE(fired(good, "launch-bound"));
 }
 
 TEST(Diagnose, ImbalanceBetweenDevices) {
   Builder bad;
   bad.k(kK, 13, 0, 1000, 101'000, 256, 0);
   bad.k(kK, 13, 100, 1000, 31'000, 256, 1);
-  EXPECT_TRUE(fired(bad.done(), "imbalance"));
+  EXPECT_TRUE(fired(bad, "imbalance"));
   Builder good;
   good.k(kK, 13, 0, 1000, 101'000, 256, 0);
   good.k(kK, 13, 100, 1000, 99'000, 256, 1);
-  EXPECT_FALSE(fired(good.done(), "imbalance"));
+  EXPECT_FALSE(fired(good, "imbalance"));
 }
 
 TEST(Diagnose, LowOccupancy) {
   Builder bad;
   bad.grid_x = 2 * 108 * 32;  // two waves of 32-thread blocks: the per-SM block limit queues half
   for (uint64_t i = 0; i < 4; ++i) bad.k(kK, 13, i * 20'000, i * 20'000 + 1000, i * 20'000 + 11'000, 32);
-  const gantt::Model m = bad.done();
-  EXPECT_TRUE(fired(m, "low-occupancy"));
-  const ga::DiagnoseReport r = ga::diagnose(m);
+  const ga::DiagnoseReport r = scanned_report(bad);
+  EXPECT_TRUE(fired(r, "low-occupancy"));
   bool names_limit = false;
   for (const auto& f : r.findings)
     if (f.rule == "low-occupancy") names_limit = f.title.find("limited by") != std::string::npos;
   EXPECT_TRUE(names_limit);
   Builder good;
   for (uint64_t i = 0; i < 4; ++i) good.k(kK, 13, i * 20'000, i * 20'000 + 1000, i * 20'000 + 11'000, 256);
-  EXPECT_FALSE(fired(good.done(), "low-occupancy"));
+  EXPECT_FALSE(fired(good, "low-occupancy"));
 }
 
 // A <<<1,1>>> spin kernel waiting on a flag has 50% theoretical occupancy (one warp per block,
@@ -101,9 +115,9 @@ TEST(Diagnose, LowOccupancyIgnoresAGridThatFitsTheDeviceAtOnce) {
   b.k(kK2, 14, 0, 1000, 901'000, 1);
   b.grid_x = 80;
   for (uint64_t i = 0; i < 4; ++i) b.k(kK, 13, i * 20'000, i * 20'000 + 1000, i * 20'000 + 11'000, 256);
-  const gantt::Model m = b.done();
-  EXPECT_FALSE(fired(m, "low-occupancy"));
-  for (const auto& rule : ga::diagnose(m).rules) {
+  const ga::DiagnoseReport r = scanned_report(b);
+  EXPECT_FALSE(fired(r, "low-occupancy"));
+  for (const auto& rule : r.rules) {
     if (rule.rule != "low-occupancy") continue;
     EXPECT_NE(rule.note.find("otherKernel: 1 block(s), 3456 fit at once"), std::string::npos) << rule.note;
   }
@@ -111,22 +125,23 @@ TEST(Diagnose, LowOccupancyIgnoresAGridThatFitsTheDeviceAtOnce) {
   Builder wide;
   wide.grid_x = 2 * 108 * 32;
   wide.k(kK2, 14, 0, 1000, 901'000, 1);
-  EXPECT_TRUE(fired(wide.done(), "low-occupancy"));
+  EXPECT_TRUE(fired(wide, "low-occupancy"));
 }
 
 // Set-up kernels on one stream, then the main phase's kernels on another: the set-up stream
 // was never idle beside the main one, so "one stream while another sits idle" is noise there;
 // a stream that did run during the main phase is named.
 TEST(Diagnose, StreamSerialisationIgnoresAStreamOfAnotherPhase) {
-  const auto phases = [](bool beside) {
-    Builder b;
+  const auto phases = [](Builder& b, bool beside) {
     for (uint64_t i = 0; i < 4; ++i) b.k(kK2, 13, i * 1000, i * 1000 + 500, i * 1000 + 1000);
     for (uint64_t i = 0; i < 20; ++i) b.k(kK, 14, 100'000 + i * 1000, 100'000 + i * 10'000, 110'000 + i * 10'000);
     if (beside) b.k(kK2, 13, 150'000, 150'500, 151'000);
-    return b.done();
   };
-  EXPECT_FALSE(fired(phases(false), "stream-serialisation"));
-  EXPECT_TRUE(fired(phases(true), "stream-serialisation"));
+  Builder before, beside;
+  phases(before, false);
+  phases(beside, true);
+  EXPECT_FALSE(fired(before, "stream-serialisation"));
+  EXPECT_TRUE(fired(beside, "stream-serialisation"));
 }
 
 TEST(Diagnose, SyncStall) {
@@ -136,47 +151,49 @@ TEST(Diagnose, SyncStall) {
     bad.k(kK, 13, t, t + 1000, t + 11'000);
     bad.sync(t + 600, t + 11'200);
   }
-  EXPECT_TRUE(fired(bad.done(), "sync-stall"));
+  EXPECT_TRUE(fired(bad, "sync-stall"));
   Builder good;
   for (uint64_t i = 0; i < 6; ++i) good.k(kK, 13, i * 600, 1000 + i * 10'000, 11'000 + i * 10'000);
   good.sync(3600, 61'200);
-  EXPECT_FALSE(fired(good.done(), "sync-stall"));
+  EXPECT_FALSE(fired(good, "sync-stall"));
 }
 
 TEST(Diagnose, Fragmentation) {
-  const auto build = [](bool contended) {
-    Builder b;
+  const auto build = [](Builder& b, bool contended) {
     for (uint64_t i = 0; i < 8; ++i) {
       const uint64_t t = i * 100'000;
       const bool stretch = contended && i % 3 == 1;  // 3 of 8: the median stays unstretched
       b.k(kK, 13, t, t + 1000, t + 1000 + (stretch ? 30'000 : 10'000));
       if (stretch) b.k(kK2, 14, t + 100, t + 1000, t + 31'000);
     }
-    return b.done();
   };
-  EXPECT_TRUE(fired(build(true), "fragmentation"));
-  EXPECT_FALSE(fired(build(false), "fragmentation"));
+  Builder contended, alone;
+  build(contended, true);
+  build(alone, false);
+  EXPECT_TRUE(fired(contended, "fragmentation"));
+  EXPECT_FALSE(fired(alone, "fragmentation"));
 }
 
 // Short kernels queued behind another stream's long ones: a priority problem when their stream
 // has no higher priority, and not one when it has.
 TEST(Diagnose, PriorityInversionNamesTheStreamToRaise) {
-  const auto build = [](int32_t short_priority) {
-    Builder b;
+  const auto build = [](Builder& b, int32_t short_priority) {
     for (uint64_t i = 0; i < 4; ++i) {
       const uint64_t t = i * 1'000'000;
       for (uint64_t j = 0; j < 4; ++j) b.k(kK, 13, t + j * 100, t + 1000 + j * 300'000, t + 1000 + (j + 1) * 300'000);
       // Queued right after the first long kernel started, started after the last ended.
-      b.b.add(api(kLaunch, 100, t + 500, t + 1000, b.corr));
+      b.add(api(kLaunch, 100, t + 500, t + 1000, b.corr));
       v1::Record r = kernel(kK2, 14, b.corr, t + 1500, t + 1600, t + 1'201'000, t + 1'206'000);
       r.mutable_kernel()->set_stream_priority(short_priority);
-      b.b.add(r);
+      b.add(r);
       ++b.corr;
     }
-    return b.done();
   };
-  EXPECT_TRUE(fired(build(0), "priority-inversion"));
-  EXPECT_FALSE(fired(build(-5), "priority-inversion"));  // the greatest priority: the fix applied
+  Builder same, raised;
+  build(same, 0);
+  build(raised, -5);  // the greatest priority: the fix applied
+  EXPECT_TRUE(fired(same, "priority-inversion"));
+  EXPECT_FALSE(fired(raised, "priority-inversion"));
 }
 
 // The stream waited behind is the one of the longest kernels at no lower a priority (the lowest
@@ -191,11 +208,11 @@ TEST(Diagnose, PriorityInversionWaitsBehindTheLongestStreamAtItsPriority) {
     // A stream of longer kernels, at a lower priority: the short kernels cannot wait behind it.
     v1::Record slow = kernel(kK, 15, b.corr++, t + 100, t + 200, t + 1000, t + 1'100'000);
     slow.mutable_kernel()->set_stream_priority(1);
-    b.b.add(slow);
-    b.b.add(api(kLaunch, 100, t + 500, t + 1000, b.corr));
-    b.b.add(kernel(kK2, 14, b.corr++, t + 1500, t + 1600, t + 1'201'000, t + 1'206'000));
+    b.add(slow);
+    b.add(api(kLaunch, 100, t + 500, t + 1000, b.corr));
+    b.add(kernel(kK2, 14, b.corr++, t + 1500, t + 1600, t + 1'201'000, t + 1'206'000));
   }
-  const ga::DiagnoseReport r = ga::diagnose(b.done());
+  const ga::DiagnoseReport r = scanned_report(b);
   std::vector<std::string> titles;
   for (const auto& f : r.findings)
     if (f.rule == "priority-inversion") titles.push_back(f.title);
@@ -231,12 +248,12 @@ TEST(Diagnose, LaunchBoundNamesCudaGraphsWhenTheSameSequenceRepeats) {
   // A training step of three short kernels, launched one by one, ten times over.
   Builder bad;
   constexpr uint32_t kK3 = 23;
-  bad.b.add(string_def(kK3, "thirdKernel"));
+  bad.add(string_def(kK3, "thirdKernel"));
   for (uint64_t i = 0; i < 45; ++i) {
     const uint64_t t = i * 5000;
     bad.k(i % 3 == 0 ? kK : i % 3 == 1 ? kK2 : kK3, 13, t, t + 900, t + 1900);
   }
-  const ga::DiagnoseReport r = ga::diagnose(bad.done());
+  const ga::DiagnoseReport r = scanned_report(bad);
   const ga::Finding* f = finding(r, "launch-bound");
   ASSERT_NE(f, nullptr);
   EXPECT_NE(f->fix.find("CUDA graph"), std::string::npos) << f->fix;
