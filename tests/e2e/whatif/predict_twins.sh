@@ -96,11 +96,10 @@ not_modelled() {  # name, why
 }
 
 row default_stream "GPUHOOK_SIM_SCALE=affine:40" "--size 4096 --iterations 8" --change streams=4
-# --pinned-gbps 25 stays: the capture has no pinned copy, and without the flag pin-copies takes
-# 80% of the device's PCIe gen5 x16 link (50.4 GB/s), while the simulator's twin copies its
-# pinned memory at GPUHOOK_SIM_PINNED_GBPS (25 GB/s): the row would measure that gap, not the model.
+# The capture has no pinned copy: pin-copies takes the pinned bandwidth from the device's PCIe
+# link (80% of gen5 x16, 50.4 GB/s), and says so.
 row pageable_copy "GPUHOOK_SIM_SCALE=twice:200" "--size 16384 --iterations 4" \
-  --change pin-copies --change async-copies --change streams=2 --pinned-gbps 25
+  --change pin-copies --change async-copies --change streams=2
 row sync_loop "GPUHOOK_SIM_SCALE=step_update:200" "--size 4096 --iterations 50" --change remove-syncs
 row graphs "GPUHOOK_SIM_SCALE=layer_:64,loss_grad:64 GPUHOOK_SIM_LAUNCH_NS=100000" "--size 1024 --iterations 100" --change graphs
 

@@ -114,7 +114,7 @@ SimConfig SimConfig::from_environment() {
   if (c.noise > 0.9) c.noise = 0.9;  // keeps every duration positive
   read_number("GPUHOOK_SIM_PINNED_GBPS", &c.pinned_gbps);
   read_number("GPUHOOK_SIM_PAGEABLE_GBPS", &c.pageable_gbps);
-  if (c.pinned_gbps <= 0) c.pinned_gbps = 25.0;
+  if (c.pinned_gbps <= 0) c.pinned_gbps = SimConfig{}.pinned_gbps;
   if (c.pageable_gbps <= 0) c.pageable_gbps = 10.0;
   read_number("GPUHOOK_SIM_PEER_GBPS", &c.peer_gbps);
   if (c.peer_gbps <= 0) c.peer_gbps = 450.0;
