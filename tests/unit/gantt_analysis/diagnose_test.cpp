@@ -275,3 +275,33 @@ TEST(Diagnose, LaunchBoundDoesNotFlagWorkThatAlreadyRunsAsAGraph) {
     if (rule.rule == "launch-bound") noted = rule.note.find("CUDA graph nodes") != std::string::npos;
   EXPECT_TRUE(noted);
 }
+
+// NVML's samples are kept whole by the scan: without a throttle stretch, throttled decides on
+// them alone and the capture stays scanned; with one (40 ms at a power cap while a kernel ran),
+// it judges the kernels in it, and the scan says the capture must be loaded.
+TEST(Diagnose, CounterSamplesAreJudgedOnTheScanUntilAThrottleStretchNeedsTheKernels) {
+  constexpr uint64_t kMs = 1'000'000;
+  const auto build = [](Builder& b, bool capped) {
+    b.k(kK, 13, 4 * kMs, 5 * kMs, 60 * kMs);
+    for (uint64_t t = 1; t <= 50; ++t) {
+      const bool low = capped && t >= 10 && t < 50;
+      for (const auto& [metric, value] : {std::pair{v1::GPU_METRIC_SM_CLOCK_MHZ, low ? 1410u : 1980u},
+                                          std::pair{v1::GPU_METRIC_CLOCKS_EVENT_REASONS, low ? 0x4u : 0u}}) {
+        v1::Record r;
+        r.mutable_metric_sample()->set_device(0);
+        r.mutable_metric_sample()->set_time_ns(static_cast<int64_t>(t * kMs));
+        r.mutable_metric_sample()->set_metric(metric);
+        r.mutable_metric_sample()->set_value(value);
+        b.add(r);
+      }
+    }
+  };
+  Builder steady, capped;
+  build(steady, false);
+  build(capped, true);
+  EXPECT_FALSE(fired(steady, "throttled"));
+  capped.done();
+  std::string why;
+  EXPECT_FALSE(ga::diagnose_scan(capped.file.path, {}, &why));
+  EXPECT_NE(why.find("throttle stretch"), std::string::npos) << why;
+}

@@ -20,6 +20,12 @@ constexpr uint64_t kThrottleMinNs = 20'000'000;
 // Kernels named as evidence per stretch.
 constexpr size_t kThrottleKernels = 3;
 
+bool throttled_judges_kernels(const Model& m) {
+  for (const ClockDrop& d : clock_drops(m))
+    if (d.end_ns - d.start_ns >= kThrottleMinNs) return true;
+  return false;
+}
+
 void rule_throttled(const Model& m, DiagnoseReport& r) {
   RuleResult res{"throttled", false, ""};
   if (m.metrics.size() == 0) {
@@ -103,6 +109,12 @@ constexpr double kStalledMinShare = 0.05;
 // DRAM read + write at or above this share of peak while it ran: memory-bound, else latency-bound.
 constexpr double kStalledDramPct = 40;
 constexpr size_t kStalledKernels = 5;  // findings per device
+
+bool stalled_judges_kernels(const Model& m) {
+  for (const MetricSeries& s : metric_series(m))
+    if (s.metric == v1::GPU_METRIC_SM_ACTIVE_CENTIPCT && s.end > s.begin) return true;
+  return false;
+}
 
 void rule_stalled(const Model& m, DiagnoseReport& r) {
   RuleResult res{"stalled", false, ""};

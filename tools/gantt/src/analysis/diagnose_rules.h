@@ -57,5 +57,9 @@ void rule_slow_link(const Model& m, DiagnoseReport& r);
 void rule_throttled(const Model& m, DiagnoseReport& r);
 // Kernels running while PM sampling's SM active read low (diagnose_metric_rules.cpp).
 void rule_stalled(const Model& m, DiagnoseReport& r);
+// Whether throttled (a throttle stretch long enough) and stalled (SM-active samples) would judge
+// the kernels beside the samples of `m`: without, they decide on the samples alone.
+bool throttled_judges_kernels(const Model& m);
+bool stalled_judges_kernels(const Model& m);
 
 }  // namespace gantt::analysis::detail

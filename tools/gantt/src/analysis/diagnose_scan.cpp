@@ -1,9 +1,10 @@
 // diagnose of one capture scanned (diagnose.h diagnose_scan): each share's events and calls
 // feed a DiagnoseWork of its own, absorbed in file order, and the rules of GPU work read it as
-// they read a loaded model's (diagnose_work.h). The rules of records kept whole read a model of
-// only those records: the NCCL calls (one a collective, far fewer than the kernels). Captures
-// whose allocations, GPU counter samples or point-to-point NCCL calls those rules would judge
-// against the kernels are loaded instead: the scan says so and the caller loads.
+// they read a loaded model's (diagnose_work.h). The rules of records read a model of only the
+// records kept whole: the NCCL calls (one a collective) and the GPU counter samples (NVML's few a
+// second). Where those rules would judge the records against the kernels (allocations, NCCL
+// sends and receives, a throttle stretch, PM sampling's SM active), the scan says so and the
+// caller loads the capture.
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,8 +21,17 @@ namespace {
 namespace v1 = gpuhook::v1;
 using namespace detail;
 
-// NCCL calls kept for the rules of records; past them, the capture is loaded.
+// NCCL calls and counter samples kept for the rules of records; past them, the capture is loaded.
 constexpr size_t kMaxNcclCalls = size_t{1} << 20;
+constexpr size_t kMaxSamples = size_t{1} << 21;  // 32 bytes each
+
+struct Sample {
+  int64_t time_ns;
+  uint64_t value;
+  uint32_t device;
+  int32_t metric;  // v1::GpuMetric
+  bool has_time;
+};
 
 class DiagnoseShare final : public EventConsumer {
  public:
@@ -59,9 +69,14 @@ class DiagnoseShare final : public EventConsumer {
       case v1::Record::kMemoryTag:
         needs_load = "allocation records (memory-peak and memory-idle judge them beside the calls and kernels)";
         break;
-      case v1::Record::kMetricSample:
-        needs_load = "GPU counter samples (throttled and stalled judge the kernels that ran during them)";
+      case v1::Record::kMetricSample: {
+        const auto& x = r.metric_sample();
+        if (samples.size() < kMaxSamples)
+          samples.push_back({x.time_ns(), x.value(), x.device(), static_cast<int32_t>(x.metric()), x.has_time_ns()});
+        else
+          needs_load = "more GPU counter samples than a scan keeps";
         break;
+      }
       case v1::Record::kNccl: {
         const v1::NcclOp op = r.nccl().op();
         if (op == v1::NCCL_SEND || op == v1::NCCL_RECV)
@@ -82,6 +97,7 @@ class DiagnoseShare final : public EventConsumer {
 
   DiagnoseWork work;
   std::vector<v1::Record> nccl;
+  std::vector<Sample> samples;
   std::string needs_load;
 
  private:
@@ -139,7 +155,7 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::string& path, const Dia
   const WorkNames names{[reader](uint32_t id) { return reader ? std::string(reader->string(id)) : std::string(); },
                         [reader](uint32_t id) { return reader ? demangle(reader->string(id)) : std::string(); }};
   rules_on_work(work, names, out.report, nullptr);
-  // The rules of records on a model of the NCCL calls alone: without allocations, samples or
+  // The rules of records on a model of the records alone: without allocations or
   // point-to-point calls (those were loaded) they find what they find on the capture.
   Model records;
   {
@@ -147,8 +163,22 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::string& path, const Dia
     builder.begin_capture(path);
     for (const auto& sh : shares)
       for (const v1::Record& r : sh->nccl) builder.add(r);
+    v1::Record r;
+    v1::MetricSample* x = r.mutable_metric_sample();
+    for (const auto& sh : shares) {
+      for (const Sample& s : sh->samples) {
+        if (s.has_time) x->set_time_ns(s.time_ns);
+        else x->clear_time_ns();
+        x->set_value(s.value);
+        x->set_device(s.device);
+        x->set_metric(static_cast<v1::GpuMetric>(s.metric));
+        builder.add(r);
+      }
+    }
     builder.end_capture({});
   }
+  if (throttled_judges_kernels(records)) return refuse("a throttle stretch in the GPU counter samples (throttled judges the kernels that ran in it)");
+  if (stalled_judges_kernels(records)) return refuse("PM sampling's SM-active samples (stalled judges the kernels that ran during them)");
   rule_records(records, out.report);
   say_what_imported_traces_lack(context, out.report);
   return out;
