@@ -11,8 +11,10 @@
 
 #include <gantt/ranks/ranks.h>
 #include <gantt/render/rank_links.h>
+#include <gantt/analysis/event_scan.h>
 #include <gantt/analysis/flame.h>
 #include <gantt/analysis/stats.h>
+#include <gantt/analysis/steps.h>
 #include <gantt/analysis/stream_stats.h>
 #include <gantt/render/flame_scene.h>
 #include <gantt/render/html.h>
@@ -245,6 +247,57 @@ std::optional<int> try_scan_flame(const RenderCliOptions& o, const gantt::FlameO
   return corrupt ? kExitError : kExitOk;
 }
 
+// The line the step-time view ends with, the same whether the capture was scanned or loaded.
+void steps_written(const std::string& output, const gantt::analysis::Steps& steps) {
+  size_t n = 0;
+  for (const gantt::analysis::StepSeries& c : steps.captures) n += c.duration_ns.size();
+  std::cerr << "gantt-cli: render: " << output << ": " << n << " steps"
+            << (steps.name.empty() ? std::string() : " of \"" + gantt::utf8_clean(steps.name) + "\"") << "\n";
+}
+
+// The step-time view of one capture without its events: it draws the NVTX ranges and the
+// flight recorder's dumps (notices), which a scan reads before any event (EventScanner::context),
+// on the loaded view's time origin (the header's start, else the index's earliest time, or an
+// earlier range). Nothing, with *why_whole set, for a filter, several captures (their clocks are
+// aligned on their collectives), standard input or a capture a scan cannot read.
+std::optional<int> try_scan_steps(const RenderCliOptions& o, const gantt::RenderOptions& ro, const ChartTarget& target,
+                                  std::string* why_whole) {
+  if (o.load.in_memory) return std::nullopt;
+  std::string why_not = any_filter(o.filter)                         ? "a filtered step-time view"
+                        : o.files.size() != 1 || !o.job.empty()        ? "several captures (put on one clock)"
+                        : o.files.front() == "-"                       ? "a capture on standard input"
+                                                                       : "";
+  std::optional<gantt::analysis::EventScanner> scanner;
+  if (why_not.empty()) {
+    gantt::analysis::EventScanOptions so;
+    so.load = load_options(o.load);
+    so.threads = o.threads;
+    try {
+      scanner.emplace(o.files.front(), so);
+    } catch (const gpuhook::CaptureError&) {
+      return std::nullopt;  // the loader reports it, as for any capture
+    }
+    why_not = scanner->refused();
+  }
+  if (!why_not.empty()) {
+    *why_whole = why_not;
+    if (o.threads_given) std::cerr << "gantt-cli: render: the capture is loaded whole for " << why_not << "\n";
+    return std::nullopt;
+  }
+  for (const std::string& line : scanner->warnings()) std::cerr << "gantt-cli: " << line << "\n";
+  const gantt::Model& context = scanner->context();
+  gantt::Selection sel;
+  sel.origin_ns = context.captures.front().header.start_monotonic_raw_ns();
+  if (scanner->index_first_ns() != 0 && (sel.origin_ns == 0 || scanner->index_first_ns() < sel.origin_ns))
+    sel.origin_ns = scanner->index_first_ns();
+  for (uint32_t r = 0; r < context.ranges.size(); ++r)
+    if (context.ranges.start_ns[r] && context.ranges.start_ns[r] < sel.origin_ns) sel.origin_ns = context.ranges.start_ns[r];
+  const gantt::analysis::Steps steps = gantt::analysis::step_series(context, o.step);
+  if (!write_chart(gantt::steps_scene(context, sel, steps, ro), target)) return kExitError;
+  steps_written(o.output, steps);
+  return scanner->corrupt() ? kExitError : kExitOk;
+}
+
 int run_render(const RenderCliOptions& o) {
   ChartTarget target{"render", o.output, o.format};
   target.html_ok = true;
@@ -275,6 +328,8 @@ int run_render(const RenderCliOptions& o) {
   std::string why_whole;
   if (o.view == "flame") {
     if (const auto scanned = try_scan_flame(o, fo, target, &why_whole)) return *scanned;
+  } else if (o.view == "steps") {
+    if (const auto scanned = try_scan_steps(o, ro, target, &why_whole)) return *scanned;
   } else if (target.format == "html" && o.view == "gantt") {
     if (const auto scanned = try_scan_page(o, ro, target, &why_whole)) return *scanned;
   } else if (const auto streamed = try_stream(o, ro, target, &why_whole)) {
@@ -353,7 +408,10 @@ int run_render(const RenderCliOptions& o) {
     }
     scene = gantt::comm_scene(model, matrices, notes, ro, topo ? &*topo : nullptr);
   } else if (o.view == "steps") {
-    scene = gantt::steps_scene(model, sel, gantt::analysis::step_series(model, o.step), ro);
+    const gantt::analysis::Steps steps = gantt::analysis::step_series(model, o.step);
+    if (!write_chart(gantt::steps_scene(model, sel, steps, ro), target)) return kExitError;
+    steps_written(o.output, steps);
+    return corrupt ? kExitError : kExitOk;
   } else if (o.view == "memory") {
     scene = gantt::memory_scene(model, sel, gantt::analysis::memory_report(model), ro);
   } else if (o.view == "utilisation") {

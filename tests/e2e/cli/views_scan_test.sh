@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# render --view flame (of a capture or the ranks of a job) and --view steps (of a capture) read
+# it by a scan, and draw what --in-memory draws from the loaded model, byte for byte: NVTX range
+# paths and steps, copies and memsets, NCCL kernels joined to their calls, hostile names, damaged
+# files (the same exit code). -j 2 names the captures that are loaded whole after all, so the
+# scan is seen to be taken.
+#   views_scan_test.sh GANTT_CLI MAKE_CAPTURE FIXTURES_DIR
+set -u
+cli=$1 make=$2 fixtures=$3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail=0
+"$make" synth "$work/synth.gpuh" 20000 5 256 >/dev/null || { echo "FAIL: make_capture synth"; exit 1; }
+"$make" steps "$work/steps.gpuh" 3 2 40 >/dev/null || { echo "FAIL: make_capture steps"; exit 1; }
+"$make" nvtx "$work/nvtx.gpuh" 5 >/dev/null || { echo "FAIL: make_capture nvtx"; exit 1; }
+for kind in hostile script_names; do
+  "$make" "$kind" "$work/$kind.gpuh" >/dev/null 2>&1 || { echo "FAIL: make_capture $kind"; exit 1; }
+done
+# A killed process's file: no index (one share), a truncated tail.
+head -c $(($(stat -c %s "$work/synth.gpuh") * 7 / 10)) "$work/synth.gpuh" >"$work/killed.gpuh"
+
+# same VIEW NAME CAPTURE...: the scanned and the loaded view of the captures.
+same() {
+  local view=$1 name="$1: $2" rs rw
+  shift 2
+  rm -f "$work/s.svg" "$work/w.svg"
+  "$cli" render "$@" -o "$work/s.svg" --view "$view" -j 2 >/dev/null 2>"$work/s.err"
+  rs=$?
+  "$cli" render "$@" -o "$work/w.svg" --view "$view" --in-memory >/dev/null 2>"$work/w.err"
+  rw=$?
+  if [[ $rs != "$rw" ]]; then
+    echo "FAIL: $name: exit $rs, --in-memory $rw: $(cat "$work/s.err")"; fail=1
+  elif [[ -e $work/w.svg ]] && ! cmp -s "$work/s.svg" "$work/w.svg"; then
+    echo "FAIL: $name: the SVG differs from --in-memory's"; fail=1
+  elif [[ $(grep -v "loaded whole" "$work/s.err") != "$(sed 's/w\.svg/s.svg/' "$work/w.err")" ]]; then
+    echo "FAIL: $name: stderr differs: $(cat "$work/s.err") against $(cat "$work/w.err")"; fail=1
+  fi
+}
+scanned=0
+for view in flame steps; do
+  for cap in synth steps nvtx hostile script_names killed; do
+    same "$view" "$cap" "$work/$cap.gpuh"
+    grep -q "loaded whole" "$work/s.err" && { echo "FAIL: $view: $cap was loaded, not scanned: $(cat "$work/s.err")"; fail=1; }
+    grep -Eq "a flame graph of [1-9][0-9]* stacks|[0-9]+ steps" "$work/s.err" && scanned=$((scanned + 1))
+  done
+  # The fixtures: damaged and old files, which a scan may leave to the loader.
+  for cap in small no_index truncated corrupt v1/small v2/small; do same "$view" "fixtures/$cap" "$fixtures/$cap.gpuh"; done
+done
+# The steps are drawn: 40 of them in the steps capture.
+"$cli" render "$work/steps.gpuh" -o "$work/st.svg" --view steps 2>"$work/st.err" >/dev/null
+grep -q ": 40 steps of \"step\"" "$work/st.err" || { echo "FAIL: the steps capture's 40 steps are not drawn: $(cat "$work/st.err")"; fail=1; }
+# Two captures, the ranks of one job: the flame graph sums their stacks, as the loaded job's.
+same flame "two captures" "$work/synth.gpuh" "$work/steps.gpuh"
+# A filter is drawn from the loaded model.
+for view in flame steps; do
+  "$cli" render "$work/synth.gpuh" -o "$work/f.svg" --view $view --device 0 -j 2 2>"$work/f.err" >/dev/null ||
+    { echo "FAIL: a filtered $view view: $(cat "$work/f.err")"; fail=1; }
+  grep -q "loaded whole for a filtered" "$work/f.err" || { echo "FAIL: a filtered $view view is not said to load: $(cat "$work/f.err")"; fail=1; }
+done
+[[ $scanned == 12 ]] || { echo "FAIL: $scanned of 12 views scanned"; fail=1; }
+[[ $fail == 0 ]] && echo "ok: flame graphs and step views scanned and loaded agree"
+exit $fail
