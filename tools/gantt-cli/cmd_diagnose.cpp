@@ -138,10 +138,15 @@ int run_diagnose(const DiagnoseOptions& o) {
         return kExitError;
       }
       for (const std::string& line : scanned->warnings) std::cerr << "gantt-cli: " << line << "\n";
-      if (!scanned->exact)
+      if (scanned->late_events != 0)
+        std::cerr << "gantt-cli: diagnose: " << captures.front() << ": " << scanned->late_events
+                  << " GPU activities came after later ones had been judged (kernels NCCL ran are joined to their calls "
+                     "at the end of a scan): fragmentation does not count their overlap with other kernels "
+                     "(--in-memory does)\n";
+      if (!scanned->busy_exact)
         std::cerr << "gantt-cli: diagnose: " << captures.front()
-                  << ": GPU activities arrived out of time order past what a scan holds; busy times and idle gaps are "
-                     "close to, not equal to, the exact figures (--in-memory computes them exactly)\n";
+                  << ": busy times are within a few activities' length of the exact figures (--in-memory computes them "
+                     "exactly)\n";
       return report(scanned->report, o, scanned->corrupt);
     }
     if (o.streamed) std::cerr << "gantt-cli: diagnose: cannot scan " << captures.front() << " (" << why_not << "): loading it whole\n";

@@ -36,7 +36,8 @@ ga::DiagnoseReport scanned_report(Builder& b) {
   const std::optional<ga::ScannedDiagnosis> scanned = ga::diagnose_scan(b.file.path, {}, &why);
   EXPECT_TRUE(scanned) << why;
   if (!scanned) return {};
-  EXPECT_TRUE(scanned->exact);
+  EXPECT_EQ(scanned->late_events, 0u);
+  EXPECT_TRUE(scanned->busy_exact);
   EXPECT_EQ(ga::format_diagnose(scanned->report, ga::Format::kJson), ga::format_diagnose(ga::diagnose(m), ga::Format::kJson));
   return scanned->report;
 }

@@ -148,7 +148,8 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::string& path, const Dia
   DiagnoseWork& work = shares.front()->work;
   for (size_t i = 1; i < shares.size(); ++i) work.absorb(std::move(shares[i]->work));
   work.complete();
-  out.exact = work.exact();
+  out.late_events = work.late();
+  out.busy_exact = work.busy_exact();
   const gpuhook::CaptureReader* reader = nullptr;
   for (const auto& sh : shares)
     if (!reader) reader = sh->reader();

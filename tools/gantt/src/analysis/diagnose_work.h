@@ -178,9 +178,12 @@ class DiagnoseWork {
   const std::vector<SyncCall>& syncs() const { return syncs_; }  // by start, after finish()
   bool syncs_capped() const { return syncs_capped_; }
   size_t captures() const { return occupancy_by_capture_.size(); }
-  // Events put out of start order, or shares whose busy time overlapped: figures close to,
-  // not equal to, the loaded ones.
-  bool exact() const;
+  // Events taken after later ones (past the window, or handed on at the end of a scan): their
+  // idle gaps are filled, their overlap with other kernels (fragmentation) is not counted.
+  uint64_t late() const;
+  // False when shares' busy time overlapped, or busy time came before what was summed
+  // (BusyTracker::exact): busy figures close to, not equal to, the loaded ones.
+  bool busy_exact() const;
 
  private:
   // A window sorts small keys in batches; the events wait beside them (a heap of whole events

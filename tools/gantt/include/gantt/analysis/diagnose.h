@@ -69,9 +69,13 @@ struct ScannedDiagnosis {
   DiagnoseReport report;
   std::vector<std::string> warnings;  // what load_captures() would print for the capture
   bool corrupt = false;
-  // False when events came out of start order past the bounded window, or shares' busy time
-  // overlapped (BusyTracker::exact): figures close to, not equal to, the loaded ones.
-  bool exact = true;
+  // GPU work handed on after later work had been judged (the NCCL kernels a scan joins to their
+  // calls at its end, or work held back past the window that puts a device's in start order):
+  // the idle gaps it ran in are filled, its overlap with other kernels is not counted.
+  uint64_t late_events = 0;
+  // False when the shares' busy time overlapped (BusyTracker::exact): busy figures close to,
+  // not equal to, the loaded ones.
+  bool busy_exact = true;
 };
 std::optional<ScannedDiagnosis> diagnose_scan(const std::string& path, const DiagnoseScanOptions& options,
                                               std::string* why_not);
