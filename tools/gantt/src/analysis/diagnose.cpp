@@ -513,10 +513,14 @@ void say_what_imported_traces_lack(const Model& m, DiagnoseReport& r) {
 
 namespace {
 
-// The model's GPU work fed as a scan feeds it, each device's in start order (index order
-// among equal starts) and every synchronize call.
+// The model's synchronize calls and GPU work fed as a scan feeds them, each device's work in
+// start order (index order among equal starts).
 DiagnoseWork model_work(const Model& m) {
   DiagnoseWork w(m);
+  // The calls first: the idle gaps no call overlaps are let go as the events come.
+  for (uint32_t a = 0; a < m.api.size(); ++a)
+    if (m.api.start_ns[a] && m.api.end_ns[a] > m.api.start_ns[a] && is_sync_call(m.string(m.api.name[a])))
+      w.add_sync({m.api.start_ns[a], m.api.end_ns[a], m.api.capture[a], m.api.name[a]});
   const EventTable& ev = m.events;
   std::vector<uint32_t> order;
   for (uint32_t e = 0; e < ev.size(); ++e)
@@ -535,9 +539,6 @@ DiagnoseWork model_work(const Model& m) {
     }
     w.add(x);
   }
-  for (uint32_t a = 0; a < m.api.size(); ++a)
-    if (m.api.start_ns[a] && m.api.end_ns[a] > m.api.start_ns[a] && is_sync_call(m.string(m.api.name[a])))
-      w.add_sync({m.api.start_ns[a], m.api.end_ns[a], m.api.capture[a], m.api.name[a]});
   w.complete();
   return w;
 }

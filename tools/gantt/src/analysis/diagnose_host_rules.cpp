@@ -121,7 +121,7 @@ void rule_sync_stall(const DiagnoseWork& w, const WorkNames& names, DiagnoseRepo
   for (const auto& dev : w.devices()) {
     const DeviceWork& d = *dev;
     const uint64_t span_ns = d.last_ns - d.first_ns;
-    if (d.gaps_capped && capped.empty()) capped = device_label(w, d);
+    if (d.gaps_capped && capped.empty() && !syncs.empty()) capped = device_label(w, d);
     uint64_t gaps = 0, stalled = 0;
     std::map<std::string, uint64_t> calls;
     for (const auto& [g0, g1] : d.gaps) {

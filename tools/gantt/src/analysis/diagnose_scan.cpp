@@ -1,10 +1,12 @@
 // diagnose of one capture scanned (diagnose.h diagnose_scan): each share's events and calls
 // feed a DiagnoseWork of its own, absorbed in file order, and the rules of GPU work read it as
 // they read a loaded model's (diagnose_work.h). The rules of records read a model of only the
-// records kept whole: the NCCL calls (one a collective) and the GPU counter samples (NVML's few a
-// second). Where those rules would judge the records against the kernels (allocations, NCCL
-// sends and receives, a throttle stretch, PM sampling's SM active), the scan says so and the
-// caller loads the capture.
+// records kept whole: the GPU counter samples (NVML's few a second). pipeline-bubble and
+// slow-link read only NCCL's point-to-point calls (pipeline.cpp, p2p.cpp), so a capture of
+// collectives gives them none, and its calls are not kept: they number one per collective,
+// growing with the capture. Where those rules would judge records against the kernels
+// (allocations, sends and receives, a throttle stretch, PM sampling's SM active), the scan says
+// so and the caller loads the capture.
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,8 +23,7 @@ namespace {
 namespace v1 = gpuhook::v1;
 using namespace detail;
 
-// NCCL calls and counter samples kept for the rules of records; past them, the capture is loaded.
-constexpr size_t kMaxNcclCalls = size_t{1} << 20;
+// Counter samples kept for the rules of records; past them, the capture is loaded.
 constexpr size_t kMaxSamples = size_t{1} << 21;  // 32 bytes each
 
 struct Sample {
@@ -77,16 +78,10 @@ class DiagnoseShare final : public EventConsumer {
           needs_load = "more GPU counter samples than a scan keeps";
         break;
       }
-      case v1::Record::kNccl: {
-        const v1::NcclOp op = r.nccl().op();
-        if (op == v1::NCCL_SEND || op == v1::NCCL_RECV)
+      case v1::Record::kNccl:
+        if (r.nccl().op() == v1::NCCL_SEND || r.nccl().op() == v1::NCCL_RECV)
           needs_load = "NCCL sends and receives (pipeline-bubble and slow-link join them to their kernels)";
-        else if (nccl.size() < kMaxNcclCalls)
-          nccl.push_back(r);
-        else
-          needs_load = "more NCCL calls than a scan keeps";
         break;
-      }
       default: break;
     }
   }
@@ -96,7 +91,6 @@ class DiagnoseShare final : public EventConsumer {
   const gpuhook::CaptureReader* reader() const { return reader_; }
 
   DiagnoseWork work;
-  std::vector<v1::Record> nccl;
   std::vector<Sample> samples;
   std::string needs_load;
 
@@ -162,8 +156,6 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::string& path, const Dia
   {
     ModelBuilder builder(records);
     builder.begin_capture(path);
-    for (const auto& sh : shares)
-      for (const v1::Record& r : sh->nccl) builder.add(r);
     v1::Record r;
     v1::MetricSample* x = r.mutable_metric_sample();
     for (const auto& sh : shares) {

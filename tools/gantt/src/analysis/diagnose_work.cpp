@@ -148,19 +148,47 @@ void DiagnoseWork::release(Window& w, size_t n) {
   });
   n = std::min(n, w.keys.size());
   for (size_t i = 0; i < n; ++i) take(*w.device, w.events[w.keys[i].slot]);
-  std::vector<WorkEvent> rest;
-  rest.reserve(kStartWindow);
+  w.spare.clear();
   for (size_t i = n; i < w.keys.size(); ++i) {
-    rest.push_back(w.events[w.keys[i].slot]);
-    w.keys[i].slot = static_cast<uint32_t>(rest.size() - 1);
+    w.spare.push_back(w.events[w.keys[i].slot]);
+    w.keys[i].slot = static_cast<uint32_t>(w.spare.size() - 1);
   }
   w.keys.erase(w.keys.begin(), w.keys.begin() + static_cast<std::ptrdiff_t>(n));
-  w.events.swap(rest);
+  w.events.swap(w.spare);
 }
 
 void DiagnoseWork::add_sync(const SyncCall& call) {
-  if (syncs_.size() < kMaxSyncs) syncs_.push_back(call);
-  else syncs_capped_ = true;
+  if (syncs_.size() >= kMaxSyncs) {
+    syncs_capped_ = true;
+    return;
+  }
+  syncs_sorted_ = syncs_sorted_ && (syncs_.empty() || syncs_.back().start_ns <= call.start_ns);
+  syncs_.push_back(call);
+}
+
+// Keeps, of the gaps between the share's first and latest kGapWindow, those a synchronize call
+// read so far overlaps (starts before the gap ends, ends after it starts): sync-stall judges
+// no other (diagnose_host_rules.cpp), and the gaps of a long capture outnumber its calls.
+void DiagnoseWork::prune_gaps(DeviceWork& d) {
+  if (!syncs_sorted_) {
+    std::stable_sort(syncs_.begin(), syncs_.end(), [](const SyncCall& a, const SyncCall& b) { return a.start_ns < b.start_ns; });
+    syncs_sorted_ = true;
+  }
+  std::vector<uint64_t> starts, latest_end;  // the device's capture's calls by start; the latest end so far
+  for (const SyncCall& c : syncs_) {
+    if (c.capture != d.capture) continue;
+    starts.push_back(c.start_ns);
+    latest_end.push_back(std::max(latest_end.empty() ? 0 : latest_end.back(), c.end_ns));
+  }
+  const size_t from = std::max(d.gaps_judged, kGapWindow), to = d.gaps.size() - kGapWindow;
+  size_t out = from;
+  for (size_t i = from; i < to; ++i) {
+    const Interval g = d.gaps[i];
+    const size_t before = static_cast<size_t>(std::lower_bound(starts.begin(), starts.end(), g.second) - starts.begin());
+    if (before != 0 && latest_end[before - 1] > g.first) d.gaps[out++] = g;
+  }
+  d.gaps.erase(d.gaps.begin() + static_cast<std::ptrdiff_t>(out), d.gaps.begin() + static_cast<std::ptrdiff_t>(to));
+  d.gaps_judged = out;
 }
 
 void DiagnoseWork::close_open(DeviceWork& d, uint64_t before) {
@@ -187,6 +215,7 @@ void DiagnoseWork::take(DeviceWork& d, const WorkEvent& e) {
   if (d.busy_end != 0 && e.start_ns > d.busy_end) {
     if (d.gaps.size() < kMaxGaps) d.gaps.emplace_back(d.busy_end, e.start_ns);
     else d.gaps_capped = true;
+    if (d.gaps.size() >= std::max(d.gaps_judged, kGapWindow) + 2 * kGapWindow) prune_gaps(d);
   }
   d.busy_end = std::max(d.busy_end, e.end_ns);
   const bool compute = is_compute(e);
@@ -277,6 +306,7 @@ void DiagnoseWork::drain() {
     }
   }
   std::stable_sort(syncs_.begin(), syncs_.end(), [](const SyncCall& a, const SyncCall& b) { return a.start_ns < b.start_ns; });
+  syncs_sorted_ = true;
 }
 
 void DiagnoseWork::absorb(DiagnoseWork&& later) {
@@ -344,6 +374,7 @@ void DiagnoseWork::absorb(DiagnoseWork&& later) {
   for (const SyncCall& s : later.syncs_) add_sync(s);
   syncs_capped_ = syncs_capped_ || later.syncs_capped_;
   std::stable_sort(syncs_.begin(), syncs_.end(), [](const SyncCall& a, const SyncCall& b) { return a.start_ns < b.start_ns; });
+  syncs_sorted_ = true;
 }
 
 void DiagnoseWork::complete() {

@@ -77,8 +77,11 @@ inline constexpr size_t kRepeatWindow = 8192;  // launches examined per stream
 // Launches of one kernel and shape whose stretch is checked one by one; past them, counted.
 inline constexpr size_t kFragKept = 1024;
 // Synchronize calls and idle gaps kept per capture and device: past them, sync-stall says so.
+// Only the gaps a synchronize call read so far overlaps are kept, but for the first and the
+// latest kGapWindow of a share, whose call may come later or be another share's.
 inline constexpr size_t kMaxSyncs = size_t{1} << 20;
 inline constexpr size_t kMaxGaps = size_t{1} << 20;
+inline constexpr size_t kGapWindow = size_t{1} << 16;
 
 struct StreamWork {
   // Kernels and NCCL kernels: stream-serialisation.
@@ -117,6 +120,7 @@ struct DeviceWork {
   BusyTracker::Totals totals, balance_totals;  // theirs, once complete()
   uint64_t first_ns = 0, last_ns = 0;
   std::vector<Interval> gaps;      // idle gaps, in order
+  size_t gaps_judged = 0;          // those before this one were kept for a synchronize call
   bool gaps_capped = false;
   uint64_t copies = 0, copy_bytes = 0, sync_copies = 0;
   std::map<uint32_t, StreamWork> streams;
@@ -193,7 +197,7 @@ class DiagnoseWork {
     uint32_t slot;
   };
   struct Window {
-    std::vector<WorkEvent> events;
+    std::vector<WorkEvent> events, spare;  // two buffers reused: fresh ones cost page faults
     std::vector<Pending> keys;
     DeviceWork* device = nullptr;
   };
@@ -203,6 +207,8 @@ class DiagnoseWork {
   void take(DeviceWork& d, const WorkEvent& e);  // in start order
   void close_open(DeviceWork& d, uint64_t before);
   void drain();  // the windows and the open events, handed on
+  void prune_gaps(DeviceWork& d);
+  bool syncs_sorted_ = true;
 
   std::vector<std::unique_ptr<DeviceWork>> devices_;
   std::map<std::pair<uint16_t, uint32_t>, Window> windows_;
