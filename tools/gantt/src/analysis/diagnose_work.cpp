@@ -134,7 +134,12 @@ DeviceWork& DiagnoseWork::device(uint16_t capture, uint32_t ordinal) {
 void DiagnoseWork::add(const WorkEvent& e) {
   if (!last_window_ || last_window_->device->capture != e.capture || last_window_->device->ordinal != e.device) {
     last_window_ = &windows_[{e.capture, e.device}];
-    if (!last_window_->device) last_window_->device = &device(e.capture, e.device);
+    if (!last_window_->device) {
+      last_window_->device = &device(e.capture, e.device);
+      last_window_->events.reserve(kStartWindow);
+      last_window_->spare.reserve(kStartWindow);
+      last_window_->keys.reserve(kStartWindow);
+    }
   }
   Window& w = *last_window_;
   w.keys.push_back({e.start_ns, seq_++, static_cast<uint32_t>(w.events.size())});
@@ -143,9 +148,11 @@ void DiagnoseWork::add(const WorkEvent& e) {
 }
 
 void DiagnoseWork::release(Window& w, size_t n) {
-  std::sort(w.keys.begin(), w.keys.end(), [](const Pending& a, const Pending& b) {
+  const auto by_start = [](const Pending& a, const Pending& b) {
     return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.seq < b.seq;
-  });
+  };
+  // One stream's work, or streams taking turns, comes in order: a check is cheaper than a sort.
+  if (!std::is_sorted(w.keys.begin(), w.keys.end(), by_start)) std::sort(w.keys.begin(), w.keys.end(), by_start);
   n = std::min(n, w.keys.size());
   for (size_t i = 0; i < n; ++i) take(*w.device, w.events[w.keys[i].slot]);
   w.spare.clear();
@@ -229,7 +236,7 @@ void DiagnoseWork::take(DeviceWork& d, const WorkEvent& e) {
     d.sync_copies += e.host_waits;
   }
   if (!compute) return;
-  StreamWork& s = d.streams[e.stream];
+  StreamWork& s = d.stream_memo.at(d.streams, e.stream);
   if (s.compute++ == 0) s.span = {e.start_ns, e.end_ns};
   s.compute_ns += exec;
   s.span.second = std::max(s.span.second, e.end_ns);
@@ -241,7 +248,7 @@ void DiagnoseWork::take(DeviceWork& d, const WorkEvent& e) {
     if (s.names.size() < kRepeatWindow) s.names.push_back(e.name);
     ++s.by_name[e.name];
     if (e.launch_ns != 0) {
-      LaunchLane& lane = d.launch_lanes[e.launch_thread];
+      LaunchLane& lane = d.lane_memo.at(d.launch_lanes, e.launch_thread);
       lane.window.push(e.launch_ns);
       if (lane.window.size() > kLaunchWindow) {
         emit_launch(lane, lane.window.top(), d.launch_intervals);
@@ -262,7 +269,7 @@ void DiagnoseWork::take(DeviceWork& d, const WorkEvent& e) {
   }
   // low-occupancy, over every device.
   occupancy_total_ += exec;
-  OccupancyWork& a = occupancy_[e.name];
+  OccupancyWork& a = occupancy_memo_.at(occupancy_, e.name);
   KernelOccupancy& kernels = occupancy_by_capture_.at(e.capture);
   const Occupancy& o = kernels.of(e.device, e.block, e.registers_per_thread, e.shared_memory_bytes);
   const OccupancyWork::Waves w{dim3_count(e.grid), kernels.blocks_at_once(e.device, o)};
@@ -274,7 +281,7 @@ void DiagnoseWork::take(DeviceWork& d, const WorkEvent& e) {
     beside_end = std::max(beside_end, p.end);
     cover(p, e.start_ns, std::min(p.end, e.end_ns));
   }
-  ShapeWork& shape = d.shapes[{e.name, dim3_count(e.grid), dim3_count(e.block)}];
+  ShapeWork& shape = d.shape_memo.at(d.shapes, {e.name, w.blocks, dim3_count(e.block)});
   if (shape.exec.count() == 0) shape.name = e.name;
   shape.exec.add(static_cast<int64_t>(exec));
   DeviceWork::Open mine{e.start_ns, e.end_ns, 0, 0, 0, &shape, UINT64_MAX};

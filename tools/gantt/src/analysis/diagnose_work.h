@@ -100,6 +100,19 @@ struct StreamWork {
 // Values of a digest at or above `at` (within the sketch's error once it is not exact).
 uint64_t count_at_least(const DurationDigest& d, double at);
 
+// The entry of `key` in `map`, remembered: a device's events come in runs of one stream, one
+// kernel and one host thread, and a tree walk for each of them cost as much as the rest of an
+// event's accounting. Entries of a std::map stay where they are.
+template <class Map>
+struct Memo {
+  typename Map::key_type key{};
+  typename Map::mapped_type* entry = nullptr;
+  typename Map::mapped_type& at(Map& map, const typename Map::key_type& k) {
+    if (!entry || !(key == k)) entry = &map[k], key = k;
+    return *entry;
+  }
+};
+
 struct LaunchLane {  // one host thread's launches onto one device, put in order by a window
   std::priority_queue<uint64_t, std::vector<uint64_t>, std::greater<>> window;
   uint64_t first = 0, last = 0;
@@ -137,6 +150,9 @@ struct DeviceWork {
     uint64_t slot;  // in shape->kept, or past it
   };
   std::vector<Open> open;
+  Memo<std::map<uint32_t, StreamWork>> stream_memo;
+  Memo<std::map<uint64_t, LaunchLane>> lane_memo;
+  Memo<std::map<std::tuple<uint32_t, uint64_t, uint64_t>, ShapeWork>> shape_memo;
   uint64_t late = 0;  // events put out of start order (past the window)
   uint64_t last_start = 0;
 };
@@ -215,6 +231,7 @@ class DiagnoseWork {
   Window* last_window_ = nullptr;  // most events follow one of the same device
   std::vector<KernelOccupancy> occupancy_by_capture_;
   std::map<uint32_t, OccupancyWork> occupancy_;
+  Memo<std::map<uint32_t, OccupancyWork>> occupancy_memo_;
   uint64_t occupancy_total_ = 0;
   std::vector<SyncCall> syncs_;
   bool syncs_capped_ = false;
