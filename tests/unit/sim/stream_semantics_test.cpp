@@ -344,8 +344,12 @@ std::vector<Span> timeline_of_one_program(int burners) {
     launch(kernel("mid_kernel"), i % 2 == 0 ? kFullGrid : kSmallGrid, 256, a);
     launch(kernel("mid_kernel"), kSmallGrid, 256, b);  // the higher priority
     launch(kernel("mid_kernel"), kSmallGrid * 3, 256, c);
-    if (i == 2) EXPECT_EQ(cudaMemcpyAsync(device, pinned, 1 << 20, cudaMemcpyHostToDevice, c), cudaSuccess);
-    if (i == 3) EXPECT_EQ(cudaMemsetAsync(device, 0, 1 << 20, b), cudaSuccess);
+    if (i == 2) {
+      EXPECT_EQ(cudaMemcpyAsync(device, pinned, 1 << 20, cudaMemcpyHostToDevice, c), cudaSuccess);
+    }
+    if (i == 3) {
+      EXPECT_EQ(cudaMemsetAsync(device, 0, 1 << 20, b), cudaSuccess);
+    }
   }
   finish_tracing();
   stop = true;
