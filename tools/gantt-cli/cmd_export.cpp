@@ -162,14 +162,23 @@ int run_export(const ExportOptions& o) {
   Output output(o.output, limit);
   // One capture, whole, in a format that can: written as it is scanned (docs/export.md).
   const bool stdin_capture = std::find(o.files.begin(), o.files.end(), "-") != o.files.end();
-  if (!o.load.in_memory && !stdin_capture && gantt::export_scan_refusal(*exporter, o.files.size(), any_filter(o.filter)).empty()) {
+  const gantt::EventFilter f = make_filter(o.filter);
+  if (!o.load.in_memory && !stdin_capture && gantt::export_scan_refusal(*exporter, o.files.size()).empty()) {
     gantt::ScanExportOptions so;
+    if (any_filter(o.filter)) so.filter = &f;
     so.load = load_options(o.load);
     so.threads = o.threads;
     so.max_output = limit;
     if (o.output != "-" && !gantt::wants_gzip(o.output)) so.output_path = o.output;
     gantt::ScannedExport done;
-    if (exporter->write_scanned(o.files.front(), so, [&]() -> std::ostream& { return output.open(); }, &done, nullptr)) {
+    bool scanned = false;
+    try {
+      scanned = exporter->write_scanned(o.files.front(), so, [&]() -> std::ostream& { return output.open(); }, &done, nullptr);
+    } catch (const std::invalid_argument& e) {  // the filter's error, as select_events() gives it loaded
+      std::cerr << "gantt-cli: export: " << e.what() << "\n";
+      return kExitError;
+    }
+    if (scanned) {
       for (const std::string& w : done.warnings) std::cerr << "gantt-cli: " << w << "\n";
       if (done.over) return over(0, false);
       if (!output.close()) {
@@ -184,11 +193,10 @@ int run_export(const ExportOptions& o) {
   eo.folded_root = o.root == "rank" ? gantt::analysis::StackRoot::kRank
                    : o.root == "device" ? gantt::analysis::StackRoot::kDevice
                                         : gantt::analysis::StackRoot::kNone;
-  const gantt::EventFilter f = make_filter(o.filter);
   // JSON and CSV both peaked at 102 bytes a record.
-  const LoadedJob job = load_captures(o.files, o.load, {"export loads captures whole for several captures, a filter, "
+  const LoadedJob job = load_captures(o.files, o.load, {"export loads captures whole for several captures, "
                                                         "standard input, --in-memory or a capture a scan cannot read "
-                                                        "(one whole capture to chrome or csv is scanned)", 110});
+                                                        "(one capture to chrome or csv is scanned, filtered or not)", 110});
   const gantt::Model& model = job.model;
   gantt::Selection sel;
   try {
@@ -243,8 +251,8 @@ void register_export(CLI::App& app, int& exit_code) {
                   "threads that scan one capture's chunks side by side (0 = the CPUs this process may use, at most 16)")
       ->capture_default_str();
   cmd->add_flag("--in-memory", o->load.in_memory,
-                "load the captures whole before writing; by default one capture, unfiltered, is written to chrome or "
-                "csv as it is scanned, in memory that does not grow with its events");
+                "load the captures whole before writing; by default one capture is written to chrome or csv as it "
+                "is scanned, the filters applied by the scan, in memory that does not grow with its events");
   cmd->add_option("--root", o->root, "folded: the frame under every stack: rank (capture), device, or none")
       ->check(CLI::IsMember({"rank", "device", "none"}))
       ->capture_default_str();

@@ -82,25 +82,45 @@ void print_warnings(const ga::StreamedJob& job) {
 // bounded by names, streams and devices, chunks or captures decoded on every core. Nothing
 // when one of them needs the whole timeline (the caller then loads them). The caller that
 // uses the job prints its warnings (print_warnings).
+// A filter is applied by the scan of one capture (a job's window counts from its first rank's
+// start, on one clock: loaded); its error sets *bad_filter, said as restrict_to_filter() says it.
 std::optional<ga::StreamedJob> stream_captures(const StatsOptions& o, const std::vector<std::string>& captures,
-                                               std::vector<ga::GroupBy> by, size_t gaps, bool matches) {
-  if (captures.empty() || o.load.in_memory || any_filter(o.filter) ||
+                                               std::vector<ga::GroupBy> by, size_t gaps, bool matches, bool* bad_filter) {
+  const bool filtered = any_filter(o.filter);
+  if (captures.empty() || o.load.in_memory || (filtered && captures.size() != 1) ||
       std::find(captures.begin(), captures.end(), "-") != captures.end())
     return std::nullopt;
+  const gantt::EventFilter f = make_filter(o.filter);
   ga::StreamStatsOptions so;
   so.by = std::move(by);
   so.gaps = gaps;
   so.threads = o.threads;
   so.load = load_options(o.load);
   so.matches = matches;
-  return ga::stream_job_stats(captures, so, nullptr);
+  if (filtered) so.filter = &f;
+  std::optional<ga::StreamedJob> job;
+  try {
+    job = ga::stream_job_stats(captures, so, nullptr);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "gantt-cli: stats: " << e.what() << "\n";
+    *bad_filter = true;
+    return std::nullopt;
+  }
+  return job;
+}
+
+// What the filter selected, as restrict_to_filter() says it of a loaded capture.
+void print_selection(const StatsOptions& o, const ga::StreamedJob& job) {
+  if (!any_filter(o.filter) || job.ranks.size() != 1) return;
+  std::cerr << "gantt-cli: stats: " << job.ranks.front().selected_events << " of " << job.ranks.front().gpu_events
+            << " GPU events (" << gantt::describe_filter(make_filter(o.filter)) << ")\n";
 }
 
 // Why stats loads the captures it does not stream, for load_captures()' refusal; `stats
 // --device 0` peaked at 181 bytes a record.
 const WholeLoad kWhyWhole{
-    "stats loads captures whole for a filter, standard input or a capture a stream cannot read (without them, the "
-    "tables are read as a stream)",
+    "stats loads captures whole for a filter on several captures, standard input or a capture a stream cannot read "
+    "(without them, the tables are read as a stream)",
     190};
 
 // What stats does with a capture it cannot report (no header): true when every rank can be.
@@ -126,12 +146,16 @@ int run_summaries(const StatsOptions& o, const std::vector<std::string>& capture
                                           ga::GroupBy::kRange};
   ga::StatsSummary all;
   bool have = false, damaged = false;
-  if (auto streamed = stream_captures(o, captures, every, std::max(kSummaryGaps, o.gaps), o.summary)) {
+  bool bad_filter = false;
+  if (auto streamed = stream_captures(o, captures, every, std::max(kSummaryGaps, o.gaps), o.summary, &bad_filter)) {
     print_warnings(*streamed);
+    print_selection(o, *streamed);
     if (!all_reportable(*streamed)) return kExitError;
     damaged = corrupt(*streamed);
     all = std::move(streamed->summary);
     have = true;
+  } else if (bad_filter) {
+    return kExitError;
   } else if (!captures.empty()) {
     LoadedJob job = load_captures(captures, o.load, kWhyWhole);
     if (!reportable(job.model) || !restrict_to_filter(job.model, o.filter, "stats")) return kExitError;
@@ -162,11 +186,14 @@ int run_summaries(const StatsOptions& o, const std::vector<std::string>& capture
 std::optional<int> try_stream(const StatsOptions& o) {
   if (!o.timeline.empty() || o.metrics || (o.by != "kernel" && o.by != "stream" && o.by != "device" && o.by != "range"))
     return std::nullopt;
-  std::optional<ga::StreamedJob> streamed = stream_captures(o, o.files, {group_by(o.by)}, o.gaps, false);
+  bool bad_filter = false;
+  std::optional<ga::StreamedJob> streamed = stream_captures(o, o.files, {group_by(o.by)}, o.gaps, false, &bad_filter);
+  if (bad_filter) return kExitError;
   if (!streamed) return std::nullopt;
   // No GPU work: --by range times the ranges themselves (a flight summary), from the loaded capture.
   if (o.by == "range" && streamed->summary.events == 0 && o.format != "json") return std::nullopt;
   print_warnings(*streamed);
+  print_selection(o, *streamed);
   if (!all_reportable(*streamed)) return kExitError;
   std::cout << ga::format_stats(ga::report(streamed->summary, report_options(o)), report_format(o.format));
   return corrupt(*streamed) ? kExitError : kExitOk;
@@ -311,8 +338,8 @@ void register_stats(CLI::App& app, int& exit_code) {
   cmd->add_flag("--in-memory", o->load.in_memory,
                 "load the capture whole before counting, as render and diagnose do; by default one capture is "
                 "scanned (--by kernel, stream, device, range and --summary), in memory that does not grow "
-                "with its events (merged files, filters, NVTX ranges for --by range and --summary, and graph "
-                "launches for --summary load it whole)");
+                "with its events, the filters applied by the scan (merged files, NVTX ranges for --by range and "
+                "--summary, and graph launches for --summary load it whole)");
   cmd->add_flag("--metrics", o->metrics,
                 "instead of the tables: the GPU's own counters (NVML: utilisation, clocks, power, temperature, memory, "
                 "PCIe) per device, their means over the samples read while each kernel name ran, while any ran, while "

@@ -50,6 +50,7 @@ struct EventScanner::Share {
   CorrWindow claimed{true};                             // external ids whose call a kernel took
   std::vector<v1::Record> nccl_calls;                   // grouped calls: the loader's join
   NcclKernelFilter nccl;
+  NameFlags kernel_names, call_names;  // EventScanOptions::select: the names --kernel matches
   std::string needs_model;
   std::exception_ptr error;
   gpuhook::Integrity integrity;
@@ -155,6 +156,8 @@ EventScanner::EventScanner(std::string path, EventScanOptions options) : path_(s
   if (index)
     for (const auto& c : index->chunk())
       if (c.min_ns() > 0 && (index_first_ns_ == 0 || c.min_ns() < index_first_ns_)) index_first_ns_ = c.min_ns();
+  if (index)
+    for (const auto& c : index->chunk()) index_last_ns_ = std::max<uint64_t>(index_last_ns_, c.max_ns());
   std::vector<ChunkRange> ranges = plan_chunk_ranges(index, thread_count);
   size_t headers = 0;
   if (!read_range_model(path_, options_.load, ranges, kMaxRanges, &context_, &headers)) {
@@ -183,6 +186,29 @@ EventScanner::EventScanner(std::string path, EventScanOptions options) : path_(s
 
 EventScanner::~EventScanner() = default;
 
+uint64_t EventScanner::first_ns() const {
+  uint64_t t = context_.captures.empty() ? 0 : context_.captures.front().header.start_monotonic_raw_ns();
+  if (index_first_ns_ != 0 && (t == 0 || index_first_ns_ < t)) t = index_first_ns_;
+  return t;
+}
+
+bool EventScanner::select(const EventFilter& filter, std::string* why_not) {
+  if (!refused_.empty()) {
+    if (why_not) *why_not = refused_;
+    return false;
+  }
+  if (index_last_ns_ == 0) {
+    if (why_not) *why_not = "a filter on a capture without a chunk index (its end is known only when it is read)";
+    return false;
+  }
+  std::optional<ScanFilter> f = resolve_scan_filter(path_, options_.load, options_.threads, context_, first_ns(),
+                                                    std::max(index_last_ns_, first_ns()), filter, why_not);
+  if (!f) return false;
+  filter_ = std::make_unique<ScanFilter>(std::move(*f));
+  options_.select = &filter_->select;
+  return true;
+}
+
 int32_t EventScanner::stream_priority(uint32_t stream) const {
   const auto at = std::lower_bound(stream_priority_.begin(), stream_priority_.end(), std::make_pair(stream, INT32_MIN));
   return at != stream_priority_.end() && at->first == stream ? at->second : 0;
@@ -190,9 +216,21 @@ int32_t EventScanner::stream_priority(uint32_t stream) const {
 
 namespace {
 
+// An event to its share's consumer, if the selection keeps it.
+void hand_on(EventScanner::Share& sh, const ScannedEvent& e, const gpuhook::CaptureReader& reader, const ScanSelector* select) {
+  if (select) {
+    const uint64_t begin = e.start_ns ? e.start_ns : e.queued_ns ? e.queued_ns : e.launch_ns;
+    const EventKind kind = e.kind == EventKind::kNccl ? EventKind::kKernel : e.kind;
+    if (!select->on(e.device, e.stream) || !select->in_time(begin, e.end_ns) ||
+        !select->named(sh.kernel_names, kind, e.name_id, reader))
+      return;
+  }
+  sh.consumer->event(e, reader);
+}
+
 // A kernel the simple NCCL join settles now (ModelBuilder::Impl::join_nccl_by_external_id
 // with one call and one kernel under an external id): the call's kernel, of kind NCCL.
-bool join_now(EventScanner::Share& sh, ScannedEvent& e, const gpuhook::CaptureReader& reader) {
+bool join_now(EventScanner::Share& sh, ScannedEvent& e, const gpuhook::CaptureReader& reader, const ScanSelector* select) {
   const auto x = sh.external_of.find(e.correlation_id);
   if (x == sh.external_of.end()) return false;
   const uint64_t external = x->second;
@@ -200,7 +238,7 @@ bool join_now(EventScanner::Share& sh, ScannedEvent& e, const gpuhook::CaptureRe
     e.kind = EventKind::kNccl;
     e.bytes = call->second.info.bytes;
     e.nccl = &call->second.info;
-    sh.consumer->event(e, reader);
+    hand_on(sh, e, reader, select);
     e.nccl = nullptr;
     sh.simple_calls.erase(call);
     sh.external_of.erase(x);
@@ -210,21 +248,21 @@ bool join_now(EventScanner::Share& sh, ScannedEvent& e, const gpuhook::CaptureRe
   // Another kernel of a call already taken: NCCL's, without the call's bytes.
   if (external <= UINT32_MAX && sh.claimed.get(static_cast<uint32_t>(external)) != 0) {
     e.kind = EventKind::kNccl;
-    sh.consumer->event(e, reader);
+    hand_on(sh, e, reader, select);
     sh.external_of.erase(x);
     return true;
   }
   return false;
 }
 
-void deliver(EventScanner::Share& sh, ScannedEvent& e, const gpuhook::CaptureReader& reader, bool join_nccl) {
-  if (join_nccl && e.maybe_nccl) {
-    if (join_now(sh, e, reader)) return;
+void deliver(EventScanner::Share& sh, ScannedEvent& e, const gpuhook::CaptureReader& reader, const EventScanOptions& o) {
+  if (o.join_nccl && e.maybe_nccl) {
+    if (join_now(sh, e, reader, o.select)) return;
     if (sh.held.size() >= kMaxHeld) sh.needs_model = "more kernels NCCL may have run than a scan holds";
     else sh.held.push_back(e);
     return;
   }
-  sh.consumer->event(e, reader);
+  hand_on(sh, e, reader, o.select);
 }
 
 void read_share(const std::string& path, const EventScanOptions& o, const EventScanner& scanner, EventScanner::Share& sh,
@@ -246,10 +284,12 @@ void read_share(const std::string& path, const EventScanOptions& o, const EventS
   for (uint64_t n = 1; reader.next(view); ++n) {
     guard.check(reader);
     if (event_of(view, &e)) {
+      if (o.select && o.select->kernel && e.kind == EventKind::kKernel && e.name_id == 0)
+        sh.needs_model = "--kernel and a kernel record without a name (named after its launch call)";
       if (e.priority == 0) e.priority = scanner.stream_priority(e.stream);
       if (e.kind == EventKind::kKernel) e.maybe_nccl = sh.nccl.maybe(reader, e.correlation_id, e.name_id, n);
       if (e.correlation_id == 0 || sh.launch(e.correlation_id, &e) || (!o.join_launches && e.name_id != 0)) {
-        deliver(sh, e, reader, o.join_nccl);
+        deliver(sh, e, reader, o);
       } else if (sh.waiting.size() < kMaxWaiting) {
         sh.waiting.emplace(e.correlation_id, e);
       } else {
@@ -257,6 +297,8 @@ void read_share(const std::string& path, const EventScanOptions& o, const EventS
       }
     } else if (view.kind == v1::Record::kApi) {
       const gpuhook::ApiFields& a = view.api;
+      if (o.select && o.select->call_named(sh.call_names, a.name_id, reader))
+        sh.needs_model = "--kernel matching the name of an API call (copies, memsets and synchronisations are named after theirs)";
       if (a.correlation_id != 0 && a.domain != v1::API_DOMAIN_NCCL) {
         sh.starts.set(a.correlation_id, known(a.start_ns));
         sh.threads.set(a.correlation_id, a.thread_id);
@@ -265,7 +307,7 @@ void read_share(const std::string& path, const EventScanOptions& o, const EventS
           const auto [from, to] = sh.waiting.equal_range(a.correlation_id);
           for (auto it = from; it != to; ++it) {
             sh.launch(a.correlation_id, &it->second);
-            deliver(sh, it->second, reader, o.join_nccl);
+            deliver(sh, it->second, reader, o);
           }
           sh.waiting.erase(from, to);
         }
@@ -415,7 +457,7 @@ bool EventScanner::run(const std::vector<EventConsumer*>& consumers, std::string
         if (j != i) found = shares_[j]->launch(corr, &e);
       if (!found && std::any_of(shares_.begin(), shares_.end(), [corr = corr](const auto& s) { return s->maybe_lost(corr); }))
         return refuse(kTooFar);
-      deliver(sh, e, *sh.reader, options_.join_nccl);
+      deliver(sh, e, *sh.reader, options_);
       if (!sh.needs_model.empty()) return refuse(sh.needs_model);
     }
     sh.waiting.clear();
@@ -426,7 +468,7 @@ bool EventScanner::run(const std::vector<EventConsumer*>& consumers, std::string
     for (auto& sh : shares_) {
       for (ScannedEvent& e : sh->held) {
         if (e.kind == EventKind::kNccl && k < calls.size()) e.nccl = &calls[k];
-        sh->consumer->event(e, *sh->reader);
+        hand_on(*sh, e, *sh->reader, options_.select);
         ++k;
       }
       sh->held.clear();

@@ -24,6 +24,8 @@
 #include "gantt/model/align.h"
 #include "gantt/analysis/busy_tracker.h"
 #include "gantt/analysis/diff.h"
+#include "gantt/analysis/event_scan.h"
+#include "gantt/analysis/scan_select.h"
 #include "gantt/analysis/stream_shares.h"
 #include "gantt/model/model_builder.h"
 #include "gantt/model/range_lookup.h"
@@ -128,6 +130,18 @@ struct Share {
   std::array<std::vector<std::pair<uint64_t, GroupAcc>>, kGroupings> slots;  // in order of first event
   DurationDigest launch_to_queued, queued_to_start, exec;
   uint64_t events = 0, gpu_time_ns = 0, first_ns = 0, last_ns = 0;
+  // StreamStatsOptions::filter: what it keeps; the GPU events read and those it kept.
+  const ScanSelector* select = nullptr;
+  NameFlags kernel_names, call_names;
+  uint64_t gpu_events = 0, selected_events = 0;
+  bool selected(EventKind kind, uint32_t device, uint32_t stream, uint32_t name, uint64_t begin, uint64_t end,
+                const gpuhook::CaptureReader& reader) {
+    ++gpu_events;
+    if (select && (!select->on(device, stream) || !select->in_time(begin, end) || !select->named(kernel_names, kind, name, reader)))
+      return false;
+    ++selected_events;
+    return true;
+  }
   std::map<uint32_t, BusyTracker> busy;
   // GPU work other than NCCL's kernels, every device together (SummaryCapture::
   // busy_ns_without_nccl). Kernels that may be NCCL's wait in nccl_kernels for the join.
@@ -384,23 +398,40 @@ void read_share(const std::string& path, const StreamStatsOptions& o, Share& sh,
       case v1::Record::kKernel: {
         const gpuhook::KernelFields& k = view.kernel;
         if (sh.matches && k.graph_id != 0) sh.needs_model = kGraphReason;
+        // The launch is not known here: a kernel without a start or queued stamp, which
+        // filter.cpp begins at its launch, is kept (it is folded only with a start).
+        if (sh.select && sh.select->kernel && k.name_id == 0)
+          sh.needs_model = "--kernel and a kernel record without a name (named after its launch call)";
+        const uint64_t begin = known(k.start_ns) ? known(k.start_ns) : known(k.queued_ns);
+        if (!sh.selected(EventKind::kKernel, k.device, k.stream, k.name_id, begin, known(k.end_ns), reader)) break;
         const bool nccl = sh.nccl.maybe(reader, k.correlation_id, k.name_id, n);
         fold_kernel(sh, k, nccl);
         if (nccl) sh.nccl_kernels.push_back({k.correlation_id, k.name_id, k.device, k.stream, k.start_ns, k.end_ns});
         break;
       }
-      case v1::Record::kApi: fold_api(sh, reader, view.api); break;
+      case v1::Record::kApi:
+        if (sh.select && sh.select->call_named(sh.call_names, view.api.name_id, reader))
+          sh.needs_model = "--kernel matching the name of an API call (copies, memsets and synchronisations are named after theirs)";
+        fold_api(sh, reader, view.api);
+        break;
       case v1::Record::kMemcpy: {
         const auto& c = r.memcpy();
         if (sh.matches && c.graph_id() != 0) sh.needs_model = kGraphReason;
         const uint64_t s = t(c.has_start_ns(), c.start_ns()), e = t(c.has_end_ns(), c.end_ns());
+        if (!sh.selected(EventKind::kMemcpy, c.device(), c.stream(), 0, s, e, reader)) break;
         if (s != 0 && e > s) fold_copy(sh, c, s, e);
         break;
       }
+      case v1::Record::kSync:
+        if (r.sync().return_value() == 0)  // an event, as ModelBuilder keeps it
+          sh.selected(EventKind::kSync, r.sync().device(), r.sync().stream(), 0, t(r.sync().has_start_ns(), r.sync().start_ns()),
+                      t(r.sync().has_end_ns(), r.sync().end_ns()), reader);
+        break;
       case v1::Record::kMemset: {
         const auto& c = r.memset();
         if (sh.matches && c.graph_id() != 0) sh.needs_model = kGraphReason;
         const uint64_t s = t(c.has_start_ns(), c.start_ns()), e = t(c.has_end_ns(), c.end_ns());
+        if (!sh.selected(EventKind::kMemset, c.device(), c.stream(), 0, s, e, reader)) break;
         if (s != 0 && e > s) fold_work(sh, EventKind::kMemset, 0, 0, c.bytes(), c.device(), c.stream(), s, e, c.correlation_id());
         break;
       }
@@ -657,6 +688,16 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
   std::vector<Share> shares = plan_shares(index, thread_count);
   if (o.matches && std::find(groupings.begin(), groupings.end(), GroupBy::kKernel) == groupings.end())
     groupings.push_back(GroupBy::kKernel);  // the matches are the kernel groups' samples
+  // The filter, resolved once as every scan resolves it (scan_select.h): its --range is found
+  // in the scanner's context pass.
+  std::unique_ptr<EventScanner> selecting;
+  if (o.filter) {
+    EventScanOptions so;
+    so.load = o.load;
+    so.threads = o.threads;
+    selecting = std::make_unique<EventScanner>(path, so);
+    if (!selecting->select(*o.filter, why_not)) return std::nullopt;
+  }
   // A launch's range path needs every range of its thread: those are read first, on their own.
   std::unique_ptr<const RangePaths> ranges;
   const bool by_range = std::find(groupings.begin(), groupings.end(), GroupBy::kRange) != groupings.end();
@@ -676,6 +717,7 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
     sh.matches = o.matches;
     sh.gaps = o.gaps;
     sh.ranges = paths;
+    if (selecting) sh.select = &selecting->filter()->select;
   }
   std::atomic<bool> stop{false};
   run_shares(shares, stop, [&](Share& sh) { read_share(path, o, sh, stop); });
@@ -743,6 +785,8 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
   std::map<uint32_t, Share::Copies> copies;
   for (size_t i = 0; i < shares.size(); ++i) {
     Share& sh = shares[i];
+    out.gpu_events += sh.gpu_events;
+    out.selected_events += sh.selected_events;
     s.events += sh.events;
     s.gpu_time_ns += sh.gpu_time_ns;
     if (sh.first_ns != 0) s.first_ns = s.first_ns == 0 ? sh.first_ns : std::min(s.first_ns, sh.first_ns);
@@ -890,6 +934,10 @@ void shift_times(StatsSummary& s, int64_t offset_ns) {
 std::optional<StreamedJob> stream_job_stats(const std::vector<std::string>& paths, const StreamStatsOptions& o,
                                             std::string* why_not) {
   if (paths.empty()) return std::nullopt;
+  if (o.filter && paths.size() > 1) {  // its window counts from the job's start, on the first rank's clock
+    if (why_not) *why_not = "a filter on several captures (put on one clock when loaded)";
+    return std::nullopt;
+  }
   const unsigned thread_count = o.threads != 0 ? o.threads : default_scan_threads();
   // Many captures: one thread each, as many at a time as there are threads (no share plans,
   // no second readers). Fewer: one after another, each on every thread.

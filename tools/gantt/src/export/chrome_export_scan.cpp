@@ -152,7 +152,7 @@ class ChromeShare final : public analysis::EventConsumer {
 
   void api(const gpuhook::ApiFields& a, const gpuhook::CaptureReader& reader) override {
     const uint64_t s = a.start_ns > 0 ? static_cast<uint64_t>(a.start_ns) : 0, e = a.end_ns > 0 ? static_cast<uint64_t>(a.end_ns) : 0;
-    if (s == 0 || e < s) return;
+    if (s == 0 || e < s || (filter_ && !filter_->host_in_window(s, e))) return;
     const uint64_t tid = host_track(a.thread_id, false, s, e);
     {
       RowWriter o(spool.text);
@@ -173,7 +173,7 @@ class ChromeShare final : public analysis::EventConsumer {
       const auto& n = r.nccl();
       const uint64_t s = n.has_start_ns() && n.start_ns() > 0 ? static_cast<uint64_t>(n.start_ns()) : 0;
       const uint64_t e = n.has_end_ns() && n.end_ns() > 0 ? static_cast<uint64_t>(n.end_ns()) : 0;
-      if (s == 0 || e < s) return;
+      if (s == 0 || e < s || (filter_ && !filter_->host_in_window(s, e))) return;
       std::string& o = spool.text;
       o += ",\n{\"ph\":\"X\",\"name\":";
       json::append_string(o, reader.string(n.name_id()));
@@ -190,6 +190,7 @@ class ChromeShare final : public analysis::EventConsumer {
       const analysis::MetricInfo* info = analysis::metric_info(x.metric());
       const uint64_t t = x.has_time_ns() && x.time_ns() > 0 ? static_cast<uint64_t>(x.time_ns()) : 0;
       if (!info || t < base_ || t == 0 || x.device() >= 4096) return;  // as ModelBuilder keeps them
+      if (filter_ && !filter_->host_in_window(t, t)) return;
       const bool reasons = x.metric() == v1::GPU_METRIC_CLOCKS_EVENT_REASONS;
       std::string& o = spool.text;
       o += ",\n{\"ph\":\"C\",\"name\":";
@@ -210,6 +211,7 @@ class ChromeShare final : public analysis::EventConsumer {
 
   bool stopped() const override { return spool.over(); }
   bool first_ = false;  // the file's first share: no share before it
+  const analysis::ScanFilter* filter_ = nullptr;  // the host records' window; null: all
 
   // The NVTX ranges of the context (every share's calls are written first): in start order,
   // enclosing ones first, on each thread's NVTX track.
@@ -217,7 +219,8 @@ class ChromeShare final : public analysis::EventConsumer {
     const RangeTable& rt = context_.ranges;
     std::vector<uint32_t> rows;
     for (uint32_t r = 0; r < rt.size(); ++r)
-      if (rt.start_ns[r] && rt.end_ns[r] >= rt.start_ns[r]) rows.push_back(r);
+      if (rt.start_ns[r] && rt.end_ns[r] >= rt.start_ns[r] && (!filter_ || filter_->host_in_window(rt.start_ns[r], rt.end_ns[r])))
+        rows.push_back(r);
     std::stable_sort(rows.begin(), rows.end(), [&](uint32_t a, uint32_t b) {
       return rt.start_ns[a] != rt.start_ns[b] ? rt.start_ns[a] < rt.start_ns[b] : rt.end_ns[a] > rt.end_ns[b];
     });
@@ -386,6 +389,8 @@ bool write_chrome_scanned(const std::string& path, const ScanExportOptions& opt,
     if (why_not) *why_not = scanner.refused();
     return false;
   }
+  if (opt.filter && !scanner.select(*opt.filter, why_not)) return false;
+  const analysis::ScanFilter* filter = scanner.filter();
   const Model& context = scanner.context();
   const CaptureInfo& capture = context.captures.front();
   // The origin: Model::first_ns() as far as it is known before the events, the header's start
@@ -397,6 +402,10 @@ bool write_chrome_scanned(const std::string& path, const ScanExportOptions& opt,
 
   std::string head = "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"gantt-cli export --format chrome\",\"time_origin_ns\":";
   num(head, base);
+  if (filter && !filter->window.description.empty()) {
+    head += ",\"selection\":";
+    json::append_string(head, filter->window.description);
+  }
   head += ",\"args\":\"g grid, b block, r registers per thread, sm shared memory bytes, q queued->start ns, B bytes, "
           "ret return value (docs/export.md)\"},\n\"traceEvents\":[\n";
   // The host process first: every event after it begins with its comma.
@@ -415,6 +424,7 @@ bool write_chrome_scanned(const std::string& path, const ScanExportOptions& opt,
   for (size_t i = 0; i < scanner.shares(); ++i) {
     shares.push_back(std::make_unique<ChromeShare>(context, base, &total, opt.max_output));
     shares.back()->first_ = i == 0;
+    shares.back()->filter_ = filter;
     consumers.push_back(shares.back().get());
     spools.push_back(&shares.back()->spool);
   }

@@ -18,10 +18,9 @@ std::vector<const Exporter*> exporters() {
   return out;
 }
 
-std::string export_scan_refusal(const Exporter& exporter, size_t captures, bool filtered) {
+std::string export_scan_refusal(const Exporter& exporter, size_t captures) {
   if (!exporter.scans()) return "--format " + std::string(exporter.format()) + " needs the whole model";
   if (captures != 1) return "several captures are put on one clock";
-  if (filtered) return "the filters (--from, --to, --range, --kernel, --device, --stream) select on the whole capture";
   return {};
 }
 

@@ -237,6 +237,7 @@ class CsvShare final : public analysis::EventConsumer {
     spool.maybe_flush();
   }
   void api(const gpuhook::ApiFields& a, const gpuhook::CaptureReader& reader) override {
+    if (filter && !filter->host_in_window(builder_known(a.start_ns), builder_known(a.end_ns))) return;
     std::string_view name;
     if (a.name_id < kCachedNames) {
       auto [it, fresh] = api_cells_.try_emplace(a.name_id);
@@ -255,6 +256,7 @@ class CsvShare final : public analysis::EventConsumer {
 
   exporting::Spool spool;
   uint64_t events = 0;
+  const analysis::ScanFilter* filter = nullptr;  // the API calls' window; null: all
 
  private:
   static uint64_t builder_known(int64_t v) { return v > 0 ? static_cast<uint64_t>(v) : 0; }
@@ -377,11 +379,10 @@ class CsvExporter final : public Exporter {
       if (why_not) *why_not = scanner.refused();
       return false;
     }
+    if (o.filter && !scanner.select(*o.filter, why_not)) return false;
+    const analysis::ScanFilter* filter = scanner.filter();
     const Model& context = scanner.context();
-    const gpuhook::v1::Header& header = context.captures.front().header;
-    // Model::first_ns(): the header's start, unless the index knows an earlier time.
-    uint64_t t0 = header.start_monotonic_raw_ns();
-    if (scanner.index_first_ns() != 0 && (t0 == 0 || scanner.index_first_ns() < t0)) t0 = scanner.index_first_ns();
+    const uint64_t t0 = scanner.first_ns();
     std::unordered_map<uint64_t, uint32_t> thread_rows;  // thread id -> row, for the launches' ranges
     for (uint32_t i = 0; i < context.threads.size(); ++i) thread_rows.emplace(context.threads.thread_id[i], i);
     std::unique_ptr<RangeLookup> ranges;
@@ -392,6 +393,7 @@ class CsvExporter final : public Exporter {
     std::vector<exporting::Spool*> spools;
     for (size_t i = 0; i < scanner.shares(); ++i) {
       shares.push_back(std::make_unique<CsvShare>(scanner, t0, ranges.get(), &thread_rows, &total, o.max_output));
+      shares.back()->filter = filter;
       consumers.push_back(shares.back().get());
       spools.push_back(&shares.back()->spool);
     }
@@ -406,7 +408,7 @@ class CsvExporter final : public Exporter {
       return false;
     }
     std::string tail;
-    range_rows(context, t0, [](uint64_t, uint64_t) { return true; }, tail, nullptr);
+    range_rows(context, t0, [filter](uint64_t s, uint64_t e) { return !filter || filter->host_in_window(s, e); }, tail, nullptr);
     for (auto& sh : shares) sh->spool.flush();
     if (o.max_output != 0 && total + tail.size() > o.max_output) {
       result->over = true;

@@ -120,6 +120,15 @@ void throw_empty_window(const EventFilter& f, const Selection& sel, uint64_t spa
   throw std::invalid_argument("the window ends before it starts (--to < --from)");
 }
 
+void set_window(const EventFilter& f, uint64_t from, uint64_t to, Selection* sel) {
+  const uint64_t span_end = to;
+  narrow_to_window(f, sel->origin_ns, &from, &to);
+  sel->window_asked = !f.range.empty() || f.from_ns >= 0 || f.to_ns >= 0;
+  if (to < from) throw_empty_window(f, *sel, span_end);
+  sel->window_start_ns = from;
+  sel->window_end_ns = to;
+}
+
 std::string describe_filter(const EventFilter& f) {
   std::vector<std::string> desc;
   if (!f.range.empty()) desc.push_back("range " + f.range);
@@ -143,12 +152,9 @@ Selection select_events(const Model& m, const EventFilter& f) {
     sel.origin_ns = from;
     sel.origin_name = "the start of range " + f.range;
   }
-  const uint64_t span_end = to;
-  narrow_to_window(f, sel.origin_ns, &from, &to);
-  sel.window_asked = !f.range.empty() || f.from_ns >= 0 || f.to_ns >= 0;
-  if (to < from) throw_empty_window(f, sel, span_end);
-  sel.window_start_ns = from;
-  sel.window_end_ns = to;
+  set_window(f, from, to, &sel);
+  from = sel.window_start_ns;
+  to = sel.window_end_ns;
 
   std::optional<KernelPattern> pattern;
   std::vector<int8_t> name_match;  // per string id: -1 unknown, 0 no, 1 yes

@@ -160,8 +160,7 @@ void scan_api(Scan& sc, const gpuhook::ApiFields& a, const gpuhook::CaptureReade
   const uint64_t s = known(a.start_ns), e = known(a.end_ns);
   // Copies, memsets and synchronisations are named after the call that issued them (the
   // model's join): one that --kernel could match needs that join.
-  const KernelPattern* kernel = sc.select.kernel;
-  if (kernel && sc.api_names.test(reader, a.name_id, [kernel](std::string_view n) { return kernel->matches(api_display_name(n)); }))
+  if (sc.select.call_named(sc.api_names, a.name_id, reader))
     sc.needs_model = "--kernel matching the name of an API call (copies, memsets and synchronisations are named after theirs)";
   sc.see(s);
   sc.see(e);
@@ -195,7 +194,7 @@ void read_scan(const std::string& path, const LoadOptions& load, Scan& sc, std::
         sc.needs_model = "--kernel and a kernel record without a name (named after its launch call)";
         return false;
       }
-      scan_event(sc, g, seq_of(sc.index, n), sc.select.named(sc.kernel_names, g, reader));
+      scan_event(sc, g, seq_of(sc.index, n), sc.select.named(sc.kernel_names, g.kind, g.name, reader));
       return sc.needs_model.empty();
     }
     if (v.kind == v1::Record::kApi) {
@@ -399,7 +398,7 @@ void read_fold(const std::string& path, const LoadOptions& load, Fold& fo, std::
     if (gpu_of(v, &g)) {
       const bool nccl =
           v.kind == v1::Record::kKernel && fo.nccl.maybe(reader, v.kernel.correlation_id, v.kernel.name_id, n);
-      fold_event(fo, v, g, seq_of(fo.index, n), nccl, fo.select.named(fo.kernel_names, g, reader));
+      fold_event(fo, v, g, seq_of(fo.index, n), nccl, fo.select.named(fo.kernel_names, g.kind, g.name, reader));
       return fo.needs_model.empty();
     }
     if (v.kind == v1::Record::kApi) {

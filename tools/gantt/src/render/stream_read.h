@@ -22,6 +22,7 @@
 #include <google/protobuf/arena.h>
 #include <gpuhook/capture.h>
 
+#include "gantt/analysis/scan_select.h"
 #include "gantt/analysis/stream_shares.h"
 #include "gantt/render/annotate.h"
 #include "gantt/model/filter.h"
@@ -79,32 +80,8 @@ bool is_context(const v1::Record& r);
 // Its lane per stream or per device (layout_lanes.cpp lane_key()).
 LaneKey lane_of(const Gpu& g, LaneMode mode);
 
-// select_events()' filters: the devices and streams (--device, --stream), the time window
-// (--from, --to, --range, absolute), in which an event with a begin is drawn when it overlaps
-// [from, to] and one without always, and the kernels whose names --kernel matches. The default
-// keeps every event.
-struct Selector {
-  uint64_t from = 0, to = UINT64_MAX;
-  std::vector<uint32_t> devices, streams;  // empty: all
-  // --kernel: only kernels, by their display name (stream_render() has made sure that no copy,
-  // memset or synchronisation, named after its call, can match).
-  const KernelPattern* kernel = nullptr;
-  bool named(analysis::NameFlags& cache, const Gpu& g, const gpuhook::CaptureReader& reader) const {
-    if (!kernel) return true;
-    if (g.kind != EventKind::kKernel) return false;
-    return cache.test(reader, g.name, [this](std::string_view s) { return kernel->matches(demangle(s)); });
-  }
-  bool on(uint32_t device, uint32_t stream) const {
-    return (devices.empty() || std::find(devices.begin(), devices.end(), device) != devices.end()) &&
-           (streams.empty() || std::find(streams.begin(), streams.end(), stream) != streams.end());
-  }
-  // filter.cpp event_begin_ns() and event_end_ns(): `begin` the start, else queued, else the launch.
-  bool in_time(uint64_t begin, uint64_t end) const {
-    if (begin == 0) return true;
-    const uint64_t e = end ? std::max(end, begin) : begin;
-    return e >= from && begin <= to;
-  }
-};
+// select_events()' filters, as every scan applies them (analysis/scan_select.h).
+using Selector = analysis::ScanSelector;
 
 // The selection's order (select_events): by begin, events without one last, then file order.
 using Order = std::tuple<bool, uint64_t, uint64_t>;

@@ -58,10 +58,7 @@ std::optional<StreamedParts> stream_chart_parts(const std::string& path, const S
   std::optional<KernelPattern> kernel;
   if (!filter.kernel_regex.empty()) {
     kernel.emplace(filter.kernel_regex);
-    std::vector<std::string> unjoined = {unjoined_name(EventKind::kMemset, 0), unjoined_name(EventKind::kSync, 0)};
-    for (int c = 0; c < 256; ++c) unjoined.push_back(unjoined_name(EventKind::kMemcpy, static_cast<uint8_t>(c)));
-    for (const std::string& n : unjoined)
-      if (kernel->matches(api_display_name(n))) return refuse("--kernel matching a copy, memset or synchronisation");
+    if (std::string no = analysis::pattern_refusal(*kernel); !no.empty()) return refuse(std::move(no));
   }
   uint64_t first_guess = 0;
   std::optional<v1::ChunkIndex> index;
@@ -141,18 +138,9 @@ std::optional<StreamedParts> stream_chart_parts(const std::string& path, const S
     return ranged ? range_from : o.window_origin_ns != 0 ? o.window_origin_ns : first_ns;
   };
   const auto selector = [&](uint64_t first_ns) {
-    Selector s;
-    if (ranged) {
-      s.from = range_from;
-      s.to = range_to;
-    } else if (filter.from_ns >= 0) {
-      s.from = first_ns;
-    }
-    narrow_to_window(filter, origin(first_ns), &s.from, &s.to);
-    s.devices = filter.devices;
-    s.streams = filter.streams;
-    if (kernel) s.kernel = &*kernel;
-    return s;
+    std::optional<std::pair<uint64_t, uint64_t>> range;
+    if (ranged) range = std::make_pair(range_from, range_to);
+    return analysis::selector_of(filter, first_ns, origin(first_ns), range, kernel ? &*kernel : nullptr);
   };
   // The idle-gap threshold of a window asked for is known before the read: the activity unions
   // merge at that tolerance (at the least one, without --to), not at one grown with the spans.

@@ -21,6 +21,7 @@
 
 #include <gpuhook/capture.h>
 
+#include "gantt/analysis/scan_select.h"
 #include "gantt/model/model.h"
 
 namespace gantt::analysis {
@@ -78,6 +79,10 @@ struct EventScanOptions {
   // read before it (a consumer that wants events in file order, and the call only for the
   // names of copies, memsets and synchronisations, which still wait for theirs).
   bool join_launches = true;
+  // select_events()' filters (scan_select.h), applied before an event is handed on; null: all.
+  // With --kernel, a kernel without a name or a call whose name the pattern matches makes the
+  // capture one to load (run() says so).
+  const ScanSelector* select = nullptr;
 };
 
 class EventScanner {
@@ -94,11 +99,26 @@ class EventScanner {
   const std::string& refused() const { return refused_; }
   // The header, devices, threads, NVTX ranges and stream records; no events.
   const Model& context() const { return context_; }
-  // The earliest time the index knows (0 without an index): an origin known before the events.
+  // The earliest and latest times the index knows (0 without an index): an origin and an end
+  // known before the events.
   uint64_t index_first_ns() const { return index_first_ns_; }
+  uint64_t index_last_ns() const { return index_last_ns_; }
   size_t shares() const { return shares_.size(); }
   // The priority of a stream's events that record none (ModelBuilder: the last StreamInfo wins).
   int32_t stream_priority(uint32_t stream) const;
+
+  // Selects the events run() hands on as select_events() selects them (scan_select.h), the
+  // window counted from the capture's first time (its header's start, unless the index knows an
+  // earlier one). False with *why_not when a scan cannot select as the load does: a capture
+  // without an index (its end), a --kernel pattern a copy's name could match. Throws
+  // std::invalid_argument as select_events() does.
+  bool select(const EventFilter& filter, std::string* why_not);
+  // After select(): the filter, with the window for the records a consumer writes beside the
+  // events (API calls, NVTX ranges, counters); null without one.
+  const ScanFilter* filter() const { return filter_.get(); }
+  // The capture's first time as Model::first_ns() has it: its header's start, unless the index
+  // knows an earlier time.
+  uint64_t first_ns() const;
 
   // Scans the shares, share i into *consumers[i] (shares() of them). False with *why_not when the
   // capture turned out to need loading (a record a scan cannot join) or a consumer stopped.
@@ -114,9 +134,10 @@ class EventScanner {
   EventScanOptions options_;
   std::string refused_;
   Model context_;
-  uint64_t index_first_ns_ = 0;
+  uint64_t index_first_ns_ = 0, index_last_ns_ = 0;
   std::vector<std::unique_ptr<Share>> shares_;
   std::vector<std::pair<uint32_t, int32_t>> stream_priority_;  // sorted by stream
+  std::unique_ptr<ScanFilter> filter_;
   std::vector<std::string> warnings_;
   bool corrupt_ = false;
 };

@@ -20,6 +20,7 @@
 
 #include "gantt/analysis/flame.h"
 #include "gantt/analysis/summary.h"
+#include "gantt/model/filter.h"
 #include "gantt/model/model.h"
 #include "gantt/ranks/alignment.h"
 
@@ -31,6 +32,10 @@ struct StreamStatsOptions {
   bool matches = false;     // diff's per-kernel samples too (add_diff_samples), for a summary file
   unsigned threads = 0;     // threads that scan the capture; 0 = every core
   LoadOptions load;
+  // select_events()' filters, applied by the scan (scan_select.h) as restricted() applies them
+  // to a loaded model: the GPU events it leaves out are not counted, the host's records are.
+  // One capture only (a job's window counts from its first rank's start).
+  const EventFilter* filter = nullptr;
 };
 
 struct StreamedStats {
@@ -44,6 +49,8 @@ struct StreamedStats {
   bool busy_exact = true;
   // Its header's clocks and its collectives' ends: what aligning it with other ranks takes.
   RankClockInput clock;
+  // With StreamStatsOptions::filter: the GPU events of the capture, and those selected.
+  uint64_t gpu_events = 0, selected_events = 0;
   // With StreamStatsOptions::matches: the GPU time by NVTX range path and kernel, as
   // flame.h gpu_stacks() gives it for the loaded capture (diff -o's differential flame graph).
   Stacks stacks;

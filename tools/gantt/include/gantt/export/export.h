@@ -23,6 +23,8 @@ struct ScanExportOptions {
   // The output's path where it is a file written as is (not stdout, not compressed): made
   // beside it and renamed to it, rather than spooled and copied (export/scan_spool.h).
   std::string output_path;
+  // select_events()' filters, applied by the scan (analysis/scan_select.h); null: every event.
+  const EventFilter* filter = nullptr;
 };
 struct ScannedExport {
   bool over = false;    // the output passed max_output: nothing written
@@ -47,7 +49,7 @@ class Exporter {
   // Deterministic: same model and selection, same bytes.
   virtual void write(const Model& model, const Selection& selection, const ExportOptions& options,
                      std::ostream& out) const = 0;
-  // Formats that can write one capture, whole and unfiltered, as they scan it
+  // Formats that can write one capture as they scan it
   // (analysis/event_scan.h): memory that does not grow with its events. write_scanned() then
   // returns true, having written the capture to the stream `open_output` gives once the scan
   // has ended (nothing is opened when the output is over the limit), or opens nothing and
@@ -63,9 +65,9 @@ class Exporter {
 };
 
 // Why `export` loads these captures in this format rather than scanning them ("" when it
-// scans): several captures (put on one clock), a filter (a window relative to the whole
-// capture, a range found by name), a format that needs the whole model (sqlite, folded).
-std::string export_scan_refusal(const Exporter& exporter, size_t captures, bool filtered);
+// scans): several captures (put on one clock), a format that needs the whole model (sqlite,
+// folded). A filter is applied by the scan.
+std::string export_scan_refusal(const Exporter& exporter, size_t captures);
 
 // nullptr when unknown.
 const Exporter* find_exporter(std::string_view format);

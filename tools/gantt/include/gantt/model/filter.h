@@ -72,6 +72,11 @@ void narrow_to_window(const EventFilter& filter, uint64_t origin, uint64_t* from
 // the span [sel.origin_ns, span_end], or --to before --from. Throws std::invalid_argument.
 [[noreturn]] void throw_empty_window(const EventFilter& filter, const Selection& sel, uint64_t span_end);
 
+// select_events()' window on *sel: [from, to] (the capture's first and last times, or with
+// --range its occurrence's window) narrowed by --from and --to from sel->origin_ns, and whether
+// one was asked for. Throws as select_events() does when that leaves nothing.
+void set_window(const EventFilter& filter, uint64_t from, uint64_t to, Selection* sel);
+
 // What a filter selects, in words, as Selection::description says it ("" for none).
 std::string describe_filter(const EventFilter& filter);
 
