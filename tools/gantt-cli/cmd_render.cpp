@@ -198,13 +198,15 @@ void flame_written(const std::string& output, const gantt::analysis::Stacks& sta
 
 // The flame graph of one capture, or of the ranks of one job, by a scan: the scanned stats
 // keep the GPU time by NVTX range path and kernel (StreamedStats::stacks, what gpu_stacks()
-// gives the loaded model), in memory that grows with the stacks, not the events. Nothing, with
-// *why_whole set, when a filter, standard input or a capture the scan cannot read asks for a load.
+// gives the loaded model), in memory that grows with the stacks, not the events; a filter on one
+// capture is applied by the scan. Nothing, with *why_whole set, when a filter on several
+// captures, standard input or a capture the scan cannot read asks for a load.
 std::optional<int> try_scan_flame(const RenderCliOptions& o, const gantt::FlameOptions& fo, const ChartTarget& target,
                                   std::string* why_whole) {
   if (o.load.in_memory) return std::nullopt;
-  std::string why_not = any_filter(o.filter) ? "a filtered flame graph"
-                        : !o.job.empty()     ? "a scheduler job's captures"
+  const bool filtered = any_filter(o.filter);
+  std::string why_not = filtered && o.files.size() != 1 ? "a filter on several captures (put on one clock)"
+                        : !o.job.empty()                ? "a scheduler job's captures"
                         : std::find(o.files.begin(), o.files.end(), "-") != o.files.end() ? "a capture on standard input"
                                                                                            : "";
   namespace ga = gantt::analysis;
@@ -213,6 +215,8 @@ std::optional<int> try_scan_flame(const RenderCliOptions& o, const gantt::FlameO
   so.matches = true;  // the stacks come with diff's matches
   so.load = load_options(o.load);
   so.threads = o.threads;
+  const gantt::EventFilter filter = make_filter(o.filter);
+  if (filtered) so.filter = &filter;  // applied by the scan, as select_events() selects
   ga::Stacks stacks;
   uint64_t events = 0;
   bool corrupt = false;
@@ -236,6 +240,9 @@ std::optional<int> try_scan_flame(const RenderCliOptions& o, const gantt::FlameO
     }
   } catch (const gpuhook::CaptureError&) {
     return std::nullopt;  // the loader reports it, as for any capture
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "gantt-cli: render: " << e.what() << "\n";  // a --range the capture does not have
+    return kExitError;
   }
   if (!why_not.empty()) {
     *why_whole = why_not;

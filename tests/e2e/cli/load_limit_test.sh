@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Whole loads stay within memory: every subcommand that must load captures whole (the HTML
-# page, --view, export, a filtered stats or diagnose, diff's page, merge, whatif) estimates the
-# load from the chunk indexes first, and over --max-memory says so in one line and exits 2
+# page, --view, export, a filter on several captures, diff's page, merge of a merged file,
+# whatif) estimates the load from the chunk indexes first, and over --max-memory says so in one
+# line and exits 2
 # without writing anything; a larger --max-memory, or --in-memory where offered, loads anyway;
 # what reads a capture as a stream is not limited; info keeps the files' own lines.
 #   load_limit_test.sh GANTT_CLI MAKE_CAPTURE
@@ -23,12 +24,12 @@ bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
 # Each: the output file, then the subcommand's arguments.
 whole=(
   "page.html|render a.gpuh -o page.html"
-  "flame.svg|render a.gpuh -o flame.svg --view flame --device 0"
+  "flame.svg|render a.gpuh b.gpuh -o flame.svg --view flame --device 0"
   "threads.svg|render a.gpuh -o threads.svg --lanes thread"
   "two.svg|render a.gpuh b.gpuh -o two.svg"
-  "trace.json|export a.gpuh -o trace.json --device 0"
+  "trace.json|export a.gpuh b.gpuh -o trace.json --device 0"
   "events.csv|export a.gpuh b.gpuh -o events.csv"
-  "-|stats a.gpuh --device 0"
+  "-|stats a.gpuh b.gpuh --device 0"
   "-|diagnose a.gpuh --device 0"
   "diff.html|diff a.gpuh b.gpuh -o diff.html"
   "merged.gpuh|merge job_a.gpuh b.gpuh -o merged.gpuh"

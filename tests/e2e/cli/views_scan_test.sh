@@ -51,12 +51,22 @@ done
 grep -q ": 40 steps of \"step\"" "$work/st.err" || { echo "FAIL: the steps capture's 40 steps are not drawn: $(cat "$work/st.err")"; fail=1; }
 # Two captures, the ranks of one job: the flame graph sums their stacks, as the loaded job's.
 same flame "two captures" "$work/synth.gpuh" "$work/steps.gpuh"
-# A filter is drawn from the loaded model.
-for view in flame steps; do
-  "$cli" render "$work/synth.gpuh" -o "$work/f.svg" --view $view --device 0 -j 2 2>"$work/f.err" >/dev/null ||
-    { echo "FAIL: a filtered $view view: $(cat "$work/f.err")"; fail=1; }
-  grep -q "loaded whole for a filtered" "$work/f.err" || { echo "FAIL: a filtered $view view is not said to load: $(cat "$work/f.err")"; fail=1; }
+# A filtered flame graph of one capture is selected by the scan, as select_events() selects.
+for flags in "--device 0" "--stream 14" "--kernel gemm" "--from 1ms --to 3ms" "--range step@2" "--range step@99"; do
+  for cap in synth nvtx; do
+    # shellcheck disable=SC2086  # the flags are words
+    same flame "$cap $flags" "$work/$cap.gpuh" $flags
+    grep -q "loaded whole" "$work/s.err" && { echo "FAIL: flame $cap $flags was loaded: $(cat "$work/s.err")"; fail=1; }
+  done
 done
+# A filtered step view, and a filter on several captures, are drawn from the loaded model.
+"$cli" render "$work/synth.gpuh" -o "$work/f.svg" --view steps --device 0 -j 2 2>"$work/f.err" >/dev/null ||
+  { echo "FAIL: a filtered steps view: $(cat "$work/f.err")"; fail=1; }
+grep -q "loaded whole for a filtered" "$work/f.err" || { echo "FAIL: a filtered steps view is not said to load: $(cat "$work/f.err")"; fail=1; }
+"$cli" render "$work/synth.gpuh" "$work/nvtx.gpuh" -o "$work/f.svg" --view flame --device 0 -j 2 2>"$work/f.err" >/dev/null ||
+  { echo "FAIL: a filtered flame graph of two captures: $(cat "$work/f.err")"; fail=1; }
+grep -q "loaded whole for a filter on several captures" "$work/f.err" ||
+  { echo "FAIL: a filter on two captures is not said to load: $(cat "$work/f.err")"; fail=1; }
 [[ $scanned == 12 ]] || { echo "FAIL: $scanned of 12 views scanned"; fail=1; }
 [[ $fail == 0 ]] && echo "ok: flame graphs and step views scanned and loaded agree"
 exit $fail
