@@ -4,8 +4,8 @@
 // of the processes and tracks follow. Memory grows with streams, threads and names, not
 // events.
 //
-// Compact, to stay near 200 bytes a kernel with its launch (a 10 M-kernel capture once made a
-// 14 GB trace, 1.4 KB a kernel): no "cat"; arguments under short keys (docs/export.md has the
+// Compact, about 310 bytes a kernel with its launch on tests/bench/export's capture, whose
+// kernel names take 57 of them (a 10 M-kernel capture once made a 14 GB trace, 1.4 KB a kernel): no "cat"; arguments under short keys (docs/export.md has the
 // legend) and only those the slice does not already say (its stream is its track, its
 // correlation id its flow); the launch->kernel arrow as Chrome's v2 flow (bind_id with
 // flow_out on the call, flow_in on the kernel) rather than two more events. Left to the loaded
