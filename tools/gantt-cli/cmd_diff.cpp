@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <exception>
 #include <stdexcept>
 #include <tuple>
 #include <vector>
@@ -260,17 +261,28 @@ bool comparable(const LoadedJob& job) {
 }
 
 // One side scanned (stream_stats.h) on `threads` threads: the summary with diff's matches
-// and the stacks of the flame graph. Nothing when it needs the whole timeline (graph launches,
-// a merged file, ...) or when diff's flags ask for a load.
+// and the stacks of the flame graph, the filter flags applied by the scan as restricted()
+// applies them to a loaded side. Nothing when it needs the whole timeline (graph launches,
+// a merged file, ...) or when diff's flags ask for a load. Throws std::invalid_argument for a
+// filter the capture cannot answer (a --range it does not have), as select_events() does.
 std::optional<ga::StreamedStats> stream_side(const DiffOptions& o, const std::string& path, unsigned threads) {
-  if (o.load.in_memory || any_filter(o.filter) || path == "-") return std::nullopt;
+  if (o.load.in_memory || path == "-") return std::nullopt;
+  const gantt::EventFilter filter = make_filter(o.filter);
   ga::StreamStatsOptions so;
   so.by = {ga::GroupBy::kKernel, ga::GroupBy::kStream, ga::GroupBy::kDevice, ga::GroupBy::kRange};
   so.gaps = 3;
   so.matches = true;
   so.load = load_options(o.load);
   so.threads = threads;
+  if (any_filter(o.filter)) so.filter = &filter;
   return ga::stream_stats(path, so, nullptr);
+}
+
+// What a scanned side's filter selected, in the line restrict_to_filter() prints for a loaded one.
+void print_selection(const DiffOptions& o, const ga::StreamedStats& side) {
+  if (any_filter(o.filter))
+    std::cerr << "gantt-cli: diff: " << side.selected_events << " of " << side.gpu_events << " GPU events ("
+              << gantt::describe_filter(make_filter(o.filter)) << ")\n";
 }
 
 // Whether a streamed side can be compared (its warnings printed first); false after one line.
@@ -302,9 +314,17 @@ int run_diff_summaries(const DiffOptions& o, const ga::DiffOptions& d) {
       }
       continue;
     }
-    if (auto streamed = stream_side(o, *files[i], o.threads != 0 ? o.threads : ga::default_scan_threads())) {
+    std::optional<ga::StreamedStats> streamed;
+    try {
+      streamed = stream_side(o, *files[i], o.threads != 0 ? o.threads : ga::default_scan_threads());
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "gantt-cli: diff: " << e.what() << "\n";
+      return kExitError;
+    }
+    if (streamed) {
       for (const std::string& line : streamed->warnings) std::cerr << "gantt-cli: " << line << "\n";
       if (!streamed_comparable(*streamed)) return kExitError;
+      print_selection(o, *streamed);
       side[i] = ga::diff_input(streamed->summary, d.match_range);
       continue;
     }
@@ -342,19 +362,34 @@ int load_and_write_chart(const DiffOptions& o, const ChartTarget& chart) {
 // or .pdf) are streamed too. Nothing when a side needs the whole timeline (graph launches, a
 // merged file, ...); run_diff then loads both.
 std::optional<int> try_stream(const DiffOptions& o, const ga::DiffOptions& d, const std::optional<ChartTarget>& chart) {
-  if (o.load.in_memory || any_filter(o.filter) || o.base == "-" || o.next == "-") return std::nullopt;
-  // The page and the charts aligned at a range need the loaded timelines.
-  if (chart && (chart->format == "html" || !o.align_range.empty())) return std::nullopt;
+  if (o.load.in_memory || o.base == "-" || o.next == "-") return std::nullopt;
+  // The page and the charts aligned at a range need the loaded timelines, and so do the charts
+  // of filtered sides (drawn from the restricted models).
+  if (chart && (chart->format == "html" || !o.align_range.empty() || any_filter(o.filter))) return std::nullopt;
   // The two sides share the cores.
   const unsigned threads = std::max(1u, (o.threads != 0 ? o.threads : ga::default_scan_threads()) / 2);
+  std::optional<ga::StreamedStats> base, next;
+  std::exception_ptr next_error;
   auto base_future = std::async(std::launch::async, [&] { return stream_side(o, o.base, threads); });
-  std::optional<ga::StreamedStats> next = stream_side(o, o.next, threads);
-  std::optional<ga::StreamedStats> base = base_future.get();
+  try {
+    next = stream_side(o, o.next, threads);
+  } catch (const std::invalid_argument&) {
+    next_error = std::current_exception();
+  }
+  try {
+    // The base side's error first, as the loaded sides are restricted in order.
+    base = base_future.get();
+    if (next_error) std::rethrow_exception(next_error);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "gantt-cli: diff: " << e.what() << "\n";
+    return kExitError;
+  }
   if (!base || !next) return std::nullopt;
   for (const ga::StreamedStats* side : {&*base, &*next})
     for (const std::string& line : side->warnings) std::cerr << "gantt-cli: " << line << "\n";
   for (const ga::StreamedStats* side : {&*base, &*next})
     if (!streamed_comparable(*side)) return kExitError;
+  for (const ga::StreamedStats* side : {&*base, &*next}) print_selection(o, *side);
   const ga::DiffReport r =
       ga::diff_inputs(ga::diff_input(base->summary, d.match_range), ga::diff_input(next->summary, d.match_range), d);
   std::cout << ga::format_diff(r, report_format(o.format), o.format == "text" || o.format == "md" ? o.top : 0);
