@@ -136,6 +136,13 @@ class Output {
   std::unique_ptr<std::ostream> out_;
 };
 
+// --root as the folded format's StackRoot.
+gantt::analysis::StackRoot folded_root(const std::string& root) {
+  return root == "rank"     ? gantt::analysis::StackRoot::kRank
+         : root == "device" ? gantt::analysis::StackRoot::kDevice
+                            : gantt::analysis::StackRoot::kNone;
+}
+
 int run_export(const ExportOptions& o) {
   const gantt::Exporter* exporter = gantt::find_exporter(o.format);
   if (!exporter) {
@@ -166,6 +173,7 @@ int run_export(const ExportOptions& o) {
   if (!o.load.in_memory && !stdin_capture && gantt::export_scan_refusal(*exporter, o.files.size()).empty()) {
     gantt::ScanExportOptions so;
     if (any_filter(o.filter)) so.filter = &f;
+    so.folded_root = folded_root(o.root);
     so.load = load_options(o.load);
     so.threads = o.threads;
     so.max_output = limit;
@@ -190,13 +198,11 @@ int run_export(const ExportOptions& o) {
     // A capture the scan cannot serve is loaded, within --max-memory, as before.
   }
   gantt::ExportOptions eo;
-  eo.folded_root = o.root == "rank" ? gantt::analysis::StackRoot::kRank
-                   : o.root == "device" ? gantt::analysis::StackRoot::kDevice
-                                        : gantt::analysis::StackRoot::kNone;
+  eo.folded_root = folded_root(o.root);
   // JSON and CSV both peaked at 102 bytes a record.
   const LoadedJob job = load_captures(o.files, o.load, {"export loads captures whole for several captures, "
                                                         "standard input, --in-memory or a capture a scan cannot read "
-                                                        "(one capture to chrome or csv is scanned, filtered or not)", 110});
+                                                        "(one capture to chrome, csv or folded is scanned, filtered or not)", 110});
   const gantt::Model& model = job.model;
   gantt::Selection sel;
   try {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# render --view flame (of a capture or the ranks of a job) and --view steps (of a capture) read
-# it by a scan, and draw what --in-memory draws from the loaded model, byte for byte: NVTX range
+# render --view flame (of a capture or the ranks of a job), --view steps (of a capture) and
+# export --format folded read it by a scan, and draw what --in-memory draws from the loaded model, byte for byte: NVTX range
 # paths and steps, copies and memsets, NCCL kernels joined to their calls, hostile names, damaged
 # files (the same exit code). -j 2 names the captures that are loaded whole after all, so the
 # scan is seen to be taken.
@@ -68,5 +68,29 @@ grep -q "loaded whole for a filtered" "$work/f.err" || { echo "FAIL: a filtered 
 grep -q "loaded whole for a filter on several captures" "$work/f.err" ||
   { echo "FAIL: a filter on two captures is not said to load: $(cat "$work/f.err")"; fail=1; }
 [[ $scanned == 12 ]] || { echo "FAIL: $scanned of 12 views scanned"; fail=1; }
-[[ $fail == 0 ]] && echo "ok: flame graphs and step views scanned and loaded agree"
+
+# export --format folded writes the flame graph's stacks: scanned, the loaded bytes, and not
+# held to --max-memory; a stack per GPU (--root device) is loaded.
+for cap in synth nvtx hostile killed; do
+  for flags in "" "--root rank" "--device 0" "--range step@2" "--root device"; do
+    # A filter needs the chunk index, which a killed process's file lacks: loaded (filter_scan_test).
+    [[ $cap == killed && $flags == --[dr][ea]* ]] && continue
+    # shellcheck disable=SC2086  # the flags are words
+    "$cli" export "$work/$cap.gpuh" --format folded $flags -o "$work/s.folded" --max-memory 1K 2>"$work/s.err"
+    rs=$?
+    # shellcheck disable=SC2086
+    "$cli" export "$work/$cap.gpuh" --format folded $flags -o "$work/w.folded" --in-memory 2>"$work/w.err"
+    rw=$?
+    what="export $cap --format folded $flags"
+    if [[ $flags == "--root device" ]]; then
+      [[ $rs == 2 ]] && grep -q "Not loaded" "$work/s.err" || { echo "FAIL: $what: not loaded: exit $rs"; fail=1; }
+    elif [[ $rs != "$rw" ]]; then
+      echo "FAIL: $what: exit $rs (scanned under --max-memory 1K), --in-memory $rw: $(cat "$work/s.err")"; fail=1
+    elif [[ -e $work/w.folded ]] && ! cmp -s "$work/s.folded" "$work/w.folded"; then
+      echo "FAIL: $what: the stacks differ from --in-memory's"; fail=1
+    fi
+    rm -f "$work/s.folded" "$work/w.folded"
+  done
+done
+[[ $fail == 0 ]] && echo "ok: flame graphs, folded stacks and step views scanned and loaded agree"
 exit $fail

@@ -3,13 +3,28 @@
 // The stack is the NVTX range chain of the launching thread, outermost first, then the
 // kernel (copies and memsets as "[memcpy HtoD]", "[memset]").
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "gantt/analysis/flame.h"
+#include "gantt/analysis/stream_stats.h"
 #include "gantt/export/export.h"
 
 namespace gantt {
 namespace {
+
+// Frames are cleaned by gpu_stacks (no ';', no controls, valid UTF-8) and joined by a
+// separator byte that becomes ';' here.
+std::string folded_lines(const analysis::Stacks& stacks, const std::string& root) {
+  std::string out;
+  for (const auto& [stack, w] : stacks) {
+    std::string line = root + stack;
+    for (char& c : line)
+      if (c == '\x1f') c = ';';
+    out += line + " " + std::to_string(w) + "\n";
+  }
+  return out;
+}
 
 class FoldedExporter : public Exporter {
  public:
@@ -18,16 +33,43 @@ class FoldedExporter : public Exporter {
     return "folded stacks 'range;range;kernel weight_ns' for flamegraph.pl and speedscope";
   }
   void write(const Model& m, const Selection& sel, const ExportOptions& options, std::ostream& os) const override {
-    // Frames are cleaned by gpu_stacks (no ';', no controls, valid UTF-8) and joined by a
-    // separator byte that becomes ';' here.
-    std::string out;
-    for (const auto& [stack, w] : analysis::gpu_stacks(m, &sel, options.folded_root)) {
-      std::string line = stack;
-      for (char& c : line)
-        if (c == '\x1f') c = ';';
-      out += line + " " + std::to_string(w) + "\n";
+    os << folded_lines(analysis::gpu_stacks(m, &sel, options.folded_root), "");
+  }
+  // The stacks are what the scanned stats keep for diff's flame graph (StreamedStats::stacks):
+  // memory grows with the stacks, not the events. A root per GPU needs each event's device
+  // beside its stack, which they do not keep: loaded.
+  bool scans() const override { return true; }
+  bool write_scanned(const std::string& path, const ScanExportOptions& o, const OpenOutput& open_output,
+                     ScannedExport* result, std::string* why_not) const override {
+    if (o.folded_root == analysis::StackRoot::kDevice) {
+      if (why_not) *why_not = "--root device (a stack per GPU)";
+      return false;
     }
-    os << out;
+    analysis::StreamStatsOptions so;
+    so.by = {analysis::GroupBy::kKernel};
+    so.matches = true;  // the stacks come with diff's matches
+    so.load = o.load;
+    so.threads = o.threads;
+    so.filter = o.filter;
+    std::optional<analysis::StreamedStats> stats = analysis::stream_stats(path, so, why_not);
+    if (!stats) return false;
+    // gpu_stacks()' rank frame of the one capture.
+    std::string root;
+    if (o.folded_root == analysis::StackRoot::kRank) {
+      const auto& h = stats->context.captures.front().header;
+      root = (h.has_rank() ? "rank " + std::to_string(h.rank()) : std::string("capture 0")) + "\x1f";
+    }
+    const std::string text = folded_lines(stats->stacks, root);
+    result->warnings = stats->warnings;
+    result->corrupt = stats->corrupt;
+    result->events = o.filter ? stats->selected_events : stats->summary.events;
+    if (o.max_output != 0 && text.size() > o.max_output) {
+      result->over = true;
+      return true;
+    }
+    open_output() << text;
+    result->bytes = text.size();
+    return true;
   }
 };
 

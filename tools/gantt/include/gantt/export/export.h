@@ -25,6 +25,8 @@ struct ScanExportOptions {
   std::string output_path;
   // select_events()' filters, applied by the scan (analysis/scan_select.h); null: every event.
   const EventFilter* filter = nullptr;
+  // Folded stacks: the frame under every stack (ExportOptions::folded_root).
+  analysis::StackRoot folded_root = analysis::StackRoot::kNone;
 };
 struct ScannedExport {
   bool over = false;    // the output passed max_output: nothing written
@@ -66,7 +68,7 @@ class Exporter {
 
 // Why `export` loads these captures in this format rather than scanning them ("" when it
 // scans): several captures (put on one clock), a format that needs the whole model (sqlite,
-// folded). A filter is applied by the scan.
+// metrics-csv). A filter is applied by the scan.
 std::string export_scan_refusal(const Exporter& exporter, size_t captures);
 
 // nullptr when unknown.
