@@ -264,8 +264,7 @@ void steps_written(const std::string& output, const gantt::analysis::Steps& step
 
 // The step-time view of one capture without its events: it draws the NVTX ranges and the
 // flight recorder's dumps (notices), which a scan reads before any event (EventScanner::context),
-// on the loaded view's time origin (the header's start, else the index's earliest time, or an
-// earlier range). Nothing, with *why_whole set, for a filter, several captures (their clocks are
+// on the loaded view's time origin (EventScanner::first_ns). Nothing, with *why_whole set, for a filter, several captures (their clocks are
 // aligned on their collectives), standard input or a capture a scan cannot read.
 std::optional<int> try_scan_steps(const RenderCliOptions& o, const gantt::RenderOptions& ro, const ChartTarget& target,
                                   std::string* why_whole) {
@@ -294,11 +293,7 @@ std::optional<int> try_scan_steps(const RenderCliOptions& o, const gantt::Render
   for (const std::string& line : scanner->warnings()) std::cerr << "gantt-cli: " << line << "\n";
   const gantt::Model& context = scanner->context();
   gantt::Selection sel;
-  sel.origin_ns = context.captures.front().header.start_monotonic_raw_ns();
-  if (scanner->index_first_ns() != 0 && (sel.origin_ns == 0 || scanner->index_first_ns() < sel.origin_ns))
-    sel.origin_ns = scanner->index_first_ns();
-  for (uint32_t r = 0; r < context.ranges.size(); ++r)
-    if (context.ranges.start_ns[r] && context.ranges.start_ns[r] < sel.origin_ns) sel.origin_ns = context.ranges.start_ns[r];
+  sel.origin_ns = scanner->first_ns();
   const gantt::analysis::Steps steps = gantt::analysis::step_series(context, o.step);
   if (!write_chart(gantt::steps_scene(context, sel, steps, ro), target)) return kExitError;
   steps_written(o.output, steps);

@@ -187,7 +187,8 @@ EventScanner::EventScanner(std::string path, EventScanOptions options) : path_(s
 EventScanner::~EventScanner() = default;
 
 uint64_t EventScanner::first_ns() const {
-  uint64_t t = context_.captures.empty() ? 0 : context_.captures.front().header.start_monotonic_raw_ns();
+  // The context's own first time: its header's start and its NVTX ranges, seen as the loader sees them.
+  uint64_t t = context_.first_ns();
   if (index_first_ns_ != 0 && (t == 0 || index_first_ns_ < t)) t = index_first_ns_;
   return t;
 }

@@ -393,12 +393,7 @@ bool write_chrome_scanned(const std::string& path, const ScanExportOptions& opt,
   const analysis::ScanFilter* filter = scanner.filter();
   const Model& context = scanner.context();
   const CaptureInfo& capture = context.captures.front();
-  // The origin: Model::first_ns() as far as it is known before the events, the header's start
-  // unless the index knows an earlier time.
-  uint64_t base = capture.header.start_monotonic_raw_ns();
-  if (scanner.index_first_ns() != 0 && (base == 0 || scanner.index_first_ns() < base)) base = scanner.index_first_ns();
-  for (uint32_t r = 0; r < context.ranges.size(); ++r)
-    if (context.ranges.start_ns[r] && context.ranges.start_ns[r] < base) base = context.ranges.start_ns[r];
+  const uint64_t base = scanner.first_ns();  // the origin: Model::first_ns() as far as it is known
 
   std::string head = "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"gantt-cli export --format chrome\",\"time_origin_ns\":";
   num(head, base);

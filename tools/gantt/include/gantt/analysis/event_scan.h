@@ -116,8 +116,8 @@ class EventScanner {
   // After select(): the filter, with the window for the records a consumer writes beside the
   // events (API calls, NVTX ranges, counters); null without one.
   const ScanFilter* filter() const { return filter_.get(); }
-  // The capture's first time as Model::first_ns() has it: its header's start, unless the index
-  // knows an earlier time.
+  // The capture's first time as Model::first_ns() has it, as far as it is known before the
+  // events: its header's start and its NVTX ranges, unless the index knows an earlier time.
   uint64_t first_ns() const;
 
   // Scans the shares, share i into *consumers[i] (shares() of them). False with *why_not when the
