@@ -67,6 +67,14 @@ constexpr uint64_t kRenderLoadCap = uint64_t{1} << 30;
 constexpr uint64_t kChartBytesPerRecord = 195;
 constexpr uint64_t kPageBytesPerRecord = 215;
 
+// A scan that cannot serve: the caller loads the capture, *why_whole says why (its refusal over
+// --max-memory names it), and -j, which asked for a scan, hears it now.
+std::optional<int> load_instead(const RenderCliOptions& o, const std::string& why_not, std::string* why_whole) {
+  *why_whole = why_not;
+  if (o.threads_given) std::cerr << "gantt-cli: render: the capture is loaded whole for " << why_not << "\n";
+  return std::nullopt;
+}
+
 // The chart of one capture without loading it (gantt/render/stream_render.h): memory bounded by
 // lanes, pixels and names, chunks decoded on every core. Nothing when the chart needs the
 // whole timeline, with *why_whole set to what needs it; the caller then loads the capture.
@@ -79,11 +87,7 @@ std::optional<int> try_stream(const RenderCliOptions& o, const gantt::RenderOpti
                         : target.format == "html"             ? "the HTML page"
                         : o.view != "gantt"                   ? "--view " + o.view
                                                               : gantt::stream_render_refusal(ro);
-  const auto loaded = [&]() -> std::optional<int> {
-    *why_whole = why_not;
-    if (o.threads_given) std::cerr << "gantt-cli: render: the capture is loaded whole for " << why_not << "\n";
-    return std::nullopt;
-  };
+  const auto loaded = [&] { return load_instead(o, why_not, why_whole); };
   gantt::StreamRenderOptions so;
   so.render = ro;
   // Too large to load: the flags a stream can tell (AnnotateOptions::streamed), rather than a
@@ -177,9 +181,7 @@ std::optional<int> try_scan_page(const RenderCliOptions& o, const gantt::RenderO
     return kExitError;
   }
   if (!parts) {
-    *why_whole = why_not;
-    if (o.threads_given) std::cerr << "gantt-cli: render: the capture is loaded whole for " << why_not << "\n";
-    return std::nullopt;
+    return load_instead(o, why_not, why_whole);
   }
   for (const std::string& line : parts->warnings) std::cerr << "gantt-cli: " << line << "\n";
   gantt::HtmlStats hs;
@@ -245,9 +247,7 @@ std::optional<int> try_scan_flame(const RenderCliOptions& o, const gantt::FlameO
     return kExitError;
   }
   if (!why_not.empty()) {
-    *why_whole = why_not;
-    if (o.threads_given) std::cerr << "gantt-cli: render: the capture is loaded whole for " << why_not << "\n";
-    return std::nullopt;
+    return load_instead(o, why_not, why_whole);
   }
   if (!write_chart(gantt::flame_scene(stacks, fo), target)) return kExitError;
   flame_written(o.output, stacks, events);
@@ -286,9 +286,7 @@ std::optional<int> try_scan_steps(const RenderCliOptions& o, const gantt::Render
     why_not = scanner->refused();
   }
   if (!why_not.empty()) {
-    *why_whole = why_not;
-    if (o.threads_given) std::cerr << "gantt-cli: render: the capture is loaded whole for " << why_not << "\n";
-    return std::nullopt;
+    return load_instead(o, why_not, why_whole);
   }
   for (const std::string& line : scanner->warnings()) std::cerr << "gantt-cli: " << line << "\n";
   const gantt::Model& context = scanner->context();
