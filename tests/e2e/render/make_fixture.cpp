@@ -6,110 +6,39 @@
 #include <cstdlib>
 #include <string>
 
-#include <gpuhook/capture.h>
-
-#include "fake_device.h"
+#include "capture_builder.h"
 
 namespace v1 = gpuhook::v1;
 
 namespace {
 
+gpuhook::WriterOptions by_size() {
+  gpuhook::WriterOptions o;
+  o.flush_interval_ns = ~0ull;  // chunk by size only: deterministic files
+  return o;
+}
+
 struct Gen {
-  std::unique_ptr<gpuhook::CaptureWriter> w;
+  gpuhook::test::CaptureBuilder b;
   uint32_t corr = 0;
 
-  bool open(const std::string& path) {
-    std::string err;
-    gpuhook::WriterOptions o;
-    o.flush_interval_ns = ~0ull;  // chunk by size only: deterministic files
-    w = gpuhook::CaptureWriter::create(path, o, &err);
-    if (!w) std::fprintf(stderr, "gantt_fixture_gen: %s: %s\n", path.c_str(), err.c_str());
-    return w != nullptr;
+  explicit Gen(const std::string& path) : b(path, by_size()) {
+    if (!b.ok()) std::fprintf(stderr, "gantt_fixture_gen: %s: %s\n", path.c_str(), b.error().c_str());
   }
-  void put(const v1::Record& r) { w->write(r); }
-
-  void header(uint64_t features) {
-    v1::Record r;
-    auto* h = r.mutable_header();
-    h->set_format_version(gpuhook::kFormatVersion);
-    h->set_tool_version("fixture");
-    h->set_host_name("fixture-host");
-    h->set_pid(4242);
-    h->set_start_monotonic_raw_ns(1'000'000'000);
-    h->set_clock_domain("CLOCK_MONOTONIC_RAW");
-    h->set_features(features);
-    put(r);
-  }
-  void device(uint32_t ordinal, uint32_t cc_major) {
-    v1::Record r;
-    auto* d = r.mutable_device();
-    d->set_ordinal(ordinal);
-    d->set_name(cc_major == 9 ? "NVIDIA H100 80GB HBM3" : "NVIDIA A100-SXM4-80GB");
-    gpuhook::test::set_sm_limits(d, cc_major);
-    d->set_shared_memory_per_block_optin_bytes(cc_major == 9 ? 232448 : 166912);
-    d->set_reserved_shared_memory_per_block_bytes(1024);
-    d->set_warp_size(32);
-    put(r);
-  }
-  void thread(uint64_t tid, const std::string& name) {
-    v1::Record r;
-    r.mutable_thread()->set_thread_id(tid);
-    r.mutable_thread()->set_name_id(w->intern(name));
-    put(r);
-  }
-  uint32_t api(const std::string& name, uint64_t tid, uint64_t b, uint64_t e) {
-    v1::Record r;
-    auto* a = r.mutable_api();
-    a->set_domain(v1::API_DOMAIN_RUNTIME);
-    a->set_name_id(w->intern(name));
-    a->set_thread_id(tid);
-    a->set_start_ns(static_cast<int64_t>(b));
-    a->set_end_ns(static_cast<int64_t>(e));
-    a->set_correlation_id(++corr);
-    put(r);
+  void header(uint64_t features) { b.header("fixture-host", 4242, 1'000'000'000, features)->set_tool_version("fixture"); }
+  // A runtime call with the next correlation id, which it returns.
+  uint32_t api(const std::string& name, uint64_t tid, uint64_t begin, uint64_t end) {
+    b.api(name, tid, begin, end, ++corr);
     return corr;
   }
-  void kernel(const std::string& name, uint32_t stream, uint32_t c, uint64_t q, uint64_t sub, uint64_t b, uint64_t e,
-              int block = 256, uint32_t regs = 32, uint32_t smem = 0, uint32_t device = 0, int grid = 216) {
-    v1::Record r;
-    auto* k = r.mutable_kernel();
-    k->set_name_id(w->intern(name));
+  void kernel(const std::string& name, uint32_t stream, uint32_t c, uint64_t q, uint64_t sub, uint64_t begin,
+              uint64_t end, int block = 256, uint32_t regs = 32, uint32_t smem = 0, uint32_t device = 0,
+              int grid = 216) {
+    auto k = b.kernel(name, stream, c, begin, end, {grid, block, regs});
     k->set_device(device);
-    k->set_stream(stream);
-    k->set_correlation_id(c);
     if (q) k->set_queued_ns(static_cast<int64_t>(q));
     if (sub) k->set_submitted_ns(static_cast<int64_t>(sub));
-    k->set_start_ns(static_cast<int64_t>(b));
-    k->set_end_ns(static_cast<int64_t>(e));
-    k->set_grid_x(grid);
-    k->set_grid_y(1);
-    k->set_grid_z(1);
-    k->set_block_x(block);
-    k->set_block_y(1);
-    k->set_block_z(1);
-    k->set_registers_per_thread(regs);
     k->set_dynamic_shared_memory_bytes(smem);
-    put(r);
-  }
-  void copy(v1::CopyKind kind, uint64_t bytes, uint32_t stream, uint32_t c, uint64_t b, uint64_t e) {
-    v1::Record r;
-    auto* m = r.mutable_memcpy();
-    m->set_copy_kind(kind);
-    m->set_bytes(bytes);
-    m->set_stream(stream);
-    m->set_correlation_id(c);
-    m->set_start_ns(static_cast<int64_t>(b));
-    m->set_end_ns(static_cast<int64_t>(e));
-    put(r);
-  }
-  void range(v1::RangeType type, const std::string& name, uint64_t tid, uint64_t t) {
-    v1::Record r;
-    auto* g = r.mutable_range();
-    g->set_type(type);
-    if (!name.empty()) g->set_name_id(w->intern(name));
-    g->set_thread_id(tid);
-    g->set_time_ns(static_cast<int64_t>(t));
-    put(r);
   }
 };
 
@@ -122,8 +51,8 @@ constexpr uint64_t US = 1000;
 void basic(Gen& g, bool shared_clock) {
   g.header(shared_clock ? (v1::FEATURE_HOST_CLOCK_CALLBACK | v1::FEATURE_LATENCY_TIMESTAMPS | v1::FEATURE_NVTX)
                         : (v1::FEATURE_LATENCY_TIMESTAMPS | v1::FEATURE_NVTX));
-  g.device(0, 8);
-  g.thread(100, "main");
+  g.b.sm_device(0, 8);
+  g.b.thread(100, "main");
   // Without the timestamp callback (a capture some other writer made) the GPU clock is its
   // own, here 1.5 ms behind the host's: drawn as recorded, and the chart says UNALIGNED.
   const uint64_t gpu_skew = shared_clock ? 0 : 1500 * US;
@@ -136,11 +65,11 @@ void basic(Gen& g, bool shared_clock) {
   };
   uint64_t t = T0 + 100 * US;
   for (int step = 0; step < 3; ++step) {
-    g.range(v1::RANGE_PUSH, "train_step", 100, t);
+    g.b.range(v1::RANGE_PUSH, "train_step", 100, t);
     // Upload the next batch on the copy stream while compute runs.
     uint32_t c = g.api("cudaMemcpyAsync", 100, t + 2 * US, t + 12 * US);
-    g.copy(v1::COPY_HTOD, 64 << 20, 14, c, t + 20 * US - gpu_skew, t + 420 * US - gpu_skew);
-    g.range(v1::RANGE_PUSH, "forward", 100, t + 15 * US);
+    g.b.copy(v1::COPY_HTOD, 64 << 20, 14, c, t + 20 * US - gpu_skew, t + 420 * US - gpu_skew);
+    g.b.range(v1::RANGE_PUSH, "forward", 100, t + 15 * US);
     uint64_t gpu = t + 30 * US;
     for (int i = 0; i < 6; ++i) {
       const uint64_t launch = t + 20 * US + uint64_t(i) * 10 * US;
@@ -151,23 +80,18 @@ void basic(Gen& g, bool shared_clock) {
         gpu, gpu + dur, low_occ ? 128 : 32);
       gpu += dur + 3 * US;
     }
-    g.range(v1::RANGE_POP, "", 100, t + 90 * US);
+    g.b.range(v1::RANGE_POP, "", 100, t + 90 * US);
     // Download the loss right after compute, on the compute stream: serialised.
     c = g.api("cudaMemcpyAsync", 100, t + 95 * US, t + 100 * US);
-    g.copy(v1::COPY_DTOH, 4 << 20, 13, c, gpu + 2 * US - gpu_skew, gpu + 80 * US - gpu_skew);
+    g.b.copy(v1::COPY_DTOH, 4 << 20, 13, c, gpu + 2 * US - gpu_skew, gpu + 80 * US - gpu_skew);
     gpu += 85 * US;
     // All-reduce of the gradients.
-    v1::Record n;
-    auto* nc = n.mutable_nccl();
-    nc->set_op(v1::NCCL_ALL_REDUCE);
-    nc->set_name_id(g.w->intern("ncclAllReduce"));
-    nc->set_bytes(256 << 20);
-    nc->set_thread_id(100);
-    nc->set_start_ns(static_cast<int64_t>(t + 105 * US));
-    nc->set_end_ns(static_cast<int64_t>(t + 130 * US));
-    nc->set_rank(0);
-    nc->set_nranks(2);
-    g.put(n);
+    {
+      auto nc = g.b.nccl(v1::NCCL_ALL_REDUCE, "ncclAllReduce", 100, t + 105 * US, t + 130 * US);
+      nc->set_bytes(256 << 20);
+      nc->set_rank(0);
+      nc->set_nranks(2);
+    }
     c = g.api("cudaLaunchKernel", 100, t + 110 * US, t + 118 * US);
     k("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 15, c, t + 110 * US, gpu, gpu + 400 * US);
     // A launch that queues behind the all-reduce for 300 us.
@@ -176,7 +100,7 @@ void basic(Gen& g, bool shared_clock) {
     const uint64_t end = gpu + 470 * US;
     // The host waits for the step, then prepares the next batch for 2 ms with the GPU idle.
     g.api("cudaStreamSynchronize", 100, t + 145 * US, end + 5 * US);
-    g.range(v1::RANGE_POP, "", 100, end + 6 * US);
+    g.b.range(v1::RANGE_POP, "", 100, end + 6 * US);
     g.api("cudaStreamSynchronize", 100, end + 10 * US, end + 2010 * US);
     t = end + 2020 * US;
   }
@@ -185,27 +109,27 @@ void basic(Gen& g, bool shared_clock) {
 // Names a program can produce and a chart must survive.
 void hostile(Gen& g) {
   g.header(v1::FEATURE_HOST_CLOCK_CALLBACK);
-  g.device(0, 9);
-  g.thread(7, "<script>alert(1)</script>");
+  g.b.sm_device(0, 9);
+  g.b.thread(7, "<script>alert(1)</script>");
   const std::string names[] = {
       "<script>alert('x')</script>", "a&b&amp;c", "quote\"s'and\"more", std::string(10 * 1024, 'K'),
       "bad\xff\xfe utf8 \xc3\x28 \xed\xa0\x80 end", std::string("nul\0inside", 10), "]]><!-- -->",
       "_Z3fooILi1EEvv", "tab\tnew\nline\rcr"};
   uint64_t t = T0 + 10 * US;
-  g.range(v1::RANGE_PUSH, "<range & \"stuff\">", 7, t);
+  g.b.range(v1::RANGE_PUSH, "<range & \"stuff\">", 7, t);
   int i = 0;
   for (const std::string& n : names) {
     const uint32_t c = g.api(n, 7, t, t + 5 * US);
     g.kernel(n, static_cast<uint32_t>(13 + (i++ % 2)), c, t + 6 * US, t + 7 * US, t + 10 * US, t + 110 * US);
     t += 120 * US;
   }
-  g.range(v1::RANGE_POP, "", 7, t);
+  g.b.range(v1::RANGE_POP, "", 7, t);
 }
 
 void big(Gen& g, uint64_t n) {
   g.header(v1::FEATURE_HOST_CLOCK_CALLBACK | v1::FEATURE_LATENCY_TIMESTAMPS);
-  g.device(0, 9);
-  g.thread(1, "main");
+  g.b.sm_device(0, 9);
+  g.b.thread(1, "main");
   const std::string names[] = {"_Z4gemmPfS_S_i", "_Z7softmaxPfi", "_Z9layernormPfS_i", "_Z4reluPfi",
                                "_Z9attentionPKfS0_S0_Pfi", "_Z7dropoutPfif", "_Z6embedPKiPf", "_Z4adamPfS_S_f"};
   uint64_t host = T0 + 10 * US;
@@ -229,16 +153,16 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string what = argv[1];
-  Gen g;
-  if (!g.open(argv[2])) return 2;
+  Gen g(argv[2]);
+  if (!g.b.ok()) return 2;
   if (what == "basic") basic(g, true);
   else if (what == "unaligned") basic(g, false);
   else if (what == "hostile") hostile(g);
-  else if (what == "empty") { g.header(v1::FEATURE_HOST_CLOCK_CALLBACK); g.device(0, 8); }
+  else if (what == "empty") { g.header(v1::FEATURE_HOST_CLOCK_CALLBACK); g.b.sm_device(0, 8); }
   else if (what == "big") big(g, argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 1000);
   else { std::fprintf(stderr, "gantt_fixture_gen: unknown scenario %s\n", what.c_str()); return 2; }
-  if (!g.w->close()) {
-    std::fprintf(stderr, "gantt_fixture_gen: %s\n", g.w->last_error().c_str());
+  if (!g.b.close()) {
+    std::fprintf(stderr, "gantt_fixture_gen: %s\n", g.b.error().c_str());
     return 2;
   }
   return 0;
