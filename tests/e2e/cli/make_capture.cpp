@@ -22,110 +22,48 @@
 #include <string>
 #include <vector>
 
-#include <gpuhook/capture.h>
-
-#include "fixture_device.h"
-
+#include "capture_builder.h"
 #include "synth.h"
 
 namespace v1 = gpuhook::v1;
 
 namespace {
 
+// The CLI tests' conventions over the capture builder: an A100-like "Fixture GPU", the host
+// thread 100, kernels of 216 x 256 threads at 32 registers submitted 10 ns after they queue.
 struct Out {
-  std::unique_ptr<gpuhook::CaptureWriter> w;
+  gpuhook::test::CaptureBuilder b;
   explicit Out(const std::string& path, const std::string& host = "fixture",
-               const std::vector<std::string>& command_line = {}) {
-    std::string err;
-    w = gpuhook::CaptureWriter::create(path, {}, &err);
-    if (!w) {
-      std::fprintf(stderr, "make_capture: %s\n", err.c_str());
+               const std::vector<std::string>& command_line = {})
+      : b(path) {
+    if (!b.ok()) {
+      std::fprintf(stderr, "make_capture: %s\n", b.error().c_str());
       std::exit(2);
     }
-    v1::Record r;
-    auto* h = r.mutable_header();
+    auto h = b.header(host, 4242, 1'000'000, v1::FEATURE_HOST_CLOCK_CALLBACK | v1::FEATURE_LATENCY_TIMESTAMPS);
     h->set_format_version(1);
-    h->set_host_name(host);
     for (const auto& arg : command_line) h->add_command_line(arg);
-    h->set_pid(4242);
-    h->set_start_monotonic_raw_ns(1'000'000);
-    h->set_clock_domain("CLOCK_MONOTONIC_RAW");
-    h->set_features(v1::FEATURE_HOST_CLOCK_CALLBACK | v1::FEATURE_LATENCY_TIMESTAMPS);
-    w->write(r);
-    fixture::write_device(*w);
+    b.fixture_gpu();
   }
-  void range(v1::RangeType t, const std::string& name, uint64_t at, uint64_t tid = 100) {
-    v1::Record r;
-    r.mutable_range()->set_type(t);
-    if (!name.empty()) r.mutable_range()->set_name_id(w->intern(name));
-    r.mutable_range()->set_thread_id(tid);
-    r.mutable_range()->set_time_ns(static_cast<int64_t>(at));
-    w->write(r);
-  }
+  void range(v1::RangeType t, const std::string& name, uint64_t at, uint64_t tid = 100) { b.range(t, name, tid, at); }
   void api(const std::string& name, uint64_t s, uint64_t e, uint32_t corr, uint64_t tid = 100) {
-    v1::Record r;
-    auto* a = r.mutable_api();
-    a->set_domain(v1::API_DOMAIN_RUNTIME);
-    a->set_name_id(w->intern(name));
-    a->set_thread_id(tid);
-    a->set_start_ns(static_cast<int64_t>(s));
-    a->set_end_ns(static_cast<int64_t>(e));
-    a->set_correlation_id(corr);
-    w->write(r);
+    b.api(name, tid, s, e, corr);
   }
   void kernel(const std::string& name, uint32_t stream, uint32_t corr, uint64_t q, uint64_t s, uint64_t e) {
-    v1::Record r;
-    auto* k = r.mutable_kernel();
-    k->set_name_id(w->intern(name));
-    k->set_stream(stream);
-    k->set_correlation_id(corr);
+    auto k = b.kernel(name, stream, corr, s, e, {216, 256, 32});
     k->set_queued_ns(static_cast<int64_t>(q));
     k->set_submitted_ns(static_cast<int64_t>(q + 10));
-    k->set_start_ns(static_cast<int64_t>(s));
-    k->set_end_ns(static_cast<int64_t>(e));
-    k->set_grid_x(216);
-    k->set_grid_y(1);
-    k->set_grid_z(1);
-    k->set_block_x(256);
-    k->set_block_y(1);
-    k->set_block_z(1);
-    k->set_registers_per_thread(32);
-    w->write(r);
   }
   void copy(uint32_t stream, uint32_t corr, uint64_t s, uint64_t e, uint64_t bytes) {
-    v1::Record r;
-    auto* m = r.mutable_memcpy();
-    m->set_copy_kind(v1::COPY_HTOD);
-    m->set_bytes(bytes);
-    m->set_stream(stream);
-    m->set_correlation_id(corr);
-    m->set_start_ns(static_cast<int64_t>(s));
-    m->set_end_ns(static_cast<int64_t>(e));
-    m->set_async(true);
-    w->write(r);
+    b.copy(v1::COPY_HTOD, bytes, stream, corr, s, e)->set_async(true);
   }
-  void memory(v1::MemoryOp op, uint64_t address, uint64_t bytes, uint64_t t) {
-    v1::Record r;
-    auto* m = r.mutable_memory();
-    m->set_op(op);
-    m->set_address(address);
-    m->set_bytes(bytes);
-    m->set_time_ns(static_cast<int64_t>(t));
-    m->set_memory_kind(v1::MEMORY_DEVICE);
-    w->write(r);
-  }
+  void memory(v1::MemoryOp op, uint64_t address, uint64_t bytes, uint64_t t) { b.memory(op, address, bytes, t); }
   void sample(uint64_t t, v1::GpuMetric metric, uint64_t value, uint32_t device = 0) {
-    v1::Record r;
-    auto* m = r.mutable_metric_sample();
-    m->set_device(device);
-    m->set_time_ns(static_cast<int64_t>(t));
-    m->set_metric(metric);
-    m->set_value(value);
-    w->write(r);
+    b.metric(device, t, metric, value);
   }
   void close() {
-    if (!w->close()) {
-      std::fprintf(stderr, "make_capture: %s\n", w->last_error().c_str());
+    if (!b.close()) {
+      std::fprintf(stderr, "make_capture: %s\n", b.error().c_str());
       std::exit(2);
     }
   }
@@ -260,43 +198,33 @@ void hostile(const std::string& path) {
 // each divided by zero in the occupancy calculator; times at the ends of the range.
 void hostile_device(const std::string& path) {
   Out o(path);
-  v1::Record d;
-  d.mutable_device()->set_ordinal(1);
-  d.mutable_device()->set_name("Hostile GPU");
-  d.mutable_device()->set_cc_major(9);
-  d.mutable_device()->set_max_warps_per_sm(64);
-  d.mutable_device()->set_max_blocks_per_sm(32);
-  d.mutable_device()->set_registers_per_sm(65536);
-  d.mutable_device()->set_shared_memory_per_sm_bytes(167936);
-  d.mutable_device()->set_warp_size(0x80000000u);
-  o.w->write(d);
-  d.mutable_device()->set_ordinal(2);  // a sane sm_80 for the launch shapes
-  d.mutable_device()->set_name("Sane GPU");
-  d.mutable_device()->set_cc_major(8);
-  d.mutable_device()->set_warp_size(32);
-  o.w->write(d);
+  {
+    auto d = o.b.device(1, "Hostile GPU");
+    d->set_cc_major(9);
+    d->set_max_warps_per_sm(64);
+    d->set_max_blocks_per_sm(32);
+    d->set_registers_per_sm(65536);
+    d->set_shared_memory_per_sm_bytes(167936);
+    d->set_warp_size(0x80000000u);
+  }
+  {
+    auto d = o.b.device(2, "Sane GPU");  // a sane sm_80 for the launch shapes
+    d->set_cc_major(8);
+    d->set_max_warps_per_sm(64);
+    d->set_max_blocks_per_sm(32);
+    d->set_registers_per_sm(65536);
+    d->set_shared_memory_per_sm_bytes(167936);
+    d->set_warp_size(32);
+  }
   uint64_t t = 2'000'000;
   uint32_t corr = 1;
   for (uint32_t device : {1u, 2u}) {
     for (int i = 0; i < 3; ++i, ++corr, t += 10'000) {
       o.api("cudaLaunchKernel", t, t + 100, corr);
-      v1::Record r;
-      auto* k = r.mutable_kernel();
-      k->set_name_id(o.w->intern("huge_block"));
+      auto k = o.b.kernel("huge_block", 7, corr, t + 200, t + 5'000, {1, 65537, i == 2 ? 0xFFFFFFFFu : 32});
       k->set_device(device);
-      k->set_stream(7);
-      k->set_correlation_id(corr);
-      k->set_start_ns(static_cast<int64_t>(t + 200));
-      k->set_end_ns(static_cast<int64_t>(t + 5'000));
-      k->set_block_x(65537);
       k->set_block_y(65535);
-      k->set_block_z(1);
-      k->set_grid_x(1);
-      k->set_grid_y(1);
-      k->set_grid_z(1);
-      k->set_registers_per_thread(i == 2 ? 0xFFFFFFFFu : 32);
       if (i == 1) k->set_block_x(256), k->set_block_y(1);
-      o.w->write(r);
     }
   }
   o.close();

@@ -20,67 +20,37 @@
 
 #include <zstd.h>
 
-#include <gpuhook/capture.h>
 #include <gpuhook/summary_file.h>
 
-#include "fixture_device.h"
+#include "capture_builder.h"
 
 namespace v1 = gpuhook::v1;
 
 namespace {
 
-std::unique_ptr<gpuhook::CaptureWriter> open_capture(const std::string& path) {
-  std::string err;
-  auto w = gpuhook::CaptureWriter::create(path, {}, &err);
-  if (!w) {
-    std::fprintf(stderr, "make_costly: %s\n", err.c_str());
+// Opens `path` with the CLI tests' header and "Fixture GPU", and interns the two names first.
+void open_capture(gpuhook::test::CaptureBuilder& b) {
+  if (!b.ok()) {
+    std::fprintf(stderr, "make_costly: %s\n", b.error().c_str());
     std::exit(2);
   }
-  v1::Record r;
-  auto* h = r.mutable_header();
-  h->set_format_version(gpuhook::kFormatVersion);
-  h->set_host_name("costly");
-  h->set_pid(4242);
-  h->set_start_monotonic_raw_ns(1'000'000);
-  h->set_clock_domain("CLOCK_MONOTONIC_RAW");
-  h->set_features(v1::FEATURE_HOST_CLOCK_CALLBACK | v1::FEATURE_LATENCY_TIMESTAMPS);
-  w->write(r);
-  fixture::write_device(*w);
-  return w;
+  b.header("costly", 4242, 1'000'000, v1::FEATURE_HOST_CLOCK_CALLBACK | v1::FEATURE_LATENCY_TIMESTAMPS);
+  b.fixture_gpu();
+  b.intern("k");
+  b.intern("cudaLaunchKernel");
 }
 
-void launch(gpuhook::CaptureWriter& w, uint32_t name_id, uint32_t api_id, uint32_t stream, uint32_t corr, int64_t t,
-            int64_t jitter = 0) {
-  v1::Record a;
-  a.mutable_api()->set_domain(v1::API_DOMAIN_RUNTIME);
-  a.mutable_api()->set_name_id(api_id);
-  a.mutable_api()->set_thread_id(100);
-  a.mutable_api()->set_start_ns(t);
-  a.mutable_api()->set_end_ns(t + 100);
-  a.mutable_api()->set_correlation_id(corr);
-  w.write(a);
-  v1::Record r;
-  auto* k = r.mutable_kernel();
-  k->set_name_id(name_id);
-  k->set_stream(stream);
-  k->set_correlation_id(corr);
+void launch(gpuhook::test::CaptureBuilder& b, uint32_t stream, uint32_t corr, int64_t t, int64_t jitter = 0) {
+  const auto at = [t](int64_t d) { return static_cast<uint64_t>(t + d); };
+  b.api("cudaLaunchKernel", 100, at(0), at(100), corr);
+  auto k = b.kernel("k", stream, corr, at(200), at(1200 + jitter), {216, 256, 32});
   k->set_queued_ns(t + 50);
   k->set_submitted_ns(t + 60);
-  k->set_start_ns(t + 200);
-  k->set_end_ns(t + 1200 + jitter);
-  k->set_grid_x(216);
-  k->set_grid_y(1);
-  k->set_grid_z(1);
-  k->set_block_x(256);
-  k->set_block_y(1);
-  k->set_block_z(1);
-  k->set_registers_per_thread(32);
-  w.write(r);
 }
 
-void close_capture(gpuhook::CaptureWriter& w) {
-  if (!w.close()) {
-    std::fprintf(stderr, "make_costly: %s\n", w.last_error().c_str());
+void close_capture(gpuhook::test::CaptureBuilder& b) {
+  if (!b.close()) {
+    std::fprintf(stderr, "make_costly: %s\n", b.error().c_str());
     std::exit(2);
   }
 }
@@ -88,28 +58,25 @@ void close_capture(gpuhook::CaptureWriter& w) {
 // One kernel on each of `streams` streams, then `kernels` more round-robin over them; each
 // starts as the one before ends, so nothing overlaps and every stream is one lane.
 void streams(const std::string& path, uint64_t streams, uint64_t kernels) {
-  auto w = open_capture(path);
-  const uint32_t name = w->intern("k");
-  const uint32_t api = w->intern("cudaLaunchKernel");
+  gpuhook::test::CaptureBuilder b(path);
+  open_capture(b);
   int64_t t = 2'000'000;
   uint32_t corr = 1;
-  for (uint64_t i = 0; i < streams + kernels; ++i, t += 2000)
-    launch(*w, name, api, static_cast<uint32_t>(7 + i % streams), corr++, t);
-  close_capture(*w);
+  for (uint64_t i = 0; i < streams + kernels; ++i, t += 2000) launch(b, static_cast<uint32_t>(7 + i % streams), corr++, t);
+  close_capture(b);
 }
 
 void repeat(const std::string& path, uint64_t n, uint64_t every) {
-  auto w = open_capture(path);
-  const uint32_t name = w->intern("k");
-  const uint32_t api = w->intern("cudaLaunchKernel");
+  gpuhook::test::CaptureBuilder b(path);
+  open_capture(b);
   int64_t t = 2'000'000;
   uint64_t state = 42;  // a fixed LCG: the same bytes each run
   for (uint32_t corr = 1; corr <= n; ++corr, t += 2000) {
     state = state * 6364136223846793005ull + 1442695040888963407ull;
     const int64_t jitter = every && (state >> 33) % every == 0 ? 1 : 0;
-    launch(*w, name, api, 7, corr, t, jitter);
+    launch(b, 7, corr, t, jitter);
   }
-  close_capture(*w);
+  close_capture(b);
 }
 
 // The summary file's framing (proto/README.md, "Summaries") around a message body of our
