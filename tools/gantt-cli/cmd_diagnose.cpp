@@ -80,12 +80,11 @@ std::optional<ga::StatsSummary> stream_summary(const std::vector<std::string>& c
   return all;
 }
 
-// Why diagnose loads the captures it does not stream, for load_captures()' refusal;
-// `diagnose --in-memory` peaked at 132 bytes a record.
+// Why diagnose loads the captures it does not stream, for load_captures()' refusal.
 const WholeLoad kWhyWhole{
     "diagnose loads several captures, a capture with filters, and one a scan cannot serve (allocation records, GPU "
     "counter samples, NCCL sends and receives) whole",
-    140};
+    gantt::scan::WholePath::kDiagnose};
 
 // Summaries among the inputs: the captures beside them are summarised (one read as a stream, as
 // stats reads it; several loaded together) and merged before them, in the order given.

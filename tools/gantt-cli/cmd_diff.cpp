@@ -55,12 +55,11 @@ struct DiffOptions {
   unsigned threads = 0;     // threads that scan each side (0 = every core)
 };
 
-// Why diff loads the captures it does not stream, for load_captures()' refusal; `diff -o
-// x.html` of two captures peaked at 167 bytes a record of both.
+// Why diff loads the captures it does not stream, for load_captures()' refusal.
 const WholeLoad kWhyWhole{
     "diff loads captures whole for a filter, standard input, an .html page or --align-range (without them, the "
     "report and the .svg, .png or .pdf charts are read as streams)",
-    175};
+    gantt::scan::WholePath::kDiffPage};
 
 // The charts' length: the longer run's GPU work, kept within what a signed window offset
 // holds (a hostile capture's times span up to 2^64 ns).
@@ -344,8 +343,8 @@ std::pair<LoadedJob, LoadedJob> load_both(const DiffOptions& o) {
   check_load_fits(with_stdin({o.base, o.next}), o.load, kWhyWhole);
   LoadFlags each = o.load;
   each.in_memory = true;  // whatever the estimate: checked together above
-  auto base_future = std::async(std::launch::async, [&] { return load_captures_quietly({o.base}, each); });
-  LoadedJob next = load_captures_quietly({o.next}, each);
+  auto base_future = std::async(std::launch::async, [&] { return load_captures_quietly({o.base}, each, kWhyWhole); });
+  LoadedJob next = load_captures_quietly({o.next}, each, kWhyWhole);
   return {base_future.get(), std::move(next)};
 }
 

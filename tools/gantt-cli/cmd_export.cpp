@@ -199,10 +199,10 @@ int run_export(const ExportOptions& o) {
   }
   gantt::ExportOptions eo;
   eo.folded_root = folded_root(o.root);
-  // JSON and CSV both peaked at 102 bytes a record.
   const LoadedJob job = load_captures(o.files, o.load, {"export loads captures whole for several captures, "
                                                         "standard input, --in-memory or a capture a scan cannot read "
-                                                        "(one capture to chrome, csv or folded is scanned, filtered or not)", 110});
+                                                        "(one capture to chrome, csv or folded is scanned, filtered or not)",
+                                                        gantt::scan::WholePath::kExport});
   const gantt::Model& model = job.model;
   gantt::Selection sel;
   try {

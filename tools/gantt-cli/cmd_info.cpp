@@ -337,9 +337,8 @@ void register_info(CLI::App& app, int& exit_code) {
       try {
         std::vector<gantt::RankClockInput> inputs;
         for (const std::string& f : opts->files)
-          // Two captures loaded together peaked at 95 bytes a record.
           for (gantt::RankClockInput& in :
-               clock_inputs_of(f, opts->load, 0, {"the ranks' clocks of this file are read from it loaded whole", 100}))
+               clock_inputs_of(f, opts->load, 0, {"the ranks' clocks of this file are read from it loaded whole", gantt::scan::WholePath::kClocks}))
             inputs.push_back(std::move(in));
         if (inputs.size() > 1) {
           const gantt::RankAlignment alignment = gantt::align_ranks(inputs);

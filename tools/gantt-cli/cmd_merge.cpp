@@ -64,8 +64,7 @@ void register_merge(CLI::App& app, int& exit_code) {
     }
     gantt::MergeResult r = gantt::merge_captures(
         opts->inputs, opts->output, [&o = *opts](const std::string& path) {
-          // One capture at a time peaked at 109 bytes a record.
-          return clock_inputs_of(path, o.load, o.threads, {"merge loads it whole to align the clocks", 115});
+          return clock_inputs_of(path, o.load, o.threads, {"merge loads it whole to align the clocks", gantt::scan::WholePath::kMerge});
         });
     if (!opts->quiet) {
       for (const std::string& line : gantt::describe(r.alignment, r.inputs)) std::cout << line << "\n";

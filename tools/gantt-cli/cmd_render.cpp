@@ -62,10 +62,6 @@ struct RenderCliOptions {
 // and their launches), some 6 s of loading here. A larger capture is drawn as a stream, in
 // memory that does not grow with its events, with the flags a stream can tell.
 constexpr uint64_t kRenderLoadCap = uint64_t{1} << 30;
-// What a record takes loaded and drawn: `render --in-memory -o x.svg` peaked at 188 bytes a
-// record, the HTML page at 206 (its data block beside the model).
-constexpr uint64_t kChartBytesPerRecord = 195;
-constexpr uint64_t kPageBytesPerRecord = 215;
 
 // A scan that cannot serve: the caller loads the capture, *why_whole says why (its refusal over
 // --max-memory names it), and -j, which asked for a scan, hears it now.
@@ -92,18 +88,19 @@ std::optional<int> try_stream(const RenderCliOptions& o, const gantt::RenderOpti
   so.render = ro;
   // Too large to load: the flags a stream can tell (AnnotateOptions::streamed), rather than a
   // load that grows with the events. The footer and stderr say what that leaves out.
-  bool over_budget = false;
+  bool too_large = false;
   if (!why_not.empty() && ro.annotate.enabled && why_not == gantt::stream_render_refusal(ro)) {
     gantt::RenderOptions flagged = ro;
     flagged.annotate.streamed = true;
-    const LoadEstimate load = estimate_load(o.files, o.load.max_memory, kRenderLoadCap, kChartBytesPerRecord);
+    const gantt::scan::LoadEstimate load =
+        gantt::scan::estimate_load(o.files, gantt::scan::WholePath::kChart, o.load.max_memory, kRenderLoadCap);
     if (gantt::stream_render_refusal(flagged).empty() && !load.fits()) {
-      std::cerr << "gantt-cli: render: " << load.over_budget()
+      std::cerr << "gantt-cli: render: " << over_budget(load)
                 << ": read as a stream: queue delays flagged on the kernels drawn one by one, copies that could "
                    "have overlapped not flagged (--in-memory loads it and flags all)\n";
       so.render = flagged;
       why_not.clear();
-      over_budget = true;
+      too_large = true;
     }
   }
   if (!why_not.empty()) return loaded();
@@ -113,7 +110,7 @@ std::optional<int> try_stream(const RenderCliOptions& o, const gantt::RenderOpti
   std::optional<gantt::StreamedChart> chart;
   try {
     chart = gantt::stream_render(o.files.front(), so, &why_not);
-    if (!chart && over_budget) {
+    if (!chart && too_large) {
       // What stopped the flags may not stop the chart: drawn without them, the footer says why.
       const std::string flags_stopped = why_not;
       so.render.annotate.enabled = false;
@@ -159,7 +156,9 @@ std::optional<int> try_scan_page(const RenderCliOptions& o, const gantt::RenderO
   // cap: some 90 MB loaded) gets the loaded page when every event fits it, as before. A large
   // one is scanned even then: a window of it (--from/--to, as the page says to ask for the
   // folded events) would otherwise load all of it for a few thousand events.
-  so.refuse_unfolded = estimate_load(o.files, o.load.max_memory, kRenderLoadCap, kPageBytesPerRecord).records <= 4 * o.page_events;
+  so.refuse_unfolded =
+      gantt::scan::estimate_load(o.files, gantt::scan::WholePath::kPage, o.load.max_memory, kRenderLoadCap).records <=
+      4 * o.page_events;
   std::optional<gantt::StreamedParts> parts;
   try {
     const bool scanned = why_not.empty();
@@ -335,7 +334,7 @@ int run_render(const RenderCliOptions& o) {
   } else if (const auto streamed = try_stream(o, ro, target, &why_whole)) {
     return *streamed;
   }
-  WholeLoad whole{"", target.format == "html" ? kPageBytesPerRecord : kChartBytesPerRecord};
+  WholeLoad whole{"", target.format == "html" ? gantt::scan::WholePath::kPage : gantt::scan::WholePath::kChart};
   if (!why_whole.empty())
     whole.why = "render loads the capture whole for " + why_whole +
                 " (a chart or page of one capture, lanes per stream or device, is read as a stream)";

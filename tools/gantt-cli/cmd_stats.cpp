@@ -116,12 +116,11 @@ void print_selection(const StatsOptions& o, const ga::StreamedJob& job) {
             << " GPU events (" << gantt::describe_filter(make_filter(o.filter)) << ")\n";
 }
 
-// Why stats loads the captures it does not stream, for load_captures()' refusal; `stats
-// --device 0` peaked at 181 bytes a record.
+// Why stats loads the captures it does not stream, for load_captures()' refusal.
 const WholeLoad kWhyWhole{
     "stats loads captures whole for a filter on several captures, standard input or a capture a stream cannot read "
     "(without them, the tables are read as a stream)",
-    190};
+    gantt::scan::WholePath::kStats};
 
 // What stats does with a capture it cannot report (no header): true when every rank can be.
 bool all_reportable(const ga::StreamedJob& job) {

@@ -110,8 +110,7 @@ void register_whatif(CLI::App& app, int& exit_code) {
     options.max_records_per_byte = opts->max_records_per_byte;
     try {
       for (const std::string& c : opts->changes) changes.push_back(gantt::whatif::parse_change(c));
-      // The replay's own tables beside the model: 480 bytes a record at the peak.
-      check_load_fits(opts->inputs, opts->load, {"whatif replays captures loaded whole", 500});
+      check_load_fits(opts->inputs, opts->load, {"whatif replays captures loaded whole", gantt::scan::WholePath::kWhatif});
       const gantt::whatif::Prediction p = gantt::whatif::predict(opts->inputs, changes, options, opts->output);
       if (const std::string why = refused_on_reading(opts->output); !why.empty()) {
         std::remove(opts->output.c_str());  // created by predict() (never overwrites), so ours to remove

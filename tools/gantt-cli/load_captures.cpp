@@ -130,7 +130,7 @@ std::vector<gantt::RankClockInput> clock_inputs_of(const std::string& path, cons
 gpuhook::SummaryLimits summary_limits(const LoadFlags& flags) {
   gpuhook::SummaryLimits limits;
   limits.max_records_per_byte = flags.max_records_per_byte;
-  limits.max_memory_bytes = flags.max_memory ? flags.max_memory : usable_memory() / 2;
+  limits.max_memory_bytes = flags.max_memory ? flags.max_memory : gantt::scan::usable_memory() / 2;
   if (flags.in_memory && !flags.max_memory) limits.max_memory_bytes = 0;
   return limits;
 }
@@ -152,89 +152,11 @@ bool merge_summary_files(const std::vector<std::string>& paths, const LoadFlags&
   return true;
 }
 
-namespace {
-
-// A capture without an index (its writer was killed) is estimated from its size. Records
-// compress to 9 bytes each in gpuhook_make_capture's random synthetic captures and to 1.6 in
-// ranks_gen_job's regular ones: 4 errs towards reading a large file as a stream.
-constexpr uint64_t kFileBytesPerRecord = 4;
-
-// A cgroup file's limit in bytes; UINT64_MAX when it is missing or says none ("max", or v1's
-// page-rounded 2^63).
-uint64_t limit_in(const std::string& path) {
-  std::ifstream in(path);
-  std::string text;
-  if (!(in >> text) || text.empty() || text.find_first_not_of("0123456789") != std::string::npos) return UINT64_MAX;
-  try {
-    return std::stoull(text);
-  } catch (const std::exception&) {  // past 64 bits: no limit that matters
-    return UINT64_MAX;
-  }
-}
-
-// The cgroup limits on this process's memory (a container, a Slurm job step): the least of
-// its cgroup's and every ancestor's, as /proc/self/cgroup names them (v2 "0::/path", v1
-// "N:memory:/path" or "N:...,memory,...:/path"); UINT64_MAX when none is set.
-uint64_t cgroup_memory_limit() {
-  uint64_t least = limit_in("/sys/fs/cgroup/memory.max");  // a cgroup namespace's own root
-  std::ifstream self("/proc/self/cgroup");
-  for (std::string line; std::getline(self, line);) {
-    const size_t a = line.find(':'), b = a == std::string::npos ? a : line.find(':', a + 1);
-    if (b == std::string::npos) continue;
-    const std::string controllers = "," + line.substr(a + 1, b - a - 1) + ",";
-    std::string dir, file;
-    if (line.compare(0, a, "0") == 0 && controllers == ",,") {
-      dir = "/sys/fs/cgroup", file = "/memory.max";
-    } else if (controllers.find(",memory,") != std::string::npos) {
-      dir = "/sys/fs/cgroup/memory", file = "/memory.limit_in_bytes";
-    } else {
-      continue;
-    }
-    for (std::string path = line.substr(b + 1); !path.empty() && path.find("..") == std::string::npos;) {
-      least = std::min(least, limit_in(dir + (path == "/" ? "" : path) + file));
-      if (path == "/") break;
-      const size_t up = path.rfind('/');
-      if (up == std::string::npos) break;  // not a path from the root
-      path = up == 0 ? "/" : path.substr(0, up);
-    }
-  }
-  return least;
-}
-
-}  // namespace
-
-uint64_t usable_memory() {
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  const uint64_t machine = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page)
-                                                 : uint64_t{16} << 30;
-  return std::min(machine, cgroup_memory_limit());
-}
-
-LoadEstimate estimate_load(const std::vector<std::string>& files, uint64_t max_memory, uint64_t default_cap,
-                           uint64_t bytes_per_record) {
-  LoadEstimate e;
-  for (const std::string& path : files) {
-    const gpuhook::CaptureReader probe(path, gpuhook::ReaderOptions{false, 0, 0});
-    // A hostile index may claim any count: the sum saturates rather than wraps.
-    const auto add = [&e](uint64_t n) { e.records = n > UINT64_MAX - e.records ? UINT64_MAX : e.records + n; };
-    if (const auto& index = probe.index()) {
-      for (const auto& chunk : index->chunk()) add(chunk.records());
-    } else {
-      struct stat st {};
-      if (::stat(path.c_str(), &st) == 0) add(static_cast<uint64_t>(st.st_size) / kFileBytesPerRecord);
-    }
-  }
-  const uint64_t per = std::max<uint64_t>(bytes_per_record, 1);
-  e.bytes = e.records > UINT64_MAX / per ? UINT64_MAX : e.records * per;
-  e.budget = max_memory ? max_memory : std::min(usable_memory() / 2, default_cap);
-  return e;
-}
-
 void check_load_fits(const std::vector<std::string>& files, const LoadFlags& flags, const WholeLoad& whole) {
   if (flags.in_memory) return;
-  LoadEstimate load;
+  gantt::scan::LoadEstimate load;
   try {
-    load = estimate_load(files, flags.max_memory, UINT64_MAX, whole.bytes_per_record);
+    load = gantt::scan::estimate_load(files, whole.path, flags.max_memory);
   } catch (const gpuhook::CaptureError&) {
     return;  // not readable as far as its index: the load says what is wrong, as for any capture
   }
@@ -244,14 +166,14 @@ void check_load_fits(const std::vector<std::string>& files, const LoadFlags& fla
                            : files.size() == 1 ? files.front()
                                                : std::to_string(files.size()) + " captures";
   const std::string limit =
-      flags.max_memory != 0 ? "" : "half the " + gantt::analysis::bytes_text(usable_memory()) + " this process may use";
-  throw LoadTooLarge(what + ": " + load.over_budget(limit) + (whole.why.empty() ? std::string() : "; " + whole.why) +
+      flags.max_memory != 0 ? "" : "half the " + gantt::analysis::bytes_text(gantt::scan::usable_memory()) + " this process may use";
+  throw LoadTooLarge(what + ": " + over_budget(load, limit) + (whole.why.empty() ? std::string() : "; " + whole.why) +
                      ". Not loaded: --max-memory SIZE loads it anyway");
 }
 
-std::string LoadEstimate::over_budget(const std::string& limit) const {
-  return std::to_string(records) + " records would take about " + gantt::analysis::bytes_text(bytes) + " loaded, over " +
-         (limit.empty() ? "--max-memory " + gantt::analysis::bytes_text(budget) : limit);
+std::string over_budget(const gantt::scan::LoadEstimate& load, const std::string& limit) {
+  return std::to_string(load.records) + " records would take about " + gantt::analysis::bytes_text(load.bytes) +
+         " loaded, over " + (limit.empty() ? "--max-memory " + gantt::analysis::bytes_text(load.budget) : limit);
 }
 
 bool reportable(const gantt::Model& model) {

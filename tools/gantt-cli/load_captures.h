@@ -16,6 +16,7 @@
 #include "gantt/jobs/jobs.h"
 #include "gantt/model/model.h"
 #include "gantt/ranks/ranks.h"
+#include "gantt/scan/read_plan.h"
 
 namespace gantt_cli {
 
@@ -48,27 +49,20 @@ gantt::LoadOptions load_options(const LoadFlags& flags);
 // std::runtime_error when stdin is a terminal, cannot be copied, or "-" is given twice.
 std::vector<std::string> with_stdin(const std::vector<std::string>& files);
 
-// A loaded capture's memory per record of its index (model columns, joins, interned names):
-// `diagnose --in-memory` of ranks_gen_job's 10 M kernels (20.2 M records with their launches
-// and all-reduces) peaks at 2.5 GiB, 131 bytes a record (tests/bench/stream/bench.sh). What a
-// subcommand builds on the model takes more: WholeLoad says how much.
-inline constexpr uint64_t kLoadedBytesPerRecord = 130;
-
 // Why a subcommand loads captures whole, for check_load_fits()' refusal: what needs them whole,
-// and what reads them as a stream instead ("": not said). And what a record of their indexes
-// takes on that path at its peak: measured RSS over the records, rounded up, on ranks_gen_job's
-// 2 M kernels (4.04 M records; docs/scan.md, "What still loads a capture whole", has the table).
+// and what reads them as a stream instead ("": not said). And the path they take, whose figure
+// a record (gantt/scan/read_plan.h's table) the estimate uses.
 struct WholeLoad {
   std::string why;
-  uint64_t bytes_per_record = kLoadedBytesPerRecord;
+  gantt::scan::WholePath path;
 };
 
 // gantt::load (a merged file becomes its ranks), the ranks put on one clock, and the
 // integrity warnings printed on stderr. First check_load_fits() with `whole`.
-LoadedJob load_captures(const std::vector<std::string>& files, const LoadFlags& flags, const WholeLoad& whole = {});
+LoadedJob load_captures(const std::vector<std::string>& files, const LoadFlags& flags, const WholeLoad& whole);
 // The same without printing, for loads that run side by side (diff): print job.warnings after.
 LoadedJob load_captures_quietly(const std::vector<std::string>& files, const LoadFlags& flags,
-                                const WholeLoad& whole = {});
+                                const WholeLoad& whole);
 
 // One file's clock-alignment inputs, one per section (a merged file holds several): scanned,
 // keeping only its collectives' ends (gantt/analysis/clock_scan.h), or loaded whole within
@@ -93,25 +87,11 @@ gpuhook::SummaryLimits summary_limits(const LoadFlags& flags);
 bool merge_summary_files(const std::vector<std::string>& paths, const LoadFlags& flags,
                          gantt::analysis::StatsSummary& into, bool& have);
 
-// What loading captures would take, from their chunk indexes (`bytes_per_record` a record; a
-// capture without an index by its size), against --max-memory (0: half the machine's memory, or less: default_cap).
-// Over it, the subcommands that can read a capture as a stream do, and say what that leaves out.
-struct LoadEstimate {
-  uint64_t records = 0, bytes = 0, budget = 0;
-  bool fits() const { return bytes <= budget; }
-  // "N records would take about X loaded, over LIMIT"; LIMIT "--max-memory Y" unless given.
-  std::string over_budget(const std::string& limit = {}) const;
-};
-// `default_cap`: the most a subcommand loads when --max-memory is not given.
-LoadEstimate estimate_load(const std::vector<std::string>& files, uint64_t max_memory,
-                           uint64_t default_cap = UINT64_MAX, uint64_t bytes_per_record = kLoadedBytesPerRecord);
+// "N records would take about X loaded, over LIMIT"; LIMIT "--max-memory Y" unless given.
+std::string over_budget(const gantt::scan::LoadEstimate& load, const std::string& limit = {});
 
-// The memory this process may use: the machine's, or its cgroup's limit (a container, a
-// scheduler's job step) when that is less.
-uint64_t usable_memory();
-
-// A whole load must fit: its estimate (whole.bytes_per_record a record) at most --max-memory,
-// or without it half of usable_memory(): past the memory the machine swaps or the kernel kills
+// A whole load must fit: its estimate (whole.path's figure a record) at most --max-memory,
+// or without it half of gantt::scan::usable_memory(): past the memory the machine swaps or the kernel kills
 // the process, and the estimate is one capture's shape (a capture of long kernel names or many
 // NVTX ranges takes more). When it would not, throws LoadTooLarge that names the files, the
 // estimate, the limit, whole.why and the override; --in-memory (flags.in_memory) loads whatever the estimate.
