@@ -20,6 +20,8 @@
 
 #include <gpuhook/capture.h>
 
+#include "capture_builder.h"
+
 namespace gpuhook::testing {
 
 namespace pb = google::protobuf;
@@ -110,22 +112,22 @@ inline std::string write_bytes(const std::string& tag, const std::string& bytes)
   return p;
 }
 
-// Writes `records` (flushing a chunk every `per_chunk` records when non-zero) and closes.
+// Writes `records` (flushing a chunk every `per_chunk` records when non-zero) and closes, or
+// leaves the file without its index as a killed process does.
 inline std::string write_capture(const std::string& tag, const std::vector<v1::Record>& records,
                                  size_t per_chunk = 0, bool close = true) {
   std::string p = temp_path(tag);
-  std::string err;
-  auto w = CaptureWriter::create(p, WriterOptions{}, &err);
-  if (!w) return "";
+  gpuhook::test::CaptureBuilder b(p);
+  if (!b.ok()) return "";
   size_t n = 0;
   for (const auto& r : records) {
-    w->write(r);
-    if (per_chunk != 0 && ++n % per_chunk == 0) w->flush();
+    b.write(r);
+    if (per_chunk != 0 && ++n % per_chunk == 0) b.flush();
   }
   if (close) {
-    w->close();
+    b.close();
   } else {
-    w->flush();
+    b.flush();
   }
   return p;
 }
