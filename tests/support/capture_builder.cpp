@@ -17,6 +17,21 @@ class KeepFrames : public FrameSink {
 
 int64_t ns(uint64_t t) { return static_cast<int64_t>(t); }
 
+// The times of a record that has them; 0 is unknown and stays unset.
+template <class M>
+void set_times(M& m, uint64_t start_ns, uint64_t end_ns) {
+  if (start_ns != 0) m.set_start_ns(ns(start_ns));
+  if (end_ns != 0) m.set_end_ns(ns(end_ns));
+}
+
+// Where a GPU activity ran and the call that queued it.
+template <class M>
+void set_activity(M& m, uint32_t stream, uint32_t correlation_id, uint64_t start_ns, uint64_t end_ns) {
+  m.set_stream(stream);
+  m.set_correlation_id(correlation_id);
+  set_times(m, start_ns, end_ns);
+}
+
 }  // namespace
 
 OpenRecord::OpenRecord(CaptureBuilder* builder) : builder_(builder) { builder_->open_ = this; }
@@ -159,8 +174,7 @@ Open<v1::ApiCall> CaptureBuilder::api(const std::string& name, uint64_t thread_i
   r->set_domain(v1::API_DOMAIN_RUNTIME);
   r->set_name_id(name_id);
   r->set_thread_id(thread_id);
-  if (start_ns != 0) r->set_start_ns(ns(start_ns));
-  if (end_ns != 0) r->set_end_ns(ns(end_ns));
+  set_times(*r, start_ns, end_ns);
   r->set_correlation_id(correlation_id);
   return r;
 }
@@ -171,10 +185,7 @@ Open<v1::Kernel> CaptureBuilder::kernel(const std::string& name, uint32_t stream
   const uint32_t name_id = intern(name);
   auto r = add(&v1::Record::mutable_kernel);
   r->set_name_id(name_id);
-  r->set_stream(stream);
-  r->set_correlation_id(correlation_id);
-  if (start_ns != 0) r->set_start_ns(ns(start_ns));
-  if (end_ns != 0) r->set_end_ns(ns(end_ns));
+  set_activity(*r, stream, correlation_id, start_ns, end_ns);
   if (shape.grid_x != 0) {
     r->set_grid_x(shape.grid_x);
     r->set_grid_y(1);
@@ -194,10 +205,7 @@ Open<v1::Memcpy> CaptureBuilder::copy(v1::CopyKind kind, uint64_t bytes, uint32_
   auto r = add(&v1::Record::mutable_memcpy);
   r->set_copy_kind(kind);
   r->set_bytes(bytes);
-  r->set_stream(stream);
-  r->set_correlation_id(correlation_id);
-  if (start_ns != 0) r->set_start_ns(ns(start_ns));
-  if (end_ns != 0) r->set_end_ns(ns(end_ns));
+  set_activity(*r, stream, correlation_id, start_ns, end_ns);
   return r;
 }
 
@@ -205,10 +213,7 @@ Open<v1::Memset> CaptureBuilder::memset(uint64_t bytes, uint32_t stream, uint32_
                                         uint64_t end_ns) {
   auto r = add(&v1::Record::mutable_memset);
   r->set_bytes(bytes);
-  r->set_stream(stream);
-  r->set_correlation_id(correlation_id);
-  if (start_ns != 0) r->set_start_ns(ns(start_ns));
-  if (end_ns != 0) r->set_end_ns(ns(end_ns));
+  set_activity(*r, stream, correlation_id, start_ns, end_ns);
   return r;
 }
 
@@ -216,10 +221,7 @@ Open<v1::Synchronization> CaptureBuilder::sync(v1::SyncType type, uint32_t strea
                                                uint64_t start_ns, uint64_t end_ns) {
   auto r = add(&v1::Record::mutable_sync);
   r->set_type(type);
-  r->set_stream(stream);
-  r->set_correlation_id(correlation_id);
-  if (start_ns != 0) r->set_start_ns(ns(start_ns));
-  if (end_ns != 0) r->set_end_ns(ns(end_ns));
+  set_activity(*r, stream, correlation_id, start_ns, end_ns);
   return r;
 }
 
@@ -243,8 +245,7 @@ Open<v1::NcclCall> CaptureBuilder::nccl(v1::NcclOp op, const std::string& name, 
   r->set_op(op);
   r->set_name_id(name_id);
   r->set_thread_id(thread_id);
-  if (start_ns != 0) r->set_start_ns(ns(start_ns));
-  if (end_ns != 0) r->set_end_ns(ns(end_ns));
+  set_times(*r, start_ns, end_ns);
   return r;
 }
 
