@@ -44,7 +44,7 @@ gantt::Model copies_and_devices() {
   Builder b;
   for (uint64_t i = 0; i < 4; ++i) {
     const uint64_t t = i * 30'000;
-    b.copy(i % 2 ? uint32_t{kMemcpy} : uint32_t{kMemcpyAsync}, 13, t, t + 1000, t + 11'000);
+    b.copy(i % 2 ? "cudaMemcpy" : "cudaMemcpyAsync", 13, t, t + 1000, t + 11'000);
     b.k(kK, 13, t + 11'200, t + 12'000, t + 22'000);
   }
   b.k(kK2, 13, 100, 1000, 31'000, 256, 1);

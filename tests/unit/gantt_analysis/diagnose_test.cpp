@@ -59,14 +59,14 @@ TEST(Diagnose, CopyOverlap) {
   Builder bad;
   for (uint64_t i = 0; i < 4; ++i) {
     const uint64_t t = i * 30'000;
-    bad.copy(kMemcpy, 13, t, t + 1000, t + 11'000);
+    bad.copy("cudaMemcpy", 13, t, t + 1000, t + 11'000);
     bad.k(kK, 13, t + 11'200, t + 12'000, t + 22'000);
   }
   EXPECT_TRUE(fired(bad, "copy-overlap"));
   Builder good;
   for (uint64_t i = 0; i < 4; ++i) {
     const uint64_t t = i * 12'000;
-    good.copy(kMemcpyAsync, 14, t, t + 1000, t + 11'000);
+    good.copy("cudaMemcpyAsync", 14, t, t + 1000, t + 11'000);
     good.k(kK, 13, t, t + 1000, t + 12'000);
   }
   EXPECT_FALSE(fired(good, "copy-overlap"));
@@ -183,10 +183,8 @@ TEST(Diagnose, PriorityInversionNamesTheStreamToRaise) {
       const uint64_t t = i * 1'000'000;
       for (uint64_t j = 0; j < 4; ++j) b.k(kK, 13, t + j * 100, t + 1000 + j * 300'000, t + 1000 + (j + 1) * 300'000);
       // Queued right after the first long kernel started, started after the last ended.
-      b.add(api(kLaunch, 100, t + 500, t + 1000, b.corr));
-      v1::Record r = kernel(kK2, 14, b.corr, t + 1500, t + 1600, t + 1'201'000, t + 1'206'000);
-      r.mutable_kernel()->set_stream_priority(short_priority);
-      b.add(r);
+      b.launch(t + 500, t + 1000);
+      b.kernel(kK2, 14, t + 1500, t + 1600, t + 1'201'000, t + 1'206'000)->set_stream_priority(short_priority);
       ++b.corr;
     }
   };
@@ -207,11 +205,11 @@ TEST(Diagnose, PriorityInversionWaitsBehindTheLongestStreamAtItsPriority) {
     for (uint32_t s : {13u, 16u})
       for (uint64_t j = 0; j < 4; ++j) b.k(kK, s, t + j * 100, t + 1000 + j * 300'000, t + 1000 + (j + 1) * 300'000);
     // A stream of longer kernels, at a lower priority: the short kernels cannot wait behind it.
-    v1::Record slow = kernel(kK, 15, b.corr++, t + 100, t + 200, t + 1000, t + 1'100'000);
-    slow.mutable_kernel()->set_stream_priority(1);
-    b.add(slow);
-    b.add(api(kLaunch, 100, t + 500, t + 1000, b.corr));
-    b.add(kernel(kK2, 14, b.corr++, t + 1500, t + 1600, t + 1'201'000, t + 1'206'000));
+    b.kernel(kK, 15, t + 100, t + 200, t + 1000, t + 1'100'000)->set_stream_priority(1);
+    ++b.corr;
+    b.launch(t + 500, t + 1000);
+    b.kernel(kK2, 14, t + 1500, t + 1600, t + 1'201'000, t + 1'206'000);
+    ++b.corr;
   }
   const ga::DiagnoseReport r = scanned_report(b);
   std::vector<std::string> titles;
@@ -248,8 +246,7 @@ const ga::Finding* finding(const ga::DiagnoseReport& r, const std::string& rule)
 TEST(Diagnose, LaunchBoundNamesCudaGraphsWhenTheSameSequenceRepeats) {
   // A training step of three short kernels, launched one by one, ten times over.
   Builder bad;
-  constexpr uint32_t kK3 = 23;
-  bad.add(string_def(kK3, "thirdKernel"));
+  constexpr const char* kK3 = "thirdKernel";
   for (uint64_t i = 0; i < 45; ++i) {
     const uint64_t t = i * 5000;
     bad.k(i % 3 == 0 ? kK : i % 3 == 1 ? kK2 : kK3, 13, t, t + 900, t + 1900);
@@ -286,15 +283,8 @@ TEST(Diagnose, CounterSamplesAreJudgedOnTheScanUntilAThrottleStretchNeedsTheKern
     b.k(kK, 13, 4 * kMs, 5 * kMs, 60 * kMs);
     for (uint64_t t = 1; t <= 50; ++t) {
       const bool low = capped && t >= 10 && t < 50;
-      for (const auto& [metric, value] : {std::pair{v1::GPU_METRIC_SM_CLOCK_MHZ, low ? 1410u : 1980u},
-                                          std::pair{v1::GPU_METRIC_CLOCKS_EVENT_REASONS, low ? 0x4u : 0u}}) {
-        v1::Record r;
-        r.mutable_metric_sample()->set_device(0);
-        r.mutable_metric_sample()->set_time_ns(static_cast<int64_t>(t * kMs));
-        r.mutable_metric_sample()->set_metric(metric);
-        r.mutable_metric_sample()->set_value(value);
-        b.add(r);
-      }
+      b.capture().metric(0, t * kMs, v1::GPU_METRIC_SM_CLOCK_MHZ, low ? 1410u : 1980u);
+      b.capture().metric(0, t * kMs, v1::GPU_METRIC_CLOCKS_EVENT_REASONS, low ? 0x4u : 0u);
     }
   };
   Builder steady, capped;
