@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "capture_builder.h"
 #include "gantt/analysis/clock_scan.h"
 #include "gantt/model/model.h"
 #include "gantt/ranks/ranks.h"
@@ -32,14 +33,12 @@ struct TempDir {
 // a scan reads the file in several shares.
 void write_rank(const std::string& path, int rank, const std::string& boot, int64_t clock_offset, int steps,
                 bool with_header = true, bool linked = false) {
-  std::string err;
   gpuhook::WriterOptions wo;
   if (linked) wo.chunk_bytes = 2048;
-  auto w = gpuhook::CaptureWriter::create(path, wo, &err);
-  ASSERT_TRUE(w) << err;
-  v1::Record r;
+  gpuhook::test::CaptureBuilder b(path, wo);
+  ASSERT_TRUE(b.ok()) << b.error();
   if (with_header) {
-    auto* h = r.mutable_header();
+    auto h = b.add(&v1::Record::mutable_header);
     h->set_format_version(1);
     h->set_host_name("host-" + boot);
     h->set_boot_id(boot);
@@ -47,85 +46,42 @@ void write_rank(const std::string& path, int rank, const std::string& boot, int6
     h->set_start_monotonic_raw_ns(static_cast<uint64_t>(10'000'000'000 + clock_offset));
     h->set_start_realtime_ns(1'700'000'000'000'000'000ull);
     h->set_features(v1::FEATURE_HOST_CLOCK_CALLBACK);
-    w->write(r);
   }
-  const uint32_t call = w->intern("ncclAllReduce");
-  const uint32_t launch = w->intern("cudaLaunchKernel");
-  const uint32_t other = w->intern("rank_only_kernel_" + std::to_string(rank));
-  const uint32_t host_fn = w->intern("rank_host_fn_" + std::to_string(rank));
-  const uint32_t kernel = w->intern("_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE");
+  const std::string other = "rank_only_kernel_" + std::to_string(rank);
+  const std::string host_fn = "rank_host_fn_" + std::to_string(rank);
+  const std::string kernel = "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE";
+  for (const std::string& name : {std::string("ncclAllReduce"), std::string("cudaLaunchKernel"), other, host_fn,
+                                  kernel})
+    b.intern(name);  // every name defined before the first step, as this file always had them
   for (int s = 0; s < steps; ++s) {
-    const int64_t t = 10'000'100'000 + s * 1'000'000 + clock_offset;
-    r.Clear();
-    auto* n = r.mutable_nccl();
-    n->set_op(v1::NCCL_ALL_REDUCE);
-    n->set_name_id(call);
-    n->set_count(256);
-    n->set_datatype(7);
-    n->set_comm_id(5);
-    n->set_rank(rank);
-    n->set_nranks(2);
-    n->set_thread_id(1);
-    n->set_start_ns(t);
-    n->set_end_ns(t + 4'000);
-    n->set_sequence(static_cast<uint64_t>(s));
-    if (linked) {
-      n->set_external_id(static_cast<uint64_t>(s + 1));
-      w->write(r);
-      r.Clear();
-      auto* x = r.mutable_external_correlation();
-      x->set_kind(5);  // CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2, the hook's
-      x->set_external_id(static_cast<uint64_t>(s + 1));
-      x->set_correlation_id(static_cast<uint32_t>(2 * s + 1));
+    const uint64_t t = static_cast<uint64_t>(10'000'100'000 + s * 1'000'000 + clock_offset);
+    const uint32_t corr = static_cast<uint32_t>(2 * s + 1);
+    {
+      auto n = b.nccl(v1::NCCL_ALL_REDUCE, "ncclAllReduce", 1, t, t + 4'000);
+      n->set_count(256);
+      n->set_datatype(7);
+      n->set_comm_id(5);
+      n->set_rank(rank);
+      n->set_nranks(2);
+      n->set_sequence(static_cast<uint64_t>(s));
+      if (linked) n->set_external_id(static_cast<uint64_t>(s + 1));
     }
-    w->write(r);
-    r.Clear();
-    auto* a = r.mutable_api();
-    a->set_domain(v1::API_DOMAIN_RUNTIME);
-    a->set_cbid(211);
-    a->set_name_id(launch);
-    a->set_thread_id(1);
-    a->set_start_ns(t + 1'000);
-    a->set_end_ns(t + 2'000);
-    a->set_correlation_id(static_cast<uint32_t>(2 * s + 1));
-    w->write(r);
-    r.Clear();
-    auto* k = r.mutable_kernel();
-    k->set_name_id(kernel);
-    k->set_correlation_id(static_cast<uint32_t>(2 * s + 1));
-    k->set_start_ns(t + 3'000);
-    k->set_end_ns(10'000'200'000 + s * 1'000'000 + clock_offset);
-    w->write(r);
-    r.Clear();
-    a = r.mutable_api();
-    a->set_domain(v1::API_DOMAIN_RUNTIME);
-    a->set_cbid(211);
-    a->set_name_id(launch);
-    a->set_thread_id(1);
-    a->set_start_ns(t + 300'000);
-    a->set_end_ns(t + 301'000);
-    a->set_correlation_id(static_cast<uint32_t>(2 * s + 2));
-    w->write(r);
-    r.Clear();
-    k = r.mutable_kernel();
-    k->set_name_id(other);
-    k->set_correlation_id(static_cast<uint32_t>(2 * s + 2));
-    k->set_start_ns(t + 400'000);
-    k->set_end_ns(t + 500'000);
-    w->write(r);
+    if (linked) b.external(static_cast<uint64_t>(s + 1), corr);
+    b.api("cudaLaunchKernel", 1, t + 1'000, t + 2'000, corr)->set_cbid(211);
+    b.kernel(kernel, 0, corr, t + 3'000, t + 100'000);
+    b.api("cudaLaunchKernel", 1, t + 300'000, t + 301'000, corr + 1)->set_cbid(211);
+    b.kernel(other, 0, corr + 1, t + 400'000, t + 500'000);
     if (linked) {  // a scan refuses host functions on streams
-      w->maybe_flush(0);
+      b.writer().maybe_flush(0);  // no record is open: each above was written at the end of its statement
       continue;
     }
-    r.Clear();
-    auto* h = r.mutable_host_function();  // host clock: shifted like the API calls
-    h->set_name_id(host_fn);
+    auto h = b.add(&v1::Record::mutable_host_function);  // host clock: shifted like the API calls
+    h->set_name_id(b.intern(host_fn));
     h->set_thread_id(2);
-    h->set_start_ns(t + 600'000);
-    h->set_end_ns(t + 700'000);
-    w->write(r);
+    h->set_start_ns(static_cast<int64_t>(t + 600'000));
+    h->set_end_ns(static_cast<int64_t>(t + 700'000));
   }
-  ASSERT_TRUE(w->close());
+  ASSERT_TRUE(b.close());
 }
 
 TEST(Merge, AlignsReinternsAndSplitsBackPerRank) {
