@@ -57,7 +57,7 @@ std::vector<detail::Section> read_sections(const std::string& path, uint64_t max
       continue;
     }
     if (r.kind_case() == gpuhook::v1::Record::kHeader || out.empty()) out.emplace_back();
-    out.back().records.push_back(r);
+    out.back().records.add(r);
   }
   const gpuhook::Integrity& in = reader.integrity();
   if (in.error) throw *in.error;
@@ -73,6 +73,27 @@ std::vector<detail::Section> read_sections(const std::string& path, uint64_t max
 }
 
 }  // namespace
+
+namespace detail {
+
+void RecordStore::add(const v1::Record& r) {
+  const size_t n = r.ByteSizeLong();
+  if (blocks_.empty() || blocks_.back().size() + n > blocks_.back().capacity()) {
+    blocks_.emplace_back();
+    blocks_.back().reserve(std::max(kBlockBytes, n));
+  }
+  at_.push_back({static_cast<uint32_t>(blocks_.size() - 1), static_cast<uint32_t>(blocks_.back().size())});
+  r.AppendToString(&blocks_.back());
+}
+
+void RecordStore::get(size_t i, v1::Record* out) const {
+  const At a = at_[i];
+  const std::string& block = blocks_[a.block];
+  const size_t end = i + 1 < at_.size() && at_[i + 1].block == a.block ? at_[i + 1].offset : block.size();
+  if (!out->ParseFromArray(block.data() + a.offset, static_cast<int>(end - a.offset))) out->Clear();
+}
+
+}  // namespace detail
 
 Change parse_change(const std::string& text) {
   Change c;

@@ -154,7 +154,10 @@ struct LinkFigure {
 };
 LinkFigure link_figure(const Built& b, uint16_t capture, uint32_t device) {
   if (capture >= b.sections.size()) return {};
-  for (const v1::Record& r : b.sections[capture].records) {
+  const RecordStore& records = b.sections[capture].records;
+  v1::Record r;
+  for (size_t i = 0; i < records.size(); ++i) {
+    records.get(i, &r);
     if (!r.has_device() || r.device().ordinal() != device) continue;
     const v1::DeviceInfo& d = r.device();
     // The max: the current generation falls while the link idles, as it may have when the

@@ -1,6 +1,7 @@
 // From a capture's records to the whatif graph (whatif.h says what the model is).
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include <gpuhook/nccl_types.h>
@@ -65,23 +66,28 @@ class SectionBuilder {
   struct Candidate {
     uint32_t record;
     uint64_t thread_id, start, end;
+    bool api;  // else an NCCL call
+    uint32_t name_id, correlation_id;
   };
 
   void scan() {
+    v1::Record rec;
     for (uint32_t i = 0; i < s_.records.size(); ++i) {
-      const v1::Record& r = s_.records[i];
+      s_.records.get(i, &rec);
+      const v1::Record& r = rec;
       switch (r.kind_case()) {
-        case v1::Record::kDevice: devices_[r.device().ordinal()] = &r.device(); break;
-        case v1::Record::kStream: stream_info_[r.stream().stream()] = &r.stream(); break;
+        case v1::Record::kDevice: devices_[r.device().ordinal()] = r.device(); break;
+        case v1::Record::kStream: stream_info_[r.stream().stream()] = r.stream(); break;
         case v1::Record::kApi:
           if (r.api().start_ns() > 0 && r.api().end_ns() >= r.api().start_ns())
             candidates_.push_back({i, r.api().thread_id(), static_cast<uint64_t>(r.api().start_ns()),
-                                   static_cast<uint64_t>(r.api().end_ns())});
+                                   static_cast<uint64_t>(r.api().end_ns()), true, r.api().name_id(),
+                                   r.api().correlation_id()});
           break;
         case v1::Record::kNccl:
           if (r.nccl().start_ns() > 0 && r.nccl().end_ns() >= r.nccl().start_ns())
             candidates_.push_back({i, r.nccl().thread_id(), static_cast<uint64_t>(r.nccl().start_ns()),
-                                   static_cast<uint64_t>(r.nccl().end_ns())});
+                                   static_cast<uint64_t>(r.nccl().end_ns()), false, r.nccl().name_id(), 0});
           break;
         case v1::Record::kSync: syncs_[r.sync().correlation_id()] = i; break;
         case v1::Record::kCudaEvent:
@@ -120,12 +126,11 @@ class SectionBuilder {
         g_.threads.push_back(t);
       }
       Thread& t = g_.threads[thread];
-      const v1::Record& r = s_.records[c.record];
       if (!t.calls.empty()) {
         const HostCall& outer = g_.calls[t.calls.back()];
         if (c.start >= outer.orig_start_ns && c.end <= outer.orig_end_ns) {
           b_.places[capture_][c.record] = {RecordPlace::Kind::kInnerCall, t.calls.back(), dur(outer.orig_start_ns, c.start)};
-          if (r.kind_case() == v1::Record::kApi) call_of_corr_[r.api().correlation_id()] = t.calls.back();
+          if (c.api) call_of_corr_[c.correlation_id] = t.calls.back();
           continue;
         }
       }
@@ -135,11 +140,11 @@ class SectionBuilder {
       call.orig_end_ns = c.end;
       call.gap_ns = t.calls.empty() ? 0 : dur(g_.calls[t.calls.back()].orig_end_ns, c.start);
       call.cost_ns = dur(c.start, c.end);
-      if (r.kind_case() == v1::Record::kApi) {
-        call.name = s_.string(r.api().name_id());
-        call_of_corr_[r.api().correlation_id()] = static_cast<uint32_t>(g_.calls.size());
+      if (c.api) {
+        call.name = s_.string(c.name_id);
+        call_of_corr_[c.correlation_id] = static_cast<uint32_t>(g_.calls.size());
       } else {
-        call.name = s_.string(r.nccl().name_id());
+        call.name = s_.string(c.name_id);
         nccl_call_[static_cast<uint32_t>(g_.calls.size())] = c.record;
       }
       b_.places[capture_][c.record] = {RecordPlace::Kind::kCall, static_cast<uint32_t>(g_.calls.size()), 0};
@@ -161,10 +166,10 @@ class SectionBuilder {
       l.legacy = stream == kLegacyStreamId;
       auto info = stream_info_.find(stream);
       if (info != stream_info_.end()) {
-        l.blocking = (info->second->flags() & 0xFFFF) != StreamTable::kNonBlocking;
+        l.blocking = (info->second.flags() & 0xFFFF) != StreamTable::kNonBlocking;
         // CUDA: a lower number is a greater priority. Real priorities are small; clamped
         // before the negation, which overflows for INT32_MIN.
-        l.priority = -std::clamp(info->second->priority(), -1024, 1024);
+        l.priority = -std::clamp(info->second.priority(), -1024, 1024);
       }
       g_.lanes.push_back(l);
     }
@@ -173,8 +178,8 @@ class SectionBuilder {
 
   double sm_share(const v1::Kernel& k) const {
     auto d = devices_.find(k.device());
-    if (d == devices_.end() || d->second->sm_count() == 0) return 0;
-    const SmLimits sm = sm_limits(*d->second);
+    if (d == devices_.end() || d->second.sm_count() == 0) return 0;
+    const SmLimits sm = sm_limits(d->second);
     if (!sm_limits_problem(sm).empty()) return 0;
     const uint64_t threads = static_cast<uint64_t>(std::max(k.block_x(), 0)) * std::max(k.block_y(), 0) * std::max(k.block_z(), 0);
     const uint64_t blocks = static_cast<uint64_t>(std::max(k.grid_x(), 0)) * std::max(k.grid_y(), 0) * std::max(k.grid_z(), 0);
@@ -185,7 +190,7 @@ class SectionBuilder {
     shape.shared_memory_bytes = uint64_t{k.static_shared_memory_bytes()} + k.dynamic_shared_memory_bytes();
     const Occupancy occ = theoretical_occupancy(shape, sm);
     if (occ.active_blocks == 0) return 1;
-    return std::min(1.0, static_cast<double>(blocks) / (static_cast<double>(d->second->sm_count()) * occ.active_blocks));
+    return std::min(1.0, static_cast<double>(blocks) / (static_cast<double>(d->second.sm_count()) * occ.active_blocks));
   }
 
   uint32_t call_of(uint32_t correlation_id) const {
@@ -232,8 +237,10 @@ class SectionBuilder {
       return true;
     };
     std::unordered_map<uint32_t, uint32_t> device_of_stream;
+    v1::Record rec;
     for (uint32_t i = 0; i < s_.records.size(); ++i) {
-      const v1::Record& r = s_.records[i];
+      s_.records.get(i, &rec);
+      const v1::Record& r = rec;
       uint64_t start = 0, end = 0;
       if (!times(r, &start, &end)) continue;
       GpuOp op;
@@ -255,7 +262,8 @@ class SectionBuilder {
             op.ready_offset_ns = std::min(dur(call_start, static_cast<uint64_t>(std::max<int64_t>(stamp, 0))), dur(call_start, start));
             auto nc = nccl_call_.find(op.call);
             if (nc != nccl_call_.end()) {
-              const v1::NcclCall& n = s_.records[nc->second].nccl();
+              const v1::Record call_record = s_.records[nc->second];
+              const v1::NcclCall& n = call_record.nccl();
               op.kind = OpKind::kCollective;
               op.sm_share = 0;  // NCCL kernels wait for their peers; their SM share is not the limit
               if (gpuhook::nccl_op_is_collective(n.op()) && n.group_depth() == 0 && n.nranks() > 1) {
@@ -368,17 +376,21 @@ class SectionBuilder {
 
   // The latest cudaEventRecord of `event_id` launched before `order`: a binary search in the
   // records of that id, sorted by launch order once.
-  const v1::CudaEvent* event_before(uint32_t event_id, uint64_t order) {
+  std::optional<v1::CudaEvent> event_before(uint32_t event_id, uint64_t order) {
     auto it = events_by_id_.find(event_id);
-    if (it == events_by_id_.end()) return nullptr;
+    if (it == events_by_id_.end()) return std::nullopt;
     auto& sorted = sorted_events_[event_id];
     if (sorted.empty()) {
-      for (uint32_t rec : it->second) sorted.emplace_back(order_of_event(s_.records[rec].cuda_event()), rec);
+      v1::Record r;
+      for (uint32_t rec : it->second) {
+        s_.records.get(rec, &r);
+        sorted.emplace_back(order_of_event(r.cuda_event()), rec);
+      }
       std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     }
     auto pos = std::lower_bound(sorted.begin(), sorted.end(), order, [](const auto& e, uint64_t v) { return e.first < v; });
-    if (pos == sorted.begin()) return nullptr;
-    return &s_.records[(pos - 1)->second].cuda_event();
+    if (pos == sorted.begin()) return std::nullopt;
+    return s_.records[(pos - 1)->second].cuda_event();
   }
 
   uint64_t order_of_event(const v1::CudaEvent& e) { return order_of_corr(e.correlation_id()); }
@@ -418,11 +430,12 @@ class SectionBuilder {
     }
     for (const auto& [correlation_id, rec] : syncs_) {
       const uint32_t c = call_of(correlation_id);
-      const v1::Synchronization& s = s_.records[rec].sync();
+      const v1::Record sync_record = s_.records[rec];
+      const v1::Synchronization& s = sync_record.sync();
       if (c == kNone && s.type() == v1::SYNC_STREAM_WAIT_EVENT) {
         // A cudaStreamWaitEvent the hook recorded no call for: placed by its correlation id.
         const uint64_t at = order_of_corr(correlation_id);
-        if (const v1::CudaEvent* e = event_before(s.event_id(), at)) {
+        if (const auto e = event_before(s.event_id(), at)) {
           EventWait ew;
           ew.waiting_lane = lane(device_of(s), s.stream());
           ew.at_order = at;
@@ -445,14 +458,14 @@ class SectionBuilder {
           w.device = device_of(s);
           break;
         case v1::SYNC_EVENT_SYNCHRONIZE:
-          if (const v1::CudaEvent* e = event_before(s.event_id(), b_.call_order[c])) {
+          if (const auto e = event_before(s.event_id(), b_.call_order[c])) {
             w.kind = WaitSpec::Kind::kEvent;
             w.orig_lane = lane(e->device(), e->stream());
             w.before_order = order_of_event(*e);
           }
           break;
         case v1::SYNC_STREAM_WAIT_EVENT:
-          if (const v1::CudaEvent* e = event_before(s.event_id(), b_.call_order[c])) {
+          if (const auto e = event_before(s.event_id(), b_.call_order[c])) {
             EventWait ew;
             ew.waiting_lane = lane(device_of(s), s.stream());
             ew.at_order = b_.call_order[c];
@@ -475,8 +488,8 @@ class SectionBuilder {
   uint32_t first_call_ = static_cast<uint32_t>(g_.calls.size());
   uint32_t first_op_ = static_cast<uint32_t>(g_.ops.size());
   std::vector<Candidate> candidates_;
-  std::map<uint32_t, const v1::DeviceInfo*> devices_;
-  std::unordered_map<uint32_t, const v1::StreamInfo*> stream_info_;
+  std::map<uint32_t, v1::DeviceInfo> devices_;
+  std::unordered_map<uint32_t, v1::StreamInfo> stream_info_;
   std::unordered_map<uint32_t, uint32_t> syncs_;  // correlation id -> record
   std::unordered_map<uint32_t, std::vector<uint32_t>> events_by_id_;
   std::unordered_map<uint32_t, uint32_t> device_of_context_;  // the first device a context's GPU records name
@@ -560,7 +573,11 @@ void link(Built& b) {
         auto it = std::lower_bound(v.begin(), v.end(), std::make_pair(prev->second, List{nullptr}));
         std::vector<List> touched;
         for (; it != v.end() && it->first < w.before_order; ++it) touched.push_back(it->second);
-        std::sort(touched.begin(), touched.end());
+        // In the lists' own order, as the first wait takes them: the order of a call's waits
+        // decides which op the replay takes first, and the lists' addresses would make it
+        // differ from one build or allocation pattern to the next.
+        const auto key = [&](List l) { return std::make_pair(g.ops[l->front()].lane, g.ops[l->front()].orig_lane); };
+        std::sort(touched.begin(), touched.end(), [&](List a, List b) { return key(a) < key(b); });
         touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
         for (List list : touched)
           if (all || g.lanes[g.ops[list->front()].lane].device == w.device) add_wait(c, list, w.before_order);

@@ -72,10 +72,15 @@ uint64_t write(const Built& b, const std::vector<Change>& changes, const std::st
     const auto& places = b.places[s];
     TimeMap global;
     std::unordered_map<uint64_t, TimeMap> per_thread;
-    std::unordered_map<uint32_t, uint32_t> call_record;
-    for (uint32_t i = 0; i < places.size(); ++i)
-      if (places[i].kind == RecordPlace::Kind::kCall && sec.records[i].kind_case() != v1::Record::kSync)
-        call_record[places[i].index] = i;
+    // The correlation id of each call record (not its synchronisation's): the graph nodes a
+    // change made take their launch's.
+    std::unordered_map<uint32_t, uint32_t> call_correlation;
+    v1::Record r;
+    for (uint32_t i = 0; i < places.size(); ++i) {
+      if (places[i].kind != RecordPlace::Kind::kCall) continue;
+      sec.records.get(i, &r);
+      if (r.kind_case() != v1::Record::kSync) call_correlation[places[i].index] = r.has_api() ? r.api().correlation_id() : 0;
+    }
     for (uint32_t ci : calls_of[s]) {
       const HostCall& c = g.calls[ci];
       const Thread& t = g.threads[c.thread];
@@ -108,7 +113,7 @@ uint64_t write(const Built& b, const std::vector<Change>& changes, const std::st
       }
     };
     for (uint32_t i = 0; i < sec.records.size(); ++i) {
-      v1::Record r = sec.records[i];
+      sec.records.get(i, &r);
       if (r.kind_case() == v1::Record::kStringDef) continue;  // the writer defines its own
       // A metric sample (NVML, PM sampling) measured the run that was recorded: moved onto the
       // predicted timeline it would describe work that is no longer there (and stretch the
@@ -158,9 +163,8 @@ uint64_t write(const Built& b, const std::vector<Change>& changes, const std::st
           const uint32_t stream = g.lanes[op.lane].stream;
           uint32_t correlation_id = 0;
           if (node.call != kNone) {
-            auto cr = call_record.find(node.call);
-            if (cr != call_record.end() && sec.records[cr->second].has_api())
-              correlation_id = sec.records[cr->second].api().correlation_id();
+            auto cr = call_correlation.find(node.call);
+            if (cr != call_correlation.end()) correlation_id = cr->second;
           }
           const uint64_t graph_id = node.call != kNone ? kPredictedGraphIdBase + node.graph_id : 0;
           if (r.has_kernel()) {
