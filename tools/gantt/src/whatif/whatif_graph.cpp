@@ -56,6 +56,13 @@ class SectionBuilder {
 
   void run() {
     scan();
+    // Room for every call and op the records can make, at once: grown by doubling, the tables
+    // of a large capture held up to twice their size, and both copies while they moved.
+    g_.calls.reserve(g_.calls.size() + candidates_.size());
+    b_.call_wait.reserve(b_.call_wait.size() + candidates_.size());
+    b_.call_order.reserve(b_.call_order.size() + candidates_.size());
+    g_.ops.reserve(g_.ops.size() + op_records_);
+    b_.op_graph.reserve(b_.op_graph.size() + op_records_);
     make_calls();
     make_ops();
     make_order();
@@ -94,9 +101,19 @@ class SectionBuilder {
           events_by_id_[r.cuda_event().event_id()].push_back(i);
           device_of_context_.emplace(r.cuda_event().context(), r.cuda_event().device());
           break;
-        case v1::Record::kKernel: device_of_context_.emplace(r.kernel().context(), r.kernel().device()); break;
-        case v1::Record::kMemcpy: device_of_context_.emplace(r.memcpy().context(), r.memcpy().device()); break;
-        case v1::Record::kMemset: device_of_context_.emplace(r.memset().context(), r.memset().device()); break;
+        case v1::Record::kKernel:
+          ++op_records_;
+          device_of_context_.emplace(r.kernel().context(), r.kernel().device());
+          break;
+        case v1::Record::kMemcpy:
+          ++op_records_;
+          device_of_context_.emplace(r.memcpy().context(), r.memcpy().device());
+          break;
+        case v1::Record::kMemset:
+          ++op_records_;
+          device_of_context_.emplace(r.memset().context(), r.memset().device());
+          break;
+        case v1::Record::kHostFunction: ++op_records_; break;
         case v1::Record::kExternalCorrelation:
           external_[r.external_correlation().external_id()] = r.external_correlation().correlation_id();
           break;
@@ -488,6 +505,7 @@ class SectionBuilder {
   uint32_t first_call_ = static_cast<uint32_t>(g_.calls.size());
   uint32_t first_op_ = static_cast<uint32_t>(g_.ops.size());
   std::vector<Candidate> candidates_;
+  size_t op_records_ = 0;  // kernels, copies, memsets and host functions: at most one op each
   std::map<uint32_t, v1::DeviceInfo> devices_;
   std::unordered_map<uint32_t, v1::StreamInfo> stream_info_;
   std::unordered_map<uint32_t, uint32_t> syncs_;  // correlation id -> record

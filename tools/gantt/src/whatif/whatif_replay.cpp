@@ -82,9 +82,45 @@ struct DeviceState {
   uint64_t engine_free_ns[kEngines] = {};
 };
 
+// Lanes per op or per call, in one array: a vector each took 24 bytes and an allocation for
+// every one of millions of ops and calls. `add(key, value)` is called twice over the same
+// pairs in the same order: once to count, once to fill; each key's values keep that order.
+class Lists {
+ public:
+  template <class Pairs>
+  Lists(size_t keys, Pairs pairs) : first_(keys + 1, 0) {
+    pairs([&](uint32_t key, uint32_t) { ++first_[key + 1]; });
+    for (size_t k = 1; k < first_.size(); ++k) first_[k] += first_[k - 1];
+    values_.resize(first_.back());
+    std::vector<size_t> next(first_.begin(), first_.end() - 1);
+    pairs([&](uint32_t key, uint32_t value) { values_[next[key]++] = value; });
+  }
+  struct Range {
+    const uint32_t *b, *e;
+    const uint32_t* begin() const { return b; }
+    const uint32_t* end() const { return e; }
+  };
+  Range of(size_t key) const { return {values_.data() + first_[key], values_.data() + first_[key + 1]}; }
+
+ private:
+  std::vector<size_t> first_;
+  std::vector<uint32_t> values_;
+};
+
 class Replayer {
  public:
-  explicit Replayer(Graph& g) : g_(g) {
+  explicit Replayer(Graph& g)
+      : g_(g),
+        dependents_(g.ops.size(),
+                    [&g](auto add) {
+                      for (uint32_t i = 0; i < g.ops.size(); ++i)
+                        for (uint32_t dep : g.ops[i].after)
+                          if (dep < g.ops.size()) add(dep, g.ops[i].lane);
+                    }),
+        launched_(g.calls.size(), [&g](auto add) {
+          for (uint32_t i = 0; i < g.ops.size(); ++i)
+            if (g.ops[i].call < g.calls.size()) add(g.ops[i].call, g.ops[i].lane);
+        }) {
     lane_ops_.resize(g.lanes.size());
     for (uint32_t i = 0; i < g.ops.size(); ++i) {
       if (g.ops[i].lane >= g.lanes.size()) throw std::runtime_error("whatif: an operation has no stream");
@@ -101,14 +137,6 @@ class Replayer {
     next_call_.assign(g.threads.size(), 0);
     clock_.resize(g.threads.size());
     for (size_t t = 0; t < g.threads.size(); ++t) clock_[t] = g.threads[t].first_ns;
-    dependents_.resize(g.ops.size());
-    for (uint32_t i = 0; i < g.ops.size(); ++i)
-      for (uint32_t dep : g.ops[i].after)
-        if (dep < g.ops.size()) dependents_[dep].push_back(g.ops[i].lane);
-    launched_.resize(g.calls.size());
-    for (uint32_t i = 0; i < g.ops.size(); ++i)
-      if (g.ops[i].call < g.calls.size()) launched_[g.ops[i].call].push_back(g.ops[i].lane);
-    waiting_.resize(g.ops.size());
     // A collective is coupled only when each of its ranks (one op per capture) is here.
     std::unordered_map<uint64_t, std::vector<uint32_t>> members;
     for (uint32_t i = 0; i < g.ops.size(); ++i)
@@ -173,7 +201,7 @@ class Replayer {
         // (a cudaMemcpy's copy) needs its start.
         c.start_ns = sat_add(clock_[t], nonneg(c.gap_ns));
         timed_[index] = true;
-        for (uint32_t lane : launched_[index]) consider(lane);
+        for (uint32_t lane : launched_.of(index)) consider(lane);
         if (c.removed) {
           c.end_ns = c.start_ns;
           clock_[t] = c.end_ns;
@@ -273,9 +301,12 @@ class Replayer {
     lane_end_[lane] = std::max(lane_end_[lane], g_.ops[op].end_ns);
     ++lane_head_[lane];
     consider(lane);
-    for (uint32_t l : dependents_[op]) consider(l);
+    for (uint32_t l : dependents_.of(op)) consider(l);
+    auto w = waiting_.find(op);
+    if (w == waiting_.end()) return;
     std::vector<uint32_t> threads;
-    threads.swap(waiting_[op]);
+    threads.swap(w->second);
+    waiting_.erase(w);
     for (uint32_t t : threads) run_thread(t);
   }
 
@@ -298,9 +329,9 @@ class Replayer {
   std::vector<bool> timed_;    // per call: its start is known (it may still wait)
   std::vector<size_t> next_call_;
   std::vector<uint64_t> clock_;
-  std::vector<std::vector<uint32_t>> dependents_;  // op -> lanes with an op after it
-  std::vector<std::vector<uint32_t>> launched_;    // call -> lanes of the ops it launched
-  std::vector<std::vector<uint32_t>> waiting_;     // op -> threads waiting for it
+  Lists dependents_;  // op -> lanes with an op after it
+  Lists launched_;    // call -> lanes of the ops it launched
+  std::unordered_map<uint32_t, std::vector<uint32_t>> waiting_;  // op -> threads waiting for it (few at a time)
   std::priority_queue<Ready> ready_;
   std::map<DeviceKey, DeviceState> devices_;
   std::unordered_map<uint64_t, std::vector<uint32_t>> members_;
