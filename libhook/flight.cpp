@@ -13,13 +13,14 @@ void FlightBuffer::frame(ChunkFrame&& f) {
   trim();
 }
 
-// The oldest frames go while the rest still hold the duration, or over the memory bound: the
-// newest frame always stays, even alone over the bound.
+// The oldest frames go while the rest still hold the duration and no waiting trigger holds
+// them, or over the memory bound: the newest frame always stays, even alone over the bound.
 void FlightBuffer::trim() {
   while (frames_.size() > 1) {
     const ChunkFrame& oldest = frames_.front();
+    const uint64_t hold = hold_ns_.load(std::memory_order_acquire);
     const bool too_old = newest_ns_ > duration_ns_ && frames_[1].min_ns != 0 && frames_[1].min_ns < newest_ns_ &&
-                         oldest.max_ns < newest_ns_ - duration_ns_;
+                         oldest.max_ns < newest_ns_ - duration_ns_ && (hold == 0 || oldest.max_ns < hold);
     if (!too_old && bytes_ <= max_bytes_) break;
     bytes_ -= oldest.bytes.size();
     frames_.pop_front();

@@ -5,6 +5,7 @@
 // runs on; each dump is its own file.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <string>
@@ -21,6 +22,19 @@ class FlightBuffer final : public FrameSink {
  public:
   FlightBuffer(uint64_t duration_ns, uint64_t max_bytes) : duration_ns_(duration_ns), max_bytes_(max_bytes) {}
   void frame(ChunkFrame&& f) override;
+  // While a trigger waits for the writer, frames that reach back to `from_ns` stay (the byte
+  // bound still wins): a writer that gets to the dump late still writes the duration before the
+  // trigger. Triggers that join a waiting one hold from the earliest of them. Any thread,
+  // async-signal-safe.
+  void hold(uint64_t from_ns) {
+    uint64_t seen = hold_ns_.load(std::memory_order_acquire);
+    while ((seen == 0 || from_ns < seen) &&
+           !hold_ns_.compare_exchange_weak(seen, from_ns, std::memory_order_acq_rel)) {
+    }
+  }
+  uint64_t held() const { return hold_ns_.load(std::memory_order_acquire); }
+  // After the dump: the hold it was written under goes, one set since stays.
+  void release(uint64_t from_ns) { hold_ns_.compare_exchange_strong(from_ns, 0, std::memory_order_acq_rel); }
   const std::deque<ChunkFrame>& frames() const { return frames_; }
   uint64_t bytes() const { return bytes_; }
   uint64_t frames_dropped() const { return frames_dropped_; }
@@ -30,6 +44,7 @@ class FlightBuffer final : public FrameSink {
   const uint64_t duration_ns_, max_bytes_;
   std::deque<ChunkFrame> frames_;
   uint64_t bytes_ = 0, newest_ns_ = 0, frames_dropped_ = 0;
+  std::atomic<uint64_t> hold_ns_{0};
 };
 
 // GPUHOOK_SLOW=NAME:FACTOR, fed from the writer thread with the range records it drains (no

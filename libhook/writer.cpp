@@ -252,17 +252,7 @@ void Writer::loop() {
         }
       }
     }
-    if (const uint32_t t = trigger_.load(std::memory_order_acquire); t != 0 && flight_) {
-      std::string reason;
-      if (t == static_cast<uint32_t>(Trigger::kCall) || t == static_cast<uint32_t>(Trigger::kSlow) ||
-          t == static_cast<uint32_t>(Trigger::kHang)) {
-        reason.assign(trigger_reason_, strnlen(trigger_reason_, sizeof trigger_reason_));
-        trigger_reason_busy_.store(false, std::memory_order_release);
-      }
-      const uint64_t when = trigger_ns_.load(std::memory_order_relaxed);
-      trigger_.store(0, std::memory_order_release);
-      dump_flight(static_cast<Trigger>(t), reason, when);
-    }
+    if (flight_) dump_pending();
   }
   finish();
   recorder().writer_alive.store(false, std::memory_order_release);

@@ -77,12 +77,17 @@ class Writer final : private RecordSink {
   void close_window(uint64_t number, uint64_t close_ns);
 
   // The flight recorder (GPUHOOK_FLIGHT): asks the writer thread to write what it keeps as a
-  // capture of its own. Async-signal-safe for kSignal (no reason is copied); `reason` is
-  // copied when the slot is free (a second call meanwhile keeps the first reason).
+  // capture of its own. Async-signal-safe for kSignal (no reason is copied). A trigger that
+  // comes while another waits for the writer joins that dump: the dump's reason goes on with
+  // "; then TRIGGER: REASON", or "; also TRIGGER" for one without a reason or whose reason found
+  // the buffer in use or full (it is never waited for).
   enum class Trigger : uint32_t { kNone = 0, kSignal = 1, kCall = 2, kSlow = 3, kCrash = 4, kHang = 5 };
   // `when_ns`: the moment it is about (a slow occurrence's end), 0 = now.
   void request_dump(Trigger trigger, const char* reason = nullptr, uint64_t when_ns = 0);
   bool flight() const { return flight_ != nullptr; }
+  // The writer thread's side, public for tests: writes the dump that waits, with the triggers
+  // that joined it. False when none waits, or a reason is being copied in (the next wake-up).
+  bool dump_pending();
 
   // The exit summary line, "" when nothing was written.
   const std::string& summary() const { return summary_; }
@@ -210,10 +215,18 @@ class Writer final : private RecordSink {
   wire::Record header_record_;
   std::vector<wire::Record> device_records_;
   std::unordered_map<uint64_t, std::string> thread_names_;  // at most 4096
-  std::atomic<uint32_t> trigger_{0};           // a Trigger waiting for the writer thread
+  // The dump waiting for the writer thread: its first Trigger in the low byte, and bit 8 + T for
+  // each Trigger T that joined it without its reason in trigger_reason_. One word, so a signal
+  // handler joins with a compare-exchange and the writer takes all with one exchange.
+  std::atomic<uint32_t> pending_{0};
   std::atomic<uint64_t> trigger_ns_{0};
+  // Held while a reason is copied in or the writer takes them, never waited for. A reason-bearing
+  // trigger joins pending_ while it holds it, so the writer takes each reason with its trigger.
   std::atomic<bool> trigger_reason_busy_{false};
-  char trigger_reason_[256] = {};
+  char trigger_reason_[512] = {};
+  size_t trigger_reason_bytes_ = 0;
+  // Joins `trigger` to pending_; true when it is the first. Async-signal-safe.
+  bool join_pending(Trigger trigger, bool reason_kept);
   uint32_t dumps_ = 0;
   uint64_t hang_reported_since_ = 0;           // the wait GPUHOOK_HANG already fired for
   uint32_t triggers_ignored_ = 0;              // past GPUHOOK_FLIGHT_MAX

@@ -1,4 +1,7 @@
 // The writer's flight-recorder side (flight.h): triggers, dumps, and the end of a flight run.
+#include <sched.h>
+
+#include <algorithm>
 #include <cstring>
 
 #include "clock.h"
@@ -22,21 +25,73 @@ const char* trigger_name(Writer::Trigger t) {
 
 }  // namespace
 
+bool Writer::join_pending(Trigger trigger, bool reason_kept) {
+  const uint32_t t = static_cast<uint32_t>(trigger);
+  uint32_t seen = pending_.load(std::memory_order_acquire);
+  for (;;) {
+    const uint32_t want = seen == 0 ? t : (reason_kept ? seen : seen | (1u << (8 + t)));
+    if (pending_.compare_exchange_weak(seen, want, std::memory_order_acq_rel)) return seen == 0;
+  }
+}
+
 void Writer::request_dump(Trigger trigger, const char* reason, uint64_t when_ns) {
   if (!flight_) return;
-  if (reason != nullptr) {
+  if (when_ns == 0) when_ns = now_ns();
+  // Before the trigger waits: the window counts back from the newest record, and under load a
+  // writer that got to a slow step's dump late had let the step's first 59 kernels go.
+  flight_->hold(when_ns - std::min(when_ns, config_.flight_ns));
+  // The reasons' buffer is in use for a copy of at most its size; a few tries outlast that unless
+  // its user is preempted, and the caller (the writer thread, gpuhook_trigger) is never blocked.
+  bool reason_locked = false;
+  for (int tries = 0; reason != nullptr && !reason_locked && tries < 64; ++tries) {
     bool expected = false;
-    if (trigger_reason_busy_.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) {
-      strncpy(trigger_reason_, reason, sizeof trigger_reason_ - 1);
-      trigger_reason_[sizeof trigger_reason_ - 1] = '\0';
-    }
+    reason_locked = trigger_reason_busy_.compare_exchange_strong(expected, true, std::memory_order_acq_rel);
+    if (!reason_locked) sched_yield();
   }
-  uint32_t none = 0;
-  // One trigger at a time: a second while the first waits for the writer joins it.
-  if (trigger_.compare_exchange_strong(none, static_cast<uint32_t>(trigger), std::memory_order_acq_rel)) {
-    trigger_ns_.store(when_ns != 0 ? when_ns : now_ns(), std::memory_order_relaxed);
+  if (!reason_locked) {
+    if (join_pending(trigger, false)) trigger_ns_.store(when_ns, std::memory_order_relaxed);
+    sem_post(&wake_sem_);
+    return;
   }
+  const char* name = trigger_name(trigger);
+  const size_t reason_bytes = strnlen(reason, sizeof trigger_reason_);
+  // "; then NAME: REASON", without the "; " when the first trigger's reason is not there.
+  const size_t separator_bytes = trigger_reason_bytes_ != 0 ? 2 : 0;
+  const size_t joined_bytes = separator_bytes + 5 + strlen(name) + 2 + reason_bytes;
+  const bool fits = trigger_reason_bytes_ + joined_bytes < sizeof trigger_reason_;
+  if (join_pending(trigger, fits)) {
+    trigger_ns_.store(when_ns, std::memory_order_relaxed);
+    // The first reason: as much as the buffer holds.
+    trigger_reason_bytes_ = std::min(reason_bytes, sizeof trigger_reason_ - 1);
+    memcpy(trigger_reason_, reason, trigger_reason_bytes_);
+  } else if (fits) {
+    char* at = trigger_reason_ + trigger_reason_bytes_;
+    at = stpcpy(stpcpy(stpcpy(at, separator_bytes != 0 ? "; then " : "then "), name), ": ");
+    memcpy(at, reason, reason_bytes);
+    trigger_reason_bytes_ += joined_bytes;
+  }
+  trigger_reason_busy_.store(false, std::memory_order_release);
   sem_post(&wake_sem_);
+}
+
+bool Writer::dump_pending() {
+  if (pending_.load(std::memory_order_acquire) == 0) return false;
+  bool expected = false;
+  if (!trigger_reason_busy_.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) return false;
+  const uint32_t pending = pending_.exchange(0, std::memory_order_acq_rel);
+  std::string reason(trigger_reason_, trigger_reason_bytes_);
+  trigger_reason_bytes_ = 0;
+  const uint64_t when = trigger_ns_.load(std::memory_order_relaxed);
+  const uint64_t held = flight_->held();
+  trigger_reason_busy_.store(false, std::memory_order_release);
+  if (pending == 0) return false;
+  for (uint32_t t = 1; t <= static_cast<uint32_t>(Trigger::kHang); ++t) {
+    if ((pending & (1u << (8 + t))) == 0) continue;
+    reason += std::string(reason.empty() ? "" : "; ") + "also " + trigger_name(static_cast<Trigger>(t));
+  }
+  dump_flight(static_cast<Trigger>(pending & 0xffu), reason, when);
+  if (pending_.load(std::memory_order_acquire) == 0) flight_->release(held);  // else the next dump's
+  return true;
 }
 
 void Writer::note_dying(const char* why) {

@@ -40,6 +40,23 @@ TEST(FlightBuffer, TheByteBoundWinsButTheNewestFrameStays) {
   EXPECT_EQ(b.frames().front().bytes.size(), 500u);
 }
 
+TEST(FlightBuffer, AWaitingTriggerKeepsTheDurationBeforeItUntilItsDump) {
+  FlightBuffer b(/*duration_ns=*/1000, /*max_bytes=*/1 << 20);
+  b.hold(1500);  // a trigger at 2500 that the writer has not dumped yet
+  b.hold(1800);  // a later one joining it: the earlier hold stands
+  for (uint64_t t = 0; t < 20; ++t) b.frame(frame(t * 300 + 1, t * 300 + 300, 10));
+  // Newest ends at 6000: without the hold, frames ending before 5000 would go.
+  EXPECT_EQ(b.frames().front().max_ns, 1500u);
+  b.release(1500);
+  b.frame(frame(6001, 6300, 10));
+  EXPECT_GE(b.frames().front().max_ns, 5300u);
+  // The byte bound still wins over a hold.
+  FlightBuffer small(/*duration_ns=*/1000, /*max_bytes=*/100);
+  small.hold(1);
+  for (uint64_t t = 1; t <= 5; ++t) small.frame(frame(t, t, 40));
+  EXPECT_EQ(small.frames().size(), 2u);
+}
+
 TEST(SlowDetector, AnOccurrenceOverFactorTimesTheMedianAfterTheWarmUp) {
   std::string why;
   uint64_t t = 1000;

@@ -11,6 +11,7 @@
 
 #include <gpuhook/version.h>
 
+#include "clock.h"
 #include "cupti_convert.h"
 #include "nvtx_names.h"
 #include "recorder.h"
@@ -439,6 +440,75 @@ TEST_F(WriterTest, AnExistingFileIsNeverOverwritten) {
   ASSERT_NE(std::fgets(buf, sizeof(buf), g), nullptr);
   std::fclose(g);
   EXPECT_STREQ(buf, "precious");
+}
+
+// GPUHOOK_FLIGHT: triggers that come while a dump waits for the writer join it, each reason
+// kept in the dump's header and the exit line, and the next dump starts afresh.
+class FlightWriterTest : public WriterTest {
+ protected:
+  void SetUp() override {
+    WriterTest::SetUp();
+    config.flight_ns = 10'000'000'000ull;
+    config.flight_text = "GPUHOOK_FLIGHT=10s";
+  }
+  v1::Header dump_header(uint32_t sequence) {
+    CaptureReader reader((dir / ("cap-" + std::to_string(getpid()) + ".flight" + std::to_string(sequence) + ".gpuh")).string());
+    v1::Record r;
+    while (reader.next(r))
+      if (r.has_header()) return r.header();
+    ADD_FAILURE() << "no dump " << sequence;
+    return {};
+  }
+};
+
+TEST_F(FlightWriterTest, ATriggerThatJoinsAWaitingDumpKeepsItsReason) {
+  Writer w(config, facts());
+  push_range(v1::RANGE_MARK, "step", now_ns());
+  w.drain_once(true, false);
+  w.request_dump(Writer::Trigger::kSlow, "occurrence 1499 of 'step' took 30 ms", 0);
+  w.request_dump(Writer::Trigger::kSlow, "occurrence 1500 of 'step' took 200 ms", 0);
+  w.request_dump(Writer::Trigger::kSignal);  // no reason: named
+  w.request_dump(Writer::Trigger::kCall, "step 1500", 0);
+  ASSERT_TRUE(w.dump_pending());
+  EXPECT_FALSE(w.dump_pending());  // all four went into dump 1
+  w.finish();
+  const v1::Header h = dump_header(1);
+  EXPECT_EQ(h.flight_trigger(), "slow");
+  const std::string want =
+      "occurrence 1499 of 'step' took 30 ms; then slow: occurrence 1500 of 'step' took 200 ms; then call: step 1500; "
+      "also signal";
+  EXPECT_EQ(h.flight_reason(), want);
+  EXPECT_NE(w.summary().find("(slow: " + want + ", "), std::string::npos) << w.summary();
+}
+
+TEST_F(FlightWriterTest, TheNextDumpHasOnlyItsOwnReason) {
+  Writer w(config, facts());
+  push_range(v1::RANGE_MARK, "step", now_ns());
+  w.drain_once(true, false);
+  // A signal first (no reason), a call joining it: the call's reason is this dump's, not the next's.
+  w.request_dump(Writer::Trigger::kSignal);
+  w.request_dump(Writer::Trigger::kCall, "joined the signal", 0);
+  ASSERT_TRUE(w.dump_pending());
+  w.request_dump(Writer::Trigger::kCall, "on its own", 0);
+  ASSERT_TRUE(w.dump_pending());
+  w.finish();
+  EXPECT_EQ(dump_header(1).flight_trigger(), "signal");
+  EXPECT_EQ(dump_header(1).flight_reason(), "then call: joined the signal");
+  EXPECT_EQ(dump_header(2).flight_trigger(), "call");
+  EXPECT_EQ(dump_header(2).flight_reason(), "on its own");
+}
+
+TEST_F(FlightWriterTest, ReasonsPastTheBufferAreNamedNotCut) {
+  Writer w(config, facts());
+  push_range(v1::RANGE_MARK, "step", now_ns());
+  w.drain_once(true, false);
+  const std::string long_reason(300, 'x');
+  w.request_dump(Writer::Trigger::kCall, long_reason.c_str(), 0);
+  w.request_dump(Writer::Trigger::kCall, long_reason.c_str(), 0);  // 300 + 316 bytes: no room
+  w.request_dump(Writer::Trigger::kSlow, "short", 0);
+  ASSERT_TRUE(w.dump_pending());
+  w.finish();
+  EXPECT_EQ(dump_header(1).flight_reason(), long_reason + "; then slow: short; also call");
 }
 
 }  // namespace
