@@ -53,6 +53,13 @@ v1::Record& OpenRecord::record() {
   return record_;
 }
 
+v1::Record OpenRecord::take() {
+  v1::Record r = std::move(record());
+  builder_->open_ = nullptr;
+  builder_ = nullptr;
+  return r;
+}
+
 CaptureBuilder::CaptureBuilder(const std::string& path, const WriterOptions& options) {
   writer_ = CaptureWriter::create(path, options, &error_);
 }

@@ -36,6 +36,9 @@ class OpenRecord {
   OpenRecord& operator=(OpenRecord&&) = delete;
   ~OpenRecord();
   v1::Record& record();
+  // The record, no longer the builder's to write: for one the caller writes later with write(),
+  // or drops (a launch call written long after its kernel, or never).
+  v1::Record take();
 
  protected:
   explicit OpenRecord(CaptureBuilder* builder);

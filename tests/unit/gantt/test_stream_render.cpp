@@ -18,8 +18,8 @@
 
 #include "gantt/analysis/stream_shares.h"
 #include "render/stream_read.h"
-#include "../../support/fake_device.h"
-#include "fabricate.h"
+#include "capture_builder.h"
+#include "fake_device.h"
 #include "gantt/render/lod.h"
 #include "gantt/render/render.h"
 
@@ -52,35 +52,23 @@ std::string write_capture(const std::string& name, const Spec& spec) {
   std::remove(path.c_str());
   gpuhook::WriterOptions wo;
   wo.chunk_bytes = spec.chunk_bytes;
-  std::string err;
-  auto w = gpuhook::CaptureWriter::create(path, wo, &err);
-  EXPECT_TRUE(w) << err;
+  gpuhook::test::CaptureBuilder b(path, wo);
+  EXPECT_TRUE(b.ok()) << b.error();
   std::mt19937_64 rng(11);
-  v1::Record h;
-  h.mutable_header()->set_format_version(gpuhook::kFormatVersion);
-  h.mutable_header()->set_host_name("render-host");
-  h.mutable_header()->set_pid(78);
-  h.mutable_header()->set_features(v1::FEATURE_HOST_CLOCK_CALLBACK | v1::FEATURE_LATENCY_TIMESTAMPS);
-  w->write(h);
-  for (uint32_t d = 0; d < spec.devices; ++d) {
-    v1::Record dev;
-    dev.mutable_device()->set_ordinal(d);
-    dev.mutable_device()->set_name("Fabricated GPU");
-    gpuhook::test::set_sm_limits(dev.mutable_device(), 9);
-    w->write(dev);
-  }
+  b.header("render-host", 78, 0, v1::FEATURE_HOST_CLOCK_CALLBACK | v1::FEATURE_LATENCY_TIMESTAMPS);
+  for (uint32_t d = 0; d < spec.devices; ++d) gpuhook::test::set_sm_limits(&*b.device(d, "Fabricated GPU"), 9);
   for (uint32_t s : {9u, 11u, 13u}) {  // 9 non-blocking, 11 high priority, 13 low priority
-    v1::Record st;
-    st.mutable_stream()->set_stream(s);
-    st.mutable_stream()->set_flags(s == 9 ? 2 : 1);
-    st.mutable_stream()->set_priority(s == 11 ? -2 : 0);
-    w->write(st);
+    auto st = b.add(&v1::Record::mutable_stream);
+    st->set_stream(s);
+    st->set_flags(s == 9 ? 2 : 1);
+    st->set_priority(s == 11 ? -2 : 0);
   }
-  std::vector<uint32_t> names;
-  for (int i = 0; i < 10; ++i) names.push_back(w->intern("_Z6kernelILi" + std::to_string(i) + "EEvPf"));
-  const uint32_t launch = w->intern("cudaLaunchKernel"), copy = w->intern("cudaMemcpyAsync"),
-                 all_reduce = w->intern("ncclAllReduce"),
-                 nccl_kernel = w->intern("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)");
+  std::vector<std::string> names;
+  for (int i = 0; i < 10; ++i) names.push_back("_Z6kernelILi" + std::to_string(i) + "EEvPf");
+  const std::string launch = "cudaLaunchKernel", copy = "cudaMemcpyAsync", all_reduce = "ncclAllReduce",
+                    nccl_kernel = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+  for (const std::string& s : names) b.intern(s);  // defined up front; cudaStreamSynchronize at its first call
+  for (const std::string& s : {launch, copy, all_reduce, nccl_kernel}) b.intern(s);
   uint64_t t = 7'000'000'000ull, external = 1;
   uint32_t corr = 1;
   std::vector<v1::Record> late;
@@ -90,46 +78,31 @@ std::string write_capture(const std::string& name, const Spec& spec) {
     const bool long_one = rng() % 4000 == 0;
     const uint64_t len = long_one ? 30'000'000 : 500 + rng() % 20000, start = t + rng() % 700;
     t += len / (long_one ? 40 : 3) + (rng() % 7 == 0 ? 200'000 : 0);
-    v1::Record api;
-    auto* a = api.mutable_api();
-    a->set_domain(v1::API_DOMAIN_RUNTIME);
-    a->set_thread_id(5150 + rng() % spec.host_threads);
-    a->set_correlation_id(corr);
-    a->set_start_ns(static_cast<int64_t>(start - 4000 - rng() % 3000));
-    a->set_end_ns(a->start_ns() + 2500);
+    const uint64_t thread = 5150 + rng() % spec.host_threads;
+    const uint64_t call_start = start - 4000 - rng() % 3000;
+    uint64_t call_end = call_start + 2500;
+    std::string call = copy;
     const uint64_t kind = rng() % 20;
-    v1::Record r;
+    v1::Record r;  // the activity, taken to be written after its launch call
     if (kind == 0) {
-      v1::Record call;
-      auto* n = call.mutable_nccl();
-      n->set_op(v1::NCCL_ALL_REDUCE);
-      n->set_name_id(all_reduce);
-      n->set_bytes(4096 * (1 + rng() % 64));
-      n->set_thread_id(5150);
-      n->set_device(static_cast<int32_t>(dev));
-      n->set_start_ns(static_cast<int64_t>(start - 3500));
-      n->set_end_ns(static_cast<int64_t>(start - 100));
-      n->set_external_id(external);
-      w->write(call);
-      w->write(gantt_test::external(external++, corr));  // CUPTI's record of the hook's id
-      a->set_name_id(launch);
-      auto* k = r.mutable_kernel();
-      k->set_name_id(nccl_kernel);
+      call = launch;
+      {
+        auto n = b.nccl(v1::NCCL_ALL_REDUCE, all_reduce, 5150, start - 3500, start - 100);
+        n->set_bytes(4096 * (1 + rng() % 64));
+        n->set_device(static_cast<int32_t>(dev));
+        n->set_external_id(external);
+      }
+      b.external(external++, corr);  // CUPTI's record of the hook's id
+      auto k = b.kernel(nccl_kernel, stream, corr, start, start + len);
       k->set_device(dev);
-      k->set_stream(stream);
-      k->set_correlation_id(corr);
       k->set_queued_ns(static_cast<int64_t>(start - 800));
-      k->set_start_ns(static_cast<int64_t>(start));
-      k->set_end_ns(static_cast<int64_t>(start + len));
+      r = k.take();
     } else if (kind < 14) {
-      a->set_name_id(launch);
-      auto* k = r.mutable_kernel();
-      k->set_name_id(names[rng() % names.size()]);
+      call = launch;
+      auto k = b.kernel(names[rng() % names.size()], stream, corr, 0, 0);
       k->set_device(dev);
-      k->set_stream(stream);
-      k->set_correlation_id(corr);
       if (stream == 13 && rng() % 2) k->set_stream_priority(3);
-      k->set_grid_x(1 + rng() % 512);
+      k->set_grid_x(1 + rng() % 512);  // grid_y and grid_z left unset, as they always were here
       k->set_block_x(64 << (rng() % 4));
       k->set_block_y(1);
       k->set_block_z(1);
@@ -137,73 +110,46 @@ std::string write_capture(const std::string& name, const Spec& spec) {
       if (rng() % 8 != 0) k->set_queued_ns(static_cast<int64_t>(start - 1000 - rng() % 40000));
       if (rng() % 300 != 0) k->set_start_ns(static_cast<int64_t>(start));
       k->set_end_ns(static_cast<int64_t>(rng() % 400 == 0 ? start : start + len));
+      r = k.take();
     } else if (kind < 17) {
-      a->set_name_id(copy);
-      auto* c = r.mutable_memcpy();
-      c->set_device(dev);
-      c->set_stream(stream);
-      c->set_correlation_id(corr);
       const bool peer = spec.devices > 1 && rng() % 5 == 0;
-      c->set_copy_kind(peer ? v1::COPY_PTOP : static_cast<v1::CopyKind>(1 + rng() % 3));
+      const auto copy_kind = peer ? v1::COPY_PTOP : static_cast<v1::CopyKind>(1 + rng() % 3);
+      auto c = b.copy(copy_kind, 1 + rng() % (1 << 24), stream, corr, start, start + len / 2);
+      c->set_device(dev);
       if (peer) {
         c->set_src_device(dev);
         c->set_dst_device((dev + 1) % spec.devices);
       }
-      c->set_bytes(1 + rng() % (1 << 24));
-      c->set_start_ns(static_cast<int64_t>(start));
-      c->set_end_ns(static_cast<int64_t>(start + len / 2));
+      r = c.take();
     } else if (kind < 19) {
-      a->set_name_id(copy);
-      auto* m = r.mutable_memset();
+      auto m = b.memset(4096, stream, corr, start, start + 700);
       m->set_device(dev);
-      m->set_stream(stream);
-      m->set_correlation_id(corr);
-      m->set_bytes(4096);
-      m->set_start_ns(static_cast<int64_t>(start));
-      m->set_end_ns(static_cast<int64_t>(start + 700));
+      r = m.take();
     } else {
-      a->set_name_id(w->intern("cudaStreamSynchronize"));
-      a->set_end_ns(static_cast<int64_t>(start + 300 + rng() % 2'000'000));  // blocked: a bar on its host lane
-      auto* s = r.mutable_sync();
-      s->set_type(v1::SYNC_STREAM_SYNCHRONIZE);
-      s->set_device(dev);
-      s->set_stream(stream);
-      s->set_correlation_id(corr);
-      s->set_start_ns(static_cast<int64_t>(start));
-      s->set_end_ns(static_cast<int64_t>(start + 300));
+      call = "cudaStreamSynchronize";
+      call_end = start + 300 + rng() % 2'000'000;  // blocked: a bar on its host lane
+      auto y = b.sync(v1::SYNC_STREAM_SYNCHRONIZE, stream, corr, start, start + 300);
+      y->set_device(dev);
+      r = y.take();
     }
+    auto a = b.api(call, thread, call_start, call_end, corr);
     ++corr;
     if (rng() % 50 == 0) {
-      // No launch call recorded.
+      a.take();  // no launch call recorded
     } else if (spec.late_launches && rng() % 30 == 0) {
-      late.push_back(api);
-    } else {
-      w->write(api);
+      late.push_back(a.take());
     }
-    w->write(r);
+    b.write(r);  // after the launch call, when that is still open
     if (late.size() > 40) {  // written long after: in a later chunk, often another share's
-      for (const v1::Record& l : late) w->write(l);
+      for (const v1::Record& l : late) b.write(l);
       late.clear();
     }
-    if (spec.ranges && i % 500 == 0) {
-      v1::Record g;
-      g.mutable_range()->set_type(i % 1000 == 0 ? v1::RANGE_PUSH : v1::RANGE_POP);
-      g.mutable_range()->set_name_id(names[i % 7]);
-      g.mutable_range()->set_thread_id(5150);
-      g.mutable_range()->set_time_ns(static_cast<int64_t>(start));
-      w->write(g);
-    }
-    if (spec.event_waits && i == spec.activities / 2) {
-      v1::Record x;
-      x.mutable_sync()->set_type(v1::SYNC_STREAM_WAIT_EVENT);
-      x.mutable_sync()->set_stream(9);
-      x.mutable_sync()->set_start_ns(static_cast<int64_t>(start));
-      x.mutable_sync()->set_end_ns(static_cast<int64_t>(start));
-      w->write(x);
-    }
+    if (spec.ranges && i % 500 == 0)
+      b.range(i % 1000 == 0 ? v1::RANGE_PUSH : v1::RANGE_POP, names[i % 7], 5150, start);
+    if (spec.event_waits && i == spec.activities / 2) b.sync(v1::SYNC_STREAM_WAIT_EVENT, 9, 0, start, start);
   }
-  for (const v1::Record& l : late) w->write(l);
-  EXPECT_TRUE(w->close()) << w->last_error();
+  for (const v1::Record& l : late) b.write(l);
+  EXPECT_TRUE(b.close()) << b.error();
   return path;
 }
 
