@@ -10,7 +10,7 @@
 
 #include <gpuhook/capture.h>
 
-#include "../gantt/fabricate.h"
+#include "capture_builder.h"
 #include "gantt/analysis/diagnose.h"
 #include "gantt/analysis/stats.h"
 #include "gantt/analysis/stream_stats.h"
@@ -36,55 +36,45 @@ std::string temp_path(const std::string& name) {
 std::string write_capture(const std::string& name, Issued issued) {
   const std::string path = temp_path(name);
   std::remove(path.c_str());
-  std::string err;
-  auto w = gpuhook::CaptureWriter::create(path, gpuhook::WriterOptions{}, &err);
-  EXPECT_TRUE(w) << err;
-  v1::Record h = gantt_test::header();
-  h.mutable_header()->set_format_version(gpuhook::kFormatVersion);
-  w->write(h);
-  w->write(gantt_test::a100());
-  const uint32_t kernel_name = w->intern("_Z4stepPf");
-  const uint32_t launch = w->intern("cudaLaunchKernel");
-  const uint32_t graph_launch = w->intern("cudaGraphLaunch");
-  const uint32_t memcpy_sync = w->intern("cudaMemcpy");
-  const uint32_t memcpy_async = w->intern("cudaMemcpyAsync");
+  gpuhook::test::CaptureBuilder b(path);
+  EXPECT_TRUE(b.ok()) << b.error();
+  b.header("testhost", 42, 1'000'000, v1::FEATURE_HOST_CLOCK_CALLBACK | v1::FEATURE_LATENCY_TIMESTAMPS);
+  b.sm_device(0, 8);
+  const gpuhook::test::Shape shape{80, 256, 32};
   uint32_t corr = 1;
   for (uint64_t i = 0; i < kSteps; ++i) {
     const uint64_t t = 100'000 + i * 10'000;
     const auto copy = [&](v1::CopyKind kind, uint64_t start, uint32_t call_corr, uint64_t node) {
-      v1::Record r = gantt_test::memcpy_rec(kind, 1 << 20, 7, call_corr, start, start + 400);
-      v1::Memcpy* m = r.mutable_memcpy();
+      auto m = b.copy(kind, 1 << 20, 7, call_corr, start, start + 400);
       const bool to_device = kind == v1::COPY_HTOD;
       const v1::MemoryKind host = issued == Issued::kPageableMemcpyAsync ? v1::MEMORY_PAGEABLE : v1::MEMORY_PINNED;
       m->set_src_kind(to_device ? host : v1::MEMORY_DEVICE);
       m->set_dst_kind(to_device ? v1::MEMORY_DEVICE : host);
       m->set_async(issued != Issued::kMemcpy);  // CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC as CUDA sets it
       if (issued == Issued::kGraphLaunch) m->set_graph_id(5), m->set_graph_node_id(node);
-      w->write(r);
     };
     if (issued == Issued::kGraphLaunch) {
       // One cudaGraphLaunch; CUPTI gives every node its correlation id.
       const uint32_t c = corr++;
-      w->write(gantt_test::api(graph_launch, 100, t, t + 50, c));
+      b.api("cudaGraphLaunch", 100, t, t + 50, c);
       copy(v1::COPY_HTOD, t + 1000, c, 1);
-      v1::Record k = gantt_test::kernel(kernel_name, 7, c, 0, 0, t + 1400, t + 1500);
-      k.mutable_kernel()->set_graph_id(5);
-      k.mutable_kernel()->set_graph_node_id(2);
-      w->write(k);
+      auto k = b.kernel("_Z4stepPf", 7, c, t + 1400, t + 1500, shape);
+      k->set_graph_id(5);
+      k->set_graph_node_id(2);
       copy(v1::COPY_DTOH, t + 1500, c, 3);
       continue;
     }
-    const uint32_t copy_call = issued == Issued::kMemcpy ? memcpy_sync : memcpy_async;
+    const std::string copy_call = issued == Issued::kMemcpy ? "cudaMemcpy" : "cudaMemcpyAsync";
     const bool waits = issued == Issued::kMemcpy || issued == Issued::kPageableMemcpyAsync;
     const uint32_t c1 = corr++, c2 = corr++, c3 = corr++;
-    w->write(gantt_test::api(copy_call, 100, t, waits ? t + 1450 : t + 50, c1));
+    b.api(copy_call, 100, t, waits ? t + 1450 : t + 50, c1);
     copy(v1::COPY_HTOD, t + 1000, c1, 0);
-    w->write(gantt_test::api(launch, 100, t + 1460, t + 1470, c2));
-    w->write(gantt_test::kernel(kernel_name, 7, c2, 0, 0, t + 1480, t + 1580));
-    w->write(gantt_test::api(copy_call, 100, t + 1480, waits ? t + 2000 : t + 1500, c3));
+    b.api("cudaLaunchKernel", 100, t + 1460, t + 1470, c2);
+    b.kernel("_Z4stepPf", 7, c2, t + 1480, t + 1580, shape);
+    b.api(copy_call, 100, t + 1480, waits ? t + 2000 : t + 1500, c3);
     copy(v1::COPY_DTOH, t + 1580, c3, 0);
   }
-  EXPECT_TRUE(w->close()) << w->last_error();
+  EXPECT_TRUE(b.close()) << b.error();
   return path;
 }
 
