@@ -3,6 +3,7 @@
 // that ran inside), not by thread and time.
 #include <gtest/gtest.h>
 
+#include "capture_builder.h"
 #include "gantt/model/model.h"
 #include "gantt/ranks/ranks.h"
 
@@ -16,86 +17,62 @@ constexpr uint32_t kCustom0 = 3;  // kineto's
 constexpr uint64_t kHookTid = 4242;                  // gettid(), what the NCCL wrapper records
 constexpr uint64_t kCuptiTid = 0x7f3a12345700ull;    // pthread_self(), CUPTI's default thread id
 
-enum Str : uint32_t {
-  kAllReduce = 1, kSend, kRecv, kGroupStart, kGroupEnd, kLaunchEx, kAllReduceKernel, kSendRecvKernel, kOtherKernel
-};
+constexpr const char* kAllReduce = "ncclAllReduce";
+constexpr const char* kSend = "ncclSend";
+constexpr const char* kRecv = "ncclRecv";
+constexpr const char* kGroupStart = "ncclGroupStart";
+constexpr const char* kGroupEnd = "ncclGroupEnd";
+constexpr const char* kAllReduceKernel =
+    "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE";
+constexpr const char* kSendRecvKernel = "_Z22ncclDevKernel_SendRecv24ncclDevKernelArgsStorageILm4096EE";
+constexpr const char* kOtherKernel = "_Z6scale_Pf";
 
+// Records made by the shared capture builder, kept in memory, handed to the model by its tap.
 class Capture {
  public:
   explicit Capture(Model& model) : b_(model) {
     b_.begin_capture("rank0.gpuh");
-    v1::Record rec;
-    auto* h = rec.mutable_header();
+    c_.tap([this](const v1::Record& r) { b_.add(r); });
+    auto h = c_.add(&v1::Record::mutable_header);
     h->set_format_version(1);
     h->set_rank(0);
     h->set_start_monotonic_raw_ns(1'000'000);
     h->set_features(v1::FEATURE_HOST_CLOCK_CALLBACK);
-    b_.add(rec);
-    const char* names[] = {"",
-                           "ncclAllReduce",
-                           "ncclSend",
-                           "ncclRecv",
-                           "ncclGroupStart",
-                           "ncclGroupEnd",
-                           "cuLaunchKernelEx",
-                           "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE",
-                           "_Z22ncclDevKernel_SendRecv24ncclDevKernelArgsStorageILm4096EE",
-                           "_Z6scale_Pf"};
-    for (uint32_t i = 1; i < std::size(names); ++i) b_.define_string(i, names[i]);
   }
-  ~Capture() { b_.end_capture(gpuhook::Integrity{}); }
+  ~Capture() {
+    c_.close();  // the last record reaches the model first
+    b_.end_capture(gpuhook::Integrity{});
+  }
 
-  void nccl(v1::NcclOp op, Str name, int64_t start, int64_t end, uint64_t external_id, uint32_t group_depth,
+  void nccl(v1::NcclOp op, const char* name, uint64_t start, uint64_t end, uint64_t external_id, uint32_t group_depth,
             uint64_t sequence = 0) {
-    v1::Record rec;
-    auto* n = rec.mutable_nccl();
-    n->set_op(op);
-    n->set_name_id(name);
+    auto n = c_.nccl(op, name, kHookTid, start, end);
     n->set_count(256);
     n->set_datatype(7);
     n->set_bytes(1024);
     n->set_comm_id(99);
     n->set_rank(0);
     n->set_nranks(2);
-    n->set_thread_id(kHookTid);
-    n->set_start_ns(start);
-    n->set_end_ns(end);
     n->set_sequence(sequence);
     n->set_group_depth(group_depth);
     n->set_external_id(external_id);
-    b_.add(rec);
   }
   // A launch through the driver on the calling thread as CUPTI names it, and its kernel.
-  void launch(Str kernel, int64_t at, uint32_t correlation_id, uint64_t thread = kCuptiTid) {
-    v1::Record rec;
-    auto* a = rec.mutable_api();
-    a->set_domain(v1::API_DOMAIN_DRIVER);
-    a->set_cbid(652);
-    a->set_name_id(kLaunchEx);
-    a->set_thread_id(thread);
-    a->set_start_ns(at);
-    a->set_end_ns(at + 500);
-    a->set_correlation_id(correlation_id);
-    b_.add(rec);
-    rec.Clear();
-    auto* k = rec.mutable_kernel();
-    k->set_name_id(kernel);
-    k->set_correlation_id(correlation_id);
-    k->set_start_ns(at + 10'000);
-    k->set_end_ns(at + 30'000);
-    b_.add(rec);
+  void launch(const char* kernel, uint64_t at, uint32_t correlation_id, uint64_t thread = kCuptiTid) {
+    {
+      auto a = c_.api("cuLaunchKernelEx", thread, at, at + 500, correlation_id);
+      a->set_domain(v1::API_DOMAIN_DRIVER);
+      a->set_cbid(652);
+    }
+    c_.kernel(kernel, 0, correlation_id, at + 10'000, at + 30'000);
   }
   void external(uint32_t kind, uint64_t external_id, uint32_t correlation_id) {
-    v1::Record rec;
-    auto* x = rec.mutable_external_correlation();
-    x->set_kind(kind);
-    x->set_external_id(external_id);
-    x->set_correlation_id(correlation_id);
-    b_.add(rec);
+    c_.external(external_id, correlation_id)->set_kind(kind);
   }
 
  private:
   ModelBuilder b_;
+  gpuhook::test::CaptureBuilder c_;  // after b_, which its tap feeds
 };
 
 uint32_t kernel_named(const Model& m, const std::string& name) {
