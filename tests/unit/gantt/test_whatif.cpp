@@ -30,7 +30,7 @@ struct G {
   uint32_t call(int64_t gap, int64_t cost, std::vector<uint32_t> waits = {}, int64_t post = 0, uint32_t thread = 0) {
     HostCall c;
     c.thread = thread, c.gap_ns = gap, c.cost_ns = cost, c.waits = std::move(waits), c.post_wait_ns = post;
-    c.name = "call";
+    c.name = g.name("call");
     g.calls.push_back(c);
     g.threads[thread].calls.push_back(static_cast<uint32_t>(g.calls.size() - 1));
     return static_cast<uint32_t>(g.calls.size() - 1);

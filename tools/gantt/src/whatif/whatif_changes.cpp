@@ -94,8 +94,8 @@ std::vector<uint32_t> matching_kernels(const Built& b, const Change& ch) {
   for (uint32_t o = 0; o < b.graph.ops.size(); ++o) {
     const GpuOp& op = b.graph.ops[o];
     if (op.kind != OpKind::kKernel) continue;
-    auto [it, added] = hit.try_emplace(op.name, false);
-    if (added) it->second = RE2::PartialMatch(op.name, re) || RE2::PartialMatch(demangle(op.name), re);
+    auto [it, added] = hit.try_emplace(op.name.str(), false);
+    if (added) it->second = RE2::PartialMatch(op.name.str(), re) || RE2::PartialMatch(demangle(op.name.str()), re);
     if (it->second) matched.push_back(o);
   }
   if (matched.empty())
@@ -346,7 +346,7 @@ void remove_syncs(Built& b, const Change& ch) {
         if (!w.ops.empty() || w.kind != WaitSpec::Kind::kNone) reads_since = false;
         continue;
       }
-      if (!ch.name.empty() && g.calls[c].name.rfind(ch.name, 0) != 0) continue;
+      if (!ch.name.empty() && g.calls[c].name.str().rfind(ch.name, 0) != 0) continue;
       if (launches[c]) continue;  // it hands work over too: not a synchronising call to drop
       if (c == last_wait || reads_since) {
         ++kept;
@@ -363,7 +363,7 @@ void remove_syncs(Built& b, const Change& ch) {
 
 // What makes two operations "the same step" of a stream: kind, name and size.
 std::string signature(const GpuOp& op) {
-  return std::to_string(static_cast<int>(op.kind)) + "/" + op.name + "/" + std::to_string(op.bytes) + "/" +
+  return std::to_string(static_cast<int>(op.kind)) + "/" + op.name.str() + "/" + std::to_string(op.bytes) + "/" +
          std::to_string(op.copy_kind);
 }
 
@@ -422,7 +422,7 @@ void spread_streams(Built& b, const Change& ch) {
       for (uint32_t o : chains[i]) g.ops[o].lane = new_lanes[i % new_lanes.size()];
     ++spread;
     g.notes.push_back(ch.text + ": stream " + std::to_string(from.stream) + " of device " + std::to_string(from.device) + ": " +
-                      std::to_string(chains.size()) + " chains (each starting with " + g.ops[head_op].name +
+                      std::to_string(chains.size()) + " chains (each starting with " + g.ops[head_op].name.str() +
                       ") over " + std::to_string(ch.streams) + " new streams, assumed independent");
   }
   if (by_lane.empty()) g.notes.push_back(ch.text + ": no stream with operations to spread");
@@ -456,7 +456,7 @@ void overlap_copies(Built& b, const Change& ch) {
       for (size_t k = ops.size(); k-- > 0;) {
         const GpuOp& op = g.ops[ops[k]];
         if (op.kind != OpKind::kKernel) continue;
-        auto [it, added] = later.try_emplace(op.name, k);
+        auto [it, added] = later.try_emplace(op.name.str(), k);
         if (!added) next_same[k] = std::exchange(it->second, k);
       }
     }
@@ -538,7 +538,7 @@ void graphs(Built& b, const Change& ch, const Options& options) {
   // The capture's own cudaGraphLaunch cost, when it has one.
   std::map<uint16_t, std::vector<int64_t>> measured;
   for (const HostCall& c : g.calls)
-    if (c.name.rfind("cudaGraphLaunch", 0) == 0) measured[g.threads[c.thread].capture].push_back(c.orig_end_ns - c.orig_start_ns);
+    if (c.name.str().rfind("cudaGraphLaunch", 0) == 0) measured[g.threads[c.thread].capture].push_back(c.orig_end_ns - c.orig_start_ns);
   size_t launches = 0, folded = 0;
   uint64_t next_graph_id = 1;
   for (const Thread& t : g.threads) {
@@ -557,7 +557,7 @@ void graphs(Built& b, const Change& ch, const Options& options) {
       std::vector<std::string> names;
       for (uint32_t c : run) {
         std::string n = g.calls[c].name;
-        for (uint32_t o : ops_of_call[c]) n += "|" + g.ops[o].name;
+        for (uint32_t o : ops_of_call[c]) n += "|" + g.ops[o].name.str();
         names.push_back(n);
       }
       const size_t p = period(names);

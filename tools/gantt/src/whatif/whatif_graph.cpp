@@ -158,10 +158,10 @@ class SectionBuilder {
       call.gap_ns = t.calls.empty() ? 0 : dur(g_.calls[t.calls.back()].orig_end_ns, c.start);
       call.cost_ns = dur(c.start, c.end);
       if (c.api) {
-        call.name = s_.string(c.name_id);
+        call.name = name_of(c.name_id);
         call_of_corr_[c.correlation_id] = static_cast<uint32_t>(g_.calls.size());
       } else {
-        call.name = s_.string(c.name_id);
+        call.name = name_of(c.name_id);
         nccl_call_[static_cast<uint32_t>(g_.calls.size())] = c.record;
       }
       b_.places[capture_][c.record] = {RecordPlace::Kind::kCall, static_cast<uint32_t>(g_.calls.size()), 0};
@@ -208,6 +208,13 @@ class SectionBuilder {
     const Occupancy occ = theoretical_occupancy(shape, sm);
     if (occ.active_blocks == 0) return 1;
     return std::min(1.0, static_cast<double>(blocks) / (static_cast<double>(d->second.sm_count()) * occ.active_blocks));
+  }
+
+  // The graph's name for a string id of the capture (each looked up once).
+  Name name_of(uint32_t id) {
+    auto [it, added] = names_.try_emplace(id);
+    if (added) it->second = g_.name(s_.string(id));
+    return it->second;
   }
 
   uint32_t call_of(uint32_t correlation_id) const {
@@ -270,7 +277,7 @@ class SectionBuilder {
           const v1::Kernel& k = r.kernel();
           graph_id = k.graph_id(), correlation_id = k.correlation_id(), device = k.device(), stream = k.stream();
           op.kind = OpKind::kKernel;
-          op.name = s_.string(k.name_id());
+          op.name = name_of(k.name_id());
           op.sm_share = sm_share(k);
           op.call = call_of(k.correlation_id());
           if (op.call != kNone) {
@@ -295,7 +302,7 @@ class SectionBuilder {
           const v1::Memcpy& m = r.memcpy();
           graph_id = m.graph_id(), correlation_id = m.correlation_id(), device = m.device(), stream = m.stream();
           op.kind = OpKind::kCopy;
-          op.name = "memcpy";
+          op.name = g_.name("memcpy");
           op.engine = engine_of(m.copy_kind());
           op.bytes = m.bytes();
           op.copy_kind = static_cast<uint8_t>(m.copy_kind());
@@ -303,7 +310,7 @@ class SectionBuilder {
           op.call = call_of(m.correlation_id());
           // The rule stats and diagnose count synchronous copies by (analysis/stats.h).
           const analysis::CopyHostWait wait =
-              analysis::copy_host_wait(op.call != kNone && analysis::async_copy_call(g_.calls[op.call].name), m);
+              analysis::copy_host_wait(op.call != kNone && analysis::async_copy_call(g_.calls[op.call].name.str()), m);
           op.host_waits = wait != analysis::CopyHostWait::kNone;
           op.call_waits = wait == analysis::CopyHostWait::kSynchronousCall;
           break;
@@ -312,7 +319,7 @@ class SectionBuilder {
           const v1::Memset& m = r.memset();
           graph_id = m.graph_id(), correlation_id = m.correlation_id(), device = m.device(), stream = m.stream();
           op.kind = OpKind::kMemset;
-          op.name = "memset";
+          op.name = g_.name("memset");
           op.bytes = m.bytes();
           op.call = call_of(m.correlation_id());
           break;
@@ -323,7 +330,7 @@ class SectionBuilder {
           auto d = device_of_stream.find(stream);
           device = d == device_of_stream.end() ? 0 : d->second;
           op.kind = OpKind::kHostFunc;
-          op.name = s_.string(h.name_id());
+          op.name = name_of(h.name_id());
           auto ext = external_.find(h.external_id());
           if (h.external_id() != 0 && ext != external_.end()) op.call = call_of(ext->second);
           break;
@@ -347,7 +354,7 @@ class SectionBuilder {
     for (auto& [key, blk] : blocks) {
       GpuOp op;
       op.kind = OpKind::kOther;
-      op.name = "graph launch";
+      op.name = g_.name("graph launch");
       op.lane = lane(blk.device, blk.stream);
       op.orig_start_ns = blk.first;
       op.orig_end_ns = blk.last;
@@ -505,6 +512,7 @@ class SectionBuilder {
   uint32_t first_call_ = static_cast<uint32_t>(g_.calls.size());
   uint32_t first_op_ = static_cast<uint32_t>(g_.ops.size());
   std::vector<Candidate> candidates_;
+  std::unordered_map<uint32_t, Name> names_;
   size_t op_records_ = 0;  // kernels, copies, memsets and host functions: at most one op each
   std::map<uint32_t, v1::DeviceInfo> devices_;
   std::unordered_map<uint32_t, v1::StreamInfo> stream_info_;

@@ -315,7 +315,7 @@ class Replayer {
       if (next_call_[t] < g_.threads[t].calls.size()) {
         const HostCall& c = g_.calls[g_.threads[t].calls[next_call_[t]]];
         return "whatif: the replay cannot go on: thread " + std::to_string(g_.threads[t].thread_id) + " waits in " +
-               c.name + " for work that can never run (a collective without all its ranks, or a cycle)";
+               c.name.str() + " for work that can never run (a collective without all its ranks, or a cycle)";
       }
     return "whatif: the replay cannot go on: an operation waits for work that can never run";
   }

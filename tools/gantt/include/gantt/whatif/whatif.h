@@ -25,7 +25,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "gantt/model/model.h"
@@ -75,6 +78,24 @@ inline constexpr double kPinnedShareOfPcie = 0.8;
 
 enum class OpKind : uint8_t { kKernel, kCopy, kMemset, kCollective, kHostFunc, kOther };
 
+// A kernel's or a call's name, held once in its graph's names (Graph::name()): millions of ops
+// share a few names, and a string each took 32 bytes and, past 15 characters, an allocation.
+class Name {
+ public:
+  Name() = default;
+  const std::string& str() const { return text_ ? *text_ : empty(); }
+  operator const std::string&() const { return str(); }  // NOLINT: a name reads as its text
+
+ private:
+  friend struct Graph;
+  explicit Name(const std::string* text) : text_(text) {}
+  static const std::string& empty() {
+    static const std::string none;
+    return none;
+  }
+  const std::string* text_ = nullptr;
+};
+
 struct HostCall {
   uint32_t thread = kNone;    // index into Graph::threads
   uint64_t orig_start_ns = 0, orig_end_ns = 0;
@@ -84,7 +105,7 @@ struct HostCall {
   std::vector<uint32_t> waits;  // ops it returns after (any that end later hold it)
   bool removed = false;       // remove-syncs took it out
   bool launches_only = false; // it only hands work over (graphs may fold it)
-  std::string name;           // function name, for remove-syncs=NAME and the report
+  Name name;                  // function name, for remove-syncs=NAME and the report
   // Replay result.
   uint64_t start_ns = 0, end_ns = 0;
 };
@@ -108,7 +129,7 @@ struct GpuOp {
   std::vector<uint32_t> after;  // ops it starts after besides its lane (events, legacy stream)
   uint64_t collective = 0;    // ops of one collective share this key (0 = none)
   int64_t transfer_ns = 0;    // collectives: from the last arrival to the end
-  std::string name;           // kernel name (scale=REGEX), API name otherwise
+  Name name;                  // kernel name (scale=REGEX), API name otherwise
   uint64_t orig_start_ns = 0, orig_end_ns = 0;
   // Replay result.
   uint64_t start_ns = 0, end_ns = 0;
@@ -134,6 +155,11 @@ struct Thread {
 };
 
 struct Graph {
+  // `text` held among the graph's names (a copy of the graph shares them).
+  Name name(std::string_view text) {
+    if (!names_) names_ = std::make_shared<std::unordered_set<std::string>>();
+    return Name(&*names_->emplace(text).first);
+  }
   std::vector<Thread> threads;
   std::vector<HostCall> calls;
   std::vector<GpuOp> ops;
@@ -142,6 +168,9 @@ struct Graph {
   // are not all in the graph keeps its measured duration instead.
   std::vector<std::pair<uint64_t, uint32_t>> collective_ranks;
   std::vector<std::string> notes;  // what the build and the changes decided, for the report
+
+ private:
+  std::shared_ptr<std::unordered_set<std::string>> names_;  // nodes: their addresses stay
 };
 
 // ---- replay ------------------------------------------------------------------------------
