@@ -579,6 +579,7 @@ void graphs(Built& b, const Change& ch, const Options& options) {
             for (uint32_t o : ops_of_call[c]) {
               g.ops[o].call = launch;
               g.ops[o].ready_offset_ns = cost;  // nodes go to the GPU once the launch returns
+              if (b.op_graph.size() < g.ops.size()) b.op_graph.resize(g.ops.size());
               b.op_graph[o] = {launch, graph_id, node++};
             }
           }

@@ -62,7 +62,6 @@ class SectionBuilder {
     b_.call_wait.reserve(b_.call_wait.size() + candidates_.size());
     b_.call_order.reserve(b_.call_order.size() + candidates_.size());
     g_.ops.reserve(g_.ops.size() + op_records_);
-    b_.op_graph.reserve(b_.op_graph.size() + op_records_);
     make_calls();
     make_ops();
     make_order();
@@ -234,7 +233,6 @@ class SectionBuilder {
     const uint32_t index = static_cast<uint32_t>(g_.ops.size());
     if (record != kNone) b_.places[capture_][record] = {RecordPlace::Kind::kOp, index, 0};
     g_.ops.push_back(std::move(op));
-    b_.op_graph.push_back({kNone, 0, 0});
     return index;
   }
 

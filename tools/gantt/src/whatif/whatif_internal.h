@@ -105,11 +105,12 @@ struct Built {
   std::vector<int64_t> launch_cost_ns;
   // Renames for the writer: a call now a cudaGraphLaunch, ops now nodes of a graph.
   struct GraphNode {
-    uint32_t call;       // the graph launch call (its correlation id is the nodes')
-    uint64_t graph_id;
-    uint64_t node_id;
+    uint32_t call = kNone;  // the graph launch call (its correlation id is the nodes'); kNone: not a node
+    uint64_t graph_id = 0;
+    uint64_t node_id = 0;
   };
-  std::vector<GraphNode> op_graph;        // per op; call == kNone when not made a node
+  // Per op, once the graphs change made one a node (empty before: no op is one).
+  std::vector<GraphNode> op_graph;
   std::vector<bool> call_is_graph_launch; // per call
 };
 

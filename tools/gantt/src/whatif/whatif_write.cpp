@@ -72,14 +72,17 @@ uint64_t write(const Built& b, const std::vector<Change>& changes, const std::st
     const auto& places = b.places[s];
     TimeMap global;
     std::unordered_map<uint64_t, TimeMap> per_thread;
-    // The correlation id of each call record (not its synchronisation's): the graph nodes a
-    // change made take their launch's.
-    std::unordered_map<uint32_t, uint32_t> call_correlation;
+    // The correlation id of each call record (not its synchronisation's), where a change made
+    // graph nodes: they take their launch's.
+    std::vector<uint32_t> call_correlation;
     v1::Record r;
-    for (uint32_t i = 0; i < places.size(); ++i) {
-      if (places[i].kind != RecordPlace::Kind::kCall) continue;
-      sec.records.get(i, &r);
-      if (r.kind_case() != v1::Record::kSync) call_correlation[places[i].index] = r.has_api() ? r.api().correlation_id() : 0;
+    if (!b.op_graph.empty()) {
+      call_correlation.assign(g.calls.size(), 0);
+      for (uint32_t i = 0; i < places.size(); ++i) {
+        if (places[i].kind != RecordPlace::Kind::kCall || places[i].index >= g.calls.size()) continue;
+        sec.records.get(i, &r);
+        if (r.kind_case() != v1::Record::kSync) call_correlation[places[i].index] = r.has_api() ? r.api().correlation_id() : 0;
+      }
     }
     for (uint32_t ci : calls_of[s]) {
       const HostCall& c = g.calls[ci];
@@ -153,7 +156,7 @@ uint64_t write(const Built& b, const std::vector<Change>& changes, const std::st
         case RecordPlace::Kind::kOp:
         case RecordPlace::Kind::kMember: {
           const GpuOp& op = g.ops[place.index];
-          const Built::GraphNode& node = b.op_graph[place.index];
+          const Built::GraphNode node = place.index < b.op_graph.size() ? b.op_graph[place.index] : Built::GraphNode{};
           uint64_t start = op.start_ns, end = op.end_ns;
           if (place.kind == RecordPlace::Kind::kMember) {
             start = op.start_ns + static_cast<uint64_t>(place.offset_ns);
@@ -162,10 +165,7 @@ uint64_t write(const Built& b, const std::vector<Change>& changes, const std::st
           auto own_end = [&](int64_t a, int64_t z) { return start + static_cast<uint64_t>(z > a ? z - a : 0); };
           const uint32_t stream = g.lanes[op.lane].stream;
           uint32_t correlation_id = 0;
-          if (node.call != kNone) {
-            auto cr = call_correlation.find(node.call);
-            if (cr != call_correlation.end()) correlation_id = cr->second;
-          }
+          if (node.call != kNone && node.call < call_correlation.size()) correlation_id = call_correlation[node.call];
           const uint64_t graph_id = node.call != kNone ? kPredictedGraphIdBase + node.graph_id : 0;
           if (r.has_kernel()) {
             auto* k = r.mutable_kernel();
