@@ -100,18 +100,9 @@ class SectionBuilder {
           events_by_id_[r.cuda_event().event_id()].push_back(i);
           device_of_context_.emplace(r.cuda_event().context(), r.cuda_event().device());
           break;
-        case v1::Record::kKernel:
-          ++op_records_;
-          device_of_context_.emplace(r.kernel().context(), r.kernel().device());
-          break;
-        case v1::Record::kMemcpy:
-          ++op_records_;
-          device_of_context_.emplace(r.memcpy().context(), r.memcpy().device());
-          break;
-        case v1::Record::kMemset:
-          ++op_records_;
-          device_of_context_.emplace(r.memset().context(), r.memset().device());
-          break;
+        case v1::Record::kKernel: note_op(r.kernel()); break;
+        case v1::Record::kMemcpy: note_op(r.memcpy()); break;
+        case v1::Record::kMemset: note_op(r.memset()); break;
         case v1::Record::kHostFunction: ++op_records_; break;
         case v1::Record::kExternalCorrelation:
           external_[r.external_correlation().external_id()] = r.external_correlation().correlation_id();
@@ -119,6 +110,13 @@ class SectionBuilder {
         default: break;
       }
     }
+  }
+
+  // A kernel, copy or memset: an op to make room for, and its context's device.
+  template <class Activity>
+  void note_op(const Activity& a) {
+    ++op_records_;
+    device_of_context_.emplace(a.context(), a.device());
   }
 
   // Host calls per thread; a call inside another of its thread (a driver launch inside
