@@ -99,7 +99,7 @@ void register_whatif(CLI::App& app, int& exit_code) {
   cmd->add_flag("-q,--quiet", opts->quiet, "print nothing but errors");
   cmd->add_option("--max-records-per-byte", opts->max_records_per_byte,
                   "refuse a capture that decodes to more records than this per byte of file: the replay holds "
-                  "about 500 bytes a record, and recordings hold under 1 a byte (0 = no limit)")
+                  "about 330 bytes a record, and recordings hold under 1 a byte (0 = no limit)")
       ->capture_default_str();
   add_max_memory_flag(*cmd, opts->load);
   cmd->callback([opts, &exit_code] {

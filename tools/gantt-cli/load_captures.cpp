@@ -31,7 +31,7 @@ void add_load_flags(CLI::App& cmd, LoadFlags& flags) {
 void add_max_memory_flag(CLI::App& cmd, LoadFlags& flags) {
   cmd.add_option("--max-memory", flags.max_memory,
                  "the most loading the captures whole may take, estimated from their chunk indexes and what a "
-                 "record takes loaded on this subcommand's path (100 to 500 bytes), e.g. 16G; over it they are not "
+                 "record takes loaded on this subcommand's path (100 to 330 bytes), e.g. 16G; over it they are not "
                  "loaded and one line says why (default: half the memory this process may use)")
       ->transform(CLI::AsSizeValue(false))
       // CLI11 runs a transform added later before those added earlier: this sees the text as typed.

@@ -44,7 +44,7 @@ std::vector<detail::Section> read_sections(const std::string& path, uint64_t max
                                   "its index lists " + std::to_string(records) + " records in " +
                                       std::to_string(reader.integrity().file_bytes) + " bytes, over " +
                                       std::to_string(max_records_per_byte) +
-                                      " per byte of file that the replay takes (about 500 bytes of memory a record); "
+                                      " per byte of file that the replay takes (about 330 bytes of memory a record); "
                                       "--max-records-per-byte 0 reads it anyway");
   }
   auto strings = std::make_shared<std::unordered_map<uint32_t, std::string>>();

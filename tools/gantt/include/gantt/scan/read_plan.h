@@ -44,7 +44,7 @@ inline constexpr WholeCost kWholeCosts[] = {
     {WholePath::kStats, "`stats --device 0`", 181, 190},
     {WholePath::kChart, "`render --in-memory -o x.svg` (`--view flame`: 102)", 188, 195},
     {WholePath::kPage, "`render -o x.html`", 206, 215},
-    {WholePath::kWhatif, "`whatif --change pin-copies` (the replay beside the model)", 480, 500},
+    {WholePath::kWhatif, "`whatif --change pin-copies` (the replay beside its records)", 315, 330},
 };
 
 // The estimate's figure for `path`.

@@ -51,8 +51,8 @@ const char* change_help();
 
 // What the changes need that a capture may not say.
 // Records a capture may decode to per byte of its file, for the replay (0 = no limit): it holds
-// each record and its graph, about 500 bytes and 6 us a record, so the loaders' 8 a byte let a
-// 633 KB capture take 2.32 GB and 28 s. Real captures hold 0.1 (gpuhook_synth's) to 0.6
+// each record (serialised) and its graph, about 315 bytes a record (500 when a 633 KB capture
+// the loaders' 8 a byte let through took 2.32 GB and 28 s). Real captures hold 0.1 (gpuhook_synth's) to 0.6
 // (ranks_gen_job's regular ones) a byte.
 inline constexpr uint64_t kMaxRecordsPerByte = 1;
 
