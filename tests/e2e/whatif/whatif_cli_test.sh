@@ -93,6 +93,10 @@ expect2 "text.gpuh" "$work/text.gpuh" --change remove-syncs -o "$work/x.gpuh"
 "$gantt" whatif "$work/cut.gpuh" --change remove-syncs -o "$work/x2.gpuh" >/dev/null 2>&1
 rc=$?
 [ $rc = 0 ] || [ $rc = 2 ] || fail "a truncated capture exited $rc"
+# Cut inside its first chunk: refused, naming the byte where its whole chunks end (the magic's).
+head -c 200 "$work/sync.gpuh" >"$work/cut_first.gpuh"
+expect2 "cut_first.gpuh: byte 24: truncated before its first whole chunk: no records to predict from" \
+  "$work/cut_first.gpuh" --change remove-syncs -o "$work/x.gpuh"
 head -c 100000 /dev/urandom >"$work/random.gpuh"
 "$gantt" whatif "$work/random.gpuh" --change graphs -o "$work/x3.gpuh" >/dev/null 2>&1
 [ $? = 2 ] || fail "random bytes did not exit 2"

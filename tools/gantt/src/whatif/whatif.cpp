@@ -64,7 +64,10 @@ std::vector<detail::Section> read_sections(const std::string& path, uint64_t max
   if (in.truncated)
     warnings->push_back(path + ": byte " + std::to_string(in.truncated_at) +
                         ": truncated tail; predicted from what was written before it");
-  if (out.empty()) throw gpuhook::CaptureError(gpuhook::CaptureErrorKind::kTruncated, path, 0, "no records to predict from");
+  if (out.empty())
+    throw gpuhook::CaptureError(gpuhook::CaptureErrorKind::kTruncated, path, in.truncated ? in.truncated_at : 0,
+                                in.truncated ? "truncated before its first whole chunk: no records to predict from"
+                                             : "no records to predict from");
   for (size_t i = 0; i < out.size(); ++i) {
     out[i].name = out.size() == 1 ? path : path + "#" + std::to_string(i);
     out[i].strings = strings;
