@@ -13,6 +13,7 @@
 
 #include "commands.h"
 #include "load_captures.h"
+#include "gantt/scan/open.h"
 
 namespace gantt_cli {
 
@@ -148,7 +149,8 @@ void register_dump(CLI::App& app, int& exit_code) {
     }
     gpuhook::ReaderOptions ro;
     ro.strict = true;
-    gpuhook::CaptureReader reader(with_stdin({opts->file}).front(), ro);
+    const std::unique_ptr<gpuhook::CaptureReader> opened_reader = gantt::scan::open_capture(with_stdin({opts->file}).front(), ro);
+    gpuhook::CaptureReader& reader = *opened_reader;
     gpuhook::v1::Record rec;
     uint64_t lines = 0;
     std::string out;

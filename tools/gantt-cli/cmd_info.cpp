@@ -22,6 +22,7 @@
 
 #include "commands.h"
 #include "load_captures.h"
+#include "gantt/scan/open.h"
 
 namespace gantt_cli {
 
@@ -245,7 +246,8 @@ void print_json(const std::string& file, const gpuhook::CaptureReader& reader, c
 bool info_one(const std::string& file, bool json, bool first, uint64_t* headers) {
   gpuhook::ReaderOptions ro;
   ro.strict = false;
-  gpuhook::CaptureReader reader(file, ro);
+  const std::unique_ptr<gpuhook::CaptureReader> opened_reader = gantt::scan::open_capture(file, ro);
+  gpuhook::CaptureReader& reader = *opened_reader;
   Summary s;
   v1::Record rec;
   const pb::Descriptor* rd = v1::Record::descriptor();

@@ -24,6 +24,7 @@
 #include <gpuhook/settings.h>
 
 #include "commands.h"
+#include "gantt/scan/open.h"
 
 namespace gantt_cli {
 namespace {
@@ -178,7 +179,8 @@ std::vector<std::string> new_captures(const PatternMatcher& m, const std::string
 // for). Reading stops at the first event: a capture that recorded something is not read through.
 std::string range_never_opened(const std::string& path) {
   try {
-    gpuhook::CaptureReader reader(path, gpuhook::ReaderOptions{false, 0, 0});
+    const std::unique_ptr<gpuhook::CaptureReader> opened_reader = gantt::scan::open_capture(path, gpuhook::ReaderOptions{false, 0, 0});
+    gpuhook::CaptureReader& reader = *opened_reader;
     gpuhook::v1::Record r;
     while (reader.next(r)) {
       switch (r.kind_case()) {

@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "gantt/whatif/whatif.h"
+#include "gantt/scan/open.h"
 #include "load_captures.h"
 
 namespace gantt_cli {
@@ -44,7 +45,8 @@ std::string pct(uint64_t now, uint64_t before) {
 // reads through). Once it copied a Header the reader read and stats refused.
 std::string refused_on_reading(const std::string& path) {
   try {
-    gpuhook::CaptureReader reader(path);
+    const std::unique_ptr<gpuhook::CaptureReader> opened_reader = gantt::scan::open_capture(path);
+    gpuhook::CaptureReader& reader = *opened_reader;
     gpuhook::v1::Record r;
     bool header = false;
     while (reader.next(r)) header = header || (r.has_header() && r.header().format_version() != 0);

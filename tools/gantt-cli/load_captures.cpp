@@ -17,6 +17,7 @@
 #include "gantt/analysis/clock_scan.h"
 #include "gantt/analysis/table.h"
 #include "gantt/model/text.h"
+#include "gantt/scan/open.h"
 
 namespace gantt_cli {
 
@@ -205,7 +206,8 @@ std::vector<gantt::jobs::CaptureStamp> read_capture_stamps(const std::vector<std
   std::vector<gantt::jobs::CaptureStamp> out;
   for (const std::string& f : files) {
     try {
-      gpuhook::CaptureReader reader(f, gpuhook::ReaderOptions{false, 0, 0});
+      const std::unique_ptr<gpuhook::CaptureReader> opened_reader = gantt::scan::open_capture(f, gpuhook::ReaderOptions{false, 0, 0});
+      gpuhook::CaptureReader& reader = *opened_reader;
       gpuhook::v1::Record r;
       while (reader.next(r) && r.kind_case() != gpuhook::v1::Record::kHeader) {
       }

@@ -8,13 +8,18 @@ TOOLS_DIR is tools/; each PART=... says which parts a part links (tools/gantt/CM
 gantt_part(), passed by the ctest). A part's files are tools/gantt/src/<part>/ and
 tools/gantt/include/gantt/<part>/; the parts below it are everything it links, directly or not.
 Also refused: an #include "../...", anywhere under tools/, and a header of libgantt outside
-include/gantt/<part>/ (headers mirror src/). --graph prints which part includes which.
+include/gantt/<part>/ (headers mirror src/), and a gpuhook::CaptureReader made anywhere under
+tools/ but libgantt's scan part (gantt::scan::open_capture is the one way in, which also reads
+other tools' traces). --graph prints which part includes which.
 """
 import os
 import re
 import sys
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
+# A reader made in place: `CaptureReader name(...)`, `CaptureReader name{...}`, `CaptureReader(...)`
+# or `make_unique<gpuhook::CaptureReader>(...)`; a reference or a pointer to one is not.
+OPENS = re.compile(r'CaptureReader\s+\w+\s*[({]|CaptureReader\s*[({]|make_unique<\s*(gpuhook::)?CaptureReader\s*>')
 
 
 def closure(links, part, seen=None):
@@ -61,6 +66,17 @@ def main(argv):
         for number, header in includes(path):
             if header.startswith('../'):
                 problems.append(f'tools/{rel}:{number}: #include "{header}": name a header by its path under an include directory')
+
+    scan = os.path.join(gantt, 'src', 'scan')
+    for path in files_under(tools):
+        if os.path.commonpath([path, scan]) == scan:
+            continue
+        rel = os.path.relpath(path, tools)
+        with open(path, encoding='utf-8', errors='replace') as f:
+            for number, line in enumerate(f, 1):
+                code = line.split('//', 1)[0]
+                if OPENS.search(code):
+                    problems.append(f'tools/{rel}:{number}: opens a capture itself: gantt::scan::open_capture() (gantt/scan/open.h) is the one way in')
 
     headers = os.path.join(gantt, 'include', 'gantt')
     for name in sorted(os.listdir(headers)):

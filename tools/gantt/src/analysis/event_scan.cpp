@@ -13,6 +13,7 @@
 #include "gantt/analysis/stream_shares.h"
 #include "gantt/analysis/stream_stats.h"
 #include "gantt/model/model_builder.h"
+#include "gantt/scan/open.h"
 
 namespace gantt::analysis {
 
@@ -146,7 +147,8 @@ EventScanner::EventScanner(std::string path, EventScanOptions options) : path_(s
   const unsigned thread_count = options_.threads != 0 ? options_.threads : default_scan_threads();
   std::optional<v1::ChunkIndex> index;
   {
-    gpuhook::CaptureReader probe(path_, gpuhook::ReaderOptions{options_.load.strict, 0, 0});
+    const std::unique_ptr<gpuhook::CaptureReader> opened_probe = gantt::scan::open_capture(path_, gpuhook::ReaderOptions{options_.load.strict, 0, 0});
+    gpuhook::CaptureReader& probe = *opened_probe;
     if (!index_within_guard(probe, options_.load)) {
       refused_ = kOverGuard;
       return;
@@ -273,7 +275,7 @@ void read_share(const std::string& path, const EventScanOptions& o, const EventS
   ro.first_chunk = sh.range.first_chunk;
   ro.end_chunk = sh.range.end_chunk;
   ro.outside_strings_only = true;
-  sh.reader = std::make_unique<gpuhook::CaptureReader>(path, ro);
+  sh.reader = gantt::scan::open_capture(path, ro);
   gpuhook::CaptureReader& reader = *sh.reader;
   const AmplificationGuard guard(reader, o.load);
   // Kernels and API calls as plain values, other records on an arena dropped in batches

@@ -1,5 +1,6 @@
 // Shares of a capture's chunk index, and the correlation-id window (stream_shares.h).
 #include "gantt/analysis/stream_shares.h"
+#include "gantt/scan/open.h"
 
 #include <algorithm>
 #include <atomic>
@@ -104,7 +105,8 @@ bool read_range_model(const std::string& path, const LoadOptions& load, const st
     ro.end_chunk = p.range.end_chunk;
     ro.outside_strings_only = true;
     ro.only_kinds = uint64_t{1} << v1::Record::kRange;
-    gpuhook::CaptureReader reader(path, ro);
+    const std::unique_ptr<gpuhook::CaptureReader> opened_reader = gantt::scan::open_capture(path, ro);
+    gpuhook::CaptureReader& reader = *opened_reader;
     const AmplificationGuard guard(reader, load);
     v1::Record r;
     std::string bytes;

@@ -29,6 +29,7 @@
 #include "gantt/analysis/stream_shares.h"
 #include "gantt/model/model_builder.h"
 #include "gantt/model/range_lookup.h"
+#include "gantt/scan/open.h"
 
 namespace gantt::analysis {
 namespace {
@@ -382,7 +383,8 @@ void read_share(const std::string& path, const StreamStatsOptions& o, Share& sh,
   ro.first_chunk = sh.first_chunk;
   ro.end_chunk = sh.end_chunk;
   ro.outside_strings_only = true;  // each share keeps its own chunks' context
-  gpuhook::CaptureReader reader(path, ro);
+  const std::unique_ptr<gpuhook::CaptureReader> opened_reader = gantt::scan::open_capture(path, ro);
+  gpuhook::CaptureReader& reader = *opened_reader;
   const AmplificationGuard guard(reader, o.load);
   // Kernels and API calls come as plain values (CaptureReader::next(RecordView&)); the other
   // kinds are parsed on an arena, dropped in batches: parsing a kind other than the last
@@ -525,7 +527,8 @@ void name_host_activity(const std::string& path, const StreamStatsOptions& o, co
     ro.first_chunk = first;
     ro.end_chunk = end;
     ro.outside_strings_only = true;
-    gpuhook::CaptureReader reader(path, ro);
+    const std::unique_ptr<gpuhook::CaptureReader> opened_reader = gantt::scan::open_capture(path, ro);
+    gpuhook::CaptureReader& reader = *opened_reader;
     // API calls as plain values (CaptureReader::next(RecordView&)): this read runs after the
     // shares, on one thread, and parsing each call into a message took most of it.
     v1::Record other;
@@ -678,7 +681,8 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
   const unsigned thread_count = o.threads != 0 ? o.threads : default_scan_threads();
   std::optional<v1::ChunkIndex> index;  // read once: the shares' plan and the gaps' second read
   {
-    gpuhook::CaptureReader probe(path, gpuhook::ReaderOptions{o.load.strict, 0, 0});
+    const std::unique_ptr<gpuhook::CaptureReader> opened_probe = gantt::scan::open_capture(path, gpuhook::ReaderOptions{o.load.strict, 0, 0});
+    gpuhook::CaptureReader& probe = *opened_probe;
     if (!index_within_guard(probe, o.load)) {
       if (why_not) *why_not = kOverGuard;
       return std::nullopt;

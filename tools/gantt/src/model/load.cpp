@@ -18,6 +18,7 @@
 
 #include "gantt/model/model.h"
 #include "gantt/scan/trace_import.h"
+#include "gantt/scan/open.h"
 
 namespace gantt {
 
@@ -134,7 +135,8 @@ void read_all(const std::vector<std::string>& paths, const LoadOptions& options,
   ro.from_ns = options.from_ns;
   ro.to_ns = options.to_ns;
   for (size_t f = 0; f < paths.size(); ++f) {
-    gpuhook::CaptureReader reader(paths[f], ro);
+    const std::unique_ptr<gpuhook::CaptureReader> opened_reader = gantt::scan::open_capture(paths[f], ro);
+    gpuhook::CaptureReader& reader = *opened_reader;
     const AmplificationGuard guard(reader, options);
     std::unique_ptr<Batch> b = pipe.take_free();
     if (!b) return;
@@ -168,7 +170,8 @@ static uint64_t indexed_records(const std::vector<std::string>& paths) {
   uint64_t total = 0;
   for (const std::string& path : paths) {
     try {
-      gpuhook::CaptureReader reader(path, gpuhook::ReaderOptions{false, 0, 0});
+      const std::unique_ptr<gpuhook::CaptureReader> opened_reader = gantt::scan::open_capture(path, gpuhook::ReaderOptions{false, 0, 0});
+      gpuhook::CaptureReader& reader = *opened_reader;
       if (const auto& index = reader.index())
         for (const auto& chunk : index->chunk()) total += std::min<uint64_t>(chunk.records(), 1ull << 32);
     } catch (const gpuhook::CaptureError&) {

@@ -12,6 +12,7 @@
 #include "gantt/model/model.h"
 #include "gantt/ranks/ranks.h"
 #include "gantt/model/record_strings.h"
+#include "gantt/scan/open.h"
 
 namespace gantt {
 
@@ -96,7 +97,8 @@ MergeResult merge_captures(const std::vector<std::string>& inputs, const std::st
   // chunk ended, or empty) still gets one, or its records would join the previous rank.
   size_t section = 0;
   for (const std::string& path : inputs) {
-    gpuhook::CaptureReader reader(path, gpuhook::ReaderOptions{false, 0, 0});
+    const std::unique_ptr<gpuhook::CaptureReader> opened_reader = gantt::scan::open_capture(path, gpuhook::ReaderOptions{false, 0, 0});
+    gpuhook::CaptureReader& reader = *opened_reader;
     // Input id -> output id, only for ids this input defined: ids are untrusted values, so
     // the table grows with the StringDefs read, never with an id (0xFFFFFFFF once wrapped a
     // resize to 0 and wrote out of bounds). An id without a definition is named as missing,

@@ -29,6 +29,7 @@
 #include "gantt/model/model.h"
 #include "gantt/model/occupancy.h"
 #include "gantt/render/render.h"
+#include "gantt/scan/open.h"
 #include "render_builder.h"
 #include "gap_union.h"
 #include "stream_waits.h"
@@ -233,7 +234,8 @@ inline gpuhook::ReaderOptions share_reader(const LoadOptions& load, const ChunkR
 template <class F>
 gpuhook::Integrity read_range(const std::string& path, const LoadOptions& load, const ChunkRange& range,
                               std::atomic<bool>& stop, F&& on) {
-  gpuhook::CaptureReader reader(path, share_reader(load, range));
+  const std::unique_ptr<gpuhook::CaptureReader> opened_reader = gantt::scan::open_capture(path, share_reader(load, range));
+  gpuhook::CaptureReader& reader = *opened_reader;
   const AmplificationGuard guard(reader, load);
   // Kernels and API calls as plain values, other records on an arena dropped in batches
   // (stream_stats.cpp read_share says why).

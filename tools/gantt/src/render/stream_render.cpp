@@ -13,6 +13,7 @@
 #include "gantt/model/model_builder.h"
 #include "gantt/analysis/stream_stats.h"
 #include "gantt/model/text.h"
+#include "gantt/scan/open.h"
 #include "stream_read.h"
 
 namespace gantt {
@@ -63,7 +64,8 @@ std::optional<StreamedParts> stream_chart_parts(const std::string& path, const S
   uint64_t first_guess = 0;
   std::optional<v1::ChunkIndex> index;
   {
-    gpuhook::CaptureReader probe(path, gpuhook::ReaderOptions{o.load.strict, 0, 0});
+    const std::unique_ptr<gpuhook::CaptureReader> opened_probe = gantt::scan::open_capture(path, gpuhook::ReaderOptions{o.load.strict, 0, 0});
+    gpuhook::CaptureReader& probe = *opened_probe;
     if (!analysis::index_within_guard(probe, o.load)) return refuse(analysis::kOverGuard);
     index = probe.index();
     v1::Record r;

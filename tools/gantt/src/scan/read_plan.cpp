@@ -9,6 +9,8 @@
 
 #include <gpuhook/capture.h>
 
+#include "gantt/scan/open.h"
+
 namespace gantt::scan {
 
 // Each path is in the table once.
@@ -78,7 +80,8 @@ LoadEstimate estimate_load(const std::vector<std::string>& files, WholePath path
                            uint64_t default_cap) {
   LoadEstimate e;
   for (const std::string& file : files) {
-    const gpuhook::CaptureReader probe(file, gpuhook::ReaderOptions{false, 0, 0});
+    const std::unique_ptr<gpuhook::CaptureReader> opened = open_capture(file, gpuhook::ReaderOptions{false, 0, 0});
+    const gpuhook::CaptureReader& probe = *opened;
     const auto add = [&e](uint64_t n) { e.records = n > UINT64_MAX - e.records ? UINT64_MAX : e.records + n; };
     if (const auto& index = probe.index()) {
       for (const auto& chunk : index->chunk()) add(chunk.records());

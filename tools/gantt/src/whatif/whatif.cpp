@@ -9,6 +9,7 @@
 #include <gpuhook/capture.h>
 
 #include "gantt/model/model.h"
+#include "gantt/scan/open.h"
 
 #include "whatif_internal.h"
 
@@ -31,7 +32,8 @@ double parse_number(const std::string& text, const std::string& value) {
 // (kMaxRecordsPerByte): a file decodes to no more than a capture of its size can hold.
 std::vector<detail::Section> read_sections(const std::string& path, uint64_t max_records_per_byte,
                                            std::vector<std::string>* warnings) {
-  gpuhook::CaptureReader reader(path, gpuhook::ReaderOptions{false, 0, 0});
+  const std::unique_ptr<gpuhook::CaptureReader> opened_reader = gantt::scan::open_capture(path, gpuhook::ReaderOptions{false, 0, 0});
+  gpuhook::CaptureReader& reader = *opened_reader;
   LoadOptions limits;
   limits.max_records_per_byte = max_records_per_byte;
   const AmplificationGuard guard(reader, limits);
