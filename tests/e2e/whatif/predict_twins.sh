@@ -37,8 +37,9 @@ trap 'rm -rf "$work"' EXIT
 # the cores by a neighbouring build launches late, in the example and its twin alike but not by
 # the same amounts (beside a second build from scratch, one run's median error was 6.0% and every
 # twin slower than its prediction). Where it does not, they run at the machine's priority.
+# (GNU nice runs the command at the old niceness when it may not lower it: ask what it got.)
 first=()
-if nice -n -15 true 2>/dev/null; then first=(nice -n -15); fi
+if [ "$(nice -n -15 nice 2>/dev/null)" -lt "$(nice)" ]; then first=(nice -n -15); fi
 echo "recordings: ${first[*]:-at the default priority}" >&2
 
 # The span of the GPU's work: the first kernel, copy or memset's start to the last one's end.
