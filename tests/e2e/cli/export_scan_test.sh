@@ -101,12 +101,16 @@ fi
 # scans in about 65 MB, as do 10 M kernels (tests/bench/export/bench.sh).
 if [[ -n ${GEN_JOB:-} && -x ${GEN_JOB:-} ]] && command -v /usr/bin/time > /dev/null; then
   mkdir job && "$GEN_JOB" job 1 1000000 > /dev/null || bad "gen_job"
+  # A sanitizer's shadow memory and its quarantine of freed blocks are in the RSS too (the
+  # scanned chrome export peaked at 230 MB under ASan, 1,257 MB loaded): there, only the ratio.
+  cap_kib=$((120 * 1024))
+  if ldd "$cli" 2> /dev/null | grep -Eq 'lib(a|t)san'; then cap_kib=$((1 << 40)); fi
   for f in chrome csv; do
     /usr/bin/time -f "%M" -o scan.rss "$cli" export job/rank00.gpuh --format "$f" -j 2 -o "job.$f" || bad "scanned $f of the job"
     /usr/bin/time -f "%M" -o load.rss "$cli" export job/rank00.gpuh --format "$f" --in-memory -o "load.$f" || bad "loaded $f of the job"
     scan_kib=$(tail -1 scan.rss) load_kib=$(tail -1 load.rss)
     # Under 120 MB and half the load: holding the events, as the load does, would pass neither.
-    ((scan_kib < 120 * 1024 && scan_kib * 2 < load_kib)) ||
+    ((scan_kib < cap_kib && scan_kib * 2 < load_kib)) ||
       bad "scanned $f of 2 M events peaked at $scan_kib KiB (loaded: $load_kib KiB)"
     echo "ok   $f of 2 M events: scanned $((scan_kib / 1024)) MB, loaded $((load_kib / 1024)) MB"
   done
