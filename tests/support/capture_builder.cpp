@@ -165,21 +165,15 @@ Open<v1::DeviceInfo> CaptureBuilder::fixture_gpu() {
 }
 
 Open<v1::ThreadInfo> CaptureBuilder::thread(uint64_t thread_id, const std::string& name) {
-  begin();  // the record before goes first, then this one's new name
-  const uint32_t name_id = intern(name);
-  auto r = add(&v1::Record::mutable_thread);
+  auto r = named(&v1::Record::mutable_thread, name);
   r->set_thread_id(thread_id);
-  r->set_name_id(name_id);
   return r;
 }
 
 Open<v1::ApiCall> CaptureBuilder::api(const std::string& name, uint64_t thread_id, uint64_t start_ns,
                                       uint64_t end_ns, uint32_t correlation_id) {
-  begin();  // the record before goes first, then this one's new name
-  const uint32_t name_id = intern(name);
-  auto r = add(&v1::Record::mutable_api);
+  auto r = named(&v1::Record::mutable_api, name);
   r->set_domain(v1::API_DOMAIN_RUNTIME);
-  r->set_name_id(name_id);
   r->set_thread_id(thread_id);
   set_times(*r, start_ns, end_ns);
   r->set_correlation_id(correlation_id);
@@ -188,10 +182,7 @@ Open<v1::ApiCall> CaptureBuilder::api(const std::string& name, uint64_t thread_i
 
 Open<v1::Kernel> CaptureBuilder::kernel(const std::string& name, uint32_t stream, uint32_t correlation_id,
                                         uint64_t start_ns, uint64_t end_ns, const Shape& shape) {
-  begin();  // the record before goes first, then this one's new name
-  const uint32_t name_id = intern(name);
-  auto r = add(&v1::Record::mutable_kernel);
-  r->set_name_id(name_id);
+  auto r = named(&v1::Record::mutable_kernel, name);
   set_activity(*r, stream, correlation_id, start_ns, end_ns);
   if (shape.grid_x != 0) {
     r->set_grid_x(shape.grid_x);
@@ -234,11 +225,8 @@ Open<v1::Synchronization> CaptureBuilder::sync(v1::SyncType type, uint32_t strea
 
 Open<v1::Range> CaptureBuilder::range(v1::RangeType type, const std::string& name, uint64_t thread_id,
                                       uint64_t time_ns) {
-  begin();  // the record before goes first, then this one's new name
-  const uint32_t name_id = intern(name);
-  auto r = add(&v1::Record::mutable_range);
+  auto r = named(&v1::Record::mutable_range, name);
   r->set_type(type);
-  r->set_name_id(name_id);
   r->set_thread_id(thread_id);
   if (time_ns != 0) r->set_time_ns(ns(time_ns));
   return r;
@@ -246,11 +234,8 @@ Open<v1::Range> CaptureBuilder::range(v1::RangeType type, const std::string& nam
 
 Open<v1::NcclCall> CaptureBuilder::nccl(v1::NcclOp op, const std::string& name, uint64_t thread_id,
                                         uint64_t start_ns, uint64_t end_ns) {
-  begin();  // the record before goes first, then this one's new name
-  const uint32_t name_id = intern(name);
-  auto r = add(&v1::Record::mutable_nccl);
+  auto r = named(&v1::Record::mutable_nccl, name);
   r->set_op(op);
-  r->set_name_id(name_id);
   r->set_thread_id(thread_id);
   set_times(*r, start_ns, end_ns);
   return r;

@@ -136,6 +136,15 @@ class CaptureBuilder {
   friend class OpenRecord;
   void begin();  // writes the open record, if any
   void write_open(OpenRecord* r);
+  // A record with a name: the record before goes first, then this one's new name's StringDef.
+  template <class M>
+  Open<M> named(M* (v1::Record::*make)(), const std::string& name) {
+    begin();
+    const uint32_t name_id = intern(name);
+    auto r = add(make);
+    r->set_name_id(name_id);
+    return r;
+  }
 
   std::unique_ptr<CaptureWriter> writer_;
   std::unique_ptr<FrameSink> memory_;
