@@ -9,7 +9,6 @@
 #include <gpuhook/version.h>
 
 #include "commands.h"
-#include "gantt/scan/trace_import.h"
 
 namespace {
 
@@ -44,7 +43,6 @@ std::string nearest(const std::string& word, const std::vector<std::string>& nam
 }  // namespace
 
 int main(int argc, char** argv) {
-  gantt::scan::enable_trace_import();
   CLI::App app{
       "gantt-cli: read gpuhook captures (.gpuh), draw them as Gantt charts, compare and diagnose them.\n"
       "\n"

@@ -31,15 +31,6 @@ class RecordStore {
     get(i, &r);
     return r;
   }
-  // Calls f(i, record) for each record in order, parsed into one reused message.
-  template <class F>
-  void for_each(F&& f) const {
-    v1::Record r;
-    for (size_t i = 0; i < size(); ++i) {
-      get(i, &r);
-      f(i, static_cast<const v1::Record&>(r));
-    }
-  }
 
  private:
   static constexpr size_t kBlockBytes = size_t{16} << 20;
