@@ -154,13 +154,9 @@ class SectionBuilder {
       call.orig_end_ns = c.end;
       call.gap_ns = t.calls.empty() ? 0 : dur(g_.calls[t.calls.back()].orig_end_ns, c.start);
       call.cost_ns = dur(c.start, c.end);
-      if (c.api) {
-        call.name = name_of(c.name_id);
-        call_of_corr_[c.correlation_id] = static_cast<uint32_t>(g_.calls.size());
-      } else {
-        call.name = name_of(c.name_id);
-        nccl_call_[static_cast<uint32_t>(g_.calls.size())] = c.record;
-      }
+      call.name = name_of(c.name_id);
+      if (c.api) call_of_corr_[c.correlation_id] = static_cast<uint32_t>(g_.calls.size());
+      else nccl_call_[static_cast<uint32_t>(g_.calls.size())] = c.record;
       b_.places[capture_][c.record] = {RecordPlace::Kind::kCall, static_cast<uint32_t>(g_.calls.size()), 0};
       t.calls.push_back(static_cast<uint32_t>(g_.calls.size()));
       g_.calls.push_back(std::move(call));
