@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <ctime>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
