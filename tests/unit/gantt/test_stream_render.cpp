@@ -606,5 +606,57 @@ TEST(StreamRender, CorrelationWindowKnowsWhichIdsItLetGo) {
   EXPECT_FALSE(ids.contains(6) || ids.contains(63) || ids.contains(1u << 27) || ids.contains(4'000'000'001u));
 }
 
+// The NCCL join as a scan reads: a simple collective settles at its kernel, everything the
+// loader's join would see differently (groups, kernels before their calls or ids) is held.
+TEST(StreamRender, NcclSettlerSettlesASimpleCollectiveAtOnceAndHoldsTheRest) {
+  using analysis::NcclSettler;
+  const auto call = [](uint64_t external, int depth, v1::NcclOp op) {
+    v1::Record r;
+    auto* n = r.mutable_nccl();
+    n->set_op(op);
+    n->set_external_id(external);
+    n->set_group_depth(depth);
+    n->set_bytes(4096 * external);
+    return r;
+  };
+  NcclSettler s;
+  v1::Record got;
+  uint64_t id = 99;
+  // Call, its id, its kernel: settled with the call; a second kernel under the id is NCCL's.
+  EXPECT_TRUE(s.call(call(1, 0, v1::NCCL_ALL_REDUCE)));
+  s.external(10, 1);
+  EXPECT_EQ(s.kernel(10, true, &got, &id), NcclSettler::Verdict::kCall);
+  EXPECT_EQ(got.nccl().bytes(), 4096u);
+  EXPECT_EQ(id, 1u);
+  s.external(11, 1);
+  EXPECT_EQ(s.kernel(11, true, &got, &id), NcclSettler::Verdict::kNccl);
+  EXPECT_FALSE(s.call(call(1, 0, v1::NCCL_ALL_REDUCE)));  // a second call under a taken id
+  // Grouped calls and the group's end are the final join's; so is the kernel the end launched.
+  EXPECT_FALSE(s.call(call(2, 1, v1::NCCL_ALL_REDUCE)));
+  EXPECT_FALSE(s.call(call(3, 0, v1::NCCL_GROUP_END)));
+  s.external(20, 3);
+  EXPECT_EQ(s.kernel(20, true, &got, &id), NcclSettler::Verdict::kHeld);
+  EXPECT_EQ(id, 3u);
+  // A kernel read before its call: held, and so its call.
+  s.external(30, 4);
+  EXPECT_EQ(s.kernel(30, true, &got, &id), NcclSettler::Verdict::kHeld);
+  EXPECT_FALSE(s.call(call(4, 0, v1::NCCL_ALL_REDUCE)));
+  // A kernel read before its id: held without one; its call then too.
+  EXPECT_EQ(s.kernel(40, true, &got, &id), NcclSettler::Verdict::kHeld);
+  EXPECT_EQ(id, 0u);
+  s.external(40, 5);
+  EXPECT_EQ(s.external_of(40), 5u);
+  EXPECT_FALSE(s.call(call(5, 0, v1::NCCL_ALL_REDUCE)));
+  // A kernel its share cannot fold yet: held, its call left to the final join.
+  EXPECT_TRUE(s.call(call(6, 0, v1::NCCL_BROADCAST)));
+  s.external(60, 6);
+  EXPECT_EQ(s.kernel(60, false, &got, &id), NcclSettler::Verdict::kHeld);
+  std::vector<uint64_t> left;
+  s.for_each_call([&left](const v1::Record& r) { left.push_back(r.nccl().external_id()); });
+  EXPECT_EQ(left, std::vector<uint64_t>{6});
+  EXPECT_TRUE(s.any_external());
+  EXPECT_EQ(NcclSettler().held(), 0u);
+}
+
 }  // namespace
 }  // namespace gantt

@@ -38,18 +38,11 @@ struct EventScanner::Share {
   // The launch calls read, by correlation id: start, thread, and name id + 1 (0: not read).
   CorrWindows starts, threads, names;
   std::unordered_multimap<uint32_t, ScannedEvent> waiting;  // read before their calls
-  std::vector<ScannedEvent> held;                           // for the NCCL join
-  // The NCCL join as the records come, for the calls it is simple for: an ungrouped call
-  // and the kernel launched under its external id (one per collective). What it does not
-  // settle goes to the loader's join at the end, which then sees only that.
-  struct Call {
-    ScannedNccl info;
-    v1::Record record;
-  };
-  std::unordered_map<uint64_t, Call> simple_calls;      // by external id, not yet claimed
-  std::unordered_map<uint32_t, uint64_t> external_of;   // correlation id -> the hook's external id
-  CorrWindow claimed{true};                             // external ids whose call a kernel took
-  std::vector<v1::Record> nccl_calls;                   // grouped calls: the loader's join
+  // Kernels the NCCL join holds for the end, with their external ids (0: not read yet).
+  std::vector<ScannedEvent> held;
+  std::vector<uint64_t> held_external;
+  NcclSettler settle;
+  std::vector<v1::Record> nccl_calls;  // calls the settler left to the final join
   NcclKernelFilter nccl;
   NameFlags kernel_names, call_names;  // EventScanOptions::select: the names --kernel matches
   std::string needs_model;
@@ -231,41 +224,38 @@ void hand_on(EventScanner::Share& sh, const ScannedEvent& e, const gpuhook::Capt
   sh.consumer->event(e, reader);
 }
 
-// A kernel the simple NCCL join settles now (ModelBuilder::Impl::join_nccl_by_external_id
-// with one call and one kernel under an external id): the call's kernel, of kind NCCL.
-bool join_now(EventScanner::Share& sh, ScannedEvent& e, const gpuhook::CaptureReader& reader, const ScanSelector* select) {
-  const auto x = sh.external_of.find(e.correlation_id);
-  if (x == sh.external_of.end()) return false;
-  const uint64_t external = x->second;
-  if (const auto call = sh.simple_calls.find(external); call != sh.simple_calls.end()) {
-    e.kind = EventKind::kNccl;
-    e.bytes = call->second.info.bytes;
-    e.nccl = &call->second.info;
-    hand_on(sh, e, reader, select);
-    e.nccl = nullptr;
-    sh.simple_calls.erase(call);
-    sh.external_of.erase(x);
-    if (external <= UINT32_MAX) sh.claimed.set(static_cast<uint32_t>(external), 1);
-    return true;
-  }
-  // Another kernel of a call already taken: NCCL's, without the call's bytes.
-  if (external <= UINT32_MAX && sh.claimed.get(static_cast<uint32_t>(external)) != 0) {
-    e.kind = EventKind::kNccl;
-    hand_on(sh, e, reader, select);
-    sh.external_of.erase(x);
-    return true;
-  }
-  return false;
-}
-
+// A kernel the NCCL join settles now (NcclSettler) is handed on; another is held for the end.
 void deliver(EventScanner::Share& sh, ScannedEvent& e, const gpuhook::CaptureReader& reader, const EventScanOptions& o) {
-  if (o.join_nccl && e.maybe_nccl) {
-    if (join_now(sh, e, reader, o.select)) return;
-    if (sh.held.size() >= kMaxHeld) sh.needs_model = "more kernels NCCL may have run than a scan holds";
-    else sh.held.push_back(e);
+  if (!o.join_nccl || !e.maybe_nccl) {
+    hand_on(sh, e, reader, o.select);
     return;
   }
-  hand_on(sh, e, reader, o.select);
+  v1::Record call;
+  uint64_t external = 0;
+  switch (sh.settle.kernel(e.correlation_id, true, &call, &external)) {
+    case NcclSettler::Verdict::kCall: {
+      const auto& n = call.nccl();
+      const ScannedNccl info{static_cast<uint8_t>(n.op()), n.comm_id(), n.sequence(), n.bytes(), n.root_or_peer()};
+      e.kind = EventKind::kNccl;
+      e.bytes = info.bytes;
+      e.nccl = &info;
+      hand_on(sh, e, reader, o.select);
+      e.nccl = nullptr;
+      return;
+    }
+    case NcclSettler::Verdict::kNccl:
+      e.kind = EventKind::kNccl;
+      hand_on(sh, e, reader, o.select);
+      return;
+    case NcclSettler::Verdict::kHeld:
+      if (sh.held.size() >= kMaxHeld) {
+        sh.needs_model = "more kernels NCCL may have run than a scan holds";
+        return;
+      }
+      sh.held.push_back(e);
+      sh.held_external.push_back(external);
+      return;
+  }
 }
 
 void read_share(const std::string& path, const EventScanOptions& o, const EventScanner& scanner, EventScanner::Share& sh,
@@ -335,8 +325,7 @@ void read_share(const std::string& path, const EventScanOptions& o, const EventS
           const auto& x = r.external_correlation();
           if (o.join_nccl && x.kind() == builder::kHookExternalKind && x.external_id() != 0 && x.correlation_id() != 0) {
             sh.nccl.under_external(x.correlation_id());
-            if (sh.external_of.size() < kMaxHeld) sh.external_of[x.correlation_id()] = x.external_id();
-            else sh.needs_model = "more NCCL external ids without their kernels than a scan holds";
+            sh.settle.external(x.correlation_id(), x.external_id());
           }
           break;
         }
@@ -344,14 +333,8 @@ void read_share(const std::string& path, const EventScanOptions& o, const EventS
           if (o.join_nccl) {
             const auto& n = r.nccl();
             if (n.has_start_ns() && n.start_ns() > 0 && n.external_id() == 0) sh.needs_model = kUnlinkedNccl;
-            const bool simple = n.group_depth() == 0 && n.external_id() != 0 && n.op() != v1::NCCL_GROUP_START &&
-                                n.op() != v1::NCCL_GROUP_END && n.op() != v1::NCCL_COMM_INIT && n.op() != v1::NCCL_COMM_DESTROY;
-            if (simple && !sh.simple_calls.count(n.external_id()) && sh.simple_calls.size() < kMaxHeld)
-              sh.simple_calls[n.external_id()] = {{static_cast<uint8_t>(n.op()), n.comm_id(), n.sequence(), n.bytes(), n.root_or_peer()}, r};
-            else if (sh.nccl_calls.size() < kMaxHeld)
-              sh.nccl_calls.push_back(r);
-            else
-              sh.needs_model = "more NCCL calls without their kernels than a scan holds";
+            if (!sh.settle.call(r)) sh.nccl_calls.push_back(r);
+            if (sh.settle.held() + sh.nccl_calls.size() > kMaxHeld) sh.needs_model = "more NCCL calls without their kernels than a scan holds";
           }
           sh.consumer->record(r, reader);
           break;
@@ -376,16 +359,17 @@ std::vector<ScannedNccl> join_held(const std::string& path, std::vector<std::uni
   builder.begin_capture(path);
   v1::Record x;
   for (const auto& sh : shares)
-    for (const auto& [corr, external] : sh->external_of) {
+    for (size_t i = 0; i < sh->held.size(); ++i) {
+      if (sh->held_external[i] == 0) continue;
       auto* ext = x.mutable_external_correlation();
       ext->set_kind(builder::kHookExternalKind);
-      ext->set_external_id(external);
-      ext->set_correlation_id(corr);
+      ext->set_external_id(sh->held_external[i]);
+      ext->set_correlation_id(sh->held[i].correlation_id);
       builder.add(x);
     }
   for (const auto& sh : shares) {
     for (const v1::Record& r : sh->nccl_calls) builder.add(r);
-    for (const auto& [external, call] : sh->simple_calls) builder.add(call.record);
+    sh->settle.for_each_call([&](const v1::Record& r) { builder.add(r); });
   }
   gpuhook::RecordView r;
   r.kind = v1::Record::kKernel;
@@ -466,6 +450,16 @@ bool EventScanner::run(const std::vector<EventConsumer*>& consumers, std::string
     sh.waiting.clear();
   }
   if (options_.join_nccl) {
+    // The external ids of kernels held before theirs was read: read later, or in another share.
+    for (auto& sh : shares_)
+      for (size_t i = 0; i < sh->held.size(); ++i) {
+        const uint32_t corr = sh->held[i].correlation_id;
+        for (size_t j = shares_.size(); j-- > 0 && sh->held_external[i] == 0;)
+          sh->held_external[i] = shares_[j]->settle.external_of(corr);
+        if (sh->held_external[i] == 0 &&
+            std::any_of(shares_.begin(), shares_.end(), [corr](const auto& s) { return s->settle.maybe_lost(corr); }))
+          return refuse(kTooFar);
+      }
     const std::vector<ScannedNccl> calls = join_held(path_, shares_);
     size_t k = 0;
     for (auto& sh : shares_) {
@@ -475,6 +469,7 @@ bool EventScanner::run(const std::vector<EventConsumer*>& consumers, std::string
         ++k;
       }
       sh->held.clear();
+      sh->held_external.clear();
     }
   }
   return true;

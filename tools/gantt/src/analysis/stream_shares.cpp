@@ -55,6 +55,43 @@ bool NcclKernelFilter::maybe(const gpuhook::CaptureReader& reader, uint32_t corr
   });
 }
 
+bool NcclSettler::call(const v1::Record& r) {
+  const auto& n = r.nccl();
+  const uint64_t id = n.external_id();
+  const bool simple = n.group_depth() == 0 && id != 0 && id <= UINT32_MAX && n.op() != v1::NCCL_GROUP_START &&
+                      n.op() != v1::NCCL_GROUP_END && n.op() != v1::NCCL_COMM_INIT && n.op() != v1::NCCL_COMM_DESTROY;
+  // A second call under an id, or one whose kernel is held already: the final join's, whole.
+  if (!simple || held_.count(id) != 0 || taken_.get(static_cast<uint32_t>(id)) != 0) return false;
+  return simple_.try_emplace(id, r).second;
+}
+
+void NcclSettler::external(uint32_t corr, uint64_t external_id) {
+  any_external_ = true;
+  external_.set(corr, external_id);
+  // A kernel held before its id was read: its call joins it at the end.
+  if (!held_without_external_.empty() && held_without_external_.erase(corr) != 0) held_.insert(external_id);
+}
+
+NcclSettler::Verdict NcclSettler::kernel(uint32_t corr, bool may_settle, v1::Record* call, uint64_t* external_id) {
+  const uint64_t id = external_.get(corr);
+  *external_id = id;
+  if (id == 0) {
+    held_without_external_.insert(corr);
+    return Verdict::kHeld;
+  }
+  if (id <= UINT32_MAX && taken_.get(static_cast<uint32_t>(id)) != 0) return Verdict::kNccl;
+  if (may_settle && held_.count(id) == 0) {
+    if (auto it = simple_.find(id); it != simple_.end()) {
+      *call = std::move(it->second);
+      simple_.erase(it);
+      taken_.set(static_cast<uint32_t>(id), 1);
+      return Verdict::kCall;
+    }
+  }
+  held_.insert(id);
+  return Verdict::kHeld;
+}
+
 bool index_within_guard(const gpuhook::CaptureReader& probe, const LoadOptions& load) {
   if (!probe.index()) return true;
   uint64_t records = 0;

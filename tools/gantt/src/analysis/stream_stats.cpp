@@ -20,6 +20,7 @@
 
 #include <google/protobuf/arena.h>
 #include <gpuhook/capture.h>
+#include <gpuhook/nccl_types.h>
 
 #include "gantt/model/align.h"
 #include "gantt/analysis/busy_tracker.h"
@@ -188,18 +189,30 @@ struct Share {
   // diff's matches with range paths: kernel group id -> path -> samples.
   std::unordered_map<uint64_t, std::unordered_map<uint32_t, MatchAcc>> matches_by_path;
   std::unordered_map<uint64_t, std::string> match_names;  // kernel group id -> demangled name
-  // What the NCCL join needs (ModelBuilder::Impl::join_nccl_by_external_id): the calls, the
-  // hook's external ids, and the kernels NCCL may have launched: those under an external id
-  // the share has read or named nccl*. A few records per collective, not per kernel. Each
-  // share keeps these and its context records (header, devices, drops, ...) from its own
+  // The NCCL join (ModelBuilder::Impl::join_nccl_by_external_id): a collective the settler
+  // settles as it is read is folded at once into `settled`; what it cannot settle is held for
+  // the loader's join at the end: the calls, and the kernels NCCL may have launched (under an
+  // external id the share has read, or named nccl*) with their external ids (0: not read yet).
+  // Each share keeps these and its context records (header, devices, drops, ...) from its own
   // chunks; merged in share order they are the file's.
   struct NcclKernel {
     uint32_t corr, name, device, stream;
     int64_t start_ns, end_ns;
+    uint64_t external;
   };
-  std::vector<v1::Record> nccl_calls, externals;
+  std::vector<v1::Record> nccl_calls;
   std::vector<NcclKernel> nccl_kernels;
   NcclKernelFilter nccl;
+  NcclSettler settle;
+  // What the join's end makes of a settled collective: nccl_rows()'s rows by name, the
+  // collectives' ends (rank_clock_inputs()), and the bytes of the kernels they ran by group id
+  // (a range path id for GroupBy::kRange; kernel names kept for their keys).
+  struct Settled {
+    uint64_t calls = 0;
+    std::map<std::string, NcclRow> rows;
+    std::vector<CollectiveEnd> ends;
+    std::array<std::map<uint64_t, uint64_t>, kGroupings> bytes;
+  } settled;
   NameFlags async_named;  // async_copy_call()
   gpuhook::Integrity integrity;
   std::string needs_model;
@@ -373,6 +386,40 @@ void keep_context(Share& sh, const v1::Record& r) {
   }
 }
 
+// A kernel NCCL may have run: folded as the loader's join and nccl_rows() would see it when
+// the settler settles it, else held for the join at the end. With range paths wanted, a
+// kernel whose launch's path is not read yet is held too.
+void settle_nccl_kernel(Share& sh, const gpuhook::CaptureReader& reader, const gpuhook::KernelFields& k) {
+  const uint64_t path = !sh.by_range || !sh.ranges ? uint64_t{kNone} + 1 : k.correlation_id != 0 ? sh.path_of(k.correlation_id) : 0;
+  v1::Record call;
+  uint64_t external = 0;
+  const NcclSettler::Verdict verdict = sh.settle.kernel(k.correlation_id, path != 0, &call, &external);
+  if (verdict == NcclSettler::Verdict::kHeld)
+    sh.nccl_kernels.push_back({k.correlation_id, k.name_id, k.device, k.stream, k.start_ns, k.end_ns, external});
+  if (verdict != NcclSettler::Verdict::kCall) return;
+  const v1::NcclCall& c = call.nccl();
+  const uint64_t start = known(k.start_ns), end = known(k.end_ns);
+  std::string name(reader.string(c.name_id()));
+  if (name.empty()) name = "nccl op " + std::to_string(c.op());
+  NcclRow& row = sh.settled.rows[name];
+  row.op = name;
+  ++row.calls;
+  ++sh.settled.calls;
+  row.bytes += c.bytes();
+  const uint64_t call_start = t(c.has_start_ns(), c.start_ns()), call_end = t(c.has_end_ns(), c.end_ns());
+  if (start != 0 && end > start) row.time_ns += end - start;
+  else if (call_start != 0 && call_end > call_start) row.time_ns += call_end - call_start;
+  if (gpuhook::nccl_op_is_collective(c.op()) && end != 0) sh.settled.ends.push_back({c.comm_id(), c.sequence(), end});
+  if (c.bytes() == 0 || start == 0 || end <= start) return;
+  for (GroupBy g : sh.groupings) {
+    const uint64_t id = g == GroupBy::kKernel   ? k.name_id
+                        : g == GroupBy::kStream ? (uint64_t{k.device} << 32) | k.stream
+                        : g == GroupBy::kRange  ? path - 1
+                                                : k.device;
+    sh.settled.bytes[slot_index(g)][id] += c.bytes();
+  }
+}
+
 constexpr const char* kGraphReason = "CUDA graph launches (diff matches a graph's nodes by their place in the launch)";
 
 void read_share(const std::string& path, const StreamStatsOptions& o, Share& sh, std::atomic<bool>& stop) {
@@ -408,7 +455,7 @@ void read_share(const std::string& path, const StreamStatsOptions& o, Share& sh,
         if (!sh.selected(EventKind::kKernel, k.device, k.stream, k.name_id, begin, known(k.end_ns), reader)) break;
         const bool nccl = sh.nccl.maybe(reader, k.correlation_id, k.name_id, n);
         fold_kernel(sh, k, nccl);
-        if (nccl) sh.nccl_kernels.push_back({k.correlation_id, k.name_id, k.device, k.stream, k.start_ns, k.end_ns});
+        if (nccl) settle_nccl_kernel(sh, reader, k);
         break;
       }
       case v1::Record::kApi:
@@ -437,12 +484,14 @@ void read_share(const std::string& path, const StreamStatsOptions& o, Share& sh,
         if (s != 0 && e > s) fold_work(sh, EventKind::kMemset, 0, 0, c.bytes(), c.device(), c.stream(), s, e, c.correlation_id());
         break;
       }
-      case v1::Record::kNccl: sh.nccl_calls.push_back(r); break;
+      case v1::Record::kNccl:
+        if (!sh.settle.call(r)) sh.nccl_calls.push_back(r);
+        break;
       case v1::Record::kExternalCorrelation: {
         const auto& x = r.external_correlation();
         if (x.kind() == kHookExternalKind && x.external_id() != 0 && x.correlation_id() != 0) {
           sh.nccl.under_external(x.correlation_id());
-          sh.externals.push_back(r);
+          sh.settle.external(x.correlation_id(), x.external_id());
         }
         break;
       }
@@ -554,12 +603,14 @@ void name_host_activity(const std::string& path, const StreamStatsOptions& o, co
   }
 }
 
-// The NCCL rows, and the bytes of the kernels NCCL calls ran, by the loader's own join run on
-// a model of only the records it reads; the kernels that may have been NCCL's and were not
-// join the work without NCCL. False (with *why_not) when the join would need the launches of
-// the whole capture: calls recorded without the hook's external ids.
+// The NCCL rows, and the bytes of the kernels NCCL calls ran: the collectives the shares
+// settled as they read, and the rest by the loader's own join run on a model of only the
+// records the shares held; the kernels that may have been NCCL's and were not join the work
+// without NCCL. False (with *why_not) when the join would need the launches of the whole
+// capture (calls recorded without the hook's external ids), or an external id a window let go.
 bool join_nccl(const std::string& path, std::vector<Share>& shares, const gpuhook::Integrity& integrity,
-               const std::vector<GroupBy>& groupings, const std::function<std::string(uint32_t)>& range_key, StatsSummary& s, std::vector<CollectiveEnd>& ends,
+               const std::vector<GroupBy>& groupings, const std::function<std::string(uint32_t)>& range_text,
+               const std::function<std::string(uint32_t)>& path_text, StatsSummary& s, std::vector<CollectiveEnd>& ends,
                BusyTracker& work_without_nccl, std::map<uint32_t, BusyTracker>& device_work_without_nccl,
                std::string* why_not) {
   const auto work = [&](uint32_t device, uint64_t start, uint64_t end) {
@@ -567,9 +618,10 @@ bool join_nccl(const std::string& path, std::vector<Share>& shares, const gpuhoo
     device_work_without_nccl.try_emplace(device, 0).first->second.add(start, end, BusyTracker::Work::kOther);
   };
   size_t calls = 0;
-  bool unlinked = std::all_of(shares.begin(), shares.end(), [](const Share& sh) { return sh.externals.empty(); });
+  bool unlinked = std::none_of(shares.begin(), shares.end(), [](const Share& sh) { return sh.settle.any_external(); });
   for (const Share& sh : shares) {
-    calls += sh.nccl_calls.size();
+    calls += sh.nccl_calls.size() + sh.settled.calls;
+    sh.settle.for_each_call([&calls](const v1::Record&) { ++calls; });
     for (const v1::Record& r : sh.nccl_calls)
       if (r.nccl().has_start_ns() && r.nccl().start_ns() > 0 && r.nccl().external_id() == 0) unlinked = true;
   }
@@ -584,6 +636,16 @@ bool join_nccl(const std::string& path, std::vector<Share>& shares, const gpuhoo
     if (why_not) *why_not = "NCCL calls recorded without external ids (joined to their launches on the whole capture)";
     return false;
   }
+  // The external ids of kernels held before theirs was read: read later, or in another share.
+  for (Share& sh : shares)
+    for (Share::NcclKernel& k : sh.nccl_kernels) {
+      if (k.external != 0 || k.corr == 0) continue;
+      for (size_t j = shares.size(); j-- > 0 && k.external == 0;) k.external = shares[j].settle.external_of(k.corr);
+      if (k.external == 0 && std::any_of(shares.begin(), shares.end(), [&k](const Share& sh) { return sh.settle.maybe_lost(k.corr); })) {
+        if (why_not) *why_not = kTooFar;
+        return false;
+      }
+    }
   Model mini;
   {
     ModelBuilder builder(mini);
@@ -592,15 +654,25 @@ bool join_nccl(const std::string& path, std::vector<Share>& shares, const gpuhoo
     for (const Share& sh : shares) {
       rows.events += sh.nccl_kernels.size();
       rows.nccl += sh.nccl_calls.size();
-      rows.external += sh.externals.size();
+      rows.external += sh.nccl_kernels.size();
     }
     builder.reserve(rows);
     for (const Share& sh : shares)
       for (const v1::Record& r : sh.context) builder.add(r);
+    v1::Record x;
     for (const Share& sh : shares)
-      for (const v1::Record& r : sh.externals) builder.add(r);
-    for (const Share& sh : shares)
+      for (const Share::NcclKernel& k : sh.nccl_kernels) {
+        if (k.external == 0) continue;
+        auto* ext = x.mutable_external_correlation();
+        ext->set_kind(kHookExternalKind);
+        ext->set_external_id(k.external);
+        ext->set_correlation_id(k.corr);
+        builder.add(x);
+      }
+    for (const Share& sh : shares) {
       for (const v1::Record& r : sh.nccl_calls) builder.add(r);
+      sh.settle.for_each_call([&builder](const v1::Record& r) { builder.add(r); });
+    }
     gpuhook::RecordView r;
     r.kind = v1::Record::kKernel;
     for (const Share& sh : shares)
@@ -615,8 +687,21 @@ bool join_nccl(const std::string& path, std::vector<Share>& shares, const gpuhoo
       }
     builder.end_capture(integrity);
   }
-  s.nccl = nccl_rows(mini);
+  std::map<std::string, NcclRow> nccl;
+  for (NcclRow& row : nccl_rows(mini)) nccl[row.op] = std::move(row);
   ends = rank_clock_inputs(mini).front().ends;
+  for (const Share& sh : shares) {
+    for (const auto& [name, settled] : sh.settled.rows) {
+      NcclRow& row = nccl[name];
+      row.op = name;
+      row.calls += settled.calls;
+      row.bytes += settled.bytes;
+      row.time_ns += settled.time_ns;
+    }
+    ends.insert(ends.end(), sh.settled.ends.begin(), sh.settled.ends.end());
+  }
+  s.nccl.clear();
+  for (auto& [name, row] : nccl) s.nccl.push_back(std::move(row));
   for (uint32_t e = 0; e < mini.events.size(); ++e)
     if (mini.events.kind[e] != EventKind::kNccl && is_gpu_work(mini, e))
       work(mini.events.device[e], mini.events.start_ns[e], mini.events.end_ns[e]);
@@ -625,30 +710,37 @@ bool join_nccl(const std::string& path, std::vector<Share>& shares, const gpuhoo
   std::array<std::vector<SummaryGroup>, kGroupings> bytes;
   std::array<std::unordered_map<uint64_t, size_t>, kGroupings> row_of;
   std::unordered_map<std::string, size_t> range_row;
+  // Kernel rows by name id (an NCCL kernel's kernel_key() is its demangled name), stream rows
+  // by (device, stream), device rows by device, range rows by path text.
+  const auto add_bytes = [&](GroupBy g, uint64_t id, const std::string& range, uint64_t n) {
+    const size_t gi = slot_index(g);
+    const size_t next = bytes[gi].size();
+    const size_t at = g == GroupBy::kRange ? range_row.try_emplace(range, next).first->second
+                                           : row_of[gi].try_emplace(id, next).first->second;
+    if (at == next) {
+      SummaryGroup row;
+      if (g == GroupBy::kKernel) row.key = demangle(std::string(mini.string(static_cast<uint32_t>(id))));
+      else if (g == GroupBy::kRange) row.key = range;
+      else row.device = g == GroupBy::kStream ? static_cast<uint32_t>(id >> 32) : static_cast<uint32_t>(id);
+      if (g == GroupBy::kStream) row.stream = static_cast<uint32_t>(id);
+      bytes[gi].push_back(std::move(row));
+    }
+    bytes[gi][at].bytes += n;
+  };
   for (uint32_t e = 0; e < mini.events.size(); ++e) {
     if (mini.events.kind[e] != EventKind::kNccl || mini.events.bytes[e] == 0 || !is_gpu_work(mini, e)) continue;
     const uint32_t device = mini.events.device[e], stream = mini.events.stream[e];
     for (GroupBy g : groupings) {
-      const size_t gi = slot_index(g);
-      // Range rows are one per path text, the others one per name or place.
-      const std::string range = g == GroupBy::kRange ? range_key(mini.events.correlation_id[e]) : std::string();
-      const uint64_t id = g == GroupBy::kKernel   ? mini.events.name[e]  // an NCCL kernel's kernel_key() is its name's
+      const uint64_t id = g == GroupBy::kKernel   ? mini.events.name[e]
                           : g == GroupBy::kStream ? (uint64_t{device} << 32) | stream
                                                   : device;
-      const size_t next = bytes[gi].size();
-      const size_t at = g == GroupBy::kRange ? range_row.try_emplace(range, next).first->second
-                                             : row_of[gi].try_emplace(id, next).first->second;
-      if (at == next) {
-        SummaryGroup row;
-        if (g == GroupBy::kKernel) row.key = kernel_key(mini, e);
-        else if (g == GroupBy::kRange) row.key = range;
-        else row.device = device;
-        if (g == GroupBy::kStream) row.stream = stream;
-        bytes[gi].push_back(std::move(row));
-      }
-      bytes[gi][at].bytes += mini.events.bytes[e];
+      add_bytes(g, id, g == GroupBy::kRange ? range_text(mini.events.correlation_id[e]) : std::string(), mini.events.bytes[e]);
     }
   }
+  for (const Share& sh : shares)
+    for (GroupBy g : groupings)
+      for (const auto& [id, n] : sh.settled.bytes[slot_index(g)])
+        add_bytes(g, id, g == GroupBy::kRange ? path_text(static_cast<uint32_t>(id)) : std::string(), n);
   for (GroupBy g : groupings) merge_groups(s.groups[static_cast<size_t>(g)], bytes[slot_index(g)], 0, false);
   return true;
 }
@@ -842,7 +934,8 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
     auto it = nccl_paths.find(corr);
     return it == nccl_paths.end() || it->second == kNone ? std::string("(no range)") : ranges->text(it->second);
   };
-  if (!join_nccl(path, shares, integrity, groupings, nccl_range_key, s, out.clock.ends, work_without_nccl,
+  const auto path_text = [&](uint32_t p) { return p == kNone || !paths ? std::string("(no range)") : ranges->text(p); };
+  if (!join_nccl(path, shares, integrity, groupings, nccl_range_key, path_text, s, out.clock.ends, work_without_nccl,
                  device_work_without_nccl, why_not))
     return std::nullopt;
   s.captures.front().busy_ns_without_nccl = work_without_nccl.finish().busy_ns;

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <thread>
 #include <tuple>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -156,6 +157,46 @@ class NcclKernelFilter {
   static constexpr uint64_t kLeadIn = uint64_t{1} << 16;
   CorrSet corr_;
   NameFlags named_;  // named nccl*
+};
+
+// The NCCL join as a share reads it (ModelBuilder::Impl::join_nccl_by_external_id), settled
+// at once where it is simple: an ungrouped call under one of the hook's external ids, and the
+// kernels launched under that id. The first such kernel takes the call; later ones are NCCL's
+// without its bytes. What it cannot settle (grouped calls, kernels read before their call or
+// their external id) the share holds for the loader's join at the end, which then sees only
+// that. So a scan holds a few records per unsettled collective, not per collective.
+class NcclSettler {
+ public:
+  // An NCCL call record (r.nccl()). False when the share keeps it for the final join itself.
+  bool call(const gpuhook::v1::Record& r);
+  // A CUDA call made inside an NCCL call: an ExternalCorrelation of the hook's kind.
+  void external(uint32_t corr, uint64_t external_id);
+  enum class Verdict : uint8_t {
+    kCall,  // the kernel takes the call moved into *call
+    kNccl,  // NCCL's, its call taken by an earlier kernel
+    kHeld,  // the share holds it for the final join, with *external_id (0: not read yet)
+  };
+  // A kernel NCCL may have run (NcclKernelFilter::maybe). `may_settle` false: hold it even
+  // if its call is here (the share cannot fold it yet); the call then waits for the final join.
+  Verdict kernel(uint32_t corr, bool may_settle, gpuhook::v1::Record* call, uint64_t* external_id);
+  // The external id of a CUDA call, 0 when not read; maybe_lost() as CorrWindow's.
+  uint64_t external_of(uint32_t corr) const { return external_.get(corr); }
+  bool maybe_lost(uint32_t corr) const { return external_.maybe_lost(corr); }
+  bool any_external() const { return any_external_; }
+  size_t held() const { return simple_.size() + held_.size() + held_without_external_.size(); }
+  // The calls no kernel took, for the final join.
+  template <class F>
+  void for_each_call(F&& f) const {
+    for (const auto& [id, r] : simple_) f(r);
+  }
+
+ private:
+  std::unordered_map<uint64_t, gpuhook::v1::Record> simple_;  // by external id, not yet taken
+  CorrWindows external_;                                      // correlation id -> external id
+  CorrWindow taken_{true};                                    // external ids whose call a kernel took
+  std::unordered_set<uint64_t> held_;                         // external ids with a kernel held
+  std::unordered_set<uint32_t> held_without_external_;        // held kernels' correlation ids
+  bool any_external_ = false;
 };
 
 // A share: the index entries [first_chunk, end_chunk) one thread reads; 0,0 is the whole file.
