@@ -128,6 +128,7 @@ struct Share {
   std::vector<GroupBy> groupings;
   bool by_range = false;  // groupings holds GroupBy::kRange
   bool matches = false;   // diff's per-kernel samples too (a summary file)
+  bool clock_ends = false;  // StreamStatsOptions::clock_ends
   std::array<std::unordered_map<uint64_t, uint32_t>, kGroupings> slot_of;
   std::array<std::vector<std::pair<uint64_t, GroupAcc>>, kGroupings> slots;  // in order of first event
   DurationDigest launch_to_queued, queued_to_start, exec;
@@ -409,7 +410,7 @@ void settle_nccl_kernel(Share& sh, const gpuhook::CaptureReader& reader, const g
   const uint64_t call_start = t(c.has_start_ns(), c.start_ns()), call_end = t(c.has_end_ns(), c.end_ns());
   if (start != 0 && end > start) row.time_ns += end - start;
   else if (call_start != 0 && call_end > call_start) row.time_ns += call_end - call_start;
-  if (gpuhook::nccl_op_is_collective(c.op()) && end != 0) sh.settled.ends.push_back({c.comm_id(), c.sequence(), end});
+  if (sh.clock_ends && gpuhook::nccl_op_is_collective(c.op()) && end != 0) sh.settled.ends.push_back({c.comm_id(), c.sequence(), end});
   if (c.bytes() == 0 || start == 0 || end <= start) return;
   for (GroupBy g : sh.groupings) {
     const uint64_t id = g == GroupBy::kKernel   ? k.name_id
@@ -689,7 +690,7 @@ bool join_nccl(const std::string& path, std::vector<Share>& shares, const gpuhoo
   }
   std::map<std::string, NcclRow> nccl;
   for (NcclRow& row : nccl_rows(mini)) nccl[row.op] = std::move(row);
-  ends = rank_clock_inputs(mini).front().ends;
+  if (shares.front().clock_ends) ends = rank_clock_inputs(mini).front().ends;
   for (const Share& sh : shares) {
     for (const auto& [name, settled] : sh.settled.rows) {
       NcclRow& row = nccl[name];
@@ -811,6 +812,7 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
     sh.groupings = groupings;
     sh.by_range = by_range;
     sh.matches = o.matches;
+    sh.clock_ends = o.clock_ends;
     sh.gaps = o.gaps;
     sh.ranges = paths;
     if (selecting) sh.select = &selecting->filter()->select;
@@ -1041,6 +1043,7 @@ std::optional<StreamedJob> stream_job_stats(const std::vector<std::string>& path
   const bool by_capture = paths.size() >= thread_count && thread_count > 1;
   StreamStatsOptions each = o;
   each.threads = by_capture ? 1 : thread_count;
+  each.clock_ends = paths.size() > 1;  // one capture is on its own clock
   std::vector<std::optional<StreamedStats>> parts(paths.size());
   std::vector<std::string> refusals(paths.size());
   std::vector<std::exception_ptr> errors(paths.size());

@@ -30,6 +30,7 @@ struct StreamStatsOptions {
   std::vector<GroupBy> by;  // kernel, stream, device, range
   size_t gaps = 3;          // idle gaps kept per device
   bool matches = false;     // diff's per-kernel samples too (add_diff_samples), for a summary file
+  bool clock_ends = false;  // StreamedStats::clock's collective ends (aligning several captures)
   unsigned threads = 0;     // threads that scan the capture; 0 = every core
   LoadOptions load;
   // select_events()' filters, applied by the scan (scan_select.h) as restricted() applies them
@@ -47,7 +48,8 @@ struct StreamedStats {
   // Busy/idle figures computed with clipped late activities (BusyTracker): close, not exact.
   uint64_t late_activities = 0;
   bool busy_exact = true;
-  // Its header's clocks and its collectives' ends: what aligning it with other ranks takes.
+  // Its header's clocks and, with StreamStatsOptions::clock_ends, its collectives' ends: what
+  // aligning it with other ranks takes.
   RankClockInput clock;
   // With StreamStatsOptions::filter: the GPU events of the capture, and those selected.
   uint64_t gpu_events = 0, selected_events = 0;
