@@ -167,7 +167,7 @@ int run_export(const ExportOptions& o) {
     return kExitError;
   };
   Output output(o.output, limit);
-  // One capture, whole, in a format that can: written as it is scanned (docs/export.md).
+  // Captures, whole, in a format that can: written as they are scanned (docs/export.md).
   const bool stdin_capture = std::find(o.files.begin(), o.files.end(), "-") != o.files.end();
   const gantt::EventFilter f = make_filter(o.filter);
   if (!o.load.in_memory && !stdin_capture && gantt::export_scan_refusal(*exporter, o.files.size()).empty()) {
@@ -181,7 +181,7 @@ int run_export(const ExportOptions& o) {
     gantt::ScannedExport done;
     bool scanned = false;
     try {
-      scanned = exporter->write_scanned(o.files.front(), so, [&]() -> std::ostream& { return output.open(); }, &done, nullptr);
+      scanned = exporter->write_scanned(o.files, so, [&]() -> std::ostream& { return output.open(); }, &done, nullptr);
     } catch (const std::invalid_argument& e) {  // the filter's error, as select_events() gives it loaded
       std::cerr << "gantt-cli: export: " << e.what() << "\n";
       return kExitError;
@@ -199,9 +199,9 @@ int run_export(const ExportOptions& o) {
   }
   gantt::ExportOptions eo;
   eo.folded_root = folded_root(o.root);
-  const LoadedJob job = load_captures(o.files, o.load, {"export loads captures whole for several captures, "
-                                                        "standard input, --in-memory or a capture a scan cannot read "
-                                                        "(one capture to chrome, csv or folded is scanned, filtered or not)",
+  const LoadedJob job = load_captures(o.files, o.load, {"export loads captures whole for standard input, --in-memory, "
+                                                        "a filter on several captures or a capture a scan cannot read "
+                                                        "(captures to chrome or csv and one to folded are scanned)",
                                                         gantt::scan::WholePath::kExport});
   const gantt::Model& model = job.model;
   gantt::Selection sel;
@@ -257,8 +257,9 @@ void register_export(CLI::App& app, int& exit_code) {
                   "threads that scan one capture's chunks side by side (0 = the CPUs this process may use, at most 16)")
       ->capture_default_str();
   cmd->add_flag("--in-memory", o->load.in_memory,
-                "load the captures whole before writing; by default one capture is written to chrome or csv as it "
-                "is scanned, the filters applied by the scan, in memory that does not grow with its events");
+                "load the captures whole before writing; by default captures are written to chrome or csv as they "
+                "are scanned (several on one clock), the filters applied by the scan of one capture, in memory "
+                "that does not grow with their events");
   cmd->add_option("--root", o->root, "folded: the frame under every stack: rank (capture), device, or none")
       ->check(CLI::IsMember({"rank", "device", "none"}))
       ->capture_default_str();

@@ -30,6 +30,7 @@
 #include "gantt/model/json.h"
 #include "gantt/model/text.h"
 #include "row_writer.h"
+#include "scan_job.h"
 #include "scan_spool.h"
 
 namespace gantt::exporting {
@@ -43,7 +44,19 @@ constexpr uint32_t kHostPid = 1;
 constexpr uint64_t kHostSortIndex = 1'000'000;
 constexpr uint64_t kNvtxTrack = uint64_t{1} << 31;
 
-uint32_t device_pid(uint32_t device) { return 2 + (device & 1023u); }
+// Where a capture's slices go: a trace of one capture is as before; in a trace of several,
+// capture c's processes are numbered from c * kPidsPerCapture, its correlation ids (the flows'
+// bind ids) are made its own with c above 32 bits, and its times are shifted onto the job's
+// clock: `base` is the trace's origin less the capture's shift.
+constexpr uint32_t kPidsPerCapture = 1025;
+struct CapturePlace {
+  uint32_t index = 0;
+  uint64_t base = 0;      // subtracted from the capture's own times (wrapping, as int64 after)
+  uint64_t first_ns = 0;  // the capture's own first time (its clock): the samples kept from it
+  uint32_t host_pid() const { return kHostPid + index * kPidsPerCapture; }
+  uint32_t device_pid(uint32_t device) const { return 2 + index * kPidsPerCapture + (device & 1023u); }
+  uint64_t bind_id(uint32_t corr) const { return (uint64_t{index} << 32) | corr; }
+};
 // A track's tid: its lane's number above 32 bits, so the first lane's tid is the stream's id
 // or the thread's (an NVTX track with bit 31 set), and every share names a track alike.
 uint64_t lane_tid(uint64_t id, size_t lane) { return (uint64_t{lane} << 32) | id; }
@@ -74,15 +87,15 @@ using TrackNames = std::map<std::pair<uint32_t, uint64_t>, std::string>;
 
 class ChromeShare final : public analysis::EventConsumer {
  public:
-  ChromeShare(const Model& context, uint64_t base, std::atomic<uint64_t>* total, uint64_t limit)
-      : spool(total, limit), context_(context), base_(base) {
+  ChromeShare(const Model& context, const CapturePlace& place, std::atomic<uint64_t>* total, uint64_t limit)
+      : spool(total, limit), context_(context), place_(place), base_(place.base), host_pid_(place.host_pid()) {
     for (uint32_t i = 0; i < context.threads.size(); ++i)
       if (context.threads.name[i]) thread_names_.emplace(context.threads.thread_id[i], std::string(context.string(context.threads.name[i])));
   }
 
   void event(const analysis::ScannedEvent& e, const gpuhook::CaptureReader& reader) override {
     if (e.start_ns == 0 || e.end_ns < e.start_ns) return;  // not placed in time, as the loaded trace
-    const uint32_t pid = device_pid(e.device);
+    const uint32_t pid = place_.device_pid(e.device);
     devices.insert(e.device);
     // The slice's text before its tid, and after it.
     head_.clear();
@@ -101,7 +114,7 @@ class ChromeShare final : public analysis::EventConsumer {
       b.us_from_ns(static_cast<int64_t>(e.start_ns - base_));
       b << ",\"dur\":";
       b.us_from_ns(static_cast<int64_t>(e.end_ns - e.start_ns));
-      if (e.correlation_id) b << ",\"bind_id\":" << e.correlation_id << ",\"flow_in\":true";
+      if (e.correlation_id) b << ",\"bind_id\":" << place_.bind_id(e.correlation_id) << ",\"flow_in\":true";
       const bool kernel = e.kind == EventKind::kKernel || e.kind == EventKind::kNccl;
       if (kernel) {
         b << ",\"args\":{\"g\":";
@@ -156,12 +169,12 @@ class ChromeShare final : public analysis::EventConsumer {
     const uint64_t tid = host_track(a.thread_id, false, s, e);
     {
       RowWriter o(spool.text);
-      o << ",\n{\"ph\":\"X\",\"name\":" << call_name(a.name_id, reader) << ",\"pid\":" << kHostPid << ",\"tid\":" << tid
+      o << ",\n{\"ph\":\"X\",\"name\":" << call_name(a.name_id, reader) << ",\"pid\":" << host_pid_ << ",\"tid\":" << tid
         << ",\"ts\":";
       o.us_from_ns(static_cast<int64_t>(s - base_));
       o << ",\"dur\":";
       o.us_from_ns(static_cast<int64_t>(e - s));
-      if (a.correlation_id && a.domain != v1::API_DOMAIN_NCCL) o << ",\"bind_id\":" << a.correlation_id << ",\"flow_out\":true";
+      if (a.correlation_id && a.domain != v1::API_DOMAIN_NCCL) o << ",\"bind_id\":" << place_.bind_id(a.correlation_id) << ",\"flow_out\":true";
       if (a.return_value) o << ",\"args\":{\"ret\":" << int64_t{a.return_value} << '}';
       o << '}';
     }
@@ -177,7 +190,7 @@ class ChromeShare final : public analysis::EventConsumer {
       std::string& o = spool.text;
       o += ",\n{\"ph\":\"X\",\"name\":";
       json::append_string(o, reader.string(n.name_id()));
-      slice_times(o, kHostPid, host_track(n.thread_id(), false, s, e), s, e);
+      slice_times(o, host_pid_, host_track(n.thread_id(), false, s, e), s, e);
       char comm[24];
       std::snprintf(comm, sizeof comm, "0x%016llx", static_cast<unsigned long long>(n.comm_id()));
       o += ",\"args\":{\"bytes\":" + std::to_string(n.bytes()) + ",\"count\":" + std::to_string(n.count()) +
@@ -189,14 +202,14 @@ class ChromeShare final : public analysis::EventConsumer {
       const auto& x = r.metric_sample();
       const analysis::MetricInfo* info = analysis::metric_info(x.metric());
       const uint64_t t = x.has_time_ns() && x.time_ns() > 0 ? static_cast<uint64_t>(x.time_ns()) : 0;
-      if (!info || t < base_ || t == 0 || x.device() >= 4096) return;  // as ModelBuilder keeps them
+      if (!info || t < place_.first_ns || t == 0 || x.device() >= 4096) return;  // as ModelBuilder keeps them
       if (filter_ && !filter_->host_in_window(t, t)) return;
       const bool reasons = x.metric() == v1::GPU_METRIC_CLOCKS_EVENT_REASONS;
       std::string& o = spool.text;
       o += ",\n{\"ph\":\"C\",\"name\":";
       json::append_string(o, reasons ? std::string("throttled") : std::string(info->label));
       o += ",\"pid\":";
-      num(o, device_pid(x.device()));
+      num(o, place_.device_pid(x.device()));
       devices.insert(x.device());
       o += ",\"ts\":";
       us(o, static_cast<int64_t>(t - base_));
@@ -233,13 +246,13 @@ class ChromeShare final : public analysis::EventConsumer {
       const uint64_t tid = host_track(os_tid, true, rt.start_ns[r], rt.end_ns[r]);
       if (mark) {
         o += ",\"pid\":";
-        num(o, kHostPid);
+        num(o, host_pid_);
         o += ",\"tid\":";
         num(o, tid);
         o += ",\"ts\":";
         us(o, static_cast<int64_t>(rt.start_ns[r] - base_));
       } else {
-        slice_times(o, kHostPid, tid, rt.start_ns[r], rt.end_ns[r]);
+        slice_times(o, host_pid_, tid, rt.start_ns[r], rt.end_ns[r]);
       }
       std::string args;
       if (rt.domain[r]) {
@@ -277,7 +290,7 @@ class ChromeShare final : public analysis::EventConsumer {
   uint64_t host_track(uint64_t os_tid, bool nvtx, uint64_t s, uint64_t e) {
     const size_t lane = thread_lanes_[{os_tid, nvtx}].place(s, e);
     const uint64_t tid = lane_tid(thread_tid(os_tid, nvtx), lane);
-    if (auto [it, fresh] = tracks.try_emplace({kHostPid, tid}); fresh) {
+    if (auto [it, fresh] = tracks.try_emplace({host_pid_, tid}); fresh) {
       std::string name = "thread " + std::to_string(os_tid);
       if (auto n = thread_names_.find(os_tid); n != thread_names_.end()) name += " " + n->second;
       if (nvtx) name += " NVTX";
@@ -321,7 +334,7 @@ class ChromeShare final : public analysis::EventConsumer {
 
   void write_placed(const std::pair<uint32_t, uint32_t>& key, size_t lane, const std::string& head, const std::string& rest) {
     const uint64_t tid = lane_tid(key.second, lane);
-    if (auto [it, fresh] = tracks.try_emplace({device_pid(key.first), tid}); fresh)
+    if (auto [it, fresh] = tracks.try_emplace({place_.device_pid(key.first), tid}); fresh)
       it->second = "stream " + std::to_string(key.second) + (lane ? " #" + std::to_string(lane + 1) : std::string());
     RowWriter(spool.text) << head << tid << rest;
   }
@@ -339,7 +352,9 @@ class ChromeShare final : public analysis::EventConsumer {
   static constexpr size_t kMaxHeld = size_t{1} << 16;  // all streams' together (past it, placed at once)
 
   const Model& context_;
+  CapturePlace place_;
   uint64_t base_;
+  uint32_t host_pid_;
   std::map<std::pair<uint32_t, uint32_t>, RecentLanes> stream_lanes_;  // (device, stream)
   std::map<std::pair<uint32_t, uint32_t>, size_t> opening_;            // slices held so far
   std::map<std::pair<uint32_t, uint32_t>, std::vector<Head>> heads_;   // the first placed
@@ -378,22 +393,22 @@ void metadata(std::string& o, const char* what, uint32_t pid, const uint64_t* ti
 
 }  // namespace
 
-bool write_chrome_scanned(const std::string& path, const ScanExportOptions& opt, const Exporter::OpenOutput& open_output,
-                          ScannedExport* result, std::string* why_not) {
+bool write_chrome_scanned(const std::vector<std::string>& paths, const ScanExportOptions& opt,
+                          const Exporter::OpenOutput& open_output, ScannedExport* result, std::string* why_not) {
   analysis::EventScanOptions so;
   so.load = opt.load;
   so.threads = opt.threads;
   so.join_launches = false;  // the flows need only the correlation id; the lanes, file order
-  analysis::EventScanner scanner(path, so);
-  if (!scanner.refused().empty()) {
-    if (why_not) *why_not = scanner.refused();
-    return false;
-  }
-  if (opt.filter && !scanner.select(*opt.filter, why_not)) return false;
-  const analysis::ScanFilter* filter = scanner.filter();
-  const Model& context = scanner.context();
-  const CaptureInfo& capture = context.captures.front();
-  const uint64_t base = scanner.first_ns();  // the origin: Model::first_ns() as far as it is known
+  std::optional<ScanJob> job = open_scan_job(paths, so, opt.filter, why_not);
+  if (!job) return false;
+  const bool several = paths.size() > 1;
+  const analysis::ScanFilter* filter = job->scanners.front()->filter();  // one capture only
+  const uint64_t base = job->first_ns;  // the origin: Model::first_ns() as far as it is known
+  const auto host_name = [](const CaptureInfo& capture) {
+    std::string host = "host pid " + std::to_string(capture.header.pid());
+    if (capture.header.has_rank()) host += " rank " + std::to_string(capture.header.rank());
+    return host;
+  };
 
   std::string head = "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"gantt-cli export --format chrome\",\"time_origin_ns\":";
   num(head, base);
@@ -403,66 +418,76 @@ bool write_chrome_scanned(const std::string& path, const ScanExportOptions& opt,
   }
   head += ",\"args\":\"g grid, b block, r registers per thread, sm shared memory bytes, q queued->start ns, B bytes, "
           "ret return value (docs/export.md)\"},\n\"traceEvents\":[\n";
-  // The host process first: every event after it begins with its comma.
-  std::string host = "host pid " + std::to_string(capture.header.pid());
-  if (capture.header.has_rank()) host += " rank " + std::to_string(capture.header.rank());
+  // The first capture's host process first: every event after it begins with its comma.
+  const std::string first_host = host_name(job->scanners.front()->context().captures.front());
   head += "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":";
   num(head, kHostPid);
   head += ",\"args\":{\"name\":";
-  json::append_string(head, host);
+  json::append_string(head, first_host);
   head += "}}";
 
+  // Capture by capture, each on every thread; each capture's spools then go into the first
+  // one, so a job of many captures holds one file, and each capture's scanner is let go.
   std::atomic<uint64_t> total{head.size()};
-  std::vector<std::unique_ptr<ChromeShare>> shares;
-  std::vector<analysis::EventConsumer*> consumers;
-  std::vector<Spool*> spools;
-  for (size_t i = 0; i < scanner.shares(); ++i) {
-    shares.push_back(std::make_unique<ChromeShare>(context, base, &total, opt.max_output));
-    shares.back()->first_ = i == 0;
-    shares.back()->filter_ = filter;
-    consumers.push_back(shares.back().get());
-    spools.push_back(&shares.back()->spool);
-  }
-  if (!shares.empty()) shares.front()->spool.become(opt.output_path, head);
-  std::string why;
-  const bool ran = scanner.run(consumers, &why);
-  const auto over = [&] { return std::any_of(shares.begin(), shares.end(), [](const auto& sh) { return sh->spool.over(); }); };
-  if (!ran && !over()) {
-    if (why_not) *why_not = why;
-    return false;
-  }
-  if (ran) {
+  std::unique_ptr<ChromeShare> first;  // the job's first share: its spool is the output's
+  std::string tail;
+  for (size_t c = 0; c < job->scanners.size(); ++c) {
+    analysis::EventScanner& scanner = *job->scanners[c];
+    const Model& context = scanner.context();
+    const CaptureInfo& capture = context.captures.front();
+    CapturePlace place;
+    place.index = static_cast<uint32_t>(c);
+    place.base = base - static_cast<uint64_t>(job->offsets[c]);
+    place.first_ns = scanner.first_ns();
+    std::vector<std::unique_ptr<ChromeShare>> shares;
+    std::vector<analysis::EventConsumer*> consumers;
+    for (size_t i = 0; i < scanner.shares(); ++i) {
+      shares.push_back(std::make_unique<ChromeShare>(context, place, &total, opt.max_output));
+      shares.back()->first_ = i == 0;
+      shares.back()->filter_ = filter;
+      consumers.push_back(shares.back().get());
+    }
+    if (c == 0 && !shares.empty()) shares.front()->spool.become(opt.output_path, head);
+    std::string why;
+    const bool ran = scanner.run(consumers, &why);
+    const auto over = [&] { return std::any_of(shares.begin(), shares.end(), [](const auto& sh) { return sh->spool.over(); }); };
+    if (!ran && !over()) {
+      if (why_not) *why_not = several ? paths[c] + ": " + why : why;
+      return false;
+    }
+    if (over()) {
+      result->over = true;
+      return true;
+    }
     std::map<std::pair<uint32_t, uint32_t>, RecentLanes> lanes;
     for (auto& sh : shares) sh->place_held(lanes);
     shares.back()->ranges();
+    std::set<uint32_t> devices;
+    TrackNames tracks;
+    for (const auto& sh : shares) {
+      devices.insert(sh->devices.begin(), sh->devices.end());
+      tracks.insert(sh->tracks.begin(), sh->tracks.end());
+    }
+    // The processes' names and sort indexes: the first host's name went first, in the head.
+    std::string names;
+    metadata(names, "process", place.host_pid(), nullptr, host_name(capture), kHostSortIndex + c);
+    if (c == 0) names.erase(0, names.find("},\n") + 1);
+    tail += names;
+    for (uint32_t d : devices) {
+      std::string name = (several ? "capture " + std::to_string(c) + " " : std::string()) + "GPU " + std::to_string(d);
+      if (const auto* info = capture.device(d)) name += " (" + info->name() + ")";
+      metadata(tail, "process", place.device_pid(d), nullptr, name, place.device_pid(d));
+    }
+    for (const auto& [key, name] : tracks) metadata(tail, "thread", key.first, &key.second, name, key.second);
+    if (!end_capture(*job, c, first, shares, result)) return true;
   }
-  std::set<uint32_t> devices;
-  TrackNames tracks;
-  for (const auto& sh : shares) {
-    devices.insert(sh->devices.begin(), sh->devices.end());
-    tracks.insert(sh->tracks.begin(), sh->tracks.end());
-  }
-  std::string tail;
-  metadata(tail, "process", kHostPid, nullptr, host, kHostSortIndex);  // its sort index
-  tail.erase(0, tail.find("},\n") + 3);  // its name went first
-  tail.insert(0, ",\n");
-  for (uint32_t d : devices) {
-    std::string name = "GPU " + std::to_string(d);
-    if (const auto* info = capture.device(d)) name += " (" + info->name() + ")";
-    metadata(tail, "process", device_pid(d), nullptr, name, device_pid(d));
-  }
-  for (const auto& [key, name] : tracks) metadata(tail, "thread", key.first, &key.second, name, key.second);
   tail += "\n]}\n";
-  for (auto& sh : shares) sh->spool.flush();
-  if (over() || (opt.max_output != 0 && total + tail.size() > opt.max_output)) {
+  if (opt.max_output != 0 && total + tail.size() > opt.max_output) {
     result->over = true;
     return true;
   }
-  deliver(spools, head, tail, open_output);
-  for (const auto& sh : shares) result->events += sh->events;
+  deliver({&first->spool}, head, tail, open_output);
   result->bytes = total + tail.size();
-  result->corrupt = scanner.corrupt();
-  result->warnings = scanner.warnings();
   return true;
 }
 

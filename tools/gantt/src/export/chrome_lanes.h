@@ -13,8 +13,8 @@
 namespace gantt::exporting {
 
 // Exporter::write_scanned() of the Chrome trace (chrome_export_scan.cpp).
-bool write_chrome_scanned(const std::string& path, const ScanExportOptions& options, const Exporter::OpenOutput& open_output,
-                          ScannedExport* result, std::string* why_not);
+bool write_chrome_scanned(const std::vector<std::string>& paths, const ScanExportOptions& options,
+                          const Exporter::OpenOutput& open_output, ScannedExport* result, std::string* why_not);
 
 // Tracks of one (pid, logical track): slices are placed on the first lane where they either
 // start after everything open has ended or nest inside the innermost open slice.

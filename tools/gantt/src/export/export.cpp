@@ -20,7 +20,7 @@ std::vector<const Exporter*> exporters() {
 
 std::string export_scan_refusal(const Exporter& exporter, size_t captures) {
   if (!exporter.scans()) return "--format " + std::string(exporter.format()) + " needs the whole model";
-  if (captures != 1) return "several captures are put on one clock";
+  if (captures != 1 && !exporter.scans_several()) return "several captures are put on one clock";
   return {};
 }
 

@@ -20,6 +20,7 @@
 #include "gantt/ranks/collectives.h"
 #include "gantt/model/text.h"
 #include "row_writer.h"
+#include "scan_job.h"
 #include "scan_spool.h"
 
 namespace gantt {
@@ -174,17 +175,25 @@ std::string cells_of(const Model& m, uint16_t c) {
 }
 
 // The NVTX rows of a model's ranges inside the window (all of them when none was asked for).
-// `os` null: held in `out`.
+// `os` null: held in `out`. A scanned capture's context: `as` is its place in a job of
+// several and `offset` what puts its times on the job's clock (scan_job.h).
+struct CaptureShift {
+  int32_t as = -1;  // -1: the capture the model numbers it
+  int64_t offset = 0;
+};
 template <class InWindow>
-void range_rows(const Model& m, uint64_t t0, InWindow&& in_window, std::string& out, std::ostream* os) {
+void range_rows(const Model& m, uint64_t t0, InWindow&& in_window, std::string& out, std::ostream* os,
+                CaptureShift shift = {}) {
   for (uint32_t r = 0; r < m.ranges.size(); ++r) {
     if (!in_window(m.ranges.start_ns[r], m.ranges.end_ns[r] ? m.ranges.end_ns[r] : UINT64_MAX)) continue;
     const uint32_t th = m.ranges.thread[r];
     std::string name;
     append_csv_field(name, m.string(m.ranges.name[r]));
-    host_row(out, "nvtx", m.ranges.capture[r], name, 0,
-             th < m.threads.size() ? m.threads.thread_id[th] : 0, th < m.threads.size(), m.ranges.start_ns[r],
-             m.ranges.end_ns[r], m.range_path_of_range(r), t0, cells_of(m, m.ranges.capture[r]));
+    const uint16_t c = m.ranges.capture[r];
+    host_row(out, "nvtx", shift.as < 0 ? c : static_cast<uint16_t>(shift.as), name, 0,
+             th < m.threads.size() ? m.threads.thread_id[th] : 0, th < m.threads.size(),
+             exporting::shifted(m.ranges.start_ns[r], shift.offset), exporting::shifted(m.ranges.end_ns[r], shift.offset),
+             m.range_path_of_range(r), t0, cells_of(m, c));
     if (os) flush(out, *os);
   }
 }
@@ -192,13 +201,14 @@ void range_rows(const Model& m, uint64_t t0, InWindow&& in_window, std::string& 
 // One share of a scanned capture: its GPU and API rows as it reads them.
 class CsvShare final : public analysis::EventConsumer {
  public:
-  CsvShare(const analysis::EventScanner& scanner, uint64_t t0, const RangeLookup* ranges,
+  CsvShare(const analysis::EventScanner& scanner, uint64_t t0, CaptureShift shift, const RangeLookup* ranges,
            const std::unordered_map<uint64_t, uint32_t>* thread_rows, std::atomic<uint64_t>* total, uint64_t limit)
-      : spool(total, limit), context_(scanner.context()), t0_(t0), ranges_(ranges), thread_rows_(thread_rows),
+      : spool(total, limit), context_(scanner.context()), t0_(t0), shift_(shift), ranges_(ranges), thread_rows_(thread_rows),
         occupancy_(context_.captures.front().devices), cells_(cells_of(context_, 0)) {}
 
   void event(const analysis::ScannedEvent& e, const gpuhook::CaptureReader& reader) override {
     EventRow r;
+    r.capture = static_cast<uint16_t>(shift_.as);
     r.device = e.device;
     r.stream = e.stream;
     r.correlation_id = e.correlation_id;
@@ -206,11 +216,11 @@ class CsvShare final : public analysis::EventConsumer {
     r.kind = e.kind;
     r.copy_kind = e.copy_kind;
     r.bytes = e.bytes;
-    r.launch_ns = e.launch_ns;
-    r.queued_ns = e.queued_ns;
-    r.submitted_ns = e.submitted_ns;
-    r.start_ns = e.start_ns;
-    r.end_ns = e.end_ns;
+    r.launch_ns = exporting::shifted(e.launch_ns, shift_.offset);
+    r.queued_ns = exporting::shifted(e.queued_ns, shift_.offset);
+    r.submitted_ns = exporting::shifted(e.submitted_ns, shift_.offset);
+    r.start_ns = exporting::shifted(e.start_ns, shift_.offset);
+    r.end_ns = exporting::shifted(e.end_ns, shift_.offset);
     r.grid = e.grid;
     r.block = e.block;
     r.registers_per_thread = e.registers_per_thread;
@@ -248,8 +258,9 @@ class CsvShare final : public analysis::EventConsumer {
       append_csv_field(scratch_, api_display_name(reader.string(a.name_id)));
       name = scratch_;
     }
-    host_row(spool.text, "api", 0, name, a.correlation_id, a.thread_id, true,
-             builder_known(a.start_ns), builder_known(a.end_ns), "", t0_, cells_);
+    host_row(spool.text, "api", static_cast<uint16_t>(shift_.as), name, a.correlation_id, a.thread_id, true,
+             exporting::shifted(builder_known(a.start_ns), shift_.offset), exporting::shifted(builder_known(a.end_ns), shift_.offset),
+             "", t0_, cells_);
     spool.maybe_flush();
   }
   bool stopped() const override { return spool.over(); }
@@ -289,6 +300,7 @@ class CsvShare final : public analysis::EventConsumer {
 
   const Model& context_;
   uint64_t t0_;
+  CaptureShift shift_;  // its place in the job and its clock's shift
   const RangeLookup* ranges_;
   const std::unordered_map<uint64_t, uint32_t>* thread_rows_;
   KernelOccupancy occupancy_;
@@ -368,57 +380,57 @@ class CsvExporter final : public Exporter {
   }
 
   bool scans() const override { return true; }
-  bool write_scanned(const std::string& path, const ScanExportOptions& o, const OpenOutput& open_output,
+  bool scans_several() const override { return true; }
+  // Capture by capture, each on every thread; each capture's spools then go into the first one
+  // (one file for a job of many captures), and each capture's scanner is let go.
+  bool write_scanned(const std::vector<std::string>& paths, const ScanExportOptions& o, const OpenOutput& open_output,
                      ScannedExport* result, std::string* why_not) const override {
     analysis::EventScanOptions so;
     so.load = o.load;
     so.threads = o.threads;
     so.join_nccl = true;  // the nccl_* columns
-    analysis::EventScanner scanner(path, so);
-    if (!scanner.refused().empty()) {
-      if (why_not) *why_not = scanner.refused();
-      return false;
-    }
-    if (o.filter && !scanner.select(*o.filter, why_not)) return false;
-    const analysis::ScanFilter* filter = scanner.filter();
-    const Model& context = scanner.context();
-    const uint64_t t0 = scanner.first_ns();
-    std::unordered_map<uint64_t, uint32_t> thread_rows;  // thread id -> row, for the launches' ranges
-    for (uint32_t i = 0; i < context.threads.size(); ++i) thread_rows.emplace(context.threads.thread_id[i], i);
-    std::unique_ptr<RangeLookup> ranges;
-    if (context.ranges.size() != 0) ranges = std::make_unique<RangeLookup>(context.ranges, 0);
+    std::optional<exporting::ScanJob> job = exporting::open_scan_job(paths, so, o.filter, why_not);
+    if (!job) return false;
+    const analysis::ScanFilter* filter = job->scanners.front()->filter();  // one capture only
+    const uint64_t t0 = job->first_ns;
     std::atomic<uint64_t> total{kColumns.size()};
-    std::vector<std::unique_ptr<CsvShare>> shares;
-    std::vector<analysis::EventConsumer*> consumers;
-    std::vector<exporting::Spool*> spools;
-    for (size_t i = 0; i < scanner.shares(); ++i) {
-      shares.push_back(std::make_unique<CsvShare>(scanner, t0, ranges.get(), &thread_rows, &total, o.max_output));
-      shares.back()->filter = filter;
-      consumers.push_back(shares.back().get());
-      spools.push_back(&shares.back()->spool);
-    }
-    if (!shares.empty()) shares.front()->spool.become(o.output_path, kColumns);
-    std::string why;
-    if (!scanner.run(consumers, &why)) {
-      if (std::any_of(shares.begin(), shares.end(), [](const auto& sh) { return sh->spool.over(); })) {
-        result->over = true;
-        return true;
-      }
-      if (why_not) *why_not = why;
-      return false;
-    }
+    std::unique_ptr<CsvShare> first;  // the job's first share: its spool is the output's
     std::string tail;
-    range_rows(context, t0, [filter](uint64_t s, uint64_t e) { return !filter || filter->host_in_window(s, e); }, tail, nullptr);
-    for (auto& sh : shares) sh->spool.flush();
+    for (size_t c = 0; c < job->scanners.size(); ++c) {
+      analysis::EventScanner& scanner = *job->scanners[c];
+      const Model& context = scanner.context();
+      const CaptureShift shift{static_cast<int32_t>(c), job->offsets[c]};
+      std::unordered_map<uint64_t, uint32_t> thread_rows;  // thread id -> row, for the launches' ranges
+      for (uint32_t i = 0; i < context.threads.size(); ++i) thread_rows.emplace(context.threads.thread_id[i], i);
+      std::unique_ptr<RangeLookup> ranges;
+      if (context.ranges.size() != 0) ranges = std::make_unique<RangeLookup>(context.ranges, 0);
+      std::vector<std::unique_ptr<CsvShare>> shares;
+      std::vector<analysis::EventConsumer*> consumers;
+      for (size_t i = 0; i < scanner.shares(); ++i) {
+        shares.push_back(std::make_unique<CsvShare>(scanner, t0, shift, ranges.get(), &thread_rows, &total, o.max_output));
+        shares.back()->filter = filter;
+        consumers.push_back(shares.back().get());
+      }
+      if (c == 0 && !shares.empty()) shares.front()->spool.become(o.output_path, kColumns);
+      std::string why;
+      if (!scanner.run(consumers, &why)) {
+        if (std::any_of(shares.begin(), shares.end(), [](const auto& sh) { return sh->spool.over(); })) {
+          result->over = true;
+          return true;
+        }
+        if (why_not) *why_not = paths.size() > 1 ? paths[c] + ": " + why : why;
+        return false;
+      }
+      range_rows(context, t0, [filter](uint64_t s, uint64_t e) { return !filter || filter->host_in_window(s, e); }, tail, nullptr,
+                 shift);
+      if (!exporting::end_capture(*job, c, first, shares, result)) return true;
+    }
     if (o.max_output != 0 && total + tail.size() > o.max_output) {
       result->over = true;
       return true;
     }
-    exporting::deliver(spools, kColumns, tail, open_output);
-    for (const auto& sh : shares) result->events += sh->events;
+    exporting::deliver({&first->spool}, kColumns, tail, open_output);
     result->bytes = total + tail.size();
-    result->corrupt = scanner.corrupt();
-    result->warnings = scanner.warnings();
     return true;
   }
 };

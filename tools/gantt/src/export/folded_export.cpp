@@ -39,8 +39,13 @@ class FoldedExporter : public Exporter {
   // memory grows with the stacks, not the events. A root per GPU needs each event's device
   // beside its stack, which they do not keep: loaded.
   bool scans() const override { return true; }
-  bool write_scanned(const std::string& path, const ScanExportOptions& o, const OpenOutput& open_output,
+  bool write_scanned(const std::vector<std::string>& paths, const ScanExportOptions& o, const OpenOutput& open_output,
                      ScannedExport* result, std::string* why_not) const override {
+    if (paths.size() != 1) {
+      if (why_not) *why_not = "several captures (put on one clock when loaded)";
+      return false;
+    }
+    const std::string& path = paths.front();
     if (o.folded_root == analysis::StackRoot::kDevice) {
       if (why_not) *why_not = "--root device (a stack per GPU)";
       return false;

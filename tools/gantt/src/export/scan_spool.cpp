@@ -101,6 +101,19 @@ void Spool::append_to(Spool& first) {
   file_ = nullptr;
 }
 
+void Spool::absorb(Spool& later) {
+  if (over_ || later.over_) {
+    over_ = true;
+    return;
+  }
+  flush();
+  if (!file_) {
+    file_ = std::tmpfile();
+    if (!file_) fail("cannot create a temporary file for the export");
+  }
+  later.append_to(*this);
+}
+
 void Spool::commit(std::string_view tail) {
   flush();
   if (std::fwrite(tail.data(), 1, tail.size(), file_) != tail.size() || std::fclose(file_) != 0) {

@@ -43,6 +43,9 @@ class Spool {
   // takes no new file: the spool then goes to /tmp as the others.
   bool become(const std::string& output, std::string_view head);
   bool in_place() const { return !partial_.empty(); }
+  // `later`'s output appended to this one's, `later` left empty: the shares of a job's later
+  // captures go into its first share's spool as each capture ends (one file, not one a share).
+  void absorb(Spool& later);
 
  private:
   friend void deliver(const std::vector<Spool*>&, std::string_view, std::string_view, const std::function<std::ostream&()>&);
