@@ -182,14 +182,16 @@ bool preloaded() {
 }
 
 // Stops the NVML sampler once (the exit handler and stop_all both ask). Nothing here
-// allocates: it runs in signal handlers too.
+// allocates: it runs in signal handlers too. Bounded by exit_ms (GPUHOOK_EXIT_MS, 1 s), as the
+// PM sampler: it stops at once when its thread runs, but on a loaded machine that thread may
+// not run for over 100 ms (the bound this had), and the app's stderr got a second line.
 void stop_nvml() {
   NvmlSampler* s = g_nvml.exchange(nullptr, std::memory_order_acq_rel);
   if (s == nullptr) return;
   // Kept, not deleted (no free in a signal handler, and a sampler that did not stop may still
   // run): held here for the process's life, LeakSanitizer sees it as reachable.
   g_nvml_stopped.store(s, std::memory_order_release);
-  if (!s->stop(100)) RawLine() << "the NVML sampler did not stop within 100 ms";
+  if (!s->stop(g_config->exit_ms)) RawLine() << "the NVML sampler did not stop within " << uint64_t{g_config->exit_ms} << " ms";
 }
 
 // As stop_nvml, for the PM sampler: its last decode and the hardware's stop and disable take a
