@@ -357,16 +357,8 @@ std::vector<ScannedNccl> join_held(const std::string& path, std::vector<std::uni
   Model mini;
   ModelBuilder builder(mini);
   builder.begin_capture(path);
-  v1::Record x;
   for (const auto& sh : shares)
-    for (size_t i = 0; i < sh->held.size(); ++i) {
-      if (sh->held_external[i] == 0) continue;
-      auto* ext = x.mutable_external_correlation();
-      ext->set_kind(builder::kHookExternalKind);
-      ext->set_external_id(sh->held_external[i]);
-      ext->set_correlation_id(sh->held[i].correlation_id);
-      builder.add(x);
-    }
+    for (size_t i = 0; i < sh->held.size(); ++i) add_held_external(builder, sh->held[i].correlation_id, sh->held_external[i]);
   for (const auto& sh : shares) {
     for (const v1::Record& r : sh->nccl_calls) builder.add(r);
     sh->settle.for_each_call([&](const v1::Record& r) { builder.add(r); });
@@ -451,15 +443,10 @@ bool EventScanner::run(const std::vector<EventConsumer*>& consumers, std::string
   }
   if (options_.join_nccl) {
     // The external ids of kernels held before theirs was read: read later, or in another share.
+    const auto settler_of = [](const std::unique_ptr<Share>& s) -> const NcclSettler& { return s->settle; };
     for (auto& sh : shares_)
-      for (size_t i = 0; i < sh->held.size(); ++i) {
-        const uint32_t corr = sh->held[i].correlation_id;
-        for (size_t j = shares_.size(); j-- > 0 && sh->held_external[i] == 0;)
-          sh->held_external[i] = shares_[j]->settle.external_of(corr);
-        if (sh->held_external[i] == 0 &&
-            std::any_of(shares_.begin(), shares_.end(), [corr](const auto& s) { return s->settle.maybe_lost(corr); }))
-          return refuse(kTooFar);
-      }
+      for (size_t i = 0; i < sh->held.size(); ++i)
+        if (!held_external(shares_, settler_of, sh->held[i].correlation_id, &sh->held_external[i])) return refuse(kTooFar);
     const std::vector<ScannedNccl> calls = join_held(path_, shares_);
     size_t k = 0;
     for (auto& sh : shares_) {

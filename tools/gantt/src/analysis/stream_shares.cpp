@@ -1,5 +1,6 @@
 // Shares of a capture's chunk index, and the correlation-id window (stream_shares.h).
 #include "gantt/analysis/stream_shares.h"
+#include "gantt/model/model_builder.h"
 #include "gantt/scan/open.h"
 
 #include <algorithm>
@@ -90,6 +91,16 @@ NcclSettler::Verdict NcclSettler::kernel(uint32_t corr, bool may_settle, v1::Rec
   }
   held_.insert(id);
   return Verdict::kHeld;
+}
+
+void add_held_external(ModelBuilder& builder, uint32_t corr, uint64_t id) {
+  if (id == 0) return;
+  v1::Record x;
+  auto* ext = x.mutable_external_correlation();
+  ext->set_kind(builder::kHookExternalKind);
+  ext->set_external_id(id);
+  ext->set_correlation_id(corr);
+  builder.add(x);
 }
 
 bool index_within_guard(const gpuhook::CaptureReader& probe, const LoadOptions& load) {

@@ -638,15 +638,13 @@ bool join_nccl(const std::string& path, std::vector<Share>& shares, const gpuhoo
     return false;
   }
   // The external ids of kernels held before theirs was read: read later, or in another share.
+  const auto settler_of = [](const Share& sh) -> const NcclSettler& { return sh.settle; };
   for (Share& sh : shares)
-    for (Share::NcclKernel& k : sh.nccl_kernels) {
-      if (k.external != 0 || k.corr == 0) continue;
-      for (size_t j = shares.size(); j-- > 0 && k.external == 0;) k.external = shares[j].settle.external_of(k.corr);
-      if (k.external == 0 && std::any_of(shares.begin(), shares.end(), [&k](const Share& sh) { return sh.settle.maybe_lost(k.corr); })) {
+    for (Share::NcclKernel& k : sh.nccl_kernels)
+      if (k.corr != 0 && !held_external(shares, settler_of, k.corr, &k.external)) {
         if (why_not) *why_not = kTooFar;
         return false;
       }
-    }
   Model mini;
   {
     ModelBuilder builder(mini);
@@ -660,16 +658,8 @@ bool join_nccl(const std::string& path, std::vector<Share>& shares, const gpuhoo
     builder.reserve(rows);
     for (const Share& sh : shares)
       for (const v1::Record& r : sh.context) builder.add(r);
-    v1::Record x;
     for (const Share& sh : shares)
-      for (const Share::NcclKernel& k : sh.nccl_kernels) {
-        if (k.external == 0) continue;
-        auto* ext = x.mutable_external_correlation();
-        ext->set_kind(kHookExternalKind);
-        ext->set_external_id(k.external);
-        ext->set_correlation_id(k.corr);
-        builder.add(x);
-      }
+      for (const Share::NcclKernel& k : sh.nccl_kernels) add_held_external(builder, k.corr, k.external);
     for (const Share& sh : shares) {
       for (const v1::Record& r : sh.nccl_calls) builder.add(r);
       sh.settle.for_each_call([&builder](const v1::Record& r) { builder.add(r); });

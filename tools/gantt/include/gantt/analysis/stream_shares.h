@@ -20,6 +20,10 @@
 
 #include "gantt/model/model.h"
 
+namespace gantt {
+class ModelBuilder;
+}
+
 namespace gantt::analysis {
 
 // API start times by correlation id over a window of ids, for joining kernels to their
@@ -198,6 +202,20 @@ class NcclSettler {
   std::unordered_set<uint32_t> held_without_external_;        // held kernels' correlation ids
   bool any_external_ = false;
 };
+
+// The external id of a kernel a share's NCCL join holds, where it was not read before the
+// kernel (`*id` 0): read after it, or in another share, the last settler (`settler_of(share)`)
+// that has it. False when none has it and a share's window may have let it go (kTooFar).
+template <class Shares, class SettlerOf>
+bool held_external(const Shares& shares, SettlerOf&& settler_of, uint32_t corr, uint64_t* id) {
+  for (size_t j = shares.size(); j-- > 0 && *id == 0;) *id = settler_of(shares[j]).external_of(corr);
+  return *id != 0 ||
+         std::none_of(shares.begin(), shares.end(), [&](const auto& sh) { return settler_of(sh).maybe_lost(corr); });
+}
+
+// The record of a held kernel's external id in the final join's model, as the hook's
+// ExternalCorrelation gave it (0: none, nothing added).
+void add_held_external(ModelBuilder& builder, uint32_t corr, uint64_t id);
 
 // A share: the index entries [first_chunk, end_chunk) one thread reads; 0,0 is the whole file.
 struct ChunkRange {
