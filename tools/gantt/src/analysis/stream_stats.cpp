@@ -400,16 +400,9 @@ void settle_nccl_kernel(Share& sh, const gpuhook::CaptureReader& reader, const g
   if (verdict != NcclSettler::Verdict::kCall) return;
   const v1::NcclCall& c = call.nccl();
   const uint64_t start = known(k.start_ns), end = known(k.end_ns);
-  std::string name(reader.string(c.name_id()));
-  if (name.empty()) name = "nccl op " + std::to_string(c.op());
-  NcclRow& row = sh.settled.rows[name];
-  row.op = name;
-  ++row.calls;
+  count_nccl_call(sh.settled.rows, reader.string(c.name_id()), static_cast<uint8_t>(c.op()), c.bytes(), start, end,
+                  t(c.has_start_ns(), c.start_ns()), t(c.has_end_ns(), c.end_ns()));
   ++sh.settled.calls;
-  row.bytes += c.bytes();
-  const uint64_t call_start = t(c.has_start_ns(), c.start_ns()), call_end = t(c.has_end_ns(), c.end_ns());
-  if (start != 0 && end > start) row.time_ns += end - start;
-  else if (call_start != 0 && call_end > call_start) row.time_ns += call_end - call_start;
   if (sh.clock_ends && gpuhook::nccl_op_is_collective(c.op()) && end != 0) sh.settled.ends.push_back({c.comm_id(), c.sequence(), end});
   if (c.bytes() == 0 || start == 0 || end <= start) return;
   for (GroupBy g : sh.groupings) {

@@ -236,6 +236,18 @@ StatsSummary summarize(const Model& m, const std::vector<GroupBy>& by, size_t ga
   return s;
 }
 
+void count_nccl_call(std::map<std::string, NcclRow>& rows, std::string_view name, uint8_t op, uint64_t bytes,
+                     uint64_t kernel_start_ns, uint64_t kernel_end_ns, uint64_t call_start_ns, uint64_t call_end_ns) {
+  std::string key(name);
+  if (key.empty()) key = "nccl op " + std::to_string(op);
+  NcclRow& row = rows[key];
+  if (row.op.empty()) row.op = std::move(key);
+  ++row.calls;
+  row.bytes += bytes;
+  if (kernel_end_ns > kernel_start_ns && kernel_start_ns != 0) row.time_ns += kernel_end_ns - kernel_start_ns;
+  else if (call_end_ns > call_start_ns && call_start_ns != 0) row.time_ns += call_end_ns - call_start_ns;
+}
+
 std::vector<NcclRow> nccl_rows(const Model& m) {
   std::map<std::string, NcclRow> nccl;
   for (size_t i = 0; i < m.nccl.size(); ++i) {
@@ -243,17 +255,9 @@ std::vector<NcclRow> nccl_rows(const Model& m) {
     if (op == gpuhook::v1::NCCL_GROUP_START || op == gpuhook::v1::NCCL_GROUP_END ||
         op == gpuhook::v1::NCCL_COMM_INIT || op == gpuhook::v1::NCCL_COMM_DESTROY)
       continue;
-    std::string name(m.string(m.nccl.name[i]));
-    if (name.empty()) name = "nccl op " + std::to_string(op);
-    NcclRow& row = nccl[name];
-    row.op = name;
-    ++row.calls;
-    row.bytes += m.nccl.bytes[i];
     const uint32_t ev = m.nccl.event[i];
-    if (ev != kNone && m.events.end_ns[ev] > m.events.start_ns[ev] && m.events.start_ns[ev] != 0)
-      row.time_ns += m.events.end_ns[ev] - m.events.start_ns[ev];
-    else if (m.nccl.end_ns[i] > m.nccl.start_ns[i] && m.nccl.start_ns[i] != 0)
-      row.time_ns += m.nccl.end_ns[i] - m.nccl.start_ns[i];
+    count_nccl_call(nccl, m.string(m.nccl.name[i]), op, m.nccl.bytes[i], ev != kNone ? m.events.start_ns[ev] : 0,
+                    ev != kNone ? m.events.end_ns[ev] : 0, m.nccl.start_ns[i], m.nccl.end_ns[i]);
   }
   std::vector<NcclRow> rows;
   rows.reserve(nccl.size());

@@ -106,6 +106,11 @@ StatsSummary summarize(const Model& model, const std::vector<GroupBy>& by, size_
 // summarize()'s NCCL rows alone, one per entry point in name order: what the streamed stats
 // need of their small model of NCCL records (the rest of a summary sorts every event).
 std::vector<NcclRow> nccl_rows(const Model& model);
+// One NCCL call counted in its row of `rows` (by entry point, as nccl_rows() keeps them): named
+// "nccl op N" without a name; its time the kernel's exec where the join found the kernel (0,0:
+// none), else the call's host enter->exit. The streamed stats count the calls they settle so.
+void count_nccl_call(std::map<std::string, NcclRow>& rows, std::string_view name, uint8_t op, uint64_t bytes,
+                     uint64_t kernel_start_ns, uint64_t kernel_end_ns, uint64_t call_start_ns, uint64_t call_end_ns);
 
 // Adds what diff compares (matches by range path and name, top-level range durations), so
 // that `gantt-cli diff` can take the summary as one side.
