@@ -426,10 +426,10 @@ bool write_chrome_scanned(const std::vector<std::string>& paths, const ScanExpor
   json::append_string(head, first_host);
   head += "}}";
 
-  // Capture by capture, each on every thread; each capture's spools then go into the first
-  // one, so a job of many captures holds one file, and each capture's scanner is let go.
+  // Capture by capture, each on every thread; in a job of several, each capture's spools then go
+  // into the first one, so that it holds one file (end_capture), and its scanner is let go.
   std::atomic<uint64_t> total{head.size()};
-  std::unique_ptr<ChromeShare> first;  // the job's first share: its spool is the output's
+  std::vector<std::unique_ptr<ChromeShare>> kept;  // the shares whose spools make the output (end_capture)
   std::string tail;
   for (size_t c = 0; c < job->scanners.size(); ++c) {
     analysis::EventScanner& scanner = *job->scanners[c];
@@ -479,14 +479,14 @@ bool write_chrome_scanned(const std::vector<std::string>& paths, const ScanExpor
       metadata(tail, "process", place.device_pid(d), nullptr, name, place.device_pid(d));
     }
     for (const auto& [key, name] : tracks) metadata(tail, "thread", key.first, &key.second, name, key.second);
-    if (!end_capture(*job, c, first, shares, result)) return true;
+    if (!end_capture(*job, c, kept, shares, result)) return true;
   }
   tail += "\n]}\n";
   if (opt.max_output != 0 && total + tail.size() > opt.max_output) {
     result->over = true;
     return true;
   }
-  deliver({&first->spool}, head, tail, open_output);
+  deliver(spools_of(kept), head, tail, open_output);
   result->bytes = total + tail.size();
   return true;
 }

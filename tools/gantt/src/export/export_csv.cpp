@@ -381,8 +381,9 @@ class CsvExporter final : public Exporter {
 
   bool scans() const override { return true; }
   bool scans_several() const override { return true; }
-  // Capture by capture, each on every thread; each capture's spools then go into the first one
-  // (one file for a job of many captures), and each capture's scanner is let go.
+  // Capture by capture, each on every thread; in a job of several, each capture's spools then go
+  // into the first one, so that it holds one file (exporting::end_capture), and its scanner is
+  // let go.
   bool write_scanned(const std::vector<std::string>& paths, const ScanExportOptions& o, const OpenOutput& open_output,
                      ScannedExport* result, std::string* why_not) const override {
     analysis::EventScanOptions so;
@@ -394,7 +395,7 @@ class CsvExporter final : public Exporter {
     const analysis::ScanFilter* filter = job->scanners.front()->filter();  // one capture only
     const uint64_t t0 = job->first_ns;
     std::atomic<uint64_t> total{kColumns.size()};
-    std::unique_ptr<CsvShare> first;  // the job's first share: its spool is the output's
+    std::vector<std::unique_ptr<CsvShare>> kept;  // the shares whose spools make the output (end_capture)
     std::string tail;
     for (size_t c = 0; c < job->scanners.size(); ++c) {
       analysis::EventScanner& scanner = *job->scanners[c];
@@ -423,13 +424,13 @@ class CsvExporter final : public Exporter {
       }
       range_rows(context, t0, [filter](uint64_t s, uint64_t e) { return !filter || filter->host_in_window(s, e); }, tail, nullptr,
                  shift);
-      if (!exporting::end_capture(*job, c, first, shares, result)) return true;
+      if (!exporting::end_capture(*job, c, kept, shares, result)) return true;
     }
     if (o.max_output != 0 && total + tail.size() > o.max_output) {
       result->over = true;
       return true;
     }
-    exporting::deliver({&first->spool}, kColumns, tail, open_output);
+    exporting::deliver(exporting::spools_of(kept), kColumns, tail, open_output);
     result->bytes = total + tail.size();
     return true;
   }

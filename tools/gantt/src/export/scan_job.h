@@ -3,6 +3,7 @@
 // align_model_ranks() shifts a loaded job's (ranks/alignment.h). Internal to the export part.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -12,6 +13,7 @@
 #include "gantt/analysis/event_scan.h"
 #include "gantt/export/export.h"
 #include "gantt/model/filter.h"
+#include "scan_spool.h"
 
 namespace gantt::exporting {
 
@@ -24,28 +26,35 @@ struct ScanJob {
 // A known time moved by `offset` (0 stays unknown, as apply_rank_alignment() leaves it).
 inline uint64_t shifted(uint64_t t, int64_t offset) { return t == 0 ? 0 : t + static_cast<uint64_t>(offset); }
 
-// A capture's shares' spools, in order, put into the job's first share's (`first`: null before
-// the first capture, which then gives it), and what its scanner says of it noted in `result`;
-// the scanner is then let go. False when the output passed its limit (`result->over`).
+// A capture's shares once its scan has ended, and what its scanner says of it noted in
+// `result`; the scanner is then let go. `kept` gathers the shares whose spools go to the output
+// (deliver(spools_of(kept), ...)): a job of one capture keeps each share, whose spool deliver()
+// copies or appends once; in a job of several, each later share's spool is appended to the
+// first's at once (Spool::absorb), so that the job holds one file, not one a share. False when
+// the output passed its limit (`result->over`).
 template <class Share>
-bool end_capture(ScanJob& job, size_t capture, std::unique_ptr<Share>& first, std::vector<std::unique_ptr<Share>>& shares,
-                 ScannedExport* result) {
+bool end_capture(ScanJob& job, size_t capture, std::vector<std::unique_ptr<Share>>& kept,
+                 std::vector<std::unique_ptr<Share>>& shares, ScannedExport* result) {
   const analysis::EventScanner& scanner = *job.scanners[capture];
   result->corrupt = result->corrupt || scanner.corrupt();
   for (const std::string& w : scanner.warnings()) result->warnings.push_back(w);
   for (auto& sh : shares) {
     result->events += sh->events;
     sh->spool.flush();
+    if (kept.empty() || job.scanners.size() == 1) kept.push_back(std::move(sh));
+    else kept.front()->spool.absorb(sh->spool);
   }
-  size_t from = 0;
-  if (!first) {
-    first = std::move(shares.front());
-    from = 1;
-  }
-  for (size_t i = from; i < shares.size(); ++i) first->spool.absorb(shares[i]->spool);
   job.scanners[capture].reset();
-  result->over = first->spool.over();
+  result->over = std::any_of(kept.begin(), kept.end(), [](const auto& sh) { return sh->spool.over(); });
   return !result->over;
+}
+
+// The spools of end_capture()'s `kept` shares, in order.
+template <class Share>
+std::vector<Spool*> spools_of(const std::vector<std::unique_ptr<Share>>& kept) {
+  std::vector<Spool*> spools;
+  for (const auto& sh : kept) spools.push_back(&sh->spool);
+  return spools;
 }
 
 // The captures' scanners, their filter selected (one capture only) and their clocks aligned:
