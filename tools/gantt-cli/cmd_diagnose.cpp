@@ -81,7 +81,7 @@ std::optional<ga::StatsSummary> stream_summary(const std::vector<std::string>& c
 }
 
 // Why diagnose loads the captures it does not stream, for load_captures()' refusal.
-const WholeLoad kWhyWhole{
+const WholeLoad kWhyDiagnoseLoads{
     "diagnose loads several captures, a capture with filters, and one a scan cannot serve (allocation records, GPU "
     "counter samples, NCCL sends and receives) whole",
     gantt::scan::WholePath::kDiagnose};
@@ -105,7 +105,7 @@ int run_on_summaries(const DiagnoseOptions& o, const std::vector<std::string>& c
     all = std::move(*streamed);
     have = true;
   } else if (!captures.empty()) {
-    LoadedJob job = load_captures(captures, o.load, kWhyWhole);
+    LoadedJob job = load_captures(captures, o.load, kWhyDiagnoseLoads);
     if (!reportable(job.model)) return kExitError;
     corrupt = job.corrupt;
     all = ga::summarize(job.model, {ga::GroupBy::kStream}, 0);
@@ -151,7 +151,7 @@ int run_diagnose(const DiagnoseOptions& o) {
     if (o.streamed) std::cerr << "gantt-cli: diagnose: cannot scan " << captures.front() << " (" << why_not << "): loading it whole\n";
   }
 
-  LoadedJob job = load_captures(o.files, o.load, kWhyWhole);
+  LoadedJob job = load_captures(o.files, o.load, kWhyDiagnoseLoads);
   gantt::Model& model = job.model;
   if (!reportable(model) || !restrict_to_filter(model, o.filter, "diagnose")) return kExitError;
   return report(ga::diagnose(model), o, job.corrupt);

@@ -56,7 +56,7 @@ struct DiffOptions {
 };
 
 // Why diff loads the captures it does not stream, for load_captures()' refusal.
-const WholeLoad kWhyWhole{
+const WholeLoad kWhyDiffLoads{
     "diff loads captures whole for a filter, standard input, an .html page or --align-range (without them, the "
     "report and the .svg, .png or .pdf charts are read as streams)",
     gantt::scan::WholePath::kDiffPage};
@@ -327,7 +327,7 @@ int run_diff_summaries(const DiffOptions& o, const ga::DiffOptions& d) {
       side[i] = ga::diff_input(streamed->summary, d.match_range);
       continue;
     }
-    LoadedJob job = load_captures({*files[i]}, o.load, kWhyWhole);
+    LoadedJob job = load_captures({*files[i]}, o.load, kWhyDiffLoads);
     if (!comparable(job) || !restrict_to_filter(job.model, o.filter, "diff")) return kExitError;
     side[i] = ga::diff_input(job.model, d.match_range);
   }
@@ -340,11 +340,11 @@ int run_diff_summaries(const DiffOptions& o, const ga::DiffOptions& d) {
 // job like any other subcommand's: a merged file becomes its ranks, put on one clock.
 std::pair<LoadedJob, LoadedJob> load_both(const DiffOptions& o) {
   // Both at once must fit, not each: refused before either starts.
-  check_load_fits(with_stdin({o.base, o.next}), o.load, kWhyWhole);
+  check_load_fits(with_stdin({o.base, o.next}), o.load, kWhyDiffLoads);
   LoadFlags each = o.load;
   each.in_memory = true;  // whatever the estimate: checked together above
-  auto base_future = std::async(std::launch::async, [&] { return load_captures_quietly({o.base}, each, kWhyWhole); });
-  LoadedJob next = load_captures_quietly({o.next}, each, kWhyWhole);
+  auto base_future = std::async(std::launch::async, [&] { return load_captures_quietly({o.base}, each, kWhyDiffLoads); });
+  LoadedJob next = load_captures_quietly({o.next}, each, kWhyDiffLoads);
   return {base_future.get(), std::move(next)};
 }
 

@@ -117,7 +117,7 @@ void print_selection(const StatsOptions& o, const ga::StreamedJob& job) {
 }
 
 // Why stats loads the captures it does not stream, for load_captures()' refusal.
-const WholeLoad kWhyWhole{
+const WholeLoad kWhyStatsLoads{
     "stats loads captures whole for a filter on several captures, standard input or a capture a stream cannot read "
     "(without them, the tables are read as a stream)",
     gantt::scan::WholePath::kStats};
@@ -156,7 +156,7 @@ int run_summaries(const StatsOptions& o, const std::vector<std::string>& capture
   } else if (bad_filter) {
     return kExitError;
   } else if (!captures.empty()) {
-    LoadedJob job = load_captures(captures, o.load, kWhyWhole);
+    LoadedJob job = load_captures(captures, o.load, kWhyStatsLoads);
     if (!reportable(job.model) || !restrict_to_filter(job.model, o.filter, "stats")) return kExitError;
     damaged = job.corrupt;
     all = ga::summarize(job.model, every, std::max(kSummaryGaps, o.gaps));
@@ -220,7 +220,7 @@ int run_stats(const StatsOptions& o) {
   }
   if (o.summary || !summaries.empty()) return run_summaries(o, captures, summaries);
   if (const auto streamed = try_stream(o)) return *streamed;
-  LoadedJob job = load_captures(o.files, o.load, kWhyWhole);
+  LoadedJob job = load_captures(o.files, o.load, kWhyStatsLoads);
   gantt::Model& model = job.model;
   const bool corrupt = job.corrupt;
   if (!reportable(model) || !restrict_to_filter(model, o.filter, "stats")) return kExitError;

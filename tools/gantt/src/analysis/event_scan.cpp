@@ -22,9 +22,8 @@ using builder::known;
 using builder::t;
 
 namespace {
-// Records one share holds at once: GPU records read before their calls, kernels held for the
-// NCCL join (a few per collective). Past either, the capture is loaded.
-constexpr size_t kMaxWaiting = size_t{1} << 20;
+// Kernels one share holds for the NCCL join (a few per collective), beside the GPU records
+// read before their calls (kMaxWaiting). Past either, the capture is loaded.
 constexpr size_t kMaxHeld = size_t{1} << 20;
 // NVTX ranges the context pass keeps (a model row each, about 60 bytes).
 constexpr size_t kMaxRanges = size_t{1} << 21;

@@ -227,8 +227,6 @@ struct Share {
   bool maybe_lost(uint32_t corr) const { return calls.maybe_lost(corr); }
 };
 
-constexpr size_t kMaxWaiting = size_t{1} << 20;
-
 uint64_t group_id(GroupBy by, EventKind kind, uint32_t name, uint8_t copy_kind, uint32_t device, uint32_t stream) {
   switch (by) {
     case GroupBy::kKernel:

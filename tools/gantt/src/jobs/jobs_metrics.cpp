@@ -64,7 +64,7 @@ bool to_share(MetricKind k, std::string_view cell, float* share, std::string* wh
   return true;
 }
 
-struct Layout {
+struct MetricColumns {
   int ts = -1, host = -1, gpu = -1, metric = -1, value = -1;
   std::vector<std::pair<int, int>> wide;  // (column, kind) of utilisation series
   std::vector<int> wide_other;            // columns of other DCGM_FI_* series
@@ -75,7 +75,7 @@ const char* const kFormHelp =
     "expected a Prometheus CSV of the DCGM_FI_* series: timestamp,Hostname,gpu,metric,value "
     "(one row per sample) or timestamp,Hostname,gpu,DCGM_FI_DEV_GPU_UTIL,... (a column per series)";
 
-bool read_header(const std::vector<std::string>& cells, Layout* l, std::string* why) {
+bool read_header(const std::vector<std::string>& cells, MetricColumns* l, std::string* why) {
   int host_rank = 99;
   for (size_t i = 0; i < cells.size(); ++i) {
     const int c = static_cast<int>(i);
@@ -143,7 +143,7 @@ NodeMetrics parse_dcgm_metrics(std::string_view text, std::string source, const 
     return node;
   };
   size_t count[size_t(MetricKind::kCount)] = {};
-  Layout layout;
+  MetricColumns layout;
   bool have_header = false;
   std::vector<std::string> cells;
   size_t line_no = 0;

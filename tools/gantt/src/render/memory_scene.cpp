@@ -14,7 +14,7 @@ namespace gantt {
 
 namespace {
 
-constexpr float kRowHeight = 110;
+constexpr float kMemoryRowHeight = 110;
 constexpr size_t kListed = 5;  // live allocations listed under each device's row
 
 constexpr Color kClassColor[analysis::kMemoryClasses] = {
@@ -103,12 +103,12 @@ Scene memory_scene(const Model& m, const Selection& sel, const std::vector<analy
   draw_axis_labels(s, f, y);
   y += 34;
   for (const analysis::DeviceMemory& d : report) {
-    const float base = y + kRowHeight;
-    s.rect(make_rect(f.left, y, f.right - f.left, kRowHeight, palette::kLaneBand));
+    const float base = y + kMemoryRowHeight;
+    s.rect(make_rect(f.left, y, f.right - f.left, kMemoryRowHeight, palette::kLaneBand));
     s.text(make_text(f.left - 10, y + 14, fit(device_section_label(m, d.capture, d.device), kLabelWidth - 20), kFontSize,
                      palette::kText, Anchor::kEnd));
     s.text(make_text(f.left - 10, y + 30, "peak " + analysis::bytes_text(d.peak_bytes), 10, palette::kMuted, Anchor::kEnd));
-    draw_memory_columns(s, f, d, base, kRowHeight, by_category);
+    draw_memory_columns(s, f, d, base, kMemoryRowHeight, by_category);
     // The peak.
     const float px = f.x(d.peak_ns);
     s.line(make_line(px, y - 4, px, base, palette::kIdle, 1, true));

@@ -14,8 +14,8 @@ namespace gantt {
 
 namespace {
 
-constexpr float kRowHeight = 120;
-constexpr float kRowGap = 30;
+constexpr float kRankRowHeight = 120;
+constexpr float kRankRowGap = 30;
 constexpr Color kStep{31, 119, 180, 255};
 constexpr Color kMedian{90, 90, 90, 255};
 
@@ -48,15 +48,15 @@ Scene steps_scene(const Model& m, const Selection& sel, const analysis::Steps& s
   draw_axis_labels(s, f, y);
   y += 26;
   for (const analysis::StepSeries& c : steps.captures) {
-    const float base = y + kRowHeight;
-    s.rect(make_rect(f.left, y, f.right - f.left, kRowHeight, palette::kLaneBand));
+    const float base = y + kRankRowHeight;
+    s.rect(make_rect(f.left, y, f.right - f.left, kRankRowHeight, palette::kLaneBand));
     const std::string& path = m.captures[c.capture].path;
     const std::string label = "c" + std::to_string(c.capture) + " " + path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
     s.text(make_text(f.left - 10, y + 14, fit(utf8_clean(label), kLabelWidth - 20), kFontSize, palette::kText, Anchor::kEnd));
     s.text(make_text(f.left - 10, y + 30, std::to_string(c.duration_ns.size()) + " steps, median " + ms(c.median_ns), 10,
                      palette::kMuted, Anchor::kEnd));
     const double top = static_cast<double>(std::max<uint64_t>(c.max_ns, 1));
-    const auto height_of = [&](uint64_t d) { return static_cast<float>(static_cast<double>(d) / top * (kRowHeight - 8)); };
+    const auto height_of = [&](uint64_t d) { return static_cast<float>(static_cast<double>(d) / top * (kRankRowHeight - 8)); };
     s.text(make_text(f.left + 4, y + 10, "longest " + ms(c.max_ns), 9, palette::kMuted));
     // Per pixel column the longest step: a slow one is never hidden behind its neighbours.
     std::vector<uint64_t> column(static_cast<size_t>(std::max(f.columns(), 1)), 0);
@@ -85,7 +85,7 @@ Scene steps_scene(const Model& m, const Selection& sel, const analysis::Steps& s
       label.tooltip = utf8_clean(what);
       s.text(std::move(label));
     }
-    y = base + kRowGap;
+    y = base + kRankRowGap;
   }
   y += draw_legend(s, y, s.width,
                    {{kStep, "a step's duration (the longest per pixel)"},

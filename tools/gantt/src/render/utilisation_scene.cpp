@@ -14,8 +14,8 @@ namespace gantt {
 
 namespace {
 
-constexpr float kRowHeight = 90;
-constexpr float kRowGap = 26;
+constexpr float kUtilisationRowHeight = 90;
+constexpr float kUtilisationRowGap = 26;
 constexpr size_t kDropLabels = 3;
 constexpr Color kBusy{190, 200, 215, 255};  // anything running: under the compute bars  // per device; every drop gets a marker
 
@@ -44,22 +44,22 @@ Scene utilisation_scene(const Model& m, const Selection& sel, const analysis::Ti
   const float bucket_px = static_cast<float>(static_cast<double>(t.bucket_ns) * f.px_per_ns);
   int measured = 0;  // the MeasuredLines some device drew: the legend names them
   for (const analysis::DeviceTimeline& d : t.devices) {
-    const float base = y + kRowHeight;
-    s.rect(make_rect(f.left, y, f.right - f.left, kRowHeight, palette::kLaneBand));
+    const float base = y + kUtilisationRowHeight;
+    s.rect(make_rect(f.left, y, f.right - f.left, kUtilisationRowHeight, palette::kLaneBand));
     s.text(make_text(f.left - 10, y + 14, fit(device_section_label(m, d.capture, d.device), kLabelWidth - 20), kFontSize,
                      palette::kText, Anchor::kEnd));
     double mean_busy = 0;
     for (double b : d.busy) mean_busy += b / static_cast<double>(t.buckets);
     s.text(make_text(f.left - 10, y + 30, "busy " + pct(mean_busy) + " on average", 10, palette::kMuted, Anchor::kEnd));
     for (float frac : {0.5f, 1.0f}) {
-      s.line(make_line(f.left, base - frac * kRowHeight, f.right, base - frac * kRowHeight, palette::kGrid, 1, true));
-      s.text(make_text(f.left - 4, base - frac * kRowHeight + 4, pct(frac), 9, palette::kMuted, Anchor::kEnd));
+      s.line(make_line(f.left, base - frac * kUtilisationRowHeight, f.right, base - frac * kUtilisationRowHeight, palette::kGrid, 1, true));
+      s.text(make_text(f.left - 4, base - frac * kUtilisationRowHeight + 4, pct(frac), 9, palette::kMuted, Anchor::kEnd));
     }
     for (size_t i = 0; i < t.buckets; ++i) {
       const float x = f.left + static_cast<float>(i) * bucket_px;
       const float w = std::max(bucket_px, 0.5f);
       if (d.busy[i] > 0) {
-        Rect r = make_rect(x, base - static_cast<float>(d.busy[i]) * kRowHeight, w, static_cast<float>(d.busy[i]) * kRowHeight,
+        Rect r = make_rect(x, base - static_cast<float>(d.busy[i]) * kUtilisationRowHeight, w, static_cast<float>(d.busy[i]) * kUtilisationRowHeight,
                            kBusy);
         if (w >= 4)
           r.tooltip = rel_time(t.start_ns + i * t.bucket_ns, f.origin) + ": busy " + pct(d.busy[i]) + ", compute " +
@@ -67,16 +67,16 @@ Scene utilisation_scene(const Model& m, const Selection& sel, const analysis::Ti
         s.rect(std::move(r));
       }
       if (d.compute[i] > 0)
-        s.rect(make_rect(x, base - static_cast<float>(d.compute[i]) * kRowHeight, w,
-                         static_cast<float>(d.compute[i]) * kRowHeight, palette::kComputeUtil));
+        s.rect(make_rect(x, base - static_cast<float>(d.compute[i]) * kUtilisationRowHeight, w,
+                         static_cast<float>(d.compute[i]) * kUtilisationRowHeight, palette::kComputeUtil));
       if (d.copy[i] > 0)
-        s.rect(make_rect(x, base - static_cast<float>(d.copy[i]) * kRowHeight - 1.5f, w, 3, palette::kCopyUtil));
+        s.rect(make_rect(x, base - static_cast<float>(d.copy[i]) * kUtilisationRowHeight - 1.5f, w, 3, palette::kCopyUtil));
     }
     size_t labelled = 0;
     for (const analysis::DeviceTimeline::Drop& drop : d.drops) {
       const float x0 = f.left + static_cast<float>(drop.first) * bucket_px;
       const float x1 = x0 + static_cast<float>(drop.buckets) * bucket_px;
-      Rect band = make_rect(x0, y, std::max(x1 - x0, 1.0f), kRowHeight, with_alpha(palette::kIdle, 40));
+      Rect band = make_rect(x0, y, std::max(x1 - x0, 1.0f), kUtilisationRowHeight, with_alpha(palette::kIdle, 40));
       const std::string text = "drop: busy " + pct(drop.lowest) + " for " +
                                format_duration(static_cast<int64_t>(drop.buckets * t.bucket_ns)) + " (was " +
                                pct(drop.median) + ")";
@@ -89,14 +89,14 @@ Scene utilisation_scene(const Model& m, const Selection& sel, const analysis::Ti
                          room ? Anchor::kStart : Anchor::kEnd));
       }
     }
-    measured |= draw_measured_line(s, f, m, d.capture, d.device, y, kRowHeight);
+    measured |= draw_measured_line(s, f, m, d.capture, d.device, y, kUtilisationRowHeight);
     if (d.drops.size() > kDropLabels)
       s.text(make_text(f.right, y - 2, std::to_string(d.drops.size()) + " drops", 9, palette::kIdle, Anchor::kEnd));
-    y = base + kRowGap;
+    y = base + kUtilisationRowGap;
   }
   // Grid under the rows.
   Scene grid;
-  draw_grid(grid, f, grid_top, y - kRowGap);
+  draw_grid(grid, f, grid_top, y - kUtilisationRowGap);
   s.items.insert(s.items.begin() + static_cast<std::ptrdiff_t>(grid_at), grid.items.begin(), grid.items.end());
   // Legend and footer.
   std::vector<LegendEntry> legend = {{kBusy, "busy (anything running)"},
