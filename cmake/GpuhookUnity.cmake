@@ -1,8 +1,9 @@
 # gpuhook_unity(<target>): compiles <target>'s .cpp sources in batches, each batch one
 # translation unit that includes them, so that the headers they share (protobuf's generated
 # capture.pb.h, the standard library, libgantt's own) are parsed once a batch rather than once a
-# file. On the 2-core build machine a cold build of the demo's targets (libgantt and gantt-cli
-# in batches, the hook and the simulator file by file; no ccache) took 3 min 26 s against 5 min 49 s.
+# file. Used on libgantt, gantt-cli, the hook's core and the simulator: on the 2-core build
+# machine a cold build of the demo's targets (no ccache) took 5 min 49 s file by file, 3 min 26 s
+# with libgantt and gantt-cli in batches.
 #
 # CMake's own UNITY_BUILD (3.25) writes each batch with the sources' absolute paths, so the
 # batch's text, and with it ccache's key, differs between two checkouts: a fresh clone would
@@ -10,7 +11,7 @@
 # source folder, which is on the include path (ccache rewrites that under CCACHE_BASEDIR).
 #
 # -DGPUHOOK_UNITY_BUILD=OFF compiles each file alone (an edit then rebuilds one file, not its batch).
-option(GPUHOOK_UNITY_BUILD "Compile libgantt and gantt-cli in batches of files" ON)
+option(GPUHOOK_UNITY_BUILD "Compile libgantt, gantt-cli, the hook's core and the simulator in batches of files" ON)
 set(GPUHOOK_UNITY_BATCH 8 CACHE STRING "Source files a batch of gpuhook_unity() holds")
 
 function(gpuhook_unity target)

@@ -268,4 +268,8 @@ uint64_t host_work_start_ns();
 // through the last stretch, which a plain sleep would overshoot by the timer slack).
 void sleep_until_ns(uint64_t t_ns);
 
+// The stream a per-thread entry point (cudaXxx_ptsz) works on: 0 there names the calling
+// thread's default stream, not the legacy one.
+inline cudaStream_t per_thread(cudaStream_t stream) { return stream == nullptr ? cudaStreamPerThread : stream; }
+
 }  // namespace gpuhook::sim

@@ -97,4 +97,7 @@ cudaError_t capture_event_wait(Stream* s, EventImpl* e, bool* handled);
 // cudaEventQuery/Synchronize on an event last recorded in a capture in progress.
 bool event_in_active_capture(const EventImpl* e);
 
+// The graph a cudaGraph_t handle stands for.
+inline Graph* graph_of(cudaGraph_t g) { return reinterpret_cast<Graph*>(g); }
+
 }  // namespace gpuhook::sim

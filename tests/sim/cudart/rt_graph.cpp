@@ -198,8 +198,6 @@ bool invalidate_where(Pick pick) {
   return any;
 }
 
-cudaStream_t per_thread(cudaStream_t stream) { return stream == nullptr ? cudaStreamPerThread : stream; }
-
 }  // namespace
 
 uint32_t next_graph_id() { return g_next_graph_id.fetch_add(1); }

@@ -21,7 +21,6 @@
 namespace gpuhook::sim {
 namespace {
 
-Graph* graph_of(cudaGraph_t g) { return reinterpret_cast<Graph*>(g); }
 GraphNode* node_of(cudaGraphNode_t n) { return reinterpret_cast<GraphNode*>(n); }
 
 bool holds(const Graph& g, const GraphNode* n) {

@@ -54,7 +54,6 @@ struct GraphExec {
 };
 
 GraphExec* exec_of(cudaGraphExec_t e) { return reinterpret_cast<GraphExec*>(e); }
-const Graph* graph_of(cudaGraph_t g) { return reinterpret_cast<const Graph*>(g); }
 
 std::unique_ptr<Op> copy_of(const Op* op) {
   if (op == nullptr) return nullptr;
@@ -256,8 +255,6 @@ void release_after_launches(GraphExec& e, UserObjectRefs refs) {
   release->host_work = [refs = std::move(refs)]() mutable { release_user_objects(refs); };
   Engine::instance().enqueue(e.lanes.front(), std::move(release));
 }
-
-cudaStream_t per_thread(cudaStream_t stream) { return stream == nullptr ? cudaStreamPerThread : stream; }
 
 }  // namespace
 }  // namespace gpuhook::sim

@@ -88,8 +88,6 @@ cudaError_t from_symbol(ApiScope& api, void* dst, const void* symbol, size_t cou
   return copy(api, dst, at, count, kind, stream, async);
 }
 
-cudaStream_t per_thread(cudaStream_t stream) { return stream == nullptr ? cudaStreamPerThread : stream; }
-
 }  // namespace
 
 extern "C" {
