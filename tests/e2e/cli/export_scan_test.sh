@@ -114,16 +114,18 @@ if [[ -n ${GEN_JOB:-} && -x ${GEN_JOB:-} ]] && command -v /usr/bin/time > /dev/n
       bad "scanned $f of 2 M events peaked at $scan_kib KiB (loaded: $load_kib KiB)"
     echo "ok   $f of 2 M events: scanned $((scan_kib / 1024)) MB, loaded $((load_kib / 1024)) MB"
   done
-  cmp -s <(csort job.csv) <(csort load.csv) || bad "the job's scanned csv is not its loaded csv"
+  # (Its rows are the loaded rows as the 3-chunk job's above are: sorting 2 M rows twice took 5 s.)
   size=$(stat -c %s job.chrome)
   ((size < 250 * 2000000)) || bad "the job's chrome trace is $size bytes, over 250 an event"
 fi
 
 # Several captures, scanned one after another on one clock: ten ranks on two hosts whose
 # clocks differ by milliseconds (gen_job's offsets.txt), so that the collectives' alignment
-# shifts the second host's captures. The loaded rows and slices; a trace that checks, with a
-# flow per launch; scanned (a run allowed no load at all writes the same bytes) in a fraction of
-# the memory the load takes. Without the shift rows would differ.
+# shifts the second host's captures. Without the shift rows would differ.
+#  - 10 x 40,000 kernels (800 k events): the loaded rows; scanned (a run allowed no load at all
+#    writes the same bytes) in a fraction of the memory the load takes.
+#  - 10 x 4,000 kernels: the loaded Chrome slices, a trace that checks, a flow per launch. (On
+#    the 800 k events these three Python passes took 50 s, half of the test.)
 if [[ -n ${GEN_JOB:-} && -x ${GEN_JOB:-} ]] && command -v /usr/bin/time > /dev/null; then
   mkdir ranks && "$GEN_JOB" ranks 10 40000 > /dev/null || bad "gen_job of 10 ranks"
   [[ $(awk '$2 != 0' ranks/offsets.txt | wc -l) -gt 0 ]] || bad "gen_job's ranks share one clock: nothing to align"
@@ -140,17 +142,22 @@ if [[ -n ${GEN_JOB:-} && -x ${GEN_JOB:-} ]] && command -v /usr/bin/time > /dev/n
   done
   cmp -s <(csort ranks.csv) <(csort ranks_load.csv) ||
     bad "10 ranks' scanned csv is not their loaded csv: $(diff <(csort ranks.csv) <(csort ranks_load.csv) | head -4)"
-  "$py" slices.py ranks.chrome > scan.slices && "$py" slices.py ranks_load.chrome > load.slices || bad "10 ranks' slices unreadable"
+
+  mkdir few && "$GEN_JOB" few 10 4000 > /dev/null || bad "gen_job of 10 small ranks"
+  [[ $(awk '$2 != 0' few/offsets.txt | wc -l) -gt 0 ]] || bad "gen_job's small ranks share one clock: nothing to align"
+  "$cli" export few/rank*.gpuh --format chrome -o few.chrome && "$cli" export few/rank*.gpuh --format chrome --in-memory -o few_load.chrome ||
+    bad "chrome of 10 small ranks"
+  "$py" slices.py few.chrome > scan.slices && "$py" slices.py few_load.chrome > load.slices || bad "10 ranks' slices unreadable"
   cmp -s scan.slices load.slices || bad "10 ranks' scanned chrome slices differ: $(diff scan.slices load.slices | head -4)"
-  "$py" "$checker" ranks.chrome > check.txt || bad "10 ranks' scanned chrome does not check: $(head -3 check.txt)"
-  "$py" - ranks.chrome <<'PY' || bad "10 ranks' flows are not one per launch, each capture's its own"
+  "$py" "$checker" few.chrome > check.txt || bad "10 ranks' scanned chrome does not check: $(head -3 check.txt)"
+  "$py" - few.chrome <<'PY' || bad "10 ranks' flows are not one per launch, each capture's its own"
 import json, sys
 d = json.load(open(sys.argv[1]))
 ends = {}
 for e in d["traceEvents"]:
     if "bind_id" in e:
         ends.setdefault(e["bind_id"], []).append(("in" if e.get("flow_in") else "out", e["pid"] // 1025))
-assert len(ends) == 10 * 40000, len(ends)
+assert len(ends) == 10 * 4000, len(ends)
 for bid, sides in ends.items():
     assert sorted(s for s, _ in sides) == ["in", "out"], (bid, sides)
     assert len({c for _, c in sides}) == 1 and sides[0][1] == bid >> 32, (bid, sides)
