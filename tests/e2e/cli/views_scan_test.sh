@@ -92,5 +92,37 @@ for cap in synth nvtx hostile killed; do
     rm -f "$work/s.folded" "$work/w.folded"
   done
 done
+# Several captures to folded: scanned one after another (under --max-memory 1K), their stacks
+# added up, the loaded bytes; each under its rank or place with --root rank; the same capture
+# twice; a damaged one among them (the same exit code and stacks). A merged file among them
+# and a filter on several are loaded: refused under 1K.
+"$cli" merge -q "$work/synth.gpuh" "$work/nvtx.gpuh" -o "$work/merged.gpuh" 2>/dev/null || { echo "FAIL: merge"; fail=1; }
+several=0
+for set in "synth nvtx steps" "nvtx nvtx" "hostile script_names killed" "synth corrupt" "nvtx merged" "synth nvtx"; do
+  for flags in "" "--root rank" "--kernel ."; do
+    files=()
+    for cap in $set; do
+      if [[ $cap == corrupt ]]; then files+=("$fixtures/corrupt.gpuh"); else files+=("$work/$cap.gpuh"); fi
+    done
+    # shellcheck disable=SC2086
+    "$cli" export "${files[@]}" --format folded $flags -o "$work/s.folded" --max-memory 1K 2>"$work/s.err"
+    rs=$?
+    # shellcheck disable=SC2086
+    "$cli" export "${files[@]}" --format folded $flags -o "$work/w.folded" --in-memory 2>"$work/w.err"
+    rw=$?
+    what="export $set --format folded $flags"
+    if [[ $set == *merged* || $flags == --kernel* ]]; then
+      [[ $rs == 2 ]] && grep -q "Not loaded" "$work/s.err" || { echo "FAIL: $what: not loaded: exit $rs"; fail=1; }
+    elif [[ $rs != "$rw" ]]; then
+      echo "FAIL: $what: exit $rs (scanned under --max-memory 1K), --in-memory $rw: $(cat "$work/s.err")"; fail=1
+    elif ! cmp -s "$work/s.folded" "$work/w.folded"; then
+      echo "FAIL: $what: the stacks differ from --in-memory's: $(diff "$work/s.folded" "$work/w.folded" | head -4)"; fail=1
+    else
+      several=$((several + 1))
+    fi
+    rm -f "$work/s.folded" "$work/w.folded"
+  done
+done
+[[ $several == 10 ]] || { echo "FAIL: $several of 10 exports of several captures to folded scanned as loaded"; fail=1; }
 [[ $fail == 0 ]] && echo "ok: flame graphs, folded stacks and step views scanned and loaded agree"
 exit $fail

@@ -222,8 +222,8 @@ struct ChunkRange {
   uint64_t first_chunk = 0, end_chunk = 0;
 };
 
-// GPU records one share holds while it waits for their launch calls (or their NCCL call's
-// kernels): past it, the capture is loaded.
+// GPU records (or launch paths) one share holds while it waits for what joins them: past it,
+// the capture is loaded.
 inline constexpr size_t kMaxWaiting = size_t{1} << 20;
 
 // Why a capture is loaded after all: GPU records whose launch calls a join's window let go.
