@@ -83,6 +83,25 @@ PY
   bad "a loaded .json.gz does not load"
 echo "ok   .gz outputs"
 
+# A filter on several captures that start at different times (hours apart, on clocks no
+# collective aligns): the window counts from the job's first time, not each capture's, as
+# loaded. Scanned (under --max-memory 1), the loaded rows and slices.
+for flt in "--from 1ms --to 3ms" "--from 100us" "--to 200us --device 0" "--kernel k --from 50us"; do
+  # shellcheck disable=SC2086  # the flags are words
+  "$cli" export synth.gpuh steps.gpuh nvtx.gpuh --format csv $flt --max-memory 1 -o mix.csv 2> mix.err || bad "csv of three captures $flt: $(head -2 mix.err)"
+  # shellcheck disable=SC2086
+  "$cli" export synth.gpuh steps.gpuh nvtx.gpuh --format csv $flt --in-memory -o mix_load.csv 2> /dev/null || bad "loaded csv of three captures $flt"
+  cmp -s <(csort mix.csv) <(csort mix_load.csv) ||
+    bad "three captures' csv $flt is not the loaded one: $(diff <(csort mix.csv) <(csort mix_load.csv) | head -4)"
+  # shellcheck disable=SC2086
+  "$cli" export synth.gpuh steps.gpuh nvtx.gpuh --format chrome $flt --max-memory 1 -o mix.json 2> mix.err || bad "chrome of three captures $flt: $(head -2 mix.err)"
+  # shellcheck disable=SC2086
+  "$cli" export synth.gpuh steps.gpuh nvtx.gpuh --format chrome $flt --in-memory -o mix_load.json 2> /dev/null || bad "loaded chrome of three captures $flt"
+  "$py" slices.py mix.json > scan.slices && "$py" slices.py mix_load.json > load.slices || bad "three captures' slices $flt unreadable"
+  cmp -s scan.slices load.slices || bad "three captures' chrome slices $flt differ: $(diff scan.slices load.slices | head -4)"
+done
+echo "ok   a filter on several captures"
+
 # A job capture of three chunks (150,000 kernels) scanned as two shares, so that a share
 # crosses a chunk and the second share starts mid-file: the loaded rows, and a trace that
 # checks. (On the 1 M-kernel job below this took over a minute, most of it the checker.)
@@ -162,10 +181,27 @@ for bid, sides in ends.items():
     assert sorted(s for s, _ in sides) == ["in", "out"], (bid, sides)
     assert len({c for _, c in sides}) == 1 and sides[0][1] == bid >> 32, (bid, sides)
 PY
-  # A filter on several captures counts its window from the job's start: loaded, the same rows.
-  "$cli" export ranks/rank*.gpuh --format csv --from 1ms --to 3ms -o win.csv &&
-    "$cli" export ranks/rank*.gpuh --format csv --from 1ms --to 3ms --in-memory -o win_load.csv &&
-    cmp -s win.csv win_load.csv || bad "a filter on 10 ranks is not the loaded export"
+  # A filter on several captures counts its window from the job's start, as loaded: each
+  # capture selects by the job's first and last times on its own clock. Scanned (under
+  # --max-memory 1), the loaded rows, and on the small job the loaded slices; --range on
+  # several captures is loaded (refused under the limit).
+  for flt in "--from 1ms --to 3ms" "--device 0 --from 2ms" "--kernel layer_kernel<1> --to 5ms" "--stream 7 --from 500us"; do
+    # shellcheck disable=SC2086  # the flags are words
+    "$cli" export ranks/rank*.gpuh --format csv $flt --max-memory 1 -o win.csv 2> win.err || bad "csv of 10 ranks $flt: $(head -2 win.err)"
+    # shellcheck disable=SC2086
+    "$cli" export ranks/rank*.gpuh --format csv $flt --in-memory -o win_load.csv || bad "loaded csv of 10 ranks $flt"
+    cmp -s <(csort win.csv) <(csort win_load.csv) ||
+      bad "10 ranks' csv $flt is not the loaded one: $(diff <(csort win.csv) <(csort win_load.csv) | head -4)"
+    # shellcheck disable=SC2086
+    "$cli" export few/rank*.gpuh --format chrome $flt --max-memory 1 -o win.chrome 2> win.err || bad "chrome of 10 ranks $flt: $(head -2 win.err)"
+    # shellcheck disable=SC2086
+    "$cli" export few/rank*.gpuh --format chrome $flt --in-memory -o win_load.chrome || bad "loaded chrome of 10 ranks $flt"
+    "$py" slices.py win.chrome > scan.slices && "$py" slices.py win_load.chrome > load.slices || bad "10 ranks' slices $flt unreadable"
+    cmp -s scan.slices load.slices || bad "10 ranks' chrome slices $flt differ: $(diff scan.slices load.slices | head -4)"
+    [[ $(wc -l < win.csv) -gt 1 && $(wc -l < scan.slices) -gt 0 ]] || bad "10 ranks $flt: nothing selected"
+  done
+  "$cli" export ranks/rank*.gpuh --format csv --range step --max-memory 1 -o range.csv 2> range.err
+  [[ $? == 2 ]] && grep -q "Not loaded" range.err || bad "--range on 10 ranks was not loaded: $(head -2 range.err)"
 fi
 
 # Damaged and odd inputs: the loader's answer and exit code, no output left behind.

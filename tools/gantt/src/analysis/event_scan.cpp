@@ -188,6 +188,10 @@ uint64_t EventScanner::first_ns() const {
 }
 
 bool EventScanner::select(const EventFilter& filter, std::string* why_not) {
+  return select(filter, first_ns(), std::max(index_last_ns_, first_ns()), why_not);
+}
+
+bool EventScanner::select(const EventFilter& filter, uint64_t first_ns, uint64_t last_ns, std::string* why_not) {
   if (!refused_.empty()) {
     if (why_not) *why_not = refused_;
     return false;
@@ -196,8 +200,8 @@ bool EventScanner::select(const EventFilter& filter, std::string* why_not) {
     if (why_not) *why_not = "a filter on a capture without a chunk index (its end is known only when it is read)";
     return false;
   }
-  std::optional<ScanFilter> f = resolve_scan_filter(path_, options_.load, options_.threads, context_, first_ns(),
-                                                    std::max(index_last_ns_, first_ns()), filter, why_not);
+  std::optional<ScanFilter> f = resolve_scan_filter(path_, options_.load, options_.threads, context_, first_ns,
+                                                    std::max(last_ns, first_ns), filter, why_not);
   if (!f) return false;
   filter_ = std::make_unique<ScanFilter>(std::move(*f));
   options_.select = &filter_->select;

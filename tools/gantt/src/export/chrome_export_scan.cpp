@@ -402,7 +402,7 @@ bool write_chrome_scanned(const std::vector<std::string>& paths, const ScanExpor
   std::optional<ScanJob> job = open_scan_job(paths, so, opt.filter, why_not);
   if (!job) return false;
   const bool several = paths.size() > 1;
-  const analysis::ScanFilter* filter = job->scanners.front()->filter();  // one capture only
+  const analysis::ScanFilter* filter = job->scanners.front()->filter();  // its description is the job's
   const uint64_t base = job->first_ns;  // the origin: Model::first_ns() as far as it is known
   const auto host_name = [](const CaptureInfo& capture) {
     std::string host = "host pid " + std::to_string(capture.header.pid());
@@ -444,7 +444,7 @@ bool write_chrome_scanned(const std::vector<std::string>& paths, const ScanExpor
     for (size_t i = 0; i < scanner.shares(); ++i) {
       shares.push_back(std::make_unique<ChromeShare>(context, place, &total, opt.max_output));
       shares.back()->first_ = i == 0;
-      shares.back()->filter_ = filter;
+      shares.back()->filter_ = scanner.filter();  // the job's window on this capture's clock
       consumers.push_back(shares.back().get());
     }
     if (c == 0 && !shares.empty()) shares.front()->spool.become(opt.output_path, head);

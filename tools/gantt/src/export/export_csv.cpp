@@ -392,7 +392,6 @@ class CsvExporter final : public Exporter {
     so.join_nccl = true;  // the nccl_* columns
     std::optional<exporting::ScanJob> job = exporting::open_scan_job(paths, so, o.filter, why_not);
     if (!job) return false;
-    const analysis::ScanFilter* filter = job->scanners.front()->filter();  // one capture only
     const uint64_t t0 = job->first_ns;
     std::atomic<uint64_t> total{kColumns.size()};
     std::vector<std::unique_ptr<CsvShare>> kept;  // the shares whose spools make the output (end_capture)
@@ -401,6 +400,7 @@ class CsvExporter final : public Exporter {
       analysis::EventScanner& scanner = *job->scanners[c];
       const Model& context = scanner.context();
       const CaptureShift shift{static_cast<int32_t>(c), job->offsets[c]};
+      const analysis::ScanFilter* filter = scanner.filter();  // the job's window on this capture's clock
       std::unordered_map<uint64_t, uint32_t> thread_rows;  // thread id -> row, for the launches' ranges
       for (uint32_t i = 0; i < context.threads.size(); ++i) thread_rows.emplace(context.threads.thread_id[i], i);
       std::unique_ptr<RangeLookup> ranges;

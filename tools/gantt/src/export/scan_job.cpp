@@ -15,15 +15,16 @@ std::optional<ScanJob> open_scan_job(const std::vector<std::string>& paths, cons
     return std::nullopt;
   };
   if (paths.empty()) return refuse("no capture");
-  // Its window counts from the job's start, which is known only once every clock is.
-  if (filter && paths.size() > 1) return refuse("a filter on several captures (put on one clock when loaded)");
+  // --range names an occurrence in one capture's NVTX ranges; loaded, the job's ranges are
+  // numbered across its captures.
+  if (filter && paths.size() > 1 && !filter->range.empty()) return refuse("--range on several captures");
   ScanJob job;
   for (const std::string& path : paths) {
     job.scanners.push_back(std::make_unique<analysis::EventScanner>(path, options));
     analysis::EventScanner& scanner = *job.scanners.back();
     if (!scanner.refused().empty()) return refuse(paths.size() > 1 ? path + ": " + scanner.refused() : scanner.refused());
-    if (filter && !scanner.select(*filter, why_not)) return std::nullopt;
   }
+  if (filter && paths.size() == 1 && !job.scanners.front()->select(*filter, why_not)) return std::nullopt;
   job.offsets.assign(paths.size(), 0);
   if (paths.size() > 1) {
     std::vector<RankClockInput> clocks;
@@ -40,9 +41,24 @@ std::optional<ScanJob> open_scan_job(const std::vector<std::string>& paths, cons
     const RankAlignment alignment = align_ranks(clocks);
     for (size_t c = 0; c < paths.size() && c < alignment.captures.size(); ++c) job.offsets[c] = alignment.captures[c].offset_ns;
   }
+  uint64_t last_ns = 0;  // the job's, on the first capture's clock
   for (size_t c = 0; c < paths.size(); ++c) {
-    const uint64_t t = shifted(job.scanners[c]->first_ns(), job.offsets[c]);
+    const analysis::EventScanner& scanner = *job.scanners[c];
+    const uint64_t t = shifted(scanner.first_ns(), job.offsets[c]);
     if (t != 0 && (job.first_ns == 0 || t < job.first_ns)) job.first_ns = t;
+    last_ns = std::max(last_ns, shifted(std::max(scanner.index_last_ns(), scanner.first_ns()), job.offsets[c]));
+  }
+  // Several captures' window counts from the job's start, as loaded: each capture selects by
+  // the job's first and last times as its own clock reads them.
+  for (size_t c = 0; filter && paths.size() > 1 && c < paths.size(); ++c) {
+    analysis::EventScanner& scanner = *job.scanners[c];
+    if (scanner.index_last_ns() == 0)
+      return refuse(paths[c] + ": a filter on a capture without a chunk index (its end is known only when it is read)");
+    const auto local = [&](uint64_t t) { return t - static_cast<uint64_t>(job.offsets[c]); };
+    if (!scanner.select(*filter, local(job.first_ns), local(last_ns), why_not)) {
+      if (why_not) *why_not = paths[c] + ": " + *why_not;
+      return std::nullopt;
+    }
   }
   return job;
 }

@@ -113,6 +113,10 @@ class EventScanner {
   // without an index (its end), a --kernel pattern a copy's name could match. Throws
   // std::invalid_argument as select_events() does.
   bool select(const EventFilter& filter, std::string* why_not);
+  // The same with the window counted on a job's clock: `first_ns` and `last_ns` are the job's
+  // first and last times, as this capture's clock reads them (a capture among the ranks of a job,
+  // whose loaded window counts from the job's start).
+  bool select(const EventFilter& filter, uint64_t first_ns, uint64_t last_ns, std::string* why_not);
   // After select(): the filter, with the window for the records a consumer writes beside the
   // events (API calls, NVTX ranges, counters); null without one.
   const ScanFilter* filter() const { return filter_.get(); }

@@ -16,7 +16,7 @@ namespace gantt::scan {
 // A path that holds a capture's records whole.
 enum class WholePath : uint8_t {
   kClocks,     // info: the ranks' clocks of a capture a scan cannot read
-  kExport,     // export to JSON or CSV (a filter on several captures, --in-memory)
+  kExport,     // export to JSON or CSV (--range on several captures, --in-memory)
   kMerge,      // merge: an input a scan cannot read, one at a time
   kDiagnose,   // diagnose --in-memory
   kDiffPage,   // diff -o x.html (both captures)
@@ -37,7 +37,7 @@ struct WholeCost {
 };
 inline constexpr WholeCost kWholeCosts[] = {
     {WholePath::kClocks, "`info`, the ranks' clocks of a capture a scan cannot read", 95, 100},
-    {WholePath::kExport, "`export` to JSON or CSV (a filter on several captures, `--in-memory`)", 102, 110},
+    {WholePath::kExport, "`export` to JSON or CSV (`--range` on several captures, `--in-memory`)", 102, 110},
     {WholePath::kMerge, "`merge` (an input a scan cannot read, one at a time)", 109, 115},
     {WholePath::kDiagnose, "`diagnose --in-memory`", 132, 140},
     {WholePath::kDiffPage, "`diff -o x.html` (both captures)", 167, 175},
