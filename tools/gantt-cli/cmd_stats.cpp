@@ -82,12 +82,13 @@ void print_warnings(const ga::StreamedJob& job) {
 // bounded by names, streams and devices, chunks or captures decoded on every core. Nothing
 // when one of them needs the whole timeline (the caller then loads them). The caller that
 // uses the job prints its warnings (print_warnings).
-// A filter is applied by the scan of one capture (a job's window counts from its first rank's
-// start, on one clock: loaded); its error sets *bad_filter, said as restrict_to_filter() says it.
+// A filter is applied by the scans (on several captures its window counts from the job's start,
+// on the job's clock: stream_job_stats); its error sets *bad_filter, said as
+// restrict_to_filter() says it.
 std::optional<ga::StreamedJob> stream_captures(const StatsOptions& o, const std::vector<std::string>& captures,
                                                std::vector<ga::GroupBy> by, size_t gaps, bool matches, bool* bad_filter) {
   const bool filtered = any_filter(o.filter);
-  if (captures.empty() || o.load.in_memory || (filtered && captures.size() != 1) ||
+  if (captures.empty() || o.load.in_memory ||
       std::find(captures.begin(), captures.end(), "-") != captures.end())
     return std::nullopt;
   const gantt::EventFilter f = make_filter(o.filter);
@@ -111,14 +112,16 @@ std::optional<ga::StreamedJob> stream_captures(const StatsOptions& o, const std:
 
 // What the filter selected, as restrict_to_filter() says it of a loaded capture.
 void print_selection(const StatsOptions& o, const ga::StreamedJob& job) {
-  if (!any_filter(o.filter) || job.ranks.size() != 1) return;
-  std::cerr << "gantt-cli: stats: " << job.ranks.front().selected_events << " of " << job.ranks.front().gpu_events
-            << " GPU events (" << gantt::describe_filter(make_filter(o.filter)) << ")\n";
+  if (!any_filter(o.filter)) return;
+  uint64_t selected = 0, all = 0;
+  for (const ga::StreamedStats& rank : job.ranks) selected += rank.selected_events, all += rank.gpu_events;
+  std::cerr << "gantt-cli: stats: " << selected << " of " << all << " GPU events ("
+            << gantt::describe_filter(make_filter(o.filter)) << ")\n";
 }
 
 // Why stats loads the captures it does not stream, for load_captures()' refusal.
 const WholeLoad kWhyStatsLoads{
-    "stats loads captures whole for a filter on several captures, standard input or a capture a stream cannot read "
+    "stats loads captures whole for --range on several captures, standard input or a capture a stream cannot read "
     "(without them, the tables are read as a stream)",
     gantt::scan::WholePath::kStats};
 

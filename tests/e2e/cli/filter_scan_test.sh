@@ -62,6 +62,33 @@ for cap in nvtx synth; do
 done
 echo "ok   filtered stats and exports scanned equal them loaded"
 
+# A filter on several captures counts its window from the job's start, as loaded: three
+# captures that start hours apart (none aligned by a collective) and, with GEN_JOB, ten ranks on
+# two hosts whose clocks differ by milliseconds. Scanned (--max-memory 1), the loaded tables and
+# stderr line; --range on several captures is loaded (refused under the limit).
+"$make" steps steps.gpuh 1 1.0 > /dev/null || exit 2
+sets=("synth.gpuh steps.gpuh nvtx.gpuh")
+if [[ -n ${GEN_JOB:-} && -x ${GEN_JOB:-} ]]; then
+  mkdir ranks && "$GEN_JOB" ranks 10 4000 > /dev/null || bad "gen_job of 10 ranks"
+  sets+=("$(echo ranks/rank*.gpuh)")
+fi
+for set in "${sets[@]}"; do
+  for f in "--from 1ms --to 3ms" "--device 0 --from 100us" "--kernel k --to 2ms" "--stream 7 --from 50us"; do
+    for by in kernel device; do
+      # shellcheck disable=SC2086  # the captures and flags are words
+      "$cli" stats $set --by "$by" $f --format json --max-memory 1 > scan.txt 2> scan.err || bad "stats $set $f: exit $?: $(head -2 scan.err)"
+      # shellcheck disable=SC2086
+      "$cli" stats $set --by "$by" $f --format json --in-memory > load.txt 2> load.err
+      cmp -s scan.txt load.txt || bad "stats of several captures --by $by $f: not the loaded table: $(diff scan.txt load.txt | head -4)"
+      [[ $(cat scan.err) == "$(sed 's/ --in-memory//' load.err)" ]] || bad "stats of several captures $f: stderr '$(cat scan.err)', loaded '$(cat load.err)'"
+    done
+  done
+done
+# shellcheck disable=SC2086
+"$cli" stats ${sets[0]} --range step --max-memory 1 > /dev/null 2> range.err
+[[ $? == 2 ]] && grep -q "Not loaded" range.err || bad "stats --range on several captures was not loaded: $(head -2 range.err)"
+echo "ok   a filter on several captures"
+
 # Bounded: 1 M kernels with their launches (2 M events) filtered by a window and a name, in a
 # fraction of what loading them takes (about 230 MB for the CSV; the scan about 70 MB).
 if [[ -n ${GEN_JOB:-} && -x ${GEN_JOB:-} ]] && command -v /usr/bin/time > /dev/null; then

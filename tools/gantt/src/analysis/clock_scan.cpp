@@ -57,4 +57,39 @@ std::optional<RankClockInput> scan_clock_input(const std::string& path, const Ev
   return input;
 }
 
+std::optional<JobClock> job_clock(const std::vector<std::string>& paths, const std::vector<const EventScanner*>& scanners,
+                                  const EventScanOptions& options, std::string* why_not) {
+  // A known time moved by an offset (0 stays unknown, as apply_rank_alignment() leaves it).
+  const auto shifted = [](uint64_t t, int64_t offset) { return t == 0 ? 0 : t + static_cast<uint64_t>(offset); };
+  JobClock job;
+  job.offsets.assign(paths.size(), 0);
+  if (paths.size() > 1) {
+    std::vector<RankClockInput> clocks;
+    for (const EventScanner* scanner : scanners) clocks.push_back(rank_clock_inputs(scanner->context()).front());
+    const bool one_clock = std::all_of(clocks.begin(), clocks.end(), [&](const RankClockInput& c) {
+      return !c.boot_id.empty() && c.boot_id == clocks.front().boot_id;
+    });
+    for (size_t c = 0; c < paths.size() && !one_clock; ++c) {
+      std::string why;
+      std::optional<RankClockInput> scanned = scan_clock_input(paths[c], options, &why);
+      if (!scanned) {
+        if (why_not) *why_not = paths[c] + ": " + why;
+        return std::nullopt;
+      }
+      clocks[c] = std::move(*scanned);
+    }
+    if (!one_clock) {
+      const RankAlignment alignment = align_ranks(clocks);
+      for (size_t c = 0; c < paths.size() && c < alignment.captures.size(); ++c) job.offsets[c] = alignment.captures[c].offset_ns;
+    }
+  }
+  for (size_t c = 0; c < scanners.size(); ++c) {
+    const EventScanner& scanner = *scanners[c];
+    const uint64_t t = shifted(scanner.first_ns(), job.offsets[c]);
+    if (t != 0 && (job.first_ns == 0 || t < job.first_ns)) job.first_ns = t;
+    job.last_ns = std::max(job.last_ns, shifted(std::max(scanner.index_last_ns(), scanner.first_ns()), job.offsets[c]));
+  }
+  return job;
+}
+
 }  // namespace gantt::analysis

@@ -27,6 +27,7 @@
 #include "gantt/analysis/diff.h"
 #include "gantt/analysis/event_scan.h"
 #include "gantt/analysis/scan_select.h"
+#include "gantt/analysis/clock_scan.h"
 #include "gantt/analysis/stream_shares.h"
 #include "gantt/model/model_builder.h"
 #include "gantt/model/range_lookup.h"
@@ -774,7 +775,9 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
     so.load = o.load;
     so.threads = o.threads;
     selecting = std::make_unique<EventScanner>(path, so);
-    if (!selecting->select(*o.filter, why_not)) return std::nullopt;
+    const bool selected = o.job_span ? selecting->select(*o.filter, o.job_span->first, o.job_span->second, why_not)
+                                     : selecting->select(*o.filter, why_not);
+    if (!selected) return std::nullopt;
   }
   // A launch's range path needs every range of its thread: those are read first, on their own.
   std::unique_ptr<const RangePaths> ranges;
@@ -1014,9 +1017,30 @@ void shift_times(StatsSummary& s, int64_t offset_ns) {
 std::optional<StreamedJob> stream_job_stats(const std::vector<std::string>& paths, const StreamStatsOptions& o,
                                             std::string* why_not) {
   if (paths.empty()) return std::nullopt;
-  if (o.filter && paths.size() > 1) {  // its window counts from the job's start, on the first rank's clock
-    if (why_not) *why_not = "a filter on several captures (put on one clock when loaded)";
-    return std::nullopt;
+  // A filter on several captures counts its window from the job's start, as loaded: the
+  // captures' clocks are aligned first (a scan of their collectives where their boots differ),
+  // then each selects by the job's first and last times as its own clock reads them.
+  std::optional<JobClock> clock;
+  if (o.filter && paths.size() > 1) {
+    if (!o.filter->range.empty()) {  // loaded, the job's NVTX ranges are numbered across its captures
+      if (why_not) *why_not = "--range on several captures";
+      return std::nullopt;
+    }
+    EventScanOptions so;
+    so.load = o.load;
+    so.threads = o.threads;
+    std::vector<std::unique_ptr<EventScanner>> scanners;
+    std::vector<const EventScanner*> contexts;
+    for (const std::string& path : paths) {
+      scanners.push_back(std::make_unique<EventScanner>(path, so));
+      if (!scanners.back()->refused().empty()) {
+        if (why_not) *why_not = path + ": " + scanners.back()->refused();
+        return std::nullopt;
+      }
+      contexts.push_back(scanners.back().get());
+    }
+    clock = job_clock(paths, contexts, so, why_not);
+    if (!clock) return std::nullopt;
   }
   const unsigned thread_count = o.threads != 0 ? o.threads : default_scan_threads();
   // Many captures: one thread each, as many at a time as there are threads (no share plans,
@@ -1024,7 +1048,7 @@ std::optional<StreamedJob> stream_job_stats(const std::vector<std::string>& path
   const bool by_capture = paths.size() >= thread_count && thread_count > 1;
   StreamStatsOptions each = o;
   each.threads = by_capture ? 1 : thread_count;
-  each.clock_ends = paths.size() > 1;  // one capture is on its own clock
+  each.clock_ends = paths.size() > 1 && !clock;  // one capture is on its own clock; a JobClock knows them
   std::vector<std::optional<StreamedStats>> parts(paths.size());
   std::vector<std::string> refusals(paths.size());
   std::vector<std::exception_ptr> errors(paths.size());
@@ -1035,7 +1059,9 @@ std::optional<StreamedJob> stream_job_stats(const std::vector<std::string>& path
       const size_t i = next++;
       if (i >= paths.size() || stop) return;
       try {
-        parts[i] = stream_stats(paths[i], each, &refusals[i]);
+        StreamStatsOptions mine = each;
+        if (clock) mine.job_span = clock->local_span(i);
+        parts[i] = stream_stats(paths[i], mine, &refusals[i]);
         if (!parts[i]) stop = true;
       } catch (...) {
         errors[i] = std::current_exception();
@@ -1059,8 +1085,14 @@ std::optional<StreamedJob> stream_job_stats(const std::vector<std::string>& path
   StreamedJob out;
   std::vector<RankClockInput> clocks;
   for (auto& part : parts) clocks.push_back(part->clock);
-  if (paths.size() > 1) out.alignment = align_ranks(clocks);
-  else out.alignment.captures.resize(1);
+  if (clock) {
+    out.alignment.captures.resize(paths.size());
+    for (size_t i = 0; i < paths.size(); ++i) out.alignment.captures[i].offset_ns = clock->offsets[i];
+  } else if (paths.size() > 1) {
+    out.alignment = align_ranks(clocks);
+  } else {
+    out.alignment.captures.resize(1);
+  }
   for (size_t i = 0; i < parts.size(); ++i) {
     StatsSummary& s = parts[i]->summary;
     shift_times(s, out.alignment.captures[i].offset_ns);

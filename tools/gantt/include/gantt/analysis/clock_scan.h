@@ -3,8 +3,11 @@
 // keeps the NCCL kernels and their calls, not the capture.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gantt/analysis/event_scan.h"
 #include "gantt/ranks/alignment.h"
@@ -16,5 +19,24 @@ namespace gantt::analysis {
 // serve the capture (a merged file, records it cannot join): load it instead.
 std::optional<RankClockInput> scan_clock_input(const std::string& path, const EventScanOptions& options,
                                                std::string* why_not);
+
+// Several captures on one clock, as a load puts them (align_model_ranks): their headers say
+// whether they share a boot (one clock, no shift); where they do not, one more scan of each
+// reads its collectives' ends and align_ranks() shifts each onto the first's. With the job's
+// first and last times on that clock, which a filter on several captures counts from.
+struct JobClock {
+  std::vector<int64_t> offsets;  // added to each capture's known times
+  uint64_t first_ns = 0;         // the job's first time: Model::first_ns() loaded
+  uint64_t last_ns = 0;          // the job's last time, as far as the captures' indexes know it
+  // The job's first and last times as capture c's own clock reads them.
+  std::pair<uint64_t, uint64_t> local_span(size_t c) const {
+    const auto local = [&](uint64_t t) { return t - static_cast<uint64_t>(offsets[c]); };
+    return {local(first_ns), local(last_ns)};
+  }
+};
+// `scanners`: the captures at `paths`, their contexts read. nullopt with *why_not when a
+// capture's clock needs a scan that cannot serve it (load the job instead).
+std::optional<JobClock> job_clock(const std::vector<std::string>& paths, const std::vector<const EventScanner*>& scanners,
+                                  const EventScanOptions& options, std::string* why_not);
 
 }  // namespace gantt::analysis

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -35,8 +36,11 @@ struct StreamStatsOptions {
   LoadOptions load;
   // select_events()' filters, applied by the scan (scan_select.h) as restricted() applies them
   // to a loaded model: the GPU events it leaves out are not counted, the host's records are.
-  // One capture only (a job's window counts from its first rank's start).
+  // On a job of several captures (stream_job_stats), its window counts from the job's start.
   const EventFilter* filter = nullptr;
+  // With `filter` on one of several captures: the job's first and last times as this
+  // capture's clock reads them (JobClock::local_span), which its window counts from.
+  std::optional<std::pair<uint64_t, uint64_t>> job_span;
 };
 
 struct StreamedStats {
