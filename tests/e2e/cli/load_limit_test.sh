@@ -28,7 +28,7 @@ whole=(
   "threads.svg|render a.gpuh -o threads.svg --lanes thread"
   "two.svg|render a.gpuh b.gpuh -o two.svg"
   "stacks.json|export a.gpuh b.gpuh -o stacks.json --format folded --device 0"
-  "-|stats a.gpuh b.gpuh --device 0"
+  "-|stats a.gpuh b.gpuh --by graph"
   "-|diagnose a.gpuh --device 0"
   "diff.html|diff a.gpuh b.gpuh -o diff.html"
   "merged.gpuh|merge job_a.gpuh b.gpuh -o merged.gpuh"
@@ -115,7 +115,7 @@ done
 for args in "stats a.gpuh" "render a.gpuh -o streamed.svg" "render a.gpuh -o plain.svg --no-annotate" \
             "render a.gpuh -o flame.svg --view flame" "render a.gpuh b.gpuh -o flames.svg --view flame" \
             "diagnose a.gpuh" "diff a.gpuh b.gpuh" "export a.gpuh b.gpuh -o events.csv" \
-            "export a.gpuh b.gpuh -o window.json --device 0 --from 1ms"; do
+            "export a.gpuh b.gpuh -o window.json --device 0 --from 1ms" "stats a.gpuh b.gpuh --device 0"; do
   # shellcheck disable=SC2086
   "$cli" $args --max-memory 1K > /dev/null 2> stderr.txt
   rc=$?

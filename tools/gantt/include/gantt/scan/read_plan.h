@@ -20,7 +20,7 @@ enum class WholePath : uint8_t {
   kMerge,      // merge: an input a scan cannot read, one at a time
   kDiagnose,   // diagnose --in-memory
   kDiffPage,   // diff -o x.html (both captures)
-  kStats,      // stats --device 0
+  kStats,      // stats --by graph, --range on several captures
   kChart,      // render --in-memory -o x.svg
   kPage,       // render -o x.html
   kWhatif,     // whatif: the replay beside the records
@@ -41,7 +41,7 @@ inline constexpr WholeCost kWholeCosts[] = {
     {WholePath::kMerge, "`merge` (an input a scan cannot read, one at a time)", 109, 115},
     {WholePath::kDiagnose, "`diagnose --in-memory`", 132, 140},
     {WholePath::kDiffPage, "`diff -o x.html` (both captures)", 167, 175},
-    {WholePath::kStats, "`stats --device 0`", 181, 190},
+    {WholePath::kStats, "`stats --by graph` (or `--range` on several captures)", 181, 190},
     {WholePath::kChart, "`render --in-memory -o x.svg` (`--view flame`: 102)", 188, 195},
     {WholePath::kPage, "`render -o x.html`", 206, 215},
     {WholePath::kWhatif, "`whatif --change pin-copies` (the replay beside its records)", 315, 330},
