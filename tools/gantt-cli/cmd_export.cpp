@@ -170,7 +170,7 @@ int run_export(const ExportOptions& o) {
   // Captures, whole, in a format that can: written as they are scanned (docs/export.md).
   const bool stdin_capture = std::find(o.files.begin(), o.files.end(), "-") != o.files.end();
   const gantt::EventFilter f = make_filter(o.filter);
-  if (!o.load.in_memory && !stdin_capture && gantt::export_scan_refusal(*exporter, o.files.size()).empty()) {
+  if (!o.load.in_memory && !stdin_capture && exporter->scans()) {
     gantt::ScanExportOptions so;
     if (any_filter(o.filter)) so.filter = &f;
     so.folded_root = folded_root(o.root);
@@ -257,9 +257,9 @@ void register_export(CLI::App& app, int& exit_code) {
                   "threads that scan one capture's chunks side by side (0 = the CPUs this process may use, at most 16)")
       ->capture_default_str();
   cmd->add_flag("--in-memory", o->load.in_memory,
-                "load the captures whole before writing; by default captures are written to chrome or csv as they "
-                "are scanned (several on one clock), the filters applied by the scan of one capture, in memory "
-                "that does not grow with their events");
+                "load the captures whole before writing; by default captures are written to chrome, csv or folded "
+                "as they are scanned (several on one clock), the filters applied by the scans, in memory that does "
+                "not grow with their events");
   cmd->add_option("--root", o->root, "folded: the frame under every stack: rank (capture), device, or none")
       ->check(CLI::IsMember({"rank", "device", "none"}))
       ->capture_default_str();

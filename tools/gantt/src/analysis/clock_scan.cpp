@@ -59,8 +59,6 @@ std::optional<RankClockInput> scan_clock_input(const std::string& path, const Ev
 
 std::optional<JobClock> job_clock(const std::vector<std::string>& paths, const std::vector<const EventScanner*>& scanners,
                                   const EventScanOptions& options, std::string* why_not) {
-  // A known time moved by an offset (0 stays unknown, as apply_rank_alignment() leaves it).
-  const auto shifted = [](uint64_t t, int64_t offset) { return t == 0 ? 0 : t + static_cast<uint64_t>(offset); };
   JobClock job;
   job.offsets.assign(paths.size(), 0);
   if (paths.size() > 1) {

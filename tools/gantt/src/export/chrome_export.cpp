@@ -51,7 +51,6 @@ class ChromeExporter : public Exporter {
   }
   void write(const Model& m, const Selection& sel, const ExportOptions&, std::ostream& os) const override;
   bool scans() const override { return true; }
-  bool scans_several() const override { return true; }
   bool write_scanned(const std::vector<std::string>& paths, const ScanExportOptions& o, const OpenOutput& open_output,
                      ScannedExport* result, std::string* why_not) const override {
     return exporting::write_chrome_scanned(paths, o, open_output, result, why_not);

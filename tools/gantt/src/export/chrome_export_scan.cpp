@@ -452,7 +452,7 @@ bool write_chrome_scanned(const std::vector<std::string>& paths, const ScanExpor
     const bool ran = scanner.run(consumers, &why);
     const auto over = [&] { return std::any_of(shares.begin(), shares.end(), [](const auto& sh) { return sh->spool.over(); }); };
     if (!ran && !over()) {
-      if (why_not) *why_not = several ? paths[c] + ": " + why : why;
+      if (why_not) *why_not = about_capture(paths, c, why);
       return false;
     }
     if (over()) {

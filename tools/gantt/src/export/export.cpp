@@ -18,12 +18,6 @@ std::vector<const Exporter*> exporters() {
   return out;
 }
 
-std::string export_scan_refusal(const Exporter& exporter, size_t captures) {
-  if (!exporter.scans()) return "--format " + std::string(exporter.format()) + " needs the whole model";
-  if (captures != 1 && !exporter.scans_several()) return "several captures are put on one clock";
-  return {};
-}
-
 const Exporter* find_exporter(std::string_view format) {
   for (const Exporter* e : exporters())
     if (e->format() == format) return e;

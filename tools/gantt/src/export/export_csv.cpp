@@ -380,7 +380,6 @@ class CsvExporter final : public Exporter {
   }
 
   bool scans() const override { return true; }
-  bool scans_several() const override { return true; }
   // Capture by capture, each on every thread; in a job of several, each capture's spools then go
   // into the first one, so that it holds one file (exporting::end_capture), and its scanner is
   // let go.
@@ -419,7 +418,7 @@ class CsvExporter final : public Exporter {
           result->over = true;
           return true;
         }
-        if (why_not) *why_not = paths.size() > 1 ? paths[c] + ": " + why : why;
+        if (why_not) *why_not = exporting::about_capture(paths, c, why);
         return false;
       }
       range_rows(context, t0, [filter](uint64_t s, uint64_t e) { return !filter || filter->host_in_window(s, e); }, tail, nullptr,

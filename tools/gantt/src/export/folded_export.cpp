@@ -42,7 +42,6 @@ class FoldedExporter : public Exporter {
   // filter on several captures (its window counts from the job's start, on the job's clock),
   // and a merged capture among several (its sections' places in the job).
   bool scans() const override { return true; }
-  bool scans_several() const override { return true; }
   bool write_scanned(const std::vector<std::string>& paths, const ScanExportOptions& o, const OpenOutput& open_output,
                      ScannedExport* result, std::string* why_not) const override {
     if (o.folded_root == analysis::StackRoot::kDevice) {

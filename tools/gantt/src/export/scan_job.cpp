@@ -1,10 +1,6 @@
 // Several captures scanned on one clock (scan_job.h).
 #include "scan_job.h"
 
-#include <algorithm>
-
-#include "gantt/analysis/clock_scan.h"
-
 namespace gantt::exporting {
 
 std::optional<ScanJob> open_scan_job(const std::vector<std::string>& paths, const analysis::EventScanOptions& options,
@@ -18,29 +14,22 @@ std::optional<ScanJob> open_scan_job(const std::vector<std::string>& paths, cons
   // numbered across its captures.
   if (filter && paths.size() > 1 && !filter->range.empty()) return refuse("--range on several captures");
   ScanJob job;
-  for (const std::string& path : paths) {
-    job.scanners.push_back(std::make_unique<analysis::EventScanner>(path, options));
-    analysis::EventScanner& scanner = *job.scanners.back();
-    if (!scanner.refused().empty()) return refuse(paths.size() > 1 ? path + ": " + scanner.refused() : scanner.refused());
+  for (size_t c = 0; c < paths.size(); ++c) {
+    job.scanners.push_back(std::make_unique<analysis::EventScanner>(paths[c], options));
+    if (!job.scanners.back()->refused().empty()) return refuse(about_capture(paths, c, job.scanners.back()->refused()));
   }
-  if (filter && paths.size() == 1 && !job.scanners.front()->select(*filter, why_not)) return std::nullopt;
   std::vector<const analysis::EventScanner*> scanners;
   for (const auto& scanner : job.scanners) scanners.push_back(scanner.get());
   std::optional<analysis::JobClock> clock = analysis::job_clock(paths, scanners, options, why_not);
   if (!clock) return std::nullopt;
   job.offsets = clock->offsets;
   job.first_ns = clock->first_ns;
-  // Several captures' window counts from the job's start, as loaded: each capture selects by
-  // the job's first and last times as its own clock reads them.
-  for (size_t c = 0; filter && paths.size() > 1 && c < paths.size(); ++c) {
-    analysis::EventScanner& scanner = *job.scanners[c];
-    if (scanner.index_last_ns() == 0)
-      return refuse(paths[c] + ": a filter on a capture without a chunk index (its end is known only when it is read)");
+  // The window counts from the job's start, as loaded: each capture selects by the job's first
+  // and last times as its own clock reads them (one capture's: its own first and last).
+  for (size_t c = 0; filter && c < paths.size(); ++c) {
     const auto [first, last] = clock->local_span(c);
-    if (!scanner.select(*filter, first, last, why_not)) {
-      if (why_not) *why_not = paths[c] + ": " + *why_not;
-      return std::nullopt;
-    }
+    std::string why;
+    if (!job.scanners[c]->select(*filter, first, last, &why)) return refuse(about_capture(paths, c, why));
   }
   return job;
 }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "gantt/analysis/clock_scan.h"
 #include "gantt/analysis/event_scan.h"
 #include "gantt/export/export.h"
 #include "gantt/model/filter.h"
@@ -23,8 +24,12 @@ struct ScanJob {
   uint64_t first_ns = 0;         // the job's first time on that clock: Model::first_ns() loaded
 };
 
-// A known time moved by `offset` (0 stays unknown, as apply_rank_alignment() leaves it).
-inline uint64_t shifted(uint64_t t, int64_t offset) { return t == 0 ? 0 : t + static_cast<uint64_t>(offset); }
+using analysis::shifted;
+
+// `why` said of capture `c` of the job: named by its path where the job has several.
+inline std::string about_capture(const std::vector<std::string>& paths, size_t c, const std::string& why) {
+  return paths.size() > 1 ? paths[c] + ": " + why : why;
+}
 
 // A capture's shares once its scan has ended, and what its scanner says of it noted in
 // `result`; the scanner is then let go. `kept` gathers the shares whose spools go to the output
@@ -57,7 +62,7 @@ std::vector<Spool*> spools_of(const std::vector<std::unique_ptr<Share>>& kept) {
   return spools;
 }
 
-// The captures' scanners, their filter selected (one capture only) and their clocks aligned:
+// The captures' scanners, their clocks aligned and their filter selected on the job's clock:
 // from the headers when every capture has the same boot id (one clock: no shift), else with
 // their collectives' ends, read in one more scan of each. Null with *why_not when a capture
 // must be loaded. Throws gpuhook::CaptureError as load() does.

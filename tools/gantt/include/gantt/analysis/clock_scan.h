@@ -20,6 +20,9 @@ namespace gantt::analysis {
 std::optional<RankClockInput> scan_clock_input(const std::string& path, const EventScanOptions& options,
                                                std::string* why_not);
 
+// A known time moved by `offset` (0 stays unknown, as apply_rank_alignment() leaves it).
+inline uint64_t shifted(uint64_t t, int64_t offset) { return t == 0 ? 0 : t + static_cast<uint64_t>(offset); }
+
 // Several captures on one clock, as a load puts them (align_model_ranks): their headers say
 // whether they share a boot (one clock, no shift); where they do not, one more scan of each
 // reads its collectives' ends and align_ranks() shifts each onto the first's. With the job's

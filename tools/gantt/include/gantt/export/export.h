@@ -51,27 +51,20 @@ class Exporter {
   // Deterministic: same model and selection, same bytes.
   virtual void write(const Model& model, const Selection& selection, const ExportOptions& options,
                      std::ostream& out) const = 0;
-  // Formats that can write one capture as they scan it (analysis/event_scan.h), and those
-  // that can write several, on one clock as a load aligns them (scans_several()): memory that
-  // does not grow with their events. write_scanned() then returns true, having written the
-  // captures to the stream `open_output` gives once the scans have ended (nothing is opened
-  // when the output is over the limit), or opens nothing and returns false with *why_not when
-  // a capture needs loading (a merged file, host functions, ...). Throws gpuhook::CaptureError
-  // as load() does.
+  // Formats that can write captures as they scan them (analysis/event_scan.h), several on one
+  // clock as a load aligns them: memory that does not grow with their events. write_scanned()
+  // then returns true, having written the captures to the stream `open_output` gives once the
+  // scans have ended (nothing is opened when the output is over the limit), or opens nothing
+  // and returns false with *why_not when a capture needs loading (a merged file, host
+  // functions, ...). Throws gpuhook::CaptureError as load() does.
   using OpenOutput = std::function<std::ostream&()>;
   virtual bool scans() const { return false; }
-  virtual bool scans_several() const { return false; }
   virtual bool write_scanned(const std::vector<std::string>& /*paths*/, const ScanExportOptions& /*options*/,
                              const OpenOutput& /*open_output*/, ScannedExport* /*result*/, std::string* why_not) const {
     if (why_not) *why_not = "this format loads the captures";
     return false;
   }
 };
-
-// Why `export` loads these captures in this format rather than scanning them ("" when it
-// scans): a format that needs the whole model (sqlite, metrics-csv), several captures in one
-// that scans only one (folded). A filter is applied by the scan (of one capture).
-std::string export_scan_refusal(const Exporter& exporter, size_t captures);
 
 // nullptr when unknown.
 const Exporter* find_exporter(std::string_view format);
