@@ -1,7 +1,7 @@
-// gantt-cli diagnose FILE...: the classic scheduling mistakes (gantt/analysis/diagnose.h). One
-// capture is scanned, every rule on the scan (diagnose_scan); several captures (ranks), a
-// capture with filters, and one the scan cannot serve are loaded whole; summaries (.gsum) give
-// the rules a summary supports (diagnose(const StatsSummary&)).
+// gantt-cli diagnose FILE...: the classic scheduling mistakes (gantt/analysis/diagnose.h).
+// Captures are scanned, every rule on the scan (diagnose_scan), several as the ranks of one job
+// and the filters applied by the scans; captures the scan cannot serve are loaded whole;
+// summaries (.gsum) give the rules a summary supports (diagnose(const StatsSummary&)).
 #include <algorithm>
 #include <iostream>
 #include <memory>
@@ -82,8 +82,8 @@ std::optional<ga::StatsSummary> stream_summary(const std::vector<std::string>& c
 
 // Why diagnose loads the captures it does not stream, for load_captures()' refusal.
 const WholeLoad kWhyDiagnoseLoads{
-    "diagnose loads several captures, a capture with filters, and one a scan cannot serve (allocation records, GPU "
-    "counter samples, NCCL sends and receives) whole",
+    "diagnose loads captures a scan cannot serve (allocation records, GPU counter samples, NCCL sends and receives, "
+    "a rank of several busy devices, --range on several captures) whole",
     gantt::scan::WholePath::kDiagnose};
 
 // Summaries among the inputs: the captures beside them are summarised (one read as a stream, as
@@ -124,31 +124,48 @@ int run_diagnose(const DiagnoseOptions& o) {
   for (const std::string& f : o.files) (gpuhook::is_summary_file(f) ? summaries : captures).push_back(f);
   if (!summaries.empty()) return run_on_summaries(o, captures, summaries);
 
-  // One capture: every rule on a scan, in memory that does not grow with the events.
-  if (!o.load.in_memory && !any_filter(o.filter) && captures.size() == 1 && captures.front() != "-") {
+  // Every rule on a scan, in memory that does not grow with the events.
+  if (!o.load.in_memory && std::find(captures.begin(), captures.end(), "-") == captures.end()) {
+    const gantt::EventFilter filter = make_filter(o.filter);
     ga::DiagnoseScanOptions so;
     so.load = load_options(o.load);
     so.threads = o.threads;
+    if (any_filter(o.filter)) so.filter = &filter;
     std::string why_not;
-    std::optional<ga::ScannedDiagnosis> scanned = ga::diagnose_scan(captures.front(), so, &why_not);
+    std::optional<ga::ScannedDiagnosis> scanned;
+    try {
+      scanned = ga::diagnose_scan(captures, so, &why_not);
+    } catch (const gpuhook::CaptureError&) {
+      // the loader reports it, as for any capture
+    } catch (const std::invalid_argument& e) {  // the filter's error, as restrict_to_filter() says it
+      std::cerr << "gantt-cli: diagnose: " << e.what() << "\n";
+      return kExitError;
+    }
     if (scanned) {
       if (!scanned->unusable.empty()) {
         std::cerr << "gantt-cli: " << scanned->unusable << "\n";
         return kExitError;
       }
       for (const std::string& line : scanned->warnings) std::cerr << "gantt-cli: " << line << "\n";
+      if (any_filter(o.filter))
+        std::cerr << "gantt-cli: diagnose: " << scanned->selected_events << " of " << scanned->gpu_events
+                  << " GPU events (" << gantt::describe_filter(filter) << ")\n";
+      const std::string which = captures.size() == 1 ? captures.front() : "the captures";
       if (scanned->late_events != 0)
-        std::cerr << "gantt-cli: diagnose: " << captures.front() << ": " << scanned->late_events
+        std::cerr << "gantt-cli: diagnose: " << which << ": " << scanned->late_events
                   << " GPU activities came after later ones had been judged (kernels NCCL ran are joined to their calls "
                      "at the end of a scan): fragmentation does not count their overlap with other kernels "
                      "(--in-memory does)\n";
       if (!scanned->busy_exact)
-        std::cerr << "gantt-cli: diagnose: " << captures.front()
+        std::cerr << "gantt-cli: diagnose: " << which
                   << ": busy times are within a few activities' length of the exact figures (--in-memory computes them "
                      "exactly)\n";
       return report(scanned->report, o, scanned->corrupt);
     }
-    if (o.streamed) std::cerr << "gantt-cli: diagnose: cannot scan " << captures.front() << " (" << why_not << "): loading it whole\n";
+    if (o.streamed) {
+      if (captures.size() == 1) std::cerr << "gantt-cli: diagnose: cannot scan " << captures.front() << " (" << why_not << "): loading it whole\n";
+      else std::cerr << "gantt-cli: diagnose: cannot scan the captures (" << why_not << "): loading them whole\n";
+    }
   }
 
   LoadedJob job = load_captures(o.files, o.load, kWhyDiagnoseLoads);
@@ -177,9 +194,12 @@ void register_diagnose(CLI::App& app, int& exit_code) {
       "names a graph as the fix when a stream repeats one kernel sequence. Exit 1 when\n"
       "--fail-on is given and a finding is that severe or worse.\n"
       "\n"
-      "One capture is scanned, not loaded: every rule runs, in memory that does not grow with its\n"
-      "events. Several captures (the ranks of a job), the filter flags, and a capture with\n"
-      "allocation records, GPU counter samples or NCCL sends and receives load the captures whole.\n"
+      "Captures are scanned, not loaded: every rule runs, in memory that does not grow with their\n"
+      "events. Several captures are the ranks of one job: imbalance compares the ranks and names\n"
+      "the straggler from their collectives, on one clock; the filter flags count their window\n"
+      "from the job's start. Allocation records, GPU counter samples judged against kernels, NCCL\n"
+      "sends and receives, a rank busy on several devices and --range on several captures load\n"
+      "the captures whole.\n"
       "Summaries (gantt-cli stats CAPTURE --summary -o rank.gsum) are diagnosed too, merged:\n"
       "stream-serialisation, copy-overlap and imbalance run on their totals and find what they find\n"
       "on the captures; the report lists the other rules as not run, each with what it needs.\n"
@@ -202,12 +222,11 @@ void register_diagnose(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->get_option("--max-memory")
       ->description("the memory captures that are loaded may take, estimated from their chunk indexes (about 140 "
-                    "bytes a record), e.g. 16G: several captures, a capture with filters, or one a scan cannot "
-                    "serve are not loaded over it when it is given, nor over half the memory when it is not "
-                    "(one capture without filters is scanned, whatever its size)");
-  cmd->add_flag("--in-memory", o->load.in_memory, "load the captures whole whatever their size instead of scanning one");
+                    "bytes a record), e.g. 16G: captures a scan cannot serve are not loaded over it when it is "
+                    "given, nor over half the memory when it is not (the others are scanned, whatever their size)");
+  cmd->add_flag("--in-memory", o->load.in_memory, "load the captures whole whatever their size instead of scanning them");
   cmd->add_flag("--streamed", o->streamed,
-                "scan the capture (the default for one capture without filters); say on stderr why when it must be "
+                "scan the captures (the default); say on stderr why when they must be "
                 "loaded instead");
   cmd->add_option("-j,--threads", o->threads,
                   "threads that scan a capture's chunks side by side when it is not loaded whole (0 = the CPUs "

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # diagnose of one capture, scanned (the default: every rule, tools/gantt/src/analysis/
 # diagnose_scan.cpp) against the same capture loaded whole (--in-memory), in the same run, at
-# `events` and at a tenth of them: wall and CPU time, peak RSS (/usr/bin/time -v's maximum
-# resident set), and whether the two reports are the same bytes. Issue 43's goals: every rule
+# `events` and at a tenth of them, and of a job of 16 ranks on two hosts holding `events` in
+# all: wall and CPU time, peak RSS (/usr/bin/time -v's maximum resident set), and whether the
+# two reports are the same bytes. Issue 43's goals: every rule
 # <= 3 s and <= 500 MB at 10 M events, peak memory flat from 1 M to 10 M (0.83x-1.2x).
 # The scanned runs go first (`runs` times each, median), the loaded ones once after them: a
 # loaded run of 10 M events takes 2-3 GiB, and the runs after one were slower on this VM.
@@ -17,16 +18,18 @@ gen=$build/tests/bench/ranks/ranks_gen_job
 dir=$(mktemp -d /tmp/gpuhook-diagnose-bench.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 tenth=$((events / 10))
-mkdir "$dir/big" "$dir/tenth"
-"$gen" "$dir/big" 1 "$events" >&2 && "$gen" "$dir/tenth" 1 "$tenth" >&2
+mkdir "$dir/big" "$dir/tenth" "$dir/job"
+"$gen" "$dir/big" 1 "$events" >&2 && "$gen" "$dir/tenth" 1 "$tenth" >&2 && "$gen" "$dir/job" 16 $((events / 16)) >&2
 row() { echo "| $1 | $2 | $3 | $([[ $4 == 1 ]] && echo pass || echo miss) |"; }
 le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }' && echo 1 || echo 0; }
 human() { awk -v n="$1" 'BEGIN { if (n >= 1e6) printf "%g M", n / 1e6; else printf "%g k", n / 1e3 }'; }
-# timed KEY CAPTURE ARGS...: one diagnose run; appends "wall_s cpu_s peak_kib rc" to KEY.txt.
+# timed KEY CAPTURES ARGS...: one diagnose run; appends "wall_s cpu_s peak_kib rc" to KEY.txt.
+# CAPTURES is one word, split into the captures' paths (mktemp's, without spaces).
 timed() {
   local key=$1 cap=$2 rc=0
   shift 2
-  /usr/bin/time -v -o "$dir/time.txt" "$cli" diagnose "$cap" --format json "$@" > "$dir/$key.json" 2> "$dir/$key.err" || rc=$?
+  # shellcheck disable=SC2086  # the captures are words
+  /usr/bin/time -v -o "$dir/time.txt" "$cli" diagnose $cap --format json "$@" > "$dir/$key.json" 2> "$dir/$key.err" || rc=$?
   awk -v rc="$rc" -F': ' '
     /Elapsed \(wall clock\)/ { n = split($2, p, ":"); w = 0; for (i = 1; i <= n; ++i) w = w * 60 + p[i] }
     /User time/ { c += $2 } /System time/ { c += $2 } /Maximum resident set size/ { k = $2 }
@@ -41,6 +44,9 @@ for ((i = 0; i < runs; ++i)); do timed scan "$dir/big/rank00.gpuh" --streamed; d
 timed scan_tenth "$dir/tenth/rank00.gpuh" --streamed
 timed loaded "$dir/big/rank00.gpuh" --in-memory
 timed loaded_tenth "$dir/tenth/rank00.gpuh" --in-memory
+job=$(echo "$dir"/job/rank*.gpuh)
+timed job "$job" --streamed
+timed job_loaded "$job" --in-memory
 
 n=$(human "$events") n10=$(human "$tenth")
 wall=$(median scan 1) cpu=$(median scan 2) kib=$(sort -n -k3 "$dir/scan.txt" | tail -1 | awk '{ print $3 }')
@@ -62,3 +68,12 @@ row "diagnose (scanned): peak RSS at $n over $n10 events" "${ratio}x ($(mb "$kib
 same=1
 cmp -s "$dir/scan.json" "$dir/loaded.json" && cmp -s "$dir/scan_tenth.json" "$dir/loaded_tenth.json" || same=0
 row "diagnose: the scanned report equals --in-memory's, $n and $n10 events (JSON bytes)" "$([[ $same == 1 ]] && echo identical || echo DIFFER)" "identical" "$same"
+read -r jwall jcpu jkib jrc < "$dir/job.txt"
+read -r jlwall jlcpu jlkib jlrc < "$dir/job_loaded.txt"
+jscanned=$([[ $jrc == 0 ]] && ! grep -q "cannot scan" "$dir/job.err" && echo 1 || echo 0)
+jsame=$(cmp -s "$dir/job.json" "$dir/job_loaded.json" && echo 1 || echo 0)
+row "diagnose (every rule, scanned), 16 ranks on 2 hosts, $n events in all: wall, peak RSS" \
+  "$jwall s (cpu $jcpu s), $(mb "$jkib") MB; --in-memory $jlwall s (cpu $jlcpu s), $(mb "$jlkib") MB" "<= 500 MB" \
+  "$([[ $jscanned == 1 ]] && le "$(mb "$jkib")" 500 || echo 0)"
+row "diagnose of the 16 ranks: the scanned report equals --in-memory's (JSON bytes)" \
+  "$([[ $jsame == 1 ]] && echo identical || echo DIFFER)" "identical" "$jsame"

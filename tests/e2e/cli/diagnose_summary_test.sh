@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `diagnose` on summaries (.gsum) and on captures read as a stream: stream-serialisation,
+# `diagnose` on summaries (.gsum) and on captures scanned (one, or several as the ranks of a
+# job, with and without filters): stream-serialisation,
 # copy-overlap and imbalance give the findings they give on the captures loaded whole
 # (imbalance without its straggler line), the other rules are listed as not run with what they
 # need, exit codes agree, a version 1 summary is read and says what it lacks, damaged
@@ -113,4 +114,37 @@ for args in "" "--streamed" "--max-memory 1K" "--streamed -j 3"; do
 done
 errexit both-ways "give one" diagnose r1.gpuh --streamed --in-memory
 ok "one capture is scanned for every rule, and reports what it reports loaded whole"
+
+# Several captures are scanned as the ranks of one job, under any --max-memory: the report, the
+# exit code and stderr (the filter's "N of M GPU events") are those of the captures loaded
+# whole, the filter's window counted from the job's start: the three "ranks" start together,
+# r0 and two steps captures hours apart on clocks no collective aligns.
+"$make" steps steps.gpuh 1 1.0 > /dev/null || bad "make_capture steps"
+"$make" steps steps2.gpuh 2 1.0 > /dev/null || bad "make_capture steps"
+same_scan() {  # same_scan ARGS...: scanned (under --max-memory 1K) and loaded agree
+  "$cli" diagnose "$@" --format json --in-memory > whole.json 2> whole.err
+  local rc_w=$?
+  "$cli" diagnose "$@" --format json --max-memory 1K > scanned.json 2> scanned.err
+  local rc_s=$?
+  [[ $rc_w == "$rc_s" ]] || bad "diagnose $*: exit $rc_s scanned, $rc_w loaded: $(cat scanned.err)"
+  cmp -s whole.json scanned.json || bad "diagnose $* differs from --in-memory: $(diff whole.json scanned.json | head -5)"
+  cmp -s whole.err scanned.err || bad "diagnose $*: stderr differs from --in-memory: $(diff whole.err scanned.err)"
+}
+for filter in "" "--device 0" "--from 10ms --to 50ms" "--kernel reduce --to 80ms" "--stream 14 --from 5ms"; do
+  # shellcheck disable=SC2086  # the flags are words
+  same_scan r0.gpuh r1.gpuh r2.gpuh $filter
+  # shellcheck disable=SC2086
+  same_scan r2.gpuh r0.gpuh r0.gpuh $filter
+done
+for filter in "--from 1ms --to 3ms" "--device 0 --from 100us" "--kernel k --to 2ms"; do
+  # shellcheck disable=SC2086
+  same_scan r0.gpuh steps.gpuh steps2.gpuh $filter
+done
+same_scan "$fixtures/corrupt.gpuh" r0.gpuh  # the fixture is rank 0: r0, second, is rank 1
+same_scan r0.gpuh r1.gpuh --kernel '('
+"$cli" diagnose r0.gpuh r1.gpuh r2.gpuh --format json --max-memory 1K > scanned.json 2> /dev/null
+grep -q '"rule": "imbalance", "severity"' scanned.json || bad "the scanned ranks do not fire imbalance"
+# What the scan cannot serve is loaded, and so refused under 1K: --range on several captures.
+errexit range-several "records would take about" diagnose r0.gpuh r1.gpuh --range step --max-memory 1K
+ok "several captures are scanned, with and without filters, and report what they report loaded whole"
 exit $((fails > 0))

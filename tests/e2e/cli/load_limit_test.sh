@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Whole loads stay within memory: every subcommand that must load captures whole (the HTML
-# page, --view, export, a filter on several captures, diff's page, merge of a merged file,
-# whatif) estimates the load from the chunk indexes first, and over --max-memory says so in one
+# page, --view, export, a filter on several captures, diff's page, merge or diagnose of a merged
+# file, whatif) estimates the load from the chunk indexes first, and over --max-memory says so in one
 # line and exits 2
 # without writing anything; a larger --max-memory, or --in-memory where offered, loads anyway;
 # what reads a capture as a stream is not limited; info keeps the files' own lines.
@@ -29,7 +29,7 @@ whole=(
   "two.svg|render a.gpuh b.gpuh -o two.svg"
   "stacks.json|export a.gpuh b.gpuh -o stacks.json --format folded --device 0"
   "-|stats a.gpuh b.gpuh --by graph"
-  "-|diagnose a.gpuh --device 0"
+  "-|diagnose job_a.gpuh --device 0"
   "diff.html|diff a.gpuh b.gpuh -o diff.html"
   "merged.gpuh|merge job_a.gpuh b.gpuh -o merged.gpuh"
   "pinned.gpuh|whatif a.gpuh --change pin-copies -o pinned.gpuh"
@@ -115,7 +115,8 @@ done
 for args in "stats a.gpuh" "render a.gpuh -o streamed.svg" "render a.gpuh -o plain.svg --no-annotate" \
             "render a.gpuh -o flame.svg --view flame" "render a.gpuh b.gpuh -o flames.svg --view flame" \
             "diagnose a.gpuh" "diff a.gpuh b.gpuh" "export a.gpuh b.gpuh -o events.csv" \
-            "export a.gpuh b.gpuh -o window.json --device 0 --from 1ms" "stats a.gpuh b.gpuh --device 0"; do
+            "export a.gpuh b.gpuh -o window.json --device 0 --from 1ms" "stats a.gpuh b.gpuh --device 0" \
+            "diagnose a.gpuh --device 0" "diagnose a.gpuh b.gpuh" "diagnose a.gpuh b.gpuh --device 0 --from 1ms"; do
   # shellcheck disable=SC2086
   "$cli" $args --max-memory 1K > /dev/null 2> stderr.txt
   rc=$?

@@ -4,7 +4,7 @@
 #   run_ranks.sh SIM_LIB_DIR HOOK_LIB EXAMPLE RANKS_CHECK GANTT_CLI MODE
 # MODE: straggler (rank 2 slow: must be named) | twin (the fixed twin: balanced at any load) |
 #       hosts (ranks 1 and 3 pretend to be other hosts, clocks -/+5 ms: offsets recovered to
-#       20 us) | merge (merge the straggler job, check the merged file the same way)
+#       20 us; rank 2 slow: diagnose's scan names it on the aligned clock) | merge (merge the straggler job, check the merged file the same way)
 set -euo pipefail
 sim=$1 hook=$2 example=$3 check=$4 cli=$5 mode=$6
 dir=$(mktemp -d /tmp/gpuhook-ranks.XXXXXX)
@@ -18,6 +18,16 @@ steps=30
 # measured 240 us late). The straggler must stand out against that, as the noise-aware rule
 # demands: 2 ms of extra compute per step, a straggler worth naming on any machine.
 extra_us=2000
+# same_diagnosis ARGS...: diagnose scans the ranks (every rule, the straggler from their
+# collectives on the job's clock) and reports what it reports with them loaded whole.
+same_diagnosis() {
+  "$cli" diagnose "$@" --format json > "$dir/scanned.json" 2> "$dir/scanned.err" || true
+  "$cli" diagnose "$@" --format json --in-memory > "$dir/loaded.json" 2> "$dir/loaded.err" || true
+  if ! cmp -s "$dir/scanned.json" "$dir/loaded.json" || ! cmp -s "$dir/scanned.err" "$dir/loaded.err"; then
+    echo "FAIL: diagnose $* scanned differs from --in-memory"
+    diff "$dir/scanned.json" "$dir/loaded.json" | head -20; diff "$dir/scanned.err" "$dir/loaded.err"; exit 1
+  fi
+}
 case $mode in
   straggler|merge)
     LD_PRELOAD=$hook GPUHOOK_OUTPUT=$dir/rank%r.gpuh "$example" --ranks 4 --steps $steps --slow-rank 2 --extra-us $extra_us >/dev/null
@@ -61,6 +71,8 @@ PY
       "$cli" diagnose "${files[@]}" > "$dir/diagnose.txt" || true
       grep -q "rank 2 is busier" "$dir/diagnose.txt"
       grep -q "rank 2 arrived last" "$dir/diagnose.txt"
+      same_diagnosis "${files[@]}"
+      same_diagnosis "${files[@]}" --from 20ms --device 0
       # Each rank summarised on its own (the map step), the summaries diagnosed together: the
       # same imbalance finding, less the last-arriver line that needs every collective.
       for r in 0 1 2 3; do "$cli" stats "$dir/rank$r.gpuh" --summary -o "$dir/rank$r.gsum" 2>/dev/null; done
@@ -141,13 +153,21 @@ print(sum(1 for f in range(n) for t in range(n) if c["ring_model_bytes"][f * n +
       if [[ $r == 1 ]]; then env_extra=(GPUHOOK_TEST_HOST=hostb GPUHOOK_TEST_BOOT_ID=boot-b GPUHOOK_TEST_CLOCK_OFFSET_NS=5000000); fi
       if [[ $r == 3 ]]; then env_extra=(GPUHOOK_TEST_HOST=hostc GPUHOOK_TEST_BOOT_ID=boot-c GPUHOOK_TEST_CLOCK_OFFSET_NS=-5000000); fi
       env "${env_extra[@]}" RANK=$r LOCAL_RANK=$r WORLD_SIZE=4 ALLREDUCE_TRAIN_ID_FILE=$dir/nccl.id \
-        LD_PRELOAD=$hook GPUHOOK_OUTPUT=$dir/rank%r.gpuh "$example" --ranks 4 --steps $steps >/dev/null &
+        LD_PRELOAD=$hook GPUHOOK_OUTPUT=$dir/rank%r.gpuh "$example" --ranks 4 --steps $steps --slow-rank 2 \
+        --extra-us $extra_us >/dev/null &
       pids+=($!)
     done
     for p in "${pids[@]}"; do wait "$p"; done
     # Offsets map each capture onto rank 0's clock: minus the injected offset.
     "$check" --min-collectives $((steps - 2)) --tolerance-ns 20000 \
       --expect-offset 1:-5000000 --expect-offset 2:0 --expect-offset 3:5000000 "$dir"/rank{0,1,2,3}.gpuh
+    # Rank 1's clock reads 5 ms ahead: on the captures' own clocks it would arrive last at every
+    # collective. The scan puts the ranks on one clock from the collectives it read.
+    "$cli" diagnose "$dir"/rank{0,1,2,3}.gpuh > "$dir/diagnose.txt" || true
+    grep -q "rank 2 arrived last" "$dir/diagnose.txt" ||
+      { echo "FAIL: diagnose of the ranks on three hosts does not name rank 2"; cat "$dir/diagnose.txt"; exit 1; }
+    same_diagnosis "$dir"/rank{0,1,2,3}.gpuh
+    same_diagnosis "$dir"/rank{0,1,2,3}.gpuh --from 10ms --to 40ms
     ;;
   *) echo "unknown mode $mode" >&2; exit 2 ;;
 esac

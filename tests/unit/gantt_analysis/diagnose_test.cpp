@@ -33,7 +33,7 @@ bool fired(const ga::DiagnoseReport& r, const std::string& rule) {
 ga::DiagnoseReport scanned_report(Builder& b) {
   const gantt::Model m = b.done();
   std::string why;
-  const std::optional<ga::ScannedDiagnosis> scanned = ga::diagnose_scan(b.file.path, {}, &why);
+  const std::optional<ga::ScannedDiagnosis> scanned = ga::diagnose_scan({b.file.path}, {}, &why);
   EXPECT_TRUE(scanned) << why;
   if (!scanned) return {};
   EXPECT_EQ(scanned->late_events, 0u);
@@ -293,6 +293,6 @@ TEST(Diagnose, CounterSamplesAreJudgedOnTheScanUntilAThrottleStretchNeedsTheKern
   EXPECT_FALSE(fired(steady, "throttled"));
   capped.done();
   std::string why;
-  EXPECT_FALSE(ga::diagnose_scan(capped.file.path, {}, &why));
+  EXPECT_FALSE(ga::diagnose_scan({capped.file.path}, {}, &why));
   EXPECT_NE(why.find("throttle stretch"), std::string::npos) << why;
 }

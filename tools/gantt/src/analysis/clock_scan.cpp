@@ -25,6 +25,12 @@ class CollectiveEnds : public EventConsumer {
 
 }  // namespace
 
+void order_ends(std::vector<CollectiveEnd>& ends) {
+  std::sort(ends.begin(), ends.end(), [](const CollectiveEnd& a, const CollectiveEnd& b) {
+    return std::tie(a.comm_id, a.sequence, a.end_ns) < std::tie(b.comm_id, b.sequence, b.end_ns);
+  });
+}
+
 std::optional<RankClockInput> scan_clock_input(const std::string& path, const EventScanOptions& options,
                                                std::string* why_not) {
   EventScanOptions so = options;
@@ -49,11 +55,7 @@ std::optional<RankClockInput> scan_clock_input(const std::string& path, const Ev
   }
   RankClockInput input = std::move(inputs.front());
   for (const auto& sh : shares) input.ends.insert(input.ends.end(), sh->ends.begin(), sh->ends.end());
-  // The shares end in their own order; alignment keys the ends by collective, so sort them
-  // only to make the input the same from run to run.
-  std::sort(input.ends.begin(), input.ends.end(), [](const CollectiveEnd& a, const CollectiveEnd& b) {
-    return std::tie(a.comm_id, a.sequence, a.end_ns) < std::tie(b.comm_id, b.sequence, b.end_ns);
-  });
+  order_ends(input.ends);
   return input;
 }
 

@@ -211,13 +211,7 @@ namespace {
 void rule_imbalance(const Model& m, const DiagnoseWork& w, DiagnoseReport& r) {
   if (m.captures.size() > 1) {
     // Matched only when the rule fires: it walks every collective of every rank.
-    const auto straggler = [&m]() -> std::string {
-      const StragglerReport s = find_straggler(match_collectives(collective_calls(m)));
-      if (s.straggler < 0) return {};
-      return "rank " + std::to_string(s.straggler) + " arrived last at " + pct(100 * s.straggler_last_fraction) + " of " +
-             std::to_string(s.collectives) + " collectives, costing the others " + usn(s.straggler_wait_caused_ns) +
-             " of waiting";
-    };
+    const auto straggler = [&m] { return straggler_text(find_straggler(match_collectives(collective_calls(m)))); };
     detail::rule_imbalance("rank", busy_imbalance(rank_busy_intervals(m)), straggler, r);
   } else {
     rule_device_imbalance(w, r);
@@ -227,6 +221,13 @@ void rule_imbalance(const Model& m, const DiagnoseWork& w, DiagnoseReport& r) {
 }  // namespace
 
 namespace detail {
+
+std::string straggler_text(const StragglerReport& s) {
+  if (s.straggler < 0) return {};
+  return "rank " + std::to_string(s.straggler) + " arrived last at " + pct(100 * s.straggler_last_fraction) + " of " +
+         std::to_string(s.collectives) + " collectives, costing the others " + usn(s.straggler_wait_caused_ns) +
+         " of waiting";
+}
 
 void rule_device_imbalance(const DiagnoseWork& w, DiagnoseReport& r) {
   if (w.devices().size() < 2) {

@@ -45,6 +45,8 @@ void rule_copy_overlap(const std::vector<CopyFigures>& devices, DiagnoseReport& 
 // on which rank arrived last at the collectives, asked only when the rule fires.
 void rule_imbalance(const std::string& unit, const ImbalanceReport& report,
                     const std::function<std::string()>& straggler, DiagnoseReport& r);
+// That evidence line for a straggler report: "" when it names no rank.
+std::string straggler_text(const StragglerReport& report);
 inline constexpr const char* kImbalanceAlone = "one device in one capture: nothing to compare";
 
 // What dominated a memory peak (diagnose_memory_rules.cpp).

@@ -1,20 +1,26 @@
-// diagnose of one capture scanned (diagnose.h diagnose_scan): each share's events and calls
-// feed a DiagnoseWork of its own, absorbed in file order, and the rules of GPU work read it as
-// they read a loaded model's (diagnose_work.h). The rules of records read a model of only the
-// records kept whole: the GPU counter samples (NVML's few a second). pipeline-bubble and
-// slow-link read only NCCL's point-to-point calls (pipeline.cpp, p2p.cpp), so a capture of
-// collectives gives them none, and its calls are not kept: they number one per collective,
-// growing with the capture. Where those rules would judge records against the kernels
-// (allocations, sends and receives, a throttle stretch, PM sampling's SM active), the scan says
-// so and the caller loads the capture.
+// diagnose of captures scanned (diagnose.h diagnose_scan): each share's events and calls
+// feed a DiagnoseWork of its own, absorbed in file order, capture after capture, and the rules
+// of GPU work read it as they read a loaded model's (diagnose_work.h). The rules of records
+// read a model of only the records kept whole: the GPU counter samples (NVML's few a second).
+// pipeline-bubble and slow-link read only NCCL's point-to-point calls (pipeline.cpp, p2p.cpp),
+// so a capture of collectives gives them none, and its calls are not kept. Where those rules
+// would judge records against the kernels (allocations, sends and receives, a throttle stretch,
+// PM sampling's SM active), the scan says so and the caller loads the captures. Several
+// captures are the ranks of one job: imbalance compares their busy time, and names the
+// straggler from their collectives' kernels, which are kept (one per collective and rank).
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include <gpuhook/nccl_types.h>
+
+#include "gantt/analysis/clock_scan.h"
 #include "gantt/analysis/diagnose.h"
 #include "gantt/analysis/event_scan.h"
 #include "gantt/analysis/stats.h"
 #include "gantt/model/model_builder.h"
+#include "gantt/ranks/collectives.h"
 #include "diagnose_work.h"
 
 namespace gantt::analysis {
@@ -23,7 +29,7 @@ namespace {
 namespace v1 = gpuhook::v1;
 using namespace detail;
 
-// Counter samples kept for the rules of records; past them, the capture is loaded.
+// Counter samples kept for the rules of records; past them, the captures are loaded.
 constexpr size_t kMaxSamples = size_t{1} << 21;  // 32 bytes each
 
 struct Sample {
@@ -34,15 +40,55 @@ struct Sample {
   bool has_time;
 };
 
+// The strings of a job's captures under one set of ids: a capture's ids follow the earlier
+// captures' (0, the empty string in every file, stays 0), so names of two files never share an
+// id, and the first capture's are its own. Each capture's strings are kept once its scan ends.
+class JobStrings {
+ public:
+  // What capture ids of the capture being scanned are moved by.
+  uint32_t offset() const { return next_; }
+  // False when the ids would pass 32 bits.
+  bool end_capture(const std::vector<std::string>& strings) {
+    if (strings.size() > UINT32_MAX - next_) return false;
+    tables_.push_back({next_, strings});
+    next_ += static_cast<uint32_t>(strings.size());
+    return true;
+  }
+  std::string get(uint32_t id) const {
+    const auto after = std::upper_bound(tables_.begin(), tables_.end(), id,
+                                        [](uint32_t v, const Table& t) { return v < t.first_id; });
+    if (id == 0 || after == tables_.begin()) return {};
+    const Table& t = *(after - 1);
+    return id - t.first_id < t.strings.size() ? t.strings[id - t.first_id] : std::string();
+  }
+
+ private:
+  struct Table {
+    uint32_t first_id;
+    std::vector<std::string> strings;
+  };
+  std::vector<Table> tables_;
+  uint32_t next_ = 0;
+};
+
 class DiagnoseShare final : public EventConsumer {
  public:
-  explicit DiagnoseShare(const Model& context) : work(context) {}
+  // `context`: the job's captures; this share reads capture `capture`, whose string ids become
+  // the job's by adding `name_offset`. `collectives`: keep its collectives' kernels (several ranks).
+  DiagnoseShare(const Model& context, uint16_t capture, uint32_t name_offset, bool collectives)
+      : work(context),
+        capture_(capture),
+        global_rank_(global_rank(context, capture)),
+        name_offset_(name_offset),
+        collectives_(collectives) {}
 
   void event(const ScannedEvent& e, const gpuhook::CaptureReader& reader) override {
+    if (collectives_ && e.kind == EventKind::kNccl && e.nccl != nullptr && gpuhook::nccl_op_is_collective(e.nccl->op))
+      keep_collective(e);
     // stats.h is_gpu_work: a synchronisation and a host function are no GPU work.
     if (e.kind == EventKind::kSync || e.kind == EventKind::kHostFunc || e.start_ns == 0 || e.end_ns <= e.start_ns) return;
-    WorkEvent x{e.kind, 0, e.device, e.stream, e.priority, e.name_id != 0 ? e.name_id : e.launch_name_id, e.start_ns,
-                e.end_ns, e.queued_ns, e.bytes, e.grid, e.block, static_cast<uint16_t>(e.registers_per_thread),
+    WorkEvent x{e.kind, capture_, e.device, e.stream, e.priority, job_id(e.name_id != 0 ? e.name_id : e.launch_name_id),
+                e.start_ns, e.end_ns, e.queued_ns, e.bytes, e.grid, e.block, static_cast<uint16_t>(e.registers_per_thread),
                 e.shared_memory_bytes, e.graph_id != 0, false};
     if (e.kind == EventKind::kMemcpy)
       x.host_waits = copy_host_wait(e.launched && async_copy_call(reader.string(e.launch_name_id)), e.copy_kind,
@@ -60,7 +106,7 @@ class DiagnoseShare final : public EventConsumer {
     if (a.start_ns <= 0 || a.end_ns <= a.start_ns) return;
     reader_ = &reader;
     if (!is_sync(a.name_id, reader)) return;
-    work.add_sync({static_cast<uint64_t>(a.start_ns), static_cast<uint64_t>(a.end_ns), 0, a.name_id});
+    work.add_sync({static_cast<uint64_t>(a.start_ns), static_cast<uint64_t>(a.end_ns), capture_, job_id(a.name_id)});
   }
 
   void record(const v1::Record& r, const gpuhook::CaptureReader&) override {
@@ -92,9 +138,20 @@ class DiagnoseShare final : public EventConsumer {
 
   DiagnoseWork work;
   std::vector<Sample> samples;
+  std::vector<RankCollectiveCall> collectives;  // on the capture's own clock
   std::string needs_load;
 
  private:
+  uint32_t job_id(uint32_t id) const { return id == 0 ? 0 : id + name_offset_; }
+  void keep_collective(const ScannedEvent& e) {
+    if (collectives.size() >= kMaxScannedCollectives) {
+      needs_load = "more collectives than a scan keeps for the straggler";
+      return;
+    }
+    const ScannedNccl& n = *e.nccl;
+    collectives.push_back({capture_, n.rank, global_rank_, n.op, n.comm_id, n.sequence, n.count, n.datatype, n.nranks,
+                           e.start_ns, e.end_ns});
+  }
   // A capture has a few call names and millions of calls: each name is judged once.
   bool is_sync(uint32_t name_id, const gpuhook::CaptureReader& reader) {
     if (name_id >= kCachedNames) return is_sync_call(reader.string(name_id));
@@ -105,61 +162,176 @@ class DiagnoseShare final : public EventConsumer {
   static constexpr uint32_t kCachedNames = 1u << 20;
   std::vector<uint8_t> sync_name_;  // by name id: 0 not judged yet, 1 no, 2 a synchronize call
   const gpuhook::CaptureReader* reader_ = nullptr;
+  uint16_t capture_ = 0;
+  int32_t global_rank_ = 0;
+  uint32_t name_offset_ = 0;
+  bool collectives_ = false;
 };
+
+// Each rank's busy time as rank_busy_intervals() has it loaded: the union of its GPU work
+// without NCCL's kernels, here its one busy device's (DeviceWork::balance). Nothing, with
+// *why_not, for a rank whose work spans several devices or a rank two captures share: the
+// union would need their intervals.
+std::optional<std::vector<RankBusy>> rank_busy(const DiagnoseWork& w, const Model& context, std::string* why_not) {
+  std::vector<RankBusy> ranks(context.captures.size());
+  std::vector<bool> busy(ranks.size(), false);
+  for (size_t c = 0; c < ranks.size(); ++c) ranks[c].global_rank = global_rank(context, static_cast<uint16_t>(c));
+  for (const auto& d : w.devices()) {
+    if (d->balance_totals.busy_ns == 0 || d->capture >= ranks.size()) continue;
+    if (busy[d->capture]) {
+      *why_not = context.captures[d->capture].path + ": GPU work on several devices (a rank's busy time is their union)";
+      return std::nullopt;
+    }
+    busy[d->capture] = true;
+    ranks[d->capture].busy_ns = d->balance_totals.busy_ns;
+    ranks[d->capture].span_ns = d->balance_totals.last_ns - d->balance_totals.first_ns;
+  }
+  for (size_t c = 1; c < ranks.size(); ++c)
+    for (size_t o = 0; o < c; ++o)
+      if (ranks[o].global_rank == ranks[c].global_rank) {
+        *why_not = "two captures of rank " + std::to_string(ranks[c].global_rank) + " (its busy time is their union)";
+        return std::nullopt;
+      }
+  return ranks;
+}
+
+// The straggler line of imbalance, as rule_imbalance(const Model&) finds it: the ranks'
+// collectives matched on the job's clock.
+std::string straggler_line(std::vector<RankCollectiveCall> calls, const std::vector<int64_t>& offsets) {
+  for (RankCollectiveCall& call : calls) {
+    call.kernel_start_ns = shifted(call.kernel_start_ns, offsets[call.capture]);
+    call.kernel_end_ns = shifted(call.kernel_end_ns, offsets[call.capture]);
+  }
+  return straggler_text(find_straggler(match_collectives(calls)));
+}
 
 }  // namespace
 
-std::optional<ScannedDiagnosis> diagnose_scan(const std::string& path, const DiagnoseScanOptions& options,
+std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& paths, const DiagnoseScanOptions& options,
                                               std::string* why_not) {
-  EventScanOptions so;
-  so.load = options.load;
-  so.threads = options.threads;
-  so.join_nccl = true;
-  EventScanner scanner(path, so);
   const auto refuse = [why_not](const std::string& why) -> std::optional<ScannedDiagnosis> {
     if (why_not) *why_not = why;
     return std::nullopt;
   };
-  if (!scanner.refused().empty()) return refuse(scanner.refused());
-  const Model& context = scanner.context();
+  if (paths.empty()) return refuse("no capture");
+  if (paths.size() > UINT16_MAX) return refuse("more than 65535 captures");
+  // --range names an occurrence in one capture's NVTX ranges; loaded, the job's ranges are
+  // numbered across its captures.
+  if (options.filter && paths.size() > 1 && !options.filter->range.empty()) return refuse("--range on several captures");
+  EventScanOptions so;
+  so.load = options.load;
+  so.threads = options.threads;
+  so.join_nccl = true;
+  std::vector<std::unique_ptr<EventScanner>> scanners;
+  Model context;  // the job's captures, as a load of them has them: headers, devices, threads
+  for (size_t c = 0; c < paths.size(); ++c) {
+    scanners.push_back(std::make_unique<EventScanner>(paths[c], so));
+    if (!scanners.back()->refused().empty()) return refuse(about_capture(paths, c, scanners.back()->refused()));
+    context.captures.push_back(scanners.back()->context().captures.front());
+  }
   ScannedDiagnosis out;
   out.unusable = unusable_capture(context);
   if (!out.unusable.empty()) return out;
-  std::vector<std::unique_ptr<DiagnoseShare>> shares;
-  std::vector<EventConsumer*> consumers;
-  for (size_t i = 0; i < scanner.shares(); ++i) {
-    shares.push_back(std::make_unique<DiagnoseShare>(context));
-    consumers.push_back(shares.back().get());
+  // The window counts from the job's start, as loaded: with a filter the clocks are put
+  // together first, and each capture selects by the job's first and last times as its clock
+  // reads them. Without one, the offsets come from the collectives the scans keep.
+  std::optional<JobClock> clock;
+  if (options.filter) {
+    std::vector<const EventScanner*> contexts;
+    for (const auto& scanner : scanners) contexts.push_back(scanner.get());
+    clock = job_clock(paths, contexts, so, why_not);
+    if (!clock) return std::nullopt;
+    for (size_t c = 0; c < paths.size(); ++c) {
+      const auto [first, last] = clock->local_span(c);
+      std::string why;
+      if (!scanners[c]->select(*options.filter, first, last, &why)) return refuse(about_capture(paths, c, why));
+    }
   }
-  std::string why;
-  if (!scanner.run(consumers, &why)) {
+
+  const bool ranks = paths.size() > 1;
+  std::optional<DiagnoseWork> work;
+  JobStrings strings;
+  std::vector<std::vector<Sample>> samples(paths.size());
+  std::vector<RankCollectiveCall> collectives;  // the job's, capture after capture
+  size_t kept_samples = 0;
+  std::vector<RankClockInput> clocks;
+  for (size_t c = 0; c < paths.size(); ++c) {
+    EventScanner& scanner = *scanners[c];
+    std::vector<std::unique_ptr<DiagnoseShare>> shares;
+    std::vector<EventConsumer*> consumers;
+    for (size_t i = 0; i < scanner.shares(); ++i) {
+      shares.push_back(std::make_unique<DiagnoseShare>(context, static_cast<uint16_t>(c), strings.offset(), ranks));
+      consumers.push_back(shares.back().get());
+    }
+    std::string why;
+    if (!scanner.run(consumers, &why)) {
+      for (const auto& sh : shares)
+        if (!sh->needs_load.empty()) return refuse(about_capture(paths, c, sh->needs_load));
+      return refuse(about_capture(paths, c, why));
+    }
+    for (const std::string& line : scanner.warnings()) out.warnings.push_back(line);
+    out.corrupt = out.corrupt || scanner.corrupt();
+    out.gpu_events += scanner.events_read();
+    out.selected_events += scanner.events_selected();
+    const gpuhook::CaptureReader* reader = nullptr;
     for (const auto& sh : shares)
-      if (!sh->needs_load.empty()) return refuse(sh->needs_load);
-    return refuse(why);
+      if (!reader) reader = sh->reader();
+    if (!strings.end_capture(reader ? reader->strings() : std::vector<std::string>{}))
+      return refuse(about_capture(paths, c, "more names than a job's 32-bit ids hold"));
+    const size_t first_collective = collectives.size();
+    for (auto& sh : shares) {
+      kept_samples += sh->samples.size();
+      samples[c].insert(samples[c].end(), sh->samples.begin(), sh->samples.end());
+      collectives.insert(collectives.end(), sh->collectives.begin(), sh->collectives.end());
+      sh->samples = {};
+      sh->collectives = {};
+    }
+    if (kept_samples > kMaxSamples) return refuse("more GPU counter samples than a scan keeps");
+    if (collectives.size() > kMaxScannedCollectives) return refuse("more collectives than a scan keeps for the straggler");
+    if (ranks && !clock) {
+      RankClockInput input = rank_clock_inputs(scanner.context()).front();
+      for (size_t k = first_collective; k < collectives.size(); ++k)
+        if (collectives[k].kernel_end_ns != 0)
+          input.ends.push_back({collectives[k].comm_id, collectives[k].sequence, collectives[k].kernel_end_ns});
+      order_ends(input.ends);
+      clocks.push_back(std::move(input));
+    }
+    DiagnoseWork& first = shares.front()->work;
+    for (size_t i = 1; i < shares.size(); ++i) first.absorb(std::move(shares[i]->work));
+    if (!work) work.emplace(std::move(first));
+    else work->absorb(std::move(first));
+    scanners[c].reset();  // its readers and context are let go; the job keeps what the rules read
   }
-  out.warnings = scanner.warnings();
-  out.corrupt = scanner.corrupt();
-  DiagnoseWork& work = shares.front()->work;
-  for (size_t i = 1; i < shares.size(); ++i) work.absorb(std::move(shares[i]->work));
-  work.complete();
-  out.late_events = work.late();
-  out.busy_exact = work.busy_exact();
-  const gpuhook::CaptureReader* reader = nullptr;
-  for (const auto& sh : shares)
-    if (!reader) reader = sh->reader();
-  const WorkNames names{[reader](uint32_t id) { return reader ? std::string(reader->string(id)) : std::string(); },
-                        [reader](uint32_t id) { return reader ? demangle(reader->string(id)) : std::string(); }};
-  rules_on_work(work, names, out.report, nullptr);
+  work->complete();
+  out.late_events = work->late();
+  out.busy_exact = work->busy_exact();
+  const WorkNames names{[&strings](uint32_t id) { return strings.get(id); },
+                        [&strings](uint32_t id) { return demangle(strings.get(id)); }};
+  std::function<void(DiagnoseReport&)> imbalance;
+  if (ranks) {
+    std::string why;
+    const std::optional<std::vector<RankBusy>> busy = rank_busy(*work, context, &why);
+    if (!busy) return refuse(why);
+    std::vector<int64_t> offsets = clock ? clock->offsets : std::vector<int64_t>(paths.size(), 0);
+    if (!clock) {
+      const RankAlignment alignment = align_ranks(clocks);
+      for (size_t c = 0; c < paths.size() && c < alignment.captures.size(); ++c) offsets[c] = alignment.captures[c].offset_ns;
+    }
+    imbalance = [&, busy = *busy, offsets](DiagnoseReport& r) {
+      rule_imbalance("rank", busy_imbalance(busy), [&] { return straggler_line(collectives, offsets); }, r);
+    };
+  }
+  rules_on_work(*work, names, out.report, imbalance);
   // The rules of records on a model of the records alone: without allocations or
-  // point-to-point calls (those were loaded) they find what they find on the capture.
+  // point-to-point calls (those were loaded) they find what they find on the captures.
   Model records;
   {
     ModelBuilder builder(records);
-    builder.begin_capture(path);
     v1::Record r;
     v1::MetricSample* x = r.mutable_metric_sample();
-    for (const auto& sh : shares) {
-      for (const Sample& s : sh->samples) {
+    for (size_t c = 0; c < paths.size(); ++c) {
+      builder.begin_capture(paths[c]);
+      for (const Sample& s : samples[c]) {
         if (s.has_time) x->set_time_ns(s.time_ns);
         else x->clear_time_ns();
         x->set_value(s.value);
@@ -167,8 +339,8 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::string& path, const Dia
         x->set_metric(static_cast<v1::GpuMetric>(s.metric));
         builder.add(r);
       }
+      builder.end_capture({});
     }
-    builder.end_capture({});
   }
   if (throttled_judges_kernels(records)) return refuse("a throttle stretch in the GPU counter samples (throttled judges the kernels that ran in it)");
   if (stalled_judges_kernels(records)) return refuse("PM sampling's SM-active samples (stalled judges the kernels that ran during them)");

@@ -44,6 +44,7 @@ struct EventScanner::Share {
   std::vector<v1::Record> nccl_calls;  // calls the settler left to the final join
   NcclKernelFilter nccl;
   NameFlags kernel_names, call_names;  // EventScanOptions::select: the names --kernel matches
+  uint64_t events = 0, selected = 0;   // GPU events read, and handed on
   std::string needs_model;
   std::exception_ptr error;
   gpuhook::Integrity integrity;
@@ -208,6 +209,18 @@ bool EventScanner::select(const EventFilter& filter, uint64_t first_ns, uint64_t
   return true;
 }
 
+uint64_t EventScanner::events_read() const {
+  uint64_t n = 0;
+  for (const auto& sh : shares_) n += sh->events;
+  return n;
+}
+
+uint64_t EventScanner::events_selected() const {
+  uint64_t n = 0;
+  for (const auto& sh : shares_) n += sh->selected;
+  return n;
+}
+
 int32_t EventScanner::stream_priority(uint32_t stream) const {
   const auto at = std::lower_bound(stream_priority_.begin(), stream_priority_.end(), std::make_pair(stream, INT32_MIN));
   return at != stream_priority_.end() && at->first == stream ? at->second : 0;
@@ -217,6 +230,7 @@ namespace {
 
 // An event to its share's consumer, if the selection keeps it.
 void hand_on(EventScanner::Share& sh, const ScannedEvent& e, const gpuhook::CaptureReader& reader, const ScanSelector* select) {
+  ++sh.events;
   if (select) {
     const uint64_t begin = e.start_ns ? e.start_ns : e.queued_ns ? e.queued_ns : e.launch_ns;
     const EventKind kind = e.kind == EventKind::kNccl ? EventKind::kKernel : e.kind;
@@ -224,6 +238,7 @@ void hand_on(EventScanner::Share& sh, const ScannedEvent& e, const gpuhook::Capt
         !select->named(sh.kernel_names, kind, e.name_id, reader))
       return;
   }
+  ++sh.selected;
   sh.consumer->event(e, reader);
 }
 
@@ -238,7 +253,8 @@ void deliver(EventScanner::Share& sh, ScannedEvent& e, const gpuhook::CaptureRea
   switch (sh.settle.kernel(e.correlation_id, true, &call, &external)) {
     case NcclSettler::Verdict::kCall: {
       const auto& n = call.nccl();
-      const ScannedNccl info{static_cast<uint8_t>(n.op()), n.comm_id(), n.sequence(), n.bytes(), n.root_or_peer()};
+      const ScannedNccl info{static_cast<uint8_t>(n.op()), n.comm_id(), n.sequence(), n.bytes(), n.root_or_peer(),
+                             n.rank(), n.nranks(), n.datatype(), n.count()};
       e.kind = EventKind::kNccl;
       e.bytes = info.bytes;
       e.nccl = &info;
@@ -385,7 +401,8 @@ std::vector<ScannedNccl> join_held(const std::string& path, std::vector<std::uni
     const uint32_t ev = mini.nccl.event[n];
     if (ev == kNone || ev >= calls.size()) continue;
     calls[ev] = {static_cast<uint8_t>(mini.nccl.op[n]), mini.nccl.comm_id[n], mini.nccl.sequence[n], mini.nccl.bytes[n],
-                 mini.nccl.root_or_peer[n]};
+                 mini.nccl.root_or_peer[n], mini.nccl.rank[n], mini.nccl.nranks[n], mini.nccl.datatype[n],
+                 mini.nccl.count[n]};
   }
   size_t i = 0;
   for (auto& sh : shares)

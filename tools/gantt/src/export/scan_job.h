@@ -24,12 +24,8 @@ struct ScanJob {
   uint64_t first_ns = 0;         // the job's first time on that clock: Model::first_ns() loaded
 };
 
+using analysis::about_capture;
 using analysis::shifted;
-
-// `why` said of capture `c` of the job: named by its path where the job has several.
-inline std::string about_capture(const std::vector<std::string>& paths, size_t c, const std::string& why) {
-  return paths.size() > 1 ? paths[c] + ": " + why : why;
-}
 
 // A capture's shares once its scan has ended, and what its scanner says of it noted in
 // `result`; the scanner is then let go. `kept` gathers the shares whose spools go to the output

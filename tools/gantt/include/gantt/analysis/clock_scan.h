@@ -14,11 +14,20 @@
 
 namespace gantt::analysis {
 
+// A scan's collective ends in one order (the shares end in their own; alignment keys the ends by
+// collective, so they are sorted only to make the input the same from run to run).
+void order_ends(std::vector<CollectiveEnd>& ends);
+
 // The capture's RankClockInput, the same as rank_clock_inputs() of the loaded capture gives
 // (ends in the order of the collectives' calls). nullopt with *why_not when a scan cannot
 // serve the capture (a merged file, records it cannot join): load it instead.
 std::optional<RankClockInput> scan_clock_input(const std::string& path, const EventScanOptions& options,
                                                std::string* why_not);
+
+// `why` said of capture `c` of a job: named by its path where the job has several.
+inline std::string about_capture(const std::vector<std::string>& paths, size_t c, const std::string& why) {
+  return paths.size() > 1 ? paths[c] + ": " + why : why;
+}
 
 // A known time moved by `offset` (0 stays unknown, as apply_rank_alignment() leaves it).
 inline uint64_t shifted(uint64_t t, int64_t offset) { return t == 0 ? 0 : t + static_cast<uint64_t>(offset); }

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "gantt/analysis/stats.h"
+#include "gantt/model/filter.h"
 #include "gantt/model/model.h"
 
 namespace gantt::analysis {
@@ -55,19 +56,29 @@ struct DiagnoseReport {
 
 DiagnoseReport diagnose(const Model& model);
 
-// One capture scanned, not loaded: every rule, with the rules of GPU work fed the events share
+// Captures scanned, not loaded: every rule, with the rules of GPU work fed the events share
 // by share, in memory that grows with devices, streams, threads and kernel names and shapes,
-// not with the events (diagnose_work.h says what each keeps and bounds). Nothing, with
-// *why_not, when the capture must be loaded: a merged file, or allocation records, GPU counter
-// samples or NCCL sends and receives, which the rules judge against every kernel.
+// not with the events (diagnose_work.h says what each keeps and bounds). Several captures are
+// the ranks of one job, as diagnose(const Model&) reads them loaded together: imbalance
+// compares the ranks, and names the straggler from their collectives put on one clock (kept
+// one per collective and rank, up to kMaxScannedCollectives). Nothing, with *why_not ("PATH:
+// why" among several), when the captures must be loaded: a merged file, allocation records,
+// GPU counter samples or NCCL sends and receives, which the rules judge against every kernel,
+// a rank of several busy devices or two captures of one rank (imbalance takes the union of
+// their work), --range on several captures.
+inline constexpr size_t kMaxScannedCollectives = size_t{1} << 21;
 struct DiagnoseScanOptions {
   LoadOptions load;
   unsigned threads = 0;  // 0: default_scan_threads()
+  // select_events()' filters, applied by the scans as restricted() applies them to a loaded
+  // model: the GPU events left out are not judged, the host's calls and the counter samples
+  // are. On several captures the window counts from the job's start, on the job's clock.
+  const EventFilter* filter = nullptr;
 };
 struct ScannedDiagnosis {
   std::string unusable;  // stats.h unusable_capture(): no report then
   DiagnoseReport report;
-  std::vector<std::string> warnings;  // what load_captures() would print for the capture
+  std::vector<std::string> warnings;  // what load_captures() would print for the captures
   bool corrupt = false;
   // GPU work handed on after later work had been judged (the NCCL kernels a scan joins to their
   // calls at its end, or work held back past the window that puts a device's in start order):
@@ -76,8 +87,12 @@ struct ScannedDiagnosis {
   // False when the shares' busy time overlapped (BusyTracker::exact): busy figures close to,
   // not equal to, the loaded ones.
   bool busy_exact = true;
+  // With a filter: the GPU events of the captures, and those it selected.
+  uint64_t gpu_events = 0, selected_events = 0;
 };
-std::optional<ScannedDiagnosis> diagnose_scan(const std::string& path, const DiagnoseScanOptions& options,
+// Throws gpuhook::CaptureError as load() does, std::invalid_argument for a filter
+// select_events() would refuse.
+std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& paths, const DiagnoseScanOptions& options,
                                               std::string* why_not);
 // From a stats summary (summary.h; one capture's, or several merged): stream-serialisation
 // (from the stream groups), copy-overlap and imbalance run on its aggregates and find what they find on the captures (imbalance without

@@ -31,6 +31,9 @@ struct ScannedNccl {
   uint8_t op = 0;  // v1::NcclOp
   uint64_t comm_id = 0, sequence = 0, bytes = 0;
   int32_t root_or_peer = 0;
+  // What matching a collective across ranks reads (ranks/collectives.h RankCollectiveCall).
+  int32_t rank = 0, nranks = 0, datatype = 0;
+  uint64_t count = 0;
 };
 
 // One GPU operation as the loaded model has it (EventTable), with its launch call.
@@ -127,6 +130,10 @@ class EventScanner {
   // Scans the shares, share i into *consumers[i] (shares() of them). False with *why_not when the
   // capture turned out to need loading (a record a scan cannot join) or a consumer stopped.
   bool run(const std::vector<EventConsumer*>& consumers, std::string* why_not);
+  // After run(): the GPU events read (the loaded EventTable's rows) and those the selection
+  // handed on, as restrict_to_filter() counts them.
+  uint64_t events_read() const;
+  uint64_t events_selected() const;
   // After run(): what load_captures() would print, and whether the file was damaged.
   const std::vector<std::string>& warnings() const { return warnings_; }
   bool corrupt() const { return corrupt_; }
