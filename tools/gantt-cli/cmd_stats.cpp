@@ -121,7 +121,7 @@ void print_selection(const StatsOptions& o, const ga::StreamedJob& job) {
 
 // Why stats loads the captures it does not stream, for load_captures()' refusal.
 const WholeLoad kWhyStatsLoads{
-    "stats loads captures whole for --range on several captures, standard input or a capture a stream cannot read "
+    "stats loads captures whole for standard input or a capture a stream cannot read "
     "(without them, the tables are read as a stream)",
     gantt::scan::WholePath::kStats};
 

@@ -65,7 +65,8 @@ echo "ok   filtered stats and exports scanned equal them loaded"
 # A filter on several captures counts its window from the job's start, as loaded: three
 # captures that start hours apart (none aligned by a collective) and, with GEN_JOB, ten ranks on
 # two hosts whose clocks differ by milliseconds. Scanned (--max-memory 1), the loaded tables and
-# stderr line; --range on several captures is loaded (refused under the limit).
+# stderr line. --range NAME@N numbers the occurrences across the captures, as loaded: the two
+# steps captures hold 20 "step" ranges each, so step@25 is one of the second's.
 "$make" steps steps.gpuh 1 1.0 > /dev/null || exit 2
 sets=("synth.gpuh steps.gpuh nvtx.gpuh")
 if [[ -n ${GEN_JOB:-} && -x ${GEN_JOB:-} ]]; then
@@ -84,9 +85,18 @@ for set in "${sets[@]}"; do
     done
   done
 done
-# shellcheck disable=SC2086
-"$cli" stats ${sets[0]} --range step --max-memory 1 > /dev/null 2> range.err
-[[ $? == 2 ]] && grep -q "Not loaded" range.err || bad "stats --range on several captures was not loaded: $(head -2 range.err)"
+"$make" steps steps2.gpuh 2 1.0 > /dev/null || exit 2
+for f in "--range step@2" "--range step@25" "--range step@30 --from 10us --to 2ms" "--range step@41" "--range nothing"; do
+  # shellcheck disable=SC2086
+  "$cli" stats synth.gpuh steps.gpuh steps2.gpuh $f --format json --max-memory 1 > scan.txt 2> scan.err
+  rc_s=$?
+  # shellcheck disable=SC2086
+  "$cli" stats synth.gpuh steps.gpuh steps2.gpuh $f --format json --in-memory > load.txt 2> load.err
+  rc_l=$?
+  [[ $rc_s == "$rc_l" ]] || bad "stats of several captures $f: exit $rc_s scanned, $rc_l loaded: $(head -2 scan.err)"
+  cmp -s scan.txt load.txt || bad "stats of several captures $f: not the loaded table: $(diff scan.txt load.txt | head -4)"
+  [[ $(cat scan.err) == "$(sed 's/ --in-memory//' load.err)" ]] || bad "stats of several captures $f: stderr '$(cat scan.err)', loaded '$(cat load.err)'"
+done
 echo "ok   a filter on several captures"
 
 # Bounded: 1 M kernels with their launches (2 M events) filtered by a window and a name, in a

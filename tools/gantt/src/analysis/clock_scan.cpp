@@ -92,4 +92,35 @@ std::optional<JobClock> job_clock(const std::vector<std::string>& paths, const s
   return job;
 }
 
+bool find_job_range(JobClock& clock, const std::vector<std::string>& paths,
+                    const std::vector<const EventScanner*>& scanners, const std::string& spec,
+                    const EventScanOptions& options, std::string* why_not) {
+  std::vector<NamedRange> ranges;
+  std::vector<std::pair<size_t, uint32_t>> rows;  // (capture, row of its context's ranges)
+  for (size_t c = 0; c < scanners.size(); ++c) {
+    const Model& m = scanners[c]->context();
+    for (uint32_t r = 0; r < m.ranges.size(); ++r)
+      if (m.ranges.kind[r] != RangeKind::kMark) {
+        ranges.push_back({m.string(m.ranges.name[r]), shifted(m.ranges.start_ns[r], clock.offsets[c])});
+        rows.emplace_back(c, r);
+      }
+  }
+  const auto [c, r] = rows[range_occurrence(ranges, spec)];  // throws as select_events() does
+  const Model& m = scanners[c]->context();
+  const uint64_t from = shifted(m.ranges.start_ns[r], clock.offsets[c]);
+  const uint64_t to = m.ranges.end_ns[r] ? shifted(m.ranges.end_ns[r], clock.offsets[c]) : clock.last_ns;
+  uint64_t end = to;
+  for (size_t k = 0; k < paths.size(); ++k) {
+    const std::optional<std::pair<uint64_t, uint64_t>> launched =
+        launched_end(paths[k], options.load, options.threads, clock.local(k, from), clock.local(k, to), why_not);
+    if (!launched) {
+      if (why_not) *why_not = about_capture(paths, k, *why_not);
+      return false;
+    }
+    end = std::max(end, shifted(launched->second, clock.offsets[k]));
+  }
+  clock.range = std::make_pair(from, end);
+  return true;
+}
+
 }  // namespace gantt::analysis

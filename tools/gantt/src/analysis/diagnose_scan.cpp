@@ -215,9 +215,6 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
   };
   if (paths.empty()) return refuse("no capture");
   if (paths.size() > UINT16_MAX) return refuse("more than 65535 captures");
-  // --range names an occurrence in one capture's NVTX ranges; loaded, the job's ranges are
-  // numbered across its captures.
-  if (options.filter && paths.size() > 1 && !options.filter->range.empty()) return refuse("--range on several captures");
   EventScanOptions so;
   so.load = options.load;
   so.threads = options.threads;
@@ -241,10 +238,15 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
     for (const auto& scanner : scanners) contexts.push_back(scanner.get());
     clock = job_clock(paths, contexts, so, why_not);
     if (!clock) return std::nullopt;
+    // --range NAME@N on several captures: the N-th among all of theirs, as loaded.
+    if (paths.size() > 1 && !options.filter->range.empty() &&
+        !find_job_range(*clock, paths, contexts, options.filter->range, so, why_not))
+      return std::nullopt;
     for (size_t c = 0; c < paths.size(); ++c) {
       const auto [first, last] = clock->local_span(c);
       std::string why;
-      if (!scanners[c]->select(*options.filter, first, last, &why)) return refuse(about_capture(paths, c, why));
+      if (!scanners[c]->select(*options.filter, first, last, &why, clock->local_range(c)))
+        return refuse(about_capture(paths, c, why));
     }
   }
 

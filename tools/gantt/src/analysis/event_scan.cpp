@@ -192,7 +192,8 @@ bool EventScanner::select(const EventFilter& filter, std::string* why_not) {
   return select(filter, first_ns(), std::max(index_last_ns_, first_ns()), why_not);
 }
 
-bool EventScanner::select(const EventFilter& filter, uint64_t first_ns, uint64_t last_ns, std::string* why_not) {
+bool EventScanner::select(const EventFilter& filter, uint64_t first_ns, uint64_t last_ns, std::string* why_not,
+                          const std::optional<std::pair<uint64_t, uint64_t>>& range) {
   if (!refused_.empty()) {
     if (why_not) *why_not = refused_;
     return false;
@@ -202,7 +203,7 @@ bool EventScanner::select(const EventFilter& filter, uint64_t first_ns, uint64_t
     return false;
   }
   std::optional<ScanFilter> f = resolve_scan_filter(path_, options_.load, options_.threads, context_, first_ns,
-                                                    std::max(last_ns, first_ns), filter, why_not);
+                                                    std::max(last_ns, first_ns), filter, why_not, range);
   if (!f) return false;
   filter_ = std::make_unique<ScanFilter>(std::move(*f));
   options_.select = &filter_->select;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <stdexcept>
+#include <tuple>
 
 #include "gantt/analysis/event_scan.h"
 
@@ -52,9 +53,30 @@ class LaunchedEnd final : public EventConsumer {
 
 }  // namespace
 
+std::optional<std::pair<uint64_t, uint64_t>> launched_end(const std::string& path, const LoadOptions& load,
+                                                          unsigned threads, uint64_t from, uint64_t to, std::string* why_not) {
+  EventScanOptions so;
+  so.load = load;
+  so.threads = threads;
+  EventScanner scanner(path, so);
+  std::vector<std::unique_ptr<LaunchedEnd>> ends;
+  std::vector<EventConsumer*> consumers;
+  for (size_t i = 0; i < scanner.shares(); ++i) {
+    ends.push_back(std::make_unique<LaunchedEnd>(from, to));
+    consumers.push_back(ends.back().get());
+  }
+  if (!scanner.refused().empty() || !scanner.run(consumers, why_not)) {
+    if (why_not && !scanner.refused().empty()) *why_not = scanner.refused();
+    return std::nullopt;
+  }
+  for (const auto& e : ends) to = std::max(to, e->end);
+  return std::make_pair(from, to);
+}
+
 std::optional<ScanFilter> resolve_scan_filter(const std::string& path, const LoadOptions& load, unsigned threads,
                                               const Model& context, uint64_t first_ns, uint64_t last_ns,
-                                              const EventFilter& filter, std::string* why_not) {
+                                              const EventFilter& filter, std::string* why_not,
+                                              const std::optional<std::pair<uint64_t, uint64_t>>& found_range) {
   ScanFilter out;
   if (!filter.kernel_regex.empty()) {
     out.kernel = std::make_unique<KernelPattern>(filter.kernel_regex);  // throws as select_events() does
@@ -68,25 +90,15 @@ std::optional<ScanFilter> resolve_scan_filter(const std::string& path, const Loa
   sel.origin_ns = first_ns;
   std::optional<std::pair<uint64_t, uint64_t>> range;
   if (!filter.range.empty()) {
-    const uint32_t r = range_occurrence(context, filter.range);  // throws as select_events() does
-    from = context.ranges.start_ns[r];
-    to = context.ranges.end_ns[r] ? context.ranges.end_ns[r] : last_ns;
-    EventScanOptions so;
-    so.load = load;
-    so.threads = threads;
-    EventScanner scanner(path, so);
-    std::vector<std::unique_ptr<LaunchedEnd>> ends;
-    std::vector<EventConsumer*> consumers;
-    for (size_t i = 0; i < scanner.shares(); ++i) {
-      ends.push_back(std::make_unique<LaunchedEnd>(from, to));
-      consumers.push_back(ends.back().get());
+    if (found_range) {
+      range = found_range;
+    } else {
+      const uint32_t r = range_occurrence(context, filter.range);  // throws as select_events() does
+      range = launched_end(path, load, threads, context.ranges.start_ns[r],
+                           context.ranges.end_ns[r] ? context.ranges.end_ns[r] : last_ns, why_not);
+      if (!range) return std::nullopt;
     }
-    if (!scanner.refused().empty() || !scanner.run(consumers, why_not)) {
-      if (why_not && !scanner.refused().empty()) *why_not = scanner.refused();
-      return std::nullopt;
-    }
-    for (const auto& e : ends) to = std::max(to, e->end);
-    range = std::make_pair(from, to);
+    std::tie(from, to) = *range;
     sel.origin_ns = from;
     sel.origin_name = "the start of range " + filter.range;
   }

@@ -1,5 +1,8 @@
 // Shares of a capture's chunk index, and the correlation-id window (stream_shares.h).
 #include "gantt/analysis/stream_shares.h"
+
+#include <cstdlib>
+#include <new>
 #include "gantt/model/model_builder.h"
 #include "gantt/scan/open.h"
 
@@ -20,10 +23,28 @@ void CorrWindow::lose(uint64_t lo, uint64_t hi) {
   lost_hi_ = static_cast<uint32_t>(std::max<uint64_t>(lost_hi_, std::min<uint64_t>(hi, UINT32_MAX)));
 }
 
+CorrWindow::CorrWindow(const CorrWindow& other) { *this = other; }
+
+CorrWindow& CorrWindow::operator=(const CorrWindow& other) {
+  if (this == &other) return *this;
+  sliding_ = other.sliding_;
+  base_ = other.base_;
+  lost_lo_ = other.lost_lo_;
+  lost_hi_ = other.lost_hi_;
+  slots_.reset();
+  if (other.slots_) {
+    slots_.reset(static_cast<uint64_t*>(std::malloc(kIds * sizeof(uint64_t))));
+    if (!slots_) throw std::bad_alloc();
+    std::memcpy(slots_.get(), other.slots_.get(), kIds * sizeof(uint64_t));
+  }
+  return *this;
+}
+
 void CorrWindow::set(uint32_t corr, uint64_t start_ns) {
-  if (slots_.empty()) {
+  if (!slots_) {
     // Centred on the first id: launches written after their kernels come with lower ids.
-    slots_.assign(kIds, 0);
+    slots_.reset(static_cast<uint64_t*>(std::calloc(kIds, sizeof(uint64_t))));
+    if (!slots_) throw std::bad_alloc();
     base_ = corr > kIds / 2 ? corr - kIds / 2 : 0;
   }
   if (corr < base_) {

@@ -775,8 +775,9 @@ std::optional<StreamedStats> stream_stats(const std::string& path, const StreamS
     so.load = o.load;
     so.threads = o.threads;
     selecting = std::make_unique<EventScanner>(path, so);
-    const bool selected = o.job_span ? selecting->select(*o.filter, o.job_span->first, o.job_span->second, why_not)
-                                     : selecting->select(*o.filter, why_not);
+    const bool selected =
+        o.job_span ? selecting->select(*o.filter, o.job_span->first, o.job_span->second, why_not, o.job_range)
+                   : selecting->select(*o.filter, why_not);
     if (!selected) return std::nullopt;
   }
   // A launch's range path needs every range of its thread: those are read first, on their own.
@@ -1022,10 +1023,6 @@ std::optional<StreamedJob> stream_job_stats(const std::vector<std::string>& path
   // then each selects by the job's first and last times as its own clock reads them.
   std::optional<JobClock> clock;
   if (o.filter && paths.size() > 1) {
-    if (!o.filter->range.empty()) {  // loaded, the job's NVTX ranges are numbered across its captures
-      if (why_not) *why_not = "--range on several captures";
-      return std::nullopt;
-    }
     EventScanOptions so;
     so.load = o.load;
     so.threads = o.threads;
@@ -1041,6 +1038,9 @@ std::optional<StreamedJob> stream_job_stats(const std::vector<std::string>& path
     }
     clock = job_clock(paths, contexts, so, why_not);
     if (!clock) return std::nullopt;
+    // --range NAME@N: the N-th among all of the captures' ranges, as loaded.
+    if (!o.filter->range.empty() && !find_job_range(*clock, paths, contexts, o.filter->range, so, why_not))
+      return std::nullopt;
   }
   const unsigned thread_count = o.threads != 0 ? o.threads : default_scan_threads();
   // Many captures: one thread each, as many at a time as there are threads (no share plans,
@@ -1060,7 +1060,10 @@ std::optional<StreamedJob> stream_job_stats(const std::vector<std::string>& path
       if (i >= paths.size() || stop) return;
       try {
         StreamStatsOptions mine = each;
-        if (clock) mine.job_span = clock->local_span(i);
+        if (clock) {
+          mine.job_span = clock->local_span(i);
+          mine.job_range = clock->local_range(i);
+        }
         parts[i] = stream_stats(paths[i], mine, &refusals[i]);
         if (!parts[i]) stop = true;
       } catch (...) {

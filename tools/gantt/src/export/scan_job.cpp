@@ -10,9 +10,6 @@ std::optional<ScanJob> open_scan_job(const std::vector<std::string>& paths, cons
     return std::nullopt;
   };
   if (paths.empty()) return refuse("no capture");
-  // --range names an occurrence in one capture's NVTX ranges; loaded, the job's ranges are
-  // numbered across its captures.
-  if (filter && paths.size() > 1 && !filter->range.empty()) return refuse("--range on several captures");
   ScanJob job;
   for (size_t c = 0; c < paths.size(); ++c) {
     job.scanners.push_back(std::make_unique<analysis::EventScanner>(paths[c], options));
@@ -22,6 +19,10 @@ std::optional<ScanJob> open_scan_job(const std::vector<std::string>& paths, cons
   for (const auto& scanner : job.scanners) scanners.push_back(scanner.get());
   std::optional<analysis::JobClock> clock = analysis::job_clock(paths, scanners, options, why_not);
   if (!clock) return std::nullopt;
+  // --range NAME@N on several captures: the N-th among all of theirs, as loaded.
+  if (filter && paths.size() > 1 && !filter->range.empty() &&
+      !analysis::find_job_range(*clock, paths, scanners, filter->range, options, why_not))
+    return std::nullopt;
   job.offsets = clock->offsets;
   job.first_ns = clock->first_ns;
   // The window counts from the job's start, as loaded: each capture selects by the job's first
@@ -29,7 +30,8 @@ std::optional<ScanJob> open_scan_job(const std::vector<std::string>& paths, cons
   for (size_t c = 0; filter && c < paths.size(); ++c) {
     const auto [first, last] = clock->local_span(c);
     std::string why;
-    if (!job.scanners[c]->select(*filter, first, last, &why)) return refuse(about_capture(paths, c, why));
+    if (!job.scanners[c]->select(*filter, first, last, &why, clock->local_range(c)))
+      return refuse(about_capture(paths, c, why));
   }
   return job;
 }

@@ -24,7 +24,7 @@ uint64_t event_end_ns(const Model& m, uint32_t e) {
   return event_begin_ns(m, e);
 }
 
-uint32_t range_occurrence(const Model& m, const std::string& spec) {
+size_t range_occurrence(const std::vector<NamedRange>& ranges, const std::string& spec) {
   const size_t at = spec.rfind('@');
   std::string name = spec;
   long n = 1;
@@ -35,18 +35,17 @@ uint32_t range_occurrence(const Model& m, const std::string& spec) {
     if (ec != std::errc() || p != num.data() + num.size() || n < 1)
       throw std::invalid_argument("--range " + spec + ": expected NAME@N with N >= 1");
   }
-  std::vector<uint32_t> hits;
-  for (uint32_t r = 0; r < m.ranges.size(); ++r)
-    if (m.ranges.kind[r] != RangeKind::kMark && m.string(m.ranges.name[r]) == name) hits.push_back(r);
-  std::stable_sort(hits.begin(), hits.end(), [&](uint32_t a, uint32_t b) { return m.ranges.start_ns[a] < m.ranges.start_ns[b]; });
+  std::vector<size_t> hits;
+  for (size_t r = 0; r < ranges.size(); ++r)
+    if (ranges[r].name == name) hits.push_back(r);
+  std::stable_sort(hits.begin(), hits.end(), [&](size_t a, size_t b) { return ranges[a].start_ns < ranges[b].start_ns; });
   if (hits.size() < static_cast<size_t>(n)) {
     std::string msg = "--range " + spec + ": the capture has " + std::to_string(hits.size()) + " range(s) named '" +
                       name + "'";
     if (hits.empty()) {
       // The names it does have, most frequent first: a typo or a domain prefix shows at once.
       std::map<std::string_view, size_t> count;
-      for (uint32_t r = 0; r < m.ranges.size(); ++r)
-        if (m.ranges.kind[r] != RangeKind::kMark) ++count[m.string(m.ranges.name[r])];
+      for (const NamedRange& r : ranges) ++count[r.name];
       std::vector<std::pair<size_t, std::string_view>> by_count;
       for (const auto& [k, c] : count) by_count.emplace_back(c, k);
       std::stable_sort(by_count.begin(), by_count.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
@@ -59,6 +58,17 @@ uint32_t range_occurrence(const Model& m, const std::string& spec) {
     throw std::invalid_argument(msg);
   }
   return hits[static_cast<size_t>(n - 1)];
+}
+
+uint32_t range_occurrence(const Model& m, const std::string& spec) {
+  std::vector<NamedRange> ranges;
+  std::vector<uint32_t> rows;
+  for (uint32_t r = 0; r < m.ranges.size(); ++r)
+    if (m.ranges.kind[r] != RangeKind::kMark) {
+      ranges.push_back({m.string(m.ranges.name[r]), m.ranges.start_ns[r]});
+      rows.push_back(r);
+    }
+  return rows[range_occurrence(ranges, spec)];
 }
 
 namespace {

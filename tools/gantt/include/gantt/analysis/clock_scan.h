@@ -40,15 +40,30 @@ struct JobClock {
   std::vector<int64_t> offsets;  // added to each capture's known times
   uint64_t first_ns = 0;         // the job's first time: Model::first_ns() loaded
   uint64_t last_ns = 0;          // the job's last time, as far as the captures' indexes know it
+  // With find_job_range(): the --range's window on that clock (its start, and the end of the
+  // work launched in it).
+  std::optional<std::pair<uint64_t, uint64_t>> range;
   // The job's first and last times as capture c's own clock reads them.
-  std::pair<uint64_t, uint64_t> local_span(size_t c) const {
-    const auto local = [&](uint64_t t) { return t - static_cast<uint64_t>(offsets[c]); };
-    return {local(first_ns), local(last_ns)};
+  std::pair<uint64_t, uint64_t> local_span(size_t c) const { return {local(c, first_ns), local(c, last_ns)}; }
+  // The --range's window as capture c's own clock reads it.
+  std::optional<std::pair<uint64_t, uint64_t>> local_range(size_t c) const {
+    if (!range) return std::nullopt;
+    return std::make_pair(local(c, range->first), local(c, range->second));
   }
+  uint64_t local(size_t c, uint64_t t) const { return t - static_cast<uint64_t>(offsets[c]); }
 };
 // `scanners`: the captures at `paths`, their contexts read. nullopt with *why_not when a
 // capture's clock needs a scan that cannot serve it (load the job instead).
 std::optional<JobClock> job_clock(const std::vector<std::string>& paths, const std::vector<const EventScanner*>& scanners,
                                   const EventScanOptions& options, std::string* why_not);
+
+// --range NAME@N on the job: the occurrence among every capture's NVTX ranges on the job's
+// clock, numbered as a load of the captures numbers them (select_events()), and the end of the
+// GPU work any capture launched in it, by one scan of each capture's events. Sets clock->range.
+// Throws std::invalid_argument as select_events() does; false with *why_not when a capture's
+// scan cannot serve.
+bool find_job_range(JobClock& clock, const std::vector<std::string>& paths,
+                    const std::vector<const EventScanner*>& scanners, const std::string& spec,
+                    const EventScanOptions& options, std::string* why_not);
 
 }  // namespace gantt::analysis

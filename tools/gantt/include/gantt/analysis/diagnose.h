@@ -65,7 +65,7 @@ DiagnoseReport diagnose(const Model& model);
 // why" among several), when the captures must be loaded: a merged file, allocation records,
 // GPU counter samples or NCCL sends and receives, which the rules judge against every kernel,
 // a rank of several busy devices or two captures of one rank (imbalance takes the union of
-// their work), --range on several captures.
+// their work). --range NAME@N on several captures is the N-th among all of theirs, as loaded.
 inline constexpr size_t kMaxScannedCollectives = size_t{1} << 21;
 struct DiagnoseScanOptions {
   LoadOptions load;

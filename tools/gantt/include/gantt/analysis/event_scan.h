@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <gpuhook/capture.h>
@@ -118,8 +119,10 @@ class EventScanner {
   bool select(const EventFilter& filter, std::string* why_not);
   // The same with the window counted on a job's clock: `first_ns` and `last_ns` are the job's
   // first and last times, as this capture's clock reads them (a capture among the ranks of a job,
-  // whose loaded window counts from the job's start).
-  bool select(const EventFilter& filter, uint64_t first_ns, uint64_t last_ns, std::string* why_not);
+  // whose loaded window counts from the job's start), and `range` the window of a --range found
+  // among the job's captures (JobClock::local_range), which this capture's own ranges may lack.
+  bool select(const EventFilter& filter, uint64_t first_ns, uint64_t last_ns, std::string* why_not,
+              const std::optional<std::pair<uint64_t, uint64_t>>& range = {});
   // After select(): the filter, with the window for the records a consumer writes beside the
   // events (API calls, NVTX ranges, counters); null without one.
   const ScanFilter* filter() const { return filter_.get(); }

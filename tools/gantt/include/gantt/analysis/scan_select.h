@@ -82,11 +82,17 @@ struct ScanFilter {
 // `filter` for the capture at `path` whose context (header, NVTX ranges) a scan has read, its
 // first and last times `first_ns` and `last_ns` (from its index): --range's occurrence, and the
 // end of the GPU work launched in it measured by one scan of the events (filter.cpp
-// resolve_range). Throws std::invalid_argument as select_events() does (a bad pattern, an
-// unknown range, an empty window); nullopt with *why_not when a scan cannot select as the load
-// does.
+// resolve_range), unless `found_range` gives that window already (a job's, on this capture's
+// clock). Throws std::invalid_argument as select_events() does (a bad pattern, an unknown
+// range, an empty window); nullopt with *why_not when a scan cannot select as the load does.
 std::optional<ScanFilter> resolve_scan_filter(const std::string& path, const LoadOptions& load, unsigned threads,
                                               const Model& context, uint64_t first_ns, uint64_t last_ns,
-                                              const EventFilter& filter, std::string* why_not);
+                                              const EventFilter& filter, std::string* why_not,
+                                              const std::optional<std::pair<uint64_t, uint64_t>>& found_range = {});
+// The window of the work launched in [from, to] of the capture at `path` (on its clock): from,
+// and the later of `to` and that work's last end (filter.cpp resolve_range), by one scan of
+// its events. nullopt with *why_not when a scan cannot serve the capture.
+std::optional<std::pair<uint64_t, uint64_t>> launched_end(const std::string& path, const LoadOptions& load,
+                                                          unsigned threads, uint64_t from, uint64_t to, std::string* why_not);
 
 }  // namespace gantt::analysis

@@ -41,6 +41,9 @@ struct StreamStatsOptions {
   // With `filter` on one of several captures: the job's first and last times as this
   // capture's clock reads them (JobClock::local_span), which its window counts from.
   std::optional<std::pair<uint64_t, uint64_t>> job_span;
+  // With job_span and a --range: its window found among the job's captures, on this capture's
+  // clock (JobClock::local_range).
+  std::optional<std::pair<uint64_t, uint64_t>> job_range;
 };
 
 struct StreamedStats {

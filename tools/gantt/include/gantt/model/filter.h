@@ -64,6 +64,14 @@ Selection select_events(const Model& model, const EventFilter& filter);
 // start/end ranges so named. Throws std::invalid_argument as select_events() does (a bad N,
 // fewer occurrences, with the names the capture has when it has none of that name).
 uint32_t range_occurrence(const Model& model, const std::string& spec);
+// The same over ranges listed elsewhere (a job's captures, each read by a scan): push/pop and
+// start/end ranges only, with their starts on the clock the occurrences are counted on, in the
+// order a load of them would hold them. The index in `ranges`.
+struct NamedRange {
+  std::string_view name;
+  uint64_t start_ns = 0;
+};
+size_t range_occurrence(const std::vector<NamedRange>& ranges, const std::string& spec);
 
 // select_events()' window step: [*from, *to] (the capture's, or the range's) narrowed to what
 // --from and --to ask for, counted from `origin`; without a range, --to may reach past it.

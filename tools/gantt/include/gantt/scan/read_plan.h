@@ -16,11 +16,11 @@ namespace gantt::scan {
 // A path that holds a capture's records whole.
 enum class WholePath : uint8_t {
   kClocks,     // info: the ranks' clocks of a capture a scan cannot read
-  kExport,     // export to JSON or CSV (--range on several captures, --in-memory)
+  kExport,     // export to JSON or CSV (--in-memory, standard input)
   kMerge,      // merge: an input a scan cannot read, one at a time
   kDiagnose,   // diagnose --in-memory
   kDiffPage,   // diff -o x.html (both captures)
-  kStats,      // stats --by graph, --range on several captures
+  kStats,      // stats --by graph
   kChart,      // render --in-memory -o x.svg
   kPage,       // render -o x.html
   kWhatif,     // whatif: the replay beside the records
@@ -37,11 +37,11 @@ struct WholeCost {
 };
 inline constexpr WholeCost kWholeCosts[] = {
     {WholePath::kClocks, "`info`, the ranks' clocks of a capture a scan cannot read", 95, 100},
-    {WholePath::kExport, "`export` to JSON or CSV (`--range` on several captures, `--in-memory`)", 102, 110},
+    {WholePath::kExport, "`export` to JSON or CSV (`--in-memory`, standard input)", 102, 110},
     {WholePath::kMerge, "`merge` (an input a scan cannot read, one at a time)", 109, 115},
     {WholePath::kDiagnose, "`diagnose --in-memory`", 132, 140},
     {WholePath::kDiffPage, "`diff -o x.html` (both captures)", 167, 175},
-    {WholePath::kStats, "`stats --by graph` (or `--range` on several captures)", 181, 190},
+    {WholePath::kStats, "`stats --by graph`", 181, 190},
     {WholePath::kChart, "`render --in-memory -o x.svg` (`--view flame`: 102)", 188, 195},
     {WholePath::kPage, "`render -o x.html`", 206, 215},
     {WholePath::kWhatif, "`whatif --change pin-copies` (the replay beside its records)", 315, 330},
