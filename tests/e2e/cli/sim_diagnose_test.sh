@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Each example program on the simulator triggers its diagnose rule, and its --fixed twin does
-# not (other rules may fire on either: only this rule is asserted).
+# not (other rules may fire on either: only this rule is asserted). Both are scanned (the hook's
+# captures hold allocation records and NVML samples, which the scan keeps), unless they hold what
+# a scan cannot judge (memory uses, PM sampling's SM active), and report what they report loaded.
 #   sim_diagnose_test.sh SIM_LIB_DIR HOOK_LIB GANTT_CLI EXAMPLE RULE [ARGS...]
 set -u
 sim_lib=$1 hook=$2 cli=$3 example=$4 rule=$5
@@ -14,7 +16,15 @@ for variant in plain fixed; do
   [[ $variant == fixed ]] && extra=(--fixed)
   "$cli" record -o "$work/$variant.gpuh" -- "$example" "$@" "${extra[@]}" >/dev/null 2>"$work/$variant.err" ||
     { echo "FAIL: $variant run: $(cat "$work/$variant.err")"; exit 2; }
-  "$cli" diagnose "$work/$variant.gpuh" --format json >"$work/$variant.json" || { echo "FAIL: diagnose $variant"; exit 2; }
+  "$cli" diagnose "$work/$variant.gpuh" --format json --streamed >"$work/$variant.json" 2>"$work/$variant.scan.err" ||
+    [[ $? == 1 ]] || { echo "FAIL: diagnose $variant: $(cat "$work/$variant.scan.err")"; exit 2; }
+  "$cli" diagnose "$work/$variant.gpuh" --format json --in-memory >"$work/$variant.loaded.json" 2>/dev/null
+  cmp -s "$work/$variant.json" "$work/$variant.loaded.json" ||
+    { echo "FAIL $(basename "$example") $variant: the scanned report differs from --in-memory's"; fails=$((fails + 1)); }
+  if [[ -z ${GPUHOOK_MEM_USE:-}${GPUHOOK_METRICS:-} ]] && grep -q "cannot scan" "$work/$variant.scan.err"; then
+    echo "FAIL $(basename "$example") $variant: loaded, not scanned: $(cat "$work/$variant.scan.err")"
+    fails=$((fails + 1))
+  fi
   fired=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(int(any(f["rule"]==sys.argv[2] for f in d["findings"])))' \
     "$work/$variant.json" "$rule")
   if [[ $rule == stream-serialisation || $rule == copy-overlap || $rule == imbalance ]]; then

@@ -18,11 +18,15 @@ steps=30
 # measured 240 us late). The straggler must stand out against that, as the noise-aware rule
 # demands: 2 ms of extra compute per step, a straggler worth naming on any machine.
 extra_us=2000
-# same_diagnosis ARGS...: diagnose scans the ranks (every rule, the straggler from their
-# collectives on the job's clock) and reports what it reports with them loaded whole.
+# same_diagnosis ARGS...: diagnose scans the ranks (every rule, their allocations with the calls
+# that made them, the straggler from their collectives on the job's clock) and reports what it
+# reports with them loaded whole.
 same_diagnosis() {
-  "$cli" diagnose "$@" --format json > "$dir/scanned.json" 2> "$dir/scanned.err" || true
+  "$cli" diagnose "$@" --format json --streamed > "$dir/scanned.json" 2> "$dir/scanned.err" || true
   "$cli" diagnose "$@" --format json --in-memory > "$dir/loaded.json" 2> "$dir/loaded.err" || true
+  if grep -q "cannot scan" "$dir/scanned.err"; then
+    echo "FAIL: diagnose $* was loaded, not scanned: $(cat "$dir/scanned.err")"; exit 1
+  fi
   if ! cmp -s "$dir/scanned.json" "$dir/loaded.json" || ! cmp -s "$dir/scanned.err" "$dir/loaded.err"; then
     echo "FAIL: diagnose $* scanned differs from --in-memory"
     diff "$dir/scanned.json" "$dir/loaded.json" | head -20; diff "$dir/scanned.err" "$dir/loaded.err"; exit 1

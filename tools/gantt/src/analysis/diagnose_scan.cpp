@@ -1,16 +1,21 @@
 // diagnose of captures scanned (diagnose.h diagnose_scan): each share's events and calls
 // feed a DiagnoseWork of its own, absorbed in file order, capture after capture, and the rules
 // of GPU work read it as they read a loaded model's (diagnose_work.h). The rules of records
-// read a model of only the records kept whole: the GPU counter samples (NVML's few a second).
-// pipeline-bubble and slow-link read only NCCL's point-to-point calls (pipeline.cpp, p2p.cpp),
-// so a capture of collectives gives them none, and its calls are not kept. Where those rules
-// would judge records against the kernels (allocations, sends and receives, a throttle stretch,
-// PM sampling's SM active), the scan says so and the caller loads the captures. Several
+// read a model of only the records kept whole: the GPU counter samples (NVML's few a second),
+// and, for a capture that has any, its allocation records and memory tags with its NVTX ranges
+// and the calls that made them, read again after the scan (memory_records). pipeline-bubble and
+// slow-link read only NCCL's point-to-point calls (pipeline.cpp, p2p.cpp), so a capture of
+// collectives gives them none, and its calls are not kept. Where those rules would judge
+// records against the kernels (memory uses, sends and receives, a throttle stretch, PM
+// sampling's SM active), the scan says so and the caller loads the captures. Several
 // captures are the ranks of one job: imbalance compares their busy time, and names the
 // straggler from their collectives' kernels, which are kept (one per collective and rank).
 #include <algorithm>
+#include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include <gpuhook/nccl_types.h>
@@ -20,6 +25,7 @@
 #include "gantt/analysis/event_scan.h"
 #include "gantt/analysis/stats.h"
 #include "gantt/model/model_builder.h"
+#include "gantt/scan/open.h"
 #include "gantt/ranks/collectives.h"
 #include "diagnose_work.h"
 
@@ -71,6 +77,58 @@ class JobStrings {
   uint32_t next_ = 0;
 };
 
+// Allocation records and memory tags a capture may hold for the memory rules; past them, it is
+// loaded (the loader keeps as many tags).
+constexpr size_t kMaxMemoryRecords = size_t{1} << 20;
+
+// What memory-peak and memory-idle read of a capture whose scan met allocation records, as
+// records for a ModelBuilder, serialized one after another behind their lengths: its context
+// records, NVTX ranges, allocation records and memory tags (one read of those kinds), and the
+// API calls that made the allocations (a second read, of the calls, keeping those with their
+// correlation ids: a graph launch's allocation nodes carry the launch's). nullopt with
+// *why_not past kMaxMemoryRecords. Throws gpuhook::CaptureError as load() does.
+std::optional<std::string> memory_records(const std::string& path, const LoadOptions& load, std::string* why_not) {
+  std::string out, bytes;
+  const auto append = [&](const v1::Record& r) {
+    r.SerializeToString(&bytes);
+    const uint32_t n = static_cast<uint32_t>(bytes.size());
+    out.append(reinterpret_cast<const char*>(&n), sizeof n).append(bytes);
+  };
+  const auto read = [&](uint64_t kinds, const std::function<void(const v1::Record&)>& take) {
+    gpuhook::ReaderOptions ro;
+    ro.strict = load.strict;
+    ro.from_ns = load.from_ns;
+    ro.to_ns = load.to_ns;
+    ro.only_kinds = kinds;
+    const std::unique_ptr<gpuhook::CaptureReader> reader = gantt::scan::open_capture(path, ro);
+    const AmplificationGuard guard(*reader, load);
+    v1::Record r;
+    while (reader->next(r)) {
+      guard.check(*reader);
+      take(r);
+    }
+  };
+  const auto bit = [](v1::Record::KindCase k) { return uint64_t{1} << k; };
+  std::unordered_set<uint32_t> made_by;  // the allocations' correlation ids
+  size_t memory = 0;
+  read(bit(v1::Record::kRange) | bit(v1::Record::kMemory) | bit(v1::Record::kMemoryTag), [&](const v1::Record& r) {
+    if (r.kind_case() == v1::Record::kMemory || r.kind_case() == v1::Record::kMemoryTag) {
+      if (++memory > kMaxMemoryRecords) return;
+      if (r.kind_case() == v1::Record::kMemory && r.memory().correlation_id() != 0)
+        made_by.insert(r.memory().correlation_id());
+    }
+    append(r);
+  });
+  if (memory > kMaxMemoryRecords) {
+    if (why_not) *why_not = "more allocation records and memory tags than a scan keeps";
+    return std::nullopt;
+  }
+  read(bit(v1::Record::kApi), [&](const v1::Record& r) {
+    if (r.kind_case() == v1::Record::kApi && made_by.count(r.api().correlation_id()) != 0) append(r);
+  });
+  return out;
+}
+
 class DiagnoseShare final : public EventConsumer {
  public:
   // `context`: the job's captures; this share reads capture `capture`, whose string ids become
@@ -112,9 +170,11 @@ class DiagnoseShare final : public EventConsumer {
   void record(const v1::Record& r, const gpuhook::CaptureReader&) override {
     switch (r.kind_case()) {
       case v1::Record::kMemory:
-      case v1::Record::kMemoryUse:
       case v1::Record::kMemoryTag:
-        needs_load = "allocation records (memory-peak and memory-idle judge them beside the calls and kernels)";
+        memory = true;  // read again after the scan, with the calls that made them (memory_records)
+        break;
+      case v1::Record::kMemoryUse:
+        needs_load = "memory uses (GPUHOOK_MEM_USE: memory-idle names the kernel that last used an allocation)";
         break;
       case v1::Record::kMetricSample: {
         const auto& x = r.metric_sample();
@@ -139,6 +199,7 @@ class DiagnoseShare final : public EventConsumer {
   DiagnoseWork work;
   std::vector<Sample> samples;
   std::vector<RankCollectiveCall> collectives;  // on the capture's own clock
+  bool memory = false;                           // allocation records or memory tags read
   std::string needs_load;
 
  private:
@@ -254,6 +315,8 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
   std::optional<DiagnoseWork> work;
   JobStrings strings;
   std::vector<std::vector<Sample>> samples(paths.size());
+  std::vector<std::string> memory(paths.size());  // memory_records() of the captures that have any
+  std::vector<std::pair<uint64_t, uint64_t>> spans(paths.size());
   std::vector<RankCollectiveCall> collectives;  // the job's, capture after capture
   size_t kept_samples = 0;
   std::vector<RankClockInput> clocks;
@@ -271,6 +334,13 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
         if (!sh->needs_load.empty()) return refuse(about_capture(paths, c, sh->needs_load));
       return refuse(about_capture(paths, c, why));
     }
+    if (std::any_of(shares.begin(), shares.end(), [](const auto& sh) { return sh->memory; })) {
+      std::optional<std::string> held = memory_records(paths[c], so.load, &why);
+      if (!held) return refuse(about_capture(paths, c, why));
+      memory[c] = std::move(*held);
+    }
+    // The capture's span as a load has it: the memory rules count their times from it.
+    spans[c] = {scanner.first_ns(), std::max(scanner.index_last_ns(), scanner.first_ns())};
     for (const std::string& line : scanner.warnings()) out.warnings.push_back(line);
     out.corrupt = out.corrupt || scanner.corrupt();
     out.gpu_events += scanner.events_read();
@@ -309,30 +379,41 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
   out.busy_exact = work->busy_exact();
   const WorkNames names{[&strings](uint32_t id) { return strings.get(id); },
                         [&strings](uint32_t id) { return demangle(strings.get(id)); }};
+  // The ranks on one clock, as a load puts them.
+  std::vector<int64_t> offsets = clock ? clock->offsets : std::vector<int64_t>(paths.size(), 0);
+  if (ranks && !clock) {
+    const RankAlignment alignment = align_ranks(clocks);
+    for (size_t c = 0; c < paths.size() && c < alignment.captures.size(); ++c) offsets[c] = alignment.captures[c].offset_ns;
+  }
   std::function<void(DiagnoseReport&)> imbalance;
   if (ranks) {
     std::string why;
     const std::optional<std::vector<RankBusy>> busy = rank_busy(*work, context, &why);
     if (!busy) return refuse(why);
-    std::vector<int64_t> offsets = clock ? clock->offsets : std::vector<int64_t>(paths.size(), 0);
-    if (!clock) {
-      const RankAlignment alignment = align_ranks(clocks);
-      for (size_t c = 0; c < paths.size() && c < alignment.captures.size(); ++c) offsets[c] = alignment.captures[c].offset_ns;
-    }
-    imbalance = [&, busy = *busy, offsets](DiagnoseReport& r) {
+    imbalance = [&, busy = *busy](DiagnoseReport& r) {
       rule_imbalance("rank", busy_imbalance(busy), [&] { return straggler_line(collectives, offsets); }, r);
     };
   }
   rules_on_work(*work, names, out.report, imbalance);
-  // The rules of records on a model of the records alone: without allocations or
-  // point-to-point calls (those were loaded) they find what they find on the captures.
+  // The rules of records on a model of the records alone: the allocations with their ranges and
+  // calls, and the counter samples. Without point-to-point calls (those were loaded) they find
+  // what they find on the captures.
   Model records;
   {
     ModelBuilder builder(records);
     v1::Record r;
-    v1::MetricSample* x = r.mutable_metric_sample();
     for (size_t c = 0; c < paths.size(); ++c) {
       builder.begin_capture(paths[c]);
+      const std::string& held = memory[c];
+      for (size_t at = 0; at + sizeof(uint32_t) <= held.size();) {
+        uint32_t n = 0;
+        std::memcpy(&n, held.data() + at, sizeof n);
+        at += sizeof n;
+        r.ParseFromArray(held.data() + at, static_cast<int>(n));  // bytes this process wrote
+        at += n;
+        builder.add(r);
+      }
+      v1::MetricSample* x = r.mutable_metric_sample();
       for (const Sample& s : samples[c]) {
         if (s.has_time) x->set_time_ns(s.time_ns);
         else x->clear_time_ns();
@@ -342,7 +423,15 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
         builder.add(r);
       }
       builder.end_capture({});
+      records.captures[c].first_ns = spans[c].first;
+      records.captures[c].last_ns = spans[c].second;
     }
+  }
+  if (ranks) {
+    RankAlignment alignment;
+    alignment.captures.resize(paths.size());
+    for (size_t c = 0; c < paths.size(); ++c) alignment.captures[c].offset_ns = offsets[c];
+    apply_rank_alignment(records, alignment);
   }
   if (throttled_judges_kernels(records)) return refuse("a throttle stretch in the GPU counter samples (throttled judges the kernels that ran in it)");
   if (stalled_judges_kernels(records)) return refuse("PM sampling's SM-active samples (stalled judges the kernels that ran during them)");
