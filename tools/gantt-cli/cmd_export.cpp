@@ -200,8 +200,8 @@ int run_export(const ExportOptions& o) {
   gantt::ExportOptions eo;
   eo.folded_root = folded_root(o.root);
   const LoadedJob job = load_captures(o.files, o.load, {"export loads captures whole for standard input, --in-memory, "
-                                                        "a filter on several captures to folded, folded --root device or a "
-                                                        "capture a scan cannot read (chrome, csv and folded are scanned)",
+                                                        "folded --root device or a capture a scan cannot read "
+                                                        "(chrome, csv and folded are scanned)",
                                                         gantt::scan::WholePath::kExport});
   const gantt::Model& model = job.model;
   gantt::Selection sel;

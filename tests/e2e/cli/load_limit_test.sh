@@ -27,7 +27,7 @@ whole=(
   "flame.svg|render a.gpuh b.gpuh -o flame.svg --view flame --device 0"
   "threads.svg|render a.gpuh -o threads.svg --lanes thread"
   "two.svg|render a.gpuh b.gpuh -o two.svg"
-  "stacks.json|export a.gpuh b.gpuh -o stacks.json --format folded --device 0"
+  "stacks.json|export a.gpuh b.gpuh -o stacks.json --format folded --root device"
   "-|stats a.gpuh b.gpuh --by graph"
   "-|diagnose job_a.gpuh --device 0"
   "diff.html|diff a.gpuh b.gpuh -o diff.html"
@@ -116,7 +116,8 @@ for args in "stats a.gpuh" "render a.gpuh -o streamed.svg" "render a.gpuh -o pla
             "render a.gpuh -o flame.svg --view flame" "render a.gpuh b.gpuh -o flames.svg --view flame" \
             "diagnose a.gpuh" "diff a.gpuh b.gpuh" "export a.gpuh b.gpuh -o events.csv" \
             "export a.gpuh b.gpuh -o window.json --device 0 --from 1ms" "stats a.gpuh b.gpuh --device 0" \
-            "diagnose a.gpuh --device 0" "diagnose a.gpuh b.gpuh" "diagnose a.gpuh b.gpuh --device 0 --from 1ms"; do
+            "diagnose a.gpuh --device 0" "diagnose a.gpuh b.gpuh" "diagnose a.gpuh b.gpuh --device 0 --from 1ms" \
+            "export a.gpuh b.gpuh -o window.folded --format folded --device 0"; do
   # shellcheck disable=SC2086
   "$cli" $args --max-memory 1K > /dev/null 2> stderr.txt
   rc=$?

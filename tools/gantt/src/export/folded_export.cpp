@@ -37,19 +37,15 @@ class FoldedExporter : public Exporter {
   }
   // The stacks are what the scanned stats keep for diff's flame graph (StreamedStats::stacks):
   // memory grows with the stacks, not the events. Several captures are scanned one after
-  // another and their stacks added up: a weight is a duration, the same on any clock. Loaded
-  // instead: a root per GPU (each event's device beside its stack, which they do not keep), a
-  // filter on several captures (its window counts from the job's start, on the job's clock),
-  // and a merged capture among several (its sections' places in the job).
+  // another and their stacks added up: a weight is a duration, the same on any clock; a filter
+  // on several selects on the job's clock, its window from the job's start (stream_job_stats).
+  // Loaded instead: a root per GPU (each event's device beside its stack, which they do not
+  // keep), and a merged capture among several (its sections' places in the job).
   bool scans() const override { return true; }
   bool write_scanned(const std::vector<std::string>& paths, const ScanExportOptions& o, const OpenOutput& open_output,
                      ScannedExport* result, std::string* why_not) const override {
     if (o.folded_root == analysis::StackRoot::kDevice) {
       if (why_not) *why_not = "--root device (a stack per GPU)";
-      return false;
-    }
-    if (paths.size() > 1 && o.filter) {
-      if (why_not) *why_not = "a filter on several captures (its window is on the job's clock)";
       return false;
     }
     analysis::StreamStatsOptions so;
@@ -59,23 +55,33 @@ class FoldedExporter : public Exporter {
     so.threads = o.threads;
     so.filter = o.filter;
     analysis::Stacks stacks;
-    for (size_t c = 0; c < paths.size(); ++c) {
-      std::optional<analysis::StreamedStats> stats = analysis::stream_stats(paths[c], so, why_not);
-      if (!stats) return false;
-      if (paths.size() > 1 && stats->context.captures.size() != 1) {
+    const auto add = [&](size_t c, const analysis::StreamedStats& stats) {
+      if (paths.size() > 1 && stats.context.captures.size() != 1) {
         if (why_not) *why_not = "a merged capture among several (its sections' places in the job)";
         return false;
       }
       // gpu_stacks()' rank frame: the recorded rank, else the capture's place in the job.
       std::string root;
       if (o.folded_root == analysis::StackRoot::kRank) {
-        const auto& h = stats->context.captures.front().header;
+        const auto& h = stats.context.captures.front().header;
         root = (h.has_rank() ? "rank " + std::to_string(h.rank()) : "capture " + std::to_string(c)) + "\x1f";
       }
-      for (const auto& [stack, w] : stats->stacks) stacks[root + stack] += w;
-      result->warnings.insert(result->warnings.end(), stats->warnings.begin(), stats->warnings.end());
-      result->corrupt = result->corrupt || stats->corrupt;
-      result->events += o.filter ? stats->selected_events : stats->summary.events;
+      for (const auto& [stack, w] : stats.stacks) stacks[root + stack] += w;
+      result->warnings.insert(result->warnings.end(), stats.warnings.begin(), stats.warnings.end());
+      result->corrupt = result->corrupt || stats.corrupt;
+      result->events += o.filter ? stats.selected_events : stats.summary.events;
+      return true;
+    };
+    if (paths.size() > 1 && o.filter) {
+      const std::optional<analysis::StreamedJob> job = analysis::stream_job_stats(paths, so, why_not);
+      if (!job) return false;
+      for (size_t c = 0; c < job->ranks.size(); ++c)
+        if (!add(c, job->ranks[c])) return false;
+    } else {
+      for (size_t c = 0; c < paths.size(); ++c) {
+        const std::optional<analysis::StreamedStats> stats = analysis::stream_stats(paths[c], so, why_not);
+        if (!stats || !add(c, *stats)) return false;
+      }
     }
     const std::string text = folded_lines(stacks, "");
     if (o.max_output != 0 && text.size() > o.max_output) {
