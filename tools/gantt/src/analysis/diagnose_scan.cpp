@@ -11,7 +11,6 @@
 // captures are the ranks of one job: imbalance compares their busy time, and names the
 // straggler from their collectives' kernels, which are kept (one per collective and rank).
 #include <algorithm>
-#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -25,6 +24,7 @@
 #include "gantt/analysis/event_scan.h"
 #include "gantt/analysis/stats.h"
 #include "gantt/model/model_builder.h"
+#include "gantt/model/record_spool.h"
 #include "gantt/scan/open.h"
 #include "gantt/ranks/collectives.h"
 #include "diagnose_work.h"
@@ -81,19 +81,13 @@ class JobStrings {
 // loaded (the loader keeps as many tags).
 constexpr size_t kMaxMemoryRecords = size_t{1} << 20;
 
-// What memory-peak and memory-idle read of a capture whose scan met allocation records, as
-// records for a ModelBuilder, serialized one after another behind their lengths: its context
-// records, NVTX ranges, allocation records and memory tags (one read of those kinds), and the
-// API calls that made the allocations (a second read, of the calls, keeping those with their
-// correlation ids: a graph launch's allocation nodes carry the launch's). nullopt with
+// What memory-peak and memory-idle read of a capture whose scan met allocation records: its
+// context records, NVTX ranges, allocation records and memory tags (one read of those kinds),
+// and the API calls that made the allocations (a second read, of the calls, keeping those with
+// their correlation ids: a graph launch's allocation nodes carry the launch's). nullopt with
 // *why_not past kMaxMemoryRecords. Throws gpuhook::CaptureError as load() does.
-std::optional<std::string> memory_records(const std::string& path, const LoadOptions& load, std::string* why_not) {
-  std::string out, bytes;
-  const auto append = [&](const v1::Record& r) {
-    r.SerializeToString(&bytes);
-    const uint32_t n = static_cast<uint32_t>(bytes.size());
-    out.append(reinterpret_cast<const char*>(&n), sizeof n).append(bytes);
-  };
+std::optional<RecordSpool> memory_records(const std::string& path, const LoadOptions& load, std::string* why_not) {
+  RecordSpool out;
   const auto read = [&](uint64_t kinds, const std::function<void(const v1::Record&)>& take) {
     gpuhook::ReaderOptions ro;
     ro.strict = load.strict;
@@ -117,14 +111,14 @@ std::optional<std::string> memory_records(const std::string& path, const LoadOpt
       if (r.kind_case() == v1::Record::kMemory && r.memory().correlation_id() != 0)
         made_by.insert(r.memory().correlation_id());
     }
-    append(r);
+    out.add(r);
   });
   if (memory > kMaxMemoryRecords) {
     if (why_not) *why_not = "more allocation records and memory tags than a scan keeps";
     return std::nullopt;
   }
   read(bit(v1::Record::kApi), [&](const v1::Record& r) {
-    if (r.kind_case() == v1::Record::kApi && made_by.count(r.api().correlation_id()) != 0) append(r);
+    if (r.kind_case() == v1::Record::kApi && made_by.count(r.api().correlation_id()) != 0) out.add(r);
   });
   return out;
 }
@@ -315,7 +309,7 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
   std::optional<DiagnoseWork> work;
   JobStrings strings;
   std::vector<std::vector<Sample>> samples(paths.size());
-  std::vector<std::string> memory(paths.size());  // memory_records() of the captures that have any
+  std::vector<RecordSpool> memory(paths.size());  // memory_records() of the captures that have any
   std::vector<std::pair<uint64_t, uint64_t>> spans(paths.size());
   std::vector<RankCollectiveCall> collectives;  // the job's, capture after capture
   size_t kept_samples = 0;
@@ -335,7 +329,7 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
       return refuse(about_capture(paths, c, why));
     }
     if (std::any_of(shares.begin(), shares.end(), [](const auto& sh) { return sh->memory; })) {
-      std::optional<std::string> held = memory_records(paths[c], so.load, &why);
+      std::optional<RecordSpool> held = memory_records(paths[c], so.load, &why);
       if (!held) return refuse(about_capture(paths, c, why));
       memory[c] = std::move(*held);
     }
@@ -404,15 +398,7 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
     v1::Record r;
     for (size_t c = 0; c < paths.size(); ++c) {
       builder.begin_capture(paths[c]);
-      const std::string& held = memory[c];
-      for (size_t at = 0; at + sizeof(uint32_t) <= held.size();) {
-        uint32_t n = 0;
-        std::memcpy(&n, held.data() + at, sizeof n);
-        at += sizeof n;
-        r.ParseFromArray(held.data() + at, static_cast<int>(n));  // bytes this process wrote
-        at += n;
-        builder.add(r);
-      }
+      memory[c].for_each([&](const v1::Record& m) { builder.add(m); });
       v1::MetricSample* x = r.mutable_metric_sample();
       for (const Sample& s : samples[c]) {
         if (s.has_time) x->set_time_ns(s.time_ns);

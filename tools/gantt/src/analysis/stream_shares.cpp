@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <new>
 #include "gantt/model/model_builder.h"
+#include "gantt/model/record_spool.h"
 #include "gantt/scan/open.h"
 
 #include <algorithm>
@@ -153,11 +154,11 @@ std::vector<ChunkRange> plan_chunk_ranges(const std::optional<gpuhook::v1::Chunk
 
 bool read_range_model(const std::string& path, const LoadOptions& load, const std::vector<ChunkRange>& shares,
                       size_t max_ranges, Model* out, size_t* headers) {
-  // Each share's records, serialized one after the other behind their lengths (about 20
-  // bytes a range), then given to one ModelBuilder in file order, as one reader would.
+  // Each share's records, serialized (about 20 bytes a range), then given to one ModelBuilder
+  // in file order, as one reader would.
   struct Part {
     ChunkRange range;
-    std::string records;
+    RecordSpool records;
     size_t ranges = 0;
     gpuhook::Integrity integrity;
     std::exception_ptr error;
@@ -178,16 +179,13 @@ bool read_range_model(const std::string& path, const LoadOptions& load, const st
     gpuhook::CaptureReader& reader = *opened_reader;
     const AmplificationGuard guard(reader, load);
     v1::Record r;
-    std::string bytes;
     while (!stop.load(std::memory_order_relaxed) && reader.next(r)) {
       guard.check(reader);
       if (r.kind_case() == v1::Record::kRange && ++p.ranges > max_ranges) {
         over = stop = true;
         break;
       }
-      r.SerializeToString(&bytes);
-      const uint32_t n = static_cast<uint32_t>(bytes.size());
-      p.records.append(reinterpret_cast<const char*>(&n), sizeof n).append(bytes);
+      p.records.add(r);
     }
     p.integrity = reader.integrity();
   });
@@ -204,18 +202,11 @@ bool read_range_model(const std::string& path, const LoadOptions& load, const st
     return read_range_model(path, load, {ChunkRange{}}, max_ranges, out, headers);
   ModelBuilder builder(*out);
   builder.begin_capture(path);
-  v1::Record r;
-  for (const Part& p : parts) {
-    for (size_t at = 0; at + sizeof(uint32_t) <= p.records.size();) {
-      uint32_t n = 0;
-      std::memcpy(&n, p.records.data() + at, sizeof n);
-      at += sizeof n;
-      r.ParseFromArray(p.records.data() + at, static_cast<int>(n));  // bytes this process wrote
-      at += n;
+  for (const Part& p : parts)
+    p.records.for_each([&](const v1::Record& r) {
       if (headers && r.kind_case() == v1::Record::kHeader) ++*headers;
       builder.add(r);
-    }
-  }
+    });
   builder.end_capture(file_integrity(parts));
   return true;
 }

@@ -407,12 +407,12 @@ void read_fold(const std::string& path, const LoadOptions& load, Fold& fo, std::
     }
     const v1::Record& r = *v.record;
     if (r.kind_case() == v1::Record::kNccl) {
-      fo.nccl_calls.push_back(r);
+      fo.nccl_calls.add(r);
     } else if (r.kind_case() == v1::Record::kExternalCorrelation) {
       const auto& x = r.external_correlation();
       if (x.kind() == kHookExternalKind && x.external_id() != 0 && x.correlation_id() != 0) {
         fo.nccl.under_external(x.correlation_id());
-        fo.externals.push_back(r);
+        fo.externals.add(r);
       }
     }
     return fo.needs_model.empty();

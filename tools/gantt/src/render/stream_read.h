@@ -22,6 +22,7 @@
 #include <google/protobuf/arena.h>
 #include <gpuhook/capture.h>
 
+#include "gantt/model/record_spool.h"
 #include "gantt/analysis/scan_select.h"
 #include "gantt/analysis/stream_shares.h"
 #include "gantt/render/annotate.h"
@@ -356,7 +357,7 @@ struct Fold {
   std::vector<std::pair<uint64_t, v1::Record>> held;          // (seq, record)
   std::vector<std::pair<uint64_t, v1::Record>> nccl_kernels;  // the kernels the NCCL join may pick
   std::map<uint32_t, std::pair<uint64_t, v1::Record>> launches;  // held events' corr -> the last call read
-  std::vector<v1::Record> nccl_calls, externals;
+  RecordSpool nccl_calls, externals;  // one an NCCL call: kept serialized
   analysis::NcclKernelFilter nccl;
   detail::WaitContext waits;
   analysis::CorrWindows calls;  // launch calls' starts, while drawn kernels' waits want them

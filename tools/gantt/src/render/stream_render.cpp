@@ -405,10 +405,8 @@ std::optional<StreamedParts> stream_chart_parts(const std::string& path, const S
     if (samples > kMaxSamples) return refuse("more GPU counter samples than a streamed chart keeps");
     for (const Scan& sc : scans)
       for (const v1::Record& r : sc.samples) builder.add(r);
-    for (const Fold& fo : folds)
-      for (const v1::Record& r : fo.externals) builder.add(r);
-    for (const Fold& fo : folds)
-      for (const v1::Record& r : fo.nccl_calls) builder.add(r);
+    for (const Fold& fo : folds) fo.externals.for_each([&](const v1::Record& r) { builder.add(r); });
+    for (const Fold& fo : folds) fo.nccl_calls.for_each([&](const v1::Record& r) { builder.add(r); });
     const size_t api0 = held_model.api.size();
     for (const auto& [seq, r] : calls) builder.add(*r);
     // The calls became the model's API calls in their order: the bars' rows.
