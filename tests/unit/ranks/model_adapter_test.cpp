@@ -16,8 +16,9 @@ namespace {
 namespace v1 = gpuhook::v1;
 
 // Two ranks on two hosts; host B's clock reads 1 ms ahead. Rank 1 arrives 30 us late at
-// every all-reduce; both kernels end together.
-Model two_rank_job(int steps) {
+// every all-reduce; both kernels end together. With `host_records`, each rank also makes one
+// allocation and takes one NVML sample, 50 us into the job on its own clock.
+Model two_rank_job(int steps, bool host_records = false) {
   Model model;
   ModelBuilder b(model);
   for (int r = 0; r < 2; ++r) {
@@ -32,6 +33,22 @@ Model two_rank_job(int steps) {
     b.define_string(1, "ncclAllReduce");
     b.define_string(2, "cudaLaunchKernel");
     b.define_string(3, "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE");
+    if (host_records) {
+      v1::Record m;
+      auto* mem = m.mutable_memory();
+      mem->set_op(v1::MEMORY_OP_ALLOC);
+      mem->set_address(0x7000'0000);
+      mem->set_bytes(1 << 20);
+      mem->set_time_ns(1'000'050'000 + off);
+      mem->set_memory_kind(v1::MEMORY_DEVICE);
+      b.add(m);
+      v1::Record x;
+      auto* sample = x.mutable_metric_sample();
+      sample->set_time_ns(1'000'050'000 + off);
+      sample->set_metric(v1::GPU_METRIC_SM_CLOCK_MHZ);
+      sample->set_value(1980);
+      b.add(x);
+    }
     for (int s = 0; s < steps; ++s) {
       const int64_t t = 1'000'100'000 + s * 1'000'000 + off + (r == 1 ? 30'000 : 0);
       const auto corr = static_cast<uint32_t>(s + 1);
@@ -65,6 +82,20 @@ TEST(RanksModel, AlignsAndJoinsCollectives) {
   auto busy = rank_busy_intervals(model);
   ASSERT_EQ(busy.size(), 2u);
   EXPECT_TRUE(busy[0].intervals.empty());  // NCCL kernels are not compute
+}
+
+// Allocations and counter samples are on the host clock as the calls are: a rank on another
+// host has them moved with its events, or its memory peak and its NVML samples would lie a
+// clock offset away from its kernels.
+TEST(RanksModel, AlignmentMovesAllocationsAndSamples) {
+  Model model = two_rank_job(10, true);
+  ASSERT_EQ(model.memory.size(), 2u);
+  ASSERT_EQ(model.metrics.size(), 2u);
+  align_model_ranks(model);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(model.memory.time_ns[i], 1'000'050'000u) << "capture " << model.memory.capture[i];
+    EXPECT_EQ(model.metrics.time_ns[i], 1'000'050'000u) << "capture " << model.metrics.capture[i];
+  }
 }
 
 TEST(RanksModel, LinksFooterAndLabels) {

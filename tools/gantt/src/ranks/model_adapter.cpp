@@ -65,10 +65,18 @@ void apply_rank_alignment(Model& model, const RankAlignment& alignment) {
   shift(model.ranges.end_ns, model.ranges.capture, offset);
   shift(model.nccl.start_ns, model.nccl.capture, offset);
   shift(model.nccl.end_ns, model.nccl.capture, offset);
+  // Allocations and counter samples are on the host clock too: left as recorded, a rank on
+  // another host had its memory peak and its NVML samples milliseconds away from its kernels.
+  shift(model.memory.time_ns, model.memory.capture, offset);
+  shift(model.memory.first_use_ns, model.memory.capture, offset);
+  shift(model.memory.last_use_ns, model.memory.capture, offset);
+  shift(model.metrics.time_ns, model.metrics.capture, offset);
   for (size_t c = 0; c < model.captures.size(); ++c) {
     CaptureInfo& info = model.captures[c];
-    if (info.first_ns) info.first_ns = static_cast<uint64_t>(static_cast<int64_t>(info.first_ns) + offset[c]);
-    if (info.last_ns) info.last_ns = static_cast<uint64_t>(static_cast<int64_t>(info.last_ns) + offset[c]);
+    const auto moved = [&](uint64_t t) { return t ? static_cast<uint64_t>(static_cast<int64_t>(t) + offset[c]) : t; };
+    info.first_ns = moved(info.first_ns);
+    info.last_ns = moved(info.last_ns);
+    for (auto& [time, text] : info.flight_dumps) time = moved(time);
   }
 }
 

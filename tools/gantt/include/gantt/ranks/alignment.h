@@ -78,7 +78,8 @@ std::string summarize(const RankAlignment& alignment);
 // Alignment inputs of each capture of `model` (boot id, host, anchors, NCCL kernel ends).
 std::vector<RankClockInput> rank_clock_inputs(const Model& model);
 // Shifts every time of every capture by its offset (events, API calls, ranges, NCCL calls,
-// capture first/last). Times of 0 (unknown) stay 0.
+// allocations and their uses, counter samples, flight dumps, capture first/last). Times of 0
+// (unknown) stay 0.
 void apply_rank_alignment(Model& model, const RankAlignment& alignment);
 // The job rank of a capture: Header.rank when recorded, else the capture index.
 int32_t global_rank(const Model& model, uint16_t capture);
