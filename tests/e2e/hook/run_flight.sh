@@ -57,9 +57,13 @@ case $mode in
     done
     [[ -n $dump ]] || fail "no dump names occurrence 1500: $(ls "$work"); $(cat "$work/hooked.err")"
     # The slow step ran its backward 1000 times: 999 more backward than forward kernels in the
-    # dump, give or take the step the window's start cuts in two.
+    # dump, give or take the step the window's start cuts in two, less the records the hook
+    # says it lost: on a machine busy with a second build its buffers can all be waiting for the
+    # writer, and CUPTI then drops what it has nowhere to put (seen: 82 lost, 945 more backward).
     fwd=$(kernels "$dump" step_forward) bwd=$(kernels "$dump" step_backward)
-    (((bwd - fwd) >= 998 && (bwd - fwd) <= 1000)) || fail "the dump does not hold the slow step whole: $fwd forward, $bwd backward kernels; $(grep flight "$work/hooked.err")"
+    lost=$(grep -o "[0-9]* records lost" "$work/hooked.err" | grep -o "^[0-9]*" || true)
+    lost=${lost:-0}
+    (((bwd - fwd + lost) >= 998 && (bwd - fwd) <= 1000)) || fail "the dump does not hold the slow step whole: $fwd forward, $bwd backward kernels, $lost records lost; $(grep flight "$work/hooked.err")"
     # Steps before it, not all 1499: how many fit in the other 100 ms is the machine's.
     ((fwd > 1 && fwd < 1500)) || fail "the dump holds $fwd steps: not the last 300 ms of 1500"
     grep -q "flight recorder (GPUHOOK_FLIGHT=300ms GPUHOOK_SLOW=train_step:20): [0-9]* dumps\?: .*(slow: [^()]*occurrence 1500 of" "$work/hooked.err" ||
