@@ -126,16 +126,17 @@ std::optional<RecordSpool> memory_records(const std::string& path, const LoadOpt
 class DiagnoseShare final : public EventConsumer {
  public:
   // `context`: the job's captures; this share reads capture `capture`, whose string ids become
-  // the job's by adding `name_offset`. `collectives`: keep its collectives' kernels (several ranks).
-  DiagnoseShare(const Model& context, uint16_t capture, uint32_t name_offset, bool collectives)
+  // the job's by adding `name_offset`. It keeps up to `collective_budget` of its collectives'
+  // kernels (several ranks; 0: none).
+  DiagnoseShare(const Model& context, uint16_t capture, uint32_t name_offset, size_t collective_budget)
       : work(context),
         capture_(capture),
         global_rank_(global_rank(context, capture)),
         name_offset_(name_offset),
-        collectives_(collectives) {}
+        collective_budget_(collective_budget) {}
 
   void event(const ScannedEvent& e, const gpuhook::CaptureReader& reader) override {
-    if (collectives_ && e.kind == EventKind::kNccl && e.nccl != nullptr && gpuhook::nccl_op_is_collective(e.nccl->op))
+    if (collective_budget_ != 0 && e.kind == EventKind::kNccl && e.nccl != nullptr && gpuhook::nccl_op_is_collective(e.nccl->op))
       keep_collective(e);
     // stats.h is_gpu_work: a synchronisation and a host function are no GPU work.
     if (e.kind == EventKind::kSync || e.kind == EventKind::kHostFunc || e.start_ns == 0 || e.end_ns <= e.start_ns) return;
@@ -199,7 +200,7 @@ class DiagnoseShare final : public EventConsumer {
  private:
   uint32_t job_id(uint32_t id) const { return id == 0 ? 0 : id + name_offset_; }
   void keep_collective(const ScannedEvent& e) {
-    if (collectives.size() >= kMaxScannedCollectives) {
+    if (collectives.size() >= collective_budget_) {
       needs_load = "more collectives than a scan keeps for the straggler";
       return;
     }
@@ -220,7 +221,7 @@ class DiagnoseShare final : public EventConsumer {
   uint16_t capture_ = 0;
   int32_t global_rank_ = 0;
   uint32_t name_offset_ = 0;
-  bool collectives_ = false;
+  size_t collective_budget_ = 0;
 };
 
 // Each rank's busy time as rank_busy_intervals() has it loaded: the union of its GPU work
@@ -258,6 +259,47 @@ std::string straggler_line(std::vector<RankCollectiveCall> calls, const std::vec
     call.kernel_end_ns = shifted(call.kernel_end_ns, offsets[call.capture]);
   }
   return straggler_text(find_straggler(match_collectives(calls)));
+}
+
+// What the rules of records read of one capture, kept from its scan.
+struct CaptureRecords {
+  RecordSpool memory;                          // memory_records(), when its scan met any
+  std::vector<Sample> samples;                 // GPU counter samples
+  std::pair<uint64_t, uint64_t> span{0, 0};    // its first and last times, as a load has them
+};
+
+// The model the rules of records read: each capture's allocations (with their ranges and calls)
+// and counter samples, its span as a load has it, moved by `offsets` as align_model_ranks()
+// moves a loaded job. Without point-to-point calls (those were loaded) the rules find what they
+// find on the captures.
+Model records_model(const std::vector<std::string>& paths, const std::vector<CaptureRecords>& kept,
+                    const std::vector<int64_t>& offsets) {
+  Model records;
+  ModelBuilder builder(records);
+  v1::Record r;
+  for (size_t c = 0; c < paths.size(); ++c) {
+    builder.begin_capture(paths[c]);
+    kept[c].memory.for_each([&](const v1::Record& m) { builder.add(m); });
+    v1::MetricSample* x = r.mutable_metric_sample();
+    for (const Sample& s : kept[c].samples) {
+      if (s.has_time) x->set_time_ns(s.time_ns);
+      else x->clear_time_ns();
+      x->set_value(s.value);
+      x->set_device(s.device);
+      x->set_metric(static_cast<v1::GpuMetric>(s.metric));
+      builder.add(r);
+    }
+    builder.end_capture({});
+    records.captures[c].first_ns = kept[c].span.first;
+    records.captures[c].last_ns = kept[c].span.second;
+  }
+  if (paths.size() > 1) {
+    RankAlignment alignment;
+    alignment.captures.resize(paths.size());
+    for (size_t c = 0; c < paths.size(); ++c) alignment.captures[c].offset_ns = offsets[c];
+    apply_rank_alignment(records, alignment);
+  }
+  return records;
 }
 
 }  // namespace
@@ -308,9 +350,7 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
   const bool ranks = paths.size() > 1;
   std::optional<DiagnoseWork> work;
   JobStrings strings;
-  std::vector<std::vector<Sample>> samples(paths.size());
-  std::vector<RecordSpool> memory(paths.size());  // memory_records() of the captures that have any
-  std::vector<std::pair<uint64_t, uint64_t>> spans(paths.size());
+  std::vector<CaptureRecords> kept(paths.size());
   std::vector<RankCollectiveCall> collectives;  // the job's, capture after capture
   size_t kept_samples = 0;
   std::vector<RankClockInput> clocks;
@@ -318,8 +358,10 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
     EventScanner& scanner = *scanners[c];
     std::vector<std::unique_ptr<DiagnoseShare>> shares;
     std::vector<EventConsumer*> consumers;
+    // The straggler's collectives, the job's at most kMaxScannedCollectives, split between the shares.
+    const size_t budget = ranks ? (kMaxScannedCollectives - collectives.size()) / std::max<size_t>(scanner.shares(), 1) + 1 : 0;
     for (size_t i = 0; i < scanner.shares(); ++i) {
-      shares.push_back(std::make_unique<DiagnoseShare>(context, static_cast<uint16_t>(c), strings.offset(), ranks));
+      shares.push_back(std::make_unique<DiagnoseShare>(context, static_cast<uint16_t>(c), strings.offset(), budget));
       consumers.push_back(shares.back().get());
     }
     std::string why;
@@ -331,10 +373,10 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
     if (std::any_of(shares.begin(), shares.end(), [](const auto& sh) { return sh->memory; })) {
       std::optional<RecordSpool> held = memory_records(paths[c], so.load, &why);
       if (!held) return refuse(about_capture(paths, c, why));
-      memory[c] = std::move(*held);
+      kept[c].memory = std::move(*held);
     }
     // The capture's span as a load has it: the memory rules count their times from it.
-    spans[c] = {scanner.first_ns(), std::max(scanner.index_last_ns(), scanner.first_ns())};
+    kept[c].span = {scanner.first_ns(), std::max(scanner.index_last_ns(), scanner.first_ns())};
     for (const std::string& line : scanner.warnings()) out.warnings.push_back(line);
     out.corrupt = out.corrupt || scanner.corrupt();
     out.gpu_events += scanner.events_read();
@@ -347,7 +389,7 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
     const size_t first_collective = collectives.size();
     for (auto& sh : shares) {
       kept_samples += sh->samples.size();
-      samples[c].insert(samples[c].end(), sh->samples.begin(), sh->samples.end());
+      kept[c].samples.insert(kept[c].samples.end(), sh->samples.begin(), sh->samples.end());
       collectives.insert(collectives.end(), sh->collectives.begin(), sh->collectives.end());
       sh->samples = {};
       sh->collectives = {};
@@ -389,36 +431,7 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
     };
   }
   rules_on_work(*work, names, out.report, imbalance);
-  // The rules of records on a model of the records alone: the allocations with their ranges and
-  // calls, and the counter samples. Without point-to-point calls (those were loaded) they find
-  // what they find on the captures.
-  Model records;
-  {
-    ModelBuilder builder(records);
-    v1::Record r;
-    for (size_t c = 0; c < paths.size(); ++c) {
-      builder.begin_capture(paths[c]);
-      memory[c].for_each([&](const v1::Record& m) { builder.add(m); });
-      v1::MetricSample* x = r.mutable_metric_sample();
-      for (const Sample& s : samples[c]) {
-        if (s.has_time) x->set_time_ns(s.time_ns);
-        else x->clear_time_ns();
-        x->set_value(s.value);
-        x->set_device(s.device);
-        x->set_metric(static_cast<v1::GpuMetric>(s.metric));
-        builder.add(r);
-      }
-      builder.end_capture({});
-      records.captures[c].first_ns = spans[c].first;
-      records.captures[c].last_ns = spans[c].second;
-    }
-  }
-  if (ranks) {
-    RankAlignment alignment;
-    alignment.captures.resize(paths.size());
-    for (size_t c = 0; c < paths.size(); ++c) alignment.captures[c].offset_ns = offsets[c];
-    apply_rank_alignment(records, alignment);
-  }
+  const Model records = records_model(paths, kept, offsets);
   if (throttled_judges_kernels(records)) return refuse("a throttle stretch in the GPU counter samples (throttled judges the kernels that ran in it)");
   if (stalled_judges_kernels(records)) return refuse("PM sampling's SM-active samples (stalled judges the kernels that ran during them)");
   rule_records(records, out.report);

@@ -68,7 +68,7 @@ DiagnoseReport diagnose(const Model& model);
 // receives that the rules judge against every kernel, a rank of several busy devices or two
 // captures of one rank (imbalance takes the union of their work). --range NAME@N on several
 // captures is the N-th among all of theirs, as loaded.
-inline constexpr size_t kMaxScannedCollectives = size_t{1} << 21;
+inline constexpr size_t kMaxScannedCollectives = size_t{1} << 20;  // 80 bytes each
 struct DiagnoseScanOptions {
   LoadOptions load;
   unsigned threads = 0;  // 0: default_scan_threads()
