@@ -359,7 +359,8 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
     std::vector<std::unique_ptr<DiagnoseShare>> shares;
     std::vector<EventConsumer*> consumers;
     // The straggler's collectives, the job's at most kMaxScannedCollectives, split between the shares.
-    const size_t budget = ranks ? (kMaxScannedCollectives - collectives.size()) / std::max<size_t>(scanner.shares(), 1) + 1 : 0;
+    const size_t budget =
+        ranks ? (kMaxScannedCollectives - collectives.size()) / std::max<size_t>(scanner.shares(), 1) + 1 : 0;
     for (size_t i = 0; i < scanner.shares(); ++i) {
       shares.push_back(std::make_unique<DiagnoseShare>(context, static_cast<uint16_t>(c), strings.offset(), budget));
       consumers.push_back(shares.back().get());
