@@ -46,38 +46,32 @@ int report(const ga::DiagnoseReport& r, const DiagnoseOptions& o, bool corrupt) 
   return kExitOk;
 }
 
-// The captures' summary, each read as a stream (memory that does not grow with the events),
-// merged in the order given. Nothing, with *why_not, when one of them needs the whole timeline.
+// The captures' summary as the ranks of one job, scanned (memory that does not grow with the
+// events) and put on one clock as a load puts them (stream_job_stats). Nothing, with *why_not,
+// when one of them needs the whole timeline.
 std::optional<ga::StatsSummary> stream_summary(const std::vector<std::string>& captures, const DiagnoseOptions& o,
                                                bool& corrupt, bool& unusable, std::string* why_not) {
-  ga::StatsSummary all;
-  bool have = false;
-  for (const std::string& path : captures) {
-    ga::StreamStatsOptions so;
-    so.by = {ga::GroupBy::kStream};  // stream-serialisation reads the stream groups
-    so.gaps = 0;                     // the summary rules read the device totals, not the gaps
-    so.threads = o.threads;
-    so.load = load_options(o.load);
-    std::optional<ga::StreamedStats> one = ga::stream_stats(path, so, why_not);
-    if (!one) {
-      if (why_not) *why_not = path + ": " + *why_not;
-      return std::nullopt;
-    }
-    for (const std::string& line : one->warnings) std::cerr << "gantt-cli: " << line << "\n";
-    if (!reportable(one->context)) {
+  ga::StreamStatsOptions so;
+  so.by = {ga::GroupBy::kStream};  // stream-serialisation reads the stream groups
+  so.gaps = 0;                     // the summary rules read the device totals, not the gaps
+  so.threads = o.threads;
+  so.load = load_options(o.load);
+  std::optional<ga::StreamedJob> job = ga::stream_job_stats(captures, so, why_not);
+  if (!job) return std::nullopt;
+  for (size_t c = 0; c < job->ranks.size(); ++c) {
+    const ga::StreamedStats& one = job->ranks[c];
+    for (const std::string& line : one.warnings) std::cerr << "gantt-cli: " << line << "\n";
+    if (!reportable(one.context)) {
       unusable = true;
       return std::nullopt;
     }
-    if (!one->busy_exact)
-      std::cerr << "gantt-cli: diagnose: " << path << ": " << one->late_activities
+    if (!one.busy_exact)
+      std::cerr << "gantt-cli: diagnose: " << captures[c] << ": " << one.late_activities
                 << " GPU activities arrived after the idle time before them had been counted; busy times are within "
                    "their length of the exact figures (--in-memory computes them exactly)\n";
-    corrupt = corrupt || one->corrupt;
-    if (have) ga::merge(all, one->summary);
-    else all = std::move(one->summary);
-    have = true;
+    corrupt = corrupt || one.corrupt;
   }
-  return all;
+  return std::move(job->summary);
 }
 
 // Why diagnose loads the captures it does not stream, for load_captures()' refusal.
@@ -86,8 +80,8 @@ const WholeLoad kWhyDiagnoseLoads{
     "a rank of several busy devices) whole",
     gantt::scan::WholePath::kDiagnose};
 
-// Summaries among the inputs: the captures beside them are summarised (one read as a stream, as
-// stats reads it; several loaded together) and merged before them, in the order given.
+// Summaries among the inputs: the captures beside them are summarised as one job (scanned, as
+// stats reads them) and merged before them, in the order given.
 int run_on_summaries(const DiagnoseOptions& o, const std::vector<std::string>& captures,
                      const std::vector<std::string>& summaries) {
   if (any_filter(o.filter)) {
@@ -98,7 +92,7 @@ int run_on_summaries(const DiagnoseOptions& o, const std::vector<std::string>& c
   ga::StatsSummary all;
   bool have = false, corrupt = false, unusable = false;
   std::optional<ga::StatsSummary> streamed;
-  if (captures.size() == 1 && !o.load.in_memory && captures.front() != "-")
+  if (!captures.empty() && !o.load.in_memory && std::find(captures.begin(), captures.end(), "-") == captures.end())
     streamed = stream_summary(captures, o, corrupt, unusable, nullptr);
   if (unusable) return kExitError;
   if (streamed) {

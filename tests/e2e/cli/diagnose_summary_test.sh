@@ -67,6 +67,14 @@ python3 -c 'import json,sys; a,b=(json.load(open(p)) for p in sys.argv[1:]); sys
   summaries.json reordered.json || bad "the copy-overlap result depends on the order of the summaries"
 "$cli" diagnose r0.gpuh r1.gsum r2.gsum --format json > mixed.json || bad "diagnose of a capture and summaries exit $?"
 same_findings captures.json mixed.json || bad "a capture among summaries does not diagnose like its summary"
+# Several captures beside a summary are scanned as one job (under --max-memory 8M, which the
+# summary, parsed whole, fits and a load of the captures, about 22 MB, would not) and give what
+# they give loaded.
+"$cli" diagnose r0.gpuh r1.gpuh r2.gsum --format json --max-memory 8M > mixed_scanned.json ||
+  bad "diagnose of two captures and a summary under --max-memory 8M exit $?"
+"$cli" diagnose r0.gpuh r1.gpuh r2.gsum --format json --in-memory > mixed_loaded.json
+cmp -s mixed_scanned.json mixed_loaded.json ||
+  bad "two captures beside a summary: scanned $(diff mixed_scanned.json mixed_loaded.json | head -4)"
 ok "diagnose of summaries finds what diagnose of the captures finds"
 
 "$cli" diagnose r0.gpuh r1.gpuh r2.gpuh --fail-on warning > /dev/null; rc_c=$?
