@@ -77,7 +77,7 @@ std::optional<ga::StatsSummary> stream_summary(const std::vector<std::string>& c
 // Why diagnose loads the captures it does not stream, for load_captures()' refusal.
 const WholeLoad kWhyDiagnoseLoads{
     "diagnose loads captures a scan cannot serve (memory uses, GPU counter samples, NCCL sends and receives, "
-    "a rank of several busy devices) whole",
+    "two captures of one rank) whole",
     gantt::scan::WholePath::kDiagnose};
 
 // Summaries among the inputs: the captures beside them are summarised as one job (scanned, as
@@ -193,7 +193,7 @@ void register_diagnose(CLI::App& app, int& exit_code) {
       "the straggler from their collectives, on one clock; the filter flags count their window\n"
       "from the job's start, --range NAME@N the N-th among all of their ranges. Memory uses\n"
       "(GPUHOOK_MEM_USE), GPU counter samples judged against kernels, NCCL sends and receives and\n"
-      "a rank busy on several devices load the captures whole.\n"
+      "two captures of one rank load the captures whole.\n"
       "Summaries (gantt-cli stats CAPTURE --summary -o rank.gsum) are diagnosed too, merged:\n"
       "stream-serialisation, copy-overlap and imbalance run on their totals and find what they find\n"
       "on the captures; the report lists the other rules as not run, each with what it needs.\n"

@@ -225,22 +225,17 @@ class DiagnoseShare final : public EventConsumer {
 };
 
 // Each rank's busy time as rank_busy_intervals() has it loaded: the union of its GPU work
-// without NCCL's kernels, here its one busy device's (DeviceWork::balance). Nothing, with
-// *why_not, for a rank whose work spans several devices or a rank two captures share: the
-// union would need their intervals.
+// without NCCL's kernels, its devices together (DiagnoseWork::rank_balance). Nothing, with
+// *why_not, for a rank two captures share: the union would need their intervals.
 std::optional<std::vector<RankBusy>> rank_busy(const DiagnoseWork& w, const Model& context, std::string* why_not) {
   std::vector<RankBusy> ranks(context.captures.size());
-  std::vector<bool> busy(ranks.size(), false);
-  for (size_t c = 0; c < ranks.size(); ++c) ranks[c].global_rank = global_rank(context, static_cast<uint16_t>(c));
-  for (const auto& d : w.devices()) {
-    if (d->balance_totals.busy_ns == 0 || d->capture >= ranks.size()) continue;
-    if (busy[d->capture]) {
-      *why_not = context.captures[d->capture].path + ": GPU work on several devices (a rank's busy time is their union)";
-      return std::nullopt;
+  for (size_t c = 0; c < ranks.size(); ++c) {
+    ranks[c].global_rank = global_rank(context, static_cast<uint16_t>(c));
+    if (c < w.rank_balance().size()) {
+      const BusyTracker::Totals& t = w.rank_balance()[c];
+      ranks[c].busy_ns = t.busy_ns;
+      ranks[c].span_ns = t.last_ns - t.first_ns;
     }
-    busy[d->capture] = true;
-    ranks[d->capture].busy_ns = d->balance_totals.busy_ns;
-    ranks[d->capture].span_ns = d->balance_totals.last_ns - d->balance_totals.first_ns;
   }
   for (size_t c = 1; c < ranks.size(); ++c)
     for (size_t o = 0; o < c; ++o)

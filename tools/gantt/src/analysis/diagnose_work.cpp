@@ -117,6 +117,7 @@ void OccupancyWork::merge(const OccupancyWork& later) {
 DiagnoseWork::DiagnoseWork(const Model& context) {
   occupancy_by_capture_.reserve(context.captures.size());
   for (const CaptureInfo& c : context.captures) occupancy_by_capture_.emplace_back(c.devices);
+  if (context.captures.size() > 1) rank_balance_.assign(context.captures.size(), BusyTracker(0));
 }
 DiagnoseWork::DiagnoseWork(DiagnoseWork&&) noexcept = default;
 DiagnoseWork::~DiagnoseWork() = default;
@@ -229,7 +230,10 @@ void DiagnoseWork::take(DeviceWork& d, const WorkEvent& e) {
   d.all.add(e.start_ns, e.end_ns,
             compute ? BusyTracker::Work::kCompute
                     : e.kind == EventKind::kMemcpy ? BusyTracker::Work::kCopy : BusyTracker::Work::kOther);
-  if (e.kind != EventKind::kNccl) d.balance.add(e.start_ns, e.end_ns, BusyTracker::Work::kOther);
+  if (e.kind != EventKind::kNccl) {
+    d.balance.add(e.start_ns, e.end_ns, BusyTracker::Work::kOther);
+    if (e.capture < rank_balance_.size()) rank_balance_[e.capture].add(e.start_ns, e.end_ns, BusyTracker::Work::kOther);
+  }
   if (e.kind == EventKind::kMemcpy) {
     ++d.copies;
     d.copy_bytes += e.bytes;
@@ -380,6 +384,8 @@ void DiagnoseWork::absorb(DiagnoseWork&& later) {
   occupancy_total_ += later.occupancy_total_;
   for (const SyncCall& s : later.syncs_) add_sync(s);
   syncs_capped_ = syncs_capped_ || later.syncs_capped_;
+  for (size_t c = 0; c < rank_balance_.size() && c < later.rank_balance_.size(); ++c)
+    rank_balance_[c].absorb(std::move(later.rank_balance_[c]));
   std::stable_sort(syncs_.begin(), syncs_.end(), [](const SyncCall& a, const SyncCall& b) { return a.start_ns < b.start_ns; });
   syncs_sorted_ = true;
 }
@@ -390,6 +396,8 @@ void DiagnoseWork::complete() {
     d->totals = d->all.finish();
     d->balance_totals = d->balance.finish();
   }
+  rank_totals_.clear();
+  for (BusyTracker& t : rank_balance_) rank_totals_.push_back(t.finish());
 }
 
 uint64_t DiagnoseWork::late() const {
@@ -401,6 +409,8 @@ uint64_t DiagnoseWork::late() const {
 bool DiagnoseWork::busy_exact() const {
   for (const auto& d : devices_)
     if (!d->all.exact() || !d->balance.exact()) return false;
+  for (const BusyTracker& t : rank_balance_)
+    if (!t.exact()) return false;
   return true;
 }
 

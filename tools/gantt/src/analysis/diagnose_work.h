@@ -196,6 +196,9 @@ class DiagnoseWork {
   const std::map<uint32_t, OccupancyWork>& occupancy() const { return occupancy_; }     // by name id
   uint64_t occupancy_total_ns() const { return occupancy_total_; }
   const std::vector<SyncCall>& syncs() const { return syncs_; }  // by start, after finish()
+  // With several captures (ranks), after complete(): each capture's GPU work without NCCL's
+  // kernels, its devices together, as ranks.h rank_busy_intervals() unions it loaded.
+  const std::vector<BusyTracker::Totals>& rank_balance() const { return rank_totals_; }
   bool syncs_capped() const { return syncs_capped_; }
   size_t captures() const { return occupancy_by_capture_.size(); }
   // Events taken after later ones (past the window, or handed on at the end of a scan): their
@@ -235,6 +238,8 @@ class DiagnoseWork {
   uint64_t occupancy_total_ = 0;
   std::vector<SyncCall> syncs_;
   bool syncs_capped_ = false;
+  std::vector<BusyTracker> rank_balance_;  // by capture, when there are several
+  std::vector<BusyTracker::Totals> rank_totals_;
   uint64_t seq_ = 0;
 };
 

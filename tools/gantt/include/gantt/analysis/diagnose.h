@@ -65,9 +65,9 @@ DiagnoseReport diagnose(const Model& model);
 // capture's allocation records, memory tags and the calls that made them, read again after its
 // scan (up to 2^20). Nothing, with *why_not ("PATH: why" among several), when the captures must
 // be loaded: a merged file, memory uses (GPUHOOK_MEM_USE), GPU counter samples or NCCL sends and
-// receives that the rules judge against every kernel, a rank of several busy devices or two
-// captures of one rank (imbalance takes the union of their work). --range NAME@N on several
-// captures is the N-th among all of theirs, as loaded.
+// receives that the rules judge against every kernel, two captures of one rank (imbalance takes
+// the union of a rank's work, which for one capture's devices the scan tracks). --range NAME@N
+// on several captures is the N-th among all of theirs, as loaded.
 inline constexpr size_t kMaxScannedCollectives = size_t{1} << 20;  // 80 bytes each
 struct DiagnoseScanOptions {
   LoadOptions load;
