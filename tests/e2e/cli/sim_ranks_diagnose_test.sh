@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # diagnose of ranks that each drive two devices, on the simulator: scanned (the job's ranks one
 # after another, each rank's busy time the union of its devices' work) and equal to the same
-# captures loaded whole, with and without a filter.
+# captures loaded whole, with and without a filter. Where imbalance fires on a job with
+# multi_gpu's grouped all-reduce (one process, both devices), the straggler would need that
+# collective's calls, which the scan's NCCL join does not give a grouped call's kernels: that
+# job is loaded, and says why.
 #   sim_ranks_diagnose_test.sh SIM_LIB_DIR HOOK_LIB GANTT_CLI TWO_DEVICES MULTI_GPU
 set -u
 sim_lib=$1 hook=$2 cli=$3 two_devices=$4 multi_gpu=$5
@@ -29,9 +32,17 @@ for set in "td0.gpuh td1.gpuh" "mg0.gpuh mg1.gpuh" "td0.gpuh mg0.gpuh mg1.gpuh";
     "$cli" diagnose "${files[@]}" $filter --format json --in-memory > "$work/l.json" 2> "$work/l.err"
     rl=$?
     what="diagnose $set $filter"
-    if grep -q "cannot scan" "$work/s.err"; then
+    if [[ $set == "td0.gpuh mg0.gpuh mg1.gpuh" && $filter != "--device 1" ]]; then
+      if ! grep -q "cannot scan the captures (collectives a scan cannot match" "$work/s.err"; then
+        echo "FAIL: $what: scanned, or loaded for another reason: $(cat "$work/s.err")"; fails=$((fails + 1))
+        continue
+      fi
+      sed -i '/cannot scan/d' "$work/s.err"
+    elif grep -q "cannot scan" "$work/s.err"; then
       echo "FAIL: $what was loaded, not scanned: $(cat "$work/s.err")"; fails=$((fails + 1))
-    elif [[ $rs != "$rl" ]] || ! cmp -s "$work/s.json" "$work/l.json" || ! cmp -s "$work/s.err" "$work/l.err"; then
+      continue
+    fi
+    if [[ $rs != "$rl" ]] || ! cmp -s "$work/s.json" "$work/l.json" || ! cmp -s "$work/s.err" "$work/l.err"; then
       echo "FAIL: $what: scanned (exit $rs) differs from --in-memory (exit $rl): $(diff "$work/s.json" "$work/l.json" | head -4)"
       fails=$((fails + 1))
     else

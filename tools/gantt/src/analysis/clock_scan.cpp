@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <memory>
+#include <set>
 #include <tuple>
 
 #include <gpuhook/nccl_types.h>
+
 
 namespace gantt::analysis {
 
@@ -24,6 +26,20 @@ class CollectiveEnds : public EventConsumer {
 };
 
 }  // namespace
+
+bool collective_call(const ScannedEvent& e, uint16_t capture, int32_t global_rank, RankCollectiveCall* out) {
+  if (e.kind != EventKind::kNccl || e.nccl == nullptr || !gpuhook::nccl_op_is_collective(e.nccl->op)) return false;
+  const ScannedNccl& n = *e.nccl;
+  *out = {capture, n.rank, global_rank, n.op, n.comm_id, n.sequence, n.count, n.datatype, n.nranks, e.start_ns, e.end_ns};
+  return true;
+}
+
+bool one_call_each(const std::vector<RankCollectiveCall>& calls) {
+  std::set<std::tuple<uint16_t, uint64_t, uint64_t>> seen;
+  for (const RankCollectiveCall& c : calls)
+    if (c.kernel_start_ns != 0 && !seen.emplace(c.capture, c.comm_id, c.sequence).second) return false;
+  return true;
+}
 
 void order_ends(std::vector<CollectiveEnd>& ends) {
   std::sort(ends.begin(), ends.end(), [](const CollectiveEnd& a, const CollectiveEnd& b) {

@@ -136,8 +136,14 @@ class DiagnoseShare final : public EventConsumer {
         collective_budget_(collective_budget) {}
 
   void event(const ScannedEvent& e, const gpuhook::CaptureReader& reader) override {
-    if (collective_budget_ != 0 && e.kind == EventKind::kNccl && e.nccl != nullptr && gpuhook::nccl_op_is_collective(e.nccl->op))
-      keep_collective(e);
+    if (collective_budget_ != 0) keep_collective(e);
+    // An NCCL kernel the scan joined to no collective: without its call, or to a call that is no
+    // collective (a grouped call's kernels carry ncclGroupEnd's external id, which the scan's
+    // early join takes where the loader's join finds the grouped calls). The straggler would
+    // miss or misplace that arrival.
+    if (collective_budget_ != 0 && e.kind == EventKind::kNccl &&
+        (e.nccl == nullptr || !gpuhook::nccl_op_is_collective(e.nccl->op)))
+      uncalled_nccl = true;
     // stats.h is_gpu_work: a synchronisation and a host function are no GPU work.
     if (e.kind == EventKind::kSync || e.kind == EventKind::kHostFunc || e.start_ns == 0 || e.end_ns <= e.start_ns) return;
     WorkEvent x{e.kind, capture_, e.device, e.stream, e.priority, job_id(e.name_id != 0 ? e.name_id : e.launch_name_id),
@@ -195,18 +201,16 @@ class DiagnoseShare final : public EventConsumer {
   std::vector<Sample> samples;
   std::vector<RankCollectiveCall> collectives;  // on the capture's own clock
   bool memory = false;                           // allocation records or memory tags read
+  bool uncalled_nccl = false;                    // an NCCL kernel read without its call
   std::string needs_load;
 
  private:
   uint32_t job_id(uint32_t id) const { return id == 0 ? 0 : id + name_offset_; }
   void keep_collective(const ScannedEvent& e) {
-    if (collectives.size() >= collective_budget_) {
-      needs_load = "more collectives than a scan keeps for the straggler";
-      return;
-    }
-    const ScannedNccl& n = *e.nccl;
-    collectives.push_back({capture_, n.rank, global_rank_, n.op, n.comm_id, n.sequence, n.count, n.datatype, n.nranks,
-                           e.start_ns, e.end_ns});
+    RankCollectiveCall call;
+    if (!collective_call(e, capture_, global_rank_, &call)) return;
+    if (collectives.size() >= collective_budget_) needs_load = "more collectives than a scan keeps for the straggler";
+    else collectives.push_back(call);
   }
   // A capture has a few call names and millions of calls: each name is judged once.
   bool is_sync(uint32_t name_id, const gpuhook::CaptureReader& reader) {
@@ -347,6 +351,7 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
   JobStrings strings;
   std::vector<CaptureRecords> kept(paths.size());
   std::vector<RankCollectiveCall> collectives;  // the job's, capture after capture
+  bool uncalled_nccl = false;
   size_t kept_samples = 0;
   std::vector<RankClockInput> clocks;
   for (size_t c = 0; c < paths.size(); ++c) {
@@ -387,6 +392,7 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
       kept_samples += sh->samples.size();
       kept[c].samples.insert(kept[c].samples.end(), sh->samples.begin(), sh->samples.end());
       collectives.insert(collectives.end(), sh->collectives.begin(), sh->collectives.end());
+      uncalled_nccl = uncalled_nccl || sh->uncalled_nccl;
       sh->samples = {};
       sh->collectives = {};
     }
@@ -418,15 +424,26 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
     for (size_t c = 0; c < paths.size() && c < alignment.captures.size(); ++c) offsets[c] = alignment.captures[c].offset_ns;
   }
   std::function<void(DiagnoseReport&)> imbalance;
+  bool straggler_unknown = false;
   if (ranks) {
     std::string why;
     const std::optional<std::vector<RankBusy>> busy = rank_busy(*work, context, &why);
     if (!busy) return refuse(why);
     imbalance = [&, busy = *busy](DiagnoseReport& r) {
-      rule_imbalance("rank", busy_imbalance(busy), [&] { return straggler_line(collectives, offsets); }, r);
+      rule_imbalance("rank", busy_imbalance(busy), [&] {
+        if (uncalled_nccl || !one_call_each(collectives)) {
+          straggler_unknown = true;
+          return std::string();
+        }
+        return straggler_line(collectives, offsets);
+      }, r);
     };
   }
   rules_on_work(*work, names, out.report, imbalance);
+  // The straggler is named only when imbalance fires; when it did and the scan cannot tell it.
+  if (straggler_unknown)
+    return refuse("collectives a scan cannot match as a load does (a process that ran one on several devices, or an "
+                  "NCCL kernel read without its call): imbalance names the straggler from them");
   const Model records = records_model(paths, kept, offsets);
   if (throttled_judges_kernels(records)) return refuse("a throttle stretch in the GPU counter samples (throttled judges the kernels that ran in it)");
   if (stalled_judges_kernels(records)) return refuse("PM sampling's SM-active samples (stalled judges the kernels that ran during them)");

@@ -11,8 +11,21 @@
 
 #include "gantt/analysis/event_scan.h"
 #include "gantt/ranks/alignment.h"
+#include "gantt/ranks/collectives.h"
 
 namespace gantt::analysis {
+
+// The collective calls a scan keeps of a job, at most (80 bytes each): past them, it is loaded.
+inline constexpr size_t kMaxScannedCollectives = size_t{1} << 20;
+
+// The collective call a scanned NCCL kernel ran (EventScanOptions::join_nccl) as
+// collective_calls() has it from a loaded model, on the capture's own clock; false for any
+// other event.
+bool collective_call(const ScannedEvent& e, uint16_t capture, int32_t global_rank, RankCollectiveCall* out);
+// False when a capture ran one collective more than once (a process that drives it on several
+// devices): match_collectives() keeps the first of them in the loaded model's order of the
+// calls, which a scan does not know.
+bool one_call_each(const std::vector<RankCollectiveCall>& calls);
 
 // A scan's collective ends in one order (the shares end in their own; alignment keys the ends by
 // collective, so they are sorted only to make the input the same from run to run).

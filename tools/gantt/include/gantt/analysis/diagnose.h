@@ -61,14 +61,13 @@ DiagnoseReport diagnose(const Model& model);
 // not with the events (diagnose_work.h says what each keeps and bounds). Several captures are
 // the ranks of one job, as diagnose(const Model&) reads them loaded together: imbalance
 // compares the ranks, and names the straggler from their collectives put on one clock (kept
-// one per collective and rank, up to kMaxScannedCollectives). The memory rules read a
+// one per collective and rank, up to clock_scan.h kMaxScannedCollectives). The memory rules read a
 // capture's allocation records, memory tags and the calls that made them, read again after its
 // scan (up to 2^20). Nothing, with *why_not ("PATH: why" among several), when the captures must
 // be loaded: a merged file, memory uses (GPUHOOK_MEM_USE), GPU counter samples or NCCL sends and
 // receives that the rules judge against every kernel, two captures of one rank (imbalance takes
 // the union of a rank's work, which for one capture's devices the scan tracks). --range NAME@N
 // on several captures is the N-th among all of theirs, as loaded.
-inline constexpr size_t kMaxScannedCollectives = size_t{1} << 20;  // 80 bytes each
 struct DiagnoseScanOptions {
   LoadOptions load;
   unsigned threads = 0;  // 0: default_scan_threads()
