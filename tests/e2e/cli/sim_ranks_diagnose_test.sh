@@ -3,8 +3,8 @@
 # after another, each rank's busy time the union of its devices' work) and equal to the same
 # captures loaded whole, with and without a filter. Where imbalance fires on a job with
 # multi_gpu's grouped all-reduce (one process, both devices), the straggler would need that
-# collective's calls, which the scan's NCCL join does not give a grouped call's kernels: that
-# job is loaded, and says why.
+# collective's calls, and the scan's NCCL join gives one of its kernels no collective (the
+# full load's join does): that job is loaded, and says why.
 #   sim_ranks_diagnose_test.sh SIM_LIB_DIR HOOK_LIB GANTT_CLI TWO_DEVICES MULTI_GPU
 set -u
 sim_lib=$1 hook=$2 cli=$3 two_devices=$4 multi_gpu=$5

@@ -138,9 +138,9 @@ class DiagnoseShare final : public EventConsumer {
   void event(const ScannedEvent& e, const gpuhook::CaptureReader& reader) override {
     if (collective_budget_ != 0) keep_collective(e);
     // An NCCL kernel the scan joined to no collective: without its call, or to a call that is no
-    // collective (a grouped call's kernels carry ncclGroupEnd's external id, which the scan's
-    // early join takes where the loader's join finds the grouped calls). The straggler would
-    // miss or misplace that arrival.
+    // collective (seen on a grouped all-reduce over two devices of one process, whose kernels
+    // carry ncclGroupEnd's external id: the scan's final join gave one of them no collective
+    // where the full load's join finds its all-reduce). The straggler would miss that arrival.
     if (collective_budget_ != 0 && e.kind == EventKind::kNccl &&
         (e.nccl == nullptr || !gpuhook::nccl_op_is_collective(e.nccl->op)))
       uncalled_nccl = true;
