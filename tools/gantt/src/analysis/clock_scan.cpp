@@ -75,39 +75,9 @@ std::optional<RankClockInput> scan_clock_input(const std::string& path, const Ev
   return input;
 }
 
-std::optional<JobClock> job_clock(const std::vector<std::string>& paths, const std::vector<const EventScanner*>& scanners,
-                                  const EventScanOptions& options, std::string* why_not) {
-  JobClock job;
-  job.offsets.assign(paths.size(), 0);
-  if (paths.size() > 1) {
-    std::vector<RankClockInput> clocks;
-    for (const EventScanner* scanner : scanners) clocks.push_back(rank_clock_inputs(scanner->context()).front());
-    const bool one_clock = std::all_of(clocks.begin(), clocks.end(), [&](const RankClockInput& c) {
-      return !c.boot_id.empty() && c.boot_id == clocks.front().boot_id;
-    });
-    for (size_t c = 0; c < paths.size() && !one_clock; ++c) {
-      std::string why;
-      std::optional<RankClockInput> scanned = scan_clock_input(paths[c], options, &why);
-      if (!scanned) {
-        if (why_not) *why_not = paths[c] + ": " + why;
-        return std::nullopt;
-      }
-      clocks[c] = std::move(*scanned);
-    }
-    if (!one_clock) {
-      const RankAlignment alignment = align_ranks(clocks);
-      for (size_t c = 0; c < paths.size() && c < alignment.captures.size(); ++c) job.offsets[c] = alignment.captures[c].offset_ns;
-    }
-  }
-  for (size_t c = 0; c < scanners.size(); ++c) {
-    const EventScanner& scanner = *scanners[c];
-    const uint64_t t = shifted(scanner.first_ns(), job.offsets[c]);
-    if (t != 0 && (job.first_ns == 0 || t < job.first_ns)) job.first_ns = t;
-    job.last_ns = std::max(job.last_ns, shifted(std::max(scanner.index_last_ns(), scanner.first_ns()), job.offsets[c]));
-  }
-  return job;
-}
+namespace {
 
+// --range NAME@N on several captures: JobClock::range (job_clock()).
 bool find_job_range(JobClock& clock, const std::vector<std::string>& paths,
                     const std::vector<const EventScanner*>& scanners, const std::string& spec,
                     const EventScanOptions& options, std::string* why_not) {
@@ -136,6 +106,72 @@ bool find_job_range(JobClock& clock, const std::vector<std::string>& paths,
     end = std::max(end, shifted(launched->second, clock.offsets[k]));
   }
   clock.range = std::make_pair(from, end);
+  return true;
+}
+
+}  // namespace
+
+std::optional<std::vector<std::unique_ptr<EventScanner>>> open_scanners(const std::vector<std::string>& paths,
+                                                                        const EventScanOptions& options,
+                                                                        std::string* why_not) {
+  std::vector<std::unique_ptr<EventScanner>> scanners;
+  for (size_t c = 0; c < paths.size(); ++c) {
+    scanners.push_back(std::make_unique<EventScanner>(paths[c], options));
+    if (!scanners.back()->refused().empty()) {
+      if (why_not) *why_not = about_capture(paths, c, scanners.back()->refused());
+      return std::nullopt;
+    }
+  }
+  return scanners;
+}
+
+std::optional<JobClock> job_clock(const std::vector<std::string>& paths, const std::vector<const EventScanner*>& scanners,
+                                  const EventScanOptions& options, std::string* why_not, const EventFilter* filter) {
+  JobClock job;
+  job.offsets.assign(paths.size(), 0);
+  if (paths.size() > 1) {
+    std::vector<RankClockInput> clocks;
+    for (const EventScanner* scanner : scanners) clocks.push_back(rank_clock_inputs(scanner->context()).front());
+    const bool one_clock = std::all_of(clocks.begin(), clocks.end(), [&](const RankClockInput& c) {
+      return !c.boot_id.empty() && c.boot_id == clocks.front().boot_id;
+    });
+    for (size_t c = 0; c < paths.size() && !one_clock; ++c) {
+      std::string why;
+      std::optional<RankClockInput> scanned = scan_clock_input(paths[c], options, &why);
+      if (!scanned) {
+        if (why_not) *why_not = about_capture(paths, c, why);
+        return std::nullopt;
+      }
+      clocks[c] = std::move(*scanned);
+    }
+    if (!one_clock) {
+      const RankAlignment alignment = align_ranks(clocks);
+      for (size_t c = 0; c < paths.size() && c < alignment.captures.size(); ++c) job.offsets[c] = alignment.captures[c].offset_ns;
+    }
+  }
+  for (size_t c = 0; c < scanners.size(); ++c) {
+    const EventScanner& scanner = *scanners[c];
+    const uint64_t t = shifted(scanner.first_ns(), job.offsets[c]);
+    if (t != 0 && (job.first_ns == 0 || t < job.first_ns)) job.first_ns = t;
+    job.last_ns = std::max(job.last_ns, shifted(std::max(scanner.index_last_ns(), scanner.first_ns()), job.offsets[c]));
+  }
+  if (filter && paths.size() > 1 && !filter->range.empty() &&
+      !find_job_range(job, paths, scanners, filter->range, options, why_not))
+    return std::nullopt;
+  return job;
+}
+
+bool select_on_job_clock(const JobClock& clock, const std::vector<std::string>& paths,
+                         const std::vector<std::unique_ptr<EventScanner>>& scanners, const EventFilter& filter,
+                         std::string* why_not) {
+  for (size_t c = 0; c < scanners.size(); ++c) {
+    const auto [first, last] = clock.local_span(c);
+    std::string why;
+    if (!scanners[c]->select(filter, first, last, &why, clock.local_range(c))) {
+      if (why_not) *why_not = about_capture(paths, c, why);
+      return false;
+    }
+  }
   return true;
 }
 

@@ -315,13 +315,11 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
   so.load = options.load;
   so.threads = options.threads;
   so.join_nccl = true;
-  std::vector<std::unique_ptr<EventScanner>> scanners;
+  std::optional<std::vector<std::unique_ptr<EventScanner>>> opened = open_scanners(paths, so, why_not);
+  if (!opened) return std::nullopt;
+  std::vector<std::unique_ptr<EventScanner>>& scanners = *opened;
   Model context;  // the job's captures, as a load of them has them: headers, devices, threads
-  for (size_t c = 0; c < paths.size(); ++c) {
-    scanners.push_back(std::make_unique<EventScanner>(paths[c], so));
-    if (!scanners.back()->refused().empty()) return refuse(about_capture(paths, c, scanners.back()->refused()));
-    context.captures.push_back(scanners.back()->context().captures.front());
-  }
+  for (const auto& scanner : scanners) context.captures.push_back(scanner->context().captures.front());
   ScannedDiagnosis out;
   out.unusable = unusable_capture(context);
   if (!out.unusable.empty()) return out;
@@ -332,18 +330,8 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
   if (options.filter) {
     std::vector<const EventScanner*> contexts;
     for (const auto& scanner : scanners) contexts.push_back(scanner.get());
-    clock = job_clock(paths, contexts, so, why_not);
-    if (!clock) return std::nullopt;
-    // --range NAME@N on several captures: the N-th among all of theirs, as loaded.
-    if (paths.size() > 1 && !options.filter->range.empty() &&
-        !find_job_range(*clock, paths, contexts, options.filter->range, so, why_not))
-      return std::nullopt;
-    for (size_t c = 0; c < paths.size(); ++c) {
-      const auto [first, last] = clock->local_span(c);
-      std::string why;
-      if (!scanners[c]->select(*options.filter, first, last, &why, clock->local_range(c)))
-        return refuse(about_capture(paths, c, why));
-    }
+    clock = job_clock(paths, contexts, so, why_not, options.filter);
+    if (!clock || !select_on_job_clock(*clock, paths, scanners, *options.filter, why_not)) return std::nullopt;
   }
 
   const bool ranks = paths.size() > 1;

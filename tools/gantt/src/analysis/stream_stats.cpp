@@ -1026,21 +1026,12 @@ std::optional<StreamedJob> stream_job_stats(const std::vector<std::string>& path
     EventScanOptions so;
     so.load = o.load;
     so.threads = o.threads;
-    std::vector<std::unique_ptr<EventScanner>> scanners;
+    const std::optional<std::vector<std::unique_ptr<EventScanner>>> scanners = open_scanners(paths, so, why_not);
+    if (!scanners) return std::nullopt;
     std::vector<const EventScanner*> contexts;
-    for (const std::string& path : paths) {
-      scanners.push_back(std::make_unique<EventScanner>(path, so));
-      if (!scanners.back()->refused().empty()) {
-        if (why_not) *why_not = path + ": " + scanners.back()->refused();
-        return std::nullopt;
-      }
-      contexts.push_back(scanners.back().get());
-    }
-    clock = job_clock(paths, contexts, so, why_not);
+    for (const auto& scanner : *scanners) contexts.push_back(scanner.get());
+    clock = job_clock(paths, contexts, so, why_not, o.filter);  // --range: the N-th among all of theirs
     if (!clock) return std::nullopt;
-    // --range NAME@N: the N-th among all of the captures' ranges, as loaded.
-    if (!o.filter->range.empty() && !find_job_range(*clock, paths, contexts, o.filter->range, so, why_not))
-      return std::nullopt;
   }
   const unsigned thread_count = o.threads != 0 ? o.threads : default_scan_threads();
   // Many captures: one thread each, as many at a time as there are threads (no share plans,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -53,8 +54,8 @@ struct JobClock {
   std::vector<int64_t> offsets;  // added to each capture's known times
   uint64_t first_ns = 0;         // the job's first time: Model::first_ns() loaded
   uint64_t last_ns = 0;          // the job's last time, as far as the captures' indexes know it
-  // With find_job_range(): the --range's window on that clock (its start, and the end of the
-  // work launched in it).
+  // With a --range on several captures (job_clock()'s filter): its window on that clock (its
+  // start, and the end of the work launched in it).
   std::optional<std::pair<uint64_t, uint64_t>> range;
   // The job's first and last times as capture c's own clock reads them.
   std::pair<uint64_t, uint64_t> local_span(size_t c) const { return {local(c, first_ns), local(c, last_ns)}; }
@@ -65,18 +66,27 @@ struct JobClock {
   }
   uint64_t local(size_t c, uint64_t t) const { return t - static_cast<uint64_t>(offsets[c]); }
 };
-// `scanners`: the captures at `paths`, their contexts read. nullopt with *why_not when a
-// capture's clock needs a scan that cannot serve it (load the job instead).
-std::optional<JobClock> job_clock(const std::vector<std::string>& paths, const std::vector<const EventScanner*>& scanners,
-                                  const EventScanOptions& options, std::string* why_not);
+// Each capture's scanner, its context read. nullopt with *why_not ("PATH: why" among several)
+// when a scan cannot serve one. Throws gpuhook::CaptureError as load() does.
+std::optional<std::vector<std::unique_ptr<EventScanner>>> open_scanners(const std::vector<std::string>& paths,
+                                                                        const EventScanOptions& options,
+                                                                        std::string* why_not);
 
-// --range NAME@N on the job: the occurrence among every capture's NVTX ranges on the job's
-// clock, numbered as a load of the captures numbers them (select_events()), and the end of the
-// GPU work any capture launched in it, by one scan of each capture's events. Sets clock->range.
-// Throws std::invalid_argument as select_events() does; false with *why_not when a capture's
-// scan cannot serve.
-bool find_job_range(JobClock& clock, const std::vector<std::string>& paths,
-                    const std::vector<const EventScanner*>& scanners, const std::string& spec,
-                    const EventScanOptions& options, std::string* why_not);
+// `scanners`: the captures at `paths`, their contexts read. nullopt with *why_not when a
+// capture's clock needs a scan that cannot serve it (load the job instead). With a `filter`
+// whose --range NAME@N is asked of several captures, JobClock::range is its window: the
+// occurrence among every capture's NVTX ranges on the job's clock, numbered as a load of the
+// captures numbers them (select_events()), held open until the GPU work any capture launched
+// in it ends (one scan of each capture's events); a bad or missing range throws
+// std::invalid_argument as select_events() does.
+std::optional<JobClock> job_clock(const std::vector<std::string>& paths, const std::vector<const EventScanner*>& scanners,
+                                  const EventScanOptions& options, std::string* why_not,
+                                  const EventFilter* filter = nullptr);
+
+// Each scanner selects `filter` on the job's clock: the job's span and --range as its own clock
+// reads them (EventScanner::select). False with *why_not ("PATH: why" among several).
+bool select_on_job_clock(const JobClock& clock, const std::vector<std::string>& paths,
+                         const std::vector<std::unique_ptr<EventScanner>>& scanners, const EventFilter& filter,
+                         std::string* why_not);
 
 }  // namespace gantt::analysis
