@@ -8,6 +8,7 @@
 
 #include <gpuhook/summary_file.h>
 
+#include <gantt/analysis/clock_scan.h>
 #include <gantt/analysis/stats.h>
 #include <gantt/analysis/summary.h>
 #include <gantt/analysis/comm.h>
@@ -201,6 +202,38 @@ std::optional<int> try_stream(const StatsOptions& o) {
   return corrupt(*streamed) ? kExitError : kExitOk;
 }
 
+// --by collective by one scan of each capture (analysis::scan_collective_calls): the collectives
+// on the job's clock, in memory that grows with them, not with the events. Nothing when a scan
+// cannot tell them as a load would; the caller then loads the captures.
+std::optional<int> try_scan_collectives(const StatsOptions& o) {
+  if (o.load.in_memory || std::find(o.files.begin(), o.files.end(), "-") != o.files.end()) return std::nullopt;
+  const gantt::EventFilter filter = make_filter(o.filter);
+  ga::EventScanOptions so;
+  so.load = load_options(o.load);
+  so.threads = o.threads;
+  std::optional<ga::ScannedCollectives> scanned;
+  try {
+    std::string why_not;
+    scanned = ga::scan_collective_calls(o.files, so, any_filter(o.filter) ? &filter : nullptr, &why_not);
+  } catch (const gpuhook::CaptureError&) {
+    return std::nullopt;  // the loader reports it, as for any capture
+  } catch (const std::invalid_argument& e) {  // the filter's error, as restrict_to_filter() says it
+    std::cerr << "gantt-cli: stats: " << e.what() << "\n";
+    return kExitError;
+  }
+  if (!scanned) return std::nullopt;
+  if (!scanned->unusable.empty()) {
+    std::cerr << "gantt-cli: " << scanned->unusable << "\n";
+    return kExitError;
+  }
+  for (const std::string& line : scanned->warnings) std::cerr << "gantt-cli: " << line << "\n";
+  if (any_filter(o.filter))
+    std::cerr << "gantt-cli: stats: " << scanned->selected_events << " of " << scanned->gpu_events << " GPU events ("
+              << gantt::describe_filter(filter) << ")\n";
+  std::cout << ga::format_collective_stats(gantt::collective_stats(gantt::match_collectives(scanned->calls)), o.format);
+  return scanned->corrupt ? kExitError : kExitOk;
+}
+
 int run_stats(const StatsOptions& o) {
   std::vector<std::string> captures, summaries;
   for (const std::string& f : o.files) (gpuhook::is_summary_file(f) ? summaries : captures).push_back(f);
@@ -223,6 +256,8 @@ int run_stats(const StatsOptions& o) {
   }
   if (o.summary || !summaries.empty()) return run_summaries(o, captures, summaries);
   if (const auto streamed = try_stream(o)) return *streamed;
+  if (o.by == "collective")
+    if (const auto scanned = try_scan_collectives(o)) return *scanned;
   LoadedJob job = load_captures(o.files, o.load, kWhyStatsLoads);
   gantt::Model& model = job.model;
   const bool corrupt = job.corrupt;

@@ -32,6 +32,19 @@ same_diagnosis() {
     diff "$dir/scanned.json" "$dir/loaded.json" | head -20; diff "$dir/scanned.err" "$dir/loaded.err"; exit 1
   fi
 }
+# same_collectives ARGS...: stats --by collective scans the ranks (one scan each, on one clock;
+# --max-memory 1K refuses a load) and says what --in-memory says, table and stderr.
+same_collectives() {
+  "$cli" stats "$@" --by collective --max-memory 1K > "$dir/scanned.txt" 2> "$dir/scanned.err" ||
+    { echo "FAIL: stats --by collective $* was not scanned: $(cat "$dir/scanned.err")"; exit 1; }
+  "$cli" stats "$@" --by collective --in-memory > "$dir/loaded.txt" 2> "$dir/loaded.err" || true
+  if ! cmp -s "$dir/scanned.txt" "$dir/loaded.txt" || ! cmp -s "$dir/scanned.err" "$dir/loaded.err"; then
+    echo "FAIL: stats --by collective $* scanned differs from --in-memory"
+    diff "$dir/scanned.txt" "$dir/loaded.txt"; diff "$dir/scanned.err" "$dir/loaded.err"; exit 1
+  fi
+  grep -q "^AllReduce .* 4 " "$dir/scanned.txt" ||
+    { echo "FAIL: stats --by collective $* found no 4-rank all-reduce"; cat "$dir/scanned.txt"; exit 1; }
+}
 case $mode in
   straggler|merge)
     LD_PRELOAD=$hook GPUHOOK_OUTPUT=$dir/rank%r.gpuh "$example" --ranks 4 --steps $steps --slow-rank 2 --extra-us $extra_us >/dev/null
@@ -77,6 +90,8 @@ PY
       grep -q "rank 2 arrived last" "$dir/diagnose.txt"
       same_diagnosis "${files[@]}"
       same_diagnosis "${files[@]}" --from 20ms --device 0
+      same_collectives "${files[@]}"
+      same_collectives "${files[@]}" --from 20ms --device 0
       # Each rank summarised on its own (the map step), the summaries diagnosed together: the
       # same imbalance finding, less the last-arriver line that needs every collective.
       for r in 0 1 2 3; do "$cli" stats "$dir/rank$r.gpuh" --summary -o "$dir/rank$r.gsum" 2>/dev/null; done
@@ -172,6 +187,10 @@ print(sum(1 for f in range(n) for t in range(n) if c["ring_model_bytes"][f * n +
       { echo "FAIL: diagnose of the ranks on three hosts does not name rank 2"; cat "$dir/diagnose.txt"; exit 1; }
     same_diagnosis "$dir"/rank{0,1,2,3}.gpuh
     same_diagnosis "$dir"/rank{0,1,2,3}.gpuh --from 10ms --to 40ms
+    # The collectives' table on one clock: on their own clocks rank 1 would arrive 5 ms late and
+    # rank 3 5 ms early at every all-reduce.
+    same_collectives "$dir"/rank{0,1,2,3}.gpuh
+    same_collectives "$dir"/rank{0,1,2,3}.gpuh --from 10ms --to 40ms
     ;;
   *) echo "unknown mode $mode" >&2; exit 2 ;;
 esac

@@ -161,6 +161,37 @@ TEST(NcclJoin, EachCollectiveOfAGroupGetsItsOwnKernel) {
   EXPECT_LT(m.events.start_ns[m.nccl.event[1]], m.events.start_ns[m.nccl.event[2]]);
 }
 
+TEST(NcclJoin, AKernelsCallIsTheCollectiveNotItsGroupsEnd) {
+  // The group's end takes the first kernel it launched too; the call behind that kernel, as
+  // every export and the scan's join name it, is the all-reduce that ran it. Where no call of
+  // the group took a kernel, its end is the call behind it.
+  Model m;
+  {
+    Capture c(m);
+    c.nccl(v1::NCCL_GROUP_START, kGroupStart, 4'000'000, 4'000'100, 30, 1);
+    c.nccl(v1::NCCL_ALL_REDUCE, kAllReduce, 4'000'200, 4'000'300, 31, 1, 0);
+    c.nccl(v1::NCCL_ALL_REDUCE, kAllReduce, 4'000'400, 4'000'500, 32, 1, 1);
+    c.nccl(v1::NCCL_GROUP_END, kGroupEnd, 4'000'600, 4'010'000, 33, 0);
+    c.external(kCustom2, 33, 9);
+    c.launch(kAllReduceKernel, 4'001'000, 9);
+    c.external(kCustom2, 33, 10);
+    c.launch(kAllReduceKernel, 4'002'000, 10);
+    c.nccl(v1::NCCL_GROUP_START, kGroupStart, 5'000'000, 5'000'100, 40, 1);
+    c.nccl(v1::NCCL_GROUP_END, kGroupEnd, 5'000'600, 5'010'000, 41, 0);
+    c.external(kCustom2, 41, 11);
+    c.launch(kSendRecvKernel, 5'001'000, 11);
+  }
+  ASSERT_EQ(m.nccl.size(), 6u);
+  ASSERT_EQ(m.nccl.event[3], m.nccl.event[1]) << "the group's end took its first kernel";
+  const std::vector<uint32_t> call = m.nccl_call_of_events();
+  ASSERT_EQ(call.size(), m.events.size());
+  EXPECT_EQ(call[m.nccl.event[1]], 1u);
+  EXPECT_EQ(call[m.nccl.event[2]], 2u);
+  const uint32_t lone = kernel_named(m, "_Z22ncclDevKernel_SendRecv24ncclDevKernelArgsStorageILm4096EE");
+  ASSERT_NE(lone, kNone);
+  EXPECT_EQ(call[lone], 5u) << "a kernel only a group's end launched";
+}
+
 TEST(NcclJoin, AnotherProfilersExternalIdsAreNotTheHooks) {
   // kineto pushes its own ids under CUSTOM0; the same number under that kind is not ours.
   Model m;

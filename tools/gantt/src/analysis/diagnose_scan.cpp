@@ -137,13 +137,9 @@ class DiagnoseShare final : public EventConsumer {
 
   void event(const ScannedEvent& e, const gpuhook::CaptureReader& reader) override {
     if (collective_budget_ != 0) keep_collective(e);
-    // An NCCL kernel the scan joined to no collective: without its call, or to a call that is no
-    // collective (seen on a grouped all-reduce over two devices of one process, whose kernels
-    // carry ncclGroupEnd's external id: the scan's final join gave one of them no collective
-    // where the full load's join finds its all-reduce). The straggler would miss that arrival.
-    if (collective_budget_ != 0 && e.kind == EventKind::kNccl &&
-        (e.nccl == nullptr || !gpuhook::nccl_op_is_collective(e.nccl->op)))
-      uncalled_nccl = true;
+    // A kernel a load's collective_calls() lists under several calls: the straggler would miss
+    // all but the first.
+    if (collective_budget_ != 0 && several_collectives(e)) shared_kernel = true;
     // stats.h is_gpu_work: a synchronisation and a host function are no GPU work.
     if (e.kind == EventKind::kSync || e.kind == EventKind::kHostFunc || e.start_ns == 0 || e.end_ns <= e.start_ns) return;
     WorkEvent x{e.kind, capture_, e.device, e.stream, e.priority, job_id(e.name_id != 0 ? e.name_id : e.launch_name_id),
@@ -201,7 +197,7 @@ class DiagnoseShare final : public EventConsumer {
   std::vector<Sample> samples;
   std::vector<RankCollectiveCall> collectives;  // on the capture's own clock
   bool memory = false;                           // allocation records or memory tags read
-  bool uncalled_nccl = false;                    // an NCCL kernel read without its call
+  bool shared_kernel = false;                    // an NCCL kernel with several collective calls
   std::string needs_load;
 
  private:
@@ -339,7 +335,7 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
   JobStrings strings;
   std::vector<CaptureRecords> kept(paths.size());
   std::vector<RankCollectiveCall> collectives;  // the job's, capture after capture
-  bool uncalled_nccl = false;
+  bool shared_kernel = false;
   size_t kept_samples = 0;
   std::vector<RankClockInput> clocks;
   for (size_t c = 0; c < paths.size(); ++c) {
@@ -380,19 +376,14 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
       kept_samples += sh->samples.size();
       kept[c].samples.insert(kept[c].samples.end(), sh->samples.begin(), sh->samples.end());
       collectives.insert(collectives.end(), sh->collectives.begin(), sh->collectives.end());
-      uncalled_nccl = uncalled_nccl || sh->uncalled_nccl;
+      shared_kernel = shared_kernel || sh->shared_kernel;
       sh->samples = {};
       sh->collectives = {};
     }
     if (kept_samples > kMaxSamples) return refuse("more GPU counter samples than a scan keeps");
     if (collectives.size() > kMaxScannedCollectives) return refuse("more collectives than a scan keeps for the straggler");
     if (ranks && !clock) {
-      RankClockInput input = rank_clock_inputs(scanner.context()).front();
-      for (size_t k = first_collective; k < collectives.size(); ++k)
-        if (collectives[k].kernel_end_ns != 0)
-          input.ends.push_back({collectives[k].comm_id, collectives[k].sequence, collectives[k].kernel_end_ns});
-      order_ends(input.ends);
-      clocks.push_back(std::move(input));
+      clocks.push_back(clock_input(scanner, collectives.begin() + static_cast<ptrdiff_t>(first_collective), collectives.end()));
     }
     DiagnoseWork& first = shares.front()->work;
     for (size_t i = 1; i < shares.size(); ++i) first.absorb(std::move(shares[i]->work));
@@ -419,7 +410,7 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
     if (!busy) return refuse(why);
     imbalance = [&, busy = *busy](DiagnoseReport& r) {
       rule_imbalance("rank", busy_imbalance(busy), [&] {
-        if (uncalled_nccl || !one_call_each(collectives)) {
+        if (shared_kernel || !one_call_each(collectives)) {
           straggler_unknown = true;
           return std::string();
         }
@@ -430,8 +421,8 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
   rules_on_work(*work, names, out.report, imbalance);
   // The straggler is named only when imbalance fires; when it did and the scan cannot tell it.
   if (straggler_unknown)
-    return refuse("collectives a scan cannot match as a load does (a process that ran one on several devices, or an "
-                  "NCCL kernel read without its call): imbalance names the straggler from them");
+    return refuse("collectives a scan cannot match as a load does (a process that ran one on several devices, or a "
+                  "group that launched fewer kernels than it had collectives): imbalance names the straggler from them");
   const Model records = records_model(paths, kept, offsets);
   if (throttled_judges_kernels(records)) return refuse("a throttle stretch in the GPU counter samples (throttled judges the kernels that ran in it)");
   if (stalled_judges_kernels(records)) return refuse("PM sampling's SM-active samples (stalled judges the kernels that ran during them)");

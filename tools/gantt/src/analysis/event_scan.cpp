@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include <google/protobuf/arena.h>
+#include <gpuhook/nccl_types.h>
 
 #include "gantt/analysis/stream_shares.h"
 #include "gantt/analysis/stream_stats.h"
@@ -383,6 +384,10 @@ std::vector<ScannedNccl> join_held(const std::string& path, std::vector<std::uni
     for (const v1::Record& r : sh->nccl_calls) builder.add(r);
     sh->settle.for_each_call([&](const v1::Record& r) { builder.add(r); });
   }
+  // The kernels' names: the join picks a grouped call's kernel by its name's family first.
+  for (const auto& sh : shares)
+    for (const ScannedEvent& e : sh->held)
+      if (e.name_id != 0 && sh->reader) builder.define_string(e.name_id, sh->reader->string(e.name_id));
   gpuhook::RecordView r;
   r.kind = v1::Record::kKernel;
   for (const auto& sh : shares)
@@ -398,13 +403,17 @@ std::vector<ScannedNccl> join_held(const std::string& path, std::vector<std::uni
     }
   builder.end_capture({});
   std::vector<ScannedNccl> calls(mini.events.size());
-  for (uint32_t n = 0; n < mini.nccl.size(); ++n) {
-    const uint32_t ev = mini.nccl.event[n];
-    if (ev == kNone || ev >= calls.size()) continue;
+  const std::vector<uint32_t> call_of = mini.nccl_call_of_events();
+  for (uint32_t ev = 0; ev < calls.size(); ++ev) {
+    const uint32_t n = call_of[ev];
+    if (n == kNone) continue;
     calls[ev] = {static_cast<uint8_t>(mini.nccl.op[n]), mini.nccl.comm_id[n], mini.nccl.sequence[n], mini.nccl.bytes[n],
                  mini.nccl.root_or_peer[n], mini.nccl.rank[n], mini.nccl.nranks[n], mini.nccl.datatype[n],
                  mini.nccl.count[n]};
   }
+  for (uint32_t n = 0; n < mini.nccl.size(); ++n)
+    if (const uint32_t ev = mini.nccl.event[n]; ev < calls.size() && gpuhook::nccl_op_is_collective(mini.nccl.op[n]))
+      ++calls[ev].collective_calls;
   size_t i = 0;
   for (auto& sh : shares)
     for (ScannedEvent& e : sh->held) {

@@ -166,9 +166,7 @@ void ChromeExporter::write(const Model& m, const Selection& sel, const ExportOpt
   };
 
   // NCCL calls by the GPU event they launched: their arguments go on the kernel slice.
-  std::vector<uint32_t> nccl_of(m.events.size(), kNone);
-  for (uint32_t i = 0; i < m.nccl.size(); ++i)
-    if (m.nccl.event[i] != kNone && m.nccl.event[i] < nccl_of.size()) nccl_of[m.nccl.event[i]] = i;
+  const std::vector<uint32_t> nccl_of = m.nccl_call_of_events();
 
   // GPU slices, per (device, stream), in start order.
   std::vector<uint32_t> gpu;

@@ -321,14 +321,7 @@ class CsvExporter final : public Exporter {
     out += kColumns;
     const EventTable& ev = m.events;
     const uint64_t t0 = m.first_ns();
-    std::vector<analysis::ScannedNccl> nccl_of(ev.size());  // the NCCL call behind a kernel
-    std::vector<uint8_t> has_nccl(ev.size(), 0);
-    for (uint32_t n = 0; n < m.nccl.size(); ++n) {
-      const uint32_t e = m.nccl.event[n];
-      if (e >= ev.size() || has_nccl[e]) continue;
-      has_nccl[e] = 1;
-      nccl_of[e] = {m.nccl.op[n], m.nccl.comm_id[n], m.nccl.sequence[n], m.nccl.bytes[n], m.nccl.root_or_peer[n]};
-    }
+    const std::vector<uint32_t> call_of = m.nccl_call_of_events();  // the NCCL call behind a kernel
     std::vector<std::string> cells(m.captures.size());
     for (uint16_t c = 0; c < m.captures.size(); ++c) cells[c] = cells_of(m, c);
     std::string name_cell;
@@ -359,7 +352,11 @@ class CsvExporter final : public Exporter {
       r.occupancy_limit = ev.occupancy_limit[e];
       const std::string range = ev.range[e] != kNone ? m.range_path(e) : std::string();
       r.range = range;
-      if (has_nccl[e]) r.nccl = &nccl_of[e];
+      analysis::ScannedNccl call;
+      if (const uint32_t n = call_of[e]; n != kNone) {
+        call = {m.nccl.op[n], m.nccl.comm_id[n], m.nccl.sequence[n], m.nccl.bytes[n], m.nccl.root_or_peer[n]};
+        r.nccl = &call;
+      }
       event_row(out, r, t0, cells[r.capture]);
       flush(out, os);
     }

@@ -130,6 +130,16 @@ std::string Model::range_path(uint32_t event) const {
   return r == kNone ? std::string() : range_path_of_range(r);
 }
 
+std::vector<uint32_t> Model::nccl_call_of_events() const {
+  std::vector<uint32_t> call(events.size(), kNone);
+  for (const bool group_end : {false, true})
+    for (uint32_t n = 0; n < nccl.size(); ++n) {
+      const uint32_t e = nccl.event[n];
+      if (e < call.size() && call[e] == kNone && (nccl.op[n] == gpuhook::v1::NCCL_GROUP_END) == group_end) call[e] = n;
+    }
+  return call;
+}
+
 uint64_t Model::first_ns() const {
   uint64_t t = 0;
   for (const auto& c : captures)

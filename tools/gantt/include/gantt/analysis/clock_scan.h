@@ -23,10 +23,19 @@ inline constexpr size_t kMaxScannedCollectives = size_t{1} << 20;
 // collective_calls() has it from a loaded model, on the capture's own clock; false for any
 // other event.
 bool collective_call(const ScannedEvent& e, uint16_t capture, int32_t global_rank, RankCollectiveCall* out);
+// True when the join gave a scanned NCCL kernel several collective calls (a group that launched
+// fewer kernels than it had collectives): a load's collective_calls() lists each of them, a
+// scan's collective_call() the kernel's first.
+inline bool several_collectives(const ScannedEvent& e) { return e.nccl != nullptr && e.nccl->collective_calls > 1; }
 // False when a capture ran one collective more than once (a process that drives it on several
 // devices): match_collectives() keeps the first of them in the loaded model's order of the
 // calls, which a scan does not know.
 bool one_call_each(const std::vector<RankCollectiveCall>& calls);
+
+// Capture `c`'s RankClockInput from its context and the collective calls a scan of it kept
+// (collective_call()): what scan_clock_input() reads, without a scan of its own.
+RankClockInput clock_input(const EventScanner& scanner, std::vector<RankCollectiveCall>::const_iterator from,
+                           std::vector<RankCollectiveCall>::const_iterator to);
 
 // A scan's collective ends in one order (the shares end in their own; alignment keys the ends by
 // collective, so they are sorted only to make the input the same from run to run).
@@ -88,5 +97,23 @@ std::optional<JobClock> job_clock(const std::vector<std::string>& paths, const s
 bool select_on_job_clock(const JobClock& clock, const std::vector<std::string>& paths,
                          const std::vector<std::unique_ptr<EventScanner>>& scanners, const EventFilter& filter,
                          std::string* why_not);
+
+// The collective calls of a job whose kernels ran, on one clock: what collective_calls() of a
+// load of the captures gives match_collectives() (the filter applied as restrict_to_filter()
+// applies it, its window counted from the job's start), from one scan of each capture.
+struct ScannedCollectives {
+  std::string unusable;  // unusable_capture() of the captures: nothing else is filled
+  std::vector<RankCollectiveCall> calls;
+  std::vector<std::string> warnings;  // as loading the captures would print them
+  bool corrupt = false;
+  uint64_t gpu_events = 0, selected_events = 0;  // for "N of M GPU events" under a filter
+};
+// nullopt with *why_not where a scan cannot tell them as a load would: a kernel with several
+// collective calls, a capture that ran one collective twice, more than kMaxScannedCollectives,
+// or what any scan refuses (EventScanner). Throws gpuhook::CaptureError as load() does, and
+// std::invalid_argument for a bad filter as select_events() does.
+std::optional<ScannedCollectives> scan_collective_calls(const std::vector<std::string>& paths,
+                                                        const EventScanOptions& options, const EventFilter* filter,
+                                                        std::string* why_not);
 
 }  // namespace gantt::analysis

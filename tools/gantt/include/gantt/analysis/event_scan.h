@@ -35,6 +35,9 @@ struct ScannedNccl {
   // What matching a collective across ranks reads (ranks/collectives.h RankCollectiveCall).
   int32_t rank = 0, nranks = 0, datatype = 0;
   uint64_t count = 0;
+  // The collective calls the join gave this kernel: more than one where a group launched fewer
+  // kernels than it had collectives (a load's collective_calls() lists each of them).
+  uint32_t collective_calls = 0;
 };
 
 // One GPU operation as the loaded model has it (EventTable), with its launch call.

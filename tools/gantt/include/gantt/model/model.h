@@ -355,6 +355,10 @@ class Model {
   std::string range_path(uint32_t event) const;
   // Ranges are kept in the order "outer/inner" for a range row too.
   std::string range_path_of_range(uint32_t range) const;
+  // The NCCL row behind each event (kNone where none): the first call that launched it, an
+  // ncclGroupEnd's row only where no call of its group took the kernel (a group's end takes the
+  // first kernel it launched, which a call of the group may have taken too).
+  std::vector<uint32_t> nccl_call_of_events() const;
   // Earliest and latest known time over all events, API calls and ranges; 0,0 when empty.
   uint64_t first_ns() const;
   uint64_t last_ns() const;
