@@ -113,6 +113,10 @@ row pageable_copy "GPUHOOK_SIM_SCALE=twice:200" "--size 16384 --iterations 4" \
 row sync_loop "GPUHOOK_SIM_SCALE=step_update:200" "--size 4096 --iterations 50" --change remove-syncs
 row graphs "GPUHOOK_SIM_SCALE=layer_:64,loss_grad:64 GPUHOOK_SIM_LAUNCH_NS=100000" "--size 1024 --iterations 100" --change graphs
 
+# occupancy: saxpy in 32-thread blocks (32 resident a SM, half its threads); the twin takes the
+# block size cudaOccupancyMaxPotentialBlockSize suggests. block-size works out the same size from
+# the recorded registers and the device's limits, and times each kernel by its waves of blocks.
+row occupancy "GPUHOOK_SIM_SCALE=saxpy:200" "--size 1048576" --change block-size=saxpy
 # multi_gpu: two devices in a ring over a slow peer link (the example's own setting for it),
 # each step's chunks copied after all of them are computed; the twin sends each chunk as soon
 # as it is done. The measure is the steps: the first chunk's start to the last accumulate's end
@@ -178,7 +182,6 @@ else
 fi
 
 not_modelled tiny_kernels "the twin fuses thousands of launches into one grid-stride kernel"
-not_modelled occupancy "the twin changes the block size (a kernel's duration under other occupancy)"
 not_modelled gather_stall "the twin changes the kernel's memory access pattern"
 not_modelled memory_phases "the twin recomputes activations (memory, not time)"
 not_modelled pipeline_parallel "the twin changes the pipeline schedule (GPipe to 1F1B)"

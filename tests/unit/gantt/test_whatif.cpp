@@ -223,11 +223,17 @@ TEST(WhatifChange, SpellingsAreExact) {
   EXPECT_EQ(parse_change("priority=critical_.*").kind, Change::Kind::kPriority);
   EXPECT_EQ(parse_change("priority=critical_.*").name, "critical_.*");
   EXPECT_EQ(parse_change("overlap-copies").kind, Change::Kind::kOverlapCopies);
+  EXPECT_EQ(parse_change("block-size=saxpy").kind, Change::Kind::kBlockSize);
+  EXPECT_EQ(parse_change("block-size=saxpy").threads, 0u);
+  EXPECT_EQ(parse_change("block-size=saxpy:256").threads, 256u);
+  EXPECT_EQ(parse_change("block-size=saxpy:256").name, "saxpy");
+  EXPECT_EQ(parse_change("block-size=ns::k<1>").name, "ns::k<1>") << "a colon of the regex is not a size";
   const Change s = parse_change("scale=gemm.*:0.8");
   EXPECT_EQ(s.name, "gemm.*");
   EXPECT_DOUBLE_EQ(s.factor, 0.8);
   for (const char* bad : {"pin_copies", "streams=1", "streams=2.5", "streams=x", "scale=gemm", "scale=:2",
-                          "scale=a:-1", "scale=a:nan", "scale=a:1e9", "remove-syncs=", "priority=", "priority", "overlap-copies=2", ""})
+                          "scale=a:-1", "scale=a:nan", "scale=a:1e9", "remove-syncs=", "priority=", "priority", "overlap-copies=2", "block-size=", "block-size=:64",
+                          "block-size=k:0", "block-size=k:99999999999", ""})
     EXPECT_THROW(parse_change(bad), std::invalid_argument) << bad;
 }
 
@@ -470,3 +476,63 @@ TEST_F(WhatifPredict, OverlapCopiesShipsEachChunkBehindItsOwnKernel) {
 
 }  // namespace
 }  // namespace gantt::whatif
+
+namespace gantt::whatif {
+namespace {
+
+// H100: 132 SMs, 32 resident blocks, 64 warps and 64 K registers an SM, 1024 threads a block.
+TEST_F(WhatifPredict, BlockSizeTimesAKernelByItsWavesOfBlocks) {
+  using gantt_test::api;
+  using gantt_test::kernel;
+  const uint32_t launch = id("cudaLaunchKernel"), sync = id("cudaStreamSynchronize"), tiny = id("tiny"), other = id("other");
+  // 33,792 blocks of 32 threads: 32 resident a SM (the block limit), 4,224 at once, 8 waves
+  // of 1 us. `other` is not matched and keeps its time.
+  v1::Record small_blocks = kernel(tiny, 13, 1, 0, 0, 2000, 10000, 32);
+  small_blocks.mutable_kernel()->set_grid_x(33792);
+  const std::string in = write("in.gpuh", with_strings({
+      api(launch, 7, 1000, 1010, 1), small_blocks,
+      api(launch, 7, 1020, 1030, 2), kernel(other, 13, 2, 0, 0, 10000, 11000),
+      api(sync, 7, 1040, 11100, 3), stream_sync(13, 3, 1040, 11100)}));
+  const auto predicted = [&](const std::string& change, const std::string& out) {
+    const Prediction p = predict({in}, {parse_change(change)}, {}, dir_ + "/" + out);
+    EXPECT_EQ(p.sections[0].unchanged.ns(), p.sections[0].measured.ns());
+    return std::make_pair(p, load({dir_ + "/" + out}));
+  };
+  {
+    // The suggested size: 1024 threads (2 resident: all 2048 threads of an SM), 1,056 blocks
+    // over 264 at once: 4 waves, 4 us.
+    const auto [p, m] = predicted("block-size=tiny", "out.gpuh");
+    ASSERT_EQ(p.notes.size(), 1u);
+    EXPECT_NE(p.notes[0].find("from 32 to 1024 threads a block, occupancy 50% to 100%), 8 waves of blocks to 4"), std::string::npos)
+        << p.notes[0];
+    EXPECT_EQ(p.sections[0].predicted.ns(), p.sections[0].measured.ns() - 4000);
+    uint32_t k = kNone, o = kNone;
+    for (uint32_t e = 0; e < m.events.size(); ++e) {
+      if (m.string(m.events.name[e]) == "tiny") k = e;
+      if (m.string(m.events.name[e]) == "other") o = e;
+    }
+    ASSERT_NE(k, kNone);
+    ASSERT_NE(o, kNone);
+    EXPECT_EQ(m.events.end_ns[k] - m.events.start_ns[k], 4000u);
+    EXPECT_EQ(m.events.grid[k][0], 1056);
+    EXPECT_EQ(m.events.block[k][0], 1024);
+    EXPECT_EQ(m.events.end_ns[o] - m.events.start_ns[o], 1000u);
+  }
+  {
+    // 64 threads: still 32 resident (4,224 at once), 16,896 blocks: 4 waves.
+    const auto [p, m] = predicted("block-size=tiny:64", "out64.gpuh");
+    EXPECT_EQ(p.sections[0].predicted.ns(), p.sections[0].measured.ns() - 4000);
+  }
+  {
+    // 96 threads: 21 resident by warps (63 of 64), 11,264 blocks over 2,772 at once: 5 waves.
+    const auto [p, m] = predicted("block-size=tiny:96", "out96.gpuh");
+    EXPECT_EQ(p.sections[0].predicted.ns(), p.sections[0].measured.ns() - 3000);
+  }
+  EXPECT_THROW(predict({in}, {parse_change("block-size=tiny:2048")}, {}, dir_ + "/big.gpuh"), std::invalid_argument)
+      << "a block over the device's 1024 threads does not launch";
+  EXPECT_THROW(predict({in}, {parse_change("block-size=nothing")}, {}, dir_ + "/none.gpuh"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace gantt::whatif
+

@@ -159,6 +159,25 @@ Occupancy theoretical_occupancy(const LaunchShape& launch, const SmLimits& sm) {
   return o;
 }
 
+uint32_t max_potential_block_size(LaunchShape launch, const SmLimits& sm) {
+  if (sm.warp_size == 0 || sm.max_threads_per_block == 0 || !sm_limits_problem(sm).empty()) return 0;
+  const uint64_t full = uint64_t{sm.max_warps_per_sm} * sm.warp_size;  // the header's occupancyLimit
+  uint32_t best = 0;
+  uint64_t best_threads = 0;
+  const uint32_t limit = sm.max_threads_per_block;
+  const uint32_t aligned = (limit + sm.warp_size - 1) / sm.warp_size * sm.warp_size;
+  for (uint32_t size = aligned; size > 0; size -= std::min(size, sm.warp_size)) {
+    launch.threads_per_block = std::min(size, limit);
+    const uint64_t threads = uint64_t{launch.threads_per_block} * theoretical_occupancy(launch, sm).active_blocks;
+    if (threads > best_threads) {
+      best = launch.threads_per_block;
+      best_threads = threads;
+    }
+    if (best_threads == full) break;
+  }
+  return best;
+}
+
 KernelOccupancy::KernelOccupancy(const std::vector<gpuhook::v1::DeviceInfo>& devices, std::vector<std::string>* problems) {
   for (const auto& d : devices) {
     const SmLimits sm = sm_limits(d);

@@ -125,6 +125,19 @@ Change parse_change(const std::string& text) {
     c.name = rest.substr(0, colon);
     c.factor = parse_number(text, rest.substr(colon + 1));
     if (c.factor > 1e6) throw std::invalid_argument("--change " + text + ": a factor above 1e6 is not a prediction");
+  } else if (starts_with(text, "block-size=") && text.size() > 11) {
+    c.kind = Change::Kind::kBlockSize;
+    c.name = text.substr(11);
+    // REGEX:N where what follows the last colon is a number; a colon in a regex otherwise.
+    const size_t colon = c.name.rfind(':');
+    if (colon != std::string::npos && colon + 1 < c.name.size() &&
+        c.name.find_first_not_of("0123456789", colon + 1) == std::string::npos) {
+      const double n = parse_number(text, c.name.substr(colon + 1));
+      if (n > 65536) throw std::invalid_argument("--change " + text + ": a block holds at most 65536 threads on any GPU");
+      c.threads = static_cast<uint32_t>(n);
+      c.name.resize(colon);
+      if (c.name.empty()) throw std::invalid_argument("--change " + text + ": write block-size=KERNEL_REGEX[:THREADS]");
+    }
   } else if (starts_with(text, "priority=") && text.size() > 9) {
     c.kind = Change::Kind::kPriority;
     c.name = text.substr(9);
@@ -149,7 +162,11 @@ const char* change_help() {
          "  scale=REGEX:FACTOR     kernels whose name matches REGEX take FACTOR times as long\n"
          "  balance-ranks          each step's compute on every rank set to the ranks' mean\n"
          "  priority=REGEX         the streams that run kernels matching REGEX at a greater priority\n"
-         "                         than every other stream of their device\n";
+         "                         than every other stream of their device\n"
+         "  block-size=REGEX[:N]   kernels matching REGEX launched with N threads a block (default: the\n"
+         "                         size cudaOccupancyMaxPotentialBlockSize suggests) over the blocks that\n"
+         "                         cover the same threads; each takes its waves of blocks times its\n"
+         "                         measured time per wave (1-D launches on a recorded device)\n";
 }
 
 Prediction predict(const std::vector<std::string>& inputs, const std::vector<Change>& changes, const Options& options,

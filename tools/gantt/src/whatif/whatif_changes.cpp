@@ -11,6 +11,8 @@
 
 #include <re2/re2.h>
 
+#include "gantt/model/occupancy.h"
+#include "gantt/model/text.h"
 #include "whatif_internal.h"
 
 namespace gantt::whatif::detail {
@@ -108,6 +110,90 @@ void scale(Built& b, const Change& ch) {
   const std::vector<uint32_t> matched = matching_kernels(b, ch);
   for (const uint32_t o : matched) b.graph.ops[o].duration_ns = scaled(b.graph.ops[o].duration_ns, ch.factor);
   b.graph.notes.push_back(ch.text + ": " + std::to_string(matched.size()) + " kernel(s) " + fmt("x%.3g", ch.factor));
+}
+
+// block-size=REGEX[:N]: each matching kernel launched with N threads a block (by default the
+// size cudaOccupancyMaxPotentialBlockSize would suggest for its registers and shared memory)
+// over the blocks that cover the threads it launched. Its time is its waves of blocks (the
+// blocks its device holds at once: SMs x resident blocks, gantt/model/occupancy.h) times its
+// measured time per wave: a wave of the new blocks is taken to last as long as a wave of the
+// old ones, as it does where the kernel's SMs waited on latency at the old occupancy (what a
+// low-occupancy finding is about); where they were already bandwidth-bound the gain is less.
+// Only 1-D launches of recorded devices are changed; a launch outside the graph's ops (a
+// graph's node) keeps its shape.
+void resize_blocks(Built& b, const Change& ch) {
+  Graph& g = b.graph;
+  std::vector<bool> matched(g.ops.size(), false);
+  for (const uint32_t o : matching_kernels(b, ch)) matched[o] = true;
+  std::map<std::pair<uint16_t, uint32_t>, v1::DeviceInfo> devices;  // (capture, ordinal)
+  std::vector<std::pair<uint32_t, v1::Kernel>> kernels;             // (op, its record)
+  v1::Record r;
+  for (uint16_t s = 0; s < b.sections.size(); ++s) {
+    const auto& places = b.places[s];
+    for (uint32_t i = 0; i < b.sections[s].records.size(); ++i) {
+      const bool op = i < places.size() && places[i].kind == RecordPlace::Kind::kOp && places[i].index < matched.size() &&
+                      matched[places[i].index];
+      b.sections[s].records.get(i, &r);
+      if (r.has_device()) devices[{s, r.device().ordinal()}] = r.device();
+      else if (op && r.has_kernel()) kernels.emplace_back(places[i].index, r.kernel());
+    }
+  }
+  uint64_t changed = 0, not_1d = 0, no_device = 0, waves_before = 0, waves_after = 0;
+  uint32_t threads_before = 0, threads_after = 0;
+  double occupancy_before = 0, occupancy_after = 0;
+  for (const auto& [o, k] : kernels) {
+    GpuOp& op = g.ops[o];
+    if (k.grid_y() != 1 || k.grid_z() != 1 || k.block_y() != 1 || k.block_z() != 1 || k.grid_x() <= 0 ||
+        k.block_x() <= 0) {
+      ++not_1d;
+      continue;
+    }
+    const auto dev = devices.find({op.capture, k.device()});
+    const SmLimits sm = dev == devices.end() ? SmLimits{} : sm_limits(dev->second);
+    const uint64_t sms = dev == devices.end() ? 0 : dev->second.sm_count();
+    LaunchShape shape;
+    shape.threads_per_block = static_cast<uint32_t>(k.block_x());
+    shape.registers_per_thread = k.registers_per_thread();
+    shape.shared_memory_bytes = uint64_t{k.static_shared_memory_bytes()} + k.dynamic_shared_memory_bytes();
+    const Occupancy before = theoretical_occupancy(shape, sm);
+    if (sms == 0 || before.active_blocks == 0) {
+      ++no_device;
+      continue;
+    }
+    LaunchShape next = shape;
+    next.threads_per_block = ch.threads ? ch.threads : max_potential_block_size(shape, sm);
+    const Occupancy after = next.threads_per_block ? theoretical_occupancy(next, sm) : Occupancy{};
+    if (after.active_blocks == 0)
+      throw std::invalid_argument("--change " + ch.text + ": " + std::to_string(next.threads_per_block) +
+                                  " threads a block do not fit " + utf8_clean(demangle(op.name.str())) + " on device " +
+                                  std::to_string(k.device()) + " (" + to_string(after.limit) + ")");
+    const uint64_t threads = uint64_t(k.grid_x()) * uint64_t(k.block_x());
+    const uint64_t blocks = (threads + next.threads_per_block - 1) / next.threads_per_block;
+    if (blocks > INT32_MAX) {  // grid_x holds 2^31 - 1 blocks
+      ++not_1d;
+      continue;
+    }
+    const uint64_t per_wave = sms * before.active_blocks, per_wave_after = sms * after.active_blocks;
+    const uint64_t waves = (uint64_t(k.grid_x()) + per_wave - 1) / per_wave, waves_next = (blocks + per_wave_after - 1) / per_wave_after;
+    op.duration_ns = scaled(op.duration_ns, static_cast<double>(waves_next) / static_cast<double>(waves));
+    op.sm_share = std::min(1.0, static_cast<double>(blocks) / static_cast<double>(per_wave_after));
+    b.op_shape[o] = {static_cast<uint32_t>(blocks), next.threads_per_block};
+    if (changed++ == 0) {
+      threads_before = shape.threads_per_block, threads_after = next.threads_per_block;
+      occupancy_before = before.fraction, occupancy_after = after.fraction;
+    }
+    waves_before += waves, waves_after += waves_next;
+  }
+  std::string note = ch.text + ": " + std::to_string(changed) + " kernel(s) relaunched";
+  if (changed)
+    note += " (the first from " + std::to_string(threads_before) + " to " + std::to_string(threads_after) +
+            " threads a block, occupancy " + fmt("%.0f%%", occupancy_before * 100) + " to " + fmt("%.0f%%", occupancy_after * 100) +
+            "), " + std::to_string(waves_before) + " waves of blocks to " + std::to_string(waves_after) +
+            " at the measured time per wave";
+  if (not_1d) note += "; " + std::to_string(not_1d) + " kept: not a 1-D launch";
+  if (no_device) note += "; " + std::to_string(no_device) + " kept: their device's SM count or limits not recorded";
+  if (changed == 0) throw std::invalid_argument(note);
+  g.notes.push_back(note);
 }
 
 // priority=REGEX: the streams that run a matching kernel get the SMs first whenever they compete
@@ -661,6 +747,7 @@ void apply(Built& b, const std::vector<Change>& changes, const Options& options)
       case Change::Kind::kBalanceRanks: balance_ranks(b, ch); break;
       case Change::Kind::kPriority: raise_priority(b, ch); break;
       case Change::Kind::kOverlapCopies: overlap_copies(b, ch); break;
+      case Change::Kind::kBlockSize: resize_blocks(b, ch); break;
     }
     link(b);  // the lanes may have moved: find the waits again
   }

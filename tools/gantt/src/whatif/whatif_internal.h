@@ -103,6 +103,8 @@ struct Built {
   // Per op, once the graphs change made one a node (empty before: no op is one).
   std::vector<GraphNode> op_graph;
   std::vector<bool> call_is_graph_launch; // per call
+  // Kernels block-size relaunched: op -> (blocks, threads a block), both 1-D.
+  std::unordered_map<uint32_t, std::pair<uint32_t, uint32_t>> op_shape;
 };
 
 Built build(std::vector<Section> sections);

@@ -177,6 +177,8 @@ uint64_t write(const Built& b, const std::vector<Change>& changes, const std::st
             move_launch_stamps(k, start, delta);
             k->set_start_ns(as_time(start)), k->set_end_ns(as_time(end));
             if (place.kind == RecordPlace::Kind::kOp) k->set_stream(stream);
+            if (const auto shape = b.op_shape.find(place.index); place.kind == RecordPlace::Kind::kOp && shape != b.op_shape.end())
+              k->set_grid_x(static_cast<int32_t>(shape->second.first)), k->set_block_x(static_cast<int32_t>(shape->second.second));
             if (graph_id) k->set_graph_id(graph_id), k->set_graph_node_id(node.node_id), k->set_correlation_id(correlation_id);
           } else if (r.has_memcpy()) {
             auto* m = r.mutable_memcpy();

@@ -67,6 +67,13 @@ struct Occupancy {
 // block).
 Occupancy theoretical_occupancy(const LaunchShape& launch, const SmLimits& sm);
 
+// The block size cudaOccupancyMaxPotentialBlockSize suggests for a kernel of these registers
+// per thread and shared memory per block (`launch.threads_per_block` is ignored), as the CUDA
+// runtime header computes it: from the device's largest block down in steps of a warp, the
+// first block size at which the most threads are resident per SM; 0 when the limits are not
+// usable or no block size fits.
+uint32_t max_potential_block_size(LaunchShape launch, const SmLimits& sm);
+
 // The occupancy of a capture's kernels on its recorded devices, worked out once per launch
 // shape: what the loader stores per kernel (ModelBuilder) and the streamed chart's
 // low-occupancy flag counts.

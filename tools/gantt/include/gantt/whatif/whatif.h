@@ -37,12 +37,16 @@ namespace gantt::whatif {
 
 // --change, spelled as the user types it.
 struct Change {
-  enum class Kind { kPinCopies, kAsyncCopies, kRemoveSyncs, kStreams, kGraphs, kScale, kBalanceRanks, kPriority, kOverlapCopies };
+  enum class Kind {
+    kPinCopies, kAsyncCopies, kRemoveSyncs, kStreams, kGraphs, kScale, kBalanceRanks, kPriority, kOverlapCopies,
+    kBlockSize
+  };
   Kind kind = Kind::kPinCopies;
   std::string text;          // as typed, for the header and the report
   std::string name;          // remove-syncs=NAME: only calls of this name; scale, priority: the regex
   double factor = 1;         // scale
   uint32_t streams = 0;      // streams=N
+  uint32_t threads = 0;      // block-size=REGEX:N (0: the block size of the most resident threads)
 };
 // Throws std::invalid_argument with a message that lists the accepted spellings.
 Change parse_change(const std::string& text);
