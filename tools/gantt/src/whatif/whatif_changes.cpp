@@ -163,10 +163,14 @@ void resize_blocks(Built& b, const Change& ch) {
     LaunchShape next = shape;
     next.threads_per_block = ch.threads ? ch.threads : max_potential_block_size(shape, sm);
     const Occupancy after = next.threads_per_block ? theoretical_occupancy(next, sm) : Occupancy{};
-    if (after.active_blocks == 0)
+    if (after.active_blocks == 0) {
+      const std::string limit = next.threads_per_block > sm.max_threads_per_block
+                                    ? "the device runs at most " + std::to_string(sm.max_threads_per_block) + " threads a block"
+                                    : "its registers or shared memory are more than a block of that size may use";
       throw std::invalid_argument("--change " + ch.text + ": " + std::to_string(next.threads_per_block) +
                                   " threads a block do not fit " + utf8_clean(demangle(op.name.str())) + " on device " +
-                                  std::to_string(k.device()) + " (" + to_string(after.limit) + ")");
+                                  std::to_string(k.device()) + " (" + limit + ")");
+    }
     const uint64_t threads = uint64_t(k.grid_x()) * uint64_t(k.block_x());
     const uint64_t blocks = (threads + next.threads_per_block - 1) / next.threads_per_block;
     if (blocks > INT32_MAX) {  // grid_x holds 2^31 - 1 blocks
