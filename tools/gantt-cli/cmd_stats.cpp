@@ -8,7 +8,7 @@
 
 #include <gpuhook/summary_file.h>
 
-#include <gantt/analysis/clock_scan.h>
+#include <gantt/analysis/job_scan.h>
 #include <gantt/analysis/stats.h>
 #include <gantt/analysis/summary.h>
 #include <gantt/analysis/comm.h>
@@ -202,36 +202,79 @@ std::optional<int> try_stream(const StatsOptions& o) {
   return corrupt(*streamed) ? kExitError : kExitOk;
 }
 
-// --by collective by one scan of each capture (analysis::scan_collective_calls): the collectives
-// on the job's clock, in memory that grows with them, not with the events. Nothing when a scan
-// cannot tell them as a load would; the caller then loads the captures.
-std::optional<int> try_scan_collectives(const StatsOptions& o) {
+// What a scan of the job says before its report, as a load of it says it: the capture that
+// cannot be reported, the loader's warnings, and what the filter selected. False: exit 2.
+bool said_job_scan(const StatsOptions& o, const ga::JobScan& job) {
+  if (!job.unusable.empty()) {
+    std::cerr << "gantt-cli: " << job.unusable << "\n";
+    return false;
+  }
+  for (const std::string& line : job.warnings) std::cerr << "gantt-cli: " << line << "\n";
+  if (any_filter(o.filter))
+    std::cerr << "gantt-cli: stats: " << job.selected_events << " of " << job.gpu_events << " GPU events ("
+              << gantt::describe_filter(make_filter(o.filter)) << ")\n";
+  return true;
+}
+
+// A job scan of the captures (analysis/job_scan.h): `scan(files, options, filter, why_not)`. In
+// *exit, nothing when the caller is to load them (standard input, --in-memory, a scan that
+// cannot serve, a capture the loader reports), exit 2 for a bad filter, said as
+// restrict_to_filter() says it; the scan's figures when it served.
+template <class Scan>
+auto scan_job(const StatsOptions& o, Scan&& scan, std::optional<int>* exit)
+    -> decltype(scan(o.files, ga::EventScanOptions{}, nullptr, nullptr)) {
+  *exit = std::nullopt;
   if (o.load.in_memory || std::find(o.files.begin(), o.files.end(), "-") != o.files.end()) return std::nullopt;
   const gantt::EventFilter filter = make_filter(o.filter);
   ga::EventScanOptions so;
   so.load = load_options(o.load);
   so.threads = o.threads;
-  std::optional<ga::ScannedCollectives> scanned;
   try {
     std::string why_not;
-    scanned = ga::scan_collective_calls(o.files, so, any_filter(o.filter) ? &filter : nullptr, &why_not);
+    return scan(o.files, so, any_filter(o.filter) ? &filter : nullptr, &why_not);
   } catch (const gpuhook::CaptureError&) {
     return std::nullopt;  // the loader reports it, as for any capture
-  } catch (const std::invalid_argument& e) {  // the filter's error, as restrict_to_filter() says it
+  } catch (const std::invalid_argument& e) {
     std::cerr << "gantt-cli: stats: " << e.what() << "\n";
-    return kExitError;
+    *exit = kExitError;
+    return std::nullopt;
   }
-  if (!scanned) return std::nullopt;
-  if (!scanned->unusable.empty()) {
-    std::cerr << "gantt-cli: " << scanned->unusable << "\n";
-    return kExitError;
-  }
-  for (const std::string& line : scanned->warnings) std::cerr << "gantt-cli: " << line << "\n";
-  if (any_filter(o.filter))
-    std::cerr << "gantt-cli: stats: " << scanned->selected_events << " of " << scanned->gpu_events << " GPU events ("
-              << gantt::describe_filter(filter) << ")\n";
+}
+
+// --by collective by one scan of each capture (analysis::scan_collective_calls): the collectives
+// on the job's clock, in memory that grows with them, not with the events. Nothing when a scan
+// cannot tell them as a load would; the caller then loads the captures.
+std::optional<int> try_scan_collectives(const StatsOptions& o) {
+  std::optional<int> exit;
+  const std::optional<ga::ScannedCollectives> scanned = scan_job(o, ga::scan_collective_calls, &exit);
+  if (!scanned) return exit;
+  if (!said_job_scan(o, scanned->job)) return kExitError;
   std::cout << ga::format_collective_stats(gantt::collective_stats(gantt::match_collectives(scanned->calls)), o.format);
-  return scanned->corrupt ? kExitError : kExitOk;
+  return scanned->job.corrupt ? kExitError : kExitOk;
+}
+
+// --by graph by a scan: the tables' header figures from the streamed summary (no grouping), the
+// graphs from one more scan of each capture (analysis::scan_graph_launches). Nothing when
+// either cannot serve; the caller then loads the captures.
+std::optional<int> try_scan_graphs(const StatsOptions& o) {
+  std::optional<int> exit;
+  const std::optional<ga::ScannedGraphs> scanned = scan_job(o, ga::scan_graph_launches, &exit);
+  if (!scanned) return exit;
+  bool bad_filter = false;
+  std::optional<ga::StreamedJob> streamed = stream_captures(o, o.files, {}, o.gaps, false, &bad_filter);
+  if (bad_filter) return kExitError;
+  if (!streamed) return std::nullopt;
+  // The streamed summary says what a load says (warnings, the filter's selection, an unusable
+  // capture); the graph scan read the same files.
+  print_warnings(*streamed);
+  print_selection(o, *streamed);
+  if (!all_reportable(*streamed)) return kExitError;
+  ga::StatsReport r = ga::report(streamed->summary, report_options(o));
+  r.graphs = ga::graph_rows(scanned->launches, o.files.size() > 1);
+  r.groups_total = r.graphs.size();
+  if (o.top > 0 && r.graphs.size() > o.top) r.graphs.resize(o.top);
+  std::cout << ga::format_stats(r, report_format(o.format));
+  return scanned->job.corrupt || corrupt(*streamed) ? kExitError : kExitOk;
 }
 
 int run_stats(const StatsOptions& o) {
@@ -258,6 +301,8 @@ int run_stats(const StatsOptions& o) {
   if (const auto streamed = try_stream(o)) return *streamed;
   if (o.by == "collective")
     if (const auto scanned = try_scan_collectives(o)) return *scanned;
+  if (o.by == "graph")
+    if (const auto scanned = try_scan_graphs(o)) return *scanned;
   LoadedJob job = load_captures(o.files, o.load, kWhyStatsLoads);
   gantt::Model& model = job.model;
   const bool corrupt = job.corrupt;

@@ -28,7 +28,7 @@ whole=(
   "threads.svg|render a.gpuh -o threads.svg --lanes thread"
   "two.svg|render a.gpuh b.gpuh -o two.svg"
   "stacks.json|export a.gpuh b.gpuh -o stacks.json --format folded --root device"
-  "-|stats a.gpuh b.gpuh --by graph"
+  "-|stats a.gpuh b.gpuh --by wait"
   "-|diagnose job_a.gpuh --device 0"
   "diff.html|diff a.gpuh b.gpuh -o diff.html"
   "merged.gpuh|merge job_a.gpuh b.gpuh -o merged.gpuh"
@@ -117,7 +117,8 @@ for args in "stats a.gpuh" "render a.gpuh -o streamed.svg" "render a.gpuh -o pla
             "diagnose a.gpuh" "diff a.gpuh b.gpuh" "export a.gpuh b.gpuh -o events.csv" \
             "export a.gpuh b.gpuh -o window.json --device 0 --from 1ms" "stats a.gpuh b.gpuh --device 0" \
             "diagnose a.gpuh --device 0" "diagnose a.gpuh b.gpuh" "diagnose a.gpuh b.gpuh --device 0 --from 1ms" \
-            "export a.gpuh b.gpuh -o window.folded --format folded --device 0"; do
+            "export a.gpuh b.gpuh -o window.folded --format folded --device 0" "stats a.gpuh b.gpuh --by graph" \
+            "stats a.gpuh b.gpuh --by collective" "stats a.gpuh b.gpuh --by graph --device 0 --from 1ms"; do
   # shellcheck disable=SC2086
   "$cli" $args --max-memory 1K > /dev/null 2> stderr.txt
   rc=$?

@@ -10,8 +10,6 @@
 
 #include <gpuhook/nccl_types.h>
 
-#include "gantt/analysis/stats.h"
-
 
 namespace gantt::analysis {
 
@@ -184,110 +182,6 @@ bool select_on_job_clock(const JobClock& clock, const std::vector<std::string>& 
     }
   }
   return true;
-}
-
-namespace {
-
-// One share's collective calls (collective_call()), at most `budget`.
-class CollectiveCalls : public EventConsumer {
- public:
-  CollectiveCalls(uint16_t capture, int32_t global_rank, size_t budget)
-      : capture_(capture), global_rank_(global_rank), budget_(budget) {}
-  void event(const ScannedEvent& e, const gpuhook::CaptureReader&) override {
-    shared_kernel = shared_kernel || several_collectives(e);
-    RankCollectiveCall call;
-    if (!collective_call(e, capture_, global_rank_, &call)) return;
-    if (calls.size() >= budget_) too_many = true;
-    else calls.push_back(call);
-  }
-  bool stopped() const override { return too_many; }
-
-  std::vector<RankCollectiveCall> calls;
-  bool shared_kernel = false;
-  bool too_many = false;
-
- private:
-  uint16_t capture_;
-  int32_t global_rank_;
-  size_t budget_;
-};
-
-constexpr const char* kTooManyCollectives = "more collectives than a scan keeps";
-
-}  // namespace
-
-std::optional<ScannedCollectives> scan_collective_calls(const std::vector<std::string>& paths,
-                                                        const EventScanOptions& options, const EventFilter* filter,
-                                                        std::string* why_not) {
-  const auto refuse = [why_not](const std::string& why) -> std::optional<ScannedCollectives> {
-    if (why_not) *why_not = why;
-    return std::nullopt;
-  };
-  if (paths.empty()) return refuse("no capture");
-  if (paths.size() > UINT16_MAX) return refuse("more than 65535 captures");
-  EventScanOptions so = options;
-  so.join_nccl = true;
-  std::optional<std::vector<std::unique_ptr<EventScanner>>> opened = open_scanners(paths, so, why_not);
-  if (!opened) return std::nullopt;
-  std::vector<std::unique_ptr<EventScanner>>& scanners = *opened;
-  Model context;  // the captures' headers, devices and threads, as a load of them has them
-  for (const auto& scanner : scanners) context.captures.push_back(scanner->context().captures.front());
-  ScannedCollectives out;
-  out.unusable = unusable_capture(context);
-  if (!out.unusable.empty()) return out;
-  // As diagnose_scan(): with a filter the clocks come first (the window counts from the job's
-  // start); without one, from the collectives the scans keep.
-  std::optional<JobClock> clock;
-  if (filter) {
-    std::vector<const EventScanner*> contexts;
-    for (const auto& scanner : scanners) contexts.push_back(scanner.get());
-    clock = job_clock(paths, contexts, so, why_not, filter);
-    if (!clock || !select_on_job_clock(*clock, paths, scanners, *filter, why_not)) return std::nullopt;
-  }
-  std::vector<RankClockInput> clocks;
-  bool shared_kernel = false;
-  for (size_t c = 0; c < paths.size(); ++c) {
-    EventScanner& scanner = *scanners[c];
-    std::vector<std::unique_ptr<CollectiveCalls>> shares;
-    std::vector<EventConsumer*> consumers;
-    const size_t budget = (kMaxScannedCollectives - out.calls.size()) / std::max<size_t>(scanner.shares(), 1) + 1;
-    for (size_t i = 0; i < scanner.shares(); ++i) {
-      shares.push_back(std::make_unique<CollectiveCalls>(static_cast<uint16_t>(c), global_rank(context, static_cast<uint16_t>(c)), budget));
-      consumers.push_back(shares.back().get());
-    }
-    std::string why;
-    if (!scanner.run(consumers, &why)) {
-      const bool too_many = std::any_of(shares.begin(), shares.end(), [](const auto& sh) { return sh->too_many; });
-      return refuse(about_capture(paths, c, too_many ? kTooManyCollectives : why));
-    }
-    const size_t first = out.calls.size();
-    for (const auto& sh : shares) {
-      out.calls.insert(out.calls.end(), sh->calls.begin(), sh->calls.end());
-      shared_kernel = shared_kernel || sh->shared_kernel;
-    }
-    if (out.calls.size() > kMaxScannedCollectives) return refuse(kTooManyCollectives);
-    for (const std::string& line : scanner.warnings()) out.warnings.push_back(line);
-    out.corrupt = out.corrupt || scanner.corrupt();
-    out.gpu_events += scanner.events_read();
-    out.selected_events += scanner.events_selected();
-    if (paths.size() > 1 && !clock) clocks.push_back(clock_input(scanner, out.calls.begin() + static_cast<ptrdiff_t>(first), out.calls.end()));
-    scanners[c].reset();
-  }
-  if (shared_kernel)
-    return refuse("a group of NCCL calls that launched fewer kernels than it had collectives (a load lists each call)");
-  if (!one_call_each(out.calls))
-    return refuse("a capture that ran one collective more than once (a process driving it on several devices): a load "
-                  "keeps the first of its calls");
-  std::vector<int64_t> offsets = clock ? clock->offsets : std::vector<int64_t>(paths.size(), 0);
-  if (paths.size() > 1 && !clock) {
-    const RankAlignment alignment = align_ranks(clocks);
-    for (size_t c = 0; c < paths.size() && c < alignment.captures.size(); ++c) offsets[c] = alignment.captures[c].offset_ns;
-  }
-  for (RankCollectiveCall& call : out.calls) {
-    call.kernel_start_ns = shifted(call.kernel_start_ns, offsets[call.capture]);
-    call.kernel_end_ns = shifted(call.kernel_end_ns, offsets[call.capture]);
-  }
-  return out;
 }
 
 }  // namespace gantt::analysis

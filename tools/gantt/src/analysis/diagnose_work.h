@@ -26,6 +26,7 @@
 #include "gantt/analysis/busy_tracker.h"
 #include "gantt/analysis/intervals.h"
 #include "gantt/analysis/sketch.h"
+#include "gantt/analysis/table.h"
 #include "gantt/model/model.h"
 #include "gantt/model/occupancy.h"
 #include "diagnose_rules.h"
@@ -254,6 +255,8 @@ void rule_fragmentation(const DiagnoseWork& w, const WorkNames& names, DiagnoseR
 void rule_priority(const DiagnoseWork& w, const WorkNames& names, DiagnoseReport& r);
 
 std::string device_label(const DiagnoseWork& w, const DeviceWork& d);
+// The job-wide label (table.h) stays visible beside this one in the rules of this namespace.
+using analysis::device_label;
 // Every rule above in report order; imbalance by `imbalance` when given (several captures'
 // ranks), else over the devices.
 void rules_on_work(const DiagnoseWork& w, const WorkNames& names, DiagnoseReport& r,

@@ -35,8 +35,9 @@ constexpr const char* kUnlinkedNccl = "NCCL calls recorded without external ids 
 struct EventScanner::Share {
   ChunkRange range;
   EventConsumer* consumer = nullptr;
-  // The launch calls read, by correlation id: start, thread, and name id + 1 (0: not read).
-  CorrWindows starts, threads, names;
+  // The launch calls read, by correlation id: start, thread, and name id + 1 (0: not read);
+  // their ends with EventScanOptions::launch_ends.
+  CorrWindows starts, threads, names, ends;
   std::unordered_multimap<uint32_t, ScannedEvent> waiting;  // read before their calls
   // Kernels the NCCL join holds for the end, with their external ids (0: not read yet).
   std::vector<ScannedEvent> held;
@@ -60,6 +61,7 @@ struct EventScanner::Share {
     e->launched = true;
     e->launch_ns = starts.get(corr);
     e->launch_thread_id = threads.get(corr);
+    e->launch_end_ns = ends.get(corr);
     e->launch_name_id = static_cast<uint32_t>(name - 1);
     return true;
   }
@@ -317,6 +319,7 @@ void read_share(const std::string& path, const EventScanOptions& o, const EventS
         sh.starts.set(a.correlation_id, known(a.start_ns));
         sh.threads.set(a.correlation_id, a.thread_id);
         sh.names.set(a.correlation_id, uint64_t{a.name_id} + 1);
+        if (o.launch_ends) sh.ends.set(a.correlation_id, known(a.end_ns));
         if (!sh.waiting.empty()) {
           const auto [from, to] = sh.waiting.equal_range(a.correlation_id);
           for (auto it = from; it != to; ++it) {

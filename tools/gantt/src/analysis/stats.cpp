@@ -13,50 +13,26 @@
 namespace gantt::analysis {
 namespace {
 
-// One row per (capture, graph id) over its launches.
-std::vector<GraphRow> graph_rows(const Model& m) {
-  struct Acc {
-    GraphRow row;
-    std::vector<int64_t> spans, calls;
-  };
-  std::map<std::pair<uint16_t, uint64_t>, Acc> by_graph;
+// Every launch's figures from the loaded model.
+std::vector<GraphLaunchFigures> graph_figures(const Model& m) {
+  std::vector<GraphLaunchFigures> out;
   for (const GraphLaunch& g : graph_launches(m)) {
-    Acc& a = by_graph[{g.capture, g.graph_id}];
-    GraphRow& row = a.row;
-    if (row.launches == 0) {
-      row.key = graph_label(m, g.capture, g.graph_id);
-      row.capture = g.capture;
-      row.graph_id = g.graph_id;
-      row.nodes_min = g.nodes.size();
-    }
-    ++row.launches;
-    row.nodes_per_launch += static_cast<double>(g.nodes.size());
-    row.nodes_min = std::min<uint64_t>(row.nodes_min, g.nodes.size());
-    row.nodes_max = std::max<uint64_t>(row.nodes_max, g.nodes.size());
-    if (g.start_ns != 0 && g.end_ns > g.start_ns) {
-      a.spans.push_back(static_cast<int64_t>(g.end_ns - g.start_ns));
-      std::vector<Interval> iv;
-      for (uint32_t e : g.nodes)
-        if (is_gpu_work(m, e)) iv.emplace_back(m.events.start_ns[e], m.events.end_ns[e]);
-      merge_intervals(iv);
-      row.busy_ns += total_length(iv);
-    }
+    GraphLaunchFigures f;
+    f.capture = g.capture;
+    f.graph_id = g.graph_id;
+    f.nodes = g.nodes.size();
+    f.start_ns = g.start_ns;
+    f.end_ns = g.end_ns;
+    std::vector<Interval> iv;
+    for (uint32_t e : g.nodes)
+      if (is_gpu_work(m, e)) iv.emplace_back(m.events.start_ns[e], m.events.end_ns[e]);
+    merge_intervals(iv);
+    f.busy_ns = total_length(iv);
     if (g.api != kNone && m.api.start_ns[g.api] != 0 && m.api.end_ns[g.api] >= m.api.start_ns[g.api])
-      a.calls.push_back(static_cast<int64_t>(m.api.end_ns[g.api] - m.api.start_ns[g.api]));
+      f.call_ns = static_cast<int64_t>(m.api.end_ns[g.api] - m.api.start_ns[g.api]);
+    out.push_back(f);
   }
-  std::vector<GraphRow> rows;
-  for (auto& [key, a] : by_graph) {
-    GraphRow& row = a.row;
-    row.nodes_per_launch /= static_cast<double>(row.launches);
-    row.span = summarize(a.spans);
-    row.launch_call = summarize(a.calls);
-    row.busy_pct = row.span.total_ns ? 100.0 * static_cast<double>(row.busy_ns) / static_cast<double>(row.span.total_ns) : 0;
-    rows.push_back(std::move(row));
-  }
-  std::sort(rows.begin(), rows.end(), [](const GraphRow& a, const GraphRow& b) {
-    return a.span.total_ns != b.span.total_ns ? a.span.total_ns > b.span.total_ns : a.key < b.key;
-  });
-  return rows;
+  return out;
 }
 
 }  // namespace
@@ -156,12 +132,53 @@ Distribution summarize(std::vector<int64_t>& s) {
   return d;
 }
 
+// One row per (capture, graph id) over its launches.
+std::vector<GraphRow> graph_rows(const std::vector<GraphLaunchFigures>& launches, bool several) {
+  struct Acc {
+    GraphRow row;
+    std::vector<int64_t> spans, calls;
+  };
+  std::map<std::pair<uint16_t, uint64_t>, Acc> by_graph;
+  for (const GraphLaunchFigures& g : launches) {
+    Acc& a = by_graph[{g.capture, g.graph_id}];
+    GraphRow& row = a.row;
+    if (row.launches == 0) {
+      row.key = graph_label(g.capture, g.graph_id, several);
+      row.capture = g.capture;
+      row.graph_id = g.graph_id;
+      row.nodes_min = g.nodes;
+    }
+    ++row.launches;
+    row.nodes_per_launch += static_cast<double>(g.nodes);
+    row.nodes_min = std::min<uint64_t>(row.nodes_min, g.nodes);
+    row.nodes_max = std::max<uint64_t>(row.nodes_max, g.nodes);
+    if (g.start_ns != 0 && g.end_ns > g.start_ns) {
+      a.spans.push_back(static_cast<int64_t>(g.end_ns - g.start_ns));
+      row.busy_ns += g.busy_ns;
+    }
+    if (g.call_ns >= 0) a.calls.push_back(g.call_ns);
+  }
+  std::vector<GraphRow> rows;
+  for (auto& [key, a] : by_graph) {
+    GraphRow& row = a.row;
+    row.nodes_per_launch /= static_cast<double>(row.launches);
+    row.span = summarize(a.spans);
+    row.launch_call = summarize(a.calls);
+    row.busy_pct = row.span.total_ns ? 100.0 * static_cast<double>(row.busy_ns) / static_cast<double>(row.span.total_ns) : 0;
+    rows.push_back(std::move(row));
+  }
+  std::sort(rows.begin(), rows.end(), [](const GraphRow& a, const GraphRow& b) {
+    return a.span.total_ns != b.span.total_ns ? a.span.total_ns > b.span.total_ns : a.key < b.key;
+  });
+  return rows;
+}
+
 StatsReport compute_stats(const Model& m, const StatsOptions& o) {
   // The same path as a report from summary files: what a job's summaries say matches what
   // its captures say.
   StatsReport r = report(summarize(m, {o.by}, o.gaps), o);
   if (o.by == GroupBy::kGraph) {
-    r.graphs = graph_rows(m);
+    r.graphs = graph_rows(graph_figures(m), m.captures.size() > 1);
     r.groups_total = r.graphs.size();
     if (o.top > 0 && r.graphs.size() > o.top) r.graphs.resize(o.top);
   }

@@ -52,8 +52,12 @@ std::vector<GraphLaunch> graph_launches(const Model& m, const std::vector<uint32
 }
 
 std::string graph_label(const Model& m, uint16_t capture, uint64_t graph_id) {
+  return graph_label(capture, graph_id, m.captures.size() > 1);
+}
+
+std::string graph_label(uint16_t capture, uint64_t graph_id, bool several) {
   std::string s = "graph " + std::to_string(graph_id);
-  if (m.captures.size() > 1) s = "c" + std::to_string(capture) + " " + s;
+  if (several) s = "c" + std::to_string(capture) + " " + s;
   return s;
 }
 

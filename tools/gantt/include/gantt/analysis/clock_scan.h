@@ -98,22 +98,4 @@ bool select_on_job_clock(const JobClock& clock, const std::vector<std::string>& 
                          const std::vector<std::unique_ptr<EventScanner>>& scanners, const EventFilter& filter,
                          std::string* why_not);
 
-// The collective calls of a job whose kernels ran, on one clock: what collective_calls() of a
-// load of the captures gives match_collectives() (the filter applied as restrict_to_filter()
-// applies it, its window counted from the job's start), from one scan of each capture.
-struct ScannedCollectives {
-  std::string unusable;  // unusable_capture() of the captures: nothing else is filled
-  std::vector<RankCollectiveCall> calls;
-  std::vector<std::string> warnings;  // as loading the captures would print them
-  bool corrupt = false;
-  uint64_t gpu_events = 0, selected_events = 0;  // for "N of M GPU events" under a filter
-};
-// nullopt with *why_not where a scan cannot tell them as a load would: a kernel with several
-// collective calls, a capture that ran one collective twice, more than kMaxScannedCollectives,
-// or what any scan refuses (EventScanner). Throws gpuhook::CaptureError as load() does, and
-// std::invalid_argument for a bad filter as select_events() does.
-std::optional<ScannedCollectives> scan_collective_calls(const std::vector<std::string>& paths,
-                                                        const EventScanOptions& options, const EventFilter* filter,
-                                                        std::string* why_not);
-
 }  // namespace gantt::analysis

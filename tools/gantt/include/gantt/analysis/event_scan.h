@@ -58,6 +58,7 @@ struct ScannedEvent {
   // The launch call (the last with its correlation id, NCCL's own calls left out).
   bool launched = false;
   uint64_t launch_ns = 0, launch_thread_id = 0;  // 0: unknown
+  uint64_t launch_end_ns = 0;                    // with EventScanOptions::launch_ends; 0: unknown
   uint32_t launch_name_id = 0;
   const ScannedNccl* nccl = nullptr;  // with EventScanOptions::join_nccl, the call that ran it
 };
@@ -90,6 +91,9 @@ struct EventScanOptions {
   // With --kernel, a kernel without a name or a call whose name the pattern matches makes the
   // capture one to load (run() says so).
   const ScanSelector* select = nullptr;
+  // ScannedEvent::launch_end_ns (the launch call's duration: stats --by graph); one more window
+  // of the calls' correlation ids per share.
+  bool launch_ends = false;
 };
 
 class EventScanner {

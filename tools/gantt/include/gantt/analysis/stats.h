@@ -118,6 +118,18 @@ struct StatsReport {
   bool from_unaligned_summaries = false;
 };
 
+// One launch of a CUDA graph as --by graph counts it (graphs.h graph_launches()).
+struct GraphLaunchFigures {
+  uint16_t capture = 0;
+  uint64_t graph_id = 0;
+  uint64_t nodes = 0;
+  uint64_t start_ns = 0, end_ns = 0;  // its nodes' first start and last end; 0: none known
+  uint64_t busy_ns = 0;               // the union of its nodes' GPU work
+  int64_t call_ns = -1;               // its cudaGraphLaunch call's time; -1: not recorded
+};
+// The --by graph rows from every launch (`several`: keys name the capture, "c1 graph 3").
+std::vector<GraphRow> graph_rows(const std::vector<GraphLaunchFigures>& launches, bool several);
+
 StatsReport compute_stats(const Model& model, const StatsOptions& options = {});
 std::string format_stats(const StatsReport& report, Format format);
 

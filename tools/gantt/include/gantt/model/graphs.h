@@ -33,5 +33,7 @@ std::vector<GraphLaunch> graph_launches(const Model& model, const std::vector<ui
 
 // "graph 3", or "c1 graph 3" when the model holds several captures (ids are per process).
 std::string graph_label(const Model& model, uint16_t capture, uint64_t graph_id);
+// The same label for a job of one capture or `several`.
+std::string graph_label(uint16_t capture, uint64_t graph_id, bool several);
 
 }  // namespace gantt

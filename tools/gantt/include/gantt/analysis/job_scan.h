@@ -1,0 +1,68 @@
+// Scans of a job's captures for the figures a report needs of them all: each capture in turn,
+// one consumer per share, on the job's clock (clock_scan.h), as a load of the captures reads
+// them. stats --by collective and --by graph read through these.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gantt/analysis/clock_scan.h"
+#include "gantt/analysis/event_scan.h"
+#include "gantt/analysis/stats.h"
+#include "gantt/ranks/collectives.h"
+
+namespace gantt::analysis {
+
+// What one scan of a job's captures read besides its consumers' figures (scan_job()).
+struct JobScan {
+  std::string unusable;  // unusable_capture() of the captures: nothing was scanned
+  Model context;         // the captures' headers, devices and threads, as a load of them has them
+  std::optional<JobClock> clock;  // with a filter: the job's clock it selected on
+  std::vector<std::string> warnings;  // as loading the captures would print them
+  bool corrupt = false;
+  uint64_t gpu_events = 0, selected_events = 0;  // for "N of M GPU events" under a filter
+};
+// Scans each capture of a job in turn (the capture's scanner let go after it), `filter` selected
+// on the job's clock as a load of them restricts it (the window from the job's start). For
+// capture c, `consumers(c, scanner, context)` gives one consumer per share of it, and after its
+// scan `done(c, scanner, ran)` says "" or why the job must be loaded instead (`ran` false: the
+// scanner refused, or a consumer stopped). nullopt with *why_not ("PATH: why" among several)
+// where a scan cannot serve. Throws gpuhook::CaptureError as load() does, and
+// std::invalid_argument for a bad filter as select_events() does.
+using ShareConsumers = std::function<std::vector<EventConsumer*>(size_t capture, const EventScanner&, const Model& context)>;
+using CaptureScanned = std::function<std::string(size_t capture, const EventScanner&, bool ran, const std::string& why)>;
+std::optional<JobScan> scan_job(const std::vector<std::string>& paths, const EventScanOptions& options,
+                                const EventFilter* filter, const ShareConsumers& consumers, const CaptureScanned& done,
+                                std::string* why_not);
+
+// The collective calls of a job whose kernels ran, on one clock: what collective_calls() of a
+// load of the captures gives match_collectives() (the filter applied as restrict_to_filter()
+// applies it, its window counted from the job's start), from one scan of each capture (one
+// record of 80 bytes per collective and rank, at most kMaxScannedCollectives). nullopt with
+// *why_not where a scan cannot tell them as a load would: a kernel with several collective
+// calls, a capture that ran one collective twice, more collectives than it keeps, or what
+// scan_job() refuses; throws as scan_job() does.
+struct ScannedCollectives {
+  JobScan job;
+  std::vector<RankCollectiveCall> calls;
+};
+std::optional<ScannedCollectives> scan_collective_calls(const std::vector<std::string>& paths,
+                                                        const EventScanOptions& options, const EventFilter* filter,
+                                                        std::string* why_not);
+
+// The launches of every CUDA graph of a job, as graph_launches() of a load of the captures
+// (filtered as restrict_to_filter() filters it) gives them to graph_rows(): each launch's nodes
+// are held (16 bytes each, at most kMaxScannedGraphNodes for the job) until its capture's scan
+// ends. nullopt with *why_not where a scan cannot tell them; throws as scan_job() does.
+inline constexpr size_t kMaxScannedGraphNodes = size_t{1} << 22;
+struct ScannedGraphs {
+  JobScan job;
+  std::vector<GraphLaunchFigures> launches;
+};
+std::optional<ScannedGraphs> scan_graph_launches(const std::vector<std::string>& paths, const EventScanOptions& options,
+                                                 const EventFilter* filter, std::string* why_not);
+
+}  // namespace gantt::analysis

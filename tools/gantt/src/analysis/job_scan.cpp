@@ -1,0 +1,246 @@
+// A job's captures scanned one after another (analysis/job_scan.h): collectives on one clock
+// for stats --by collective, graph launches for stats --by graph.
+#include "gantt/analysis/job_scan.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "gantt/analysis/intervals.h"
+
+namespace gantt::analysis {
+
+std::optional<JobScan> scan_job(const std::vector<std::string>& paths, const EventScanOptions& options,
+                                const EventFilter* filter, const ShareConsumers& consumers, const CaptureScanned& done,
+                                std::string* why_not) {
+  const auto refuse = [why_not](const std::string& why) -> std::optional<JobScan> {
+    if (why_not) *why_not = why;
+    return std::nullopt;
+  };
+  if (paths.empty()) return refuse("no capture");
+  if (paths.size() > UINT16_MAX) return refuse("more than 65535 captures");
+  std::optional<std::vector<std::unique_ptr<EventScanner>>> opened = open_scanners(paths, options, why_not);
+  if (!opened) return std::nullopt;
+  std::vector<std::unique_ptr<EventScanner>>& scanners = *opened;
+  JobScan out;
+  for (const auto& scanner : scanners) out.context.captures.push_back(scanner->context().captures.front());
+  out.unusable = unusable_capture(out.context);
+  if (!out.unusable.empty()) return out;
+  if (filter) {
+    std::vector<const EventScanner*> contexts;
+    for (const auto& scanner : scanners) contexts.push_back(scanner.get());
+    out.clock = job_clock(paths, contexts, options, why_not, filter);
+    if (!out.clock || !select_on_job_clock(*out.clock, paths, scanners, *filter, why_not)) return std::nullopt;
+  }
+  for (size_t c = 0; c < paths.size(); ++c) {
+    EventScanner& scanner = *scanners[c];
+    std::string why;
+    const bool ran = scanner.run(consumers(c, scanner, out.context), &why);
+    const std::string load = done(c, scanner, ran, why);
+    if (!load.empty()) return refuse(about_capture(paths, c, load));
+    for (const std::string& line : scanner.warnings()) out.warnings.push_back(line);
+    out.corrupt = out.corrupt || scanner.corrupt();
+    out.gpu_events += scanner.events_read();
+    out.selected_events += scanner.events_selected();
+    scanners[c].reset();  // its readers and context are let go
+  }
+  return out;
+}
+
+namespace {
+
+// One share's collective calls (collective_call()), at most `budget`.
+class CollectiveCalls : public EventConsumer {
+ public:
+  CollectiveCalls(uint16_t capture, int32_t global_rank, size_t budget)
+      : capture_(capture), global_rank_(global_rank), budget_(budget) {}
+  void event(const ScannedEvent& e, const gpuhook::CaptureReader&) override {
+    shared_kernel = shared_kernel || several_collectives(e);
+    RankCollectiveCall call;
+    if (!collective_call(e, capture_, global_rank_, &call)) return;
+    if (calls.size() >= budget_) too_many = true;
+    else calls.push_back(call);
+  }
+  bool stopped() const override { return too_many; }
+
+  std::vector<RankCollectiveCall> calls;
+  bool shared_kernel = false;
+  bool too_many = false;
+
+ private:
+  uint16_t capture_;
+  int32_t global_rank_;
+  size_t budget_;
+};
+
+constexpr const char* kTooManyCollectives = "more collectives than a scan keeps";
+
+// Keeps one consumer of type T per share of the capture being scanned.
+template <class T>
+struct ShareSet {
+  std::vector<std::unique_ptr<T>> shares;
+  template <class Make>
+  std::vector<EventConsumer*> make(size_t n, Make&& one) {
+    shares.clear();
+    std::vector<EventConsumer*> out;
+    for (size_t i = 0; i < n; ++i) {
+      shares.push_back(one());
+      out.push_back(shares.back().get());
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+std::optional<ScannedCollectives> scan_collective_calls(const std::vector<std::string>& paths,
+                                                        const EventScanOptions& options, const EventFilter* filter,
+                                                        std::string* why_not) {
+  EventScanOptions so = options;
+  so.join_nccl = true;
+  ScannedCollectives out;
+  ShareSet<CollectiveCalls> set;
+  // Without a filter the clocks come from the collectives the scans keep, as diagnose_scan()
+  // puts them; with one, scan_job() put the job on its clock first.
+  std::vector<RankClockInput> clocks;
+  bool shared_kernel = false;
+  const auto consumers = [&](size_t c, const EventScanner& scanner, const Model& context) {
+    const size_t budget = (kMaxScannedCollectives - out.calls.size()) / std::max<size_t>(scanner.shares(), 1) + 1;
+    const auto capture = static_cast<uint16_t>(c);
+    return set.make(scanner.shares(), [&] { return std::make_unique<CollectiveCalls>(capture, global_rank(context, capture), budget); });
+  };
+  const auto done = [&](size_t, const EventScanner& scanner, bool ran, const std::string& why) -> std::string {
+    const bool too_many = std::any_of(set.shares.begin(), set.shares.end(), [](const auto& sh) { return sh->too_many; });
+    if (!ran) return too_many ? kTooManyCollectives : why;
+    const size_t first = out.calls.size();
+    for (const auto& sh : set.shares) {
+      out.calls.insert(out.calls.end(), sh->calls.begin(), sh->calls.end());
+      shared_kernel = shared_kernel || sh->shared_kernel;
+    }
+    if (out.calls.size() > kMaxScannedCollectives) return kTooManyCollectives;
+    if (paths.size() > 1 && !filter) clocks.push_back(clock_input(scanner, out.calls.begin() + static_cast<ptrdiff_t>(first), out.calls.end()));
+    return {};
+  };
+  std::optional<JobScan> job = scan_job(paths, so, filter, consumers, done, why_not);
+  if (!job) return std::nullopt;
+  out.job = std::move(*job);
+  if (!out.job.unusable.empty()) return out;
+  const auto refuse = [why_not](const std::string& why) -> std::optional<ScannedCollectives> {
+    if (why_not) *why_not = why;
+    return std::nullopt;
+  };
+  if (shared_kernel)
+    return refuse("a group of NCCL calls that launched fewer kernels than it had collectives (a load lists each call)");
+  if (!one_call_each(out.calls))
+    return refuse("a capture that ran one collective more than once (a process driving it on several devices): a load "
+                  "keeps the first of its calls");
+  std::vector<int64_t> offsets = out.job.clock ? out.job.clock->offsets : std::vector<int64_t>(paths.size(), 0);
+  if (paths.size() > 1 && !out.job.clock) {
+    const RankAlignment alignment = align_ranks(clocks);
+    for (size_t c = 0; c < paths.size() && c < alignment.captures.size(); ++c) offsets[c] = alignment.captures[c].offset_ns;
+  }
+  for (RankCollectiveCall& call : out.calls) {
+    call.kernel_start_ns = shifted(call.kernel_start_ns, offsets[call.capture]);
+    call.kernel_end_ns = shifted(call.kernel_end_ns, offsets[call.capture]);
+  }
+  return out;
+}
+
+namespace {
+
+// One share's graph nodes by launch (graph id, the launch's correlation id): graph_launches()
+// takes the kernels, copies and memsets with a graph id, and the launch call of its first node.
+class GraphNodes : public EventConsumer {
+ public:
+  explicit GraphNodes(size_t budget) : budget_(budget) {}
+  struct Launch {
+    uint64_t nodes = 0;
+    uint64_t start_ns = 0, end_ns = 0;
+    std::vector<Interval> work;  // nodes that are GPU work (is_gpu_work())
+    int64_t call_ns = -1;
+  };
+  void event(const ScannedEvent& e, const gpuhook::CaptureReader&) override {
+    if (e.graph_id == 0 || (e.kind != EventKind::kKernel && e.kind != EventKind::kMemcpy && e.kind != EventKind::kMemset))
+      return;
+    if (held_ >= budget_) {
+      too_many = true;
+      return;
+    }
+    Launch& l = launches[{e.graph_id, e.correlation_id}];
+    ++l.nodes;
+    if (l.call_ns < 0 && e.launched && e.launch_ns != 0 && e.launch_end_ns >= e.launch_ns)
+      l.call_ns = static_cast<int64_t>(e.launch_end_ns - e.launch_ns);
+    if (e.start_ns == 0 || e.end_ns < e.start_ns) return;
+    l.start_ns = l.start_ns == 0 ? e.start_ns : std::min(l.start_ns, e.start_ns);
+    l.end_ns = std::max(l.end_ns, e.end_ns);
+    if (e.end_ns > e.start_ns) {
+      l.work.emplace_back(e.start_ns, e.end_ns);
+      ++held_;
+    }
+  }
+  bool stopped() const override { return too_many; }
+
+  std::map<std::pair<uint64_t, uint32_t>, Launch> launches;
+  bool too_many = false;
+
+ private:
+  size_t budget_;
+  size_t held_ = 0;
+};
+
+}  // namespace
+
+std::optional<ScannedGraphs> scan_graph_launches(const std::vector<std::string>& paths, const EventScanOptions& options,
+                                                 const EventFilter* filter, std::string* why_not) {
+  EventScanOptions so = options;
+  so.join_nccl = true;     // an NCCL kernel a graph ran is no kernel node for graph_launches()
+  so.launch_ends = true;   // the launch call's time
+  ScannedGraphs out;
+  ShareSet<GraphNodes> set;
+  size_t held = 0;
+  const auto consumers = [&](size_t, const EventScanner& scanner, const Model&) {
+    const size_t budget = (kMaxScannedGraphNodes - held) / std::max<size_t>(scanner.shares(), 1) + 1;
+    return set.make(scanner.shares(), [&] { return std::make_unique<GraphNodes>(budget); });
+  };
+  const auto done = [&](size_t c, const EventScanner&, bool ran, const std::string& why) -> std::string {
+    const bool too_many = std::any_of(set.shares.begin(), set.shares.end(), [](const auto& sh) { return sh->too_many; });
+    if (too_many) return "more CUDA graph nodes than a scan keeps";
+    if (!ran) return why;
+    // A launch's nodes may lie in several shares: their figures join by launch, the earliest
+    // share's call first (graph_launches() takes the first node's, in start order; every node
+    // of a launch has its call).
+    std::map<std::pair<uint64_t, uint32_t>, GraphNodes::Launch> joined;
+    for (const auto& sh : set.shares)
+      for (auto& [key, part] : sh->launches) {
+        GraphNodes::Launch& l = joined[key];
+        l.nodes += part.nodes;
+        if (part.start_ns != 0) l.start_ns = l.start_ns == 0 ? part.start_ns : std::min(l.start_ns, part.start_ns);
+        l.end_ns = std::max(l.end_ns, part.end_ns);
+        l.work.insert(l.work.end(), part.work.begin(), part.work.end());
+        held += part.work.size();
+        if (l.call_ns < 0) l.call_ns = part.call_ns;
+      }
+    if (held > kMaxScannedGraphNodes) return "more CUDA graph nodes than a scan keeps";
+    for (auto& [key, l] : joined) {
+      GraphLaunchFigures f;
+      f.capture = static_cast<uint16_t>(c);
+      f.graph_id = key.first;
+      f.nodes = l.nodes;
+      f.start_ns = l.start_ns;
+      f.end_ns = l.end_ns;
+      merge_intervals(l.work);
+      f.busy_ns = total_length(l.work);
+      f.call_ns = l.call_ns;
+      out.launches.push_back(f);
+    }
+    set.shares.clear();
+    return {};
+  };
+  std::optional<JobScan> job = scan_job(paths, so, filter, consumers, done, why_not);
+  if (!job) return std::nullopt;
+  out.job = std::move(*job);
+  return out;
+}
+
+}  // namespace gantt::analysis
