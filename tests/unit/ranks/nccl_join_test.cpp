@@ -140,11 +140,8 @@ TEST(NcclJoin, GroupedSendAndRecvAreTiedToTheKernelTheirGroupEndLaunched) {
   EXPECT_EQ(m.events.bytes[k], 2048u) << "the kernel moved what the send and the recv moved";
 }
 
-TEST(NcclJoin, EachCollectiveOfAGroupGetsItsOwnKernel) {
-  // Two all-reduces in one group (e.g. one per communicator): two kernels, one each, in order.
-  Model m;
-  {
-    Capture c(m);
+// Two all-reduces in one group (rows 1 and 2, the group's end row 3), and their two kernels.
+void group_of_two_all_reduces(Capture& c) {
     c.nccl(v1::NCCL_GROUP_START, kGroupStart, 4'000'000, 4'000'100, 30, 1);
     c.nccl(v1::NCCL_ALL_REDUCE, kAllReduce, 4'000'200, 4'000'300, 31, 1, 0);
     c.nccl(v1::NCCL_ALL_REDUCE, kAllReduce, 4'000'400, 4'000'500, 32, 1, 1);
@@ -153,6 +150,14 @@ TEST(NcclJoin, EachCollectiveOfAGroupGetsItsOwnKernel) {
     c.launch(kAllReduceKernel, 4'001'000, 9);
     c.external(kCustom2, 33, 10);
     c.launch(kAllReduceKernel, 4'002'000, 10);
+}
+
+TEST(NcclJoin, EachCollectiveOfAGroupGetsItsOwnKernel) {
+  // Two all-reduces in one group (e.g. one per communicator): two kernels, one each, in order.
+  Model m;
+  {
+    Capture c(m);
+    group_of_two_all_reduces(c);
   }
   ASSERT_EQ(m.nccl.size(), 4u);
   ASSERT_NE(m.nccl.event[1], kNone);
@@ -168,14 +173,7 @@ TEST(NcclJoin, AKernelsCallIsTheCollectiveNotItsGroupsEnd) {
   Model m;
   {
     Capture c(m);
-    c.nccl(v1::NCCL_GROUP_START, kGroupStart, 4'000'000, 4'000'100, 30, 1);
-    c.nccl(v1::NCCL_ALL_REDUCE, kAllReduce, 4'000'200, 4'000'300, 31, 1, 0);
-    c.nccl(v1::NCCL_ALL_REDUCE, kAllReduce, 4'000'400, 4'000'500, 32, 1, 1);
-    c.nccl(v1::NCCL_GROUP_END, kGroupEnd, 4'000'600, 4'010'000, 33, 0);
-    c.external(kCustom2, 33, 9);
-    c.launch(kAllReduceKernel, 4'001'000, 9);
-    c.external(kCustom2, 33, 10);
-    c.launch(kAllReduceKernel, 4'002'000, 10);
+    group_of_two_all_reduces(c);
     c.nccl(v1::NCCL_GROUP_START, kGroupStart, 5'000'000, 5'000'100, 40, 1);
     c.nccl(v1::NCCL_GROUP_END, kGroupEnd, 5'000'600, 5'010'000, 41, 0);
     c.external(kCustom2, 41, 11);
