@@ -20,6 +20,7 @@
 #include <gpuhook/nccl_types.h>
 
 #include "gantt/analysis/clock_scan.h"
+#include "gantt/analysis/job_scan.h"
 #include "gantt/analysis/diagnose.h"
 #include "gantt/analysis/event_scan.h"
 #include "gantt/analysis/stats.h"
@@ -305,31 +306,12 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
     if (why_not) *why_not = why;
     return std::nullopt;
   };
-  if (paths.empty()) return refuse("no capture");
-  if (paths.size() > UINT16_MAX) return refuse("more than 65535 captures");
   EventScanOptions so;
   so.load = options.load;
   so.threads = options.threads;
   so.join_nccl = true;
-  std::optional<std::vector<std::unique_ptr<EventScanner>>> opened = open_scanners(paths, so, why_not);
-  if (!opened) return std::nullopt;
-  std::vector<std::unique_ptr<EventScanner>>& scanners = *opened;
-  Model context;  // the job's captures, as a load of them has them: headers, devices, threads
-  for (const auto& scanner : scanners) context.captures.push_back(scanner->context().captures.front());
-  ScannedDiagnosis out;
-  out.unusable = unusable_capture(context);
-  if (!out.unusable.empty()) return out;
-  // The window counts from the job's start, as loaded: with a filter the clocks are put
-  // together first, and each capture selects by the job's first and last times as its clock
-  // reads them. Without one, the offsets come from the collectives the scans keep.
-  std::optional<JobClock> clock;
-  if (options.filter) {
-    std::vector<const EventScanner*> contexts;
-    for (const auto& scanner : scanners) contexts.push_back(scanner.get());
-    clock = job_clock(paths, contexts, so, why_not, options.filter);
-    if (!clock || !select_on_job_clock(*clock, paths, scanners, *options.filter, why_not)) return std::nullopt;
-  }
-
+  // The window counts from the job's start, as loaded: with a filter scan_job() puts the clocks
+  // together first. Without one, the offsets come from the collectives the scans keep.
   const bool ranks = paths.size() > 1;
   std::optional<DiagnoseWork> work;
   JobStrings strings;
@@ -338,39 +320,38 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
   bool shared_kernel = false;
   size_t kept_samples = 0;
   std::vector<RankClockInput> clocks;
-  for (size_t c = 0; c < paths.size(); ++c) {
-    EventScanner& scanner = *scanners[c];
-    std::vector<std::unique_ptr<DiagnoseShare>> shares;
-    std::vector<EventConsumer*> consumers;
+  std::vector<std::unique_ptr<DiagnoseShare>> shares;  // the capture being scanned
+  const auto consumers = [&](size_t c, const EventScanner& scanner, const Model& context) {
     // The straggler's collectives, the job's at most kMaxScannedCollectives, split between the shares.
     const size_t budget =
         ranks ? (kMaxScannedCollectives - collectives.size()) / std::max<size_t>(scanner.shares(), 1) + 1 : 0;
+    shares.clear();
+    std::vector<EventConsumer*> out;
     for (size_t i = 0; i < scanner.shares(); ++i) {
       shares.push_back(std::make_unique<DiagnoseShare>(context, static_cast<uint16_t>(c), strings.offset(), budget));
-      consumers.push_back(shares.back().get());
+      out.push_back(shares.back().get());
     }
-    std::string why;
-    if (!scanner.run(consumers, &why)) {
+    return out;
+  };
+  const auto done = [&](size_t c, const EventScanner& scanner, bool ran, const std::string& why) -> std::string {
+    if (!ran) {
       for (const auto& sh : shares)
-        if (!sh->needs_load.empty()) return refuse(about_capture(paths, c, sh->needs_load));
-      return refuse(about_capture(paths, c, why));
+        if (!sh->needs_load.empty()) return sh->needs_load;
+      return why;
     }
     if (std::any_of(shares.begin(), shares.end(), [](const auto& sh) { return sh->memory; })) {
-      std::optional<RecordSpool> held = memory_records(paths[c], so.load, &why);
-      if (!held) return refuse(about_capture(paths, c, why));
+      std::string why_memory;
+      std::optional<RecordSpool> held = memory_records(paths[c], so.load, &why_memory);
+      if (!held) return why_memory;
       kept[c].memory = std::move(*held);
     }
     // The capture's span as a load has it: the memory rules count their times from it.
     kept[c].span = {scanner.first_ns(), std::max(scanner.index_last_ns(), scanner.first_ns())};
-    for (const std::string& line : scanner.warnings()) out.warnings.push_back(line);
-    out.corrupt = out.corrupt || scanner.corrupt();
-    out.gpu_events += scanner.events_read();
-    out.selected_events += scanner.events_selected();
     const gpuhook::CaptureReader* reader = nullptr;
     for (const auto& sh : shares)
       if (!reader) reader = sh->reader();
     if (!strings.end_capture(reader ? reader->strings() : std::vector<std::string>{}))
-      return refuse(about_capture(paths, c, "more names than a job's 32-bit ids hold"));
+      return "more names than a job's 32-bit ids hold";
     const size_t first_collective = collectives.size();
     for (auto& sh : shares) {
       kept_samples += sh->samples.size();
@@ -380,17 +361,28 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
       sh->samples = {};
       sh->collectives = {};
     }
-    if (kept_samples > kMaxSamples) return refuse("more GPU counter samples than a scan keeps");
-    if (collectives.size() > kMaxScannedCollectives) return refuse("more collectives than a scan keeps for the straggler");
-    if (ranks && !clock) {
+    if (kept_samples > kMaxSamples) return "more GPU counter samples than a scan keeps";
+    if (collectives.size() > kMaxScannedCollectives) return "more collectives than a scan keeps for the straggler";
+    if (ranks && !options.filter)
       clocks.push_back(clock_input(scanner, collectives.begin() + static_cast<ptrdiff_t>(first_collective), collectives.end()));
-    }
     DiagnoseWork& first = shares.front()->work;
     for (size_t i = 1; i < shares.size(); ++i) first.absorb(std::move(shares[i]->work));
     if (!work) work.emplace(std::move(first));
     else work->absorb(std::move(first));
-    scanners[c].reset();  // its readers and context are let go; the job keeps what the rules read
-  }
+    shares.clear();  // the job keeps what the rules read
+    return {};
+  };
+  std::optional<JobScan> job = scan_job(paths, so, options.filter, consumers, done, why_not);
+  if (!job) return std::nullopt;
+  ScannedDiagnosis out;
+  out.unusable = job->unusable;
+  if (!out.unusable.empty()) return out;
+  out.warnings = std::move(job->warnings);
+  out.corrupt = job->corrupt;
+  out.gpu_events = job->gpu_events;
+  out.selected_events = job->selected_events;
+  const Model& context = job->context;  // the job's captures, as a load of them has them: headers, devices, threads
+  const std::optional<JobClock>& clock = job->clock;
   work->complete();
   out.late_events = work->late();
   out.busy_exact = work->busy_exact();
