@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <map>
+#include <mutex>
 
 namespace simtest {
 namespace {
@@ -124,9 +125,12 @@ void configure(const std::string& costs, const std::vector<std::pair<std::string
 }
 
 const void* kernel(const char* name) {
-  // Each name gets a distinct static byte whose address stands in for the host stub.
+  // Each name gets a distinct static byte whose address stands in for the host stub. Tests
+  // launch from several threads: the map is theirs to share (TSan saw two threads insert).
   static std::map<std::string, char>* stubs = new std::map<std::string, char>();
   static void** handle = __cudaRegisterFatBinary(nullptr);
+  static std::mutex mu;
+  const std::lock_guard<std::mutex> lock(mu);
   auto [it, fresh] = stubs->try_emplace(name, 0);
   const char* stub = &it->second;
   if (fresh) __cudaRegisterFunction(handle, stub, nullptr, it->first.c_str(), -1, nullptr, nullptr,

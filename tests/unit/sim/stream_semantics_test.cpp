@@ -332,9 +332,12 @@ std::vector<Span> timeline_of_one_program(int burners) {
   EXPECT_EQ(cudaStreamCreateWithFlags(&c, cudaStreamNonBlocking), cudaSuccess);
   cudaEvent_t after_hold;
   EXPECT_EQ(cudaEventCreate(&after_hold), cudaSuccess);
-  void *pinned = nullptr, *device = nullptr;
+  // The copy (stream c) and the memset (stream b) are not ordered: each has a buffer of its
+  // own, or the program races with itself (TSan saw the two writes).
+  void *pinned = nullptr, *device = nullptr, *cleared = nullptr;
   EXPECT_EQ(cudaMallocHost(&pinned, 1 << 20), cudaSuccess);
   EXPECT_EQ(cudaMalloc(&device, 1 << 20), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(&cleared, 1 << 20), cudaSuccess);
   // Two waves of slow_kernel (40 ms) hold the whole device while the host submits the rest,
   // so every start below is decided by the submissions, none by when a thread ran.
   launch(kernel("slow_kernel"), 2 * kFullGrid, 256, a);
@@ -348,13 +351,14 @@ std::vector<Span> timeline_of_one_program(int burners) {
       EXPECT_EQ(cudaMemcpyAsync(device, pinned, 1 << 20, cudaMemcpyHostToDevice, c), cudaSuccess);
     }
     if (i == 3) {
-      EXPECT_EQ(cudaMemsetAsync(device, 0, 1 << 20, b), cudaSuccess);
+      EXPECT_EQ(cudaMemsetAsync(cleared, 0, 1 << 20, b), cudaSuccess);
     }
   }
   finish_tracing();
   stop = true;
   for (auto& t : load) t.join();
   EXPECT_EQ(cudaFree(device), cudaSuccess);
+  EXPECT_EQ(cudaFree(cleared), cudaSuccess);
   EXPECT_EQ(cudaFreeHost(pinned), cudaSuccess);
   for (cudaStream_t s : {a, b, c}) EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
   EXPECT_EQ(cudaEventDestroy(after_hold), cudaSuccess);
