@@ -418,10 +418,10 @@ void register_stats(CLI::App& app, int& exit_code) {
                   "most 16; the tables are the same for any number)")
       ->capture_default_str();
   cmd->add_flag("--in-memory", o->load.in_memory,
-                "load the capture whole before counting, as render and diagnose do; by default one capture is "
-                "scanned (--by kernel, stream, device, range and --summary), in memory that does not grow "
-                "with its events, the filters applied by the scan (merged files, NVTX ranges for --by range and "
-                "--summary, and graph launches for --summary load it whole)");
+                "load the captures whole before counting, as render and diagnose do; by default they are "
+                "scanned (--by kernel, stream, device, range, graph, collective and --summary), in memory that "
+                "does not grow with their events, the filters applied by the scan (merged files, NVTX ranges for "
+                "--by range and --summary, and graph launches for --summary load them whole)");
   cmd->add_flag("--metrics", o->metrics,
                 "instead of the tables: the GPU's own counters (NVML: utilisation, clocks, power, temperature, memory, "
                 "PCIe) per device, their means over the samples read while each kernel name ran, while any ran, while "

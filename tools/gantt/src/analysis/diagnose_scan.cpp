@@ -20,9 +20,9 @@
 #include <gpuhook/nccl_types.h>
 
 #include "gantt/analysis/clock_scan.h"
-#include "gantt/analysis/job_scan.h"
 #include "gantt/analysis/diagnose.h"
 #include "gantt/analysis/event_scan.h"
+#include "gantt/analysis/job_scan.h"
 #include "gantt/analysis/stats.h"
 #include "gantt/model/model_builder.h"
 #include "gantt/model/record_spool.h"
