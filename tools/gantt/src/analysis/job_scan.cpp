@@ -167,6 +167,7 @@ class GraphNodes : public EventConsumer {
       too_many = true;
       return;
     }
+    ++held_;  // every node counts: a launch of one node costs its entry in `launches`
     Launch& l = launches[{e.graph_id, e.correlation_id}];
     ++l.nodes;
     if (l.call_ns < 0 && e.launched && e.launch_ns != 0 && e.launch_end_ns >= e.launch_ns)
@@ -174,10 +175,7 @@ class GraphNodes : public EventConsumer {
     if (e.start_ns == 0 || e.end_ns < e.start_ns) return;
     l.start_ns = l.start_ns == 0 ? e.start_ns : std::min(l.start_ns, e.start_ns);
     l.end_ns = std::max(l.end_ns, e.end_ns);
-    if (e.end_ns > e.start_ns) {
-      l.work.emplace_back(e.start_ns, e.end_ns);
-      ++held_;
-    }
+    if (e.end_ns > e.start_ns) l.work.emplace_back(e.start_ns, e.end_ns);
   }
   bool stopped() const override { return too_many; }
 
@@ -218,7 +216,7 @@ std::optional<ScannedGraphs> scan_graph_launches(const std::vector<std::string>&
         if (part.start_ns != 0) l.start_ns = l.start_ns == 0 ? part.start_ns : std::min(l.start_ns, part.start_ns);
         l.end_ns = std::max(l.end_ns, part.end_ns);
         l.work.insert(l.work.end(), part.work.begin(), part.work.end());
-        held += part.work.size();
+        held += part.nodes;
         if (l.call_ns < 0) l.call_ns = part.call_ns;
       }
     if (held > kMaxScannedGraphNodes) return "more CUDA graph nodes than a scan keeps";

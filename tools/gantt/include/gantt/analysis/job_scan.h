@@ -55,9 +55,10 @@ std::optional<ScannedCollectives> scan_collective_calls(const std::vector<std::s
 
 // The launches of every CUDA graph of a job, as graph_launches() of a load of the captures
 // (filtered as restrict_to_filter() filters it) gives them to graph_rows(): each launch's nodes
-// are held (16 bytes each, at most kMaxScannedGraphNodes for the job) until its capture's scan
-// ends. nullopt with *why_not where a scan cannot tell them; throws as scan_job() does.
-inline constexpr size_t kMaxScannedGraphNodes = size_t{1} << 22;
+// are held until its capture's scan ends (16 bytes a node, about 100 a launch; at most
+// kMaxScannedGraphNodes nodes for the job, some 250 MB where every launch ran one node). nullopt
+// with *why_not where a scan cannot tell them; throws as scan_job() does.
+inline constexpr size_t kMaxScannedGraphNodes = size_t{1} << 21;
 struct ScannedGraphs {
   JobScan job;
   std::vector<GraphLaunchFigures> launches;
