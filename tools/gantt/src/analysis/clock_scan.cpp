@@ -10,7 +10,6 @@
 
 #include <gpuhook/nccl_types.h>
 
-
 namespace gantt::analysis {
 
 namespace {

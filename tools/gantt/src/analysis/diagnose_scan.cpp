@@ -250,10 +250,7 @@ std::optional<std::vector<RankBusy>> rank_busy(const DiagnoseWork& w, const Mode
 // The straggler line of imbalance, as rule_imbalance(const Model&) finds it: the ranks'
 // collectives matched on the job's clock.
 std::string straggler_line(std::vector<RankCollectiveCall> calls, const std::vector<int64_t>& offsets) {
-  for (RankCollectiveCall& call : calls) {
-    call.kernel_start_ns = shifted(call.kernel_start_ns, offsets[call.capture]);
-    call.kernel_end_ns = shifted(call.kernel_end_ns, offsets[call.capture]);
-  }
+  move_calls(calls, offsets);
   return straggler_text(find_straggler(match_collectives(calls)));
 }
 
@@ -382,18 +379,13 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
   out.gpu_events = job->gpu_events;
   out.selected_events = job->selected_events;
   const Model& context = job->context;  // the job's captures, as a load of them has them: headers, devices, threads
-  const std::optional<JobClock>& clock = job->clock;
   work->complete();
   out.late_events = work->late();
   out.busy_exact = work->busy_exact();
   const WorkNames names{[&strings](uint32_t id) { return strings.get(id); },
                         [&strings](uint32_t id) { return demangle(strings.get(id)); }};
   // The ranks on one clock, as a load puts them.
-  std::vector<int64_t> offsets = clock ? clock->offsets : std::vector<int64_t>(paths.size(), 0);
-  if (ranks && !clock) {
-    const RankAlignment alignment = align_ranks(clocks);
-    for (size_t c = 0; c < paths.size() && c < alignment.captures.size(); ++c) offsets[c] = alignment.captures[c].offset_ns;
-  }
+  const std::vector<int64_t> offsets = job_offsets(*job, clocks);
   std::function<void(DiagnoseReport&)> imbalance;
   bool straggler_unknown = false;
   if (ranks) {

@@ -48,6 +48,23 @@ std::optional<JobScan> scan_job(const std::vector<std::string>& paths, const Eve
   return out;
 }
 
+std::vector<int64_t> job_offsets(const JobScan& job, const std::vector<RankClockInput>& clocks) {
+  if (job.clock) return job.clock->offsets;
+  const size_t captures = job.context.captures.size();
+  std::vector<int64_t> offsets(captures, 0);
+  if (captures < 2) return offsets;
+  const RankAlignment alignment = align_ranks(clocks);
+  for (size_t c = 0; c < captures && c < alignment.captures.size(); ++c) offsets[c] = alignment.captures[c].offset_ns;
+  return offsets;
+}
+
+void move_calls(std::vector<RankCollectiveCall>& calls, const std::vector<int64_t>& offsets) {
+  for (RankCollectiveCall& call : calls) {
+    call.kernel_start_ns = shifted(call.kernel_start_ns, offsets[call.capture]);
+    call.kernel_end_ns = shifted(call.kernel_end_ns, offsets[call.capture]);
+  }
+}
+
 namespace {
 
 // One share's collective calls (collective_call()), at most `budget`.
@@ -135,15 +152,7 @@ std::optional<ScannedCollectives> scan_collective_calls(const std::vector<std::s
   if (!one_call_each(out.calls))
     return refuse("a capture that ran one collective more than once (a process driving it on several devices): a load "
                   "keeps the first of its calls");
-  std::vector<int64_t> offsets = out.job.clock ? out.job.clock->offsets : std::vector<int64_t>(paths.size(), 0);
-  if (paths.size() > 1 && !out.job.clock) {
-    const RankAlignment alignment = align_ranks(clocks);
-    for (size_t c = 0; c < paths.size() && c < alignment.captures.size(); ++c) offsets[c] = alignment.captures[c].offset_ns;
-  }
-  for (RankCollectiveCall& call : out.calls) {
-    call.kernel_start_ns = shifted(call.kernel_start_ns, offsets[call.capture]);
-    call.kernel_end_ns = shifted(call.kernel_end_ns, offsets[call.capture]);
-  }
+  move_calls(out.calls, job_offsets(out.job, clocks));
   return out;
 }
 

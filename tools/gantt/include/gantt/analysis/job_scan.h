@@ -38,6 +38,13 @@ std::optional<JobScan> scan_job(const std::vector<std::string>& paths, const Eve
                                 const EventFilter* filter, const ShareConsumers& consumers, const CaptureScanned& done,
                                 std::string* why_not);
 
+// Each capture's offset onto the job's clock, as a load puts the captures together: the
+// JobClock's where scan_job() made one (a filter), else align_ranks() on `clocks`, what the scans
+// kept of each capture's collectives (clock_input(); none for one capture).
+std::vector<int64_t> job_offsets(const JobScan& job, const std::vector<RankClockInput>& clocks);
+// `calls`' kernel times moved by their captures' `offsets`.
+void move_calls(std::vector<RankCollectiveCall>& calls, const std::vector<int64_t>& offsets);
+
 // The collective calls of a job whose kernels ran, on one clock: what collective_calls() of a
 // load of the captures gives match_collectives() (the filter applied as restrict_to_filter()
 // applies it, its window counted from the job's start), from one scan of each capture (one
