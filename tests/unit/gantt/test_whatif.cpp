@@ -228,12 +228,18 @@ TEST(WhatifChange, SpellingsAreExact) {
   EXPECT_EQ(parse_change("block-size=saxpy:256").threads, 256u);
   EXPECT_EQ(parse_change("block-size=saxpy:256").name, "saxpy");
   EXPECT_EQ(parse_change("block-size=ns::k<1>").name, "ns::k<1>") << "a colon of the regex is not a size";
+  EXPECT_EQ(parse_change("fuse=chunk").kind, Change::Kind::kFuse);
+  EXPECT_EQ(parse_change("fuse=chunk").launches, 0u);
+  EXPECT_EQ(parse_change("fuse=chunk:64").launches, 64u);
+  EXPECT_EQ(parse_change("fuse=chunk:64").name, "chunk");
+  EXPECT_EQ(parse_change("fuse=ns::k").name, "ns::k");
   const Change s = parse_change("scale=gemm.*:0.8");
   EXPECT_EQ(s.name, "gemm.*");
   EXPECT_DOUBLE_EQ(s.factor, 0.8);
   for (const char* bad : {"pin_copies", "streams=1", "streams=2.5", "streams=x", "scale=gemm", "scale=:2",
                           "scale=a:-1", "scale=a:nan", "scale=a:1e9", "remove-syncs=", "priority=", "priority", "overlap-copies=2", "block-size=", "block-size=:64",
-                          "block-size=k:0", "block-size=k:99999999999", ""})
+                          "block-size=k:0", "block-size=k:99999999999", "fuse=", "fuse=:4", "fuse=k:1",
+                          "fuse=k:0", "fuse=k:99999999999", ""})
     EXPECT_THROW(parse_change(bad), std::invalid_argument) << bad;
 }
 
@@ -531,6 +537,71 @@ TEST_F(WhatifPredict, BlockSizeTimesAKernelByItsWavesOfBlocks) {
   EXPECT_THROW(predict({in}, {parse_change("block-size=tiny:2048")}, {}, dir_ + "/big.gpuh"), std::invalid_argument)
       << "a block over the device's 1024 threads does not launch";
   EXPECT_THROW(predict({in}, {parse_change("block-size=nothing")}, {}, dir_ + "/none.gpuh"), std::invalid_argument);
+}
+
+// H100: 132 SMs; 256-thread blocks of 32 registers, 8 resident an SM: 1,056 blocks a wave.
+TEST_F(WhatifPredict, FuseMakesARunOfLaunchesOneKernelTimedByItsWaves) {
+  using gantt_test::api;
+  using gantt_test::kernel;
+  const uint32_t launch = id("cudaLaunchKernel"), sync = id("cudaStreamSynchronize"), tiny = id("tiny"), other = id("other");
+  // Host launches every 10 us, each 5 us of call. Four `tiny` kernels of 80 blocks, 2 us each
+  // (one wave each), on stream 13; then `other`; then two `tiny` of 528 blocks with 512
+  // threads (another shape: 4 resident an SM, 528 a wave), then the sync.
+  std::vector<v1::Record> records;
+  uint32_t corr = 1;
+  uint64_t t = 1000;
+  auto add = [&](uint32_t name, int grid, int block) {
+    records.push_back(api(launch, 7, t, t + 5000, corr));
+    v1::Record k = kernel(name, 13, corr, 0, 0, t + 6000, t + 8000, block);
+    k.mutable_kernel()->set_grid_x(grid);
+    records.push_back(k);
+    t += 10000, ++corr;
+  };
+  for (int i = 0; i < 4; ++i) add(tiny, 80, 256);
+  add(other, 80, 256);
+  add(tiny, 528, 512);
+  add(tiny, 528, 512);
+  records.push_back(api(sync, 7, t, t + 10000, corr));
+  records.push_back(stream_sync(13, corr, t, t + 10000));
+  const std::string in = write("in.gpuh", with_strings(records));
+  const auto kernels_of = [](const Model& m) {
+    std::vector<std::pair<std::string, uint64_t>> out;  // (name, duration) in start order
+    std::vector<size_t> order;
+    for (size_t e = 0; e < m.events.size(); ++e)
+      if (m.events.kind[e] == EventKind::kKernel) order.push_back(e);
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return m.events.start_ns[a] < m.events.start_ns[b]; });
+    for (size_t e : order) out.emplace_back(m.string(m.events.name[e]), m.events.end_ns[e] - m.events.start_ns[e]);
+    return out;
+  };
+  {
+    const Prediction p = predict({in}, {parse_change("fuse=tiny")}, {}, dir_ + "/out.gpuh");
+    EXPECT_EQ(p.sections[0].unchanged.ns(), p.sections[0].measured.ns());
+    ASSERT_EQ(p.notes.size(), 1u);
+    EXPECT_NE(p.notes[0].find("6 launches in 2 run(s) become 2 kernel(s) (the first over 320 blocks), 6 waves of blocks to 3"),
+              std::string::npos)
+        << p.notes[0];
+    const Model m = load({dir_ + "/out.gpuh"});
+    // 320 blocks in one wave of 1,056: 2 us; `other` as measured; 1,056 blocks of 512 threads
+    // over 528 a wave: 2 waves, 4 us.
+    const std::vector<std::pair<std::string, uint64_t>> want = {{"tiny", 2000}, {"other", 2000}, {"tiny", 4000}};
+    EXPECT_EQ(kernels_of(m), want);
+    for (size_t e = 0; e < m.events.size(); ++e) {
+      if (m.events.kind[e] == EventKind::kKernel && m.string(m.events.name[e]) == "tiny" && m.events.block[e][0] == 256)
+        EXPECT_EQ(m.events.grid[e][0], 320);
+    }
+    // Three launch calls of the first run and one of the second go, with the host time before
+    // each (10 us a launch: 40 us).
+    EXPECT_EQ(p.sections[0].predicted.ns(), p.sections[0].measured.ns() - 40000);
+  }
+  {
+    // At most two launches a kernel: the first run becomes two kernels of 160 blocks.
+    const Prediction p = predict({in}, {parse_change("fuse=tiny:2")}, {}, dir_ + "/out2.gpuh");
+    const std::vector<std::pair<std::string, uint64_t>> want = {{"tiny", 2000}, {"tiny", 2000}, {"other", 2000}, {"tiny", 4000}};
+    EXPECT_EQ(kernels_of(load({dir_ + "/out2.gpuh"})), want);
+  }
+  EXPECT_THROW(predict({in}, {parse_change("fuse=other")}, {}, dir_ + "/one.gpuh"), std::invalid_argument)
+      << "a lone launch is no run";
+  EXPECT_THROW(predict({in}, {parse_change("fuse=nothing")}, {}, dir_ + "/none.gpuh"), std::invalid_argument);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -138,6 +139,18 @@ Change parse_change(const std::string& text) {
       c.name.resize(colon);
       if (c.name.empty()) throw std::invalid_argument("--change " + text + ": write block-size=KERNEL_REGEX[:THREADS]");
     }
+  } else if (starts_with(text, "fuse=") && text.size() > 5) {
+    c.kind = Change::Kind::kFuse;
+    c.name = text.substr(5);
+    const size_t colon = c.name.rfind(':');
+    if (colon != std::string::npos && colon + 1 < c.name.size() &&
+        c.name.find_first_not_of("0123456789", colon + 1) == std::string::npos) {
+      const double n = parse_number(text, c.name.substr(colon + 1));
+      if (n < 2 || n > UINT32_MAX) throw std::invalid_argument("--change " + text + ": a fused kernel takes from 2 launches up");
+      c.launches = static_cast<uint32_t>(n);
+      c.name.resize(colon);
+      if (c.name.empty()) throw std::invalid_argument("--change " + text + ": write fuse=KERNEL_REGEX[:LAUNCHES]");
+    }
   } else if (starts_with(text, "priority=") && text.size() > 9) {
     c.kind = Change::Kind::kPriority;
     c.name = text.substr(9);
@@ -166,7 +179,11 @@ const char* change_help() {
          "  block-size=REGEX[:N]   kernels matching REGEX launched with N threads a block (default: the\n"
          "                         size cudaOccupancyMaxPotentialBlockSize suggests) over the blocks that\n"
          "                         cover the same threads; each takes its waves of blocks times its\n"
-         "                         measured time per wave (1-D launches on a recorded device)\n";
+         "                         measured time per wave (1-D launches on a recorded device)\n"
+         "  fuse=REGEX[:N]         each run of back-to-back launches of kernels matching REGEX on one\n"
+         "                         stream (at most N) becomes one launch over all their blocks, timed by\n"
+         "                         its waves of blocks at their measured time per wave; the launch calls\n"
+         "                         after the first and the host time between them go\n";
 }
 
 Prediction predict(const std::vector<std::string>& inputs, const std::vector<Change>& changes, const Options& options,

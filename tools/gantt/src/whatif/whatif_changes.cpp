@@ -121,12 +121,14 @@ void scale(Built& b, const Change& ch) {
 // low-occupancy finding is about); where they were already bandwidth-bound the gain is less.
 // Only 1-D launches of recorded devices are changed; a launch outside the graph's ops (a
 // graph's node) keeps its shape.
-void resize_blocks(Built& b, const Change& ch) {
-  Graph& g = b.graph;
-  std::vector<bool> matched(g.ops.size(), false);
-  for (const uint32_t o : matching_kernels(b, ch)) matched[o] = true;
+// The kernel records of the matched ops (those launched by a call, not a graph's members) and
+// the devices their captures recorded.
+struct KernelRecords {
   std::map<std::pair<uint16_t, uint32_t>, v1::DeviceInfo> devices;  // (capture, ordinal)
   std::vector<std::pair<uint32_t, v1::Kernel>> kernels;             // (op, its record)
+};
+KernelRecords kernel_records(const Built& b, const std::vector<bool>& matched) {
+  KernelRecords out;
   v1::Record r;
   for (uint16_t s = 0; s < b.sections.size(); ++s) {
     const auto& places = b.places[s];
@@ -134,29 +136,66 @@ void resize_blocks(Built& b, const Change& ch) {
       const bool op = i < places.size() && places[i].kind == RecordPlace::Kind::kOp && places[i].index < matched.size() &&
                       matched[places[i].index];
       b.sections[s].records.get(i, &r);
-      if (r.has_device()) devices[{s, r.device().ordinal()}] = r.device();
-      else if (op && r.has_kernel()) kernels.emplace_back(places[i].index, r.kernel());
+      if (r.has_device()) out.devices[{s, r.device().ordinal()}] = r.device();
+      else if (op && r.has_kernel()) out.kernels.emplace_back(places[i].index, r.kernel());
     }
   }
+  return out;
+}
+
+bool one_d(const v1::Kernel& k) {
+  return k.grid_y() == 1 && k.grid_z() == 1 && k.block_y() == 1 && k.block_z() == 1 && k.grid_x() > 0 && k.block_x() > 0;
+}
+
+LaunchShape launch_shape(const v1::Kernel& k) {
+  LaunchShape shape;
+  shape.threads_per_block = static_cast<uint32_t>(k.block_x());
+  shape.registers_per_thread = k.registers_per_thread();
+  shape.shared_memory_bytes = uint64_t{k.static_shared_memory_bytes()} + k.dynamic_shared_memory_bytes();
+  return shape;
+}
+
+// The blocks kernel `k` of capture `capture` has resident on its device at once (SMs x
+// resident blocks an SM), its device's limits, and its occupancy; 0 blocks where the capture
+// has no record of its device or the shape does not fit.
+struct Residency {
+  SmLimits sm;
+  Occupancy occupancy;
+  uint64_t sms = 0;
+  uint64_t per_wave = 0;
+};
+Residency residency(const KernelRecords& records, uint16_t capture, const v1::Kernel& k) {
+  Residency r;
+  const auto dev = records.devices.find({capture, k.device()});
+  if (dev == records.devices.end()) return r;
+  r.sm = sm_limits(dev->second);
+  r.occupancy = theoretical_occupancy(launch_shape(k), r.sm);
+  r.sms = dev->second.sm_count();
+  r.per_wave = r.sms * r.occupancy.active_blocks;
+  return r;
+}
+
+uint64_t waves(uint64_t blocks, uint64_t per_wave) { return (blocks + per_wave - 1) / per_wave; }
+
+void resize_blocks(Built& b, const Change& ch) {
+  Graph& g = b.graph;
+  std::vector<bool> matched(g.ops.size(), false);
+  for (const uint32_t o : matching_kernels(b, ch)) matched[o] = true;
+  const KernelRecords records = kernel_records(b, matched);
   uint64_t changed = 0, not_1d = 0, no_device = 0, waves_before = 0, waves_after = 0;
   uint32_t threads_before = 0, threads_after = 0;
   double occupancy_before = 0, occupancy_after = 0;
-  for (const auto& [o, k] : kernels) {
+  for (const auto& [o, k] : records.kernels) {
     GpuOp& op = g.ops[o];
-    if (k.grid_y() != 1 || k.grid_z() != 1 || k.block_y() != 1 || k.block_z() != 1 || k.grid_x() <= 0 ||
-        k.block_x() <= 0) {
+    if (!one_d(k)) {
       ++not_1d;
       continue;
     }
-    const auto dev = devices.find({op.capture, k.device()});
-    const SmLimits sm = dev == devices.end() ? SmLimits{} : sm_limits(dev->second);
-    const uint64_t sms = dev == devices.end() ? 0 : dev->second.sm_count();
-    LaunchShape shape;
-    shape.threads_per_block = static_cast<uint32_t>(k.block_x());
-    shape.registers_per_thread = k.registers_per_thread();
-    shape.shared_memory_bytes = uint64_t{k.static_shared_memory_bytes()} + k.dynamic_shared_memory_bytes();
-    const Occupancy before = theoretical_occupancy(shape, sm);
-    if (sms == 0 || before.active_blocks == 0) {
+    const Residency res = residency(records, op.capture, k);
+    const SmLimits& sm = res.sm;
+    const LaunchShape shape = launch_shape(k);
+    const Occupancy& before = res.occupancy;
+    if (res.per_wave == 0) {
       ++no_device;
       continue;
     }
@@ -177,16 +216,16 @@ void resize_blocks(Built& b, const Change& ch) {
       ++not_1d;
       continue;
     }
-    const uint64_t per_wave = sms * before.active_blocks, per_wave_after = sms * after.active_blocks;
-    const uint64_t waves = (uint64_t(k.grid_x()) + per_wave - 1) / per_wave, waves_next = (blocks + per_wave_after - 1) / per_wave_after;
-    op.duration_ns = scaled(op.duration_ns, static_cast<double>(waves_next) / static_cast<double>(waves));
+    const uint64_t per_wave_after = res.sms * after.active_blocks;
+    const uint64_t waves_old = waves(uint64_t(k.grid_x()), res.per_wave), waves_next = waves(blocks, per_wave_after);
+    op.duration_ns = scaled(op.duration_ns, static_cast<double>(waves_next) / static_cast<double>(waves_old));
     op.sm_share = std::min(1.0, static_cast<double>(blocks) / static_cast<double>(per_wave_after));
     b.op_shape[o] = {static_cast<uint32_t>(blocks), next.threads_per_block};
     if (changed++ == 0) {
       threads_before = shape.threads_per_block, threads_after = next.threads_per_block;
       occupancy_before = before.fraction, occupancy_after = after.fraction;
     }
-    waves_before += waves, waves_after += waves_next;
+    waves_before += waves_old, waves_after += waves_next;
   }
   std::string note = ch.text + ": " + std::to_string(changed) + " kernel(s) relaunched";
   if (changed)
@@ -197,6 +236,124 @@ void resize_blocks(Built& b, const Change& ch) {
   if (not_1d) note += "; " + std::to_string(not_1d) + " kept: not a 1-D launch";
   if (no_device) note += "; " + std::to_string(no_device) + " kept: their device's SM count or limits not recorded";
   if (changed == 0) throw std::invalid_argument(note);
+  g.notes.push_back(note);
+}
+
+// fuse=REGEX[:N]: each run of back-to-back launches of matching kernels becomes one launch of
+// one kernel over all their blocks, as a fused or grid-stride kernel does the same work with
+// one launch. A run: launch calls of one host thread, each launching one matching kernel onto
+// the same stream right after the previous one (nothing else on the stream between them, no
+// event waited for), of one launch shape (threads a block, registers, shared memory) on one
+// recorded device, at most N of them. The fused kernel's time is its waves of blocks (all the
+// run's blocks over what the device holds at once) times the run's measured time per wave: a
+// wave does the same work fused as apart, and what goes is the part of each small grid's wave
+// the device held no block of. The launch calls after the first and the host time between
+// them go (the loop that made them launches once). The capture cannot show which kernel read
+// what another wrote: a run that spans iterations of the program's loop is fused whole (N
+// bounds it).
+void fuse_kernels(Built& b, const Change& ch) {
+  Graph& g = b.graph;
+  std::vector<bool> matched(g.ops.size(), false);
+  for (const uint32_t o : matching_kernels(b, ch)) matched[o] = true;
+  const KernelRecords records = kernel_records(b, matched);
+  std::vector<const v1::Kernel*> kernel_of(g.ops.size(), nullptr);
+  for (const auto& [o, k] : records.kernels) kernel_of[o] = &k;
+  // Each op's place on its stream, and the one op each call launched (kNone: none or several).
+  std::vector<std::vector<uint32_t>> lane_ops(g.lanes.size());
+  for (uint32_t o = 0; o < g.ops.size(); ++o)
+    if (g.ops[o].lane < g.lanes.size()) lane_ops[g.ops[o].lane].push_back(o);
+  std::vector<uint32_t> lane_place(g.ops.size(), 0);
+  for (auto& ops : lane_ops) {
+    std::stable_sort(ops.begin(), ops.end(), [&](uint32_t x, uint32_t y) { return g.ops[x].order < g.ops[y].order; });
+    for (uint32_t i = 0; i < ops.size(); ++i) lane_place[ops[i]] = i;
+  }
+  constexpr uint32_t kSeveral = kNone - 1;
+  std::vector<uint32_t> op_of_call(g.calls.size(), kNone);
+  for (uint32_t o = 0; o < g.ops.size(); ++o)
+    if (const uint32_t c = g.ops[o].call; c < g.calls.size()) op_of_call[c] = op_of_call[c] == kNone ? o : kSeveral;
+  if (b.op_fused_away.size() < g.ops.size()) b.op_fused_away.resize(g.ops.size(), false);
+
+  struct Launch {
+    uint32_t call, op;
+    const v1::Kernel* kernel;
+  };
+  uint64_t runs = 0, fused = 0, not_1d = 0, no_device = 0, blocks_first = 0, waves_before = 0, waves_after = 0;
+  auto flush = [&](std::vector<Launch>& run) {
+    if (run.size() >= 2) {
+      const GpuOp& first = g.ops[run[0].op];
+      const Residency res = residency(records, first.capture, *run[0].kernel);
+      uint64_t blocks = 0, old_waves = 0;
+      int64_t time = 0;
+      for (const Launch& l : run) {
+        blocks += uint64_t(l.kernel->grid_x());
+        old_waves += waves(uint64_t(l.kernel->grid_x()), res.per_wave);
+        time = g.ops[l.op].duration_ns > INT64_MAX - time ? INT64_MAX : time + std::max<int64_t>(g.ops[l.op].duration_ns, 0);
+      }
+      const uint64_t new_waves = waves(blocks, res.per_wave);
+      GpuOp& op = g.ops[run[0].op];
+      op.duration_ns = scaled(time, static_cast<double>(new_waves) / static_cast<double>(old_waves));
+      op.sm_share = std::min(1.0, static_cast<double>(blocks) / static_cast<double>(res.per_wave));
+      b.op_shape[run[0].op] = {static_cast<uint32_t>(blocks), static_cast<uint32_t>(run[0].kernel->block_x())};
+      for (size_t i = 1; i < run.size(); ++i) {
+        GpuOp& gone = g.ops[run[i].op];
+        gone.duration_ns = 0, gone.sm_share = 0;
+        gone.call = run[0].call, gone.ready_offset_ns = op.ready_offset_ns;
+        b.op_fused_away[run[i].op] = true;
+        g.calls[run[i].call].removed = true;
+        g.calls[run[i].call].gap_ns = 0;
+      }
+      if (runs++ == 0) blocks_first = blocks;
+      fused += run.size(), waves_before += old_waves, waves_after += new_waves;
+    }
+    run.clear();
+  };
+  // The launch call `c` if it can join a run: one matching 1-D kernel on a recorded device.
+  auto fusable = [&](uint32_t c) -> const v1::Kernel* {
+    const HostCall& call = g.calls[c];
+    const uint32_t o = op_of_call[c];
+    if (!call.launches_only || call.removed || o >= g.ops.size() || !matched[o] || (o < b.op_graph.size() && b.op_graph[o].call != kNone))
+      return nullptr;
+    const v1::Kernel* k = kernel_of[o];
+    if (k == nullptr) return nullptr;
+    if (!one_d(*k)) return ++not_1d, nullptr;
+    if (residency(records, g.ops[o].capture, *k).per_wave == 0) return ++no_device, nullptr;
+    return k;
+  };
+  auto continues = [&](const Launch& last, const Launch& next, uint64_t blocks) {
+    const GpuOp &a = g.ops[last.op], &z = g.ops[next.op];
+    const v1::Kernel &ka = *last.kernel, &kz = *next.kernel;
+    return z.lane == a.lane && lane_place[next.op] == lane_place[last.op] + 1 && z.after.empty() &&
+           ka.device() == kz.device() && ka.block_x() == kz.block_x() && ka.registers_per_thread() == kz.registers_per_thread() &&
+           ka.static_shared_memory_bytes() == kz.static_shared_memory_bytes() &&
+           ka.dynamic_shared_memory_bytes() == kz.dynamic_shared_memory_bytes() &&
+           blocks + uint64_t(kz.grid_x()) <= INT32_MAX;  // grid_x holds 2^31 - 1 blocks
+  };
+  std::vector<Launch> run;
+  for (const Thread& t : g.threads) {
+    uint64_t blocks = 0;
+    for (const uint32_t c : t.calls) {
+      const v1::Kernel* k = fusable(c);
+      if (k == nullptr) {
+        flush(run);
+        continue;
+      }
+      const Launch next{c, op_of_call[c], k};
+      if (!run.empty() && (!continues(run.back(), next, blocks) || (ch.launches && run.size() == ch.launches))) flush(run);
+      if (run.empty()) blocks = 0;
+      run.push_back(next);
+      blocks += uint64_t(k->grid_x());
+    }
+    flush(run);
+  }
+  std::string note = ch.text + ": " + std::to_string(fused) + " launches in " + std::to_string(runs) + " run(s) become " +
+                     std::to_string(runs) + " kernel(s)";
+  if (runs)
+    note += " (the first over " + std::to_string(blocks_first) + " blocks), " + std::to_string(waves_before) +
+            " waves of blocks to " + std::to_string(waves_after) + " at the measured time per wave; " +
+            std::to_string(fused - runs) + " launch calls and the host time between them go";
+  if (not_1d) note += "; " + std::to_string(not_1d) + " kept: not a 1-D launch";
+  if (no_device) note += "; " + std::to_string(no_device) + " kept: their device's SM count or limits not recorded";
+  if (runs == 0) throw std::invalid_argument(note + " (no two matching launches follow each other on a stream)");
   g.notes.push_back(note);
 }
 
@@ -752,6 +909,7 @@ void apply(Built& b, const std::vector<Change>& changes, const Options& options)
       case Change::Kind::kPriority: raise_priority(b, ch); break;
       case Change::Kind::kOverlapCopies: overlap_copies(b, ch); break;
       case Change::Kind::kBlockSize: resize_blocks(b, ch); break;
+      case Change::Kind::kFuse: fuse_kernels(b, ch); break;
     }
     link(b);  // the lanes may have moved: find the waits again
   }

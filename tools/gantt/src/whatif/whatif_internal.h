@@ -105,6 +105,9 @@ struct Built {
   std::vector<bool> call_is_graph_launch; // per call
   // Kernels block-size relaunched: op -> (blocks, threads a block), both 1-D.
   std::unordered_map<uint32_t, std::pair<uint32_t, uint32_t>> op_shape;
+  // Per op, once fuse made one part of an earlier kernel (empty before): its record is not
+  // written, and it takes no time after the kernel that does its work.
+  std::vector<bool> op_fused_away;
 };
 
 Built build(std::vector<Section> sections);

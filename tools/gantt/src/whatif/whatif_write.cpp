@@ -155,6 +155,8 @@ uint64_t write(const Built& b, const std::vector<Change>& changes, const std::st
         }
         case RecordPlace::Kind::kOp:
         case RecordPlace::Kind::kMember: {
+          if (place.kind == RecordPlace::Kind::kOp && place.index < b.op_fused_away.size() && b.op_fused_away[place.index])
+            continue;  // its work is the fused kernel's
           const GpuOp& op = g.ops[place.index];
           const Built::GraphNode node = place.index < b.op_graph.size() ? b.op_graph[place.index] : Built::GraphNode{};
           uint64_t start = op.start_ns, end = op.end_ns;
