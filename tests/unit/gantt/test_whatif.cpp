@@ -359,6 +359,44 @@ TEST_F(WhatifPredict, RemoveSyncsKeepsTheLastWaitAndEveryLaunch) {
   EXPECT_EQ(m.events.size(), 2u + 1u);  // two kernels and the kept sync's record
 }
 
+TEST_F(WhatifPredict, RemoveSyncsDropsTheLoopsWaitsAndKeepsTheOneAfterIt) {
+  using gantt_test::api;
+  using gantt_test::kernel;
+  using gantt_test::memcpy_rec;
+  const uint32_t launch = id("cudaLaunchKernel"), sync = id("cudaStreamSynchronize"), copy = id("cudaMemcpy"), k = id("k");
+  // Three steps of launch (1 us of work) and wait, the wait after the loop, 50 us of host work,
+  // then a blocking device-to-host copy: the last wait is the copy's.
+  std::vector<v1::Record> records;
+  uint32_t corr = 1;
+  uint64_t t = 1000;
+  for (int step = 0; step < 3; ++step, t += 2000) {
+    records.push_back(api(launch, 7, t, t + 10, corr));
+    records.push_back(kernel(k, 13, corr, t + 5, t + 6, t + 15, t + 1015));
+    ++corr;
+    records.push_back(api(sync, 7, t + 20, t + 1100, corr));
+    records.push_back(stream_sync(13, corr, t + 20, t + 1100));
+    ++corr;
+  }
+  records.push_back(api(sync, 7, t, t + 10, corr));
+  records.push_back(stream_sync(13, corr, t, t + 10));
+  ++corr;
+  records.push_back(api(copy, 7, t + 50010, t + 51010, corr));
+  records.push_back(memcpy_rec(v1::COPY_DTOH, 1 << 20, 13, corr, t + 50010, t + 51000));
+  const std::string in = write("in.gpuh", with_strings(records));
+  const Prediction p = predict({in}, {parse_change("remove-syncs")}, {}, dir_ + "/out.gpuh");
+  ASSERT_EQ(p.notes.size(), 1u);
+  EXPECT_NE(p.notes[0].find("3 synchronising call(s) removed, 1 kept"), std::string::npos) << p.notes[0];
+  // The kernels run back to back, the kept wait returns when the last ends, and the host's
+  // 50 us come after it, as the program after its loop does: not under the kernels.
+  const Model m = load({dir_ + "/out.gpuh"});
+  uint64_t last_kernel_end = 0, copy_start = 0;
+  for (size_t e = 0; e < m.events.size(); ++e) {
+    if (m.events.kind[e] == EventKind::kKernel) last_kernel_end = std::max(last_kernel_end, m.events.end_ns[e]);
+    if (m.events.kind[e] == EventKind::kMemcpy) copy_start = m.events.start_ns[e];
+  }
+  EXPECT_GE(copy_start, last_kernel_end + 50000);
+}
+
 TEST_F(WhatifPredict, AnEventWaitHoldsEvenWithoutItsApiRecords) {
   using gantt_test::api;
   using gantt_test::kernel;
@@ -586,8 +624,9 @@ TEST_F(WhatifPredict, FuseMakesARunOfLaunchesOneKernelTimedByItsWaves) {
     const std::vector<std::pair<std::string, uint64_t>> want = {{"tiny", 2000}, {"other", 2000}, {"tiny", 4000}};
     EXPECT_EQ(kernels_of(m), want);
     for (size_t e = 0; e < m.events.size(); ++e) {
-      if (m.events.kind[e] == EventKind::kKernel && m.string(m.events.name[e]) == "tiny" && m.events.block[e][0] == 256)
+      if (m.events.kind[e] == EventKind::kKernel && m.string(m.events.name[e]) == "tiny" && m.events.block[e][0] == 256) {
         EXPECT_EQ(m.events.grid[e][0], 320);
+      }
     }
     // Three launch calls of the first run and one of the second go, with the host time before
     // each (10 us a launch: 40 us).

@@ -578,13 +578,29 @@ void remove_syncs(Built& b, const Change& ch) {
     launches[op.call] = true;
     if (op.kind == OpKind::kCopy && op.engine == kEngineDtoH) launched_dtoh[op.call] = true;
   }
+  // What a call looks like to the host's loop: its name and the work it launched.
+  std::vector<std::string> launched_names(g.calls.size());
+  for (const GpuOp& op : g.ops)
+    if (op.call != kNone) launched_names[op.call] += "|" + op.name.str();
   for (const Thread& t : g.threads) {
     // The last wait of a thread is where it reads its results: kept.
     uint32_t last_wait = kNone;
     for (uint32_t c : t.calls)
       if (b.call_wait[c].kind != WaitSpec::Kind::kNone || !b.call_wait[c].ops.empty()) last_wait = c;
+    // A wait the host's loop repeats (every step's) is what the fix drops; one that follows
+    // a call no other wait of its name follows (the wait after the loop) stays.
+    std::unordered_map<std::string, uint32_t> seen;
+    std::vector<std::string> context(t.calls.size());
+    for (size_t i = 0; i < t.calls.size(); ++i) {
+      const uint32_t prev = i ? t.calls[i - 1] : kNone;
+      context[i] = (prev == kNone ? std::string() : g.calls[prev].name.str() + launched_names[prev]) + ">" +
+                   g.calls[t.calls[i]].name.str();
+      ++seen[context[i]];
+    }
+    size_t index = 0;
     bool reads_since = false;  // a DtoH copy since the last wait kept: the host reads its data next
     for (uint32_t c : t.calls) {
+      const bool repeated = seen[context[index++]] > 1;
       const WaitSpec& w = b.call_wait[c];
       if (launched_dtoh[c]) reads_since = true;
       const bool sync = w.kind == WaitSpec::Kind::kStream || w.kind == WaitSpec::Kind::kDevice ||
@@ -595,7 +611,7 @@ void remove_syncs(Built& b, const Change& ch) {
       }
       if (!ch.name.empty() && g.calls[c].name.str().rfind(ch.name, 0) != 0) continue;
       if (launches[c]) continue;  // it hands work over too: not a synchronising call to drop
-      if (c == last_wait || reads_since) {
+      if (c == last_wait || reads_since || !repeated) {
         ++kept;
         reads_since = false;
         continue;
@@ -605,7 +621,8 @@ void remove_syncs(Built& b, const Change& ch) {
     }
   }
   g.notes.push_back(ch.text + ": " + std::to_string(removed) + " synchronising call(s) removed, " + std::to_string(kept) +
-                    " kept (a thread's last wait, or a wait before the host reads a device-to-host copy)");
+                    " kept (a thread's last wait, a wait before the host reads a device-to-host copy, or one its loop does not"
+                    " repeat)");
 }
 
 // What makes two operations "the same step" of a stream: kind, name and size.
@@ -776,16 +793,22 @@ size_t period(const std::vector<std::string>& names) {
 
 // Runs of launch calls on a thread that repeat one sequence: each repetition becomes one
 // graph launch (the first call, at the graph launch's cost); the others and the host time
-// between them go; their work keeps its order on its streams.
+// between them go; their work keeps its order on its streams. The first repetition is how the
+// fix builds the graph (stream capture records the same calls): its calls stay at their
+// measured costs, and its last one becomes the first graph launch, after the instantiation
+// where the capture measured one (cudaGraphInstantiate).
 void graphs(Built& b, const Change& ch, const Options& options) {
   Graph& g = b.graph;
   std::vector<std::vector<uint32_t>> ops_of_call(g.calls.size());
   for (uint32_t o = 0; o < g.ops.size(); ++o)
     if (g.ops[o].call != kNone) ops_of_call[g.ops[o].call].push_back(o);
-  // The capture's own cudaGraphLaunch cost, when it has one.
-  std::map<uint16_t, std::vector<int64_t>> measured;
-  for (const HostCall& c : g.calls)
+  // The capture's own cudaGraphLaunch and cudaGraphInstantiate costs, when it has them.
+  std::map<uint16_t, std::vector<int64_t>> measured, instantiations;
+  for (const HostCall& c : g.calls) {
     if (c.name.str().rfind("cudaGraphLaunch", 0) == 0) measured[g.threads[c.thread].capture].push_back(c.orig_end_ns - c.orig_start_ns);
+    if (c.name.str().rfind("cudaGraphInstantiate", 0) == 0)
+      instantiations[g.threads[c.thread].capture].push_back(c.orig_end_ns - c.orig_start_ns);
+  }
   size_t launches = 0, folded = 0;
   uint64_t next_graph_id = 1;
   for (const Thread& t : g.threads) {
@@ -800,6 +823,11 @@ void graphs(Built& b, const Change& ch, const Options& options) {
         cost = b.launch_cost_ns[t.capture], source = "one launch call of the capture";
       }
     }
+    int64_t instantiate = 0;
+    if (auto& m = instantiations[t.capture]; !m.empty()) {
+      std::nth_element(m.begin(), m.begin() + static_cast<std::ptrdiff_t>(m.size() / 2), m.end());
+      instantiate = m[m.size() / 2];
+    }
     auto flush = [&](std::vector<uint32_t>& run) {
       std::vector<std::string> names;
       for (uint32_t c : run) {
@@ -810,22 +838,24 @@ void graphs(Built& b, const Change& ch, const Options& options) {
       const size_t p = period(names);
       if (p != 0) {
         for (size_t start = 0; start + p <= run.size(); start += p) {
-          const uint32_t launch = run[start];
+          // The first repetition is captured: its calls stay and its last launches the graph.
+          const bool captured = start == 0;
+          const uint32_t launch = run[captured ? p - 1 : start];
           HostCall& first = g.calls[launch];
-          first.cost_ns = cost;
+          first.cost_ns = captured ? cost + instantiate + first.cost_ns : cost;
           b.call_is_graph_launch[launch] = true;
           uint64_t node = 1;
           const uint64_t graph_id = next_graph_id;
           for (size_t i = start; i < start + p; ++i) {
             const uint32_t c = run[i];
-            if (i != start) {
+            if (!captured && i != start) {
               g.calls[c].removed = true;
               g.calls[c].gap_ns = 0;
               ++folded;
             }
             for (uint32_t o : ops_of_call[c]) {
               g.ops[o].call = launch;
-              g.ops[o].ready_offset_ns = cost;  // nodes go to the GPU once the launch returns
+              g.ops[o].ready_offset_ns = first.cost_ns;  // nodes go to the GPU once the launch returns
               if (b.op_graph.size() < g.ops.size()) b.op_graph.resize(g.ops.size());
               b.op_graph[o] = {launch, graph_id, node++};
             }
@@ -842,7 +872,11 @@ void graphs(Built& b, const Change& ch, const Options& options) {
       else flush(run);
     }
     flush(run);
-    if (launches) g.notes.push_back(ch.text + ": graph launch cost " + us(cost) + " (" + source + ")");
+    if (launches)
+      g.notes.push_back(ch.text + ": graph launch cost " + us(cost) + " (" + source + "); each graph captured from its first " +
+                        "repetition's calls, at their measured costs, then " +
+                        (instantiate ? "instantiated in " + us(instantiate) + " (the capture's cudaGraphInstantiate)"
+                                     : std::string("instantiated at no cost (the capture has no cudaGraphInstantiate to measure)")));
   }
   g.notes.push_back(ch.text + ": " + std::to_string(launches) + " graph launches replace " +
                     std::to_string(launches + folded) + " launch calls");
