@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # The prediction table: every example with a --fixed twin, recorded on the simulator, its twin
 # recorded too, and the twin predicted from the example by the whatif changes that make the
-# twin's difference. Three recordings of each, every one counted, none retried (below): the
+# twin's difference. Five recordings of each, every one counted, none retried (below): the
 # simulator plans the GPU's timeline from what the host submits, so a row measures the model
 # and the host's submissions, not the GPU's. Fails when the
 # median error passes MEDIAN_PERCENT or a row passes WORST_PERCENT. A twin no change models
 # yet is listed as such.
 #
-# Sizes: on the simulator a kernel's host twin computes its result on a CPU core, and the host
-# waits for that result where it reads it. At the examples' default sizes that CPU time is far
-# longer than the modelled H200 time (a 16 M-element kernel: milliseconds of CPU against tens of
-# microseconds of GPU), so the spans would measure the simulator's own cost. Each row runs at a
-# size where the CPU work stays well below the modelled GPU time, with kernels made longer
-# with GPUHOOK_SIM_SCALE where needed.
+# Every example runs at its default size with no setting of its own. On the simulator a
+# kernel's host twin computes its result on a CPU core, and at those sizes that takes far longer
+# than the modelled H200 time (a 16 M-element kernel: milliseconds of CPU against tens of
+# microseconds of GPU): GPUHOOK_SIM_PAUSE_CLOCK=1 stops the process's clock while the host is
+# blocked on that work (tests/sim/cudart/paused_clock.h), so a capture shows the GPU the
+# simulator models, not this machine. The ranks of allreduce_train are separate processes,
+# whose clocks must not stop apart: that row runs without it, at arguments that give it a slow
+# rank to balance.
 #
 # usage: predict_twins.sh BUILD_DIR [MEDIAN_PERCENT [WORST_PERCENT]]
 set -u
@@ -31,6 +33,7 @@ if ldd "$GPUHOOK_LIB" 2>/dev/null | grep -Eq 'lib(a|t)san'; then
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+export GPUHOOK_SIM_PAUSE_CLOCK=1
 
 # The recordings run ahead of the rest of the machine where it allows (root, or a raised
 # RLIMIT_NICE): the GPU's timeline is planned from when the host submitted, and a host held off
@@ -70,13 +73,14 @@ report() {  # name, change, example ns, twin ns, predicted ns
     echo "  (not gated)"
   fi
 }
-# Each capture is recorded RUNS times (3 unless set) and a row reports the median of each column:
+# Each capture is recorded RUNS times (5 unless set) and a row reports the median of each column:
 # the example's, the twin's, and the predictions made from each of the example's recordings.
-# The simulator plans the GPU from what the host submitted and when, and on a machine shared
-# with a build the host of one recording in ten stalls for tens of milliseconds between two
-# launches; that stall is in the program's measured span as it would be on a GPU. The median
-# of three keeps one such recording from deciding a row; every recording counts, none is retried.
-runs=${RUNS:-3}
+# The simulator plans the GPU from what the host submitted and when, and the host's own time is
+# this machine's: at the default sizes a row spans 0.4 to 75 ms, and a host held off a core for
+# tens of microseconds (a recording in a few) is in the program's measured span as it would be
+# on a GPU. The median of five keeps two such recordings from deciding a row (of three, seen:
+# worst rows of 8-16% in a third of the runs); every recording counts, none is retried.
+runs=${RUNS:-5}
 median_of() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 # A row measures each capture with $measure (span_ns unless set for the row).
 row() {  # name, simulator settings, example args, change flags...
@@ -105,21 +109,33 @@ not_modelled() {  # name, why
   printf '%-18s %-36s %s\n' "$1" "(no change models it yet)" "$2"
 }
 
-row default_stream "GPUHOOK_SIM_SCALE=affine:40" "--size 4096 --iterations 8" --change streams=4
+row default_stream "" "" --change streams=4
 # The capture has no pinned copy: pin-copies takes the pinned bandwidth from the device's PCIe
 # link (80% of gen5 x16, 50.4 GB/s), and says so.
-row pageable_copy "GPUHOOK_SIM_SCALE=twice:200" "--size 16384 --iterations 4" \
+row pageable_copy "" "" \
   --change pin-copies --change async-copies --change streams=2
-row sync_loop "GPUHOOK_SIM_SCALE=step_update:200" "--size 4096 --iterations 50" --change remove-syncs
-row graphs "GPUHOOK_SIM_SCALE=layer_:64,loss_grad:64 GPUHOOK_SIM_LAUNCH_NS=100000" "--size 1024 --iterations 100" --change graphs
+row sync_loop "" "" --change remove-syncs
+# graphs: 25 kernels a step launched one by one, 20 steps; the twin captures a step once and
+# launches the graph. The measure is the steps: the first kernel's start to the last one's
+# end (before them the host's set-up copies, which run in this machine's real time and moved
+# the span by a tenth between recordings; after them the read-back; the change touches
+# neither).
+kernels_ns() {
+  "$gantt" dump "$1" --kind kernel | awk '
+    { for (i = 1; i <= NF; i++) if ($i ~ /^(start|end)_ns=/) { split($i, a, "="); t = a[2] + 0
+        if ($i ~ /^start/ && (lo == "" || t < lo)) lo = t
+        if ($i ~ /^end/ && t > hi) hi = t } }
+    END { printf "%.0f\n", hi - lo }'
+}
+measure=kernels_ns row graphs "" "" --change graphs
 
 # occupancy: saxpy in 32-thread blocks (32 resident a SM, half its threads); the twin takes the
 # block size cudaOccupancyMaxPotentialBlockSize suggests. block-size works out the same size from
 # the recorded registers and the device's limits, and times each kernel by its waves of blocks.
-row occupancy "GPUHOOK_SIM_SCALE=saxpy:200" "--size 1048576" --change block-size=saxpy
+row occupancy "" "" --change block-size=saxpy
 # tiny_kernels: 2,048 one-block kernels a pass, each launched by the host; the twin launches
 # one grid-stride kernel a pass. fuse makes each run of launches one kernel over all their
-# blocks, timed by its waves at the chunks' time per wave. At the example's default size.
+# blocks, timed by its waves at the chunks' time per wave.
 row tiny_kernels "" "" --change fuse=add_one_chunk
 # multi_gpu: two devices in a ring over a slow peer link (the example's own setting for it),
 # each step's chunks copied after all of them are computed; the twin sends each chunk as soon
@@ -166,8 +182,8 @@ if [ -x "$ar" ] && [ -f "$build/sim/lib/libnccl.so.2" ]; then
   example=() twin=() predicted=()
   for ((i = 0; i < runs; ++i)); do
     rm -f "$work"/ar*.gpuh
-    if "${first[@]}" env GPUHOOK_QUIET=1 LD_PRELOAD=$GPUHOOK_LIB GPUHOOK_OUTPUT="$work/ar%r.gpuh" "$ar" $args >/dev/null &&
-       "${first[@]}" env GPUHOOK_QUIET=1 LD_PRELOAD=$GPUHOOK_LIB GPUHOOK_OUTPUT="$work/arf%r.gpuh" "$ar" $args --fixed >/dev/null &&
+    if "${first[@]}" env -u GPUHOOK_SIM_PAUSE_CLOCK GPUHOOK_QUIET=1 LD_PRELOAD=$GPUHOOK_LIB GPUHOOK_OUTPUT="$work/ar%r.gpuh" "$ar" $args >/dev/null &&
+       "${first[@]}" env -u GPUHOOK_SIM_PAUSE_CLOCK GPUHOOK_QUIET=1 LD_PRELOAD=$GPUHOOK_LIB GPUHOOK_OUTPUT="$work/arf%r.gpuh" "$ar" $args --fixed >/dev/null &&
        "$gantt" whatif -q "$work/ar0.gpuh" "$work/ar1.gpuh" --change balance-ranks -o "$work/ar_predicted.gpuh"; then
       example+=("$(allreduce_span_ns "$work/ar0.gpuh" "$work/ar1.gpuh")")
       twin+=("$(allreduce_span_ns "$work/arf0.gpuh" "$work/arf1.gpuh")")

@@ -15,12 +15,14 @@
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <thread>
 
 #include "../sim_bridge.h"
 #include "config.h"
 #include "device_activity.h"
 #include "graph.h"
+#include "paused_clock.h"
 #include "records.h"
 
 namespace gpuhook::sim {
@@ -48,6 +50,13 @@ void tighten_timer_slack() {
 // the host leaves (they do real work the host may wait for).
 constexpr int kSimThreadNice = 5;
 void yield_to_host_threads() {
+  // With the paused clock a worker late on its plan costs the program nothing (the clock stops
+  // while a host waits for it): the simulator's threads then take only the cores the program
+  // leaves idle.
+  if (clock_pauses()) {
+    sched_param none{};
+    if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &none) == 0) return;
+  }
   const pid_t tid = static_cast<pid_t>(syscall(SYS_gettid));
   errno = 0;
   const int nice = getpriority(PRIO_PROCESS, static_cast<id_t>(tid));
@@ -81,6 +90,11 @@ void sleep_until_ns(uint64_t t_ns) {
   }
 }
 
+namespace {
+// The stream whose worker the calling thread is (none on the program's threads).
+thread_local const Stream* t_worker_of = nullptr;
+}  // namespace
+
 Engine& Engine::instance() {
   // Never destroyed: stream workers and atexit flushes outlive static destructors.
   static Engine* engine = new Engine();
@@ -96,7 +110,7 @@ void set_current_device(int device) { t_device = device; }
 
 Engine::Engine() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<EngineMutex> lock(mu_);
     legacy_locked(0);  // device 0's legacy stream runs from the start, as before any device existed
   }
   // Four, as programs create their streams in a burst (one per pipeline stage, a few copy
@@ -159,7 +173,7 @@ void Engine::spare_main() {
 }
 
 Stream* Engine::legacy_stream(int device) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<EngineMutex> lock(mu_);
   return legacy_locked(device);
 }
 
@@ -169,7 +183,7 @@ Stream* Engine::create_stream(unsigned flags, int priority, bool hidden) {
   s->blocking = !hidden && (flags & cudaStreamNonBlocking) == 0;
   s->priority = std::clamp(priority, -5, 0);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<EngineMutex> lock(mu_);
     s->id = hidden ? 0 : next_stream_id_++;
     streams_.push_back(s);
   }
@@ -180,7 +194,7 @@ Stream* Engine::create_stream(unsigned flags, int priority, bool hidden) {
 void Engine::destroy_stream(Stream* s) {
   // Like cudaStreamDestroy: returns at once; the worker finishes queued work, then stops.
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<EngineMutex> lock(mu_);
     s->destroyed = true;
   }
   auto op = std::make_unique<Op>();
@@ -200,7 +214,7 @@ Stream* Engine::resolve(cudaStream_t handle) {
     if (per_thread[device] == nullptr) per_thread[device] = create_stream(cudaStreamDefault, 0);
     return per_thread[device];
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<EngineMutex> lock(mu_);
   for (Stream* s : streams_) {
     if (reinterpret_cast<cudaStream_t>(s) == handle) return s->dead || s->destroyed ? nullptr : s;
   }
@@ -208,7 +222,7 @@ Stream* Engine::resolve(cudaStream_t handle) {
 }
 
 uint64_t Engine::next_seq() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<EngineMutex> lock(mu_);
   return ++seq_;
 }
 
@@ -217,7 +231,7 @@ CompletionPtr Engine::enqueue(Stream* s, std::unique_ptr<Op> op) {
   if (s->capture != nullptr && op->kind != OpKind::kStop) return capture_op(*s, std::move(op));
   // CUPTI places a GPU record in the launching thread's buffer at launch, not at completion.
   op->record_slot = reserve_op_record(*op);
-  std::unique_lock<std::mutex> lock(mu_);
+  std::unique_lock<EngineMutex> lock(mu_);
   if (op->seq == 0) op->seq = ++seq_;
   // Legacy default stream semantics: its work waits for all earlier work on blocking streams,
   // and later work on blocking streams waits for it; within one device only: "The legacy
@@ -239,7 +253,7 @@ CompletionPtr Engine::enqueue(Stream* s, std::unique_ptr<Op> op) {
   // end is still ahead (the host then waits for that end itself, not for a worker's wake-up).
   while (s->queue.size() + s->finishing.size() >= config().queue_depth) {
     if (s->finishing.empty()) {
-      space_cv_.wait(lock);
+      block_host(lock, space_cv_);
       continue;
     }
     const uint64_t end = s->finishing.front().end_ns;
@@ -260,13 +274,13 @@ CompletionPtr Engine::enqueue(Stream* s, std::unique_ptr<Op> op) {
 void Engine::wait(const CompletionPtr& c) {
   if (!c) return;
   tighten_timer_slack();
-  std::unique_lock<std::mutex> lock(mu_);
+  std::unique_lock<EngineMutex> lock(mu_);
   // A host about to block runs the work it waits for itself when the stream's worker has not
   // taken it yet (a synchronous copy, a launch then a synchronise): two thread wake-ups that a
   // GPU does not have would otherwise delay the host's return.
   while (!c->done) {
     if (c->stream != nullptr && run_front(lock, c->stream)) continue;
-    done_cv_.wait(lock);
+    block_host(lock, done_cv_);
   }
   const uint64_t end = c->end_ns;
   lock.unlock();
@@ -275,10 +289,98 @@ void Engine::wait(const CompletionPtr& c) {
   complete_due();
 }
 
+namespace {
+uint64_t duration_at(const Op& op, uint64_t start) {
+  if (op.kind == OpKind::kKernel) return clock_scaled_ns(op.duration_ns, start);  // a capped clock
+  return op.duration_ns;
+}
+
+// How often a blocked host looks again whether to pause the clock (GPUHOOK_SIM_PAUSE_CLOCK):
+// what it found may change with the clock, which wakes no one.
+constexpr std::chrono::nanoseconds kLookAgainNs{20000};
+}  // namespace
+
+// Work a GPU would have finished by now that this machine has not, and that needs nothing but
+// a core to get as far as its placing: its real work runs (or waits for a core) past the
+// earliest end its plan can have. A stream is looked at up to its first operation being placed
+// (placing may wait for the clock), its first host work (it starts at a planned time), and its
+// first operation waiting for another's real work: a stopped clock never holds up what it
+// waits for.
+bool Engine::behind_plan_locked() const {
+  const uint64_t now = gpuhook_sim_now_ns();
+  for (const Stream* s : streams_) {
+    uint64_t prev_end = s->prev_end_ns;
+    for (const auto& queued : s->queue) {
+      const Op& op = *queued;
+      if (op.taken) {
+        if (op.done->planned) {
+          prev_end = std::max(prev_end, op.done->end_ns);
+          continue;
+        }
+        const auto w = std::find_if(working_.begin(), working_.end(), [&](const Working& x) { return x.op == &op; });
+        if (w == working_.end()) break;  // being placed
+        prev_end = w->earliest_end_ns;
+      } else {
+        if (op.kind == OpKind::kHost || op.kind == OpKind::kStop) break;
+        if (!std::all_of(op.deps.begin(), op.deps.end(), [](const CompletionPtr& d) { return d->done; })) break;
+        uint64_t ready = std::max(op.submitted_ns, prev_end);
+        for (const auto& d : op.deps) ready = std::max(ready, d->end_ns);
+        prev_end = op.kind == OpKind::kMarker ? ready : ready + duration_at(op, ready);
+      }
+      if (prev_end <= now) return true;
+    }
+  }
+  return false;
+}
+
+void Engine::block_host(std::unique_lock<EngineMutex>& lock, std::condition_variable_any& cv) {
+  if (!clock_pauses()) {
+    cv.wait(lock);
+    return;
+  }
+  // The host waits for this machine's work, or for work that waits for it: the program does
+  // not see the time it takes. Unless a simulator thread waits for the clock to reach a planned
+  // time; then the clock stands only while work that needs no clock is late on the plan.
+  if (clock_waiters_ == 0 || behind_plan_locked()) {
+    ClockPause pause;
+    cv.wait_for(lock, kLookAgainNs);
+    return;
+  }
+  cv.wait_for(lock, kLookAgainNs);
+}
+
+void Engine::clock_waiters_changed() {
+  done_cv_.notify_all();
+  space_cv_.notify_all();
+  resource_cv_.notify_all();
+}
+
+void Engine::sleep_until_clock(uint64_t t_ns) {
+  if (!clock_pauses() || gpuhook_sim_now_ns() >= t_ns) {
+    sleep_until_ns(t_ns);
+    return;
+  }
+  {
+    std::lock_guard<EngineMutex> lock(mu_);
+    ++clock_waiters_;
+    clock_waiters_changed();
+  }
+  sleep_until_ns(t_ns);
+  std::lock_guard<EngineMutex> lock(mu_);
+  --clock_waiters_;
+  clock_waiters_changed();
+}
+
 bool Engine::done(const CompletionPtr& c) {
   if (!c) return true;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<EngineMutex> lock(mu_);
+    // A host that polls (cudaStreamQuery, cudaEventQuery) waits as one that blocks does: with
+    // GPUHOOK_SIM_PAUSE_CLOCK it gets its answer once this machine has caught up with the plan.
+    if (clock_pauses() && !c->done && behind_plan_locked()) {
+      ClockPause pause;
+      while (!c->done && behind_plan_locked()) done_cv_.wait_for(lock, kLookAgainNs);
+    }
     if (!c->done || gpuhook_sim_now_ns() < c->end_ns) return false;
   }
   complete_due();
@@ -286,19 +388,19 @@ bool Engine::done(const CompletionPtr& c) {
 }
 
 uint64_t Engine::end_ns(const CompletionPtr& c) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<EngineMutex> lock(mu_);
   return c ? c->end_ns : 0;
 }
 
 CompletionPtr Engine::last_of(Stream* s) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<EngineMutex> lock(mu_);
   return s->last;
 }
 
 void Engine::synchronize_device(int device) {
   std::vector<CompletionPtr> pending;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<EngineMutex> lock(mu_);
     for (Stream* s : streams_) {
       if (s->last && (device < 0 || s->device == device)) pending.push_back(s->last);
     }
@@ -309,11 +411,6 @@ void Engine::synchronize_device(int device) {
 namespace {
 constexpr size_t kProfileMax = 1024;
 constexpr double kRoomEpsilon = 1e-9;
-
-uint64_t duration_at(const Op& op, uint64_t start) {
-  if (op.kind == OpKind::kKernel) return clock_scaled_ns(op.duration_ns, start);  // a capped clock
-  return op.duration_ns;
-}
 
 double share_of(const Op& op) { return op.kind == OpKind::kKernel ? op.share : 1.0; }
 }  // namespace
@@ -415,7 +512,7 @@ bool Engine::competitor_first(const Resource& r, const Stream* self, const Op& o
 
 // A start is final once no known competitor comes first and no work yet to be submitted could:
 // what the host submits from now on is submitted at least submit_ns from now.
-uint64_t Engine::commit(std::unique_lock<std::mutex>& lock, Stream* s, Op& op, uint64_t ready) {
+uint64_t Engine::commit(std::unique_lock<EngineMutex>& lock, Stream* s, Op& op, uint64_t ready) {
   Resource* r = resource_of(*s, op);
   if (r == nullptr) {
     op.started = true;
@@ -423,20 +520,37 @@ uint64_t Engine::commit(std::unique_lock<std::mutex>& lock, Stream* s, Op& op, u
   }
   const double share = share_of(op);
   uint64_t start = ready;
+  // Waiting for the clock: a paused clock (block_host) runs meanwhile.
+  bool on_clock = false;
+  auto off_clock = [&] {
+    if (!on_clock) return;
+    on_clock = false;
+    --clock_waiters_;
+    clock_waiters_changed();
+  };
   for (;;) {
     start = fit_start(*r, op, share, ready);
     if (competitor_first(*r, s, op, start)) {
-      resource_cv_.wait(lock);
+      off_clock();
+      // A host running the work itself (Engine::wait) is blocked like one that waits for it.
+      if (t_worker_of == nullptr) block_host(lock, resource_cv_);
+      else resource_cv_.wait(lock);
       continue;
     }
     const uint64_t now = gpuhook_sim_now_ns();
     const uint64_t horizon = start > config().submit_ns ? start - config().submit_ns : 0;
     if (now < horizon) {
+      if (!on_clock && clock_pauses()) {
+        on_clock = true;
+        ++clock_waiters_;
+        clock_waiters_changed();
+      }
       resource_cv_.wait_for(lock, std::chrono::nanoseconds(horizon - now));
       continue;
     }
     break;
   }
+  off_clock();
   const uint64_t end = start + duration_at(op, start);
   // Forget what no placement can meet any more: work waiting in a queue is ready no earlier
   // than its stream's last end, work yet to be submitted no earlier than now.
@@ -492,8 +606,6 @@ void note_planned(int device, const Op& op, uint64_t start_ns, uint64_t end_ns) 
 }  // namespace
 
 namespace {
-// The stream whose worker the calling thread is (none on the program's threads).
-thread_local const Stream* t_worker_of = nullptr;
 // The op planned on the calling worker, for a host twin that asks for its start
 // (gpuhook_sim_kernel_start_ns) before the worker has placed it.
 thread_local std::function<uint64_t()>* t_plan = nullptr;
@@ -503,15 +615,33 @@ thread_local std::function<uint64_t()>* t_plan = nullptr;
 // first and the planning after, unless a host twin asks for its start: the plan does not
 // depend on when the work ran, and the host then need not wait for work that a real GPU would
 // have done in the planned time.
-void Engine::execute(std::unique_lock<std::mutex>& lock, Stream* s, Op& op) {
+void Engine::execute(std::unique_lock<EngineMutex>& lock, Stream* s, Op& op) {
   const uint64_t ready = ready_ns(*s, op);
   uint64_t start = ready;
   uint64_t end = ready;
   Resource* resource = resource_of(*s, op);
+  // A host that runs the work itself (Engine::wait) is blocked in its API call: with
+  // GPUHOOK_SIM_PAUSE_CLOCK the clock stands while it does this machine's part. Placing the work
+  // may wait for the clock: the pause ends first.
+  // Its real work is tracked until it is placed (behind_plan_locked).
+  std::optional<ClockPause> host_runs_it;
+  bool working = false;
+  if (op.kind != OpKind::kHost && clock_pauses()) {
+    if (t_worker_of != s) host_runs_it.emplace();
+    working_.push_back({&op, ready + duration_at(op, ready)});
+    working = true;
+  }
+  auto placing = [&] {  // mu_ held
+    host_runs_it.reset();
+    if (!working) return;
+    working = false;
+    const auto it = std::find_if(working_.begin(), working_.end(), [&](const Working& w) { return w.op == &op; });
+    if (it != working_.end()) working_.erase(it);
+  };
   lock.unlock();
   if (op.kind == OpKind::kHost) {
     // Host work runs at its place on the timeline, and the stream waits for it.
-    sleep_until_ns(ready);
+    sleep_until_clock(ready);
     t_reported_end_ns = 0;
     t_host_start_ns = ready;
     if (op.host_work) op.host_work();
@@ -527,6 +657,7 @@ void Engine::execute(std::unique_lock<std::mutex>& lock, Stream* s, Op& op) {
     std::function<uint64_t()> plan = [&] {
       if (!planned) {
         lock.lock();
+        placing();
         start = commit(lock, s, op, ready);
         end = op.kind == OpKind::kMarker ? start : start + duration_at(op, start);
         // Final unless a twin asked (it may report a later end when it returns).
@@ -595,10 +726,15 @@ void Engine::execute(std::unique_lock<std::mutex>& lock, Stream* s, Op& op) {
 // Called without mu_. records_mu_ is held while the records are written, so that when it
 // returns every record due when it was called is complete, whichever thread wrote it.
 void Engine::complete_due(Stream* only) {
-  std::lock_guard<std::mutex> records(records_mu_);
+  // CUPTI completes records on its own threads; here a program thread that waited writes them
+  // itself (and the client's buffer callbacks run on it): with GPUHOOK_SIM_PAUSE_CLOCK that
+  // time is not the program's.
+  std::optional<ClockPause> not_the_programs;
+  if (t_worker_of == nullptr && clock_pauses()) not_the_programs.emplace();
+  std::lock_guard<EngineMutex> records(records_mu_);
   std::vector<std::pair<Stream*, Stream::Finished>> due;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<EngineMutex> lock(mu_);
     const uint64_t now = gpuhook_sim_now_ns();
     auto collect = [&](Stream* s) {
       while (!s->finishing.empty() && s->finishing.front().end_ns <= now) {
@@ -677,9 +813,9 @@ void Engine::worker_main(Stream* s) {
   pthread_setname_np(pthread_self(), s->legacy ? (s->device == 0 ? "sim_stream_0" : "sim_stream_0_dev") : "sim_stream");
   tighten_timer_slack();
   yield_to_host_threads();
-  std::unique_lock<std::mutex> lock(mu_);
+  std::unique_lock<EngineMutex> lock(mu_);
   // Waits for `ready`, meanwhile completing this stream's records as their ends come.
-  auto wait_on = [&](std::condition_variable& cv, auto ready) {
+  auto wait_on = [&](std::condition_variable_any& cv, auto ready) {
     for (;;) {
       lock.unlock();
       complete_due(s);
@@ -702,7 +838,7 @@ void Engine::worker_main(Stream* s) {
       while (!s->finishing.empty()) {
         const uint64_t end = s->finishing.back().end_ns;
         lock.unlock();
-        sleep_until_ns(end);
+        sleep_until_clock(end);
         complete_due(s);
         lock.lock();
       }
@@ -723,7 +859,7 @@ void Engine::worker_main(Stream* s) {
   }
 }
 
-bool Engine::run_front(std::unique_lock<std::mutex>& lock, Stream* s) {
+bool Engine::run_front(std::unique_lock<EngineMutex>& lock, Stream* s) {
   if (s->queue.empty()) return false;
   Op& op = *s->queue.front();
   if (op.taken || op.kind == OpKind::kStop) return false;
@@ -758,4 +894,17 @@ extern "C" __attribute__((visibility("default"))) void gpuhook_sim_kernel_end_at
 // worker woken late by the OS must not look like a late rank.
 extern "C" __attribute__((visibility("default"))) uint64_t gpuhook_sim_kernel_start_ns() {
   return gpuhook::sim::t_plan != nullptr ? (*gpuhook::sim::t_plan)() : 0;
+}
+
+// A program thread is about to wait for one of the simulator's locks (begin 1) or has it
+// (begin 0, only after a 1 that returned 1): with GPUHOOK_SIM_PAUSE_CLOCK the clock stands
+// meanwhile (pausing_mutex.h). Simulator threads do not stop it.
+extern "C" __attribute__((visibility("default"))) int gpuhook_sim_program_wait(int begin) {
+  if (begin == 0) {
+    gpuhook::sim::resume_clock();
+    return 0;
+  }
+  if (gpuhook::sim::t_worker_of != nullptr || !gpuhook::sim::clock_pauses()) return 0;
+  gpuhook::sim::pause_clock();
+  return 1;
 }

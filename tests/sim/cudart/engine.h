@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "../pausing_mutex.h"
+
 #include "device_activity.h"
 
 namespace gpuhook::sim {
@@ -96,6 +98,9 @@ struct Op {
   int dst_device = 0;
 };
 
+// The engine's mutexes: a program thread waits for one with the clock stopped (pausing_mutex.h).
+using EngineMutex = PausingMutex;
+
 struct Capture;  // a stream capture sequence (graph.h)
 
 struct Stream {
@@ -110,7 +115,7 @@ struct Stream {
   Capture* capture = nullptr;  // being captured: work becomes graph nodes, not queued
   CompletionPtr last;
   uint64_t prev_end_ns = 0;
-  std::condition_variable work_cv;
+  std::condition_variable_any work_cv;  // with Engine's mutex
   // Done operations whose planned end is still ahead of the clock: their CUPTI records are
   // completed when the clock reaches it (ends in order: a stream's work does not overlap).
   struct Finished {
@@ -206,13 +211,21 @@ class Engine {
   // The earliest start >= ready at which `op` fits on `r` for its whole duration.
   static uint64_t fit_start(const Resource& r, const Op& op, double share, uint64_t ready);
   // Decides op's start on its resource once no competitor comes first (see engine.cpp).
-  uint64_t commit(std::unique_lock<std::mutex>& lock, Stream* s, Op& op, uint64_t ready);
+  uint64_t commit(std::unique_lock<EngineMutex>& lock, Stream* s, Op& op, uint64_t ready);
   bool competitor_first(const Resource& r, const Stream* s, const Op& op, uint64_t start) const;
   void extend(Resource& r, uint64_t seq, uint64_t end_ns);
-  void execute(std::unique_lock<std::mutex>& lock, Stream* s, Op& op);
+  void execute(std::unique_lock<EngineMutex>& lock, Stream* s, Op& op);
+  // One wait of a blocked host thread on `cv` (mu_ held through `lock`). With
+  // GPUHOOK_SIM_PAUSE_CLOCK the clock may stand meanwhile (paused_clock.h, engine.cpp).
+  void block_host(std::unique_lock<EngineMutex>& lock, std::condition_variable_any& cv);
+  bool behind_plan_locked() const;
+  // A simulator thread's wait for the clock to reach t_ns, counted in clock_waiters_ (mu_ not
+  // held): a paused clock runs meanwhile.
+  void sleep_until_clock(uint64_t t_ns);
+  void clock_waiters_changed();  // mu_ held: blocked hosts look again
   // Runs the stream's front operation on the calling thread, if no thread has taken it and
   // its dependencies are done; false otherwise.
-  bool run_front(std::unique_lock<std::mutex>& lock, Stream* s);
+  bool run_front(std::unique_lock<EngineMutex>& lock, Stream* s);
   // Completes the CUPTI records of work whose planned end the clock has reached (of every
   // stream, or of one).
   void complete_due(Stream* only = nullptr);
@@ -225,15 +238,24 @@ class Engine {
   void defer(const Op& op);
   void mover_main();
 
-  std::mutex records_mu_;  // taken before mu_, never while holding it
-  std::mutex mu_;
-  std::condition_variable done_cv_;
-  std::condition_variable space_cv_;
-  std::condition_variable resource_cv_;
+  EngineMutex records_mu_;  // taken before mu_, never while holding it
+  EngineMutex mu_;
+  std::condition_variable_any done_cv_;
+  std::condition_variable_any space_cv_;
+  std::condition_variable_any resource_cv_;
   std::vector<Stream*> streams_;  // every stream ever created; dead ones stay (handles may linger)
   Device devices_[kMaxDevices];    // legacy streams start on first use
   uint32_t next_stream_id_ = 13;
   uint64_t seq_ = 0;
+  // With GPUHOOK_SIM_PAUSE_CLOCK: simulator threads waiting for the clock to reach a planned
+  // time, and the kernels, copies and memsets whose real work runs now with the earliest their
+  // planned ends can be (ready plus duration).
+  int clock_waiters_ = 0;
+  struct Working {
+    const Op* op;
+    uint64_t earliest_end_ns;
+  };
+  std::vector<Working> working_;
 
   // The deferred moves, in the order their places were decided (a copy that reads what an
   // earlier one wrote comes after it), and how many are queued or being done.

@@ -25,14 +25,14 @@ void ActivityStore::register_callbacks(CUpti_BuffersCallbackRequestFunc request,
   // buffers from here on, and the buffers the first one handed out come back to the second.
   request_.store(request);
   complete_.store(complete);
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<PausingMutex> lock(mu_);
   if (!worker_started_) {
     worker_started_ = true;
     std::thread([this] { worker_main(); }).detach();
   }
 }
 
-bool ActivityStore::obtain_buffer(std::unique_lock<std::mutex>& lock, uint64_t* id) {
+bool ActivityStore::obtain_buffer(std::unique_lock<PausingMutex>& lock, uint64_t* id) {
   auto request = request_.load();
   if (request == nullptr) return false;
   uint8_t* data = nullptr;
@@ -53,7 +53,7 @@ bool ActivityStore::obtain_buffer(std::unique_lock<std::mutex>& lock, uint64_t* 
   return true;
 }
 
-bool ActivityStore::place(std::unique_lock<std::mutex>& lock, size_t slot, uint64_t* id, size_t* offset) {
+bool ActivityStore::place(std::unique_lock<PausingMutex>& lock, size_t slot, uint64_t* id, size_t* offset) {
   const std::thread::id self = std::this_thread::get_id();
   for (int attempt = 0; attempt < 3; ++attempt) {
     auto cur = current_.find(self);
@@ -81,7 +81,7 @@ bool ActivityStore::place(std::unique_lock<std::mutex>& lock, size_t slot, uint6
 }
 
 void ActivityStore::append(const void* record, size_t record_bytes) {
-  std::unique_lock<std::mutex> lock(mu_);
+  std::unique_lock<PausingMutex> lock(mu_);
   uint64_t id = 0;
   size_t offset = 0;
   if (!place(lock, align_up(record_bytes), &id, &offset)) {
@@ -92,7 +92,7 @@ void ActivityStore::append(const void* record, size_t record_bytes) {
 }
 
 uint64_t ActivityStore::reserve(size_t record_bytes) {
-  std::unique_lock<std::mutex> lock(mu_);
+  std::unique_lock<PausingMutex> lock(mu_);
   uint64_t id = 0;
   size_t offset = 0;
   if (!place(lock, align_up(record_bytes), &id, &offset)) {
@@ -109,7 +109,7 @@ uint64_t ActivityStore::reserve(size_t record_bytes) {
 
 void ActivityStore::complete(uint64_t reservation, const void* record, size_t record_bytes) {
   if (reservation == 0) return;  // dropped and counted at launch
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<PausingMutex> lock(mu_);
   auto it = buffers_.find(reservation >> 32);
   if (it == buffers_.end()) {
     ++dropped_;  // its buffer was forced out incomplete: the record has nowhere to go
@@ -153,20 +153,20 @@ std::vector<ActivityStore::Buffer> ActivityStore::take_deliverable(bool forced) 
 void ActivityStore::flush_all(bool forced) {
   std::vector<Buffer> out;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<PausingMutex> lock(mu_);
     out = take_deliverable(forced);
   }
   for (const auto& b : out) deliver(b);
 }
 
 void ActivityStore::set_flush_period_ms(uint32_t period_ms) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<PausingMutex> lock(mu_);
   flush_period_ms_ = period_ms;
   worker_cv_.notify_one();
 }
 
 uint64_t ActivityStore::take_dropped() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<PausingMutex> lock(mu_);
   const uint64_t n = dropped_;
   dropped_ = 0;
   return n;
@@ -174,7 +174,7 @@ uint64_t ActivityStore::take_dropped() {
 
 void ActivityStore::worker_main() {
   pthread_setname_np(pthread_self(), "cupti_worker");
-  std::unique_lock<std::mutex> lock(mu_);
+  std::unique_lock<PausingMutex> lock(mu_);
   for (;;) {
     // Like CUPTI's worker: hand back buffers that filled up once their records are complete
     // (the real worker also returns only full, complete buffers on its period).

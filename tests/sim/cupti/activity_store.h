@@ -22,6 +22,8 @@
 #include <thread>
 #include <vector>
 
+#include "../pausing_mutex.h"
+
 namespace gpuhook::sim {
 
 class ActivityStore {
@@ -54,8 +56,8 @@ class ActivityStore {
     bool full = false;   // takes no more records
   };
   // Reserves `slot` bytes in this thread's buffer; the buffer's id and the offset, or false.
-  bool place(std::unique_lock<std::mutex>& lock, size_t slot, uint64_t* id, size_t* offset);
-  bool obtain_buffer(std::unique_lock<std::mutex>& lock, uint64_t* id);
+  bool place(std::unique_lock<PausingMutex>& lock, size_t slot, uint64_t* id, size_t* offset);
+  bool obtain_buffer(std::unique_lock<PausingMutex>& lock, uint64_t* id);
   void deliver(const Buffer& buffer);
   void worker_main();
   std::vector<Buffer> take_deliverable(bool forced);
@@ -64,8 +66,8 @@ class ActivityStore {
   std::atomic<CUpti_BuffersCallbackCompleteFunc> complete_{nullptr};
   // Lock order: mu_ is never held while a client callback runs, so a client that calls
   // CUPTI from its callbacks cannot deadlock with us.
-  std::mutex mu_;
-  std::condition_variable worker_cv_;
+  PausingMutex mu_;
+  std::condition_variable_any worker_cv_;
   std::map<uint64_t, Buffer> buffers_;           // every buffer CUPTI holds, by id
   std::map<std::thread::id, uint64_t> current_;  // each producing thread's buffer
   uint64_t next_id_ = 1;
