@@ -397,6 +397,59 @@ TEST_F(WhatifPredict, RemoveSyncsDropsTheLoopsWaitsAndKeepsTheOneAfterIt) {
   EXPECT_GE(copy_start, last_kernel_end + 50000);
 }
 
+TEST_F(WhatifPredict, GraphsCaptureTheFirstRepetitionAndLaunchTheRest) {
+  using gantt_test::api;
+  using gantt_test::kernel;
+  const uint32_t launch = id("cudaLaunchKernel"), sync = id("cudaStreamSynchronize"), inst = id("cudaGraphInstantiate"),
+                 a = id("a"), b = id("b");
+  // Three steps of two launches (5 us each, 5 us of host work before each), 1 us kernels; then
+  // the sync. With `instantiate`, the program instantiated some other graph in 40 us first.
+  auto capture = [&](bool instantiate) {
+    std::vector<v1::Record> records;
+    uint32_t corr = 1;
+    uint64_t t = 1000;
+    if (instantiate) {
+      records.push_back(api(inst, 7, t, t + 40000, corr++));
+      t += 40000;
+    }
+    for (int step = 0; step < 3; ++step) {
+      for (uint32_t name : {a, b}) {
+        t += 5000;
+        records.push_back(api(launch, 7, t, t + 5000, corr));
+        records.push_back(kernel(name, 13, corr, t + 5000, t + 5001, t + 6000, t + 7000));
+        t += 5000, ++corr;
+      }
+    }
+    records.push_back(api(sync, 7, t + 5000, t + 8000, corr));
+    records.push_back(stream_sync(13, corr, t + 5000, t + 8000));
+    return write(instantiate ? "inst.gpuh" : "in.gpuh", with_strings(records));
+  };
+  const Prediction p = predict({capture(false)}, {parse_change("graphs")}, {}, dir_ + "/out.gpuh");
+  bool noted = false;
+  for (const std::string& n : p.notes) noted |= n.find("instantiated at no cost") != std::string::npos;
+  EXPECT_TRUE(noted);
+  const Model m = load({dir_ + "/out.gpuh"});
+  int graph_launches = 0, launches = 0;
+  for (size_t i = 0; i < m.api.size(); ++i) {
+    graph_launches += m.string(m.api.name[i]) == "cudaGraphLaunch";
+    launches += m.string(m.api.name[i]) == "cudaLaunchKernel";
+  }
+  // The first step is captured (its first call stays, its last launches the graph); the two
+  // others are one graph launch each.
+  EXPECT_EQ(graph_launches, 3);
+  EXPECT_EQ(launches, 1);
+  // Host time: the first step as measured (20 us) and then its graph's launch (5 us, as a
+  // launch call of the capture costs); the two other steps a graph launch of 5 us with the 5 us
+  // before it, where each took 20 us: 15 us less in all.
+  EXPECT_EQ(p.sections[0].predicted.ns(), p.sections[0].measured.ns() - 15000);
+
+  const Prediction q = predict({capture(true)}, {parse_change("graphs")}, {}, dir_ + "/out_inst.gpuh");
+  noted = false;
+  for (const std::string& n : q.notes) noted |= n.find("instantiated in 40.00 us (the capture's cudaGraphInstantiate)") != std::string::npos;
+  EXPECT_TRUE(noted);
+  EXPECT_EQ(q.sections[0].predicted.ns(), q.sections[0].measured.ns() - 15000 + 40000);
+}
+
 TEST_F(WhatifPredict, AnEventWaitHoldsEvenWithoutItsApiRecords) {
   using gantt_test::api;
   using gantt_test::kernel;
