@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -219,10 +220,11 @@ class Engine {
   // GPUHOOK_SIM_PAUSE_CLOCK the clock may stand meanwhile (paused_clock.h, engine.cpp).
   void block_host(std::unique_lock<EngineMutex>& lock, std::condition_variable_any& cv);
   bool behind_plan_locked() const;
-  // A simulator thread's wait for the clock to reach t_ns, counted in clock_waiters_ (mu_ not
+  // A simulator thread's wait for the clock to reach t_ns, kept in clock_targets_ (mu_ not
   // held): a paused clock runs meanwhile.
   void sleep_until_clock(uint64_t t_ns);
   void clock_waiters_changed();  // mu_ held: blocked hosts look again
+  bool waits_for_clock_locked() const;  // a simulator thread waits for a time still ahead
   // Runs the stream's front operation on the calling thread, if no thread has taken it and
   // its dependencies are done; false otherwise.
   bool run_front(std::unique_lock<EngineMutex>& lock, Stream* s);
@@ -250,7 +252,7 @@ class Engine {
   // With GPUHOOK_SIM_PAUSE_CLOCK: simulator threads waiting for the clock to reach a planned
   // time, and the kernels, copies and memsets whose real work runs now with the earliest their
   // planned ends can be (ready plus duration).
-  int clock_waiters_ = 0;
+  std::multiset<uint64_t> clock_targets_;
   struct Working {
     const Op* op;
     uint64_t earliest_end_ns;

@@ -44,7 +44,7 @@ uint64_t timeout_ns() {
 
 void sleep_until_raw(uint64_t target_ns) {
   // CLOCK_MONOTONIC_RAW cannot be slept on with clock_nanosleep: sleep most of the way on
-  // a relative timer, then yield until the target so wake-up latency does not skew ranks.
+  // a relative timer, then spin until the target so wake-up latency does not skew ranks.
   constexpr uint64_t kSpin_ns = 200'000;
   uint64_t now = monotonic_raw_ns();
   if (target_ns > now + kSpin_ns) {
@@ -52,7 +52,9 @@ void sleep_until_raw(uint64_t target_ns) {
     timespec ts{static_cast<time_t>(d / 1'000'000'000ull), static_cast<long>(d % 1'000'000'000ull)};
     nanosleep(&ts, nullptr);
   }
-  while (monotonic_raw_ns() < target_ns) sched_yield();
+  // Spun, not yielded: beside a busy neighbour sched_yield() gave the core away for a whole
+  // time slice (the runtime's waits came back 1-4 ms late so, cudart/engine.cpp).
+  while (monotonic_raw_ns() < target_ns) __builtin_ia32_pause();
 }
 
 void futex_wake_all(std::atomic<uint32_t>& word) {
