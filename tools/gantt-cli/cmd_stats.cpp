@@ -277,6 +277,21 @@ std::optional<int> try_scan_graphs(const StatsOptions& o) {
   return scanned->job.corrupt || corrupt(*streamed) ? kExitError : kExitOk;
 }
 
+// --by memory of one capture without a filter by a scan (analysis::scan_memory): the event scan
+// says what a load says of the file, and only its memory records, ranges and the calls that
+// made the allocations are held. Nothing when a scan cannot serve; the caller then loads.
+std::optional<int> try_scan_memory(const StatsOptions& o) {
+  if (any_filter(o.filter)) return std::nullopt;
+  std::optional<int> exit;
+  const auto scan = [](const std::vector<std::string>& files, const ga::EventScanOptions& so, const gantt::EventFilter*,
+                       std::string* why_not) { return ga::scan_memory(files, so, why_not); };
+  const std::optional<ga::ScannedMemory> scanned = scan_job(o, scan, &exit);
+  if (!scanned) return exit;
+  if (!said_job_scan(o, scanned->job)) return kExitError;
+  std::cout << ga::format_memory_stats(scanned->records, ga::memory_report(scanned->records), o.format);
+  return scanned->job.corrupt ? kExitError : kExitOk;
+}
+
 int run_stats(const StatsOptions& o) {
   std::vector<std::string> captures, summaries;
   for (const std::string& f : o.files) (gpuhook::is_summary_file(f) ? summaries : captures).push_back(f);
@@ -303,6 +318,8 @@ int run_stats(const StatsOptions& o) {
     if (const auto scanned = try_scan_collectives(o)) return *scanned;
   if (o.by == "graph")
     if (const auto scanned = try_scan_graphs(o)) return *scanned;
+  if (o.by == "memory")
+    if (const auto scanned = try_scan_memory(o)) return *scanned;
   LoadedJob job = load_captures(o.files, o.load, kWhyStatsLoads);
   gantt::Model& model = job.model;
   const bool corrupt = job.corrupt;
@@ -419,9 +436,10 @@ void register_stats(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_flag("--in-memory", o->load.in_memory,
                 "load the captures whole before counting, as render and diagnose do; by default they are "
-                "scanned (--by kernel, stream, device, range, graph, collective and --summary), in memory that "
-                "does not grow with their events, the filters applied by the scan (merged files, NVTX ranges for "
-                "--by range and --summary, and graph launches for --summary load them whole)");
+                "scanned (--by kernel, stream, device, range, graph, collective and --summary, and --by memory of "
+                "one capture without a filter), in memory that does not grow with their events, the filters applied "
+                "by the scan (merged files, NVTX ranges for --by range and --summary, and graph launches for "
+                "--summary load them whole)");
   cmd->add_flag("--metrics", o->metrics,
                 "instead of the tables: the GPU's own counters (NVML: utilisation, clocks, power, temperature, memory, "
                 "PCIe) per device, their means over the samples read while each kernel name ran, while any ran, while "

@@ -50,4 +50,19 @@ GPUHOOK_OUTPUT="$work/off.gpuh" LD_PRELOAD=$hook "$example" "${args[@]}" > /dev/
 "$cli" diagnose "$work/off.gpuh" > "$work/off_diagnose.txt" || true
 grep -q "memory-idle: which allocations calls were given was not recorded (GPUHOOK_MEM_USE=1 records it)" "$work/off_diagnose.txt" ||
   { echo "FAIL: memory-idle does not say the uses were not recorded"; exit 1; }
-echo "ok: $n memory_use records; memory-idle names the init table"
+# stats --by memory reads one capture by a scan (its memory records, ranges and allocating
+# calls): under a 1 KiB --max-memory, where no load is allowed, the same report as a load's, in
+# every format, with and without the uses, and with a filter (which loads).
+for f in m off; do
+  for format in text json csv md; do
+    "$cli" stats "$work/$f.gpuh" --by memory --format "$format" --max-memory 1K > "$work/scan.out" 2> "$work/scan.err" ||
+      { echo "FAIL: stats $f --by memory --format $format under --max-memory 1K"; cat "$work/scan.err"; exit 1; }
+    "$cli" stats "$work/$f.gpuh" --by memory --format "$format" --in-memory > "$work/load.out" 2> "$work/load.err"
+    cmp -s "$work/scan.out" "$work/load.out" && cmp -s "$work/scan.err" "$work/load.err" ||
+      { echo "FAIL: stats $f --by memory --format $format: scanned and loaded differ"; diff "$work/scan.out" "$work/load.out" | head; exit 1; }
+  done
+done
+"$cli" stats "$work/m.gpuh" --by memory --device 0 --max-memory 1K > /dev/null 2> "$work/filter.err" &&
+  { echo "FAIL: stats --by memory with a filter was not refused a load under 1 KiB"; exit 1; }
+grep -q "max-memory" "$work/filter.err" || { echo "FAIL: the refusal does not name --max-memory"; cat "$work/filter.err"; exit 1; }
+echo "ok: $n memory_use records; memory-idle names the init table; stats --by memory scanned as loaded"

@@ -78,52 +78,6 @@ class JobStrings {
   uint32_t next_ = 0;
 };
 
-// Allocation records and memory tags a capture may hold for the memory rules; past them, it is
-// loaded (the loader keeps as many tags).
-constexpr size_t kMaxMemoryRecords = size_t{1} << 20;
-
-// What memory-peak and memory-idle read of a capture whose scan met allocation records: its
-// context records, NVTX ranges, allocation records and memory tags (one read of those kinds),
-// and the API calls that made the allocations (a second read, of the calls, keeping those with
-// their correlation ids: a graph launch's allocation nodes carry the launch's). nullopt with
-// *why_not past kMaxMemoryRecords. Throws gpuhook::CaptureError as load() does.
-std::optional<RecordSpool> memory_records(const std::string& path, const LoadOptions& load, std::string* why_not) {
-  RecordSpool out;
-  const auto read = [&](uint64_t kinds, const std::function<void(const v1::Record&)>& take) {
-    gpuhook::ReaderOptions ro;
-    ro.strict = load.strict;
-    ro.from_ns = load.from_ns;
-    ro.to_ns = load.to_ns;
-    ro.only_kinds = kinds;
-    const std::unique_ptr<gpuhook::CaptureReader> reader = gantt::scan::open_capture(path, ro);
-    const AmplificationGuard guard(*reader, load);
-    v1::Record r;
-    while (reader->next(r)) {
-      guard.check(*reader);
-      take(r);
-    }
-  };
-  const auto bit = [](v1::Record::KindCase k) { return uint64_t{1} << k; };
-  std::unordered_set<uint32_t> made_by;  // the allocations' correlation ids
-  size_t memory = 0;
-  read(bit(v1::Record::kRange) | bit(v1::Record::kMemory) | bit(v1::Record::kMemoryTag), [&](const v1::Record& r) {
-    if (r.kind_case() == v1::Record::kMemory || r.kind_case() == v1::Record::kMemoryTag) {
-      if (++memory > kMaxMemoryRecords) return;
-      if (r.kind_case() == v1::Record::kMemory && r.memory().correlation_id() != 0)
-        made_by.insert(r.memory().correlation_id());
-    }
-    out.add(r);
-  });
-  if (memory > kMaxMemoryRecords) {
-    if (why_not) *why_not = "more allocation records and memory tags than a scan keeps";
-    return std::nullopt;
-  }
-  read(bit(v1::Record::kApi), [&](const v1::Record& r) {
-    if (r.kind_case() == v1::Record::kApi && made_by.count(r.api().correlation_id()) != 0) out.add(r);
-  });
-  return out;
-}
-
 class DiagnoseShare final : public EventConsumer {
  public:
   // `context`: the job's captures; this share reads capture `capture`, whose string ids become
@@ -338,7 +292,7 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
     }
     if (std::any_of(shares.begin(), shares.end(), [](const auto& sh) { return sh->memory; })) {
       std::string why_memory;
-      std::optional<RecordSpool> held = memory_records(paths[c], so.load, &why_memory);
+      std::optional<RecordSpool> held = memory_records(paths[c], so.load, false, &why_memory);
       if (!held) return why_memory;
       kept[c].memory = std::move(*held);
     }

@@ -6,8 +6,11 @@
 #include <map>
 #include <memory>
 #include <tuple>
+#include <unordered_set>
 
 #include "gantt/analysis/intervals.h"
+#include "gantt/model/model_builder.h"
+#include "gantt/scan/open.h"
 
 namespace gantt::analysis {
 
@@ -247,6 +250,103 @@ std::optional<ScannedGraphs> scan_graph_launches(const std::vector<std::string>&
   std::optional<JobScan> job = scan_job(paths, so, filter, consumers, done, why_not);
   if (!job) return std::nullopt;
   out.job = std::move(*job);
+  return out;
+}
+
+std::optional<RecordSpool> memory_records(const std::string& path, const LoadOptions& load, bool with_uses,
+                                          std::string* why_not) {
+  namespace v1 = gpuhook::v1;
+  RecordSpool out;
+  const auto read = [&](uint64_t kinds, const std::function<void(const v1::Record&)>& take) {
+    gpuhook::ReaderOptions ro;
+    ro.strict = load.strict;
+    ro.from_ns = load.from_ns;
+    ro.to_ns = load.to_ns;
+    ro.only_kinds = kinds;
+    const std::unique_ptr<gpuhook::CaptureReader> reader = gantt::scan::open_capture(path, ro);
+    const AmplificationGuard guard(*reader, load);
+    v1::Record r;
+    while (reader->next(r)) {
+      guard.check(*reader);
+      take(r);
+    }
+  };
+  const auto bit = [](v1::Record::KindCase k) { return uint64_t{1} << k; };
+  std::unordered_set<uint32_t> made_by;  // the allocations' correlation ids
+  size_t memory = 0, uses = 0;
+  uint64_t kinds = bit(v1::Record::kRange) | bit(v1::Record::kMemory) | bit(v1::Record::kMemoryTag);
+  if (with_uses) kinds |= bit(v1::Record::kMemoryUse);
+  read(kinds, [&](const v1::Record& r) {
+    if (r.kind_case() == v1::Record::kMemoryUse) {
+      if (++uses > kMaxMemoryUses) return;
+    } else if (r.kind_case() == v1::Record::kMemory || r.kind_case() == v1::Record::kMemoryTag) {
+      if (++memory > kMaxMemoryRecords) return;
+      if (r.kind_case() == v1::Record::kMemory && r.memory().correlation_id() != 0)
+        made_by.insert(r.memory().correlation_id());
+    }
+    out.add(r);
+  });
+  if (memory > kMaxMemoryRecords || uses > kMaxMemoryUses) {
+    if (why_not)
+      *why_not = memory > kMaxMemoryRecords ? "more allocation records and memory tags than a scan keeps"
+                                            : "more memory uses (GPUHOOK_MEM_USE) than a scan keeps";
+    return std::nullopt;
+  }
+  read(bit(v1::Record::kApi), [&](const v1::Record& r) {
+    if (r.kind_case() == v1::Record::kApi && made_by.count(r.api().correlation_id()) != 0) out.add(r);
+  });
+  return out;
+}
+
+std::optional<ScannedMemory> scan_memory(const std::vector<std::string>& paths, const EventScanOptions& options,
+                                         std::string* why_not) {
+  if (paths.size() != 1) {
+    if (why_not) *why_not = "several captures: a load puts them on one clock by their collectives";
+    return std::nullopt;
+  }
+  // The event scan reads what a load would say of the file (its damage, its warnings) and its
+  // span; the memory records are read after it, by kind.
+  struct Nothing final : EventConsumer {
+    void event(const ScannedEvent&, const gpuhook::CaptureReader&) override {}
+    void record(const gpuhook::v1::Record& r, const gpuhook::CaptureReader&) override {
+      const auto k = r.kind_case();
+      memory = memory || k == gpuhook::v1::Record::kMemory || k == gpuhook::v1::Record::kMemoryTag ||
+               k == gpuhook::v1::Record::kMemoryUse;
+    }
+    bool memory = false;  // read again after the scan, by kind
+  };
+  std::vector<std::unique_ptr<Nothing>> shares;
+  RecordSpool held;
+  std::pair<uint64_t, uint64_t> span{0, 0};
+  const auto consumers = [&](size_t, const EventScanner& scanner, const Model&) {
+    std::vector<EventConsumer*> out;
+    for (size_t i = 0; i < scanner.shares(); ++i) out.push_back(shares.emplace_back(std::make_unique<Nothing>()).get());
+    return out;
+  };
+  const auto done = [&](size_t c, const EventScanner& scanner, bool ran, const std::string& why) -> std::string {
+    if (!ran) return why;
+    if (std::any_of(shares.begin(), shares.end(), [](const auto& sh) { return sh->memory; })) {
+      std::string why_memory;
+      std::optional<RecordSpool> records = memory_records(paths[c], options.load, true, &why_memory);
+      if (!records) return why_memory;
+      held = std::move(*records);
+    }
+    span = {scanner.first_ns(), std::max(scanner.index_last_ns(), scanner.first_ns())};
+    return {};
+  };
+  std::optional<JobScan> job = scan_job(paths, options, nullptr, consumers, done, why_not);
+  if (!job) return std::nullopt;
+  ScannedMemory out;
+  out.job = std::move(*job);
+  if (!out.job.unusable.empty()) return out;
+  ModelBuilder builder(out.records);
+  builder.begin_capture(paths[0]);
+  held.for_each([&](const gpuhook::v1::Record& r) { builder.add(r); });
+  builder.end_capture({});
+  out.records.captures[0].first_ns = span.first;
+  out.records.captures[0].last_ns = span.second;
+  // The header as the scan read it (a trace read from another tool's format says so in it).
+  if (!out.job.context.captures.empty()) out.records.captures[0].header = out.job.context.captures[0].header;
   return out;
 }
 

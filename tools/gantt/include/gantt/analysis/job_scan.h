@@ -12,6 +12,7 @@
 #include "gantt/analysis/clock_scan.h"
 #include "gantt/analysis/event_scan.h"
 #include "gantt/analysis/stats.h"
+#include "gantt/model/record_spool.h"
 #include "gantt/ranks/collectives.h"
 
 namespace gantt::analysis {
@@ -72,5 +73,30 @@ struct ScannedGraphs {
 };
 std::optional<ScannedGraphs> scan_graph_launches(const std::vector<std::string>& paths, const EventScanOptions& options,
                                                  const EventFilter* filter, std::string* why_not);
+
+// Allocation records, memory tags and memory uses a capture may hold for a scan's memory
+// figures; past them, it is loaded (the loader keeps as many tags).
+inline constexpr size_t kMaxMemoryRecords = size_t{1} << 20;
+inline constexpr size_t kMaxMemoryUses = size_t{1} << 21;
+
+// What the memory figures read of a capture (memory_report(), the memory rules of diagnose):
+// its context records, NVTX ranges, allocation records and memory tags, with `with_uses` its
+// memory uses (GPUHOOK_MEM_USE), in one read of those kinds; then the API calls that made the
+// allocations (a second read, of the calls, keeping those with their correlation ids: a graph
+// launch's allocation nodes carry the launch's). nullopt with *why_not past kMaxMemoryRecords or
+// kMaxMemoryUses. Throws gpuhook::CaptureError as load() does.
+std::optional<RecordSpool> memory_records(const std::string& path, const LoadOptions& load, bool with_uses,
+                                          std::string* why_not);
+
+// stats --by memory from a scan: the model memory_report() reads, holding only each capture's
+// memory records (memory_records()) and its span as a load has it. One capture, no filter: the
+// captures of a job are put on one clock by their collectives, which this does not scan (they
+// load). nullopt with *why_not where a scan cannot serve; throws as scan_job() does.
+struct ScannedMemory {
+  JobScan job;
+  Model records;
+};
+std::optional<ScannedMemory> scan_memory(const std::vector<std::string>& paths, const EventScanOptions& options,
+                                         std::string* why_not);
 
 }  // namespace gantt::analysis
