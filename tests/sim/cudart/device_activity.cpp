@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "../pausing_mutex.h"
 #include "../sim_bridge.h"
 
 namespace gpuhook::sim {
@@ -29,7 +30,7 @@ struct Interval {
 };
 
 struct DeviceLog {
-  std::mutex mu;
+  PausingMutex mu;  // a program thread noting its work waits for a sampler's read with the clock stopped
   std::vector<Interval> ring;  // grows to kIntervals, then wraps
   size_t next = 0;
   std::atomic<int64_t> device_bytes{0};
@@ -65,7 +66,7 @@ void note_busy(int device, BusyKind kind, uint64_t start_ns, uint64_t end_ns, do
                const KernelLoad& load) {
   if (device < 0 || device >= kDevices || end_ns <= start_ns) return;
   DeviceLog& log = log_of(device);
-  std::lock_guard<std::mutex> lock(log.mu);
+  std::lock_guard<PausingMutex> lock(log.mu);
   // Grown as intervals come: the whole ring at once is 160 pages whose faults (milliseconds
   // on a virtual machine) fell inside a program's first copy, on its timeline.
   const Interval interval{start_ns, end_ns, share, bytes, kind, load};
@@ -116,7 +117,7 @@ extern "C" __attribute__((visibility("default"))) int gpuhook_sim_device_activit
   std::vector<std::pair<uint64_t, uint64_t>> kernels, memory;
   std::vector<std::pair<uint64_t, double>> steps;  // (time, +share / -share) of kernels
   {
-    std::lock_guard<std::mutex> lock(log.mu);
+    std::lock_guard<gpuhook::sim::PausingMutex> lock(log.mu);
     for (const auto& iv : log.ring) {
       if (iv.end_ns <= from_ns || iv.start_ns >= to_ns) continue;
       const uint64_t a = std::max(iv.start_ns, from_ns), b = std::min(iv.end_ns, to_ns);
@@ -166,7 +167,7 @@ extern "C" __attribute__((visibility("default"))) int gpuhook_sim_pm_windows(int
   std::vector<gpuhook::sim::Interval> near;
   {
     auto& log = gpuhook::sim::log_of(device);
-    std::lock_guard<std::mutex> lock(log.mu);
+    std::lock_guard<gpuhook::sim::PausingMutex> lock(log.mu);
     for (const auto& iv : log.ring)
       if (iv.end_ns > from_ns && iv.start_ns < to_ns) near.push_back(iv);
   }

@@ -292,7 +292,12 @@ void Engine::wait(const CompletionPtr& c) {
   }
   const uint64_t end = c->end_ns;
   lock.unlock();
-  // The host returns when the GPU finishes on the plan, however late the worker ran.
+  // The host returns when the GPU finishes on the plan, however late the worker ran (with the
+  // paused clock, at once: the clock moves to the end).
+  if (clock_pauses()) {
+    const uint64_t now = gpuhook_sim_now_ns();
+    if (end > now) advance_clock(static_cast<int64_t>(end - now));
+  }
   sleep_until_ns(end);
   complete_due();
 }
@@ -347,16 +352,19 @@ void Engine::block_host(std::unique_lock<EngineMutex>& lock, std::condition_vari
     return;
   }
 
-  // The host waits for this machine's work, or for work that waits for it: the program does
-  // not see the time it takes. Unless a simulator thread waits for the clock to reach a planned
-  // time still ahead; then the clock stands only while work that needs no clock is late on the
-  // plan. (A waiter whose time has come and that has not run yet waits for a core, not for the
-  // clock: beside a busy neighbour the simulator's threads wait long for one.)
-  if (!waits_for_clock_locked() || behind_plan_locked()) {
-    ClockPause pause;
-    cv.wait_for(lock, kLookAgainNs);
-    return;
+  // The host waits for this machine's work, or for work that waits for a planned time: the
+  // program sees neither this machine's time nor its scheduling. (A waiter whose time has come
+  // and that has not run yet waits for a core, not for the clock: beside a busy neighbour the
+  // simulator's threads wait long for one.)
+  if (waits_for_clock_locked() && !behind_plan_locked()) {
+    // Only planned times move the work on and none of it is late: the clock goes to the
+    // earliest of them at once, and the threads waiting for it look again.
+    const uint64_t now = gpuhook_sim_now_ns();
+    const auto next = clock_targets_.upper_bound(now);
+    if (next != clock_targets_.end()) advance_clock(static_cast<int64_t>(*next - now));
+    clock_waiters_changed();
   }
+  ClockPause pause;
   cv.wait_for(lock, kLookAgainNs);
 }
 
@@ -549,13 +557,27 @@ uint64_t Engine::commit(std::unique_lock<EngineMutex>& lock, Stream* s, Op& op, 
     start = fit_start(*r, op, share, ready);
     if (competitor_first(*r, s, op, start)) {
       off_clock();
-      // A host running the work itself (Engine::wait) is blocked like one that waits for it.
-      if (t_worker_of == nullptr) block_host(lock, resource_cv_);
-      else resource_cv_.wait(lock);
+      if (t_worker_of != nullptr) {
+        resource_cv_.wait(lock);
+      } else if (clock_pauses() && start <= gpuhook_sim_now_ns() + config().submit_ns) {
+        // A host running the work itself (Engine::wait) waits for work that could start before
+        // this, which starts no later than now: what it waits for is its real work, never the
+        // clock. The clock stands meanwhile (beside a busy neighbour that work's thread waited
+        // milliseconds for a core).
+        ClockPause pause;
+        resource_cv_.wait_for(lock, kLookAgainNs);
+      } else {
+        block_host(lock, resource_cv_);  // blocked like a host that waits for the work
+      }
       continue;
     }
     const uint64_t now = gpuhook_sim_now_ns();
     const uint64_t horizon = start > config().submit_ns ? start - config().submit_ns : 0;
+    if (now < horizon && t_worker_of == nullptr && clock_pauses()) {
+      // A host placing work it runs itself is blocked: the clock moves to the horizon.
+      advance_clock(static_cast<int64_t>(horizon - now));
+      continue;
+    }
     if (now < horizon) {
       if (clock_pauses() && (!on_clock || *target != horizon)) {
         off_clock();
@@ -797,6 +819,9 @@ bool Engine::deferrable(const Op& op) {
 }
 
 void Engine::defer(const Op& op) {
+  // A program thread waiting for the mover waits for this machine (pausing_mutex.h).
+  std::optional<ClockPause> not_the_programs;
+  if (t_worker_of == nullptr && clock_pauses()) not_the_programs.emplace();
   std::unique_lock<std::mutex> lock(move_mu_);
   if (!mover_started_) {
     std::thread([this] { mover_main(); }).detach();
@@ -809,6 +834,8 @@ void Engine::defer(const Op& op) {
 }
 
 void Engine::settle() {
+  std::optional<ClockPause> not_the_programs;
+  if (t_worker_of == nullptr && clock_pauses()) not_the_programs.emplace();
   std::unique_lock<std::mutex> lock(move_mu_);
   move_cv_.wait(lock, [&] { return moving_ == 0; });
 }

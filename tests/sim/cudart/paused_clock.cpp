@@ -43,7 +43,6 @@ std::atomic<int64_t> g_paused_total_ns{0};
 std::atomic<int64_t> g_stopped_at_ns{-1};  // the paused clock's reading while it stands
 std::mutex g_writer;
 int g_depth = 0;               // guarded by g_writer
-int64_t g_stopped_real_ns = 0;  // guarded by g_writer
 
 template <class Write>
 void write_locked(Write write) {
@@ -81,8 +80,7 @@ void pause_clock() {
   std::lock_guard<std::mutex> lock(g_writer);
   if (g_depth++ > 0) return;
   write_locked([] {
-    g_stopped_real_ns = raw_ns();
-    g_stopped_at_ns.store(g_stopped_real_ns - g_paused_total_ns.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    g_stopped_at_ns.store(raw_ns() - g_paused_total_ns.load(std::memory_order_relaxed), std::memory_order_relaxed);
   });
 }
 
@@ -91,8 +89,18 @@ void resume_clock() {
   std::lock_guard<std::mutex> lock(g_writer);
   if (g_depth == 0 || --g_depth > 0) return;
   write_locked([] {
-    g_paused_total_ns.fetch_add(raw_ns() - g_stopped_real_ns, std::memory_order_relaxed);
+    // On from where it stood (an advance while it stood included).
+    g_paused_total_ns.store(raw_ns() - g_stopped_at_ns.load(std::memory_order_relaxed), std::memory_order_relaxed);
     g_stopped_at_ns.store(-1, std::memory_order_relaxed);
+  });
+}
+
+void advance_clock(int64_t delta_ns) {
+  if (!clock_pauses() || delta_ns <= 0) return;
+  std::lock_guard<std::mutex> lock(g_writer);
+  write_locked([&] {
+    if (g_depth > 0) g_stopped_at_ns.store(g_stopped_at_ns.load(std::memory_order_relaxed) + delta_ns, std::memory_order_relaxed);
+    else g_paused_total_ns.fetch_sub(delta_ns, std::memory_order_relaxed);
   });
 }
 

@@ -13,9 +13,13 @@
 // clock on the paused time line; every other clock, and every call without the setting, goes
 // to libc.
 //
-// What it does not model: while the clock stands, other host threads of the program run on,
-// so their work in that time takes none. Separate processes pause their own clocks: ranks
-// that meet in a collective must not use it.
+// A blocked host whose wait needs the clock to reach a planned time (and no late work) moves
+// it there at once (advance_clock): then no time passes in this machine's scheduling at all
+// while the program waits, and the program's timeline is the plan's.
+//
+// What it does not model: while the clock stands or skips, other host threads of the program
+// run on, so their work in that time takes none, or the skipped time. Separate processes pause
+// their own clocks: ranks that meet in a collective must not use it.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +31,10 @@ bool clock_pauses();
 // The clock stops at the first pause and runs on at the last resume (they nest across threads).
 void pause_clock();
 void resume_clock();
+
+// Moves the clock on by delta_ns at once (nothing when not set, or delta_ns <= 0): a host that
+// is blocked until a planned time skips to it instead of sleeping through this machine's wake-ups.
+void advance_clock(int64_t delta_ns);
 
 class ClockPause {
  public:
