@@ -18,7 +18,8 @@
 // while the program waits, and the program's timeline is the plan's.
 //
 // What it does not model: while the clock stands or skips, other host threads of the program
-// run on, so their work in that time takes none, or the skipped time. Separate processes pause
+// run on, so their work in that time takes none, or the skipped time; so does host work in
+// stream order (cudaLaunchHostFunc) that runs while the program waits for it. Separate processes pause
 // their own clocks: ranks that meet in a collective must not use it.
 #pragma once
 
