@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <stdexcept>
 
 #include <gpuhook/capture.h>
@@ -101,6 +102,21 @@ void RecordStore::get(size_t i, v1::Record* out) const {
 
 }  // namespace detail
 
+namespace {
+// REGEX:N, where what follows the last colon of *name is a number (a colon in a regex
+// otherwise): the number, with *name left as the regex. Throws when the regex is empty.
+std::optional<double> trailing_count(const std::string& text, std::string* name, const char* spelling) {
+  const size_t colon = name->rfind(':');
+  if (colon == std::string::npos || colon + 1 >= name->size() ||
+      name->find_first_not_of("0123456789", colon + 1) != std::string::npos)
+    return std::nullopt;
+  const double n = parse_number(text, name->substr(colon + 1));
+  name->resize(colon);
+  if (name->empty()) throw std::invalid_argument("--change " + text + ": write " + spelling);
+  return n;
+}
+}  // namespace
+
 Change parse_change(const std::string& text) {
   Change c;
   c.text = text;
@@ -129,27 +145,16 @@ Change parse_change(const std::string& text) {
   } else if (starts_with(text, "block-size=") && text.size() > 11) {
     c.kind = Change::Kind::kBlockSize;
     c.name = text.substr(11);
-    // REGEX:N where what follows the last colon is a number; a colon in a regex otherwise.
-    const size_t colon = c.name.rfind(':');
-    if (colon != std::string::npos && colon + 1 < c.name.size() &&
-        c.name.find_first_not_of("0123456789", colon + 1) == std::string::npos) {
-      const double n = parse_number(text, c.name.substr(colon + 1));
-      if (n > 65536) throw std::invalid_argument("--change " + text + ": a block holds at most 65536 threads on any GPU");
-      c.threads = static_cast<uint32_t>(n);
-      c.name.resize(colon);
-      if (c.name.empty()) throw std::invalid_argument("--change " + text + ": write block-size=KERNEL_REGEX[:THREADS]");
+    if (const auto n = trailing_count(text, &c.name, "block-size=KERNEL_REGEX[:THREADS]")) {
+      if (*n > 65536) throw std::invalid_argument("--change " + text + ": a block holds at most 65536 threads on any GPU");
+      c.threads = static_cast<uint32_t>(*n);
     }
   } else if (starts_with(text, "fuse=") && text.size() > 5) {
     c.kind = Change::Kind::kFuse;
     c.name = text.substr(5);
-    const size_t colon = c.name.rfind(':');
-    if (colon != std::string::npos && colon + 1 < c.name.size() &&
-        c.name.find_first_not_of("0123456789", colon + 1) == std::string::npos) {
-      const double n = parse_number(text, c.name.substr(colon + 1));
-      if (n < 2 || n > UINT32_MAX) throw std::invalid_argument("--change " + text + ": a fused kernel takes from 2 launches up");
-      c.launches = static_cast<uint32_t>(n);
-      c.name.resize(colon);
-      if (c.name.empty()) throw std::invalid_argument("--change " + text + ": write fuse=KERNEL_REGEX[:LAUNCHES]");
+    if (const auto n = trailing_count(text, &c.name, "fuse=KERNEL_REGEX[:LAUNCHES]")) {
+      if (*n < 2 || *n > UINT32_MAX) throw std::invalid_argument("--change " + text + ": a fused kernel takes from 2 launches up");
+      c.launches = static_cast<uint32_t>(*n);
     }
   } else if (starts_with(text, "priority=") && text.size() > 9) {
     c.kind = Change::Kind::kPriority;
