@@ -18,6 +18,7 @@
 #include <optional>
 #include <thread>
 
+#include "../cpu_relax.h"
 #include "../sim_bridge.h"
 #include "config.h"
 #include "device_activity.h"
@@ -54,7 +55,7 @@ void yield_to_host_threads() {
   // program waits (the clock stands, paused_clock.h): the simulator's threads then take only the
   // cores the program leaves (SCHED_IDLE). At 15 steps of niceness instead, beside two busy
   // loops, sync_loop's recordings stretched and its prediction was off by 30-40% (at 5 steps,
-  // by 240-390%); at SCHED_IDLE 3 of 4 table runs met the goal.
+  // by 240-390%).
   if (clock_pauses()) {
     sched_param none{};
     if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &none) == 0) return;
@@ -92,7 +93,7 @@ void sleep_until_ns(uint64_t t_ns) {
       // sched_yield() beside a busy neighbour gave the core away for its whole time slice, and
       // a host meant to return at a planned end returned 1-4 ms after it. The simulator's
       // threads give the core to whoever needs it.
-      if (t_worker_of == nullptr) __builtin_ia32_pause();
+      if (t_worker_of == nullptr) cpu_relax();
       else sched_yield();
       continue;
     }
@@ -101,7 +102,6 @@ void sleep_until_ns(uint64_t t_ns) {
     nanosleep(&ts, nullptr);
   }
 }
-
 
 Engine& Engine::instance() {
   // Never destroyed: stream workers and atexit flushes outlive static destructors.

@@ -15,6 +15,8 @@
 #include <cstring>
 #include <new>
 
+#include "../cpu_relax.h"
+
 namespace simnccl {
 
 namespace {
@@ -54,7 +56,7 @@ void sleep_until_raw(uint64_t target_ns) {
   }
   // Spun, not yielded: beside a busy neighbour sched_yield() gave the core away for a whole
   // time slice (the runtime's waits came back 1-4 ms late so, cudart/engine.cpp).
-  while (monotonic_raw_ns() < target_ns) __builtin_ia32_pause();
+  while (monotonic_raw_ns() < target_ns) gpuhook::sim::cpu_relax();
 }
 
 void futex_wake_all(std::atomic<uint32_t>& word) {
