@@ -277,9 +277,10 @@ std::optional<int> try_scan_graphs(const StatsOptions& o) {
   return scanned->job.corrupt || corrupt(*streamed) ? kExitError : kExitOk;
 }
 
-// --by memory of one capture without a filter by a scan (analysis::scan_memory): the event scan
-// says what a load says of the file, and only its memory records, ranges and the calls that
-// made the allocations are held. Nothing when a scan cannot serve; the caller then loads.
+// --by memory without a filter by a scan (analysis::scan_memory): the event scan says what a
+// load says of the files (and puts a job's captures on one clock by their collectives), and only
+// their memory records, ranges and the calls that made the allocations are held. Nothing when a
+// scan cannot serve; the caller then loads.
 std::optional<int> try_scan_memory(const StatsOptions& o) {
   if (any_filter(o.filter)) return std::nullopt;
   std::optional<int> exit;
@@ -436,10 +437,10 @@ void register_stats(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_flag("--in-memory", o->load.in_memory,
                 "load the captures whole before counting, as render and diagnose do; by default they are "
-                "scanned (--by kernel, stream, device, range, graph, collective and --summary, and --by memory of "
-                "one capture without a filter), in memory that does not grow with their events, the filters applied "
-                "by the scan (merged files, NVTX ranges for --by range and --summary, and graph launches for "
-                "--summary load them whole)");
+                "scanned (--by kernel, stream, device, range, graph, collective and --summary, and --by memory "
+                "without a filter), in memory that does not grow with their events, the filters applied by the scan "
+                "(merged files, NVTX ranges for --by range and --summary, and graph launches for --summary load them "
+                "whole)");
   cmd->add_flag("--metrics", o->metrics,
                 "instead of the tables: the GPU's own counters (NVML: utilisation, clocks, power, temperature, memory, "
                 "PCIe) per device, their means over the samples read while each kernel name ran, while any ran, while "

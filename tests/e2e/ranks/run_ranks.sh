@@ -45,6 +45,22 @@ same_collectives() {
   grep -q "^AllReduce .* 4 " "$dir/scanned.txt" ||
     { echo "FAIL: stats --by collective $* found no 4-rank all-reduce"; cat "$dir/scanned.txt"; exit 1; }
 }
+# same_memory FILES...: stats --by memory scans the ranks too (their allocations on the job's
+# clock, put there by their collectives) and says what --in-memory says, in every format.
+same_memory() {
+  local format
+  for format in text json csv md; do
+    "$cli" stats "$@" --by memory --format "$format" --max-memory 1K > "$dir/scanned.txt" 2> "$dir/scanned.err" ||
+      { echo "FAIL: stats --by memory $* was not scanned: $(cat "$dir/scanned.err")"; exit 1; }
+    "$cli" stats "$@" --by memory --format "$format" --in-memory > "$dir/loaded.txt" 2> "$dir/loaded.err" || true
+    if ! cmp -s "$dir/scanned.txt" "$dir/loaded.txt" || ! cmp -s "$dir/scanned.err" "$dir/loaded.err"; then
+      echo "FAIL: stats --by memory --format $format $* scanned differs from --in-memory"
+      diff "$dir/scanned.txt" "$dir/loaded.txt" | head -20; diff "$dir/scanned.err" "$dir/loaded.err"; exit 1
+    fi
+  done
+  grep -q "c3\.gpu0" "$dir/scanned.txt" ||
+    { echo "FAIL: stats --by memory $* shows no fourth rank's device"; cat "$dir/scanned.txt"; exit 1; }
+}
 case $mode in
   straggler|merge)
     LD_PRELOAD=$hook GPUHOOK_OUTPUT=$dir/rank%r.gpuh "$example" --ranks 4 --steps $steps --slow-rank 2 --extra-us $extra_us >/dev/null
@@ -92,6 +108,7 @@ PY
       same_diagnosis "${files[@]}" --from 20ms --device 0
       same_collectives "${files[@]}"
       same_collectives "${files[@]}" --from 20ms --device 0
+      same_memory "${files[@]}"
       # Each rank summarised on its own (the map step), the summaries diagnosed together: the
       # same imbalance finding, less the last-arriver line that needs every collective.
       for r in 0 1 2 3; do "$cli" stats "$dir/rank$r.gpuh" --summary -o "$dir/rank$r.gsum" 2>/dev/null; done
@@ -191,6 +208,7 @@ print(sum(1 for f in range(n) for t in range(n) if c["ring_model_bytes"][f * n +
     # rank 3 5 ms early at every all-reduce.
     same_collectives "$dir"/rank{0,1,2,3}.gpuh
     same_collectives "$dir"/rank{0,1,2,3}.gpuh --from 10ms --to 40ms
+    same_memory "$dir"/rank{0,1,2,3}.gpuh
     ;;
   *) echo "unknown mode $mode" >&2; exit 2 ;;
 esac

@@ -300,14 +300,12 @@ std::optional<RecordSpool> memory_records(const std::string& path, const LoadOpt
 
 std::optional<ScannedMemory> scan_memory(const std::vector<std::string>& paths, const EventScanOptions& options,
                                          std::string* why_not) {
-  if (paths.size() != 1) {
-    if (why_not) *why_not = "several captures: a load puts them on one clock by their collectives";
-    return std::nullopt;
-  }
-  // The event scan reads what a load would say of the file (its damage, its warnings) and its
-  // span; the memory records are read after it, by kind.
-  struct Nothing final : EventConsumer {
-    void event(const ScannedEvent&, const gpuhook::CaptureReader&) override {}
+  // The event scan reads what a load would say of each file (its damage, its warnings), its
+  // span and, for a job, the collectives that put the captures on one clock (as
+  // scan_collective_calls() does); the memory records are read after it, by kind.
+  class MemoryShare final : public CollectiveCalls {
+   public:
+    using CollectiveCalls::CollectiveCalls;
     void record(const gpuhook::v1::Record& r, const gpuhook::CaptureReader&) override {
       const auto k = r.kind_case();
       memory = memory || k == gpuhook::v1::Record::kMemory || k == gpuhook::v1::Record::kMemoryTag ||
@@ -315,38 +313,70 @@ std::optional<ScannedMemory> scan_memory(const std::vector<std::string>& paths, 
     }
     bool memory = false;  // read again after the scan, by kind
   };
-  std::vector<std::unique_ptr<Nothing>> shares;
-  RecordSpool held;
-  std::pair<uint64_t, uint64_t> span{0, 0};
-  const auto consumers = [&](size_t, const EventScanner& scanner, const Model&) {
-    std::vector<EventConsumer*> out;
-    for (size_t i = 0; i < scanner.shares(); ++i) out.push_back(shares.emplace_back(std::make_unique<Nothing>()).get());
-    return out;
+  const bool job = paths.size() > 1;
+  EventScanOptions so = options;
+  so.join_nccl = job;  // the collectives' kernels, for the job's clock
+  ShareSet<MemoryShare> set;
+  std::vector<RankCollectiveCall> calls;
+  std::vector<RankClockInput> clocks;
+  bool shared_kernel = false;
+  std::vector<RecordSpool> held(paths.size());
+  std::vector<std::pair<uint64_t, uint64_t>> spans(paths.size());
+  const auto consumers = [&](size_t c, const EventScanner& scanner, const Model& context) {
+    const size_t budget = (kMaxScannedCollectives - calls.size()) / std::max<size_t>(scanner.shares(), 1) + 1;
+    const auto capture = static_cast<uint16_t>(c);
+    return set.make(scanner.shares(), [&] { return std::make_unique<MemoryShare>(capture, global_rank(context, capture), budget); });
   };
   const auto done = [&](size_t c, const EventScanner& scanner, bool ran, const std::string& why) -> std::string {
-    if (!ran) return why;
-    if (std::any_of(shares.begin(), shares.end(), [](const auto& sh) { return sh->memory; })) {
+    const bool too_many = std::any_of(set.shares.begin(), set.shares.end(), [](const auto& sh) { return sh->too_many; });
+    if (!ran) return too_many ? kTooManyCollectives : why;
+    const size_t first = calls.size();
+    bool memory = false;
+    for (const auto& sh : set.shares) {
+      calls.insert(calls.end(), sh->calls.begin(), sh->calls.end());
+      shared_kernel = shared_kernel || sh->shared_kernel;
+      memory = memory || sh->memory;
+    }
+    if (calls.size() > kMaxScannedCollectives) return kTooManyCollectives;
+    if (job) clocks.push_back(clock_input(scanner, calls.begin() + static_cast<ptrdiff_t>(first), calls.end()));
+    if (memory) {
       std::string why_memory;
       std::optional<RecordSpool> records = memory_records(paths[c], options.load, true, &why_memory);
       if (!records) return why_memory;
-      held = std::move(*records);
+      held[c] = std::move(*records);
     }
-    span = {scanner.first_ns(), std::max(scanner.index_last_ns(), scanner.first_ns())};
+    spans[c] = {scanner.first_ns(), std::max(scanner.index_last_ns(), scanner.first_ns())};
     return {};
   };
-  std::optional<JobScan> job = scan_job(paths, options, nullptr, consumers, done, why_not);
-  if (!job) return std::nullopt;
+  std::optional<JobScan> scanned = scan_job(paths, so, nullptr, consumers, done, why_not);
+  if (!scanned) return std::nullopt;
   ScannedMemory out;
-  out.job = std::move(*job);
+  out.job = std::move(*scanned);
   if (!out.job.unusable.empty()) return out;
+  // The clocks from the collectives as scan_collective_calls() takes them, refused where those
+  // differ from a load's.
+  if (shared_kernel || !one_call_each(calls)) {
+    if (why_not) *why_not = "collectives a scan cannot tell as a load does, to put the captures on one clock";
+    return std::nullopt;
+  }
   ModelBuilder builder(out.records);
-  builder.begin_capture(paths[0]);
-  held.for_each([&](const gpuhook::v1::Record& r) { builder.add(r); });
-  builder.end_capture({});
-  out.records.captures[0].first_ns = span.first;
-  out.records.captures[0].last_ns = span.second;
-  // The header as the scan read it (a trace read from another tool's format says so in it).
-  if (!out.job.context.captures.empty()) out.records.captures[0].header = out.job.context.captures[0].header;
+  for (size_t c = 0; c < paths.size(); ++c) {
+    builder.begin_capture(paths[c]);
+    held[c].for_each([&](const gpuhook::v1::Record& r) { builder.add(r); });
+    builder.end_capture({});
+    CaptureInfo& info = out.records.captures[c];
+    info.first_ns = spans[c].first;
+    info.last_ns = spans[c].second;
+    // The header as the scan read it (a trace read from another tool's format says so in it).
+    if (c < out.job.context.captures.size()) info.header = out.job.context.captures[c].header;
+  }
+  if (job) {
+    const std::vector<int64_t> offsets = job_offsets(out.job, clocks);
+    RankAlignment alignment;
+    alignment.captures.resize(paths.size());
+    for (size_t c = 0; c < paths.size(); ++c) alignment.captures[c].offset_ns = offsets[c];
+    apply_rank_alignment(out.records, alignment);
+  }
   return out;
 }
 

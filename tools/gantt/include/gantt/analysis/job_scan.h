@@ -89,9 +89,10 @@ std::optional<RecordSpool> memory_records(const std::string& path, const LoadOpt
                                           std::string* why_not);
 
 // stats --by memory from a scan: the model memory_report() reads, holding only each capture's
-// memory records (memory_records()) and its span as a load has it. One capture, no filter: the
-// captures of a job are put on one clock by their collectives, which this does not scan (they
-// load). nullopt with *why_not where a scan cannot serve; throws as scan_job() does.
+// memory records (memory_records()) and its span as a load has it, the captures of a job put on
+// one clock by their collectives as scan_collective_calls() puts them. No filter. nullopt with
+// *why_not where a scan cannot serve (collectives it cannot tell as a load does); throws as
+// scan_job() does.
 struct ScannedMemory {
   JobScan job;
   Model records;
