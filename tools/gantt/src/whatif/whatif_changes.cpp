@@ -112,15 +112,6 @@ void scale(Built& b, const Change& ch) {
   b.graph.notes.push_back(ch.text + ": " + std::to_string(matched.size()) + " kernel(s) " + fmt("x%.3g", ch.factor));
 }
 
-// block-size=REGEX[:N]: each matching kernel launched with N threads a block (by default the
-// size cudaOccupancyMaxPotentialBlockSize would suggest for its registers and shared memory)
-// over the blocks that cover the threads it launched. Its time is its waves of blocks (the
-// blocks its device holds at once: SMs x resident blocks, gantt/model/occupancy.h) times its
-// measured time per wave: a wave of the new blocks is taken to last as long as a wave of the
-// old ones, as it does where the kernel's SMs waited on latency at the old occupancy (what a
-// low-occupancy finding is about); where they were already bandwidth-bound the gain is less.
-// Only 1-D launches of recorded devices are changed; a launch outside the graph's ops (a
-// graph's node) keeps its shape.
 // The kernel records of the matched ops (those launched by a call, not a graph's members) and
 // the devices their captures recorded.
 struct KernelRecords {
@@ -177,6 +168,15 @@ Residency residency(const KernelRecords& records, uint16_t capture, const v1::Ke
 
 uint64_t waves(uint64_t blocks, uint64_t per_wave) { return (blocks + per_wave - 1) / per_wave; }
 
+// block-size=REGEX[:N]: each matching kernel launched with N threads a block (by default the
+// size cudaOccupancyMaxPotentialBlockSize would suggest for its registers and shared memory)
+// over the blocks that cover the threads it launched. Its time is its waves of blocks (the
+// blocks its device holds at once: SMs x resident blocks, gantt/model/occupancy.h) times its
+// measured time per wave: a wave of the new blocks is taken to last as long as a wave of the
+// old ones, as it does where the kernel's SMs waited on latency at the old occupancy (what a
+// low-occupancy finding is about); where they were already bandwidth-bound the gain is less.
+// Only 1-D launches of recorded devices are changed; a launch outside the graph's ops (a
+// graph's node) keeps its shape.
 void resize_blocks(Built& b, const Change& ch) {
   Graph& g = b.graph;
   std::vector<bool> matched(g.ops.size(), false);
@@ -815,19 +815,13 @@ void graphs(Built& b, const Change& ch, const Options& options) {
     int64_t cost = static_cast<int64_t>(options.graph_launch_us * 1e3);
     std::string source = "--graph-launch-us";
     if (cost <= 0) {
-      auto& m = measured[t.capture];
-      if (!m.empty()) {
-        std::nth_element(m.begin(), m.begin() + static_cast<std::ptrdiff_t>(m.size() / 2), m.end());
-        cost = m[m.size() / 2], source = "the capture's cudaGraphLaunch";
+      if (const auto& m = measured[t.capture]; !m.empty()) {
+        cost = median(m), source = "the capture's cudaGraphLaunch";
       } else {
         cost = b.launch_cost_ns[t.capture], source = "one launch call of the capture";
       }
     }
-    int64_t instantiate = 0;
-    if (auto& m = instantiations[t.capture]; !m.empty()) {
-      std::nth_element(m.begin(), m.begin() + static_cast<std::ptrdiff_t>(m.size() / 2), m.end());
-      instantiate = m[m.size() / 2];
-    }
+    const int64_t instantiate = median(instantiations[t.capture]);
     auto flush = [&](std::vector<uint32_t>& run) {
       std::vector<std::string> names;
       for (uint32_t c : run) {

@@ -520,13 +520,13 @@ class SectionBuilder {
   std::map<std::pair<uint64_t, uint32_t>, double> block_share_;
 };
 
+}  // namespace
+
 int64_t median(std::vector<int64_t> v) {
   if (v.empty()) return 0;
   std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
   return v[v.size() / 2];
 }
-
-}  // namespace
 
 void link(Built& b) {
   Graph& g = b.graph;

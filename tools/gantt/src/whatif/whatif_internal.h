@@ -110,6 +110,9 @@ struct Built {
   std::vector<bool> op_fused_away;
 };
 
+// The median of `v` (the upper one of an even count), 0 for none.
+int64_t median(std::vector<int64_t> v);
+
 Built build(std::vector<Section> sections);
 // (Re)computes calls' waits and ops' `after` from the specs and the lanes as they are now.
 void link(Built& b);
