@@ -70,6 +70,26 @@ void yield_to_host_threads() {
 namespace {
 // The stream whose worker the calling thread is (none on the program's threads).
 thread_local const Stream* t_worker_of = nullptr;
+
+// A program thread's waits for the simulator's own work stop the clock (GPUHOOK_SIM_PAUSE_CLOCK).
+bool program_thread_pauses() { return t_worker_of == nullptr && clock_pauses(); }
+
+// The clock stands for its lifetime where the calling thread is one of the program's: it waits
+// for, or does, the simulator's own work.
+class ProgramWait {
+ public:
+  ProgramWait() : on_(program_thread_pauses()) {
+    if (on_) pause_clock();
+  }
+  ~ProgramWait() {
+    if (on_) resume_clock();
+  }
+  ProgramWait(const ProgramWait&) = delete;
+  ProgramWait& operator=(const ProgramWait&) = delete;
+
+ private:
+  bool on_;
+};
 }  // namespace
 
 void sleep_until_ns(uint64_t t_ns) {
@@ -573,7 +593,7 @@ uint64_t Engine::commit(std::unique_lock<EngineMutex>& lock, Stream* s, Op& op, 
     }
     const uint64_t now = gpuhook_sim_now_ns();
     const uint64_t horizon = start > config().submit_ns ? start - config().submit_ns : 0;
-    if (now < horizon && t_worker_of == nullptr && clock_pauses()) {
+    if (now < horizon && program_thread_pauses()) {
       // A host placing work it runs itself is blocked: the clock moves to the horizon.
       advance_clock(static_cast<int64_t>(horizon - now));
       continue;
@@ -776,8 +796,7 @@ void Engine::complete_due(Stream* only) {
   // CUPTI completes records on its own threads; here a program thread that waited writes them
   // itself (and the client's buffer callbacks run on it): with GPUHOOK_SIM_PAUSE_CLOCK that
   // time is not the program's.
-  std::optional<ClockPause> not_the_programs;
-  if (t_worker_of == nullptr && clock_pauses()) not_the_programs.emplace();
+  const ProgramWait not_the_programs;
   std::lock_guard<EngineMutex> records(records_mu_);
   std::vector<std::pair<Stream*, Stream::Finished>> due;
   {
@@ -820,8 +839,7 @@ bool Engine::deferrable(const Op& op) {
 
 void Engine::defer(const Op& op) {
   // A program thread waiting for the mover waits for this machine (pausing_mutex.h).
-  std::optional<ClockPause> not_the_programs;
-  if (t_worker_of == nullptr && clock_pauses()) not_the_programs.emplace();
+  const ProgramWait not_the_programs;
   std::unique_lock<std::mutex> lock(move_mu_);
   if (!mover_started_) {
     std::thread([this] { mover_main(); }).detach();
@@ -834,8 +852,7 @@ void Engine::defer(const Op& op) {
 }
 
 void Engine::settle() {
-  std::optional<ClockPause> not_the_programs;
-  if (t_worker_of == nullptr && clock_pauses()) not_the_programs.emplace();
+  const ProgramWait not_the_programs;
   std::unique_lock<std::mutex> lock(move_mu_);
   move_cv_.wait(lock, [&] { return moving_ == 0; });
 }
@@ -956,7 +973,7 @@ extern "C" __attribute__((visibility("default"))) int gpuhook_sim_program_wait(i
     gpuhook::sim::resume_clock();
     return 0;
   }
-  if (gpuhook::sim::t_worker_of != nullptr || !gpuhook::sim::clock_pauses()) return 0;
+  if (!gpuhook::sim::program_thread_pauses()) return 0;
   gpuhook::sim::pause_clock();
   return 1;
 }

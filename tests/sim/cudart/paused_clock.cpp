@@ -6,8 +6,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 #include <mutex>
 
 namespace gpuhook::sim {
@@ -66,14 +64,6 @@ int64_t paused_ns() {
 }
 
 }  // namespace
-
-bool clock_pauses() {
-  static const bool on = [] {
-    const char* v = std::getenv("GPUHOOK_SIM_PAUSE_CLOCK");
-    return v != nullptr && std::strcmp(v, "1") == 0;
-  }();
-  return on;
-}
 
 void pause_clock() {
   if (!clock_pauses()) return;

@@ -24,11 +24,19 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 namespace gpuhook::sim {
 
-// GPUHOOK_SIM_PAUSE_CLOCK is set (read once).
-bool clock_pauses();
+// GPUHOOK_SIM_PAUSE_CLOCK is set (read once; the simulated CUPTI reads it too).
+inline bool clock_pauses() {
+  static const bool on = [] {
+    const char* v = std::getenv("GPUHOOK_SIM_PAUSE_CLOCK");
+    return v != nullptr && std::strcmp(v, "1") == 0;
+  }();
+  return on;
+}
 // The clock stops at the first pause and runs on at the last resume (they nest across threads).
 void pause_clock();
 void resume_clock();

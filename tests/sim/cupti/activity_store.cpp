@@ -4,8 +4,9 @@
 #include <sched.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
+
+#include "../cudart/paused_clock.h"
 
 namespace gpuhook::sim {
 namespace {
@@ -179,7 +180,7 @@ void ActivityStore::worker_main() {
   // Under the paused clock (cudart/paused_clock.h) the simulator's threads take only the cores
   // the program leaves: on two cores this one, handing full buffers to the client, held the
   // program's launch thread off its core for 50-700 us in one recording in five.
-  if (const char* v = std::getenv("GPUHOOK_SIM_PAUSE_CLOCK"); v != nullptr && std::strcmp(v, "1") == 0) {
+  if (clock_pauses()) {
     sched_param none{};
     pthread_setschedparam(pthread_self(), SCHED_IDLE, &none);
   }
