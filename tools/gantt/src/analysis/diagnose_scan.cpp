@@ -215,39 +215,6 @@ struct CaptureRecords {
   std::pair<uint64_t, uint64_t> span{0, 0};    // its first and last times, as a load has them
 };
 
-// The model the rules of records read: each capture's allocations (with their ranges and calls)
-// and counter samples, its span as a load has it, moved by `offsets` as align_model_ranks()
-// moves a loaded job. Without point-to-point calls (those were loaded) the rules find what they
-// find on the captures.
-Model records_model(const std::vector<std::string>& paths, const std::vector<CaptureRecords>& kept,
-                    const std::vector<int64_t>& offsets) {
-  Model records;
-  ModelBuilder builder(records);
-  v1::Record r;
-  for (size_t c = 0; c < paths.size(); ++c) {
-    builder.begin_capture(paths[c]);
-    kept[c].memory.for_each([&](const v1::Record& m) { builder.add(m); });
-    v1::MetricSample* x = r.mutable_metric_sample();
-    for (const Sample& s : kept[c].samples) {
-      if (s.has_time) x->set_time_ns(s.time_ns);
-      else x->clear_time_ns();
-      x->set_value(s.value);
-      x->set_device(s.device);
-      x->set_metric(static_cast<v1::GpuMetric>(s.metric));
-      builder.add(r);
-    }
-    builder.end_capture({});
-    records.captures[c].first_ns = kept[c].span.first;
-    records.captures[c].last_ns = kept[c].span.second;
-  }
-  if (paths.size() > 1) {
-    RankAlignment alignment;
-    alignment.captures.resize(paths.size());
-    for (size_t c = 0; c < paths.size(); ++c) alignment.captures[c].offset_ns = offsets[c];
-    apply_rank_alignment(records, alignment);
-  }
-  return records;
-}
 
 }  // namespace
 
@@ -361,7 +328,27 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
   if (straggler_unknown)
     return refuse("collectives a scan cannot match as a load does (a process that ran one on several devices, or a "
                   "group that launched fewer kernels than it had collectives): imbalance names the straggler from them");
-  const Model records = records_model(paths, kept, offsets);
+  // The model the rules of records read: each capture's allocations (with their ranges and
+  // calls) and counter samples, on the job's clock. Without point-to-point calls (those were
+  // loaded) the rules find what they find on the captures.
+  std::vector<std::pair<uint64_t, uint64_t>> spans;
+  for (const CaptureRecords& k : kept) spans.push_back(k.span);
+  const Model records = records_model(
+      paths,
+      [&](size_t c, ModelBuilder& builder) {
+        kept[c].memory.for_each([&](const v1::Record& m) { builder.add(m); });
+        v1::Record r;
+        v1::MetricSample* x = r.mutable_metric_sample();
+        for (const Sample& s : kept[c].samples) {
+          if (s.has_time) x->set_time_ns(s.time_ns);
+          else x->clear_time_ns();
+          x->set_value(s.value);
+          x->set_device(s.device);
+          x->set_metric(static_cast<v1::GpuMetric>(s.metric));
+          builder.add(r);
+        }
+      },
+      spans, offsets);
   if (throttled_judges_kernels(records)) return refuse("a throttle stretch in the GPU counter samples (throttled judges the kernels that ran in it)");
   if (stalled_judges_kernels(records)) return refuse("PM sampling's SM-active samples (stalled judges the kernels that ran during them)");
   rule_records(records, out.report);

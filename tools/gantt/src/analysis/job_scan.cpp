@@ -298,6 +298,26 @@ std::optional<RecordSpool> memory_records(const std::string& path, const LoadOpt
   return out;
 }
 
+Model records_model(const std::vector<std::string>& paths, const AddRecords& add,
+                    const std::vector<std::pair<uint64_t, uint64_t>>& spans, const std::vector<int64_t>& offsets) {
+  Model records;
+  ModelBuilder builder(records);
+  for (size_t c = 0; c < paths.size(); ++c) {
+    builder.begin_capture(paths[c]);
+    add(c, builder);
+    builder.end_capture({});
+    records.captures[c].first_ns = spans[c].first;
+    records.captures[c].last_ns = spans[c].second;
+  }
+  if (paths.size() > 1) {
+    RankAlignment alignment;
+    alignment.captures.resize(paths.size());
+    for (size_t c = 0; c < paths.size(); ++c) alignment.captures[c].offset_ns = offsets[c];
+    apply_rank_alignment(records, alignment);
+  }
+  return records;
+}
+
 std::optional<ScannedMemory> scan_memory(const std::vector<std::string>& paths, const EventScanOptions& options,
                                          std::string* why_not) {
   // The event scan reads what a load would say of each file (its damage, its warnings), its
@@ -359,24 +379,12 @@ std::optional<ScannedMemory> scan_memory(const std::vector<std::string>& paths, 
     if (why_not) *why_not = "collectives a scan cannot tell as a load does, to put the captures on one clock";
     return std::nullopt;
   }
-  ModelBuilder builder(out.records);
-  for (size_t c = 0; c < paths.size(); ++c) {
-    builder.begin_capture(paths[c]);
-    held[c].for_each([&](const gpuhook::v1::Record& r) { builder.add(r); });
-    builder.end_capture({});
-    CaptureInfo& info = out.records.captures[c];
-    info.first_ns = spans[c].first;
-    info.last_ns = spans[c].second;
-    // The header as the scan read it (a trace read from another tool's format says so in it).
-    if (c < out.job.context.captures.size()) info.header = out.job.context.captures[c].header;
-  }
-  if (job) {
-    const std::vector<int64_t> offsets = job_offsets(out.job, clocks);
-    RankAlignment alignment;
-    alignment.captures.resize(paths.size());
-    for (size_t c = 0; c < paths.size(); ++c) alignment.captures[c].offset_ns = offsets[c];
-    apply_rank_alignment(out.records, alignment);
-  }
+  out.records = records_model(
+      paths, [&](size_t c, ModelBuilder& builder) { held[c].for_each([&](const gpuhook::v1::Record& r) { builder.add(r); }); },
+      spans, job_offsets(out.job, clocks));
+  // The headers as the scan read them (a trace read from another tool's format says so in it).
+  for (size_t c = 0; c < paths.size() && c < out.job.context.captures.size(); ++c)
+    out.records.captures[c].header = out.job.context.captures[c].header;
   return out;
 }
 

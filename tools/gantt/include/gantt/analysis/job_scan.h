@@ -88,6 +88,14 @@ inline constexpr size_t kMaxMemoryUses = size_t{1} << 21;
 std::optional<RecordSpool> memory_records(const std::string& path, const LoadOptions& load, bool with_uses,
                                           std::string* why_not);
 
+// A model of only the records `add(c, builder)` gives capture c (between its begin and end), each
+// capture's first and last times `spans[c]` as a load has them, a job's captures moved by
+// `offsets` as align_model_ranks() moves a loaded job: what diagnose's rules of records and
+// stats --by memory read of a scan.
+using AddRecords = std::function<void(size_t capture, ModelBuilder& builder)>;
+Model records_model(const std::vector<std::string>& paths, const AddRecords& add,
+                    const std::vector<std::pair<uint64_t, uint64_t>>& spans, const std::vector<int64_t>& offsets);
+
 // stats --by memory from a scan: the model memory_report() reads, holding only each capture's
 // memory records (memory_records()) and its span as a load has it, the captures of a job put on
 // one clock by their collectives as scan_collective_calls() puts them. No filter. nullopt with
