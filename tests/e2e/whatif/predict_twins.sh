@@ -49,13 +49,14 @@ echo "recordings: ${first[*]:-at the default priority}" >&2
 # What a change moves is that; the host's set-up before its first launch (allocations, the
 # context, reading its arguments) runs in this machine's real time, a host stall there by a
 # busy machine is no part of the schedule, and it was up to a third of a short row's capture.
-span_ns() {
-  "$gantt" dump "$1" --kind kernel,memcpy,memset | awk '
+span_of() {  # kinds, capture: the first start to the last end of its records of those kinds
+  "$gantt" dump "$2" --kind "$1" | awk '
     { for (i = 1; i <= NF; i++) if ($i ~ /^(start|end)_ns=/) { split($i, a, "="); t = a[2] + 0
         if ($i ~ /^start/ && (lo == "" || t < lo)) lo = t
         if ($i ~ /^end/ && t > hi) hi = t } }
     END { printf "%.0f\n", hi - lo }'
 }
+span_ns() { span_of kernel,memcpy,memset "$1"; }
 
 failed=0
 errors=()
@@ -113,13 +114,7 @@ not_modelled() {  # name, why
 # the host's set-up copies, after them its read-back and checks: this machine's real time, the
 # same in both forms and untouched by the change, which moved the span by a tenth between
 # recordings (a host vector's first touch, page faults) and more beside a second build.
-kernels_ns() {
-  "$gantt" dump "$1" --kind kernel | awk '
-    { for (i = 1; i <= NF; i++) if ($i ~ /^(start|end)_ns=/) { split($i, a, "="); t = a[2] + 0
-        if ($i ~ /^start/ && (lo == "" || t < lo)) lo = t
-        if ($i ~ /^end/ && t > hi) hi = t } }
-    END { printf "%.0f\n", hi - lo }'
-}
+kernels_ns() { span_of kernel "$1"; }
 
 # default_stream: 8 chunks on the legacy stream, serialised; the twin spreads them over 4 streams.
 measure=kernels_ns row default_stream "" "" --change streams=4
