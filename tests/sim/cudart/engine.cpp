@@ -676,13 +676,6 @@ thread_local std::function<uint64_t()>* t_plan = nullptr;
 // depend on when the work ran, and the host then need not wait for work that a real GPU would
 // have done in the planned time.
 void Engine::execute(std::unique_lock<EngineMutex>& lock, Stream* s, Op& op) {
-  // A blocked host may run another stream's work while placing its own (block_host): the
-  // calling thread's state of the op it runs is its own again after this one.
-  struct Outer {
-    std::function<uint64_t()>* plan = t_plan;
-    uint64_t reported_end_ns = t_reported_end_ns, host_start_ns = t_host_start_ns;
-    ~Outer() { t_plan = plan, t_reported_end_ns = reported_end_ns, t_host_start_ns = host_start_ns; }
-  } outer;
   const uint64_t ready = ready_ns(*s, op);
   uint64_t start = ready;
   uint64_t end = ready;
