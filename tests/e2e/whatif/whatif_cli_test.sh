@@ -47,6 +47,20 @@ a=$(k "$work/sync.gpuh"); b=$(k "$work/p.gpuh")
 "$gantt" diagnose "$work/p.gpuh" >/dev/null 2>&1 || fail "diagnose"
 "$gantt" export "$work/p.gpuh" --format chrome -o "$work/p.json" 2>/dev/null || fail "export"
 
+# The memory fixes diagnose names for memory_phases (activation checkpointing for memory-peak,
+# freeing the idle table for memory-idle): predicted, diagnose finds neither any more.
+GPUHOOK_MEM_USE=1 "$gantt" record -q -o "$work/mem.gpuh" -- "$build/examples/memory_phases" >/dev/null ||
+  fail "record memory_phases"
+"$gantt" diagnose "$work/mem.gpuh" >"$work/d0.txt" 2>&1
+grep -q 'memory-peak' "$work/d0.txt" && grep -q 'memory-idle' "$work/d0.txt" || { cat "$work/d0.txt"; fail "memory_phases: no memory findings"; }
+"$gantt" whatif "$work/mem.gpuh" --change checkpoint=activations --change free-idle -o "$work/m.gpuh" >"$work/out.txt" ||
+  fail "whatif checkpoint free-idle"
+grep -q '^checkpoint=activations: 2 run(s) .* every 4 .* 24 made again .* peak 116.0 MiB -> 76.0 MiB' "$work/out.txt" &&
+  grep -q '^free-idle: 1 allocation(s) (16.0 MiB) .* peak 76.0 MiB -> 60.0 MiB' "$work/out.txt" || { cat "$work/out.txt"; fail "memory notes"; }
+"$gantt" diagnose "$work/m.gpuh" >"$work/d1.txt" 2>&1
+grep -Eq '\[memory-(peak|idle)\]' "$work/d1.txt" && { cat "$work/d1.txt"; fail "the predicted capture still has memory findings"; }
+"$gantt" render "$work/m.gpuh" --view memory -o "$work/m.svg" 2>/dev/null || fail "render --view memory of the prediction"
+
 # async-copies + pin-copies turn the synchronous copies of pageable_copy into async ones on
 # copy streams (StreamInfo for each) that no longer hold the host.
 "$gantt" whatif -q "$work/copy.gpuh" --change pin-copies --change async-copies --pinned-gbps 25 -o "$work/c.gpuh" ||
@@ -88,6 +102,8 @@ expect2 "names no PCIe link (recorded without NVML, or by an older hook); give -
   "$work/copy_nolink.gpuh" --change pin-copies -o "$work/x.gpuh"
 expect2 "needs the captures of two ranks" "$work/sync.gpuh" --change balance-ranks -o "$work/x.gpuh"
 expect2 "exists; whatif never overwrites" "$work/sync.gpuh" --change remove-syncs -o "$work/p.gpuh"
+expect2 "needs the uses .*\|record it with GPUHOOK_MEM_USE=1" "$work/sync.gpuh" --change free-idle -o "$work/x.gpuh"
+expect2 "no allocation is tagged with a category matching 'activations'" "$work/sync.gpuh" --change checkpoint=activations -o "$work/x.gpuh"
 head -c 3000 "$work/sync.gpuh" >"$work/cut.gpuh"
 printf 'not a capture at all' >"$work/text.gpuh"
 expect2 "text.gpuh" "$work/text.gpuh" --change remove-syncs -o "$work/x.gpuh"

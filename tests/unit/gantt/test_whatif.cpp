@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "fabricate.h"
+#include "gantt/analysis/memory.h"
 #include "gantt/whatif/whatif.h"
 
 namespace gantt::whatif {
@@ -233,13 +234,18 @@ TEST(WhatifChange, SpellingsAreExact) {
   EXPECT_EQ(parse_change("fuse=chunk:64").launches, 64u);
   EXPECT_EQ(parse_change("fuse=chunk:64").name, "chunk");
   EXPECT_EQ(parse_change("fuse=ns::k").name, "ns::k");
+  EXPECT_EQ(parse_change("checkpoint=activations").every, 0u);
+  EXPECT_EQ(parse_change("checkpoint=activations:4").every, 4u);
+  EXPECT_EQ(parse_change("checkpoint=activations:4").name, "activations");
+  EXPECT_EQ(parse_change("free-idle").kind, Change::Kind::kFreeIdle);
   const Change s = parse_change("scale=gemm.*:0.8");
   EXPECT_EQ(s.name, "gemm.*");
   EXPECT_DOUBLE_EQ(s.factor, 0.8);
   for (const char* bad : {"pin_copies", "streams=1", "streams=2.5", "streams=x", "scale=gemm", "scale=:2",
                           "scale=a:-1", "scale=a:nan", "scale=a:1e9", "remove-syncs=", "priority=", "priority", "overlap-copies=2", "block-size=", "block-size=:64",
                           "block-size=k:0", "block-size=k:99999999999", "fuse=", "fuse=:4", "fuse=k:1",
-                          "fuse=k:0", "fuse=k:99999999999", ""})
+                          "fuse=k:0", "fuse=k:99999999999", "checkpoint=", "checkpoint=:4", "checkpoint=act:0",
+                          "free-idle=x", ""})
     EXPECT_THROW(parse_change(bad), std::invalid_argument) << bad;
 }
 
@@ -696,6 +702,103 @@ TEST_F(WhatifPredict, FuseMakesARunOfLaunchesOneKernelTimedByItsWaves) {
   EXPECT_THROW(predict({in}, {parse_change("fuse=nothing")}, {}, dir_ + "/none.gpuh"), std::invalid_argument);
 }
 
+// ---- the memory changes -----------------------------------------------------------------
+
+v1::Record memory(v1::MemoryOp op, uint64_t address, uint64_t bytes, uint64_t t) {
+  v1::Record r;
+  r.mutable_memory()->set_op(op);
+  r.mutable_memory()->set_address(address);
+  r.mutable_memory()->set_bytes(bytes);
+  r.mutable_memory()->set_time_ns(static_cast<int64_t>(t));
+  r.mutable_memory()->set_memory_kind(v1::MEMORY_DEVICE);
+  return r;
+}
+v1::Record memory_tag(uint64_t address, uint32_t category, uint64_t t) {
+  v1::Record r;
+  r.mutable_memory_tag()->set_address(address);
+  r.mutable_memory_tag()->set_category_id(category);
+  r.mutable_memory_tag()->set_time_ns(static_cast<int64_t>(t));
+  return r;
+}
+v1::Record memory_use(uint64_t address, uint64_t t) {
+  v1::Record r;
+  r.mutable_memory_use()->set_address(address);
+  r.mutable_memory_use()->set_time_ns(static_cast<int64_t>(t));
+  return r;
+}
+uint64_t peak_of(const std::string& path) {
+  const std::vector<analysis::DeviceMemory> report = analysis::memory_report(load({path}));
+  return report.empty() ? 0 : report[0].peak_bytes;
+}
+
+// A forward pass makes four activations of 100 bytes (A0-A3, tagged "act") and the backward
+// pass frees them in reverse; a 300-byte table T is used once at the start and held to the
+// end, a 10-byte P used before the peak and after it.
+class WhatifMemory : public WhatifPredict {
+ protected:
+  std::string capture() {
+    using gantt_test::api;
+    const uint32_t call = id("cudaMalloc"), act = id("act");
+    std::vector<v1::Record> r;
+    r.push_back(api(call, 7, 1000, 1010, 1));
+    r.push_back(memory(v1::MEMORY_OP_ALLOC, 0x100000, 300, 1005));  // T
+    r.push_back(memory(v1::MEMORY_OP_ALLOC, 0x200000, 10, 1006));    // P
+    r.push_back(memory_use(0x100000, 1060));
+    r.push_back(memory_use(0x200000, 1070));
+    for (uint64_t i = 0; i < 4; ++i) {
+      r.push_back(memory(v1::MEMORY_OP_ALLOC, 0x1000 * (i + 1), 100, 1100 + 100 * i));
+      r.push_back(memory_tag(0x1000 * (i + 1), act, 1100 + 100 * i));
+    }
+    for (uint64_t i = 0; i < 4; ++i) r.push_back(memory(v1::MEMORY_OP_FREE, 0x1000 * (4 - i), 0, 2000 + 100 * i));
+    r.push_back(memory_use(0x200000, 2500));
+    r.push_back(memory(v1::MEMORY_OP_FREE, 0x100000, 0, 9000));
+    r.push_back(memory(v1::MEMORY_OP_FREE, 0x200000, 0, 9000));
+    r.push_back(api(call, 7, 8990, 9010, 2));
+    return write("mem.gpuh", with_strings(r));
+  }
+};
+
+TEST_F(WhatifMemory, CheckpointKeepsOneInKAndMakesASegmentAgainWhenTheBackwardPassReachesIt) {
+  const std::string in = capture();
+  // All four activations live at 1400-2000 beside T and P: 710.
+  EXPECT_EQ(peak_of(in), 710u);
+  // K = 2 keeps A1 and A3. Forward: A0 freed at 1201, A2 at 1401; at 1400 A1, A2, A3 live
+  // (300). Backward: A3 freed at 2000, A2 made again at 2001 and freed at 2100 (A1 and A2 live,
+  // 200), A1 freed at 2200, A0 made again at 2201. The peak: 310 + 300.
+  const Prediction p = predict({in}, {parse_change("checkpoint=^act$:2")}, {}, dir_ + "/out.gpuh");
+  EXPECT_EQ(peak_of(dir_ + "/out.gpuh"), 610u);
+  ASSERT_EQ(p.notes.size(), 1u);
+  EXPECT_NE(p.notes[0].find("2 made again"), std::string::npos) << p.notes[0];
+  // Every allocation is freed once: the ones made again too.
+  const Model m = load({dir_ + "/out.gpuh"});
+  size_t allocs = 0, frees = 0;
+  for (size_t i = 0; i < m.memory.size(); ++i) (m.memory.op[i] == v1::MEMORY_OP_ALLOC ? allocs : frees)++;
+  EXPECT_EQ(allocs, 8u);
+  EXPECT_EQ(frees, 8u);
+  // The default K is the square root of the run: 2 here, the same prediction.
+  predict({in}, {parse_change("checkpoint=act")}, {}, dir_ + "/default.gpuh");
+  EXPECT_EQ(peak_of(dir_ + "/default.gpuh"), 610u);
+  EXPECT_THROW(predict({in}, {parse_change("checkpoint=weights")}, {}, dir_ + "/none.gpuh"), std::invalid_argument);
+}
+
+TEST_F(WhatifMemory, FreeIdleFreesWhatIsHeldUnusedAtThePeakAfterItsLastUse) {
+  const std::string in = capture();
+  // T (last used at 1060, held to 9000) goes after its use; P, used after the peak, stays:
+  // the activations and P, 410 (T and P at the start: 310).
+  predict({in}, {parse_change("free-idle")}, {}, dir_ + "/out.gpuh");
+  EXPECT_EQ(peak_of(dir_ + "/out.gpuh"), 410u);
+  // With checkpointing as well: 10 + 300, and T and P at the start, 310.
+  predict({in}, {parse_change("free-idle"), parse_change("checkpoint=act:2")}, {}, dir_ + "/both.gpuh");
+  EXPECT_EQ(peak_of(dir_ + "/both.gpuh"), 310u);
+}
+
+TEST_F(WhatifMemory, FreeIdleNeedsTheRecordedUses) {
+  using gantt_test::api;
+  const uint32_t call = id("cudaMalloc");
+  const std::string in = write("nouse.gpuh", with_strings({api(call, 7, 1000, 1010, 1), memory(v1::MEMORY_OP_ALLOC, 0x1000, 100, 1005),
+                                                           memory(v1::MEMORY_OP_FREE, 0x1000, 0, 9000), api(call, 7, 8990, 9010, 2)}));
+  EXPECT_THROW(predict({in}, {parse_change("free-idle")}, {}, dir_ + "/out.gpuh"), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace gantt::whatif
-

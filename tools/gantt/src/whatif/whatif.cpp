@@ -127,6 +127,7 @@ Change parse_change(const std::string& text) {
   else if (text == "graphs") c.kind = Change::Kind::kGraphs;
   else if (text == "balance-ranks") c.kind = Change::Kind::kBalanceRanks;
   else if (text == "overlap-copies") c.kind = Change::Kind::kOverlapCopies;
+  else if (text == "free-idle") c.kind = Change::Kind::kFreeIdle;
   else if (starts_with(text, "streams=")) {
     c.kind = Change::Kind::kStreams;
     const double n = parse_number(text, text.substr(8));
@@ -155,6 +156,13 @@ Change parse_change(const std::string& text) {
     if (const auto n = trailing_count(text, &c.name, "fuse=KERNEL_REGEX[:LAUNCHES]")) {
       if (*n < 2 || *n > UINT32_MAX) throw std::invalid_argument("--change " + text + ": a fused kernel takes from 2 launches up");
       c.launches = static_cast<uint32_t>(*n);
+    }
+  } else if (starts_with(text, "checkpoint=") && text.size() > 11) {
+    c.kind = Change::Kind::kCheckpoint;
+    c.name = text.substr(11);
+    if (const auto n = trailing_count(text, &c.name, "checkpoint=CATEGORY_REGEX[:K]")) {
+      if (*n != std::floor(*n) || *n > 1e6) throw std::invalid_argument("--change " + text + ": K is a whole number from 1 to 1000000");
+      c.every = static_cast<uint32_t>(*n);
     }
   } else if (starts_with(text, "priority=") && text.size() > 9) {
     c.kind = Change::Kind::kPriority;
@@ -189,7 +197,16 @@ const char* change_help() {
          "  fuse=REGEX[:N]         each run of back-to-back launches of kernels matching REGEX on one\n"
          "                         stream (at most N) becomes one launch over all their blocks, timed by\n"
          "                         its waves of blocks at their measured time per wave; the launch calls\n"
-         "                         after the first and the host time between them go\n";
+         "                         after the first and the host time between them go\n"
+         "  checkpoint=REGEX[:K]   activation checkpointing: a run of allocations tagged REGEX\n"
+         "                         (gpuhook_mem_tag) made one after another and freed in reverse keeps\n"
+         "                         one in K (default: the square root of the run) for the backward pass,\n"
+         "                         frees the others once the next is made, and makes a segment again\n"
+         "                         when the backward pass reaches it; memory only: the recompute's\n"
+         "                         kernels are counted in the note, not added to the timeline\n"
+         "  free-idle              what diagnose memory-idle names: an allocation held unused at its\n"
+         "                         device's memory peak for at least half the capture is freed right\n"
+         "                         after its last use (record with GPUHOOK_MEM_USE=1)\n";
 }
 
 Prediction predict(const std::vector<std::string>& inputs, const std::vector<Change>& changes, const Options& options,

@@ -938,6 +938,8 @@ void apply(Built& b, const std::vector<Change>& changes, const Options& options)
       case Change::Kind::kOverlapCopies: overlap_copies(b, ch); break;
       case Change::Kind::kBlockSize: resize_blocks(b, ch); break;
       case Change::Kind::kFuse: fuse_kernels(b, ch); break;
+      case Change::Kind::kCheckpoint: checkpoint(b, ch); break;
+      case Change::Kind::kFreeIdle: free_idle(b, ch); break;
     }
     link(b);  // the lanes may have moved: find the waits again
   }

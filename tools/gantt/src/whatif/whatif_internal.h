@@ -84,6 +84,13 @@ struct RecordPlace {
   int64_t offset_ns = 0;   // kInnerCall: from its outer call's start; kMember: from its block's start
 };
 
+// What the memory changes decided for a section, in the capture's own times: a Memory record's
+// new time by its index, and the records they add (written before the section's footer).
+struct MemoryEdits {
+  std::unordered_map<uint32_t, int64_t> moved;
+  std::vector<v1::Record> added;
+};
+
 struct Built {
   Graph graph;
   std::vector<Section> sections;
@@ -108,6 +115,8 @@ struct Built {
   // Per op, once fuse made one part of an earlier kernel (empty before): its record is not
   // written, and it takes no time after the kernel that does its work.
   std::vector<bool> op_fused_away;
+  // Per section, once a memory change made one (empty before).
+  std::vector<MemoryEdits> memory_edits;
 };
 
 // The median of `v` (the upper one of an even count), 0 for none.
@@ -117,6 +126,9 @@ Built build(std::vector<Section> sections);
 // (Re)computes calls' waits and ops' `after` from the specs and the lanes as they are now.
 void link(Built& b);
 void apply(Built& b, const std::vector<Change>& changes, const Options& options);
+// The memory changes (whatif_memory.cpp): they fill Built::memory_edits, not the graph.
+void checkpoint(Built& b, const Change& ch);
+void free_idle(Built& b, const Change& ch);
 uint64_t write(const Built& b, const std::vector<Change>& changes, const std::string& output);
 
 }  // namespace gantt::whatif::detail

@@ -103,6 +103,40 @@ uint64_t write(const Built& b, const std::vector<Change>& changes, const std::st
       if (it != ids.end()) return it->second;
       return ids.emplace(id, writer->intern(sec.string(id))).first->second;
     };
+    // A record the replay did not time moves with the host calls before it.
+    auto move_with_calls = [&](v1::Record& r) {
+      const TimeMap* map = &global;
+      if (r.has_range()) {
+        auto it = per_thread.find(r.range().thread_id());
+        if (it != per_thread.end()) map = &it->second;
+      }
+      // The record's first time is mapped and the others keep their distance to it: mapped
+      // one by one, a start and an end could land on two threads' timelines out of order.
+      const bool clock_sync = r.has_clock_sync();
+      int index = 0;
+      bool first = true;
+      int64_t delta = 0;
+      gpuhook::visit_times(r, [&](bool& has, int64_t& v) {
+        const int field = index++;
+        if (clock_sync && field != gpuhook::kClockSyncHostTime) return;
+        if (!has || v <= 0) return;
+        if (first) {
+          delta = as_time((*map)(static_cast<uint64_t>(v))) - v;
+          first = false;
+        }
+        v = delta > 0 ? (v > INT64_MAX - delta ? INT64_MAX : v + delta) : std::max<int64_t>(v + delta, 1);
+      });
+    };
+    // What a memory change added, in the section's times: before its footer.
+    bool added_written = false;
+    auto write_added = [&] {
+      if (s >= b.memory_edits.size()) return;
+      for (v1::Record added : b.memory_edits[s].added) {
+        move_with_calls(added);
+        remap_strings(added, remap);
+        put(added);
+      }
+    };
     bool header_seen = false;
     auto stream_infos = [&] {
       for (const Lane& l : g.lanes) {
@@ -223,30 +257,16 @@ uint64_t write(const Built& b, const std::vector<Change>& changes, const std::st
             continue;
           }
           if (r.has_footer()) {  // after everything predicted, as the real one is
+            write_added();
+            added_written = true;
             r.mutable_footer()->set_end_monotonic_raw_ns(std::max(global(r.footer().end_monotonic_raw_ns()), latest));
             break;
           }
-          const TimeMap* map = &global;
-          if (r.has_range()) {
-            auto it = per_thread.find(r.range().thread_id());
-            if (it != per_thread.end()) map = &it->second;
+          if (r.has_memory() && s < b.memory_edits.size()) {
+            const auto moved = b.memory_edits[s].moved.find(i);
+            if (moved != b.memory_edits[s].moved.end()) r.mutable_memory()->set_time_ns(moved->second);
           }
-          // The record's first time is mapped and the others keep their distance to it: mapped
-          // one by one, a start and an end could land on two threads' timelines out of order.
-          const bool clock_sync = r.has_clock_sync();
-          int index = 0;
-          bool first = true;
-          int64_t delta = 0;
-          gpuhook::visit_times(r, [&](bool& has, int64_t& v) {
-            const int field = index++;
-            if (clock_sync && field != gpuhook::kClockSyncHostTime) return;
-            if (!has || v <= 0) return;
-            if (first) {
-              delta = as_time((*map)(static_cast<uint64_t>(v))) - v;
-              first = false;
-            }
-            v = delta > 0 ? (v > INT64_MAX - delta ? INT64_MAX : v + delta) : std::max<int64_t>(v + delta, 1);
-          });
+          move_with_calls(r);
           break;
         }
       }
@@ -254,6 +274,7 @@ uint64_t write(const Built& b, const std::vector<Change>& changes, const std::st
       put(r);
     }
     if (!header_seen) stream_infos();
+    if (!added_written) write_added();
   }
   if (!writer->close()) throw std::runtime_error(output + ": " + writer->last_error());
   return written;

@@ -39,15 +39,16 @@ namespace gantt::whatif {
 struct Change {
   enum class Kind {
     kPinCopies, kAsyncCopies, kRemoveSyncs, kStreams, kGraphs, kScale, kBalanceRanks, kPriority, kOverlapCopies,
-    kBlockSize, kFuse
+    kBlockSize, kFuse, kCheckpoint, kFreeIdle
   };
   Kind kind = Kind::kPinCopies;
   std::string text;          // as typed, for the header and the report
-  std::string name;          // remove-syncs=NAME: only calls of this name; scale, priority: the regex
+  std::string name;          // remove-syncs=NAME: only calls of this name; scale, priority, checkpoint: the regex
   double factor = 1;         // scale
   uint32_t streams = 0;      // streams=N
   uint32_t threads = 0;      // block-size=REGEX:N (0: the block size of the most resident threads)
   uint32_t launches = 0;     // fuse=REGEX:N, launches a fused kernel takes at most (0: the whole run)
+  uint32_t every = 0;        // checkpoint=REGEX:K, one allocation kept in K (0: the square root of a run)
 };
 // Throws std::invalid_argument with a message that lists the accepted spellings.
 Change parse_change(const std::string& text);
