@@ -70,9 +70,15 @@ void yield_to_host_threads() {
 namespace {
 // The stream whose worker the calling thread is (none on the program's threads).
 thread_local const Stream* t_worker_of = nullptr;
+// One of the simulator's other threads (the mover, CUPTI's buffer thread: gpuhook_sim_own_thread).
+thread_local bool t_simulator_thread = false;
 
 // A program thread's waits for the simulator's own work stop the clock (GPUHOOK_SIM_PAUSE_CLOCK).
-bool program_thread_pauses() { return t_worker_of == nullptr && clock_pauses(); }
+// The simulator's threads never touch it: they run at SCHED_IDLE, and one held off a core for
+// milliseconds beside a busy neighbour while it stopped or restarted the clock kept the
+// program's threads waiting to do the same (paused_clock.cpp's writer lock) with the clock
+// running, or kept the clock stopped while the program computed.
+bool program_thread_pauses() { return t_worker_of == nullptr && !t_simulator_thread && clock_pauses(); }
 
 // The clock stands for its lifetime where the calling thread is one of the program's: it waits
 // for, or does, the simulator's own work.
@@ -306,10 +312,23 @@ void Engine::wait(const CompletionPtr& c) {
   // A host about to block runs the work it waits for itself when the stream's worker has not
   // taken it yet (a synchronous copy, a launch then a synchronise): two thread wake-ups that a
   // GPU does not have would otherwise delay the host's return.
+  // Blocked in the runtime, the clock stands from one look to the next (block_host moves it on
+  // to planned times only). Stopped and restarted around each look instead, it ran between
+  // them: beside a second build, where this thread waited milliseconds for the simulator's
+  // threads to get a core, 13,806 looks leaked 4.5 ms into one synchronise. Work it runs itself
+  // stops the clock on its own terms (execute): an NCCL twin there waits for its peer's rank,
+  // whose worker may wait for the clock.
+  std::optional<ProgramWait> blocked;
   while (!c->done) {
-    if (c->stream != nullptr && run_front(lock, c->stream)) continue;
+    if (c->stream != nullptr && front_runnable(*c->stream)) {
+      blocked.reset();
+      run_front(lock, c->stream);
+      continue;
+    }
+    if (!blocked) blocked.emplace();
     block_host(lock, done_cv_);
   }
+  blocked.reset();
   const uint64_t end = c->end_ns;
   lock.unlock();
   // The host returns when the GPU finishes on the plan, however late the worker ran (with the
@@ -573,6 +592,9 @@ uint64_t Engine::commit(std::unique_lock<EngineMutex>& lock, Stream* s, Op& op, 
     clock_targets_.erase(target);
     clock_waiters_changed();
   };
+  // A host placing work it ran itself is blocked: the clock stands until the work is placed (as
+  // in Engine::wait, not only while it looks).
+  const ProgramWait placing;
   for (;;) {
     start = fit_start(*r, op, share, ready);
     if (competitor_first(*r, s, op, start)) {
@@ -852,6 +874,7 @@ void Engine::settle() {
 
 void Engine::mover_main() {
   pthread_setname_np(pthread_self(), "sim_mover");
+  t_simulator_thread = true;
   yield_to_host_threads();
   std::unique_lock<std::mutex> lock(move_mu_);
   for (;;) {
@@ -921,14 +944,19 @@ void Engine::worker_main(Stream* s) {
   }
 }
 
-bool Engine::run_front(std::unique_lock<EngineMutex>& lock, Stream* s) {
-  if (s->queue.empty()) return false;
-  Op& op = *s->queue.front();
+bool Engine::front_runnable(const Stream& s) const {
+  if (s.queue.empty()) return false;
+  const Op& op = *s.queue.front();
   if (op.taken || op.kind == OpKind::kStop) return false;
   if (!std::all_of(op.deps.begin(), op.deps.end(), [](const auto& d) { return d->done; })) return false;
   // Host work runs on the stream's worker, a runtime thread, never on a waiting host: it may
   // take locks the waiting thread holds.
-  if (op.kind == OpKind::kHost && t_worker_of != s) return false;
+  return op.kind != OpKind::kHost || t_worker_of == &s;
+}
+
+bool Engine::run_front(std::unique_lock<EngineMutex>& lock, Stream* s) {
+  if (!front_runnable(*s)) return false;
+  Op& op = *s->queue.front();
   op.taken = true;
   execute(lock, s, op);
   s->queue.pop_front();
@@ -957,6 +985,10 @@ extern "C" __attribute__((visibility("default"))) void gpuhook_sim_kernel_end_at
 extern "C" __attribute__((visibility("default"))) uint64_t gpuhook_sim_kernel_start_ns() {
   return gpuhook::sim::t_plan != nullptr ? (*gpuhook::sim::t_plan)() : 0;
 }
+
+// The calling thread is the simulator's own (CUPTI's buffer thread): its waits never stop the
+// clock (program_thread_pauses).
+extern "C" __attribute__((visibility("default"))) void gpuhook_sim_own_thread() { gpuhook::sim::t_simulator_thread = true; }
 
 // A program thread is about to wait for one of the simulator's locks (begin 1) or has it
 // (begin 0, only after a 1 that returned 1): with GPUHOOK_SIM_PAUSE_CLOCK the clock stands

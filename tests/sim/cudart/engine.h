@@ -228,6 +228,8 @@ class Engine {
   // Runs the stream's front operation on the calling thread, if no thread has taken it and
   // its dependencies are done; false otherwise.
   bool run_front(std::unique_lock<EngineMutex>& lock, Stream* s);
+  // Whether run_front would run the stream's front operation on the calling thread (mu_ held).
+  bool front_runnable(const Stream& s) const;
   // Completes the CUPTI records of work whose planned end the clock has reached (of every
   // stream, or of one).
   void complete_due(Stream* only = nullptr);
