@@ -277,20 +277,31 @@ std::optional<int> try_scan_graphs(const StatsOptions& o) {
   return scanned->job.corrupt || corrupt(*streamed) ? kExitError : kExitOk;
 }
 
-// --by memory without a filter by a scan (analysis::scan_memory): the event scan says what a
-// load says of the files (and puts a job's captures on one clock by their collectives), and only
-// their memory records, ranges and the calls that made the allocations are held. Nothing when a
-// scan cannot serve; the caller then loads.
-std::optional<int> try_scan_memory(const StatsOptions& o) {
+// --by memory and --by comm without a filter by a scan (analysis::scan_memory, scan_comm): the
+// event scan says what a load says of the files (and puts a job's captures on one clock by their
+// collectives), and only the records the report reads are held (the memory records, ranges and
+// the calls that made the allocations; the NCCL calls and the kernels they launched). Nothing
+// when a scan cannot serve; the caller then loads.
+template <class ScanRecords, class Report>
+std::optional<int> try_scan_records(const StatsOptions& o, ScanRecords scan_records, Report report) {
   if (any_filter(o.filter)) return std::nullopt;
   std::optional<int> exit;
-  const auto scan = [](const std::vector<std::string>& files, const ga::EventScanOptions& so, const gantt::EventFilter*,
-                       std::string* why_not) { return ga::scan_memory(files, so, why_not); };
-  const std::optional<ga::ScannedMemory> scanned = scan_job(o, scan, &exit);
+  const auto scan = [&](const std::vector<std::string>& files, const ga::EventScanOptions& so, const gantt::EventFilter*,
+                        std::string* why_not) { return scan_records(files, so, why_not); };
+  const std::optional<ga::ScannedRecords> scanned = scan_job(o, scan, &exit);
   if (!scanned) return exit;
   if (!said_job_scan(o, scanned->job)) return kExitError;
-  std::cout << ga::format_memory_stats(scanned->records, ga::memory_report(scanned->records), o.format);
+  std::cout << report(scanned->records);
   return scanned->job.corrupt ? kExitError : kExitOk;
+}
+
+std::string memory_stats(const gantt::Model& m, const std::string& format) {
+  return ga::format_memory_stats(m, ga::memory_report(m), format);
+}
+std::string comm_stats(const gantt::Model& m, const std::string& format) {
+  std::vector<std::string> notes;
+  const std::vector<ga::CommMatrix> matrices = ga::comm_matrices(m, &notes);
+  return ga::format_comm_stats(matrices, notes, format);
 }
 
 int run_stats(const StatsOptions& o) {
@@ -319,8 +330,11 @@ int run_stats(const StatsOptions& o) {
     if (const auto scanned = try_scan_collectives(o)) return *scanned;
   if (o.by == "graph")
     if (const auto scanned = try_scan_graphs(o)) return *scanned;
+  const auto report = [&](auto stats) { return [&, stats](const gantt::Model& m) { return stats(m, o.format); }; };
   if (o.by == "memory")
-    if (const auto scanned = try_scan_memory(o)) return *scanned;
+    if (const auto scanned = try_scan_records(o, ga::scan_memory, report(memory_stats))) return *scanned;
+  if (o.by == "comm")
+    if (const auto scanned = try_scan_records(o, ga::scan_comm, report(comm_stats))) return *scanned;
   LoadedJob job = load_captures(o.files, o.load, kWhyStatsLoads);
   gantt::Model& model = job.model;
   const bool corrupt = job.corrupt;
@@ -344,8 +358,7 @@ int run_stats(const StatsOptions& o) {
     return corrupt ? kExitError : kExitOk;
   }
   if (o.by == "comm") {
-    std::vector<std::string> notes;
-    std::cout << ga::format_comm_stats(ga::comm_matrices(model, &notes), notes, o.format);
+    std::cout << comm_stats(model, o.format);
     return corrupt ? kExitError : kExitOk;
   }
   if (o.by == "pipeline") {
@@ -355,7 +368,7 @@ int run_stats(const StatsOptions& o) {
     return corrupt ? kExitError : kExitOk;
   }
   if (o.by == "memory") {
-    std::cout << ga::format_memory_stats(model, ga::memory_report(model), o.format);
+    std::cout << memory_stats(model, o.format);
     return corrupt ? kExitError : kExitOk;
   }
   if (o.by == "wait") {

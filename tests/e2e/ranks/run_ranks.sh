@@ -61,6 +61,17 @@ same_memory() {
   grep -q "c3\.gpu0" "$dir/scanned.txt" ||
     { echo "FAIL: stats --by memory $* shows no fourth rank's device"; cat "$dir/scanned.txt"; exit 1; }
 }
+# same_comm FILES...: stats --by comm scans the ranks too (their collectives' ring traffic on
+# the job's clock) and says what --in-memory says.
+same_comm() {
+  "$cli" stats "$@" --by comm --format json --max-memory 1K > "$dir/scanned.txt" 2> "$dir/scanned.err" ||
+    { echo "FAIL: stats --by comm $* was not scanned: $(cat "$dir/scanned.err")"; exit 1; }
+  "$cli" stats "$@" --by comm --format json --in-memory > "$dir/loaded.txt" 2> "$dir/loaded.err" || true
+  if ! cmp -s "$dir/scanned.txt" "$dir/loaded.txt" || ! cmp -s "$dir/scanned.err" "$dir/loaded.err"; then
+    echo "FAIL: stats --by comm $* scanned differs from --in-memory"
+    diff "$dir/scanned.txt" "$dir/loaded.txt" | head -20; diff "$dir/scanned.err" "$dir/loaded.err"; exit 1
+  fi
+}
 case $mode in
   straggler|merge)
     LD_PRELOAD=$hook GPUHOOK_OUTPUT=$dir/rank%r.gpuh "$example" --ranks 4 --steps $steps --slow-rank 2 --extra-us $extra_us >/dev/null
@@ -109,6 +120,7 @@ PY
       same_collectives "${files[@]}"
       same_collectives "${files[@]}" --from 20ms --device 0
       same_memory "${files[@]}"
+      same_comm "${files[@]}"
       # Each rank summarised on its own (the map step), the summaries diagnosed together: the
       # same imbalance finding, less the last-arriver line that needs every collective.
       for r in 0 1 2 3; do "$cli" stats "$dir/rank$r.gpuh" --summary -o "$dir/rank$r.gsum" 2>/dev/null; done

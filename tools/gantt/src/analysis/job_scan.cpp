@@ -253,24 +253,31 @@ std::optional<ScannedGraphs> scan_graph_launches(const std::vector<std::string>&
   return out;
 }
 
+namespace {
+// One read of a capture's records of `kinds` (bits of Record::KindCase), each given to `take`,
+// under the load's options and its amplification guard.
+void read_kinds(const std::string& path, const LoadOptions& load, uint64_t kinds,
+                const std::function<void(const gpuhook::v1::Record&)>& take) {
+  gpuhook::ReaderOptions ro;
+  ro.strict = load.strict;
+  ro.from_ns = load.from_ns;
+  ro.to_ns = load.to_ns;
+  ro.only_kinds = kinds;
+  const std::unique_ptr<gpuhook::CaptureReader> reader = gantt::scan::open_capture(path, ro);
+  const AmplificationGuard guard(*reader, load);
+  gpuhook::v1::Record r;
+  while (reader->next(r)) {
+    guard.check(*reader);
+    take(r);
+  }
+}
+}  // namespace
+
 std::optional<RecordSpool> memory_records(const std::string& path, const LoadOptions& load, bool with_uses,
                                           std::string* why_not) {
   namespace v1 = gpuhook::v1;
   RecordSpool out;
-  const auto read = [&](uint64_t kinds, const std::function<void(const v1::Record&)>& take) {
-    gpuhook::ReaderOptions ro;
-    ro.strict = load.strict;
-    ro.from_ns = load.from_ns;
-    ro.to_ns = load.to_ns;
-    ro.only_kinds = kinds;
-    const std::unique_ptr<gpuhook::CaptureReader> reader = gantt::scan::open_capture(path, ro);
-    const AmplificationGuard guard(*reader, load);
-    v1::Record r;
-    while (reader->next(r)) {
-      guard.check(*reader);
-      take(r);
-    }
-  };
+  const auto read = [&](uint64_t kinds, const std::function<void(const v1::Record&)>& take) { read_kinds(path, load, kinds, take); };
   const auto bit = [](v1::Record::KindCase k) { return uint64_t{1} << k; };
   std::unordered_set<uint32_t> made_by;  // the allocations' correlation ids
   size_t memory = 0, uses = 0;
@@ -318,25 +325,32 @@ Model records_model(const std::vector<std::string>& paths, const AddRecords& add
   return records;
 }
 
-std::optional<ScannedMemory> scan_memory(const std::vector<std::string>& paths, const EventScanOptions& options,
-                                         std::string* why_not) {
-  // The event scan reads what a load would say of each file (its damage, its warnings), its
-  // span and, for a job, the collectives that put the captures on one clock (as
-  // scan_collective_calls() does); the memory records are read after it, by kind.
-  class MemoryShare final : public CollectiveCalls {
+namespace {
+
+// The scan behind scan_memory() and scan_comm(): the event scan of each capture (its damage,
+// its warnings, its span and, for a job, the collectives that put the captures on one clock, as
+// scan_collective_calls() reads them), then, where it met a record `wanted` names, `read` of
+// that capture's records by kind; a model of them on the job's clock.
+using WantedKind = std::function<bool(gpuhook::v1::Record::KindCase)>;
+using ReadRecords = std::function<std::optional<RecordSpool>(const std::string& path, std::string* why_not)>;
+std::optional<ScannedRecords> scan_records(const std::vector<std::string>& paths, const EventScanOptions& options,
+                                           const WantedKind& wanted, const ReadRecords& read, std::string* why_not) {
+  class RecordsShare final : public CollectiveCalls {
    public:
-    using CollectiveCalls::CollectiveCalls;
+    RecordsShare(uint16_t capture, int32_t rank, size_t budget, const WantedKind& wanted)
+        : CollectiveCalls(capture, rank, budget), wanted_(wanted) {}
     void record(const gpuhook::v1::Record& r, const gpuhook::CaptureReader&) override {
-      const auto k = r.kind_case();
-      memory = memory || k == gpuhook::v1::Record::kMemory || k == gpuhook::v1::Record::kMemoryTag ||
-               k == gpuhook::v1::Record::kMemoryUse;
+      seen = seen || wanted_(r.kind_case());
     }
-    bool memory = false;  // read again after the scan, by kind
+    bool seen = false;  // read again after the scan, by kind
+
+   private:
+    const WantedKind& wanted_;
   };
   const bool job = paths.size() > 1;
   EventScanOptions so = options;
   so.join_nccl = job;  // the collectives' kernels, for the job's clock
-  ShareSet<MemoryShare> set;
+  ShareSet<RecordsShare> set;
   std::vector<RankCollectiveCall> calls;
   std::vector<RankClockInput> clocks;
   bool shared_kernel = false;
@@ -345,24 +359,25 @@ std::optional<ScannedMemory> scan_memory(const std::vector<std::string>& paths, 
   const auto consumers = [&](size_t c, const EventScanner& scanner, const Model& context) {
     const size_t budget = (kMaxScannedCollectives - calls.size()) / std::max<size_t>(scanner.shares(), 1) + 1;
     const auto capture = static_cast<uint16_t>(c);
-    return set.make(scanner.shares(), [&] { return std::make_unique<MemoryShare>(capture, global_rank(context, capture), budget); });
+    return set.make(scanner.shares(),
+                    [&] { return std::make_unique<RecordsShare>(capture, global_rank(context, capture), budget, wanted); });
   };
   const auto done = [&](size_t c, const EventScanner& scanner, bool ran, const std::string& why) -> std::string {
     const bool too_many = std::any_of(set.shares.begin(), set.shares.end(), [](const auto& sh) { return sh->too_many; });
     if (!ran) return too_many ? kTooManyCollectives : why;
     const size_t first = calls.size();
-    bool memory = false;
+    bool seen = false;
     for (const auto& sh : set.shares) {
       calls.insert(calls.end(), sh->calls.begin(), sh->calls.end());
       shared_kernel = shared_kernel || sh->shared_kernel;
-      memory = memory || sh->memory;
+      seen = seen || sh->seen;
     }
     if (calls.size() > kMaxScannedCollectives) return kTooManyCollectives;
     if (job) clocks.push_back(clock_input(scanner, calls.begin() + static_cast<ptrdiff_t>(first), calls.end()));
-    if (memory) {
-      std::string why_memory;
-      std::optional<RecordSpool> records = memory_records(paths[c], options.load, true, &why_memory);
-      if (!records) return why_memory;
+    if (seen) {
+      std::string why_records;
+      std::optional<RecordSpool> records = read(paths[c], &why_records);
+      if (!records) return why_records;
       held[c] = std::move(*records);
     }
     spans[c] = {scanner.first_ns(), std::max(scanner.index_last_ns(), scanner.first_ns())};
@@ -370,7 +385,7 @@ std::optional<ScannedMemory> scan_memory(const std::vector<std::string>& paths, 
   };
   std::optional<JobScan> scanned = scan_job(paths, so, nullptr, consumers, done, why_not);
   if (!scanned) return std::nullopt;
-  ScannedMemory out;
+  ScannedRecords out;
   out.job = std::move(*scanned);
   if (!out.job.unusable.empty()) return out;
   // The clocks from the collectives as scan_collective_calls() takes them, refused where those
@@ -388,4 +403,62 @@ std::optional<ScannedMemory> scan_memory(const std::vector<std::string>& paths, 
   return out;
 }
 
+}  // namespace
+
+std::optional<ScannedRecords> scan_memory(const std::vector<std::string>& paths, const EventScanOptions& options,
+                                          std::string* why_not) {
+  namespace v1 = gpuhook::v1;
+  return scan_records(
+      paths, options,
+      [](v1::Record::KindCase k) { return k == v1::Record::kMemory || k == v1::Record::kMemoryTag || k == v1::Record::kMemoryUse; },
+      [&](const std::string& path, std::string* why) { return memory_records(path, options.load, true, why); }, why_not);
+}
+
+std::optional<RecordSpool> comm_records(const std::string& path, const LoadOptions& load, std::string* why_not) {
+  namespace v1 = gpuhook::v1;
+  RecordSpool out;
+  const auto bit = [](v1::Record::KindCase k) { return uint64_t{1} << k; };
+  std::unordered_set<uint64_t> nccl_ids;      // the external ids the hook pushed around NCCL calls
+  std::unordered_set<uint32_t> launched;      // the correlation ids of the CUDA calls inside them
+  std::vector<v1::ExternalCorrelation> externals;
+  size_t calls = 0;
+  bool untied = false;
+  read_kinds(path, load, bit(v1::Record::kNccl) | bit(v1::Record::kExternalCorrelation), [&](const v1::Record& r) {
+    if (r.kind_case() == v1::Record::kExternalCorrelation) {
+      if (externals.size() < kMaxCommRecords) externals.push_back(r.external_correlation());
+      return;
+    }
+    if (++calls > kMaxCommRecords) return;
+    if (r.nccl().external_id() != 0) nccl_ids.insert(r.nccl().external_id());
+    else if (r.nccl().start_ns() != 0) untied = true;
+    out.add(r);
+  });
+  if (calls > kMaxCommRecords || externals.size() >= kMaxCommRecords) {
+    if (why_not) *why_not = "more NCCL calls than a scan keeps";
+    return std::nullopt;
+  }
+  if (untied) {  // the loader finds their kernels among the launches on the call's thread
+    if (why_not) *why_not = "NCCL calls recorded without external correlation ids (an older hook)";
+    return std::nullopt;
+  }
+  v1::Record r;
+  for (const v1::ExternalCorrelation& x : externals) {
+    if (nccl_ids.count(x.external_id()) == 0) continue;
+    launched.insert(x.correlation_id());
+    *r.mutable_external_correlation() = x;
+    out.add(r);
+  }
+  read_kinds(path, load, bit(v1::Record::kKernel), [&](const v1::Record& r) {
+    if (launched.count(r.kernel().correlation_id()) != 0) out.add(r);
+  });
+  return out;
+}
+
+std::optional<ScannedRecords> scan_comm(const std::vector<std::string>& paths, const EventScanOptions& options,
+                                        std::string* why_not) {
+  namespace v1 = gpuhook::v1;
+  return scan_records(
+      paths, options, [](v1::Record::KindCase k) { return k == v1::Record::kNccl; },
+      [&](const std::string& path, std::string* why) { return comm_records(path, options.load, why); }, why_not);
+}
 }  // namespace gantt::analysis

@@ -96,16 +96,34 @@ using AddRecords = std::function<void(size_t capture, ModelBuilder& builder)>;
 Model records_model(const std::vector<std::string>& paths, const AddRecords& add,
                     const std::vector<std::pair<uint64_t, uint64_t>>& spans, const std::vector<int64_t>& offsets);
 
-// stats --by memory from a scan: the model memory_report() reads, holding only each capture's
-// memory records (memory_records()) and its span as a load has it, the captures of a job put on
-// one clock by their collectives as scan_collective_calls() puts them. No filter. nullopt with
-// *why_not where a scan cannot serve (collectives it cannot tell as a load does); throws as
-// scan_job() does.
-struct ScannedMemory {
+// A scan's model of some of a job's records: each capture's span as a load has it, the captures
+// of a job put on one clock by their collectives as scan_collective_calls() puts them.
+struct ScannedRecords {
   JobScan job;
   Model records;
 };
-std::optional<ScannedMemory> scan_memory(const std::vector<std::string>& paths, const EventScanOptions& options,
-                                         std::string* why_not);
+
+// stats --by memory from a scan: the model memory_report() reads, holding only each capture's
+// memory records (memory_records()). No filter. nullopt with *why_not where a scan cannot serve
+// (collectives it cannot tell as a load does); throws as scan_job() does.
+std::optional<ScannedRecords> scan_memory(const std::vector<std::string>& paths, const EventScanOptions& options,
+                                          std::string* why_not);
+
+// NCCL calls a capture may hold for a scan's communication figures; past them, it is loaded.
+inline constexpr size_t kMaxCommRecords = size_t{1} << 21;
+
+// What the communication figures read of a capture (comm_matrices(), the p2p and collective
+// matches): its NCCL calls and the external correlations the hook pushed around them (one
+// read of those kinds), then the kernels those launched (a second read, of the kernels). About
+// 150 bytes held a call. nullopt with *why_not past kMaxCommRecords, or for NCCL calls without
+// external ids (an older hook's: the loader finds their kernels among the thread's launches).
+// Throws gpuhook::CaptureError as load() does.
+std::optional<RecordSpool> comm_records(const std::string& path, const LoadOptions& load, std::string* why_not);
+
+// stats --by comm from a scan: the model comm_matrices() reads, holding only each capture's
+// communication records (comm_records()). No filter. nullopt with *why_not where a scan cannot
+// serve; throws as scan_job() does.
+std::optional<ScannedRecords> scan_comm(const std::vector<std::string>& paths, const EventScanOptions& options,
+                                        std::string* why_not);
 
 }  // namespace gantt::analysis
