@@ -792,6 +792,25 @@ TEST_F(WhatifMemory, FreeIdleFreesWhatIsHeldUnusedAtThePeakAfterItsLastUse) {
   EXPECT_EQ(peak_of(dir_ + "/both.gpuh"), 310u);
 }
 
+// A hostile file: sizes that sum past any integer, times at the top of the format's range.
+// Both changes run to the end (UBSan would name a wrapped sum or time) and write a capture.
+TEST_F(WhatifMemory, HostileSizesAndTimesNeitherWrapNorCrash) {
+  using gantt_test::api;
+  const uint32_t call = id("cudaMalloc"), act = id("act");
+  const uint64_t top = static_cast<uint64_t>(INT64_MAX) - 2;
+  std::vector<v1::Record> r{api(call, 7, 1000, 1010, 1)};
+  for (uint64_t i = 0; i < 3; ++i) {
+    r.push_back(memory(v1::MEMORY_OP_ALLOC, 0x1000 * (i + 1), UINT64_MAX, 1100 + i));
+    r.push_back(memory_tag(0x1000 * (i + 1), act, 1100 + i));
+    r.push_back(memory_use(0x1000 * (i + 1), 1100 + i));
+  }
+  for (uint64_t i = 0; i < 3; ++i) r.push_back(memory(v1::MEMORY_OP_FREE, 0x1000 * (3 - i), 0, top - 100 + 50 * i));
+  const std::string in = write("hostile.gpuh", with_strings(r));
+  const Prediction p = predict({in}, {parse_change("checkpoint=act:2"), parse_change("free-idle")}, {}, dir_ + "/out.gpuh");
+  EXPECT_GT(p.records_written, 0u);
+  EXPECT_NO_THROW(load({dir_ + "/out.gpuh"}));
+}
+
 TEST_F(WhatifMemory, FreeIdleNeedsTheRecordedUses) {
   using gantt_test::api;
   const uint32_t call = id("cudaMalloc");

@@ -150,8 +150,12 @@ std::string mib(double bytes) {
   return buf;
 }
 
+// t + d, held below INT64_MAX (a hostile file's times reach it).
+int64_t after(int64_t t, int64_t d) { return t > INT64_MAX - d ? INT64_MAX : t + d; }
+
 struct Peak {
-  int64_t bytes = 0, at_ns = 0;
+  double bytes = 0;  // a sum of a file's sizes, which may pass any integer's range
+  int64_t at_ns = 0;
 };
 
 // Each device's peak of live bytes and its time, with the edits made so far (allocations first
@@ -159,29 +163,29 @@ struct Peak {
 std::map<uint32_t, Peak> peaks(const SectionMemory& mem, const MemoryEdits& edits) {
   struct Step {
     int64_t time_ns;
-    int64_t delta;
+    double delta;
     uint32_t device;
   };
   std::vector<Step> steps;
   for (const Allocation& a : mem.allocations) {
-    steps.push_back({a.alloc_ns, static_cast<int64_t>(a.bytes), a.device});
+    steps.push_back({a.alloc_ns, static_cast<double>(a.bytes), a.device});
     int64_t freed = a.free_ns;
     if (auto it = edits.moved.find(a.free); a.free != kNone && it != edits.moved.end()) freed = it->second;
-    if (freed != INT64_MAX) steps.push_back({freed, -static_cast<int64_t>(a.bytes), a.device});
+    if (freed != INT64_MAX) steps.push_back({freed, -static_cast<double>(a.bytes), a.device});
   }
   for (const v1::Record& r : edits.added)
     if (r.has_memory() && r.memory().bytes() != 0)
       steps.push_back({r.memory().time_ns(),
-                       r.memory().op() == v1::MEMORY_OP_ALLOC ? static_cast<int64_t>(r.memory().bytes())
-                                                              : -static_cast<int64_t>(r.memory().bytes()),
+                       r.memory().op() == v1::MEMORY_OP_ALLOC ? static_cast<double>(r.memory().bytes())
+                                                              : -static_cast<double>(r.memory().bytes()),
                        r.memory().device()});
   std::sort(steps.begin(), steps.end(), [](const Step& a, const Step& b) {
     return a.time_ns != b.time_ns ? a.time_ns < b.time_ns : a.delta > b.delta;
   });
-  std::map<uint32_t, int64_t> live;
+  std::map<uint32_t, double> live;
   std::map<uint32_t, Peak> out;
   for (const Step& s : steps) {
-    const int64_t now = live[s.device] += s.delta;
+    const double now = live[s.device] += s.delta;
     Peak& p = out[s.device];
     if (now > p.bytes) p = {now, s.time_ns};
   }
@@ -189,10 +193,10 @@ std::map<uint32_t, Peak> peaks(const SectionMemory& mem, const MemoryEdits& edit
 }
 
 // The largest of the devices' peaks.
-uint64_t peak_bytes(const SectionMemory& mem, const MemoryEdits& edits) {
-  int64_t most = 0;
+double peak_bytes(const SectionMemory& mem, const MemoryEdits& edits) {
+  double most = 0;
   for (const auto& [device, p] : peaks(mem, edits)) most = std::max(most, p.bytes);
-  return static_cast<uint64_t>(most);
+  return most;
 }
 
 // An edit of record `index` to time `t`: the earlier of two changes' times wins.
@@ -230,7 +234,7 @@ void checkpoint(Built& b, const Change& ch) {
     const Section& sec = b.sections[s];
     const SectionMemory mem = read_memory(sec);
     MemoryEdits& edits = b.memory_edits[s];
-    const uint64_t before = peak_bytes(mem, edits);
+    const double before = peak_bytes(mem, edits);
     std::map<uint32_t, std::vector<uint32_t>> by_device;  // device -> matched allocations, in order
     std::unordered_map<uint32_t, bool> category_matches;
     for (uint32_t i = 0; i < mem.allocations.size(); ++i) {
@@ -259,7 +263,7 @@ void checkpoint(Built& b, const Change& ch) {
         const size_t k = ch.every != 0 ? ch.every : std::max<size_t>(1, static_cast<size_t>(std::lround(std::sqrt(n))));
         bool stack = run[n - 1]->free != kNone && run[n - 1]->free_ns > run[n - 1]->alloc_ns;
         for (size_t i = 0; stack && i + 1 < n; ++i)
-          stack = run[i]->free != kNone && run[i]->free_ns > run[i + 1]->free_ns + static_cast<int64_t>(k) + 1;
+          stack = run[i]->free != kNone && run[i]->free_ns > after(run[i + 1]->free_ns, static_cast<int64_t>(k) + 1);
         if (!stack) {
           ++skipped;
           continue;
@@ -268,15 +272,15 @@ void checkpoint(Built& b, const Change& ch) {
         k_used = k;
         auto kept = [&](size_t i) { return i % k == k - 1 || i == n - 1; };
         for (size_t i = 0; i + 1 < n; ++i)
-          if (!kept(i)) move_to(edits, run[i]->free, run[i + 1]->alloc_ns + 1);
+          if (!kept(i)) move_to(edits, run[i]->free, after(run[i + 1]->alloc_ns, 1));
         std::vector<bool> again(n, false);
         for (size_t j = n - 1; j-- > 0;) {
           if (kept(j) || again[j]) continue;
           const size_t from = j / k * k;
-          const int64_t at = run[j + 1]->free_ns + 1;  // the backward pass reaches j
+          const int64_t at = after(run[j + 1]->free_ns, 1);  // the backward pass reaches j
           for (size_t i = from; i <= j; ++i) {
             const Allocation& a = *run[i];
-            const int64_t t = at + static_cast<int64_t>(i - from);
+            const int64_t t = after(at, static_cast<int64_t>(i - from));
             edits.added.push_back(memory_record_at(sec, a.alloc, t, a.bytes));
             v1::Record tag;
             tag.mutable_memory_tag()->set_address(a.address);
@@ -294,8 +298,7 @@ void checkpoint(Built& b, const Change& ch) {
       }
     }
     if (!by_device.empty())
-      notes.push_back((b.sections.size() > 1 ? sec.name + ": " : "") + "peak " + mib(static_cast<double>(before)) + " -> " +
-                      mib(static_cast<double>(peak_bytes(mem, edits))));
+      notes.push_back((b.sections.size() > 1 ? sec.name + ": " : "") + "peak " + mib(before) + " -> " + mib(peak_bytes(mem, edits)));
   }
   if (matched == 0)
     throw std::invalid_argument("--change " + ch.text + ": no allocation is tagged with a category matching '" + ch.name +
@@ -326,7 +329,7 @@ void free_idle(Built& b, const Change& ch) {
     const SectionMemory mem = read_memory(sec);
     uses += mem.uses;
     MemoryEdits& edits = b.memory_edits[s];
-    const uint64_t before = peak_bytes(mem, edits);
+    const double before = peak_bytes(mem, edits);
     const std::map<uint32_t, Peak> peak = peaks(mem, MemoryEdits{});
     const int64_t span = mem.last_ns - mem.first_ns;
     const int64_t last_graph = mem.graph_kernel_starts.empty()
@@ -344,15 +347,14 @@ void free_idle(Built& b, const Change& ch) {
         ++behind_graphs;
         continue;
       }
-      const int64_t t = a.last_use_ns + 1;
+      const int64_t t = after(a.last_use_ns, 1);
       if (a.free != kNone) move_to(edits, a.free, t);
       else edits.added.push_back(memory_record_at(sec, a.alloc, t, a.bytes)), edits.added.back().mutable_memory()->set_op(v1::MEMORY_OP_FREE);
       ++freed, ++here;
       freed_bytes += a.bytes;
     }
     if (here != 0)
-      notes.push_back((b.sections.size() > 1 ? sec.name + ": " : "") + "peak " + mib(static_cast<double>(before)) + " -> " +
-                      mib(static_cast<double>(peak_bytes(mem, edits))));
+      notes.push_back((b.sections.size() > 1 ? sec.name + ": " : "") + "peak " + mib(before) + " -> " + mib(peak_bytes(mem, edits)));
   }
   if (uses == 0)
     throw std::invalid_argument("--change " + ch.text +
