@@ -366,7 +366,12 @@ bool Engine::behind_plan_locked() const {
       const Op& op = *queued;
       if (op.taken) {
         if (op.done->planned) {
+          // Placed after its real work (a twin that asked for its start is planned only once it
+          // returns): what is left is its thread's marking it done, which needs only a core.
+          // Beside a second build a SCHED_IDLE worker waited 30 ms for one there, and a host
+          // polling with cudaStreamQuery saw the clock run all that time.
           prev_end = std::max(prev_end, op.done->end_ns);
+          if (prev_end <= now) return true;
           continue;
         }
         const auto w = std::find_if(working_.begin(), working_.end(), [&](const Working& x) { return x.op == &op; });

@@ -245,8 +245,13 @@ TEST_F(StreamSemantics, ADestroyedStreamFinishesItsWorkAndItsHandleIsRefused) {
 
 TEST_F(StreamSemantics, PerThreadDefaultStreamsRunSideBySide) {
   // Each host thread's cudaStreamPerThread is its own stream: two threads' work overlaps.
+  // Both launch once both run: a thread started 20 ms after the other (a busy machine
+  // starting it late) launched after the first kernel had ended, and nothing overlapped.
   const void* k = kernel("slow_kernel");
+  std::atomic<int> ready{0};
   auto work = [&] {
+    ready.fetch_add(1);
+    while (ready.load() < 2) std::this_thread::yield();
     launch(k, kSmallGrid, 256, cudaStreamPerThread);
     EXPECT_EQ(cudaStreamSynchronize(cudaStreamPerThread), cudaSuccess);
   };
