@@ -23,21 +23,8 @@ share() {  # share NAME: the pipeline's bubble share in percent, from stats --by
     python3 -c 'import json, sys; p = json.load(sys.stdin)["pipelines"]; print(round(100 * p[0]["bubble_share"], 1) if p else "none")'
 }
 
-# same_comm FILES...: stats --by comm scans the stages (their NCCL calls and the kernels those
-# launched, on the job's clock; --max-memory 1K refuses a load) and says what --in-memory says,
-# in every format.
-same_comm() {
-  local format
-  for format in text json csv md; do
-    "$cli" stats "$@" --by comm --format "$format" --max-memory 1K > "$dir/scanned.txt" 2> "$dir/scanned.err" ||
-      { echo "FAIL: stats --by comm $* was not scanned: $(cat "$dir/scanned.err")"; exit 1; }
-    "$cli" stats "$@" --by comm --format "$format" --in-memory > "$dir/loaded.txt" 2> "$dir/loaded.err" || true
-    if ! cmp -s "$dir/scanned.txt" "$dir/loaded.txt" || ! cmp -s "$dir/scanned.err" "$dir/loaded.err"; then
-      echo "FAIL: stats --by comm --format $format $* scanned differs from --in-memory"
-      diff "$dir/scanned.txt" "$dir/loaded.txt" | head -20; diff "$dir/scanned.err" "$dir/loaded.err"; exit 1
-    fi
-  done
-}
+# shellcheck source=same_scanned.sh
+. "$(dirname "$0")/same_scanned.sh"
 
 case $mode in
   bubble)
@@ -59,8 +46,9 @@ c = json.load(sys.stdin)["communicators"][0]
 n = c["nranks"]
 print(sum(1 for f in range(n) for t in range(n) if c["p2p_bytes"][f * n + t] > 0 and abs(f - t) == 1), n)')
     [[ $pairs == "6 4" ]] || { echo "FAIL: p2p pairs $pairs, expected the 6 neighbour directions of 4 ranks"; exit 1; }
-    same_comm "$dir"/gpipe?.gpuh
-    same_comm "$dir"/gpipe1.gpuh
+    # stats --by comm scans the stages: their NCCL calls and the kernels those launched.
+    same_scanned comm text,json,csv,md "$dir"/gpipe?.gpuh
+    same_scanned comm text,json,csv,md "$dir"/gpipe1.gpuh
     # --deps: the sends drawn across ranks (teal arrows); the SVG parses.
     "$cli" render "$dir"/gpipe?.gpuh --deps -o "$dir/deps.svg" 2>/dev/null
     xmllint --noout "$dir/deps.svg"
@@ -100,7 +88,7 @@ print(sum(1 for f in range(n) for t in range(n) if c["p2p_bytes"][f * n + t] > 0
     if grep "\[slow-link\]" "$dir/diagnose.txt" | grep -v "ranks 1 <-> 2" > "$dir/others.txt"; then
       echo "FAIL: slow-link named another pair"; cat "$dir/diagnose.txt"; exit 1
     fi
-    same_comm "$dir"/slow?.gpuh
+    same_scanned comm text,json,csv,md "$dir"/slow?.gpuh
     "$cli" stats "$dir"/slow?.gpuh --by comm > "$dir/comm.txt"
     grep -q "slow pair: rank 1 -> rank 2" "$dir/comm.txt" ||
       { echo "FAIL: stats --by comm does not list the slow pair"; exit 1; }

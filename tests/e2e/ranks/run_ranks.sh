@@ -32,45 +32,21 @@ same_diagnosis() {
     diff "$dir/scanned.json" "$dir/loaded.json" | head -20; diff "$dir/scanned.err" "$dir/loaded.err"; exit 1
   fi
 }
-# same_collectives ARGS...: stats --by collective scans the ranks (one scan each, on one clock;
-# --max-memory 1K refuses a load) and says what --in-memory says, table and stderr.
+# shellcheck source=same_scanned.sh
+. "$(dirname "$0")/same_scanned.sh"
+# same_collectives ARGS...: stats --by collective scans the ranks (one scan each, on one clock)
+# and says what --in-memory says, and finds the 4-rank all-reduce.
 same_collectives() {
-  "$cli" stats "$@" --by collective --max-memory 1K > "$dir/scanned.txt" 2> "$dir/scanned.err" ||
-    { echo "FAIL: stats --by collective $* was not scanned: $(cat "$dir/scanned.err")"; exit 1; }
-  "$cli" stats "$@" --by collective --in-memory > "$dir/loaded.txt" 2> "$dir/loaded.err" || true
-  if ! cmp -s "$dir/scanned.txt" "$dir/loaded.txt" || ! cmp -s "$dir/scanned.err" "$dir/loaded.err"; then
-    echo "FAIL: stats --by collective $* scanned differs from --in-memory"
-    diff "$dir/scanned.txt" "$dir/loaded.txt"; diff "$dir/scanned.err" "$dir/loaded.err"; exit 1
-  fi
+  same_scanned collective text "$@"
   grep -q "^AllReduce .* 4 " "$dir/scanned.txt" ||
     { echo "FAIL: stats --by collective $* found no 4-rank all-reduce"; cat "$dir/scanned.txt"; exit 1; }
 }
 # same_memory FILES...: stats --by memory scans the ranks too (their allocations on the job's
-# clock, put there by their collectives) and says what --in-memory says, in every format.
+# clock, put there by their collectives), in every format, and shows the fourth rank's device.
 same_memory() {
-  local format
-  for format in text json csv md; do
-    "$cli" stats "$@" --by memory --format "$format" --max-memory 1K > "$dir/scanned.txt" 2> "$dir/scanned.err" ||
-      { echo "FAIL: stats --by memory $* was not scanned: $(cat "$dir/scanned.err")"; exit 1; }
-    "$cli" stats "$@" --by memory --format "$format" --in-memory > "$dir/loaded.txt" 2> "$dir/loaded.err" || true
-    if ! cmp -s "$dir/scanned.txt" "$dir/loaded.txt" || ! cmp -s "$dir/scanned.err" "$dir/loaded.err"; then
-      echo "FAIL: stats --by memory --format $format $* scanned differs from --in-memory"
-      diff "$dir/scanned.txt" "$dir/loaded.txt" | head -20; diff "$dir/scanned.err" "$dir/loaded.err"; exit 1
-    fi
-  done
+  same_scanned memory text,json,csv,md "$@"
   grep -q "c3\.gpu0" "$dir/scanned.txt" ||
     { echo "FAIL: stats --by memory $* shows no fourth rank's device"; cat "$dir/scanned.txt"; exit 1; }
-}
-# same_comm FILES...: stats --by comm scans the ranks too (their collectives' ring traffic on
-# the job's clock) and says what --in-memory says.
-same_comm() {
-  "$cli" stats "$@" --by comm --format json --max-memory 1K > "$dir/scanned.txt" 2> "$dir/scanned.err" ||
-    { echo "FAIL: stats --by comm $* was not scanned: $(cat "$dir/scanned.err")"; exit 1; }
-  "$cli" stats "$@" --by comm --format json --in-memory > "$dir/loaded.txt" 2> "$dir/loaded.err" || true
-  if ! cmp -s "$dir/scanned.txt" "$dir/loaded.txt" || ! cmp -s "$dir/scanned.err" "$dir/loaded.err"; then
-    echo "FAIL: stats --by comm $* scanned differs from --in-memory"
-    diff "$dir/scanned.txt" "$dir/loaded.txt" | head -20; diff "$dir/scanned.err" "$dir/loaded.err"; exit 1
-  fi
 }
 case $mode in
   straggler|merge)
@@ -120,7 +96,7 @@ PY
       same_collectives "${files[@]}"
       same_collectives "${files[@]}" --from 20ms --device 0
       same_memory "${files[@]}"
-      same_comm "${files[@]}"
+      same_scanned comm json "${files[@]}"  # the collectives' ring traffic on the job's clock
       # Each rank summarised on its own (the map step), the summaries diagnosed together: the
       # same imbalance finding, less the last-arriver line that needs every collective.
       for r in 0 1 2 3; do "$cli" stats "$dir/rank$r.gpuh" --summary -o "$dir/rank$r.gsum" 2>/dev/null; done

@@ -1,0 +1,17 @@
+# Sourced by run_ranks.sh and run_pipeline.sh, which set $cli and $dir.
+# same_scanned BY FORMATS ARGS...: `stats ARGS --by BY` scans the captures (--max-memory 1K
+# refuses a load) and says what --in-memory says, table and stderr, in each of FORMATS
+# (comma-separated). The scanned table is left in $dir/scanned.txt (the last format's).
+same_scanned() {
+  local by=$1 formats=$2 format
+  shift 2
+  for format in ${formats//,/ }; do
+    "$cli" stats "$@" --by "$by" --format "$format" --max-memory 1K > "$dir/scanned.txt" 2> "$dir/scanned.err" ||
+      { echo "FAIL: stats --by $by $* was not scanned: $(cat "$dir/scanned.err")"; exit 1; }
+    "$cli" stats "$@" --by "$by" --format "$format" --in-memory > "$dir/loaded.txt" 2> "$dir/loaded.err" || true
+    if ! cmp -s "$dir/scanned.txt" "$dir/loaded.txt" || ! cmp -s "$dir/scanned.err" "$dir/loaded.err"; then
+      echo "FAIL: stats --by $by --format $format $* scanned differs from --in-memory"
+      diff "$dir/scanned.txt" "$dir/loaded.txt" | head -20; diff "$dir/scanned.err" "$dir/loaded.err"; exit 1
+    fi
+  done
+}
