@@ -291,7 +291,7 @@ std::optional<int> try_scan_records(const StatsOptions& o, ScanRecords scan_reco
   const std::optional<ga::ScannedRecords> scanned = scan_job(o, scan, &exit);
   if (!scanned) return exit;
   if (!said_job_scan(o, scanned->job)) return kExitError;
-  std::cout << report(scanned->records);
+  std::cout << report(scanned->records, o.format);
   return scanned->job.corrupt ? kExitError : kExitOk;
 }
 
@@ -330,11 +330,10 @@ int run_stats(const StatsOptions& o) {
     if (const auto scanned = try_scan_collectives(o)) return *scanned;
   if (o.by == "graph")
     if (const auto scanned = try_scan_graphs(o)) return *scanned;
-  const auto report = [&](auto stats) { return [&, stats](const gantt::Model& m) { return stats(m, o.format); }; };
   if (o.by == "memory")
-    if (const auto scanned = try_scan_records(o, ga::scan_memory, report(memory_stats))) return *scanned;
+    if (const auto scanned = try_scan_records(o, ga::scan_memory, memory_stats)) return *scanned;
   if (o.by == "comm")
-    if (const auto scanned = try_scan_records(o, ga::scan_comm, report(comm_stats))) return *scanned;
+    if (const auto scanned = try_scan_records(o, ga::scan_comm, comm_stats)) return *scanned;
   LoadedJob job = load_captures(o.files, o.load, kWhyStatsLoads);
   gantt::Model& model = job.model;
   const bool corrupt = job.corrupt;

@@ -96,6 +96,28 @@ class ProgramWait {
  private:
   bool on_;
 };
+
+// A ProgramWait taken and let go again: for a wait that does work of its own between its looks.
+class ProgramHold {
+ public:
+  ProgramHold() = default;
+  ~ProgramHold() { release(); }
+  ProgramHold(const ProgramHold&) = delete;
+  ProgramHold& operator=(const ProgramHold&) = delete;
+  void hold() {
+    if (on_ || !program_thread_pauses()) return;
+    pause_clock();
+    on_ = true;
+  }
+  void release() {
+    if (!on_) return;
+    resume_clock();
+    on_ = false;
+  }
+
+ private:
+  bool on_ = false;
+};
 }  // namespace
 
 void sleep_until_ns(uint64_t t_ns) {
@@ -312,23 +334,24 @@ void Engine::wait(const CompletionPtr& c) {
   // A host about to block runs the work it waits for itself when the stream's worker has not
   // taken it yet (a synchronous copy, a launch then a synchronise): two thread wake-ups that a
   // GPU does not have would otherwise delay the host's return.
+  //
   // Blocked in the runtime, the clock stands from one look to the next (block_host moves it on
   // to planned times only). Stopped and restarted around each look instead, it ran between
   // them: beside a second build, where this thread waited milliseconds for the simulator's
   // threads to get a core, 13,806 looks leaked 4.5 ms into one synchronise. Work it runs itself
   // stops the clock on its own terms (execute): an NCCL twin there waits for its peer's rank,
   // whose worker may wait for the clock.
-  std::optional<ProgramWait> blocked;
+  ProgramHold blocked;
   while (!c->done) {
     if (c->stream != nullptr && front_runnable(*c->stream)) {
-      blocked.reset();
+      blocked.release();
       run_front(lock, c->stream);
       continue;
     }
-    if (!blocked) blocked.emplace();
+    blocked.hold();
     block_host(lock, done_cv_);
   }
-  blocked.reset();
+  blocked.release();
   const uint64_t end = c->end_ns;
   lock.unlock();
   // The host returns when the GPU finishes on the plan, however late the worker ran (with the
