@@ -448,9 +448,21 @@ std::optional<RecordSpool> comm_records(const std::string& path, const LoadOptio
     *r.mutable_external_correlation() = x;
     out.add(r);
   }
-  read_kinds(path, load, bit(v1::Record::kKernel), [&](const v1::Record& r) {
-    if (launched.count(r.kernel().correlation_id()) != 0) out.add(r);
-  });
+  // The kernels as plain values (no message for each of millions), a message for the few kept.
+  gpuhook::ReaderOptions ro;
+  ro.strict = load.strict;
+  ro.from_ns = load.from_ns;
+  ro.to_ns = load.to_ns;
+  ro.only_kinds = bit(v1::Record::kKernel);
+  const std::unique_ptr<gpuhook::CaptureReader> reader = gantt::scan::open_capture(path, ro);
+  const AmplificationGuard guard(*reader, load);
+  gpuhook::RecordView view;
+  view.record = &r;
+  while (reader->next(view)) {
+    guard.check(*reader);
+    if (view.kind == v1::Record::kKernel && launched.count(view.kernel.correlation_id) != 0)
+      out.add(gpuhook::to_record(view.kernel));
+  }
   return out;
 }
 
