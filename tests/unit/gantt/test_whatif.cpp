@@ -799,15 +799,31 @@ TEST_F(WhatifMemory, HostileSizesAndTimesNeitherWrapNorCrash) {
   const uint32_t call = id("cudaMalloc"), act = id("act");
   const uint64_t top = static_cast<uint64_t>(INT64_MAX) - 2;
   std::vector<v1::Record> r{api(call, 7, 1000, 1010, 1)};
+  // Their writers: two kernels of over half the format's range each (their sum passes it), and
+  // one that starts before zero.
+  const uint64_t half = static_cast<uint64_t>(INT64_MAX) / 2 + 10;
+  r.push_back(gantt_test::kernel(id("w"), 13, 1, 0, 0, 1, half));
+  r.push_back(gantt_test::kernel(id("w"), 13, 2, 0, 0, 1, half));
+  {
+    v1::Record k = gantt_test::kernel(id("w"), 13, 3, 0, 0, 1, 1000);
+    k.mutable_kernel()->set_start_ns(INT64_MIN + 1);
+    r.push_back(k);
+  }
   for (uint64_t i = 0; i < 3; ++i) {
     r.push_back(memory(v1::MEMORY_OP_ALLOC, 0x1000 * (i + 1), UINT64_MAX, 1100 + i));
     r.push_back(memory_tag(0x1000 * (i + 1), act, 1100 + i));
-    r.push_back(memory_use(0x1000 * (i + 1), 1100 + i));
+    v1::Record use = memory_use(0x1000 * (i + 1), 1100 + i);
+    use.mutable_memory_use()->set_correlation_id(static_cast<uint32_t>(i + 1));
+    r.push_back(use);
   }
   for (uint64_t i = 0; i < 3; ++i) r.push_back(memory(v1::MEMORY_OP_FREE, 0x1000 * (3 - i), 0, top - 100 + 50 * i));
   const std::string in = write("hostile.gpuh", with_strings(r));
-  const Prediction p = predict({in}, {parse_change("checkpoint=act:2"), parse_change("free-idle")}, {}, dir_ + "/out.gpuh");
+  // K = 3 keeps the last of three: the first two are made again, their writers' times summed.
+  const Prediction p = predict({in}, {parse_change("checkpoint=act:3"), parse_change("free-idle")}, {}, dir_ + "/out.gpuh");
   EXPECT_GT(p.records_written, 0u);
+  ASSERT_FALSE(p.notes.empty());
+  EXPECT_NE(p.notes[0].find("2 made again"), std::string::npos) << p.notes[0];
+  EXPECT_EQ(p.notes[0].find("measured: -"), std::string::npos) << "a wrapped sum: " << p.notes[0];
   EXPECT_NO_THROW(load({dir_ + "/out.gpuh"}));
 }
 

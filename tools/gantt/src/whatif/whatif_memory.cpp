@@ -89,7 +89,7 @@ SectionMemory read_memory(const Section& s) {
         break;
       case v1::Record::kKernel: {
         const v1::Kernel& k = r.kernel();
-        if (k.end_ns() > k.start_ns()) {
+        if (k.start_ns() > 0 && k.end_ns() > k.start_ns()) {  // both positive: the difference fits
           out.kernel_ns[k.correlation_id()] = k.end_ns() - k.start_ns();
           if (k.graph_id() != 0) out.graph_kernel_starts.push_back(k.start_ns());
         }
@@ -292,7 +292,7 @@ void checkpoint(Built& b, const Change& ch) {
             ++remade;
             auto kernel = mem.kernel_ns.find(a.first_use_correlation);
             if (a.uses == 0 || kernel == mem.kernel_ns.end()) kernels_known = false;
-            else recompute_ns += kernel->second;
+            else recompute_ns = after(recompute_ns, kernel->second);
           }
         }
       }
