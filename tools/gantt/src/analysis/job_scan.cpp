@@ -254,16 +254,22 @@ std::optional<ScannedGraphs> scan_graph_launches(const std::vector<std::string>&
 }
 
 namespace {
-// One read of a capture's records of `kinds` (bits of Record::KindCase), each given to `take`,
-// under the load's options and its amplification guard.
-void read_kinds(const std::string& path, const LoadOptions& load, uint64_t kinds,
-                const std::function<void(const gpuhook::v1::Record&)>& take) {
+// A reader of a capture's records of `kinds` (bits of Record::KindCase) besides its context,
+// under the load's options.
+std::unique_ptr<gpuhook::CaptureReader> open_kinds(const std::string& path, const LoadOptions& load, uint64_t kinds) {
   gpuhook::ReaderOptions ro;
   ro.strict = load.strict;
   ro.from_ns = load.from_ns;
   ro.to_ns = load.to_ns;
   ro.only_kinds = kinds;
-  const std::unique_ptr<gpuhook::CaptureReader> reader = gantt::scan::open_capture(path, ro);
+  return gantt::scan::open_capture(path, ro);
+}
+
+// One read of a capture's records of `kinds`, each given to `take`, under the load's
+// amplification guard.
+void read_kinds(const std::string& path, const LoadOptions& load, uint64_t kinds,
+                const std::function<void(const gpuhook::v1::Record&)>& take) {
+  const std::unique_ptr<gpuhook::CaptureReader> reader = open_kinds(path, load, kinds);
   const AmplificationGuard guard(*reader, load);
   gpuhook::v1::Record r;
   while (reader->next(r)) {
@@ -277,13 +283,12 @@ std::optional<RecordSpool> memory_records(const std::string& path, const LoadOpt
                                           std::string* why_not) {
   namespace v1 = gpuhook::v1;
   RecordSpool out;
-  const auto read = [&](uint64_t kinds, const std::function<void(const v1::Record&)>& take) { read_kinds(path, load, kinds, take); };
   const auto bit = [](v1::Record::KindCase k) { return uint64_t{1} << k; };
   std::unordered_set<uint32_t> made_by;  // the allocations' correlation ids
   size_t memory = 0, uses = 0;
   uint64_t kinds = bit(v1::Record::kRange) | bit(v1::Record::kMemory) | bit(v1::Record::kMemoryTag);
   if (with_uses) kinds |= bit(v1::Record::kMemoryUse);
-  read(kinds, [&](const v1::Record& r) {
+  read_kinds(path, load, kinds, [&](const v1::Record& r) {
     if (r.kind_case() == v1::Record::kMemoryUse) {
       if (++uses > kMaxMemoryUses) return;
     } else if (r.kind_case() == v1::Record::kMemory || r.kind_case() == v1::Record::kMemoryTag) {
@@ -299,7 +304,7 @@ std::optional<RecordSpool> memory_records(const std::string& path, const LoadOpt
                                             : "more memory uses (GPUHOOK_MEM_USE) than a scan keeps";
     return std::nullopt;
   }
-  read(bit(v1::Record::kApi), [&](const v1::Record& r) {
+  read_kinds(path, load, bit(v1::Record::kApi), [&](const v1::Record& r) {
     if (r.kind_case() == v1::Record::kApi && made_by.count(r.api().correlation_id()) != 0) out.add(r);
   });
   return out;
@@ -449,12 +454,7 @@ std::optional<RecordSpool> comm_records(const std::string& path, const LoadOptio
     out.add(r);
   }
   // The kernels as plain values (no message for each of millions), a message for the few kept.
-  gpuhook::ReaderOptions ro;
-  ro.strict = load.strict;
-  ro.from_ns = load.from_ns;
-  ro.to_ns = load.to_ns;
-  ro.only_kinds = bit(v1::Record::kKernel);
-  const std::unique_ptr<gpuhook::CaptureReader> reader = gantt::scan::open_capture(path, ro);
+  const std::unique_ptr<gpuhook::CaptureReader> reader = open_kinds(path, load, bit(v1::Record::kKernel));
   const AmplificationGuard guard(*reader, load);
   gpuhook::RecordView view;
   view.record = &r;

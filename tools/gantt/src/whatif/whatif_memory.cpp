@@ -4,13 +4,14 @@
 // around them as it moves every memory record (whatif_write.cpp).
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <stdexcept>
 #include <unordered_map>
 
 #include <re2/re2.h>
 
+#include "gantt/analysis/memory.h"
+#include "gantt/analysis/table.h"
 #include "gantt/model/text.h"
 #include "whatif_internal.h"
 
@@ -144,10 +145,9 @@ SectionMemory read_memory(const Section& s) {
   return out;
 }
 
-std::string mib(double bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / (1024.0 * 1024.0));
-  return buf;
+// As stats --by memory writes sizes; a sum of a hostile file's sizes past 2^64 as 2^64 - 1.
+std::string bytes_text(double bytes) {
+  return analysis::bytes_text(bytes >= 18446744073709551615.0 ? UINT64_MAX : static_cast<uint64_t>(bytes));
 }
 
 // t + d, held below INT64_MAX (a hostile file's times reach it).
@@ -197,6 +197,11 @@ double peak_bytes(const SectionMemory& mem, const MemoryEdits& edits) {
   double most = 0;
   for (const auto& [device, p] : peaks(mem, edits)) most = std::max(most, p.bytes);
   return most;
+}
+
+// "peak BEFORE -> AFTER" for a change's note, the section named where there are several.
+std::string peak_note(const Built& b, const Section& sec, double before, const SectionMemory& mem, const MemoryEdits& edits) {
+  return (b.sections.size() > 1 ? sec.name + ": " : "") + "peak " + bytes_text(before) + " -> " + bytes_text(peak_bytes(mem, edits));
 }
 
 // An edit of record `index` to time `t`: the earlier of two changes' times wins.
@@ -298,7 +303,7 @@ void checkpoint(Built& b, const Change& ch) {
       }
     }
     if (!by_device.empty())
-      notes.push_back((b.sections.size() > 1 ? sec.name + ": " : "") + "peak " + mib(before) + " -> " + mib(peak_bytes(mem, edits)));
+      notes.push_back(peak_note(b, sec, before, mem, edits));
   }
   if (matched == 0)
     throw std::invalid_argument("--change " + ch.text + ": no allocation is tagged with a category matching '" + ch.name +
@@ -351,15 +356,15 @@ void free_idle(Built& b, const Change& ch) {
       if (a.free != kNone) move_to(edits, a.free, t);
       else edits.added.push_back(memory_record_at(sec, a.alloc, t, a.bytes)), edits.added.back().mutable_memory()->set_op(v1::MEMORY_OP_FREE);
       ++freed, ++here;
-      freed_bytes += a.bytes;
+      freed_bytes = analysis::saturating_add(freed_bytes, a.bytes);
     }
     if (here != 0)
-      notes.push_back((b.sections.size() > 1 ? sec.name + ": " : "") + "peak " + mib(before) + " -> " + mib(peak_bytes(mem, edits)));
+      notes.push_back(peak_note(b, sec, before, mem, edits));
   }
   if (uses == 0)
     throw std::invalid_argument("--change " + ch.text +
                                 ": the capture has no memory uses to find the idle allocations by: record it with GPUHOOK_MEM_USE=1");
-  std::string note = ch.text + ": " + std::to_string(freed) + " allocation(s) (" + mib(static_cast<double>(freed_bytes)) +
+  std::string note = ch.text + ": " + std::to_string(freed) + " allocation(s) (" + bytes_text(static_cast<double>(freed_bytes)) +
                      ") held unused at the memory peak for at least half the capture freed after their last use";
   if (behind_graphs != 0) note += "; " + std::to_string(behind_graphs) + " last used before a CUDA graph ran kept";
   for (const std::string& n : notes) note += "; " + n;
