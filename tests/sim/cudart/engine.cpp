@@ -80,24 +80,9 @@ thread_local bool t_simulator_thread = false;
 // running, or kept the clock stopped while the program computed.
 bool program_thread_pauses() { return t_worker_of == nullptr && !t_simulator_thread && clock_pauses(); }
 
-// The clock stands for its lifetime where the calling thread is one of the program's: it waits
-// for, or does, the simulator's own work.
-class ProgramWait {
- public:
-  ProgramWait() : on_(program_thread_pauses()) {
-    if (on_) pause_clock();
-  }
-  ~ProgramWait() {
-    if (on_) resume_clock();
-  }
-  ProgramWait(const ProgramWait&) = delete;
-  ProgramWait& operator=(const ProgramWait&) = delete;
-
- private:
-  bool on_;
-};
-
-// A ProgramWait taken and let go again: for a wait that does work of its own between its looks.
+// The clock stands while held where the calling thread is one of the program's: it waits for,
+// or does, the simulator's own work. Taken and let go again by a wait that does work of its own
+// between its looks.
 class ProgramHold {
  public:
   ProgramHold() = default;
@@ -117,6 +102,12 @@ class ProgramHold {
 
  private:
   bool on_ = false;
+};
+
+// A ProgramHold held for its lifetime.
+class ProgramWait : public ProgramHold {
+ public:
+  ProgramWait() { hold(); }
 };
 }  // namespace
 
