@@ -5,7 +5,10 @@
 # MODE: bubble (GPipe, 4 micro-batches: diagnose pipeline-bubble fires, stats --by pipeline
 #       measures it, render --deps draws the sends across ranks) | twin (--fixed, 1F1B with 16:
 #       it does not fire) | slow_link (GPipe with the link between ranks 1 and 2 at 1 GB/s:
-#       diagnose slow-link names that pair, and only with the slow link)
+#       diagnose slow-link names that pair, and only with the slow link) | scale (GPipe with every
+#       backward pass twice as fast, from the simulator, against whatif --change
+#       scale=stage_backward:0.5 on the plain run: the sends and receives carry the change
+#       across the ranks)
 set -euo pipefail
 sim=$1 hook=$2 example=$3 cli=$4 mode=$5
 dir=$(mktemp -d /tmp/gpuhook-pipeline.XXXXXX)
@@ -94,6 +97,27 @@ print(sum(1 for f in range(n) for t in range(n) if c["p2p_bytes"][f * n + t] > 0
       { echo "FAIL: stats --by comm does not list the slow pair"; exit 1; }
     "$cli" render "$dir"/slow?.gpuh --view comm -o "$dir/comm.svg" 2>/dev/null
     xmllint --noout "$dir/comm.svg"
+    ;;
+  scale)
+    # Each micro-batch's compute at 1 ms a sample (as twin, above): a host resuming late
+    # between steps is then a small share of a step. The measure: the first forward's start to
+    # the last backward's end over the ranks.
+    run plain --sample-us 1000
+    GPUHOOK_SIM_SCALE=stage_backward:0.5 run fast --sample-us 1000
+    "$cli" whatif "$dir"/plain?.gpuh --change scale=stage_backward:0.5 -o "$dir/predicted.gpuh" > "$dir/whatif.txt"
+    grep -q "point-to-point transfer(s) matched across the ranks" "$dir/whatif.txt" ||
+      { echo "FAIL: whatif matched no sends with their receives"; cat "$dir/whatif.txt"; exit 1; }
+    steps() {
+      for f in "$@"; do "$cli" dump "$f" --kind kernel; done | awk '
+        { for (i = 1; i <= NF; i++) { split($i, a, "="); v[a[1]] = a[2] }
+          if (v["name"] ~ /stage_forward/ && (lo == "" || v["start_ns"] + 0 < lo)) lo = v["start_ns"] + 0
+          if (v["name"] ~ /stage_backward/ && v["end_ns"] + 0 > hi) hi = v["end_ns"] + 0 }
+        END { printf "%.0f\n", hi - lo }'
+    }
+    plain=$(steps "$dir"/plain?.gpuh) fast=$(steps "$dir"/fast?.gpuh) predicted=$(steps "$dir/predicted.gpuh")
+    err=$(awk -v f="$fast" -v p="$predicted" 'BEGIN { printf "%.2f", 100 * (p - f) / f }')
+    echo "steps: plain $plain ns, backward twice as fast $fast ns, predicted $predicted ns ($err%)"
+    awk -v e="$err" 'BEGIN { exit !(e < 2 && e > -2) }' || { echo "FAIL: the prediction is off by $err% (at most 2%)"; exit 1; }
     ;;
   *) echo "unknown mode $mode" >&2; exit 2 ;;
 esac

@@ -207,6 +207,80 @@ TEST(WhatifReplay, ACollectiveEndsAfterItsLastRankArrives) {
   EXPECT_EQ(g.ops[n1].end_ns, 1430u);
 }
 
+// Ranks 0 to n-1, one thread and one lane (stream 13) each, threads starting at 1000.
+struct Ranks {
+  Graph g;
+  explicit Ranks(uint16_t n) {
+    for (uint16_t r = 0; r < n; ++r) {
+      Thread t;
+      t.capture = r, t.first_ns = 1000;
+      g.threads.push_back(t);
+      Lane l;
+      l.capture = r, l.stream = 13;
+      g.lanes.push_back(l);
+    }
+  }
+  // A call on rank r's thread launching an op of `duration` (its transfer, if it has peers).
+  uint32_t op(uint16_t r, int64_t duration, int64_t transfer = 0) {
+    HostCall c;
+    c.thread = r, c.cost_ns = 1;
+    g.calls.push_back(c);
+    g.threads[r].calls.push_back(static_cast<uint32_t>(g.calls.size() - 1));
+    GpuOp o;
+    o.capture = r, o.lane = r, o.call = static_cast<uint32_t>(g.calls.size() - 1), o.duration_ns = duration;
+    o.transfer_ns = transfer;
+    o.order = g.ops.size() + 1;
+    g.ops.push_back(o);
+    return static_cast<uint32_t>(g.ops.size() - 1);
+  }
+};
+
+TEST(WhatifReplay, ASendEndsOnceItsReceiverHasArrived) {
+  Ranks t(2);
+  // Rank 0 computes 100 then sends (its transfer 30); rank 1 computes 400 then receives (20).
+  t.op(0, 100);
+  t.op(1, 400);
+  const uint32_t send = t.op(0, 5000, 30), recv = t.op(1, 5000, 20);
+  t.g.p2p = {{send, recv}};
+  replay(t.g);
+  // The send arrives at 1100 and waits; the receive arrives at 1400: each ends its own
+  // transfer after that, whatever its recorded duration.
+  EXPECT_EQ(t.g.ops[send].start_ns, 1100u);
+  EXPECT_EQ(t.g.ops[send].end_ns, 1430u);
+  EXPECT_EQ(t.g.ops[recv].start_ns, 1400u);
+  EXPECT_EQ(t.g.ops[recv].end_ns, 1420u);
+}
+
+TEST(WhatifReplay, AGroupedSendAndReceiveWaitsForBothPeers) {
+  Ranks t(3);
+  // Rank 1's one kernel receives from rank 0 (arriving at 1200) and sends to rank 2 (arriving
+  // at 1700): it ends 50 after the later; each peer ends its own transfer after the pair met.
+  t.op(0, 200);
+  t.op(1, 10);
+  t.op(2, 700);
+  const uint32_t from0 = t.op(0, 9999, 40), mid = t.op(1, 9999, 50), to2 = t.op(2, 9999, 60);
+  t.g.p2p = {{from0, mid}, {mid, to2}};
+  replay(t.g);
+  EXPECT_EQ(t.g.ops[mid].start_ns, 1010u);
+  EXPECT_EQ(t.g.ops[mid].end_ns, 1750u);
+  EXPECT_EQ(t.g.ops[from0].end_ns, 1240u);
+  EXPECT_EQ(t.g.ops[to2].end_ns, 1760u);
+  // The op after the grouped one on rank 1 starts when it ends.
+  const uint32_t next = t.op(1, 5);
+  replay(t.g);
+  EXPECT_EQ(t.g.ops[next].start_ns, 1750u);
+}
+
+TEST(WhatifReplay, SendsThatWaitForEachOtherAreAnError) {
+  Ranks t(2);
+  // Each rank sends before it receives, and each send's receiver is behind the other's send:
+  // NCCL hangs so, and the replay says it cannot go on.
+  const uint32_t s0 = t.op(0, 10, 1), r0 = t.op(0, 10, 1);
+  const uint32_t s1 = t.op(1, 10, 1), r1 = t.op(1, 10, 1);
+  t.g.p2p = {{s0, r1}, {s1, r0}};
+  EXPECT_THROW(replay(t.g), std::runtime_error);
+}
+
 TEST(WhatifReplay, AWaitThatCanNeverEndIsAnError) {
   G t;
   const uint32_t a = t.lane(13), b = t.lane(14);
@@ -481,6 +555,59 @@ TEST_F(WhatifPredict, AnEventWaitHoldsEvenWithoutItsApiRecords) {
   // producer 1015..6015; consumer waits for it: 6015..7015 (without the wait it would start
   // at 1036 and the span would be 5,015 ns).
   EXPECT_EQ(p.sections[0].predicted.ns(), 6015u);
+}
+
+// An NCCL call record of a 2-rank communicator (comm 42, 1 MiB).
+v1::Record nccl_call(uint32_t name_id, v1::NcclOp op, int32_t rank, int32_t peer, uint64_t start, uint64_t end,
+                     uint32_t group_depth = 0) {
+  v1::Record r;
+  auto* n = r.mutable_nccl();
+  n->set_op(op);
+  n->set_name_id(name_id);
+  n->set_bytes(1 << 20);
+  n->set_root_or_peer(peer);
+  n->set_comm_id(42);
+  n->set_rank(rank);
+  n->set_nranks(2);
+  n->set_thread_id(7);
+  n->set_start_ns(static_cast<int64_t>(start));
+  n->set_end_ns(static_cast<int64_t>(end));
+  n->set_group_depth(group_depth);
+  return r;
+}
+
+TEST_F(WhatifPredict, ASendFollowsItsReceiverOnTheOtherRank) {
+  using gantt_test::api;
+  using gantt_test::kernel;
+  const uint32_t launch = id("cudaLaunchKernel"), sync = id("cudaStreamSynchronize"), work = id("work"),
+                 sendrecv = id("ncclDevKernel_SendRecv"), send = id("ncclSend"), recv = id("ncclRecv"),
+                 start = id("ncclGroupStart"), end = id("ncclGroupEnd");
+  // Rank 0 computes 100 ns, then sends in a group: its kernel starts at 1300 and waits for the
+  // receiver until 5100; its sync returns 100 ns later. Rank 1 computes 4 us, then receives
+  // (ungrouped): 5015..5100. The pair met at 5015: each transfer is 85 ns.
+  const std::string r0 = write("r0.gpuh", with_strings({
+      api(launch, 7, 1000, 1010, 1), kernel(work, 13, 1, 0, 0, 1015, 1115),
+      nccl_call(start, v1::NCCL_GROUP_START, 0, -1, 1150, 1160),
+      nccl_call(send, v1::NCCL_SEND, 0, 1, 1200, 1210, 1),
+      nccl_call(end, v1::NCCL_GROUP_END, 0, -1, 1220, 1300),
+      api(launch, 7, 1230, 1290, 2), kernel(sendrecv, 13, 2, 0, 0, 1300, 5100),
+      api(sync, 7, 1400, 5200, 3), stream_sync(13, 3, 1400, 5200)}));
+  const std::string r1 = write("r1.gpuh", with_strings({
+      api(launch, 7, 1000, 1010, 1), kernel(work, 13, 1, 0, 0, 1015, 5015),
+      nccl_call(recv, v1::NCCL_RECV, 1, 0, 1020, 1100),
+      api(launch, 7, 1030, 1090, 2), kernel(sendrecv, 13, 2, 0, 0, 5015, 5100),
+      api(sync, 7, 1200, 5200, 3), stream_sync(13, 3, 1200, 5200)}));
+  const Prediction p = predict({r0, r1}, {parse_change("scale=work:0.5")}, {}, dir_ + "/out.gpuh");
+  ASSERT_EQ(p.sections.size(), 2u);
+  EXPECT_EQ(p.sections[0].unchanged.ns(), p.sections[0].measured.ns());
+  // Rank 1's work 1015..3015; its receive 3015..3100, and rank 0's send, there since 1300,
+  // ends with it: rank 0's sync returns at 3200, 2 us sooner than measured, for a change made
+  // on rank 1 only.
+  EXPECT_EQ(p.sections[1].predicted.ns(), 2200u);
+  EXPECT_EQ(p.sections[0].predicted.ns(), 2200u);
+  bool said = false;
+  for (const std::string& n : p.notes) said = said || n.find("1 point-to-point transfer") != std::string::npos;
+  EXPECT_TRUE(said) << "no note of the matched transfer";
 }
 
 TEST_F(WhatifPredict, AHostileDurationSaturatesInsteadOfWrapping) {

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <tuple>
 #include <unordered_map>
 
 #include <gpuhook/nccl_types.h>
@@ -66,6 +67,7 @@ class SectionBuilder {
     make_ops();
     make_order();
     make_waits();
+    make_p2p_ends();
   }
 
  private:
@@ -497,11 +499,54 @@ class SectionBuilder {
       if (g_.ops[o].host_waits && g_.ops[o].call != kNone) b_.call_wait[g_.ops[o].call].ops.push_back(o);
   }
 
+  // The sends and receives each op carries (P2pEnd), matched across captures in build(). NCCL
+  // launches a group's kernels inside its outermost ncclGroupEnd, so the sends and receives of a
+  // group (group_depth > 0) belong to the op of the GroupEnd that follows them on their thread;
+  // an ungrouped one to its own op. One process driving several devices launches one kernel
+  // per device in one group: a transfer goes to the op on its own rank's device where there is one.
+  void make_p2p_ends() {
+    std::unordered_map<uint32_t, std::vector<uint32_t>> ops_of_call;
+    for (uint32_t o = first_op_; o < g_.ops.size(); ++o)
+      if (g_.ops[o].call != kNone && g_.ops[o].kind == OpKind::kCollective) ops_of_call[g_.ops[o].call].push_back(o);
+    if (ops_of_call.empty()) return;
+    v1::Record rec;
+    std::vector<std::pair<uint32_t, v1::NcclCall>> group;  // (call, record) of the open group
+    auto attach = [&](uint32_t launcher, uint32_t call, const v1::NcclCall& n) {
+      auto ops = ops_of_call.find(launcher);
+      if (ops == ops_of_call.end() || n.root_or_peer() < 0 || n.rank() < 0 || n.root_or_peer() >= n.nranks()) return;
+      uint32_t op = ops->second.front();
+      for (uint32_t o : ops->second)
+        if (n.device() >= 0 && g_.lanes[g_.ops[o].lane].device == static_cast<uint32_t>(n.device())) op = o;
+      const bool send = n.op() == v1::NCCL_SEND;
+      b_.p2p_ends.push_back({n.comm_id(), send ? n.rank() : n.root_or_peer(), send ? n.root_or_peer() : n.rank(), send,
+                             op, g_.calls[call].orig_start_ns, n.bytes()});
+    };
+    for (size_t t = first_thread_; t < g_.threads.size(); ++t) {
+      group.clear();
+      for (uint32_t c : g_.threads[t].calls) {
+        auto nc = nccl_call_.find(c);
+        if (nc == nccl_call_.end()) continue;
+        s_.records.get(nc->second, &rec);
+        const v1::NcclCall& n = rec.nccl();
+        const bool p2p = n.op() == v1::NCCL_SEND || n.op() == v1::NCCL_RECV;
+        if (n.group_depth() > 0) {
+          if (p2p) group.emplace_back(c, n);
+        } else if (n.op() == v1::NCCL_GROUP_END) {
+          for (const auto& [member, call] : group) attach(c, member, call);
+          group.clear();
+        } else if (p2p) {
+          attach(c, c, n);
+        }
+      }
+    }
+  }
+
   Built& b_;
   Graph& g_;
   const Section& s_;
   uint16_t capture_;
   uint32_t first_call_ = static_cast<uint32_t>(g_.calls.size());
+  size_t first_thread_ = g_.threads.size();
   uint32_t first_op_ = static_cast<uint32_t>(g_.ops.size());
   std::vector<Candidate> candidates_;
   std::unordered_map<uint32_t, Name> names_;
@@ -654,6 +699,45 @@ void link(Built& b) {
   }
 }
 
+void link_p2p(Built& b) {
+  Graph& g = b.graph;
+  g.p2p.clear();
+  // NCCL matches a channel's sends and receives in the order each rank issued them: the k-th
+  // send from rank a to rank b with b's k-th receive from a, on one communicator.
+  std::vector<P2pEnd>& ends = b.p2p_ends;
+  std::stable_sort(ends.begin(), ends.end(), [](const P2pEnd& x, const P2pEnd& y) {
+    return std::tie(x.comm_id, x.src, x.dst, x.send, x.call_start_ns) < std::tie(y.comm_id, y.src, y.dst, y.send, y.call_start_ns);
+  });
+  for (size_t i = 0; i < ends.size();) {
+    size_t j = i;
+    while (j < ends.size() && ends[j].comm_id == ends[i].comm_id && ends[j].src == ends[i].src && ends[j].dst == ends[i].dst) ++j;
+    const size_t sends = static_cast<size_t>(std::find_if(ends.begin() + static_cast<std::ptrdiff_t>(i),
+                                                          ends.begin() + static_cast<std::ptrdiff_t>(j),
+                                                          [](const P2pEnd& e) { return e.send; }) - ends.begin());
+    // Receives sort before sends: [i, sends) receives, [sends, j) sends, each in issue order.
+    for (size_t k = 0; i + k < sends && sends + k < j; ++k) {
+      const uint32_t send = ends[sends + k].op, recv = ends[i + k].op;
+      if (send != recv) g.p2p.emplace_back(send, recv);
+    }
+    i = j;
+  }
+  if (!g.p2p.empty() || !ends.empty()) {
+    const size_t unmatched = ends.size() - 2 * g.p2p.size();
+    g.notes.push_back(std::to_string(g.p2p.size()) + " point-to-point transfer(s) matched across the ranks (ncclSend with " +
+                      "ncclRecv): each kernel ends once its peers have started, plus its measured transfer" +
+                      (unmatched ? "; " + std::to_string(unmatched) +
+                                       " send(s) or receive(s) without their peer in the inputs keep their measured durations"
+                                 : std::string()));
+  }
+  // An op's transfer: from its last peer's arrival (or its own start) to its end.
+  std::unordered_map<uint32_t, uint64_t> last_arrival;
+  for (const auto& [a, z] : g.p2p) {
+    const uint64_t both = std::max(g.ops[a].orig_start_ns, g.ops[z].orig_start_ns);
+    for (uint32_t o : {a, z}) last_arrival[o] = std::max(last_arrival[o], both);
+  }
+  for (const auto& [o, t] : last_arrival) g.ops[o].transfer_ns = dur(t, g.ops[o].orig_end_ns);
+}
+
 Built build(std::vector<Section> sections) {
   Built b;
   b.sections = std::move(sections);
@@ -718,6 +802,7 @@ Built build(std::vector<Section> sections) {
     if (op.collective) op.transfer_ns = dur(last_arrival[op.collective], op.orig_end_ns);
   std::sort(g.collective_ranks.begin(), g.collective_ranks.end());
   g.collective_ranks.erase(std::unique(g.collective_ranks.begin(), g.collective_ranks.end()), g.collective_ranks.end());
+  link_p2p(b);
   return b;
 }
 

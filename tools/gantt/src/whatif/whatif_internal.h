@@ -91,6 +91,17 @@ struct MemoryEdits {
   std::vector<v1::Record> added;
 };
 
+// One side of a point-to-point transfer an op carries: ncclSend from src to dst, or ncclRecv
+// at dst from src.
+struct P2pEnd {
+  uint64_t comm_id = 0;
+  int32_t src = 0, dst = 0;
+  bool send = false;
+  uint32_t op = kNone;
+  uint64_t call_start_ns = 0;  // when its call was issued: a channel's order
+  uint64_t bytes = 0;
+};
+
 struct Built {
   Graph graph;
   std::vector<Section> sections;
@@ -117,6 +128,8 @@ struct Built {
   std::vector<bool> op_fused_away;
   // Per section, once a memory change made one (empty before).
   std::vector<MemoryEdits> memory_edits;
+  // Every send and receive of every capture, matched into Graph::p2p by link_p2p().
+  std::vector<P2pEnd> p2p_ends;
 };
 
 // The median of `v` (the upper one of an even count), 0 for none.
@@ -125,6 +138,9 @@ int64_t median(std::vector<int64_t> v);
 Built build(std::vector<Section> sections);
 // (Re)computes calls' waits and ops' `after` from the specs and the lanes as they are now.
 void link(Built& b);
+// Pairs the sends and receives of p2p_ends into Graph::p2p and sets the transfer of each op that
+// has one: from its last peer's arrival to its end, as measured.
+void link_p2p(Built& b);
 void apply(Built& b, const std::vector<Change>& changes, const Options& options);
 // The memory changes (whatif_memory.cpp): they fill Built::memory_edits, not the graph.
 void checkpoint(Built& b, const Change& ch);

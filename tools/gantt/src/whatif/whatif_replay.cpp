@@ -120,6 +120,10 @@ class Replayer {
         launched_(g.calls.size(), [&g](auto add) {
           for (uint32_t i = 0; i < g.ops.size(); ++i)
             if (g.ops[i].call < g.calls.size()) add(g.ops[i].call, g.ops[i].lane);
+        }),
+        peers_(g.ops.size(), [&g](auto add) {
+          for (const auto& [a, z] : g.p2p)
+            if (a < g.ops.size() && z < g.ops.size() && a != z) add(a, z), add(z, a);
         }) {
     lane_ops_.resize(g.lanes.size());
     for (uint32_t i = 0; i < g.ops.size(); ++i) {
@@ -252,6 +256,7 @@ class Replayer {
   uint64_t earliest_start(uint32_t op, uint64_t at) const {
     const GpuOp& o = g_.ops[op];
     if (o.collective != 0 && members_.count(o.collective) != 0) return at;
+    if (peers_.of(op).begin() != peers_.of(op).end()) return at;
     const auto d = devices_.find({o.capture, g_.lanes[o.lane].device});
     if (d == devices_.end()) return at;
     uint64_t start = at;
@@ -281,6 +286,13 @@ class Replayer {
       }
       return m->second.size();
     }
+    if (peers_.of(op).begin() != peers_.of(op).end()) {
+      o.start_ns = start;
+      arrived_[op] = true;
+      size_t ended = end_if_met(op);
+      for (uint32_t peer : peers_.of(op)) ended += end_if_met(peer);
+      return ended;
+    }
     DeviceState& dev = devices_[{o.capture, g_.lanes[o.lane].device}];
     const uint64_t duration = nonneg(o.duration_ns);
     const double share = std::min(o.sm_share, 1.0);
@@ -291,6 +303,21 @@ class Replayer {
     o.start_ns = start;
     o.end_ns = sat_add(start, duration);
     if (o.engine >= 0 && o.engine < kEngines) dev.engine_free_ns[o.engine] = o.end_ns;
+    finish(op);
+    return 1;
+  }
+
+  // A point-to-point op that has arrived ends once all its peers have: at the last arrival plus
+  // its transfer. Returns 1 when it ended now.
+  size_t end_if_met(uint32_t op) {
+    if (!arrived_[op] || placed_[op]) return 0;
+    uint64_t last_arrival = g_.ops[op].start_ns;
+    for (uint32_t peer : peers_.of(op)) {
+      if (!arrived_[peer]) return 0;
+      last_arrival = std::max(last_arrival, g_.ops[peer].start_ns);
+    }
+    GpuOp& o = g_.ops[op];
+    o.end_ns = sat_add(last_arrival, nonneg(o.transfer_ns));
     finish(op);
     return 1;
   }
@@ -315,7 +342,7 @@ class Replayer {
       if (next_call_[t] < g_.threads[t].calls.size()) {
         const HostCall& c = g_.calls[g_.threads[t].calls[next_call_[t]]];
         return "whatif: the replay cannot go on: thread " + std::to_string(g_.threads[t].thread_id) + " waits in " +
-               c.name.str() + " for work that can never run (a collective without all its ranks, or a cycle)";
+               c.name.str() + " for work that can never run (a collective or a send without all its ranks, or a cycle)";
       }
     return "whatif: the replay cannot go on: an operation waits for work that can never run";
   }
@@ -331,6 +358,7 @@ class Replayer {
   std::vector<uint64_t> clock_;
   Lists dependents_;  // op -> lanes with an op after it
   Lists launched_;    // call -> lanes of the ops it launched
+  Lists peers_;       // op -> the ops it sends to or receives from (Graph::p2p)
   std::unordered_map<uint32_t, std::vector<uint32_t>> waiting_;  // op -> threads waiting for it (few at a time)
   std::priority_queue<Ready> ready_;
   std::map<DeviceKey, DeviceState> devices_;

@@ -19,7 +19,8 @@
 // - kernels run side by side while their shares of the SMs fit (blocks / resident blocks);
 //   copies of one direction share one copy engine;
 // - a collective ends when its last rank has arrived plus its transfer time (as measured:
-//   the earliest end after the last arrival).
+//   the earliest end after the last arrival); a send and its receive (ncclSend, ncclRecv) meet
+//   the same way, each kernel ending once every peer it sends to or receives from has started.
 // What the model cannot see (data dependencies between kernels, memory contention between
 // kernels that share the device) it does not invent: it keeps the order the capture shows.
 #pragma once
@@ -173,6 +174,11 @@ struct Graph {
   // Number of ranks each collective key needs before it can end (nranks); a key whose ranks
   // are not all in the graph keeps its measured duration instead.
   std::vector<std::pair<uint64_t, uint32_t>> collective_ranks;
+  // Point-to-point transfers between ranks in the graph: (the op that sends, the op that
+  // receives). An op with transfers ends when each of its peers has started, plus its transfer
+  // (as measured: from its last peer's arrival to its end); a transfer to a rank not in the
+  // graph leaves its op its measured duration.
+  std::vector<std::pair<uint32_t, uint32_t>> p2p;
   std::vector<std::string> notes;  // what the build and the changes decided, for the report
 
  private:
