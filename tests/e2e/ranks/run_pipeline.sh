@@ -28,6 +28,8 @@ share() {  # share NAME: the pipeline's bubble share in percent, from stats --by
 
 # shellcheck source=same_scanned.sh
 . "$(dirname "$0")/same_scanned.sh"
+# shellcheck source=pipeline_steps.sh
+. "$(dirname "$0")/pipeline_steps.sh"
 
 case $mode in
   bubble)
@@ -107,14 +109,8 @@ print(sum(1 for f in range(n) for t in range(n) if c["p2p_bytes"][f * n + t] > 0
     "$cli" whatif "$dir"/plain?.gpuh --change scale=stage_backward:0.5 -o "$dir/predicted.gpuh" > "$dir/whatif.txt"
     grep -q "point-to-point transfer(s) matched across the ranks" "$dir/whatif.txt" ||
       { echo "FAIL: whatif matched no sends with their receives"; cat "$dir/whatif.txt"; exit 1; }
-    steps() {
-      for f in "$@"; do "$cli" dump "$f" --kind kernel; done | awk '
-        { for (i = 1; i <= NF; i++) { split($i, a, "="); v[a[1]] = a[2] }
-          if (v["name"] ~ /stage_forward/ && (lo == "" || v["start_ns"] + 0 < lo)) lo = v["start_ns"] + 0
-          if (v["name"] ~ /stage_backward/ && v["end_ns"] + 0 > hi) hi = v["end_ns"] + 0 }
-        END { printf "%.0f\n", hi - lo }'
-    }
-    plain=$(steps "$dir"/plain?.gpuh) fast=$(steps "$dir"/fast?.gpuh) predicted=$(steps "$dir/predicted.gpuh")
+    plain=$(pipeline_steps_ns "$cli" "$dir"/plain?.gpuh) fast=$(pipeline_steps_ns "$cli" "$dir"/fast?.gpuh)
+    predicted=$(pipeline_steps_ns "$cli" "$dir/predicted.gpuh")
     err=$(awk -v f="$fast" -v p="$predicted" 'BEGIN { printf "%.2f", 100 * (p - f) / f }')
     echo "steps: plain $plain ns, backward twice as fast $fast ns, predicted $predicted ns ($err%)"
     awk -v e="$err" 'BEGIN { exit !(e < 2 && e > -2) }' || { echo "FAIL: the prediction is off by $err% (at most 2%)"; exit 1; }

@@ -12,9 +12,9 @@
 # than the modelled H200 time (a 16 M-element kernel: milliseconds of CPU against tens of
 # microseconds of GPU): GPUHOOK_SIM_PAUSE_CLOCK=1 stops the process's clock while the host is
 # blocked on that work (tests/sim/cudart/paused_clock.h), so a capture shows the GPU the
-# simulator models, not this machine. The ranks of allreduce_train are separate processes,
-# whose clocks must not stop apart: that row runs without it, at arguments that give it a slow
-# rank to balance.
+# simulator models, not this machine. The ranks of allreduce_train and pipeline_parallel are
+# separate processes, whose clocks must not stop apart: those rows run without it (allreduce_train
+# at arguments that give it a slow rank to balance).
 #
 # usage: predict_twins.sh BUILD_DIR [MEDIAN_PERCENT [WORST_PERCENT]]
 set -u
@@ -185,30 +185,42 @@ allreduce_span_ns() {
     awk '/AllReduce/ { for (i = 1; i <= NF; i++) if ($i ~ /^end_ns=/) { split($i, a, "="); t = a[2]
            if (mn == "" || t < mn) mn = t; if (t > mx) mx = t } } END { print mx - mn }'
 }
-ar="$build/examples/allreduce_train"
-if [ -x "$ar" ] && [ -f "$build/sim/lib/libnccl.so.2" ]; then
-  args="--ranks 2 --steps 20 --compute-us 2000 --slow-rank 1 --extra-us 8000"
-  example=() twin=() predicted=()
+# A job of rank processes (each its own capture, %r in its name): recorded RUNS times as the
+# example and as its twin, the prediction made from all the example's ranks at once.
+ranks_row() {  # name, label, measure, example args, change flags...
+  local name=$1 label=$2 measure=$3 args=$4 i
+  shift 4
+  local ex="$build/examples/$name"
+  local -a example=() twin=() predicted=()
+  if [ ! -x "$ex" ] || [ ! -f "$build/sim/lib/libnccl.so.2" ]; then
+    echo "FAIL $name: not built, or no simulated NCCL"; failed=1; return
+  fi
   for ((i = 0; i < runs; ++i)); do
-    rm -f "$work"/ar*.gpuh
-    if "${first[@]}" env -u GPUHOOK_SIM_PAUSE_CLOCK GPUHOOK_QUIET=1 LD_PRELOAD=$GPUHOOK_LIB GPUHOOK_OUTPUT="$work/ar%r.gpuh" "$ar" $args >/dev/null &&
-       "${first[@]}" env -u GPUHOOK_SIM_PAUSE_CLOCK GPUHOOK_QUIET=1 LD_PRELOAD=$GPUHOOK_LIB GPUHOOK_OUTPUT="$work/arf%r.gpuh" "$ar" $args --fixed >/dev/null &&
-       "$gantt" whatif -q "$work/ar0.gpuh" "$work/ar1.gpuh" --change balance-ranks -o "$work/ar_predicted.gpuh"; then
-      example+=("$(allreduce_span_ns "$work/ar0.gpuh" "$work/ar1.gpuh")")
-      twin+=("$(allreduce_span_ns "$work/arf0.gpuh" "$work/arf1.gpuh")")
-      predicted+=("$(allreduce_span_ns "$work/ar_predicted.gpuh")")
+    rm -f "$work/$name"*.gpuh
+    if "${first[@]}" env -u GPUHOOK_SIM_PAUSE_CLOCK GPUHOOK_QUIET=1 LD_PRELOAD=$GPUHOOK_LIB GPUHOOK_OUTPUT="$work/${name}_e%r.gpuh" "$ex" $args >/dev/null &&
+       "${first[@]}" env -u GPUHOOK_SIM_PAUSE_CLOCK GPUHOOK_QUIET=1 LD_PRELOAD=$GPUHOOK_LIB GPUHOOK_OUTPUT="$work/${name}_t%r.gpuh" "$ex" $args --fixed >/dev/null &&
+       "$gantt" whatif -q "$work/${name}_e"*.gpuh "$@" -o "$work/${name}_predicted.gpuh"; then
+      example+=("$($measure "$work/${name}_e"*.gpuh)")
+      twin+=("$($measure "$work/${name}_t"*.gpuh)")
+      predicted+=("$($measure "$work/${name}_predicted.gpuh")")
     else
-      echo "FAIL allreduce_train: record or whatif"; failed=1; break
+      echo "FAIL $name: record or whatif"; failed=1; return
     fi
   done
-  if ((${#example[@]} == runs)); then
-    echo "allreduce_train: example ${example[*]}, twin ${twin[*]}, predicted ${predicted[*]} (ns)" >&2
-    report allreduce_train "balance-ranks (2 ranks, 1 slow)" "$(median_of "${example[@]}")" \
-      "$(median_of "${twin[@]}")" "$(median_of "${predicted[@]}")"
-  fi
-else
-  echo "FAIL allreduce_train: not built, or no simulated NCCL"; failed=1
-fi
+  echo "$name: example ${example[*]}, twin ${twin[*]}, predicted ${predicted[*]} (ns)" >&2
+  report "$name" "$label" "$(median_of "${example[@]}")" "$(median_of "${twin[@]}")" "$(median_of "${predicted[@]}")"
+}
+ranks_row allreduce_train "balance-ranks (2 ranks, 1 slow)" allreduce_span_ns \
+  "--ranks 2 --steps 20 --compute-us 2000 --slow-rank 1 --extra-us 8000" --change balance-ranks
+
+# pipeline_parallel: 4 stages (one process each), 3 steps of GPipe with 4 micro-batches; the
+# twin runs 1F1B with 16. pipeline=1f1b:16 lays every step out again from the recorded
+# micro-batches' kernels and transfers, each at a quarter of its time, and the replay meets
+# the new sends with their receives. The measure is the steps (pipeline_steps.sh).
+# shellcheck source=../ranks/pipeline_steps.sh
+. "$(dirname "$0")/../ranks/pipeline_steps.sh"
+pipeline_steps() { pipeline_steps_ns "$gantt" "$@"; }
+ranks_row pipeline_parallel "pipeline=1f1b:16 (4 stages)" pipeline_steps "" --change pipeline=1f1b:16
 
 # memory_phases: a training step keeps every layer's activation for the backward pass, and a
 # table of initial weights is held to the end; the twin checkpoints every 4th activation,
@@ -219,7 +231,6 @@ peak_bytes() { "$gantt" stats --by memory --format json "$1" | grep -o '"peak_by
 unit="MB of peak memory" measure=peak_bytes row memory_phases "GPUHOOK_MEM_USE=1" "" \
   --change checkpoint=activations --change free-idle
 not_modelled gather_stall "the twin changes the kernel's memory access pattern"
-not_modelled pipeline_parallel "the twin changes the pipeline schedule (GPipe to 1F1B)"
 
 [ ${#errors[@]} -gt 0 ] || { echo "FAIL: no row measured"; exit 1; }
 printf '%s\n' "${errors[@]}" | tr -d '+-' | sort -g | awk -v m="$median_tolerance" -v w="$worst_tolerance" '

@@ -312,6 +312,9 @@ TEST(WhatifChange, SpellingsAreExact) {
   EXPECT_EQ(parse_change("checkpoint=activations:4").every, 4u);
   EXPECT_EQ(parse_change("checkpoint=activations:4").name, "activations");
   EXPECT_EQ(parse_change("free-idle").kind, Change::Kind::kFreeIdle);
+  EXPECT_EQ(parse_change("pipeline=1f1b").kind, Change::Kind::kPipeline);
+  EXPECT_EQ(parse_change("pipeline=1f1b").micro_batches, 0u);
+  EXPECT_EQ(parse_change("pipeline=1f1b:16").micro_batches, 16u);
   const Change s = parse_change("scale=gemm.*:0.8");
   EXPECT_EQ(s.name, "gemm.*");
   EXPECT_DOUBLE_EQ(s.factor, 0.8);
@@ -319,7 +322,8 @@ TEST(WhatifChange, SpellingsAreExact) {
                           "scale=a:-1", "scale=a:nan", "scale=a:1e9", "remove-syncs=", "priority=", "priority", "overlap-copies=2", "block-size=", "block-size=:64",
                           "block-size=k:0", "block-size=k:99999999999", "fuse=", "fuse=:4", "fuse=k:1",
                           "fuse=k:0", "fuse=k:99999999999", "checkpoint=", "checkpoint=:4", "checkpoint=act:0",
-                          "free-idle=x", ""})
+                          "free-idle=x", "pipeline=", "pipeline=gpipe", "pipeline=1f1b:", "pipeline=1f1b:0",
+                          "pipeline=1f1b:2.5", "pipeline=1f1b:99999999", "pipeline=1F1B", ""})
     EXPECT_THROW(parse_change(bad), std::invalid_argument) << bad;
 }
 
@@ -608,6 +612,168 @@ TEST_F(WhatifPredict, ASendFollowsItsReceiverOnTheOtherRank) {
   bool said = false;
   for (const std::string& n : p.notes) said = said || n.find("1 point-to-point transfer") != std::string::npos;
   EXPECT_TRUE(said) << "no note of the matched transfer";
+}
+
+// One GPipe stage of a 2-rank pipeline, one step of two micro-batches: forward kernels of 1000 ns,
+// backward of 2000, transfers of 100 once both sides are there. Every call is issued from 500 on,
+// 10 ns apart; each kernel starts where the step's schedule puts it.
+struct GpipeStage {
+  std::vector<v1::Record> records;
+  uint64_t call_at = 500;
+  uint32_t corr = 1;
+  int32_t rank;
+  GpipeStage(int32_t r) : rank(r) {}
+  uint64_t next_call() { return (call_at += 10) - 10; }
+  void kernel(uint32_t launch, uint32_t name, uint64_t start, uint64_t end) {
+    const uint64_t at = next_call();
+    records.push_back(gantt_test::api(launch, 7, at, at + 5, corr));
+    records.push_back(gantt_test::kernel(name, 13, corr++, at + 5, at + 6, start, end));
+  }
+  void transfer(uint32_t call_name, v1::NcclOp op, uint32_t launch, uint32_t name, uint64_t start, uint64_t end) {
+    const uint64_t at = next_call();
+    records.push_back(nccl_call(call_name, op, rank, 1 - rank, at, at + 8));
+    records.push_back(gantt_test::api(launch, 7, at + 1, at + 7, corr));
+    records.push_back(gantt_test::kernel(name, 13, corr++, at + 2, at + 3, start, end));
+  }
+};
+
+class WhatifPipeline : public WhatifPredict {
+ protected:
+  // The two stages' captures: stage 0 runs F0 F1 B0 B1, stage 1 F0 F1 B0 B1 after receiving each
+  // forward input and before sending each backward output.
+  std::vector<std::string> gpipe() {
+    const uint32_t launch = id("cudaLaunchKernel"), sync = id("cudaStreamSynchronize"), fwd = id("stage_forward"),
+                   bwd = id("stage_backward"), sr = id("ncclDevKernel_SendRecv"), send = id("ncclSend"), recv = id("ncclRecv");
+    GpipeStage s0(0), s1(1);
+    s0.kernel(launch, fwd, 1000, 2000);
+    s0.transfer(send, v1::NCCL_SEND, launch, sr, 2000, 2100);
+    s0.kernel(launch, fwd, 2100, 3100);
+    s0.transfer(send, v1::NCCL_SEND, launch, sr, 3100, 3200);
+    s0.transfer(recv, v1::NCCL_RECV, launch, sr, 3200, 6300);
+    s0.kernel(launch, bwd, 6300, 8300);
+    s0.transfer(recv, v1::NCCL_RECV, launch, sr, 8300, 8400);
+    s0.kernel(launch, bwd, 8400, 10400);
+    s1.transfer(recv, v1::NCCL_RECV, launch, sr, 1000, 2100);
+    s1.kernel(launch, fwd, 2100, 3100);
+    s1.transfer(recv, v1::NCCL_RECV, launch, sr, 3100, 3200);
+    s1.kernel(launch, fwd, 3200, 4200);
+    s1.kernel(launch, bwd, 4200, 6200);
+    s1.transfer(send, v1::NCCL_SEND, launch, sr, 6200, 6300);
+    s1.kernel(launch, bwd, 6300, 8300);
+    s1.transfer(send, v1::NCCL_SEND, launch, sr, 8300, 8400);
+    for (GpipeStage* st : {&s0, &s1}) {
+      const uint64_t at = st->next_call();
+      st->records.push_back(gantt_test::api(sync, 7, at, 10500, st->corr));
+      st->records.push_back(stream_sync(13, st->corr, at, 10500));
+    }
+    return {write("s0.gpuh", with_strings(s0.records)), write("s1.gpuh", with_strings(s1.records))};
+  }
+  // The predicted kernels of a stage, by start: (first letter of the name: f, b or n, duration).
+  std::vector<std::pair<char, uint64_t>> kernels(const Model& m, uint16_t capture) {
+    std::vector<std::pair<uint64_t, std::pair<char, uint64_t>>> v;
+    for (size_t e = 0; e < m.events.size(); ++e)
+      if ((m.events.kind[e] == EventKind::kKernel || m.events.kind[e] == EventKind::kNccl) && m.events.capture[e] == capture) {
+        const std::string& name = m.strings[m.events.name[e]];
+        v.push_back({m.events.start_ns[e], {name.find("forward") != std::string::npos    ? 'f'
+                                            : name.find("backward") != std::string::npos ? 'b'
+                                                                                           : 'n',
+                                            m.events.end_ns[e] - m.events.start_ns[e]}});
+      }
+    std::sort(v.begin(), v.end());
+    std::vector<std::pair<char, uint64_t>> out;
+    for (const auto& x : v) out.push_back(x.second);
+    return out;
+  }
+  static std::string order(const std::vector<std::pair<char, uint64_t>>& ks, bool with_transfers = false) {
+    std::string s;
+    for (const auto& k : ks)
+      if (with_transfers || k.first != 'n') s += k.first;
+    return s;
+  }
+};
+
+TEST_F(WhatifPipeline, OneFOneBInterleavesEachStageAndSplitsItsMicroBatches) {
+  const std::vector<std::string> in = gpipe();
+  const Prediction p = predict(in, {parse_change("pipeline=1f1b:4")}, {}, dir_ + "/out.gpuh");
+  ASSERT_EQ(p.sections.size(), 2u);
+  const Model m = load({dir_ + "/out.gpuh"});
+  const auto s0 = kernels(m, 0), s1 = kernels(m, 1);
+  // Megatron-LM's 1F1B with 4 micro-batches over 2 stages: one warm-up forward on stage 0, none
+  // on stage 1; each send of a forward's output grouped with the receive of a backward's input.
+  EXPECT_EQ(order(s0), "ffbfbfbb");
+  EXPECT_EQ(order(s1), "fbfbfbfb");
+  EXPECT_EQ(order(s0, true), "fnfnbfnbfnbnb");
+  EXPECT_EQ(order(s1, true), "nfbnfbnfbnfbn");
+  // Two recorded micro-batches split in four: each kernel half its recorded time.
+  for (const auto& k : s0) {
+    if (k.first == 'f') EXPECT_EQ(k.second, 500u);
+    if (k.first == 'b') EXPECT_EQ(k.second, 1000u);
+  }
+  // GPipe's step took 9400 ns from stage 0's first forward to its last backward; 1F1B's bubble is
+  // (p-1)/(m+p-1) of 4 micro-batches rather than 2.
+  EXPECT_LT(p.sections[0].predicted.ns(), p.sections[0].measured.ns());
+  bool said = false;
+  for (const std::string& n : p.notes) said = said || n.find("2 stages, 1 step(s) of 2 micro-batches (GPipe) as 1F1B with 4") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+TEST_F(WhatifPipeline, ItNeedsEveryStageAndAPipeline) {
+  const std::vector<std::string> in = gpipe();
+  try {
+    predict({in[0]}, {parse_change("pipeline=1f1b")}, {}, dir_ + "/one.gpuh");
+    ADD_FAILURE() << "one stage of two was rescheduled";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("give every stage's capture"), std::string::npos) << e.what();
+  }
+  using gantt_test::api;
+  using gantt_test::kernel;
+  const std::string plain = write("plain.gpuh", with_strings({api(id("cudaLaunchKernel"), 7, 1000, 1010, 1),
+                                                              kernel(id("k"), 13, 1, 0, 0, 1015, 2015)}));
+  try {
+    predict({plain}, {parse_change("pipeline=1f1b")}, {}, dir_ + "/plain_out.gpuh");
+    ADD_FAILURE() << "a capture without sends was rescheduled";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("no ncclSend or ncclRecv"), std::string::npos) << e.what();
+  }
+  // The twin's own shape (sends grouped with receives) is not GPipe: refused, not reshuffled.
+  GpipeStage g0(0), g1(1);
+  const uint32_t launch = id("cudaLaunchKernel"), sr = id("ncclDevKernel_SendRecv"), send = id("ncclSend"),
+                 recv = id("ncclRecv"), start = id("ncclGroupStart"), end = id("ncclGroupEnd");
+  for (GpipeStage* st : {&g0, &g1}) {
+    const uint64_t at = st->next_call();
+    st->records.push_back(nccl_call(start, v1::NCCL_GROUP_START, st->rank, -1, at, at + 1));
+    st->records.push_back(nccl_call(send, v1::NCCL_SEND, st->rank, 1 - st->rank, at + 2, at + 3, 1));
+    st->records.push_back(nccl_call(recv, v1::NCCL_RECV, st->rank, 1 - st->rank, at + 4, at + 5, 1));
+    st->records.push_back(nccl_call(end, v1::NCCL_GROUP_END, st->rank, -1, at + 6, at + 9));
+    st->records.push_back(gantt_test::api(launch, 7, at + 7, at + 8, st->corr));
+    st->records.push_back(gantt_test::kernel(sr, 13, st->corr++, 0, 0, 1000, 1100));
+  }
+  const std::string a = write("a.gpuh", with_strings(g0.records)), b = write("b.gpuh", with_strings(g1.records));
+  try {
+    predict({a, b}, {parse_change("pipeline=1f1b")}, {}, dir_ + "/grouped.gpuh");
+    ADD_FAILURE() << "a grouped exchange was rescheduled";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("already groups"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(WhatifPipeline, HostilePeersAndRanksAreNotTransfers) {
+  // A send to a rank past the communicator, one from a negative rank and one to itself: none is
+  // matched, the replay keeps their kernels' recorded times, nothing wraps.
+  GpipeStage s(0);
+  const uint32_t launch = id("cudaLaunchKernel"), sr = id("ncclDevKernel_SendRecv"), send = id("ncclSend");
+  s.kernel(launch, id("work"), 600, 700);
+  for (const auto& [rank, peer] : std::vector<std::pair<int32_t, int32_t>>{{0, 7}, {-5, 1}, {0, INT32_MAX}, {1, -1}}) {
+    const uint64_t at = s.next_call();
+    s.records.push_back(nccl_call(send, v1::NCCL_SEND, rank, peer, at, at + 8));
+    s.records.push_back(gantt_test::api(launch, 7, at + 1, at + 7, s.corr));
+    s.records.push_back(gantt_test::kernel(sr, 13, s.corr++, 0, 0, 1000 + at, 1100 + at));
+  }
+  const std::string in = write("hostile.gpuh", with_strings(s.records));
+  const Prediction p = predict({in}, {parse_change("scale=work:1")}, {}, dir_ + "/hostile_out.gpuh");
+  EXPECT_EQ(p.sections[0].predicted.ns(), p.sections[0].unchanged.ns());
+  for (const std::string& n : p.notes) EXPECT_EQ(n.find("matched across the ranks"), std::string::npos) << n;
+  EXPECT_THROW(predict({in}, {parse_change("pipeline=1f1b")}, {}, dir_ + "/hostile_1f1b.gpuh"), std::invalid_argument);
 }
 
 TEST_F(WhatifPredict, AHostileDurationSaturatesInsteadOfWrapping) {

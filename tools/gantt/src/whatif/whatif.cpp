@@ -164,6 +164,14 @@ Change parse_change(const std::string& text) {
       if (*n != std::floor(*n) || *n > 1e6) throw std::invalid_argument("--change " + text + ": K is a whole number from 1 to 1000000");
       c.every = static_cast<uint32_t>(*n);
     }
+  } else if (text == "pipeline=1f1b" || starts_with(text, "pipeline=1f1b:")) {
+    c.kind = Change::Kind::kPipeline;
+    if (text != "pipeline=1f1b") {
+      const double n = parse_number(text, text.substr(14));
+      if (n != std::floor(n) || n < 1 || n > 65536)
+        throw std::invalid_argument("--change " + text + ": M, the micro-batches a step, is a whole number from 1 to 65536");
+      c.micro_batches = static_cast<uint32_t>(n);
+    }
   } else if (starts_with(text, "priority=") && text.size() > 9) {
     c.kind = Change::Kind::kPriority;
     c.name = text.substr(9);
@@ -206,7 +214,12 @@ const char* change_help() {
          "                         kernels are counted in the note, not added to the timeline\n"
          "  free-idle              what diagnose memory-idle names: an allocation held unused at its\n"
          "                         device's memory peak for at least half the capture is freed right\n"
-         "                         after its last use (record with GPUHOOK_MEM_USE=1)\n";
+         "                         after its last use (record with GPUHOOK_MEM_USE=1)\n"
+         "  pipeline=1f1b[:M]      a GPipe pipeline (every stage's capture; each step all its forward\n"
+         "                         passes, then all its backward passes) run as 1F1B, as Megatron-LM\n"
+         "                         does, with M micro-batches a step (default: as recorded), each\n"
+         "                         micro-batch's kernels and transfers scaled to its size; the sends and\n"
+         "                         receives meet again across the ranks\n";
 }
 
 Prediction predict(const std::vector<std::string>& inputs, const std::vector<Change>& changes, const Options& options,

@@ -940,6 +940,7 @@ void apply(Built& b, const std::vector<Change>& changes, const Options& options)
       case Change::Kind::kFuse: fuse_kernels(b, ch); break;
       case Change::Kind::kCheckpoint: checkpoint(b, ch); break;
       case Change::Kind::kFreeIdle: free_idle(b, ch); break;
+      case Change::Kind::kPipeline: one_f_one_b(b, ch); break;
     }
     link(b);  // the lanes may have moved: find the waits again
   }

@@ -128,6 +128,9 @@ struct Built {
   std::vector<bool> op_fused_away;
   // Per section, once a memory change made one (empty before).
   std::vector<MemoryEdits> memory_edits;
+  // Per op, once a change added one (empty before): the op whose record it is written as, with
+  // its own times (kNone: an op of the capture's own records).
+  std::vector<uint32_t> op_source;
   // Every send and receive of every capture, matched into Graph::p2p by link_p2p().
   std::vector<P2pEnd> p2p_ends;
 };
@@ -145,6 +148,8 @@ void apply(Built& b, const std::vector<Change>& changes, const Options& options)
 // The memory changes (whatif_memory.cpp): they fill Built::memory_edits, not the graph.
 void checkpoint(Built& b, const Change& ch);
 void free_idle(Built& b, const Change& ch);
+// pipeline=1f1b[:M] (whatif_pipeline.cpp).
+void one_f_one_b(Built& b, const Change& ch);
 uint64_t write(const Built& b, const std::vector<Change>& changes, const std::string& output);
 
 }  // namespace gantt::whatif::detail

@@ -137,6 +137,62 @@ uint64_t write(const Built& b, const std::vector<Change>& changes, const std::st
         put(added);
       }
     };
+    // A kernel, copy, memset or host function record at op `index`'s replayed times (a graph
+    // node's member at `offset` from its block's start).
+    auto retime = [&](v1::Record& r, uint32_t index, RecordPlace::Kind kind, int64_t offset) {
+      const GpuOp& op = g.ops[index];
+      const Built::GraphNode node = index < b.op_graph.size() ? b.op_graph[index] : Built::GraphNode{};
+      uint64_t start = op.start_ns, end = op.end_ns;
+      if (kind == RecordPlace::Kind::kMember) {
+        start = op.start_ns + static_cast<uint64_t>(offset);
+        end = 0;  // below: the member's own duration
+      }
+      auto own_end = [&](int64_t a, int64_t z) { return start + static_cast<uint64_t>(z > a ? z - a : 0); };
+      const uint32_t stream = g.lanes[op.lane].stream;
+      uint32_t correlation_id = 0;
+      if (node.call != kNone && node.call < call_correlation.size()) correlation_id = call_correlation[node.call];
+      const uint64_t graph_id = node.call != kNone ? kPredictedGraphIdBase + node.graph_id : 0;
+      if (r.has_kernel()) {
+        auto* k = r.mutable_kernel();
+        if (end == 0) end = own_end(k->start_ns(), k->end_ns());
+        const int64_t delta = op.call != kNone
+                                  ? static_cast<int64_t>(g.calls[op.call].start_ns) -
+                                        static_cast<int64_t>(g.calls[op.call].orig_start_ns)
+                                  : static_cast<int64_t>(start) - k->start_ns();
+        move_launch_stamps(k, start, delta);
+        k->set_start_ns(as_time(start)), k->set_end_ns(as_time(end));
+        if (kind == RecordPlace::Kind::kOp) k->set_stream(stream);
+        if (const auto shape = b.op_shape.find(index); kind == RecordPlace::Kind::kOp && shape != b.op_shape.end())
+          k->set_grid_x(static_cast<int32_t>(shape->second.first)), k->set_block_x(static_cast<int32_t>(shape->second.second));
+        if (graph_id) k->set_graph_id(graph_id), k->set_graph_node_id(node.node_id), k->set_correlation_id(correlation_id);
+      } else if (r.has_memcpy()) {
+        auto* m = r.mutable_memcpy();
+        if (end == 0) end = own_end(m->start_ns(), m->end_ns());
+        m->set_start_ns(as_time(start)), m->set_end_ns(as_time(end));
+        if (kind == RecordPlace::Kind::kOp) {
+          m->set_stream(stream);
+          if (!op.pageable) {  // pin-copies
+            if (m->src_kind() == v1::MEMORY_PAGEABLE) m->set_src_kind(v1::MEMORY_PINNED);
+            if (m->dst_kind() == v1::MEMORY_PAGEABLE) m->set_dst_kind(v1::MEMORY_PINNED);
+          }
+          if (!op.call_waits) m->set_async(true);  // issued by an asynchronous call (analysis::copy_host_wait)
+        }
+        if (graph_id) m->set_graph_id(graph_id), m->set_graph_node_id(node.node_id), m->set_correlation_id(correlation_id);
+      } else if (r.has_memset()) {
+        auto* m = r.mutable_memset();
+        if (end == 0) end = own_end(m->start_ns(), m->end_ns());
+        m->set_start_ns(as_time(start)), m->set_end_ns(as_time(end));
+        if (kind == RecordPlace::Kind::kOp) m->set_stream(stream);
+        if (graph_id) m->set_graph_id(graph_id), m->set_graph_node_id(node.node_id), m->set_correlation_id(correlation_id);
+      } else if (r.has_host_function()) {
+        r.mutable_host_function()->set_start_ns(as_time(start));
+        r.mutable_host_function()->set_end_ns(as_time(end));
+      }
+          };
+    // The ops a change added, by the op whose record they copy.
+    std::unordered_map<uint32_t, std::vector<uint32_t>> clones;
+    for (uint32_t o = 0; o < b.op_source.size(); ++o)
+      if (b.op_source[o] != kNone && g.ops[o].capture == s) clones[b.op_source[o]].push_back(o);
     bool header_seen = false;
     auto stream_infos = [&] {
       for (const Lane& l : g.lanes) {
@@ -189,56 +245,19 @@ uint64_t write(const Built& b, const std::vector<Change>& changes, const std::st
         }
         case RecordPlace::Kind::kOp:
         case RecordPlace::Kind::kMember: {
-          if (place.kind == RecordPlace::Kind::kOp && place.index < b.op_fused_away.size() && b.op_fused_away[place.index])
-            continue;  // its work is the fused kernel's
-          const GpuOp& op = g.ops[place.index];
-          const Built::GraphNode node = place.index < b.op_graph.size() ? b.op_graph[place.index] : Built::GraphNode{};
-          uint64_t start = op.start_ns, end = op.end_ns;
-          if (place.kind == RecordPlace::Kind::kMember) {
-            start = op.start_ns + static_cast<uint64_t>(place.offset_ns);
-            end = 0;  // below: the member's own duration
-          }
-          auto own_end = [&](int64_t a, int64_t z) { return start + static_cast<uint64_t>(z > a ? z - a : 0); };
-          const uint32_t stream = g.lanes[op.lane].stream;
-          uint32_t correlation_id = 0;
-          if (node.call != kNone && node.call < call_correlation.size()) correlation_id = call_correlation[node.call];
-          const uint64_t graph_id = node.call != kNone ? kPredictedGraphIdBase + node.graph_id : 0;
-          if (r.has_kernel()) {
-            auto* k = r.mutable_kernel();
-            if (end == 0) end = own_end(k->start_ns(), k->end_ns());
-            const int64_t delta = op.call != kNone
-                                      ? static_cast<int64_t>(g.calls[op.call].start_ns) -
-                                            static_cast<int64_t>(g.calls[op.call].orig_start_ns)
-                                      : static_cast<int64_t>(start) - k->start_ns();
-            move_launch_stamps(k, start, delta);
-            k->set_start_ns(as_time(start)), k->set_end_ns(as_time(end));
-            if (place.kind == RecordPlace::Kind::kOp) k->set_stream(stream);
-            if (const auto shape = b.op_shape.find(place.index); place.kind == RecordPlace::Kind::kOp && shape != b.op_shape.end())
-              k->set_grid_x(static_cast<int32_t>(shape->second.first)), k->set_block_x(static_cast<int32_t>(shape->second.second));
-            if (graph_id) k->set_graph_id(graph_id), k->set_graph_node_id(node.node_id), k->set_correlation_id(correlation_id);
-          } else if (r.has_memcpy()) {
-            auto* m = r.mutable_memcpy();
-            if (end == 0) end = own_end(m->start_ns(), m->end_ns());
-            m->set_start_ns(as_time(start)), m->set_end_ns(as_time(end));
-            if (place.kind == RecordPlace::Kind::kOp) {
-              m->set_stream(stream);
-              if (!op.pageable) {  // pin-copies
-                if (m->src_kind() == v1::MEMORY_PAGEABLE) m->set_src_kind(v1::MEMORY_PINNED);
-                if (m->dst_kind() == v1::MEMORY_PAGEABLE) m->set_dst_kind(v1::MEMORY_PINNED);
+          if (place.kind == RecordPlace::Kind::kOp) {
+            // Ops a change made in its place (pipeline=1f1b) are written as copies of it first.
+            if (const auto made = clones.find(place.index); made != clones.end()) {
+              for (uint32_t clone : made->second) {
+                v1::Record copy = r;
+                retime(copy, clone, RecordPlace::Kind::kOp, 0);
+                remap_strings(copy, remap);
+                put(copy);
               }
-              if (!op.call_waits) m->set_async(true);  // issued by an asynchronous call (analysis::copy_host_wait)
             }
-            if (graph_id) m->set_graph_id(graph_id), m->set_graph_node_id(node.node_id), m->set_correlation_id(correlation_id);
-          } else if (r.has_memset()) {
-            auto* m = r.mutable_memset();
-            if (end == 0) end = own_end(m->start_ns(), m->end_ns());
-            m->set_start_ns(as_time(start)), m->set_end_ns(as_time(end));
-            if (place.kind == RecordPlace::Kind::kOp) m->set_stream(stream);
-            if (graph_id) m->set_graph_id(graph_id), m->set_graph_node_id(node.node_id), m->set_correlation_id(correlation_id);
-          } else if (r.has_host_function()) {
-            r.mutable_host_function()->set_start_ns(as_time(start));
-            r.mutable_host_function()->set_end_ns(as_time(end));
+            if (place.index < b.op_fused_away.size() && b.op_fused_away[place.index]) continue;  // its work is elsewhere
           }
+          retime(r, place.index, place.kind, place.offset_ns);
           break;
         }
         case RecordPlace::Kind::kOther: {

@@ -40,7 +40,7 @@ namespace gantt::whatif {
 struct Change {
   enum class Kind {
     kPinCopies, kAsyncCopies, kRemoveSyncs, kStreams, kGraphs, kScale, kBalanceRanks, kPriority, kOverlapCopies,
-    kBlockSize, kFuse, kCheckpoint, kFreeIdle
+    kBlockSize, kFuse, kCheckpoint, kFreeIdle, kPipeline
   };
   Kind kind = Kind::kPinCopies;
   std::string text;          // as typed, for the header and the report
@@ -50,6 +50,7 @@ struct Change {
   uint32_t threads = 0;      // block-size=REGEX:N (0: the block size of the most resident threads)
   uint32_t launches = 0;     // fuse=REGEX:N, launches a fused kernel takes at most (0: the whole run)
   uint32_t every = 0;        // checkpoint=REGEX:K, one allocation kept in K (0: the square root of a run)
+  uint32_t micro_batches = 0;  // pipeline=1f1b:M, micro-batches a step (0: as recorded)
 };
 // Throws std::invalid_argument with a message that lists the accepted spellings.
 Change parse_change(const std::string& text);
