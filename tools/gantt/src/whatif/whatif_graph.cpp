@@ -283,6 +283,7 @@ class SectionBuilder {
               const v1::Record call_record = s_.records[nc->second];
               const v1::NcclCall& n = call_record.nccl();
               op.kind = OpKind::kCollective;
+              op.bytes = n.bytes();  // the call's (a group's end: 0)
               op.sm_share = 0;  // NCCL kernels wait for their peers; their SM share is not the limit
               if (gpuhook::nccl_op_is_collective(n.op()) && n.group_depth() == 0 && n.nranks() > 1) {
                 op.collective = collective_key(n.comm_id(), n.sequence());

@@ -224,6 +224,26 @@ void one_f_one_b(Built& b, const Change& ch) {
   }
   const size_t micro = ch.micro_batches != 0 ? ch.micro_batches : m;
   const double factor = static_cast<double>(m) / static_cast<double>(micro);
+  // A transfer's fixed latency: the smallest NCCL operation's measured transfer, among those that
+  // move fewer bytes than the pipeline's, where its ranks all took part (matched sends, whole
+  // collectives).
+  uint64_t pipeline_bytes = UINT64_MAX;
+  for (const P2pEnd& e : b.p2p_ends)
+    if (e.bytes > 0) pipeline_bytes = std::min(pipeline_bytes, e.bytes);
+  std::vector<bool> coupled(g.ops.size(), false);
+  for (const auto& [a, z] : g.p2p) coupled[a] = coupled[z] = true;
+  int64_t latency_ns = 0;
+  const GpuOp* latency_of = nullptr;
+  for (uint32_t o = 0; o < g.ops.size(); ++o) {
+    const GpuOp& op = g.ops[o];
+    if (op.kind != OpKind::kCollective || op.bytes == 0 || op.bytes >= pipeline_bytes || op.transfer_ns <= 0) continue;
+    if (op.collective == 0 && !coupled[o]) continue;
+    if (latency_of == nullptr || op.transfer_ns < latency_ns) latency_ns = op.transfer_ns, latency_of = &op;
+  }
+  auto scaled_transfer = [&](int64_t ns) {
+    const int64_t fixed = std::min(latency_ns, ns);
+    return fixed + static_cast<int64_t>(std::llround(static_cast<double>(ns - fixed) * factor));
+  };
   const int32_t p = static_cast<int32_t>(stages.size());
   if (b.op_fused_away.size() < g.ops.size()) b.op_fused_away.resize(g.ops.size(), false);
   if (b.op_source.size() < g.ops.size()) b.op_source.resize(g.ops.size(), kNone);
@@ -277,7 +297,7 @@ void one_f_one_b(Built& b, const Change& ch) {
         int64_t ns = 0;
         for (Tag tag : tags) {
           if (source == kNone) source = step_template[tag];
-          ns = std::max(ns, static_cast<int64_t>(std::llround(static_cast<double>(st.transfer_ns[tag]) * factor)));
+          ns = std::max(ns, scaled_transfer(st.transfer_ns[tag]));
         }
         if (source == kNone) refuse(ch, stage_text(static_cast<size_t>(s)) + " lacks a transfer of a direction it needs");
         const uint32_t op = add(source, 0);
@@ -330,12 +350,20 @@ void one_f_one_b(Built& b, const Change& ch) {
     for (size_t k = 0; k < list.size(); ++k) p2p.emplace_back(list[k], r->second[k]);
   }
   g.p2p = std::move(p2p);
-  char buf[320];
+  char buf[512];
   std::snprintf(buf, sizeof buf,
                 "%s: %d stages, %zu step(s) of %zu micro-batches (GPipe) as 1F1B with %zu: each micro-batch's kernels "
-                "and transfers at %.3g of the recorded ones (linear in its size), %zu operations in place of the "
-                "recorded ones; the NCCL call records are the recorded ones",
-                ch.text.c_str(), p, steps, m, micro, factor, made);
+                "at %.3g of the recorded ones' time (linear in its size), each transfer %.1f us of latency (%s) and "
+                "%.3g of the rest; %zu operations in place of the recorded ones; the NCCL call records are the "
+                "recorded ones",
+                ch.text.c_str(), p, steps, m, micro, factor, static_cast<double>(latency_ns) / 1000.0,
+                latency_of != nullptr ? ("the smallest NCCL operation's transfer in the captures, " +
+                                         (latency_of->call < g.calls.size() ? g.calls[latency_of->call].name.str().substr(0, 60)
+                                                                            : std::string("a collective")) +
+                                         " of " + std::to_string(latency_of->bytes) + " B")
+                                            .c_str()
+                                      : "no smaller NCCL operation in the captures to measure it by",
+                factor, made);
   g.notes.push_back(buf);
 }
 
