@@ -706,9 +706,23 @@ TEST_F(WhatifPipeline, OneFOneBInterleavesEachStageAndSplitsItsMicroBatches) {
   EXPECT_EQ(order(s1, true), "nfbnfbnfbnfbn");
   // Two recorded micro-batches split in four: each kernel half its recorded time.
   for (const auto& k : s0) {
-    if (k.first == 'f') EXPECT_EQ(k.second, 500u);
-    if (k.first == 'b') EXPECT_EQ(k.second, 1000u);
+    if (k.first == 'f') {
+      EXPECT_EQ(k.second, 500u);
+    } else if (k.first == 'b') {
+      EXPECT_EQ(k.second, 1000u);
+    }
   }
+  // Each new transfer is written with its NCCL calls, joined to its kernel: 4 sends each way
+  // (the recorded 2 dropped), each of half the recorded bytes, a kernel for every one.
+  size_t sends = 0, joined = 0;
+  for (size_t n = 0; n < m.nccl.size(); ++n) {
+    if (m.nccl.op[n] != v1::NCCL_SEND) continue;
+    ++sends;
+    EXPECT_EQ(m.nccl.bytes[n], uint64_t{1} << 19);
+    if (m.nccl.event[n] != kNone && m.events.kind[m.nccl.event[n]] == EventKind::kNccl) ++joined;
+  }
+  EXPECT_EQ(sends, 8u);
+  EXPECT_EQ(joined, 8u);
   // GPipe's step took 9400 ns from stage 0's first forward to its last backward; 1F1B's bubble is
   // (p-1)/(m+p-1) of 4 micro-batches rather than 2.
   EXPECT_LT(p.sections[0].predicted.ns(), p.sections[0].measured.ns());

@@ -131,6 +131,16 @@ struct Built {
   // Per op, once a change added one (empty before): the op whose record it is written as, with
   // its own times (kNone: an op of the capture's own records).
   std::vector<uint32_t> op_source;
+  // Transfer kernels a change added (pipeline=1f1b), by op: the NCCL calls each stands for, written
+  // with it as copies of `template_call`'s record (communicator, rank, stream), a group's start
+  // and end around them when there are two.
+  struct AddedTransfers {
+    uint32_t template_call = kNone;
+    std::vector<P2pEnd> ends;  // bytes as they are now
+  };
+  std::unordered_map<uint32_t, AddedTransfers> added_transfers;
+  // Per call, once a change dropped one's NCCL record (its host time stays; empty before).
+  std::vector<bool> nccl_record_dropped;
   // Every send and receive of every capture, matched into Graph::p2p by link_p2p().
   std::vector<P2pEnd> p2p_ends;
 };

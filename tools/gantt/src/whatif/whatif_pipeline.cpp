@@ -51,6 +51,7 @@ struct Stage {
   std::vector<std::vector<Unit>> steps;  // per step: its forward units, then its backward units
   int64_t transfer_ns[kTags] = {};       // the median transfer of each direction
   uint32_t template_op[kTags] = {kNone, kNone, kNone, kNone};
+  P2pEnd template_end[kTags];            // a recorded send or receive of each direction
 };
 
 std::string stage_text(size_t s) { return "stage " + std::to_string(s); }
@@ -70,6 +71,7 @@ std::vector<Stage> find_stages(const Built& b, const Change& ch, std::unordered_
                           return x.second < y.second;
                         })->first;
   std::map<int32_t, uint16_t> capture_of_rank;
+  std::map<uint16_t, std::map<Tag, P2pEnd>> ends_of;
   for (const P2pEnd& e : b.p2p_ends) {
     if (e.comm_id != comm || e.op >= g.ops.size()) continue;
     const int32_t rank = e.send ? e.src : e.dst, peer = e.send ? e.dst : e.src;
@@ -80,6 +82,7 @@ std::vector<Stage> find_stages(const Built& b, const Change& ch, std::unordered_
     auto [it, added] = capture_of_rank.emplace(rank, capture);
     if (!added && it->second != capture) refuse(ch, "rank " + std::to_string(rank) + " appears in two captures");
     const Tag tag = e.send ? (peer > rank ? kForwardOut : kBackwardOut) : (peer < rank ? kForwardIn : kBackwardIn);
+    ends_of[capture][tag] = e;
     auto [t, fresh] = tag_of->emplace(e.op, tag);
     if (!fresh && t->second != tag)
       refuse(ch, "rank " + std::to_string(rank) +
@@ -92,7 +95,11 @@ std::vector<Stage> find_stages(const Built& b, const Change& ch, std::unordered_
                    " to " + std::to_string(capture_of_rank.rbegin()->first) + " of which " + std::to_string(p) +
                    " are in the inputs");
   std::vector<Stage> stages(static_cast<size_t>(p));
-  for (const auto& [rank, capture] : capture_of_rank) stages[static_cast<size_t>(rank)].capture = capture;
+  for (const auto& [rank, capture] : capture_of_rank) {
+    Stage& st = stages[static_cast<size_t>(rank)];
+    st.capture = capture;
+    for (const auto& [tag, e] : ends_of[capture]) st.template_end[tag] = e;
+  }
   for (const auto& [op, tag] : *tag_of) {
     const auto it = std::find_if(stages.begin(), stages.end(), [&](const Stage& s) { return s.capture == g.ops[op].capture; });
     if (it == stages.end()) continue;
@@ -302,10 +309,16 @@ void one_f_one_b(Built& b, const Change& ch) {
         if (source == kNone) refuse(ch, stage_text(static_cast<size_t>(s)) + " lacks a transfer of a direction it needs");
         const uint32_t op = add(source, 0);
         g.ops[op].transfer_ns = ns;
+        Built::AddedTransfers& calls = b.added_transfers[op];
+        calls.template_call = g.ops[source].call;
         for (Tag tag : tags) {
           const int32_t peer = tag == kForwardOut || tag == kBackwardIn ? s + 1 : s - 1;
           const bool send = tag == kForwardOut || tag == kBackwardOut;
           (send ? sends[{s, peer}] : receives[{peer, s}]).push_back(op);
+          P2pEnd end = st.template_end[tag];
+          end.op = op;
+          end.bytes = static_cast<uint64_t>(std::llround(static_cast<double>(end.bytes) * factor));
+          calls.ends.push_back(end);
         }
       };
       const size_t warmup = std::min<size_t>(static_cast<size_t>(p - s - 1), micro), steady = micro - warmup;
@@ -333,9 +346,11 @@ void one_f_one_b(Built& b, const Change& ch) {
         refuse(ch, "a step of " + std::to_string(micro) + " micro-batches takes more launches than one step can order");
     }
   }
+  if (b.nccl_record_dropped.size() < g.calls.size()) b.nccl_record_dropped.resize(g.calls.size(), false);
   for (uint32_t o = 0; o < replaced.size(); ++o) {
     if (!replaced[o]) continue;
     GpuOp& gone = g.ops[o];
+    if (tag_of.count(o) != 0 && gone.call < g.calls.size()) b.nccl_record_dropped[gone.call] = true;
     gone.duration_ns = 0, gone.sm_share = 0, gone.transfer_ns = 0;
     b.op_fused_away[o] = true;
   }
@@ -354,8 +369,8 @@ void one_f_one_b(Built& b, const Change& ch) {
   std::snprintf(buf, sizeof buf,
                 "%s: %d stages, %zu step(s) of %zu micro-batches (GPipe) as 1F1B with %zu: each micro-batch's kernels "
                 "at %.3g of the recorded ones' time (linear in its size), each transfer %.1f us of latency (%s) and "
-                "%.3g of the rest; %zu operations in place of the recorded ones; the NCCL call records are the "
-                "recorded ones",
+                "%.3g of the rest; %zu operations in place of the recorded ones, each new transfer written with "
+                "its NCCL calls",
                 ch.text.c_str(), p, steps, m, micro, factor, static_cast<double>(latency_ns) / 1000.0,
                 latency_of != nullptr ? ("the smallest NCCL operation's transfer in the captures, " +
                                          (latency_of->call < g.calls.size() ? g.calls[latency_of->call].name.str().substr(0, 60)

@@ -193,6 +193,86 @@ uint64_t write(const Built& b, const std::vector<Change>& changes, const std::st
     std::unordered_map<uint32_t, std::vector<uint32_t>> clones;
     for (uint32_t o = 0; o < b.op_source.size(); ++o)
       if (b.op_source[o] != kNone && g.ops[o].capture == s) clones[b.op_source[o]].push_back(o);
+    // An added transfer kernel is launched under NCCL calls of its own: fresh correlation and
+    // external ids (past the section's), its calls copied from a recorded one of its stage.
+    uint32_t next_correlation = 0;
+    uint64_t next_external = 0, next_p2p_sequence = 0;
+    std::unordered_map<uint32_t, uint32_t> record_of_call, launch_of_call;  // call -> its record, its inner launch's
+    if (!b.added_transfers.empty()) {
+      v1::Record x;
+      for (uint32_t i = 0; i < sec.records.size(); ++i) {
+        if (places[i].kind == RecordPlace::Kind::kCall) record_of_call.emplace(places[i].index, i);
+        if (places[i].kind == RecordPlace::Kind::kInnerCall) launch_of_call.emplace(places[i].index, i);
+        sec.records.get(i, &x);
+        if (x.has_api()) next_correlation = std::max(next_correlation, x.api().correlation_id());
+        if (x.has_external_correlation()) next_external = std::max(next_external, x.external_correlation().external_id());
+        if (x.has_nccl()) {
+          next_external = std::max(next_external, x.nccl().external_id());
+          next_p2p_sequence = std::max(next_p2p_sequence, x.nccl().p2p_sequence());
+        }
+      }
+    }
+    // The NCCL calls of added transfer kernel `op`, then the link to its launch; returns the
+    // kernel's correlation id (0: none added).
+    auto write_added_calls = [&](uint32_t op) -> uint32_t {
+      const auto added = b.added_transfers.find(op);
+      if (added == b.added_transfers.end() || next_correlation == UINT32_MAX) return 0;
+      const auto rec = record_of_call.find(added->second.template_call);
+      if (rec == record_of_call.end()) return 0;
+      v1::Record model;
+      sec.records.get(rec->second, &model);
+      if (!model.has_nccl()) return 0;
+      const HostCall& c = g.calls[added->second.template_call];
+      const uint32_t correlation = ++next_correlation;
+      const uint64_t external = ++next_external;
+      const bool group = added->second.ends.size() > 1;
+      auto call = [&](v1::NcclOp kind, const char* name, uint32_t depth, const P2pEnd* end) {
+        v1::Record n = model;
+        remap_strings(n, remap);
+        v1::NcclCall* nc = n.mutable_nccl();
+        nc->set_op(kind);
+        nc->set_name_id(writer->intern(name));
+        nc->set_group_depth(depth);
+        nc->set_start_ns(as_time(c.start_ns)), nc->set_end_ns(as_time(c.end_ns));
+        nc->set_external_id(depth == 0 ? external : 0);
+        nc->clear_p2p_sequence();
+        if (end != nullptr) {
+          nc->set_root_or_peer(end->send ? end->dst : end->src);
+          nc->set_bytes(end->bytes);
+          const uint64_t size = nc->count() > 0 && model.nccl().bytes() > 0 ? model.nccl().bytes() / nc->count() : 0;
+          nc->set_count(size > 0 ? end->bytes / size : 0);
+          nc->set_p2p_sequence(++next_p2p_sequence);
+        } else {
+          nc->set_root_or_peer(-1), nc->set_bytes(0), nc->set_count(0);
+        }
+        put(n);
+      };
+      if (group) call(v1::NCCL_GROUP_START, "ncclGroupStart", 0, nullptr);
+      for (const P2pEnd& e : added->second.ends)
+        call(e.send ? v1::NCCL_SEND : v1::NCCL_RECV, e.send ? "ncclSend" : "ncclRecv", group ? 1 : 0, &e);
+      if (group) call(v1::NCCL_GROUP_END, "ncclGroupEnd", 0, nullptr);
+      // Its launch inside the calls, as the recorded one was (the range it falls in is the kernel's).
+      if (const auto inner = launch_of_call.find(added->second.template_call); inner != launch_of_call.end()) {
+        v1::Record launch;
+        sec.records.get(inner->second, &launch);
+        if (launch.has_api()) {
+          const int64_t d = launch.api().end_ns() - launch.api().start_ns();
+          const int64_t start = std::min<int64_t>(as_time(c.start_ns + static_cast<uint64_t>(places[inner->second].offset_ns)),
+                                                  as_time(c.end_ns));
+          launch.mutable_api()->set_start_ns(start);
+          launch.mutable_api()->set_end_ns(std::min<int64_t>(d > 0 && start <= INT64_MAX - d ? start + d : start, as_time(c.end_ns)));
+          launch.mutable_api()->set_correlation_id(correlation);
+          remap_strings(launch, remap);
+          put(launch);
+        }
+      }
+      v1::Record link;
+      link.mutable_external_correlation()->set_kind(5);  // CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2, as the hook's
+      link.mutable_external_correlation()->set_external_id(external);
+      link.mutable_external_correlation()->set_correlation_id(correlation);
+      put(link);
+      return correlation;
+    };
     bool header_seen = false;
     auto stream_infos = [&] {
       for (const Lane& l : g.lanes) {
@@ -217,6 +297,7 @@ uint64_t write(const Built& b, const std::vector<Change>& changes, const std::st
         case RecordPlace::Kind::kCall: {
           const HostCall& c = g.calls[place.index];
           if (c.removed) continue;
+          if (r.has_nccl() && place.index < b.nccl_record_dropped.size() && b.nccl_record_dropped[place.index]) continue;
           const int64_t start = as_time(c.start_ns), end = as_time(c.end_ns);
           if (r.has_api()) {
             r.mutable_api()->set_start_ns(start), r.mutable_api()->set_end_ns(end);
@@ -251,6 +332,8 @@ uint64_t write(const Built& b, const std::vector<Change>& changes, const std::st
               for (uint32_t clone : made->second) {
                 v1::Record copy = r;
                 retime(copy, clone, RecordPlace::Kind::kOp, 0);
+                if (const uint32_t correlation = write_added_calls(clone); correlation != 0 && copy.has_kernel())
+                  copy.mutable_kernel()->set_correlation_id(correlation);
                 remap_strings(copy, remap);
                 put(copy);
               }
