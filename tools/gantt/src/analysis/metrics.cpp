@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
-#include <queue>
 #include <tuple>
 #include <utility>
 
@@ -147,60 +146,91 @@ std::string clock_drop_text(const ClockDrop& d) {
          duration_text(d.end_ns - d.start_ns);
 }
 
-std::vector<MetricStatsRow> metric_stats(const Model& m) {
-  const std::vector<MetricSeries> all = metric_series(m);
-  // (capture, device) -> its kernels as (start, end, display name), by start.
-  std::map<std::pair<uint16_t, uint32_t>, std::vector<std::tuple<uint64_t, uint64_t, std::string>>> kernels;
-  for (const MetricSeries& s : all) kernels[{s.capture, s.device}];
-  const EventTable& e = m.events;
-  for (uint32_t i = 0; i < e.size(); ++i) {
-    if (e.kind[i] != EventKind::kKernel || e.start_ns[i] == 0 || e.end_ns[i] <= e.start_ns[i]) continue;
-    auto it = kernels.find({e.capture[i], e.device[i]});
-    if (it != kernels.end()) it->second.emplace_back(e.start_ns[i], e.end_ns[i], std::string(m.display_name(i)));
+KernelsAtSamples::KernelsAtSamples(const Model& samples) {
+  const MetricTable& mt = samples.metrics;
+  for (size_t i = 0; i < mt.size(); ++i) series_[{mt.capture[i], mt.device[i]}].times.push_back(mt.time_ns[i]);
+  for (auto& [key, s] : series_) {
+    std::sort(s.times.begin(), s.times.end());
+    s.times.erase(std::unique(s.times.begin(), s.times.end()), s.times.end());
+    s.names.resize(s.times.size());
   }
-  for (auto& [key, list] : kernels) std::sort(list.begin(), list.end());
+}
 
+const KernelsAtSamples::Series* KernelsAtSamples::find(uint16_t capture, uint32_t device) const {
+  const auto it = series_.find({capture, device});
+  return it == series_.end() ? nullptr : &it->second;
+}
+
+bool KernelsAtSamples::covers_sample(uint16_t capture, uint32_t device, uint64_t start, uint64_t end) const {
+  const Series* s = find(capture, device);
+  if (s == nullptr || end <= start) return false;
+  const auto first = std::lower_bound(s->times.begin(), s->times.end(), start);
+  return first != s->times.end() && *first < end;
+}
+
+void KernelsAtSamples::add(uint16_t capture, uint32_t device, uint64_t start, uint64_t end, std::string_view name) {
+  if (!covers_sample(capture, device, start, end)) return;
+  Series& s = series_.find({capture, device})->second;
+  const auto first = std::lower_bound(s.times.begin(), s.times.end(), start);
+  const auto last = std::lower_bound(first, s.times.end(), end);
+  const std::lock_guard<std::mutex> lock(*mu_);
+  auto [it, added] = ids_.try_emplace(std::string(name), static_cast<uint32_t>(names_.size()));
+  if (added) names_.push_back(it->first);
+  for (auto t = first; t != last; ++t) {
+    std::vector<uint32_t>& at = s.names[static_cast<size_t>(t - s.times.begin())];
+    if (std::find(at.begin(), at.end(), it->second) == at.end()) at.push_back(it->second);
+  }
+}
+
+std::vector<std::string_view> KernelsAtSamples::at(uint16_t capture, uint32_t device, uint64_t t) const {
+  std::vector<std::string_view> out;
+  const Series* s = find(capture, device);
+  if (s == nullptr) return out;
+  const auto it = std::lower_bound(s->times.begin(), s->times.end(), t);
+  if (it == s->times.end() || *it != t) return out;
+  for (uint32_t id : s->names[static_cast<size_t>(it - s->times.begin())]) out.push_back(names_[id]);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+KernelsAtSamples kernels_at_samples(const Model& m) {
+  KernelsAtSamples at(m);
+  const EventTable& e = m.events;
+  for (uint32_t i = 0; i < e.size(); ++i)
+    if (e.kind[i] == EventKind::kKernel && e.start_ns[i] != 0 && e.end_ns[i] > e.start_ns[i])
+      at.add(e.capture[i], e.device[i], e.start_ns[i], e.end_ns[i], m.display_name(i));
+  return at;
+}
+
+std::vector<MetricStatsRow> metric_stats(const Model& m) { return metric_stats(m, kernels_at_samples(m)); }
+
+std::vector<MetricStatsRow> metric_stats(const Model& m, const KernelsAtSamples& kernels) {
   std::map<std::tuple<uint16_t, uint32_t, int, std::string>, MetricStatsRow> rows;  // int: 0 all, 1 any, 2 none, 3 named
-  auto row = [&](uint16_t c, uint32_t d, int order, const std::string& group) -> MetricStatsRow& {
-    MetricStatsRow& r = rows[{c, d, order, group}];
-    r.capture = c, r.device = d, r.group = group;
+  auto row = [&](uint16_t c, uint32_t d, int order, std::string_view group) -> MetricStatsRow& {
+    MetricStatsRow& r = rows[{c, d, order, std::string(group)}];
+    r.capture = c, r.device = d, r.group = std::string(group);
     return r;
   };
-  for (const MetricSeries& s : all) {
+  for (const MetricSeries& s : metric_series(m)) {
     if (s.metric <= 0 || s.metric >= kMetricCount) continue;
-    const auto& list = kernels[{s.capture, s.device}];
-    // A sweep: kernels started by the sample's time enter, those ended by it leave.
-    using Active = std::pair<uint64_t, size_t>;  // (end, index in list)
-    std::priority_queue<Active, std::vector<Active>, std::greater<>> active;
-    size_t next = 0;
     for (size_t i = s.begin; i < s.end; ++i) {
-      const uint64_t t = m.metrics.time_ns[i];
       const uint64_t v = m.metrics.value[i];
-      while (next < list.size() && std::get<0>(list[next]) <= t) active.emplace(std::get<1>(list[next]), next), ++next;
-      while (!active.empty() && active.top().first <= t) active.pop();
       auto add = [&](MetricStatsRow& r) {
+        r.samples[s.metric]++;
         if (s.metric == v1::GPU_METRIC_CLOCKS_EVENT_REASONS) {
-          r.samples[s.metric]++;
           if ((v & kThrottleReasons) != 0) r.throttled++;
         } else {
-          r.samples[s.metric]++;
           r.sum[s.metric] += static_cast<double>(v);
         }
       };
       add(row(s.capture, s.device, 0, "(all)"));
-      if (active.empty()) {
+      const std::vector<std::string_view> names = kernels.at(s.capture, s.device, m.metrics.time_ns[i]);
+      if (names.empty()) {
         add(row(s.capture, s.device, 2, "(no kernel)"));
         continue;
       }
       add(row(s.capture, s.device, 1, "(any kernel)"));
-      // Each name once, however many of its kernels run side by side.
-      std::vector<const std::string*> names;
-      auto copy = active;
-      while (!copy.empty()) names.push_back(&std::get<2>(list[copy.top().second])), copy.pop();
-      std::sort(names.begin(), names.end(), [](const std::string* a, const std::string* b) { return *a < *b; });
-      names.erase(std::unique(names.begin(), names.end(), [](const std::string* a, const std::string* b) { return *a == *b; }),
-                  names.end());
-      for (const std::string* n : names) add(row(s.capture, s.device, 3, *n));
+      for (std::string_view n : names) add(row(s.capture, s.device, 3, n));
     }
   }
   std::vector<MetricStatsRow> out;

@@ -4,7 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <gpuhook/v1/capture.pb.h>
@@ -72,7 +78,37 @@ struct MetricStatsRow {
   uint64_t throttled = 0;  // reason samples with a kThrottleReasons bit
   double mean(int metric) const { return samples[metric] ? sum[metric] / static_cast<double>(samples[metric]) : 0; }
 };
+// The kernels that ran at each counter sample of a model: per (capture, device), the times its
+// samples were read (a read gives every counter one time), and per time the display names of the
+// kernels running then (start <= t < end). NCCL's kernels are not counted, as a load names them.
+// What a sample shows while a kernel ran, from a load (its events) or a scan (add() per kernel).
+class KernelsAtSamples {
+ public:
+  explicit KernelsAtSamples(const Model& samples);
+  // A kernel on (capture, device) from start to end, on the model's clock: each sample time it
+  // covers gets its name once. Safe to call from several threads.
+  void add(uint16_t capture, uint32_t device, uint64_t start, uint64_t end, std::string_view name);
+  // True when a kernel covers a sample time of (capture, device) in [start, end): add() would mark one.
+  bool covers_sample(uint16_t capture, uint32_t device, uint64_t start, uint64_t end) const;
+  // The names running at sample time t of (capture, device), each once; empty: none ran.
+  std::vector<std::string_view> at(uint16_t capture, uint32_t device, uint64_t t) const;
+
+ private:
+  struct Series {
+    std::vector<uint64_t> times;                // sorted, distinct
+    std::vector<std::vector<uint32_t>> names;   // per time: ids into names_
+  };
+  const Series* find(uint16_t capture, uint32_t device) const;
+  std::map<std::pair<uint16_t, uint32_t>, Series> series_;
+  std::vector<std::string> names_;
+  std::unordered_map<std::string, uint32_t> ids_;
+  std::unique_ptr<std::mutex> mu_ = std::make_unique<std::mutex>();  // add(): movable, unlike a mutex
+};
+// From a loaded model: its kernels (EventKind::kKernel).
+KernelsAtSamples kernels_at_samples(const Model& m);
 std::vector<MetricStatsRow> metric_stats(const Model& m);
+// The same from the samples of `m` and the kernels `at` says ran at them.
+std::vector<MetricStatsRow> metric_stats(const Model& m, const KernelsAtSamples& at);
 // No rows: text and md say why there may be none; csv is the header row, json an empty array.
 std::string format_metric_stats(const Model& m, const std::vector<MetricStatsRow>& rows, Format format);
 
