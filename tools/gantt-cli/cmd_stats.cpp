@@ -295,6 +295,22 @@ std::optional<int> try_scan_records(const StatsOptions& o, ScanRecords scan_reco
   return scanned->job.corrupt ? kExitError : kExitOk;
 }
 
+// --metrics without a filter by a scan (analysis::scan_metrics): the counter samples held, and
+// which kernels ran at each from a second scan of the events. Nothing when a scan cannot serve;
+// the caller then loads.
+std::optional<int> try_scan_metrics(const StatsOptions& o) {
+  if (any_filter(o.filter)) return std::nullopt;
+  std::optional<int> exit;
+  const auto scan = [&](const std::vector<std::string>& files, const ga::EventScanOptions& so, const gantt::EventFilter*,
+                        std::string* why_not) { return ga::scan_metrics(files, so, why_not); };
+  const std::optional<ga::ScannedMetrics> scanned = scan_job(o, scan, &exit);
+  if (!scanned) return exit;
+  if (!said_job_scan(o, scanned->job)) return kExitError;
+  std::cout << ga::format_metric_stats(scanned->records, ga::metric_stats(scanned->records, scanned->kernels),
+                                       report_format(o.format));
+  return scanned->job.corrupt ? kExitError : kExitOk;
+}
+
 std::string memory_stats(const gantt::Model& m, const std::string& format) {
   return ga::format_memory_stats(m, ga::memory_report(m), format);
 }
@@ -326,14 +342,18 @@ int run_stats(const StatsOptions& o) {
   }
   if (o.summary || !summaries.empty()) return run_summaries(o, captures, summaries);
   if (const auto streamed = try_stream(o)) return *streamed;
-  if (o.by == "collective")
+  // --timeline, then --metrics, then --by: what the load below reports when several are given.
+  const bool tables = o.timeline.empty() && !o.metrics;
+  if (tables && o.by == "collective")
     if (const auto scanned = try_scan_collectives(o)) return *scanned;
-  if (o.by == "graph")
+  if (tables && o.by == "graph")
     if (const auto scanned = try_scan_graphs(o)) return *scanned;
-  if (o.by == "memory")
+  if (tables && o.by == "memory")
     if (const auto scanned = try_scan_records(o, ga::scan_memory, memory_stats)) return *scanned;
-  if (o.by == "comm")
+  if (tables && o.by == "comm")
     if (const auto scanned = try_scan_records(o, ga::scan_comm, comm_stats)) return *scanned;
+  if (o.metrics && o.timeline.empty())
+    if (const auto scanned = try_scan_metrics(o)) return *scanned;
   LoadedJob job = load_captures(o.files, o.load, kWhyStatsLoads);
   gantt::Model& model = job.model;
   const bool corrupt = job.corrupt;
@@ -449,8 +469,8 @@ void register_stats(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_flag("--in-memory", o->load.in_memory,
                 "load the captures whole before counting, as render and diagnose do; by default they are "
-                "scanned (--by kernel, stream, device, range, graph, collective and --summary, and --by memory "
-                "without a filter), in memory that does not grow with their events, the filters applied by the scan "
+                "scanned (--by kernel, stream, device, range, graph, collective and --summary, and --by memory, "
+                "--by comm and --metrics without a filter), in memory that does not grow with their events, the filters applied by the scan "
                 "(merged files, NVTX ranges for --by range and --summary, and graph launches for --summary load them "
                 "whole)");
   cmd->add_flag("--metrics", o->metrics,

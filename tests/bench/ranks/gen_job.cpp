@@ -87,8 +87,26 @@ int main(int argc, char** argv) {
     uint32_t corr = 1;
     uint64_t gpu = base_ns + 100'000, host_t = base_ns + 50'000;
     const uint64_t step_ns = kKernelsPerStep * kKernelNs + kStraggleNs + 200'000;
+    // NVML's counters as the hook reads them by default (GPUHOOK_NVML_HZ=100): every 10 ms one
+    // read of the device, each counter a sample at the read's time.
+    uint64_t next_read = base_ns;
+    auto nvml_read = [&](uint64_t at) {
+      static const std::pair<v1::GpuMetric, uint64_t> kCounters[] = {
+          {v1::GPU_METRIC_GPU_UTIL_PERCENT, 92}, {v1::GPU_METRIC_SM_CLOCK_MHZ, 1980}, {v1::GPU_METRIC_POWER_MW, 610'000},
+          {v1::GPU_METRIC_TEMPERATURE_C, 61}, {v1::GPU_METRIC_MEMORY_USED_BYTES, uint64_t{40} << 30}};
+      for (const auto& [metric, value] : kCounters) {
+        rec.Clear();
+        auto* m = rec.mutable_metric_sample();
+        m->set_time_ns(t(at));
+        m->set_device(0);
+        m->set_metric(metric);
+        m->set_value(value + (metric == v1::GPU_METRIC_GPU_UTIL_PERCENT ? (at / 10'000'000) % 7 : 0));
+        w->write(rec);
+      }
+    };
     for (int s = 0; s < steps; ++s) {
       const uint64_t step_start = base_ns + 100'000 + static_cast<uint64_t>(s) * step_ns;
+      for (; next_read <= step_start; next_read += 10'000'000) nvml_read(next_read);
       gpu = std::max(gpu, step_start);
       host_t = std::max(host_t, step_start - 50'000);
       for (int k = 0; k < kKernelsPerStep; ++k) {

@@ -51,7 +51,7 @@ run() {
   rm -rf "$dir/out/"*
 }
 # The subcommands: key, output name (- for stdout), arguments.
-keys=(stats comm memory png diagnose html whatif diff merge info)
+keys=(stats comm memory metrics png diagnose html whatif diff merge info)
 wanted() { [[ -z $only || ,$only, == *,$1,* ]]; }
 picked=()
 for k in "${keys[@]}"; do wanted "$k" && picked+=("$k"); done
@@ -63,6 +63,7 @@ declare -A out args what
 out[stats]=- args[stats]="stats @" what[stats]="stats"
 out[comm]=- args[comm]="stats @ --by comm" what[comm]="stats --by comm"
 out[memory]=- args[memory]="stats @ --by memory" what[memory]="stats --by memory"
+out[metrics]=- args[metrics]="stats @ --metrics" what[metrics]="stats --metrics"
 out[png]=x.png args[png]="render @ -o %" what[png]="render -o x.png"
 out[diagnose]=- args[diagnose]="diagnose @" what[diagnose]="diagnose (every rule)"
 out[html]=x.html args[html]="render @ -o %" what[html]="render -o x.html"

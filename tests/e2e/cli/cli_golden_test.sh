@@ -83,10 +83,15 @@ golden folded.txt 0 "$cli" export base.gpuh --format folded -o -
 golden folded_hostile.txt 0 "$cli" export hostile.gpuh --format folded -o -
 golden stats_metrics.txt 0 "$cli" stats metrics.gpuh --metrics
 golden stats_metrics.json 0 "$cli" stats metrics.gpuh --metrics --format json
+# --metrics scans (the samples held, the kernels marked on them) and a load says the same.
+golden stats_metrics.txt 0 "$cli" stats metrics.gpuh --metrics --in-memory
+golden stats_metrics.json 0 "$cli" stats metrics.gpuh --metrics --format json --in-memory
+golden stats_metrics.txt 0 "$cli" stats metrics.gpuh --metrics --max-memory 1K
 golden diagnose_metrics.txt 0 "$cli" diagnose metrics.gpuh
 golden metrics.csv 0 "$cli" export metrics.gpuh --format metrics-csv -o -
 # PM sampling's counters: their columns in stats --metrics, the stalled finding, the exports.
 golden stats_pm_metrics.txt 0 "$cli" stats pm.gpuh --metrics
+golden stats_pm_metrics.txt 0 "$cli" stats pm.gpuh --metrics --in-memory
 golden diagnose_pm_metrics.txt 0 "$cli" diagnose pm.gpuh
 golden pm_metrics.csv 0 "$cli" export pm.gpuh --format metrics-csv -o -
 "$cli" export pm.gpuh --format chrome -o pm.json || fail "export chrome pm"

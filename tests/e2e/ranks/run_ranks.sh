@@ -41,6 +41,13 @@ same_collectives() {
   grep -q "^AllReduce .* 4 " "$dir/scanned.txt" ||
     { echo "FAIL: stats --by collective $* found no 4-rank all-reduce"; cat "$dir/scanned.txt"; exit 1; }
 }
+# same_metrics FILES...: stats --metrics scans the ranks too (their samples and the kernels that
+# ran at each, on the job's clock) and says what --in-memory says, in every format.
+same_metrics() {
+  same_scanned kernel text,json,csv,md "$@" --metrics
+  grep -q "c1\.gpu0.*(all)" "$dir/scanned.txt" ||
+    { echo "FAIL: stats --metrics $* shows no second rank's samples"; cat "$dir/scanned.txt"; exit 1; }
+}
 # same_memory FILES...: stats --by memory scans the ranks too (their allocations on the job's
 # clock, put there by their collectives), in every format, and shows the fourth rank's device.
 same_memory() {
@@ -96,6 +103,7 @@ PY
       same_collectives "${files[@]}"
       same_collectives "${files[@]}" --from 20ms --device 0
       same_memory "${files[@]}"
+      same_metrics "${files[@]}"
       same_scanned comm json "${files[@]}"  # the collectives' ring traffic on the job's clock
       # Each rank summarised on its own (the map step), the summaries diagnosed together: the
       # same imbalance finding, less the last-arriver line that needs every collective.
@@ -197,6 +205,7 @@ print(sum(1 for f in range(n) for t in range(n) if c["ring_model_bytes"][f * n +
     same_collectives "$dir"/rank{0,1,2,3}.gpuh
     same_collectives "$dir"/rank{0,1,2,3}.gpuh --from 10ms --to 40ms
     same_memory "$dir"/rank{0,1,2,3}.gpuh
+    same_metrics "$dir"/rank{0,1,2,3}.gpuh
     ;;
   *) echo "unknown mode $mode" >&2; exit 2 ;;
 esac

@@ -118,6 +118,37 @@ TEST(Metrics, MeansAreTakenOverTheSamplesReadWhileEachKernelNameRan) {
   EXPECT_EQ(none->throttled, 0u) << "the idle reason is not throttling";
 }
 
+TEST(Metrics, AKernelMarksTheSamplesFromItsStartUpToButNotAtItsEnd) {
+  // The samples a scan marks kernel by kernel (KernelsAtSamples::add), as the load's sweep
+  // counted them: a kernel runs at t when start <= t < end; two kernels of one name name a
+  // sample once; another device's samples are not this one's.
+  Capture c;
+  c.read(10 * kMs, 1, 1980, 0);
+  c.read(20 * kMs, 2, 1980, 0);
+  c.read(30 * kMs, 3, 1980, 0);
+  c.b.add(sample(1, 20 * kMs, v1::GPU_METRIC_GPU_UTIL_PERCENT, 9));
+  const gantt::Model m = c.done();
+  ga::KernelsAtSamples at(m);
+  EXPECT_FALSE(at.covers_sample(0, 0, 11 * kMs, 20 * kMs)) << "a kernel ending at a read did not run at it";
+  EXPECT_TRUE(at.covers_sample(0, 0, 20 * kMs, 20 * kMs + 1)) << "one starting at a read did";
+  EXPECT_FALSE(at.covers_sample(0, 2, 0, 40 * kMs)) << "a device without samples";
+  at.add(0, 0, 10 * kMs, 20 * kMs, "busyKernel");       // 10 only
+  at.add(0, 0, 5 * kMs, 25 * kMs, "busyKernel");        // 10 and 20: named once at 10
+  at.add(0, 0, 20 * kMs, 30 * kMs + 1, "otherKernel");  // 20 and 30
+  at.add(0, 0, 31 * kMs, 32 * kMs, "betweenReads");     // none
+  using Names = std::vector<std::string_view>;
+  EXPECT_EQ(at.at(0, 0, 10 * kMs), (Names{"busyKernel"}));
+  EXPECT_EQ(at.at(0, 0, 20 * kMs), (Names{"busyKernel", "otherKernel"}));
+  EXPECT_EQ(at.at(0, 0, 30 * kMs), (Names{"otherKernel"}));
+  EXPECT_TRUE(at.at(0, 1, 20 * kMs).empty()) << "device 1's read saw none of device 0's kernels";
+  EXPECT_TRUE(at.at(0, 0, 15 * kMs).empty()) << "no read at 15 ms";
+  const auto rows = ga::metric_stats(m, at);
+  const auto* busy = find(rows, "busyKernel");
+  ASSERT_TRUE(busy != nullptr);
+  EXPECT_EQ(busy->samples[v1::GPU_METRIC_GPU_UTIL_PERCENT], 2u);
+  EXPECT_EQ(find(rows, "betweenReads"), nullptr);
+}
+
 TEST(Metrics, APowerCapBecomesAClockDropWithItsReasonClocksAndDuration) {
   Capture c;
   c.read(1 * kMs, 0, 345, 0x1);  // idle: its low clock is not the clock before the drop

@@ -399,9 +399,10 @@ std::optional<ScannedRecords> scan_records(const std::vector<std::string>& paths
     if (why_not) *why_not = "collectives a scan cannot tell as a load does, to put the captures on one clock";
     return std::nullopt;
   }
+  out.offsets = job_offsets(out.job, clocks);
   out.records = records_model(
       paths, [&](size_t c, ModelBuilder& builder) { held[c].for_each([&](const gpuhook::v1::Record& r) { builder.add(r); }); },
-      spans, job_offsets(out.job, clocks));
+      spans, out.offsets);
   // The headers as the scan read them (a trace read from another tool's format says so in it).
   for (size_t c = 0; c < paths.size() && c < out.job.context.captures.size(); ++c)
     out.records.captures[c].header = out.job.context.captures[c].header;
@@ -473,4 +474,58 @@ std::optional<ScannedRecords> scan_comm(const std::vector<std::string>& paths, c
       paths, options, [](v1::Record::KindCase k) { return k == v1::Record::kNccl; },
       [&](const std::string& path, std::string* why) { return comm_records(path, options.load, why); }, why_not);
 }
+
+std::optional<ScannedMetrics> scan_metrics(const std::vector<std::string>& paths, const EventScanOptions& options,
+                                           std::string* why_not) {
+  namespace v1 = gpuhook::v1;
+  const auto read = [&](const std::string& path, std::string* why) -> std::optional<RecordSpool> {
+    RecordSpool out;
+    size_t samples = 0;
+    read_kinds(path, options.load, uint64_t{1} << v1::Record::kMetricSample, [&](const v1::Record& r) {
+      if (++samples <= kMaxScannedMetricSamples) out.add(r);
+    });
+    if (samples <= kMaxScannedMetricSamples) return out;
+    if (why) *why = "more GPU counter samples than a scan keeps";
+    return std::nullopt;
+  };
+  std::optional<ScannedRecords> scanned =
+      scan_records(paths, options, [](v1::Record::KindCase k) { return k == v1::Record::kMetricSample; }, read, why_not);
+  if (!scanned) return std::nullopt;
+  // (The samples' times are read from the model before it moves.)
+  KernelsAtSamples kernels(scanned->records);
+  ScannedMetrics out{std::move(scanned->job), std::move(scanned->records), std::move(kernels)};
+  if (!out.job.unusable.empty() || out.records.metrics.size() == 0) return out;
+  // The kernels, on the records' clock: each one that covers a sample is named there (demangled
+  // as a load names it, once per name a share meets). NCCL's kernels are claimed by the join
+  // (EventKind::kNccl) and left out, as metric_stats() of a load leaves them.
+  class Marks final : public EventConsumer {
+   public:
+    Marks(KernelsAtSamples& at, uint16_t capture, int64_t offset) : at_(at), capture_(capture), offset_(offset) {}
+    void event(const ScannedEvent& e, const gpuhook::CaptureReader& reader) override {
+      if (e.kind != EventKind::kKernel || e.start_ns == 0 || e.end_ns <= e.start_ns) return;
+      const uint64_t start = shifted(e.start_ns, offset_), end = shifted(e.end_ns, offset_);
+      if (!at_.covers_sample(capture_, e.device, start, end)) return;
+      auto [it, added] = names_.try_emplace(e.name_id);
+      if (added) it->second = demangle(reader.string(e.name_id));
+      at_.add(capture_, e.device, start, end, it->second);
+    }
+
+   private:
+    KernelsAtSamples& at_;
+    uint16_t capture_;
+    int64_t offset_;
+    std::unordered_map<uint32_t, std::string> names_;
+  };
+  EventScanOptions so = options;
+  so.join_nccl = true;
+  ShareSet<Marks> set;
+  const auto consumers = [&](size_t c, const EventScanner& scanner, const Model&) {
+    const int64_t offset = c < scanned->offsets.size() ? scanned->offsets[c] : 0;
+    return set.make(scanner.shares(), [&] { return std::make_unique<Marks>(out.kernels, static_cast<uint16_t>(c), offset); });
+  };
+  const auto done = [](size_t, const EventScanner&, bool ran, const std::string& why) { return ran ? std::string() : why; };
+  if (!scan_job(paths, so, nullptr, consumers, done, why_not)) return std::nullopt;
+  return out;
+}
+
 }  // namespace gantt::analysis

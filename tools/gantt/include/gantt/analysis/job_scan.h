@@ -11,6 +11,7 @@
 
 #include "gantt/analysis/clock_scan.h"
 #include "gantt/analysis/event_scan.h"
+#include "gantt/analysis/metrics.h"
 #include "gantt/analysis/stats.h"
 #include "gantt/model/record_spool.h"
 #include "gantt/ranks/collectives.h"
@@ -101,6 +102,7 @@ Model records_model(const std::vector<std::string>& paths, const AddRecords& add
 struct ScannedRecords {
   JobScan job;
   Model records;
+  std::vector<int64_t> offsets;  // each capture's move onto the job's clock, as records' are moved
 };
 
 // stats --by memory from a scan: the model memory_report() reads, holding only each capture's
@@ -125,5 +127,21 @@ std::optional<RecordSpool> comm_records(const std::string& path, const LoadOptio
 // serve; throws as scan_job() does.
 std::optional<ScannedRecords> scan_comm(const std::vector<std::string>& paths, const EventScanOptions& options,
                                         std::string* why_not);
+
+// Counter samples (NVML, PM sampling) a capture may hold for a scan's metric figures; past them,
+// it is loaded.
+inline constexpr size_t kMaxScannedMetricSamples = size_t{1} << 22;
+
+// stats --metrics from a scan: the model metric_stats() reads, holding only each capture's counter
+// samples (one read of them, about 50 bytes a sample), and which kernels ran at each (a second
+// scan of the events, one mark per sample a kernel covers). No filter. nullopt with *why_not past
+// kMaxScannedMetricSamples or where a scan cannot serve; throws as scan_job() does.
+struct ScannedMetrics {
+  JobScan job;
+  Model records;
+  KernelsAtSamples kernels;
+};
+std::optional<ScannedMetrics> scan_metrics(const std::vector<std::string>& paths, const EventScanOptions& options,
+                                           std::string* why_not);
 
 }  // namespace gantt::analysis
