@@ -645,6 +645,18 @@ class WhatifPipeline : public WhatifPredict {
     const uint32_t launch = id("cudaLaunchKernel"), sync = id("cudaStreamSynchronize"), fwd = id("stage_forward"),
                    bwd = id("stage_backward"), sr = id("ncclDevKernel_SendRecv"), send = id("ncclSend"), recv = id("ncclRecv");
     GpipeStage s0(0), s1(1);
+    // A barrier first: an all-reduce of 4 bytes, 100 ns once both ranks are there (the
+    // transfers' fixed latency, as pipeline=1f1b measures it).
+    const uint32_t all_reduce = id("ncclAllReduce"), ar_kernel = id("ncclDevKernel_AllReduce");
+    for (GpipeStage* st : {&s0, &s1}) {
+      const uint64_t at = st->next_call();
+      v1::Record barrier = nccl_call(all_reduce, v1::NCCL_ALL_REDUCE, st->rank, -1, at, at + 8);
+      barrier.mutable_nccl()->set_bytes(4);
+      barrier.mutable_nccl()->set_sequence(1);
+      st->records.push_back(barrier);
+      st->records.push_back(gantt_test::api(launch, 7, at + 1, at + 7, st->corr));
+      st->records.push_back(gantt_test::kernel(ar_kernel, 13, st->corr++, at + 2, at + 3, 700, 800));
+    }
     s0.kernel(launch, fwd, 1000, 2000);
     s0.transfer(send, v1::NCCL_SEND, launch, sr, 2000, 2100);
     s0.kernel(launch, fwd, 2100, 3100);
@@ -702,8 +714,8 @@ TEST_F(WhatifPipeline, OneFOneBInterleavesEachStageAndSplitsItsMicroBatches) {
   // on stage 1; each send of a forward's output grouped with the receive of a backward's input.
   EXPECT_EQ(order(s0), "ffbfbfbb");
   EXPECT_EQ(order(s1), "fbfbfbfb");
-  EXPECT_EQ(order(s0, true), "fnfnbfnbfnbnb");
-  EXPECT_EQ(order(s1, true), "nfbnfbnfbnfbn");
+  EXPECT_EQ(order(s0, true), "nfnfnbfnbfnbnb") << "the barrier, then the schedule";
+  EXPECT_EQ(order(s1, true), "nnfbnfbnfbnfbn");
   // Two recorded micro-batches split in four: each kernel half its recorded time.
   for (const auto& k : s0) {
     if (k.first == 'f') {
@@ -727,8 +739,11 @@ TEST_F(WhatifPipeline, OneFOneBInterleavesEachStageAndSplitsItsMicroBatches) {
   // (p-1)/(m+p-1) of 4 micro-batches rather than 2.
   EXPECT_LT(p.sections[0].predicted.ns(), p.sections[0].measured.ns());
   bool said = false;
-  for (const std::string& n : p.notes) said = said || n.find("2 stages, 1 step(s) of 2 micro-batches (GPipe) as 1F1B with 4") != std::string::npos;
-  EXPECT_TRUE(said);
+  for (const std::string& n : p.notes)
+    said = said || (n.find("2 stages, 1 step(s) of 2 micro-batches (GPipe) as 1F1B with 4") != std::string::npos &&
+                    n.find("each transfer 0.1 us of latency (the smallest NCCL operation's transfer in the captures, "
+                           "ncclAllReduce of 4 B)") != std::string::npos);
+  EXPECT_TRUE(said) << (p.notes.empty() ? std::string() : p.notes.back());
 }
 
 TEST_F(WhatifPipeline, ItNeedsEveryStageAndAPipeline) {

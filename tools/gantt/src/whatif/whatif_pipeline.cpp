@@ -240,12 +240,18 @@ void one_f_one_b(Built& b, const Change& ch) {
   std::vector<bool> coupled(g.ops.size(), false);
   for (const auto& [a, z] : g.p2p) coupled[a] = coupled[z] = true;
   int64_t latency_ns = 0;
-  const GpuOp* latency_of = nullptr;
+  bool latency_found = false;
+  std::string latency_source = "no smaller NCCL operation in the captures to measure it by";  // text: the ops grow below
   for (uint32_t o = 0; o < g.ops.size(); ++o) {
     const GpuOp& op = g.ops[o];
     if (op.kind != OpKind::kCollective || op.bytes == 0 || op.bytes >= pipeline_bytes || op.transfer_ns <= 0) continue;
     if (op.collective == 0 && !coupled[o]) continue;
-    if (latency_of == nullptr || op.transfer_ns < latency_ns) latency_ns = op.transfer_ns, latency_of = &op;
+    if (latency_found && op.transfer_ns >= latency_ns) continue;
+    latency_found = true;
+    latency_ns = op.transfer_ns;
+    latency_source = "the smallest NCCL operation's transfer in the captures, " +
+                     (op.call < g.calls.size() ? g.calls[op.call].name.str().substr(0, 60) : std::string("a collective")) +
+                     " of " + std::to_string(op.bytes) + " B";
   }
   auto scaled_transfer = [&](int64_t ns) {
     const int64_t fixed = std::min(latency_ns, ns);
@@ -372,12 +378,7 @@ void one_f_one_b(Built& b, const Change& ch) {
                 "%.3g of the rest; %zu operations in place of the recorded ones, each new transfer written with "
                 "its NCCL calls",
                 ch.text.c_str(), p, steps, m, micro, factor, static_cast<double>(latency_ns) / 1000.0,
-                latency_of != nullptr ? ("the smallest NCCL operation's transfer in the captures, " +
-                                         (latency_of->call < g.calls.size() ? g.calls[latency_of->call].name.str().substr(0, 60)
-                                                                            : std::string("a collective")) +
-                                         " of " + std::to_string(latency_of->bytes) + " B")
-                                            .c_str()
-                                      : "no smaller NCCL operation in the captures to measure it by",
+                latency_source.c_str(),
                 factor, made);
   g.notes.push_back(buf);
 }
