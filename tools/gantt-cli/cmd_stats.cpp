@@ -277,17 +277,14 @@ std::optional<int> try_scan_graphs(const StatsOptions& o) {
   return scanned->job.corrupt || corrupt(*streamed) ? kExitError : kExitOk;
 }
 
-// --by memory and --by comm without a filter by a scan (analysis::scan_memory, scan_comm): the
-// event scan says what a load says of the files (and puts a job's captures on one clock by their
-// collectives), and only the records the report reads are held (the memory records, ranges and
-// the calls that made the allocations; the NCCL calls and the kernels they launched). Nothing
-// when a scan cannot serve; the caller then loads.
+// --by memory and --by comm by a scan (analysis::scan_memory, scan_comm): the event scan says
+// what a load says of the files (and puts a job's captures on one clock by their collectives),
+// and only the records the report reads are held (the memory records, ranges and the calls that
+// made the allocations; the NCCL calls and the kernels they launched). `scan(files, options,
+// filter, why_not)`. Nothing when a scan cannot serve; the caller then loads.
 template <class ScanRecords, class Report>
-std::optional<int> try_scan_records(const StatsOptions& o, ScanRecords scan_records, Report report) {
-  if (any_filter(o.filter)) return std::nullopt;
+std::optional<int> try_scan_records(const StatsOptions& o, ScanRecords scan, Report report) {
   std::optional<int> exit;
-  const auto scan = [&](const std::vector<std::string>& files, const ga::EventScanOptions& so, const gantt::EventFilter*,
-                        std::string* why_not) { return scan_records(files, so, why_not); };
   const std::optional<ga::ScannedRecords> scanned = scan_job(o, scan, &exit);
   if (!scanned) return exit;
   if (!said_job_scan(o, scanned->job)) return kExitError;
@@ -348,10 +345,16 @@ int run_stats(const StatsOptions& o) {
     if (const auto scanned = try_scan_collectives(o)) return *scanned;
   if (tables && o.by == "graph")
     if (const auto scanned = try_scan_graphs(o)) return *scanned;
+  // The memory report reads no GPU events: a filter only says how many it selected, as a load's
+  // restriction does. The communication matrix times the kernels the calls launched: filtered,
+  // it loads.
   if (tables && o.by == "memory")
     if (const auto scanned = try_scan_records(o, ga::scan_memory, memory_stats)) return *scanned;
-  if (tables && o.by == "comm")
-    if (const auto scanned = try_scan_records(o, ga::scan_comm, comm_stats)) return *scanned;
+  if (tables && o.by == "comm" && !any_filter(o.filter)) {
+    const auto scan = [](const std::vector<std::string>& files, const ga::EventScanOptions& so, const gantt::EventFilter*,
+                         std::string* why_not) { return ga::scan_comm(files, so, why_not); };
+    if (const auto scanned = try_scan_records(o, scan, comm_stats)) return *scanned;
+  }
   if (o.metrics && o.timeline.empty())
     if (const auto scanned = try_scan_metrics(o)) return *scanned;
   LoadedJob job = load_captures(o.files, o.load, kWhyStatsLoads);
@@ -469,8 +472,8 @@ void register_stats(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_flag("--in-memory", o->load.in_memory,
                 "load the captures whole before counting, as render and diagnose do; by default they are "
-                "scanned (--by kernel, stream, device, range, graph, collective and --summary, and --by memory, "
-                "--by comm and --metrics without a filter), in memory that does not grow with their events, the filters applied by the scan "
+                "scanned (--by kernel, stream, device, range, graph, collective, memory and --summary, and --by "
+                "comm and --metrics without a filter), in memory that does not grow with their events, the filters applied by the scan "
                 "(merged files, NVTX ranges for --by range and --summary, and graph launches for --summary load them "
                 "whole)");
   cmd->add_flag("--metrics", o->metrics,

@@ -52,7 +52,7 @@ grep -q "memory-idle: which allocations calls were given was not recorded (GPUHO
   { echo "FAIL: memory-idle does not say the uses were not recorded"; exit 1; }
 # stats --by memory reads one capture by a scan (its memory records, ranges and allocating
 # calls): under a 1 KiB --max-memory, where no load is allowed, the same report as a load's, in
-# every format, with and without the uses, and with a filter (which loads).
+# every format, with and without the uses, and with a filter.
 for f in m off; do
   for format in text json csv md; do
     "$cli" stats "$work/$f.gpuh" --by memory --format "$format" --max-memory 1K > "$work/scan.out" 2> "$work/scan.err" ||
@@ -62,7 +62,16 @@ for f in m off; do
       { echo "FAIL: stats $f --by memory --format $format: scanned and loaded differ"; diff "$work/scan.out" "$work/load.out" | head; exit 1; }
   done
 done
-"$cli" stats "$work/m.gpuh" --by memory --device 0 --max-memory 1K > /dev/null 2> "$work/filter.err" &&
-  { echo "FAIL: stats --by memory with a filter was not refused a load under 1 KiB"; exit 1; }
-grep -q "max-memory" "$work/filter.err" || { echo "FAIL: the refusal does not name --max-memory"; cat "$work/filter.err"; exit 1; }
+# With a filter it scans too: the report reads no GPU events, and the filter only counts those it
+# selects (stderr), as a load's restriction does.
+for filter in "--device 0" "--from 1ms --to 3ms" "--kernel nothing_matches"; do
+  # shellcheck disable=SC2086 # the filter's words
+  "$cli" stats "$work/m.gpuh" --by memory $filter --max-memory 1K > "$work/scan.out" 2> "$work/scan.err" ||
+    { echo "FAIL: stats --by memory $filter was not scanned"; cat "$work/scan.err"; exit 1; }
+  # shellcheck disable=SC2086
+  "$cli" stats "$work/m.gpuh" --by memory $filter --in-memory > "$work/load.out" 2> "$work/load.err"
+  cmp -s "$work/scan.out" "$work/load.out" && cmp -s "$work/scan.err" "$work/load.err" ||
+    { echo "FAIL: stats --by memory $filter: scanned and loaded differ"; diff "$work/scan.out" "$work/load.out" | head; diff "$work/scan.err" "$work/load.err"; exit 1; }
+  grep -q "GPU events" "$work/scan.err" || { echo "FAIL: $filter: no count of the events it selected"; cat "$work/scan.err"; exit 1; }
+done
 echo "ok: $n memory_use records; memory-idle names the init table; stats --by memory scanned as loaded"

@@ -48,8 +48,10 @@ same_metrics() {
   grep -q "c1\.gpu0.*(all)" "$dir/scanned.txt" ||
     { echo "FAIL: stats --metrics $* shows no second rank's samples"; cat "$dir/scanned.txt"; exit 1; }
 }
-# same_memory FILES...: stats --by memory scans the ranks too (their allocations on the job's
-# clock, put there by their collectives), in every format, and shows the fourth rank's device.
+# same_memory FILES... [FILTER]: stats --by memory scans the ranks too (their allocations on the
+# job's clock, put there by their collectives; a filter only counts the events it selects, as a
+# load's restriction leaves the allocations whole), in every format, and shows the fourth rank's
+# device.
 same_memory() {
   same_scanned memory text,json,csv,md "$@"
   grep -q "c3\.gpu0" "$dir/scanned.txt" ||
@@ -103,6 +105,7 @@ PY
       same_collectives "${files[@]}"
       same_collectives "${files[@]}" --from 20ms --device 0
       same_memory "${files[@]}"
+      same_memory "${files[@]}" --from 20ms --device 0
       same_metrics "${files[@]}"
       same_scanned comm json "${files[@]}"  # the collectives' ring traffic on the job's clock
       # Each rank summarised on its own (the map step), the summaries diagnosed together: the

@@ -339,7 +339,8 @@ namespace {
 using WantedKind = std::function<bool(gpuhook::v1::Record::KindCase)>;
 using ReadRecords = std::function<std::optional<RecordSpool>(const std::string& path, std::string* why_not)>;
 std::optional<ScannedRecords> scan_records(const std::vector<std::string>& paths, const EventScanOptions& options,
-                                           const WantedKind& wanted, const ReadRecords& read, std::string* why_not) {
+                                           const WantedKind& wanted, const ReadRecords& read, std::string* why_not,
+                                           const EventFilter* filter = nullptr) {
   class RecordsShare final : public CollectiveCalls {
    public:
     RecordsShare(uint16_t capture, int32_t rank, size_t budget, const WantedKind& wanted)
@@ -388,7 +389,7 @@ std::optional<ScannedRecords> scan_records(const std::vector<std::string>& paths
     spans[c] = {scanner.first_ns(), std::max(scanner.index_last_ns(), scanner.first_ns())};
     return {};
   };
-  std::optional<JobScan> scanned = scan_job(paths, so, nullptr, consumers, done, why_not);
+  std::optional<JobScan> scanned = scan_job(paths, so, filter, consumers, done, why_not);
   if (!scanned) return std::nullopt;
   ScannedRecords out;
   out.job = std::move(*scanned);
@@ -412,12 +413,13 @@ std::optional<ScannedRecords> scan_records(const std::vector<std::string>& paths
 }  // namespace
 
 std::optional<ScannedRecords> scan_memory(const std::vector<std::string>& paths, const EventScanOptions& options,
-                                          std::string* why_not) {
+                                          const EventFilter* filter, std::string* why_not) {
   namespace v1 = gpuhook::v1;
   return scan_records(
       paths, options,
       [](v1::Record::KindCase k) { return k == v1::Record::kMemory || k == v1::Record::kMemoryTag || k == v1::Record::kMemoryUse; },
-      [&](const std::string& path, std::string* why) { return memory_records(path, options.load, true, why); }, why_not);
+      [&](const std::string& path, std::string* why) { return memory_records(path, options.load, true, why); }, why_not,
+      filter);
 }
 
 std::optional<RecordSpool> comm_records(const std::string& path, const LoadOptions& load, std::string* why_not) {

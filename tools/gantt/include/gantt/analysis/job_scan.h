@@ -106,10 +106,12 @@ struct ScannedRecords {
 };
 
 // stats --by memory from a scan: the model memory_report() reads, holding only each capture's
-// memory records (memory_records()). No filter. nullopt with *why_not where a scan cannot serve
-// (collectives it cannot tell as a load does); throws as scan_job() does.
+// memory records (memory_records()). The report reads no GPU events: a `filter` (null: none)
+// only selects the events the job scan counts, as a load's restriction leaves the memory records
+// whole. nullopt with *why_not where a scan cannot serve (collectives it cannot tell as a load
+// does); throws as scan_job() does.
 std::optional<ScannedRecords> scan_memory(const std::vector<std::string>& paths, const EventScanOptions& options,
-                                          std::string* why_not);
+                                          const EventFilter* filter, std::string* why_not);
 
 // NCCL calls a capture may hold for a scan's communication figures; past them, it is loaded.
 inline constexpr size_t kMaxCommRecords = size_t{1} << 21;
