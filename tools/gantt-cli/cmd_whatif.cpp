@@ -84,6 +84,7 @@ void register_whatif(CLI::App& app, int& exit_code) {
           "  gantt-cli whatif app.gpuh --change streams=4 -o four.gpuh\n"
           "  gantt-cli whatif app.gpuh --change 'scale=gemm:0.8' --change remove-syncs -o faster.gpuh\n"
           "  gantt-cli whatif rank*.gpuh --change balance-ranks -o balanced.gpuh   # one section per rank\n"
+          "  gantt-cli whatif stage*.gpuh --change pipeline=1f1b:16 -o 1f1b.gpuh   # GPipe as 1F1B, 16 micro-batches\n"
           "\n"
           "Exit: 0 written; 2 an unreadable capture, a change it cannot make, an existing output.\n");
   cmd->add_option("inputs", opts->inputs, "captures (several: the ranks of one job, or a merged capture)")
