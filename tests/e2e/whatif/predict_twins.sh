@@ -95,7 +95,7 @@ runs=${RUNS:-5}
 median_of() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 # A row measures each capture with $measure (span_ns unless set for the row).
 row() {  # name, simulator settings, example args, change flags...
-  local name=$1 sim=$2 args=$3 measure=${measure:-span_ns}
+  local name=$1 sim=$2 args=$3 measure=${measure:-span_ns} began=$SECONDS
   shift 3
   local ex="$build/examples/$name" i
   local -a example=() twin=() predicted=()
@@ -112,7 +112,7 @@ row() {  # name, simulator settings, example args, change flags...
     twin+=("$($measure "$work/${name}_fixed.gpuh")")
     predicted+=("$($measure "$work/${name}_predicted.gpuh")")
   done
-  echo "$name: example ${example[*]}, twin ${twin[*]}, predicted ${predicted[*]} (ns)" >&2
+  echo "$name: example ${example[*]}, twin ${twin[*]}, predicted ${predicted[*]} (ns; $((SECONDS - began)) s)" >&2
   report "$name" "$(printf '%s ' "$@" | sed 's/--change //g; s/ *$//')" \
     "$(median_of "${example[@]}")" "$(median_of "${twin[@]}")" "$(median_of "${predicted[@]}")"
 }
@@ -191,7 +191,7 @@ allreduce_span_ns() {
 # A job of rank processes (each its own capture, %r in its name): recorded RUNS times as the
 # example and as its twin, the prediction made from all the example's ranks at once.
 ranks_row() {  # name, label, measure, example args, change flags...
-  local name=$1 label=$2 measure=$3 args=$4 i
+  local name=$1 label=$2 measure=$3 args=$4 i began=$SECONDS
   shift 4
   local ex="$build/examples/$name"
   local -a example=() twin=() predicted=()
@@ -210,7 +210,7 @@ ranks_row() {  # name, label, measure, example args, change flags...
       echo "FAIL $name: record or whatif"; failed=1; return
     fi
   done
-  echo "$name: example ${example[*]}, twin ${twin[*]}, predicted ${predicted[*]} (ns)" >&2
+  echo "$name: example ${example[*]}, twin ${twin[*]}, predicted ${predicted[*]} (ns; $((SECONDS - began)) s)" >&2
   report "$name" "$label" "$(median_of "${example[@]}")" "$(median_of "${twin[@]}")" "$(median_of "${predicted[@]}")"
 }
 ranks_row allreduce_train "balance-ranks (2 ranks, 1 slow)" allreduce_span_ns \
