@@ -12,9 +12,10 @@
 // units (GPipe), the same count on every stage.
 //
 // Each step is then laid out again: a micro-batch's kernels are those of the recorded
-// micro-batch it falls in, each taking m/M of its time (m recorded, M wanted: compute and
-// transfers linear in the micro-batch's size), and a transfer m/M of the stage's median one in
-// its direction. The order is Megatron-LM's: min(p-s-1, M) warm-up forwards on stage s, then
+// micro-batch it falls in, each taking m/M of its time (m recorded, M wanted: compute linear in
+// the micro-batch's size), and a transfer the stage's median one in its direction, its fixed
+// latency kept and the rest m/M of it (the latency: the smallest NCCL operation's transfer in
+// the captures, a barrier's all-reduce of a few bytes; none without one). The order is Megatron-LM's: min(p-s-1, M) warm-up forwards on stage s, then
 // one forward and one backward in turn, the send of a forward's output grouped with the receive
 // of a backward's input from the same neighbour (and the other way), then the cool-down
 // backwards. The new sends and receives are matched again, so the replay's point-to-point
@@ -56,6 +57,13 @@ struct Stage {
 
 std::string stage_text(size_t s) { return "stage " + std::to_string(s); }
 
+// ns times f, within the graph's bound on a duration (2^50 ns, about 13 days): a hostile capture's
+// durations and a micro-batch count far below the recorded one cannot overflow it.
+int64_t scaled_ns(int64_t ns, double f) {
+  constexpr double kMax = static_cast<double>(int64_t{1} << 50);
+  return static_cast<int64_t>(std::llround(std::clamp(static_cast<double>(ns) * f, 0.0, kMax)));
+}
+
 [[noreturn]] void refuse(const Change& ch, const std::string& why) {
   throw std::invalid_argument("--change " + ch.text + ": " + why);
 }
@@ -89,6 +97,11 @@ std::vector<Stage> find_stages(const Built& b, const Change& ch, std::unordered_
                      " already groups its sends and receives (a 1F1B-shaped step): pipeline=1f1b reschedules GPipe, "
                      "where every forward pass of a step comes before its backward passes");
   }
+  for (const P2pEnd& e : b.p2p_ends)
+    if (e.comm_id == comm && (capture_of_rank.count(e.src) == 0 || capture_of_rank.count(e.dst) == 0))
+      refuse(ch, "give every stage's capture: rank " + std::to_string(e.send ? e.src : e.dst) + " " +
+                     (e.send ? "sends to" : "receives from") + " rank " + std::to_string(e.send ? e.dst : e.src) +
+                     ", whose capture is not among the inputs");
   const int32_t p = static_cast<int32_t>(capture_of_rank.size());
   if (p < 2 || capture_of_rank.begin()->first != 0 || capture_of_rank.rbegin()->first != p - 1)
     refuse(ch, "give every stage's capture: the transfers name ranks " + std::to_string(capture_of_rank.begin()->first) +
@@ -179,7 +192,7 @@ void read_steps(const Built& b, const Change& ch, const std::unordered_map<uint3
     if (split == 0 || split >= r.kernels.size())
       refuse(ch, stage_text(index) + " runs " + std::to_string(r.kernels.size()) +
                      " kernels between a transfer of one direction and one of the other, and no unit elsewhere says "
-                     "where its forward pass ends");
+                     "how many of them are the first direction's");
     Unit z;
     z.forward = last;
     a.compute.assign(r.kernels.begin(), r.kernels.begin() + static_cast<std::ptrdiff_t>(split));
@@ -188,7 +201,6 @@ void read_steps(const Built& b, const Change& ch, const std::unordered_map<uint3
     units.push_back(std::move(a));
     units.push_back(std::move(z));
   }
-  // Transfers outside every unit (a receive whose kernels never came): a shape this does not read.
   // Steps: forward units, then backward units.
   for (size_t i = 0; i < units.size();) {
     std::vector<Unit> step;
@@ -207,7 +219,7 @@ void read_steps(const Built& b, const Change& ch, const std::unordered_map<uint3
   for (const auto& [op, tag] : tag_of)
     if (g.ops[op].capture == st.capture) {
       transfers[tag].push_back(g.ops[op].transfer_ns);
-      if (st.template_op[tag] == kNone) st.template_op[tag] = op;
+      if (st.template_op[tag] == kNone || op < st.template_op[tag]) st.template_op[tag] = op;  // the first: the same every run
     }
   for (int t = 0; t < kTags; ++t) st.transfer_ns[t] = median(transfers[t]);
 }
@@ -255,7 +267,7 @@ void one_f_one_b(Built& b, const Change& ch) {
   }
   auto scaled_transfer = [&](int64_t ns) {
     const int64_t fixed = std::min(latency_ns, ns);
-    return fixed + static_cast<int64_t>(std::llround(static_cast<double>(ns - fixed) * factor));
+    return fixed + scaled_ns(ns - fixed, factor);
   };
   const int32_t p = static_cast<int32_t>(stages.size());
   if (b.op_fused_away.size() < g.ops.size()) b.op_fused_away.resize(g.ops.size(), false);
@@ -302,7 +314,7 @@ void one_f_one_b(Built& b, const Change& ch) {
         const size_t source = std::min(m - 1, j * m / micro);
         const Unit& u = step[forward ? source : m + source];
         for (uint32_t o : u.compute)
-          add(o, static_cast<int64_t>(std::llround(static_cast<double>(g.ops[o].duration_ns) * factor)));
+          add(o, scaled_ns(g.ops[o].duration_ns, factor));
       };
       // One transfer kernel carrying `tags` (one, or a send and a receive to one neighbour).
       auto transfer = [&](std::initializer_list<Tag> tags) {
@@ -323,7 +335,7 @@ void one_f_one_b(Built& b, const Change& ch) {
           (send ? sends[{s, peer}] : receives[{peer, s}]).push_back(op);
           P2pEnd end = st.template_end[tag];
           end.op = op;
-          end.bytes = static_cast<uint64_t>(std::llround(static_cast<double>(end.bytes) * factor));
+          end.bytes = static_cast<uint64_t>(scaled_ns(static_cast<int64_t>(std::min<uint64_t>(end.bytes, uint64_t{1} << 50)), factor));
           calls.ends.push_back(end);
         }
       };
