@@ -277,6 +277,13 @@ std::optional<int> try_scan_graphs(const StatsOptions& o) {
   return scanned->job.corrupt || corrupt(*streamed) ? kExitError : kExitOk;
 }
 
+// A scan that takes no filter, in the shape scan_job() calls (its caller refuses a filter first).
+template <class Scan>
+auto without_filter(Scan scan) {
+  return [scan](const std::vector<std::string>& files, const ga::EventScanOptions& so, const gantt::EventFilter*,
+                std::string* why_not) { return scan(files, so, why_not); };
+}
+
 // --by memory and --by comm by a scan (analysis::scan_memory, scan_comm): the event scan says
 // what a load says of the files (and puts a job's captures on one clock by their collectives),
 // and only the records the report reads are held (the memory records, ranges and the calls that
@@ -298,9 +305,7 @@ std::optional<int> try_scan_records(const StatsOptions& o, ScanRecords scan, Rep
 std::optional<int> try_scan_metrics(const StatsOptions& o) {
   if (any_filter(o.filter)) return std::nullopt;
   std::optional<int> exit;
-  const auto scan = [&](const std::vector<std::string>& files, const ga::EventScanOptions& so, const gantt::EventFilter*,
-                        std::string* why_not) { return ga::scan_metrics(files, so, why_not); };
-  const std::optional<ga::ScannedMetrics> scanned = scan_job(o, scan, &exit);
+  const std::optional<ga::ScannedMetrics> scanned = scan_job(o, without_filter(ga::scan_metrics), &exit);
   if (!scanned) return exit;
   if (!said_job_scan(o, scanned->job)) return kExitError;
   std::cout << ga::format_metric_stats(scanned->records, ga::metric_stats(scanned->records, scanned->kernels),
@@ -350,11 +355,8 @@ int run_stats(const StatsOptions& o) {
   // it loads.
   if (tables && o.by == "memory")
     if (const auto scanned = try_scan_records(o, ga::scan_memory, memory_stats)) return *scanned;
-  if (tables && o.by == "comm" && !any_filter(o.filter)) {
-    const auto scan = [](const std::vector<std::string>& files, const ga::EventScanOptions& so, const gantt::EventFilter*,
-                         std::string* why_not) { return ga::scan_comm(files, so, why_not); };
-    if (const auto scanned = try_scan_records(o, scan, comm_stats)) return *scanned;
-  }
+  if (tables && o.by == "comm" && !any_filter(o.filter))
+    if (const auto scanned = try_scan_records(o, without_filter(ga::scan_comm), comm_stats)) return *scanned;
   if (o.metrics && o.timeline.empty())
     if (const auto scanned = try_scan_metrics(o)) return *scanned;
   LoadedJob job = load_captures(o.files, o.load, kWhyStatsLoads);

@@ -37,6 +37,12 @@ share() {  # share NAME: the pipeline's bubble share in percent, from stats --by
 . "$(dirname "$0")/same_scanned.sh"
 # shellcheck source=pipeline_steps.sh
 . "$(dirname "$0")/pipeline_steps.sh"
+off_by() { awk -v m="$1" -v p="$2" 'BEGIN { printf "%.2f", 100 * (p - m) / m }'; }  # MEASURED PREDICTED: percent
+within() {  # PERCENT MEASURED PREDICTED: fails the test when the prediction is further off
+  local err
+  err=$(off_by "$2" "$3")
+  awk -v e="$err" -v l="$1" 'BEGIN { exit !(e < l && e > -l) }' || { echo "FAIL: the prediction is off by $err% (at most $1%)"; exit 1; }
+}
 
 case $mode in
   bubble)
@@ -118,9 +124,8 @@ print(sum(1 for f in range(n) for t in range(n) if c["p2p_bytes"][f * n + t] > 0
       { echo "FAIL: whatif matched no sends with their receives"; cat "$dir/whatif.txt"; exit 1; }
     plain=$(pipeline_steps_ns "$cli" "$dir"/plain?.gpuh) fast=$(pipeline_steps_ns "$cli" "$dir"/fast?.gpuh)
     predicted=$(pipeline_steps_ns "$cli" "$dir/predicted.gpuh")
-    err=$(awk -v f="$fast" -v p="$predicted" 'BEGIN { printf "%.2f", 100 * (p - f) / f }')
-    echo "steps: plain $plain ns, backward twice as fast $fast ns, predicted $predicted ns ($err%)"
-    awk -v e="$err" 'BEGIN { exit !(e < 2 && e > -2) }' || { echo "FAIL: the prediction is off by $err% (at most 2%)"; exit 1; }
+    echo "steps: plain $plain ns, backward twice as fast $fast ns, predicted $predicted ns ($(off_by "$fast" "$predicted")%)"
+    within 2 "$fast" "$predicted"
     ;;
   predict)
     # At 1 ms a sample (as twin, above). The prediction is a capture like any other: stats
@@ -139,9 +144,8 @@ print(sum(1 for f in range(n) for t in range(n) if c["p2p_bytes"][f * n + t] > 0
       echo "FAIL: pipeline-bubble fired on the predicted 1F1B"; cat "$dir/diagnose.txt"; exit 1
     fi
     twin=$(pipeline_steps_ns "$cli" "$dir"/fixed?.gpuh) predicted=$(pipeline_steps_ns "$cli" "$dir/predicted.gpuh")
-    err=$(awk -v f="$twin" -v p="$predicted" 'BEGIN { printf "%.2f", 100 * (p - f) / f }')
-    echo "steps: 1F1B twin $twin ns, predicted from GPipe $predicted ns ($err%)"
-    awk -v e="$err" 'BEGIN { exit !(e < 3 && e > -3) }' || { echo "FAIL: the prediction is off by $err% (at most 3%)"; exit 1; }
+    echo "steps: 1F1B twin $twin ns, predicted from GPipe $predicted ns ($(off_by "$twin" "$predicted")%)"
+    within 3 "$twin" "$predicted"
     ;;
   *) echo "unknown mode $mode" >&2; exit 2 ;;
 esac

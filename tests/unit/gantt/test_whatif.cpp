@@ -169,44 +169,6 @@ TEST(WhatifReplay, ACallWaitsForTheCopyItLaunchedItself) {
   EXPECT_EQ(t.g.calls[memcpy_call].end_ns, 1057u);
 }
 
-TEST(WhatifReplay, ACollectiveEndsAfterItsLastRankArrives) {
-  Graph g;
-  for (uint16_t r = 0; r < 2; ++r) {
-    Thread t;
-    t.capture = r, t.first_ns = 1000;
-    g.threads.push_back(t);
-    Lane l;
-    l.capture = r, l.stream = 13;
-    g.lanes.push_back(l);
-  }
-  auto call = [&](uint32_t thread, int64_t gap, int64_t cost) {
-    HostCall c;
-    c.thread = thread, c.gap_ns = gap, c.cost_ns = cost;
-    g.calls.push_back(c);
-    g.threads[thread].calls.push_back(static_cast<uint32_t>(g.calls.size() - 1));
-    return static_cast<uint32_t>(g.calls.size() - 1);
-  };
-  auto op = [&](uint16_t capture, uint32_t call_index, int64_t duration, uint64_t collective) {
-    GpuOp o;
-    o.capture = capture, o.lane = capture, o.call = call_index, o.duration_ns = duration, o.collective = collective;
-    o.transfer_ns = 30;
-    o.order = g.ops.size() + 1;
-    g.ops.push_back(o);
-    return static_cast<uint32_t>(g.ops.size() - 1);
-  };
-  // Rank 0 computes 100 then joins; rank 1 computes 400 then joins.
-  const uint32_t c0 = call(0, 0, 1), c1 = call(1, 0, 1);
-  op(0, c0, 100, 0);
-  op(1, c1, 400, 0);
-  const uint32_t n0 = op(0, call(0, 0, 1), 0, 77), n1 = op(1, call(1, 0, 1), 0, 77);
-  g.collective_ranks = {{77, 2}};
-  replay(g);
-  // Rank 0 arrives at 1100, rank 1 at 1400: both end at 1400 + 30.
-  EXPECT_EQ(g.ops[n0].start_ns, 1100u);
-  EXPECT_EQ(g.ops[n0].end_ns, 1430u);
-  EXPECT_EQ(g.ops[n1].end_ns, 1430u);
-}
-
 // Ranks 0 to n-1, one thread and one lane (stream 13) each, threads starting at 1000.
 struct Ranks {
   Graph g;
@@ -220,7 +182,8 @@ struct Ranks {
       g.lanes.push_back(l);
     }
   }
-  // A call on rank r's thread launching an op of `duration` (its transfer, if it has peers).
+  // A call on rank r's thread launching an op of `duration` (its transfer, if it has peers or
+  // is a collective).
   uint32_t op(uint16_t r, int64_t duration, int64_t transfer = 0) {
     HostCall c;
     c.thread = r, c.cost_ns = 1;
@@ -234,6 +197,21 @@ struct Ranks {
     return static_cast<uint32_t>(g.ops.size() - 1);
   }
 };
+
+TEST(WhatifReplay, ACollectiveEndsAfterItsLastRankArrives) {
+  Ranks t(2);
+  // Rank 0 computes 100 then joins; rank 1 computes 400 then joins.
+  t.op(0, 100);
+  t.op(1, 400);
+  const uint32_t n0 = t.op(0, 0, 30), n1 = t.op(1, 0, 30);
+  t.g.ops[n0].collective = t.g.ops[n1].collective = 77;
+  t.g.collective_ranks = {{77, 2}};
+  replay(t.g);
+  // Rank 0 arrives at 1100, rank 1 at 1400: both end at 1400 + 30.
+  EXPECT_EQ(t.g.ops[n0].start_ns, 1100u);
+  EXPECT_EQ(t.g.ops[n0].end_ns, 1430u);
+  EXPECT_EQ(t.g.ops[n1].end_ns, 1430u);
+}
 
 TEST(WhatifReplay, ASendEndsOnceItsReceiverHasArrived) {
   Ranks t(2);

@@ -169,10 +169,12 @@ bool KernelsAtSamples::covers_sample(uint16_t capture, uint32_t device, uint64_t
 }
 
 void KernelsAtSamples::add(uint16_t capture, uint32_t device, uint64_t start, uint64_t end, std::string_view name) {
-  if (!covers_sample(capture, device, start, end)) return;
-  Series& s = series_.find({capture, device})->second;
+  const auto found = series_.find({capture, device});
+  if (found == series_.end() || end <= start) return;
+  Series& s = found->second;
   const auto first = std::lower_bound(s.times.begin(), s.times.end(), start);
   const auto last = std::lower_bound(first, s.times.end(), end);
+  if (first == last) return;  // no sample read while it ran
   const std::lock_guard<std::mutex> lock(*mu_);
   auto [it, added] = ids_.try_emplace(std::string(name), static_cast<uint32_t>(names_.size()));
   if (added) names_.push_back(it->first);

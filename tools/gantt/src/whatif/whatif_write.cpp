@@ -137,6 +137,14 @@ uint64_t write(const Built& b, const std::vector<Change>& changes, const std::st
         put(added);
       }
     };
+    // An API record made inside host call `c` (a driver launch inside ncclSend) at its place in
+    // the replayed call: `offset` from its start, its own duration, never past the call's end.
+    auto place_inside = [&](v1::Record& r, const HostCall& c, int64_t offset) {
+      const int64_t d = r.api().end_ns() - r.api().start_ns();
+      const int64_t start = std::min<int64_t>(as_time(c.start_ns + static_cast<uint64_t>(offset)), as_time(c.end_ns));
+      r.mutable_api()->set_start_ns(start);
+      r.mutable_api()->set_end_ns(std::min<int64_t>(d > 0 && start <= INT64_MAX - d ? start + d : start, as_time(c.end_ns)));
+    };
     // A kernel, copy, memset or host function record at op `index`'s replayed times (a graph
     // node's member at `offset` from its block's start).
     auto retime = [&](v1::Record& r, uint32_t index, RecordPlace::Kind kind, int64_t offset) {
@@ -188,7 +196,7 @@ uint64_t write(const Built& b, const std::vector<Change>& changes, const std::st
         r.mutable_host_function()->set_start_ns(as_time(start));
         r.mutable_host_function()->set_end_ns(as_time(end));
       }
-          };
+    };
     // The ops a change added, by the op whose record they copy.
     std::unordered_map<uint32_t, std::vector<uint32_t>> clones;
     for (uint32_t o = 0; o < b.op_source.size(); ++o)
@@ -256,11 +264,7 @@ uint64_t write(const Built& b, const std::vector<Change>& changes, const std::st
         v1::Record launch;
         sec.records.get(inner->second, &launch);
         if (launch.has_api()) {
-          const int64_t d = launch.api().end_ns() - launch.api().start_ns();
-          const int64_t start = std::min<int64_t>(as_time(c.start_ns + static_cast<uint64_t>(places[inner->second].offset_ns)),
-                                                  as_time(c.end_ns));
-          launch.mutable_api()->set_start_ns(start);
-          launch.mutable_api()->set_end_ns(std::min<int64_t>(d > 0 && start <= INT64_MAX - d ? start + d : start, as_time(c.end_ns)));
+          place_inside(launch, c, places[inner->second].offset_ns);
           launch.mutable_api()->set_correlation_id(correlation);
           remap_strings(launch, remap);
           put(launch);
@@ -318,10 +322,7 @@ uint64_t write(const Built& b, const std::vector<Change>& changes, const std::st
         case RecordPlace::Kind::kInnerCall: {
           const HostCall& c = g.calls[place.index];
           if (c.removed || !r.has_api()) continue;
-          const int64_t d = r.api().end_ns() - r.api().start_ns();
-          const int64_t start = std::min<int64_t>(as_time(c.start_ns + static_cast<uint64_t>(place.offset_ns)), as_time(c.end_ns));
-          r.mutable_api()->set_start_ns(start);
-          r.mutable_api()->set_end_ns(std::min<int64_t>(d > 0 && start <= INT64_MAX - d ? start + d : start, as_time(c.end_ns)));
+          place_inside(r, c, place.offset_ns);
           break;
         }
         case RecordPlace::Kind::kOp:
