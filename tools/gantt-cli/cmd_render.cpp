@@ -13,6 +13,7 @@
 #include <gantt/render/rank_links.h>
 #include <gantt/analysis/event_scan.h>
 #include <gantt/analysis/flame.h>
+#include <gantt/analysis/job_scan.h>
 #include <gantt/analysis/stats.h>
 #include <gantt/analysis/steps.h>
 #include <gantt/analysis/stream_stats.h>
@@ -65,6 +66,12 @@ constexpr uint64_t kRenderLoadCap = uint64_t{1} << 30;
 
 // A scan that cannot serve: the caller loads the capture, *why_whole says why (its refusal over
 // --max-memory names it), and -j, which asked for a scan, hears it now.
+// --bucket as utilisation_timeline() takes it: 0 for about 200 buckets over the window.
+uint64_t bucket_of(const RenderCliOptions& o) {
+  const int64_t bucket = duration_arg("--bucket", o.bucket);
+  return bucket > 0 ? static_cast<uint64_t>(bucket) : 0;
+}
+
 std::optional<int> load_instead(const RenderCliOptions& o, const std::string& why_not, std::string* why_whole) {
   *why_whole = why_not;
   if (o.threads_given) std::cerr << "gantt-cli: render: the capture is loaded whole for " << why_not << "\n";
@@ -253,6 +260,85 @@ std::optional<int> try_scan_flame(const RenderCliOptions& o, const gantt::FlameO
   return corrupt ? kExitError : kExitOk;
 }
 
+// --topology's file (NCCL's topology XML or nvidia-smi topo -m): false, said, when it cannot be
+// read or parsed; nothing in *topology without the flag.
+bool read_topology(const std::string& path, std::optional<gantt::analysis::Topology>* topology) {
+  if (path.empty()) return true;
+  std::ifstream in(path, std::ios::binary);
+  std::string text;
+  if (in) text.assign(std::istreambuf_iterator<char>(in), {});
+  try {
+    if (!in) throw std::invalid_argument(path + ": cannot read it");
+    *topology = gantt::analysis::parse_topology(text, path);
+    return true;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "gantt-cli: render: --topology: " << e.what() << "\n";
+    return false;
+  }
+}
+
+// The line a chart ends with (not the flame graph or step-time view), scanned or loaded.
+void chart_written(const std::string& output, const gantt::RenderStats& stats) {
+  std::cerr << "gantt-cli: render: " << output << ": " << stats.events_selected << " events (" << stats.events_individual
+            << " drawn, " << stats.events_aggregated << " as coverage)\n";
+}
+
+// --view utilisation and --view comm of one capture or the ranks of one job by a scan, put on
+// one clock by their collectives: the devices' unions of their events (analysis::scan_timeline)
+// or the NCCL calls and the kernels they launched (analysis::scan_comm), not the events.
+// Nothing, with *why_whole set, for a filter, a scheduler job's captures, standard input or a
+// capture a scan cannot read; the caller then loads.
+std::optional<int> try_scan_view(const RenderCliOptions& o, gantt::RenderOptions ro, const ChartTarget& target,
+                                 std::string* why_whole) {
+  if (o.load.in_memory) return std::nullopt;
+  std::string why_not = any_filter(o.filter) ? "a filtered --view " + o.view
+                        : !o.job.empty()     ? "a scheduler job's captures"
+                        : std::find(o.files.begin(), o.files.end(), "-") != o.files.end() ? "a capture on standard input"
+                                                                                           : "";
+  if (!why_not.empty()) return load_instead(o, why_not, why_whole);
+  namespace ga = gantt::analysis;
+  ga::EventScanOptions so;
+  so.load = load_options(o.load);
+  so.threads = o.threads;
+  std::optional<ga::ScannedTimeline> timeline;
+  std::optional<ga::ScannedRecords> comm;
+  try {
+    if (o.view == "utilisation") timeline = ga::scan_timeline(o.files, so, true, &why_not);
+    else comm = ga::scan_comm(o.files, so, &why_not);
+  } catch (const gpuhook::CaptureError&) {
+    return std::nullopt;  // the loader reports it, as for any capture
+  }
+  if (!timeline && !comm) return load_instead(o, why_not, why_whole);
+  const ga::JobScan& job = timeline ? timeline->job : comm->job;
+  if (!job.unusable.empty()) {
+    std::cerr << "gantt-cli: " << job.unusable << "\n";
+    return kExitError;
+  }
+  for (const std::string& line : job.warnings) std::cerr << "gantt-cli: " << line << "\n";
+  gantt::RenderStats stats;
+  stats.events_selected = stats.events_individual = job.gpu_events;
+  gantt::Scene scene;
+  if (timeline) {
+    ro.footer_lines = gantt::rank_footer_lines(timeline->records, timeline->alignment);
+    try {
+      scene = gantt::utilisation_scene(timeline->records, timeline->window, timeline->timeline(bucket_of(o)), ro);
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "gantt-cli: render: " << e.what() << "\n";
+      return kExitError;
+    }
+  } else {
+    std::optional<ga::Topology> topology;
+    if (!read_topology(o.topology, &topology)) return kExitError;
+    ro.footer_lines = gantt::rank_footer_lines(comm->records, comm->alignment);
+    std::vector<std::string> notes;
+    const auto matrices = ga::comm_matrices(comm->records, &notes);
+    scene = gantt::comm_scene(comm->records, matrices, notes, ro, topology ? &*topology : nullptr);
+  }
+  if (!write_chart(scene, target)) return kExitError;
+  chart_written(o.output, stats);
+  return job.corrupt ? kExitError : kExitOk;
+}
+
 // The line the step-time view ends with, the same whether the capture was scanned or loaded.
 void steps_written(const std::string& output, const gantt::analysis::Steps& steps) {
   size_t n = 0;
@@ -329,6 +415,8 @@ int run_render(const RenderCliOptions& o) {
     if (const auto scanned = try_scan_flame(o, fo, target, &why_whole)) return *scanned;
   } else if (o.view == "steps") {
     if (const auto scanned = try_scan_steps(o, ro, target, &why_whole)) return *scanned;
+  } else if (o.view == "utilisation" || o.view == "comm") {
+    if (const auto scanned = try_scan_view(o, ro, target, &why_whole)) return *scanned;
   } else if (target.format == "html" && o.view == "gantt") {
     if (const auto scanned = try_scan_page(o, ro, target, &why_whole)) return *scanned;
   } else if (const auto streamed = try_stream(o, ro, target, &why_whole)) {
@@ -393,18 +481,7 @@ int run_render(const RenderCliOptions& o) {
     std::vector<std::string> notes;
     const auto matrices = gantt::analysis::comm_matrices(model, &notes);
     std::optional<gantt::analysis::Topology> topo;
-    if (!o.topology.empty()) {
-      std::ifstream in(o.topology, std::ios::binary);
-      std::string text;
-      if (in) text.assign(std::istreambuf_iterator<char>(in), {});
-      try {
-        if (!in) throw std::invalid_argument(o.topology + ": cannot read it");
-        topo = gantt::analysis::parse_topology(text, o.topology);
-      } catch (const std::invalid_argument& e) {
-        std::cerr << "gantt-cli: render: --topology: " << e.what() << "\n";
-        return kExitError;
-      }
-    }
+    if (!read_topology(o.topology, &topo)) return kExitError;
     scene = gantt::comm_scene(model, matrices, notes, ro, topo ? &*topo : nullptr);
   } else if (o.view == "steps") {
     const gantt::analysis::Steps steps = gantt::analysis::step_series(model, o.step);
@@ -414,9 +491,8 @@ int run_render(const RenderCliOptions& o) {
   } else if (o.view == "memory") {
     scene = gantt::memory_scene(model, sel, gantt::analysis::memory_report(model), ro);
   } else if (o.view == "utilisation") {
-    const int64_t bucket = duration_arg("--bucket", o.bucket);
     try {
-      scene = gantt::utilisation_scene(model, sel, gantt::analysis::utilisation_timeline(model, sel, bucket > 0 ? bucket : 0), ro);
+      scene = gantt::utilisation_scene(model, sel, gantt::analysis::utilisation_timeline(model, sel, bucket_of(o)), ro);
     } catch (const std::invalid_argument& e) {
       std::cerr << "gantt-cli: render: " << e.what() << "\n";
       return kExitError;
@@ -426,8 +502,7 @@ int run_render(const RenderCliOptions& o) {
   }
 
   if (!write_chart(scene, target)) return kExitError;
-  std::cerr << "gantt-cli: render: " << o.output << ": " << stats.events_selected << " events ("
-            << stats.events_individual << " drawn, " << stats.events_aggregated << " as coverage)\n";
+  chart_written(o.output, stats);
   return corrupt ? kExitError : kExitOk;
 }
 
@@ -521,8 +596,9 @@ void register_render(CLI::App& app, int& exit_code) {
                     "record, 215 for the HTML page), e.g. 16G; over it, a chart with annotations is drawn from a scan: low occupancy, copies "
                     "overlapped and idle gaps flagged as when loaded, queue delays only on the kernels drawn one by "
                     "one, copies that could have overlapped not flagged; the footer says so (default: 1G, or half "
-                    "the memory this process may use if less). A chart that needs the capture whole (the HTML page, "
-                    "--view, several captures, --lanes thread or rank) is not drawn over it when it is given, nor "
+                    "the memory this process may use if less). A chart that needs the capture whole (the HTML page "
+                    "of a small capture, --view memory, a filtered --view, several captures in the Gantt view, "
+                    "--lanes thread or rank) is not drawn over it when it is given, nor "
                     "over half the memory when it is not");
   cmd->callback([o, threads, &exit_code] {
     o->threads_given = threads->count() > 0;

@@ -313,6 +313,28 @@ std::optional<int> try_scan_metrics(const StatsOptions& o) {
   return scanned->job.corrupt ? kExitError : kExitOk;
 }
 
+// --timeline without a filter by a scan (analysis::scan_timeline): each device's unions of its
+// events, not the events. Nothing when a scan cannot serve; the caller then loads.
+std::optional<int> try_scan_timeline(const StatsOptions& o) {
+  if (any_filter(o.filter)) return std::nullopt;
+  const int64_t bucket = o.timeline == "auto" ? 0 : duration_arg("--timeline", o.timeline);
+  std::optional<int> exit;
+  const std::optional<ga::ScannedTimeline> scanned = scan_job(
+      o, [](const std::vector<std::string>& files, const ga::EventScanOptions& so, const gantt::EventFilter*,
+            std::string* why_not) { return ga::scan_timeline(files, so, false, why_not); },
+      &exit);
+  if (!scanned) return exit;
+  if (!said_job_scan(o, scanned->job)) return kExitError;
+  try {
+    std::cout << ga::format_timeline(scanned->records, scanned->timeline(bucket > 0 ? static_cast<uint64_t>(bucket) : 0),
+                                     o.format);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "gantt-cli: stats: --timeline: " << e.what() << "\n";
+    return kExitError;
+  }
+  return scanned->job.corrupt ? kExitError : kExitOk;
+}
+
 std::string memory_stats(const gantt::Model& m, const std::string& format) {
   return ga::format_memory_stats(m, ga::memory_report(m), format);
 }
@@ -357,6 +379,8 @@ int run_stats(const StatsOptions& o) {
     if (const auto scanned = try_scan_records(o, ga::scan_memory, memory_stats)) return *scanned;
   if (tables && o.by == "comm" && !any_filter(o.filter))
     if (const auto scanned = try_scan_records(o, without_filter(ga::scan_comm), comm_stats)) return *scanned;
+  if (!o.timeline.empty())
+    if (const auto scanned = try_scan_timeline(o)) return *scanned;
   if (o.metrics && o.timeline.empty())
     if (const auto scanned = try_scan_metrics(o)) return *scanned;
   LoadedJob job = load_captures(o.files, o.load, kWhyStatsLoads);

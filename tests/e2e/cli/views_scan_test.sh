@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# render --view flame (of a capture or the ranks of a job), --view steps (of a capture) and
+# render --view flame (of a capture or the ranks of a job), --view steps (of a capture),
+# --view utilisation and --view comm (of a capture or a job), stats --timeline and
 # export --format folded read it by a scan, and draw what --in-memory draws from the loaded model, byte for byte: NVTX range
 # paths and steps, copies and memsets, NCCL kernels joined to their calls, hostile names, damaged
 # files (the same exit code). -j 2 names the captures that are loaded whole after all, so the
@@ -69,6 +70,41 @@ grep -q "loaded whole for a filter on several captures" "$work/f.err" ||
   { echo "FAIL: a filter on two captures is not said to load: $(cat "$work/f.err")"; fail=1; }
 [[ $scanned == 12 ]] || { echo "FAIL: $scanned of 12 views scanned"; fail=1; }
 
+# --view utilisation (each device's unions of its events, its counter samples) and --view comm
+# (the NCCL calls and their kernels) of a capture, or the ranks of a job, by a scan: the loaded
+# bytes. A filter loads, and says so.
+for view in utilisation comm; do
+  for cap in synth steps nvtx hostile script_names killed; do
+    same "$view" "$cap" "$work/$cap.gpuh"
+    grep -q "loaded whole" "$work/s.err" && { echo "FAIL: $view: $cap was loaded, not scanned: $(cat "$work/s.err")"; fail=1; }
+  done
+  for cap in small no_index truncated corrupt v1/small v2/small; do same "$view" "fixtures/$cap" "$fixtures/$cap.gpuh"; done
+  same "$view" "two captures" "$work/synth.gpuh" "$work/steps.gpuh"
+  grep -q "loaded whole" "$work/s.err" && { echo "FAIL: $view of two captures was loaded: $(cat "$work/s.err")"; fail=1; }
+  same "$view" "filtered" "$work/synth.gpuh" --device 0
+  grep -q "loaded whole for a filtered --view $view" "$work/s.err" ||
+    { echo "FAIL: a filtered --view $view is not said to load: $(cat "$work/s.err")"; fail=1; }
+done
+# stats --timeline: the same series by a scan (under --max-memory 1K, where a load is refused) as
+# --in-memory, in every format; a bucket too small is the same error.
+for cap in synth nvtx hostile killed fixtures/small fixtures/corrupt "synth steps"; do
+  files=()
+  for c in $cap; do [[ $c == fixtures/* ]] && files+=("$fixtures/${c#fixtures/}.gpuh") || files+=("$work/$c.gpuh"); done
+  for args in "--timeline auto --format text" "--timeline 10us --format json" "--timeline auto --format csv" \
+    "--timeline 100us --format md" "--timeline 1ns"; do
+    # shellcheck disable=SC2086  # the arguments are words
+    "$cli" stats "${files[@]}" $args --max-memory 1K >"$work/s.txt" 2>"$work/s.err"
+    rs=$?
+    # shellcheck disable=SC2086
+    "$cli" stats "${files[@]}" $args --in-memory >"$work/w.txt" 2>"$work/w.err"
+    rw=$?
+    if [[ $rs != "$rw" ]] || ! cmp -s "$work/s.txt" "$work/w.txt" || ! cmp -s "$work/s.err" "$work/w.err"; then
+      echo "FAIL: stats $cap $args: scanned (exit $rs) differs from --in-memory (exit $rw): $(head -3 "$work/s.err")"; fail=1
+    fi
+  done
+done
+grep -q "makes .* buckets" "$work/s.err" || { echo "FAIL: --timeline 1ns is not refused: $(cat "$work/s.err")"; fail=1; }
+
 # export --format folded writes the flame graph's stacks: scanned, the loaded bytes, and not
 # held to --max-memory; a stack per GPU (--root device) is loaded.
 for cap in synth nvtx hostile killed; do
@@ -126,5 +162,5 @@ for set in "synth nvtx steps" "nvtx nvtx" "hostile script_names killed" "synth c
   done
 done
 [[ $several == 23 ]] || { echo "FAIL: $several of 23 exports of several captures to folded scanned as loaded"; fail=1; }
-[[ $fail == 0 ]] && echo "ok: flame graphs, folded stacks and step views scanned and loaded agree"
+[[ $fail == 0 ]] && echo "ok: flame graphs, folded stacks, step, utilisation and comm views, and timelines scanned and loaded agree"
 exit $fail

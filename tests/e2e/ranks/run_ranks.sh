@@ -108,6 +108,9 @@ PY
       same_memory "${files[@]}" --from 20ms --device 0
       same_metrics "${files[@]}"
       same_scanned comm json "${files[@]}"  # the collectives' ring traffic on the job's clock
+      same_scanned kernel text,json "${files[@]}" --timeline 1ms  # each rank's devices, on the job's clock
+      same_view utilisation "${files[@]}"
+      same_view comm "${files[@]}"
       # Each rank summarised on its own (the map step), the summaries diagnosed together: the
       # same imbalance finding, less the last-arriver line that needs every collective.
       for r in 0 1 2 3; do "$cli" stats "$dir/rank$r.gpuh" --summary -o "$dir/rank$r.gsum" 2>/dev/null; done

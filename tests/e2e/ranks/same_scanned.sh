@@ -15,3 +15,17 @@ same_scanned() {
     fi
   done
 }
+# same_view VIEW FILES...: render --view VIEW scans the files (under --max-memory 1K, where a
+# load is refused) and draws, byte for byte, what --in-memory draws, saying the same on stderr.
+same_view() {
+  local view=$1
+  shift
+  "$cli" render "$@" --view "$view" -o "$dir/scanned.svg" --max-memory 1K 2> "$dir/scanned.err" ||
+    { echo "FAIL: render --view $view $* was not scanned: $(cat "$dir/scanned.err")"; exit 1; }
+  "$cli" render "$@" --view "$view" -o "$dir/loaded.svg" --in-memory 2> "$dir/loaded.err" || true
+  sed -i 's/loaded\.svg/scanned.svg/' "$dir/loaded.err"
+  if ! cmp -s "$dir/scanned.svg" "$dir/loaded.svg" || ! cmp -s "$dir/scanned.err" "$dir/loaded.err"; then
+    echo "FAIL: render --view $view $* scanned differs from --in-memory"
+    diff "$dir/scanned.svg" "$dir/loaded.svg" | head -20; diff "$dir/scanned.err" "$dir/loaded.err"; exit 1
+  fi
+}

@@ -414,3 +414,40 @@ TEST(Memory, TagsPastTheBoundAreCountedAndSaid) {
   const std::string text = gantt::analysis::format_memory_stats(m, gantt::analysis::memory_report(m), "text");
   EXPECT_NE(text.find("3 gpuhook_mem_tag() tags past the first 1048576 were not read"), std::string::npos) << text;
 }
+
+// A scan gives a device's intervals in file order, not time order: the union it keeps, given
+// them in any order, is the merged list a load sorts, and the timeline of those unions is the
+// loaded timeline.
+TEST(Timeline, UnionsGivenInAnyOrderAreTheLoadedTimeline) {
+  Fixture f;
+  std::vector<gantt::analysis::Interval> spans;
+  uint64_t seed = 7;
+  const auto next = [&seed] { return seed = seed * 6364136223846793005ULL + 1442695040888963407ULL; };
+  for (int i = 0; i < 20000; ++i) {  // more than one batch of out-of-order spans (4096)
+    const uint64_t s = T + (next() >> 40) % (50'000 * US), e = s + 1 + (next() >> 40) % (3 * US);
+    spans.emplace_back(s, e);
+    f.k(13 + static_cast<uint32_t>(i % 3), s, e);
+  }
+  const auto loaded = f.run(100 * US);
+  gantt::analysis::IntervalUnion busy;
+  for (const auto& [s, e] : spans) busy.add(s, e);
+  std::vector<gantt::analysis::Interval> merged = spans;
+  gantt::analysis::merge_intervals(merged);
+  EXPECT_EQ(busy.spans(), merged);
+  EXPECT_GT(merged.size(), 1000u);  // gaps between the spans: not one interval
+
+  gantt::analysis::UnionsByDevice unions;
+  unions[{0, 0}].busy = busy.spans();
+  unions[{0, 0}].compute = busy.spans();
+  const gantt::Selection sel = [&] {
+    gantt::Selection s = gantt::select_events(f.m, {});
+    s.window_start_ns = T;
+    return s;
+  }();
+  const auto scanned = gantt::analysis::timeline_of(unions, sel.window_start_ns, sel.window_end_ns, 100 * US);
+  ASSERT_EQ(scanned.buckets, loaded.buckets);
+  ASSERT_EQ(scanned.devices.size(), 1u);
+  EXPECT_EQ(scanned.devices[0].busy, loaded.devices[0].busy);
+  EXPECT_EQ(scanned.devices[0].compute, loaded.devices[0].compute);
+  EXPECT_EQ(loaded.events, 20000u);
+}

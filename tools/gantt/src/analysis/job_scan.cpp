@@ -51,13 +51,15 @@ std::optional<JobScan> scan_job(const std::vector<std::string>& paths, const Eve
   return out;
 }
 
-std::vector<int64_t> job_offsets(const JobScan& job, const std::vector<RankClockInput>& clocks) {
+std::vector<int64_t> job_offsets(const JobScan& job, const std::vector<RankClockInput>& clocks,
+                                 RankAlignment* alignment) {
   if (job.clock) return job.clock->offsets;
   const size_t captures = job.context.captures.size();
   std::vector<int64_t> offsets(captures, 0);
   if (captures < 2) return offsets;
-  const RankAlignment alignment = align_ranks(clocks);
-  for (size_t c = 0; c < captures && c < alignment.captures.size(); ++c) offsets[c] = alignment.captures[c].offset_ns;
+  RankAlignment aligned = align_ranks(clocks);
+  for (size_t c = 0; c < captures && c < aligned.captures.size(); ++c) offsets[c] = aligned.captures[c].offset_ns;
+  if (alignment) *alignment = std::move(aligned);
   return offsets;
 }
 
@@ -332,6 +334,14 @@ Model records_model(const std::vector<std::string>& paths, const AddRecords& add
 
 namespace {
 
+// Whether the collectives a job scan kept put the captures on one clock as a load's do
+// (scan_collective_calls()): not where a kernel ran several of them or a capture ran one twice.
+bool clocks_as_loaded(bool shared_kernel, const std::vector<RankCollectiveCall>& calls, std::string* why_not) {
+  if (!shared_kernel && one_call_each(calls)) return true;
+  if (why_not) *why_not = "collectives a scan cannot tell as a load does, to put the captures on one clock";
+  return false;
+}
+
 // The scan behind scan_memory() and scan_comm(): the event scan of each capture (its damage,
 // its warnings, its span and, for a job, the collectives that put the captures on one clock, as
 // scan_collective_calls() reads them), then, where it met a record `wanted` names, `read` of
@@ -394,13 +404,8 @@ std::optional<ScannedRecords> scan_records(const std::vector<std::string>& paths
   ScannedRecords out;
   out.job = std::move(*scanned);
   if (!out.job.unusable.empty()) return out;
-  // The clocks from the collectives as scan_collective_calls() takes them, refused where those
-  // differ from a load's.
-  if (shared_kernel || !one_call_each(calls)) {
-    if (why_not) *why_not = "collectives a scan cannot tell as a load does, to put the captures on one clock";
-    return std::nullopt;
-  }
-  out.offsets = job_offsets(out.job, clocks);
+  if (!clocks_as_loaded(shared_kernel, calls, why_not)) return std::nullopt;
+  out.offsets = job_offsets(out.job, clocks, &out.alignment);
   out.records = records_model(
       paths, [&](size_t c, ModelBuilder& builder) { held[c].for_each([&](const gpuhook::v1::Record& r) { builder.add(r); }); },
       spans, out.offsets);
@@ -527,6 +532,205 @@ std::optional<ScannedMetrics> scan_metrics(const std::vector<std::string>& paths
   };
   const auto done = [](size_t, const EventScanner&, bool ran, const std::string& why) { return ran ? std::string() : why; };
   if (!scan_job(paths, so, nullptr, consumers, done, why_not)) return std::nullopt;
+  return out;
+}
+
+
+namespace {
+
+// What a load times of a capture (ModelBuilder's first and last times), and what select_events()
+// fits its window to: the events' first launch or begin and last end.
+struct SeenTimes {
+  uint64_t first = 0, last = 0;   // every time the loader sees (0: none)
+  uint64_t lo = UINT64_MAX, hi = 0;  // the fit: begins and launches, ends
+  bool any_event = false;
+  void see(uint64_t t) {
+    if (t == 0) return;
+    if (first == 0 || t < first) first = t;
+    last = std::max(last, t);
+  }
+  void absorb(const SeenTimes& o) {
+    see(o.first);
+    see(o.last);
+    lo = std::min(lo, o.lo);
+    hi = std::max(hi, o.hi);
+    any_event = any_event || o.any_event;
+  }
+};
+
+// One share's unions and times, beside the collectives that put a job on one clock.
+class TimelineShare final : public CollectiveCalls {
+ public:
+  struct Unions {
+    IntervalUnion compute, copy, busy;
+  };
+  TimelineShare(uint16_t capture, int32_t rank, size_t budget, size_t span_budget, size_t sample_budget)
+      : CollectiveCalls(capture, rank, budget), span_budget_(span_budget), sample_budget_(sample_budget) {}
+  void event(const ScannedEvent& e, const gpuhook::CaptureReader& reader) override {
+    CollectiveCalls::event(e, reader);
+    times.see(e.queued_ns);
+    times.see(e.start_ns);
+    times.see(e.end_ns);
+    // filter.cpp event_begin_ns() and event_end_ns(), and the launch, as select_events() fits.
+    const uint64_t launch = e.launched ? e.launch_ns : 0;
+    const uint64_t begin = e.start_ns ? e.start_ns : e.queued_ns ? e.queued_ns : launch;
+    const uint64_t end = e.end_ns ? std::max(e.end_ns, begin) : begin;
+    times.any_event = true;
+    if (begin) times.lo = std::min(times.lo, begin);
+    if (launch) times.lo = std::min(times.lo, launch);
+    times.hi = std::max(times.hi, end);
+    if (!e.start_ns || e.end_ns <= e.start_ns) return;
+    const TimelineWork work = timeline_work(e.kind);
+    if (work == TimelineWork::kNone) return;
+    Unions& u = devices[e.device];
+    u.busy.add(e.start_ns, e.end_ns);
+    if (work == TimelineWork::kCompute) u.compute.add(e.start_ns, e.end_ns);
+    else if (work == TimelineWork::kCopy) u.copy.add(e.start_ns, e.end_ns);
+    if ((++added_ & 4095) == 0) too_many_spans = too_many_spans || held() > span_budget_;
+  }
+  void api(const gpuhook::ApiFields& a, const gpuhook::CaptureReader&) override {
+    times.see(builder::known(a.start_ns));
+    times.see(builder::known(a.end_ns));
+  }
+  void record(const gpuhook::v1::Record& r, const gpuhook::CaptureReader&) override {
+    if (r.kind_case() == gpuhook::v1::Record::kMetricSample && sample_budget_ > 0) {
+      if (sample_count_++ < sample_budget_) samples.add(r);
+      else too_many_samples = true;
+    }
+    if (r.kind_case() != gpuhook::v1::Record::kNccl) return;
+    times.see(builder::t(r.nccl().has_start_ns(), r.nccl().start_ns()));
+    times.see(builder::t(r.nccl().has_end_ns(), r.nccl().end_ns()));
+  }
+  bool stopped() const override { return CollectiveCalls::stopped() || too_many_spans || too_many_samples; }
+  size_t held() const {
+    size_t n = 0;
+    for (const auto& [device, u] : devices) n += u.compute.held() + u.copy.held() + u.busy.held();
+    return n;
+  }
+
+  std::map<uint32_t, Unions> devices;
+  SeenTimes times;
+  RecordSpool samples;  // GPU counter samples, with a sample budget
+  bool too_many_spans = false, too_many_samples = false;
+  size_t sample_count() const { return sample_count_; }
+
+ private:
+  size_t span_budget_, sample_budget_;
+  uint64_t added_ = 0;
+  size_t sample_count_ = 0;
+};
+
+constexpr const char* kTooManySpans = "more idle gaps than a scan's timeline keeps";
+constexpr const char* kTooManySamples = "more GPU counter samples than a scan keeps";
+
+}  // namespace
+
+std::optional<ScannedTimeline> scan_timeline(const std::vector<std::string>& paths, const EventScanOptions& options,
+                                             bool with_samples, std::string* why_not) {
+  const bool job = paths.size() > 1;
+  EventScanOptions so = options;
+  so.join_nccl = job;  // the collectives' kernels, for the job's clock
+  ShareSet<TimelineShare> set;
+  std::vector<RankCollectiveCall> calls;
+  std::vector<RankClockInput> clocks;
+  bool shared_kernel = false;
+  std::vector<std::map<uint32_t, TimelineShare::Unions>> unions(paths.size());
+  std::vector<SeenTimes> times(paths.size());
+  std::vector<RecordSpool> samples(paths.size());
+  size_t spans = 0, sample_count = 0;
+  const auto consumers = [&](size_t c, const EventScanner& scanner, const Model& context) {
+    const size_t shares = std::max<size_t>(scanner.shares(), 1);
+    const size_t budget = (kMaxScannedCollectives - calls.size()) / shares + 1;
+    const size_t span_budget = (kMaxTimelineSpans - spans) / shares + 1;
+    const size_t sample_budget = with_samples ? (kMaxScannedMetricSamples - sample_count) / shares + 1 : 0;
+    const auto capture = static_cast<uint16_t>(c);
+    return set.make(scanner.shares(), [&] {
+      return std::make_unique<TimelineShare>(capture, global_rank(context, capture), budget, span_budget, sample_budget);
+    });
+  };
+  const auto done = [&](size_t c, const EventScanner& scanner, bool ran, const std::string& why) -> std::string {
+    const auto any = [&](bool TimelineShare::*flag) {
+      return std::any_of(set.shares.begin(), set.shares.end(), [&](const auto& sh) { return (*sh).*flag; });
+    };
+    if (!ran)
+      return any(&TimelineShare::too_many)         ? kTooManyCollectives
+             : any(&TimelineShare::too_many_spans)   ? kTooManySpans
+             : any(&TimelineShare::too_many_samples) ? kTooManySamples
+                                                     : why;
+    const size_t first = calls.size();
+    // The context's own times (header, ranges), then the shares' in file order.
+    times[c].see(scanner.context().captures.front().first_ns);
+    times[c].see(scanner.context().captures.front().last_ns);
+    for (auto& sh : set.shares) {
+      calls.insert(calls.end(), sh->calls.begin(), sh->calls.end());
+      shared_kernel = shared_kernel || sh->shared_kernel;
+      times[c].absorb(sh->times);
+      sample_count += sh->sample_count();
+      sh->samples.for_each([&](const gpuhook::v1::Record& r) { samples[c].add(r); });
+      for (auto& [device, u] : sh->devices) {
+        TimelineShare::Unions& to = unions[c][device];
+        to.compute.absorb(u.compute);
+        to.copy.absorb(u.copy);
+        to.busy.absorb(u.busy);
+      }
+      sh.reset();  // its unions are let go as they are absorbed
+    }
+    if (calls.size() > kMaxScannedCollectives) return kTooManyCollectives;
+    if (sample_count > kMaxScannedMetricSamples) return kTooManySamples;
+    for (const auto& [device, u] : unions[c]) spans += u.compute.size() + u.copy.size() + u.busy.size();
+    if (spans > kMaxTimelineSpans) return kTooManySpans;
+    if (job) clocks.push_back(clock_input(scanner, calls.begin() + static_cast<ptrdiff_t>(first), calls.end()));
+    return {};
+  };
+  std::optional<JobScan> scanned = scan_job(paths, so, nullptr, consumers, done, why_not);
+  if (!scanned) return std::nullopt;
+  ScannedTimeline out;
+  out.job = std::move(*scanned);
+  if (!out.job.unusable.empty()) return out;
+  if (!clocks_as_loaded(shared_kernel, calls, why_not)) return std::nullopt;
+  const std::vector<int64_t> offsets = job_offsets(out.job, clocks, &out.alignment);
+  // Everything on the job's clock, as align_model_ranks() moves a loaded job.
+  SeenTimes all;
+  for (size_t c = 0; c < paths.size(); ++c) {
+    const int64_t offset = offsets[c];
+    SeenTimes moved;
+    moved.any_event = times[c].any_event;
+    if (times[c].lo != UINT64_MAX) moved.lo = shifted(times[c].lo, offset);
+    moved.hi = shifted(times[c].hi, offset);
+    all.absorb(moved);
+    for (auto& [device, u] : unions[c]) {
+      DeviceUnions& to = out.unions[{static_cast<uint16_t>(c), device}];
+      const auto move = [offset](const IntervalUnion& from, std::vector<Interval>& into) {
+        into.reserve(from.size());
+        for (const auto& [b, e] : from.spans()) into.emplace_back(shifted(b, offset), shifted(e, offset));
+      };
+      move(u.compute, to.compute);
+      move(u.copy, to.copy);
+      move(u.busy, to.busy);
+    }
+    unions[c].clear();
+  }
+  // The samples on the job's clock (records_model() moves them), each capture as the job scan
+  // read it, its first and last times moved.
+  std::vector<std::pair<uint64_t, uint64_t>> spans_read(paths.size());
+  for (size_t c = 0; c < paths.size(); ++c) spans_read[c] = {times[c].first, times[c].last};
+  out.records = records_model(
+      paths, [&](size_t c, ModelBuilder& builder) { samples[c].for_each([&](const gpuhook::v1::Record& r) { builder.add(r); }); },
+      spans_read, offsets);
+  for (size_t c = 0; c < paths.size(); ++c) {
+    CaptureInfo& capture = out.records.captures[c];
+    const uint64_t first = capture.first_ns, last = capture.last_ns;
+    capture = out.job.context.captures[c];
+    capture.first_ns = first;
+    capture.last_ns = last;
+  }
+  // select_events() without a filter: the job's span, fitted to the events.
+  const uint64_t t0 = out.records.first_ns();
+  out.window.origin_ns = t0;
+  out.window.window_start_ns = t0;
+  out.window.window_end_ns = std::max(out.records.last_ns(), t0);
+  if (all.any_event && all.lo != UINT64_MAX && all.hi >= all.lo)
+    fit_window(out.window.window_start_ns, out.window.window_end_ns, all.lo, all.hi, &out.window);
   return out;
 }
 

@@ -68,46 +68,61 @@ uint64_t auto_bucket_ns(uint64_t span_ns, size_t target) {
   return p * 10;
 }
 
-Timeline utilisation_timeline(const Model& m, const Selection& sel, uint64_t bucket_ns) {
+TimelineWork timeline_work(EventKind kind) {
+  switch (kind) {
+    case EventKind::kSync:
+    case EventKind::kHostFunc: return TimelineWork::kNone;  // waits and host work: not device activity
+    case EventKind::kKernel:
+    case EventKind::kNccl: return TimelineWork::kCompute;
+    case EventKind::kMemcpy: return TimelineWork::kCopy;
+    default: return TimelineWork::kBusy;
+  }
+}
+
+Timeline timeline_of(const UnionsByDevice& devices, uint64_t window_start_ns, uint64_t window_end_ns, uint64_t bucket_ns) {
   Timeline t;
-  const uint64_t span = sel.window_end_ns > sel.window_start_ns ? sel.window_end_ns - sel.window_start_ns : 1;
+  const uint64_t span = window_end_ns > window_start_ns ? window_end_ns - window_start_ns : 1;
   t.bucket_ns = bucket_ns ? bucket_ns : auto_bucket_ns(span);
   const uint64_t n = (span + t.bucket_ns - 1) / t.bucket_ns;
   if (n > kMaxBuckets)
     throw std::invalid_argument("a bucket of " + format_duration(static_cast<int64_t>(t.bucket_ns)) + " makes " +
                                 std::to_string(n) + " buckets over " + format_duration(static_cast<int64_t>(span)) +
                                 "; at most " + std::to_string(kMaxBuckets) + ": give a larger --bucket");
-  t.start_ns = sel.window_start_ns;
+  t.start_ns = window_start_ns;
   t.buckets = static_cast<size_t>(std::max<uint64_t>(n, 1));
-  struct Unions {
-    std::vector<Interval> compute, copy, all;
-  };
-  std::map<std::pair<uint16_t, uint32_t>, Unions> by_device;
-  const EventTable& ev = m.events;
-  for (uint32_t e : sel.events) {
-    if (!ev.start_ns[e] || ev.end_ns[e] <= ev.start_ns[e]) continue;
-    const EventKind k = ev.kind[e];
-    if (k == EventKind::kSync || k == EventKind::kHostFunc) continue;  // waits and host work: not device activity
-    Unions& u = by_device[{ev.capture[e], ev.device[e]}];
-    const Interval iv{ev.start_ns[e], ev.end_ns[e]};
-    u.all.push_back(iv);
-    if (k == EventKind::kKernel || k == EventKind::kNccl) u.compute.push_back(iv);
-    else if (k == EventKind::kMemcpy) u.copy.push_back(iv);
-  }
-  for (auto& [key, u] : by_device) {
+  for (const auto& [key, u] : devices) {
     DeviceTimeline d;
     d.capture = key.first;
     d.device = key.second;
-    for (auto* v : {&u.compute, &u.copy, &u.all}) merge_intervals(*v);
     d.compute.assign(t.buckets, 0);
     d.copy.assign(t.buckets, 0);
     d.busy.assign(t.buckets, 0);
     spread(u.compute, t.start_ns, t.bucket_ns, d.compute);
     spread(u.copy, t.start_ns, t.bucket_ns, d.copy);
-    spread(u.all, t.start_ns, t.bucket_ns, d.busy);
+    spread(u.busy, t.start_ns, t.bucket_ns, d.busy);
     d.drops = find_drops(d.busy);
     t.devices.push_back(std::move(d));
   }
+  return t;
+}
+
+Timeline utilisation_timeline(const Model& m, const Selection& sel, uint64_t bucket_ns) {
+  UnionsByDevice by_device;
+  const EventTable& ev = m.events;
+  for (uint32_t e : sel.events) {
+    if (!ev.start_ns[e] || ev.end_ns[e] <= ev.start_ns[e]) continue;
+    const TimelineWork work = timeline_work(ev.kind[e]);
+    if (work == TimelineWork::kNone) continue;
+    DeviceUnions& u = by_device[{ev.capture[e], ev.device[e]}];
+    const Interval iv{ev.start_ns[e], ev.end_ns[e]};
+    u.busy.push_back(iv);
+    if (work == TimelineWork::kCompute) u.compute.push_back(iv);
+    else if (work == TimelineWork::kCopy) u.copy.push_back(iv);
+  }
+  for (auto& [key, u] : by_device)
+    for (auto* v : {&u.compute, &u.copy, &u.busy}) merge_intervals(*v);
+  Timeline t = timeline_of(by_device, sel.window_start_ns, sel.window_end_ns, bucket_ns);
+  t.events = sel.events.size();
   return t;
 }
 

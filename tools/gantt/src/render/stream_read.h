@@ -23,6 +23,7 @@
 #include <gpuhook/capture.h>
 
 #include "gantt/model/record_spool.h"
+#include "gantt/analysis/intervals.h"
 #include "gantt/analysis/scan_select.h"
 #include "gantt/analysis/stream_shares.h"
 #include "gantt/render/annotate.h"
@@ -281,52 +282,8 @@ std::optional<Scanned> merge_scans(std::vector<Scan>& scans, size_t keep, std::s
 // The first priority in selection order of a lane (Builder::bucket_lanes()).
 int32_t lane_priority(const LaneScan& lane, const std::map<uint32_t, int32_t>& stream_priority);
 
-// The union of a device's busy spans of one class, as the loaded chart merges them: spans
-// that overlap or touch are one. Kept as disjoint spans by start, 16 bytes each: those that
-// come in start order are merged at once, the others gathered and merged in batches (a
-// filtered chart's unions hold a span per event, and a share keeps up to kMaxSpans).
-class SpanUnion {
- public:
-  using Span = std::pair<uint64_t, uint64_t>;
-  void add(uint64_t b, uint64_t e) {
-    if (!spans_.empty() && b >= spans_.back().first) {  // at or after the last span's start
-      if (b <= spans_.back().second) spans_.back().second = std::max(spans_.back().second, e);
-      else spans_.emplace_back(b, e);
-      return;
-    }
-    if (spans_.empty()) {
-      spans_.emplace_back(b, e);
-      return;
-    }
-    pending_.emplace_back(b, e);
-    if (pending_.size() >= std::max<size_t>(4096, spans_.size() / 4)) merge_pending();
-  }
-  void absorb(const SpanUnion& other) {
-    for (const auto& [b, e] : other.spans()) add(b, e);
-  }
-  size_t size() const { return spans().size(); }
-  const std::vector<Span>& spans() const {
-    merge_pending();
-    return spans_;
-  }
-
- private:
-  void merge_pending() const {
-    if (pending_.empty()) return;
-    std::sort(pending_.begin(), pending_.end());
-    std::vector<Span> all;
-    all.reserve(spans_.size() + pending_.size());
-    std::merge(spans_.begin(), spans_.end(), pending_.begin(), pending_.end(), std::back_inserter(all));
-    pending_.clear();
-    spans_.clear();
-    for (const Span& s : all) {
-      if (!spans_.empty() && s.first <= spans_.back().second) spans_.back().second = std::max(spans_.back().second, s.second);
-      else spans_.push_back(s);
-    }
-  }
-  // Merged lazily by the readers: logically the union either way.
-  mutable std::vector<Span> spans_, pending_;
-};
+// A device's busy spans of one class (analysis/intervals.h), a share keeping up to kMaxSpans.
+using SpanUnion = analysis::IntervalUnion;
 
 // Read 2 of one share: narrow events folded, the held ones (drawn one by one) kept with
 // their launch calls, what the NCCL join needs, and what their waits' split needs.

@@ -109,7 +109,7 @@ Scene utilisation_scene(const Model& m, const Selection& sel, const analysis::Ti
   if (measured & kMeasuredNvml) legend.push_back({with_alpha(palette::kMissedOverlap, 70), "SM clock lowered (power, heat)"});
   y += draw_legend(s, y, s.width, legend) + 6;
   std::string foot = "bucket " + format_duration(static_cast<int64_t>(t.bucket_ns)) + " \xC2\xB7 " +
-                     std::to_string(t.buckets) + " buckets \xC2\xB7 " + std::to_string(sel.events.size()) + " events";
+                     std::to_string(t.buckets) + " buckets \xC2\xB7 " + std::to_string(t.events) + " events";
   if (!sel.description.empty()) foot += " \xC2\xB7 " + sel.description;
   draw_view_footer(s, m, std::move(foot), y);
   return s;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <utility>
 #include <vector>
 
@@ -44,5 +45,54 @@ inline uint64_t intersection_length(const std::vector<Interval>& a, const std::v
   }
   return t;
 }
+
+// The union of intervals given one by one, as merge_intervals() merges them: intervals that
+// overlap or touch are one. Kept as disjoint intervals by start, 16 bytes each: those that come
+// in start order are merged at once, the others gathered and merged in batches. Memory grows
+// with the gaps between the intervals, not with how many are given.
+class IntervalUnion {
+ public:
+  using Span = Interval;
+  void add(uint64_t b, uint64_t e) {
+    if (!spans_.empty() && b >= spans_.back().first) {  // at or after the last span's start
+      if (b <= spans_.back().second) spans_.back().second = std::max(spans_.back().second, e);
+      else spans_.emplace_back(b, e);
+      return;
+    }
+    if (spans_.empty()) {
+      spans_.emplace_back(b, e);
+      return;
+    }
+    pending_.emplace_back(b, e);
+    if (pending_.size() >= std::max<size_t>(4096, spans_.size() / 4)) merge_pending();
+  }
+  void absorb(const IntervalUnion& other) {
+    for (const auto& [b, e] : other.spans()) add(b, e);
+  }
+  size_t size() const { return spans().size(); }
+  // Intervals held now, merged or not: the memory this union uses, in 16-byte units.
+  size_t held() const { return spans_.size() + pending_.size(); }
+  const std::vector<Span>& spans() const {
+    merge_pending();
+    return spans_;
+  }
+
+ private:
+  void merge_pending() const {
+    if (pending_.empty()) return;
+    std::sort(pending_.begin(), pending_.end());
+    std::vector<Span> all;
+    all.reserve(spans_.size() + pending_.size());
+    std::merge(spans_.begin(), spans_.end(), pending_.begin(), pending_.end(), std::back_inserter(all));
+    pending_.clear();
+    spans_.clear();
+    for (const Span& s : all) {
+      if (!spans_.empty() && s.first <= spans_.back().second) spans_.back().second = std::max(spans_.back().second, s.second);
+      else spans_.push_back(s);
+    }
+  }
+  // Merged lazily by the readers: logically the union either way.
+  mutable std::vector<Span> spans_, pending_;
+};
 
 }  // namespace gantt::analysis

@@ -13,6 +13,7 @@
 #include "gantt/analysis/event_scan.h"
 #include "gantt/analysis/metrics.h"
 #include "gantt/analysis/stats.h"
+#include "gantt/analysis/timeline.h"
 #include "gantt/model/record_spool.h"
 #include "gantt/ranks/collectives.h"
 
@@ -42,8 +43,10 @@ std::optional<JobScan> scan_job(const std::vector<std::string>& paths, const Eve
 
 // Each capture's offset onto the job's clock, as a load puts the captures together: the
 // JobClock's where scan_job() made one (a filter), else align_ranks() on `clocks`, what the scans
-// kept of each capture's collectives (clock_input(); none for one capture).
-std::vector<int64_t> job_offsets(const JobScan& job, const std::vector<RankClockInput>& clocks);
+// kept of each capture's collectives (clock_input(); none for one capture), that alignment in
+// *alignment where given (left empty with a JobClock or one capture).
+std::vector<int64_t> job_offsets(const JobScan& job, const std::vector<RankClockInput>& clocks,
+                                 RankAlignment* alignment = nullptr);
 // `calls`' kernel times moved by their captures' `offsets`.
 void move_calls(std::vector<RankCollectiveCall>& calls, const std::vector<int64_t>& offsets);
 
@@ -103,6 +106,7 @@ struct ScannedRecords {
   JobScan job;
   Model records;
   std::vector<int64_t> offsets;  // each capture's move onto the job's clock, as records' are moved
+  RankAlignment alignment;       // without a filter, the alignment behind them (nothing for one capture)
 };
 
 // stats --by memory from a scan: the model memory_report() reads, holding only each capture's
@@ -145,5 +149,36 @@ struct ScannedMetrics {
 };
 std::optional<ScannedMetrics> scan_metrics(const std::vector<std::string>& paths, const EventScanOptions& options,
                                            std::string* why_not);
+
+// Disjoint spans a scan's timeline holds for a job (16 bytes each, per device and kind of work);
+// past them, the job is loaded.
+inline constexpr size_t kMaxTimelineSpans = size_t{1} << 22;
+
+// stats --timeline and render --view utilisation from a scan: each device's compute, copy and
+// busy unions of the events (timeline_of()), merged as they are read, so that memory grows with
+// the idle gaps, not with the events (at most kMaxTimelineSpans); and the window a load without a
+// filter selects (select_events()): fitted to the events, from the first launch or begin to the
+// last end, padded, within the job's first and last times, which the scan takes from every record
+// a load times (header, ranges, calls, NCCL calls, GPU operations). With `with_samples`, the GPU
+// counter samples the view draws beside the unions (at most kMaxScannedMetricSamples). A job's
+// captures go on one clock by their collectives as scan_collective_calls() puts them. No
+// filter. nullopt with *why_not where a scan cannot serve; throws as scan_job() does.
+struct ScannedTimeline {
+  JobScan job;
+  // The captures (headers, devices, first and last times as a load has them) and the samples,
+  // on the job's clock.
+  Model records;
+  RankAlignment alignment;  // what put a job's captures on one clock (nothing for one capture)
+  Selection window;         // select_events()' origin and window, without the events
+  UnionsByDevice unions;    // on the job's clock
+  // utilisation_timeline() of a load: throws std::invalid_argument as timeline_of() does.
+  Timeline timeline(uint64_t bucket_ns) const {
+    Timeline t = timeline_of(unions, window.window_start_ns, window.window_end_ns, bucket_ns);
+    t.events = job.gpu_events;
+    return t;
+  }
+};
+std::optional<ScannedTimeline> scan_timeline(const std::vector<std::string>& paths, const EventScanOptions& options,
+                                             bool with_samples, std::string* why_not);
 
 }  // namespace gantt::analysis

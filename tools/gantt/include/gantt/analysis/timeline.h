@@ -9,9 +9,12 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "gantt/analysis/intervals.h"
 #include "gantt/model/filter.h"
 #include "gantt/model/model.h"
 
@@ -40,6 +43,7 @@ struct Timeline {
   uint64_t start_ns = 0;   // first bucket's start (absolute)
   uint64_t bucket_ns = 0;
   size_t buckets = 0;
+  uint64_t events = 0;                  // the selected events it was made of
   std::vector<DeviceTimeline> devices;  // by (capture, device)
 };
 
@@ -50,8 +54,24 @@ std::vector<DeviceTimeline::Drop> find_drops(const std::vector<double>& share);
 // A bucket that gives about `target` buckets over `span_ns`: 1, 2 or 5 times a power of ten ns.
 uint64_t auto_bucket_ns(uint64_t span_ns, size_t target = 200);
 
-// Over the selection's window. bucket_ns 0 = auto_bucket_ns. Throws std::invalid_argument
-// when the bucket would make more than kMaxBuckets buckets.
+// What an event adds to its device's timeline: nothing (waits, host work), the busy union
+// only (memsets), and also the compute union (kernels, NCCL) or the copy union (copies).
+enum class TimelineWork : uint8_t { kNone, kBusy, kCompute, kCopy };
+TimelineWork timeline_work(EventKind kind);
+
+// One device's unions of the selected events' [start, end), each merged (merge_intervals()).
+struct DeviceUnions {
+  std::vector<Interval> compute, copy, busy;
+};
+using UnionsByDevice = std::map<std::pair<uint16_t, uint32_t>, DeviceUnions>;  // by (capture, device)
+
+// The timeline of `devices` over [window_start_ns, window_end_ns]: what utilisation_timeline()
+// makes of a model's events, from their unions however they were gathered (a scan keeps the
+// unions, not the events). bucket_ns 0 = auto_bucket_ns. Throws std::invalid_argument when the
+// bucket would make more than kMaxBuckets buckets.
+Timeline timeline_of(const UnionsByDevice& devices, uint64_t window_start_ns, uint64_t window_end_ns, uint64_t bucket_ns);
+
+// Over the selection's window (timeline_of() of the selected events' unions).
 Timeline utilisation_timeline(const Model& model, const Selection& selection, uint64_t bucket_ns);
 
 // `stats --timeline`: one row per (bucket, device): start (us from start_ns), compute %, copy
