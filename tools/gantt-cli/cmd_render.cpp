@@ -14,6 +14,7 @@
 #include <gantt/analysis/event_scan.h>
 #include <gantt/analysis/flame.h>
 #include <gantt/analysis/job_scan.h>
+#include <gantt/analysis/memory.h>
 #include <gantt/analysis/stats.h>
 #include <gantt/analysis/steps.h>
 #include <gantt/analysis/stream_stats.h>
@@ -283,9 +284,10 @@ void chart_written(const std::string& output, const gantt::RenderStats& stats) {
             << " drawn, " << stats.events_aggregated << " as coverage)\n";
 }
 
-// --view utilisation and --view comm of one capture or the ranks of one job by a scan, put on
-// one clock by their collectives: the devices' unions of their events (analysis::scan_timeline)
-// or the NCCL calls and the kernels they launched (analysis::scan_comm), not the events.
+// --view utilisation, memory and comm of one capture or the ranks of one job by a scan, put on
+// one clock by their collectives: the devices' unions of their events (analysis::scan_timeline),
+// the allocations (analysis::scan_memory) or the NCCL calls and the kernels they launched
+// (analysis::scan_comm), not the events.
 // Nothing, with *why_whole set, for a filter, a scheduler job's captures, standard input or a
 // capture a scan cannot read; the caller then loads.
 std::optional<int> try_scan_view(const RenderCliOptions& o, gantt::RenderOptions ro, const ChartTarget& target,
@@ -301,15 +303,16 @@ std::optional<int> try_scan_view(const RenderCliOptions& o, gantt::RenderOptions
   so.load = load_options(o.load);
   so.threads = o.threads;
   std::optional<ga::ScannedTimeline> timeline;
-  std::optional<ga::ScannedRecords> comm;
+  std::optional<ga::ScannedRecords> records;  // the memory or comm view's
   try {
     if (o.view == "utilisation") timeline = ga::scan_timeline(o.files, so, true, &why_not);
-    else comm = ga::scan_comm(o.files, so, &why_not);
+    else if (o.view == "memory") records = ga::scan_memory(o.files, so, nullptr, &why_not);
+    else records = ga::scan_comm(o.files, so, &why_not);
   } catch (const gpuhook::CaptureError&) {
     return std::nullopt;  // the loader reports it, as for any capture
   }
-  if (!timeline && !comm) return load_instead(o, why_not, why_whole);
-  const ga::JobScan& job = timeline ? timeline->job : comm->job;
+  if (!timeline && !records) return load_instead(o, why_not, why_whole);
+  const ga::JobScan& job = timeline ? timeline->job : records->job;
   if (!job.unusable.empty()) {
     std::cerr << "gantt-cli: " << job.unusable << "\n";
     return kExitError;
@@ -326,13 +329,16 @@ std::optional<int> try_scan_view(const RenderCliOptions& o, gantt::RenderOptions
       std::cerr << "gantt-cli: render: " << e.what() << "\n";
       return kExitError;
     }
+  } else if (o.view == "memory") {
+    ro.footer_lines = gantt::rank_footer_lines(records->records, records->alignment);
+    scene = gantt::memory_scene(records->records, records->window, ga::memory_report(records->records), ro);
   } else {
     std::optional<ga::Topology> topology;
     if (!read_topology(o.topology, &topology)) return kExitError;
-    ro.footer_lines = gantt::rank_footer_lines(comm->records, comm->alignment);
+    ro.footer_lines = gantt::rank_footer_lines(records->records, records->alignment);
     std::vector<std::string> notes;
-    const auto matrices = ga::comm_matrices(comm->records, &notes);
-    scene = gantt::comm_scene(comm->records, matrices, notes, ro, topology ? &*topology : nullptr);
+    const auto matrices = ga::comm_matrices(records->records, &notes);
+    scene = gantt::comm_scene(records->records, matrices, notes, ro, topology ? &*topology : nullptr);
   }
   if (!write_chart(scene, target)) return kExitError;
   chart_written(o.output, stats);
@@ -415,7 +421,7 @@ int run_render(const RenderCliOptions& o) {
     if (const auto scanned = try_scan_flame(o, fo, target, &why_whole)) return *scanned;
   } else if (o.view == "steps") {
     if (const auto scanned = try_scan_steps(o, ro, target, &why_whole)) return *scanned;
-  } else if (o.view == "utilisation" || o.view == "comm") {
+  } else if (o.view == "utilisation" || o.view == "memory" || o.view == "comm") {
     if (const auto scanned = try_scan_view(o, ro, target, &why_whole)) return *scanned;
   } else if (target.format == "html" && o.view == "gantt") {
     if (const auto scanned = try_scan_page(o, ro, target, &why_whole)) return *scanned;
@@ -597,7 +603,7 @@ void register_render(CLI::App& app, int& exit_code) {
                     "overlapped and idle gaps flagged as when loaded, queue delays only on the kernels drawn one by "
                     "one, copies that could have overlapped not flagged; the footer says so (default: 1G, or half "
                     "the memory this process may use if less). A chart that needs the capture whole (the HTML page "
-                    "of a small capture, --view memory, a filtered --view, several captures in the Gantt view, "
+                    "of a small capture, a filtered --view, several captures in the Gantt view, "
                     "--lanes thread or rank) is not drawn over it when it is given, nor "
                     "over half the memory when it is not");
   cmd->callback([o, threads, &exit_code] {

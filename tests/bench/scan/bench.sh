@@ -16,7 +16,7 @@
 # trace and its bytes an event) the export area's, all in the same run of scripts/bench.sh.
 # CPU-only figures on a synthetic capture: not a GPU measurement.
 #   tests/bench/scan/bench.sh BUILD_DIR [events=10000000] [runs=3] [limit_s=300] [only]
-# `only`, a comma-separated list of the keys below (stats,comm,memory,metrics,timeline,...,info,many), measures those
+# `only`, a comma-separated list of the keys below (stats,comm,memory,metrics,timeline,png,utilisation,memview,commview,...,info,many), measures those
 # alone: after a change to one subcommand, its rows without the others' minutes.
 set -uo pipefail
 build=$(cd "$1" && pwd) events=${2:-10000000} runs=${3:-3} limit_s=${4:-300} only=${5:-}
@@ -51,7 +51,7 @@ run() {
   rm -rf "$dir/out/"*
 }
 # The subcommands: key, output name (- for stdout), arguments.
-keys=(stats comm memory metrics timeline png diagnose html whatif diff merge info)
+keys=(stats comm memory metrics timeline png utilisation memview commview diagnose html whatif diff merge info)
 wanted() { [[ -z $only || ,$only, == *,$1,* ]]; }
 picked=()
 for k in "${keys[@]}"; do wanted "$k" && picked+=("$k"); done
@@ -66,6 +66,9 @@ out[memory]=- args[memory]="stats @ --by memory" what[memory]="stats --by memory
 out[metrics]=- args[metrics]="stats @ --metrics" what[metrics]="stats --metrics"
 out[timeline]=- args[timeline]="stats @ --timeline auto" what[timeline]="stats --timeline"
 out[png]=x.png args[png]="render @ -o %" what[png]="render -o x.png"
+out[utilisation]=u.svg args[utilisation]="render @ --view utilisation -o %" what[utilisation]="render --view utilisation"
+out[memview]=m.svg args[memview]="render @ --view memory -o %" what[memview]="render --view memory"
+out[commview]=c.svg args[commview]="render @ --view comm -o %" what[commview]="render --view comm"
 out[diagnose]=- args[diagnose]="diagnose @" what[diagnose]="diagnose (every rule)"
 out[html]=x.html args[html]="render @ -o %" what[html]="render -o x.html"
 out[whatif]=p.gpuh args[whatif]="whatif @ --change streams=4 -o %" what[whatif]="whatif --change streams=4"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # render --view flame (of a capture or the ranks of a job), --view steps (of a capture),
-# --view utilisation and --view comm (of a capture or a job), stats --timeline and
+# --view utilisation, memory and comm (of a capture or a job), stats --timeline and
 # export --format folded read it by a scan, and draw what --in-memory draws from the loaded model, byte for byte: NVTX range
 # paths and steps, copies and memsets, NCCL kernels joined to their calls, hostile names, damaged
 # files (the same exit code). -j 2 names the captures that are loaded whole after all, so the
@@ -70,10 +70,10 @@ grep -q "loaded whole for a filter on several captures" "$work/f.err" ||
   { echo "FAIL: a filter on two captures is not said to load: $(cat "$work/f.err")"; fail=1; }
 [[ $scanned == 12 ]] || { echo "FAIL: $scanned of 12 views scanned"; fail=1; }
 
-# --view utilisation (each device's unions of its events, its counter samples) and --view comm
-# (the NCCL calls and their kernels) of a capture, or the ranks of a job, by a scan: the loaded
-# bytes. A filter loads, and says so.
-for view in utilisation comm; do
+# --view utilisation (each device's unions of its events, its counter samples), --view memory
+# (the allocations) and --view comm (the NCCL calls and their kernels) of a capture, or the
+# ranks of a job, by a scan: the loaded bytes. A filter loads, and says so.
+for view in utilisation memory comm; do
   for cap in synth steps nvtx hostile script_names killed; do
     same "$view" "$cap" "$work/$cap.gpuh"
     grep -q "loaded whole" "$work/s.err" && { echo "FAIL: $view: $cap was loaded, not scanned: $(cat "$work/s.err")"; fail=1; }
@@ -162,5 +162,5 @@ for set in "synth nvtx steps" "nvtx nvtx" "hostile script_names killed" "synth c
   done
 done
 [[ $several == 23 ]] || { echo "FAIL: $several of 23 exports of several captures to folded scanned as loaded"; fail=1; }
-[[ $fail == 0 ]] && echo "ok: flame graphs, folded stacks, step, utilisation and comm views, and timelines scanned and loaded agree"
+[[ $fail == 0 ]] && echo "ok: flame graphs, folded stacks, step, utilisation, memory and comm views, and timelines scanned and loaded agree"
 exit $fail

@@ -72,6 +72,68 @@ void move_calls(std::vector<RankCollectiveCall>& calls, const std::vector<int64_
 
 namespace {
 
+// What a load times of a capture (ModelBuilder's first and last times), and what select_events()
+// fits its window to: the events' first launch or begin and last end.
+struct SeenTimes {
+  uint64_t first = 0, last = 0;   // every time the loader sees (0: none)
+  uint64_t lo = UINT64_MAX, hi = 0;  // the fit: begins and launches, ends
+  bool any_event = false;
+  void see(uint64_t t) {
+    if (t == 0) return;
+    if (first == 0 || t < first) first = t;
+    last = std::max(last, t);
+  }
+  // A GPU operation's times, and filter.cpp event_begin_ns() and event_end_ns() with its launch.
+  void see_event(const ScannedEvent& e) {
+    see(e.queued_ns);
+    see(e.start_ns);
+    see(e.end_ns);
+    const uint64_t launch = e.launched ? e.launch_ns : 0;
+    const uint64_t begin = e.start_ns ? e.start_ns : e.queued_ns ? e.queued_ns : launch;
+    const uint64_t end = e.end_ns ? std::max(e.end_ns, begin) : begin;
+    any_event = true;
+    if (begin) lo = std::min(lo, begin);
+    if (launch) lo = std::min(lo, launch);
+    hi = std::max(hi, end);
+  }
+  void absorb(const SeenTimes& o) {
+    see(o.first);
+    see(o.last);
+    lo = std::min(lo, o.lo);
+    hi = std::max(hi, o.hi);
+    any_event = any_event || o.any_event;
+  }
+  // The times of a scanner's context (its header, its NVTX ranges), which a load sees too.
+  void see_context(const EventScanner& scanner) {
+    see(scanner.context().captures.front().first_ns);
+    see(scanner.context().captures.front().last_ns);
+  }
+  // The fit on the job's clock (a capture's first and last are moved with its model).
+  SeenTimes fit_moved(int64_t offset) const {
+    SeenTimes out;
+    out.any_event = any_event;
+    if (lo != UINT64_MAX) out.lo = shifted(lo, offset);
+    out.hi = shifted(hi, offset);
+    return out;
+  }
+};
+
+// select_events()' origin and window of a job without a filter: its first to its last time
+// (`records`' captures, as a load has them), fitted to the events of every capture (`times`,
+// moved by their `offsets`).
+Selection job_window(const Model& records, const std::vector<SeenTimes>& times, const std::vector<int64_t>& offsets) {
+  SeenTimes all;
+  for (size_t c = 0; c < times.size(); ++c) all.absorb(times[c].fit_moved(offsets[c]));
+  Selection window;
+  const uint64_t t0 = records.first_ns();
+  window.origin_ns = t0;
+  window.window_start_ns = t0;
+  window.window_end_ns = std::max(records.last_ns(), t0);
+  if (all.any_event && all.lo != UINT64_MAX && all.hi >= all.lo)
+    fit_window(window.window_start_ns, window.window_end_ns, all.lo, all.hi, &window);
+  return window;
+}
+
 // One share's collective calls (collective_call()), at most `budget`.
 class CollectiveCalls : public EventConsumer {
  public:
@@ -94,6 +156,27 @@ class CollectiveCalls : public EventConsumer {
   uint16_t capture_;
   int32_t global_rank_;
   size_t budget_;
+};
+
+// A share's collectives, and the times a load would see of it: the first and last of every
+// record ModelBuilder times, and what select_events() fits its window to.
+class TimedCalls : public CollectiveCalls {
+ public:
+  using CollectiveCalls::CollectiveCalls;
+  void event(const ScannedEvent& e, const gpuhook::CaptureReader& reader) override {
+    CollectiveCalls::event(e, reader);
+    times.see_event(e);
+  }
+  void api(const gpuhook::ApiFields& a, const gpuhook::CaptureReader&) override {
+    times.see(builder::known(a.start_ns));
+    times.see(builder::known(a.end_ns));
+  }
+  void record(const gpuhook::v1::Record& r, const gpuhook::CaptureReader&) override {
+    if (r.kind_case() != gpuhook::v1::Record::kNccl) return;
+    times.see(builder::t(r.nccl().has_start_ns(), r.nccl().start_ns()));
+    times.see(builder::t(r.nccl().has_end_ns(), r.nccl().end_ns()));
+  }
+  SeenTimes times;
 };
 
 constexpr const char* kTooManyCollectives = "more collectives than a scan keeps";
@@ -332,6 +415,15 @@ Model records_model(const std::vector<std::string>& paths, const AddRecords& add
   return records;
 }
 
+// `records`' captures given their headers and devices as a job scan read them (`context`): a
+// trace read from another tool's format says so in its header, and the charts name the devices.
+void with_contexts(Model& records, const Model& context) {
+  for (size_t c = 0; c < records.captures.size() && c < context.captures.size(); ++c) {
+    records.captures[c].header = context.captures[c].header;
+    records.captures[c].devices = context.captures[c].devices;
+  }
+}
+
 namespace {
 
 // Whether the collectives a job scan kept put the captures on one clock as a load's do
@@ -351,11 +443,12 @@ using ReadRecords = std::function<std::optional<RecordSpool>(const std::string& 
 std::optional<ScannedRecords> scan_records(const std::vector<std::string>& paths, const EventScanOptions& options,
                                            const WantedKind& wanted, const ReadRecords& read, std::string* why_not,
                                            const EventFilter* filter = nullptr) {
-  class RecordsShare final : public CollectiveCalls {
+  class RecordsShare final : public TimedCalls {
    public:
     RecordsShare(uint16_t capture, int32_t rank, size_t budget, const WantedKind& wanted)
-        : CollectiveCalls(capture, rank, budget), wanted_(wanted) {}
-    void record(const gpuhook::v1::Record& r, const gpuhook::CaptureReader&) override {
+        : TimedCalls(capture, rank, budget), wanted_(wanted) {}
+    void record(const gpuhook::v1::Record& r, const gpuhook::CaptureReader& reader) override {
+      TimedCalls::record(r, reader);
       seen = seen || wanted_(r.kind_case());
     }
     bool seen = false;  // read again after the scan, by kind
@@ -371,6 +464,7 @@ std::optional<ScannedRecords> scan_records(const std::vector<std::string>& paths
   std::vector<RankClockInput> clocks;
   bool shared_kernel = false;
   std::vector<RecordSpool> held(paths.size());
+  std::vector<SeenTimes> times(paths.size());
   std::vector<std::pair<uint64_t, uint64_t>> spans(paths.size());
   const auto consumers = [&](size_t c, const EventScanner& scanner, const Model& context) {
     const size_t budget = (kMaxScannedCollectives - calls.size()) / std::max<size_t>(scanner.shares(), 1) + 1;
@@ -383,10 +477,12 @@ std::optional<ScannedRecords> scan_records(const std::vector<std::string>& paths
     if (!ran) return too_many ? kTooManyCollectives : why;
     const size_t first = calls.size();
     bool seen = false;
+    times[c].see_context(scanner);
     for (const auto& sh : set.shares) {
       calls.insert(calls.end(), sh->calls.begin(), sh->calls.end());
       shared_kernel = shared_kernel || sh->shared_kernel;
       seen = seen || sh->seen;
+      times[c].absorb(sh->times);
     }
     if (calls.size() > kMaxScannedCollectives) return kTooManyCollectives;
     if (job) clocks.push_back(clock_input(scanner, calls.begin() + static_cast<ptrdiff_t>(first), calls.end()));
@@ -396,7 +492,10 @@ std::optional<ScannedRecords> scan_records(const std::vector<std::string>& paths
       if (!records) return why_records;
       held[c] = std::move(*records);
     }
-    spans[c] = {scanner.first_ns(), std::max(scanner.index_last_ns(), scanner.first_ns())};
+    // A load's first and last times, seen in every record it times; as far as the index knows
+    // them where a filter kept some events from the consumers.
+    spans[c] = filter ? std::make_pair(scanner.first_ns(), std::max(scanner.index_last_ns(), scanner.first_ns()))
+                      : std::make_pair(times[c].first, times[c].last);
     return {};
   };
   std::optional<JobScan> scanned = scan_job(paths, so, filter, consumers, done, why_not);
@@ -409,9 +508,8 @@ std::optional<ScannedRecords> scan_records(const std::vector<std::string>& paths
   out.records = records_model(
       paths, [&](size_t c, ModelBuilder& builder) { held[c].for_each([&](const gpuhook::v1::Record& r) { builder.add(r); }); },
       spans, out.offsets);
-  // The headers as the scan read them (a trace read from another tool's format says so in it).
-  for (size_t c = 0; c < paths.size() && c < out.job.context.captures.size(); ++c)
-    out.records.captures[c].header = out.job.context.captures[c].header;
+  with_contexts(out.records, out.job.context);
+  if (!filter) out.window = job_window(out.records, times, out.offsets);
   return out;
 }
 
@@ -538,47 +636,16 @@ std::optional<ScannedMetrics> scan_metrics(const std::vector<std::string>& paths
 
 namespace {
 
-// What a load times of a capture (ModelBuilder's first and last times), and what select_events()
-// fits its window to: the events' first launch or begin and last end.
-struct SeenTimes {
-  uint64_t first = 0, last = 0;   // every time the loader sees (0: none)
-  uint64_t lo = UINT64_MAX, hi = 0;  // the fit: begins and launches, ends
-  bool any_event = false;
-  void see(uint64_t t) {
-    if (t == 0) return;
-    if (first == 0 || t < first) first = t;
-    last = std::max(last, t);
-  }
-  void absorb(const SeenTimes& o) {
-    see(o.first);
-    see(o.last);
-    lo = std::min(lo, o.lo);
-    hi = std::max(hi, o.hi);
-    any_event = any_event || o.any_event;
-  }
-};
-
 // One share's unions and times, beside the collectives that put a job on one clock.
-class TimelineShare final : public CollectiveCalls {
+class TimelineShare final : public TimedCalls {
  public:
   struct Unions {
     IntervalUnion compute, copy, busy;
   };
   TimelineShare(uint16_t capture, int32_t rank, size_t budget, size_t span_budget, size_t sample_budget)
-      : CollectiveCalls(capture, rank, budget), span_budget_(span_budget), sample_budget_(sample_budget) {}
+      : TimedCalls(capture, rank, budget), span_budget_(span_budget), sample_budget_(sample_budget) {}
   void event(const ScannedEvent& e, const gpuhook::CaptureReader& reader) override {
-    CollectiveCalls::event(e, reader);
-    times.see(e.queued_ns);
-    times.see(e.start_ns);
-    times.see(e.end_ns);
-    // filter.cpp event_begin_ns() and event_end_ns(), and the launch, as select_events() fits.
-    const uint64_t launch = e.launched ? e.launch_ns : 0;
-    const uint64_t begin = e.start_ns ? e.start_ns : e.queued_ns ? e.queued_ns : launch;
-    const uint64_t end = e.end_ns ? std::max(e.end_ns, begin) : begin;
-    times.any_event = true;
-    if (begin) times.lo = std::min(times.lo, begin);
-    if (launch) times.lo = std::min(times.lo, launch);
-    times.hi = std::max(times.hi, end);
+    TimedCalls::event(e, reader);
     if (!e.start_ns || e.end_ns <= e.start_ns) return;
     const TimelineWork work = timeline_work(e.kind);
     if (work == TimelineWork::kNone) return;
@@ -588,18 +655,12 @@ class TimelineShare final : public CollectiveCalls {
     else if (work == TimelineWork::kCopy) u.copy.add(e.start_ns, e.end_ns);
     if ((++added_ & 4095) == 0) too_many_spans = too_many_spans || held() > span_budget_;
   }
-  void api(const gpuhook::ApiFields& a, const gpuhook::CaptureReader&) override {
-    times.see(builder::known(a.start_ns));
-    times.see(builder::known(a.end_ns));
-  }
-  void record(const gpuhook::v1::Record& r, const gpuhook::CaptureReader&) override {
+  void record(const gpuhook::v1::Record& r, const gpuhook::CaptureReader& reader) override {
+    TimedCalls::record(r, reader);
     if (r.kind_case() == gpuhook::v1::Record::kMetricSample && sample_budget_ > 0) {
       if (sample_count_++ < sample_budget_) samples.add(r);
       else too_many_samples = true;
     }
-    if (r.kind_case() != gpuhook::v1::Record::kNccl) return;
-    times.see(builder::t(r.nccl().has_start_ns(), r.nccl().start_ns()));
-    times.see(builder::t(r.nccl().has_end_ns(), r.nccl().end_ns()));
   }
   bool stopped() const override { return CollectiveCalls::stopped() || too_many_spans || too_many_samples; }
   size_t held() const {
@@ -609,7 +670,6 @@ class TimelineShare final : public CollectiveCalls {
   }
 
   std::map<uint32_t, Unions> devices;
-  SeenTimes times;
   RecordSpool samples;  // GPU counter samples, with a sample budget
   bool too_many_spans = false, too_many_samples = false;
   size_t sample_count() const { return sample_count_; }
@@ -637,11 +697,11 @@ std::optional<ScannedTimeline> scan_timeline(const std::vector<std::string>& pat
   std::vector<std::map<uint32_t, TimelineShare::Unions>> unions(paths.size());
   std::vector<SeenTimes> times(paths.size());
   std::vector<RecordSpool> samples(paths.size());
-  size_t spans = 0, sample_count = 0;
+  size_t span_count = 0, sample_count = 0;
   const auto consumers = [&](size_t c, const EventScanner& scanner, const Model& context) {
     const size_t shares = std::max<size_t>(scanner.shares(), 1);
     const size_t budget = (kMaxScannedCollectives - calls.size()) / shares + 1;
-    const size_t span_budget = (kMaxTimelineSpans - spans) / shares + 1;
+    const size_t span_budget = (kMaxTimelineSpans - span_count) / shares + 1;
     const size_t sample_budget = with_samples ? (kMaxScannedMetricSamples - sample_count) / shares + 1 : 0;
     const auto capture = static_cast<uint16_t>(c);
     return set.make(scanner.shares(), [&] {
@@ -658,9 +718,7 @@ std::optional<ScannedTimeline> scan_timeline(const std::vector<std::string>& pat
              : any(&TimelineShare::too_many_samples) ? kTooManySamples
                                                      : why;
     const size_t first = calls.size();
-    // The context's own times (header, ranges), then the shares' in file order.
-    times[c].see(scanner.context().captures.front().first_ns);
-    times[c].see(scanner.context().captures.front().last_ns);
+    times[c].see_context(scanner);
     for (auto& sh : set.shares) {
       calls.insert(calls.end(), sh->calls.begin(), sh->calls.end());
       shared_kernel = shared_kernel || sh->shared_kernel;
@@ -677,8 +735,8 @@ std::optional<ScannedTimeline> scan_timeline(const std::vector<std::string>& pat
     }
     if (calls.size() > kMaxScannedCollectives) return kTooManyCollectives;
     if (sample_count > kMaxScannedMetricSamples) return kTooManySamples;
-    for (const auto& [device, u] : unions[c]) spans += u.compute.size() + u.copy.size() + u.busy.size();
-    if (spans > kMaxTimelineSpans) return kTooManySpans;
+    for (const auto& [device, u] : unions[c]) span_count += u.compute.size() + u.copy.size() + u.busy.size();
+    if (span_count > kMaxTimelineSpans) return kTooManySpans;
     if (job) clocks.push_back(clock_input(scanner, calls.begin() + static_cast<ptrdiff_t>(first), calls.end()));
     return {};
   };
@@ -689,15 +747,9 @@ std::optional<ScannedTimeline> scan_timeline(const std::vector<std::string>& pat
   if (!out.job.unusable.empty()) return out;
   if (!clocks_as_loaded(shared_kernel, calls, why_not)) return std::nullopt;
   const std::vector<int64_t> offsets = job_offsets(out.job, clocks, &out.alignment);
-  // Everything on the job's clock, as align_model_ranks() moves a loaded job.
-  SeenTimes all;
+  // The unions on the job's clock, as align_model_ranks() moves a loaded job.
   for (size_t c = 0; c < paths.size(); ++c) {
     const int64_t offset = offsets[c];
-    SeenTimes moved;
-    moved.any_event = times[c].any_event;
-    if (times[c].lo != UINT64_MAX) moved.lo = shifted(times[c].lo, offset);
-    moved.hi = shifted(times[c].hi, offset);
-    all.absorb(moved);
     for (auto& [device, u] : unions[c]) {
       DeviceUnions& to = out.unions[{static_cast<uint16_t>(c), device}];
       const auto move = [offset](const IntervalUnion& from, std::vector<Interval>& into) {
@@ -710,27 +762,15 @@ std::optional<ScannedTimeline> scan_timeline(const std::vector<std::string>& pat
     }
     unions[c].clear();
   }
-  // The samples on the job's clock (records_model() moves them), each capture as the job scan
-  // read it, its first and last times moved.
-  std::vector<std::pair<uint64_t, uint64_t>> spans_read(paths.size());
-  for (size_t c = 0; c < paths.size(); ++c) spans_read[c] = {times[c].first, times[c].last};
+  // The samples on the job's clock too (records_model() moves them), each capture as the job
+  // scan read it, its first and last times as a load has them.
+  std::vector<std::pair<uint64_t, uint64_t>> spans(paths.size());
+  for (size_t c = 0; c < paths.size(); ++c) spans[c] = {times[c].first, times[c].last};
   out.records = records_model(
       paths, [&](size_t c, ModelBuilder& builder) { samples[c].for_each([&](const gpuhook::v1::Record& r) { builder.add(r); }); },
-      spans_read, offsets);
-  for (size_t c = 0; c < paths.size(); ++c) {
-    CaptureInfo& capture = out.records.captures[c];
-    const uint64_t first = capture.first_ns, last = capture.last_ns;
-    capture = out.job.context.captures[c];
-    capture.first_ns = first;
-    capture.last_ns = last;
-  }
-  // select_events() without a filter: the job's span, fitted to the events.
-  const uint64_t t0 = out.records.first_ns();
-  out.window.origin_ns = t0;
-  out.window.window_start_ns = t0;
-  out.window.window_end_ns = std::max(out.records.last_ns(), t0);
-  if (all.any_event && all.lo != UINT64_MAX && all.hi >= all.lo)
-    fit_window(out.window.window_start_ns, out.window.window_end_ns, all.lo, all.hi, &out.window);
+      spans, offsets);
+  with_contexts(out.records, out.job.context);
+  out.window = job_window(out.records, times, offsets);
   return out;
 }
 

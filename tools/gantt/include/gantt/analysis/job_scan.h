@@ -107,6 +107,9 @@ struct ScannedRecords {
   Model records;
   std::vector<int64_t> offsets;  // each capture's move onto the job's clock, as records' are moved
   RankAlignment alignment;       // without a filter, the alignment behind them (nothing for one capture)
+  // Without a filter: select_events()' origin and window of a load of the job (fitted to its
+  // events, within its first and last times as a load has them), without the events.
+  Selection window;
 };
 
 // stats --by memory from a scan: the model memory_report() reads, holding only each capture's
