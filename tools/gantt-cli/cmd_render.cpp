@@ -288,13 +288,17 @@ void chart_written(const std::string& output, const gantt::RenderStats& stats) {
 // one clock by their collectives: the devices' unions of their events (analysis::scan_timeline),
 // the allocations (analysis::scan_memory) or the NCCL calls and the kernels they launched
 // (analysis::scan_comm), not the events.
-// Nothing, with *why_whole set, for a filter, a scheduler job's captures, standard input or a
-// capture a scan cannot read; the caller then loads.
+// The utilisation and memory views select by --device, --stream and --kernel as a load does
+// (the window fitted to what they select); a time window, a --range, or any filter of the comm
+// view, is loaded. Nothing, with *why_whole set, then, and for a scheduler job's captures,
+// standard input or a capture a scan cannot read; the caller then loads.
 std::optional<int> try_scan_view(const RenderCliOptions& o, gantt::RenderOptions ro, const ChartTarget& target,
                                  std::string* why_whole) {
   if (o.load.in_memory) return std::nullopt;
-  std::string why_not = any_filter(o.filter) ? "a filtered --view " + o.view
-                        : !o.job.empty()     ? "a scheduler job's captures"
+  const gantt::EventFilter f = make_filter(o.filter);
+  const bool windowed = !f.range.empty() || f.from_ns >= 0 || f.to_ns >= 0;
+  std::string why_not = (windowed || o.view == "comm") && any_filter(o.filter) ? "a filtered --view " + o.view
+                        : !o.job.empty()                                       ? "a scheduler job's captures"
                         : std::find(o.files.begin(), o.files.end(), "-") != o.files.end() ? "a capture on standard input"
                                                                                            : "";
   if (!why_not.empty()) return load_instead(o, why_not, why_whole);
@@ -302,14 +306,18 @@ std::optional<int> try_scan_view(const RenderCliOptions& o, gantt::RenderOptions
   ga::EventScanOptions so;
   so.load = load_options(o.load);
   so.threads = o.threads;
+  const gantt::EventFilter* filter = any_filter(o.filter) ? &f : nullptr;
   std::optional<ga::ScannedTimeline> timeline;
   std::optional<ga::ScannedRecords> records;  // the memory or comm view's
   try {
-    if (o.view == "utilisation") timeline = ga::scan_timeline(o.files, so, true, &why_not);
-    else if (o.view == "memory") records = ga::scan_memory(o.files, so, nullptr, &why_not);
+    if (o.view == "utilisation") timeline = ga::scan_timeline(o.files, so, filter, true, &why_not);
+    else if (o.view == "memory") records = ga::scan_memory(o.files, so, filter, &why_not);
     else records = ga::scan_comm(o.files, so, &why_not);
   } catch (const gpuhook::CaptureError&) {
     return std::nullopt;  // the loader reports it, as for any capture
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "gantt-cli: render: " << e.what() << "\n";  // a bad --kernel pattern
+    return kExitError;
   }
   if (!timeline && !records) return load_instead(o, why_not, why_whole);
   const ga::JobScan& job = timeline ? timeline->job : records->job;
@@ -319,19 +327,22 @@ std::optional<int> try_scan_view(const RenderCliOptions& o, gantt::RenderOptions
   }
   for (const std::string& line : job.warnings) std::cerr << "gantt-cli: " << line << "\n";
   gantt::RenderStats stats;
-  stats.events_selected = stats.events_individual = job.gpu_events;
+  stats.events_selected = stats.events_individual = job.selected_events;
+  ro.filter_description = gantt::describe_filter(f);
+  gantt::Selection window = timeline ? timeline->window : records->window;
+  window.description = ro.filter_description;
   gantt::Scene scene;
   if (timeline) {
     ro.footer_lines = gantt::rank_footer_lines(timeline->records, timeline->alignment);
     try {
-      scene = gantt::utilisation_scene(timeline->records, timeline->window, timeline->timeline(bucket_of(o)), ro);
+      scene = gantt::utilisation_scene(timeline->records, window, timeline->timeline(bucket_of(o)), ro);
     } catch (const std::invalid_argument& e) {
       std::cerr << "gantt-cli: render: " << e.what() << "\n";
       return kExitError;
     }
   } else if (o.view == "memory") {
     ro.footer_lines = gantt::rank_footer_lines(records->records, records->alignment);
-    scene = gantt::memory_scene(records->records, records->window, ga::memory_report(records->records), ro);
+    scene = gantt::memory_scene(records->records, window, ga::memory_report(records->records), ro);
   } else {
     std::optional<ga::Topology> topology;
     if (!read_topology(o.topology, &topology)) return kExitError;

@@ -313,15 +313,19 @@ std::optional<int> try_scan_metrics(const StatsOptions& o) {
   return scanned->job.corrupt ? kExitError : kExitOk;
 }
 
-// --timeline without a filter by a scan (analysis::scan_timeline): each device's unions of its
-// events, not the events. Nothing when a scan cannot serve; the caller then loads.
+// --timeline by a scan (analysis::scan_timeline): each device's unions of its selected events,
+// not the events; --device, --stream and --kernel select as a load restricted to them does. A
+// time window or --range is checked against the capture's end, which a load knows exactly and a
+// scan only from its index before the events: those load. Nothing when a scan cannot serve; the
+// caller then loads.
 std::optional<int> try_scan_timeline(const StatsOptions& o) {
-  if (any_filter(o.filter)) return std::nullopt;
+  const gantt::EventFilter f = make_filter(o.filter);
+  if (!f.range.empty() || f.from_ns >= 0 || f.to_ns >= 0) return std::nullopt;
   const int64_t bucket = o.timeline == "auto" ? 0 : duration_arg("--timeline", o.timeline);
   std::optional<int> exit;
   const std::optional<ga::ScannedTimeline> scanned = scan_job(
-      o, [](const std::vector<std::string>& files, const ga::EventScanOptions& so, const gantt::EventFilter*,
-            std::string* why_not) { return ga::scan_timeline(files, so, false, why_not); },
+      o, [](const std::vector<std::string>& files, const ga::EventScanOptions& so, const gantt::EventFilter* filter,
+            std::string* why_not) { return ga::scan_timeline(files, so, filter, false, why_not); },
       &exit);
   if (!scanned) return exit;
   if (!said_job_scan(o, scanned->job)) return kExitError;

@@ -111,6 +111,8 @@ PY
       same_scanned kernel text,json "${files[@]}" --timeline 1ms  # each rank's devices, on the job's clock
       same_view utilisation "${files[@]}"
       same_view memory "${files[@]}"
+      same_view utilisation "${files[@]}" --device 0 --kernel grad  # selected on the job's clock
+      same_scanned kernel csv "${files[@]}" --timeline 1ms --kernel nccl
       same_view comm "${files[@]}"
       # Each rank summarised on its own (the map step), the summaries diagnosed together: the
       # same imbalance finding, less the last-arriver line that needs every collective.

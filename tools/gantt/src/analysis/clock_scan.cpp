@@ -153,8 +153,9 @@ std::optional<JobClock> job_clock(const std::vector<std::string>& paths, const s
       clocks[c] = std::move(*scanned);
     }
     if (!one_clock) {
-      const RankAlignment alignment = align_ranks(clocks);
-      for (size_t c = 0; c < paths.size() && c < alignment.captures.size(); ++c) job.offsets[c] = alignment.captures[c].offset_ns;
+      job.alignment = align_ranks(clocks);
+      for (size_t c = 0; c < paths.size() && c < job.alignment.captures.size(); ++c)
+        job.offsets[c] = job.alignment.captures[c].offset_ns;
     }
   }
   for (size_t c = 0; c < scanners.size(); ++c) {

@@ -239,8 +239,10 @@ void hand_on(EventScanner::Share& sh, const ScannedEvent& e, const gpuhook::Capt
     const uint64_t begin = e.start_ns ? e.start_ns : e.queued_ns ? e.queued_ns : e.launch_ns;
     const EventKind kind = e.kind == EventKind::kNccl ? EventKind::kKernel : e.kind;
     if (!select->on(e.device, e.stream) || !select->in_time(begin, e.end_ns) ||
-        !select->named(sh.kernel_names, kind, e.name_id, reader))
+        !select->named(sh.kernel_names, kind, e.name_id, reader)) {
+      sh.consumer->unselected(e);
       return;
+    }
   }
   ++sh.selected;
   sh.consumer->event(e, reader);

@@ -53,7 +53,10 @@ std::optional<JobScan> scan_job(const std::vector<std::string>& paths, const Eve
 
 std::vector<int64_t> job_offsets(const JobScan& job, const std::vector<RankClockInput>& clocks,
                                  RankAlignment* alignment) {
-  if (job.clock) return job.clock->offsets;
+  if (job.clock) {
+    if (alignment) *alignment = job.clock->alignment;
+    return job.clock->offsets;
+  }
   const size_t captures = job.context.captures.size();
   std::vector<int64_t> offsets(captures, 0);
   if (captures < 2) return offsets;
@@ -166,6 +169,11 @@ class TimedCalls : public CollectiveCalls {
   void event(const ScannedEvent& e, const gpuhook::CaptureReader& reader) override {
     CollectiveCalls::event(e, reader);
     times.see_event(e);
+  }
+  void unselected(const ScannedEvent& e) override {
+    times.see(e.queued_ns);
+    times.see(e.start_ns);
+    times.see(e.end_ns);
   }
   void api(const gpuhook::ApiFields& a, const gpuhook::CaptureReader&) override {
     times.see(builder::known(a.start_ns));
@@ -492,10 +500,7 @@ std::optional<ScannedRecords> scan_records(const std::vector<std::string>& paths
       if (!records) return why_records;
       held[c] = std::move(*records);
     }
-    // A load's first and last times, seen in every record it times; as far as the index knows
-    // them where a filter kept some events from the consumers.
-    spans[c] = filter ? std::make_pair(scanner.first_ns(), std::max(scanner.index_last_ns(), scanner.first_ns()))
-                      : std::make_pair(times[c].first, times[c].last);
+    spans[c] = {times[c].first, times[c].last};  // a load's, seen in every record it times
     return {};
   };
   std::optional<JobScan> scanned = scan_job(paths, so, filter, consumers, done, why_not);
@@ -509,7 +514,7 @@ std::optional<ScannedRecords> scan_records(const std::vector<std::string>& paths
       paths, [&](size_t c, ModelBuilder& builder) { held[c].for_each([&](const gpuhook::v1::Record& r) { builder.add(r); }); },
       spans, out.offsets);
   with_contexts(out.records, out.job.context);
-  if (!filter) out.window = job_window(out.records, times, out.offsets);
+  out.window = job_window(out.records, times, out.offsets);
   return out;
 }
 
@@ -686,7 +691,7 @@ constexpr const char* kTooManySamples = "more GPU counter samples than a scan ke
 }  // namespace
 
 std::optional<ScannedTimeline> scan_timeline(const std::vector<std::string>& paths, const EventScanOptions& options,
-                                             bool with_samples, std::string* why_not) {
+                                             const EventFilter* filter, bool with_samples, std::string* why_not) {
   const bool job = paths.size() > 1;
   EventScanOptions so = options;
   so.join_nccl = job;  // the collectives' kernels, for the job's clock
@@ -740,7 +745,7 @@ std::optional<ScannedTimeline> scan_timeline(const std::vector<std::string>& pat
     if (job) clocks.push_back(clock_input(scanner, calls.begin() + static_cast<ptrdiff_t>(first), calls.end()));
     return {};
   };
-  std::optional<JobScan> scanned = scan_job(paths, so, nullptr, consumers, done, why_not);
+  std::optional<JobScan> scanned = scan_job(paths, so, filter, consumers, done, why_not);
   if (!scanned) return std::nullopt;
   ScannedTimeline out;
   out.job = std::move(*scanned);

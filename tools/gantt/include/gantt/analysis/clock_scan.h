@@ -61,6 +61,7 @@ inline uint64_t shifted(uint64_t t, int64_t offset) { return t == 0 ? 0 : t + st
 // first and last times on that clock, which a filter on several captures counts from.
 struct JobClock {
   std::vector<int64_t> offsets;  // added to each capture's known times
+  RankAlignment alignment;       // what gave them (nothing for one capture)
   uint64_t first_ns = 0;         // the job's first time: Model::first_ns() loaded
   uint64_t last_ns = 0;          // the job's last time, as far as the captures' indexes know it
   // With a --range on several captures (job_clock()'s filter): its window on that clock (its

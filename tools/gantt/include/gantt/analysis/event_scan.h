@@ -71,6 +71,9 @@ class EventConsumer {
  public:
   virtual ~EventConsumer() = default;
   virtual void event(const ScannedEvent& e, const gpuhook::CaptureReader& reader) = 0;
+  // An event the selection (EventScanOptions::select) left out: what a load would still hold
+  // of it beside the selected ones (its times count toward the capture's span).
+  virtual void unselected(const ScannedEvent&) {}
   virtual void api(const gpuhook::ApiFields&, const gpuhook::CaptureReader&) {}
   // NCCL calls, memory records, GPU counter samples, ...: the kinds neither events nor calls
   // nor context (the context and ranges are EventScanner::context()).

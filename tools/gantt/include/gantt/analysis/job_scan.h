@@ -106,9 +106,10 @@ struct ScannedRecords {
   JobScan job;
   Model records;
   std::vector<int64_t> offsets;  // each capture's move onto the job's clock, as records' are moved
-  RankAlignment alignment;       // without a filter, the alignment behind them (nothing for one capture)
-  // Without a filter: select_events()' origin and window of a load of the job (fitted to its
-  // events, within its first and last times as a load has them), without the events.
+  RankAlignment alignment;       // the alignment behind them (nothing for one capture)
+  // select_events()' origin and window of a load of the job without a filter (fitted to its
+  // selected events, within its first and last times as a load has them), without the events:
+  // the window a chart of the records draws, and a load restricted to the filter selects.
   Selection window;
 };
 
@@ -159,13 +160,14 @@ inline constexpr size_t kMaxTimelineSpans = size_t{1} << 22;
 
 // stats --timeline and render --view utilisation from a scan: each device's compute, copy and
 // busy unions of the events (timeline_of()), merged as they are read, so that memory grows with
-// the idle gaps, not with the events (at most kMaxTimelineSpans); and the window a load without a
-// filter selects (select_events()): fitted to the events, from the first launch or begin to the
-// last end, padded, within the job's first and last times, which the scan takes from every record
-// a load times (header, ranges, calls, NCCL calls, GPU operations). With `with_samples`, the GPU
+// the idle gaps, not with the events (at most kMaxTimelineSpans); and the window a load
+// restricted to `filter` (null: none) selects (select_events() of the restricted model): fitted
+// to the selected events, from the first launch or begin to the last end, padded, within the
+// job's first and last times, which the scan takes from every record a load times (header,
+// ranges, calls, NCCL calls, GPU operations, selected or not). With `with_samples`, the GPU
 // counter samples the view draws beside the unions (at most kMaxScannedMetricSamples). A job's
-// captures go on one clock by their collectives as scan_collective_calls() puts them. No
-// filter. nullopt with *why_not where a scan cannot serve; throws as scan_job() does.
+// captures go on one clock by their collectives as scan_collective_calls() puts them. nullopt
+// with *why_not where a scan cannot serve; throws as scan_job() does.
 struct ScannedTimeline {
   JobScan job;
   // The captures (headers, devices, first and last times as a load has them) and the samples,
@@ -177,11 +179,11 @@ struct ScannedTimeline {
   // utilisation_timeline() of a load: throws std::invalid_argument as timeline_of() does.
   Timeline timeline(uint64_t bucket_ns) const {
     Timeline t = timeline_of(unions, window.window_start_ns, window.window_end_ns, bucket_ns);
-    t.events = job.gpu_events;
+    t.events = job.selected_events;
     return t;
   }
 };
 std::optional<ScannedTimeline> scan_timeline(const std::vector<std::string>& paths, const EventScanOptions& options,
-                                             bool with_samples, std::string* why_not);
+                                             const EventFilter* filter, bool with_samples, std::string* why_not);
 
 }  // namespace gantt::analysis
