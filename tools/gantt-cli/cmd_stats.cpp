@@ -277,6 +277,14 @@ std::optional<int> try_scan_graphs(const StatsOptions& o) {
   return scanned->job.corrupt || corrupt(*streamed) ? kExitError : kExitOk;
 }
 
+// A time window or --range: checked against the capture's end, which a load knows exactly and a
+// scan before the events only from its index (which also times records a load does not), so the
+// scans whose figures a window changes leave it to a load.
+bool windowed(const FilterFlags& flags) {
+  const gantt::EventFilter f = make_filter(flags);
+  return !f.range.empty() || f.from_ns >= 0 || f.to_ns >= 0;
+}
+
 // A scan that takes no filter, in the shape scan_job() calls (its caller refuses a filter first).
 template <class Scan>
 auto without_filter(Scan scan) {
@@ -299,13 +307,13 @@ std::optional<int> try_scan_records(const StatsOptions& o, ScanRecords scan, Rep
   return scanned->job.corrupt ? kExitError : kExitOk;
 }
 
-// --metrics without a filter by a scan (analysis::scan_metrics): the counter samples held, and
-// which kernels ran at each from a second scan of the events. Nothing when a scan cannot serve;
-// the caller then loads.
+// --metrics by a scan (analysis::scan_metrics): the counter samples held, and which of the
+// selected kernels ran at each from a second scan of the events. Nothing when a scan cannot
+// serve, or for a time window (windowed()); the caller then loads.
 std::optional<int> try_scan_metrics(const StatsOptions& o) {
-  if (any_filter(o.filter)) return std::nullopt;
+  if (windowed(o.filter)) return std::nullopt;
   std::optional<int> exit;
-  const std::optional<ga::ScannedMetrics> scanned = scan_job(o, without_filter(ga::scan_metrics), &exit);
+  const std::optional<ga::ScannedMetrics> scanned = scan_job(o, ga::scan_metrics, &exit);
   if (!scanned) return exit;
   if (!said_job_scan(o, scanned->job)) return kExitError;
   std::cout << ga::format_metric_stats(scanned->records, ga::metric_stats(scanned->records, scanned->kernels),
@@ -314,13 +322,10 @@ std::optional<int> try_scan_metrics(const StatsOptions& o) {
 }
 
 // --timeline by a scan (analysis::scan_timeline): each device's unions of its selected events,
-// not the events; --device, --stream and --kernel select as a load restricted to them does. A
-// time window or --range is checked against the capture's end, which a load knows exactly and a
-// scan only from its index before the events: those load. Nothing when a scan cannot serve; the
-// caller then loads.
+// not the events; --device, --stream and --kernel select as a load restricted to them does.
+// Nothing when a scan cannot serve, or for a time window (windowed()); the caller then loads.
 std::optional<int> try_scan_timeline(const StatsOptions& o) {
-  const gantt::EventFilter f = make_filter(o.filter);
-  if (!f.range.empty() || f.from_ns >= 0 || f.to_ns >= 0) return std::nullopt;
+  if (windowed(o.filter)) return std::nullopt;
   const int64_t bucket = o.timeline == "auto" ? 0 : duration_arg("--timeline", o.timeline);
   std::optional<int> exit;
   const std::optional<ga::ScannedTimeline> scanned = scan_job(

@@ -107,6 +107,7 @@ PY
       same_memory "${files[@]}"
       same_memory "${files[@]}" --from 20ms --device 0
       same_metrics "${files[@]}"
+      same_scanned kernel text,json "${files[@]}" --metrics --device 0 --kernel grad  # the selected kernels at the samples
       same_scanned comm json "${files[@]}"  # the collectives' ring traffic on the job's clock
       same_scanned kernel text,json "${files[@]}" --timeline 1ms  # each rank's devices, on the job's clock
       same_view utilisation "${files[@]}"

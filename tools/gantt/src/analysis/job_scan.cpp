@@ -586,7 +586,7 @@ std::optional<ScannedRecords> scan_comm(const std::vector<std::string>& paths, c
 }
 
 std::optional<ScannedMetrics> scan_metrics(const std::vector<std::string>& paths, const EventScanOptions& options,
-                                           std::string* why_not) {
+                                           const EventFilter* filter, std::string* why_not) {
   namespace v1 = gpuhook::v1;
   const auto read = [&](const std::string& path, std::string* why) -> std::optional<RecordSpool> {
     RecordSpool out;
@@ -599,7 +599,8 @@ std::optional<ScannedMetrics> scan_metrics(const std::vector<std::string>& paths
     return std::nullopt;
   };
   std::optional<ScannedRecords> scanned =
-      scan_records(paths, options, [](v1::Record::KindCase k) { return k == v1::Record::kMetricSample; }, read, why_not);
+      scan_records(paths, options, [](v1::Record::KindCase k) { return k == v1::Record::kMetricSample; }, read, why_not,
+                   filter);
   if (!scanned) return std::nullopt;
   // (The samples' times are read from the model before it moves.)
   KernelsAtSamples kernels(scanned->records);
@@ -634,7 +635,7 @@ std::optional<ScannedMetrics> scan_metrics(const std::vector<std::string>& paths
     return set.make(scanner.shares(), [&] { return std::make_unique<Marks>(out.kernels, static_cast<uint16_t>(c), offset); });
   };
   const auto done = [](size_t, const EventScanner&, bool ran, const std::string& why) { return ran ? std::string() : why; };
-  if (!scan_job(paths, so, nullptr, consumers, done, why_not)) return std::nullopt;
+  if (!scan_job(paths, so, filter, consumers, done, why_not)) return std::nullopt;
   return out;
 }
 

@@ -144,15 +144,17 @@ inline constexpr size_t kMaxScannedMetricSamples = size_t{1} << 22;
 
 // stats --metrics from a scan: the model metric_stats() reads, holding only each capture's counter
 // samples (one read of them, about 50 bytes a sample), and which kernels ran at each (a second
-// scan of the events, one mark per sample a kernel covers). No filter. nullopt with *why_not past
-// kMaxScannedMetricSamples or where a scan cannot serve; throws as scan_job() does.
+// scan of the events, one mark per sample a kernel covers), of those `filter` selects (null:
+// all) as a load restricted to it keeps them; the samples are kept whole, as that load keeps
+// them. nullopt with *why_not past kMaxScannedMetricSamples or where a scan cannot serve; throws
+// as scan_job() does.
 struct ScannedMetrics {
   JobScan job;
   Model records;
   KernelsAtSamples kernels;
 };
 std::optional<ScannedMetrics> scan_metrics(const std::vector<std::string>& paths, const EventScanOptions& options,
-                                           std::string* why_not);
+                                           const EventFilter* filter, std::string* why_not);
 
 // Disjoint spans a scan's timeline holds for a job (16 bytes each, per device and kind of work);
 // past them, the job is loaded.
