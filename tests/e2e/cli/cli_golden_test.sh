@@ -88,6 +88,18 @@ golden stats_metrics.txt 0 "$cli" stats metrics.gpuh --metrics --in-memory
 golden stats_metrics.json 0 "$cli" stats metrics.gpuh --metrics --format json --in-memory
 golden stats_metrics.txt 0 "$cli" stats metrics.gpuh --metrics --max-memory 1K
 golden diagnose_metrics.txt 0 "$cli" diagnose metrics.gpuh
+# The throttle stretch is judged by a scan too (its kernels read once more), the same finding;
+# and by device, stream and kernel, as the load restricted to them judges it.
+golden diagnose_metrics.txt 0 "$cli" diagnose metrics.gpuh --max-memory 1K
+golden diagnose_metrics.txt 0 "$cli" diagnose metrics.gpuh --in-memory
+for flags in "--device 0" "--kernel gemm" "--kernel nothing_matches" "--device 1"; do
+  # shellcheck disable=SC2086  # the flags are words
+  "$cli" diagnose metrics.gpuh $flags --max-memory 1K >scanned.txt 2>scanned.err || true
+  # shellcheck disable=SC2086
+  "$cli" diagnose metrics.gpuh $flags --in-memory >loaded.txt 2>loaded.err || true
+  cmp -s scanned.txt loaded.txt && cmp -s scanned.err loaded.err ||
+    fail "diagnose metrics.gpuh $flags: scanned differs from --in-memory: $(diff scanned.txt loaded.txt | head -5) $(cat scanned.err)"
+done
 golden metrics.csv 0 "$cli" export metrics.gpuh --format metrics-csv -o -
 # PM sampling's counters: their columns in stats --metrics, the stalled finding, the exports.
 golden stats_pm_metrics.txt 0 "$cli" stats pm.gpuh --metrics

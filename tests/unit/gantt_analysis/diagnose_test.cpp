@@ -277,7 +277,9 @@ TEST(Diagnose, LaunchBoundDoesNotFlagWorkThatAlreadyRunsAsAGraph) {
 // NVML's samples are kept whole by the scan: without a throttle stretch, throttled decides on
 // them alone and the capture stays scanned; with one (40 ms at a power cap while a kernel ran),
 // it judges the kernels in it, and the scan says the capture must be loaded.
-TEST(Diagnose, CounterSamplesAreJudgedOnTheScanUntilAThrottleStretchNeedsTheKernels) {
+// A throttle stretch is judged against the kernels that ran in it: the scan reads them once
+// more, and reports what the loaded capture does (scanned_report() compares the two).
+TEST(Diagnose, AThrottleStretchIsJudgedOnTheScanWithTheKernelsInIt) {
   constexpr uint64_t kMs = 1'000'000;
   const auto build = [](Builder& b, bool capped) {
     b.k(kK, 13, 4 * kMs, 5 * kMs, 60 * kMs);
@@ -291,8 +293,9 @@ TEST(Diagnose, CounterSamplesAreJudgedOnTheScanUntilAThrottleStretchNeedsTheKern
   build(steady, false);
   build(capped, true);
   EXPECT_FALSE(fired(steady, "throttled"));
-  capped.done();
-  std::string why;
-  EXPECT_FALSE(ga::diagnose_scan({capped.file.path}, {}, &why));
-  EXPECT_NE(why.find("throttle stretch"), std::string::npos) << why;
+  const ga::DiagnoseReport r = scanned_report(capped);
+  ASSERT_TRUE(fired(r, "throttled"));
+  const auto f = std::find_if(r.findings.begin(), r.findings.end(), [](const ga::Finding& x) { return x.rule == "throttled"; });
+  // Its time inside the stretch (the samples from 10 ms to 50 ms).
+  EXPECT_NE(f->evidence[1].find("ran 40000.000 us inside it"), std::string::npos) << f->evidence[1];
 }

@@ -481,12 +481,13 @@ const std::vector<std::string>& rule_names() {
 
 namespace detail {
 
-void rule_records(const Model& m, DiagnoseReport& r) {
+void rule_records(const Model& m, DiagnoseReport& r, const ThrottleKernels* throttle) {
   rule_memory_peak(m, r);
   rule_memory_unused(m, r);
   rule_pipeline_bubble(m, r);
   rule_slow_link(m, r);
-  rule_throttled(m, r);
+  if (throttle) rule_throttled(m, *throttle, r);
+  else rule_throttled(m, r);
   rule_stalled(m, r);
 }
 

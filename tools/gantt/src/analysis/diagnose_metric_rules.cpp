@@ -20,35 +20,78 @@ constexpr uint64_t kThrottleMinNs = 20'000'000;
 // Kernels named as evidence per stretch.
 constexpr size_t kThrottleKernels = 3;
 
-bool throttled_judges_kernels(const Model& m) {
-  for (const ClockDrop& d : clock_drops(m))
-    if (d.end_ns - d.start_ns >= kThrottleMinNs) return true;
-  return false;
+bool throttled_judges_kernels(const Model& m) { return !ThrottleKernels(m).empty(); }
+
+ThrottleKernels::ThrottleKernels(const Model& samples) {
+  for (const ClockDrop& d : clock_drops(samples))
+    if (d.end_ns - d.start_ns >= kThrottleMinNs) stretches_.push_back({d, {}, 0, {}});
 }
 
-void rule_throttled(const Model& m, DiagnoseReport& r) {
+bool ThrottleKernels::wants(uint16_t capture, uint32_t device) const {
+  return std::any_of(stretches_.begin(), stretches_.end(),
+                     [&](const Stretch& s) { return s.drop.capture == capture && s.drop.device == device; });
+}
+
+void ThrottleKernels::add(uint16_t capture, uint32_t device, uint64_t start, uint64_t end, std::string_view name) {
+  if (start == 0) return;
+  for (Stretch& s : stretches_) {
+    const ClockDrop& d = s.drop;
+    if (d.capture != capture || d.device != device) continue;
+    const uint64_t a = std::max(start, d.start_ns), b = std::min(end, d.end_ns);
+    if (b > a) {
+      auto it = s.inside.find(name);
+      if (it == s.inside.end()) it = s.inside.emplace(std::string(name), 0).first;
+      it->second += b - a;
+      s.busy_ns += b - a;
+    }
+    if (end <= start) continue;
+    // The same kernel's runs that started inside the stretch against those that started
+    // outside it on the same device: what the lower clock cost, measured.
+    auto it = s.runs.find(name);
+    if (it == s.runs.end()) it = s.runs.emplace(std::string(name), Runs{}).first;
+    const bool inside = start >= d.start_ns && start < d.end_ns;
+    (inside ? it->second.in_ns : it->second.out_ns) += end - start;
+    ++(inside ? it->second.in_n : it->second.out_n);
+  }
+}
+
+void ThrottleKernels::absorb(const ThrottleKernels& other) {
+  for (size_t i = 0; i < stretches_.size() && i < other.stretches_.size(); ++i) {
+    Stretch& s = stretches_[i];
+    const Stretch& o = other.stretches_[i];
+    for (const auto& [name, ns] : o.inside) s.inside[name] += ns;
+    s.busy_ns += o.busy_ns;
+    for (const auto& [name, runs] : o.runs) {
+      Runs& to = s.runs[name];
+      to.in_ns += runs.in_ns, to.in_n += runs.in_n, to.out_ns += runs.out_ns, to.out_n += runs.out_n;
+    }
+  }
+}
+
+ThrottleKernels throttle_kernels(const Model& m) {
+  ThrottleKernels out(m);
+  if (out.empty()) return out;
+  const EventTable& e = m.events;
+  for (uint32_t i = 0; i < e.size(); ++i)
+    if (e.kind[i] == EventKind::kKernel && out.wants(e.capture[i], e.device[i]))
+      out.add(e.capture[i], e.device[i], e.start_ns[i], e.end_ns[i], m.display_name(i));
+  return out;
+}
+
+void rule_throttled(const Model& m, DiagnoseReport& r) { rule_throttled(m, throttle_kernels(m), r); }
+
+void rule_throttled(const Model& m, const ThrottleKernels& kernels, DiagnoseReport& r) {
   RuleResult res{"throttled", false, ""};
   if (m.metrics.size() == 0) {
     res.note = "no GPU metrics recorded (NVML missing, or GPUHOOK_NVML_HZ=0)";
     r.rules.push_back(res);
     return;
   }
-  for (const ClockDrop& d : clock_drops(m)) {
-    if (d.end_ns - d.start_ns < kThrottleMinNs) continue;
-    // The kernels that ran on that device inside the stretch, by their time inside it.
-    std::map<std::string, uint64_t> inside;
-    uint64_t busy_ns = 0;
-    const EventTable& e = m.events;
-    for (uint32_t i = 0; i < e.size(); ++i) {
-      if (e.kind[i] != EventKind::kKernel || e.capture[i] != d.capture || e.device[i] != d.device) continue;
-      const uint64_t a = std::max(e.start_ns[i], d.start_ns), b = std::min(e.end_ns[i], d.end_ns);
-      if (e.start_ns[i] == 0 || b <= a) continue;
-      inside[std::string(m.display_name(i))] += b - a;
-      busy_ns += b - a;
-    }
-    if (inside.empty()) continue;  // nothing of the program's ran slower
+  for (const ThrottleKernels::Stretch& s : kernels.stretches()) {
+    const ClockDrop& d = s.drop;
+    if (s.inside.empty()) continue;  // nothing of the program's ran slower
     std::vector<std::pair<uint64_t, std::string>> top;
-    for (auto& [name, ns] : inside) top.emplace_back(ns, name);
+    for (const auto& [name, ns] : s.inside) top.emplace_back(ns, name);
     std::stable_sort(top.begin(), top.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
     const std::string dev = device_label(m.captures.size(), d.capture, d.device);
     Finding f;
@@ -60,28 +103,20 @@ void rule_throttled(const Model& m, DiagnoseReport& r) {
                          std::to_string(d.samples) + " samples with the reason set; SM clock " +
                          std::to_string(d.from_mhz) + " MHz before, " + std::to_string(d.to_mhz) + " MHz at the lowest");
     for (size_t i = 0; i < top.size() && i < kThrottleKernels; ++i) {
-      // The same kernel's runs that started inside the stretch against those that started
-      // outside it on the same device: what the lower clock cost, measured.
-      uint64_t in_ns = 0, out_ns = 0, in_n = 0, out_n = 0;
-      for (uint32_t k = 0; k < e.size(); ++k) {
-        if (e.kind[k] != EventKind::kKernel || e.capture[k] != d.capture || e.device[k] != d.device ||
-            e.start_ns[k] == 0 || e.end_ns[k] <= e.start_ns[k] || m.display_name(k) != top[i].second)
-          continue;
-        const bool inside_drop = e.start_ns[k] >= d.start_ns && e.start_ns[k] < d.end_ns;
-        (inside_drop ? in_ns : out_ns) += e.end_ns[k] - e.start_ns[k];
-        ++(inside_drop ? in_n : out_n);
-      }
+      const auto runs = s.runs.find(top[i].second);
+      const ThrottleKernels::Runs rn = runs == s.runs.end() ? ThrottleKernels::Runs{} : runs->second;
       std::string line = utf8_clean(top[i].second) + " ran " + usn(top[i].first) + " inside it";
-      if (in_n != 0 && out_n != 0 && out_ns != 0) {
-        const double in_mean = static_cast<double>(in_ns) / static_cast<double>(in_n);
-        const double out_mean = static_cast<double>(out_ns) / static_cast<double>(out_n);
-        line += "; its " + std::to_string(in_n) + " runs that started inside took " + usn(static_cast<uint64_t>(in_mean)) +
-                " on average, its " + std::to_string(out_n) + " others " + usn(static_cast<uint64_t>(out_mean)) + " (" +
+      if (rn.in_n != 0 && rn.out_n != 0 && rn.out_ns != 0) {
+        const double in_mean = static_cast<double>(rn.in_ns) / static_cast<double>(rn.in_n);
+        const double out_mean = static_cast<double>(rn.out_ns) / static_cast<double>(rn.out_n);
+        line += "; its " + std::to_string(rn.in_n) + " runs that started inside took " + usn(static_cast<uint64_t>(in_mean)) +
+                " on average, its " + std::to_string(rn.out_n) + " others " + usn(static_cast<uint64_t>(out_mean)) + " (" +
                 fixed(in_mean / out_mean, 2) + "x)";
       }
       f.evidence.push_back(line);
     }
-    const double slower = d.to_mhz ? static_cast<double>(d.from_mhz) / static_cast<double>(d.to_mhz) : 0;
+    const uint64_t busy_ns = s.busy_ns;
+  const double slower = d.to_mhz ? static_cast<double>(d.from_mhz) / static_cast<double>(d.to_mhz) : 0;
     if (slower > 1)
       f.evidence.push_back("compute-bound kernels in it run up to " + fixed(slower, 2) + "x longer than at " +
                            std::to_string(d.from_mhz) + " MHz (" + usn(busy_ns) + " of kernel time affected)");

@@ -7,10 +7,12 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gantt/analysis/diagnose.h"
 #include "gantt/analysis/intervals.h"
+#include "gantt/analysis/metrics.h"
 #include "gantt/model/model.h"
 #include "gantt/ranks/ranks.h"
 
@@ -55,7 +57,38 @@ void rule_memory_unused(const Model& m, DiagnoseReport& r);
 // What the ranks' point-to-point traffic shows (diagnose_comm_rules.cpp).
 void rule_pipeline_bubble(const Model& m, DiagnoseReport& r);
 void rule_slow_link(const Model& m, DiagnoseReport& r);
-// Clocks the hardware lowered while kernels ran (diagnose_metric_rules.cpp).
+// Clocks the hardware lowered while kernels ran (diagnose_metric_rules.cpp): of each throttle
+// stretch long enough to judge (the samples' clock drops), what its device's kernels show, from
+// a load's kernels or a scan's, kernel by kernel. Memory grows with the stretches and the names.
+class ThrottleKernels {
+ public:
+  // The stretches of `samples` (a model of at least the counter samples) that throttled judges.
+  explicit ThrottleKernels(const Model& samples);
+  bool empty() const { return stretches_.empty(); }
+  bool wants(uint16_t capture, uint32_t device) const;
+  // A kernel on (capture, device) that ran from start to end (0: unknown), on the samples'
+  // clock, `name` as Model::display_name() gives it.
+  void add(uint16_t capture, uint32_t device, uint64_t start, uint64_t end, std::string_view name);
+  // Another share's kernels, added to these (made from the same samples).
+  void absorb(const ThrottleKernels& other);
+
+  struct Runs {  // a name's runs on the stretch's device that started inside it, and the others
+    uint64_t in_ns = 0, in_n = 0, out_ns = 0, out_n = 0;
+  };
+  struct Stretch {
+    ClockDrop drop;
+    std::map<std::string, uint64_t, std::less<>> inside;  // name -> its kernels' time inside the stretch
+    uint64_t busy_ns = 0;                                  // their time inside it, summed
+    std::map<std::string, Runs, std::less<>> runs;        // every name on the device
+  };
+  const std::vector<Stretch>& stretches() const { return stretches_; }
+
+ private:
+  std::vector<Stretch> stretches_;  // in clock_drops() order
+};
+// The same from a loaded model's kernels (EventKind::kKernel: NCCL's joined kernels are not).
+ThrottleKernels throttle_kernels(const Model& m);
+void rule_throttled(const Model& m, const ThrottleKernels& kernels, DiagnoseReport& r);
 void rule_throttled(const Model& m, DiagnoseReport& r);
 // Kernels running while PM sampling's SM active read low (diagnose_metric_rules.cpp).
 void rule_stalled(const Model& m, DiagnoseReport& r);

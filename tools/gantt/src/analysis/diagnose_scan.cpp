@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -28,6 +29,7 @@
 #include "gantt/model/record_spool.h"
 #include "gantt/scan/open.h"
 #include "gantt/ranks/collectives.h"
+#include "diagnose_rules.h"
 #include "diagnose_work.h"
 
 namespace gantt::analysis {
@@ -216,6 +218,51 @@ struct CaptureRecords {
 };
 
 
+// throttled's kernels (ThrottleKernels) by one more scan of the job's events, selected as the
+// first scan selected them, each capture's moved by its offset onto the records' clock: only
+// when the records hold a throttle stretch long enough to judge.
+std::optional<ThrottleKernels> scan_throttle_kernels(const std::vector<std::string>& paths, const EventScanOptions& so,
+                                                     const EventFilter* filter, const Model& records,
+                                                     const std::vector<int64_t>& offsets, std::string* why_not) {
+  class Share final : public EventConsumer {
+   public:
+    Share(const Model& records, uint16_t capture, int64_t offset) : kernels(records), capture_(capture), offset_(offset) {}
+    void event(const ScannedEvent& e, const gpuhook::CaptureReader& reader) override {
+      if (e.kind != EventKind::kKernel || !kernels.wants(capture_, e.device)) return;
+      // Named as the loader names a kernel: its own name, else its launch call's (WorkNames).
+      const uint32_t id = e.name_id != 0 ? e.name_id : e.launch_name_id;
+      auto [it, added] = names_.try_emplace(id);
+      if (added) it->second = demangle(reader.string(id));
+      kernels.add(capture_, e.device, shifted(e.start_ns, offset_), shifted(e.end_ns, offset_), it->second);
+    }
+    ThrottleKernels kernels;
+
+   private:
+    uint16_t capture_;
+    int64_t offset_;
+    std::unordered_map<uint32_t, std::string> names_;
+  };
+  ThrottleKernels all(records);
+  std::vector<std::unique_ptr<Share>> shares;
+  const auto consumers = [&](size_t c, const EventScanner& scanner, const Model&) {
+    shares.clear();
+    std::vector<EventConsumer*> out;
+    for (size_t i = 0; i < scanner.shares(); ++i) {
+      shares.push_back(std::make_unique<Share>(records, static_cast<uint16_t>(c), c < offsets.size() ? offsets[c] : 0));
+      out.push_back(shares.back().get());
+    }
+    return out;
+  };
+  const auto done = [&](size_t, const EventScanner&, bool ran, const std::string& why) -> std::string {
+    if (!ran) return why;
+    for (const auto& sh : shares) all.absorb(sh->kernels);
+    shares.clear();
+    return {};
+  };
+  if (!scan_job(paths, so, filter, consumers, done, why_not)) return std::nullopt;
+  return all;
+}
+
 }  // namespace
 
 std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& paths, const DiagnoseScanOptions& options,
@@ -349,9 +396,14 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
         }
       },
       spans, offsets);
-  if (throttled_judges_kernels(records)) return refuse("a throttle stretch in the GPU counter samples (throttled judges the kernels that ran in it)");
   if (stalled_judges_kernels(records)) return refuse("PM sampling's SM-active samples (stalled judges the kernels that ran during them)");
-  rule_records(records, out.report);
+  std::optional<ThrottleKernels> throttle;
+  if (throttled_judges_kernels(records)) {
+    std::string why;
+    throttle = scan_throttle_kernels(paths, so, options.filter, records, offsets, &why);
+    if (!throttle) return refuse(why);
+  }
+  rule_records(records, out.report, throttle ? &*throttle : nullptr);
   say_what_imported_traces_lack(context, out.report);
   return out;
 }
