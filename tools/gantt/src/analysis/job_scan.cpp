@@ -423,6 +423,8 @@ Model records_model(const std::vector<std::string>& paths, const AddRecords& add
   return records;
 }
 
+namespace {
+
 // `records`' captures given their headers and devices as a job scan read them (`context`): a
 // trace read from another tool's format says so in its header, and the charts name the devices.
 void with_contexts(Model& records, const Model& context) {
@@ -431,8 +433,6 @@ void with_contexts(Model& records, const Model& context) {
     records.captures[c].devices = context.captures[c].devices;
   }
 }
-
-namespace {
 
 // Whether the collectives a job scan kept put the captures on one clock as a load's do
 // (scan_collective_calls()): not where a kernel ran several of them or a capture ran one twice.
