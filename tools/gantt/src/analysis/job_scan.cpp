@@ -645,8 +645,10 @@ namespace {
 // One share's unions and times, beside the collectives that put a job on one clock.
 class TimelineShare final : public TimedCalls {
  public:
+  // Each kind of work once: the busy union is made of the three at the end (busy()), so that a
+  // device of kernels alone holds its stretches of work once while it is scanned.
   struct Unions {
-    IntervalUnion compute, copy, busy;
+    IntervalUnion compute, copy, other;  // kernels and NCCL; copies; memsets
   };
   TimelineShare(uint16_t capture, int32_t rank, size_t budget, size_t span_budget, size_t sample_budget)
       : TimedCalls(capture, rank, budget), span_budget_(span_budget), sample_budget_(sample_budget) {}
@@ -656,9 +658,7 @@ class TimelineShare final : public TimedCalls {
     const TimelineWork work = timeline_work(e.kind);
     if (work == TimelineWork::kNone) return;
     Unions& u = devices[e.device];
-    u.busy.add(e.start_ns, e.end_ns);
-    if (work == TimelineWork::kCompute) u.compute.add(e.start_ns, e.end_ns);
-    else if (work == TimelineWork::kCopy) u.copy.add(e.start_ns, e.end_ns);
+    (work == TimelineWork::kCompute ? u.compute : work == TimelineWork::kCopy ? u.copy : u.other).add(e.start_ns, e.end_ns);
     if ((++added_ & 4095) == 0) too_many_spans = too_many_spans || held() > span_budget_;
   }
   void record(const gpuhook::v1::Record& r, const gpuhook::CaptureReader& reader) override {
@@ -671,7 +671,7 @@ class TimelineShare final : public TimedCalls {
   bool stopped() const override { return CollectiveCalls::stopped() || too_many_spans || too_many_samples; }
   size_t held() const {
     size_t n = 0;
-    for (const auto& [device, u] : devices) n += u.compute.held() + u.copy.held() + u.busy.held();
+    for (const auto& [device, u] : devices) n += u.compute.held() + u.copy.held() + u.other.held();
     return n;
   }
 
@@ -735,13 +735,13 @@ std::optional<ScannedTimeline> scan_timeline(const std::vector<std::string>& pat
         TimelineShare::Unions& to = unions[c][device];
         to.compute.absorb(u.compute);
         to.copy.absorb(u.copy);
-        to.busy.absorb(u.busy);
+        to.other.absorb(u.other);
       }
       sh.reset();  // its unions are let go as they are absorbed
     }
     if (calls.size() > kMaxScannedCollectives) return kTooManyCollectives;
     if (sample_count > kMaxScannedMetricSamples) return kTooManySamples;
-    for (const auto& [device, u] : unions[c]) span_count += u.compute.size() + u.copy.size() + u.busy.size();
+    for (const auto& [device, u] : unions[c]) span_count += u.compute.size() + u.copy.size() + u.other.size();
     if (span_count > kMaxTimelineSpans) return kTooManySpans;
     if (job) clocks.push_back(clock_input(scanner, calls.begin() + static_cast<ptrdiff_t>(first), calls.end()));
     return {};
@@ -758,13 +758,22 @@ std::optional<ScannedTimeline> scan_timeline(const std::vector<std::string>& pat
     const int64_t offset = offsets[c];
     for (auto& [device, u] : unions[c]) {
       DeviceUnions& to = out.unions[{static_cast<uint16_t>(c), device}];
-      const auto move = [offset](const IntervalUnion& from, std::vector<Interval>& into) {
-        into.reserve(from.size());
-        for (const auto& [b, e] : from.spans()) into.emplace_back(shifted(b, offset), shifted(e, offset));
+      const auto moved = [offset](IntervalUnion& from) {
+        std::vector<Interval> spans = from.take();
+        for (auto& [b, e] : spans) b = shifted(b, offset), e = shifted(e, offset);
+        return spans;
       };
-      move(u.compute, to.compute);
-      move(u.copy, to.copy);
-      move(u.busy, to.busy);
+      if (u.copy.size() == 0 && u.other.size() == 0) {  // kernels alone: busy is their union
+        to.compute = moved(u.compute);
+        to.busy = to.compute;
+        continue;
+      }
+      IntervalUnion busy;  // the three merged
+      for (const IntervalUnion* part : {&u.compute, &u.copy, &u.other})
+        for (const auto& [b, e] : part->spans()) busy.add(b, e);
+      to.compute = moved(u.compute);
+      to.copy = moved(u.copy);
+      to.busy = moved(busy);
     }
     unions[c].clear();
   }

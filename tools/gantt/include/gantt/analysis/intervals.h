@@ -76,6 +76,11 @@ class IntervalUnion {
     merge_pending();
     return spans_;
   }
+  // The spans, merged, moved out: the union is empty after.
+  std::vector<Span> take() {
+    merge_pending();
+    return std::exchange(spans_, {});
+  }
 
  private:
   void merge_pending() const {

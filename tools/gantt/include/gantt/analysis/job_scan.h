@@ -156,9 +156,11 @@ struct ScannedMetrics {
 std::optional<ScannedMetrics> scan_metrics(const std::vector<std::string>& paths, const EventScanOptions& options,
                                            const EventFilter* filter, std::string* why_not);
 
-// Disjoint spans a scan's timeline holds for a job (16 bytes each, per device and kind of work);
-// past them, the job is loaded.
-inline constexpr size_t kMaxTimelineSpans = size_t{1} << 22;
+// Disjoint spans a scan's timeline holds for a job (16 bytes each, per device and kind of work:
+// 128 MiB, and as much again for the busy unions made of them at the end); past them, the job is
+// loaded. A stretch of work between idle gaps is one span: 8 M kernels that each leave the GPU
+// idle before the next.
+inline constexpr size_t kMaxTimelineSpans = size_t{1} << 23;
 
 // stats --timeline and render --view utilisation from a scan: each device's compute, copy and
 // busy unions of the events (timeline_of()), merged as they are read, so that memory grows with

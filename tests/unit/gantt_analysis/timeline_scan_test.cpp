@@ -1,0 +1,69 @@
+// stats --timeline and render --view utilisation from a scan (analysis/job_scan.h
+// scan_timeline()): the devices' unions of their events, kept as read, give the loaded
+// timeline and window.
+#include <gtest/gtest.h>
+
+#include "diagnose_builder.h"
+#include "gantt/analysis/job_scan.h"
+#include "gantt/analysis/timeline.h"
+
+namespace ga = gantt::analysis;
+using namespace gantt_analysis_test;
+
+namespace {
+
+// The scanned timeline of the builder's capture against the loaded one, bucket by bucket.
+void expect_loaded_timeline(Builder& b, uint64_t bucket_ns, const gantt::EventFilter* filter = nullptr) {
+  gantt::Model m = b.done();
+  std::string why;
+  const std::optional<ga::ScannedTimeline> scanned = ga::scan_timeline({b.file.path}, {}, filter, false, &why);
+  ASSERT_TRUE(scanned) << why;
+  if (filter) m = gantt::restricted(m, gantt::select_events(m, *filter));
+  const gantt::Selection sel = gantt::select_events(m, {});
+  EXPECT_EQ(scanned->window.window_start_ns, sel.window_start_ns);
+  EXPECT_EQ(scanned->window.window_end_ns, sel.window_end_ns);
+  EXPECT_EQ(scanned->records.first_ns(), m.first_ns());
+  EXPECT_EQ(scanned->records.last_ns(), m.last_ns());
+  const ga::Timeline loaded = ga::utilisation_timeline(m, sel, bucket_ns);
+  const ga::Timeline t = scanned->timeline(bucket_ns);
+  EXPECT_EQ(t.events, loaded.events);
+  ASSERT_EQ(t.buckets, loaded.buckets);
+  ASSERT_EQ(t.devices.size(), loaded.devices.size());
+  for (size_t d = 0; d < t.devices.size(); ++d) {
+    EXPECT_EQ(t.devices[d].device, loaded.devices[d].device);
+    EXPECT_EQ(t.devices[d].compute, loaded.devices[d].compute) << "device " << t.devices[d].device;
+    EXPECT_EQ(t.devices[d].copy, loaded.devices[d].copy);
+    EXPECT_EQ(t.devices[d].busy, loaded.devices[d].busy);
+  }
+  EXPECT_EQ(ga::format_timeline(scanned->records, t, "csv"), ga::format_timeline(m, loaded, "csv"));
+}
+
+}  // namespace
+
+// Kernels with idle gaps between them (a span each), copies under some of them, two devices,
+// records written out of time order: the loaded series.
+TEST(TimelineScan, GapsCopiesAndLateRecordsGiveTheLoadedSeries) {
+  Builder b;
+  constexpr uint64_t kT = 10'000'000;
+  for (uint64_t i = 0; i < 3000; ++i) {
+    const uint64_t s = kT + (i % 2 == 0 ? i : 2999 - i) * 7'000;  // every other one late in the file
+    b.k("k", 13 + static_cast<uint32_t>(i % 3), s - 2'000, s, s + 4'000, 256, static_cast<uint32_t>(i % 2));
+    if (i % 5 == 0) b.copy("cudaMemcpyAsync", 20, s - 1'000, s + 3'000, s + 9'000);
+  }
+  b.sync(kT + 3000 * 7'000, kT + 3000 * 7'000 + 50'000);  // the capture's last time: a call's end
+  expect_loaded_timeline(b, 0);
+}
+
+TEST(TimelineScan, AFilterSelectsAsTheRestrictedLoad) {
+  for (const char* device : {"0", "1"}) {
+    Builder b;
+    for (uint64_t i = 0; i < 200; ++i) {
+      const uint64_t s = 10'000'000 + i * 20'000;
+      b.k(i % 4 == 0 ? "gemm" : "k", 13, s - 2'000, s, s + 5'000, 256, static_cast<uint32_t>(i % 2));
+    }
+    gantt::EventFilter f;
+    f.devices = {static_cast<uint32_t>(std::stoul(device))};
+    f.kernel_regex = "gemm";
+    expect_loaded_timeline(b, 100'000, &f);
+  }
+}
