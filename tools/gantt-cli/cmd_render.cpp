@@ -65,14 +65,14 @@ struct RenderCliOptions {
 // memory that does not grow with its events, with the flags a stream can tell.
 constexpr uint64_t kRenderLoadCap = uint64_t{1} << 30;
 
-// A scan that cannot serve: the caller loads the capture, *why_whole says why (its refusal over
-// --max-memory names it), and -j, which asked for a scan, hears it now.
 // --bucket as utilisation_timeline() takes it: 0 for about 200 buckets over the window.
 uint64_t bucket_of(const RenderCliOptions& o) {
   const int64_t bucket = duration_arg("--bucket", o.bucket);
   return bucket > 0 ? static_cast<uint64_t>(bucket) : 0;
 }
 
+// A scan that cannot serve: the caller loads the capture, *why_whole says why (its refusal over
+// --max-memory names it), and -j, which asked for a scan, hears it now.
 std::optional<int> load_instead(const RenderCliOptions& o, const std::string& why_not, std::string* why_whole) {
   *why_whole = why_not;
   if (o.threads_given) std::cerr << "gantt-cli: render: the capture is loaded whole for " << why_not << "\n";
@@ -296,8 +296,7 @@ std::optional<int> try_scan_view(const RenderCliOptions& o, gantt::RenderOptions
                                  std::string* why_whole) {
   if (o.load.in_memory) return std::nullopt;
   const gantt::EventFilter f = make_filter(o.filter);
-  const bool windowed = !f.range.empty() || f.from_ns >= 0 || f.to_ns >= 0;
-  std::string why_not = (windowed || o.view == "comm") && any_filter(o.filter) ? "a filtered --view " + o.view
+  std::string why_not = windowed(o.filter) || (o.view == "comm" && any_filter(o.filter)) ? "a filtered --view " + o.view
                         : !o.job.empty()                                       ? "a scheduler job's captures"
                         : std::find(o.files.begin(), o.files.end(), "-") != o.files.end() ? "a capture on standard input"
                                                                                            : "";

@@ -277,14 +277,6 @@ std::optional<int> try_scan_graphs(const StatsOptions& o) {
   return scanned->job.corrupt || corrupt(*streamed) ? kExitError : kExitOk;
 }
 
-// A time window or --range: checked against the capture's end, which a load knows exactly and a
-// scan before the events only from its index (which also times records a load does not), so the
-// scans whose figures a window changes leave it to a load.
-bool windowed(const FilterFlags& flags) {
-  const gantt::EventFilter f = make_filter(flags);
-  return !f.range.empty() || f.from_ns >= 0 || f.to_ns >= 0;
-}
-
 // A scan that takes no filter, in the shape scan_job() calls (its caller refuses a filter first).
 template <class Scan>
 auto without_filter(Scan scan) {
