@@ -43,8 +43,8 @@ std::optional<JobScan> scan_job(const std::vector<std::string>& paths, const Eve
 
 // Each capture's offset onto the job's clock, as a load puts the captures together: the
 // JobClock's where scan_job() made one (a filter), else align_ranks() on `clocks`, what the scans
-// kept of each capture's collectives (clock_input(); none for one capture), that alignment in
-// *alignment where given (left empty with a JobClock or one capture).
+// kept of each capture's collectives (clock_input(); none for one capture); the alignment that
+// gave them in *alignment where given (empty for one capture).
 std::vector<int64_t> job_offsets(const JobScan& job, const std::vector<RankClockInput>& clocks,
                                  RankAlignment* alignment = nullptr);
 // `calls`' kernel times moved by their captures' `offsets`.
@@ -163,8 +163,9 @@ std::optional<ScannedMetrics> scan_metrics(const std::vector<std::string>& paths
 inline constexpr size_t kMaxTimelineSpans = size_t{1} << 23;
 
 // stats --timeline and render --view utilisation from a scan: each device's compute, copy and
-// busy unions of the events (timeline_of()), merged as they are read, so that memory grows with
-// the idle gaps, not with the events (at most kMaxTimelineSpans); and the window a load
+// memset unions of the events, merged as they are read, so that memory grows with the idle gaps,
+// not with the events (at most kMaxTimelineSpans), and the busy union made of them at the end
+// (timeline_of()'s inputs); and the window a load
 // restricted to `filter` (null: none) selects (select_events() of the restricted model): fitted
 // to the selected events, from the first launch or begin to the last end, padded, within the
 // job's first and last times, which the scan takes from every record a load times (header,
