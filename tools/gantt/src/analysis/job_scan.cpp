@@ -434,13 +434,62 @@ void with_contexts(Model& records, const Model& context) {
   }
 }
 
-// Whether the collectives a job scan kept put the captures on one clock as a load's do
-// (scan_collective_calls()): not where a kernel ran several of them or a capture ran one twice.
-bool clocks_as_loaded(bool shared_kernel, const std::vector<RankCollectiveCall>& calls, std::string* why_not) {
-  if (!shared_kernel && one_call_each(calls)) return true;
-  if (why_not) *why_not = "collectives a scan cannot tell as a load does, to put the captures on one clock";
-  return false;
-}
+// What a scan of a job keeps beside its own figures, its shares being TimedCalls: the
+// collectives that put the captures on one clock (as scan_collective_calls() takes them), and
+// each capture's times as a load has them. Then the model of the records the scan kept, on
+// that clock, and the window a load of the job selects.
+class TimedJob {
+ public:
+  explicit TimedJob(size_t captures) : times_(captures) {}
+
+  // The collectives each of a capture's shares may keep: the job's at most kMaxScannedCollectives.
+  size_t budget(const EventScanner& scanner) const {
+    return (kMaxScannedCollectives - calls_.size()) / std::max<size_t>(scanner.shares(), 1) + 1;
+  }
+  // After capture c's scan: its context's and its shares' times and collectives. "" or why the
+  // job must be loaded.
+  template <class Share>
+  std::string gather(size_t c, const EventScanner& scanner, const std::vector<std::unique_ptr<Share>>& shares) {
+    const size_t first = calls_.size();
+    times_[c].see_context(scanner);
+    for (const auto& sh : shares) {
+      calls_.insert(calls_.end(), sh->calls.begin(), sh->calls.end());
+      shared_kernel_ = shared_kernel_ || sh->shared_kernel;
+      times_[c].absorb(sh->times);
+    }
+    if (calls_.size() > kMaxScannedCollectives) return kTooManyCollectives;
+    if (times_.size() > 1) clocks_.push_back(clock_input(scanner, calls_.begin() + static_cast<ptrdiff_t>(first), calls_.end()));
+    return {};
+  }
+  // After the job's scan: each capture's offset onto the job's clock and the alignment that gave
+  // them (job_offsets()); nullopt with *why_not where the collectives cannot tell them as a
+  // load's do (not where a kernel ran several of them or a capture ran one twice).
+  std::optional<std::vector<int64_t>> offsets(const JobScan& job, RankAlignment* alignment, std::string* why_not) const {
+    if (shared_kernel_ || !one_call_each(calls_)) {
+      if (why_not) *why_not = "collectives a scan cannot tell as a load does, to put the captures on one clock";
+      return std::nullopt;
+    }
+    return job_offsets(job, clocks_, alignment);
+  }
+  // records_model() of what `add` gives each capture, its first and last times a load's, moved
+  // by `offsets`, with the headers and devices of the job scan's `context`; and in *window the
+  // origin and window select_events() gives a load of the job without a filter.
+  Model records(const std::vector<std::string>& paths, const AddRecords& add, const std::vector<int64_t>& offsets,
+                const Model& context, Selection* window) const {
+    std::vector<std::pair<uint64_t, uint64_t>> spans;
+    for (const SeenTimes& t : times_) spans.emplace_back(t.first, t.last);
+    Model out = records_model(paths, add, spans, offsets);
+    with_contexts(out, context);
+    *window = job_window(out, times_, offsets);
+    return out;
+  }
+
+ private:
+  std::vector<SeenTimes> times_;
+  std::vector<RankCollectiveCall> calls_;
+  std::vector<RankClockInput> clocks_;
+  bool shared_kernel_ = false;
+};
 
 // The scan behind scan_memory() and scan_comm(): the event scan of each capture (its damage,
 // its warnings, its span and, for a job, the collectives that put the captures on one clock, as
@@ -464,18 +513,13 @@ std::optional<ScannedRecords> scan_records(const std::vector<std::string>& paths
    private:
     const WantedKind& wanted_;
   };
-  const bool job = paths.size() > 1;
   EventScanOptions so = options;
-  so.join_nccl = job;  // the collectives' kernels, for the job's clock
+  so.join_nccl = paths.size() > 1;  // the collectives' kernels, for the job's clock
   ShareSet<RecordsShare> set;
-  std::vector<RankCollectiveCall> calls;
-  std::vector<RankClockInput> clocks;
-  bool shared_kernel = false;
+  TimedJob timed(paths.size());
   std::vector<RecordSpool> held(paths.size());
-  std::vector<SeenTimes> times(paths.size());
-  std::vector<std::pair<uint64_t, uint64_t>> spans(paths.size());
   const auto consumers = [&](size_t c, const EventScanner& scanner, const Model& context) {
-    const size_t budget = (kMaxScannedCollectives - calls.size()) / std::max<size_t>(scanner.shares(), 1) + 1;
+    const size_t budget = timed.budget(scanner);
     const auto capture = static_cast<uint16_t>(c);
     return set.make(scanner.shares(),
                     [&] { return std::make_unique<RecordsShare>(capture, global_rank(context, capture), budget, wanted); });
@@ -483,24 +527,13 @@ std::optional<ScannedRecords> scan_records(const std::vector<std::string>& paths
   const auto done = [&](size_t c, const EventScanner& scanner, bool ran, const std::string& why) -> std::string {
     const bool too_many = std::any_of(set.shares.begin(), set.shares.end(), [](const auto& sh) { return sh->too_many; });
     if (!ran) return too_many ? kTooManyCollectives : why;
-    const size_t first = calls.size();
-    bool seen = false;
-    times[c].see_context(scanner);
-    for (const auto& sh : set.shares) {
-      calls.insert(calls.end(), sh->calls.begin(), sh->calls.end());
-      shared_kernel = shared_kernel || sh->shared_kernel;
-      seen = seen || sh->seen;
-      times[c].absorb(sh->times);
-    }
-    if (calls.size() > kMaxScannedCollectives) return kTooManyCollectives;
-    if (job) clocks.push_back(clock_input(scanner, calls.begin() + static_cast<ptrdiff_t>(first), calls.end()));
-    if (seen) {
+    if (std::string load = timed.gather(c, scanner, set.shares); !load.empty()) return load;
+    if (std::any_of(set.shares.begin(), set.shares.end(), [](const auto& sh) { return sh->seen; })) {
       std::string why_records;
       std::optional<RecordSpool> records = read(paths[c], &why_records);
       if (!records) return why_records;
       held[c] = std::move(*records);
     }
-    spans[c] = {times[c].first, times[c].last};  // a load's, seen in every record it times
     return {};
   };
   std::optional<JobScan> scanned = scan_job(paths, so, filter, consumers, done, why_not);
@@ -508,13 +541,12 @@ std::optional<ScannedRecords> scan_records(const std::vector<std::string>& paths
   ScannedRecords out;
   out.job = std::move(*scanned);
   if (!out.job.unusable.empty()) return out;
-  if (!clocks_as_loaded(shared_kernel, calls, why_not)) return std::nullopt;
-  out.offsets = job_offsets(out.job, clocks, &out.alignment);
-  out.records = records_model(
+  std::optional<std::vector<int64_t>> offsets = timed.offsets(out.job, &out.alignment, why_not);
+  if (!offsets) return std::nullopt;
+  out.offsets = std::move(*offsets);
+  out.records = timed.records(
       paths, [&](size_t c, ModelBuilder& builder) { held[c].for_each([&](const gpuhook::v1::Record& r) { builder.add(r); }); },
-      spans, out.offsets);
-  with_contexts(out.records, out.job.context);
-  out.window = job_window(out.records, times, out.offsets);
+      out.offsets, out.job.context, &out.window);
   return out;
 }
 
@@ -693,20 +725,16 @@ constexpr const char* kTooManySamples = "more GPU counter samples than a scan ke
 
 std::optional<ScannedTimeline> scan_timeline(const std::vector<std::string>& paths, const EventScanOptions& options,
                                              const EventFilter* filter, bool with_samples, std::string* why_not) {
-  const bool job = paths.size() > 1;
   EventScanOptions so = options;
-  so.join_nccl = job;  // the collectives' kernels, for the job's clock
+  so.join_nccl = paths.size() > 1;  // the collectives' kernels, for the job's clock
   ShareSet<TimelineShare> set;
-  std::vector<RankCollectiveCall> calls;
-  std::vector<RankClockInput> clocks;
-  bool shared_kernel = false;
+  TimedJob timed(paths.size());
   std::vector<std::map<uint32_t, TimelineShare::Unions>> unions(paths.size());
-  std::vector<SeenTimes> times(paths.size());
   std::vector<RecordSpool> samples(paths.size());
   size_t span_count = 0, sample_count = 0;
   const auto consumers = [&](size_t c, const EventScanner& scanner, const Model& context) {
     const size_t shares = std::max<size_t>(scanner.shares(), 1);
-    const size_t budget = (kMaxScannedCollectives - calls.size()) / shares + 1;
+    const size_t budget = timed.budget(scanner);
     const size_t span_budget = (kMaxTimelineSpans - span_count) / shares + 1;
     const size_t sample_budget = with_samples ? (kMaxScannedMetricSamples - sample_count) / shares + 1 : 0;
     const auto capture = static_cast<uint16_t>(c);
@@ -723,12 +751,8 @@ std::optional<ScannedTimeline> scan_timeline(const std::vector<std::string>& pat
              : any(&TimelineShare::too_many_spans)   ? kTooManySpans
              : any(&TimelineShare::too_many_samples) ? kTooManySamples
                                                      : why;
-    const size_t first = calls.size();
-    times[c].see_context(scanner);
+    if (std::string load = timed.gather(c, scanner, set.shares); !load.empty()) return load;
     for (auto& sh : set.shares) {
-      calls.insert(calls.end(), sh->calls.begin(), sh->calls.end());
-      shared_kernel = shared_kernel || sh->shared_kernel;
-      times[c].absorb(sh->times);
       sample_count += sh->sample_count();
       sh->samples.for_each([&](const gpuhook::v1::Record& r) { samples[c].add(r); });
       for (auto& [device, u] : sh->devices) {
@@ -739,11 +763,9 @@ std::optional<ScannedTimeline> scan_timeline(const std::vector<std::string>& pat
       }
       sh.reset();  // its unions are let go as they are absorbed
     }
-    if (calls.size() > kMaxScannedCollectives) return kTooManyCollectives;
     if (sample_count > kMaxScannedMetricSamples) return kTooManySamples;
     for (const auto& [device, u] : unions[c]) span_count += u.compute.size() + u.copy.size() + u.other.size();
     if (span_count > kMaxTimelineSpans) return kTooManySpans;
-    if (job) clocks.push_back(clock_input(scanner, calls.begin() + static_cast<ptrdiff_t>(first), calls.end()));
     return {};
   };
   std::optional<JobScan> scanned = scan_job(paths, so, filter, consumers, done, why_not);
@@ -751,8 +773,9 @@ std::optional<ScannedTimeline> scan_timeline(const std::vector<std::string>& pat
   ScannedTimeline out;
   out.job = std::move(*scanned);
   if (!out.job.unusable.empty()) return out;
-  if (!clocks_as_loaded(shared_kernel, calls, why_not)) return std::nullopt;
-  const std::vector<int64_t> offsets = job_offsets(out.job, clocks, &out.alignment);
+  const std::optional<std::vector<int64_t>> moved_by = timed.offsets(out.job, &out.alignment, why_not);
+  if (!moved_by) return std::nullopt;
+  const std::vector<int64_t>& offsets = *moved_by;
   // The unions on the job's clock, as align_model_ranks() moves a loaded job.
   for (size_t c = 0; c < paths.size(); ++c) {
     const int64_t offset = offsets[c];
@@ -777,15 +800,10 @@ std::optional<ScannedTimeline> scan_timeline(const std::vector<std::string>& pat
     }
     unions[c].clear();
   }
-  // The samples on the job's clock too (records_model() moves them), each capture as the job
-  // scan read it, its first and last times as a load has them.
-  std::vector<std::pair<uint64_t, uint64_t>> spans(paths.size());
-  for (size_t c = 0; c < paths.size(); ++c) spans[c] = {times[c].first, times[c].last};
-  out.records = records_model(
+  // The samples on the job's clock too (records_model() moves them).
+  out.records = timed.records(
       paths, [&](size_t c, ModelBuilder& builder) { samples[c].for_each([&](const gpuhook::v1::Record& r) { builder.add(r); }); },
-      spans, offsets);
-  with_contexts(out.records, out.job.context);
-  out.window = job_window(out.records, times, offsets);
+      offsets, out.job.context, &out.window);
   return out;
 }
 
