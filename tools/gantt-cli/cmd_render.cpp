@@ -288,15 +288,15 @@ void chart_written(const std::string& output, const gantt::RenderStats& stats) {
 // one clock by their collectives: the devices' unions of their events (analysis::scan_timeline),
 // the allocations (analysis::scan_memory) or the NCCL calls and the kernels they launched
 // (analysis::scan_comm), not the events.
-// The utilisation and memory views select by --device, --stream and --kernel as a load does
-// (the window fitted to what they select); a time window, a --range, or any filter of the comm
-// view, is loaded. Nothing, with *why_whole set, then, and for a scheduler job's captures,
+// The utilisation and memory views select by --device, --stream, --kernel and a time window as a
+// load does (the window fitted to what they select, or the one asked); a --range, or any filter
+// of the comm view, is loaded. Nothing, with *why_whole set, then, and for a scheduler job's captures,
 // standard input or a capture a scan cannot read; the caller then loads.
 std::optional<int> try_scan_view(const RenderCliOptions& o, gantt::RenderOptions ro, const ChartTarget& target,
                                  std::string* why_whole) {
   if (o.load.in_memory) return std::nullopt;
   const gantt::EventFilter f = make_filter(o.filter);
-  std::string why_not = windowed(o.filter) || (o.view == "comm" && any_filter(o.filter)) ? "a filtered --view " + o.view
+  std::string why_not = !o.filter.range.empty() || (o.view == "comm" && any_filter(o.filter)) ? "a filtered --view " + o.view
                         : !o.job.empty()                                       ? "a scheduler job's captures"
                         : std::find(o.files.begin(), o.files.end(), "-") != o.files.end() ? "a capture on standard input"
                                                                                            : "";
@@ -325,16 +325,20 @@ std::optional<int> try_scan_view(const RenderCliOptions& o, gantt::RenderOptions
     return kExitError;
   }
   for (const std::string& line : job.warnings) std::cerr << "gantt-cli: " << line << "\n";
+  if (!job.empty_window.empty()) {
+    std::cerr << "gantt-cli: render: " << job.empty_window << "\n";
+    return kExitError;
+  }
   gantt::RenderStats stats;
   stats.events_selected = stats.events_individual = job.selected_events;
   ro.filter_description = gantt::describe_filter(f);
-  gantt::Selection window = timeline ? timeline->window : records->window;
+  gantt::Selection window = timeline ? timeline->chart_window() : records->chart_window();
   window.description = ro.filter_description;
   gantt::Scene scene;
   if (timeline) {
     ro.footer_lines = gantt::rank_footer_lines(timeline->records, timeline->alignment);
     try {
-      scene = gantt::utilisation_scene(timeline->records, window, timeline->timeline(bucket_of(o)), ro);
+      scene = gantt::utilisation_scene(timeline->records, window, timeline->timeline(bucket_of(o), window), ro);
     } catch (const std::invalid_argument& e) {
       std::cerr << "gantt-cli: render: " << e.what() << "\n";
       return kExitError;

@@ -210,6 +210,10 @@ bool said_job_scan(const StatsOptions& o, const ga::JobScan& job) {
     return false;
   }
   for (const std::string& line : job.warnings) std::cerr << "gantt-cli: " << line << "\n";
+  if (!job.empty_window.empty()) {
+    std::cerr << "gantt-cli: stats: " << job.empty_window << "\n";
+    return false;
+  }
   if (any_filter(o.filter))
     std::cerr << "gantt-cli: stats: " << job.selected_events << " of " << job.gpu_events << " GPU events ("
               << gantt::describe_filter(make_filter(o.filter)) << ")\n";
@@ -301,9 +305,8 @@ std::optional<int> try_scan_records(const StatsOptions& o, ScanRecords scan, Rep
 
 // --metrics by a scan (analysis::scan_metrics): the counter samples held, and which of the
 // selected kernels ran at each from a second scan of the events. Nothing when a scan cannot
-// serve, or for a time window (windowed()); the caller then loads.
+// serve; the caller then loads.
 std::optional<int> try_scan_metrics(const StatsOptions& o) {
-  if (windowed(o.filter)) return std::nullopt;
   std::optional<int> exit;
   const std::optional<ga::ScannedMetrics> scanned = scan_job(o, ga::scan_metrics, &exit);
   if (!scanned) return exit;
@@ -314,10 +317,9 @@ std::optional<int> try_scan_metrics(const StatsOptions& o) {
 }
 
 // --timeline by a scan (analysis::scan_timeline): each device's unions of its selected events,
-// not the events; --device, --stream and --kernel select as a load restricted to them does.
-// Nothing when a scan cannot serve, or for a time window (windowed()); the caller then loads.
+// not the events; the filter flags select as a load restricted to them does.
+// Nothing when a scan cannot serve; the caller then loads.
 std::optional<int> try_scan_timeline(const StatsOptions& o) {
-  if (windowed(o.filter)) return std::nullopt;
   const int64_t bucket = o.timeline == "auto" ? 0 : duration_arg("--timeline", o.timeline);
   std::optional<int> exit;
   const std::optional<ga::ScannedTimeline> scanned = scan_job(
@@ -327,7 +329,7 @@ std::optional<int> try_scan_timeline(const StatsOptions& o) {
   if (!scanned) return exit;
   if (!said_job_scan(o, scanned->job)) return kExitError;
   try {
-    std::cout << ga::format_timeline(scanned->records, scanned->timeline(bucket > 0 ? static_cast<uint64_t>(bucket) : 0),
+    std::cout << ga::format_timeline(scanned->records, scanned->timeline(bucket > 0 ? static_cast<uint64_t>(bucket) : 0, scanned->window),
                                      o.format);
   } catch (const std::invalid_argument& e) {
     std::cerr << "gantt-cli: stats: --timeline: " << e.what() << "\n";

@@ -25,10 +25,6 @@ gantt::EventFilter make_filter(const FilterFlags& flags);
 
 // True when any of the flags was given.
 bool any_filter(const FilterFlags& flags);
-// True for a time window or --range: checked against the capture's end, which a load knows
-// exactly and a scan, before the events, only from its index (which also times records a load
-// does not), so the scans whose figures a window changes leave it to a load.
-bool windowed(const FilterFlags& flags);
 
 // The analyses' side of the flags (stats, diagnose, diff): `model` keeps only the selected GPU
 // events (gantt::restricted), and one line on stderr says what was kept. False, after one line

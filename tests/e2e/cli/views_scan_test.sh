@@ -73,8 +73,9 @@ grep -q "loaded whole for a filter on several captures" "$work/f.err" ||
 # --view utilisation (each device's unions of its events, its counter samples), --view memory
 # (the allocations) and --view comm (the NCCL calls and their kernels) of a capture, or the
 # ranks of a job, by a scan: the loaded bytes. The utilisation and memory views select by
-# device, stream and kernel as a load does; a time window, and any filter of the comm view,
-# loads, and says so.
+# device, stream, kernel and time window as a load does (a window past the end is the load's
+# error, after the capture's warnings); a --range, and any filter of the comm view, loads, and
+# says so.
 for view in utilisation memory comm; do
   for cap in synth steps nvtx hostile script_names killed; do
     same "$view" "$cap" "$work/$cap.gpuh"
@@ -83,20 +84,29 @@ for view in utilisation memory comm; do
   for cap in small no_index truncated corrupt v1/small v2/small; do same "$view" "fixtures/$cap" "$fixtures/$cap.gpuh"; done
   same "$view" "two captures" "$work/synth.gpuh" "$work/steps.gpuh"
   grep -q "loaded whole" "$work/s.err" && { echo "FAIL: $view of two captures was loaded: $(cat "$work/s.err")"; fail=1; }
-  for flags in "--device 0" "--stream 14" "--kernel gemm" "--device 1 --kernel k"; do
-    # shellcheck disable=SC2086  # the flags are words
-    same "$view" "$flags" "$work/synth.gpuh" $flags
-    if [[ $view == comm ]]; then
-      grep -q "loaded whole for a filtered --view comm" "$work/s.err" ||
-        { echo "FAIL: a filtered --view comm is not said to load: $(cat "$work/s.err")"; fail=1; }
-    elif grep -q "loaded whole" "$work/s.err"; then
-      echo "FAIL: $view $flags was loaded, not scanned: $(cat "$work/s.err")"; fail=1
-    fi
+  # Each filter on the synthetic capture; the windows on the small fixture too, whose index
+  # ends after its last event (a window past the end is the load's error there).
+  for flags in "--device 0" "--stream 14" "--kernel gemm" "--device 1 --kernel k" "--from 1ms --to 3ms" "--from 2ms" \
+    "--to 1ms --device 0" "--from 99s" "--from 3ms --to 1ms"; do
+    caps=(synth)
+    [[ $flags == *--[ft][ro]* ]] && caps+=(fixtures/small)
+    for cap in "${caps[@]}"; do
+      file=$work/$cap.gpuh
+      [[ $cap == fixtures/* ]] && file=$fixtures/${cap#fixtures/}.gpuh
+      # shellcheck disable=SC2086  # the flags are words
+      same "$view" "$cap $flags" "$file" $flags
+      if [[ $view == comm ]]; then
+        grep -q "loaded whole for a filtered --view comm" "$work/s.err" ||
+          { echo "FAIL: a filtered --view comm is not said to load: $(cat "$work/s.err")"; fail=1; }
+      elif grep -q "loaded whole" "$work/s.err"; then
+        echo "FAIL: $view $cap $flags was loaded, not scanned: $(cat "$work/s.err")"; fail=1
+      fi
+    done
   done
   same "$view" "two captures, one device" "$work/synth.gpuh" "$work/nvtx.gpuh" --device 0
-  same "$view" "a window" "$work/synth.gpuh" --from 1ms --to 3ms
+  same "$view" "a range" "$work/steps.gpuh" --range step@2
   grep -q "loaded whole for a filtered --view $view" "$work/s.err" ||
-    { echo "FAIL: --view $view of a window is not said to load: $(cat "$work/s.err")"; fail=1; }
+    { echo "FAIL: --view $view of a --range is not said to load: $(cat "$work/s.err")"; fail=1; }
 done
 # stats --timeline: the same series by a scan (under --max-memory 1K, where a load is refused) as
 # --in-memory, in every format; a bucket too small is the same error.
@@ -105,9 +115,11 @@ for cap in synth nvtx hostile killed fixtures/small fixtures/corrupt "synth step
   for c in $cap; do [[ $c == fixtures/* ]] && files+=("$fixtures/${c#fixtures/}.gpuh") || files+=("$work/$c.gpuh"); done
   for args in "--timeline auto --format text" "--timeline 10us --format json" "--timeline auto --format csv" \
     "--timeline 100us --format md" "--timeline 1ns" "--timeline auto --device 0" "--timeline auto --stream 14" \
-    "--timeline auto --kernel gemm --format csv" "--timeline auto --kernel nothing_matches"; do
+    "--timeline auto --kernel gemm --format csv" "--timeline auto --kernel nothing_matches" \
+    "--timeline auto --from 1ms --to 3ms" "--timeline 10us --from 2ms --device 0" "--timeline auto --from 99s" \
+    "--timeline auto --from 3ms --to 1ms" "--metrics --from 1ms" "--by memory --to 2ms"; do
     # A filter needs the chunk index, which a killed process's file lacks: loaded (filter_scan_test).
-    [[ $cap == killed && $args == *--[dsk][etr]* ]] && continue
+    [[ $cap == killed && $args == *--[dsktf][etrao]* ]] && continue
     # shellcheck disable=SC2086  # the arguments are words
     "$cli" stats "${files[@]}" $args --max-memory 1K >"$work/s.txt" 2>"$work/s.err"
     rs=$?

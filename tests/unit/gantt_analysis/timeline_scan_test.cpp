@@ -25,7 +25,7 @@ void expect_loaded_timeline(Builder& b, uint64_t bucket_ns, const gantt::EventFi
   EXPECT_EQ(scanned->records.first_ns(), m.first_ns());
   EXPECT_EQ(scanned->records.last_ns(), m.last_ns());
   const ga::Timeline loaded = ga::utilisation_timeline(m, sel, bucket_ns);
-  const ga::Timeline t = scanned->timeline(bucket_ns);
+  const ga::Timeline t = scanned->timeline(bucket_ns, scanned->window);
   EXPECT_EQ(t.events, loaded.events);
   ASSERT_EQ(t.buckets, loaded.buckets);
   ASSERT_EQ(t.devices.size(), loaded.devices.size());
@@ -66,4 +66,43 @@ TEST(TimelineScan, AFilterSelectsAsTheRestrictedLoad) {
     f.kernel_regex = "gemm";
     expect_loaded_timeline(b, 100'000, &f);
   }
+}
+
+// A counter sample 50 ms after the last event: the chunk index ends there, a load's capture at
+// the last call. A window counts on the load's times, settled after the scan: inside, the
+// window select_events() asks of the load; past the load's end, its error, though the index
+// goes on.
+TEST(TimelineScan, AWindowIsSettledOnTheLoadsTimesNotTheIndexs) {
+  Builder b;
+  for (uint64_t i = 0; i < 100; ++i) b.k("k", 13, 10'000'000 + i * 20'000, 10'001'000 + i * 20'000, 10'006'000 + i * 20'000);
+  b.capture().metric(0, 62'000'000, v1::GPU_METRIC_SM_ACTIVE_CENTIPCT, 5000);
+  const gantt::Model m = b.done();
+  const auto error_of = [&](const gantt::EventFilter& f) -> std::string {
+    try {
+      gantt::select_events(m, f);
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "";
+  };
+  gantt::EventFilter inside;
+  inside.from_ns = 500'000;
+  inside.to_ns = 1'500'000;
+  gantt::EventFilter past;
+  past.from_ns = 20'000'000;  // past the last call (about 12 ms), before the sample (61 ms)
+  ASSERT_EQ(error_of(inside), "");
+  ASSERT_NE(error_of(past), "");
+  std::string why;
+  const std::optional<ga::ScannedTimeline> in = ga::scan_timeline({b.file.path}, {}, &inside, true, &why);
+  ASSERT_TRUE(in) << why;
+  const gantt::Selection sel = gantt::select_events(m, inside);
+  ASSERT_TRUE(in->asked);
+  EXPECT_EQ(in->chart_window().window_start_ns, sel.window_start_ns);
+  EXPECT_EQ(in->chart_window().window_end_ns, sel.window_end_ns);
+  EXPECT_EQ(in->job.selected_events, sel.events.size());
+  EXPECT_EQ(in->job.empty_window, "");
+  const std::optional<ga::ScannedTimeline> out = ga::scan_timeline({b.file.path}, {}, &past, true, &why);
+  ASSERT_TRUE(out) << why;
+  EXPECT_EQ(out->job.empty_window, error_of(past));
+  EXPECT_EQ(out->job.selected_events, 0u);
 }

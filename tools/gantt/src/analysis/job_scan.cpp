@@ -16,7 +16,7 @@ namespace gantt::analysis {
 
 std::optional<JobScan> scan_job(const std::vector<std::string>& paths, const EventScanOptions& options,
                                 const EventFilter* filter, const ShareConsumers& consumers, const CaptureScanned& done,
-                                std::string* why_not) {
+                                std::string* why_not, WindowEnd end) {
   const auto refuse = [why_not](const std::string& why) -> std::optional<JobScan> {
     if (why_not) *why_not = why;
     return std::nullopt;
@@ -34,7 +34,16 @@ std::optional<JobScan> scan_job(const std::vector<std::string>& paths, const Eve
     std::vector<const EventScanner*> contexts;
     for (const auto& scanner : scanners) contexts.push_back(scanner.get());
     out.clock = job_clock(paths, contexts, options, why_not, filter);
-    if (!out.clock || !select_on_job_clock(*out.clock, paths, scanners, *filter, why_not)) return std::nullopt;
+    if (!out.clock) return std::nullopt;
+    // Held open: no --from past the indexes' end, no --to before --from is refused before the
+    // scan (nothing lies there, and the caller says its error after the scan's warnings).
+    JobClock selecting = *out.clock;
+    EventFilter select = *filter;
+    if (end == WindowEnd::kSettledAfter && select.range.empty() && select.from_ns >= 0) {
+      selecting.last_ns = std::max(selecting.last_ns, selecting.first_ns + static_cast<uint64_t>(select.from_ns));
+      if (select.to_ns >= 0) select.to_ns = std::max(select.to_ns, select.from_ns);
+    }
+    if (!select_on_job_clock(selecting, paths, scanners, select, why_not)) return std::nullopt;
   }
   for (size_t c = 0; c < paths.size(); ++c) {
     EventScanner& scanner = *scanners[c];
@@ -483,6 +492,30 @@ class TimedJob {
     *window = job_window(out, times_, offsets);
     return out;
   }
+  // A time window the job scan held open (WindowEnd::kSettledAfter), settled on `records`' first
+  // and last times, a load's: in *asked select_events()' window, or its error in
+  // job->empty_window. False with *why_not where the window was counted from another origin
+  // than a load's (a chunk index that knows an earlier time than the records a load times):
+  // load instead.
+  static bool settle(JobScan* job, const EventFilter* filter, const Model& records, std::optional<Selection>* asked,
+                     std::string* why_not) {
+    if (!filter || !job->clock || !filter->range.empty() || (filter->from_ns < 0 && filter->to_ns < 0)) return true;
+    const uint64_t first = records.first_ns();
+    if (first != job->clock->first_ns) {
+      if (why_not) *why_not = "a time window counted from the capture's first time, which its chunk index does not tell";
+      return false;
+    }
+    Selection sel;
+    sel.origin_ns = first;
+    try {
+      set_window(*filter, first, std::max(records.last_ns(), first), &sel);
+      sel.description = describe_filter(*filter);
+      *asked = std::move(sel);
+    } catch (const std::invalid_argument& e) {
+      job->empty_window = e.what();
+    }
+    return true;
+  }
 
  private:
   std::vector<SeenTimes> times_;
@@ -536,7 +569,7 @@ std::optional<ScannedRecords> scan_records(const std::vector<std::string>& paths
     }
     return {};
   };
-  std::optional<JobScan> scanned = scan_job(paths, so, filter, consumers, done, why_not);
+  std::optional<JobScan> scanned = scan_job(paths, so, filter, consumers, done, why_not, WindowEnd::kSettledAfter);
   if (!scanned) return std::nullopt;
   ScannedRecords out;
   out.job = std::move(*scanned);
@@ -547,6 +580,7 @@ std::optional<ScannedRecords> scan_records(const std::vector<std::string>& paths
   out.records = timed.records(
       paths, [&](size_t c, ModelBuilder& builder) { held[c].for_each([&](const gpuhook::v1::Record& r) { builder.add(r); }); },
       out.offsets, out.job.context, &out.window);
+  if (!TimedJob::settle(&out.job, filter, out.records, &out.asked, why_not)) return std::nullopt;
   return out;
 }
 
@@ -637,7 +671,7 @@ std::optional<ScannedMetrics> scan_metrics(const std::vector<std::string>& paths
   // (The samples' times are read from the model before it moves.)
   KernelsAtSamples kernels(scanned->records);
   ScannedMetrics out{std::move(scanned->job), std::move(scanned->records), std::move(kernels)};
-  if (!out.job.unusable.empty() || out.records.metrics.size() == 0) return out;
+  if (!out.job.unusable.empty() || !out.job.empty_window.empty() || out.records.metrics.size() == 0) return out;
   // The kernels, on the records' clock: each one that covers a sample is named there (demangled
   // as a load names it, once per name a share meets). NCCL's kernels are claimed by the join
   // (EventKind::kNccl) and left out, as metric_stats() of a load leaves them.
@@ -667,7 +701,7 @@ std::optional<ScannedMetrics> scan_metrics(const std::vector<std::string>& paths
     return set.make(scanner.shares(), [&] { return std::make_unique<Marks>(out.kernels, static_cast<uint16_t>(c), offset); });
   };
   const auto done = [](size_t, const EventScanner&, bool ran, const std::string& why) { return ran ? std::string() : why; };
-  if (!scan_job(paths, so, filter, consumers, done, why_not)) return std::nullopt;
+  if (!scan_job(paths, so, filter, consumers, done, why_not, WindowEnd::kSettledAfter)) return std::nullopt;
   return out;
 }
 
@@ -768,7 +802,7 @@ std::optional<ScannedTimeline> scan_timeline(const std::vector<std::string>& pat
     if (span_count > kMaxTimelineSpans) return kTooManySpans;
     return {};
   };
-  std::optional<JobScan> scanned = scan_job(paths, so, filter, consumers, done, why_not);
+  std::optional<JobScan> scanned = scan_job(paths, so, filter, consumers, done, why_not, WindowEnd::kSettledAfter);
   if (!scanned) return std::nullopt;
   ScannedTimeline out;
   out.job = std::move(*scanned);
@@ -804,6 +838,7 @@ std::optional<ScannedTimeline> scan_timeline(const std::vector<std::string>& pat
   out.records = timed.records(
       paths, [&](size_t c, ModelBuilder& builder) { samples[c].for_each([&](const gpuhook::v1::Record& r) { builder.add(r); }); },
       offsets, out.job.context, &out.window);
+  if (!TimedJob::settle(&out.job, filter, out.records, &out.asked, why_not)) return std::nullopt;
   return out;
 }
 

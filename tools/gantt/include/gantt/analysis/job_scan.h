@@ -27,7 +27,18 @@ struct JobScan {
   std::vector<std::string> warnings;  // as loading the captures would print them
   bool corrupt = false;
   uint64_t gpu_events = 0, selected_events = 0;  // for "N of M GPU events" under a filter
+  // A window settled after the scan (WindowEnd::kSettledAfter): select_events()' error where it
+  // starts past the job's end as a load has it, the scan having selected nothing. The caller
+  // says it after the warnings, as a load does.
+  std::string empty_window;
 };
+// Where a job scan's time window (--from without --to or --range) meets the job's end. kIndexed:
+// the end the captures' chunk indexes tell, select_events()' error thrown before the scan when
+// the window starts past it. kSettledAfter: the window held open from its start (nothing lies
+// past the indexes' end: they time every record), and the caller settles it after the scan on
+// the first and last times a load has, which only a scan tells (an index also times records a
+// load does not: counter samples, allocations).
+enum class WindowEnd { kIndexed, kSettledAfter };
 // Scans each capture of a job in turn (the capture's scanner let go after it), `filter` selected
 // on the job's clock as a load of them restricts it (the window from the job's start). For
 // capture c, `consumers(c, scanner, context)` gives one consumer per share of it, and after its
@@ -39,7 +50,7 @@ using ShareConsumers = std::function<std::vector<EventConsumer*>(size_t capture,
 using CaptureScanned = std::function<std::string(size_t capture, const EventScanner&, bool ran, const std::string& why)>;
 std::optional<JobScan> scan_job(const std::vector<std::string>& paths, const EventScanOptions& options,
                                 const EventFilter* filter, const ShareConsumers& consumers, const CaptureScanned& done,
-                                std::string* why_not);
+                                std::string* why_not, WindowEnd end = WindowEnd::kIndexed);
 
 // Each capture's offset onto the job's clock, as a load puts the captures together: the
 // JobClock's where scan_job() made one (a filter), else align_ranks() on `clocks`, what the scans
@@ -111,6 +122,10 @@ struct ScannedRecords {
   // selected events, within its first and last times as a load has them), without the events:
   // the window a chart of the records draws, and a load restricted to the filter selects.
   Selection window;
+  // With a time window (--from, --to; not --range): select_events()' origin and window of a load
+  // of the job with the filter, the window as asked: what a chart of the selection draws.
+  std::optional<Selection> asked;
+  const Selection& chart_window() const { return asked ? *asked : window; }
 };
 
 // stats --by memory from a scan: the model memory_report() reads, holding only each capture's
@@ -180,10 +195,13 @@ struct ScannedTimeline {
   Model records;
   RankAlignment alignment;  // what put a job's captures on one clock (nothing for one capture)
   Selection window;         // select_events()' origin and window, without the events
+  std::optional<Selection> asked;  // as ScannedRecords::asked
   UnionsByDevice unions;    // on the job's clock
-  // utilisation_timeline() of a load: throws std::invalid_argument as timeline_of() does.
-  Timeline timeline(uint64_t bucket_ns) const {
-    Timeline t = timeline_of(unions, window.window_start_ns, window.window_end_ns, bucket_ns);
+  const Selection& chart_window() const { return asked ? *asked : window; }
+  // utilisation_timeline() of a load over `over` (window or chart_window()): throws
+  // std::invalid_argument as timeline_of() does.
+  Timeline timeline(uint64_t bucket_ns, const Selection& over) const {
+    Timeline t = timeline_of(unions, over.window_start_ns, over.window_end_ns, bucket_ns);
     t.events = job.selected_events;
     return t;
   }
