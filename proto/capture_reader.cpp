@@ -473,7 +473,8 @@ struct CaptureReader::Impl {
   // *skipped is set: a chunk read only for its context (another reader's share) costs its
   // decompression, not its parse. With skip_kinds, so is one of a kind options.only_kinds
   // leaves out. Skipping is safe for delta coding: each kind's cursors are its own
-  // (record_codec.h), and only a kernel's decoding reads another kind's (its launch).
+  // (record_codec.h), and only a kernel's decoding reads another kind's (its launch): with
+  // kernels asked for, API calls are decoded and then left out (only_kind()).
   bool next_bytes(const uint8_t*& record, size_t& size, bool skip_data, bool skip_kinds, bool& skipped) {
     skipped = false;
     if (content_pos >= content_bytes) return false;
@@ -506,13 +507,24 @@ struct CaptureReader::Impl {
       const uint64_t kind = tag >> 3;
       const bool keep = tagged && (context_strings_only ? kind == v1::Record::kStringDef
                                    : framing::is_context_kind(static_cast<v1::Record::KindCase>(kind)) ||
-                                         (!skip_data && (!skip_kinds || (kind < 64 && (options.only_kinds >> kind & 1) != 0))));
+                                         (!skip_data && (!skip_kinds || (kind < 64 && decoded_kinds() >> kind & 1) != 0)));
       if (!keep) {
         content_pos = static_cast<size_t>(p + len - base);
         skipped = true;
       }
     }
     return true;
+  }
+
+  // The kinds a read of options.only_kinds decodes: with kernels, their launches, whose start a
+  // kernel's queued time is coded against (a kernel-only read had every kernel's times wrong).
+  uint64_t decoded_kinds() const {
+    const uint64_t kernels = uint64_t{1} << v1::Record::kKernel;
+    return options.only_kinds | ((options.only_kinds & kernels) != 0 ? uint64_t{1} << v1::Record::kApi : 0);
+  }
+  // False for a record decoded only for the cursors (decoded_kinds()), not asked for.
+  bool asked(v1::Record::KindCase kind) const {
+    return options.only_kinds == 0 || framing::is_context_kind(kind) || (kind < 64 && (options.only_kinds >> kind & 1) != 0);
   }
 
   std::string where() const {
@@ -622,7 +634,7 @@ struct CaptureReader::Impl {
         integrity.records++;
         continue;
       }
-      if (take(out)) return true;
+      if (take(out) && asked(out.kind_case())) return true;
     }
   }
 
@@ -648,11 +660,11 @@ struct CaptureReader::Impl {
       if (fast(record, size, out)) {
         content_pos = static_cast<size_t>(record + size - reinterpret_cast<const uint8_t*>(content.data()));
         integrity.records++;
-        if (windowed_by_time() && !fast_in_window(out)) continue;
+        if (!asked(out.kind) || (windowed_by_time() && !fast_in_window(out))) continue;
         return true;
       }
       parse(*out.record, record, size);
-      if (!take(*out.record)) continue;
+      if (!take(*out.record) || !asked(out.record->kind_case())) continue;
       out.kind = out.record->kind_case();
       if (out.kind == v1::Record::kKernel) out.kernel = kernel_fields(out.record->kernel());
       if (out.kind == v1::Record::kApi) out.api = api_fields(out.record->api());
