@@ -288,15 +288,14 @@ void chart_written(const std::string& output, const gantt::RenderStats& stats) {
 // one clock by their collectives: the devices' unions of their events (analysis::scan_timeline),
 // the allocations (analysis::scan_memory) or the NCCL calls and the kernels they launched
 // (analysis::scan_comm), not the events.
-// The utilisation and memory views select by --device, --stream, --kernel and a time window as a
-// load does (the window fitted to what they select, or the one asked); a --range, or any filter
-// of the comm view, is loaded. Nothing, with *why_whole set, then, and for a scheduler job's captures,
+// The views select by --device, --stream, --kernel and a time window as a load does (the window
+// fitted to what they select, or the one asked); a --range is loaded. Nothing, with *why_whole set, then, and for a scheduler job's captures,
 // standard input or a capture a scan cannot read; the caller then loads.
 std::optional<int> try_scan_view(const RenderCliOptions& o, gantt::RenderOptions ro, const ChartTarget& target,
                                  std::string* why_whole) {
   if (o.load.in_memory) return std::nullopt;
   const gantt::EventFilter f = make_filter(o.filter);
-  std::string why_not = !o.filter.range.empty() || (o.view == "comm" && any_filter(o.filter)) ? "a filtered --view " + o.view
+  std::string why_not = !o.filter.range.empty() ? "a filtered --view " + o.view
                         : !o.job.empty()                                       ? "a scheduler job's captures"
                         : std::find(o.files.begin(), o.files.end(), "-") != o.files.end() ? "a capture on standard input"
                                                                                            : "";
@@ -311,7 +310,7 @@ std::optional<int> try_scan_view(const RenderCliOptions& o, gantt::RenderOptions
   try {
     if (o.view == "utilisation") timeline = ga::scan_timeline(o.files, so, filter, true, &why_not);
     else if (o.view == "memory") records = ga::scan_memory(o.files, so, filter, &why_not);
-    else records = ga::scan_comm(o.files, so, &why_not);
+    else records = ga::scan_comm(o.files, so, filter, &why_not);
   } catch (const gpuhook::CaptureError&) {
     return std::nullopt;  // the loader reports it, as for any capture
   } catch (const std::invalid_argument& e) {
@@ -498,8 +497,9 @@ int run_render(const RenderCliOptions& o) {
     flame_written(o.output, stacks, operations);
     return corrupt ? kExitError : kExitOk;
   } else if (o.view == "comm") {
+    // The traffic of the selected kernels, as stats --by comm restricts the model to them.
     std::vector<std::string> notes;
-    const auto matrices = gantt::analysis::comm_matrices(model, &notes);
+    const auto matrices = gantt::analysis::comm_matrices(any_filter(o.filter) ? gantt::restricted(model, sel) : model, &notes);
     std::optional<gantt::analysis::Topology> topo;
     if (!read_topology(o.topology, &topo)) return kExitError;
     scene = gantt::comm_scene(model, matrices, notes, ro, topo ? &*topo : nullptr);

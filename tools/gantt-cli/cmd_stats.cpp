@@ -281,13 +281,6 @@ std::optional<int> try_scan_graphs(const StatsOptions& o) {
   return scanned->job.corrupt || corrupt(*streamed) ? kExitError : kExitOk;
 }
 
-// A scan that takes no filter, in the shape scan_job() calls (its caller refuses a filter first).
-template <class Scan>
-auto without_filter(Scan scan) {
-  return [scan](const std::vector<std::string>& files, const ga::EventScanOptions& so, const gantt::EventFilter*,
-                std::string* why_not) { return scan(files, so, why_not); };
-}
-
 // --by memory and --by comm by a scan (analysis::scan_memory, scan_comm): the event scan says
 // what a load says of the files (and puts a job's captures on one clock by their collectives),
 // and only the records the report reads are held (the memory records, ranges and the calls that
@@ -376,12 +369,12 @@ int run_stats(const StatsOptions& o) {
   if (tables && o.by == "graph")
     if (const auto scanned = try_scan_graphs(o)) return *scanned;
   // The memory report reads no GPU events: a filter only says how many it selected, as a load's
-  // restriction does. The communication matrix times the kernels the calls launched: filtered,
-  // it loads.
+  // restriction does. The communication matrix times the kernels the calls launched: a filter
+  // leaves out those a load's restriction drops.
   if (tables && o.by == "memory")
     if (const auto scanned = try_scan_records(o, ga::scan_memory, memory_stats)) return *scanned;
-  if (tables && o.by == "comm" && !any_filter(o.filter))
-    if (const auto scanned = try_scan_records(o, without_filter(ga::scan_comm), comm_stats)) return *scanned;
+  if (tables && o.by == "comm")
+    if (const auto scanned = try_scan_records(o, ga::scan_comm, comm_stats)) return *scanned;
   if (!o.timeline.empty())
     if (const auto scanned = try_scan_timeline(o)) return *scanned;
   if (o.metrics && o.timeline.empty())

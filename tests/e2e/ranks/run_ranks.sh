@@ -115,6 +115,12 @@ PY
       same_view utilisation "${files[@]}" --device 0 --kernel grad  # selected on the job's clock
       same_scanned kernel csv "${files[@]}" --timeline 1ms --kernel nccl
       same_view comm "${files[@]}"
+      # The ring traffic of the selected kernels: the NCCL kernels a filter leaves out are
+      # untied from their calls, as a load's restriction unties them.
+      same_scanned comm text,json "${files[@]}" --from 20ms --device 0
+      same_scanned comm csv "${files[@]}" --kernel gemm
+      same_view comm "${files[@]}" --to 30ms
+      same_view utilisation "${files[@]}" --from 10ms --to 30ms  # the window as asked
       # Each rank summarised on its own (the map step), the summaries diagnosed together: the
       # same imbalance finding, less the last-arriver line that needs every collective.
       for r in 0 1 2 3; do "$cli" stats "$dir/rank$r.gpuh" --summary -o "$dir/rank$r.gsum" 2>/dev/null; done

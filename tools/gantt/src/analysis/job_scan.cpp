@@ -527,27 +527,40 @@ class TimedJob {
 // The scan behind scan_memory() and scan_comm(): the event scan of each capture (its damage,
 // its warnings, its span and, for a job, the collectives that put the captures on one clock, as
 // scan_collective_calls() reads them), then, where it met a record `wanted` names, `read` of
-// that capture's records by kind; a model of them on the job's clock.
+// that capture's records by kind, given the NCCL kernels a filter left out where `left_out`
+// keeps them; a model of them on the job's clock.
 using WantedKind = std::function<bool(gpuhook::v1::Record::KindCase)>;
-using ReadRecords = std::function<std::optional<RecordSpool>(const std::string& path, std::string* why_not)>;
+using ReadRecords = std::function<std::optional<RecordSpool>(const std::string& path, const LeftOutKernels& left_out,
+                                                             std::string* why_not)>;
+enum class LeftOut { kIgnored, kKept };
 std::optional<ScannedRecords> scan_records(const std::vector<std::string>& paths, const EventScanOptions& options,
                                            const WantedKind& wanted, const ReadRecords& read, std::string* why_not,
-                                           const EventFilter* filter = nullptr) {
+                                           const EventFilter* filter = nullptr, LeftOut left_out = LeftOut::kIgnored) {
   class RecordsShare final : public TimedCalls {
    public:
-    RecordsShare(uint16_t capture, int32_t rank, size_t budget, const WantedKind& wanted)
-        : TimedCalls(capture, rank, budget), wanted_(wanted) {}
+    RecordsShare(uint16_t capture, int32_t rank, size_t budget, const WantedKind& wanted, LeftOut keep)
+        : TimedCalls(capture, rank, budget), wanted_(wanted), keep_(keep) {}
     void record(const gpuhook::v1::Record& r, const gpuhook::CaptureReader& reader) override {
       TimedCalls::record(r, reader);
       seen = seen || wanted_(r.kind_case());
     }
+    void unselected(const ScannedEvent& e) override {
+      TimedCalls::unselected(e);
+      if (keep_ == LeftOut::kIgnored || (e.kind != EventKind::kNccl && !e.maybe_nccl)) return;
+      if (left_out.size() < kMaxCommRecords) left_out.insert({e.correlation_id, e.start_ns});
+      else too_many_left_out = true;
+    }
+    bool stopped() const override { return TimedCalls::stopped() || too_many_left_out; }
     bool seen = false;  // read again after the scan, by kind
+    LeftOutKernels left_out;  // the NCCL kernels a filter left out, which a restricted load unties from their calls
+    bool too_many_left_out = false;
 
    private:
     const WantedKind& wanted_;
+    LeftOut keep_;
   };
   EventScanOptions so = options;
-  so.join_nccl = paths.size() > 1;  // the collectives' kernels, for the job's clock
+  so.join_nccl = so.join_nccl || paths.size() > 1;  // the collectives' kernels, for the job's clock
   ShareSet<RecordsShare> set;
   TimedJob timed(paths.size());
   std::vector<RecordSpool> held(paths.size());
@@ -555,15 +568,22 @@ std::optional<ScannedRecords> scan_records(const std::vector<std::string>& paths
     const size_t budget = timed.budget(scanner);
     const auto capture = static_cast<uint16_t>(c);
     return set.make(scanner.shares(),
-                    [&] { return std::make_unique<RecordsShare>(capture, global_rank(context, capture), budget, wanted); });
+                    [&] { return std::make_unique<RecordsShare>(capture, global_rank(context, capture), budget, wanted, left_out); });
   };
   const auto done = [&](size_t c, const EventScanner& scanner, bool ran, const std::string& why) -> std::string {
-    const bool too_many = std::any_of(set.shares.begin(), set.shares.end(), [](const auto& sh) { return sh->too_many; });
-    if (!ran) return too_many ? kTooManyCollectives : why;
+    const auto any = [&](bool RecordsShare::*flag) {
+      return std::any_of(set.shares.begin(), set.shares.end(), [&](const auto& sh) { return (*sh).*flag; });
+    };
+    if (!ran)
+      return any(&RecordsShare::too_many)            ? kTooManyCollectives
+             : any(&RecordsShare::too_many_left_out) ? "more NCCL kernels left out by the filter than a scan keeps"
+                                                     : why;
     if (std::string load = timed.gather(c, scanner, set.shares); !load.empty()) return load;
     if (std::any_of(set.shares.begin(), set.shares.end(), [](const auto& sh) { return sh->seen; })) {
+      LeftOutKernels unselected;
+      for (const auto& sh : set.shares) unselected.insert(sh->left_out.begin(), sh->left_out.end());
       std::string why_records;
-      std::optional<RecordSpool> records = read(paths[c], &why_records);
+      std::optional<RecordSpool> records = read(paths[c], unselected, &why_records);
       if (!records) return why_records;
       held[c] = std::move(*records);
     }
@@ -592,11 +612,14 @@ std::optional<ScannedRecords> scan_memory(const std::vector<std::string>& paths,
   return scan_records(
       paths, options,
       [](v1::Record::KindCase k) { return k == v1::Record::kMemory || k == v1::Record::kMemoryTag || k == v1::Record::kMemoryUse; },
-      [&](const std::string& path, std::string* why) { return memory_records(path, options.load, true, why); }, why_not,
-      filter);
+      [&](const std::string& path, const LeftOutKernels&, std::string* why) {
+        return memory_records(path, options.load, true, why);
+      },
+      why_not, filter);
 }
 
-std::optional<RecordSpool> comm_records(const std::string& path, const LoadOptions& load, std::string* why_not) {
+std::optional<RecordSpool> comm_records(const std::string& path, const LoadOptions& load, const LeftOutKernels& left_out,
+                                        std::string* why_not) {
   namespace v1 = gpuhook::v1;
   RecordSpool out;
   const auto bit = [](v1::Record::KindCase k) { return uint64_t{1} << k; };
@@ -637,24 +660,30 @@ std::optional<RecordSpool> comm_records(const std::string& path, const LoadOptio
   view.record = &r;
   while (reader->next(view)) {
     guard.check(*reader);
-    if (view.kind == v1::Record::kKernel && launched.count(view.kernel.correlation_id) != 0)
+    if (view.kind == v1::Record::kKernel && launched.count(view.kernel.correlation_id) != 0 &&
+        left_out.count({view.kernel.correlation_id, builder::known(view.kernel.start_ns)}) == 0)
       out.add(gpuhook::to_record(view.kernel));
   }
   return out;
 }
 
 std::optional<ScannedRecords> scan_comm(const std::vector<std::string>& paths, const EventScanOptions& options,
-                                        std::string* why_not) {
+                                        const EventFilter* filter, std::string* why_not) {
   namespace v1 = gpuhook::v1;
+  EventScanOptions so = options;
+  so.join_nccl = so.join_nccl || filter != nullptr;  // the NCCL kernels a filter leaves out, by their calls
   return scan_records(
-      paths, options, [](v1::Record::KindCase k) { return k == v1::Record::kNccl; },
-      [&](const std::string& path, std::string* why) { return comm_records(path, options.load, why); }, why_not);
+      paths, so, [](v1::Record::KindCase k) { return k == v1::Record::kNccl; },
+      [&](const std::string& path, const LeftOutKernels& left_out, std::string* why) {
+        return comm_records(path, options.load, left_out, why);
+      },
+      why_not, filter, LeftOut::kKept);
 }
 
 std::optional<ScannedMetrics> scan_metrics(const std::vector<std::string>& paths, const EventScanOptions& options,
                                            const EventFilter* filter, std::string* why_not) {
   namespace v1 = gpuhook::v1;
-  const auto read = [&](const std::string& path, std::string* why) -> std::optional<RecordSpool> {
+  const auto read = [&](const std::string& path, const LeftOutKernels&, std::string* why) -> std::optional<RecordSpool> {
     RecordSpool out;
     size_t samples = 0;
     read_kinds(path, options.load, uint64_t{1} << v1::Record::kMetricSample, [&](const v1::Record& r) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -136,22 +137,28 @@ struct ScannedRecords {
 std::optional<ScannedRecords> scan_memory(const std::vector<std::string>& paths, const EventScanOptions& options,
                                           const EventFilter* filter, std::string* why_not);
 
-// NCCL calls a capture may hold for a scan's communication figures; past them, it is loaded.
+// NCCL calls a capture may hold for a scan's communication figures, and NCCL kernels a filter
+// may leave out; past them, it is loaded.
 inline constexpr size_t kMaxCommRecords = size_t{1} << 21;
+
+// Kernels by (correlation id, start time): those of NCCL calls that a filter left out.
+using LeftOutKernels = std::set<std::pair<uint32_t, uint64_t>>;
 
 // What the communication figures read of a capture (comm_matrices(), the p2p and collective
 // matches): its NCCL calls and the external correlations the hook pushed around them (one
-// read of those kinds), then the kernels those launched (a second read, of the kernels). About
-// 150 bytes held a call. nullopt with *why_not past kMaxCommRecords, or for NCCL calls without
-// external ids (an older hook's: the loader finds their kernels among the thread's launches).
-// Throws gpuhook::CaptureError as load() does.
-std::optional<RecordSpool> comm_records(const std::string& path, const LoadOptions& load, std::string* why_not);
-
-// stats --by comm from a scan: the model comm_matrices() reads, holding only each capture's
-// communication records (comm_records()). No filter. nullopt with *why_not where a scan cannot
-// serve; throws as scan_job() does.
-std::optional<ScannedRecords> scan_comm(const std::vector<std::string>& paths, const EventScanOptions& options,
+// read of those kinds), then the kernels those launched but `left_out` (a second read, of the
+// kernels). About 150 bytes held a call. nullopt with *why_not past kMaxCommRecords, or for
+// NCCL calls without external ids (an older hook's: the loader finds their kernels among the
+// thread's launches). Throws gpuhook::CaptureError as load() does.
+std::optional<RecordSpool> comm_records(const std::string& path, const LoadOptions& load, const LeftOutKernels& left_out,
                                         std::string* why_not);
+
+// stats --by comm and render --view comm from a scan: the model comm_matrices() reads, holding
+// only each capture's communication records (comm_records()); a `filter` (null: none) leaves
+// out the kernels a load restricted to it drops, their calls kept without them. nullopt with
+// *why_not where a scan cannot serve; throws as scan_job() does.
+std::optional<ScannedRecords> scan_comm(const std::vector<std::string>& paths, const EventScanOptions& options,
+                                        const EventFilter* filter, std::string* why_not);
 
 // Counter samples (NVML, PM sampling) a capture may hold for a scan's metric figures; past them,
 // it is loaded.
