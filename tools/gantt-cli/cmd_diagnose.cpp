@@ -76,8 +76,8 @@ std::optional<ga::StatsSummary> stream_summary(const std::vector<std::string>& c
 
 // Why diagnose loads the captures it does not stream, for load_captures()' refusal.
 const WholeLoad kWhyDiagnoseLoads{
-    "diagnose loads captures a scan cannot serve (memory uses, PM sampling's SM-active samples, NCCL sends and "
-    "receives, two captures of one rank) whole",
+    "diagnose loads captures a scan cannot serve (memory uses, NCCL sends and receives, two captures of one rank) "
+    "whole",
     gantt::scan::WholePath::kDiagnose};
 
 // Summaries among the inputs: the captures beside them are summarised as one job (scanned, as

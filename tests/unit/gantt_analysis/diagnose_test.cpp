@@ -299,3 +299,30 @@ TEST(Diagnose, AThrottleStretchIsJudgedOnTheScanWithTheKernelsInIt) {
   // Its time inside the stretch (the samples from 10 ms to 50 ms).
   EXPECT_NE(f->evidence[1].find("ran 40000.000 us inside it"), std::string::npos) << f->evidence[1];
 }
+
+// PM sampling's SM active, judged on the scan with the kernels that ran at each sample (one
+// more scan of the events): a name's samples count once where two of its runs overlap.
+TEST(Diagnose, SmActiveSamplesAreJudgedOnTheScanEachSampleOnceAName) {
+  constexpr uint64_t kUs = 1'000;
+  Builder b;
+  for (uint64_t t = 1000; t <= 20000; t += 100) {
+    const bool low = t >= 2000 && t < 12000;
+    b.capture().metric(0, t * kUs, v1::GPU_METRIC_SM_ACTIVE_CENTIPCT, low ? 1200u : 9000u);
+    b.capture().metric(0, t * kUs, v1::GPU_METRIC_DRAM_READ_CENTIPCT, 5000u);
+    b.capture().metric(0, t * kUs, v1::GPU_METRIC_DRAM_WRITE_CENTIPCT, 1500u);
+  }
+  for (uint64_t s = 2000; s < 12000; s += 2000) b.k("gather", 13, (s - 500) * kUs, s * kUs, (s + 2000) * kUs);
+  b.k("gather", 14, 2900 * kUs, 3000 * kUs, 5000 * kUs);  // beside the run from 2 ms: the same samples
+  b.k("busy", 13, 11900 * kUs, 12000 * kUs, 20000 * kUs);
+  const ga::DiagnoseReport r = scanned_report(b);
+  ASSERT_TRUE(fired(r, "stalled"));
+  std::vector<const ga::Finding*> found;
+  for (const ga::Finding& f : r.findings)
+    if (f.rule == "stalled") found.push_back(&f);
+  ASSERT_EQ(found.size(), 1u);  // not busy, at 90%
+  EXPECT_NE(found[0]->title.find("gather ran with its SMs mostly idle (SM active 12.0%, memory-bound)"), std::string::npos)
+      << found[0]->title;
+  EXPECT_EQ(found[0]->evidence[0], "SM active 12.0% on average over 100 samples while it ran");
+  EXPECT_EQ(found[0]->evidence[1], "6 runs, 12000.000 us in all: 60.0% of the device's kernel time");
+  EXPECT_NE(found[0]->evidence[2].find("DRAM read + write 65.0% of peak"), std::string::npos) << found[0]->evidence[2];
+}

@@ -481,14 +481,15 @@ const std::vector<std::string>& rule_names() {
 
 namespace detail {
 
-void rule_records(const Model& m, DiagnoseReport& r, const ThrottleKernels* throttle) {
+void rule_records(const Model& m, DiagnoseReport& r, const KernelsBesideSamples& scanned) {
   rule_memory_peak(m, r);
   rule_memory_unused(m, r);
   rule_pipeline_bubble(m, r);
   rule_slow_link(m, r);
-  if (throttle) rule_throttled(m, *throttle, r);
+  if (scanned.throttle) rule_throttled(m, *scanned.throttle, r);
   else rule_throttled(m, r);
-  rule_stalled(m, r);
+  if (scanned.stall) rule_stalled(m, *scanned.stall, r);
+  else rule_stalled(m, r);
 }
 
 // Rules whose input only the hook records, or that the importers do not read: for a torch.profiler

@@ -20,7 +20,6 @@ constexpr uint64_t kThrottleMinNs = 20'000'000;
 // Kernels named as evidence per stretch.
 constexpr size_t kThrottleKernels = 3;
 
-bool throttled_judges_kernels(const Model& m) { return !ThrottleKernels(m).empty(); }
 
 ThrottleKernels::ThrottleKernels(const Model& samples) {
   for (const ClockDrop& d : clock_drops(samples))
@@ -145,111 +144,132 @@ constexpr double kStalledMinShare = 0.05;
 constexpr double kStalledDramPct = 40;
 constexpr size_t kStalledKernels = 5;  // findings per device
 
-bool stalled_judges_kernels(const Model& m) {
-  for (const MetricSeries& s : metric_series(m))
-    if (s.metric == v1::GPU_METRIC_SM_ACTIVE_CENTIPCT && s.end > s.begin) return true;
-  return false;
+StallKernels::StallKernels(const Model& samples) {
+  const std::vector<MetricSeries> all = metric_series(samples);
+  const MetricTable& mt = samples.metrics;
+  const auto centi = [&](size_t i) { return std::min<uint64_t>(mt.value[i], 10000); };
+  for (const MetricSeries& s : all) {
+    if (s.metric != v1::GPU_METRIC_SM_ACTIVE_CENTIPCT || s.end <= s.begin) continue;
+    Series out;
+    out.capture = s.capture;
+    out.device = s.device;
+    // DRAM read and write from the same PM sample (one record: the same time).
+    std::vector<const MetricSeries*> dram;
+    for (const MetricSeries& x : all)
+      if (x.capture == s.capture && x.device == s.device &&
+          (x.metric == v1::GPU_METRIC_DRAM_READ_CENTIPCT || x.metric == v1::GPU_METRIC_DRAM_WRITE_CENTIPCT))
+        dram.push_back(&x);
+    out.sm_sum.push_back(0), out.dram_sum.push_back(0), out.dram_n.push_back(0);
+    for (size_t i = s.begin; i < s.end; ++i) {
+      const uint64_t t = mt.time_ns[i];
+      uint64_t d = 0;
+      bool has_dram = false;
+      for (const MetricSeries* x : dram) {
+        const auto first = mt.time_ns.begin() + static_cast<std::ptrdiff_t>(x->begin);
+        const auto last = mt.time_ns.begin() + static_cast<std::ptrdiff_t>(x->end);
+        const auto it = std::lower_bound(first, last, t);
+        if (it == last || *it != t) continue;
+        d += centi(static_cast<size_t>(it - mt.time_ns.begin()));
+        has_dram = true;
+      }
+      out.time_ns.push_back(t);
+      out.sm_sum.push_back(out.sm_sum.back() + centi(i));
+      out.dram_sum.push_back(out.dram_sum.back() + (has_dram ? std::min<uint64_t>(d, 10000) : 0));
+      out.dram_n.push_back(out.dram_n.back() + (has_dram ? 1 : 0));
+    }
+    series_.push_back(std::move(out));
+  }
 }
 
-void rule_stalled(const Model& m, DiagnoseReport& r) {
+bool StallKernels::wants(uint16_t capture, uint32_t device) const {
+  return std::any_of(series_.begin(), series_.end(), [&](const Series& s) { return s.capture == capture && s.device == device; });
+}
+
+void StallKernels::add(uint16_t capture, uint32_t device, uint64_t start, uint64_t end, std::string_view name,
+                       float occupancy) {
+  if (start == 0 || end <= start) return;
+  for (Series& s : series_) {
+    if (s.capture != capture || s.device != device) continue;
+    auto it = s.names.find(name);
+    if (it == s.names.end()) it = s.names.emplace(std::string(name), Name{}).first;
+    Name& n = it->second;
+    n.ns += end - start, ++n.runs;
+    s.kernel_ns += end - start;
+    if (std::isfinite(occupancy)) n.occupancy_sum += occupancy, ++n.occupancy_n;
+    // The samples it ran at: taken at or after its start, before its end.
+    const auto first = std::lower_bound(s.time_ns.begin(), s.time_ns.end(), start);
+    const auto last = std::lower_bound(first, s.time_ns.end(), end);
+    if (last > first) n.samples.add(static_cast<uint64_t>(first - s.time_ns.begin()), static_cast<uint64_t>(last - s.time_ns.begin()));
+  }
+}
+
+void StallKernels::absorb(const StallKernels& other) {
+  for (size_t i = 0; i < series_.size() && i < other.series_.size(); ++i) {
+    Series& s = series_[i];
+    s.kernel_ns += other.series_[i].kernel_ns;
+    for (const auto& [name, o] : other.series_[i].names) {
+      Name& n = s.names[name];
+      n.ns += o.ns, n.runs += o.runs, n.occupancy_sum += o.occupancy_sum, n.occupancy_n += o.occupancy_n;
+      n.samples.absorb(o.samples);
+    }
+  }
+}
+
+StallKernels stall_kernels(const Model& m) {
+  StallKernels out(m);
+  if (out.empty()) return out;
+  const EventTable& e = m.events;
+  for (uint32_t i = 0; i < e.size(); ++i)
+    if (e.kind[i] == EventKind::kKernel && out.wants(e.capture[i], e.device[i]))
+      out.add(e.capture[i], e.device[i], e.start_ns[i], e.end_ns[i], m.display_name(i), e.occupancy[i]);
+  return out;
+}
+
+void rule_stalled(const Model& m, DiagnoseReport& r) { rule_stalled(m, stall_kernels(m), r); }
+
+void rule_stalled(const Model& m, const StallKernels& kernels, DiagnoseReport& r) {
   RuleResult res{"stalled", false, ""};
-  const std::vector<MetricSeries> all = metric_series(m);
-  std::vector<const MetricSeries*> sm;
-  for (const MetricSeries& s : all)
-    if (s.metric == v1::GPU_METRIC_SM_ACTIVE_CENTIPCT && s.end > s.begin) sm.push_back(&s);
-  if (sm.empty()) {
+  if (kernels.empty()) {
     res.note = "no SM-active samples: record with GPUHOOK_METRICS=sm_active,dram_read,dram_write (or `gantt-cli record "
                "--metrics sm_active,dram_read,dram_write`); CUPTI PM sampling needs profiling permission "
                "(NVreg_RestrictProfilingToAdminUsers=0, or root)";
     r.rules.push_back(res);
     return;
   }
-  const EventTable& e = m.events;
-  for (const MetricSeries* s : sm) {
-    // The device's kernels by start: (start, end, name), and each name's time.
-    std::vector<std::tuple<uint64_t, uint64_t, std::string>> runs;
-    std::map<std::string, std::pair<uint64_t, uint64_t>> time;  // name -> (ns, runs)
-    std::map<std::string, std::pair<double, uint64_t>> occupancy;  // name -> (sum, n) of theoretical
-    uint64_t kernel_ns = 0;
-    for (uint32_t i = 0; i < e.size(); ++i) {
-      if (e.kind[i] != EventKind::kKernel || e.capture[i] != s->capture || e.device[i] != s->device ||
-          e.start_ns[i] == 0 || e.end_ns[i] <= e.start_ns[i])
-        continue;
-      std::string name(m.display_name(i));
-      auto& t = time[name];
-      t.first += e.end_ns[i] - e.start_ns[i], t.second++;
-      kernel_ns += e.end_ns[i] - e.start_ns[i];
-      if (std::isfinite(e.occupancy[i])) occupancy[name].first += e.occupancy[i], occupancy[name].second++;
-      runs.emplace_back(e.start_ns[i], e.end_ns[i], std::move(name));
-    }
-    if (runs.empty() || kernel_ns == 0) continue;
-    std::sort(runs.begin(), runs.end());
-    const MetricSeries* rd = nullptr;
-    const MetricSeries* wr = nullptr;
-    for (const MetricSeries& x : all) {
-      if (x.capture != s->capture || x.device != s->device) continue;
-      if (x.metric == v1::GPU_METRIC_DRAM_READ_CENTIPCT) rd = &x;
-      if (x.metric == v1::GPU_METRIC_DRAM_WRITE_CENTIPCT) wr = &x;
-    }
-    // Per name: SM active sum and count, DRAM read + write sum and count, over the samples
-    // taken while it ran. A sweep as in metric_stats.
+  for (const StallKernels::Series& s : kernels.series()) {
+    if (s.names.empty() || s.kernel_ns == 0) continue;
+    const uint64_t kernel_ns = s.kernel_ns;
+    // Per name: SM active and DRAM read + write summed over the samples taken while it ran.
     struct Acc {
-      double sm = 0;
-      uint64_t n = 0;
-      double dram = 0;
-      uint64_t dram_n = 0;
+      uint64_t sm = 0, n = 0, dram = 0, dram_n = 0;
     };
-    std::map<std::string, Acc> acc;
-    using Active = std::pair<uint64_t, size_t>;
-    std::priority_queue<Active, std::vector<Active>, std::greater<>> active;
-    size_t next = 0;
-    for (size_t i = s->begin; i < s->end; ++i) {
-      const uint64_t t = m.metrics.time_ns[i];
-      while (next < runs.size() && std::get<0>(runs[next]) <= t) active.emplace(std::get<1>(runs[next]), next), ++next;
-      while (!active.empty() && active.top().first <= t) active.pop();
-      if (active.empty()) continue;
-      const double v = static_cast<double>(std::min<uint64_t>(m.metrics.value[i], 10000)) / 100.0;
-      // DRAM from the same PM sample (one record: the same time).
-      double dram = 0;
-      bool has_dram = false;
-      for (const MetricSeries* d : {rd, wr}) {
-        if (d == nullptr) continue;
-        const auto first = m.metrics.time_ns.begin() + static_cast<std::ptrdiff_t>(d->begin);
-        const auto last = m.metrics.time_ns.begin() + static_cast<std::ptrdiff_t>(d->end);
-        const auto it = std::lower_bound(first, last, t);
-        if (it == last || *it != t) continue;
-        dram += static_cast<double>(std::min<uint64_t>(m.metrics.value[static_cast<size_t>(it - m.metrics.time_ns.begin())],
-                                                       10000)) / 100.0;
-        has_dram = true;
+    std::map<std::string, Acc, std::less<>> acc;
+    for (const auto& [name, n] : s.names) {
+      Acc a;
+      for (const auto& [lo, hi] : n.samples.spans()) {
+        a.sm += s.sm_sum[hi] - s.sm_sum[lo], a.n += hi - lo;
+        a.dram += s.dram_sum[hi] - s.dram_sum[lo], a.dram_n += s.dram_n[hi] - s.dram_n[lo];
       }
-      std::vector<const std::string*> names;
-      auto copy = active;
-      while (!copy.empty()) names.push_back(&std::get<2>(runs[copy.top().second])), copy.pop();
-      std::sort(names.begin(), names.end(), [](const std::string* a, const std::string* b) { return *a < *b; });
-      names.erase(std::unique(names.begin(), names.end(), [](const std::string* a, const std::string* b) { return *a == *b; }),
-                  names.end());
-      for (const std::string* n : names) {
-        Acc& a = acc[*n];
-        a.sm += v, a.n++;
-        if (has_dram) a.dram += std::min(100.0, dram), a.dram_n++;
-      }
+      if (a.n != 0) acc[name] = a;
     }
     // The stalled names, the most kernel time first.
+    const auto mean_pct = [](uint64_t centi, uint64_t n) { return static_cast<double>(centi) / 100.0 / static_cast<double>(n); };
     std::vector<std::pair<uint64_t, std::string>> hits;
     for (const auto& [name, a] : acc) {
-      const uint64_t ns = time[name].first;
-      if (a.n < kStalledMinSamples || a.sm / static_cast<double>(a.n) >= kStalledSmActivePct) continue;
+      const uint64_t ns = s.names.find(name)->second.ns;
+      if (a.n < kStalledMinSamples || mean_pct(a.sm, a.n) >= kStalledSmActivePct) continue;
       if (static_cast<double>(ns) < kStalledMinShare * static_cast<double>(kernel_ns)) continue;
       hits.emplace_back(ns, name);
     }
     std::stable_sort(hits.begin(), hits.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-    const std::string dev = device_label(m.captures.size(), s->capture, s->device);
+    const std::string dev = device_label(m.captures.size(), s.capture, s.device);
     for (size_t h = 0; h < hits.size() && h < kStalledKernels; ++h) {
       const std::string& name = hits[h].second;
       const Acc& a = acc[name];
-      const double mean_sm = a.sm / static_cast<double>(a.n);
+      const StallKernels::Name& n = s.names.find(name)->second;
+      const double mean_sm = mean_pct(a.sm, a.n);
       const bool dram_known = a.dram_n != 0;
-      const double mean_dram = dram_known ? a.dram / static_cast<double>(a.dram_n) : 0;
+      const double mean_dram = dram_known ? mean_pct(a.dram, a.dram_n) : 0;
       const bool memory_bound = dram_known && mean_dram >= kStalledDramPct;
       Finding f;
       f.rule = res.rule;
@@ -258,11 +278,10 @@ void rule_stalled(const Model& m, DiagnoseReport& r) {
       f.condition = "PM sampling's SM active averaged under " + fixed(kStalledSmActivePct, 0) + "% over at least " +
                     std::to_string(kStalledMinSamples) + " samples taken while the kernel ran, and the kernel took at least " +
                     fixed(100 * kStalledMinShare, 0) + "% of the device's kernel time";
-      const auto& t = time[name];
       f.evidence.push_back("SM active " + fixed(mean_sm, 1) + "% on average over " + std::to_string(a.n) +
                            " samples while it ran");
-      f.evidence.push_back(std::to_string(t.second) + " runs, " + usn(t.first) + " in all: " +
-                           fixed(100.0 * static_cast<double>(t.first) / static_cast<double>(kernel_ns), 1) +
+      f.evidence.push_back(std::to_string(n.runs) + " runs, " + usn(n.ns) + " in all: " +
+                           fixed(100.0 * static_cast<double>(n.ns) / static_cast<double>(kernel_ns), 1) +
                            "% of the device's kernel time");
       if (dram_known)
         f.evidence.push_back("DRAM read + write " + fixed(mean_dram, 1) + "% of peak while it ran (" +
@@ -271,8 +290,8 @@ void rule_stalled(const Model& m, DiagnoseReport& r) {
       else
         f.evidence.push_back("DRAM throughput not sampled: add dram_read,dram_write to GPUHOOK_METRICS to tell "
                              "memory-bound from latency-bound");
-      if (auto o = occupancy.find(name); o != occupancy.end() && o->second.second != 0)
-        f.evidence.push_back("theoretical occupancy " + fixed(100 * o->second.first / static_cast<double>(o->second.second), 0) +
+      if (n.occupancy_n != 0)
+        f.evidence.push_back("theoretical occupancy " + fixed(100 * n.occupancy_sum / static_cast<double>(n.occupancy_n), 0) +
                              "% (the launch shape allows it; the SMs did not use it)");
       f.fix = memory_bound
                   ? "the kernel waits on DRAM: make its accesses coalesced (neighbouring threads read neighbouring "

@@ -90,11 +90,47 @@ class ThrottleKernels {
 ThrottleKernels throttle_kernels(const Model& m);
 void rule_throttled(const Model& m, const ThrottleKernels& kernels, DiagnoseReport& r);
 void rule_throttled(const Model& m, DiagnoseReport& r);
-// Kernels running while PM sampling's SM active read low (diagnose_metric_rules.cpp).
+// Kernels running while PM sampling's SM active read low (diagnose_metric_rules.cpp): of each
+// device's SM-active samples, each kernel name's time, runs and theoretical occupancy there and
+// the samples taken while it ran, from a load's kernels or a scan's. Memory grows with the
+// samples and the names (a name's samples held as runs of consecutive ones).
+class StallKernels {
+ public:
+  // The SM-active series of `samples` (a model of at least the counter samples), with the DRAM
+  // read and write samples taken at the same times.
+  explicit StallKernels(const Model& samples);
+  bool empty() const { return series_.empty(); }
+  bool wants(uint16_t capture, uint32_t device) const;
+  // A kernel on (capture, device) that ran from start to end, on the samples' clock, `name` as
+  // Model::display_name() gives it, `occupancy` its theoretical occupancy (NaN: unknown).
+  void add(uint16_t capture, uint32_t device, uint64_t start, uint64_t end, std::string_view name, float occupancy);
+  // Another share's kernels, added to these (made from the same samples).
+  void absorb(const StallKernels& other);
+
+  struct Name {
+    uint64_t ns = 0, runs = 0;
+    double occupancy_sum = 0;
+    uint64_t occupancy_n = 0;
+    IntervalUnion samples;  // [first, last) indices of the series' samples taken while it ran
+  };
+  struct Series {
+    uint16_t capture = 0;
+    uint32_t device = 0;
+    std::vector<uint64_t> time_ns;  // the SM-active samples' times, ascending
+    // Sums of the first i samples: SM active, and DRAM read + write (capped at 100%) and how
+    // many had it, in hundredths of a percent (integers, so that any order sums alike).
+    std::vector<uint64_t> sm_sum, dram_sum, dram_n;
+    uint64_t kernel_ns = 0;
+    std::map<std::string, Name, std::less<>> names;
+  };
+  const std::vector<Series>& series() const { return series_; }
+
+ private:
+  std::vector<Series> series_;  // in metric_series() order
+};
+// The same from a loaded model's kernels (EventKind::kKernel: NCCL's joined kernels are not).
+StallKernels stall_kernels(const Model& m);
+void rule_stalled(const Model& m, const StallKernels& kernels, DiagnoseReport& r);
 void rule_stalled(const Model& m, DiagnoseReport& r);
-// Whether throttled (a throttle stretch long enough) and stalled (SM-active samples) would judge
-// the kernels beside the samples of `m`: without, they decide on the samples alone.
-bool throttled_judges_kernels(const Model& m);
-bool stalled_judges_kernels(const Model& m);
 
 }  // namespace gantt::analysis::detail

@@ -5,13 +5,16 @@
 // and, for a capture that has any, its allocation records and memory tags with its NVTX ranges
 // and the calls that made them, read again after the scan (memory_records). pipeline-bubble and
 // slow-link read only NCCL's point-to-point calls (pipeline.cpp, p2p.cpp), so a capture of
-// collectives gives them none, and its calls are not kept. Where those rules would judge
-// records against the kernels (memory uses, sends and receives, a throttle stretch, PM
-// sampling's SM active), the scan says so and the caller loads the captures. Several
+// collectives gives them none, and its calls are not kept. throttled and stalled judge the
+// kernels that ran during a throttle stretch or PM sampling's SM-active samples: one more scan
+// of the events gathers them (scan_sample_kernels). Where the other rules would judge records
+// against the kernels (memory uses, sends and receives), the scan says so and the caller loads
+// the captures. Several
 // captures are the ranks of one job: imbalance compares their busy time, and names the
 // straggler from their collectives' kernels, which are kept (one per collective and rank).
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -26,6 +29,7 @@
 #include "gantt/analysis/job_scan.h"
 #include "gantt/analysis/stats.h"
 #include "gantt/model/model_builder.h"
+#include "gantt/model/occupancy.h"
 #include "gantt/model/record_spool.h"
 #include "gantt/scan/open.h"
 #include "gantt/ranks/collectives.h"
@@ -218,44 +222,67 @@ struct CaptureRecords {
 };
 
 
-// throttled's kernels (ThrottleKernels) by one more scan of the job's events, selected as the
-// first scan selected them, each capture's moved by its offset onto the records' clock: only
-// when the records hold a throttle stretch long enough to judge.
-std::optional<ThrottleKernels> scan_throttle_kernels(const std::vector<std::string>& paths, const EventScanOptions& so,
-                                                     const EventFilter* filter, const Model& records,
-                                                     const std::vector<int64_t>& offsets, std::string* why_not) {
+// The kernels throttled and stalled judge beside the samples (ThrottleKernels, StallKernels),
+// by one more scan of the job's events, selected as the first scan selected them, each
+// capture's moved by its offset onto the records' clock: only when the records hold a throttle
+// stretch long enough to judge, or SM-active samples.
+struct SampleKernels {
+  ThrottleKernels throttle;
+  StallKernels stall;
+  explicit SampleKernels(const Model& records) : throttle(records), stall(records) {}
+  bool empty() const { return throttle.empty() && stall.empty(); }
+};
+std::optional<SampleKernels> scan_sample_kernels(const std::vector<std::string>& paths, const EventScanOptions& so,
+                                                 const EventFilter* filter, const Model& records,
+                                                 const std::vector<int64_t>& offsets, std::string* why_not) {
   class Share final : public EventConsumer {
    public:
-    Share(const Model& records, uint16_t capture, int64_t offset) : kernels(records), capture_(capture), offset_(offset) {}
+    Share(const Model& records, const CaptureInfo& capture_info, uint16_t capture, int64_t offset)
+        : kernels(records), occupancy_(capture_info.devices), capture_(capture), offset_(offset) {}
     void event(const ScannedEvent& e, const gpuhook::CaptureReader& reader) override {
-      if (e.kind != EventKind::kKernel || !kernels.wants(capture_, e.device)) return;
+      if (e.kind != EventKind::kKernel) return;
+      const bool throttle = kernels.throttle.wants(capture_, e.device), stall = kernels.stall.wants(capture_, e.device);
+      if (!throttle && !stall) return;
       // Named as the loader names a kernel: its own name, else its launch call's (WorkNames).
       const uint32_t id = e.name_id != 0 ? e.name_id : e.launch_name_id;
       auto [it, added] = names_.try_emplace(id);
       if (added) it->second = demangle(reader.string(id));
-      kernels.add(capture_, e.device, shifted(e.start_ns, offset_), shifted(e.end_ns, offset_), it->second);
+      const uint64_t start = shifted(e.start_ns, offset_), end = shifted(e.end_ns, offset_);
+      if (throttle) kernels.throttle.add(capture_, e.device, start, end, it->second);
+      if (stall) {
+        // The theoretical occupancy ModelBuilder stores for it (a float; NaN: unknown).
+        const Occupancy& o = occupancy_.of(e.device, e.block, e.registers_per_thread, e.shared_memory_bytes);
+        const float fraction =
+            o.limit == OccupancyLimit::kUnknown ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(o.fraction);
+        kernels.stall.add(capture_, e.device, start, end, it->second, fraction);
+      }
     }
-    ThrottleKernels kernels;
+    SampleKernels kernels;
 
    private:
+    KernelOccupancy occupancy_;
     uint16_t capture_;
     int64_t offset_;
     std::unordered_map<uint32_t, std::string> names_;
   };
-  ThrottleKernels all(records);
+  SampleKernels all(records);
   std::vector<std::unique_ptr<Share>> shares;
-  const auto consumers = [&](size_t c, const EventScanner& scanner, const Model&) {
+  const auto consumers = [&](size_t c, const EventScanner& scanner, const Model& context) {
     shares.clear();
     std::vector<EventConsumer*> out;
     for (size_t i = 0; i < scanner.shares(); ++i) {
-      shares.push_back(std::make_unique<Share>(records, static_cast<uint16_t>(c), c < offsets.size() ? offsets[c] : 0));
+      shares.push_back(std::make_unique<Share>(records, context.captures.at(c), static_cast<uint16_t>(c),
+                                               c < offsets.size() ? offsets[c] : 0));
       out.push_back(shares.back().get());
     }
     return out;
   };
   const auto done = [&](size_t, const EventScanner&, bool ran, const std::string& why) -> std::string {
     if (!ran) return why;
-    for (const auto& sh : shares) all.absorb(sh->kernels);
+    for (const auto& sh : shares) {
+      all.throttle.absorb(sh->kernels.throttle);
+      all.stall.absorb(sh->kernels.stall);
+    }
     shares.clear();
     return {};
   };
@@ -396,14 +423,13 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
         }
       },
       spans, offsets);
-  if (stalled_judges_kernels(records)) return refuse("PM sampling's SM-active samples (stalled judges the kernels that ran during them)");
-  std::optional<ThrottleKernels> throttle;
-  if (throttled_judges_kernels(records)) {
+  std::optional<SampleKernels> kernels;
+  if (!SampleKernels(records).empty()) {
     std::string why;
-    throttle = scan_throttle_kernels(paths, so, options.filter, records, offsets, &why);
-    if (!throttle) return refuse(why);
+    kernels = scan_sample_kernels(paths, so, options.filter, records, offsets, &why);
+    if (!kernels) return refuse(why);
   }
-  rule_records(records, out.report, throttle ? &*throttle : nullptr);
+  rule_records(records, out.report, kernels ? KernelsBesideSamples{&kernels->throttle, &kernels->stall} : KernelsBesideSamples{});
   say_what_imported_traces_lack(context, out.report);
   return out;
 }

@@ -262,10 +262,15 @@ using analysis::device_label;
 void rules_on_work(const DiagnoseWork& w, const WorkNames& names, DiagnoseReport& r,
                    const std::function<void(DiagnoseReport&)>& imbalance);
 // The rules of the records kept whole (memory, NCCL's point-to-point calls, GPU counters),
-// in report order, on a model of them; throttled judges `throttle`'s kernels where given (a
-// scan's), else the model's.
+// in report order, on a model of them; throttled and stalled judge the kernels of `scanned`
+// where given (a scan's), else the model's.
 class ThrottleKernels;
-void rule_records(const Model& m, DiagnoseReport& r, const ThrottleKernels* throttle = nullptr);
+class StallKernels;
+struct KernelsBesideSamples {
+  const ThrottleKernels* throttle = nullptr;
+  const StallKernels* stall = nullptr;
+};
+void rule_records(const Model& m, DiagnoseReport& r, const KernelsBesideSamples& scanned = {});
 // For a torch.profiler or nsys trace (`context` says which), the rules whose input only the
 // hook records say what the trace lacks.
 void say_what_imported_traces_lack(const Model& context, DiagnoseReport& r);
