@@ -288,15 +288,15 @@ void chart_written(const std::string& output, const gantt::RenderStats& stats) {
 // one clock by their collectives: the devices' unions of their events (analysis::scan_timeline),
 // the allocations (analysis::scan_memory) or the NCCL calls and the kernels they launched
 // (analysis::scan_comm), not the events.
-// The views select by --device, --stream, --kernel and a time window as a load does (the window
-// fitted to what they select, or the one asked); a --range is loaded. Nothing, with *why_whole set, then, and for a scheduler job's captures,
-// standard input or a capture a scan cannot read; the caller then loads.
+// The views select by --device, --stream, --kernel, a time window and a --range as a load does
+// (the window fitted to what they select, or the one asked). Nothing, with *why_whole set, for
+// a --range without an end, a scheduler job's captures, standard input or a capture a scan
+// cannot read; the caller then loads.
 std::optional<int> try_scan_view(const RenderCliOptions& o, gantt::RenderOptions ro, const ChartTarget& target,
                                  std::string* why_whole) {
   if (o.load.in_memory) return std::nullopt;
   const gantt::EventFilter f = make_filter(o.filter);
-  std::string why_not = !o.filter.range.empty() ? "a filtered --view " + o.view
-                        : !o.job.empty()                                       ? "a scheduler job's captures"
+  std::string why_not = !o.job.empty()                                       ? "a scheduler job's captures"
                         : std::find(o.files.begin(), o.files.end(), "-") != o.files.end() ? "a capture on standard input"
                                                                                            : "";
   if (!why_not.empty()) return load_instead(o, why_not, why_whole);
@@ -318,6 +318,8 @@ std::optional<int> try_scan_view(const RenderCliOptions& o, gantt::RenderOptions
     return kExitError;
   }
   if (!timeline && !records) return load_instead(o, why_not, why_whole);
+  if (!o.filter.range.empty() && !(timeline ? timeline->asked : records->asked))
+    return load_instead(o, "a --range without an end (it ends where the capture does)", why_whole);
   const ga::JobScan& job = timeline ? timeline->job : records->job;
   if (!job.unusable.empty()) {
     std::cerr << "gantt-cli: " << job.unusable << "\n";

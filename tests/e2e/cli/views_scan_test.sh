@@ -74,8 +74,8 @@ grep -q "loaded whole for a filter on several captures" "$work/f.err" ||
 # (the allocations) and --view comm (the NCCL calls and their kernels) of a capture, or the
 # ranks of a job, by a scan: the loaded bytes. The utilisation and memory views select by
 # device, stream, kernel and time window as a load does (a window past the end is the load's
-# error, after the capture's warnings; the comm view's matrix is of the selected kernels); a
-# --range loads, and says so.
+# error, after the capture's warnings; the comm view's matrix is of the selected kernels), and
+# a --range (its window the load's: a range without an end loads).
 for view in utilisation memory comm; do
   for cap in synth steps nvtx hostile script_names killed; do
     same "$view" "$cap" "$work/$cap.gpuh"
@@ -102,9 +102,12 @@ for view in utilisation memory comm; do
     done
   done
   same "$view" "two captures, one device" "$work/synth.gpuh" "$work/nvtx.gpuh" --device 0
-  same "$view" "a range" "$work/steps.gpuh" --range step@2
-  grep -q "loaded whole for a filtered --view $view" "$work/s.err" ||
-    { echo "FAIL: --view $view of a --range is not said to load: $(cat "$work/s.err")"; fail=1; }
+  for flags in "--range step@2" "--range step@3 --from 10us --device 0" "--range step@99"; do
+    # shellcheck disable=SC2086  # the flags are words
+    same "$view" "steps $flags" "$work/steps.gpuh" $flags
+    grep -q "loaded whole" "$work/s.err" && { echo "FAIL: $view steps $flags was loaded: $(cat "$work/s.err")"; fail=1; }
+  done
+  same "$view" "two captures, a range" "$work/steps.gpuh" "$work/nvtx.gpuh" --range step@4
 done
 # stats --timeline: the same series by a scan (under --max-memory 1K, where a load is refused) as
 # --in-memory, in every format; a bucket too small is the same error.

@@ -106,3 +106,33 @@ TEST(TimelineScan, AWindowIsSettledOnTheLoadsTimesNotTheIndexs) {
   EXPECT_EQ(out->job.empty_window, error_of(past));
   EXPECT_EQ(out->job.selected_events, 0u);
 }
+
+// A --range's window is the scan's, as select_events() of the load gives it; a range without
+// an end ends where the capture does, which only a load knows (the counter sample 50 ms on is
+// the index's end): no window then.
+TEST(TimelineScan, ARangesWindowIsTheLoadsUnlessItHasNoEnd) {
+  Builder b;
+  for (uint64_t i = 0; i < 100; ++i) b.k("k", 13, 10'000'000 + i * 20'000, 10'001'000 + i * 20'000, 10'006'000 + i * 20'000);
+  b.capture().range(v1::RANGE_PUSH, "step", 100, 10'500'000);
+  b.capture().range(v1::RANGE_POP, "", 100, 11'500'000);
+  b.capture().range(v1::RANGE_PUSH, "tail", 100, 11'800'000);  // never popped
+  b.capture().metric(0, 62'000'000, v1::GPU_METRIC_SM_ACTIVE_CENTIPCT, 5000);
+  const gantt::Model m = b.done();
+  gantt::EventFilter step;
+  step.range = "step@1";
+  std::string why;
+  const std::optional<ga::ScannedTimeline> s = ga::scan_timeline({b.file.path}, {}, &step, false, &why);
+  ASSERT_TRUE(s) << why;
+  ASSERT_TRUE(s->asked);
+  const gantt::Selection sel = gantt::select_events(m, step);
+  EXPECT_EQ(s->chart_window().origin_ns, sel.origin_ns);
+  EXPECT_EQ(s->chart_window().window_start_ns, sel.window_start_ns);
+  EXPECT_EQ(s->chart_window().window_end_ns, sel.window_end_ns);
+  EXPECT_EQ(s->job.selected_events, sel.events.size());
+  gantt::EventFilter tail;
+  tail.range = "tail@1";
+  const std::optional<ga::ScannedTimeline> t = ga::scan_timeline({b.file.path}, {}, &tail, false, &why);
+  ASSERT_TRUE(t) << why;
+  EXPECT_FALSE(t->asked);
+  EXPECT_EQ(t->job.selected_events, gantt::select_events(m, tail).events.size());
+}

@@ -44,6 +44,16 @@ std::optional<JobScan> scan_job(const std::vector<std::string>& paths, const Eve
       if (select.to_ns >= 0) select.to_ns = std::max(select.to_ns, select.from_ns);
     }
     if (!select_on_job_clock(selecting, paths, scanners, select, why_not)) return std::nullopt;
+    if (!filter->range.empty()) {
+      if (out.clock->range) {  // found among several captures, on the job's clock
+        Selection& w = out.range_window.emplace();
+        w.origin_ns = out.clock->range->first;
+        w.origin_name = "the start of range " + filter->range;
+        set_window(*filter, out.clock->range->first, out.clock->range->second, &w);
+      } else if (const ScanFilter* one = scanners.front()->filter()) {
+        out.range_window = one->window;
+      }
+    }
   }
   for (size_t c = 0; c < paths.size(); ++c) {
     EventScanner& scanner = *scanners[c];
@@ -496,9 +506,19 @@ class TimedJob {
   // and last times, a load's: in *asked select_events()' window, or its error in
   // job->empty_window. False with *why_not where the window was counted from another origin
   // than a load's (a chunk index that knows an earlier time than the records a load times):
-  // load instead.
+  // load instead. A --range's window is the scan's (JobScan::range_window), but for a range
+  // without an end.
   static bool settle(JobScan* job, const EventFilter* filter, const Model& records, std::optional<Selection>* asked,
                      std::string* why_not) {
+    if (filter && job->range_window) {
+      // An open range (no end recorded) ends at the job's last time, which the scan took from
+      // the chunk indexes (a load's may differ): no window then, only the events it selected.
+      if (job->range_window->window_end_ns < job->clock->last_ns) {
+        *asked = job->range_window;
+        (*asked)->description = describe_filter(*filter);
+      }
+      return true;
+    }
     if (!filter || !job->clock || !filter->range.empty() || (filter->from_ns < 0 && filter->to_ns < 0)) return true;
     const uint64_t first = records.first_ns();
     if (first != job->clock->first_ns) {

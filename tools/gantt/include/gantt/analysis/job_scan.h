@@ -32,6 +32,9 @@ struct JobScan {
   // starts past the job's end as a load has it, the scan having selected nothing. The caller
   // says it after the warnings, as a load does.
   std::string empty_window;
+  // With a --range: select_events()' origin and window of it on the job's clock, as the scan
+  // selected them (the range's start, and the end of the work launched in it).
+  std::optional<Selection> range_window;
 };
 // Where a job scan's time window (--from without --to or --range) meets the job's end. kIndexed:
 // the end the captures' chunk indexes tell, select_events()' error thrown before the scan when
@@ -123,8 +126,8 @@ struct ScannedRecords {
   // selected events, within its first and last times as a load has them), without the events:
   // the window a chart of the records draws, and a load restricted to the filter selects.
   Selection window;
-  // With a time window (--from, --to; not --range): select_events()' origin and window of a load
-  // of the job with the filter, the window as asked: what a chart of the selection draws.
+  // With a time window or a --range: select_events()' origin and window of a load of the job
+  // with the filter, the window as asked: what a chart of the selection draws.
   std::optional<Selection> asked;
   const Selection& chart_window() const { return asked ? *asked : window; }
 };
