@@ -16,7 +16,7 @@
 # trace and its bytes an event) the export area's, all in the same run of scripts/bench.sh.
 # CPU-only figures on a synthetic capture: not a GPU measurement.
 #   tests/bench/scan/bench.sh BUILD_DIR [events=10000000] [runs=3] [limit_s=300] [only]
-# `only`, a comma-separated list of the keys below (stats,comm,memory,metrics,timeline,png,utilisation,memview,commview,...,info,many), measures those
+# `only`, a comma-separated list of the keys below (stats,comm,commfilter,memory,metrics,timeline,png,utilisation,windowview,memview,commview,...,info,many), measures those
 # alone: after a change to one subcommand, its rows without the others' minutes.
 set -uo pipefail
 build=$(cd "$1" && pwd) events=${2:-10000000} runs=${3:-3} limit_s=${4:-300} only=${5:-}
@@ -51,7 +51,7 @@ run() {
   rm -rf "$dir/out/"*
 }
 # The subcommands: key, output name (- for stdout), arguments.
-keys=(stats comm memory metrics timeline png utilisation memview commview diagnose html whatif diff merge info)
+keys=(stats comm commfilter memory metrics timeline png utilisation windowview memview commview diagnose html whatif diff merge info)
 wanted() { [[ -z $only || ,$only, == *,$1,* ]]; }
 picked=()
 for k in "${keys[@]}"; do wanted "$k" && picked+=("$k"); done
@@ -65,6 +65,8 @@ out[comm]=- args[comm]="stats @ --by comm" what[comm]="stats --by comm"
 out[memory]=- args[memory]="stats @ --by memory" what[memory]="stats --by memory"
 out[metrics]=- args[metrics]="stats @ --metrics" what[metrics]="stats --metrics"
 out[timeline]=- args[timeline]="stats @ --timeline auto" what[timeline]="stats --timeline"
+out[commfilter]=- args[commfilter]="stats @ --by comm --kernel AllReduce --from 1s" what[commfilter]="stats --by comm --kernel AllReduce --from 1s"
+out[windowview]=w.svg args[windowview]="render @ --view utilisation --from 1s --to 3s -o %" what[windowview]="render --view utilisation --from 1s --to 3s"
 out[png]=x.png args[png]="render @ -o %" what[png]="render -o x.png"
 out[utilisation]=u.svg args[utilisation]="render @ --view utilisation -o %" what[utilisation]="render --view utilisation"
 out[memview]=m.svg args[memview]="render @ --view memory -o %" what[memview]="render --view memory"
