@@ -57,19 +57,20 @@ struct DiffOptions {
 
 // Why diff loads the captures it does not stream, for load_captures()' refusal.
 const WholeLoad kWhyDiffLoads{
-    "diff loads captures whole for a filter, standard input, an .html page or --align-range (without them, the "
-    "report and the .svg, .png or .pdf charts are read as streams)",
+    "diff loads captures whole for standard input, an .html page, --align-range, or charts of a time window or "
+    "--range (without them, the report and the .svg, .png or .pdf charts are read as streams)",
     gantt::scan::WholePath::kDiffPage};
 
 // The charts' length: the longer run's GPU work, kept within what a signed window offset
 // holds (a hostile capture's times span up to 2^64 ns).
 int64_t chart_span_ns(uint64_t a, uint64_t b) { return static_cast<int64_t>(std::min<uint64_t>(std::max(a, b), INT64_MAX / 2)); }
 
-// The first start and the last end of a run's GPU work (stats' first_ns and last_ns): each
-// chart of diff -o starts at its run's first and shows the longer run's length.
-std::pair<uint64_t, uint64_t> gpu_work_extent(const gantt::Model& m) {
+// The first start and the last end of a run's GPU work (stats' first_ns and last_ns), of the
+// `selected` events: each chart of diff -o starts at its run's first and shows the longer
+// run's length.
+std::pair<uint64_t, uint64_t> gpu_work_extent(const gantt::Model& m, const std::vector<uint32_t>& selected) {
   uint64_t first = 0, last = 0;
-  for (uint32_t e = 0; e < m.events.size(); ++e) {
+  for (uint32_t e : selected) {
     if (!ga::is_gpu_work(m, e)) continue;
     if (first == 0 || m.events.start_ns[e] < first) first = m.events.start_ns[e];
     last = std::max(last, m.events.end_ns[e]);
@@ -161,21 +162,24 @@ int write_page(const ChartTarget& target, const std::string& base_path, const st
 }
 
 // Both charts show the same length of time from their first GPU work, so one pixel is the
-// same number of nanoseconds in both and a slower run is visibly longer.
+// same number of nanoseconds in both and a slower run is visibly longer. `keep`: the sides'
+// --device, --stream and --kernel, selected on the whole models as render selects them (a
+// kernel's queue delay judged beside the work they leave out), as the streamed charts are.
 int write_chart(const ChartTarget& target, const std::string& base_path, const std::string& new_path,
                 const gantt::Model& base, const gantt::Model& next, const std::string& align_range,
-                const std::string& filter_range) {
+                const std::string& filter_range, const gantt::EventFilter& keep = {}) {
   if (target.format == "html")
     return write_html_page(target, base_path, new_path, base, next, align_range.empty() ? filter_range : align_range,
                            align_range.empty() ? "--range" : "--align-range");
-  const auto [fa, la] = gpu_work_extent(base);
-  const auto [fb, lb] = gpu_work_extent(next);
+  const gantt::Selection kept[2] = {gantt::select_events(base, keep), gantt::select_events(next, keep)};
+  const auto [fa, la] = gpu_work_extent(base, kept[0].events);
+  const auto [fb, lb] = gpu_work_extent(next, kept[1].events);
   const int64_t span = chart_span_ns(la - fa, lb - fb);
   // Aligned at an NVTX range occurrence: each chart shows that occurrence, both stretched
   // to the longer of the two so the time scales match.
   std::vector<gantt::Selection> sels;
   for (const gantt::Model* m : {&base, &next}) {
-    gantt::EventFilter f;
+    gantt::EventFilter f = keep;
     const uint64_t first = m == &base ? fa : fb;
     if (!align_range.empty()) {
       f.range = align_range;
@@ -200,9 +204,20 @@ int write_chart(const ChartTarget& target, const std::string& base_path, const s
     ro.filter_description = sel.description;
     return gantt::build_scene(m, sel, ro);
   };
-  return write_page(target, base_path, new_path, chart(base, sels[0]), chart(next, sels[1]), ga::gpu_stacks(base),
-                    ga::gpu_stacks(next));
+  return write_page(target, base_path, new_path, chart(base, sels[0]), chart(next, sels[1]), ga::gpu_stacks(base, &kept[0]),
+                    ga::gpu_stacks(next, &kept[1]));
 }
+
+// The sides' filter as the charts select it beside their windows: --device, --stream and
+// --kernel (a time window or a --range restricts the models instead: each chart has a window of
+// its own).
+gantt::EventFilter chart_keep(const DiffOptions& o) {
+  gantt::EventFilter keep = make_filter(o.filter);
+  keep.from_ns = keep.to_ns = -1;
+  keep.range.clear();
+  return keep;
+}
+bool windowed(const DiffOptions& o) { return !o.filter.from.empty() || !o.filter.to.empty() || !o.filter.range.empty(); }
 
 // The two charts read as streams (stream_render.h), each from its run's first GPU work for
 // the longer run's length, with the flags a stream can tell; nothing when a side needs the
@@ -220,6 +235,8 @@ std::optional<int> stream_charts(const DiffOptions& o, const ChartTarget& target
     so.render.annotate.streamed = true;
     so.threads = o.threads;
     so.load = load_options(o.load);
+    // The sides' --device, --stream and --kernel, as their restricted models draw them.
+    so.filter = make_filter(o.filter);
     if (stats->summary.first_ns != 0) {
       so.window_origin_ns = stats->summary.first_ns;
       so.filter.from_ns = 0;
@@ -353,7 +370,7 @@ int load_and_write_chart(const DiffOptions& o, const ChartTarget& chart) {
   const auto [base, next] = load_both(o);
   for (const LoadedJob* j : {&base, &next})
     if (!comparable(*j)) return kExitError;
-  return write_chart(chart, o.base, o.next, base.model, next.model, o.align_range, o.filter.range);
+  return write_chart(chart, o.base, o.next, base.model, next.model, o.align_range, o.filter.range, chart_keep(o));
 }
 
 // Both sides read as streams (stream_stats.h), without loading them: the report needs a
@@ -363,8 +380,9 @@ int load_and_write_chart(const DiffOptions& o, const ChartTarget& chart) {
 std::optional<int> try_stream(const DiffOptions& o, const ga::DiffOptions& d, const std::optional<ChartTarget>& chart) {
   if (o.load.in_memory || o.base == "-" || o.next == "-") return std::nullopt;
   // The page and the charts aligned at a range need the loaded timelines, and so do the charts
-  // of filtered sides (drawn from the restricted models).
-  if (chart && (chart->format == "html" || !o.align_range.empty() || any_filter(o.filter))) return std::nullopt;
+  // of sides cut to a time window or a range (each chart has a window of its own: its run's
+  // first selected work, for the longer run's length).
+  if (chart && (chart->format == "html" || !o.align_range.empty() || windowed(o))) return std::nullopt;
   // The two sides share the cores.
   const unsigned threads = std::max(1u, (o.threads != 0 ? o.threads : ga::default_scan_threads()) / 2);
   std::optional<ga::StreamedStats> base, next;
@@ -420,15 +438,21 @@ int run_diff(const DiffOptions& o) {
   if (!o.chart.empty() && !(chart = chart_target(o.chart))) return kExitError;
   if (const auto streamed = try_stream(o, d, chart)) return *streamed;
   auto [base_job, next_job] = load_both(o);
-  const gantt::Model& base = base_job.model;
-  const gantt::Model& next = next_job.model;
   for (const LoadedJob* j : {&base_job, &next_job})
     for (const std::string& line : j->warnings) std::cerr << "gantt-cli: " << line << "\n";
+  // The charts of sides filtered but not cut to a window draw the whole models (chart_keep()).
+  const bool whole_charts = chart && chart->format != "html" && any_filter(o.filter) && !windowed(o);
+  std::optional<gantt::Model> whole[2];
+  if (whole_charts) whole[0] = base_job.model, whole[1] = next_job.model;
   for (LoadedJob* j : {&base_job, &next_job})
     if (!comparable(*j) || !restrict_to_filter(j->model, o.filter, "diff")) return kExitError;
+  const gantt::Model& base = base_job.model;
+  const gantt::Model& next = next_job.model;
   const ga::DiffReport r = ga::diff_models(base, next, d);
   std::cout << ga::format_diff(r, report_format(o.format), o.format == "text" || o.format == "md" ? o.top : 0);
-  if (chart && write_chart(*chart, o.base, o.next, base, next, o.align_range, o.filter.range) != kExitOk)
+  if (chart && (whole_charts ? write_chart(*chart, o.base, o.next, *whole[0], *whole[1], o.align_range, o.filter.range,
+                                           chart_keep(o))
+                             : write_chart(*chart, o.base, o.next, base, next, o.align_range, o.filter.range)) != kExitOk)
     return kExitError;
   return r.regressions > 0 ? kExitCheckFailed : kExitOk;
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # diff with the filter flags scans both sides (the selection applied by the scan, as restricted()
 # applies it to a loaded side): the same report, exit code and stderr as --in-memory, text and
-# JSON, for each flag; a --range a side lacks is the loaded path's error; a chart of filtered
-# sides is drawn from the loaded models. Scanned sides are not held to --max-memory, which a
+# JSON, for each flag; a --range a side lacks is the loaded path's error; the charts of sides
+# filtered by device, stream or kernel are streamed too. Scanned sides are not held to --max-memory, which a
 # loaded side over it is: that is how the scan is seen to be taken.
 #   diff_filter_scan_test.sh GANTT_CLI MAKE_CAPTURE
 set -u
@@ -44,10 +44,38 @@ done
 "$cli" diff "$work/a.gpuh" "$work/b.gpuh" --stream 14 >/dev/null 2>"$work/s.err"
 [[ $(grep -c "^gantt-cli: diff: [0-9]* of [0-9]* GPU events (stream filter)$" "$work/s.err") == 2 ]] ||
   { echo "FAIL: the selection of each side is not said: $(cat "$work/s.err")"; fail=1; }
-# A chart of filtered sides: drawn from the loaded, restricted models.
-"$cli" diff "$work/a.gpuh" "$work/b.gpuh" --device 0 -o "$work/d.svg" >/dev/null 2>"$work/d.err" ||
-  [[ $? == 1 ]] || { echo "FAIL: diff -o with a filter: $(cat "$work/d.err")"; fail=1; }
-[[ -s $work/d.svg ]] || { echo "FAIL: diff -o with a filter wrote no chart"; fail=1; }
+# The charts of sides filtered by device, stream or kernel: read as streams (under --max-memory
+# 1K, where a load is refused), the loaded charts but for the flags a stream cannot tell (the
+# flags line, the copies that could have overlapped), the same flag counts. A time window or a
+# range cuts each side's model, and its charts are loaded.
+strip_flags() { sed -z -E 's#<rect[^>]*><title>copy not overlapped[^<]*</title></rect>\n?##g; s#<text[^>]*>flags[^<]*</text>##g' "$1"; }
+counts() { grep -o "occupancy &lt; [0-9]*%: [0-9]*\|copies overlapped: [0-9]*\|idle gaps &gt; [^:]*: [0-9]*" "$1" | tr '\n' ' '; }
+charts=0
+for pair in "a b" "n5 n7"; do
+  read -r x y <<<"$pair"
+  for flags in "--device 0" "--stream 14" "--kernel gemm" "--device 1 --kernel k"; do
+    what="diff $x $y $flags -o"
+    rm -f "$work/s.svg" "$work/w.svg"
+    # shellcheck disable=SC2086  # the flags are words
+    "$cli" diff "$work/$x.gpuh" "$work/$y.gpuh" $flags -o "$work/s.svg" --max-memory 1K >"$work/s.out" 2>"$work/s.err"
+    rs=$?
+    # shellcheck disable=SC2086
+    "$cli" diff "$work/$x.gpuh" "$work/$y.gpuh" $flags -o "$work/w.svg" --in-memory >"$work/w.out" 2>"$work/w.err"
+    rw=$?
+    if [[ $rs != "$rw" || ! -s $work/s.svg ]] || ! cmp -s "$work/s.out" "$work/w.out"; then
+      echo "FAIL: $what: exit $rs (--in-memory $rw) or its report differs: $(head -3 "$work/s.err")"; fail=1
+    elif ! cmp -s <(strip_flags "$work/s.svg") <(strip_flags "$work/w.svg"); then
+      echo "FAIL: $what: the charts differ from --in-memory's beyond the flags"; fail=1
+    elif [[ $(counts "$work/s.svg") != "$(counts "$work/w.svg")" ]] || ! grep -q "flags (read as a stream" "$work/s.svg"; then
+      echo "FAIL: $what: flags $(counts "$work/s.svg"), --in-memory $(counts "$work/w.svg")"; fail=1
+    else
+      charts=$((charts + 1))
+    fi
+  done
+done
+[[ $charts == 8 ]] || { echo "FAIL: $charts of 8 filtered diff charts streamed as loaded"; fail=1; }
+"$cli" diff "$work/a.gpuh" "$work/b.gpuh" --from 1ms -o "$work/d.svg" --max-memory 1K >/dev/null 2>"$work/d.err"
+grep -q "Not loaded" "$work/d.err" || { echo "FAIL: the charts of a window are not loaded: $(cat "$work/d.err")"; fail=1; }
 [[ $compared == 24 ]] || { echo "FAIL: $compared of 24 compared"; fail=1; }
 [[ $fail == 0 ]] && echo "ok: filtered diffs scanned agree with --in-memory ($compared)"
 exit $fail
