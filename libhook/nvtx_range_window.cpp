@@ -69,6 +69,7 @@ void window_configure(const CaptureRange* range, WindowSetter setter, WindowEdge
   g_seed = seed;
 }
 
+uint64_t windows_claimed() { return g_sampled.load(std::memory_order_acquire) >> kInFlightBits; }
 uint64_t window_occurrences() { return g_occurrences.load(std::memory_order_relaxed); }
 uint64_t window_recorded() { return g_recorded.load(std::memory_order_relaxed); }
 

@@ -19,6 +19,10 @@ using WindowEdge = void (*)(uint64_t number, uint64_t ns);  // window `number` o
 // setter sets the one window; open / close start and end the numbered windows of a sampled
 // range; seed draws nvtx:NAME~P's occurrences.
 void window_configure(const CaptureRange* range, WindowSetter setter, WindowEdge open, WindowEdge close, uint64_t seed);
+// Windows of a sampled range whose opening a push has claimed so far: a window is claimed
+// before the pushing thread publishes it (WindowEdge open), and another thread's records in it
+// can reach the writer in between (Writer::in_window waits for it).
+uint64_t windows_claimed();
 // Occurrences of a sampled range seen and recorded so far (for the exit line and the header).
 uint64_t window_occurrences();
 uint64_t window_recorded();

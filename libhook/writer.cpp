@@ -1,6 +1,7 @@
 #include "writer.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <signal.h>
 #include <time.h>
@@ -105,6 +106,8 @@ void Writer::open_window(uint64_t number, uint64_t open_ns) {
   w.open_ns.store(open_ns, std::memory_order_release);
   if (number + 1 > windows_started_.load(std::memory_order_relaxed))
     windows_started_.store(number + 1, std::memory_order_release);
+  if (number + 1 > windows_published_.load(std::memory_order_relaxed))
+    windows_published_.store(number + 1, std::memory_order_release);
 }
 
 void Writer::close_window(uint64_t number, uint64_t close_ns) {
@@ -379,8 +382,18 @@ bool Writer::in_window(const wire::Record& record) const { return in_window(plac
 
 // `time_ns`: the record's time that places it inside or outside the window; 0 = none.
 bool Writer::in_window(uint64_t time_ns) const {
-  const uint64_t started = windows_started_.load(std::memory_order_acquire);
   if (config_.range.kind == RangeKind::kAll) return true;
+  if (config_.range.sampled() && windows_published_.load(std::memory_order_acquire) < windows_claimed()) {
+    // A push claims a sampled range's window (nvtx_window_push) before it publishes it here
+    // (open_window): a record of another thread's occurrence, pushed in between, could reach
+    // this thread first and be judged outside every window (a range record lost uncounted,
+    // seen once under ASan). The publication is a few instructions away: wait for it here, on
+    // the writer's thread, never the program's; a pusher preempted past the bound leaves the
+    // record judged as before.
+    const uint64_t deadline = now_ns() + kWindowPublishWaitNs;
+    while (windows_published_.load(std::memory_order_acquire) < windows_claimed() && now_ns() < deadline) sched_yield();
+  }
+  const uint64_t started = windows_started_.load(std::memory_order_acquire);
   const uint64_t first_open = windows_[0].open_ns.load(std::memory_order_acquire);
   if (time_ns == 0) return first_open != 0 || started > 1;  // untimed records follow the windows' existence
   // Newest first: windows follow each other in time, so once one closed before time_ns, every

@@ -156,12 +156,16 @@ class Writer final : private RecordSink {
   // threads share one). A ring of the latest kWindows; a record placed before all of them (GPU
   // records arrive late, but not that late) is left out. open 0 = not open yet.
   static constexpr uint32_t kWindows = 1024;
+  // How long in_window() waits for a claimed window to be published (a pusher preempted
+  // between the two): a scheduler tick or five on a loaded machine.
+  static constexpr uint64_t kWindowPublishWaitNs = 20'000'000;
   struct Window {
     std::atomic<uint64_t> open_ns{0};
     std::atomic<uint64_t> close_ns{UINT64_MAX};
   };
   Window windows_[kWindows];
   std::atomic<uint64_t> windows_started_{1};  // slot 0 is the first window
+  std::atomic<uint64_t> windows_published_{0};  // open_window() calls done: windows 0 .. this - 1
   std::string cupti_version_;
   std::string note_;
   mutable std::mutex facts_mutex_;  // guards cupti_version_, note_ (set from other threads)

@@ -5,15 +5,18 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <thread>
 
 #include <gpuhook/version.h>
 
 #include "clock.h"
 #include "cupti_convert.h"
 #include "nvtx_names.h"
+#include "nvtx_range_window.h"
 #include "recorder.h"
 
 namespace gpuhook::hook {
@@ -388,6 +391,51 @@ TEST_F(WriterTest, SampledWindowsCloseTheWindowTheyName) {
   for (auto& r : read_back())
     if (r.has_range()) times.push_back(r.range().time_ns());
   EXPECT_EQ(times, (std::vector<int64_t>{1150, 1350}));
+}
+
+// A push claims a sampled range's window before its thread publishes it (open_window): a
+// record of another thread's occurrence in it that the writer drains in between waits for the
+// publication, rather than being judged outside every window (a range record was lost so,
+// uncounted, once under ASan). Here the pusher is held between the two until the drain has
+// begun.
+TEST_F(WriterTest, ARecordInAClaimedWindowWaitsForItsPublication) {
+  static CaptureRange range = *settings::parse_range("nvtx:step%1");
+  static Writer* writer = nullptr;
+  static std::atomic<bool> publish{false};
+  config.range = range;
+  window_after_fork();  // no window claimed by an earlier test in this process
+  Writer w(config, facts());
+  writer = &w;
+  publish = false;
+  window_configure(
+      &range, [](uint64_t, uint64_t) {},
+      [](uint64_t number, uint64_t ns) {
+        while (!publish.load()) std::this_thread::yield();
+        writer->open_window(number, ns);
+      },
+      [](uint64_t number, uint64_t ns) { writer->close_window(number, ns); }, 1);
+  std::thread opener([] {  // claims window 0, then waits to publish it
+    nvtx_window_push("step", 0);
+    nvtx_window_pop(0);
+  });
+  while (windows_claimed() == 0) std::this_thread::yield();
+  std::thread joiner([] { nvtx_window_push("step", 0); });  // in flight beside it: no window of its own
+  joiner.join();
+  push_range(v1::RANGE_MARK, "inside", now_ns());  // the joiner's occurrence, after the claim
+  std::thread publisher([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    publish = true;
+  });
+  w.drain_once(false, false);  // the mark: waits for window 0
+  publisher.join();
+  opener.join();
+  w.finish();
+  window_after_fork();
+  window_configure(nullptr, nullptr, nullptr, nullptr, 0);
+  int marks = 0;
+  for (auto& r : read_back())
+    if (r.has_range() && r.range().type() == v1::RANGE_MARK) ++marks;
+  EXPECT_EQ(marks, 1);
 }
 
 TEST_F(WriterTest, TimeRangeOpensAfterTheDelayForTheDuration) {
