@@ -381,7 +381,7 @@ std::optional<int> try_stream(const DiffOptions& o, const ga::DiffOptions& d, co
   if (o.load.in_memory || o.base == "-" || o.next == "-") return std::nullopt;
   // The page and the charts aligned at a range need the loaded timelines, and so do the charts
   // of sides cut to a time window or a range (each chart has a window of its own: its run's
-  // first selected work, for the longer run's length).
+  // first selected work, for the longer run's length, which a second window would cut).
   if (chart && (chart->format == "html" || !o.align_range.empty() || windowed(o))) return std::nullopt;
   // The two sides share the cores.
   const unsigned threads = std::max(1u, (o.threads != 0 ? o.threads : ga::default_scan_threads()) / 2);

@@ -619,7 +619,7 @@ void register_render(CLI::App& app, int& exit_code) {
                     "overlapped and idle gaps flagged as when loaded, queue delays only on the kernels drawn one by "
                     "one, copies that could have overlapped not flagged; the footer says so (default: 1G, or half "
                     "the memory this process may use if less). A chart that needs the capture whole (the HTML page "
-                    "of a small capture, a filtered --view, several captures in the Gantt view, "
+                    "of a small capture, a filtered steps view, several captures in the Gantt view, "
                     "--lanes thread or rank) is not drawn over it when it is given, nor "
                     "over half the memory when it is not");
   cmd->callback([o, threads, &exit_code] {

@@ -494,8 +494,8 @@ void register_stats(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_flag("--in-memory", o->load.in_memory,
                 "load the captures whole before counting, as render and diagnose do; by default they are "
-                "scanned (--by kernel, stream, device, range, graph, collective, memory and --summary, and --by "
-                "comm and --metrics without a filter), in memory that does not grow with their events, the filters applied by the scan "
+                "scanned (--by kernel, stream, device, range, graph, collective, memory, comm, --metrics, --timeline "
+                "and --summary), in memory that does not grow with their events, the filters applied by the scan "
                 "(merged files, NVTX ranges for --by range and --summary, and graph launches for --summary load them "
                 "whole)");
   cmd->add_flag("--metrics", o->metrics,
