@@ -135,4 +135,8 @@ TEST(TimelineScan, ARangesWindowIsTheLoadsUnlessItHasNoEnd) {
   ASSERT_TRUE(t) << why;
   EXPECT_FALSE(t->asked);
   EXPECT_EQ(t->job.selected_events, gantt::select_events(m, tail).events.size());
+  tail.to_ns = 30'000'000;  // past the load's end, short of the index's: the end is still not the scan's to tell
+  const std::optional<ga::ScannedTimeline> cut = ga::scan_timeline({b.file.path}, {}, &tail, false, &why);
+  ASSERT_TRUE(cut) << why;
+  EXPECT_FALSE(cut->asked);
 }

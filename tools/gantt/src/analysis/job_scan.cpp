@@ -50,8 +50,11 @@ std::optional<JobScan> scan_job(const std::vector<std::string>& paths, const Eve
         w.origin_ns = out.clock->range->first;
         w.origin_name = "the start of range " + filter->range;
         set_window(*filter, out.clock->range->first, out.clock->range->second, &w);
+        out.range_open = out.clock->range->second >= out.clock->last_ns;  // (or its work ends last)
       } else if (const ScanFilter* one = scanners.front()->filter()) {
         out.range_window = one->window;
+        const Model& context = scanners.front()->context();
+        out.range_open = context.ranges.end_ns[range_occurrence(context, filter->range)] == 0;
       }
     }
   }
@@ -511,9 +514,8 @@ class TimedJob {
   static bool settle(JobScan* job, const EventFilter* filter, const Model& records, std::optional<Selection>* asked,
                      std::string* why_not) {
     if (filter && job->range_window) {
-      // An open range (no end recorded) ends at the job's last time, which the scan took from
-      // the chunk indexes (a load's may differ): no window then, only the events it selected.
-      if (job->range_window->window_end_ns < job->clock->last_ns) {
+      // A range without an end: no window, only the events it selected.
+      if (!job->range_open) {
         *asked = job->range_window;
         (*asked)->description = describe_filter(*filter);
       }

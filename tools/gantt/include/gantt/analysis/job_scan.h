@@ -33,8 +33,11 @@ struct JobScan {
   // says it after the warnings, as a load does.
   std::string empty_window;
   // With a --range: select_events()' origin and window of it on the job's clock, as the scan
-  // selected them (the range's start, and the end of the work launched in it).
+  // selected them (the range's start, and the end of the work launched in it); and whether the
+  // range may have no end (then it ends at the job's last time, which the scan took from the
+  // chunk indexes: a load's may differ).
   std::optional<Selection> range_window;
+  bool range_open = false;
 };
 // Where a job scan's time window (--from without --to or --range) meets the job's end. kIndexed:
 // the end the captures' chunk indexes tell, select_events()' error thrown before the scan when
