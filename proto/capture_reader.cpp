@@ -474,7 +474,7 @@ struct CaptureReader::Impl {
   // decompression, not its parse. With skip_kinds, so is one of a kind options.only_kinds
   // leaves out. Skipping is safe for delta coding: each kind's cursors are its own
   // (record_codec.h), and only a kernel's decoding reads another kind's (its launch): with
-  // kernels asked for, API calls are decoded and then left out (only_kind()).
+  // kernels asked for, API calls are decoded and then left out (decoded_kinds(), asked()).
   bool next_bytes(const uint8_t*& record, size_t& size, bool skip_data, bool skip_kinds, bool& skipped) {
     skipped = false;
     if (content_pos >= content_bytes) return false;

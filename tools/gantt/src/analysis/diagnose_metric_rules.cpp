@@ -150,16 +150,16 @@ StallKernels::StallKernels(const Model& samples) {
   const auto centi = [&](size_t i) { return std::min<uint64_t>(mt.value[i], 10000); };
   for (const MetricSeries& s : all) {
     if (s.metric != v1::GPU_METRIC_SM_ACTIVE_CENTIPCT || s.end <= s.begin) continue;
-    Series out;
-    out.capture = s.capture;
-    out.device = s.device;
+    auto out = std::make_shared<Samples>();
+    out->capture = s.capture;
+    out->device = s.device;
     // DRAM read and write from the same PM sample (one record: the same time).
     std::vector<const MetricSeries*> dram;
     for (const MetricSeries& x : all)
       if (x.capture == s.capture && x.device == s.device &&
           (x.metric == v1::GPU_METRIC_DRAM_READ_CENTIPCT || x.metric == v1::GPU_METRIC_DRAM_WRITE_CENTIPCT))
         dram.push_back(&x);
-    out.sm_sum.push_back(0), out.dram_sum.push_back(0), out.dram_n.push_back(0);
+    out->sm_sum.push_back(0), out->dram_sum.push_back(0), out->dram_n.push_back(0);
     for (size_t i = s.begin; i < s.end; ++i) {
       const uint64_t t = mt.time_ns[i];
       uint64_t d = 0;
@@ -172,24 +172,25 @@ StallKernels::StallKernels(const Model& samples) {
         d += centi(static_cast<size_t>(it - mt.time_ns.begin()));
         has_dram = true;
       }
-      out.time_ns.push_back(t);
-      out.sm_sum.push_back(out.sm_sum.back() + centi(i));
-      out.dram_sum.push_back(out.dram_sum.back() + (has_dram ? std::min<uint64_t>(d, 10000) : 0));
-      out.dram_n.push_back(out.dram_n.back() + (has_dram ? 1 : 0));
+      out->time_ns.push_back(t);
+      out->sm_sum.push_back(out->sm_sum.back() + centi(i));
+      out->dram_sum.push_back(out->dram_sum.back() + (has_dram ? std::min<uint64_t>(d, 10000) : 0));
+      out->dram_n.push_back(out->dram_n.back() + (has_dram ? 1 : 0));
     }
-    series_.push_back(std::move(out));
+    series_.push_back(Series{std::move(out), 0, {}});
   }
 }
 
 bool StallKernels::wants(uint16_t capture, uint32_t device) const {
-  return std::any_of(series_.begin(), series_.end(), [&](const Series& s) { return s.capture == capture && s.device == device; });
+  return std::any_of(series_.begin(), series_.end(),
+                     [&](const Series& s) { return s.samples->capture == capture && s.samples->device == device; });
 }
 
 void StallKernels::add(uint16_t capture, uint32_t device, uint64_t start, uint64_t end, std::string_view name,
                        float occupancy) {
   if (start == 0 || end <= start) return;
   for (Series& s : series_) {
-    if (s.capture != capture || s.device != device) continue;
+    if (s.samples->capture != capture || s.samples->device != device) continue;
     auto it = s.names.find(name);
     if (it == s.names.end()) it = s.names.emplace(std::string(name), Name{}).first;
     Name& n = it->second;
@@ -197,9 +198,10 @@ void StallKernels::add(uint16_t capture, uint32_t device, uint64_t start, uint64
     s.kernel_ns += end - start;
     if (std::isfinite(occupancy)) n.occupancy_sum += occupancy, ++n.occupancy_n;
     // The samples it ran at: taken at or after its start, before its end.
-    const auto first = std::lower_bound(s.time_ns.begin(), s.time_ns.end(), start);
-    const auto last = std::lower_bound(first, s.time_ns.end(), end);
-    if (last > first) n.samples.add(static_cast<uint64_t>(first - s.time_ns.begin()), static_cast<uint64_t>(last - s.time_ns.begin()));
+    const std::vector<uint64_t>& times = s.samples->time_ns;
+    const auto first = std::lower_bound(times.begin(), times.end(), start);
+    const auto last = std::lower_bound(first, times.end(), end);
+    if (last > first) n.samples.add(static_cast<uint64_t>(first - times.begin()), static_cast<uint64_t>(last - times.begin()));
   }
 }
 
@@ -246,9 +248,10 @@ void rule_stalled(const Model& m, const StallKernels& kernels, DiagnoseReport& r
     std::map<std::string, Acc, std::less<>> acc;
     for (const auto& [name, n] : s.names) {
       Acc a;
+      const StallKernels::Samples& x = *s.samples;
       for (const auto& [lo, hi] : n.samples.spans()) {
-        a.sm += s.sm_sum[hi] - s.sm_sum[lo], a.n += hi - lo;
-        a.dram += s.dram_sum[hi] - s.dram_sum[lo], a.dram_n += s.dram_n[hi] - s.dram_n[lo];
+        a.sm += x.sm_sum[hi] - x.sm_sum[lo], a.n += hi - lo;
+        a.dram += x.dram_sum[hi] - x.dram_sum[lo], a.dram_n += x.dram_n[hi] - x.dram_n[lo];
       }
       if (a.n != 0) acc[name] = a;
     }
@@ -262,7 +265,7 @@ void rule_stalled(const Model& m, const StallKernels& kernels, DiagnoseReport& r
       hits.emplace_back(ns, name);
     }
     std::stable_sort(hits.begin(), hits.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-    const std::string dev = device_label(m.captures.size(), s.capture, s.device);
+    const std::string dev = device_label(m.captures.size(), s.samples->capture, s.samples->device);
     for (size_t h = 0; h < hits.size() && h < kStalledKernels; ++h) {
       const std::string& name = hits[h].second;
       const Acc& a = acc[name];

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -104,7 +105,7 @@ class StallKernels {
   // A kernel on (capture, device) that ran from start to end, on the samples' clock, `name` as
   // Model::display_name() gives it, `occupancy` its theoretical occupancy (NaN: unknown).
   void add(uint16_t capture, uint32_t device, uint64_t start, uint64_t end, std::string_view name, float occupancy);
-  // Another share's kernels, added to these (made from the same samples).
+  // Another share's kernels, added to these (a copy of the same, its samples shared).
   void absorb(const StallKernels& other);
 
   struct Name {
@@ -113,13 +114,16 @@ class StallKernels {
     uint64_t occupancy_n = 0;
     IntervalUnion samples;  // [first, last) indices of the series' samples taken while it ran
   };
-  struct Series {
+  struct Samples {  // one series' samples, shared by the copies (a scan's shares)
     uint16_t capture = 0;
     uint32_t device = 0;
     std::vector<uint64_t> time_ns;  // the SM-active samples' times, ascending
     // Sums of the first i samples: SM active, and DRAM read + write (capped at 100%) and how
     // many had it, in hundredths of a percent (integers, so that any order sums alike).
     std::vector<uint64_t> sm_sum, dram_sum, dram_n;
+  };
+  struct Series {
+    std::shared_ptr<const Samples> samples;
     uint64_t kernel_ns = 0;
     std::map<std::string, Name, std::less<>> names;
   };

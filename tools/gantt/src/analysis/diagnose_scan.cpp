@@ -237,8 +237,8 @@ std::optional<SampleKernels> scan_sample_kernels(const std::vector<std::string>&
                                                  const std::vector<int64_t>& offsets, std::string* why_not) {
   class Share final : public EventConsumer {
    public:
-    Share(const Model& records, const CaptureInfo& capture_info, uint16_t capture, int64_t offset)
-        : kernels(records), occupancy_(capture_info.devices), capture_(capture), offset_(offset) {}
+    Share(const SampleKernels& none, const CaptureInfo& capture_info, uint16_t capture, int64_t offset)
+        : kernels(none), occupancy_(capture_info.devices), capture_(capture), offset_(offset) {}
     void event(const ScannedEvent& e, const gpuhook::CaptureReader& reader) override {
       if (e.kind != EventKind::kKernel) return;
       const bool throttle = kernels.throttle.wants(capture_, e.device), stall = kernels.stall.wants(capture_, e.device);
@@ -266,12 +266,13 @@ std::optional<SampleKernels> scan_sample_kernels(const std::vector<std::string>&
     std::unordered_map<uint32_t, std::string> names_;
   };
   SampleKernels all(records);
+  const SampleKernels none = all;  // each share's copy holds its own kernels, the samples shared
   std::vector<std::unique_ptr<Share>> shares;
   const auto consumers = [&](size_t c, const EventScanner& scanner, const Model& context) {
     shares.clear();
     std::vector<EventConsumer*> out;
     for (size_t i = 0; i < scanner.shares(); ++i) {
-      shares.push_back(std::make_unique<Share>(records, context.captures.at(c), static_cast<uint16_t>(c),
+      shares.push_back(std::make_unique<Share>(none, context.captures.at(c), static_cast<uint16_t>(c),
                                                c < offsets.size() ? offsets[c] : 0));
       out.push_back(shares.back().get());
     }
