@@ -383,16 +383,24 @@ bool Writer::in_window(const wire::Record& record) const { return in_window(plac
 // `time_ns`: the record's time that places it inside or outside the window; 0 = none.
 bool Writer::in_window(uint64_t time_ns) const {
   if (config_.range.kind == RangeKind::kAll) return true;
-  if (config_.range.sampled() && windows_published_.load(std::memory_order_acquire) < windows_claimed()) {
-    // A push claims a sampled range's window (nvtx_window_push) before it publishes it here
-    // (open_window): a record of another thread's occurrence, pushed in between, could reach
-    // this thread first and be judged outside every window (a range record lost uncounted,
-    // seen once under ASan). The publication is a few instructions away: wait for it here, on
-    // the writer's thread, never the program's; a pusher preempted past the bound leaves the
-    // record judged as before.
-    const uint64_t deadline = now_ns() + kWindowPublishWaitNs;
-    while (windows_published_.load(std::memory_order_acquire) < windows_claimed() && now_ns() < deadline) sched_yield();
-  }
+  if (in_published_window(time_ns)) return true;
+  if (!config_.range.sampled()) return false;
+  // A push claims a sampled range's window (nvtx_window_push) before it publishes it here
+  // (open_window): a record of another thread's occurrence, pushed in between, can reach this
+  // thread first and be judged outside every window (a range record lost uncounted, seen once
+  // under ASan). A record outside the published windows while one is claimed waits for the
+  // windows claimed now to be published, a few instructions away, then is judged again: on the
+  // writer's thread, never the program's, and only such a record (waiting on every record for
+  // whatever was claimed meanwhile let the writer fall a thousand windows behind and lose a
+  // quarter of the ranges); a pusher preempted past the bound leaves it judged as before.
+  const uint64_t claimed = windows_claimed();
+  if (windows_published_.load(std::memory_order_acquire) >= claimed) return false;
+  const uint64_t deadline = now_ns() + kWindowPublishWaitNs;
+  while (windows_published_.load(std::memory_order_acquire) < claimed && now_ns() < deadline) sched_yield();
+  return in_published_window(time_ns);
+}
+
+bool Writer::in_published_window(uint64_t time_ns) const {
   const uint64_t started = windows_started_.load(std::memory_order_acquire);
   const uint64_t first_open = windows_[0].open_ns.load(std::memory_order_acquire);
   if (time_ns == 0) return first_open != 0 || started > 1;  // untimed records follow the windows' existence

@@ -140,6 +140,7 @@ class Writer final : private RecordSink {
   std::string dump_path(uint32_t sequence) const;
   bool in_window(const wire::Record& record) const;
   bool in_window(uint64_t time_ns) const;
+  bool in_published_window(uint64_t time_ns) const;  // in_window() of the windows opened so far
   void report_write_failure();
 
   const Config& config_;
