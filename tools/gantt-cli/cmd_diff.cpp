@@ -217,7 +217,6 @@ gantt::EventFilter chart_keep(const DiffOptions& o) {
   keep.range.clear();
   return keep;
 }
-bool windowed(const DiffOptions& o) { return !o.filter.from.empty() || !o.filter.to.empty() || !o.filter.range.empty(); }
 
 // The two charts read as streams (stream_render.h), each from its run's first GPU work for
 // the longer run's length, with the flags a stream can tell; nothing when a side needs the
@@ -382,7 +381,7 @@ std::optional<int> try_stream(const DiffOptions& o, const ga::DiffOptions& d, co
   // The page and the charts aligned at a range need the loaded timelines, and so do the charts
   // of sides cut to a time window or a range (each chart has a window of its own: its run's
   // first selected work, for the longer run's length, which a second window would cut).
-  if (chart && (chart->format == "html" || !o.align_range.empty() || windowed(o))) return std::nullopt;
+  if (chart && (chart->format == "html" || !o.align_range.empty() || windowed(o.filter))) return std::nullopt;
   // The two sides share the cores.
   const unsigned threads = std::max(1u, (o.threads != 0 ? o.threads : ga::default_scan_threads()) / 2);
   std::optional<ga::StreamedStats> base, next;
@@ -441,7 +440,7 @@ int run_diff(const DiffOptions& o) {
   for (const LoadedJob* j : {&base_job, &next_job})
     for (const std::string& line : j->warnings) std::cerr << "gantt-cli: " << line << "\n";
   // The charts of sides filtered but not cut to a window draw the whole models (chart_keep()).
-  const bool whole_charts = chart && chart->format != "html" && any_filter(o.filter) && !windowed(o);
+  const bool whole_charts = chart && chart->format != "html" && any_filter(o.filter) && !windowed(o.filter);
   std::optional<gantt::Model> whole[2];
   if (whole_charts) whole[0] = base_job.model, whole[1] = next_job.model;
   for (LoadedJob* j : {&base_job, &next_job})

@@ -318,46 +318,36 @@ std::optional<int> try_scan_view(const RenderCliOptions& o, gantt::RenderOptions
     return kExitError;
   }
   if (!timeline && !records) return load_instead(o, why_not, why_whole);
-  if (!o.filter.range.empty() && !(timeline ? timeline->asked : records->asked))
+  const ga::TimedScan& scan = timeline ? static_cast<const ga::TimedScan&>(*timeline) : *records;
+  if (!o.filter.range.empty() && !scan.asked)
     return load_instead(o, "a --range without an end (it ends where the capture does)", why_whole);
-  const ga::JobScan& job = timeline ? timeline->job : records->job;
-  if (!job.unusable.empty()) {
-    std::cerr << "gantt-cli: " << job.unusable << "\n";
-    return kExitError;
-  }
-  for (const std::string& line : job.warnings) std::cerr << "gantt-cli: " << line << "\n";
-  if (!job.empty_window.empty()) {
-    std::cerr << "gantt-cli: render: " << job.empty_window << "\n";
-    return kExitError;
-  }
+  if (!said_job_scan(scan.job, "render")) return kExitError;
   gantt::RenderStats stats;
-  stats.events_selected = stats.events_individual = job.selected_events;
+  stats.events_selected = stats.events_individual = scan.job.selected_events;
   ro.filter_description = gantt::describe_filter(f);
-  gantt::Selection window = timeline ? timeline->chart_window() : records->chart_window();
+  ro.footer_lines = gantt::rank_footer_lines(scan.records, scan.alignment);
+  gantt::Selection window = scan.chart_window();
   window.description = ro.filter_description;
   gantt::Scene scene;
   if (timeline) {
-    ro.footer_lines = gantt::rank_footer_lines(timeline->records, timeline->alignment);
     try {
-      scene = gantt::utilisation_scene(timeline->records, window, timeline->timeline(bucket_of(o), window), ro);
+      scene = gantt::utilisation_scene(scan.records, window, timeline->timeline(bucket_of(o), window), ro);
     } catch (const std::invalid_argument& e) {
       std::cerr << "gantt-cli: render: " << e.what() << "\n";
       return kExitError;
     }
   } else if (o.view == "memory") {
-    ro.footer_lines = gantt::rank_footer_lines(records->records, records->alignment);
-    scene = gantt::memory_scene(records->records, window, ga::memory_report(records->records), ro);
+    scene = gantt::memory_scene(scan.records, window, ga::memory_report(scan.records), ro);
   } else {
     std::optional<ga::Topology> topology;
     if (!read_topology(o.topology, &topology)) return kExitError;
-    ro.footer_lines = gantt::rank_footer_lines(records->records, records->alignment);
     std::vector<std::string> notes;
-    const auto matrices = ga::comm_matrices(records->records, &notes);
-    scene = gantt::comm_scene(records->records, matrices, notes, ro, topology ? &*topology : nullptr);
+    const auto matrices = ga::comm_matrices(scan.records, &notes);
+    scene = gantt::comm_scene(scan.records, matrices, notes, ro, topology ? &*topology : nullptr);
   }
   if (!write_chart(scene, target)) return kExitError;
   chart_written(o.output, stats);
-  return job.corrupt ? kExitError : kExitOk;
+  return scan.job.corrupt ? kExitError : kExitOk;
 }
 
 // The line the step-time view ends with, the same whether the capture was scanned or loaded.

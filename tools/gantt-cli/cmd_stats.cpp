@@ -202,18 +202,10 @@ std::optional<int> try_stream(const StatsOptions& o) {
   return corrupt(*streamed) ? kExitError : kExitOk;
 }
 
-// What a scan of the job says before its report, as a load of it says it: the capture that
-// cannot be reported, the loader's warnings, and what the filter selected. False: exit 2.
-bool said_job_scan(const StatsOptions& o, const ga::JobScan& job) {
-  if (!job.unusable.empty()) {
-    std::cerr << "gantt-cli: " << job.unusable << "\n";
-    return false;
-  }
-  for (const std::string& line : job.warnings) std::cerr << "gantt-cli: " << line << "\n";
-  if (!job.empty_window.empty()) {
-    std::cerr << "gantt-cli: stats: " << job.empty_window << "\n";
-    return false;
-  }
+// What a scan of the job says before its report, as a load of it says it (said_job_scan()), and
+// what the filter selected. False: exit 2.
+bool said_stats_scan(const StatsOptions& o, const ga::JobScan& job) {
+  if (!said_job_scan(job, "stats")) return false;
   if (any_filter(o.filter))
     std::cerr << "gantt-cli: stats: " << job.selected_events << " of " << job.gpu_events << " GPU events ("
               << gantt::describe_filter(make_filter(o.filter)) << ")\n";
@@ -252,7 +244,7 @@ std::optional<int> try_scan_collectives(const StatsOptions& o) {
   std::optional<int> exit;
   const std::optional<ga::ScannedCollectives> scanned = scan_job(o, ga::scan_collective_calls, &exit);
   if (!scanned) return exit;
-  if (!said_job_scan(o, scanned->job)) return kExitError;
+  if (!said_stats_scan(o, scanned->job)) return kExitError;
   std::cout << ga::format_collective_stats(gantt::collective_stats(gantt::match_collectives(scanned->calls)), o.format);
   return scanned->job.corrupt ? kExitError : kExitOk;
 }
@@ -291,7 +283,7 @@ std::optional<int> try_scan_records(const StatsOptions& o, ScanRecords scan, Rep
   std::optional<int> exit;
   const std::optional<ga::ScannedRecords> scanned = scan_job(o, scan, &exit);
   if (!scanned) return exit;
-  if (!said_job_scan(o, scanned->job)) return kExitError;
+  if (!said_stats_scan(o, scanned->job)) return kExitError;
   std::cout << report(scanned->records, o.format);
   return scanned->job.corrupt ? kExitError : kExitOk;
 }
@@ -303,7 +295,7 @@ std::optional<int> try_scan_metrics(const StatsOptions& o) {
   std::optional<int> exit;
   const std::optional<ga::ScannedMetrics> scanned = scan_job(o, ga::scan_metrics, &exit);
   if (!scanned) return exit;
-  if (!said_job_scan(o, scanned->job)) return kExitError;
+  if (!said_stats_scan(o, scanned->job)) return kExitError;
   std::cout << ga::format_metric_stats(scanned->records, ga::metric_stats(scanned->records, scanned->kernels),
                                        report_format(o.format));
   return scanned->job.corrupt ? kExitError : kExitOk;
@@ -320,7 +312,7 @@ std::optional<int> try_scan_timeline(const StatsOptions& o) {
             std::string* why_not) { return ga::scan_timeline(files, so, filter, false, why_not); },
       &exit);
   if (!scanned) return exit;
-  if (!said_job_scan(o, scanned->job)) return kExitError;
+  if (!said_stats_scan(o, scanned->job)) return kExitError;
   try {
     std::cout << ga::format_timeline(scanned->records, scanned->timeline(bucket > 0 ? static_cast<uint64_t>(bucket) : 0, scanned->window),
                                      o.format);

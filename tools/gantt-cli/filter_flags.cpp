@@ -30,6 +30,8 @@ bool any_filter(const FilterFlags& f) {
 }
 
 
+bool windowed(const FilterFlags& f) { return !f.from.empty() || !f.to.empty() || !f.range.empty(); }
+
 bool restrict_to_filter(gantt::Model& model, const FilterFlags& flags, const char* subcommand) {
   if (!any_filter(flags)) return true;
   try {

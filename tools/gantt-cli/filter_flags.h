@@ -25,6 +25,9 @@ gantt::EventFilter make_filter(const FilterFlags& flags);
 
 // True when any of the flags was given.
 bool any_filter(const FilterFlags& flags);
+// True for a time window or --range (--from, --to, --range): what cuts a run's time, beside
+// what selects its events.
+bool windowed(const FilterFlags& flags);
 
 // The analyses' side of the flags (stats, diagnose, diff): `model` keeps only the selected GPU
 // events (gantt::restricted), and one line on stderr says what was kept. False, after one line

@@ -182,6 +182,19 @@ bool reportable(const gantt::Model& model) {
   return bad.empty();
 }
 
+bool said_job_scan(const gantt::analysis::JobScan& job, const char* subcommand) {
+  if (!job.unusable.empty()) {
+    std::cerr << "gantt-cli: " << job.unusable << "\n";
+    return false;
+  }
+  for (const std::string& line : job.warnings) std::cerr << "gantt-cli: " << line << "\n";
+  if (!job.empty_window.empty()) {
+    std::cerr << "gantt-cli: " << subcommand << ": " << job.empty_window << "\n";
+    return false;
+  }
+  return true;
+}
+
 gantt::analysis::Format report_format(const std::string& name) {
   using gantt::analysis::Format;
   return name == "md" ? Format::kMarkdown : name == "json" ? Format::kJson : name == "csv" ? Format::kCsv : Format::kText;

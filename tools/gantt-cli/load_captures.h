@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 #include <gpuhook/summary_file.h>
 
+#include "gantt/analysis/job_scan.h"
 #include "gantt/analysis/stats.h"
 #include "gantt/analysis/summary.h"
 #include "gantt/jobs/jobs.h"
@@ -102,6 +103,11 @@ void check_load_fits(const std::vector<std::string>& files, const LoadFlags& fla
 
 // False, after one line on stderr, when a capture has nothing to report on (no header).
 bool reportable(const gantt::Model& model);
+
+// What a job scan (analysis/job_scan.h) says before `subcommand`'s report, as a load of the
+// captures says it: the capture that cannot be reported, the loader's warnings, then a window
+// that starts past the job's end. False: exit 2.
+bool said_job_scan(const gantt::analysis::JobScan& job, const char* subcommand);
 
 // A report format by its --format name: text, md, json or csv (each subcommand's flag check
 // keeps the name to the ones it offers).

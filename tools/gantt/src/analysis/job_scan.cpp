@@ -483,9 +483,25 @@ class TimedJob {
     if (times_.size() > 1) clocks_.push_back(clock_input(scanner, calls_.begin() + static_cast<ptrdiff_t>(first), calls_.end()));
     return {};
   }
-  // After the job's scan: each capture's offset onto the job's clock and the alignment that gave
-  // them (job_offsets()); nullopt with *why_not where the collectives cannot tell them as a
-  // load's do (not where a kernel ran several of them or a capture ran one twice).
+  // After the job's scan (`job`): out's job, each capture's offset onto the job's clock and the
+  // alignment that gave them, the model of what `add` gives each capture on that clock, and the
+  // windows a load of the job selects, `filter`'s settled (settle()). False with *why_not where
+  // the job must be loaded; true with nothing more for an unusable capture.
+  bool finish(JobScan job, const std::vector<std::string>& paths, const AddRecords& add, const EventFilter* filter,
+              TimedScan* out, std::string* why_not) const {
+    out->job = std::move(job);
+    if (!out->job.unusable.empty()) return true;
+    std::optional<std::vector<int64_t>> offsets_of = offsets(out->job, &out->alignment, why_not);
+    if (!offsets_of) return false;
+    out->offsets = std::move(*offsets_of);
+    out->records = records(paths, add, out->offsets, out->job.context, &out->window);
+    return settle(&out->job, filter, out->records, &out->asked, why_not);
+  }
+
+ private:
+  // Each capture's offset onto the job's clock and the alignment that gave them
+  // (job_offsets()); nullopt with *why_not where the collectives cannot tell them as a load's
+  // do (not where a kernel ran several of them or a capture ran one twice).
   std::optional<std::vector<int64_t>> offsets(const JobScan& job, RankAlignment* alignment, std::string* why_not) const {
     if (shared_kernel_ || !one_call_each(calls_)) {
       if (why_not) *why_not = "collectives a scan cannot tell as a load does, to put the captures on one clock";
@@ -539,7 +555,6 @@ class TimedJob {
     return true;
   }
 
- private:
   std::vector<SeenTimes> times_;
   std::vector<RankCollectiveCall> calls_;
   std::vector<RankClockInput> clocks_;
@@ -614,15 +629,10 @@ std::optional<ScannedRecords> scan_records(const std::vector<std::string>& paths
   std::optional<JobScan> scanned = scan_job(paths, so, filter, consumers, done, why_not, WindowEnd::kSettledAfter);
   if (!scanned) return std::nullopt;
   ScannedRecords out;
-  out.job = std::move(*scanned);
-  if (!out.job.unusable.empty()) return out;
-  std::optional<std::vector<int64_t>> offsets = timed.offsets(out.job, &out.alignment, why_not);
-  if (!offsets) return std::nullopt;
-  out.offsets = std::move(*offsets);
-  out.records = timed.records(
-      paths, [&](size_t c, ModelBuilder& builder) { held[c].for_each([&](const gpuhook::v1::Record& r) { builder.add(r); }); },
-      out.offsets, out.job.context, &out.window);
-  if (!TimedJob::settle(&out.job, filter, out.records, &out.asked, why_not)) return std::nullopt;
+  const auto add = [&](size_t c, ModelBuilder& builder) {
+    held[c].for_each([&](const gpuhook::v1::Record& r) { builder.add(r); });
+  };
+  if (!timed.finish(std::move(*scanned), paths, add, filter, &out, why_not)) return std::nullopt;
   return out;
 }
 
@@ -856,14 +866,15 @@ std::optional<ScannedTimeline> scan_timeline(const std::vector<std::string>& pat
   std::optional<JobScan> scanned = scan_job(paths, so, filter, consumers, done, why_not, WindowEnd::kSettledAfter);
   if (!scanned) return std::nullopt;
   ScannedTimeline out;
-  out.job = std::move(*scanned);
+  // The samples on the job's clock (records_model() moves them).
+  const auto add = [&](size_t c, ModelBuilder& builder) {
+    samples[c].for_each([&](const gpuhook::v1::Record& r) { builder.add(r); });
+  };
+  if (!timed.finish(std::move(*scanned), paths, add, filter, &out, why_not)) return std::nullopt;
   if (!out.job.unusable.empty()) return out;
-  const std::optional<std::vector<int64_t>> moved_by = timed.offsets(out.job, &out.alignment, why_not);
-  if (!moved_by) return std::nullopt;
-  const std::vector<int64_t>& offsets = *moved_by;
   // The unions on the job's clock, as align_model_ranks() moves a loaded job.
   for (size_t c = 0; c < paths.size(); ++c) {
-    const int64_t offset = offsets[c];
+    const int64_t offset = out.offsets[c];
     for (auto& [device, u] : unions[c]) {
       DeviceUnions& to = out.unions[{static_cast<uint16_t>(c), device}];
       const auto moved = [offset](IntervalUnion& from) {
@@ -885,11 +896,6 @@ std::optional<ScannedTimeline> scan_timeline(const std::vector<std::string>& pat
     }
     unions[c].clear();
   }
-  // The samples on the job's clock too (records_model() moves them).
-  out.records = timed.records(
-      paths, [&](size_t c, ModelBuilder& builder) { samples[c].for_each([&](const gpuhook::v1::Record& r) { builder.add(r); }); },
-      offsets, out.job.context, &out.window);
-  if (!TimedJob::settle(&out.job, filter, out.records, &out.asked, why_not)) return std::nullopt;
   return out;
 }
 

@@ -119,9 +119,12 @@ Model records_model(const std::vector<std::string>& paths, const AddRecords& add
                     const std::vector<std::pair<uint64_t, uint64_t>>& spans, const std::vector<int64_t>& offsets);
 
 // A scan's model of some of a job's records: each capture's span as a load has it, the captures
-// of a job put on one clock by their collectives as scan_collective_calls() puts them.
-struct ScannedRecords {
+// of a job put on one clock by their collectives as scan_collective_calls() puts them; and the
+// windows a load of the job selects.
+struct TimedScan {
   JobScan job;
+  // The captures (headers, devices, first and last times as a load has them) and the records
+  // kept, on the job's clock.
   Model records;
   std::vector<int64_t> offsets;  // each capture's move onto the job's clock, as records' are moved
   RankAlignment alignment;       // the alignment behind them (nothing for one capture)
@@ -134,6 +137,7 @@ struct ScannedRecords {
   std::optional<Selection> asked;
   const Selection& chart_window() const { return asked ? *asked : window; }
 };
+struct ScannedRecords : TimedScan {};
 
 // stats --by memory from a scan: the model memory_report() reads, holding only each capture's
 // memory records (memory_records()). The report reads no GPU events: a `filter` (null: none)
@@ -201,16 +205,8 @@ inline constexpr size_t kMaxTimelineSpans = size_t{1} << 23;
 // counter samples the view draws beside the unions (at most kMaxScannedMetricSamples). A job's
 // captures go on one clock by their collectives as scan_collective_calls() puts them. nullopt
 // with *why_not where a scan cannot serve; throws as scan_job() does.
-struct ScannedTimeline {
-  JobScan job;
-  // The captures (headers, devices, first and last times as a load has them) and the samples,
-  // on the job's clock.
-  Model records;
-  RankAlignment alignment;  // what put a job's captures on one clock (nothing for one capture)
-  Selection window;         // select_events()' origin and window, without the events
-  std::optional<Selection> asked;  // as ScannedRecords::asked
-  UnionsByDevice unions;    // on the job's clock
-  const Selection& chart_window() const { return asked ? *asked : window; }
+struct ScannedTimeline : TimedScan {  // its records: the counter samples
+  UnionsByDevice unions;  // on the job's clock
   // utilisation_timeline() of a load over `over` (window or chart_window()): throws
   // std::invalid_argument as timeline_of() does.
   Timeline timeline(uint64_t bucket_ns, const Selection& over) const {
