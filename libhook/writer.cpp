@@ -383,6 +383,9 @@ bool Writer::in_window(const wire::Record& record) const { return in_window(plac
 // `time_ns`: the record's time that places it inside or outside the window; 0 = none.
 bool Writer::in_window(uint64_t time_ns) const {
   if (config_.range.kind == RangeKind::kAll) return true;
+  // Read before the windows are: a window published after this still counts as unpublished
+  // below (read after them, a window published between the two reads was judged by neither).
+  const uint64_t published = windows_published_.load(std::memory_order_acquire);
   if (in_published_window(time_ns)) return true;
   if (!config_.range.sampled()) return false;
   // A push claims a sampled range's window (nvtx_window_push) before it publishes it here
@@ -394,7 +397,7 @@ bool Writer::in_window(uint64_t time_ns) const {
   // whatever was claimed meanwhile let the writer fall a thousand windows behind and lose a
   // quarter of the ranges); a pusher preempted past the bound leaves it judged as before.
   const uint64_t claimed = windows_claimed();
-  if (windows_published_.load(std::memory_order_acquire) >= claimed) return false;
+  if (published >= claimed) return false;
   const uint64_t deadline = now_ns() + kWindowPublishWaitNs;
   while (windows_published_.load(std::memory_order_acquire) < claimed && now_ns() < deadline) sched_yield();
   return in_published_window(time_ns);
