@@ -323,6 +323,22 @@ std::optional<int> try_scan_timeline(const StatsOptions& o) {
   return scanned->job.corrupt ? kExitError : kExitOk;
 }
 
+// --by pipeline by scans (analysis::scan_pipelines): the NCCL calls and their kernels held, and
+// each stage's busy time step by step from one more scan of the events, the filter flags
+// selecting as a load restricted to them does. Nothing when a scan cannot serve; the caller
+// then loads.
+std::optional<int> try_scan_pipelines(const StatsOptions& o) {
+  std::optional<int> exit;
+  const std::optional<ga::ScannedPipelines> scanned = scan_job(
+      o, [&o](const std::vector<std::string>& files, const ga::EventScanOptions& so, const gantt::EventFilter* filter,
+              std::string* why_not) { return ga::scan_pipelines(files, so, filter, o.step, why_not); },
+      &exit);
+  if (!scanned) return exit;
+  if (!said_stats_scan(o, scanned->comm.job)) return kExitError;
+  std::cout << ga::format_pipeline_stats(scanned->comm.records, scanned->reports, o.format, scanned->notes);
+  return scanned->comm.job.corrupt ? kExitError : kExitOk;
+}
+
 std::string memory_stats(const gantt::Model& m, const std::string& format) {
   return ga::format_memory_stats(m, ga::memory_report(m), format);
 }
@@ -367,6 +383,8 @@ int run_stats(const StatsOptions& o) {
     if (const auto scanned = try_scan_records(o, ga::scan_memory, memory_stats)) return *scanned;
   if (tables && o.by == "comm")
     if (const auto scanned = try_scan_records(o, ga::scan_comm, comm_stats)) return *scanned;
+  if (tables && o.by == "pipeline")
+    if (const auto scanned = try_scan_pipelines(o)) return *scanned;
   if (!o.timeline.empty())
     if (const auto scanned = try_scan_timeline(o)) return *scanned;
   if (o.metrics && o.timeline.empty())

@@ -2,8 +2,10 @@
 // ranks per host) of E GPU events each, every event with the runtime API call that launched
 // it. Each step is compute kernels then one all-reduce whose NCCL call, launch and kernel
 // look as the hook records them. Hosts have known clock offsets (written to offsets.txt)
-// and REALTIME anchors off by an NTP-like error; rank 5 is a straggler.
-//   gen_job DIR [captures=64] [events=100000]
+// and REALTIME anchors off by an NTP-like error; rank 5 is a straggler. With `p2p`, each step
+// ends in a point-to-point transfer instead: rank r receives from r - 1 and sends to r + 1 (a
+// pipeline's stages, the last only receiving, the first only sending).
+//   gen_job DIR [captures=64] [events=100000] [p2p]
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -18,12 +20,13 @@ namespace v1 = gpuhook::v1;
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: gen_job DIR [captures] [events per capture]\n");
+    fprintf(stderr, "usage: gen_job DIR [captures] [events per capture] [p2p]\n");
     return 2;
   }
   const std::string dir = argv[1];
   const int captures = argc > 2 ? atoi(argv[2]) : 64;
   const int events = argc > 3 ? atoi(argv[3]) : 100000;
+  const bool p2p = argc > 4 && std::string(argv[4]) == "p2p";
   constexpr int kRanksPerHost = 8, kKernelsPerStep = 99;
   constexpr uint64_t kKernelNs = 9'000, kStraggleNs = 60'000;
   constexpr int kStraggler = 5;
@@ -77,8 +80,11 @@ int main(int argc, char** argv) {
     d->set_warp_size(32);
     w->write(rec);
     const uint32_t launch = w->intern("cudaLaunchKernel");
-    const uint32_t nccl_name = w->intern("ncclAllReduce");
-    const uint32_t nccl_kernel = w->intern("_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE");
+    // A stage sends to the next one, the last receives from the one before.
+    const bool sends = p2p && r + 1 < captures;
+    const uint32_t nccl_name = w->intern(!p2p ? "ncclAllReduce" : sends ? "ncclSend" : "ncclRecv");
+    const uint32_t nccl_kernel = w->intern(p2p ? "_Z24ncclDevKernel_SendRecv_P24ncclDevKernelArgsStorageILm4096EE"
+                                                 : "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE");
     uint32_t names[8];
     for (int k = 0; k < 8; ++k) names[k] = w->intern("_Z12layer_kernelILi" + std::to_string(k) + "EEvPfPKfi");
     std::mt19937_64 rng(static_cast<uint64_t>(r) * 7919 + 1);
@@ -147,13 +153,13 @@ int main(int argc, char** argv) {
       const uint64_t end = last_arrival + 50'000;
       rec.Clear();
       auto* n = rec.mutable_nccl();
-      n->set_op(v1::NCCL_ALL_REDUCE);
+      n->set_op(!p2p ? v1::NCCL_ALL_REDUCE : sends ? v1::NCCL_SEND : v1::NCCL_RECV);
       n->set_name_id(nccl_name);
       n->set_count(1 << 20);
       n->set_datatype(7);
       n->set_bytes(4 << 20);
-      n->set_reduce_op(0);
-      n->set_root_or_peer(-1);
+      n->set_reduce_op(p2p ? -1 : 0);
+      n->set_root_or_peer(!p2p ? -1 : sends ? r + 1 : r - 1);
       n->set_comm_id(comm_id);
       n->set_rank(r);
       n->set_nranks(captures);

@@ -6,7 +6,9 @@
 # to 10 M: the two captures have the same lanes, names and pixels, so a ratio over 1.2 is
 # memory that grows with events, not allocator noise; one under 1/1.2 (the smaller capture
 # loaded, the larger scanned) is not flat either. Then ten times the events as 1,024 captures
-# of a hundredth each (1,024 x 100 k at the default size), read by one `stats`.
+# of a hundredth each (1,024 x 100 k at the default size), read by one `stats`. The pipeline
+# rows read a job of two such captures of half the events each, whose steps end in a send from
+# the first to the second (gen_job's p2p), instead of the one capture.
 # A run that is refused (exit 2 over --max-memory), fails or passes the time limit is a miss
 # with its figure, never skipped; each run is capped at `limit_s` (timeout), so the table
 # always comes.
@@ -39,7 +41,7 @@ run() {
   local key=$1 cap=$2 out=$3 a argv=() rc wall kib user sys bytes=0
   shift 3
   for a in "$@"; do
-    case $a in @) argv+=("$cap") ;; %) argv+=("$dir/out/$out") ;; *) argv+=("$a") ;; esac
+    case $a in @) argv+=("$cap") ;; @@) argv+=("$(dirname "$cap")"/rank*.gpuh) ;; %) argv+=("$dir/out/$out") ;; *) argv+=("$a") ;; esac
   done
   rm -rf "$dir/out/"*
   /usr/bin/time -f "%e %M %U %S" -o "$dir/t.txt" timeout -k 10 "$limit_s" "$cli" "${argv[@]}" > "$dir/out/stdout" 2> "$dir/$key.err"
@@ -51,7 +53,8 @@ run() {
   rm -rf "$dir/out/"*
 }
 # The subcommands: key, output name (- for stdout), arguments.
-keys=(stats comm commfilter memory metrics timeline png utilisation windowview memview commview diagnose html whatif diff merge info)
+keys=(stats comm commfilter memory metrics timeline png utilisation windowview memview commview diagnose html whatif diff merge info
+      pipeline diagnosep2p)
 wanted() { [[ -z $only || ,$only, == *,$1,* ]]; }
 picked=()
 for k in "${keys[@]}"; do wanted "$k" && picked+=("$k"); done
@@ -59,6 +62,11 @@ keys=("${picked[@]}")
 if ((${#keys[@]} > 0)); then
   "$gen" "$dir/big" 1 "$events" >&2 && "$gen" "$dir/tenth" 1 "$tenth" >&2 || exit 1
 fi
+if wanted pipeline || wanted diagnosep2p; then
+  mkdir "$dir/p2p" "$dir/p2p_tenth"
+  "$gen" "$dir/p2p" 2 $((events / 2)) p2p >&2 && "$gen" "$dir/p2p_tenth" 2 $((tenth / 2)) p2p >&2 || exit 1
+fi
+declare -A job=([pipeline]=p2p [diagnosep2p]=p2p)
 declare -A out args what
 out[stats]=- args[stats]="stats @" what[stats]="stats"
 out[comm]=- args[comm]="stats @ --by comm" what[comm]="stats --by comm"
@@ -77,22 +85,26 @@ out[whatif]=p.gpuh args[whatif]="whatif @ --change streams=4 -o %" what[whatif]=
 out[diff]=- args[diff]="diff @ @" what[diff]="diff (the capture against itself)"
 out[merge]=m.gpuh args[merge]="merge @ -o %" what[merge]="merge (one capture)"
 out[info]=- args[info]="info @" what[info]="info"
+out[pipeline]=- args[pipeline]="stats @@ --by pipeline" what[pipeline]="stats --by pipeline (2 ranks)"
+out[diagnosep2p]=- args[diagnosep2p]="diagnose @@" what[diagnosep2p]="diagnose (2 ranks with sends and receives)"
 # The issue's goals: seconds (none: memory only) and peak MB.
 declare -A goal_s goal_mb
-goal_s=([stats]=1.5 [png]=2 [diagnose]=3 [html]=3 [whatif]=20)
+goal_s=([stats]=1.5 [png]=2 [diagnose]=3 [diagnosep2p]=3 [html]=3 [whatif]=20)
 for k in "${keys[@]}"; do goal_mb[$k]=500; done
 goal_mb[whatif]=1000
 
 # shellcheck disable=SC2086 # ${args[$k]} is split into words on purpose
 for k in "${keys[@]}"; do
-  run "$k" "$big" "${out[$k]}" ${args[$k]}
+  cap=$big cap10=$small
+  [[ -n ${job[$k]:-} ]] && cap=$dir/${job[$k]}/rank00.gpuh cap10=$dir/${job[$k]}_tenth/rank00.gpuh
+  run "$k" "$cap" "${out[$k]}" ${args[$k]}
   for ((i = 1; i < runs; ++i)); do
     # Once is enough for a run that failed, was refused or took over 30 s (every time goal is
     # at most 20 s: more runs would not change the verdict, only take the machine's minutes).
     awk '{ exit !($3 == 0 && $1 <= 30) }' <(tail -1 "$dir/$k.txt") || break
-    run "$k" "$big" "${out[$k]}" ${args[$k]}
+    run "$k" "$cap" "${out[$k]}" ${args[$k]}
   done
-  run "${k}_tenth" "$small" "${out[$k]}" ${args[$k]}
+  run "${k}_tenth" "$cap10" "${out[$k]}" ${args[$k]}
 done
 
 row() { echo "| $1 | $2 | $3 | $([[ $4 == 1 ]] && echo pass || echo miss) |"; }

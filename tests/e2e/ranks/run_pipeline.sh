@@ -67,6 +67,19 @@ print(sum(1 for f in range(n) for t in range(n) if c["p2p_bytes"][f * n + t] > 0
     # stats --by comm scans the stages: their NCCL calls and the kernels those launched.
     same_scanned comm text,json,csv,md "$dir"/gpipe?.gpuh
     same_scanned comm text,json,csv,md "$dir"/gpipe1.gpuh
+    # stats --by pipeline and diagnose scan the stages too: the calls and kernels, then the
+    # stages' work step by step.
+    same_scanned pipeline text,json,csv,md "$dir"/gpipe?.gpuh
+    same_scanned pipeline text,json "$dir"/gpipe?.gpuh --step train_step
+    same_scanned pipeline text "$dir"/gpipe?.gpuh --step no_such_range
+    same_scanned pipeline text,json "$dir"/gpipe2.gpuh
+    # A filter leaves out the kernels and the work a load's restriction drops.
+    same_scanned pipeline text,csv "$dir"/gpipe?.gpuh --kernel stage
+    same_scanned pipeline text "$dir"/gpipe?.gpuh --range train_step@2
+    same_scanned pipeline json "$dir"/gpipe?.gpuh --from 5ms --to 40ms --device 0
+    same_diagnosed text,json "$dir"/gpipe?.gpuh
+    same_diagnosed text "$dir"/gpipe?.gpuh --kernel stage
+    same_diagnosed text "$dir"/gpipe?.gpuh --from 5ms
     # --deps: the sends drawn across ranks (teal arrows); the SVG parses.
     "$cli" render "$dir"/gpipe?.gpuh --deps -o "$dir/deps.svg" 2>/dev/null
     xmllint --noout "$dir/deps.svg"
@@ -107,6 +120,8 @@ print(sum(1 for f in range(n) for t in range(n) if c["p2p_bytes"][f * n + t] > 0
       echo "FAIL: slow-link named another pair"; cat "$dir/diagnose.txt"; exit 1
     fi
     same_scanned comm text,json,csv,md "$dir"/slow?.gpuh
+    same_diagnosed text,json,md "$dir"/slow?.gpuh
+    same_scanned pipeline text,json "$dir"/slow?.gpuh
     "$cli" stats "$dir"/slow?.gpuh --by comm > "$dir/comm.txt"
     grep -q "slow pair: rank 1 -> rank 2" "$dir/comm.txt" ||
       { echo "FAIL: stats --by comm does not list the slow pair"; exit 1; }

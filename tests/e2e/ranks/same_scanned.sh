@@ -15,6 +15,24 @@ same_scanned() {
     fi
   done
 }
+# same_diagnosed FORMATS ARGS...: `diagnose ARGS` scans the captures (under --max-memory 1K)
+# and reports what --in-memory reports, stdout, stderr and exit code, in each of FORMATS.
+same_diagnosed() {
+  local formats=$1 format scanned loaded
+  shift
+  for format in ${formats//,/ }; do
+    scanned=0 loaded=0
+    "$cli" diagnose "$@" --format "$format" --max-memory 1K > "$dir/scanned.txt" 2> "$dir/scanned.err" || scanned=$?
+    if grep -q "would take about" "$dir/scanned.err"; then
+      echo "FAIL: diagnose $* was not scanned: $(cat "$dir/scanned.err")"; exit 1
+    fi
+    "$cli" diagnose "$@" --format "$format" --in-memory > "$dir/loaded.txt" 2> "$dir/loaded.err" || loaded=$?
+    if ! cmp -s "$dir/scanned.txt" "$dir/loaded.txt" || ! cmp -s "$dir/scanned.err" "$dir/loaded.err" || [ $scanned != $loaded ]; then
+      echo "FAIL: diagnose --format $format $* scanned differs from --in-memory (exit $scanned, $loaded)"
+      diff "$dir/scanned.txt" "$dir/loaded.txt" | head -20; diff "$dir/scanned.err" "$dir/loaded.err"; exit 1
+    fi
+  done
+}
 # same_view VIEW FILES...: render --view VIEW scans the files (under --max-memory 1K, where a
 # load is refused) and draws, byte for byte, what --in-memory draws, saying the same on stderr.
 same_view() {

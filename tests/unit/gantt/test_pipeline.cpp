@@ -210,6 +210,22 @@ TEST(Pipeline, AnUnnamedTopLevelRangeIsNotTheStep) {
   EXPECT_EQ(r[0].stages[0].step_ns, 8500u);  // 1000 to 9500
 }
 
+TEST(Pipeline, ATieBetweenStepRangesGoesToTheNameFirstInByteOrder) {
+  // Each stage's send and receive in a top-level range of its own name, "zeta" made first (the
+  // lower string id), "alpha" after: two votes each. The step is "alpha" whichever was interned
+  // first, as a scan of the captures (which numbers strings its own way) picks it too.
+  Job j(2);
+  const uint32_t z0 = j.range(0, "zeta", 900, 2050), a0 = j.range(0, "alpha", 2050, 5100);
+  const uint32_t z1 = j.range(1, "zeta", 400, 2000), a1 = j.range(1, "alpha", 3900, 4200);
+  j.p2p(true, 0, 0x77, 2, 0, 1, 1 << 20, 950, 2000, 2100, z0);
+  j.p2p(false, 0, 0x77, 2, 0, 1, 1 << 20, 2060, 2100, 4100, a0);
+  j.p2p(false, 1, 0x77, 2, 1, 0, 1 << 20, 450, 500, 2100, z1);
+  j.p2p(true, 1, 0x77, 2, 1, 0, 1 << 20, 3950, 4000, 4100, a1);
+  const auto r = ga::pipeline_reports(j.m);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].step, "alpha");
+}
+
 TEST(Pipeline, ThousandsOfCommunicatorsOnTheSameGpusAreBoundedAndCounted) {
   // Every pipeline reads the work on its stages' GPUs: a file that gives thousands of
   // communicators the same two GPUs made that thousands of passes over every kernel (20,000

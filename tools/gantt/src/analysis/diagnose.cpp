@@ -481,11 +481,11 @@ const std::vector<std::string>& rule_names() {
 
 namespace detail {
 
-void rule_records(const Model& m, DiagnoseReport& r, const KernelsBesideSamples& scanned) {
+void rule_records(const Model& m, DiagnoseReport& r, const ScannedBeside& scanned) {
   rule_memory_peak(m, r);
   rule_memory_unused(m, r);
-  rule_pipeline_bubble(m, r);
-  rule_slow_link(m, r);
+  rule_pipeline_bubble(m, scanned.pipelines ? *scanned.pipelines : pipeline_reports(m), r);
+  rule_slow_link(scanned.p2p ? *scanned.p2p : match_p2p(m), r);
   if (scanned.throttle) rule_throttled(m, *scanned.throttle, r);
   else rule_throttled(m, r);
   if (scanned.stall) rule_stalled(m, *scanned.stall, r);

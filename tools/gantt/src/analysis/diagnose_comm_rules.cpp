@@ -24,9 +24,8 @@ std::string hex(uint64_t v) {
 }  // namespace
 
 // ---------------------------------------------------------------- 10. pipeline bubble
-void rule_pipeline_bubble(const Model& m, DiagnoseReport& r) {
+void rule_pipeline_bubble(const Model& m, const std::vector<PipelineReport>& reports, DiagnoseReport& r) {
   RuleResult res{"pipeline-bubble", false, ""};
-  const std::vector<PipelineReport> reports = pipeline_reports(m);
   if (reports.empty()) res.note = "no pipeline (NCCL sends and receives between neighbouring ranks only)";
   for (const PipelineReport& p : reports) {
     const double share = p.bubble_share();
@@ -75,14 +74,14 @@ constexpr uint64_t kSlowLinkMinBytes = 64u << 10;
 constexpr uint64_t kSlowLinkMinTransfers = 3;
 constexpr size_t kSlowLinkMinPairs = 3;
 
-void rule_slow_link(const Model& m, DiagnoseReport& r) {
+void rule_slow_link(const P2pMatch& matched, DiagnoseReport& r) {
   RuleResult res{"slow-link", false, ""};
   struct Pair {
     uint64_t bytes = 0, ns = 0, transfers = 0;
     double gbps() const { return ns ? static_cast<double>(bytes) / static_cast<double>(ns) : 0; }
   };
   std::map<uint64_t, std::map<std::pair<int32_t, int32_t>, Pair>> comms;
-  for (const P2pTransfer& t : match_p2p(m).transfers) {
+  for (const P2pTransfer& t : matched.transfers) {
     if (!t.transfer_ns()) continue;
     Pair& p = comms[t.comm_id][{t.from, t.to}];
     p.bytes += t.bytes;

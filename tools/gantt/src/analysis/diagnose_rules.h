@@ -14,6 +14,8 @@
 #include "gantt/analysis/diagnose.h"
 #include "gantt/analysis/intervals.h"
 #include "gantt/analysis/metrics.h"
+#include "gantt/analysis/p2p.h"
+#include "gantt/analysis/pipeline.h"
 #include "gantt/model/model.h"
 #include "gantt/ranks/ranks.h"
 
@@ -56,8 +58,9 @@ inline constexpr const char* kImbalanceAlone = "one device in one capture: nothi
 void rule_memory_peak(const Model& m, DiagnoseReport& r);
 void rule_memory_unused(const Model& m, DiagnoseReport& r);
 // What the ranks' point-to-point traffic shows (diagnose_comm_rules.cpp).
-void rule_pipeline_bubble(const Model& m, DiagnoseReport& r);
-void rule_slow_link(const Model& m, DiagnoseReport& r);
+// `reports`: pipeline_reports() of `m`, or of a scan of its captures (job_scan.h).
+void rule_pipeline_bubble(const Model& m, const std::vector<PipelineReport>& reports, DiagnoseReport& r);
+void rule_slow_link(const P2pMatch& matched, DiagnoseReport& r);
 // Clocks the hardware lowered while kernels ran (diagnose_metric_rules.cpp): of each throttle
 // stretch long enough to judge (the samples' clock drops), what its device's kernels show, from
 // a load's kernels or a scan's, kernel by kernel. Memory grows with the stretches and the names.

@@ -5,10 +5,11 @@
 // and, for a capture that has any, its allocation records and memory tags with its NVTX ranges
 // and the calls that made them, read again after the scan (memory_records). pipeline-bubble and
 // slow-link read only NCCL's point-to-point calls (pipeline.cpp, p2p.cpp), so a capture of
-// collectives gives them none, and its calls are not kept. throttled and stalled judge the
+// collectives gives them none, and its calls are not kept; a capture with sends or receives is
+// read for them by scans of their own (scan_pipelines). throttled and stalled judge the
 // kernels that ran during a throttle stretch or PM sampling's SM-active samples: one more scan
 // of the events gathers them (scan_sample_kernels). Where the other rules would judge records
-// against the kernels (memory uses, sends and receives), the scan says so and the caller loads
+// against the kernels (memory uses), the scan says so and the caller loads
 // the captures. Several
 // captures are the ranks of one job: imbalance compares their busy time, and names the
 // straggler from their collectives' kernels, which are kept (one per collective and rank).
@@ -143,8 +144,8 @@ class DiagnoseShare final : public EventConsumer {
         break;
       }
       case v1::Record::kNccl:
-        if (r.nccl().op() == v1::NCCL_SEND || r.nccl().op() == v1::NCCL_RECV)
-          needs_load = "NCCL sends and receives (pipeline-bubble and slow-link join them to their kernels)";
+        // pipeline-bubble and slow-link read them from scans of their own (scan_pipelines).
+        if (r.nccl().op() == v1::NCCL_SEND || r.nccl().op() == v1::NCCL_RECV) p2p = true;
         break;
       default: break;
     }
@@ -159,6 +160,7 @@ class DiagnoseShare final : public EventConsumer {
   std::vector<RankCollectiveCall> collectives;  // on the capture's own clock
   bool memory = false;                           // allocation records or memory tags read
   bool shared_kernel = false;                    // an NCCL kernel with several collective calls
+  bool p2p = false;                              // an NCCL send or receive read
   std::string needs_load;
 
  private:
@@ -311,6 +313,7 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
   std::vector<CaptureRecords> kept(paths.size());
   std::vector<RankCollectiveCall> collectives;  // the job's, capture after capture
   bool shared_kernel = false;
+  bool p2p = false;  // a capture's NCCL sends or receives
   size_t kept_samples = 0;
   std::vector<RankClockInput> clocks;
   std::vector<std::unique_ptr<DiagnoseShare>> shares;  // the capture being scanned
@@ -351,6 +354,7 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
       kept[c].samples.insert(kept[c].samples.end(), sh->samples.begin(), sh->samples.end());
       collectives.insert(collectives.end(), sh->collectives.begin(), sh->collectives.end());
       shared_kernel = shared_kernel || sh->shared_kernel;
+      p2p = p2p || sh->p2p;
       sh->samples = {};
       sh->collectives = {};
     }
@@ -424,13 +428,30 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
         }
       },
       spans, offsets);
+  ScannedBeside beside;
   std::optional<SampleKernels> kernels;
   if (!SampleKernels(records).empty()) {
     std::string why;
     kernels = scan_sample_kernels(paths, so, options.filter, records, offsets, &why);
     if (!kernels) return refuse(why);
+    beside.throttle = &kernels->throttle;
+    beside.stall = &kernels->stall;
   }
-  rule_records(records, out.report, kernels ? KernelsBesideSamples{&kernels->throttle, &kernels->stall} : KernelsBesideSamples{});
+  // The ranks' sends and receives: their calls and kernels, and the stages' work step by step,
+  // from scans of their own (the same captures, read as the job scan read them).
+  std::optional<ScannedPipelines> traffic;
+  P2pMatch transfers;
+  if (p2p) {
+    std::string why;
+    traffic = scan_pipelines(paths, so, options.filter, "", &why);
+    if (!traffic) return refuse(why);
+    if (!traffic->comm.job.unusable.empty()) return refuse(traffic->comm.job.unusable);
+    if (!traffic->comm.job.empty_window.empty()) return refuse(traffic->comm.job.empty_window);
+    transfers = match_p2p(traffic->comm.records);
+    beside.pipelines = &traffic->reports;
+    beside.p2p = &transfers;
+  }
+  rule_records(records, out.report, beside);
   say_what_imported_traces_lack(context, out.report);
   return out;
 }

@@ -266,11 +266,16 @@ void rules_on_work(const DiagnoseWork& w, const WorkNames& names, DiagnoseReport
 // where given (a scan's), else the model's.
 class ThrottleKernels;
 class StallKernels;
-struct KernelsBesideSamples {
+// What a scan read for the rules of records beside `m` (a model of some records of the captures):
+// the kernels that ran at the counter samples, and the ranks' point-to-point traffic (the
+// pipelines and the matched transfers; null: the rules read them from `m`).
+struct ScannedBeside {
   const ThrottleKernels* throttle = nullptr;
   const StallKernels* stall = nullptr;
+  const std::vector<PipelineReport>* pipelines = nullptr;
+  const P2pMatch* p2p = nullptr;
 };
-void rule_records(const Model& m, DiagnoseReport& r, const KernelsBesideSamples& scanned = {});
+void rule_records(const Model& m, DiagnoseReport& r, const ScannedBeside& scanned = {});
 // For a torch.profiler or nsys trace (`context` says which), the rules whose input only the
 // hook records say what the trace lacks.
 void say_what_imported_traces_lack(const Model& context, DiagnoseReport& r);

@@ -11,6 +11,7 @@
 #include "gantt/analysis/intervals.h"
 #include "gantt/analysis/table.h"
 #include "gantt/model/json.h"
+#include "pipeline_work.h"
 
 namespace gantt::analysis {
 
@@ -18,23 +19,9 @@ namespace {
 
 namespace v1 = gpuhook::v1;
 
-// The outermost range enclosing `range` (kNone stays kNone). Bounded: a hostile file's parent
-// links cannot loop it forever.
-uint32_t top_range(const Model& m, uint32_t range) {
-  for (int hops = 0; range < m.ranges.size() && m.ranges.parent[range] != kNone && hops < (1 << 16); ++hops)
-    range = m.ranges.parent[range];
-  return range < m.ranges.size() ? range : kNone;
-}
-
-bool timed(const Model& m, uint32_t e) {
-  return e < m.events.size() && m.events.start_ns[e] != 0 && m.events.end_ns[e] > m.events.start_ns[e];
-}
-
 struct Candidate {
-  int32_t nranks = 0;
-  bool chain = true;                      // every transfer joins neighbours
-  std::map<int32_t, std::pair<uint16_t, uint32_t>> stage;  // rank -> (capture, device)
-  std::vector<uint32_t> calls;            // its sends and receives
+  detail::PipelineCandidate pipeline;
+  bool chain = true;  // every transfer joins neighbours
   // A pipeline has a direction: a stage's send is the output of its own work, never answered
   // in the same NCCL group (the same kernel) by a receive from that peer. sendrecv_perf -g 2
   // pairs every send so (each rank sends to the other and receives from it at once): an
@@ -60,6 +47,13 @@ void clip(std::vector<Interval>& v, uint64_t lo, uint64_t hi) {
   merge_intervals(v);  // drops what the clip emptied
 }
 
+using detail::timed_event;
+using detail::top_range;
+
+std::string top_name_of(const Model& m, uint32_t top) {
+  return top == kNone ? std::string() : std::string(m.string(m.ranges.name[top]));
+}
+
 }  // namespace
 
 double PipelineReport::bubble_share() const {
@@ -76,24 +70,36 @@ double PipelineReport::ideal_share() const {
   return micro_batches > 0 && p > 1 ? (p - 1) / (micro_batches + p - 1) : 0;
 }
 
-std::vector<PipelineReport> pipeline_reports(const Model& m, const std::string& step_range, std::vector<std::string>* notes) {
+namespace detail {
+
+bool timed_event(const Model& m, uint32_t e) {
+  return e < m.events.size() && m.events.start_ns[e] != 0 && m.events.end_ns[e] > m.events.start_ns[e];
+}
+
+uint32_t top_range(const Model& m, uint32_t range) {
+  for (int hops = 0; range < m.ranges.size() && m.ranges.parent[range] != kNone && hops < (1 << 16); ++hops)
+    range = m.ranges.parent[range];
+  return range < m.ranges.size() ? range : kNone;
+}
+
+std::vector<PipelineCandidate> pipeline_candidates(const Model& m, std::vector<std::string>* notes) {
   const NcclTable& n = m.nccl;
   std::map<uint64_t, Candidate> comms;
   for (uint32_t i = 0; i < n.size(); ++i) {
     if (n.op[i] != v1::NCCL_SEND && n.op[i] != v1::NCCL_RECV) continue;
     Candidate& c = comms[n.comm_id[i]];
-    if (c.nranks == 0) c.nranks = n.nranks[i];
+    if (c.pipeline.nranks == 0) c.pipeline.nranks = n.nranks[i];
     const int32_t me = n.rank[i], peer = n.root_or_peer[i];
-    if (n.nranks[i] != c.nranks || me < 0 || me >= c.nranks || peer < 0 || peer >= c.nranks ||
+    if (n.nranks[i] != c.pipeline.nranks || me < 0 || me >= c.pipeline.nranks || peer < 0 || peer >= c.pipeline.nranks ||
         std::llabs(static_cast<long long>(me) - peer) != 1) {
       c.chain = false;
       continue;
     }
     const uint32_t e = n.event[i];
-    const uint32_t device = timed(m, e) ? m.events.device[e] : static_cast<uint32_t>(std::max(n.device[i], 0));
-    c.stage.try_emplace(me, n.capture[i], device);
-    c.calls.push_back(i);
-    if (timed(m, e)) {
+    const uint32_t device = timed_event(m, e) ? m.events.device[e] : static_cast<uint32_t>(std::max(n.device[i], 0));
+    c.pipeline.stage.try_emplace(me, n.capture[i], device);
+    c.pipeline.calls.push_back(i);
+    if (timed_event(m, e)) {
       const auto key = std::make_tuple(me, e, peer);
       if (n.op[i] == v1::NCCL_SEND) c.sends.push_back(key);
       else c.recvs.insert(key);
@@ -103,116 +109,140 @@ std::vector<PipelineReport> pipeline_reports(const Model& m, const std::string& 
   // GPU, but a file can give thousands of communicators the same two GPUs (20,000 of them in
   // 110 KiB kept stats --by pipeline busy for six minutes): the ones with the most sends and
   // receives are analysed, the others counted.
-  std::vector<const std::pair<const uint64_t, Candidate>*> pipelines;
-  for (const auto& entry : comms) {
-    if (!entry.second.chain || entry.second.nranks < 2 || entry.second.nranks > kMaxPipelineStages ||
-        entry.second.stage.size() < 2)
-      continue;
-    if (!entry.second.directed()) {
+  std::vector<PipelineCandidate> pipelines;
+  for (auto& [comm_id, c] : comms) {
+    if (!c.chain || c.pipeline.nranks < 2 || c.pipeline.nranks > kMaxPipelineStages || c.pipeline.stage.size() < 2) continue;
+    if (!c.directed()) {
       if (notes) {
         char id[32];
-        std::snprintf(id, sizeof id, "0x%llx", static_cast<unsigned long long>(entry.first));
+        std::snprintf(id, sizeof id, "0x%llx", static_cast<unsigned long long>(comm_id));
         notes->push_back(std::string("communicator ") + id +
                          ": every send is paired with a receive from the same peer in one group, an exchange "
                          "(sendrecv) with no direction, not a pipeline");
       }
       continue;
     }
-    pipelines.push_back(&entry);
+    c.pipeline.comm_id = comm_id;
+    pipelines.push_back(std::move(c.pipeline));
   }
   if (pipelines.size() > kMaxPipelines) {
     std::stable_sort(pipelines.begin(), pipelines.end(),
-                     [](const auto* a, const auto* b) { return a->second.calls.size() > b->second.calls.size(); });
+                     [](const auto& a, const auto& b) { return a.calls.size() > b.calls.size(); });
     if (notes)
       notes->push_back(std::to_string(pipelines.size()) + " communicators look like pipelines: the " +
                        std::to_string(kMaxPipelines) + " with the most sends and receives are shown");
     pipelines.resize(kMaxPipelines);
-    std::sort(pipelines.begin(), pipelines.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+    std::sort(pipelines.begin(), pipelines.end(), [](const auto& a, const auto& b) { return a.comm_id < b.comm_id; });
   }
-  // The work each stage could have done, by (capture, device): read once, not once per pipeline.
-  std::map<std::pair<uint16_t, uint32_t>, std::vector<uint32_t>> work_on;
-  for (const auto* p : pipelines)
-    for (const auto& [rank, where] : p->second.stage) work_on.try_emplace(where);
-  const EventTable& ev = m.events;
-  for (uint32_t e = 0; e < ev.size(); ++e) {
-    if (!timed(m, e) || ev.kind[e] == EventKind::kSync || ev.kind[e] == EventKind::kHostFunc) continue;
-    if (auto w = work_on.find({ev.capture[e], ev.device[e]}); w != work_on.end()) w->second.push_back(e);
+  return pipelines;
+}
+
+void StepWork::absorb(const StepWork& other) {
+  lo = std::min(lo, other.lo);
+  hi = std::max(hi, other.hi);
+  busy.absorb(other.busy);
+  for (const auto& [comm, v] : other.p2p) p2p[comm].insert(p2p[comm].end(), v.begin(), v.end());
+}
+
+StageWork::StageWork(const std::vector<PipelineCandidate>& pipelines) {
+  for (const PipelineCandidate& p : pipelines)
+    for (const auto& [rank, where] : p.stage) devices_.try_emplace(where);
+}
+
+bool stage_work(EventKind kind, uint64_t start, uint64_t end) {
+  return start != 0 && end > start && kind != EventKind::kSync && kind != EventKind::kHostFunc;
+}
+
+void StageWork::add(uint16_t capture, uint32_t device, EventKind kind, uint64_t start, uint64_t end, uint32_t top,
+                    const std::string& top_name, const std::vector<uint64_t>& comms) {
+  auto d = devices_.find({capture, device});
+  if (d == devices_.end()) return;
+  const auto add_to = [&](StepWork& w) {
+    w.lo = std::min(w.lo, start);
+    w.hi = std::max(w.hi, end);
+    for (uint64_t comm : comms) w.p2p[comm].emplace_back(start, end);
+    if (kind != EventKind::kNccl) w.busy.add(start, end);
+  };
+  add_to(d->second.whole);
+  if (top == kNone) return;
+  auto [it, fresh] = d->second.by_top.try_emplace(top);
+  if (fresh) it->second.first = top_name;
+  add_to(it->second.second);
+}
+
+void StageWork::absorb(const StageWork& other) {
+  for (const auto& [where, d] : other.devices_) {
+    Device& mine = devices_[where];
+    mine.whole.absorb(d.whole);
+    for (const auto& [top, named] : d.by_top) {
+      auto [it, fresh] = mine.by_top.try_emplace(top);
+      if (fresh) it->second.first = named.first;
+      it->second.second.absorb(named.second);
+    }
   }
-  const uint32_t asked = step_range.empty() ? kNone : m.find_string(step_range);
+}
+
+const StageWork::Device* StageWork::at(uint16_t capture, uint32_t device) const {
+  auto it = devices_.find({capture, device});
+  return it == devices_.end() ? nullptr : &it->second;
+}
+
+std::vector<PipelineReport> pipeline_reports(const Model& m, const std::vector<PipelineCandidate>& pipelines,
+                                             const StageWork& work, const std::function<std::string(uint32_t call)>& top_name,
+                                             const std::string& step_range) {
+  const NcclTable& n = m.nccl;
   std::vector<PipelineReport> out;
-  for (const auto* p : pipelines) {
-    const uint64_t comm_id = p->first;
-    const Candidate& c = p->second;
-    // The step: the top-level range name that encloses the most of these calls' kernels.
-    uint32_t step_name = 0;
-    bool named = false;
-    if (!step_range.empty()) {
-      step_name = asked;  // kNone when the captures do not have it: no steps
-      named = asked != kNone;
-    } else {
-      // An unnamed range (a push whose message the hook could not read) is no step: reported
-      // as "" it read as "the whole capture" while the steps were its occurrences.
-      std::map<uint32_t, uint64_t> votes;
+  for (const PipelineCandidate& c : pipelines) {
+    // The step: the top-level range name that encloses the most of these calls' kernels (a
+    // tie to the name first in byte order). An unnamed range (a push whose message the hook
+    // could not read) is no step: reported as "" it read as "the whole capture" while the
+    // steps were its occurrences.
+    std::string step = step_range;
+    if (step.empty()) {
+      std::map<std::string, uint64_t> votes;
       for (uint32_t i : c.calls)
-        if (timed(m, n.event[i]))
-          if (const uint32_t top = top_range(m, m.events.range[n.event[i]]); top != kNone && m.ranges.name[top] != 0)
-            ++votes[m.ranges.name[top]];
+        if (timed_event(m, n.event[i]))
+          if (std::string name = top_name(i); !name.empty()) ++votes[name];
       uint64_t best = 0;
       for (const auto& [name, count] : votes)
-        if (count > best) best = count, step_name = name, named = true;
+        if (count > best) best = count, step = name;
     }
     PipelineReport r;
-    r.comm_id = comm_id;
+    r.comm_id = c.comm_id;
     r.nranks = c.nranks;
-    r.step = named ? std::string(m.string(step_name)) : step_range;
-    std::map<std::pair<uint16_t, uint32_t>, int32_t> rank_of;
-    for (const auto& [rank, where] : c.stage) rank_of.emplace(where, rank);
-    std::map<int32_t, std::map<uint32_t, Window>> windows;  // rank -> step occurrence -> window
-    std::map<uint32_t, bool> p2p_event;
-    for (uint32_t i : c.calls)
-      if (timed(m, n.event[i])) p2p_event[n.event[i]] = true;
-    for (const auto& [where, rank] : rank_of)
-      for (uint32_t e : work_on[where]) {
-        uint32_t occurrence = 0;  // the whole capture when no range is asked for or found
-        if (named || !step_range.empty()) {
-          const uint32_t top = top_range(m, ev.range[e]);
-          if (top == kNone || m.ranges.name[top] != step_name) continue;
-          occurrence = top;
-        }
-        Window& w = windows[rank][occurrence];
-        w.lo = std::min(w.lo, ev.start_ns[e]);
-        w.hi = std::max(w.hi, ev.end_ns[e]);
-        if (p2p_event.count(e)) w.p2p.push_back({ev.start_ns[e], ev.end_ns[e]});
-        else if (ev.kind[e] != EventKind::kNccl) w.busy.push_back({ev.start_ns[e], ev.end_ns[e]});
-      }
+    r.step = step;
     for (const auto& [rank, where] : c.stage) {
       PipelineStage s;
       s.rank = rank;
       s.capture = where.first;
       s.device = where.second;
-      for (auto& [occurrence, w] : windows[rank]) {
-        if (w.hi <= w.lo) continue;
+      const StageWork::Device* d = work.at(where.first, where.second);
+      const auto count = [&](const StepWork& sw) {
+        if (sw.hi <= sw.lo) return;
+        Window w{sw.lo, sw.hi, sw.busy.spans(), {}};
+        if (auto p = sw.p2p.find(c.comm_id); p != sw.p2p.end()) w.p2p = p->second;
         clip(w.busy, w.lo, w.hi);
         clip(w.p2p, w.lo, w.hi);
-        const uint64_t step = w.hi - w.lo, busy = total_length(w.busy);
+        const uint64_t step_ns = w.hi - w.lo, busy = total_length(w.busy);
         const uint64_t bubble = total_length(w.p2p) - intersection_length(w.p2p, w.busy);
         ++s.steps;
-        s.step_ns += step;
+        s.step_ns += step_ns;
         s.busy_ns += busy;
         s.bubble_ns += bubble;
-        if (bubble > s.worst_step_bubble_ns) s.worst_step_bubble_ns = bubble, s.worst_step_ns = step;
-      }
+        if (bubble > s.worst_step_bubble_ns) s.worst_step_bubble_ns = bubble, s.worst_step_ns = step_ns;
+      };
+      if (d && step.empty()) count(d->whole);  // the whole capture is one step
+      else if (d)
+        for (const auto& [top, named] : d->by_top)
+          if (named.first == step) count(named.second);
       r.stages.push_back(s);
     }
     // Micro-batches: stage 0's forward sends per step.
     if (!r.stages.empty() && r.stages.front().rank == 0 && r.stages.front().steps) {
       uint64_t sends = 0;
       for (uint32_t i : c.calls) {
-        if (n.op[i] != v1::NCCL_SEND || n.rank[i] != 0 || n.root_or_peer[i] != 1 || !timed(m, n.event[i])) continue;
-        if (named || !step_range.empty()) {
-          const uint32_t top = top_range(m, m.events.range[n.event[i]]);
-          if (top == kNone || m.ranges.name[top] != step_name) continue;
-        }
+        if (n.op[i] != v1::NCCL_SEND || n.rank[i] != 0 || n.root_or_peer[i] != 1 || !timed_event(m, n.event[i])) continue;
+        if (!step.empty() && top_name(i) != step) continue;
         ++sends;
       }
       r.micro_batches = static_cast<double>(sends) / static_cast<double>(r.stages.front().steps);
@@ -220,6 +250,33 @@ std::vector<PipelineReport> pipeline_reports(const Model& m, const std::string& 
     out.push_back(std::move(r));
   }
   return out;
+}
+
+}  // namespace detail
+
+std::vector<PipelineReport> pipeline_reports(const Model& m, const std::string& step_range, std::vector<std::string>* notes) {
+  const std::vector<detail::PipelineCandidate> pipelines = detail::pipeline_candidates(m, notes);
+  // The kernels of each pipeline's calls, by event.
+  std::map<uint32_t, std::vector<uint64_t>> comms_of;
+  for (const detail::PipelineCandidate& p : pipelines)
+    for (uint32_t i : p.calls)
+      if (timed_event(m, m.nccl.event[i])) {
+        std::vector<uint64_t>& comms = comms_of[m.nccl.event[i]];
+        if (std::find(comms.begin(), comms.end(), p.comm_id) == comms.end()) comms.push_back(p.comm_id);
+      }
+  detail::StageWork work(pipelines);
+  const EventTable& ev = m.events;
+  const std::vector<uint64_t> none;
+  for (uint32_t e = 0; e < ev.size(); ++e) {
+    if (!detail::stage_work(ev.kind[e], ev.start_ns[e], ev.end_ns[e]) || !work.wanted(ev.capture[e], ev.device[e])) continue;
+    const uint32_t top = top_range(m, ev.range[e]);
+    const auto comms = comms_of.find(e);
+    work.add(ev.capture[e], ev.device[e], ev.kind[e], ev.start_ns[e], ev.end_ns[e], top, top_name_of(m, top),
+             comms == comms_of.end() ? none : comms->second);
+  }
+  return detail::pipeline_reports(
+      m, pipelines, work, [&m](uint32_t call) { return top_name_of(m, top_range(m, m.events.range[m.nccl.event[call]])); },
+      step_range);
 }
 
 std::string format_pipeline_stats(const Model& m, const std::vector<PipelineReport>& reports, const std::string& format,

@@ -13,6 +13,7 @@
 #include "gantt/analysis/clock_scan.h"
 #include "gantt/analysis/event_scan.h"
 #include "gantt/analysis/metrics.h"
+#include "gantt/analysis/pipeline.h"
 #include "gantt/analysis/stats.h"
 #include "gantt/analysis/timeline.h"
 #include "gantt/model/record_spool.h"
@@ -169,6 +170,23 @@ std::optional<RecordSpool> comm_records(const std::string& path, const LoadOptio
 // *why_not where a scan cannot serve; throws as scan_job() does.
 std::optional<ScannedRecords> scan_comm(const std::vector<std::string>& paths, const EventScanOptions& options,
                                         const EventFilter* filter, std::string* why_not);
+
+// stats --by pipeline, and diagnose's pipeline-bubble and slow-link, from scans: the calls and
+// kernels scan_comm() holds (match_p2p() reads them), the pipelines among them, and each
+// stage's work step by step from one more scan of the events (pipeline_reports() of a load of
+// the captures, the same reports). The work is held as the union of each step's busy time per
+// stage device: memory grows with the steps and the idle gaps, not with the events. A `filter`
+// (null: none) leaves out what a load restricted to it drops: the kernels of the calls it does
+// not select (the calls kept) and the work it does not select. nullopt with *why_not where a
+// scan cannot serve; throws as scan_job() does.
+struct ScannedPipelines {
+  ScannedRecords comm;
+  std::vector<PipelineReport> reports;
+  std::vector<std::string> notes;  // what pipeline_reports() says it left out
+};
+std::optional<ScannedPipelines> scan_pipelines(const std::vector<std::string>& paths, const EventScanOptions& options,
+                                               const EventFilter* filter, const std::string& step_range,
+                                               std::string* why_not);
 
 // Counter samples (NVML, PM sampling) a capture may hold for a scan's metric figures; past them,
 // it is loaded.
