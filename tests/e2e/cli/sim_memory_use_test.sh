@@ -74,4 +74,19 @@ for filter in "--device 0" "--from 1ms --to 3ms" "--kernel nothing_matches"; do
     { echo "FAIL: stats --by memory $filter: scanned and loaded differ"; diff "$work/scan.out" "$work/load.out" | head; diff "$work/scan.err" "$work/load.err"; exit 1; }
   grep -q "GPU events" "$work/scan.err" || { echo "FAIL: $filter: no count of the events it selected"; cat "$work/scan.err"; exit 1; }
 done
-echo "ok: $n memory_use records; memory-idle names the init table; stats --by memory scanned as loaded"
+# diagnose scans the uses too: memory-idle's finding, the table's last use named by its kernel
+# (read once more by its correlation id), is the load's, under a 1 KiB --max-memory. A filter
+# (whose restriction decides which calls a load can name) loads.
+for f in m off; do
+  for format in text json; do
+    "$cli" diagnose "$work/$f.gpuh" --format "$format" --max-memory 1K > "$work/scan.out" 2> "$work/scan.err" ||
+      { echo "FAIL: diagnose $f --format $format under --max-memory 1K"; cat "$work/scan.err"; exit 1; }
+    "$cli" diagnose "$work/$f.gpuh" --format "$format" --in-memory > "$work/load.out" 2> "$work/load.err"
+    cmp -s "$work/scan.out" "$work/load.out" && cmp -s "$work/scan.err" "$work/load.err" ||
+      { echo "FAIL: diagnose $f --format $format: scanned and loaded differ"; diff "$work/scan.out" "$work/load.out" | head; exit 1; }
+    cp "$work/scan.out" "$work/diagnose_$f.$format"
+  done
+done
+grep -q "by init_weights(float const\*, float\*, long long)" "$work/diagnose_m.text" ||
+  { echo "FAIL: the scanned memory-idle does not name the table's last use"; cat "$work/diagnose_m.text"; exit 1; }
+echo "ok: $n memory_use records; memory-idle names the init table; stats --by memory and diagnose scanned as loaded"

@@ -483,7 +483,7 @@ namespace detail {
 
 void rule_records(const Model& m, DiagnoseReport& r, const ScannedBeside& scanned) {
   rule_memory_peak(m, r);
-  rule_memory_unused(m, r);
+  rule_memory_unused(m, r, scanned.last_graph_ns);
   rule_pipeline_bubble(m, scanned.pipelines ? *scanned.pipelines : pipeline_reports(m), r);
   rule_slow_link(scanned.p2p ? *scanned.p2p : match_p2p(m), r);
   if (scanned.throttle) rule_throttled(m, *scanned.throttle, r);

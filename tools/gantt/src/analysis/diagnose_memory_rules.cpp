@@ -73,16 +73,20 @@ constexpr double kUnusedShare = 0.10;      // of the peak, at least
 constexpr double kUnusedSpanShare = 0.5;  // of the capture: held unused at least this long
 constexpr uint64_t kUnusedMinBytes = 1u << 20;
 
-void rule_memory_unused(const Model& m, DiagnoseReport& r) {
+void rule_memory_unused(const Model& m, DiagnoseReport& r, const std::vector<uint64_t>* scanned_graph_ns) {
   RuleResult res{"memory-idle", false, ""};
   const std::vector<DeviceMemory> report = memory_report(m);
   bool recorded = false;
   uint64_t behind_graphs = 0, capped = 0;
   // Per capture, the last start of a kernel, copy or memset run by a CUDA graph.
   std::vector<uint64_t> last_graph_ns(m.captures.size(), 0);
-  for (size_t e = 0; e < m.events.size(); ++e)
-    if (m.events.graph_id[e] != 0 && m.events.capture[e] < last_graph_ns.size())
-      last_graph_ns[m.events.capture[e]] = std::max(last_graph_ns[m.events.capture[e]], m.events.start_ns[e]);
+  if (scanned_graph_ns) {
+    for (size_t c = 0; c < last_graph_ns.size() && c < scanned_graph_ns->size(); ++c) last_graph_ns[c] = (*scanned_graph_ns)[c];
+  } else {
+    for (size_t e = 0; e < m.events.size(); ++e)
+      if (m.events.graph_id[e] != 0 && m.events.capture[e] < last_graph_ns.size())
+        last_graph_ns[m.events.capture[e]] = std::max(last_graph_ns[m.events.capture[e]], m.events.start_ns[e]);
+  }
   for (const DeviceMemory& d : report) {
     if (!d.uses_recorded) continue;
     recorded = true;

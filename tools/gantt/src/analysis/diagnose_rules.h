@@ -56,7 +56,8 @@ inline constexpr const char* kImbalanceAlone = "one device in one capture: nothi
 
 // What dominated a memory peak (diagnose_memory_rules.cpp).
 void rule_memory_peak(const Model& m, DiagnoseReport& r);
-void rule_memory_unused(const Model& m, DiagnoseReport& r);
+// `last_graph_ns`: per capture, the last start of work a CUDA graph ran (null: from m's events).
+void rule_memory_unused(const Model& m, DiagnoseReport& r, const std::vector<uint64_t>* last_graph_ns = nullptr);
 // What the ranks' point-to-point traffic shows (diagnose_comm_rules.cpp).
 // `reports`: pipeline_reports() of `m`, or of a scan of its captures (job_scan.h).
 void rule_pipeline_bubble(const Model& m, const std::vector<PipelineReport>& reports, DiagnoseReport& r);

@@ -8,9 +8,10 @@
 // collectives gives them none, and its calls are not kept; a capture with sends or receives is
 // read for them by scans of their own (scan_pipelines). throttled and stalled judge the
 // kernels that ran during a throttle stretch or PM sampling's SM-active samples: one more scan
-// of the events gathers them (scan_sample_kernels). Where the other rules would judge records
-// against the kernels (memory uses), the scan says so and the caller loads
-// the captures. Several
+// of the events gathers them (scan_sample_kernels). Memory uses (GPUHOOK_MEM_USE) are read
+// with the allocations, and memory-idle's judged allocations' last uses once more by their
+// correlation ids (launch_records), with the last work each capture's CUDA graphs ran from the
+// scan; under a filter (which decides the calls a load can name) the caller loads. Several
 // captures are the ranks of one job: imbalance compares their busy time, and names the
 // straggler from their collectives' kernels, which are kept (one per collective and rank).
 #include <algorithm>
@@ -102,6 +103,7 @@ class DiagnoseShare final : public EventConsumer {
     // A kernel a load's collective_calls() lists under several calls: the straggler would miss
     // all but the first.
     if (collective_budget_ != 0 && several_collectives(e)) shared_kernel = true;
+    if (e.graph_id != 0) last_graph_ns = std::max(last_graph_ns, e.start_ns);
     // stats.h is_gpu_work: a synchronisation and a host function are no GPU work.
     if (e.kind == EventKind::kSync || e.kind == EventKind::kHostFunc || e.start_ns == 0 || e.end_ns <= e.start_ns) return;
     WorkEvent x{e.kind, capture_, e.device, e.stream, e.priority, job_id(e.name_id != 0 ? e.name_id : e.launch_name_id),
@@ -133,7 +135,7 @@ class DiagnoseShare final : public EventConsumer {
         memory = true;  // read again after the scan, with the calls that made them (memory_records)
         break;
       case v1::Record::kMemoryUse:
-        needs_load = "memory uses (GPUHOOK_MEM_USE: memory-idle names the kernel that last used an allocation)";
+        memory = uses = true;  // read with the allocations; memory-idle names the last use's call from one more read
         break;
       case v1::Record::kMetricSample: {
         const auto& x = r.metric_sample();
@@ -159,6 +161,8 @@ class DiagnoseShare final : public EventConsumer {
   std::vector<Sample> samples;
   std::vector<RankCollectiveCall> collectives;  // on the capture's own clock
   bool memory = false;                           // allocation records or memory tags read
+  bool uses = false;                             // memory uses (GPUHOOK_MEM_USE) read
+  uint64_t last_graph_ns = 0;                    // the last start of work a CUDA graph ran
   bool shared_kernel = false;                    // an NCCL kernel with several collective calls
   bool p2p = false;                              // an NCCL send or receive read
   std::string needs_load;
@@ -219,6 +223,9 @@ std::string straggler_line(std::vector<RankCollectiveCall> calls, const std::vec
 // What the rules of records read of one capture, kept from its scan.
 struct CaptureRecords {
   RecordSpool memory;                          // memory_records(), when its scan met any
+  bool uses = false;                           // with memory uses
+  RecordSpool last_uses;                       // the operations last given an allocation live at a peak, and their calls
+  uint64_t last_graph_ns = 0;                  // the last start of work a CUDA graph ran, on its own clock
   std::vector<Sample> samples;                 // GPU counter samples
   std::pair<uint64_t, uint64_t> span{0, 0};    // its first and last times, as a load has them
 };
@@ -336,11 +343,15 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
       return why;
     }
     if (std::any_of(shares.begin(), shares.end(), [](const auto& sh) { return sh->memory; })) {
+      kept[c].uses = std::any_of(shares.begin(), shares.end(), [](const auto& sh) { return sh->uses; });
+      // memory-idle names the call of a last use among the events a load restricted to the filter keeps.
+      if (kept[c].uses && options.filter) return "memory uses (GPUHOOK_MEM_USE) under a filter";
       std::string why_memory;
-      std::optional<RecordSpool> held = memory_records(paths[c], so.load, false, &why_memory);
+      std::optional<RecordSpool> held = memory_records(paths[c], so.load, kept[c].uses, &why_memory);
       if (!held) return why_memory;
       kept[c].memory = std::move(*held);
     }
+    for (const auto& sh : shares) kept[c].last_graph_ns = std::max(kept[c].last_graph_ns, sh->last_graph_ns);
     // The capture's span as a load has it: the memory rules count their times from it.
     kept[c].span = {scanner.first_ns(), std::max(scanner.index_last_ns(), scanner.first_ns())};
     const gpuhook::CaptureReader* reader = nullptr;
@@ -386,6 +397,7 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
                         [&strings](uint32_t id) { return demangle(strings.get(id)); }};
   // The ranks on one clock, as a load puts them.
   const std::vector<int64_t> offsets = job_offsets(*job, clocks);
+  ScannedBeside beside;
   std::function<void(DiagnoseReport&)> imbalance;
   bool straggler_unknown = false;
   if (ranks) {
@@ -412,10 +424,12 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
   // loaded) the rules find what they find on the captures.
   std::vector<std::pair<uint64_t, uint64_t>> spans;
   for (const CaptureRecords& k : kept) spans.push_back(k.span);
-  const Model records = records_model(
+  const auto model_of_records = [&] {
+    return records_model(
       paths,
       [&](size_t c, ModelBuilder& builder) {
         kept[c].memory.for_each([&](const v1::Record& m) { builder.add(m); });
+        kept[c].last_uses.for_each([&](const v1::Record& m) { builder.add(m); });
         v1::Record r;
         v1::MetricSample* x = r.mutable_metric_sample();
         for (const Sample& s : kept[c].samples) {
@@ -428,7 +442,28 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
         }
       },
       spans, offsets);
-  ScannedBeside beside;
+  };
+  Model records = model_of_records();
+  // memory-idle names the call of the last use of an allocation it judges: the operations with
+  // those correlation ids and their calls, read once more, and the model made again with them.
+  if (std::any_of(kept.begin(), kept.end(), [](const CaptureRecords& k) { return k.uses; })) {
+    std::vector<std::unordered_set<uint32_t>> last_uses(paths.size());
+    for (const DeviceMemory& d : memory_report(records))
+      for (const LiveAllocation& a : d.unused_after_peak)
+        if (a.uses != 0 && a.last_use_correlation != 0 && d.capture < last_uses.size())
+          last_uses[d.capture].insert(a.last_use_correlation);
+    bool read = false;
+    for (size_t c = 0; c < paths.size(); ++c)
+      if (!last_uses[c].empty()) {
+        kept[c].last_uses = launch_records(paths[c], so.load, last_uses[c]);
+        read = true;
+      }
+    if (read) records = model_of_records();
+  }
+  std::vector<uint64_t> last_graph_ns;
+  for (size_t c = 0; c < kept.size(); ++c)
+    last_graph_ns.push_back(shifted(kept[c].last_graph_ns, c < offsets.size() ? offsets[c] : 0));
+  beside.last_graph_ns = &last_graph_ns;
   std::optional<SampleKernels> kernels;
   if (!SampleKernels(records).empty()) {
     std::string why;

@@ -267,13 +267,16 @@ void rules_on_work(const DiagnoseWork& w, const WorkNames& names, DiagnoseReport
 class ThrottleKernels;
 class StallKernels;
 // What a scan read for the rules of records beside `m` (a model of some records of the captures):
-// the kernels that ran at the counter samples, and the ranks' point-to-point traffic (the
-// pipelines and the matched transfers; null: the rules read them from `m`).
+// the kernels that ran at the counter samples, the ranks' point-to-point traffic (the pipelines
+// and the matched transfers) and the work CUDA graphs ran; null: the rules read them from `m`.
 struct ScannedBeside {
   const ThrottleKernels* throttle = nullptr;
   const StallKernels* stall = nullptr;
   const std::vector<PipelineReport>* pipelines = nullptr;
   const P2pMatch* p2p = nullptr;
+  // Per capture, the last start of work a CUDA graph ran (memory-idle does not judge the uses
+  // before it), on the records' clock.
+  const std::vector<uint64_t>* last_graph_ns = nullptr;
 };
 void rule_records(const Model& m, DiagnoseReport& r, const ScannedBeside& scanned = {});
 // For a torch.profiler or nsys trace (`context` says which), the rules whose input only the

@@ -425,6 +425,25 @@ std::optional<RecordSpool> memory_records(const std::string& path, const LoadOpt
   return out;
 }
 
+RecordSpool launch_records(const std::string& path, const LoadOptions& load, const std::unordered_set<uint32_t>& correlations) {
+  namespace v1 = gpuhook::v1;
+  RecordSpool out;
+  const auto bit = [](v1::Record::KindCase k) { return uint64_t{1} << k; };
+  const uint64_t kinds = bit(v1::Record::kKernel) | bit(v1::Record::kMemcpy) | bit(v1::Record::kMemset) | bit(v1::Record::kApi);
+  read_kinds(path, load, kinds, [&](const v1::Record& r) {
+    uint32_t correlation = 0;
+    switch (r.kind_case()) {
+      case v1::Record::kKernel: correlation = r.kernel().correlation_id(); break;
+      case v1::Record::kMemcpy: correlation = r.memcpy().correlation_id(); break;
+      case v1::Record::kMemset: correlation = r.memset().correlation_id(); break;
+      case v1::Record::kApi: correlation = r.api().correlation_id(); break;
+      default: return;
+    }
+    if (correlation != 0 && correlations.count(correlation) != 0) out.add(r);
+  });
+  return out;
+}
+
 Model records_model(const std::vector<std::string>& paths, const AddRecords& add,
                     const std::vector<std::pair<uint64_t, uint64_t>>& spans, const std::vector<int64_t>& offsets) {
   Model records;

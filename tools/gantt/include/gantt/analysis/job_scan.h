@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "gantt/analysis/clock_scan.h"
@@ -110,6 +111,12 @@ inline constexpr size_t kMaxMemoryUses = size_t{1} << 21;
 // kMaxMemoryUses. Throws gpuhook::CaptureError as load() does.
 std::optional<RecordSpool> memory_records(const std::string& path, const LoadOptions& load, bool with_uses,
                                           std::string* why_not);
+
+// The GPU operations (kernels, copies, memsets) with the correlation ids `correlations`, and the
+// calls that launched them, in one read of those kinds: what names the call of an allocation's
+// last use (diagnose memory-idle), as a load names that operation. Throws gpuhook::CaptureError
+// as load() does.
+RecordSpool launch_records(const std::string& path, const LoadOptions& load, const std::unordered_set<uint32_t>& correlations);
 
 // A model of only the records `add(c, builder)` gives capture c (between its begin and end), each
 // capture's first and last times `spans[c]` as a load has them, a job's captures moved by
