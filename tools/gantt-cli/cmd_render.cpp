@@ -278,16 +278,25 @@ bool read_topology(const std::string& path, std::optional<gantt::analysis::Topol
   }
 }
 
+// The line the step-time view ends with, the same whether the capture was scanned or loaded.
+void steps_written(const std::string& output, const gantt::analysis::Steps& steps) {
+  size_t n = 0;
+  for (const gantt::analysis::StepSeries& c : steps.captures) n += c.duration_ns.size();
+  std::cerr << "gantt-cli: render: " << output << ": " << n << " steps"
+            << (steps.name.empty() ? std::string() : " of \"" + gantt::utf8_clean(steps.name) + "\"") << "\n";
+}
+
 // The line a chart ends with (not the flame graph or step-time view), scanned or loaded.
 void chart_written(const std::string& output, const gantt::RenderStats& stats) {
   std::cerr << "gantt-cli: render: " << output << ": " << stats.events_selected << " events (" << stats.events_individual
             << " drawn, " << stats.events_aggregated << " as coverage)\n";
 }
 
-// --view utilisation, memory and comm of one capture or the ranks of one job by a scan, put on
-// one clock by their collectives: the devices' unions of their events (analysis::scan_timeline),
-// the allocations (analysis::scan_memory) or the NCCL calls and the kernels they launched
-// (analysis::scan_comm), not the events.
+// --view utilisation, memory, comm and steps of one capture or the ranks of one job by a scan,
+// put on one clock by their collectives: the devices' unions of their events
+// (analysis::scan_timeline), the allocations (analysis::scan_memory), the NCCL calls and the
+// kernels they launched (analysis::scan_comm) or the NVTX ranges (analysis::scan_ranges), not
+// the events.
 // The views select by --device, --stream, --kernel, a time window and a --range as a load does
 // (the window fitted to what they select, or the one asked). Nothing, with *why_whole set, for
 // a --range without an end, a scheduler job's captures, standard input or a capture a scan
@@ -310,6 +319,7 @@ std::optional<int> try_scan_view(const RenderCliOptions& o, gantt::RenderOptions
   try {
     if (o.view == "utilisation") timeline = ga::scan_timeline(o.files, so, filter, true, &why_not);
     else if (o.view == "memory") records = ga::scan_memory(o.files, so, filter, &why_not);
+    else if (o.view == "steps") records = ga::scan_ranges(o.files, so, filter, &why_not);
     else records = ga::scan_comm(o.files, so, filter, &why_not);
   } catch (const gpuhook::CaptureError&) {
     return std::nullopt;  // the loader reports it, as for any capture
@@ -329,6 +339,12 @@ std::optional<int> try_scan_view(const RenderCliOptions& o, gantt::RenderOptions
   gantt::Selection window = scan.chart_window();
   window.description = ro.filter_description;
   gantt::Scene scene;
+  if (o.view == "steps") {
+    const ga::Steps steps = ga::step_series(scan.records, o.step);
+    if (!write_chart(gantt::steps_scene(scan.records, window, steps, ro), target)) return kExitError;
+    steps_written(o.output, steps);
+    return scan.job.corrupt ? kExitError : kExitOk;
+  }
   if (timeline) {
     try {
       scene = gantt::utilisation_scene(scan.records, window, timeline->timeline(bucket_of(o), window), ro);
@@ -350,25 +366,20 @@ std::optional<int> try_scan_view(const RenderCliOptions& o, gantt::RenderOptions
   return scan.job.corrupt ? kExitError : kExitOk;
 }
 
-// The line the step-time view ends with, the same whether the capture was scanned or loaded.
-void steps_written(const std::string& output, const gantt::analysis::Steps& steps) {
-  size_t n = 0;
-  for (const gantt::analysis::StepSeries& c : steps.captures) n += c.duration_ns.size();
-  std::cerr << "gantt-cli: render: " << output << ": " << n << " steps"
-            << (steps.name.empty() ? std::string() : " of \"" + gantt::utf8_clean(steps.name) + "\"") << "\n";
-}
 
 // The step-time view of one capture without its events: it draws the NVTX ranges and the
 // flight recorder's dumps (notices), which a scan reads before any event (EventScanner::context),
-// on the loaded view's time origin (EventScanner::first_ns). Nothing, with *why_whole set, for a filter, several captures (their clocks are
-// aligned on their collectives), standard input or a capture a scan cannot read.
+// on the loaded view's time origin (EventScanner::first_ns). A filter (whose window gives the
+// chart its origin) and several captures (their clocks aligned on their collectives) are
+// scanned as the other views are (try_scan_view). Nothing, with *why_whole set, for standard
+// input or a capture a scan cannot read.
 std::optional<int> try_scan_steps(const RenderCliOptions& o, const gantt::RenderOptions& ro, const ChartTarget& target,
                                   std::string* why_whole) {
   if (o.load.in_memory) return std::nullopt;
-  std::string why_not = any_filter(o.filter)                         ? "a filtered step-time view"
-                        : o.files.size() != 1 || !o.job.empty()        ? "several captures (put on one clock)"
-                        : o.files.front() == "-"                       ? "a capture on standard input"
-                                                                       : "";
+  if (any_filter(o.filter) || o.files.size() != 1) return try_scan_view(o, ro, target, why_whole);
+  std::string why_not = !o.job.empty()           ? "a scheduler job's captures"
+                        : o.files.front() == "-" ? "a capture on standard input"
+                                                 : "";
   std::optional<gantt::analysis::EventScanner> scanner;
   if (why_not.empty()) {
     gantt::analysis::EventScanOptions so;
@@ -609,7 +620,7 @@ void register_render(CLI::App& app, int& exit_code) {
                     "overlapped and idle gaps flagged as when loaded, queue delays only on the kernels drawn one by "
                     "one, copies that could have overlapped not flagged; the footer says so (default: 1G, or half "
                     "the memory this process may use if less). A chart that needs the capture whole (the HTML page "
-                    "of a small capture, a filtered steps view, several captures in the Gantt view, "
+                    "of a small capture, several captures in the Gantt view, "
                     "--lanes thread or rank) is not drawn over it when it is given, nor "
                     "over half the memory when it is not");
   cmd->callback([o, threads, &exit_code] {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# render --view flame (of a capture or the ranks of a job), --view steps (of a capture),
+# render --view flame (of a capture or the ranks of a job), --view steps (of a capture or a job),
 # --view utilisation, memory and comm (of a capture or a job), stats --timeline and
 # export --format folded read it by a scan, and draw what --in-memory draws from the loaded model, byte for byte: NVTX range
 # paths and steps, copies and memsets, NCCL kernels joined to their calls, hostile names, damaged
@@ -60,10 +60,20 @@ for flags in "--device 0" "--stream 14" "--kernel gemm" "--from 1ms --to 3ms" "-
     grep -q "loaded whole" "$work/s.err" && { echo "FAIL: flame $cap $flags was loaded: $(cat "$work/s.err")"; fail=1; }
   done
 done
-# A filtered step view, and a filter on several captures, are drawn from the loaded model.
-"$cli" render "$work/synth.gpuh" -o "$work/f.svg" --view steps --device 0 -j 2 2>"$work/f.err" >/dev/null ||
-  { echo "FAIL: a filtered steps view: $(cat "$work/f.err")"; fail=1; }
-grep -q "loaded whole for a filtered" "$work/f.err" || { echo "FAIL: a filtered steps view is not said to load: $(cat "$work/f.err")"; fail=1; }
+# A filtered step view (the filter's window gives the axis its origin), and the steps of several
+# captures (the ranks of a job on one clock), are scanned too: their ranges and notices read
+# after the event scan.
+for flags in "--device 0" "--from 1ms --to 3ms" "--range step@2" "--range step@99" "--from 99s"; do
+  # shellcheck disable=SC2086  # the flags are words
+  same steps "steps $flags" "$work/steps.gpuh" $flags
+  grep -q "loaded whole" "$work/s.err" && { echo "FAIL: steps $flags was loaded: $(cat "$work/s.err")"; fail=1; }
+done
+for flags in "" "--device 0" "--range step@3"; do
+  # shellcheck disable=SC2086
+  same steps "two captures $flags" "$work/steps.gpuh" "$work/nvtx.gpuh" $flags
+  grep -q "loaded whole" "$work/s.err" && { echo "FAIL: steps of two captures $flags was loaded: $(cat "$work/s.err")"; fail=1; }
+done
+# A filter on several captures' flame graph is drawn from the loaded model.
 "$cli" render "$work/synth.gpuh" "$work/nvtx.gpuh" -o "$work/f.svg" --view flame --device 0 -j 2 2>"$work/f.err" >/dev/null ||
   { echo "FAIL: a filtered flame graph of two captures: $(cat "$work/f.err")"; fail=1; }
 grep -q "loaded whole for a filter on several captures" "$work/f.err" ||

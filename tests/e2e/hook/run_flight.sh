@@ -167,6 +167,13 @@ PY
     ((bytes < 40 * 2000)) || fail "the summary takes $bytes bytes for 2000 steps"
     "$cli" render "$work/run.gpuh" --view steps -o "$work/steps.svg" 2>/dev/null
     xmllint --noout "$work/steps.svg"
+    # With a filter the steps view scans the job's ranges and notices: the loaded view's bytes,
+    # the dumps marked alike.
+    "$cli" render "$work/run.gpuh" --view steps --from 1ms -o "$work/scanned.svg" --max-memory 1K 2>/dev/null ||
+      fail "a filtered steps view was not scanned"
+    "$cli" render "$work/run.gpuh" --view steps --from 1ms -o "$work/loaded.svg" --in-memory 2>/dev/null
+    cmp -s "$work/scanned.svg" "$work/loaded.svg" || fail "the scanned filtered steps view differs from the loaded one"
+    grep -q "flight dump " "$work/scanned.svg" || fail "the scanned steps view marks no dump"
     for f in "$slow_dump" "$call_dump"; do
       n=${f##*.flight}
       n=${n%.gpuh}

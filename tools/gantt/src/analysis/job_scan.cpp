@@ -582,7 +582,8 @@ class TimedJob {
 
 // The scan behind scan_memory() and scan_comm(): the event scan of each capture (its damage,
 // its warnings, its span and, for a job, the collectives that put the captures on one clock, as
-// scan_collective_calls() reads them), then, where it met a record `wanted` names, `read` of
+// scan_collective_calls() reads them), then, where it met a record `wanted` names (NVTX ranges
+// among its context), `read` of
 // that capture's records by kind, given the NCCL kernels a filter left out where `left_out`
 // keeps them; a model of them on the job's clock.
 using WantedKind = std::function<bool(gpuhook::v1::Record::KindCase)>;
@@ -635,7 +636,8 @@ std::optional<ScannedRecords> scan_records(const std::vector<std::string>& paths
              : any(&RecordsShare::too_many_left_out) ? "more NCCL kernels left out by the filter than a scan keeps"
                                                      : why;
     if (std::string load = timed.gather(c, scanner, set.shares); !load.empty()) return load;
-    if (std::any_of(set.shares.begin(), set.shares.end(), [](const auto& sh) { return sh->seen; })) {
+    if (std::any_of(set.shares.begin(), set.shares.end(), [](const auto& sh) { return sh->seen; }) ||
+        (scanner.context().ranges.size() != 0 && wanted(gpuhook::v1::Record::kRange))) {
       LeftOutKernels unselected;
       for (const auto& sh : set.shares) unselected.insert(sh->left_out.begin(), sh->left_out.end());
       std::string why_records;
@@ -665,6 +667,26 @@ std::optional<ScannedRecords> scan_memory(const std::vector<std::string>& paths,
       [](v1::Record::KindCase k) { return k == v1::Record::kMemory || k == v1::Record::kMemoryTag || k == v1::Record::kMemoryUse; },
       [&](const std::string& path, const LeftOutKernels&, std::string* why) {
         return memory_records(path, options.load, true, why);
+      },
+      why_not, filter);
+}
+
+std::optional<ScannedRecords> scan_ranges(const std::vector<std::string>& paths, const EventScanOptions& options,
+                                          const EventFilter* filter, std::string* why_not) {
+  namespace v1 = gpuhook::v1;
+  const auto kinds = [](v1::Record::KindCase k) { return k == v1::Record::kRange || k == v1::Record::kNotice; };
+  return scan_records(
+      paths, options, kinds,
+      [&](const std::string& path, const LeftOutKernels&, std::string* why) -> std::optional<RecordSpool> {
+        RecordSpool out;
+        size_t ranges = 0;
+        read_kinds(path, options.load, (uint64_t{1} << v1::Record::kRange) | (uint64_t{1} << v1::Record::kNotice),
+                   [&](const v1::Record& r) {
+                     if (r.kind_case() != v1::Record::kRange || ++ranges <= kMaxScannedRanges) out.add(r);
+                   });
+        if (ranges <= kMaxScannedRanges) return out;
+        if (why) *why = "more NVTX range records than a scan keeps";
+        return std::nullopt;
       },
       why_not, filter);
 }
