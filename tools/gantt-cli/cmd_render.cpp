@@ -298,9 +298,9 @@ void chart_written(const std::string& output, const gantt::RenderStats& stats) {
 // kernels they launched (analysis::scan_comm) or the NVTX ranges (analysis::scan_ranges), not
 // the events.
 // The views select by --device, --stream, --kernel, a time window and a --range as a load does
-// (the window fitted to what they select, or the one asked). Nothing, with *why_whole set, for
-// a --range without an end, a scheduler job's captures, standard input or a capture a scan
-// cannot read; the caller then loads.
+// (the window fitted to what they select, or the one asked; a --range without an end settled
+// after the scan on the load's last time). Nothing, with *why_whole set, for a scheduler job's
+// captures, standard input or a capture a scan cannot read; the caller then loads.
 std::optional<int> try_scan_view(const RenderCliOptions& o, gantt::RenderOptions ro, const ChartTarget& target,
                                  std::string* why_whole) {
   if (o.load.in_memory) return std::nullopt;
@@ -329,8 +329,9 @@ std::optional<int> try_scan_view(const RenderCliOptions& o, gantt::RenderOptions
   }
   if (!timeline && !records) return load_instead(o, why_not, why_whole);
   const ga::TimedScan& scan = timeline ? static_cast<const ga::TimedScan&>(*timeline) : *records;
-  if (!o.filter.range.empty() && !scan.asked)
-    return load_instead(o, "a --range without an end (it ends where the capture does)", why_whole);
+  // (A range's window is settled after the scan, or is its error: said below.)
+  if (!o.filter.range.empty() && !scan.asked && scan.job.empty_window.empty())
+    return load_instead(o, "a --range whose window a scan cannot settle", why_whole);
   if (!said_job_scan(scan.job, "render")) return kExitError;
   gantt::RenderStats stats;
   stats.events_selected = stats.events_individual = scan.job.selected_events;

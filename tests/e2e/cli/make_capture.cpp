@@ -1,7 +1,7 @@
 // Writes the small, deterministic captures the CLI tests read (fabricated records, no GPU):
-//   make_capture steps OUT SEED SCALE [ITER]  ITER NVTX "step" ranges of kernels A, B and a
+//   make_capture steps OUT SEED SCALE [ITER [open]]  ITER NVTX "step" ranges of kernels A, B and a
 //                                              copy; exec times with 3% noise from SEED; A
-//                                              scaled by SCALE
+//                                              scaled by SCALE; open: the last never popped
 //   make_capture nvtx OUT ITER                ITER steps of nested NVTX ranges (step > forward >
 //                                              layerN > kernels; a loader thread's copies)
 //   make_capture metrics OUT                  kernels and NVML samples with a power cap
@@ -69,7 +69,10 @@ struct Out {
   }
 };
 
-void steps(const std::string& path, uint32_t seed, double scale, int iterations) {
+// `open`: the last step is never popped (the program ended inside it), and an NVML sample comes
+// 5 ms after the last work: the chunk index times the capture's end past the last time a load
+// has, so a window that ends with the capture is the load's only when settled on a load's times.
+void steps(const std::string& path, uint32_t seed, double scale, int iterations, bool open = false) {
   Out o(path);
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> noise(0.0, 0.03);
@@ -90,9 +93,10 @@ void steps(const std::string& path, uint32_t seed, double scale, int iterations)
     ++corr;
     const uint64_t end = t + 1000 + a + b;
     o.api("cudaStreamSynchronize", t + 1000, end + 200, 0);
-    o.range(v1::RANGE_POP, "", end + 300);
+    if (!open || i + 1 < iterations) o.range(v1::RANGE_POP, "", end + 300);
     t = end + 3000;
   }
+  if (open) o.sample(t + 5'000'000, v1::GPU_METRIC_GPU_UTIL_PERCENT, 0);
   o.close();
 }
 
@@ -302,7 +306,7 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "steps" && argc >= 5) {
     steps(argv[2], static_cast<uint32_t>(std::strtoul(argv[3], nullptr, 10)), std::strtod(argv[4], nullptr),
-          argc > 5 ? std::atoi(argv[5]) : 20);
+          argc > 5 ? std::atoi(argv[5]) : 20, argc > 6 && std::string(argv[6]) == "open");
   } else if (mode == "nvtx" && argc == 4) {
     nvtx(argv[2], std::atoi(argv[3]));
   } else if (mode == "metrics" && argc == 3) {
@@ -348,7 +352,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   } else {
-    std::fprintf(stderr, "usage: make_capture steps OUT SEED SCALE [ITER] | nvtx OUT ITER | hostile OUT | hostile_device OUT | script_names OUT | synth OUT KERNELS SEED [CHUNK_KIB]\n");
+    std::fprintf(stderr, "usage: make_capture steps OUT SEED SCALE [ITER [open]] | nvtx OUT ITER | hostile OUT | hostile_device OUT | script_names OUT | synth OUT KERNELS SEED [CHUNK_KIB]\n");
     return 2;
   }
   return 0;

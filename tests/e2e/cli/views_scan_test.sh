@@ -13,6 +13,9 @@ trap 'rm -rf "$work"' EXIT
 fail=0
 "$make" synth "$work/synth.gpuh" 20000 5 256 >/dev/null || { echo "FAIL: make_capture synth"; exit 1; }
 "$make" steps "$work/steps.gpuh" 3 2 40 >/dev/null || { echo "FAIL: make_capture steps"; exit 1; }
+# Its last step never popped, and a counter sample 5 ms after the last work: the chunk index
+# ends past the last time a load has.
+"$make" steps "$work/open.gpuh" 4 2 6 open >/dev/null || { echo "FAIL: make_capture steps open"; exit 1; }
 "$make" nvtx "$work/nvtx.gpuh" 5 >/dev/null || { echo "FAIL: make_capture nvtx"; exit 1; }
 for kind in hostile script_names; do
   "$make" "$kind" "$work/$kind.gpuh" >/dev/null 2>&1 || { echo "FAIL: make_capture $kind"; exit 1; }
@@ -85,7 +88,8 @@ grep -q "loaded whole for a filter on several captures" "$work/f.err" ||
 # ranks of a job, by a scan: the loaded bytes. The utilisation and memory views select by
 # device, stream, kernel and time window as a load does (a window past the end is the load's
 # error, after the capture's warnings; the comm view's matrix is of the selected kernels), and
-# a --range (its window the load's: a range without an end loads).
+# a --range (its window the load's: a range without an end ends at the load's last time,
+# settled after the scan, a --from past it the load's error).
 for view in utilisation memory comm; do
   for cap in synth steps nvtx hostile script_names killed; do
     same "$view" "$cap" "$work/$cap.gpuh"
@@ -118,6 +122,17 @@ for view in utilisation memory comm; do
     grep -q "loaded whole" "$work/s.err" && { echo "FAIL: $view steps $flags was loaded: $(cat "$work/s.err")"; fail=1; }
   done
   same "$view" "two captures, a range" "$work/steps.gpuh" "$work/nvtx.gpuh" --range step@4
+  for flags in "--range step@6" "--range step@6 --from 10us" "--range step@6 --to 5us" "--range step@6 --from 1ms" \
+    "--range step@6 --from 99s" "--range step@6 --from 20us --to 5us" "--range step@5 --from 99s"; do
+    for caps in "open" "steps open"; do
+      files=()
+      for c in $caps; do files+=("$work/$c.gpuh"); done
+      [[ $caps == "steps open" ]] && flags=${flags/step@6/step@46} && flags=${flags/step@5/step@45}
+      # shellcheck disable=SC2086  # the flags are words
+      same "$view" "$caps $flags" "${files[@]}" $flags
+      grep -q "loaded whole" "$work/s.err" && { echo "FAIL: $view $caps $flags was loaded: $(cat "$work/s.err")"; fail=1; }
+    done
+  done
 done
 # stats --timeline: the same series by a scan (under --max-memory 1K, where a load is refused) as
 # --in-memory, in every format; a bucket too small is the same error.

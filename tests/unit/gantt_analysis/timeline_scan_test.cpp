@@ -109,8 +109,9 @@ TEST(TimelineScan, AWindowIsSettledOnTheLoadsTimesNotTheIndexs) {
 
 // A --range's window is the scan's, as select_events() of the load gives it; a range without
 // an end ends where the capture does, which only a load knows (the counter sample 50 ms on is
-// the index's end): no window then.
-TEST(TimelineScan, ARangesWindowIsTheLoadsUnlessItHasNoEnd) {
+// the index's end): settled after the scan on the load's last time, and a --from past it is
+// the load's error.
+TEST(TimelineScan, ARangesWindowIsTheLoadsWithOrWithoutAnEnd) {
   Builder b;
   for (uint64_t i = 0; i < 100; ++i) b.k("k", 13, 10'000'000 + i * 20'000, 10'001'000 + i * 20'000, 10'006'000 + i * 20'000);
   b.capture().range(v1::RANGE_PUSH, "step", 100, 10'500'000);
@@ -131,12 +132,30 @@ TEST(TimelineScan, ARangesWindowIsTheLoadsUnlessItHasNoEnd) {
   EXPECT_EQ(s->job.selected_events, sel.events.size());
   gantt::EventFilter tail;
   tail.range = "tail@1";
-  const std::optional<ga::ScannedTimeline> t = ga::scan_timeline({b.file.path}, {}, &tail, false, &why);
-  ASSERT_TRUE(t) << why;
-  EXPECT_FALSE(t->asked);
-  EXPECT_EQ(t->job.selected_events, gantt::select_events(m, tail).events.size());
-  tail.to_ns = 30'000'000;  // past the load's end, short of the index's: the end is still not the scan's to tell
-  const std::optional<ga::ScannedTimeline> cut = ga::scan_timeline({b.file.path}, {}, &tail, false, &why);
-  ASSERT_TRUE(cut) << why;
-  EXPECT_FALSE(cut->asked);
+  const auto same_window = [&](const gantt::EventFilter& f) {
+    const std::optional<ga::ScannedTimeline> t = ga::scan_timeline({b.file.path}, {}, &f, false, &why);
+    ASSERT_TRUE(t) << why;
+    ASSERT_TRUE(t->asked);
+    const gantt::Selection loaded = gantt::select_events(m, f);
+    EXPECT_EQ(t->chart_window().origin_ns, loaded.origin_ns);
+    EXPECT_EQ(t->chart_window().window_start_ns, loaded.window_start_ns);
+    EXPECT_EQ(t->chart_window().window_end_ns, loaded.window_end_ns);
+    EXPECT_EQ(t->job.selected_events, loaded.events.size());
+  };
+  same_window(tail);
+  tail.to_ns = 30'000'000;  // past the load's end, short of the index's
+  same_window(tail);
+  tail.to_ns = -1;
+  tail.from_ns = 20'000'000;  // past the load's end, short of the index's: the load's error
+  const std::optional<ga::ScannedTimeline> past = ga::scan_timeline({b.file.path}, {}, &tail, false, &why);
+  ASSERT_TRUE(past) << why;
+  EXPECT_FALSE(past->asked);
+  std::string loaded_error;
+  try {
+    gantt::select_events(m, tail);
+  } catch (const std::invalid_argument& e) {
+    loaded_error = e.what();
+  }
+  EXPECT_FALSE(loaded_error.empty());
+  EXPECT_EQ(past->job.empty_window, loaded_error);
 }

@@ -43,6 +43,14 @@ std::optional<JobScan> scan_job(const std::vector<std::string>& paths, const Eve
       selecting.last_ns = std::max(selecting.last_ns, selecting.first_ns + static_cast<uint64_t>(select.from_ns));
       if (select.to_ns >= 0) select.to_ns = std::max(select.to_ns, select.from_ns);
     }
+    // A range without an end ends at the job's last time, which only a load tells (settle()):
+    // held open too, so that a --from past the indexes' end selects nothing rather than fail.
+    if (end == WindowEnd::kSettledAfter && !select.range.empty() && select.from_ns >= 0) {
+      constexpr uint64_t kOpen = UINT64_MAX / 4;
+      if (!selecting.range) selecting.last_ns = std::max(selecting.last_ns, kOpen);  // one capture's range, found in its context
+      else if (selecting.range->second >= selecting.last_ns) selecting.range->second = kOpen;
+      if (select.to_ns >= 0) select.to_ns = std::max(select.to_ns, select.from_ns);
+    }
     if (!select_on_job_clock(selecting, paths, scanners, select, why_not)) return std::nullopt;
     if (!filter->range.empty()) {
       if (out.clock->range) {  // found among several captures, on the job's clock
@@ -544,15 +552,29 @@ class TimedJob {
   // and last times, a load's: in *asked select_events()' window, or its error in
   // job->empty_window. False with *why_not where the window was counted from another origin
   // than a load's (a chunk index that knows an earlier time than the records a load times):
-  // load instead. A --range's window is the scan's (JobScan::range_window), but for a range
-  // without an end.
+  // load instead. A --range's window is the scan's (JobScan::range_window); a range without an
+  // end (or whose work ends the job) ends at the job's last time, a load's: settled here too.
   static bool settle(JobScan* job, const EventFilter* filter, const Model& records, std::optional<Selection>* asked,
                      std::string* why_not) {
     if (filter && job->range_window) {
-      // A range without an end: no window, only the events it selected.
       if (!job->range_open) {
         *asked = job->range_window;
         (*asked)->description = describe_filter(*filter);
+        return true;
+      }
+      // The scan ended it at the indexes' last time, or at its work's end where that came
+      // last: a load ends it at its last time, which every end of that work is within.
+      uint64_t end = records.last_ns();
+      if (job->clock && job->clock->range) end = std::min(end, job->clock->range->second);
+      Selection sel;
+      sel.origin_ns = job->range_window->origin_ns;
+      sel.origin_name = job->range_window->origin_name;
+      try {
+        set_window(*filter, sel.origin_ns, std::max(end, sel.origin_ns), &sel);
+        sel.description = describe_filter(*filter);
+        *asked = std::move(sel);
+      } catch (const std::invalid_argument& e) {
+        job->empty_window = e.what();
       }
       return true;
     }
