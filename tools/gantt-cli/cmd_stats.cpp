@@ -101,10 +101,37 @@ std::optional<ga::StreamedJob> stream_captures(const StatsOptions& o, const std:
   so.matches = matches;
   if (filtered) so.filter = &f;
   std::optional<ga::StreamedJob> job;
+  std::string error;
   try {
     job = ga::stream_job_stats(captures, so, nullptr);
   } catch (const std::invalid_argument& e) {
-    std::cerr << "gantt-cli: stats: " << e.what() << "\n";
+    error = e.what();
+  }
+  // A window that starts past the last time a load has is the load's error, said after the
+  // captures' warnings with the load's span. The stream counts the window on the chunk indexes,
+  // which also time records a load does not (counter samples, allocations): past their end it
+  // fails with their span, short of it it selects nothing. Either way a job scan, which settles
+  // the window on a load's times, says what the load says.
+  const bool windowed = f.from_ns >= 0 || !f.range.empty();
+  const bool none = job && std::all_of(job->ranks.begin(), job->ranks.end(),
+                                       [](const ga::StreamedStats& r) { return r.selected_events == 0; });
+  if (windowed && (!error.empty() || none)) {
+    ga::EventScanOptions eso;
+    eso.load = so.load;
+    eso.threads = o.threads;
+    try {
+      std::string why_not;
+      if (const auto settled = ga::scan_ranges(captures, eso, &f, &why_not); settled && !settled->job.empty_window.empty()) {
+        said_job_scan(settled->job, "stats");
+        *bad_filter = true;
+        return std::nullopt;
+      }
+    } catch (const std::exception&) {
+      // the stream's own error, below, or its tables
+    }
+  }
+  if (!error.empty()) {
+    std::cerr << "gantt-cli: stats: " << error << "\n";
     *bad_filter = true;
     return std::nullopt;
   }

@@ -134,8 +134,21 @@ for view in utilisation memory comm; do
     done
   done
 done
-# stats --timeline: the same series by a scan (under --max-memory 1K, where a load is refused) as
-# --in-memory, in every format; a bucket too small is the same error.
+# same_stats WHAT ARGS...: `stats ARGS` under --max-memory 1K (where a load is refused) says what
+# --in-memory says, stdout, stderr and exit code.
+same_stats() {
+  local what=$1 rs rw
+  shift
+  "$cli" stats "$@" --max-memory 1K >"$work/s.txt" 2>"$work/s.err"
+  rs=$?
+  "$cli" stats "$@" --in-memory >"$work/w.txt" 2>"$work/w.err"
+  rw=$?
+  if [[ $rs != "$rw" ]] || ! cmp -s "$work/s.txt" "$work/w.txt" || ! cmp -s "$work/s.err" "$work/w.err"; then
+    echo "FAIL: stats $what: scanned (exit $rs) differs from --in-memory (exit $rw): $(head -3 "$work/s.err")"; fail=1
+  fi
+}
+# stats --timeline: the same series by a scan as --in-memory, in every format; a bucket too small
+# is the same error.
 for cap in synth nvtx hostile killed fixtures/small fixtures/corrupt "synth steps"; do
   files=()
   for c in $cap; do [[ $c == fixtures/* ]] && files+=("$fixtures/${c#fixtures/}.gpuh") || files+=("$work/$c.gpuh"); done
@@ -147,17 +160,21 @@ for cap in synth nvtx hostile killed fixtures/small fixtures/corrupt "synth step
     # A filter needs the chunk index, which a killed process's file lacks: loaded (filter_scan_test).
     [[ $cap == killed && $args == *--[dsktf][etrao]* ]] && continue
     # shellcheck disable=SC2086  # the arguments are words
-    "$cli" stats "${files[@]}" $args --max-memory 1K >"$work/s.txt" 2>"$work/s.err"
-    rs=$?
-    # shellcheck disable=SC2086
-    "$cli" stats "${files[@]}" $args --in-memory >"$work/w.txt" 2>"$work/w.err"
-    rw=$?
-    if [[ $rs != "$rw" ]] || ! cmp -s "$work/s.txt" "$work/w.txt" || ! cmp -s "$work/s.err" "$work/w.err"; then
-      echo "FAIL: stats $cap $args: scanned (exit $rs) differs from --in-memory (exit $rw): $(head -3 "$work/s.err")"; fail=1
-    fi
+    same_stats "$cap $args" "${files[@]}" $args
     [[ $args != "--timeline 1ns" || $cap != synth ]] || grep -q "makes .* buckets" "$work/s.err" ||
       { echo "FAIL: stats $cap --timeline 1ns is not refused: $(cat "$work/s.err")"; fail=1; }
   done
+done
+
+# Plain stats streams, and a window that starts past the last time a load has (the open
+# capture's counter sample ends its index 5 ms later) is the load's error with the load's span,
+# whether it starts short of the index's end or past it; a window inside is the load's table.
+for args in "--from 3ms" "--from 99s" "--range step@6 --from 1ms" "--range step@6 --from 99s" "--from 1us --to 2ms" \
+  "--range step@2 --from 1us" "--range step@46 --from 1ms"; do
+  caps=("$work/open.gpuh")
+  [[ $args == *step@46* ]] && caps=("$work/steps.gpuh" "$work/open.gpuh")
+  # shellcheck disable=SC2086  # the arguments are words
+  same_stats "open $args" "${caps[@]}" $args
 done
 
 # export --format folded writes the flame graph's stacks: scanned, the loaded bytes, and not
