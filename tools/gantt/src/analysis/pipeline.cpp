@@ -50,8 +50,8 @@ void clip(std::vector<Interval>& v, uint64_t lo, uint64_t hi) {
 using detail::timed_event;
 using detail::top_range;
 
-std::string top_name_of(const Model& m, uint32_t top) {
-  return top == kNone ? std::string() : std::string(m.string(m.ranges.name[top]));
+std::string_view top_name_of(const Model& m, uint32_t top) {
+  return top == kNone ? std::string_view() : m.string(m.ranges.name[top]);
 }
 
 }  // namespace
@@ -154,7 +154,7 @@ bool stage_work(EventKind kind, uint64_t start, uint64_t end) {
 }
 
 void StageWork::add(uint16_t capture, uint32_t device, EventKind kind, uint64_t start, uint64_t end, uint32_t top,
-                    const std::string& top_name, const std::vector<uint64_t>& comms) {
+                    std::string_view top_name, const std::vector<uint64_t>& comms) {
   auto d = devices_.find({capture, device});
   if (d == devices_.end()) return;
   const auto add_to = [&](StepWork& w) {
@@ -275,7 +275,8 @@ std::vector<PipelineReport> pipeline_reports(const Model& m, const std::string& 
              comms == comms_of.end() ? none : comms->second);
   }
   return detail::pipeline_reports(
-      m, pipelines, work, [&m](uint32_t call) { return top_name_of(m, top_range(m, m.events.range[m.nccl.event[call]])); },
+      m, pipelines, work,
+      [&m](uint32_t call) { return std::string(top_name_of(m, top_range(m, m.events.range[m.nccl.event[call]]))); },
       step_range);
 }
 

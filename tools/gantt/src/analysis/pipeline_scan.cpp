@@ -33,8 +33,8 @@ struct CaptureTops {
     if (it == thread_row.end()) return kNone;
     return detail::top_range(context, lookup.at(it->second, e.launch_ns));
   }
-  std::string name(uint32_t top) const {
-    return top == kNone ? std::string() : std::string(context.string(context.ranges.name[top]));
+  std::string_view name(uint32_t top) const {
+    return top == kNone ? std::string_view() : context.string(context.ranges.name[top]);
   }
   const Model& context;
   RangeLookup lookup;
@@ -57,8 +57,8 @@ class StageShare final : public EventConsumer {
     const bool wanted = detail::stage_work(e.kind, e.start_ns, e.end_ns) && work.wanted(capture_, e.device);
     if (!wanted && !p2p) return;
     const uint32_t top = tops_.top(e);
-    const std::string name = tops_.name(top);
-    if (p2p) p2p_tops.emplace(P2pKernelKey{e.correlation_id, e.start_ns}, name);
+    const std::string_view name = tops_.name(top);
+    if (p2p) p2p_tops.emplace(P2pKernelKey{e.correlation_id, e.start_ns}, std::string(name));
     if (wanted) work.add(capture_, e.device, e.kind, e.start_ns, e.end_ns, top, name, *comms);
   }
   detail::StageWork work;

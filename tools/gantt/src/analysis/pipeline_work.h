@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -56,7 +57,7 @@ class StageWork {
   // One operation on a wanted device: `top` its top range's row (kNone: none), `top_name` that
   // range's name; `comms` the communicators whose sends or receives it ran (its kernel's calls).
   void add(uint16_t capture, uint32_t device, EventKind kind, uint64_t start, uint64_t end, uint32_t top,
-           const std::string& top_name, const std::vector<uint64_t>& comms);
+           std::string_view top_name, const std::vector<uint64_t>& comms);
   void absorb(const StageWork& other);
   const Device* at(uint16_t capture, uint32_t device) const;
 
