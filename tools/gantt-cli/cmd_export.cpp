@@ -183,6 +183,7 @@ int run_export(const ExportOptions& o) {
     try {
       scanned = exporter->write_scanned(o.files, so, [&]() -> std::ostream& { return output.open(); }, &done, nullptr);
     } catch (const std::invalid_argument& e) {  // the filter's error, as select_events() gives it loaded
+      for (const std::string& w : done.warnings) std::cerr << "gantt-cli: " << w << "\n";  // those read before it
       std::cerr << "gantt-cli: export: " << e.what() << "\n";
       return kExitError;
     }
@@ -201,7 +202,7 @@ int run_export(const ExportOptions& o) {
   eo.folded_root = folded_root(o.root);
   const LoadedJob job = load_captures(o.files, o.load, {"export loads captures whole for standard input, --in-memory, "
                                                         "folded --root device or a capture a scan cannot read "
-                                                        "(chrome, csv and folded are scanned)",
+                                                        "(chrome, csv, folded and metrics-csv are scanned)",
                                                         gantt::scan::WholePath::kExport});
   const gantt::Model& model = job.model;
   gantt::Selection sel;
@@ -257,7 +258,7 @@ void register_export(CLI::App& app, int& exit_code) {
                   "threads that scan one capture's chunks side by side (0 = the CPUs this process may use, at most 16)")
       ->capture_default_str();
   cmd->add_flag("--in-memory", o->load.in_memory,
-                "load the captures whole before writing; by default captures are written to chrome, csv or folded "
+                "load the captures whole before writing; by default captures are written to chrome, csv, folded or metrics-csv "
                 "as they are scanned (several on one clock), the filters applied by the scans, in memory that does "
                 "not grow with their events");
   cmd->add_option("--root", o->root, "folded: the frame under every stack: rank (capture), device, or none")

@@ -220,6 +220,27 @@ done
   cmp -s merged.csv merged_load.csv || bad "a merged file is not exported as loaded"
 echo "ok   damaged, foreign and merged captures"
 
+# metrics-csv: the counter samples of a scan (no event held), on the job's clock, cut to the
+# window asked: the loaded rows, byte for byte, under a 1 KiB --max-memory where no load is
+# allowed; a window past the end is the load's error after the load's warnings.
+"$make" pm_metrics pm.gpuh || exit 2
+for caps in metrics pm "metrics pm" small; do
+  files=()
+  for c in $caps; do files+=("$c.gpuh"); done
+  for flt in "" "--from 100ms" "--from 50ms --to 200ms" "--device 0" "--from 99s" "--to 1ns"; do
+    # shellcheck disable=SC2086  # the flags are words
+    "$cli" export "${files[@]}" --format metrics-csv $flt --max-memory 1K > scan.csv 2> scan.err
+    rc=$?
+    # shellcheck disable=SC2086
+    "$cli" export "${files[@]}" --format metrics-csv $flt --in-memory > load.csv 2> load.err
+    rc_load=$?
+    [[ $rc == "$rc_load" ]] && cmp -s scan.csv load.csv && cmp -s scan.err load.err ||
+      bad "metrics-csv $caps $flt: scanned (exit $rc) is not the loaded (exit $rc_load): $(diff scan.csv load.csv | head -3) $(head -2 scan.err)"
+  done
+done
+[[ $("$cli" export metrics.gpuh --format metrics-csv --max-memory 1K | wc -l) -gt 100 ]] || bad "metrics-csv: too few rows"
+echo "ok   metrics-csv scanned"
+
 if ((fails)); then
   echo "$fails failure(s)"
   exit 1

@@ -775,7 +775,7 @@ std::optional<ScannedRecords> scan_comm(const std::vector<std::string>& paths, c
       why_not, filter, LeftOut::kKept);
 }
 
-std::optional<ScannedMetrics> scan_metrics(const std::vector<std::string>& paths, const EventScanOptions& options,
+std::optional<ScannedRecords> scan_samples(const std::vector<std::string>& paths, const EventScanOptions& options,
                                            const EventFilter* filter, std::string* why_not) {
   namespace v1 = gpuhook::v1;
   const auto read = [&](const std::string& path, const LeftOutKernels&, std::string* why) -> std::optional<RecordSpool> {
@@ -788,9 +788,13 @@ std::optional<ScannedMetrics> scan_metrics(const std::vector<std::string>& paths
     if (why) *why = "more GPU counter samples than a scan keeps";
     return std::nullopt;
   };
-  std::optional<ScannedRecords> scanned =
-      scan_records(paths, options, [](v1::Record::KindCase k) { return k == v1::Record::kMetricSample; }, read, why_not,
-                   filter);
+  return scan_records(paths, options, [](v1::Record::KindCase k) { return k == v1::Record::kMetricSample; }, read,
+                      why_not, filter);
+}
+
+std::optional<ScannedMetrics> scan_metrics(const std::vector<std::string>& paths, const EventScanOptions& options,
+                                           const EventFilter* filter, std::string* why_not) {
+  std::optional<ScannedRecords> scanned = scan_samples(paths, options, filter, why_not);
   if (!scanned) return std::nullopt;
   // (The samples' times are read from the model before it moves.)
   KernelsAtSamples kernels(scanned->records);

@@ -1,8 +1,11 @@
 // metrics-csv: the GPU's own counters (MetricSample records, NVML) as one row per sample, for
 // a spreadsheet or pandas beside the events' CSV. The counter's key carries the unit of the
 // value written ("power_w", "sm_clock_mhz"); the reason mask stays the NVML bit mask.
+#include <sstream>
+#include <stdexcept>
 #include <string>
 
+#include "gantt/analysis/job_scan.h"
 #include "gantt/analysis/metrics.h"
 #include "gantt/export/export.h"
 #include "gantt/model/json.h"
@@ -40,6 +43,35 @@ class MetricsCsvExporter final : public Exporter {
       }
     }
     os << out;
+  }
+
+  // The samples of the captures from a scan (analysis::scan_samples): no event is held, and the
+  // rows are the loaded capture's (the job's clock, the load's first time, the window asked).
+  bool scans() const override { return true; }
+  bool write_scanned(const std::vector<std::string>& paths, const ScanExportOptions& options, const OpenOutput& open_output,
+                     ScannedExport* result, std::string* why_not) const override {
+    analysis::EventScanOptions so;
+    so.load = options.load;
+    so.threads = options.threads;
+    std::optional<analysis::ScannedRecords> scanned = analysis::scan_samples(paths, so, options.filter, why_not);
+    if (!scanned) return false;
+    if (!scanned->job.unusable.empty()) {  // the loader says what it says of such a capture
+      if (why_not) *why_not = scanned->job.unusable;
+      return false;
+    }
+    result->warnings = scanned->job.warnings;  // said before the window's error too, as a load says them
+    result->corrupt = scanned->job.corrupt;
+    if (!scanned->job.empty_window.empty()) throw std::invalid_argument(scanned->job.empty_window);
+    std::ostringstream rows;
+    write(scanned->records, scanned->chart_window(), {}, rows);
+    const std::string text = rows.str();
+    result->bytes = text.size();
+    if (options.max_output != 0 && text.size() > options.max_output) {
+      result->over = true;
+      return true;
+    }
+    open_output() << text;
+    return true;
   }
 };
 

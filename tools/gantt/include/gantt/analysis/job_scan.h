@@ -210,6 +210,14 @@ std::optional<ScannedPipelines> scan_pipelines(const std::vector<std::string>& p
 // it is loaded.
 inline constexpr size_t kMaxScannedMetricSamples = size_t{1} << 22;
 
+// export --format metrics-csv from a scan: the model of only each capture's counter samples
+// (one read of them, about 50 bytes a sample) on the job's clock, and the window a load selects
+// with `filter` (null: none), which cuts the samples when a window or range was asked. nullopt
+// with *why_not past kMaxScannedMetricSamples or where a scan cannot serve; throws as
+// scan_job() does.
+std::optional<ScannedRecords> scan_samples(const std::vector<std::string>& paths, const EventScanOptions& options,
+                                           const EventFilter* filter, std::string* why_not);
+
 // stats --metrics from a scan: the model metric_stats() reads, holding only each capture's counter
 // samples (one read of them, about 50 bytes a sample), and which kernels ran at each (a second
 // scan of the events, one mark per sample a kernel covers), of those `filter` selects (null:
