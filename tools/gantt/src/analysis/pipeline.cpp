@@ -144,7 +144,8 @@ void StepWork::absorb(const StepWork& other) {
   for (const auto& [comm, v] : other.p2p) p2p[comm].insert(p2p[comm].end(), v.begin(), v.end());
 }
 
-StageWork::StageWork(const std::vector<PipelineCandidate>& pipelines) {
+StageWork::StageWork(const std::vector<PipelineCandidate>& pipelines, std::optional<StepNames> steps)
+    : steps_(std::move(steps)) {
   for (const PipelineCandidate& p : pipelines)
     for (const auto& [rank, where] : p.stage) devices_.try_emplace(where);
 }
@@ -164,9 +165,12 @@ void StageWork::add(uint16_t capture, uint32_t device, EventKind kind, uint64_t 
     if (kind != EventKind::kNccl) w.busy.add(start, end);
   };
   add_to(d->second.whole);
-  if (top == kNone) return;
+  if (top == kNone || (steps_ && steps_->count(top_name) == 0)) return;
   auto [it, fresh] = d->second.by_top.try_emplace(top);
-  if (fresh) it->second.first = top_name;
+  if (fresh) {
+    it->second.first = top_name;
+    ++windows_;
+  }
   add_to(it->second.second);
 }
 
@@ -176,7 +180,10 @@ void StageWork::absorb(const StageWork& other) {
     mine.whole.absorb(d.whole);
     for (const auto& [top, named] : d.by_top) {
       auto [it, fresh] = mine.by_top.try_emplace(top);
-      if (fresh) it->second.first = named.first;
+      if (fresh) {
+        it->second.first = named.first;
+        ++windows_;
+      }
       it->second.second.absorb(named.second);
     }
   }
@@ -187,26 +194,27 @@ const StageWork::Device* StageWork::at(uint16_t capture, uint32_t device) const 
   return it == devices_.end() ? nullptr : &it->second;
 }
 
+std::string pipeline_step(const Model& m, const PipelineCandidate& c, const std::function<std::string(uint32_t call)>& top_name,
+                          const std::string& step_range) {
+  if (!step_range.empty()) return step_range;
+  std::map<std::string, uint64_t> votes;
+  for (uint32_t i : c.calls)
+    if (timed_event(m, m.nccl.event[i]))
+      if (std::string name = top_name(i); !name.empty()) ++votes[name];
+  std::string step;
+  uint64_t best = 0;
+  for (const auto& [name, count] : votes)
+    if (count > best) best = count, step = name;
+  return step;
+}
+
 std::vector<PipelineReport> pipeline_reports(const Model& m, const std::vector<PipelineCandidate>& pipelines,
                                              const StageWork& work, const std::function<std::string(uint32_t call)>& top_name,
                                              const std::string& step_range) {
   const NcclTable& n = m.nccl;
   std::vector<PipelineReport> out;
   for (const PipelineCandidate& c : pipelines) {
-    // The step: the top-level range name that encloses the most of these calls' kernels (a
-    // tie to the name first in byte order). An unnamed range (a push whose message the hook
-    // could not read) is no step: reported as "" it read as "the whole capture" while the
-    // steps were its occurrences.
-    std::string step = step_range;
-    if (step.empty()) {
-      std::map<std::string, uint64_t> votes;
-      for (uint32_t i : c.calls)
-        if (timed_event(m, n.event[i]))
-          if (std::string name = top_name(i); !name.empty()) ++votes[name];
-      uint64_t best = 0;
-      for (const auto& [name, count] : votes)
-        if (count > best) best = count, step = name;
-    }
+      const std::string step = pipeline_step(m, c, top_name, step_range);
     PipelineReport r;
     r.comm_id = c.comm_id;
     r.nranks = c.nranks;
@@ -264,7 +272,13 @@ std::vector<PipelineReport> pipeline_reports(const Model& m, const std::string& 
         std::vector<uint64_t>& comms = comms_of[m.nccl.event[i]];
         if (std::find(comms.begin(), comms.end(), p.comm_id) == comms.end()) comms.push_back(p.comm_id);
       }
-  detail::StageWork work(pipelines);
+  // Only the steps the reports read: a load knows them before it reads the work.
+  const auto top_name = [&m](uint32_t call) {
+    return std::string(top_name_of(m, top_range(m, m.events.range[m.nccl.event[call]])));
+  };
+  detail::StepNames steps;
+  for (const detail::PipelineCandidate& p : pipelines) steps.insert(detail::pipeline_step(m, p, top_name, step_range));
+  detail::StageWork work(pipelines, std::move(steps));
   const EventTable& ev = m.events;
   const std::vector<uint64_t> none;
   for (uint32_t e = 0; e < ev.size(); ++e) {
@@ -274,10 +288,7 @@ std::vector<PipelineReport> pipeline_reports(const Model& m, const std::string& 
     work.add(ev.capture[e], ev.device[e], ev.kind[e], ev.start_ns[e], ev.end_ns[e], top, top_name_of(m, top),
              comms == comms_of.end() ? none : comms->second);
   }
-  return detail::pipeline_reports(
-      m, pipelines, work,
-      [&m](uint32_t call) { return std::string(top_name_of(m, top_range(m, m.events.range[m.nccl.event[call]]))); },
-      step_range);
+  return detail::pipeline_reports(m, pipelines, work, top_name, step_range);
 }
 
 std::string format_pipeline_stats(const Model& m, const std::vector<PipelineReport>& reports, const std::string& format,

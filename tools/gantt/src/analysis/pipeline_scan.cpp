@@ -44,8 +44,10 @@ struct CaptureTops {
 
 class StageShare final : public EventConsumer {
  public:
-  StageShare(const std::vector<detail::PipelineCandidate>& pipelines, uint16_t capture, const CaptureTops& tops)
-      : work(pipelines), capture_(capture), tops_(tops) {}
+  StageShare(const std::vector<detail::PipelineCandidate>& pipelines, const std::optional<detail::StepNames>& steps,
+             uint16_t capture, const CaptureTops& tops)
+      : work(pipelines, steps), capture_(capture), tops_(tops) {}
+  bool stopped() const override { return work.windows() > detail::kMaxStepWindows; }
   void event(const ScannedEvent& e, const gpuhook::CaptureReader&) override {
     const std::vector<uint64_t>* comms = &none_;
     bool p2p = false;
@@ -98,7 +100,11 @@ std::optional<ScannedPipelines> scan_pipelines(const std::vector<std::string>& p
         std::vector<uint64_t>& comms = p2p[m.events.capture[e]][key_of(e)];
         if (std::find(comms.begin(), comms.end(), p.comm_id) == comms.end()) comms.push_back(p.comm_id);
       }
-  detail::StageWork work(pipelines);
+  // The steps kept: the one asked, else every top-level range (the steps are chosen from the
+  // kernels this scan finds).
+  std::optional<detail::StepNames> steps;
+  if (!step_range.empty()) steps = detail::StepNames{step_range};
+  detail::StageWork work(pipelines, steps);
   std::vector<std::map<P2pKernelKey, std::string>> tops_of(paths.size());
   if (!pipelines.empty()) {
     EventScanOptions so = options;
@@ -110,19 +116,20 @@ std::optional<ScannedPipelines> scan_pipelines(const std::vector<std::string>& p
       shares.clear();
       std::vector<EventConsumer*> each;
       for (size_t i = 0; i < scanner.shares(); ++i) {
-        shares.push_back(std::make_unique<StageShare>(pipelines, static_cast<uint16_t>(c), *tops));
+        shares.push_back(std::make_unique<StageShare>(pipelines, steps, static_cast<uint16_t>(c), *tops));
         each.push_back(shares.back().get());
       }
       return each;
     };
     const auto done = [&](size_t c, const EventScanner&, bool ran, const std::string& why) -> std::string {
-      if (!ran) return why;
+      const std::string too_many = "more pipeline steps than a scan keeps";
+      if (!ran) return std::any_of(shares.begin(), shares.end(), [](const auto& sh) { return sh->stopped(); }) ? too_many : why;
       for (const auto& sh : shares) {
         work.absorb(sh->work);
         tops_of[c].insert(sh->p2p_tops.begin(), sh->p2p_tops.end());
       }
       shares.clear();
-      return {};
+      return work.windows() > detail::kMaxStepWindows ? too_many : std::string();
     };
     if (!scan_job(paths, so, filter, consumers, done, why_not, WindowEnd::kSettledAfter)) return std::nullopt;
   }

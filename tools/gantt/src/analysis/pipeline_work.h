@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -22,6 +24,9 @@ bool timed_event(const Model& m, uint32_t e);
 // The outermost range enclosing range row `range` of `m` (kNone stays kNone). Bounded: a hostile
 // file's parent links cannot loop it forever.
 uint32_t top_range(const Model& m, uint32_t range);
+
+// Names of top-level ranges, looked up by view.
+using StepNames = std::set<std::string, std::less<>>;
 
 // A communicator whose sends and receives only join neighbouring ranks, with a direction.
 struct PipelineCandidate {
@@ -52,7 +57,9 @@ class StageWork {
     StepWork whole;
     std::map<uint32_t, std::pair<std::string, StepWork>> by_top;  // top range (a row of its capture) -> its name, its work
   };
-  explicit StageWork(const std::vector<PipelineCandidate>& pipelines);
+  // `steps`: the names of the top ranges kept step by step (nullopt: every name; the whole
+  // capture is kept either way).
+  explicit StageWork(const std::vector<PipelineCandidate>& pipelines, std::optional<StepNames> steps = std::nullopt);
   bool wanted(uint16_t capture, uint32_t device) const { return devices_.count({capture, device}) != 0; }
   // One operation on a wanted device: `top` its top range's row (kNone: none), `top_name` that
   // range's name; `comms` the communicators whose sends or receives it ran (its kernel's calls).
@@ -60,10 +67,24 @@ class StageWork {
            std::string_view top_name, const std::vector<uint64_t>& comms);
   void absorb(const StageWork& other);
   const Device* at(uint16_t capture, uint32_t device) const;
+  size_t windows() const { return windows_; }  // steps kept, on all devices
 
  private:
   std::map<std::pair<uint16_t, uint32_t>, Device> devices_;
+  std::optional<StepNames> steps_;
+  size_t windows_ = 0;
 };
+
+// Step windows a scan keeps (each a busy union, some 100 bytes and its idle gaps); past them the
+// captures are loaded, whose reports keep only the steps they read.
+inline constexpr size_t kMaxStepWindows = size_t{1} << 20;
+
+// The step of pipeline `c`: `step_range`, else the top-level range name that encloses the most
+// of its calls' kernels (`top_name` of a call; a tie to the name first in byte order). An
+// unnamed range (a push whose message the hook could not read) is no step: reported as "" it
+// read as "the whole capture" while the steps were its occurrences. "": the whole capture.
+std::string pipeline_step(const Model& calls, const PipelineCandidate& c,
+                          const std::function<std::string(uint32_t call)>& top_name, const std::string& step_range);
 
 // Whether an operation is work a stage's step counts (pipeline.h): timed, neither a sync nor a
 // host function.
