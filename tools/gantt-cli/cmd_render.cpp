@@ -367,7 +367,6 @@ std::optional<int> try_scan_view(const RenderCliOptions& o, gantt::RenderOptions
   return scan.job.corrupt ? kExitError : kExitOk;
 }
 
-
 // The step-time view of one capture without its events: it draws the NVTX ranges and the
 // flight recorder's dumps (notices), which a scan reads before any event (EventScanner::context),
 // on the loaded view's time origin (EventScanner::first_ns). A filter (whose window gives the

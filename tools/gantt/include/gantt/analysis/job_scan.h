@@ -161,7 +161,7 @@ inline constexpr size_t kMaxScannedRanges = size_t{1} << 21;
 // render --view steps of several captures or under a filter: the model step_series() reads,
 // holding only each capture's NVTX ranges and notices (the flight recorder's dumps), in one read
 // of those kinds, on the job's clock; the window a load selected with `filter` (null: none)
-// gives the chart its origin. nullopt with *why_not where a scan cannot serve; throws as
+// gives the chart its origin (and settles a streamed stats' window: JobScan::empty_window). nullopt with *why_not where a scan cannot serve; throws as
 // scan_job() does.
 std::optional<ScannedRecords> scan_ranges(const std::vector<std::string>& paths, const EventScanOptions& options,
                                           const EventFilter* filter, std::string* why_not);
