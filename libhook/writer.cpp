@@ -363,6 +363,10 @@ void Writer::finish() {
             std::to_string(drops_no_buffer_) + " times (raise GPUHOOK_BUFFERS)";
   }
   if (invalid_times_ != 0) line += " (" + std::to_string(invalid_times_) + " with invalid times, kept)";
+  if (const uint64_t before = records_before_windows_.load(std::memory_order_relaxed); before != 0)
+    line += "; " + std::to_string(before) + (before == 1 ? " record" : " records") + " older than the last " +
+            std::to_string(kWindows) +
+            " capture windows left out (the writer fell that far behind: their windows were no longer held)";
   if (not_written_at_exit_ != 0) {
     // The count is among the causes above; this says which setting bounded it.
     line += "; the exit bound (GPUHOOK_EXIT_MS=" + std::to_string(config_.exit_ms) + ") ended the writing";
@@ -386,8 +390,9 @@ bool Writer::in_window(uint64_t time_ns) const {
   // Read before the windows are: a window published after this still counts as unpublished
   // below (read after them, a window published between the two reads was judged by neither).
   const uint64_t published = windows_published_.load(std::memory_order_acquire);
-  if (in_published_window(time_ns)) return true;
-  if (!config_.range.sampled()) return false;
+  bool before_ring = false;
+  if (in_published_window(time_ns, &before_ring)) return true;
+  if (!config_.range.sampled()) return outside(before_ring);
   // A push claims a sampled range's window (nvtx_window_push) before it publishes it here
   // (open_window): a record of another thread's occurrence, pushed in between, can reach this
   // thread first and be judged outside every window (a range record lost uncounted, seen once
@@ -397,13 +402,21 @@ bool Writer::in_window(uint64_t time_ns) const {
   // whatever was claimed meanwhile let the writer fall a thousand windows behind and lose a
   // quarter of the ranges); a pusher preempted past the bound leaves it judged as before.
   const uint64_t claimed = windows_claimed();
-  if (published >= claimed) return false;
+  if (published >= claimed) return outside(before_ring);
   const uint64_t deadline = now_ns() + kWindowPublishWaitNs;
   while (windows_published_.load(std::memory_order_acquire) < claimed && now_ns() < deadline) sched_yield();
-  return in_published_window(time_ns);
+  before_ring = false;
+  return in_published_window(time_ns, &before_ring) || outside(before_ring);
 }
 
-bool Writer::in_published_window(uint64_t time_ns) const {
+// A record judged outside every window held. One older than all of them may have been inside a
+// window the ring no longer holds (the writer that far behind): counted, for the exit line.
+bool Writer::outside(bool before_ring) const {
+  if (before_ring) records_before_windows_.fetch_add(1, std::memory_order_relaxed);
+  return false;
+}
+
+bool Writer::in_published_window(uint64_t time_ns, bool* before_ring) const {
   const uint64_t started = windows_started_.load(std::memory_order_acquire);
   const uint64_t first_open = windows_[0].open_ns.load(std::memory_order_acquire);
   if (time_ns == 0) return first_open != 0 || started > 1;  // untimed records follow the windows' existence
@@ -416,6 +429,8 @@ bool Writer::in_published_window(uint64_t time_ns) const {
     if (time_ns > w.close_ns.load(std::memory_order_relaxed)) return false;
     if (time_ns >= open) return true;
   }
+  // Before every window the ring holds: the windows before those are no longer known.
+  if (before_ring && started > kWindows) *before_ring = true;
   return false;
 }
 

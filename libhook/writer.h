@@ -140,7 +140,10 @@ class Writer final : private RecordSink {
   std::string dump_path(uint32_t sequence) const;
   bool in_window(const wire::Record& record) const;
   bool in_window(uint64_t time_ns) const;
-  bool in_published_window(uint64_t time_ns) const;  // in_window() of the windows opened so far
+  // in_window() of the windows opened so far; *before_ring (where given) set when `time_ns` is
+  // older than every window the ring holds while it has let older ones go.
+  bool in_published_window(uint64_t time_ns, bool* before_ring = nullptr) const;
+  bool outside(bool before_ring) const;
   void report_write_failure();
 
   const Config& config_;
@@ -155,7 +158,8 @@ class Writer final : private RecordSink {
   // The capture windows, oldest first: one for most ranges, one per stretch of drawn
   // occurrences for a sampled one (nvtx:NAME%N, ~P; occurrences in flight together on several
   // threads share one). A ring of the latest kWindows; a record placed before all of them (GPU
-  // records arrive late, but not that late) is left out. open 0 = not open yet.
+  // records arrive late, but not that late) is left out, and counted for the exit line
+  // (records_before_windows_). open 0 = not open yet.
   static constexpr uint32_t kWindows = 1024;
   // How long in_window() waits for a claimed window to be published (a pusher preempted
   // between the two): a scheduler tick or five on a loaded machine.
@@ -167,6 +171,7 @@ class Writer final : private RecordSink {
   Window windows_[kWindows];
   std::atomic<uint64_t> windows_started_{1};  // slot 0 is the first window
   std::atomic<uint64_t> windows_published_{0};  // open_window() calls done: windows 0 .. this - 1
+  mutable std::atomic<uint64_t> records_before_windows_{0};  // judged outside, older than every window held
   std::string cupti_version_;
   std::string note_;
   mutable std::mutex facts_mutex_;  // guards cupti_version_, note_ (set from other threads)

@@ -393,6 +393,32 @@ TEST_F(WriterTest, SampledWindowsCloseTheWindowTheyName) {
   EXPECT_EQ(times, (std::vector<int64_t>{1150, 1350}));
 }
 
+// The ring holds the latest 1024 windows of a sampled range: a record older than all of them (a
+// writer that far behind) cannot be judged and is left out, but counted on the exit line; one in
+// a held window is kept, one between two held windows is outside and not counted.
+TEST_F(WriterTest, ARecordOlderThanEveryWindowHeldIsCounted) {
+  config.range.kind = RangeKind::kNvtx;
+  config.range.nvtx_name = "step";
+  config.range.every = 1;
+  window_after_fork();  // no window claimed by an earlier test in this process
+  Writer w(config, facts());
+  const uint64_t windows = 1100;
+  for (uint64_t i = 0; i < windows; ++i) {
+    w.open_window(i, 10'000 + i * 100);
+    w.close_window(i, 10'000 + i * 100 + 50);
+  }
+  push_range(v1::RANGE_MARK, "evicted", 10'010);                        // in window 0, long let go
+  push_range(v1::RANGE_MARK, "held", 10'000 + (windows - 1) * 100 + 10);  // in the newest window
+  push_range(v1::RANGE_MARK, "gap", 10'000 + (windows - 1) * 100 - 20);   // between two held windows
+  w.finish();
+  std::vector<std::string> kept;
+  for (auto& r : read_back())
+    if (r.has_range()) kept.push_back(std::to_string(r.range().time_ns()));
+  EXPECT_EQ(kept, std::vector<std::string>{std::to_string(10'000 + (windows - 1) * 100 + 10)});
+  EXPECT_NE(w.summary().find("; 1 record older than the last 1024 capture windows left out"), std::string::npos)
+      << w.summary();
+}
+
 // A push claims a sampled range's window before its thread publishes it (open_window): a
 // record of another thread's occurrence in it that the writer drains in between waits for the
 // publication, rather than being judged outside every window (a range record was lost so,
