@@ -112,10 +112,9 @@ std::optional<ga::StreamedJob> stream_captures(const StatsOptions& o, const std:
   // which also time records a load does not (counter samples, allocations): past their end it
   // fails with their span, short of it it selects nothing. Either way a job scan, which settles
   // the window on a load's times, says what the load says.
-  const bool windowed = f.from_ns >= 0 || !f.range.empty();
   const bool none = job && std::all_of(job->ranks.begin(), job->ranks.end(),
                                        [](const ga::StreamedStats& r) { return r.selected_events == 0; });
-  if (windowed && (!error.empty() || none)) {
+  if (windowed(o.filter) && (!error.empty() || none)) {
     ga::EventScanOptions eso;
     eso.load = so.load;
     eso.threads = o.threads;

@@ -36,19 +36,19 @@ std::optional<JobScan> scan_job(const std::vector<std::string>& paths, const Eve
     out.clock = job_clock(paths, contexts, options, why_not, filter);
     if (!out.clock) return std::nullopt;
     // Held open: no --from past the indexes' end, no --to before --from is refused before the
-    // scan (nothing lies there, and the caller says its error after the scan's warnings).
+    // scan (nothing lies there, and the caller says its error after the scan's warnings). A
+    // range without an end ends at the job's last time, which only a load tells (settle()):
+    // held open too.
     JobClock selecting = *out.clock;
     EventFilter select = *filter;
-    if (end == WindowEnd::kSettledAfter && select.range.empty() && select.from_ns >= 0) {
-      selecting.last_ns = std::max(selecting.last_ns, selecting.first_ns + static_cast<uint64_t>(select.from_ns));
-      if (select.to_ns >= 0) select.to_ns = std::max(select.to_ns, select.from_ns);
-    }
-    // A range without an end ends at the job's last time, which only a load tells (settle()):
-    // held open too, so that a --from past the indexes' end selects nothing rather than fail.
-    if (end == WindowEnd::kSettledAfter && !select.range.empty() && select.from_ns >= 0) {
+    if (end == WindowEnd::kSettledAfter && select.from_ns >= 0) {
       constexpr uint64_t kOpen = UINT64_MAX / 4;
-      if (!selecting.range) selecting.last_ns = std::max(selecting.last_ns, kOpen);  // one capture's range, found in its context
-      else if (selecting.range->second >= selecting.last_ns) selecting.range->second = kOpen;
+      if (select.range.empty())
+        selecting.last_ns = std::max(selecting.last_ns, selecting.first_ns + static_cast<uint64_t>(select.from_ns));
+      else if (!selecting.range)  // one capture's range, found in its context
+        selecting.last_ns = std::max(selecting.last_ns, kOpen);
+      else if (selecting.range->second >= selecting.last_ns)
+        selecting.range->second = kOpen;
       if (select.to_ns >= 0) select.to_ns = std::max(select.to_ns, select.from_ns);
     }
     if (!select_on_job_clock(selecting, paths, scanners, select, why_not)) return std::nullopt;
@@ -556,6 +556,17 @@ class TimedJob {
   // end (or whose work ends the job) ends at the job's last time, a load's: settled here too.
   static bool settle(JobScan* job, const EventFilter* filter, const Model& records, std::optional<Selection>* asked,
                      std::string* why_not) {
+    // select_events()' window from `origin` to `end`, or its error.
+    const auto window = [&](Selection sel, uint64_t end) {
+      try {
+        set_window(*filter, sel.origin_ns, std::max(end, sel.origin_ns), &sel);
+        sel.description = describe_filter(*filter);
+        *asked = std::move(sel);
+      } catch (const std::invalid_argument& e) {
+        job->empty_window = e.what();
+      }
+      return true;
+    };
     if (filter && job->range_window) {
       if (!job->range_open) {
         *asked = job->range_window;
@@ -569,14 +580,7 @@ class TimedJob {
       Selection sel;
       sel.origin_ns = job->range_window->origin_ns;
       sel.origin_name = job->range_window->origin_name;
-      try {
-        set_window(*filter, sel.origin_ns, std::max(end, sel.origin_ns), &sel);
-        sel.description = describe_filter(*filter);
-        *asked = std::move(sel);
-      } catch (const std::invalid_argument& e) {
-        job->empty_window = e.what();
-      }
-      return true;
+      return window(std::move(sel), end);
     }
     if (!filter || !job->clock || !filter->range.empty() || (filter->from_ns < 0 && filter->to_ns < 0)) return true;
     const uint64_t first = records.first_ns();
@@ -586,14 +590,7 @@ class TimedJob {
     }
     Selection sel;
     sel.origin_ns = first;
-    try {
-      set_window(*filter, first, std::max(records.last_ns(), first), &sel);
-      sel.description = describe_filter(*filter);
-      *asked = std::move(sel);
-    } catch (const std::invalid_argument& e) {
-      job->empty_window = e.what();
-    }
-    return true;
+    return window(std::move(sel), records.last_ns());
   }
 
   std::vector<SeenTimes> times_;
