@@ -76,7 +76,7 @@ std::optional<ga::StatsSummary> stream_summary(const std::vector<std::string>& c
 
 // Why diagnose loads the captures it does not stream, for load_captures()' refusal.
 const WholeLoad kWhyDiagnoseLoads{
-    "diagnose loads captures a scan cannot serve (memory uses under a filter, two captures of one rank) "
+    "diagnose loads captures a scan cannot serve (two captures of one rank, merged or damaged files) "
     "whole",
     gantt::scan::WholePath::kDiagnose};
 
@@ -191,8 +191,8 @@ void register_diagnose(CLI::App& app, int& exit_code) {
       "Captures are scanned, not loaded: every rule runs, in memory that does not grow with their\n"
       "events. Several captures are the ranks of one job: imbalance compares the ranks and names\n"
       "the straggler from their collectives, on one clock; the filter flags count their window\n"
-      "from the job's start, --range NAME@N the N-th among all of their ranges. Memory uses\n"
-      "(GPUHOOK_MEM_USE) under a filter and two captures of one rank load the captures whole.\n"
+      "from the job's start, --range NAME@N the N-th among all of their ranges. Two captures\n"
+      "of one rank load the captures whole.\n"
       "Summaries (gantt-cli stats CAPTURE --summary -o rank.gsum) are diagnosed too, merged:\n"
       "stream-serialisation, copy-overlap and imbalance run on their totals and find what they find\n"
       "on the captures; the report lists the other rules as not run, each with what it needs.\n"

@@ -75,8 +75,23 @@ for filter in "--device 0" "--from 1ms --to 3ms" "--kernel nothing_matches"; do
   grep -q "GPU events" "$work/scan.err" || { echo "FAIL: $filter: no count of the events it selected"; cat "$work/scan.err"; exit 1; }
 done
 # diagnose scans the uses too: memory-idle's finding, the table's last use named by its kernel
-# (read once more by its correlation id), is the load's, under a 1 KiB --max-memory. A filter
-# (whose restriction decides which calls a load can name) loads.
+# (read once more by its correlation id), is the load's, under a 1 KiB --max-memory. Under a
+# filter the last use is named only when the filter selects it, as a load restricted to the
+# filter names only the operations it keeps: with the table's kernel selected and without.
+named=0 unnamed=0
+for filter in "--device 0" "--kernel init_weights" "--kernel backward" "--from 0s --to 1us" "--stream 0" "--device 1"; do
+  # shellcheck disable=SC2086 # the filter's words
+  "$cli" diagnose "$work/m.gpuh" $filter --max-memory 1K > "$work/scan.out" 2> "$work/scan.err" ||
+    [[ $? == 1 ]] || { echo "FAIL: diagnose $filter was not scanned"; cat "$work/scan.err"; exit 1; }
+  # shellcheck disable=SC2086
+  "$cli" diagnose "$work/m.gpuh" $filter --in-memory > "$work/load.out" 2> "$work/load.err" || true
+  cmp -s "$work/scan.out" "$work/load.out" && cmp -s "$work/scan.err" "$work/load.err" ||
+    { echo "FAIL: diagnose $filter: scanned and loaded differ"; diff "$work/scan.out" "$work/load.out" | head; diff "$work/scan.err" "$work/load.err"; exit 1; }
+  if grep -q "last used at .* by init_weights" "$work/scan.out"; then named=$((named + 1))
+  elif grep -q "1.0 MiB (init) allocated at .*, last used at " "$work/scan.out"; then unnamed=$((unnamed + 1)); fi
+done
+(( named >= 1 && unnamed >= 1 )) ||
+  { echo "FAIL: the filters named the table's last use $named times and left it unnamed $unnamed times (each at least once)"; exit 1; }
 for f in m off; do
   for format in text json; do
     "$cli" diagnose "$work/$f.gpuh" --format "$format" --max-memory 1K > "$work/scan.out" 2> "$work/scan.err" ||
@@ -89,4 +104,4 @@ for f in m off; do
 done
 grep -q "by init_weights(float const\*, float\*, long long)" "$work/diagnose_m.text" ||
   { echo "FAIL: the scanned memory-idle does not name the table's last use"; cat "$work/diagnose_m.text"; exit 1; }
-echo "ok: $n memory_use records; memory-idle names the init table; stats --by memory and diagnose scanned as loaded"
+echo "ok: $n memory_use records; memory-idle names the init table; stats --by memory and diagnose scanned as loaded ($named filters named its last use, $unnamed did not)"

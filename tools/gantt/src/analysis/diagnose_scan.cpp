@@ -11,7 +11,7 @@
 // of the events gathers them (scan_sample_kernels). Memory uses (GPUHOOK_MEM_USE) are read
 // with the allocations, and memory-idle's judged allocations' last uses once more by their
 // correlation ids (launch_records), with the last work each capture's CUDA graphs ran from the
-// scan; under a filter (which decides the calls a load can name) the caller loads. Several
+// scan; under a filter, only the operations it selects, as a load restricted to it names them. Several
 // captures are the ranks of one job: imbalance compares their busy time, and names the
 // straggler from their collectives' kernels, which are kept (one per collective and rank).
 #include <algorithm>
@@ -225,6 +225,7 @@ struct CaptureRecords {
   RecordSpool memory;                          // memory_records(), when its scan met any
   bool uses = false;                           // with memory uses
   RecordSpool last_uses;                       // the operations last given an allocation live at a peak, and their calls
+  std::optional<ScanSelector> select;          // under a filter, its selection on this capture's clock
   uint64_t last_graph_ns = 0;                  // the last start of work a CUDA graph ran, on its own clock
   std::vector<Sample> samples;                 // GPU counter samples
   std::pair<uint64_t, uint64_t> span{0, 0};    // its first and last times, as a load has them
@@ -318,6 +319,9 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
   std::optional<DiagnoseWork> work;
   JobStrings strings;
   std::vector<CaptureRecords> kept(paths.size());
+  // --kernel for the selections kept (each capture's scanner, whose own pattern they point to, is let go).
+  std::unique_ptr<KernelPattern> kernel;
+  if (options.filter && !options.filter->kernel_regex.empty()) kernel = std::make_unique<KernelPattern>(options.filter->kernel_regex);
   std::vector<RankCollectiveCall> collectives;  // the job's, capture after capture
   bool shared_kernel = false;
   bool p2p = false;  // a capture's NCCL sends or receives
@@ -344,8 +348,12 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
     }
     if (std::any_of(shares.begin(), shares.end(), [](const auto& sh) { return sh->memory; })) {
       kept[c].uses = std::any_of(shares.begin(), shares.end(), [](const auto& sh) { return sh->uses; });
-      // memory-idle names the call of a last use among the events a load restricted to the filter keeps.
-      if (kept[c].uses && options.filter) return "memory uses (GPUHOOK_MEM_USE) under a filter";
+      // memory-idle names the call of a last use among the events a load restricted to the
+      // filter keeps: the selection is kept for the read of the last uses.
+      if (kept[c].uses && scanner.filter()) {
+        kept[c].select = scanner.filter()->select;
+        kept[c].select->kernel = kernel.get();
+      }
       std::string why_memory;
       std::optional<RecordSpool> held = memory_records(paths[c], so.load, kept[c].uses, &why_memory);
       if (!held) return why_memory;
@@ -455,7 +463,7 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
     bool read = false;
     for (size_t c = 0; c < paths.size(); ++c)
       if (!last_uses[c].empty()) {
-        kept[c].last_uses = launch_records(paths[c], so.load, last_uses[c]);
+        kept[c].last_uses = launch_records(paths[c], so.load, last_uses[c], kept[c].select ? &*kept[c].select : nullptr);
         read = true;
       }
     if (read) records = model_of_records();

@@ -114,9 +114,11 @@ std::optional<RecordSpool> memory_records(const std::string& path, const LoadOpt
 
 // The GPU operations (kernels, copies, memsets) with the correlation ids `correlations`, and the
 // calls that launched them, in one read of those kinds: what names the call of an allocation's
-// last use (diagnose memory-idle), as a load names that operation. Throws gpuhook::CaptureError
-// as load() does.
-RecordSpool launch_records(const std::string& path, const LoadOptions& load, const std::unordered_set<uint32_t>& correlations);
+// last use (diagnose memory-idle), as a load names that operation. With `select` (on the
+// capture's clock: EventScanner::filter()), only the operations it selects, as a load restricted
+// to the filter keeps them. Throws gpuhook::CaptureError as load() does.
+RecordSpool launch_records(const std::string& path, const LoadOptions& load, const std::unordered_set<uint32_t>& correlations,
+                           const ScanSelector* select = nullptr);
 
 // A model of only the records `add(c, builder)` gives capture c (between its begin and end), each
 // capture's first and last times `spans[c]` as a load has them, a job's captures moved by
