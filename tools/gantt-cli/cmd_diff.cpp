@@ -57,8 +57,8 @@ struct DiffOptions {
 
 // Why diff loads the captures it does not stream, for load_captures()' refusal.
 const WholeLoad kWhyDiffLoads{
-    "diff loads captures whole for standard input, an .html page, --align-range, or charts of a time window or "
-    "--range (without them, the report and the .svg, .png or .pdf charts are read as streams)",
+    "diff loads captures whole for standard input, an .html page or --align-range (without them, the report and "
+    "the .svg, .png or .pdf charts are read as streams)",
     gantt::scan::WholePath::kDiffPage};
 
 // The charts' length: the longer run's GPU work, kept within what a signed window offset
@@ -161,17 +161,35 @@ int write_page(const ChartTarget& target, const std::string& base_path, const st
   return write_chart(page, target) ? kExitOk : kExitError;
 }
 
+// Only the events of `sel` that `cut` selects too (a time window or a range cut the sides to).
+void cut_to(const gantt::Model& m, const gantt::EventFilter* cut, gantt::Selection* sel) {
+  if (!cut) return;
+  std::vector<bool> in(m.events.size(), false);
+  for (uint32_t e : gantt::select_events(m, *cut).events) in[e] = true;
+  std::erase_if(sel->events, [&](uint32_t e) { return !in[e]; });
+}
+
 // Both charts show the same length of time from their first GPU work, so one pixel is the
 // same number of nanoseconds in both and a slower run is visibly longer. `keep`: the sides'
 // --device, --stream and --kernel, selected on the whole models as render selects them (a
-// kernel's queue delay judged beside the work they leave out), as the streamed charts are.
+// kernel's queue delay judged beside the work they leave out), as the streamed charts are;
+// `cut`: the sides' filter with their time window or range, the events it selects drawn over
+// each chart's own window, on the whole models too.
 int write_chart(const ChartTarget& target, const std::string& base_path, const std::string& new_path,
                 const gantt::Model& base, const gantt::Model& next, const std::string& align_range,
-                const std::string& filter_range, const gantt::EventFilter& keep = {}) {
+                const std::string& filter_range, const gantt::EventFilter& keep = {},
+                const gantt::EventFilter* cut = nullptr) {
   if (target.format == "html")
     return write_html_page(target, base_path, new_path, base, next, align_range.empty() ? filter_range : align_range,
                            align_range.empty() ? "--range" : "--align-range");
-  const gantt::Selection kept[2] = {gantt::select_events(base, keep), gantt::select_events(next, keep)};
+  gantt::Selection kept[2] = {gantt::select_events(base, keep), gantt::select_events(next, keep)};
+  try {
+    cut_to(base, cut, &kept[0]);
+    cut_to(next, cut, &kept[1]);
+  } catch (const std::invalid_argument& e) {  // a --range a side lacks: said by its restriction first
+    std::cerr << "gantt-cli: diff: " << e.what() << "\n";
+    return kExitError;
+  }
   const auto [fa, la] = gpu_work_extent(base, kept[0].events);
   const auto [fb, lb] = gpu_work_extent(next, kept[1].events);
   const int64_t span = chart_span_ns(la - fa, lb - fb);
@@ -186,9 +204,12 @@ int write_chart(const ChartTarget& target, const std::string& base_path, const s
     } else if (first) {
       f.from_ns = static_cast<int64_t>(first - m->first_ns());
       f.to_ns = f.from_ns >= 0 && span <= INT64_MAX - f.from_ns ? f.from_ns + span : INT64_MAX;
+    } else if (cut) {
+      f = *cut;  // no work selected: the window the side was cut to, as a streamed chart draws it
     }
     try {
       sels.push_back(gantt::select_events(*m, f));
+      cut_to(*m, cut, &sels.back());
     } catch (const std::invalid_argument& e) {
       std::cerr << "gantt-cli: diff: --align-range: " << (m == &base ? base_path : new_path) << ": " << e.what() << "\n";
       return kExitError;
@@ -209,8 +230,8 @@ int write_chart(const ChartTarget& target, const std::string& base_path, const s
 }
 
 // The sides' filter as the charts select it beside their windows: --device, --stream and
-// --kernel (a time window or a --range restricts the models instead: each chart has a window of
-// its own).
+// --kernel (a time window or a --range is the cut write_chart() takes: each chart has a window
+// of its own).
 gantt::EventFilter chart_keep(const DiffOptions& o) {
   gantt::EventFilter keep = make_filter(o.filter);
   keep.from_ns = keep.to_ns = -1;
@@ -236,8 +257,13 @@ std::optional<int> stream_charts(const DiffOptions& o, const ChartTarget& target
     so.load = load_options(o.load);
     // The sides' --device, --stream and --kernel, as their restricted models draw them.
     so.filter = make_filter(o.filter);
-    if (stats->summary.first_ns != 0) {
-      so.window_origin_ns = stats->summary.first_ns;
+    const uint64_t first = stats->summary.first_ns;
+    if (first != 0 && windowed(o.filter)) {
+      // A side cut to a window or a range: what the filter selects, drawn over the chart's own window.
+      const uint64_t length = static_cast<uint64_t>(span);  // chart_span_ns(): not negative
+      so.chart_window = std::make_pair(first, first > UINT64_MAX - length ? UINT64_MAX : first + length);
+    } else if (first != 0) {
+      so.window_origin_ns = first;
       so.filter.from_ns = 0;
       so.filter.to_ns = span;
     }
@@ -369,7 +395,9 @@ int load_and_write_chart(const DiffOptions& o, const ChartTarget& chart) {
   const auto [base, next] = load_both(o);
   for (const LoadedJob* j : {&base, &next})
     if (!comparable(*j)) return kExitError;
-  return write_chart(chart, o.base, o.next, base.model, next.model, o.align_range, o.filter.range, chart_keep(o));
+  const gantt::EventFilter cut = make_filter(o.filter);
+  return write_chart(chart, o.base, o.next, base.model, next.model, o.align_range, o.filter.range, chart_keep(o),
+                     windowed(o.filter) ? &cut : nullptr);
 }
 
 // Both sides read as streams (stream_stats.h), without loading them: the report needs a
@@ -378,10 +406,8 @@ int load_and_write_chart(const DiffOptions& o, const ChartTarget& chart) {
 // merged file, ...); run_diff then loads both.
 std::optional<int> try_stream(const DiffOptions& o, const ga::DiffOptions& d, const std::optional<ChartTarget>& chart) {
   if (o.load.in_memory || o.base == "-" || o.next == "-") return std::nullopt;
-  // The page and the charts aligned at a range need the loaded timelines, and so do the charts
-  // of sides cut to a time window or a range (each chart has a window of its own: its run's
-  // first selected work, for the longer run's length, which a second window would cut).
-  if (chart && (chart->format == "html" || !o.align_range.empty() || windowed(o.filter))) return std::nullopt;
+  // The page and the charts aligned at a range need the loaded timelines.
+  if (chart && (chart->format == "html" || !o.align_range.empty())) return std::nullopt;
   // The two sides share the cores.
   const unsigned threads = std::max(1u, (o.threads != 0 ? o.threads : ga::default_scan_threads()) / 2);
   std::optional<ga::StreamedStats> base, next;
@@ -439,8 +465,9 @@ int run_diff(const DiffOptions& o) {
   auto [base_job, next_job] = load_both(o);
   for (const LoadedJob* j : {&base_job, &next_job})
     for (const std::string& line : j->warnings) std::cerr << "gantt-cli: " << line << "\n";
-  // The charts of sides filtered but not cut to a window draw the whole models (chart_keep()).
-  const bool whole_charts = chart && chart->format != "html" && any_filter(o.filter) && !windowed(o.filter);
+  // The charts of filtered sides draw the whole models (chart_keep(), and the window cut to).
+  const bool whole_charts = chart && chart->format != "html" && any_filter(o.filter);
+  const gantt::EventFilter cut = make_filter(o.filter);
   std::optional<gantt::Model> whole[2];
   if (whole_charts) whole[0] = base_job.model, whole[1] = next_job.model;
   for (LoadedJob* j : {&base_job, &next_job})
@@ -450,7 +477,7 @@ int run_diff(const DiffOptions& o) {
   const ga::DiffReport r = ga::diff_models(base, next, d);
   std::cout << ga::format_diff(r, report_format(o.format), o.format == "text" || o.format == "md" ? o.top : 0);
   if (chart && (whole_charts ? write_chart(*chart, o.base, o.next, *whole[0], *whole[1], o.align_range, o.filter.range,
-                                           chart_keep(o))
+                                           chart_keep(o), windowed(o.filter) ? &cut : nullptr)
                              : write_chart(*chart, o.base, o.next, base, next, o.align_range, o.filter.range)) != kExitOk)
     return kExitError;
   return r.regressions > 0 ? kExitCheckFailed : kExitOk;

@@ -44,16 +44,20 @@ done
 "$cli" diff "$work/a.gpuh" "$work/b.gpuh" --stream 14 >/dev/null 2>"$work/s.err"
 [[ $(grep -c "^gantt-cli: diff: [0-9]* of [0-9]* GPU events (stream filter)$" "$work/s.err") == 2 ]] ||
   { echo "FAIL: the selection of each side is not said: $(cat "$work/s.err")"; fail=1; }
-# The charts of sides filtered by device, stream or kernel: read as streams (under --max-memory
-# 1K, where a load is refused), the loaded charts but for the flags a stream cannot tell (the
-# flags line, the copies that could have overlapped), the same flag counts. A time window or a
-# range cuts each side's model, and its charts are loaded.
+# The charts of filtered sides: read as streams (under --max-memory 1K, where a load is refused),
+# the loaded charts but for the flags a stream cannot tell (the flags line, the copies that could
+# have overlapped), the same flag counts. By device, stream or kernel, and cut to a time window or
+# a range: each chart then draws what the filter selects over its own window (its run's first
+# selected work for the longer run's length), a kernel's wait judged beside the work the window
+# leaves out; a side with no work selected is drawn over the window it was cut to.
 strip_flags() { sed -z -E 's#<rect[^>]*><title>copy not overlapped[^<]*</title></rect>\n?##g; s#<text[^>]*>flags[^<]*</text>##g' "$1"; }
 counts() { grep -o "occupancy &lt; [0-9]*%: [0-9]*\|copies overlapped: [0-9]*\|idle gaps &gt; [^:]*: [0-9]*" "$1" | tr '\n' ' '; }
 charts=0
 for pair in "a b" "n5 n7"; do
   read -r x y <<<"$pair"
-  for flags in "--device 0" "--stream 14" "--kernel gemm" "--device 1 --kernel k"; do
+  windows=("--from 1ms --to 3ms" "--to 1ms" "--from 300us --to 700us" "--from 500us --to 4ms --stream 14" "--from 1ms --kernel gemm")
+  [[ $x == n5 ]] && windows+=("--range step@2" "--range step@1 --from 10us --to 50us" "--range step@2 --device 0")
+  for flags in "--device 0" "--stream 14" "--kernel gemm" "--device 1 --kernel k" "${windows[@]}"; do
     what="diff $x $y $flags -o"
     rm -f "$work/s.svg" "$work/w.svg"
     # shellcheck disable=SC2086  # the flags are words
@@ -73,9 +77,10 @@ for pair in "a b" "n5 n7"; do
     fi
   done
 done
-[[ $charts == 8 ]] || { echo "FAIL: $charts of 8 filtered diff charts streamed as loaded"; fail=1; }
-"$cli" diff "$work/a.gpuh" "$work/b.gpuh" --from 1ms -o "$work/d.svg" --max-memory 1K >/dev/null 2>"$work/d.err"
-grep -q "Not loaded" "$work/d.err" || { echo "FAIL: the charts of a window are not loaded: $(cat "$work/d.err")"; fail=1; }
+[[ $charts == 21 ]] || { echo "FAIL: $charts of 21 filtered diff charts streamed as loaded"; fail=1; }
+# The page and charts aligned at a range still load.
+"$cli" diff "$work/n5.gpuh" "$work/n7.gpuh" --from 1ms -o "$work/d.html" --max-memory 1K >/dev/null 2>"$work/d.err"
+grep -q "Not loaded" "$work/d.err" || { echo "FAIL: the page of a window was not refused a load: $(cat "$work/d.err")"; fail=1; }
 [[ $compared == 24 ]] || { echo "FAIL: $compared of 24 compared"; fail=1; }
 [[ $fail == 0 ]] && echo "ok: filtered diffs scanned agree with --in-memory ($compared)"
 exit $fail

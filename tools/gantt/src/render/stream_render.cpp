@@ -142,11 +142,19 @@ std::optional<StreamedParts> stream_chart_parts(const std::string& path, const S
   const auto selector = [&](uint64_t first_ns) {
     std::optional<std::pair<uint64_t, uint64_t>> range;
     if (ranged) range = std::make_pair(range_from, range_to);
-    return analysis::selector_of(filter, first_ns, origin(first_ns), range, kernel ? &*kernel : nullptr);
+    analysis::ScanSelector s = analysis::selector_of(filter, first_ns, origin(first_ns), range, kernel ? &*kernel : nullptr);
+    // Overlapping both the filter's window and the chart's is overlapping where they meet.
+    if (o.chart_window) {
+      s.from = std::max(s.from, o.chart_window->first);
+      s.to = std::min(s.to, o.chart_window->second);
+    }
+    return s;
   };
   // The idle-gap threshold of a window asked for is known before the read: the activity unions
   // merge at that tolerance (at the least one, without --to), not at one grown with the spans.
-  if ((windowed || ranged) && gap_tolerance < 0) {
+  if (o.chart_window && gap_tolerance < 0) {
+    gap_tolerance = idle_gap_threshold_ns(o.render.annotate, o.chart_window->second - std::min(o.chart_window->first, o.chart_window->second));
+  } else if ((windowed || ranged) && gap_tolerance < 0) {
     uint64_t from = ranged ? range_from : 0, to = ranged ? range_to : UINT64_MAX;  // without a range: from the first time
     narrow_to_window(filter, from, &from, &to);
     gap_tolerance = to != UINT64_MAX && to >= from ? idle_gap_threshold_ns(o.render.annotate, to - from) : kMinIdleGapNs;
@@ -190,6 +198,19 @@ std::optional<StreamedParts> stream_chart_parts(const std::string& path, const S
     sel.window_asked = true;
   }
   sel.description = describe_filter(filter);
+  if (o.chart_window) {
+    // select_events() of the chart's window on a model the filter restricted: its window and
+    // its other flags, counted from the capture's first time.
+    EventFilter drawn = filter;
+    drawn.range.clear();
+    drawn.from_ns = drawn.to_ns = 0;
+    sel.description = describe_filter(drawn);
+    sel.origin_ns = sd.first_ns;
+    sel.origin_name = Selection{}.origin_name;
+    sel.window_start_ns = o.chart_window->first;
+    sel.window_end_ns = std::max(o.chart_window->second, o.chart_window->first);
+    sel.window_asked = true;
+  }
   RenderOptions render = o.render;
   if (!sel.description.empty()) render.filter_description = sel.description;
   if (!windowed && !ranged && sd.events + sd.syncs != 0 && sd.lo != UINT64_MAX && sd.hi >= sd.lo)

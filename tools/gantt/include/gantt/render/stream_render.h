@@ -39,8 +39,10 @@
 // paths) and GPU counter samples (up to a million, for the measured strips) are kept whole.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gantt/model/filter.h"
@@ -57,6 +59,11 @@ struct StreamRenderOptions {
   // Where the filter's --from and --to count from, in the capture's clock: 0 for its first
   // time, as select_events() counts them. The chart's axis still counts from its first time.
   uint64_t window_origin_ns = 0;
+  // The chart's own window, absolute on the capture's clock, where it is not the filter's: the
+  // events the filter selects that overlap it, drawn over it, the axis counted from the
+  // capture's first time (diff -o of sides cut to a window: each chart from its run's first
+  // selected work for the longer run's length, as select_events() on the restricted model).
+  std::optional<std::pair<uint64_t, uint64_t>> chart_window;
   unsigned threads = 0;  // threads that scan the capture; 0 = every core (analysis::default_scan_threads)
   LoadOptions load;
   // The HTML page (html.h) rather than a picture of `render.width_px`: the lanes' coverage in
