@@ -201,7 +201,7 @@ int run_export(const ExportOptions& o) {
   gantt::ExportOptions eo;
   eo.folded_root = folded_root(o.root);
   const LoadedJob job = load_captures(o.files, o.load, {"export loads captures whole for standard input, --in-memory, "
-                                                        "folded --root device or a capture a scan cannot read "
+                                                        "sqlite or a capture a scan cannot read "
                                                         "(chrome, csv, folded and metrics-csv are scanned)",
                                                         gantt::scan::WholePath::kExport});
   const gantt::Model& model = job.model;

@@ -27,7 +27,7 @@ whole=(
   "flame.svg|render a.gpuh b.gpuh -o flame.svg --view flame --device 0"
   "threads.svg|render a.gpuh -o threads.svg --lanes thread"
   "two.svg|render a.gpuh b.gpuh -o two.svg"
-  "stacks.json|export a.gpuh b.gpuh -o stacks.json --format folded --root device"
+  "tables.db|export a.gpuh b.gpuh -o tables.db --format sqlite"
   "-|stats a.gpuh b.gpuh --by wait"
   "-|diagnose job_a.gpuh --device 0"
   "diff.html|diff a.gpuh b.gpuh -o diff.html"
@@ -73,8 +73,8 @@ done
 # times what it said.
 ge() { awk -v a="${per_record[$1]:-0}" -v b="${per_record[$2]:-0}" -v k="$3" 'BEGIN { exit !(b > 0 && a >= k * b) }'; }
 ge renderhtml rendersvg 1.05 || bad "the HTML page's estimate (${per_record[renderhtml]:-?} B a record) is not above the chart's (${per_record[rendersvg]:-?})"
-ge whatifgpuh exportjson 2.5 || bad "whatif's estimate (${per_record[whatifgpuh]:-?} B a record) is not 2.5x export's (${per_record[exportjson]:-?})"
-ge stats- exportjson 1.5 || bad "stats' estimate (${per_record[stats-]:-?} B a record) is not 1.5x export's (${per_record[exportjson]:-?})"
+ge whatifgpuh exportdb 2.5 || bad "whatif's estimate (${per_record[whatifgpuh]:-?} B a record) is not 2.5x export's (${per_record[exportdb]:-?})"
+ge stats- exportdb 1.5 || bad "stats' estimate (${per_record[stats-]:-?} B a record) is not 1.5x export's (${per_record[exportdb]:-?})"
 
 # The reason is the subcommand's own.
 "$cli" render a.gpuh -o page.html --max-memory 1K 2>&1 | grep -q "render loads the capture whole for the HTML page" ||

@@ -201,9 +201,9 @@ void range_rows(const Model& m, uint64_t t0, InWindow&& in_window, std::string& 
 // One share of a scanned capture: its GPU and API rows as it reads them.
 class CsvShare final : public analysis::EventConsumer {
  public:
-  CsvShare(const analysis::EventScanner& scanner, uint64_t t0, CaptureShift shift, const RangeLookup* ranges,
-           const std::unordered_map<uint64_t, uint32_t>* thread_rows, std::atomic<uint64_t>* total, uint64_t limit)
-      : spool(total, limit), context_(scanner.context()), t0_(t0), shift_(shift), ranges_(ranges), thread_rows_(thread_rows),
+  CsvShare(const analysis::EventScanner& scanner, uint64_t t0, CaptureShift shift, const exporting::LaunchRanges* ranges,
+           std::atomic<uint64_t>* total, uint64_t limit)
+      : spool(total, limit), context_(scanner.context()), t0_(t0), shift_(shift), ranges_(ranges),
         occupancy_(context_.captures.front().devices), cells_(cells_of(context_, 0)) {}
 
   void event(const analysis::ScannedEvent& e, const gpuhook::CaptureReader& reader) override {
@@ -236,11 +236,7 @@ class CsvShare final : public analysis::EventConsumer {
       }
     }
     std::string range;
-    if (ranges_ && e.launched) {
-      const auto th = thread_rows_->find(e.launch_thread_id);
-      const uint32_t row = th == thread_rows_->end() ? kNone : ranges_->at(th->second, e.launch_ns);
-      if (row != kNone) range = context_.range_path_of_range(row);
-    }
+    if (const uint32_t row = ranges_->of(e); row != kNone) range = context_.range_path_of_range(row);
     r.range = range;
     event_row(spool.text, r, t0_, cells_);
     ++events;
@@ -301,8 +297,7 @@ class CsvShare final : public analysis::EventConsumer {
   const Model& context_;
   uint64_t t0_;
   CaptureShift shift_;  // its place in the job and its clock's shift
-  const RangeLookup* ranges_;
-  const std::unordered_map<uint64_t, uint32_t>* thread_rows_;
+  const exporting::LaunchRanges* ranges_;
   KernelOccupancy occupancy_;
   std::string cells_;  // rank, host, pid
   std::unordered_map<uint64_t, std::string> cells_of_name_;  // (name id, by call) -> its cell
@@ -397,14 +392,11 @@ class CsvExporter final : public Exporter {
       const Model& context = scanner.context();
       const CaptureShift shift{static_cast<int32_t>(c), job->offsets[c]};
       const analysis::ScanFilter* filter = scanner.filter();  // the job's window on this capture's clock
-      std::unordered_map<uint64_t, uint32_t> thread_rows;  // thread id -> row, for the launches' ranges
-      for (uint32_t i = 0; i < context.threads.size(); ++i) thread_rows.emplace(context.threads.thread_id[i], i);
-      std::unique_ptr<RangeLookup> ranges;
-      if (context.ranges.size() != 0) ranges = std::make_unique<RangeLookup>(context.ranges, 0);
+      const exporting::LaunchRanges ranges(context);
       std::vector<std::unique_ptr<CsvShare>> shares;
       std::vector<analysis::EventConsumer*> consumers;
       for (size_t i = 0; i < scanner.shares(); ++i) {
-        shares.push_back(std::make_unique<CsvShare>(scanner, t0, shift, ranges.get(), &thread_rows, &total, o.max_output));
+        shares.push_back(std::make_unique<CsvShare>(scanner, t0, shift, &ranges, &total, o.max_output));
         shares.back()->filter = filter;
         consumers.push_back(shares.back().get());
       }

@@ -8,12 +8,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "gantt/analysis/clock_scan.h"
 #include "gantt/analysis/event_scan.h"
 #include "gantt/export/export.h"
 #include "gantt/model/filter.h"
+#include "gantt/model/range_lookup.h"
 #include "scan_spool.h"
 
 namespace gantt::exporting {
@@ -26,6 +28,26 @@ struct ScanJob {
 
 using analysis::about_capture;
 using analysis::shifted;
+
+// The innermost NVTX range of a scanned operation's launch, as ModelBuilder gives an event its
+// range: the range row open on the launching thread at the launch, from the capture's context.
+class LaunchRanges {
+ public:
+  explicit LaunchRanges(const Model& context) {
+    for (uint32_t i = 0; i < context.threads.size(); ++i) thread_rows_.emplace(context.threads.thread_id[i], i);
+    if (context.ranges.size() != 0) ranges_ = std::make_unique<RangeLookup>(context.ranges, 0);
+  }
+  // The range row, kNone outside every range or without a launch call.
+  uint32_t of(const analysis::ScannedEvent& e) const {
+    if (!ranges_ || !e.launched) return kNone;
+    const auto th = thread_rows_.find(e.launch_thread_id);
+    return th == thread_rows_.end() ? kNone : ranges_->at(th->second, e.launch_ns);
+  }
+
+ private:
+  std::unordered_map<uint64_t, uint32_t> thread_rows_;  // thread id -> row
+  std::unique_ptr<RangeLookup> ranges_;
+};
 
 // A capture's shares once its scan has ended, and what its scanner says of it noted in
 // `result`; the scanner is then let go. `kept` gathers the shares whose spools go to the output
