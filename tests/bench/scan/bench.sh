@@ -18,7 +18,7 @@
 # trace and its bytes an event) the export area's, all in the same run of scripts/bench.sh.
 # CPU-only figures on a synthetic capture: not a GPU measurement.
 #   tests/bench/scan/bench.sh BUILD_DIR [events=10000000] [runs=3] [limit_s=300] [only]
-# `only`, a comma-separated list of the keys below (stats,comm,commfilter,memory,metrics,timeline,png,utilisation,windowview,memview,commview,...,info,many), measures those
+# `only`, a comma-separated list of the keys below (stats,comm,commfilter,memory,metrics,timeline,png,utilisation,windowview,memview,commview,...,diffwindow,folded,info,many), measures those
 # alone: after a change to one subcommand, its rows without the others' minutes.
 set -uo pipefail
 build=$(cd "$1" && pwd) events=${2:-10000000} runs=${3:-3} limit_s=${4:-300} only=${5:-}
@@ -53,8 +53,8 @@ run() {
   rm -rf "$dir/out/"*
 }
 # The subcommands: key, output name (- for stdout), arguments.
-keys=(stats comm commfilter memory metrics timeline png utilisation windowview memview commview diagnose html whatif diff merge info
-      pipeline diagnosep2p)
+keys=(stats comm commfilter memory metrics timeline png utilisation windowview memview commview diagnose html whatif diff
+      diffwindow folded merge info pipeline diagnosep2p)
 wanted() { [[ -z $only || ,$only, == *,$1,* ]]; }
 picked=()
 for k in "${keys[@]}"; do wanted "$k" && picked+=("$k"); done
@@ -83,6 +83,8 @@ out[diagnose]=- args[diagnose]="diagnose @" what[diagnose]="diagnose (every rule
 out[html]=x.html args[html]="render @ -o %" what[html]="render -o x.html"
 out[whatif]=p.gpuh args[whatif]="whatif @ --change streams=4 -o %" what[whatif]="whatif --change streams=4"
 out[diff]=- args[diff]="diff @ @" what[diff]="diff (the capture against itself)"
+out[diffwindow]=d.svg args[diffwindow]="diff @ @ --from 1s --to 3s -o %" what[diffwindow]="diff --from 1s --to 3s -o d.svg"
+out[folded]=f.folded args[folded]="export @ --format folded --root device -o %" what[folded]="export --format folded --root device"
 out[merge]=m.gpuh args[merge]="merge @ -o %" what[merge]="merge (one capture)"
 out[info]=- args[info]="info @" what[info]="info"
 out[pipeline]=- args[pipeline]="stats @@ --by pipeline" what[pipeline]="stats --by pipeline (2 ranks)"
