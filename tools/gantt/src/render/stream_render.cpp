@@ -153,7 +153,8 @@ std::optional<StreamedParts> stream_chart_parts(const std::string& path, const S
   // The idle-gap threshold of a window asked for is known before the read: the activity unions
   // merge at that tolerance (at the least one, without --to), not at one grown with the spans.
   if (o.chart_window && gap_tolerance < 0) {
-    gap_tolerance = idle_gap_threshold_ns(o.render.annotate, o.chart_window->second - std::min(o.chart_window->first, o.chart_window->second));
+    const auto [from, to] = *o.chart_window;
+    gap_tolerance = idle_gap_threshold_ns(o.render.annotate, to - std::min(from, to));
   } else if ((windowed || ranged) && gap_tolerance < 0) {
     uint64_t from = ranged ? range_from : 0, to = ranged ? range_to : UINT64_MAX;  // without a range: from the first time
     narrow_to_window(filter, from, &from, &to);
@@ -199,8 +200,8 @@ std::optional<StreamedParts> stream_chart_parts(const std::string& path, const S
   }
   sel.description = describe_filter(filter);
   if (o.chart_window) {
-    // select_events() of the chart's window on a model the filter restricted: its window and
-    // its other flags, counted from the capture's first time.
+    // The chart's own window, counted from the capture's first time, and the filter's flags
+    // other than its window and range (which the window stands for).
     EventFilter drawn = filter;
     drawn.range.clear();
     drawn.from_ns = drawn.to_ns = 0;
@@ -213,7 +214,7 @@ std::optional<StreamedParts> stream_chart_parts(const std::string& path, const S
   }
   RenderOptions render = o.render;
   if (!sel.description.empty()) render.filter_description = sel.description;
-  if (!windowed && !ranged && sd.events + sd.syncs != 0 && sd.lo != UINT64_MAX && sd.hi >= sd.lo)
+  if (!o.chart_window && !windowed && !ranged && sd.events + sd.syncs != 0 && sd.lo != UINT64_MAX && sd.hi >= sd.lo)
     fit_window(sel.window_start_ns, sel.window_end_ns, sd.lo, sd.hi, &sel);
   Frame f = detail::make_frame(out.context, sel, sel.window_start_ns, sel.window_end_ns,
                                detail::begin_view("", render).width);

@@ -62,7 +62,7 @@ struct StreamRenderOptions {
   // The chart's own window, absolute on the capture's clock, where it is not the filter's: the
   // events the filter selects that overlap it, drawn over it, the axis counted from the
   // capture's first time (diff -o of sides cut to a window: each chart from its run's first
-  // selected work for the longer run's length, as select_events() on the restricted model).
+  // selected work for the longer run's length, as the loaded diff draws them).
   std::optional<std::pair<uint64_t, uint64_t>> chart_window;
   unsigned threads = 0;  // threads that scan the capture; 0 = every core (analysis::default_scan_threads)
   LoadOptions load;
