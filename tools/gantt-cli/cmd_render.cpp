@@ -447,7 +447,7 @@ int run_render(const RenderCliOptions& o) {
   WholeLoad whole{"", target.format == "html" ? gantt::scan::WholePath::kPage : gantt::scan::WholePath::kChart};
   if (!why_whole.empty())
     whole.why = "render loads the capture whole for " + why_whole +
-                " (a chart or page of one capture, lanes per stream or device, is read as a stream)";
+                " (a chart or page of one capture, lanes per stream, device or rank, is read as a stream)";
 
   // Several captures (or a merged file) are the ranks of one job: put them on one clock and
   // say in the footer what was applied (gantt/ranks/ranks.h).
@@ -611,7 +611,7 @@ void register_render(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_flag("--in-memory", o->load.in_memory,
                 "load the capture whole before drawing, and flag all; by default the chart of one capture without "
-                "annotations (--no-annotate, --view gantt, lanes per stream or device; with any filter) is "
+                "annotations (--no-annotate, --view gantt, lanes per stream, device or rank; with any filter) is "
                 "scanned, in memory that does not grow with its events, and is the same chart; so is one with "
                 "annotations over --max-memory, with the flags a scan can tell");
   cmd->get_option("--max-memory")
@@ -621,7 +621,7 @@ void register_render(CLI::App& app, int& exit_code) {
                     "one, copies that could have overlapped not flagged; the footer says so (default: 1G, or half "
                     "the memory this process may use if less). A chart that needs the capture whole (the HTML page "
                     "of a small capture, several captures in the Gantt view, "
-                    "--lanes thread or rank) is not drawn over it when it is given, nor "
+                    "--lanes thread) is not drawn over it when it is given, nor "
                     "over half the memory when it is not");
   cmd->callback([o, threads, &exit_code] {
     o->threads_given = threads->count() > 0;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `render` of one capture read as a stream against the same capture loaded whole
 # (--in-memory): the same chart, byte for byte, and the same exit code, for one and several
-# decoding threads, lanes per stream and per device, two widths, with and without host lanes,
+# decoding threads, lanes per stream, per device and per rank, two widths, with and without host lanes,
 # whole or filtered (a time window, devices, streams),
 # on the fixtures, fabricated captures of many chunks and, when given, simulator captures. The
 # streamed path has to be the one taken where the chart allows it (-j makes a capture loaded
@@ -79,8 +79,10 @@ if want charts; then
   compared=0 streamed=0 turn=0
   for cap in "${captures[@]}"; do
     turn=$((turn + 1))
-    for lanes in stream device; do
+    for lanes in stream device rank; do
       for width in 1920 700; do
+        # Per rank (the capture's one lane under its devices' headers) at one width.
+        [ "$lanes" = rank ] && [ "$width" != 1920 ] && continue
         for host in --no-host --host; do
           # Host lanes at one width: they fold the host calls as the GPU lanes fold the kernels.
           [ "$host" = --host ] && [ "$width" != 1920 ] && continue
@@ -151,15 +153,16 @@ refused() {
 if want charts; then
   flagged=0 refusals=0
   for cap in "${captures[@]}"; do
-    for gap in default 1us; do
+    for gap in default 1us rank; do
       args=()
-      [ "$gap" != default ] && args=(--idle-gap "$gap")
+      [ "$gap" = 1us ] && args=(--idle-gap "$gap")
+      [ "$gap" = rank ] && args=(--lanes rank)
       rm -f "$work/whole.svg" "$work/over.svg"
       "$cli" render "$cap" -o "$work/whole.svg" "${args[@]}" --in-memory 2>/dev/null
       rc_w=$?
       "$cli" render "$cap" -o "$work/over.svg" "${args[@]}" --max-memory 1 -j 3 2>"$work/over.err"
       rc_s=$?
-      name="$(basename "$cap") --idle-gap $gap over --max-memory"
+      name="$(basename "$cap") ${args[*]:-(default)} over --max-memory"
       if [ "$rc_s" = 2 ] && refused "$name" "$cap" "$work/over.err"; then
         :
       elif [ "$rc_s" != "$rc_w" ]; then
@@ -202,7 +205,8 @@ if want filters; then
     turn=$((turn + 1))
     w=0
     for window in "--from 1ms --to 3ms" "--to 2ms --stream 7" "--from 300us --device 0" "--range step@2" \
-                  "--range forward@3 --from 1us --device 0" "--kernel gemm|Gemm" "--kernel elementwise|relu --from 1ms"; do
+                  "--range forward@3 --from 1us --device 0" "--kernel gemm|Gemm" "--kernel elementwise|relu --from 1ms" \
+                  "--from 500us --lanes rank"; do
       # Each capture takes every other window, in turn: every window meets half the captures.
       w=$((w + 1))
       [ $(((turn + w) % 2)) = 0 ] || continue

@@ -262,3 +262,30 @@ TEST(Html, AScannedPageWritesTheHeldEventsAndNamesTheFoldedOnes) {
   // The viewer halves the pyramids down from the finest level: a power of two or nothing.
   EXPECT_THROW(page_of(10, 1000), std::invalid_argument);
 }
+
+// A scanned page per rank: the capture's one lane goes under its last device with work, as a
+// loaded page puts it, also when that device's events were all folded (none held: only the
+// scan's busy unions name it).
+TEST(Html, AScannedRankLaneGoesUnderTheLastDeviceWithWork) {
+  const gantt::Model m = two_streams("k", 4);
+  const gantt::Selection held = gantt::select_events(m, {});
+  for (uint32_t e : held.events) ASSERT_EQ(m.events.device[e], 0u);
+  gantt::ChartRest rest;
+  gantt::ChartRest::Lane& lane = rest.lanes[gantt::LaneKey{0, gantt::kNone, 0}];
+  lane.exec = lane.wait = gantt::Coverage(1024);
+  lane.events = 4 + 6;
+  lane.aggregated = 6;
+  for (uint32_t device : {0u, 3u}) {
+    gantt::ChartRest::Device& d = rest.devices[{0, device}];
+    d.compute = d.copy = gantt::Coverage(1024);
+  }
+  rest.events = rest.in_capture = 10;
+  gantt::RenderOptions o;
+  o.annotate.enabled = false;
+  o.lanes = gantt::LaneMode::kRank;
+  gantt::HtmlStats st;
+  const std::string data = gantt::html::data_json(m, held, o, rest, &st);
+  EXPECT_EQ(st.lanes, 1u);
+  EXPECT_EQ(count(data, "{\"label\":\"GPU"), 1u);  // one section
+  EXPECT_NE(data.find("{\"label\":\"GPU3"), std::string::npos) << data.substr(data.find("\"sections\""), 200);
+}

@@ -184,6 +184,11 @@ void DataWriter::bucket_lanes() {
       uint32_t& d = last_device[{key.first, key.second.capture}];
       d = std::max(d, m(key.first).events.device[e]);
     }
+  if (rest_)  // scanned: the devices of the folded events too, each with its busy strip
+    for (const auto& [dev, busy] : rest_->devices) {
+      uint32_t& d = last_device[{0, dev.first}];
+      d = std::max(d, dev.second);
+    }
   const auto section_key = [&](size_t run, const LaneKey& key) {
     if (o_.lanes == LaneMode::kThread) return std::make_tuple(run, uint16_t{0}, kNone);
     return std::make_tuple(run, key.capture, o_.lanes == LaneMode::kRank ? last_device[{run, key.capture}] : key.device);

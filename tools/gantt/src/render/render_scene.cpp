@@ -515,8 +515,11 @@ Scene Builder::build() {
     std::map<DeviceKey, std::vector<LaneKey>> sections;
     for (uint32_t e : sel_.events)
       if (m_.events.kind[e] != EventKind::kSync) sections[{m_.events.capture[e], m_.events.device[e]}];
-    if (rest_)  // streamed: lanes per stream or per device, so each lane's key names its device
+    if (rest_ && o_.lanes == LaneMode::kRank) {  // streamed: the devices with work, a rank's lane names none
+      for (const auto& [dev, busy] : rest_->devices) sections[dev];
+    } else if (rest_) {  // streamed: lanes per stream or per device, so each lane's key names its device
       for (const auto& [key, folded] : rest_->lanes) sections[{key.capture, key.device}];
+    }
     if (o_.lanes == LaneMode::kRank) {
       // Each rank's lane right under its own device header and utilisation strip.
       std::map<uint16_t, DeviceKey> last_device;

@@ -88,7 +88,7 @@ bool is_context(const v1::Record& r) {
 
 LaneKey lane_of(const Gpu& g, LaneMode mode) {
   LaneKey k;
-  k.device = g.device;
+  k.device = mode == LaneMode::kRank ? kNone : g.device;  // one capture: one rank, one lane
   if (mode == LaneMode::kStream) k.group = g.stream;
   return k;
 }

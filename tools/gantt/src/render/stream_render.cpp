@@ -21,7 +21,7 @@ namespace gantt {
 using namespace streamed;
 
 std::string stream_render_refusal(const RenderOptions& o) {
-  if (o.lanes != LaneMode::kStream && o.lanes != LaneMode::kDevice) return "lanes per thread or rank";
+  if (o.lanes == LaneMode::kThread) return "lanes per thread";
   if (o.annotate.enabled && !o.annotate.streamed) return "annotations (queue-delay causes, overlaps, the host call behind a gap)";
   if (o.memory_strip) return "--memory-strip";
   if (o.deps) return "--deps";

@@ -28,8 +28,8 @@
 // overlapped, which need every kernel's readiness on its stream.
 //
 // What needs the whole timeline is not streamed; stream_render() then returns nothing and
-// says why, and the caller loads the capture: annotations in full, views and lane groupings
-// other than per stream or device, --deps, --kernel patterns that match the names of API calls
+// says why, and the caller loads the capture: annotations in full, views other than the Gantt
+// chart, lanes per thread (a rank's lane, one a capture, sits under its last device), --deps, --kernel patterns that match the names of API calls
 // (copies, memsets and synchronisations are named after theirs), --memory-strip, stream waits on CUDA
 // events, host functions, CUDA graphs, merged files, damaged files, NCCL calls without
 // external ids, files whose launches lie too far from their GPU records for the join's
