@@ -57,8 +57,8 @@ struct DiffOptions {
 
 // Why diff loads the captures it does not stream, for load_captures()' refusal.
 const WholeLoad kWhyDiffLoads{
-    "diff loads captures whole for standard input, an .html page or --align-range (without them, the report and "
-    "the .svg, .png or .pdf charts are read as streams)",
+    "diff loads captures whole for standard input, an .html page, or --align-range with a time window or --range "
+    "(without them, the report and the .svg, .png or .pdf charts are read as streams)",
     gantt::scan::WholePath::kDiffPage};
 
 // The charts' length: the longer run's GPU work, kept within what a signed window offset
@@ -246,10 +246,8 @@ std::optional<int> stream_charts(const DiffOptions& o, const ChartTarget& target
                                  const ga::StreamedStats& next) {
   const int64_t span =
       chart_span_ns(base.summary.last_ns - base.summary.first_ns, next.summary.last_ns - next.summary.first_ns);
-  gantt::Scene charts[2];
   const std::pair<const std::string*, const ga::StreamedStats*> sides[2] = {{&o.base, &base}, {&o.next, &next}};
-  for (int i = 0; i < 2; ++i) {
-    const auto& [path, stats] = sides[i];
+  const auto options_of = [&](const ga::StreamedStats& stats) {
     gantt::StreamRenderOptions so;
     so.render = chart_options();
     so.render.annotate.streamed = true;
@@ -257,8 +255,10 @@ std::optional<int> stream_charts(const DiffOptions& o, const ChartTarget& target
     so.load = load_options(o.load);
     // The sides' --device, --stream and --kernel, as their restricted models draw them.
     so.filter = make_filter(o.filter);
-    const uint64_t first = stats->summary.first_ns;
-    if (first != 0 && windowed(o.filter)) {
+    const uint64_t first = stats.summary.first_ns;
+    if (!o.align_range.empty()) {
+      so.filter.range = o.align_range;  // each chart over its side's occurrence
+    } else if (first != 0 && windowed(o.filter)) {
       // A side cut to a window or a range: what the filter selects, drawn over the chart's own window.
       const uint64_t length = static_cast<uint64_t>(span);  // chart_span_ns(): not negative
       so.chart_window = std::make_pair(first, first > UINT64_MAX - length ? UINT64_MAX : first + length);
@@ -267,10 +267,42 @@ std::optional<int> stream_charts(const DiffOptions& o, const ChartTarget& target
       so.filter.from_ns = 0;
       so.filter.to_ns = span;
     }
+    return so;
+  };
+  const auto loading = [](const std::string& path, const std::string& why) {
+    std::cerr << "gantt-cli: diff: " << path << ": loading both captures for the charts: " << why << "\n";
+  };
+  // Aligned at a range: both charts as long as the longer of the two occurrences (each found
+  // and measured first), the time scales the same.
+  uint64_t longest = 0;
+  if (!o.align_range.empty()) {
+    for (const auto& [path, stats] : sides) {
+      gantt::StreamRenderOptions so = options_of(*stats);
+      so.window_only = true;
+      std::string why;
+      std::optional<gantt::StreamedParts> window;
+      try {
+        window = gantt::stream_chart_parts(*path, so, &why);
+      } catch (const std::invalid_argument& e) {
+        std::cerr << "gantt-cli: diff: --align-range: " << *path << ": " << e.what() << "\n";
+        return kExitError;
+      }
+      if (!window) {
+        loading(*path, why);
+        return std::nullopt;
+      }
+      longest = std::max(longest, window->drawn.window_end_ns - window->drawn.window_start_ns);
+    }
+  }
+  gantt::Scene charts[2];
+  for (int i = 0; i < 2; ++i) {
+    const auto& [path, stats] = sides[i];
+    gantt::StreamRenderOptions so = options_of(*stats);
+    so.window_length = longest;
     std::string why;
     std::optional<gantt::StreamedChart> chart = gantt::stream_render(*path, so, &why);
     if (!chart) {
-      std::cerr << "gantt-cli: diff: " << *path << ": loading both captures for the charts: " << why << "\n";
+      loading(*path, why);
       return std::nullopt;
     }
     charts[i] = std::move(chart->scene);
@@ -406,8 +438,9 @@ int load_and_write_chart(const DiffOptions& o, const ChartTarget& chart) {
 // merged file, ...); run_diff then loads both.
 std::optional<int> try_stream(const DiffOptions& o, const ga::DiffOptions& d, const std::optional<ChartTarget>& chart) {
   if (o.load.in_memory || o.base == "-" || o.next == "-") return std::nullopt;
-  // The page and the charts aligned at a range need the loaded timelines.
-  if (chart && (chart->format == "html" || !o.align_range.empty())) return std::nullopt;
+  // The page needs the loaded timelines, and so do charts aligned at a range on sides cut to a
+  // window (the occurrence's window and the cut's are two).
+  if (chart && (chart->format == "html" || (!o.align_range.empty() && windowed(o.filter)))) return std::nullopt;
   // The two sides share the cores.
   const unsigned threads = std::max(1u, (o.threads != 0 ? o.threads : ga::default_scan_threads()) / 2);
   std::optional<ga::StreamedStats> base, next;

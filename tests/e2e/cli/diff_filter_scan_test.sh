@@ -78,9 +78,39 @@ for pair in "a b" "n5 n7"; do
   done
 done
 [[ $charts == 21 ]] || { echo "FAIL: $charts of 21 filtered diff charts streamed as loaded"; fail=1; }
-# The page and charts aligned at a range still load.
-"$cli" diff "$work/n5.gpuh" "$work/n7.gpuh" --from 1ms -o "$work/d.html" --max-memory 1K >/dev/null 2>"$work/d.err"
-grep -q "Not loaded" "$work/d.err" || { echo "FAIL: the page of a window was not refused a load: $(cat "$work/d.err")"; fail=1; }
+# Charts aligned at a range occurrence (--align-range): scanned too, each side's occurrence found
+# and measured first, both charts as long as the longer (two runs whose steps differ in length),
+# with the sides' device and kernel filters; an occurrence a side lacks is the loaded error. The
+# page, and aligned charts of sides cut to a window, still load.
+"$make" steps "$work/s3.gpuh" 3 2 40 >/dev/null || { echo "FAIL: make_capture steps"; exit 1; }
+"$make" steps "$work/s4.gpuh" 4 3 40 >/dev/null || { echo "FAIL: make_capture steps"; exit 1; }
+aligned=0
+for flags in "--align-range step@2" "--align-range step@7 --device 0" "--align-range step@3 --kernel kernelA" \
+             "--align-range step@99" "--align-range nope@1"; do
+  rm -f "$work/s.svg" "$work/w.svg"
+  # shellcheck disable=SC2086  # the flags are words
+  "$cli" diff "$work/s3.gpuh" "$work/s4.gpuh" $flags -o "$work/s.svg" --max-memory 1K >"$work/s.out" 2>"$work/s.err"
+  rs=$?
+  # shellcheck disable=SC2086
+  "$cli" diff "$work/s3.gpuh" "$work/s4.gpuh" $flags -o "$work/w.svg" --in-memory >"$work/w.out" 2>"$work/w.err"
+  rw=$?
+  what="diff s3 s4 $flags -o"
+  if [[ $rs != "$rw" ]] || ! cmp -s "$work/s.out" "$work/w.out" || ! cmp -s "$work/s.err" "$work/w.err"; then
+    echo "FAIL: $what: exit $rs (--in-memory $rw), or its report or stderr differ: $(head -3 "$work/s.err")"; fail=1
+  elif [[ -e $work/w.svg ]] && ! cmp -s <(strip_flags "$work/s.svg") <(strip_flags "$work/w.svg"); then
+    echo "FAIL: $what: the aligned charts differ from --in-memory's beyond the flags"; fail=1
+  elif [[ -e $work/w.svg && $(counts "$work/s.svg") != "$(counts "$work/w.svg")" ]]; then
+    echo "FAIL: $what: flags $(counts "$work/s.svg"), --in-memory $(counts "$work/w.svg")"; fail=1
+  else
+    aligned=$((aligned + 1))
+  fi
+done
+[[ $aligned == 5 ]] || { echo "FAIL: $aligned of 5 aligned diff charts scanned as loaded"; fail=1; }
+for args in "--from 1ms -o $work/d.html" "--align-range step@2 --from 100us -o $work/d.svg"; do
+  # shellcheck disable=SC2086
+  "$cli" diff "$work/n5.gpuh" "$work/n7.gpuh" $args --max-memory 1K >/dev/null 2>"$work/d.err"
+  grep -q "Not loaded" "$work/d.err" || { echo "FAIL: diff $args was not refused a load: $(cat "$work/d.err")"; fail=1; }
+done
 [[ $compared == 24 ]] || { echo "FAIL: $compared of 24 compared"; fail=1; }
 [[ $fail == 0 ]] && echo "ok: filtered diffs scanned agree with --in-memory ($compared)"
 exit $fail

@@ -155,6 +155,8 @@ std::optional<StreamedParts> stream_chart_parts(const std::string& path, const S
   if (o.chart_window && gap_tolerance < 0) {
     const auto [from, to] = *o.chart_window;
     gap_tolerance = idle_gap_threshold_ns(o.render.annotate, to - std::min(from, to));
+  } else if (o.window_length != 0 && gap_tolerance < 0) {
+    gap_tolerance = idle_gap_threshold_ns(o.render.annotate, o.window_length);
   } else if ((windowed || ranged) && gap_tolerance < 0) {
     uint64_t from = ranged ? range_from : 0, to = ranged ? range_to : UINT64_MAX;  // without a range: from the first time
     narrow_to_window(filter, from, &from, &to);
@@ -211,6 +213,12 @@ std::optional<StreamedParts> stream_chart_parts(const std::string& path, const S
     sel.window_start_ns = o.chart_window->first;
     sel.window_end_ns = std::max(o.chart_window->second, o.chart_window->first);
     sel.window_asked = true;
+  }
+  if (o.window_length != 0 && sel.window_end_ns - sel.window_start_ns < o.window_length)
+    sel.window_end_ns = sel.window_start_ns > UINT64_MAX - o.window_length ? UINT64_MAX : sel.window_start_ns + o.window_length;
+  if (o.window_only) {
+    out.drawn = std::move(sel);
+    return out;
   }
   RenderOptions render = o.render;
   if (!sel.description.empty()) render.filter_description = sel.description;

@@ -64,6 +64,12 @@ struct StreamRenderOptions {
   // capture's first time (diff -o of sides cut to a window: each chart from its run's first
   // selected work for the longer run's length, as the loaded diff draws them).
   std::optional<std::pair<uint64_t, uint64_t>> chart_window;
+  // The chart's window drawn this long from its start where the filter's is shorter, the
+  // selection unchanged (diff --align-range: each chart as long as the longer occurrence).
+  uint64_t window_length = 0;
+  // Stop once the window is known: StreamedParts::drawn holds it (its origin, start, end and
+  // description) and no events; nothing is drawn (diff --align-range asks each side first).
+  bool window_only = false;
   unsigned threads = 0;  // threads that scan the capture; 0 = every core (analysis::default_scan_threads)
   LoadOptions load;
   // The HTML page (html.h) rather than a picture of `render.width_px`: the lanes' coverage in
