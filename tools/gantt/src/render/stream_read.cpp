@@ -209,10 +209,10 @@ void read_scan(const std::string& path, const LoadOptions& load, Scan& sc, std::
     } else if (r.kind_case() == v1::Record::kRange) {
       sc.see(t(r.range().has_time_ns(), r.range().time_ns()));
       if (sc.ranges.size() >= kMaxRanges) sc.needs_model = "more NVTX range records than a streamed chart keeps";
-      sc.ranges.push_back(r);
+      sc.ranges.add(r);
     } else if (r.kind_case() == v1::Record::kMetricSample) {
       if (sc.samples.size() >= kMaxSamples) sc.needs_model = "more GPU counter samples than a streamed chart keeps";
-      sc.samples.push_back(r);
+      sc.samples.add(r);
     } else if (r.kind_case() == v1::Record::kHeader) {
       ++sc.headers;
       sc.see(r.header().start_monotonic_raw_ns());

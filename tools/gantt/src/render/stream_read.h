@@ -135,8 +135,8 @@ struct Scan {
   analysis::NameFlags kernel_names;  // Selector::named()
   analysis::NameFlags api_names;     // the calls whose names --kernel matches
   std::vector<v1::Record> context;
-  std::vector<v1::Record> ranges;  // NVTX ranges: the drawn events' range paths need them all
-  std::vector<v1::Record> samples;  // GPU counter samples: the measured strips draw them all
+  RecordSpool ranges;   // NVTX ranges: the drawn events' range paths need them all (serialized)
+  RecordSpool samples;  // GPU counter samples: the measured strips draw them all (serialized)
   uint32_t headers = 0;
   std::string needs_model;
   std::exception_ptr error;

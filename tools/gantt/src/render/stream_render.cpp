@@ -429,12 +429,12 @@ std::optional<StreamedParts> stream_chart_parts(const std::string& path, const S
     for (const Scan& sc : scans) ranges += sc.ranges.size();
     if (ranges > kMaxRanges) return refuse("more NVTX range records than a streamed chart keeps");
     for (const Scan& sc : scans)
-      for (const v1::Record& r : sc.ranges) builder.add(r);
+      sc.ranges.for_each([&](const v1::Record& r) { builder.add(r); });
     size_t samples = 0;
     for (const Scan& sc : scans) samples += sc.samples.size();
     if (samples > kMaxSamples) return refuse("more GPU counter samples than a streamed chart keeps");
     for (const Scan& sc : scans)
-      for (const v1::Record& r : sc.samples) builder.add(r);
+      sc.samples.for_each([&](const v1::Record& r) { builder.add(r); });
     for (const Fold& fo : folds) fo.externals.for_each([&](const v1::Record& r) { builder.add(r); });
     for (const Fold& fo : folds) fo.nccl_calls.for_each([&](const v1::Record& r) { builder.add(r); });
     const size_t api0 = held_model.api.size();
