@@ -3,6 +3,8 @@
 #include "gantt/analysis/job_scan.h"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
 #include <map>
 #include <memory>
 #include <tuple>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "gantt/analysis/intervals.h"
+#include "gantt/analysis/stream_stats.h"
 #include "gantt/model/model_builder.h"
 #include "gantt/scan/open.h"
 
@@ -380,14 +383,61 @@ std::optional<ScannedGraphs> scan_graph_launches(const std::vector<std::string>&
 
 namespace {
 // A reader of a capture's records of `kinds` (bits of Record::KindCase) besides its context,
-// under the load's options.
-std::unique_ptr<gpuhook::CaptureReader> open_kinds(const std::string& path, const LoadOptions& load, uint64_t kinds) {
+// under the load's options: of the chunks `range` names, or of the whole file.
+std::unique_ptr<gpuhook::CaptureReader> open_kinds(const std::string& path, const LoadOptions& load, uint64_t kinds,
+                                                   const ChunkRange& range = {}) {
   gpuhook::ReaderOptions ro;
   ro.strict = load.strict;
   ro.from_ns = load.from_ns;
   ro.to_ns = load.to_ns;
   ro.only_kinds = kinds;
+  ro.first_chunk = range.first_chunk;
+  ro.end_chunk = range.end_chunk;
+  ro.outside_strings_only = range.end_chunk != 0;
   return gantt::scan::open_capture(path, ro);
+}
+
+// What one share of a read_shared() keeps: `Part` is its own, and the read's outcome.
+template <class Part>
+struct SharedPart {
+  ChunkRange range;
+  Part part;
+  gpuhook::Integrity integrity;
+  std::exception_ptr error;
+};
+
+// One read of a capture's records of `kinds` on the shares of its chunk index side by side, on
+// every core: `read(reader, part)` on each share's thread, each share's reader under the load's
+// amplification guard; the parts in file order. A file without an index, or a damaged one (one
+// reader stops at the damage, the shares after it would not), is read as one share.
+template <class Part, class Read>
+std::vector<Part> read_shared(const std::string& path, const LoadOptions& load, uint64_t kinds, Read&& read) {
+  std::optional<gpuhook::v1::ChunkIndex> index;
+  {
+    const std::unique_ptr<gpuhook::CaptureReader> probe =
+        gantt::scan::open_capture(path, gpuhook::ReaderOptions{load.strict, 0, 0});
+    if (index_within_guard(*probe, load)) index = probe->index();
+  }
+  const auto run = [&](const std::vector<ChunkRange>& ranges) {
+    std::vector<SharedPart<Part>> shares(ranges.size());
+    for (size_t i = 0; i < shares.size(); ++i) shares[i].range = ranges[i];
+    std::atomic<bool> stop{false};
+    run_shares(shares, stop, [&](SharedPart<Part>& sh) {
+      const std::unique_ptr<gpuhook::CaptureReader> reader = open_kinds(path, load, kinds, sh.range);
+      const AmplificationGuard guard(*reader, load);
+      read(*reader, guard, sh.part, stop);
+      sh.integrity = reader->integrity();
+    });
+    for (const auto& sh : shares)
+      if (sh.error) std::rethrow_exception(sh.error);
+    return shares;
+  };
+  std::vector<SharedPart<Part>> shares = run(plan_chunk_ranges(index, default_scan_threads()));
+  if (shares.size() > 1 && std::any_of(shares.begin(), shares.end(), [](const auto& sh) { return static_cast<bool>(sh.integrity.error); }))
+    shares = run({ChunkRange{}});
+  std::vector<Part> parts;
+  for (auto& sh : shares) parts.push_back(std::move(sh.part));
+  return parts;
 }
 
 // One read of a capture's records of `kinds`, each given to `take`, under the load's
@@ -766,49 +816,73 @@ std::optional<ScannedRecords> scan_ranges(const std::vector<std::string>& paths,
 std::optional<RecordSpool> comm_records(const std::string& path, const LoadOptions& load, const LeftOutKernels& left_out,
                                         std::string* why_not) {
   namespace v1 = gpuhook::v1;
-  RecordSpool out;
   const auto bit = [](v1::Record::KindCase k) { return uint64_t{1} << k; };
-  std::unordered_set<uint64_t> nccl_ids;      // the external ids the hook pushed around NCCL calls
-  std::unordered_set<uint32_t> launched;      // the correlation ids of the CUDA calls inside them
-  std::vector<v1::ExternalCorrelation> externals;
-  size_t calls = 0;
-  bool untied = false;
-  read_kinds(path, load, bit(v1::Record::kNccl) | bit(v1::Record::kExternalCorrelation), [&](const v1::Record& r) {
-    if (r.kind_case() == v1::Record::kExternalCorrelation) {
-      if (externals.size() < kMaxCommRecords) externals.push_back(r.external_correlation());
-      return;
-    }
-    if (++calls > kMaxCommRecords) return;
-    if (r.nccl().external_id() != 0) nccl_ids.insert(r.nccl().external_id());
-    else if (r.nccl().start_ns() != 0) untied = true;
-    out.add(r);
-  });
-  if (calls > kMaxCommRecords || externals.size() >= kMaxCommRecords) {
+  // The NCCL calls and the external ids around them, share by share (each share's at most
+  // kMaxCommRecords, the file's counted after), then in file order.
+  struct Calls {
+    RecordSpool calls;
+    std::vector<v1::ExternalCorrelation> externals;
+    size_t count = 0;
+    bool untied = false;
+  };
+  const std::vector<Calls> parts = read_shared<Calls>(
+      path, load, bit(v1::Record::kNccl) | bit(v1::Record::kExternalCorrelation),
+      [](gpuhook::CaptureReader& reader, const AmplificationGuard& guard, Calls& part, const std::atomic<bool>& stop) {
+        v1::Record r;
+        while (!stop.load(std::memory_order_relaxed) && reader.next(r)) {
+          guard.check(reader);
+          if (r.kind_case() == v1::Record::kExternalCorrelation) {
+            if (part.externals.size() < kMaxCommRecords) part.externals.push_back(r.external_correlation());
+            continue;
+          }
+          if (r.kind_case() != v1::Record::kNccl || ++part.count > kMaxCommRecords) continue;
+          if (r.nccl().external_id() == 0 && r.nccl().start_ns() != 0) part.untied = true;
+          part.calls.add(r);
+        }
+      });
+  size_t calls = 0, externals = 0;
+  for (const Calls& p : parts) calls += p.count, externals += p.externals.size();
+  if (calls > kMaxCommRecords || externals >= kMaxCommRecords) {
     if (why_not) *why_not = "more NCCL calls than a scan keeps";
     return std::nullopt;
   }
-  if (untied) {  // the loader finds their kernels among the launches on the call's thread
+  if (std::any_of(parts.begin(), parts.end(), [](const Calls& p) { return p.untied; })) {
+    // The loader finds their kernels among the launches on the call's thread.
     if (why_not) *why_not = "NCCL calls recorded without external correlation ids (an older hook)";
     return std::nullopt;
   }
+  RecordSpool out;
+  std::unordered_set<uint64_t> nccl_ids;  // the external ids the hook pushed around NCCL calls
+  for (const Calls& p : parts)
+    p.calls.for_each([&](const v1::Record& r) {
+      if (r.nccl().external_id() != 0) nccl_ids.insert(r.nccl().external_id());
+      out.add(r);
+    });
+  std::unordered_set<uint32_t> launched;  // the correlation ids of the CUDA calls inside them
   v1::Record r;
-  for (const v1::ExternalCorrelation& x : externals) {
-    if (nccl_ids.count(x.external_id()) == 0) continue;
-    launched.insert(x.correlation_id());
-    *r.mutable_external_correlation() = x;
-    out.add(r);
-  }
-  // The kernels as plain values (no message for each of millions), a message for the few kept.
-  const std::unique_ptr<gpuhook::CaptureReader> reader = open_kinds(path, load, bit(v1::Record::kKernel));
-  const AmplificationGuard guard(*reader, load);
-  gpuhook::RecordView view;
-  view.record = &r;
-  while (reader->next(view)) {
-    guard.check(*reader);
-    if (view.kind == v1::Record::kKernel && launched.count(view.kernel.correlation_id) != 0 &&
-        left_out.count({view.kernel.correlation_id, builder::known(view.kernel.start_ns)}) == 0)
-      out.add(gpuhook::to_record(view.kernel));
-  }
+  for (const Calls& p : parts)
+    for (const v1::ExternalCorrelation& x : p.externals) {
+      if (nccl_ids.count(x.external_id()) == 0) continue;
+      launched.insert(x.correlation_id());
+      *r.mutable_external_correlation() = x;
+      out.add(r);
+    }
+  // Their kernels, share by share: plain values (no message for each of millions), a message
+  // for the few kept.
+  const std::vector<RecordSpool> kernels = read_shared<RecordSpool>(
+      path, load, bit(v1::Record::kKernel),
+      [&](gpuhook::CaptureReader& reader, const AmplificationGuard& guard, RecordSpool& part, const std::atomic<bool>& stop) {
+        v1::Record unused;
+        gpuhook::RecordView view;
+        view.record = &unused;
+        while (!stop.load(std::memory_order_relaxed) && reader.next(view)) {
+          guard.check(reader);
+          if (view.kind == v1::Record::kKernel && launched.count(view.kernel.correlation_id) != 0 &&
+              left_out.count({view.kernel.correlation_id, builder::known(view.kernel.start_ns)}) == 0)
+            part.add(gpuhook::to_record(view.kernel));
+        }
+      });
+  for (const RecordSpool& part : kernels) part.for_each([&](const v1::Record& k) { out.add(k); });
   return out;
 }
 
