@@ -479,9 +479,20 @@ std::optional<RecordSpool> memory_records(const std::string& path, const LoadOpt
                                             : "more memory uses (GPUHOOK_MEM_USE) than a scan keeps";
     return std::nullopt;
   }
-  read_kinds(path, load, bit(v1::Record::kApi), [&](const v1::Record& r) {
-    if (r.kind_case() == v1::Record::kApi && made_by.count(r.api().correlation_id()) != 0) out.add(r);
-  });
+  if (made_by.empty()) return out;
+  // The calls that made them: every call's fields read on every core, a message for the few kept.
+  const std::vector<RecordSpool> calls = read_shared<RecordSpool>(
+      path, load, bit(v1::Record::kApi),
+      [&](gpuhook::CaptureReader& reader, const AmplificationGuard& guard, RecordSpool& part, const std::atomic<bool>& stop) {
+        v1::Record unused;
+        gpuhook::RecordView view;
+        view.record = &unused;
+        while (!stop.load(std::memory_order_relaxed) && reader.next(view)) {
+          guard.check(reader);
+          if (view.kind == v1::Record::kApi && made_by.count(view.api.correlation_id) != 0) part.add(gpuhook::to_record(view.api));
+        }
+      });
+  for (const RecordSpool& part : calls) part.for_each([&](const v1::Record& r) { out.add(r); });
   return out;
 }
 
