@@ -297,7 +297,10 @@ void fold_event(Fold& fo, const gpuhook::RecordView& v, const Gpu& g, uint64_t s
   const uint64_t b = g.start, en = g.end;
   const bool held = kept && !fo.held_seq->empty() && fo.is_held(seq);
   if (held) fo.held.emplace_back(seq, record_of(v));
-  else if (nccl) fo.nccl_kernels.emplace_back(seq, record_of(v));
+  else if (nccl) {
+    fo.nccl_kernels.add(record_of(v));
+    fo.nccl_kernel_seqs.push_back(seq);
+  }
   if (!b || en < b) return;
   if (fo.waits.wants_stream(g.device, g.stream)) {
     const Fold::Waiting w{g.device, g.stream, seq, g.queued, b, en};

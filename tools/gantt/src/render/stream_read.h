@@ -312,7 +312,10 @@ struct Fold {
   std::map<std::pair<uint32_t, BusyClass>, SpanUnion> busy;
   size_t spans = 0;
   std::vector<std::pair<uint64_t, v1::Record>> held;          // (seq, record)
-  std::vector<std::pair<uint64_t, v1::Record>> nccl_kernels;  // the kernels the NCCL join may pick
+  // The kernels the NCCL join may pick (one an NCCL call: kept serialized), and their places in
+  // the file in the same order.
+  RecordSpool nccl_kernels;
+  std::vector<uint64_t> nccl_kernel_seqs;
   std::map<uint32_t, std::pair<uint64_t, v1::Record>> launches;  // held events' corr -> the last call read
   RecordSpool nccl_calls, externals;  // one an NCCL call: kept serialized
   analysis::NcclKernelFilter nccl;

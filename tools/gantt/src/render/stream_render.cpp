@@ -341,7 +341,6 @@ std::optional<StreamedParts> stream_chart_parts(const std::string& path, const S
     if (!fo.needs_model.empty()) return refuse(fo.needs_model);
   }
   std::map<std::pair<uint32_t, BusyClass>, SpanUnion> busy;
-  std::vector<std::pair<uint64_t, const v1::Record*>> records;
   std::map<uint32_t, std::pair<uint64_t, const v1::Record*>> launches;
   detail::WaitContext wait_context = waits;
   for (size_t i = 0; i < folds.size(); ++i) {
@@ -353,8 +352,6 @@ std::optional<StreamedParts> stream_chart_parts(const std::string& path, const S
       r.aggregated += lane.aggregated;
     }
     for (const auto& [key, spans] : fo.busy) busy[key].absorb(spans);
-    for (const auto& [seq, r] : fo.held) records.emplace_back(seq, &r);
-    for (const auto& [seq, r] : fo.nccl_kernels) records.emplace_back(seq, &r);
     for (const auto& [corr, l] : fo.launches) launches[corr] = {l.first, &l.second};  // later shares: later in the file
     // Operations read before their launch: it may be in another share.
     for (const auto& [corr, w] : fo.waiting) {
@@ -405,7 +402,21 @@ std::optional<StreamedParts> stream_chart_parts(const std::string& path, const S
   // The model of the held events and what they need: the context, the NCCL join's records,
   // their launch calls, in file order.
   Model held_model;
-  std::sort(records.begin(), records.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  // The held events and the NCCL join's kernels in file order, each share's two lists merged
+  // as they were read (both in its order), the shares in theirs: the events' places, and
+  // `add_records(f)` giving each record to f in that order (the NCCL kernels parsed one at a time).
+  std::vector<uint64_t> record_seqs;
+  const auto add_records = [&](auto&& f) {
+    for (const Fold& fo : folds) {
+      size_t h = 0, k = 0;
+      fo.nccl_kernels.for_each([&](const v1::Record& kernel) {
+        for (; h < fo.held.size() && fo.held[h].first < fo.nccl_kernel_seqs[k]; ++h) f(fo.held[h].first, fo.held[h].second);
+        f(fo.nccl_kernel_seqs[k++], kernel);
+      });
+      for (; h < fo.held.size(); ++h) f(fo.held[h].first, fo.held[h].second);
+    }
+  };
+  add_records([&](uint64_t seq, const v1::Record&) { record_seqs.push_back(seq); });
   {
     std::vector<std::pair<uint64_t, const v1::Record*>> calls;
     for (const auto& [corr, l] : launches) calls.push_back(l);
@@ -417,7 +428,7 @@ std::optional<StreamedParts> stream_chart_parts(const std::string& path, const S
                 calls.end());
     ModelBuilder builder(held_model);
     builder.begin_capture(path);
-    ModelBuilder::Rows rows{records.size(), calls.size(), 0, 0};
+    ModelBuilder::Rows rows{record_seqs.size(), calls.size(), 0, 0};
     for (const Fold& fo : folds) {
       rows.nccl += fo.nccl_calls.size();
       rows.external += fo.externals.size();
@@ -447,7 +458,7 @@ std::optional<StreamedParts> stream_chart_parts(const std::string& path, const S
             api0 + (std::lower_bound(calls.begin(), calls.end(), seq, [](const auto& c, uint64_t v) { return c.first < v; }) -
                     calls.begin())));
     }
-    for (const auto& [seq, r] : records) builder.add(*r);
+    add_records([&](uint64_t, const v1::Record& r) { builder.add(r); });
     builder.end_capture(integrity);
   }
   held_model.captures.front().first_ns = sd.first_ns;
@@ -456,12 +467,12 @@ std::optional<StreamedParts> stream_chart_parts(const std::string& path, const S
   const std::map<uint64_t, analysis::WaitSplit> splits = wait_context.splits(sd.stream_priority);
   std::vector<analysis::WaitSplit>& held_waits = rest.waits;
   const EventTable& ev = held_model.events;
-  for (uint32_t e = 0; e < ev.size() && e < records.size(); ++e) {
-    if (!std::binary_search(held_seq.begin(), held_seq.end(), records[e].first)) continue;
+  for (uint32_t e = 0; e < ev.size() && e < record_seqs.size(); ++e) {
+    if (!std::binary_search(held_seq.begin(), held_seq.end(), record_seqs[e])) continue;
     drawn.events.push_back(e);
     // wait_causes() splits the waits of kernels (not of NCCL's, which the join names).
     if (ev.kind[e] != EventKind::kKernel) continue;
-    if (auto it = splits.find(records[e].first); it != splits.end()) {
+    if (auto it = splits.find(record_seqs[e]); it != splits.end()) {
       held_waits.push_back(it->second);
       held_waits.back().event = e;
     }
@@ -476,8 +487,7 @@ std::optional<StreamedParts> stream_chart_parts(const std::string& path, const S
     }
     if (low > kMaxAnnotationsPerKind && unplaced != 0)
       return refuse("more kernels of low occupancy than flagged, some without GPU times (placed by their launch calls)");
-    std::vector<uint64_t> seq_of_event(records.size());
-    for (size_t e = 0; e < records.size(); ++e) seq_of_event[e] = records[e].first;
+    const std::vector<uint64_t>& seq_of_event = record_seqs;
     rest.annotations = streamed_annotations(held_model, drawn, o.render.annotate, seq_of_event, held_waits, folds, busy, idle);
   }
   out.render = std::move(render);
