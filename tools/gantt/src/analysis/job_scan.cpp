@@ -499,70 +499,87 @@ std::optional<RecordSpool> memory_records(const std::string& path, const LoadOpt
 RecordSpool launch_records(const std::string& path, const LoadOptions& load, const std::unordered_set<uint32_t>& correlations,
                            const ScanSelector* select) {
   namespace v1 = gpuhook::v1;
-  RecordSpool out;
   const auto bit = [](v1::Record::KindCase k) { return uint64_t{1} << k; };
   const uint64_t kinds = bit(v1::Record::kKernel) | bit(v1::Record::kMemcpy) | bit(v1::Record::kMemset) | bit(v1::Record::kApi);
-  const std::unique_ptr<gpuhook::CaptureReader> reader = open_kinds(path, load, kinds);
-  const AmplificationGuard guard(*reader, load);
-  // Under a selection, the operations are judged once every call is read: one without a GPU
-  // time is placed by its launch (filter.cpp event_begin_ns), which may come after it.
-  std::vector<v1::Record> operations;
+  // Each share's records with those ids, kernels and calls read as fields (a message for the
+  // few kept). Under a selection, the operations are judged once every call is read: one
+  // without a GPU time is placed by its launch (filter.cpp event_begin_ns), which may come after it.
+  struct Part {
+    RecordSpool kept;                     // in file order: the operations and calls, or only the calls under a selection
+    std::vector<v1::Record> operations;  // under a selection: those its devices, streams and names keep
+  };
+  const std::vector<Part> parts = read_shared<Part>(
+      path, load, kinds,
+      [&](gpuhook::CaptureReader& reader, const AmplificationGuard& guard, Part& part, const std::atomic<bool>& stop) {
+        NameFlags named;
+        v1::Record parsed;
+        gpuhook::RecordView view;
+        view.record = &parsed;
+        while (!stop.load(std::memory_order_relaxed) && reader.next(view)) {
+          guard.check(reader);
+          uint32_t correlation = 0, device = 0, stream = 0, name = 0;
+          switch (view.kind) {
+            case v1::Record::kKernel:
+              correlation = view.kernel.correlation_id, device = view.kernel.device, stream = view.kernel.stream;
+              name = view.kernel.name_id;
+              break;
+            case v1::Record::kMemcpy:
+              correlation = parsed.memcpy().correlation_id(), device = parsed.memcpy().device(), stream = parsed.memcpy().stream();
+              break;
+            case v1::Record::kMemset:
+              correlation = parsed.memset().correlation_id(), device = parsed.memset().device(), stream = parsed.memset().stream();
+              break;
+            case v1::Record::kApi: correlation = view.api.correlation_id; break;
+            default: continue;
+          }
+          if (correlation == 0 || correlations.count(correlation) == 0) continue;
+          const v1::Record r = view.kind == v1::Record::kKernel ? gpuhook::to_record(view.kernel)
+                               : view.kind == v1::Record::kApi  ? gpuhook::to_record(view.api)
+                                                                : parsed;
+          if (!select || view.kind == v1::Record::kApi) {
+            part.kept.add(r);
+            continue;
+          }
+          // --device, --stream and --kernel as the scan selected the events (a kernel by its own name).
+          const bool kernel = view.kind == v1::Record::kKernel;
+          if (select->on(device, stream) && select->named(named, kernel ? EventKind::kKernel : EventKind::kMemcpy, name, reader))
+            part.operations.push_back(r);
+        }
+      });
+  RecordSpool out;
   std::unordered_map<uint32_t, uint64_t> launch_ns;  // correlation id -> its last call's start
-  NameFlags named;
-  v1::Record r;
-  while (reader->next(r)) {
-    guard.check(*reader);
-    uint32_t correlation = 0, device = 0, stream = 0;
-    switch (r.kind_case()) {
-      case v1::Record::kKernel:
-        correlation = r.kernel().correlation_id(), device = r.kernel().device(), stream = r.kernel().stream();
-        break;
-      case v1::Record::kMemcpy:
-        correlation = r.memcpy().correlation_id(), device = r.memcpy().device(), stream = r.memcpy().stream();
-        break;
-      case v1::Record::kMemset:
-        correlation = r.memset().correlation_id(), device = r.memset().device(), stream = r.memset().stream();
-        break;
-      case v1::Record::kApi: correlation = r.api().correlation_id(); break;
-      default: continue;
-    }
-    if (correlation == 0 || correlations.count(correlation) == 0) continue;
-    if (!select || r.kind_case() == v1::Record::kApi) {
-      if (select) launch_ns[correlation] = static_cast<uint64_t>(std::max<int64_t>(r.api().start_ns(), 0));
+  for (const Part& part : parts)
+    part.kept.for_each([&](const v1::Record& r) {
+      if (select && r.kind_case() == v1::Record::kApi)
+        launch_ns[r.api().correlation_id()] = static_cast<uint64_t>(std::max<int64_t>(r.api().start_ns(), 0));
       out.add(r);
-      continue;
-    }
-    // --device, --stream and --kernel as the scan selected the events (a kernel by its own name).
-    const bool kernel = r.kind_case() == v1::Record::kKernel;
-    if (!select->on(device, stream) ||
-        !select->named(named, kernel ? EventKind::kKernel : EventKind::kMemcpy, kernel ? r.kernel().name_id() : 0, *reader))
-      continue;
-    operations.push_back(r);
-  }
+    });
+  if (!select) return out;
   const auto known = [](int64_t ns) { return static_cast<uint64_t>(std::max<int64_t>(ns, 0)); };
-  for (const v1::Record& op : operations) {
-    uint32_t correlation = 0;
-    uint64_t begin = 0, end = 0;
-    switch (op.kind_case()) {
-      case v1::Record::kKernel: {
-        const v1::Kernel& k = op.kernel();
-        correlation = k.correlation_id(), begin = known(k.start_ns()), end = known(k.end_ns());
-        if (begin == 0) begin = known(k.queued_ns());
-        break;
+  for (const Part& part : parts)
+    for (const v1::Record& op : part.operations) {
+      uint32_t correlation = 0;
+      uint64_t begin = 0, end = 0;
+      switch (op.kind_case()) {
+        case v1::Record::kKernel: {
+          const v1::Kernel& k = op.kernel();
+          correlation = k.correlation_id(), begin = known(k.start_ns()), end = known(k.end_ns());
+          if (begin == 0) begin = known(k.queued_ns());
+          break;
+        }
+        case v1::Record::kMemcpy:
+          correlation = op.memcpy().correlation_id(), begin = known(op.memcpy().start_ns()), end = known(op.memcpy().end_ns());
+          break;
+        default:
+          correlation = op.memset().correlation_id(), begin = known(op.memset().start_ns()), end = known(op.memset().end_ns());
+          break;
       }
-      case v1::Record::kMemcpy:
-        correlation = op.memcpy().correlation_id(), begin = known(op.memcpy().start_ns()), end = known(op.memcpy().end_ns());
-        break;
-      default:
-        correlation = op.memset().correlation_id(), begin = known(op.memset().start_ns()), end = known(op.memset().end_ns());
-        break;
+      if (begin == 0) {
+        auto it = launch_ns.find(correlation);
+        if (it != launch_ns.end()) begin = it->second;
+      }
+      if (select->in_time(begin, end)) out.add(op);
     }
-    if (begin == 0) {
-      auto it = launch_ns.find(correlation);
-      if (it != launch_ns.end()) begin = it->second;
-    }
-    if (select->in_time(begin, end)) out.add(op);
-  }
   return out;
 }
 
