@@ -407,8 +407,9 @@ struct SharedPart {
 };
 
 // One read of a capture's records of `kinds` on the shares of its chunk index side by side, on
-// every core: `read(reader, part)` on each share's thread, each share's reader under the load's
-// amplification guard; the parts in file order. A file without an index, or a damaged one (one
+// every core: `read(reader, guard, part, stop)` on each share's thread, with the share's reader,
+// its amplification guard (to check after each record) and the flag that ends every share
+// early once one has failed; the parts in file order. A file without an index, or a damaged one (one
 // reader stops at the damage, the shares after it would not), is read as one share.
 template <class Part, class Read>
 std::vector<Part> read_shared(const std::string& path, const LoadOptions& load, uint64_t kinds, Read&& read) {
