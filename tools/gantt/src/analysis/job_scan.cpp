@@ -407,12 +407,12 @@ struct SharedPart {
 };
 
 // One read of a capture's records of `kinds` on the shares of its chunk index side by side, on
-// every core: `read(reader, guard, part, stop)` on each share's thread, with the share's reader,
-// its amplification guard (to check after each record) and the flag that ends every share
-// early once one has failed; the parts in file order. A file without an index, or a damaged one (one
-// reader stops at the damage, the shares after it would not), is read as one share.
-template <class Part, class Read>
-std::vector<Part> read_shared(const std::string& path, const LoadOptions& load, uint64_t kinds, Read&& read) {
+// every core, each share's reader under the load's amplification guard: `take(view, reader,
+// part)` for each record on its share's thread (kernels and calls as fields, the other kinds
+// parsed into *view.record); the parts in file order. A file without an index, or a damaged one
+// (one reader stops at the damage, the shares after it would not), is read as one share.
+template <class Part, class Take>
+std::vector<Part> read_shared(const std::string& path, const LoadOptions& load, uint64_t kinds, Take&& take) {
   std::optional<gpuhook::v1::ChunkIndex> index;
   {
     const std::unique_ptr<gpuhook::CaptureReader> probe =
@@ -426,7 +426,13 @@ std::vector<Part> read_shared(const std::string& path, const LoadOptions& load, 
     run_shares(shares, stop, [&](SharedPart<Part>& sh) {
       const std::unique_ptr<gpuhook::CaptureReader> reader = open_kinds(path, load, kinds, sh.range);
       const AmplificationGuard guard(*reader, load);
-      read(*reader, guard, sh.part, stop);
+      gpuhook::v1::Record parsed;
+      gpuhook::RecordView view;
+      view.record = &parsed;
+      while (!stop.load(std::memory_order_relaxed) && reader->next(view)) {
+        guard.check(*reader);
+        take(static_cast<const gpuhook::RecordView&>(view), static_cast<const gpuhook::CaptureReader&>(*reader), sh.part);
+      }
       sh.integrity = reader->integrity();
     });
     for (const auto& sh : shares)
@@ -483,15 +489,8 @@ std::optional<RecordSpool> memory_records(const std::string& path, const LoadOpt
   if (made_by.empty()) return out;
   // The calls that made them: every call's fields read on every core, a message for the few kept.
   const std::vector<RecordSpool> calls = read_shared<RecordSpool>(
-      path, load, bit(v1::Record::kApi),
-      [&](gpuhook::CaptureReader& reader, const AmplificationGuard& guard, RecordSpool& part, const std::atomic<bool>& stop) {
-        v1::Record unused;
-        gpuhook::RecordView view;
-        view.record = &unused;
-        while (!stop.load(std::memory_order_relaxed) && reader.next(view)) {
-          guard.check(reader);
-          if (view.kind == v1::Record::kApi && made_by.count(view.api.correlation_id) != 0) part.add(gpuhook::to_record(view.api));
-        }
+      path, load, bit(v1::Record::kApi), [&](const gpuhook::RecordView& view, const gpuhook::CaptureReader&, RecordSpool& part) {
+        if (view.kind == v1::Record::kApi && made_by.count(view.api.correlation_id) != 0) part.add(gpuhook::to_record(view.api));
       });
   for (const RecordSpool& part : calls) part.for_each([&](const v1::Record& r) { out.add(r); });
   return out;
@@ -508,44 +507,38 @@ RecordSpool launch_records(const std::string& path, const LoadOptions& load, con
   struct Part {
     RecordSpool kept;                     // in file order: the operations and calls, or only the calls under a selection
     std::vector<v1::Record> operations;  // under a selection: those its devices, streams and names keep
+    NameFlags named;                      // --kernel's verdict per name the share met
   };
   const std::vector<Part> parts = read_shared<Part>(
-      path, load, kinds,
-      [&](gpuhook::CaptureReader& reader, const AmplificationGuard& guard, Part& part, const std::atomic<bool>& stop) {
-        NameFlags named;
-        v1::Record parsed;
-        gpuhook::RecordView view;
-        view.record = &parsed;
-        while (!stop.load(std::memory_order_relaxed) && reader.next(view)) {
-          guard.check(reader);
-          uint32_t correlation = 0, device = 0, stream = 0, name = 0;
-          switch (view.kind) {
-            case v1::Record::kKernel:
-              correlation = view.kernel.correlation_id, device = view.kernel.device, stream = view.kernel.stream;
-              name = view.kernel.name_id;
-              break;
-            case v1::Record::kMemcpy:
-              correlation = parsed.memcpy().correlation_id(), device = parsed.memcpy().device(), stream = parsed.memcpy().stream();
-              break;
-            case v1::Record::kMemset:
-              correlation = parsed.memset().correlation_id(), device = parsed.memset().device(), stream = parsed.memset().stream();
-              break;
-            case v1::Record::kApi: correlation = view.api.correlation_id; break;
-            default: continue;
-          }
-          if (correlation == 0 || correlations.count(correlation) == 0) continue;
-          const v1::Record r = view.kind == v1::Record::kKernel ? gpuhook::to_record(view.kernel)
-                               : view.kind == v1::Record::kApi  ? gpuhook::to_record(view.api)
-                                                                : parsed;
-          if (!select || view.kind == v1::Record::kApi) {
-            part.kept.add(r);
-            continue;
-          }
-          // --device, --stream and --kernel as the scan selected the events (a kernel by its own name).
-          const bool kernel = view.kind == v1::Record::kKernel;
-          if (select->on(device, stream) && select->named(named, kernel ? EventKind::kKernel : EventKind::kMemcpy, name, reader))
-            part.operations.push_back(r);
+      path, load, kinds, [&](const gpuhook::RecordView& view, const gpuhook::CaptureReader& reader, Part& part) {
+        const v1::Record& parsed = *view.record;
+        uint32_t correlation = 0, device = 0, stream = 0, name = 0;
+        switch (view.kind) {
+          case v1::Record::kKernel:
+            correlation = view.kernel.correlation_id, device = view.kernel.device, stream = view.kernel.stream;
+            name = view.kernel.name_id;
+            break;
+          case v1::Record::kMemcpy:
+            correlation = parsed.memcpy().correlation_id(), device = parsed.memcpy().device(), stream = parsed.memcpy().stream();
+            break;
+          case v1::Record::kMemset:
+            correlation = parsed.memset().correlation_id(), device = parsed.memset().device(), stream = parsed.memset().stream();
+            break;
+          case v1::Record::kApi: correlation = view.api.correlation_id; break;
+          default: return;
         }
+        if (correlation == 0 || correlations.count(correlation) == 0) return;
+        const v1::Record r = view.kind == v1::Record::kKernel ? gpuhook::to_record(view.kernel)
+                             : view.kind == v1::Record::kApi  ? gpuhook::to_record(view.api)
+                                                              : parsed;
+        if (!select || view.kind == v1::Record::kApi) {
+          part.kept.add(r);
+          return;
+        }
+        // --device, --stream and --kernel as the scan selected the events (a kernel by its own name).
+        const bool kernel = view.kind == v1::Record::kKernel;
+        if (select->on(device, stream) && select->named(part.named, kernel ? EventKind::kKernel : EventKind::kMemcpy, name, reader))
+          part.operations.push_back(r);
       });
   RecordSpool out;
   std::unordered_map<uint32_t, uint64_t> launch_ns;  // correlation id -> its last call's start
@@ -856,18 +849,15 @@ std::optional<RecordSpool> comm_records(const std::string& path, const LoadOptio
   };
   const std::vector<Calls> parts = read_shared<Calls>(
       path, load, bit(v1::Record::kNccl) | bit(v1::Record::kExternalCorrelation),
-      [](gpuhook::CaptureReader& reader, const AmplificationGuard& guard, Calls& part, const std::atomic<bool>& stop) {
-        v1::Record r;
-        while (!stop.load(std::memory_order_relaxed) && reader.next(r)) {
-          guard.check(reader);
-          if (r.kind_case() == v1::Record::kExternalCorrelation) {
-            if (part.externals.size() < kMaxCommRecords) part.externals.push_back(r.external_correlation());
-            continue;
-          }
-          if (r.kind_case() != v1::Record::kNccl || ++part.count > kMaxCommRecords) continue;
-          if (r.nccl().external_id() == 0 && r.nccl().start_ns() != 0) part.untied = true;
-          part.calls.add(r);
+      [](const gpuhook::RecordView& view, const gpuhook::CaptureReader&, Calls& part) {
+        const v1::Record& r = *view.record;
+        if (view.kind == v1::Record::kExternalCorrelation) {
+          if (part.externals.size() < kMaxCommRecords) part.externals.push_back(r.external_correlation());
+          return;
         }
+        if (view.kind != v1::Record::kNccl || ++part.count > kMaxCommRecords) return;
+        if (r.nccl().external_id() == 0 && r.nccl().start_ns() != 0) part.untied = true;
+        part.calls.add(r);
       });
   size_t calls = 0, externals = 0;
   for (const Calls& p : parts) calls += p.count, externals += p.externals.size();
@@ -899,17 +889,10 @@ std::optional<RecordSpool> comm_records(const std::string& path, const LoadOptio
   // Their kernels, share by share: plain values (no message for each of millions), a message
   // for the few kept.
   const std::vector<RecordSpool> kernels = read_shared<RecordSpool>(
-      path, load, bit(v1::Record::kKernel),
-      [&](gpuhook::CaptureReader& reader, const AmplificationGuard& guard, RecordSpool& part, const std::atomic<bool>& stop) {
-        v1::Record unused;
-        gpuhook::RecordView view;
-        view.record = &unused;
-        while (!stop.load(std::memory_order_relaxed) && reader.next(view)) {
-          guard.check(reader);
-          if (view.kind == v1::Record::kKernel && launched.count(view.kernel.correlation_id) != 0 &&
-              left_out.count({view.kernel.correlation_id, builder::known(view.kernel.start_ns)}) == 0)
-            part.add(gpuhook::to_record(view.kernel));
-        }
+      path, load, bit(v1::Record::kKernel), [&](const gpuhook::RecordView& view, const gpuhook::CaptureReader&, RecordSpool& part) {
+        if (view.kind == v1::Record::kKernel && launched.count(view.kernel.correlation_id) != 0 &&
+            left_out.count({view.kernel.correlation_id, builder::known(view.kernel.start_ns)}) == 0)
+          part.add(gpuhook::to_record(view.kernel));
       });
   for (const RecordSpool& part : kernels) part.for_each([&](const v1::Record& k) { out.add(k); });
   return out;
