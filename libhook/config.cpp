@@ -117,6 +117,7 @@ Config parse_config(const EnvLookup& getenv_fn, std::vector<std::string>* proble
   }
   boolean(env::kFlightSummary, &c.flight_summary);
   boolean(env::kMemUse, &c.mem_use);
+  boolean(env::kSectors, &c.sectors);
   if (const char* v = getenv_fn(env::kHang)) {
     auto d = parse_duration_ns(v);
     if (!d || *d < 1'000'000) bad(env::kHang, v, "want a duration of 1ms or more, with a unit: 30s, 500ms");

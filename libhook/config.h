@@ -46,6 +46,7 @@ struct Config {
   bool flight_summary = false;          // GPUHOOK_FLIGHT_SUMMARY: the NVTX ranges of the whole run to the output
   uint64_t hang_ns = 0;                 // GPUHOOK_HANG: a synchronize waiting this long for the GPU, 0 = off
   bool mem_use = false;                 // GPUHOOK_MEM_USE: the addresses each launch, copy, memset is given
+  bool sectors = false;                 // GPUHOOK_SECTORS: each kernel's global-memory sectors (sass_sectors.h)
   uint32_t ring_records = 8192;         // power of two
   // 32 x 1 MiB: CUPTI keeps one buffer per launching thread, and the writer returns full
   // ones within a flush period, so 32 covers 16 busy threads with RSS under 64 MiB.

@@ -6,6 +6,7 @@
 #include <cupti_pmsampling.h>
 #include <cupti_profiler_host.h>
 #include <cupti_profiler_target.h>
+#include <cupti_sass_metrics.h>
 #include <cupti_target.h>
 
 #include <string>
@@ -40,7 +41,9 @@ namespace gpuhook::hook {
   X(cuptiEnableCallback, false)                       \
   X(cuptiGetStreamIdEx, false)                       \
   X(cuptiGetTimestamp, false)                        \
-  GPUHOOK_CUPTI_PM_FUNCTIONS(X)
+  X(cuptiGetDeviceId, false)                         \
+  GPUHOOK_CUPTI_PM_FUNCTIONS(X)                      \
+  GPUHOOK_CUPTI_SASS_FUNCTIONS(X)
 
 // PM sampling (GPUHOOK_METRICS, pm_sampler.cpp): CUPTI 12.6 and later. All optional: a CUPTI
 // without them traces as before and PM sampling says it is off.
@@ -65,6 +68,17 @@ namespace gpuhook::hook {
   X(cuptiPmSamplingCounterDataImageInitialize, false) \
   X(cuptiPmSamplingGetCounterDataInfo, false)         \
   X(cuptiPmSamplingCounterDataGetSampleInfo, false)
+
+// GPUHOOK_SECTORS (sass_sectors.cpp): CUPTI 12.4 and later, beside cuptiDeviceGetChipName and
+// cuptiProfilerInitialize above. All optional: without them sectors are not counted, said once.
+#define GPUHOOK_CUPTI_SASS_FUNCTIONS(X)               \
+  X(cuptiSassMetricsGetProperties, false)             \
+  X(cuptiSassMetricsSetConfig, false)                 \
+  X(cuptiSassMetricsUnsetConfig, false)               \
+  X(cuptiSassMetricsEnable, false)                    \
+  X(cuptiSassMetricsDisable, false)                   \
+  X(cuptiSassMetricsGetDataProperties, false)         \
+  X(cuptiSassMetricsFlushData, false)
 
 struct CuptiApi {
 #define GPUHOOK_CUPTI_MEMBER(name, required) decltype(&::name) name = nullptr;

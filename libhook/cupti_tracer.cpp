@@ -33,6 +33,15 @@ bool is_blocking_sync(CUpti_CallbackId cbid) {
   return std::find(std::begin(kBlockingSyncs), std::end(kBlockingSyncs), cbid) != std::end(kBlockingSyncs);
 }
 
+void emit_notice(RecordSink& sink, v1::NoticeKind kind, const std::string& text) {
+  wire::Record rec;
+  auto* n = rec.mutable_notice();
+  n->set_kind(kind);
+  n->set_time_ns(static_cast<int64_t>(now_ns()));
+  n->set_text(text);
+  sink.emit(rec);
+}
+
 }  // namespace
 
 // Buffers are allocated the first time CUPTI needs each one, up to the fixed count: a CUPTI
@@ -154,6 +163,9 @@ void CUPTIAPI CuptiTracer::on_callback(void*, CUpti_CallbackDomain domain, CUpti
                          (cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart || cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop));
   if (!profiler) {
     note_memory_use(domain, cbid, *info);  // the launches, copies and memsets GPUHOOK_MEM_USE watches
+    CuptiTracer* self = instance();
+    if (self != nullptr && self->sectors_ != nullptr && info->callbackSite == CUPTI_API_ENTER && is_kernel_launch(domain, cbid))
+      self->sectors_->on_launch(info->context);
     return;
   }
   bool start = (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000) ||
@@ -308,6 +320,7 @@ bool CuptiTracer::enable(std::string* why) {
   enable_api_records();
   if (config_.range.kind == RangeKind::kProfilerApi) subscribe_profiler_range(&notes_);
   if (config_.mem_use) subscribe_memory_use(&notes_);
+  if (config_.sectors) subscribe_sectors(&notes_);
   return true;
 }
 
@@ -364,6 +377,33 @@ void CuptiTracer::subscribe_memory_use(std::string* note) {
     return;
   }
   start_memory_use(now_ns());
+}
+
+// GPUHOOK_SECTORS: the launch callbacks turn counting on for each context (sass_sectors.h).
+void CuptiTracer::subscribe_sectors(std::string* note) {
+  std::string missing = SectorCounter::missing_entry_points(api_);
+  if (missing.empty() && (subscriber_ == nullptr || api_.cuptiEnableCallback == nullptr))
+    missing = "no CUPTI subscription for the launch callbacks";
+  if (!missing.empty()) {
+    sectors_note_ = "sectors not counted (GPUHOOK_SECTORS): " + missing;
+    *note += sectors_note_ + ". ";
+    return;
+  }
+  sectors_.reset(new (std::nothrow) SectorCounter(api_));
+  if (sectors_ == nullptr) return;
+  for (size_t i = 0; i < kUseCallbackCount; ++i)
+    if (is_kernel_launch(kUseCallbacks[i].domain, kUseCallbacks[i].cbid))
+      api_.cuptiEnableCallback(1, subscriber_, kUseCallbacks[i].domain, kUseCallbacks[i].cbid);
+}
+
+// At exit, after the last activity records: the counts, or why there are none, in the capture.
+void CuptiTracer::finish_sectors(RecordSink& sink) {
+  if (!config_.sectors) return;
+  if (sectors_ != nullptr) {
+    const std::string why = sectors_->finish(sink);
+    if (!why.empty()) sectors_note_ = why;
+  }
+  if (!sectors_note_.empty()) emit_notice(sink, v1::NOTICE_SECTORS_NOT_COUNTED, sectors_note_);
 }
 
 void CuptiTracer::subscribe_profiler_range(std::string* note) {
@@ -438,6 +478,7 @@ void CuptiTracer::poll(RecordSink& sink, bool flush, bool final) {
     if (r != CUPTI_ERROR_MAX_LIMIT_REACHED) ++incomplete_;
   });
   if (final && flushed == CUPTI_SUCCESS) note_takeover(sink, not_returned);
+  if (final) finish_sectors(sink);
 }
 
 uint64_t CuptiTracer::take_cupti_dropped() {
@@ -470,12 +511,7 @@ void CuptiTracer::note_takeover(RecordSink& sink, uint32_t missing) {
   takeover_ += missing != 0 ? std::to_string(missing) + " CUPTI buffer" + (missing == 1 ? "" : "s") + " never came back"
                             : "the last " + std::to_string(syncs) + " synchronize calls have no GPU record";
   takeover_ += "): GPU records stop where it did";
-  wire::Record rec;
-  auto* n = rec.mutable_notice();
-  n->set_kind(v1::NOTICE_CUPTI_TAKEN_OVER);
-  n->set_time_ns(static_cast<int64_t>(now_ns()));
-  n->set_text(takeover_);
-  sink.emit(rec);
+  emit_notice(sink, v1::NOTICE_CUPTI_TAKEN_OVER, takeover_);
 }
 
 uint64_t CuptiTracer::take_incomplete() { return std::exchange(incomplete_, 0); }

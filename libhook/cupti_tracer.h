@@ -2,6 +2,8 @@
 // GpuSource the writer polls. Lock order: the pool has no lock; CUPTI is only ever called
 // from the writer thread (flush, dropped counts) and from start()/stop(), never while any
 // hook lock is held, so bufferCompleted (which runs inside FlushAll) can never wait on us.
+// The one exception, GPUHOOK_SECTORS, turns counting on from a launch callback once per
+// context under SectorCounter's own lock, which no CUPTI callback of ours takes.
 #pragma once
 
 #include <atomic>
@@ -15,6 +17,7 @@
 #include "cupti_api.h"
 #include "cupti_convert.h"
 #include "gpu_source.h"
+#include "sass_sectors.h"
 
 namespace gpuhook::hook {
 
@@ -102,7 +105,9 @@ class CuptiTracer final : public GpuSource {
   uint64_t take_cupti_dropped() override;
   uint64_t take_no_buffer_dropped() override;
   uint64_t take_incomplete() override;
-  std::string final_note() const override { return takeover_; }
+  std::string final_note() const override {
+    return takeover_.empty() || sectors_note_.empty() ? takeover_ + sectors_note_ : takeover_ + "; " + sectors_note_;
+  }
 
   std::string version() const { return version_; }
   std::string notes() const { return notes_; }
@@ -118,6 +123,8 @@ class CuptiTracer final : public GpuSource {
   void enable_api_records();
   void subscribe_profiler_range(std::string* note);
   void subscribe_memory_use(std::string* note);
+  void subscribe_sectors(std::string* note);
+  void finish_sectors(RecordSink& sink);
   CUptiResult subscribe_first(std::string* holder);
   // `missing`: our buffers CUPTI kept through the final FORCED flush.
   void note_takeover(RecordSink& sink, uint32_t missing);
@@ -142,6 +149,8 @@ class CuptiTracer final : public GpuSource {
   std::atomic<uint64_t> no_buffer_drops_{0};
   uint64_t incomplete_ = 0;  // writer thread only
   std::string takeover_;     // writer thread only: set by the final poll
+  std::unique_ptr<SectorCounter> sectors_;  // GPUHOOK_SECTORS; set before the callbacks are on
+  std::string sectors_note_;  // writer thread only: set by the final poll
   // The takeover check (note_takeover): the correlation ids of the last synchronize calls, and
   // which correlation ids had a SYNCHRONIZATION record (a bitmap; a collision only hides).
   static constexpr uint32_t kRecentSyncs = 4;

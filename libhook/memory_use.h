@@ -88,6 +88,8 @@ struct UseCallback {
 };
 extern const UseCallback kUseCallbacks[];
 extern const size_t kUseCallbackCount;
+// Of those, the kernel launches (GPUHOOK_SECTORS takes these alone).
+bool is_kernel_launch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
 
 // The hook's start time, from which the pause grows; 0 = memory use off.
 void start_memory_use(uint64_t start_ns);

@@ -53,6 +53,7 @@ const char* kind_label(int kind) {
     case wire::Record::kMemoryTag: return "memory_tag";
     case wire::Record::kMemoryUse: return "memory_use";
     case wire::Record::kMetricSample: return "metric_sample";
+    case wire::Record::kKernelSectors: return "kernel_sectors";
     default: return nullptr;
   }
 }

@@ -33,6 +33,7 @@ inline constexpr const char kSlow[] = "GPUHOOK_SLOW";                    // NAME
 inline constexpr const char kHang[] = "GPUHOOK_HANG";                    // DURATION: a synchronize waiting this long triggers
 inline constexpr const char kFlightSummary[] = "GPUHOOK_FLIGHT_SUMMARY";  // 1: the NVTX ranges of the whole run to the output
 inline constexpr const char kMemUse[] = "GPUHOOK_MEM_USE";          // 1: which allocations each launch, copy, memset is given
+inline constexpr const char kSectors[] = "GPUHOOK_SECTORS";          // 1: the global-memory sectors each kernel touched
 inline constexpr const char kRingRecords[] = "GPUHOOK_RING_RECORDS";  // records per thread ring
 inline constexpr const char kBufferBytes[] = "GPUHOOK_BUFFER_BYTES";  // one CUPTI buffer
 inline constexpr const char kBuffers[] = "GPUHOOK_BUFFERS";          // CUPTI buffers in the pool

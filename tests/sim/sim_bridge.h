@@ -76,6 +76,11 @@ struct GpuhookSimPmWindow {
   double nvlink_rx;      // not modelled: 0
   double nvlink_tx;
 };
+// For the simulated SASS metrics (tests/sim/cupti/sass_metrics.cpp): a kernel launch whose
+// warps touch `sectors` 32-byte sectors, where its loads need `load_ideal` and its stores
+// `store_ideal`. Counted while cuptiSassMetricsEnable is in force, as CUPTI's patched code counts.
+void gpuhook_sim_sass_count(const char* function, uint64_t sectors, uint64_t load_ideal, uint64_t store_ideal);
+
 int gpuhook_sim_pm_windows(int device, uint64_t from_ns, uint64_t window_ns, uint32_t count,
                            struct GpuhookSimPmWindow* out);
 }

@@ -41,6 +41,7 @@ struct RecordOptions {
   bool no_nccl = false;
   bool no_cuda = false;
   bool mem_use = false;
+  bool sectors = false;
   bool quiet = false;
   std::string render;  // draw the capture here when the command ends
   std::vector<std::string> command;
@@ -336,6 +337,7 @@ int record(const RecordOptions& o) {
   if (o.no_cuda) setenv(gpuhook::env::kCuda, "0", 1);
   if (o.quiet) setenv(gpuhook::env::kQuiet, "1", 1);
   if (o.mem_use) setenv(gpuhook::env::kMemUse, "1", 1);
+  if (o.sectors) setenv(gpuhook::env::kSectors, "1", 1);
 
   const char* pattern_env = std::getenv(gpuhook::env::kOutput);
   const PatternMatcher matcher = PatternMatcher::from(pattern_env ? pattern_env : "");
@@ -454,6 +456,10 @@ void register_record(CLI::App& app, int& exit_code) {
   sub->add_flag("--mem-use", opts->mem_use,
                 "record which allocations each launch, copy and memset is given, for diagnose memory-idle "
                 "(one CUPTI callback per call) [GPUHOOK_MEM_USE]");
+  sub->add_flag("--sectors", opts->sectors,
+                "count the 32-byte sectors each kernel's global loads and stores touch, and the fewest they "
+                "need, for whatif coalesce (the kernels run slower, patched to count: a run of its own) "
+                "[GPUHOOK_SECTORS]");
   sub->add_flag("-q,--quiet", opts->quiet, "no exit summary line from the hook");
   sub->add_option("--render", opts->render, "draw the capture to this file (.png/.svg/.pdf) afterwards");
   // After "--" everything belongs to the command, even "-o" or "--help"; an unknown flag

@@ -24,6 +24,7 @@ struct WhatifOptions {
   std::string output;
   double pinned_gbps = 0;
   double graph_launch_us = 0;
+  std::vector<std::string> sectors_from;
   bool quiet = false;
 };
 
@@ -85,6 +86,8 @@ void register_whatif(CLI::App& app, int& exit_code) {
           "  gantt-cli whatif app.gpuh --change 'scale=gemm:0.8' --change remove-syncs -o faster.gpuh\n"
           "  gantt-cli whatif rank*.gpuh --change balance-ranks -o balanced.gpuh   # one section per rank\n"
           "  gantt-cli whatif stage*.gpuh --change pipeline=1f1b:16 -o 1f1b.gpuh   # GPipe as 1F1B, 16 micro-batches\n"
+          "  GPUHOOK_SECTORS=1 GPUHOOK_OUTPUT=counts.gpuh LD_PRELOAD=libgpuhook.so ./app   # a second run, counting\n"
+          "  gantt-cli whatif app.gpuh --change coalesce=gather --sectors-from counts.gpuh -o coalesced.gpuh\n"
           "\n"
           "Exit: 0 written; 2 an unreadable capture, a change it cannot make, an existing output.\n");
   cmd->add_option("inputs", opts->inputs, "captures (several: the ranks of one job, or a merged capture)")
@@ -99,6 +102,10 @@ void register_whatif(CLI::App& app, int& exit_code) {
   cmd->add_option("--graph-launch-us", opts->graph_launch_us,
                   "graphs: host time of one cudaGraphLaunch (default: the capture's own, else one launch call)")
       ->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--sectors-from", opts->sectors_from,
+                  "coalesce: captures of a run recorded with GPUHOOK_SECTORS=1, whose sector counts to take "
+                  "(default: the inputs' own; counting slows the kernels, so record the times without it)")
+      ->check(CLI::ExistingFile);
   cmd->add_flag("-q,--quiet", opts->quiet, "print nothing but errors");
   cmd->add_option("--max-records-per-byte", opts->max_records_per_byte,
                   "refuse a capture that decodes to more records than this per byte of file: the replay holds "
@@ -111,6 +118,7 @@ void register_whatif(CLI::App& app, int& exit_code) {
     options.pinned_gbps = opts->pinned_gbps;
     options.graph_launch_us = opts->graph_launch_us;
     options.max_records_per_byte = opts->max_records_per_byte;
+    options.sectors_from = opts->sectors_from;
     try {
       for (const std::string& c : opts->changes) changes.push_back(gantt::whatif::parse_change(c));
       check_load_fits(opts->inputs, opts->load, {"whatif replays captures loaded whole", gantt::scan::WholePath::kWhatif});

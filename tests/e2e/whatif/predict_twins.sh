@@ -4,8 +4,7 @@
 # twin's difference. Five recordings of each, every one counted, none retried (below): the
 # simulator plans the GPU's timeline from what the host submits, so a row measures the model
 # and the host's submissions, not the GPU's. Fails when the
-# median error passes MEDIAN_PERCENT or a row passes WORST_PERCENT. A twin no change models
-# yet is listed as such.
+# median error passes MEDIAN_PERCENT or a row passes WORST_PERCENT.
 #
 # Every example runs at its default size with no setting of its own. On the simulator a
 # kernel's host twin computes its result on a CPU core, and at those sizes that takes far longer
@@ -93,12 +92,14 @@ report() {  # name, change, example ns, twin ns, predicted ns
 # worst rows of 8-16% in a third of the runs); every recording counts, none is retried.
 runs=${RUNS:-5}
 median_of() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
-# A row measures each capture with $measure (span_ns unless set for the row).
+# A row measures each capture with $measure (span_ns unless set for the row). With counted=1 the
+# example is also recorded counting its kernels' sectors (GPUHOOK_SECTORS=1), and whatif takes
+# the counts from that run (--sectors-from), as on a GPU, where counting slows the kernels.
 row() {  # name, simulator settings, example args, change flags...
   local name=$1 sim=$2 args=$3 measure=${measure:-span_ns} began=$SECONDS
   shift 3
   local ex="$build/examples/$name" i
-  local -a example=() twin=() predicted=()
+  local -a example=() twin=() predicted=() counts=()
   [ -x "$ex" ] || { echo "FAIL $name: not built"; failed=1; return; }
   for ((i = 0; i < runs; ++i)); do
     rm -f "$work/$name"*.gpuh
@@ -106,7 +107,12 @@ row() {  # name, simulator settings, example args, change flags...
       { echo "FAIL $name: record"; cat "$work/$name.err"; failed=1; return; }
     "${first[@]}" env $sim "$gantt" record -q -o "$work/${name}_fixed.gpuh" -- "$ex" $args --fixed >/dev/null 2>"$work/$name.err" ||
       { echo "FAIL $name --fixed: record"; cat "$work/$name.err"; failed=1; return; }
-    "$gantt" whatif -q "$work/$name.gpuh" "$@" -o "$work/${name}_predicted.gpuh" ||
+    if [[ ${counted:-0} == 1 ]]; then
+      "${first[@]}" env $sim GPUHOOK_SECTORS=1 "$gantt" record -q -o "$work/${name}_counts.gpuh" -- "$ex" $args >/dev/null 2>"$work/$name.err" ||
+        { echo "FAIL $name: record with GPUHOOK_SECTORS=1"; cat "$work/$name.err"; failed=1; return; }
+      counts=(--sectors-from "$work/${name}_counts.gpuh")
+    fi
+    "$gantt" whatif -q "$work/$name.gpuh" "$@" "${counts[@]}" -o "$work/${name}_predicted.gpuh" ||
       { echo "FAIL $name: whatif $*"; failed=1; return; }
     example+=("$($measure "$work/$name.gpuh")")
     twin+=("$($measure "$work/${name}_fixed.gpuh")")
@@ -115,9 +121,6 @@ row() {  # name, simulator settings, example args, change flags...
   echo "$name: example ${example[*]}, twin ${twin[*]}, predicted ${predicted[*]} (ns; $((SECONDS - began)) s)" >&2
   report "$name" "$(printf '%s ' "$@" | sed 's/--change //g; s/ *$//')" \
     "$(median_of "${example[@]}")" "$(median_of "${twin[@]}")" "$(median_of "${predicted[@]}")"
-}
-not_modelled() {  # name, why
-  printf '%-18s %-36s %s\n' "$1" "(no change models it yet)" "$2"
 }
 
 # Three rows measure their steps: the first kernel's start to the last kernel's end. Before them
@@ -233,7 +236,11 @@ ranks_row pipeline_parallel "pipeline=1f1b:16 (4 stages)" pipeline_steps "" --ch
 peak_bytes() { "$gantt" stats --by memory --format json "$1" | grep -o '"peak_bytes":[0-9]*' | cut -d: -f2 | sort -n | tail -1; }
 unit="MB of peak memory" measure=peak_bytes row memory_phases "GPUHOOK_MEM_USE=1" "" \
   --change checkpoint=activations --change free-idle
-not_modelled gather_stall "the twin changes the kernel's memory access pattern"
+# gather_stall: a gather through random-order indices, each warp's 32 table rows in 32 sectors
+# where 4 would do; the twin sorts the indices once. coalesce times each gather by the fewest
+# sectors its loads and stores need over those they touched, counted in a third run of the
+# example. The measure is the kernels' span: the host's set-up and checks are untouched.
+counted=1 measure=kernels_ns row gather_stall "" "" --change coalesce=gather_random
 
 [ ${#errors[@]} -gt 0 ] || { echo "FAIL: no row measured"; exit 1; }
 printf '%s\n' "${errors[@]}" | tr -d '+-' | sort -g | awk -v m="$median_tolerance" -v w="$worst_tolerance" '

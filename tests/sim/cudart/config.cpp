@@ -62,7 +62,11 @@ void read_costs(const std::string& path, std::vector<KernelCost>* costs) {
       const std::string key = word.substr(0, eq);
       char* end = nullptr;
       const double v = std::strtod(word.c_str() + eq + 1, &end);
-      if (end == word.c_str() + eq + 1 || *end != '\0' || !(v >= 0) || v > 1) ok = false;
+      const bool count = key == "sectors" || key == "ld_ideal" || key == "st_ideal";  // per warp, not a fraction
+      if (end == word.c_str() + eq + 1 || *end != '\0' || !(v >= 0) || (!count && v > 1) || v > 1e6) ok = false;
+      else if (key == "sectors") c.sectors_per_warp = v;
+      else if (key == "ld_ideal") c.load_ideal_per_warp = v;
+      else if (key == "st_ideal") c.store_ideal_per_warp = v;
       else if (key == "sm_active") c.sm_active = v;
       else if (key == "tensor") c.tensor = v;
       else if (key == "dram_read") c.dram_read = v;
@@ -72,7 +76,7 @@ void read_costs(const std::string& path, std::vector<KernelCost>* costs) {
     if (!ok) {
       std::fprintf(stderr,
                    "gpuhook-sim: %s:%d: want \"name_substring ns_per_block [regs] [sm_active=F] [tensor=F] "
-                   "[dram_read=F] [dram_write=F]\" (F in 0..1)\n",
+                   "[dram_read=F] [dram_write=F] [sectors=N] [ld_ideal=N] [st_ideal=N]\" (F in 0..1, N per warp)\n",
                    path.c_str(), line_no);
       continue;
     }

@@ -18,6 +18,11 @@ struct KernelCost {
   double tensor = 0;
   double dram_read = 0;
   double dram_write = 0;
+  // For the simulated SASS metrics (GPUHOOK_SECTORS): 32-byte sectors a warp's global loads and
+  // stores touch (sectors=), and the fewest its loads and its stores need (ld_ideal=, st_ideal=).
+  double sectors_per_warp = 0;
+  double load_ideal_per_warp = 0;
+  double store_ideal_per_warp = 0;
 };
 
 struct CostScale {

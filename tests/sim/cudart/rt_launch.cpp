@@ -94,6 +94,12 @@ cudaError_t build_kernel_op(KernelInfo* k, dim3 grid, dim3 block, void** args, s
     op.load.tensor = cost->tensor;
     op.load.dram_read = cost->dram_read;
     op.load.dram_write = cost->dram_write;
+    if (cost->sectors_per_warp > 0) {
+      const double warps = static_cast<double>(blocks) * warps_per_block;
+      gpuhook_sim_sass_count(k->name.c_str(), static_cast<uint64_t>(warps * cost->sectors_per_warp),
+                             static_cast<uint64_t>(warps * cost->load_ideal_per_warp),
+                             static_cast<uint64_t>(warps * cost->store_ideal_per_warp));
+    }
   }
   const double waves = std::ceil(static_cast<double>(blocks) / capacity);
   double duration = waves * c.block_ns_for(k->name, nullptr) * c.scale_for(k->name);

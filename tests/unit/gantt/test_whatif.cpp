@@ -293,6 +293,8 @@ TEST(WhatifChange, SpellingsAreExact) {
   EXPECT_EQ(parse_change("pipeline=1f1b").kind, Change::Kind::kPipeline);
   EXPECT_EQ(parse_change("pipeline=1f1b").micro_batches, 0u);
   EXPECT_EQ(parse_change("pipeline=1f1b:16").micro_batches, 16u);
+  EXPECT_EQ(parse_change("coalesce=gather").kind, Change::Kind::kCoalesce);
+  EXPECT_EQ(parse_change("coalesce=gather.*:x").name, "gather.*:x");
   const Change s = parse_change("scale=gemm.*:0.8");
   EXPECT_EQ(s.name, "gemm.*");
   EXPECT_DOUBLE_EQ(s.factor, 0.8);
@@ -301,7 +303,7 @@ TEST(WhatifChange, SpellingsAreExact) {
                           "block-size=k:0", "block-size=k:99999999999", "fuse=", "fuse=:4", "fuse=k:1",
                           "fuse=k:0", "fuse=k:99999999999", "checkpoint=", "checkpoint=:4", "checkpoint=act:0",
                           "free-idle=x", "pipeline=", "pipeline=gpipe", "pipeline=1f1b:", "pipeline=1f1b:0",
-                          "pipeline=1f1b:2.5", "pipeline=1f1b:99999999", "pipeline=1F1B", ""})
+                          "pipeline=1f1b:2.5", "pipeline=1f1b:99999999", "pipeline=1F1B", "coalesce=", "coalesce", ""})
     EXPECT_THROW(parse_change(bad), std::invalid_argument) << bad;
 }
 
@@ -395,6 +397,67 @@ TEST_F(WhatifPredict, AKernelQueuedBehindAScaledOneStartsEarlier) {
   ASSERT_EQ(m.captures.size(), 1u);
   EXPECT_EQ(m.captures[0].header.predicted_change_size(), 1);
   EXPECT_EQ(m.captures[0].header.predicted_from(), in);
+}
+
+// coalesce: a kernel's time times ideal over touched sectors, the counts summed over a name's
+// KernelSectors records (two devices here), from the capture or from another (--sectors-from).
+TEST_F(WhatifPredict, CoalesceTimesAKernelByItsIdealOverTouchedSectors) {
+  using gantt_test::api;
+  using gantt_test::kernel;
+  const uint32_t launch = id("cudaLaunchKernel"), sync = id("cudaStreamSynchronize"), gather = id("gather"),
+                 other = id("other");
+  auto sectors = [](uint32_t name, uint32_t device, uint64_t touched, uint64_t ideal) {
+    v1::Record r;
+    r.mutable_kernel_sectors()->set_name_id(name);
+    r.mutable_kernel_sectors()->set_device(device);
+    r.mutable_kernel_sectors()->set_sectors(touched);
+    r.mutable_kernel_sectors()->set_ideal_sectors(ideal);
+    return r;
+  };
+  // gather 1015..11015 then other 11015..12015 on one stream; the sync returns at 12100.
+  const std::vector<v1::Record> ops = {api(launch, 7, 1000, 1010, 1), kernel(gather, 13, 1, 0, 0, 1015, 11015),
+                                       api(launch, 7, 1020, 1030, 2), kernel(other, 13, 2, 0, 0, 11015, 12015),
+                                       api(sync, 7, 1040, 12100, 3), stream_sync(13, 3, 1040, 12100)};
+  std::vector<v1::Record> counted = ops;
+  counted.push_back(sectors(gather, 0, 300, 60));  // 400 touched where 100 would do: x0.25
+  counted.push_back(sectors(gather, 1, 100, 40));
+  counted.push_back(sectors(other, 0, 50, 50));  // already coalesced: kept
+  const std::string in = write("in.gpuh", with_strings(counted));
+  const Prediction p = predict({in}, {parse_change("coalesce=gather|other")}, {}, dir_ + "/out.gpuh");
+  // gather takes 2500 ns: 1015..3515, other 3515..4515, the sync returns 85 ns later.
+  EXPECT_EQ(p.sections[0].predicted.ns(), 4600u - 1000u);
+  ASSERT_EQ(p.notes.size(), 1u);
+  EXPECT_NE(p.notes[0].find("1 kernel(s) of 2 name(s)"), std::string::npos) << p.notes[0];
+  EXPECT_NE(p.notes[0].find("450 sectors where 150"), std::string::npos) << p.notes[0];
+
+  // The times from a run without counts, the counts from another.
+  const std::string times = write("times.gpuh", with_strings(ops));
+  Options from;
+  from.sectors_from = {in};
+  const Prediction q = predict({times}, {parse_change("coalesce=gather")}, from, dir_ + "/out2.gpuh");
+  EXPECT_EQ(q.sections[0].predicted.ns(), p.sections[0].predicted.ns());
+  EXPECT_NE(q.notes[0].find("counts from " + in), std::string::npos) << q.notes[0];
+  // Without counts it refuses and says how to record them; a name without counts is kept.
+  try {
+    predict({times}, {parse_change("coalesce=gather")}, {}, dir_ + "/out3.gpuh");
+    ADD_FAILURE() << "predicted without sector counts";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("GPUHOOK_SECTORS=1"), std::string::npos) << e.what();
+  }
+  std::vector<v1::Record> partly = ops;
+  partly.push_back(sectors(other, 0, 200, 50));
+  const std::string half = write("half.gpuh", with_strings(partly));
+  const Prediction h = predict({half}, {parse_change("coalesce=.")}, {}, dir_ + "/out4.gpuh");
+  EXPECT_EQ(h.sections[0].predicted.ns(), 12100u - 1000u - 750u);
+  EXPECT_NE(h.notes[0].find("1 name(s) without counts kept as recorded"), std::string::npos) << h.notes[0];
+  // Hostile counts: sums saturate, a zero count divides nothing.
+  std::vector<v1::Record> hostile = ops;
+  hostile.push_back(sectors(gather, 0, UINT64_MAX, UINT64_MAX));
+  hostile.push_back(sectors(gather, 1, UINT64_MAX, 0));
+  hostile.push_back(sectors(other, 0, 0, 0));
+  const std::string bad = write("bad.gpuh", with_strings(hostile));
+  const Prediction b = predict({bad}, {parse_change("coalesce=.")}, {}, dir_ + "/out5.gpuh");
+  EXPECT_EQ(b.sections[0].predicted.ns(), 12100u - 1000u);  // UINT64_MAX of UINT64_MAX: x1
 }
 
 TEST_F(WhatifPredict, RemoveSyncsKeepsTheLastWaitAndEveryLaunch) {

@@ -79,6 +79,46 @@ std::vector<detail::Section> read_sections(const std::string& path, uint64_t max
   return out;
 }
 
+namespace v1 = gpuhook::v1;
+
+// KernelSectors of the sections' own records (with their inputs' strings) or of other files,
+// summed by kernel name. A sum saturates: an untrusted count cannot wrap.
+void add_count(std::map<std::string, SectorCount>& out, const std::string& name, const v1::KernelSectors& k,
+               const std::string& path) {
+  if (out.size() >= kMaxSectorNames && out.find(name) == out.end())
+    throw std::invalid_argument(path + ": more than " + std::to_string(kMaxSectorNames) +
+                                " kernel names with sector counts; a capture holds one record a kernel and device");
+  SectorCount& c = out[name];
+  c.sectors = k.sectors() > UINT64_MAX - c.sectors ? UINT64_MAX : c.sectors + k.sectors();
+  c.ideal_sectors = k.ideal_sectors() > UINT64_MAX - c.ideal_sectors ? UINT64_MAX : c.ideal_sectors + k.ideal_sectors();
+}
+
+void read_sector_counts(detail::Built& b, const std::vector<std::string>& paths) {
+  v1::Record r;
+  if (paths.empty()) {
+    for (const detail::Section& s : b.sections)
+      for (uint32_t i = 0; i < s.records.size(); ++i) {
+        s.records.get(i, &r);
+        if (r.kind_case() == v1::Record::kKernelSectors) add_count(b.sectors, s.string(r.kernel_sectors().name_id()), r.kernel_sectors(), s.name);
+      }
+    b.sectors_source = "the capture itself (on a GPU its kernels ran slower, patched to count: record the times "
+                       "without GPUHOOK_SECTORS and pass the counts with --sectors-from)";
+    return;
+  }
+  for (const std::string& path : paths) {
+    const std::unique_ptr<gpuhook::CaptureReader> reader = gantt::scan::open_capture(path, gpuhook::ReaderOptions{false, 0, 0});
+    LoadOptions limits;
+    const AmplificationGuard guard(*reader, limits);
+    while (reader->next(r)) {
+      guard.check(*reader);
+      if (r.kind_case() == v1::Record::kKernelSectors)
+        add_count(b.sectors, std::string(reader->string(r.kernel_sectors().name_id())), r.kernel_sectors(), path);
+    }
+    if (reader->integrity().error) throw *reader->integrity().error;
+    b.sectors_source += (b.sectors_source.empty() ? "" : ", ") + path;
+  }
+}
+
 }  // namespace
 
 namespace detail {
@@ -172,6 +212,9 @@ Change parse_change(const std::string& text) {
         throw std::invalid_argument("--change " + text + ": M, the micro-batches a step, is a whole number from 1 to 65536");
       c.micro_batches = static_cast<uint32_t>(n);
     }
+  } else if (starts_with(text, "coalesce=") && text.size() > 9) {
+    c.kind = Change::Kind::kCoalesce;
+    c.name = text.substr(9);
   } else if (starts_with(text, "priority=") && text.size() > 9) {
     c.kind = Change::Kind::kPriority;
     c.name = text.substr(9);
@@ -195,6 +238,10 @@ const char* change_help() {
          "                         stream, each behind its own chunk's kernel (paired by position)\n"
          "  graphs                 repeated launch sequences become one graph launch each\n"
          "  scale=REGEX:FACTOR     kernels whose name matches REGEX take FACTOR times as long\n"
+         "  coalesce=REGEX         kernels matching REGEX with their global loads and stores coalesced:\n"
+         "                         each takes its time times the fewest sectors its accesses need over\n"
+         "                         the sectors they touched (a kernel bound by its memory traffic), as\n"
+         "                         counted in a run with GPUHOOK_SECTORS=1 (--sectors-from)\n"
          "  balance-ranks          each step's compute on every rank set to the ranks' mean\n"
          "  priority=REGEX         the streams that run kernels matching REGEX at a greater priority\n"
          "                         than every other stream of their device\n"
@@ -232,6 +279,11 @@ Prediction predict(const std::vector<std::string>& inputs, const std::vector<Cha
     for (detail::Section& s : read_sections(in, options.max_records_per_byte, &warnings)) sections.push_back(std::move(s));
   if (sections.size() > UINT16_MAX) throw std::invalid_argument("whatif: more than 65535 captures");
   detail::Built built = detail::build(std::move(sections));
+  for (const Change& c : changes)
+    if (c.kind == Change::Kind::kCoalesce) {
+      read_sector_counts(built, options.sectors_from);
+      break;
+    }
   replay(built.graph);  // the unchanged replay: how well the model matches this capture
   Prediction p;
   const std::vector<Span> measured = original_spans(built.graph), unchanged = replayed_spans(built.graph);

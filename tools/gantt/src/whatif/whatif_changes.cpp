@@ -112,6 +112,50 @@ void scale(Built& b, const Change& ch) {
   b.graph.notes.push_back(ch.text + ": " + std::to_string(matched.size()) + " kernel(s) " + fmt("x%.3g", ch.factor));
 }
 
+// coalesce=REGEX: each matched kernel's time times its name's ideal over touched sectors. The
+// model: a kernel whose loads split into more sectors than they need is bound by moving them
+// (warps wait on memory, its SMs mostly idle: diagnose stalled), and takes time in proportion to
+// the sectors it moves. A kernel bound by its arithmetic gains less than predicted.
+void coalesce(Built& b, const Change& ch) {
+  const std::vector<uint32_t> matched = matching_kernels(b, ch);
+  std::map<std::string, double> factor;  // per name matched: ideal / touched, 1 = nothing to gain
+  std::vector<std::string> uncounted;
+  uint64_t touched = 0, ideal = 0;
+  for (const uint32_t o : matched) {
+    const std::string& name = b.graph.ops[o].name.str();
+    if (factor.count(name) != 0 || std::find(uncounted.begin(), uncounted.end(), name) != uncounted.end()) continue;
+    auto it = b.sectors.find(name);
+    if (it == b.sectors.end()) {
+      uncounted.push_back(name);
+      continue;
+    }
+    const SectorCount& c = it->second;
+    factor[name] = c.sectors == 0 || c.ideal_sectors >= c.sectors
+                       ? 1.0
+                       : static_cast<double>(c.ideal_sectors) / static_cast<double>(c.sectors);
+    touched = c.sectors > UINT64_MAX - touched ? UINT64_MAX : touched + c.sectors;
+    ideal = c.ideal_sectors > UINT64_MAX - ideal ? UINT64_MAX : ideal + c.ideal_sectors;
+  }
+  if (factor.empty())
+    throw std::invalid_argument("--change " + ch.text + ": no sector counts for the kernels it matches (" +
+                                demangle(uncounted.front()) + (uncounted.size() > 1 ? ", ..." : "") + ") in " +
+                                b.sectors_source + ": record a run with GPUHOOK_SECTORS=1 and pass it with --sectors-from");
+  size_t retimed = 0;
+  for (const uint32_t o : matched) {
+    auto it = factor.find(b.graph.ops[o].name.str());
+    if (it == factor.end() || it->second >= 1) continue;
+    b.graph.ops[o].duration_ns = scaled(b.graph.ops[o].duration_ns, it->second);
+    ++retimed;
+  }
+  std::string note = ch.text + ": " + std::to_string(retimed) + " kernel(s) of " + std::to_string(factor.size()) +
+                     " name(s) re-timed; their global loads and stores touched " + std::to_string(touched) +
+                     " sectors where " + std::to_string(ideal) + " would do" +
+                     (touched > 0 ? fmt(" (x%.3g)", static_cast<double>(ideal) / static_cast<double>(touched)) : "") +
+                     ", counts from " + b.sectors_source;
+  if (!uncounted.empty()) note += "; " + std::to_string(uncounted.size()) + " name(s) without counts kept as recorded";
+  b.graph.notes.push_back(note);
+}
+
 // The kernel records of the matched ops (those launched by a call, not a graph's members) and
 // the devices their captures recorded.
 struct KernelRecords {
@@ -928,6 +972,7 @@ void apply(Built& b, const std::vector<Change>& changes, const Options& options)
   for (const Change& ch : changes) {
     switch (ch.kind) {
       case Change::Kind::kScale: scale(b, ch); break;
+      case Change::Kind::kCoalesce: coalesce(b, ch); break;
       case Change::Kind::kPinCopies: pin_copies(b, ch, options); break;
       case Change::Kind::kAsyncCopies: async_copies(b, ch); break;
       case Change::Kind::kRemoveSyncs: remove_syncs(b, ch); break;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -143,6 +144,10 @@ struct Built {
   std::vector<bool> nccl_record_dropped;
   // Every send and receive of every capture, matched into Graph::p2p by link_p2p().
   std::vector<P2pEnd> p2p_ends;
+  // coalesce: sector counts by kernel name (Options::sectors_from, else the inputs'), and where
+  // they came from, for its note.
+  std::map<std::string, SectorCount> sectors;
+  std::string sectors_source;
 };
 
 // The median of `v` (the upper one of an even count), 0 for none.

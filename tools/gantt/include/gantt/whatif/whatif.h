@@ -40,11 +40,11 @@ namespace gantt::whatif {
 struct Change {
   enum class Kind {
     kPinCopies, kAsyncCopies, kRemoveSyncs, kStreams, kGraphs, kScale, kBalanceRanks, kPriority, kOverlapCopies,
-    kBlockSize, kFuse, kCheckpoint, kFreeIdle, kPipeline
+    kBlockSize, kFuse, kCheckpoint, kFreeIdle, kPipeline, kCoalesce
   };
   Kind kind = Kind::kPinCopies;
   std::string text;          // as typed, for the header and the report
-  std::string name;          // remove-syncs=NAME: only calls of this name; scale, priority, checkpoint: the regex
+  std::string name;          // remove-syncs=NAME: only calls of this name; scale, priority, checkpoint, coalesce: the regex
   double factor = 1;         // scale
   uint32_t streams = 0;      // streams=N
   uint32_t threads = 0;      // block-size=REGEX:N (0: the block size of the most resident threads)
@@ -68,7 +68,20 @@ struct Options {
   double pinned_gbps = 0;       // pin-copies: 0 = measure it from the pinned copies of the capture
   double graph_launch_us = 0;   // graphs: 0 = the capture's cudaGraphLaunch calls, else one launch call
   uint64_t max_records_per_byte = kMaxRecordsPerByte;
+  // coalesce: captures recorded with GPUHOOK_SECTORS=1 whose KernelSectors records give the
+  // kernels' sector counts (empty = the inputs' own). Counting patches the kernels, so their
+  // times come from a run without it.
+  std::vector<std::string> sectors_from;
 };
+
+// The global-memory sectors of one kernel name, summed over the captures' KernelSectors.
+struct SectorCount {
+  uint64_t sectors = 0;        // touched by its loads and stores
+  uint64_t ideal_sectors = 0;  // the fewest the same accesses need
+};
+// KernelSectors records longer than this many names in a file are refused: a capture writes one
+// a kernel name and device.
+inline constexpr size_t kMaxSectorNames = size_t{1} << 20;
 
 // pin-copies without a pinned copy to measure nor --pinned-gbps: the pinned bandwidth from the
 // device's PCIe link (DeviceInfo's pcie_link_max_*, else the current link).
