@@ -29,6 +29,16 @@ constexpr CUpti_CallbackId kBlockingSyncs[] = {CUPTI_RUNTIME_TRACE_CBID_cudaDevi
                                                CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
                                                CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020};
 
+// The calls that may run a context's first kernel: launches, and graph launches (a program that
+// captured its work runs no kernel launch after the capture).
+constexpr CUpti_CallbackId kGraphLaunches[] = {CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+                                               CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000};
+bool starts_kernels(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  return is_kernel_launch(domain, cbid) ||
+         (domain == CUPTI_CB_DOMAIN_RUNTIME_API &&
+          std::find(std::begin(kGraphLaunches), std::end(kGraphLaunches), cbid) != std::end(kGraphLaunches));
+}
+
 bool is_blocking_sync(CUpti_CallbackId cbid) {
   return std::find(std::begin(kBlockingSyncs), std::end(kBlockingSyncs), cbid) != std::end(kBlockingSyncs);
 }
@@ -164,7 +174,7 @@ void CUPTIAPI CuptiTracer::on_callback(void*, CUpti_CallbackDomain domain, CUpti
   if (!profiler) {
     note_memory_use(domain, cbid, *info);  // the launches, copies and memsets GPUHOOK_MEM_USE watches
     CuptiTracer* self = instance();
-    if (self != nullptr && self->sectors_ != nullptr && info->callbackSite == CUPTI_API_ENTER && is_kernel_launch(domain, cbid))
+    if (self != nullptr && self->sectors_ != nullptr && info->callbackSite == CUPTI_API_ENTER && starts_kernels(domain, cbid))
       self->sectors_->on_launch(info->context);
     return;
   }
@@ -394,6 +404,7 @@ void CuptiTracer::subscribe_sectors(std::string* note) {
   for (size_t i = 0; i < kUseCallbackCount; ++i)
     if (is_kernel_launch(kUseCallbacks[i].domain, kUseCallbacks[i].cbid))
       api_.cuptiEnableCallback(1, subscriber_, kUseCallbacks[i].domain, kUseCallbacks[i].cbid);
+  for (CUpti_CallbackId cbid : kGraphLaunches) api_.cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, cbid);
 }
 
 // At exit, after the last activity records: the counts, or why there are none, in the capture.
