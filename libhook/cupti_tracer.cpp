@@ -329,8 +329,9 @@ bool CuptiTracer::enable(std::string* why) {
   }
   enable_api_records();
   if (config_.range.kind == RangeKind::kProfilerApi) subscribe_profiler_range(&notes_);
-  if (config_.mem_use) subscribe_memory_use(&notes_);
+  // The counter first: the memory-use callbacks pass the launches to it once it is set.
   if (config_.sectors) subscribe_sectors(&notes_);
+  if (config_.mem_use) subscribe_memory_use(&notes_);
   return true;
 }
 
@@ -409,7 +410,8 @@ void CuptiTracer::subscribe_sectors(std::string* note) {
 
 // At exit, after the last activity records: the counts, or why there are none, in the capture.
 void CuptiTracer::finish_sectors(RecordSink& sink) {
-  if (!config_.sectors) return;
+  if (!config_.sectors || sectors_finished_) return;
+  sectors_finished_ = true;
   if (sectors_ != nullptr) {
     const std::string why = sectors_->finish(sink);
     if (!why.empty()) sectors_note_ = why;

@@ -151,6 +151,7 @@ class CuptiTracer final : public GpuSource {
   std::string takeover_;     // writer thread only: set by the final poll
   std::unique_ptr<SectorCounter> sectors_;  // GPUHOOK_SECTORS; set before the callbacks are on
   std::string sectors_note_;  // writer thread only: set by the final poll
+  bool sectors_finished_ = false;  // writer thread only
   // The takeover check (note_takeover): the correlation ids of the last synchronize calls, and
   // which correlation ids had a SYNCHRONIZATION record (a bitmap; a collision only hides).
   static constexpr uint32_t kRecentSyncs = 4;
