@@ -1,7 +1,11 @@
 // Pattern 2: copies from pageable memory block the host and cannot overlap compute; pinned
-// memory with cudaMemcpyAsync on two streams lets copies and kernels run at the same time.
+// memory with cudaMemcpyAsync on streams of their own lets copies and kernels run at the same
+// time.
 //   pageable_copy            malloc'd buffers, cudaMemcpy in, kernel, cudaMemcpy out
-//   pageable_copy --fixed    cudaMallocHost buffers, chunks alternating over two streams
+//   pageable_copy --fixed    cudaMallocHost buffers; each chunk copied in on one stream, its
+//                            kernel on one of two compute streams, copied out on a third, each
+//                            step waiting on the one before through an event: the copies in
+//                            run back to back while kernels and copies out follow
 // Every element becomes 2 * x + 1; the program checks every element.
 #include <vector>
 
@@ -38,8 +42,18 @@ int main(int argc, char** argv) {
   }
   float* dev = nullptr;
   CHECK_CUDA(cudaMalloc(&dev, n * sizeof(float)));
-  cudaStream_t streams[2];
-  for (auto& s : streams) CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  // --fixed: a stream for each direction of copy and two for the kernels, and an event after
+  // each chunk's copy in and each chunk's kernel.
+  cudaStream_t copy_in = nullptr, copy_out = nullptr, compute[2] = {};
+  cudaEvent_t copied[kChunks] = {}, computed[kChunks] = {};
+  if (opt.fixed) {
+    for (cudaStream_t* s : {&copy_in, &copy_out, &compute[0], &compute[1]})
+      CHECK_CUDA(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking));
+    for (int c = 0; c < kChunks; ++c) {
+      CHECK_CUDA(cudaEventCreateWithFlags(&copied[c], cudaEventDisableTiming));
+      CHECK_CUDA(cudaEventCreateWithFlags(&computed[c], cudaEventDisableTiming));
+    }
+  }
 
   const int block = 256;
   const int grid = (chunk + block - 1) / block;
@@ -50,11 +64,15 @@ int main(int argc, char** argv) {
       float* h = host + static_cast<size_t>(c) * chunk;
       float* d = dev + static_cast<size_t>(c) * chunk;
       if (opt.fixed) {
-        cudaStream_t s = streams[c % 2];
-        CHECK_CUDA(cudaMemcpyAsync(d, h, chunk_bytes, cudaMemcpyHostToDevice, s));
+        cudaStream_t s = compute[c % 2];
+        CHECK_CUDA(cudaMemcpyAsync(d, h, chunk_bytes, cudaMemcpyHostToDevice, copy_in));
+        CHECK_CUDA(cudaEventRecord(copied[c], copy_in));
+        CHECK_CUDA(cudaStreamWaitEvent(s, copied[c], 0));
         twice_plus_one<<<grid, block, 0, s>>>(d, chunk);
         CHECK_LAUNCH();
-        CHECK_CUDA(cudaMemcpyAsync(h, d, chunk_bytes, cudaMemcpyDeviceToHost, s));
+        CHECK_CUDA(cudaEventRecord(computed[c], s));
+        CHECK_CUDA(cudaStreamWaitEvent(copy_out, computed[c], 0));
+        CHECK_CUDA(cudaMemcpyAsync(h, d, chunk_bytes, cudaMemcpyDeviceToHost, copy_out));
       } else {
         CHECK_CUDA(cudaMemcpy(d, h, chunk_bytes, cudaMemcpyHostToDevice));
         twice_plus_one<<<grid, block>>>(d, chunk);
@@ -71,7 +89,13 @@ int main(int argc, char** argv) {
   }
   std::printf("pageable_copy%s: %d chunks x %d floats, %d iterations, %.0f elements checked\n",
               opt.fixed ? " --fixed" : "", kChunks, chunk, opt.iterations, checked);
-  for (auto& s : streams) CHECK_CUDA(cudaStreamDestroy(s));
+  if (opt.fixed) {
+    for (int c = 0; c < kChunks; ++c) {
+      CHECK_CUDA(cudaEventDestroy(copied[c]));
+      CHECK_CUDA(cudaEventDestroy(computed[c]));
+    }
+    for (cudaStream_t s : {copy_in, copy_out, compute[0], compute[1]}) CHECK_CUDA(cudaStreamDestroy(s));
+  }
   CHECK_CUDA(cudaFree(dev));
   if (opt.fixed) CHECK_CUDA(cudaFreeHost(host));
   std::printf("OK\n");
