@@ -56,4 +56,11 @@ if "$cli" whatif "$work/plain.gpuh" --change coalesce=gather -o "$work/q.gpuh" 2
 fi
 grep -q "record a run with GPUHOOK_SECTORS=1 and pass it with --sectors-from" "$work/whatif.err" ||
   { echo "FAIL: whatif's refusal"; cat "$work/whatif.err"; exit 1; }
+# A counting run cut short has lost its counts (written at exit): the refusal says where it ends.
+head -c 300 "$work/counted.gpuh" > "$work/cut.gpuh"
+if "$cli" whatif "$work/plain.gpuh" --change coalesce=gather --sectors-from "$work/cut.gpuh" -o "$work/r.gpuh" 2>"$work/cut.err"; then
+  echo "FAIL: whatif predicted from a cut counting run"; exit 1
+fi
+grep -q "cut.gpuh (truncated at byte [0-9]*): record a run with GPUHOOK_SECTORS=1" "$work/cut.err" ||
+  { echo "FAIL: the refusal does not say the counting run is cut"; cat "$work/cut.err"; exit 1; }
 echo "PASS: sectors counted, refused in one line, taken by whatif from another run"

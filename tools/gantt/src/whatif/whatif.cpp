@@ -114,8 +114,11 @@ void read_sector_counts(detail::Built& b, const std::vector<std::string>& paths)
       if (r.kind_case() == v1::Record::kKernelSectors)
         add_count(b.sectors, std::string(reader->string(r.kernel_sectors().name_id())), r.kernel_sectors(), path);
     }
-    if (reader->integrity().error) throw *reader->integrity().error;
-    b.sectors_source += (b.sectors_source.empty() ? "" : ", ") + path;
+    const gpuhook::Integrity& in = reader->integrity();
+    if (in.error) throw *in.error;
+    // The counts are written at the end of a run: a truncated file has lost them.
+    b.sectors_source += (b.sectors_source.empty() ? "" : ", ") + path +
+                        (in.truncated ? " (truncated at byte " + std::to_string(in.truncated_at) + ")" : "");
   }
 }
 
