@@ -326,3 +326,36 @@ TEST(Diagnose, SmActiveSamplesAreJudgedOnTheScanEachSampleOnceAName) {
   EXPECT_EQ(found[0]->evidence[1], "6 runs, 12000.000 us in all: 60.0% of the device's kernel time");
   EXPECT_NE(found[0]->evidence[2].find("DRAM read + write 65.0% of peak"), std::string::npos) << found[0]->evidence[2];
 }
+
+// memory-idle weighs an allocation's idle time against the capture's span as a load has it:
+// to its last call or operation, not to its last counter sample (NVML reads go on after the
+// program's last call, and the chunk index's last time counts them). Seen beside a second
+// build: the scan said the capture spanned 60.087 ms where a load said 59.667.
+TEST(Diagnose, MemoryIdleWeighsTheSpanALoadSees) {
+  Builder b;
+  gpuhook::test::CaptureBuilder& c = b.capture();
+  constexpr uint64_t T = 1'000'100;  // just after the header's start
+  auto alloc = [&](uint64_t address, uint64_t at) {
+    auto m = c.memory(v1::MEMORY_OP_ALLOC, address, 8u << 20, at);
+    m->set_memory_kind(v1::MEMORY_DEVICE);
+    m->set_device(0);
+  };
+  auto use = [&](uint64_t address, uint64_t at, uint32_t corr) {
+    auto u = c.add(&v1::Record::mutable_memory_use);
+    u->set_address(address);
+    u->set_time_ns(static_cast<int64_t>(at));
+    u->set_correlation_id(corr);
+    u->set_thread_id(100);
+  };
+  alloc(0x10000000, T + 10);  // a table, used once before the peak
+  use(0x10000000, T + 20, b.corr);
+  alloc(0x20000000, T + 30);  // the peak: the weights, used by every kernel
+  for (uint64_t i = 0; i < 10; ++i) {
+    use(0x20000000, T + 1000 + i * 100'000, b.corr);
+    b.k(kK, 7, T + 1000 + i * 100'000, T + 2000 + i * 100'000, T + 50'000 + i * 100'000);
+  }
+  // The device's counters, read for 2 ms after the program's last call.
+  for (uint64_t t = T; t <= T + 3'000'000; t += 100'000) c.metric(0, t, v1::GPU_METRIC_GPU_UTIL_PERCENT, 50);
+  const ga::DiagnoseReport r = scanned_report(b);  // the same JSON as the load's
+  EXPECT_TRUE(fired(r, "memory-idle"));
+}
