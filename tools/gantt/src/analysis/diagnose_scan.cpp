@@ -37,6 +37,7 @@
 #include "gantt/ranks/collectives.h"
 #include "diagnose_rules.h"
 #include "diagnose_work.h"
+#include "seen_times.h"
 
 namespace gantt::analysis {
 namespace {
@@ -99,7 +100,7 @@ class DiagnoseShare final : public EventConsumer {
         collective_budget_(collective_budget) {}
 
   void event(const ScannedEvent& e, const gpuhook::CaptureReader& reader) override {
-    see_event(e);
+    times.see_event(e);
     if (collective_budget_ != 0) keep_collective(e);
     // A kernel a load's collective_calls() lists under several calls: the straggler would miss
     // all but the first.
@@ -122,11 +123,10 @@ class DiagnoseShare final : public EventConsumer {
     reader_ = &reader;
   }
 
-  void unselected(const ScannedEvent& e) override { see_event(e); }
+  void unselected(const ScannedEvent& e) override { times.see_unselected(e); }
 
   void api(const gpuhook::ApiFields& a, const gpuhook::CaptureReader& reader) override {
-    see(a.start_ns);
-    see(a.end_ns);
+    times.see_call(a);
     if (a.start_ns <= 0 || a.end_ns <= a.start_ns) return;
     reader_ = &reader;
     if (!is_sync(a.name_id, reader)) return;
@@ -134,6 +134,7 @@ class DiagnoseShare final : public EventConsumer {
   }
 
   void record(const v1::Record& r, const gpuhook::CaptureReader&) override {
+    times.see_record(r);
     switch (r.kind_case()) {
       case v1::Record::kMemory:
       case v1::Record::kMemoryTag:
@@ -153,8 +154,6 @@ class DiagnoseShare final : public EventConsumer {
       case v1::Record::kNccl:
         // pipeline-bubble and slow-link read them from scans of their own (scan_pipelines).
         if (r.nccl().op() == v1::NCCL_SEND || r.nccl().op() == v1::NCCL_RECV) p2p = true;
-        if (r.nccl().has_start_ns()) see(r.nccl().start_ns());
-        if (r.nccl().has_end_ns()) see(r.nccl().end_ns());
         break;
       default: break;
     }
@@ -172,19 +171,12 @@ class DiagnoseShare final : public EventConsumer {
   uint64_t last_graph_ns = 0;                    // the last start of work a CUDA graph ran
   bool shared_kernel = false;                    // an NCCL kernel with several collective calls
   bool p2p = false;                              // an NCCL send or receive read
-  // The last time a load of the capture sees (ModelBuilder's see()): its operations', calls'
-  // and NCCL calls' times; not its counter samples', allocations' or memory uses', which go on
-  // while nothing else happens (the chunk index's last time counts those).
-  uint64_t last_seen_ns = 0;
+  // The times a load of the capture sees (ModelBuilder's see()), not the chunk index's, which
+  // count the counter samples that go on after the program's last call.
+  SeenTimes times;
   std::string needs_load;
 
  private:
-  void see(int64_t t) {
-    if (t > 0) last_seen_ns = std::max(last_seen_ns, static_cast<uint64_t>(t));
-  }
-  void see_event(const ScannedEvent& e) {
-    for (uint64_t t : {e.queued_ns, e.start_ns, e.end_ns}) last_seen_ns = std::max(last_seen_ns, t);
-  }
   uint32_t job_id(uint32_t id) const { return id == 0 ? 0 : id + name_offset_; }
   void keep_collective(const ScannedEvent& e) {
     RankCollectiveCall call;
@@ -381,9 +373,10 @@ std::optional<ScannedDiagnosis> diagnose_scan(const std::vector<std::string>& pa
     // is the last time a load sees (the context's: its header and NVTX ranges; the shares':
     // operations and calls), not the chunk index's, which counts the NVML samples taken after
     // the program's last call (seen beside a second build: 60.087 ms where a load said 59.667).
-    uint64_t last = std::max(scanner.context().captures.front().last_ns, scanner.first_ns());
-    for (const auto& sh : shares) last = std::max(last, sh->last_seen_ns);
-    kept[c].span = {scanner.first_ns(), last};
+    SeenTimes seen;
+    seen.see_context(scanner);
+    for (const auto& sh : shares) seen.absorb(sh->times);
+    kept[c].span = {scanner.first_ns(), std::max(seen.last, scanner.first_ns())};
     const gpuhook::CaptureReader* reader = nullptr;
     for (const auto& sh : shares)
       if (!reader) reader = sh->reader();

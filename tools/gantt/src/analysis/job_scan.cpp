@@ -16,6 +16,7 @@
 #include "gantt/analysis/stream_stats.h"
 #include "gantt/model/model_builder.h"
 #include "gantt/scan/open.h"
+#include "seen_times.h"
 
 namespace gantt::analysis {
 
@@ -110,52 +111,6 @@ void move_calls(std::vector<RankCollectiveCall>& calls, const std::vector<int64_
 
 namespace {
 
-// What a load times of a capture (ModelBuilder's first and last times), and what select_events()
-// fits its window to: the events' first launch or begin and last end.
-struct SeenTimes {
-  uint64_t first = 0, last = 0;   // every time the loader sees (0: none)
-  uint64_t lo = UINT64_MAX, hi = 0;  // the fit: begins and launches, ends
-  bool any_event = false;
-  void see(uint64_t t) {
-    if (t == 0) return;
-    if (first == 0 || t < first) first = t;
-    last = std::max(last, t);
-  }
-  // A GPU operation's times, and filter.cpp event_begin_ns() and event_end_ns() with its launch.
-  void see_event(const ScannedEvent& e) {
-    see(e.queued_ns);
-    see(e.start_ns);
-    see(e.end_ns);
-    const uint64_t launch = e.launched ? e.launch_ns : 0;
-    const uint64_t begin = e.start_ns ? e.start_ns : e.queued_ns ? e.queued_ns : launch;
-    const uint64_t end = e.end_ns ? std::max(e.end_ns, begin) : begin;
-    any_event = true;
-    if (begin) lo = std::min(lo, begin);
-    if (launch) lo = std::min(lo, launch);
-    hi = std::max(hi, end);
-  }
-  void absorb(const SeenTimes& o) {
-    see(o.first);
-    see(o.last);
-    lo = std::min(lo, o.lo);
-    hi = std::max(hi, o.hi);
-    any_event = any_event || o.any_event;
-  }
-  // The times of a scanner's context (its header, its NVTX ranges), which a load sees too.
-  void see_context(const EventScanner& scanner) {
-    see(scanner.context().captures.front().first_ns);
-    see(scanner.context().captures.front().last_ns);
-  }
-  // The fit on the job's clock (a capture's first and last are moved with its model).
-  SeenTimes fit_moved(int64_t offset) const {
-    SeenTimes out;
-    out.any_event = any_event;
-    if (lo != UINT64_MAX) out.lo = shifted(lo, offset);
-    out.hi = shifted(hi, offset);
-    return out;
-  }
-};
-
 // select_events()' origin and window of a job without a filter: its first to its last time
 // (`records`' captures, as a load has them), fitted to the events of every capture (`times`,
 // moved by their `offsets`).
@@ -205,20 +160,9 @@ class TimedCalls : public CollectiveCalls {
     CollectiveCalls::event(e, reader);
     times.see_event(e);
   }
-  void unselected(const ScannedEvent& e) override {
-    times.see(e.queued_ns);
-    times.see(e.start_ns);
-    times.see(e.end_ns);
-  }
-  void api(const gpuhook::ApiFields& a, const gpuhook::CaptureReader&) override {
-    times.see(builder::known(a.start_ns));
-    times.see(builder::known(a.end_ns));
-  }
-  void record(const gpuhook::v1::Record& r, const gpuhook::CaptureReader&) override {
-    if (r.kind_case() != gpuhook::v1::Record::kNccl) return;
-    times.see(builder::t(r.nccl().has_start_ns(), r.nccl().start_ns()));
-    times.see(builder::t(r.nccl().has_end_ns(), r.nccl().end_ns()));
-  }
+  void unselected(const ScannedEvent& e) override { times.see_unselected(e); }
+  void api(const gpuhook::ApiFields& a, const gpuhook::CaptureReader&) override { times.see_call(a); }
+  void record(const gpuhook::v1::Record& r, const gpuhook::CaptureReader&) override { times.see_record(r); }
   SeenTimes times;
 };
 
