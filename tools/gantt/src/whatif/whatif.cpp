@@ -10,6 +10,7 @@
 
 #include <gpuhook/capture.h>
 
+#include "gantt/analysis/memory.h"  // saturating_add
 #include "gantt/model/model.h"
 #include "gantt/scan/open.h"
 
@@ -89,8 +90,8 @@ void add_count(std::map<std::string, SectorCount>& out, const std::string& name,
     throw std::invalid_argument(path + ": more than " + std::to_string(kMaxSectorNames) +
                                 " kernel names with sector counts; a capture holds one record a kernel and device");
   SectorCount& c = out[name];
-  c.sectors = k.sectors() > UINT64_MAX - c.sectors ? UINT64_MAX : c.sectors + k.sectors();
-  c.ideal_sectors = k.ideal_sectors() > UINT64_MAX - c.ideal_sectors ? UINT64_MAX : c.ideal_sectors + k.ideal_sectors();
+  c.sectors = analysis::saturating_add(c.sectors, k.sectors());
+  c.ideal_sectors = analysis::saturating_add(c.ideal_sectors, k.ideal_sectors());
 }
 
 void read_sector_counts(detail::Built& b, const std::vector<std::string>& paths) {

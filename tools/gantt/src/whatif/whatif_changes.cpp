@@ -11,6 +11,7 @@
 
 #include <re2/re2.h>
 
+#include "gantt/analysis/memory.h"  // saturating_add
 #include "gantt/model/occupancy.h"
 #include "gantt/model/text.h"
 #include "whatif_internal.h"
@@ -133,8 +134,8 @@ void coalesce(Built& b, const Change& ch) {
     factor[name] = c.sectors == 0 || c.ideal_sectors >= c.sectors
                        ? 1.0
                        : static_cast<double>(c.ideal_sectors) / static_cast<double>(c.sectors);
-    touched = c.sectors > UINT64_MAX - touched ? UINT64_MAX : touched + c.sectors;
-    ideal = c.ideal_sectors > UINT64_MAX - ideal ? UINT64_MAX : ideal + c.ideal_sectors;
+    touched = analysis::saturating_add(touched, c.sectors);
+    ideal = analysis::saturating_add(ideal, c.ideal_sectors);
   }
   if (factor.empty())
     throw std::invalid_argument("--change " + ch.text + ": no sector counts for the kernels it matches (" +
