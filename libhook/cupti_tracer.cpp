@@ -403,7 +403,7 @@ void CuptiTracer::subscribe_sectors(std::string* note) {
   sectors_.reset(new (std::nothrow) SectorCounter(api_));
   if (sectors_ == nullptr) return;
   for (size_t i = 0; i < kUseCallbackCount; ++i)
-    if (is_kernel_launch(kUseCallbacks[i].domain, kUseCallbacks[i].cbid))
+    if (kUseCallbacks[i].kernel_launch)
       api_.cuptiEnableCallback(1, subscriber_, kUseCallbacks[i].domain, kUseCallbacks[i].cbid);
   for (CUpti_CallbackId cbid : kGraphLaunches) api_.cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, cbid);
 }

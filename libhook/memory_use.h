@@ -85,6 +85,7 @@ class UseCollector {
 struct UseCallback {
   CUpti_CallbackDomain domain;
   CUpti_CallbackId cbid;
+  bool kernel_launch;  // else a copy or memset
 };
 extern const UseCallback kUseCallbacks[];
 extern const size_t kUseCallbackCount;

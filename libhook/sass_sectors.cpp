@@ -106,10 +106,14 @@ std::string SectorCounter::configure(Device& d) {
   return "";
 }
 
+SectorCounter::Device* SectorCounter::device(uint32_t index) {
+  for (Device& d : devices_)
+    if (d.index == index) return &d;
+  return nullptr;
+}
+
 std::string SectorCounter::start_on(CUcontext ctx, uint32_t index) {
-  Device* d = nullptr;
-  for (Device& known : devices_)
-    if (known.index == index) d = &known;
+  Device* d = device(index);
   if (d == nullptr) {
     devices_.push_back(Device{});
     d = &devices_.back();
@@ -128,62 +132,60 @@ std::string SectorCounter::start_on(CUcontext ctx, uint32_t index) {
   return "";
 }
 
+// One context's counts so far, as KernelSectors records; "" or what went wrong. A record per
+// patched instruction and metric, each with one value per instance (one: GPU granularity).
+std::string SectorCounter::flush(const Context& c, const Device& d, RecordSink& sink) {
+  auto props = GPUHOOK_CUPTI_PARAMS(CUpti_SassMetricsGetDataProperties_Params);
+  props.ctx = c.ctx;
+  CUptiResult r = api_.cuptiSassMetricsGetDataProperties(&props);
+  if (r != CUPTI_SUCCESS)
+    return "cuptiSassMetricsGetDataProperties on device " + std::to_string(c.device) + ": " + cupti_result_text(api_, r);
+  const size_t records = props.numOfPatchedInstructionRecords, instances = props.numOfInstances;
+  if (records == 0 || instances == 0) return "";
+  std::vector<CUpti_SassMetrics_InstanceValue> values(records * instances);
+  std::vector<CUpti_SassMetrics_Data> data(records);
+  for (size_t i = 0; i < records; ++i) {
+    data[i].structSize = sizeof(CUpti_SassMetrics_Data);
+    data[i].pInstanceValues = &values[i * instances];
+  }
+  auto flush = GPUHOOK_CUPTI_PARAMS(CUpti_SassMetricsFlushData_Params);
+  flush.ctx = c.ctx;
+  flush.numOfPatchedInstructionRecords = records;
+  flush.numOfInstances = instances;
+  flush.pMetricsData = data.data();
+  r = api_.cuptiSassMetricsFlushData(&flush);
+  if (r != CUPTI_SUCCESS)
+    return "cuptiSassMetricsFlushData on device " + std::to_string(c.device) + ": " + cupti_result_text(api_, r);
+  std::map<std::string, std::pair<uint64_t, uint64_t>> by_kernel;  // name -> (sectors, ideal)
+  for (const CUpti_SassMetrics_Data& at : data) {
+    auto& sums = by_kernel[at.functionName != nullptr ? at.functionName : ""];
+    for (size_t k = 0; k < instances; ++k) {
+      const CUpti_SassMetrics_InstanceValue& v = at.pInstanceValues[k];
+      if (v.metricId == d.sectors_id) sums.first += v.value;
+      for (uint64_t ideal : d.ideal_ids)
+        if (v.metricId == ideal) sums.second += v.value;
+    }
+  }
+  for (const auto& [name, sums] : by_kernel) {
+    if (sums.first == 0 && sums.second == 0) continue;  // no global access
+    wire::Record record;
+    wire::KernelSectors* k = record.mutable_kernel_sectors();
+    k->set_name_id(sink.intern(name));
+    k->set_device(c.device);
+    k->set_sectors(sums.first);
+    k->set_ideal_sectors(sums.second);
+    sink.emit(record);
+  }
+  return "";
+}
+
 std::string SectorCounter::finish(RecordSink& sink) {
   std::lock_guard<std::mutex> lock(mu_);
   std::string problem = problem_;
-  auto say = [&problem](const std::string& why) {
-    if (problem.empty()) problem = why;
-  };
   for (const Context& c : counting_) {
-    const Device* d = nullptr;
-    for (const Device& known : devices_)
-      if (known.index == c.device) d = &known;
-    auto props = GPUHOOK_CUPTI_PARAMS(CUpti_SassMetricsGetDataProperties_Params);
-    props.ctx = c.ctx;
-    CUptiResult r = api_.cuptiSassMetricsGetDataProperties(&props);
-    // A record per patched instruction and metric, each with one value per instance (one:
-    // GPU granularity).
-    if (r == CUPTI_SUCCESS && props.numOfPatchedInstructionRecords > 0 && props.numOfInstances > 0 && d != nullptr) {
-      const size_t records = props.numOfPatchedInstructionRecords, instances = props.numOfInstances;
-      std::vector<CUpti_SassMetrics_InstanceValue> values(records * instances);
-      std::vector<CUpti_SassMetrics_Data> data(records);
-      for (size_t i = 0; i < records; ++i) {
-        data[i].structSize = sizeof(CUpti_SassMetrics_Data);
-        data[i].pInstanceValues = &values[i * instances];
-      }
-      auto flush = GPUHOOK_CUPTI_PARAMS(CUpti_SassMetricsFlushData_Params);
-      flush.ctx = c.ctx;
-      flush.numOfPatchedInstructionRecords = records;
-      flush.numOfInstances = instances;
-      flush.pMetricsData = data.data();
-      r = api_.cuptiSassMetricsFlushData(&flush);
-      if (r == CUPTI_SUCCESS) {
-        std::map<std::string, std::pair<uint64_t, uint64_t>> by_kernel;  // name -> (sectors, ideal)
-        for (const CUpti_SassMetrics_Data& at : data) {
-          auto& sums = by_kernel[at.functionName != nullptr ? at.functionName : ""];
-          for (size_t k = 0; k < instances; ++k) {
-            const CUpti_SassMetrics_InstanceValue& v = at.pInstanceValues[k];
-            if (v.metricId == d->sectors_id) sums.first += v.value;
-            for (uint64_t ideal : d->ideal_ids)
-              if (v.metricId == ideal) sums.second += v.value;
-          }
-        }
-        for (const auto& [name, sums] : by_kernel) {
-          if (sums.first == 0 && sums.second == 0) continue;  // no global access
-          wire::Record record;
-          wire::KernelSectors* k = record.mutable_kernel_sectors();
-          k->set_name_id(sink.intern(name));
-          k->set_device(c.device);
-          k->set_sectors(sums.first);
-          k->set_ideal_sectors(sums.second);
-          sink.emit(record);
-        }
-      } else {
-        say("cuptiSassMetricsFlushData on device " + std::to_string(c.device) + ": " + cupti_result_text(api_, r));
-      }
-    } else if (r != CUPTI_SUCCESS) {
-      say("cuptiSassMetricsGetDataProperties on device " + std::to_string(c.device) + ": " + cupti_result_text(api_, r));
-    }
+    // Counting starts only on a configured device's context.
+    const std::string why = flush(c, *device(c.device), sink);
+    if (problem.empty()) problem = why;
     auto disable = GPUHOOK_CUPTI_PARAMS(CUpti_SassMetricsDisable_Params);
     disable.ctx = c.ctx;
     api_.cuptiSassMetricsDisable(&disable);

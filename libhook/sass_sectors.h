@@ -53,7 +53,9 @@ class SectorCounter {
     CUcontext ctx = nullptr;
     uint32_t device = 0;
   };
+  Device* device(uint32_t index);  // with mu_ held; nullptr: not seen yet
   std::string start_on(CUcontext ctx, uint32_t device);  // with mu_ held
+  std::string flush(const Context& c, const Device& d, RecordSink& sink);  // with mu_ held
   std::string configure(Device& d);           // with mu_ held
 
   static constexpr uint32_t kMaxContexts = 64;
